@@ -1,0 +1,200 @@
+/**
+ * The configuration: its schema, its defaults, and how the file and the environment combine.
+ *
+ * Sources, later wins: the built-in defaults below; the JSON file named by `BIZOPS_CONFIG` (default
+ * `config/bizops-sync.json` when it exists); the environment variables of DESIGN.md. Every value is
+ * validated with zod; a bad value is reported as one line naming the key and the rule
+ * (`ConfigError`), never a stack trace.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+const cronExpression = z.string().min(1);
+
+export const webhookEndpointSchema = z.object({
+  /** A short name for logs, metrics and `webhooks list`. */
+  name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only'),
+  url: z.url({ protocol: /^https?$/ }),
+  /** Standard Webhooks secret: `whsec_` followed by base64 (24 to 64 bytes). */
+  secret: z.string().regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/, 'must be whsec_ followed by base64'),
+  /** Event types to deliver: exact (`deal.won`), a prefix wildcard (`deal.*`), or `*` for all. */
+  events: z.array(z.string().min(1)).min(1).default(['*']),
+});
+
+export const configSchema = z.object({
+  /** `{base_url}` of spec §1, without `/api/public/v1`. */
+  baseUrl: z.url({ protocol: /^https?$/ }),
+  /**
+   * Bearer tokens by name (spec §5). `default` acts for syncing; a write may name another one to act
+   * as that employee (issue 4, e.g. a clock-in). Never logged.
+   */
+  tokens: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/), z.string().min(1)).refine((t) => 'default' in t, {
+    message: 'a token named "default" is required (set BIZOPS_TOKEN or BIZOPS_TOKEN_FILE)',
+  }),
+  /** The mirror's SQLite file. */
+  dbPath: z.string().min(1).default('./data/mirror.db'),
+  redisUrl: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').default('redis://127.0.0.1:6379'),
+  /** The company the tokens act for: the key of the shared rate budget (spec §8, per company). */
+  companyId: z.string().min(1).default('default'),
+  rateLimit: z
+    .object({
+      /** Requests per window (spec §8: 60 per minute by default). */
+      perMinute: z.number().int().positive().default(60),
+      /** Window length, ms. 60000 in production; tests scale time down. */
+      windowMs: z.number().int().positive().default(60_000),
+      /** Budget key: one per company (default) or one per token (spec §8 "also described as per API key"). */
+      scope: z.enum(['company', 'token']).default('company'),
+    })
+    .prefault({}),
+  sync: z
+    .object({
+      /** Seconds subtracted from the cursor on each incremental run, to absorb clock skew and ties. */
+      overlapSeconds: z.number().int().min(0).default(120),
+      /** Cron (seconds field allowed) for every stream's incremental sync. */
+      schedule: cronExpression.default('*/30 * * * * *'),
+      // Per-stream schedule overrides, e.g. { "deals": "every 10 seconds" as a cron with a seconds field }.
+      streamSchedules: z.record(z.string(), cronExpression).default({}),
+      /** Cron for reconciliation (complete scans that find records gone from a list). */
+      reconcileSchedule: cronExpression.default('0 17 */6 * * *'),
+      /** Streams to run. */
+      streams: z.array(z.enum(['transactions', 'deals', 'onboardings'])).default(['transactions', 'deals', 'onboardings']),
+    })
+    .prefault({}),
+  http: z
+    .object({
+      host: z.string().default('127.0.0.1'),
+      port: z.number().int().min(0).max(65535).default(8080),
+      /** Bearer key required by `POST /writes` and `GET /writes/{id}`; the write routes are off when unset. */
+      writeApiKey: z.string().min(16, 'must be at least 16 characters').optional(),
+    })
+    .prefault({}),
+  webhooks: z.array(webhookEndpointSchema).default([]),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type WebhookEndpointConfig = z.infer<typeof webhookEndpointSchema>;
+
+/** A configuration value that is missing or breaks a rule. The message names the key and the rule. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
+
+export interface LoadConfigOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Overrides applied last (CLI flags, tests). */
+  overrides?: Record<string, unknown>;
+}
+
+/**
+ * Builds the effective configuration from defaults, the file and the environment.
+ * @throws ConfigError naming the key and the rule (e.g. `BIZOPS_BASE_URL: must be a URL`).
+ */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const fileConfig = readConfigFile(env.BIZOPS_CONFIG);
+  const fromEnv = environmentOverrides(env);
+  const merged = deepMerge(deepMerge(fileConfig, fromEnv.values), options.overrides ?? {});
+  const parsed = configSchema.safeParse(merged);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const key = issue.path.join('.');
+    const envName = fromEnv.source.get(key) ?? ENV_FOR_KEY[key];
+    const label = envName ? `${envName} (${key})` : key || 'configuration';
+    const given = issue.path.reduce<unknown>((node, part) => (node && typeof node === 'object' ? (node as Record<PropertyKey, unknown>)[part] : undefined), merged);
+    const missing = issue.code === 'invalid_type' && given === undefined;
+    throw new ConfigError(`${label}: ${missing ? 'is required' : issue.message}`);
+  }
+  return parsed.data;
+}
+
+/** Which environment variable sets which key, for error messages. */
+const ENV_FOR_KEY: Record<string, string> = {
+  baseUrl: 'BIZOPS_BASE_URL',
+  tokens: 'BIZOPS_TOKEN',
+  'tokens.default': 'BIZOPS_TOKEN',
+  dbPath: 'BIZOPS_DB',
+  redisUrl: 'REDIS_URL',
+  'rateLimit.perMinute': 'BIZOPS_RATE_LIMIT_PER_MIN',
+  'sync.schedule': 'BIZOPS_SCHEDULE',
+  'http.port': 'BIZOPS_HTTP_PORT',
+};
+
+function readConfigFile(explicit: string | undefined): Record<string, unknown> {
+  const path = explicit ?? DEFAULT_CONFIG_FILE;
+  if (!existsSync(path)) {
+    if (explicit) throw new ConfigError(`BIZOPS_CONFIG: file ${path} does not exist`);
+    return {};
+  }
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError(`${path}: not valid JSON (${(error as Error).message})`);
+  }
+}
+
+function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, unknown>; source: Map<string, string> } {
+  const values: Record<string, unknown> = {};
+  const source = new Map<string, string>();
+  const set = (key: string, envName: string, value: unknown) => {
+    const parts = key.split('.');
+    let node = values;
+    for (const part of parts.slice(0, -1)) node = (node[part] ??= {}) as Record<string, unknown>;
+    node[parts.at(-1)!] = value;
+    source.set(key, envName);
+  };
+  const number = (envName: string): number | string => {
+    const raw = env[envName]!.trim();
+    return /^-?\d+$/.test(raw) ? Number(raw) : raw;
+  };
+  if (env.BIZOPS_BASE_URL) set('baseUrl', 'BIZOPS_BASE_URL', env.BIZOPS_BASE_URL.replace(/\/+$/, ''));
+  if (env.BIZOPS_TOKEN_FILE) {
+    try {
+      set('tokens.default', 'BIZOPS_TOKEN_FILE', readFileSync(env.BIZOPS_TOKEN_FILE, 'utf8').trim());
+    } catch {
+      throw new ConfigError(`BIZOPS_TOKEN_FILE: cannot read ${env.BIZOPS_TOKEN_FILE}`);
+    }
+  }
+  if (env.BIZOPS_TOKEN) set('tokens.default', 'BIZOPS_TOKEN', env.BIZOPS_TOKEN.trim());
+  if (env.BIZOPS_DB) set('dbPath', 'BIZOPS_DB', env.BIZOPS_DB);
+  if (env.REDIS_URL) set('redisUrl', 'REDIS_URL', env.REDIS_URL);
+  if (env.BIZOPS_COMPANY_ID) set('companyId', 'BIZOPS_COMPANY_ID', env.BIZOPS_COMPANY_ID);
+  if (env.BIZOPS_RATE_LIMIT_PER_MIN) set('rateLimit.perMinute', 'BIZOPS_RATE_LIMIT_PER_MIN', number('BIZOPS_RATE_LIMIT_PER_MIN'));
+  if (env.BIZOPS_RATE_WINDOW_MS) set('rateLimit.windowMs', 'BIZOPS_RATE_WINDOW_MS', number('BIZOPS_RATE_WINDOW_MS'));
+  if (env.BIZOPS_OVERLAP_SECONDS) set('sync.overlapSeconds', 'BIZOPS_OVERLAP_SECONDS', number('BIZOPS_OVERLAP_SECONDS'));
+  if (env.BIZOPS_SCHEDULE) set('sync.schedule', 'BIZOPS_SCHEDULE', env.BIZOPS_SCHEDULE);
+  if (env.BIZOPS_RECONCILE_SCHEDULE) set('sync.reconcileSchedule', 'BIZOPS_RECONCILE_SCHEDULE', env.BIZOPS_RECONCILE_SCHEDULE);
+  if (env.BIZOPS_HTTP_PORT) set('http.port', 'BIZOPS_HTTP_PORT', number('BIZOPS_HTTP_PORT'));
+  if (env.BIZOPS_HTTP_HOST) set('http.host', 'BIZOPS_HTTP_HOST', env.BIZOPS_HTTP_HOST);
+  if (env.BIZOPS_WRITE_API_KEY) set('http.writeApiKey', 'BIZOPS_WRITE_API_KEY', env.BIZOPS_WRITE_API_KEY);
+  if (env.BIZOPS_WEBHOOK_URL || env.BIZOPS_WEBHOOK_SECRET) {
+    values.webhooks = [{ name: 'env', url: env.BIZOPS_WEBHOOK_URL, secret: env.BIZOPS_WEBHOOK_SECRET, events: ['*'] }];
+    source.set('webhooks.0.url', 'BIZOPS_WEBHOOK_URL');
+    source.set('webhooks.0.secret', 'BIZOPS_WEBHOOK_SECRET');
+  }
+  return { values, source };
+}
+
+function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const prior = out[key];
+    out[key] =
+      value && typeof value === 'object' && !Array.isArray(value) && prior && typeof prior === 'object' && !Array.isArray(prior)
+        ? deepMerge(prior as Record<string, unknown>, value as Record<string, unknown>)
+        : value;
+  }
+  return out;
+}
+
+/** The configuration with every secret replaced by `***` (for `config check` and logs). */
+export function maskConfig(config: Config): unknown {
+  const mask = (s: string | undefined) => (s === undefined ? undefined : '***');
+  return {
+    ...config,
+    tokens: Object.fromEntries(Object.keys(config.tokens).map((name) => [name, '***'])),
+    http: { ...config.http, writeApiKey: mask(config.http.writeApiKey) },
+    webhooks: config.webhooks.map((w) => ({ ...w, secret: 'whsec_***' })),
+  };
+}

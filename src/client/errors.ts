@@ -1,0 +1,119 @@
+/**
+ * One typed error hierarchy for everything the API client can throw (spec §7), in the manner of
+ * Stripe's Node library: callers branch on the class, never on a status number.
+ *
+ *   BizopsApiError                      base: status, message, err, retryAfter (seconds)
+ *   ├─ InvalidRequestError              400 / 422: the body or parameters were refused (spec: "not shown")
+ *   ├─ AuthenticationError              401: missing or invalid token (spec: "not shown")
+ *   ├─ PermissionError                  403: scope missing, address not owned, purchase limit, ...
+ *   ├─ NotFoundError                    404
+ *   ├─ ConflictError                    409: clock-in while open, domain unavailable
+ *   ├─ RateLimitError                   429: `retryAfter` from the body or the `Retry-After` header
+ *   ├─ ServerError                      5xx
+ *   ├─ ConnectionError                  no HTTP status: refused, reset, timeout; `requestSent` says whether
+ *   │                                   the request may have reached the server (write safety, DESIGN.md)
+ *   └─ InvalidResponseError             a 2xx whose body is not JSON or fails the response schema
+ *
+ * Messages never contain the bearer token: the client builds them from the method, the path and the
+ * server's own `message`/`err`.
+ */
+
+/** What the error came from, for log lines and `status` output: `GET /transactions?offset=200`. */
+export interface RequestDescription {
+  method: string;
+  /** Path relative to `/api/public/v1`, with its query string. */
+  path: string;
+}
+
+export interface BizopsApiErrorOptions {
+  status?: number;
+  /** The server's `message` (spec §7), or our own description when the server gave none. */
+  message: string;
+  /** The server's `err` detail (spec §7), when present. */
+  err?: string;
+  /** Seconds to wait before trying again (spec §7: 429 body `retryAfter`, header `Retry-After`). */
+  retryAfter?: number;
+  request?: RequestDescription;
+  cause?: unknown;
+}
+
+export class BizopsApiError extends Error {
+  /** HTTP status, or undefined when no response arrived. */
+  readonly status: number | undefined;
+  /** The server's `err` detail string, when it sent one. */
+  readonly err: string | undefined;
+  /** Seconds the server asked us to wait, when it said. */
+  readonly retryAfter: number | undefined;
+  readonly request: RequestDescription | undefined;
+
+  constructor(options: BizopsApiErrorOptions) {
+    const where = options.request ? ` (${options.request.method} ${options.request.path})` : '';
+    const detail = options.err ? `: ${options.err}` : '';
+    super(`${options.message}${detail}${where}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.status = options.status;
+    this.err = options.err;
+    this.retryAfter = options.retryAfter;
+    this.request = options.request;
+  }
+}
+
+export class InvalidRequestError extends BizopsApiError {}
+export class AuthenticationError extends BizopsApiError {}
+export class PermissionError extends BizopsApiError {}
+export class NotFoundError extends BizopsApiError {}
+export class ConflictError extends BizopsApiError {}
+export class RateLimitError extends BizopsApiError {}
+export class ServerError extends BizopsApiError {}
+
+export interface ConnectionErrorOptions extends BizopsApiErrorOptions {
+  /**
+   * False only when the request provably never reached the server (connection refused, DNS failure,
+   * our own rate-budget abort). True when bytes may have been sent: a reset or timeout after sending
+   * makes the outcome ambiguous, and a non-idempotent write must not be re-sent blindly.
+   */
+  requestSent: boolean;
+  /** The system error code, e.g. `ECONNREFUSED`, `ECONNRESET`, `UND_ERR_HEADERS_TIMEOUT`. */
+  code?: string;
+}
+
+export class ConnectionError extends BizopsApiError {
+  readonly requestSent: boolean;
+  readonly code: string | undefined;
+  constructor(options: ConnectionErrorOptions) {
+    super(options);
+    this.requestSent = options.requestSent;
+    this.code = options.code;
+  }
+}
+
+export class InvalidResponseError extends BizopsApiError {}
+
+/**
+ * Maps an HTTP error status and the server's error body to the class above.
+ * @param status HTTP status (>= 400)
+ * @param body the parsed error body, if it was JSON: `{ message, err?, retryAfter? }` (spec §7)
+ */
+export function errorForStatus(
+  status: number,
+  body: { message?: unknown; err?: unknown; retryAfter?: unknown } | undefined,
+  request: RequestDescription,
+  retryAfterSeconds?: number,
+): BizopsApiError {
+  const options: BizopsApiErrorOptions = {
+    status,
+    message: typeof body?.message === 'string' && body.message ? body.message : `HTTP ${status}`,
+    err: typeof body?.err === 'string' ? body.err : undefined,
+    retryAfter:
+      retryAfterSeconds ?? (typeof body?.retryAfter === 'number' && Number.isFinite(body.retryAfter) ? body.retryAfter : undefined),
+    request,
+  };
+  if (status === 400 || status === 422) return new InvalidRequestError(options);
+  if (status === 401) return new AuthenticationError(options);
+  if (status === 403) return new PermissionError(options);
+  if (status === 404) return new NotFoundError(options);
+  if (status === 409) return new ConflictError(options);
+  if (status === 429) return new RateLimitError(options);
+  if (status >= 500) return new ServerError(options);
+  return new BizopsApiError(options);
+}

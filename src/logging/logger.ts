@@ -1,0 +1,102 @@
+/**
+ * Structured logs (pino) with secrets redacted. Every module takes its logger from here so that the
+ * redaction list is in one place: bearer tokens, webhook secrets, write keys and the vault's
+ * `sensitiveData` never reach a log line.
+ *
+ * Output: JSON lines on stderr by default (for containers and log shippers); `BIZOPS_LOG_FORMAT=pretty`
+ * or an interactive terminal gives one readable line per event instead. Level from `BIZOPS_LOG_LEVEL`
+ * (default `info`).
+ */
+import { pino, type Logger, type DestinationStream } from 'pino';
+
+export type { Logger };
+
+/** Paths pino replaces with `[redacted]` wherever they occur in a logged object. */
+export const REDACTED_PATHS = [
+  'token',
+  '*.token',
+  'tokens',
+  '*.tokens',
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+  '*.headers.authorization',
+  'secret',
+  '*.secret',
+  'webhookSecret',
+  '*.webhookSecret',
+  'writeApiKey',
+  '*.writeApiKey',
+  'sensitiveData',
+  '*.sensitiveData',
+  '*.*.sensitiveData',
+];
+
+/** Strings that look like credentials are masked even inside free text (error messages, URLs). */
+const SECRET_PATTERNS: RegExp[] = [/Bearer\s+[^\s"',]+/gi, /whsec_[A-Za-z0-9+/=]+/g];
+
+/** Masks bearer tokens and webhook secrets inside a string. */
+export function maskSecrets(text: string): string {
+  let out = text;
+  for (const pattern of SECRET_PATTERNS) out = out.replace(pattern, (m) => (m.startsWith('whsec_') ? 'whsec_[redacted]' : 'Bearer [redacted]'));
+  return out;
+}
+
+export interface LoggerOptions {
+  level?: string;
+  /** Where lines go; defaults to stderr. Tests pass a stream to capture output. */
+  destination?: DestinationStream;
+  /** Extra literal secrets (the configured tokens) masked wherever they appear in a line. */
+  secrets?: string[];
+  pretty?: boolean;
+}
+
+/**
+ * Creates the process logger.
+ * @returns a pino logger whose output never contains the configured secrets.
+ */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const secrets = (options.secrets ?? []).filter((s) => s.length >= 4);
+  const level = options.level ?? process.env.BIZOPS_LOG_LEVEL ?? 'info';
+  const pretty = options.pretty ?? (process.env.BIZOPS_LOG_FORMAT === 'pretty' || (process.env.BIZOPS_LOG_FORMAT !== 'json' && process.stderr.isTTY === true));
+  const sink = options.destination ?? pino.destination({ fd: 2, sync: true });
+  const scrub = (line: string): string => {
+    let out = maskSecrets(line);
+    for (const secret of secrets) out = out.split(secret).join('[redacted]');
+    return out;
+  };
+  const destination: DestinationStream = {
+    write(line: string) {
+      const clean = scrub(line);
+      sink.write(pretty ? prettyLine(clean) : clean);
+    },
+  };
+  return pino(
+    {
+      level,
+      base: undefined,
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      formatters: { level: (label) => ({ level: label }) },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination,
+  );
+}
+
+/** `09:41:07 INFO  sync finished stream=deals records=140 changes=3` from a pino JSON line. */
+function prettyLine(line: string): string {
+  try {
+    const { time, level, msg, err, ...rest } = JSON.parse(line) as Record<string, unknown>;
+    const clock = typeof time === 'string' ? time.slice(11, 19) : '';
+    const fields = Object.entries(rest)
+      .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+      .join(' ');
+    const error = err && typeof err === 'object' && 'message' in err ? ` error="${String((err as { message: unknown }).message)}"` : '';
+    return `${clock} ${String(level).toUpperCase().padEnd(5)} ${String(msg ?? '')}${fields ? ' ' + fields : ''}${error}\n`;
+  } catch {
+    return line;
+  }
+}
+
+/** A logger that writes nothing, for library callers who pass none. */
+export const silentLogger: Logger = pino({ level: 'silent' });

@@ -1,0 +1,58 @@
+/**
+ * Opens the mirror: one SQLite file (DESIGN.md "The mirror contract"), WAL mode so that downstream
+ * readers never block the worker, migrated forward to the latest schema on open.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { MIGRATIONS } from './migrations/index.ts';
+
+export type MirrorDatabase = Database.Database;
+
+export interface OpenMirrorOptions {
+  /** Open read-only (downstream readers, `status`, `changes`): no migration, no writes. */
+  readonly?: boolean;
+}
+
+/**
+ * Opens (creating if needed) the mirror at `path` and applies pending migrations.
+ * @throws Error naming the file when it cannot be opened, or when it was written by a newer bizops-sync.
+ */
+export function openMirror(path: string, options: OpenMirrorOptions = {}): MirrorDatabase {
+  if (!options.readonly && path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  let db: MirrorDatabase;
+  try {
+    db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+  } catch (error) {
+    throw new Error(`cannot open the mirror database ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  db.pragma('busy_timeout = 5000');
+  if (options.readonly) return db;
+  db.pragma('journal_mode = WAL');
+  // NORMAL is durable across process crashes in WAL mode (only an OS crash can lose the last commits).
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  migrate(db);
+  return db;
+}
+
+/** The schema version this build writes (`PRAGMA user_version`). */
+export const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
+
+/**
+ * Applies every migration newer than the file's `user_version`, each in its own transaction.
+ * @throws Error when the file's version is newer than this build knows.
+ */
+export function migrate(db: MirrorDatabase): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > SCHEMA_VERSION) {
+    throw new Error(`the mirror database is at schema version ${current}, newer than this bizops-sync (${SCHEMA_VERSION}); upgrade bizops-sync`);
+  }
+  for (const migration of MIGRATIONS) {
+    if (migration.version <= current) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      db.pragma(`user_version = ${migration.version}`);
+    }).immediate();
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * Forward-only migrations, applied in order; `PRAGMA user_version` holds how many have run.
+ * Add a migration by adding a file and one line here; never edit one that has shipped.
+ */
+import { sql as mirror } from './001_mirror.ts';
+import { sql as webhooks } from './002_webhooks.ts';
+import { sql as writes } from './003_writes.ts';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: 'mirror', sql: mirror },
+  { version: 2, name: 'webhooks', sql: webhooks },
+  { version: 3, name: 'writes', sql: writes },
+];
