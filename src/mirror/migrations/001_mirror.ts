@@ -102,6 +102,8 @@ CREATE TABLE sync_state (
   last_run_mode        TEXT,
   last_run_requests    INTEGER,
   last_run_records     INTEGER,
-  last_run_changes     INTEGER
+  last_run_changes     INTEGER,
+  lock_owner           TEXT,                   -- the process running this stream now (one run per stream at a time)
+  lock_expires_at      TEXT                    -- ISO; a lock not renewed by then is free (its holder died)
 );
 `;

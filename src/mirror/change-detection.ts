@@ -1,0 +1,38 @@
+/**
+ * Change detection: a content hash for no-op suppression (DESIGN.md "No-op suppression") and a
+ * field-level diff for the changelog's `data.changes`.
+ */
+import { createHash } from 'node:crypto';
+import { readField, type ApiRecord } from '../streams/definitions.ts';
+
+/** `{ field: { old, new } }` for each changed field (dot paths). */
+export type FieldChanges = Record<string, { old: unknown; new: unknown }>;
+
+/**
+ * sha256 (hex) of the record's listed fields, in a fixed order, so that key order, unknown extra
+ * fields and write-response-only fields never make identical data look changed.
+ */
+export function contentHash(record: ApiRecord, fields: readonly string[]): string {
+  const values = fields.map((field) => readField(record, field) ?? null);
+  return createHash('sha256').update(JSON.stringify(values)).digest('hex');
+}
+
+/**
+ * The listed fields whose value differs between two versions of a record.
+ * @param previous the stored version, or undefined for a new record (every field then counts as changed, old = null)
+ */
+export function diffFields(previous: ApiRecord | undefined, next: ApiRecord, fields: readonly string[]): FieldChanges {
+  const changes: FieldChanges = {};
+  for (const field of fields) {
+    const before = previous === undefined ? null : (readField(previous, field) ?? null);
+    const after = readField(next, field) ?? null;
+    if (previous === undefined || !sameValue(before, after)) changes[field] = { old: before, new: after };
+  }
+  return changes;
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  return JSON.stringify(a) === JSON.stringify(b);
+}

@@ -1,0 +1,303 @@
+/**
+ * The mirror's writer: records, their change rows and the sync state, each change committed in the
+ * same SQLite transaction as the record it describes (DESIGN.md "The mirror contract").
+ *
+ * Data flow for one page: validated records -> `applyRecords` (hash compare, upsert, changelog row)
+ * and `saveRun` (the checkpoint) inside one `transaction` -> the caller notifies downstream.
+ */
+import { randomUUID } from 'node:crypto';
+import type { MirrorDatabase } from './database.ts';
+import { contentHash, diffFields, type FieldChanges } from './change-detection.ts';
+import { readField, type ApiRecord, type StreamDefinition, type StreamName } from '../streams/definitions.ts';
+
+/** A change row just appended to the changelog. */
+export interface AppendedChange {
+  seq: number;
+  eventId: string;
+  type: string;
+  stream: string;
+  recordId: string;
+}
+
+/** JSON stored in `changes.data`. */
+export interface ChangeData {
+  /** The record after the change (for a tombstone: the last version seen). */
+  record: unknown;
+  /** Each changed field's old and new value. */
+  changes: FieldChanges;
+}
+
+export interface ApplyOptions {
+  /** The complete scan these records were listed by; marks them seen for the two-scan rule. */
+  scanNumber?: number;
+  /** ISO time to stamp (default now). */
+  now?: string;
+}
+
+/**
+ * The checkpoint of a run in progress, saved with every page (DESIGN.md "Resumable").
+ * All times are ISO 8601.
+ */
+export interface RunCheckpoint {
+  /** `incremental`: records updated after a cursor; `complete`: the whole list (backfill, reconciliation, complete-scan streams). */
+  mode: 'incremental' | 'complete';
+  /** Why it runs: `backfill`, `sync` or `reconcile` (for status output). */
+  reason: 'backfill' | 'sync' | 'reconcile';
+  /** Local clock when the run began. */
+  startedAt: string;
+  /** The server's clock (Date header) at the first page, floored to the second: becomes the cursor on success. */
+  serverStartedAt?: string;
+  /** `updatedAfter` sent with every page of an incremental run. */
+  updatedAfter?: string;
+  /** `createdBefore` sent with every page after the first: freezes the set being paged. */
+  createdBefore?: string;
+  /** Offset of the next page to fetch. */
+  offset: number;
+  /** `pagination.total` of the last page, to detect removals that shift offsets. */
+  lastTotal?: number;
+  /** The number this complete scan will get when it finishes. */
+  scanNumber?: number;
+  pages: number;
+  records: number;
+  changes: number;
+}
+
+/** One row of `sync_state`, decoded. */
+export interface SyncState {
+  stream: StreamName;
+  cursor: string | null;
+  supported: boolean;
+  run: RunCheckpoint | null;
+  scanNumber: number;
+  lastRunStartedAt: string | null;
+  lastRunFinishedAt: string | null;
+  lastSuccessAt: string | null;
+  lastError: string | null;
+  lastRunMode: string | null;
+  lastRunRequests: number | null;
+  lastRunRecords: number | null;
+  lastRunChanges: number | null;
+}
+
+interface StoredRow {
+  raw: string;
+  content_hash: string;
+  deleted_at: string | null;
+}
+
+/** SQLite accepts numbers, strings, null; booleans become 0/1 and objects JSON text. */
+function toColumnValue(value: unknown): string | number | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (typeof value === 'number' || typeof value === 'string') return value;
+  return JSON.stringify(value);
+}
+
+/** Writes records, changes and sync state for the streams of one mirror file. */
+export class MirrorStore {
+  readonly db: MirrorDatabase;
+  private readonly statements = new Map<string, ReturnType<MirrorDatabase['prepare']>>();
+
+  constructor(db: MirrorDatabase) {
+    this.db = db;
+  }
+
+  /** Runs `fn` in one immediate SQLite transaction (nested calls join the outer one). */
+  transaction<T>(fn: () => T): T {
+    if (this.db.inTransaction) return fn();
+    return this.db.transaction(fn).immediate();
+  }
+
+  private prepare(sql: string): ReturnType<MirrorDatabase['prepare']> {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /**
+   * Applies validated records of one stream. A record whose listed fields hash the same as the
+   * stored row is only marked seen (no event: no-op suppression); a new, changed or reappearing
+   * record is upserted and gets one changelog row, typed by `stream.classify`.
+   * Call inside `transaction` together with the checkpoint.
+   * @returns the change rows appended, in order
+   */
+  applyRecords(stream: StreamDefinition, records: readonly ApiRecord[], options: ApplyOptions = {}): AppendedChange[] {
+    const now = options.now ?? new Date().toISOString();
+    const scan = options.scanNumber ?? null;
+    const select = this.prepare(`SELECT raw, content_hash, deleted_at FROM ${stream.table} WHERE id = ?`);
+    const touch = this.prepare(
+      `UPDATE ${stream.table} SET synced_at = ?, last_seen_scan = COALESCE(?, last_seen_scan), missed_scans = 0 WHERE id = ?`,
+    );
+    const appended: AppendedChange[] = [];
+    return this.transaction(() => {
+      for (const record of records) {
+        const id = String(record.id);
+        const hash = contentHash(record, stream.listedFields);
+        const stored = select.get(id) as StoredRow | undefined;
+        if (stored && stored.content_hash === hash && stored.deleted_at === null) {
+          touch.run(now, scan, id);
+          continue;
+        }
+        // A tombstoned record that is listed again counts as new (created / started again).
+        const previous = stored && stored.deleted_at === null ? (JSON.parse(stored.raw) as ApiRecord) : undefined;
+        const changes = diffFields(previous, record, stream.listedFields);
+        this.upsert(stream, record, hash, now, scan, stored !== undefined);
+        const type = stream.classify(previous, record, Object.keys(changes));
+        appended.push(this.appendChange({ type, stream: stream.name, recordId: id, occurredAt: now, data: { record, changes } }));
+      }
+      return appended;
+    });
+  }
+
+  private upsert(stream: StreamDefinition, record: ApiRecord, hash: string, now: string, scan: number | null, exists: boolean): void {
+    // Only the columns whose field the record carries are written: a list page must not erase what
+    // a write response added (a transaction's counterpartyName), while a field present as null is cleared.
+    const present = stream.columns.filter((mapping) => readField(record, mapping.field) !== undefined);
+    const columns = present.map((mapping) => mapping.column);
+    const values = present.map((mapping) => toColumnValue(readField(record, mapping.field)));
+    const raw = JSON.stringify(record);
+    if (exists) {
+      const assignments = columns.filter((c) => c !== 'id').map((c) => `${c} = ?`);
+      const sql = `UPDATE ${stream.table} SET ${[...assignments, 'raw = ?', 'content_hash = ?', 'synced_at = ?', 'deleted_at = NULL', 'last_seen_scan = COALESCE(?, last_seen_scan)', 'missed_scans = 0'].join(', ')} WHERE id = ?`;
+      const nonId = values.filter((_, index) => columns[index] !== 'id');
+      this.prepare(sql).run(...nonId, raw, hash, now, scan, String(record.id));
+    } else {
+      const all = [...columns, 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'last_seen_scan'];
+      const sql = `INSERT INTO ${stream.table} (${all.join(', ')}) VALUES (${all.map(() => '?').join(', ')})`;
+      this.prepare(sql).run(...values, raw, hash, now, now, scan);
+    }
+  }
+
+  /**
+   * Appends one row to the changelog with a fresh, stable `event_id` (`evt_<uuid>`).
+   * Call inside the transaction that wrote the record the change describes.
+   */
+  appendChange(change: { type: string; stream: string; recordId: string; occurredAt?: string; data: ChangeData }): AppendedChange {
+    const eventId = `evt_${randomUUID()}`;
+    const result = this.prepare(
+      'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)',
+    ).run(eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), JSON.stringify(change.data));
+    return { seq: Number(result.lastInsertRowid), eventId, type: change.type, stream: change.stream, recordId: change.recordId };
+  }
+
+  /**
+   * The two-scan rule (DESIGN.md "Leaves and deletes"), called when complete scan `scanNumber`
+   * finished without error: every live record it did not list gets one more miss; a record missed
+   * by two consecutive complete scans is tombstoned (`deleted_at`) with a `stream.goneEventType`
+   * change. Records first seen after the scan began (e.g. written through from a write) are not
+   * counted as missed: the scan could not have listed them.
+   * @param scanStartedAt ISO local time the scan began
+   * @returns the tombstone changes appended
+   */
+  recordMisses(stream: StreamDefinition, scanNumber: number, scanStartedAt: string, now = new Date().toISOString()): AppendedChange[] {
+    return this.transaction(() => {
+      this.prepare(
+        `UPDATE ${stream.table} SET missed_scans = missed_scans + 1
+         WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at < ?`,
+      ).run(scanNumber, scanStartedAt);
+      const gone = this.prepare(`SELECT id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2 ORDER BY id`).all() as {
+        id: string;
+        raw: string;
+      }[];
+      const tombstone = this.prepare(`UPDATE ${stream.table} SET deleted_at = ? WHERE id = ?`);
+      return gone.map((row) => {
+        tombstone.run(now, row.id);
+        return this.appendChange({
+          type: stream.goneEventType,
+          stream: stream.name,
+          recordId: row.id,
+          occurredAt: now,
+          data: { record: JSON.parse(row.raw) as unknown, changes: { deletedAt: { old: null, new: now } } },
+        });
+      });
+    });
+  }
+
+  /** The stream's sync state (a default row when it never ran). */
+  readSyncState(stream: StreamName): SyncState {
+    const row = this.prepare('SELECT * FROM sync_state WHERE stream = ?').get(stream) as Record<string, unknown> | undefined;
+    return {
+      stream,
+      cursor: (row?.cursor as string | null) ?? null,
+      supported: row ? row.supported === 1 : true,
+      run: row?.run ? (JSON.parse(row.run as string) as RunCheckpoint) : null,
+      scanNumber: (row?.scan_number as number | undefined) ?? 0,
+      lastRunStartedAt: (row?.last_run_started_at as string | null) ?? null,
+      lastRunFinishedAt: (row?.last_run_finished_at as string | null) ?? null,
+      lastSuccessAt: (row?.last_success_at as string | null) ?? null,
+      lastError: (row?.last_error as string | null) ?? null,
+      lastRunMode: (row?.last_run_mode as string | null) ?? null,
+      lastRunRequests: (row?.last_run_requests as number | null) ?? null,
+      lastRunRecords: (row?.last_run_records as number | null) ?? null,
+      lastRunChanges: (row?.last_run_changes as number | null) ?? null,
+    };
+  }
+
+  /** Updates some columns of the stream's `sync_state` row (inserting it when missing). */
+  updateSyncState(stream: StreamName, fields: Partial<Record<SyncStateColumn, string | number | null>>): void {
+    this.prepare('INSERT INTO sync_state (stream) VALUES (?) ON CONFLICT(stream) DO NOTHING').run(stream);
+    const entries = Object.entries(fields);
+    if (entries.length === 0) return;
+    this.prepare(`UPDATE sync_state SET ${entries.map(([column]) => `${column} = ?`).join(', ')} WHERE stream = ?`).run(
+      ...entries.map(([, value]) => value ?? null),
+      stream,
+    );
+  }
+
+  /** Saves (or clears, with null) the checkpoint of the stream's run in progress. */
+  saveRun(stream: StreamName, run: RunCheckpoint | null): void {
+    this.updateSyncState(stream, { run: run ? JSON.stringify(run) : null });
+  }
+
+  /**
+   * Takes (or renews) the stream's run lock for `owner` until `expiresAt`, so that two processes
+   * never run one stream at once. A lock whose holder stopped renewing it is taken over.
+   * @returns true when `owner` now holds the lock
+   */
+  acquireRunLock(stream: StreamName, owner: string, expiresAt: string, now = new Date().toISOString()): boolean {
+    return this.transaction(() => {
+      this.prepare('INSERT INTO sync_state (stream) VALUES (?) ON CONFLICT(stream) DO NOTHING').run(stream);
+      const result = this.prepare(
+        'UPDATE sync_state SET lock_owner = ?, lock_expires_at = ? WHERE stream = ? AND (lock_owner IS NULL OR lock_owner = ? OR lock_expires_at < ?)',
+      ).run(owner, expiresAt, stream, owner, now);
+      return result.changes === 1;
+    });
+  }
+
+  /** Releases the run lock if `owner` holds it. */
+  releaseRunLock(stream: StreamName, owner: string): void {
+    this.prepare('UPDATE sync_state SET lock_owner = NULL, lock_expires_at = NULL WHERE stream = ? AND lock_owner = ?').run(stream, owner);
+  }
+
+  /** Rows per stream table: live (listed upstream) and tombstoned. */
+  countRecords(stream: StreamDefinition): { live: number; deleted: number } {
+    const row = this.prepare(
+      `SELECT COUNT(*) FILTER (WHERE deleted_at IS NULL) AS live, COUNT(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM ${stream.table}`,
+    ).get() as { live: number; deleted: number };
+    return row;
+  }
+
+  /** The highest changelog `seq` (0 when empty). */
+  lastSeq(): number {
+    return (this.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM changes').get() as { seq: number }).seq;
+  }
+}
+
+export type SyncStateColumn =
+  | 'cursor'
+  | 'supported'
+  | 'run'
+  | 'scan_number'
+  | 'last_run_started_at'
+  | 'last_run_finished_at'
+  | 'last_success_at'
+  | 'last_error'
+  | 'last_run_mode'
+  | 'last_run_requests'
+  | 'last_run_records'
+  | 'last_run_changes'
+  | 'lock_owner'
+  | 'lock_expires_at';

@@ -1,0 +1,302 @@
+/**
+ * The sync engine: runs any stream of src/streams/definitions.ts (backfill, incremental sync,
+ * reconciliation) under the sync rules of DESIGN.md. The flow of one page is:
+ *
+ *   client.listPage (rate budget, HTTP, retries, validation)
+ *     -> store.applyRecords + store.saveRun in ONE SQLite transaction (records, changelog, checkpoint)
+ *     -> onChanges (wake the webhook dispatcher) and onProgress (progress bar, logs)
+ *
+ * How the rules are kept:
+ * - Ordering: every page asks `sortBy=createdAt&sortOrder=asc` with `limit=100`. A record's position
+ *   then never moves when it is updated, and records created during the scan are appended at the end.
+ * - Frozen set: from the second page on, `createdBefore` = the server time of the first page (+1 s, as
+ *   the `Date` header has second resolution), so records created during the scan are not paged at
+ *   all (the next incremental run picks them up: its `updatedAfter` is earlier than their creation).
+ * - Offset drift: with creations excluded and positions stable under updates, the only thing that
+ *   shifts unseen records towards lower offsets is a removal (an onboarding completing, a record
+ *   deleted). Each page's `pagination.total` is compared with the previous page's: a drop of `d`
+ *   means up to `d` unseen records slid below the offset, so the engine steps back `d` and reads again.
+ *   Re-read records hash the same and emit nothing, so a step back costs one request and no event.
+ * - Cursor: an incremental run asks `updatedAfter = cursor - overlap`; on success the cursor becomes
+ *   the server's `Date` at the run's first page (floored to the second), never a record timestamp
+ *   (transaction list items carry none) and never later than the run's start.
+ * - Resumable: the checkpoint (offset, filters, totals) commits with each page's records; a restart
+ *   resumes from it, re-fetching at most the page that was in flight.
+ * - Two-scan rule: only a complete scan that finished without error counts misses; a record missed
+ *   by two consecutive complete scans is tombstoned (src/mirror/store.ts `recordMisses`).
+ */
+import { hostname } from 'node:os';
+import type { ApiClient } from '../client/client.ts';
+import { NotFoundError } from '../client/errors.ts';
+import type { Priority } from '../client/rate-budget.ts';
+import { silentLogger, type Logger } from '../logging/logger.ts';
+import type { AppendedChange, MirrorStore, RunCheckpoint } from '../mirror/store.ts';
+import { streamByName, type ApiRecord, type StreamDefinition, type StreamName } from '../streams/definitions.ts';
+
+/** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
+export type RunReason = 'backfill' | 'sync' | 'reconcile';
+
+/** Progress after each page, for progress bars and logs. */
+export interface RunProgress {
+  stream: StreamName;
+  reason: RunReason;
+  mode: RunCheckpoint['mode'];
+  /** Items listed so far in this run (re-reads after a step back included). */
+  records: number;
+  changes: number;
+  /** `pagination.total` of the last page: records the run expects to list. */
+  total: number;
+  /** Offset of the next page. */
+  offset: number;
+  pages: number;
+}
+
+export interface RunResult {
+  stream: StreamName;
+  reason: RunReason;
+  mode: RunCheckpoint['mode'];
+  /**
+   * `succeeded`; `unsupported` (the list endpoint answered 404, DESIGN.md Deals); `busy` (another
+   * process runs this stream); `interrupted` (aborted: the checkpoint stands); `failed` (error: the
+   * checkpoint stands, `error` says what and where).
+   */
+  status: 'succeeded' | 'unsupported' | 'busy' | 'interrupted' | 'failed';
+  /** True when this run continued a checkpoint left by an earlier, unfinished run. */
+  resumed: boolean;
+  /** List requests this run sent (the client's retries of one page count once). */
+  pages: number;
+  records: number;
+  changes: number;
+  tombstones: number;
+  /** Step-backs made because `pagination.total` dropped between pages. */
+  driftStepBacks: number;
+  error?: Error;
+}
+
+export interface SyncEngineOptions {
+  client: ApiClient;
+  store: MirrorStore;
+  logger?: Logger;
+  /** Seconds subtracted from the cursor for each incremental run (DESIGN.md "Incremental"). */
+  overlapSeconds?: number;
+  /** Called after each commit that appended changes (e.g. to wake the webhook dispatcher). */
+  onChanges?: (changes: readonly AppendedChange[]) => void;
+  onProgress?: (progress: RunProgress) => void;
+  /** Identifies this process in the run lock (default `host:pid`). */
+  owner?: string;
+  /** How long a run lock lasts without renewal, ms (renewed every page). Default 10 minutes. */
+  lockTtlMs?: number;
+}
+
+export interface RunOptions {
+  signal?: AbortSignal;
+}
+
+const SECOND_MS = 1000;
+
+/** Runs streams into the mirror. One instance can run several streams concurrently (one run per stream). */
+export class SyncEngine {
+  private readonly client: ApiClient;
+  private readonly store: MirrorStore;
+  private readonly logger: Logger;
+  private readonly overlapMs: number;
+  private readonly options: SyncEngineOptions;
+  private readonly owner: string;
+
+  constructor(options: SyncEngineOptions) {
+    this.options = options;
+    this.client = options.client;
+    this.store = options.store;
+    this.logger = options.logger ?? silentLogger;
+    this.overlapMs = (options.overlapSeconds ?? 120) * SECOND_MS;
+    this.owner = options.owner ?? `${hostname()}:${process.pid}`;
+  }
+
+  /**
+   * Runs one stream once.
+   * - `backfill` and `reconcile` list the whole stream (a complete scan).
+   * - `sync` lists what changed since the cursor; a stream with no cursor yet, or whose strategy is
+   *   `complete-scan`, gets a complete scan instead.
+   * A checkpoint left by an unfinished run is resumed first (a complete scan is never dropped for an
+   * incremental one; a requested complete scan supersedes an unfinished incremental run).
+   * Never throws for API or network failures: they come back as `status: 'failed'` with `error`.
+   * @throws Error for an unknown stream name
+   */
+  async run(streamName: StreamName | string, reason: RunReason, options: RunOptions = {}): Promise<RunResult> {
+    const stream = streamByName(streamName);
+    const state = this.store.readSyncState(stream.name);
+    const wantComplete = reason !== 'sync' || stream.incremental === 'complete-scan' || state.cursor === null;
+    const result: RunResult = {
+      stream: stream.name,
+      reason,
+      mode: wantComplete ? 'complete' : 'incremental',
+      status: 'succeeded',
+      resumed: false,
+      pages: 0,
+      records: 0,
+      changes: 0,
+      tombstones: 0,
+      driftStepBacks: 0,
+    };
+    if (reason === 'sync' && !state.supported) {
+      result.status = 'unsupported';
+      return result;
+    }
+    if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
+      result.status = 'busy';
+      this.logger.info({ stream: stream.name }, 'another process is running this stream; skipped');
+      return result;
+    }
+    try {
+      let run = state.run;
+      if (run && (run.mode === 'complete' || !wantComplete)) {
+        result.resumed = true;
+        this.logger.info({ stream: stream.name, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
+      } else {
+        run = this.newRun(wantComplete ? 'complete' : 'incremental', reason, state.cursor, state.scanNumber);
+      }
+      result.mode = run.mode;
+      this.store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${run.reason}/${run.mode}` });
+      this.store.saveRun(stream.name, run);
+      await this.page(stream, run, result, options.signal);
+      if (result.status === 'succeeded') this.finish(stream, run, result);
+    } catch (error) {
+      const err = error as Error;
+      if (options.signal?.aborted) {
+        result.status = 'interrupted';
+        this.logger.info({ stream: stream.name }, 'run interrupted; its checkpoint stands and the next run resumes from it');
+      } else {
+        result.status = 'failed';
+        result.error = err;
+        this.store.updateSyncState(stream.name, { last_error: err.message, last_run_finished_at: new Date().toISOString() });
+        this.logger.error({ stream: stream.name, err: { message: err.message, name: err.name } }, 'run failed; its checkpoint stands');
+      }
+    } finally {
+      this.store.releaseRunLock(stream.name, this.owner);
+    }
+    return result;
+  }
+
+  private newRun(mode: RunCheckpoint['mode'], reason: RunReason, cursor: string | null, scanNumber: number): RunCheckpoint {
+    const run: RunCheckpoint = { mode, reason, startedAt: new Date().toISOString(), offset: 0, pages: 0, records: 0, changes: 0 };
+    if (mode === 'incremental' && cursor) run.updatedAfter = new Date(Date.parse(cursor) - this.overlapMs).toISOString();
+    if (mode === 'complete') run.scanNumber = scanNumber + 1;
+    return run;
+  }
+
+  private lockExpiry(): string {
+    return new Date(Date.now() + (this.options.lockTtlMs ?? 10 * 60 * SECOND_MS)).toISOString();
+  }
+
+  /** Pages through the stream from the checkpoint until `hasMore` is false. */
+  private async page(stream: StreamDefinition, run: RunCheckpoint, result: RunResult, signal: AbortSignal | undefined): Promise<void> {
+    const priority: Priority = run.reason === 'sync' ? 'incremental' : 'backfill';
+    for (;;) {
+      signal?.throwIfAborted();
+      const offset = run.offset;
+      let page;
+      try {
+        page = await this.client.listPage<ApiRecord>(stream.path, offset, {
+          itemsKey: stream.itemsKey,
+          itemSchema: stream.itemSchema,
+          priority,
+          signal,
+          query: { sortBy: 'createdAt', sortOrder: 'asc', updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
+        });
+      } catch (error) {
+        if (error instanceof NotFoundError && stream.unsupportedOn404 && run.pages === 0) {
+          this.markUnsupported(stream, result);
+          return;
+        }
+        throw error;
+      }
+      result.pages += 1;
+      run.pages += 1;
+      if (run.serverStartedAt === undefined) {
+        // The server's clock at the first page. Date has second resolution and is stamped as the
+        // response leaves, so floor it for the cursor and round up for the createdBefore bound.
+        const serverNow = page.serverTime?.getTime() ?? Date.now();
+        const floored = Math.floor(serverNow / SECOND_MS) * SECOND_MS;
+        run.serverStartedAt = new Date(floored).toISOString();
+        run.createdBefore = new Date(floored + SECOND_MS).toISOString();
+        if (!page.serverTime) this.logger.warn({ stream: stream.name }, 'the server sent no Date header; using the local clock for the cursor');
+      }
+      const total = page.pagination.total;
+      const drop = run.lastTotal !== undefined ? run.lastTotal - total : 0;
+      const stepBack = drop > 0;
+      run.lastTotal = total;
+      run.records += page.items.length;
+      result.records += page.items.length;
+      if (stepBack) {
+        // Records were removed since the previous page: up to `drop` unseen records slid below this offset.
+        run.offset = Math.max(0, offset - drop);
+        result.driftStepBacks += 1;
+        this.logger.info({ stream: stream.name, offset, drop }, 'the list shrank while paging; stepping back to re-read what slid past');
+      } else {
+        run.offset = offset + page.pagination.limit;
+      }
+      const done = !stepBack && !page.pagination.hasMore;
+      const changes = this.store.transaction(() => {
+        const appended = this.store.applyRecords(stream, page.items, { scanNumber: run.mode === 'complete' ? run.scanNumber : undefined });
+        run.changes += appended.length;
+        this.store.saveRun(stream.name, run);
+        return appended;
+      });
+      this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry());
+      result.changes += changes.length;
+      if (changes.length > 0) this.options.onChanges?.(changes);
+      this.options.onProgress?.({
+        stream: stream.name,
+        reason: run.reason,
+        mode: run.mode,
+        records: run.records,
+        changes: run.changes,
+        total,
+        offset: run.offset,
+        pages: run.pages,
+      });
+      if (done) return;
+    }
+  }
+
+  private markUnsupported(stream: StreamDefinition, result: RunResult): void {
+    result.status = 'unsupported';
+    this.store.transaction(() => {
+      this.store.updateSyncState(stream.name, {
+        supported: 0,
+        last_error: `${stream.path} answered 404: the stream is unsupported by this server; records arrive from write responses only`,
+        last_run_finished_at: new Date().toISOString(),
+      });
+      this.store.saveRun(stream.name, null);
+    });
+    this.logger.warn({ stream: stream.name, path: stream.path }, 'list endpoint not found (404): stream marked unsupported');
+  }
+
+  /** Commits the end of a successful run: misses and tombstones (complete scans), the cursor, the state. */
+  private finish(stream: StreamDefinition, run: RunCheckpoint, result: RunResult): void {
+    const tombstones = this.store.transaction(() => {
+      const appended = run.mode === 'complete' && run.scanNumber !== undefined ? this.store.recordMisses(stream, run.scanNumber, run.startedAt) : [];
+      const now = new Date().toISOString();
+      this.store.updateSyncState(stream.name, {
+        cursor: run.serverStartedAt ?? null,
+        supported: 1,
+        ...(run.mode === 'complete' && run.scanNumber !== undefined ? { scan_number: run.scanNumber } : {}),
+        last_run_finished_at: now,
+        last_success_at: now,
+        last_error: null,
+        last_run_requests: run.pages,
+        last_run_records: run.records,
+        last_run_changes: run.changes + appended.length,
+      });
+      this.store.saveRun(stream.name, null);
+      return appended;
+    });
+    result.tombstones = tombstones.length;
+    result.changes += tombstones.length;
+    if (tombstones.length > 0) this.options.onChanges?.(tombstones);
+    this.logger.info(
+      { stream: stream.name, reason: run.reason, mode: run.mode, pages: result.pages, records: result.records, changes: result.changes, tombstones: result.tombstones },
+      'run finished',
+    );
+  }
+}
