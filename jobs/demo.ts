@@ -1,0 +1,93 @@
+/**
+ * Job: the demo. Starts the simulator with churn, backfills it into a fresh SQLite file, then polls
+ * every few seconds and prints each change as it is recorded, until stopped.
+ */
+import { rmSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { configSchema } from '../config/schema.ts';
+import type { Logger } from '../src/logging/logger.ts';
+import type { AppendedChange } from '../src/mirror/store.ts';
+import { startSimulator } from '../src/simulator/index.ts';
+import { STREAM_NAMES, STREAMS } from '../src/streams/definitions.ts';
+import type { RunProgress } from '../src/sync/engine.ts';
+import { createContext } from './context.ts';
+import { runStreams } from './run-streams.ts';
+
+export interface DemoOptions {
+  /** The mirror file; deleted first so that every demo starts fresh. */
+  dbPath: string;
+  /** Seconds between polls. */
+  pollSeconds: number;
+  /** Stop after this many seconds (0: until the signal). */
+  durationSeconds: number;
+  signal: AbortSignal;
+  logger: Logger;
+  /** Where the demo prints (stdout). */
+  print: (line: string) => void;
+  onProgress?: (progress: RunProgress) => void;
+}
+
+/** Runs the demo until `signal` aborts or the duration passes. */
+export async function runDemo(options: DemoOptions): Promise<void> {
+  for (const suffix of ['', '-wal', '-shm']) rmSync(`${options.dbPath}${suffix}`, { force: true });
+  const simulator = await startSimulator({
+    size: { transactions: 2000, deals: 300, onboardings: 40 },
+    rateLimit: { limit: 600, windowMs: 60_000 },
+    churn: { intervalMs: 1500, perTick: 3 },
+  });
+  let live = false;
+  let printed = 0;
+  const config = configSchema.parse({
+    baseUrl: simulator.url,
+    tokens: { default: String(simulator.tokens.admin) },
+    dbPath: options.dbPath,
+    rateLimit: { perMinute: 600 },
+    sync: { overlapSeconds: 5 },
+  });
+  const context = createContext(config, {
+    logger: options.logger,
+    engine: {
+      onChanges: (changes) => {
+        if (!live) return;
+        for (const change of changes) options.print(describeChange(change, context.db));
+        printed += changes.length;
+      },
+    },
+  });
+  const deadline = options.durationSeconds > 0 ? Date.now() + options.durationSeconds * 1000 : Infinity;
+  const stop = AbortSignal.any([options.signal, AbortSignal.timeout(Math.min(2 ** 31 - 1, deadline - Date.now()))]);
+  try {
+    options.print(`simulator: ${simulator.url} (churn: 3 changes every 1.5 s)  mirror: ${options.dbPath}`);
+    options.print('backfilling...');
+    await runStreams(context, STREAM_NAMES, 'backfill', { signal: stop, onProgress: options.onProgress });
+    const counts = STREAM_NAMES.map((name) => `${context.store.countRecords(STREAMS[name]).live} ${name}`).join(', ');
+    options.print(`mirrored: ${counts} (changelog at seq ${context.store.lastSeq()})`);
+    options.print(`polling every ${options.pollSeconds} s; each change prints below. Ctrl-C to stop.`);
+    live = true;
+    while (!stop.aborted) {
+      await sleep(options.pollSeconds * 1000, undefined, { signal: stop }).catch(() => undefined);
+      if (stop.aborted) break;
+      await runStreams(context, STREAM_NAMES, 'sync', { signal: stop });
+    }
+    options.print(`stopped: ${printed} changes printed; the mirror stays at ${options.dbPath} (try: bizops-sync status --db ${options.dbPath})`);
+  } finally {
+    await context.close();
+    await simulator.close();
+  }
+}
+
+/** `09:41:07  deal.won               deal_000042  status OPEN -> WON, closedAt null -> 2026-...`. */
+export function describeChange(change: AppendedChange, db: { prepare(sql: string): { get(...args: unknown[]): unknown } }): string {
+  const row = db.prepare('SELECT data FROM changes WHERE seq = ?').get(change.seq) as { data: string } | undefined;
+  const data = row ? (JSON.parse(row.data) as { changes?: Record<string, { old: unknown; new: unknown }> }) : {};
+  const fields = Object.entries(data.changes ?? {});
+  const isNew = fields.length > 0 && fields.every(([, value]) => value.old === null);
+  const summary = isNew
+    ? 'new'
+    : fields
+        .slice(0, 3)
+        .map(([field, value]) => `${field} ${JSON.stringify(value.old)} -> ${JSON.stringify(value.new)}`)
+        .join(', ');
+  const clock = new Date().toISOString().slice(11, 19);
+  return `${clock}  #${String(change.seq).padEnd(6)} ${change.type.padEnd(24)} ${change.recordId.padEnd(18)} ${summary}`;
+}

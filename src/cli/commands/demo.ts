@@ -1,0 +1,37 @@
+/** `bizops-sync demo`: the simulator with churn plus the worker polling it, printing each change. */
+import type { Command } from 'commander';
+import { runDemo } from '../../../jobs/demo.ts';
+import { createLogger } from '../../logging/logger.ts';
+import { createProgressReporter } from '../progress.ts';
+import { exitCodeForSignal, shutdownOnSignals } from '../shared.ts';
+import { integerOption } from './simulate.ts';
+
+export function registerDemoCommand(program: Command): void {
+  program
+    .command('demo')
+    .description('start the simulator with churn, backfill it into ./data/demo.db, then poll every few seconds and print each change until Ctrl-C')
+    .option('--db <path>', 'the demo mirror (deleted and recreated)', './data/demo.db')
+    .option('--poll <seconds>', 'seconds between polls', integerOption('--poll', 1), 3)
+    .option('--duration <seconds>', 'stop after this many seconds (0: run until Ctrl-C)', integerOption('--duration'), 0)
+    .action(async (options: { db: string; poll: number; duration: number }) => {
+      const logger = createLogger({ level: process.env.BIZOPS_LOG_LEVEL ?? 'warn' });
+      const shutdown = shutdownOnSignals();
+      const reporter = createProgressReporter(logger, process.stderr.isTTY === true);
+      try {
+        await runDemo({
+          dbPath: options.db,
+          pollSeconds: options.poll,
+          durationSeconds: options.duration,
+          signal: shutdown.signal,
+          logger,
+          print: (line) => process.stdout.write(`${line}\n`),
+          onProgress: (progress) => reporter.update(progress),
+        });
+      } finally {
+        reporter.stop();
+        shutdown.dispose();
+      }
+      const code = exitCodeForSignal(shutdown.received());
+      if (code !== undefined) process.exitCode = code === 130 ? 0 : code;
+    });
+}

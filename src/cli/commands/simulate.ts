@@ -1,0 +1,53 @@
+/** `bizops-sync simulate`: runs the local API simulator (src/simulator) until Ctrl-C. */
+import type { Command } from 'commander';
+import { startSimulator, type SimulatorOptions } from '../../simulator/index.ts';
+import { UsageError } from '../program.ts';
+import { shutdownOnSignals } from '../shared.ts';
+
+/** Parses a non-negative integer option, naming it in the error. */
+export function integerOption(name: string, min = 0): (value: string) => number {
+  return (value: string) => {
+    if (!/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${name}: must be a whole number >= ${min}, got "${value}"`);
+    return Number(value);
+  };
+}
+
+export function registerSimulateCommand(program: Command): void {
+  program
+    .command('simulate')
+    .description('run the local simulator of the Business Operations Public API (every endpoint of the spec, plus GET /deals and GET /customers)')
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0: any free port)', integerOption('--port'), 4010)
+    .option('--seed <n>', 'seed of the generated data (same seed, same data)', integerOption('--seed'), 1)
+    .option('--transactions <n>', 'transactions to generate', integerOption('--transactions'), 2000)
+    .option('--deals <n>', 'deals to generate', integerOption('--deals'), 300)
+    .option('--onboardings <n>', 'onboardings to generate', integerOption('--onboardings'), 40)
+    .option('--rate-limit <n>', 'requests per window per company (spec §8 default 60 per minute); 0 turns the limit off', integerOption('--rate-limit'), 60)
+    .option('--window-ms <ms>', 'rate-limit window length in ms', integerOption('--window-ms', 1), 60_000)
+    .option('--churn-ms <ms>', 'change some records every this many ms (0: no churn)', integerOption('--churn-ms'), 0)
+    .option('--churn-per-tick <n>', 'records changed per churn tick', integerOption('--churn-per-tick', 1), 3)
+    .action(async (options: { host: string; port: number; seed: number; transactions: number; deals: number; onboardings: number; rateLimit: number; windowMs: number; churnMs: number; churnPerTick: number }) => {
+      const simulatorOptions: SimulatorOptions = {
+        host: options.host,
+        port: options.port,
+        seed: options.seed,
+        size: { transactions: options.transactions, deals: options.deals, onboardings: options.onboardings },
+        rateLimit: options.rateLimit === 0 ? false : { limit: options.rateLimit, windowMs: options.windowMs },
+        churn: options.churnMs === 0 ? false : { intervalMs: options.churnMs, perTick: options.churnPerTick },
+      };
+      const simulator = await startSimulator(simulatorOptions);
+      process.stdout.write(
+        [
+          `simulator listening on ${simulator.url} (API at ${simulator.url}/api/public/v1, admin at ${simulator.url}/__admin/state)`,
+          'tokens:',
+          ...Object.entries(simulator.tokens).map(([name, token]) => `  ${name.padEnd(14)} ${String(token)}`),
+          `try: BIZOPS_BASE_URL=${simulator.url} BIZOPS_TOKEN=${String(simulator.tokens.admin)} bizops-sync backfill`,
+          '',
+        ].join('\n'),
+      );
+      const shutdown = shutdownOnSignals();
+      await new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
+      shutdown.dispose();
+      await simulator.close();
+    });
+}

@@ -1,0 +1,47 @@
+/** `bizops-sync status [--json]`: per stream, rows, cursor, last run and last error. */
+import type { Command } from 'commander';
+import { readStatus, type MirrorStatus } from '../../../jobs/status.ts';
+import { mirrorPath } from '../shared.ts';
+import { UsageError } from '../program.ts';
+
+export function registerStatusCommand(program: Command): void {
+  program
+    .command('status')
+    .description('show each stream: records mirrored, cursor, last run, last error, and any run waiting to resume')
+    .option('--json', 'print JSON instead of a table')
+    .option('--db <path>', 'the mirror file (default: BIZOPS_DB or ./data/mirror.db)')
+    .action((options: { json?: boolean; db?: string }) => {
+      const dbPath = mirrorPath(options.db);
+      let status: MirrorStatus;
+      try {
+        status = readStatus(dbPath);
+      } catch (error) {
+        throw new UsageError((error as Error).message, 1);
+      }
+      process.stdout.write(options.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
+    });
+}
+
+/** A readable table of the status. */
+export function formatStatus(status: MirrorStatus): string {
+  const lines = [`mirror: ${status.database} (changelog at seq ${status.changelogSeq})`, ''];
+  const header = ['stream', 'records', 'tombstoned', 'cursor', 'last success', 'last run', 'last error'];
+  const rows = status.streams.map((s) => [
+    s.stream + (s.supported ? '' : ' (unsupported)'),
+    String(s.records),
+    String(s.tombstoned),
+    s.cursor ?? '-',
+    s.lastRun.succeededAt ?? '-',
+    s.lastRun.mode ? `${s.lastRun.mode}: ${s.lastRun.requests ?? 0} req, ${s.lastRun.records ?? 0} rec, ${s.lastRun.changes ?? 0} chg` : '-',
+    s.lastError ?? '-',
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const format = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  lines.push(format(header), ...rows.map(format));
+  for (const s of status.streams) {
+    if (s.inProgress) {
+      lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,83 @@
+/**
+ * The `bizops-sync` program (DESIGN.md "Command line and environment"). Each command lives in
+ * src/cli/commands/ and wires a job from jobs/; this file only assembles them and turns errors into
+ * one readable line (no stack trace for a bad configuration or an API refusal).
+ *
+ * Exit codes: 0 success (also after a graceful SIGTERM), 1 a run or command failed, 2 bad usage or
+ * configuration, 130 interrupted by Ctrl-C.
+ */
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../../config/schema.ts';
+import { BizopsApiError } from '../client/errors.ts';
+import { maskSecrets } from '../logging/logger.ts';
+import { registerSyncCommands } from './commands/sync.ts';
+import { registerStatusCommand } from './commands/status.ts';
+import { registerChangesCommand } from './commands/changes.ts';
+import { registerSimulateCommand } from './commands/simulate.ts';
+import { registerDemoCommand } from './commands/demo.ts';
+import { registerDaemonCommands } from './commands/daemon.ts';
+import { registerWriteCommands } from './commands/writes.ts';
+
+/** A failure the user can act on: printed as one line, exit code given. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+  readonly exitCode: number;
+  constructor(message: string, exitCode = 2) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+/** Builds the program with every command registered. */
+export function buildProgram(): Command {
+  const program = new Command('bizops-sync')
+    .description(
+      'Keeps a local SQLite mirror of a company\'s transactions, deals and onboardings in step with the\n' +
+        'Business Operations Public API, records every change in a changelog (tail it, or receive signed\n' +
+        'webhooks), and pushes queued writes back at the pace the rate limit allows.',
+    )
+    .addHelpText(
+      'after',
+      `
+Environment:
+  BIZOPS_BASE_URL            the API's {base_url} (paths add /api/public/v1)
+  BIZOPS_TOKEN               bearer token (or BIZOPS_TOKEN_FILE: a file holding it)
+  BIZOPS_DB                  the mirror's SQLite file (default ./data/mirror.db)
+  REDIS_URL                  Redis for the write queue and the shared rate budget (default redis://127.0.0.1:6379)
+  BIZOPS_RATE_LIMIT_PER_MIN  requests per minute for the company (default 60, spec §8)
+  BIZOPS_CONFIG              a JSON configuration file (default config/bizops-sync.json when present)
+
+Try it without an API: bizops-sync demo`,
+    )
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  registerSyncCommands(program);
+  registerStatusCommand(program);
+  registerChangesCommand(program);
+  registerDaemonCommands(program);
+  registerWriteCommands(program);
+  registerSimulateCommand(program);
+  registerDemoCommand(program);
+  return program;
+}
+
+/** Prints an error as one line (secrets masked) and returns the exit code. */
+export function reportError(error: unknown): number {
+  if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+  if (error instanceof UsageError) {
+    process.stderr.write(`bizops-sync: ${maskSecrets(error.message)}\n`);
+    return error.exitCode;
+  }
+  if (error instanceof ConfigError) {
+    process.stderr.write(`bizops-sync: configuration error: ${maskSecrets(error.message)}\n`);
+    return 2;
+  }
+  if (error instanceof BizopsApiError) {
+    process.stderr.write(`bizops-sync: the API refused: ${maskSecrets(error.message)}\n`);
+    return 1;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`bizops-sync: ${maskSecrets(message)}\n`);
+  if (process.env.BIZOPS_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${maskSecrets(error.stack)}\n`);
+  return 1;
+}

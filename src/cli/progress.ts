@@ -1,0 +1,62 @@
+/**
+ * Progress of long runs: a bar per stream on a terminal (cli-progress), a log line every few seconds
+ * otherwise (containers, CI, pipes).
+ */
+import cliProgress from 'cli-progress';
+import type { Logger } from '../logging/logger.ts';
+import type { RunProgress } from '../sync/engine.ts';
+
+export interface ProgressReporter {
+  update(progress: RunProgress): void;
+  stop(): void;
+}
+
+/**
+ * @param interactive true for bars on stderr; false for log lines
+ * @param logIntervalMs minimum time between log lines per stream, ms
+ */
+export function createProgressReporter(logger: Logger, interactive = process.stderr.isTTY === true, logIntervalMs = 5000): ProgressReporter {
+  if (interactive) {
+    const bars = new cliProgress.MultiBar(
+      {
+        stream: process.stderr,
+        format: ' {stream} [{bar}] {percentage}% | {value}/{total} records | {changes} changes | {eta_formatted} left',
+        hideCursor: true,
+        clearOnComplete: false,
+        etaBuffer: 20,
+      },
+      cliProgress.Presets.shades_classic,
+    );
+    const byStream = new Map<string, cliProgress.SingleBar>();
+    return {
+      update(progress) {
+        const total = Math.max(progress.total, progress.records);
+        let bar = byStream.get(progress.stream);
+        if (!bar) {
+          bar = bars.create(total, 0, { stream: progress.stream.padEnd(12), changes: 0 });
+          byStream.set(progress.stream, bar);
+        }
+        bar.setTotal(total);
+        bar.update(Math.min(progress.records, total), { changes: progress.changes });
+      },
+      stop() {
+        bars.stop();
+      },
+    };
+  }
+  const lastLogged = new Map<string, number>();
+  return {
+    update(progress) {
+      const now = Date.now();
+      const previous = lastLogged.get(progress.stream) ?? 0;
+      const finished = progress.offset >= progress.total;
+      if (!finished && now - previous < logIntervalMs) return;
+      lastLogged.set(progress.stream, now);
+      logger.info(
+        { stream: progress.stream, records: progress.records, total: progress.total, changes: progress.changes, pages: progress.pages },
+        `${progress.reason} progress`,
+      );
+    },
+    stop() {},
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * Helpers every command uses: loading the configuration, building and closing a context, and
+ * turning SIGTERM / SIGINT into an AbortSignal for a graceful stop.
+ */
+import { loadConfig, type Config } from '../../config/schema.ts';
+import { createContext, type Context, type ContextOptions } from '../../jobs/context.ts';
+import { STREAM_NAMES, type StreamName } from '../streams/definitions.ts';
+import { UsageError } from './program.ts';
+
+/** Loads the configuration, applying command-line overrides (e.g. `--db`). */
+export function configFromEnvironment(overrides: Record<string, unknown> = {}): Config {
+  return loadConfig({ overrides });
+}
+
+/**
+ * The mirror file for commands that only read it (`status`, `changes`): `--db`, else `BIZOPS_DB`,
+ * else the configuration's `dbPath`, without requiring the API settings those commands do not use.
+ */
+export function mirrorPath(option: string | undefined): string {
+  if (option) return option;
+  if (process.env.BIZOPS_DB) return process.env.BIZOPS_DB;
+  try {
+    return configFromEnvironment().dbPath;
+  } catch {
+    return './data/mirror.db';
+  }
+}
+
+/** Runs `fn` with a context built from the configuration, closing it afterwards. */
+export async function withContext<T>(config: Config, fn: (context: Context) => Promise<T>, options: ContextOptions = {}): Promise<T> {
+  const context = createContext(config, options);
+  try {
+    return await fn(context);
+  } finally {
+    await context.close();
+  }
+}
+
+/** The streams a `--stream` option names (all configured streams when absent). */
+export function selectStreams(config: Config, name: string | undefined): StreamName[] {
+  if (name === undefined) return [...config.sync.streams];
+  if (!(STREAM_NAMES as readonly string[]).includes(name)) {
+    throw new UsageError(`--stream: unknown stream "${name}"; expected one of ${STREAM_NAMES.join(', ')}`);
+  }
+  return [name as StreamName];
+}
+
+export interface ShutdownSignal {
+  signal: AbortSignal;
+  /** Which signal arrived, if any. */
+  received(): NodeJS.Signals | undefined;
+  dispose(): void;
+}
+
+/**
+ * An AbortSignal that aborts on the first SIGTERM or SIGINT, so a run can checkpoint and exit.
+ * A second Ctrl-C exits at once.
+ */
+export function shutdownOnSignals(onSignal?: (signal: NodeJS.Signals) => void): ShutdownSignal {
+  const controller = new AbortController();
+  let received: NodeJS.Signals | undefined;
+  const handler = (signal: NodeJS.Signals) => {
+    if (received) {
+      if (signal === 'SIGINT') process.exit(130);
+      return;
+    }
+    received = signal;
+    onSignal?.(signal);
+    controller.abort(new Error(`received ${signal}`));
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+  return {
+    signal: controller.signal,
+    received: () => received,
+    dispose() {
+      process.off('SIGTERM', handler);
+      process.off('SIGINT', handler);
+    },
+  };
+}
+
+/** Exit code after a graceful stop: 0 for SIGTERM (a requested stop), 130 for Ctrl-C. */
+export function exitCodeForSignal(signal: NodeJS.Signals | undefined): number | undefined {
+  if (signal === 'SIGTERM') return 0;
+  if (signal === 'SIGINT') return 130;
+  return undefined;
+}
