@@ -13,6 +13,7 @@
  *   ├─ ConnectionError                  no HTTP status: refused, reset, timeout; `requestSent` says whether
  *   │                                   the request may have reached the server (write safety, DESIGN.md)
  *   └─ InvalidResponseError             a 2xx whose body is not JSON or fails the response schema
+ *      └─ MalformedResponseError        the body is not JSON at all (a truncated or proxy page: worth a retry)
  *
  * Messages never contain the bearer token: the client builds them from the method, the path and the
  * server's own `message`/`err`.
@@ -47,7 +48,9 @@ export class BizopsApiError extends Error {
   readonly request: RequestDescription | undefined;
 
   constructor(options: BizopsApiErrorOptions) {
-    const where = options.request ? ` (${options.request.method} ${options.request.path})` : '';
+    const requestName = options.request ? `${options.request.method} ${options.request.path}` : '';
+    // A message that already starts with the request's name (`GET /deals?offset=0: item 3 ...`) is not suffixed again.
+    const where = options.request && !options.message.startsWith(requestName) ? ` (${requestName})` : '';
     const detail = options.err ? `: ${options.err}` : '';
     super(`${options.message}${detail}${where}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
@@ -88,6 +91,9 @@ export class ConnectionError extends BizopsApiError {
 }
 
 export class InvalidResponseError extends BizopsApiError {}
+
+/** A 2xx body that is not JSON at all; unlike a schema mismatch, a retry may get a good copy. */
+export class MalformedResponseError extends InvalidResponseError {}
 
 /**
  * Maps an HTTP error status and the server's error body to the class above.

@@ -1,0 +1,342 @@
+/**
+ * `ApiClient`: the one client for the Business Operations Public API (spec §1, §5, §7, §8). Every
+ * request of the worker (polls, backfill, reconciliation, writes) goes through `request`, which
+ * composes the layers, outermost first:
+ *
+ *   retry (retry.ts: policy per request, 429 pauses the budget)
+ *     -> rate budget (`budget.acquire(priority)` before every attempt, `observe` after every response)
+ *       -> http (http.ts: one undici keep-alive pool; socket failures become ConnectionError)
+ *         -> error mapping (status -> typed error of errors.ts, `Retry-After` read)
+ *           -> envelope and schema validation (schemas.ts; InvalidResponseError names the field)
+ *
+ * Bearer tokens never appear in log lines or error messages: they live only in the Authorization
+ * header handed to undici.
+ */
+import { z } from 'zod';
+import { silentLogger, type Logger } from '../logging/logger.ts';
+import { ConnectionError, InvalidResponseError, MalformedResponseError, errorForStatus, type RequestDescription } from './errors.ts';
+import { createHttpTransport, describeRequest, type HttpResponse, type HttpTransport } from './http.ts';
+import type { Priority, RateBudget, RateLimitObservation } from './rate-budget.ts';
+import { parseRetryAfter, withRetry, type RetryPolicy } from './retry.ts';
+import { envelopeSchema, errorBodySchema, paginationSchema, type Pagination } from './schemas.ts';
+
+/** Path prefix of every endpoint (spec §1 convention 1, §9). */
+export const API_PREFIX = '/api/public/v1';
+/** Page size of every list request: the maximum, for the fewest requests (spec §1 Pagination, §8). */
+export const LIST_PAGE_LIMIT = 100;
+
+export interface ApiClientOptions {
+  /** `{base_url}` (spec §1); the client adds `/api/public/v1`. */
+  baseUrl: string;
+  /** Bearer tokens by name (spec §5); `default` is required. Never logged. */
+  tokens: Record<string, string>;
+  /** `LocalRateBudget` or the Redis one: asked before every attempt. */
+  budget: RateBudget;
+  /** Debug line per request, warning per retry. Default: silent. */
+  logger?: Logger;
+  /** Headers and body timeout per attempt, ms. Default 30000. */
+  timeoutMs?: number;
+  /** Backoff schedule (retry.ts). `maxRateLimitRetries` caps 429 retries separately (default 10). */
+  retry?: { maxRetries?: number; minTimeoutMs?: number; maxTimeoutMs?: number; maxRateLimitRetries?: number };
+}
+
+export interface ApiResponse<T> {
+  status: number;
+  /** The envelope's `message` (spec §1 convention 3). */
+  message: string;
+  /** The envelope's `content`, validated by the request's `contentSchema`. */
+  content: T;
+  /** From the `Date` header: the server's clock, second resolution. */
+  serverTime: Date | undefined;
+  /** The parsed `X-RateLimit-*` headers (spec §8). */
+  rateLimit: RateLimitObservation;
+}
+
+export interface RequestOptions<S extends z.ZodType> {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Below `/api/public/v1`, e.g. `/transactions` or `/deals/${id}/close` (ids encodeURIComponent'ed by the caller). */
+  path: string;
+  /** Query parameters; arrays become repeated parameters, `undefined` is left out. */
+  query?: Record<string, string | number | boolean | readonly string[] | undefined>;
+  /** Sent as JSON with `Content-Type: application/json` (spec §1 convention 2). */
+  body?: unknown;
+  /** Validates the envelope's `content`. */
+  contentSchema: S;
+  priority: Priority;
+  /** Which failures may be sent again (retry.ts). */
+  retry: RetryPolicy;
+  /** Token NAME from `ApiClientOptions.tokens`; default `'default'`. */
+  token?: string;
+  signal?: AbortSignal;
+}
+
+export interface Page<T> {
+  items: T[];
+  pagination: Pagination;
+  serverTime: Date | undefined;
+  /** The offset this page was requested at. */
+  offset: number;
+}
+
+export interface ListOptions<T> {
+  /** Name of the item array inside `content`, e.g. `transactions`, `deals`, `onboardings`. */
+  itemsKey: string;
+  itemSchema: z.ZodType<T>;
+  /** Filters, `sortBy`, `sortOrder`, `updatedAfter`...; `limit` and `offset` are set by the client. */
+  query?: RequestOptions<z.ZodType>['query'];
+  priority: Priority;
+  signal?: AbortSignal;
+  token?: string;
+}
+
+/** Counters of requests sent, for `status` output and benchmarks. */
+export interface ApiClientStats {
+  /** Requests sent, retries and 429s included. */
+  requests: number;
+  /** Attempts that were retries (any reason). */
+  retries: number;
+  /** 429 responses received. */
+  rateLimited: number;
+  /** Responses by HTTP status. */
+  byStatus: Record<number, number>;
+}
+
+/** First value of a header, if any. */
+function headerValue(headers: HttpResponse['headers'], name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function finiteNumber(text: string | undefined): number | undefined {
+  if (text === undefined || text.trim() === '') return undefined;
+  const value = Number(text);
+  return Number.isFinite(value) ? value : undefined;
+}
+
+/**
+ * Reads `X-RateLimit-Limit`, `-Remaining`, `-Reset` and `Date` (spec §8). The reset is a Unix
+ * timestamp in seconds; a value already in ms (> 1e12) is taken as is, and a small value (< 1e9,
+ * i.e. before 2001) as seconds from now, to be liberal in what we accept.
+ */
+export function parseRateLimitHeaders(headers: HttpResponse['headers'], localNowMs = Date.now()): RateLimitObservation {
+  const observation: RateLimitObservation = {};
+  const limit = finiteNumber(headerValue(headers, 'x-ratelimit-limit'));
+  const remaining = finiteNumber(headerValue(headers, 'x-ratelimit-remaining'));
+  const reset = finiteNumber(headerValue(headers, 'x-ratelimit-reset'));
+  const date = headerValue(headers, 'date');
+  const serverNowMs = date !== undefined ? Date.parse(date) : Number.NaN;
+  if (limit !== undefined) observation.limit = limit;
+  if (remaining !== undefined) observation.remaining = remaining;
+  if (Number.isFinite(serverNowMs)) observation.serverNowMs = serverNowMs;
+  if (reset !== undefined) {
+    if (reset > 1e12) observation.resetAtMs = reset;
+    else if (reset >= 1e9) observation.resetAtMs = reset * 1000;
+    else observation.resetAtMs = (observation.serverNowMs ?? localNowMs) + reset * 1000;
+  }
+  return observation;
+}
+
+/** `item 17 field amount: expected integer, received string` from a zod error. */
+function describeIssues(error: z.ZodError, itemIndex?: number): string {
+  const [first] = error.issues;
+  const where = itemIndex === undefined ? '' : `item ${itemIndex} `;
+  if (!first) return `${where}failed validation`;
+  const field = first.path.length > 0 ? first.path.map((part) => (typeof part === 'number' ? `[${part}]` : String(part))).join('.').replace(/\.\[/g, '[') : '(root)';
+  const rule = first.message.replace(/^Invalid (input|option|value): /, '').replace(/expected int,/, 'expected integer,');
+  const more = error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : '';
+  return `${where}field ${field}: ${rule}${more}`;
+}
+
+function invalidResponse(request: RequestDescription, detail: string, status: number, cause?: unknown): InvalidResponseError {
+  return new InvalidResponseError({ status, message: `${request.method} ${request.path}: ${detail}`, request, cause });
+}
+
+export class ApiClient {
+  /** Requests sent (including retries and 429s), for status and benchmarks. */
+  readonly stats: ApiClientStats = { requests: 0, retries: 0, rateLimited: 0, byStatus: {} };
+
+  private readonly transport: HttpTransport;
+  private readonly tokens: Record<string, string>;
+  private readonly budget: RateBudget;
+  private readonly logger: Logger;
+  private readonly retryOptions: NonNullable<ApiClientOptions['retry']>;
+
+  /** @throws TypeError when `baseUrl` is not http(s) or no `default` token is given. */
+  constructor(options: ApiClientOptions) {
+    if (typeof options.tokens?.default !== 'string' || options.tokens.default === '') {
+      throw new TypeError('ApiClient option tokens.default is required (the bearer token used when a request names none)');
+    }
+    const base = options.baseUrl.replace(/\/+$/, '');
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    this.transport = createHttpTransport({
+      baseUrl: `${base}${API_PREFIX}`,
+      headersTimeoutMs: timeoutMs,
+      bodyTimeoutMs: timeoutMs,
+      connectTimeoutMs: Math.min(timeoutMs, 10_000),
+    });
+    this.tokens = { ...options.tokens };
+    this.budget = options.budget;
+    this.logger = options.logger ?? silentLogger;
+    this.retryOptions = { ...options.retry };
+  }
+
+  /**
+   * Sends one API request through the rate budget and the retry policy, and returns the validated
+   * envelope.
+   * @throws a typed error of errors.ts: the status's class for a 4xx/5xx (with the server's
+   *   `message`, `err`, `retryAfter`), `ConnectionError` when no response arrived, `InvalidResponseError`
+   *   when the body is not JSON, has no `content`, or `content` fails `contentSchema`; a TypeError
+   *   for an unknown token name.
+   */
+  async request<S extends z.ZodType>(options: RequestOptions<S>): Promise<ApiResponse<z.infer<S>>> {
+    const description = describeRequest(options.method, options.path, options.query);
+    const tokenName = options.token ?? 'default';
+    const token = this.tokens[tokenName];
+    if (token === undefined) {
+      throw new TypeError(`unknown token name "${tokenName}" for ${description.method} ${description.path}; configured: ${Object.keys(this.tokens).join(', ')}`);
+    }
+    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json', 'user-agent': 'bizops-sync' };
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    return withRetry((attempt) => this.attempt(options, description, headers, body, attempt), {
+      ...this.retryOptions,
+      policy: options.retry,
+      budget: this.budget,
+      request: description,
+      signal: options.signal,
+      logger: this.logger,
+      onRetry: () => {
+        this.stats.retries++;
+      },
+    });
+  }
+
+  /**
+   * One list page at `offset` with `limit=100` (spec §1 Pagination). Items are validated one by one,
+   * so an error names the item's index within the page.
+   * @throws as `request`; InvalidResponseError `GET /transactions?limit=100&offset=200: item 17 field amount: ...`
+   */
+  async listPage<T>(path: string, offset: number, options: ListOptions<T>): Promise<Page<T>> {
+    if (!Number.isInteger(offset) || offset < 0) throw new RangeError(`listPage offset must be an integer >= 0, got ${String(offset)}`);
+    const query = { ...options.query, limit: LIST_PAGE_LIMIT, offset };
+    const description = describeRequest('GET', path, query);
+    const response = await this.request({
+      method: 'GET',
+      path,
+      query,
+      contentSchema: listContentSchema(options.itemsKey),
+      priority: options.priority,
+      retry: 'safe',
+      token: options.token,
+      signal: options.signal,
+    });
+    const rawItems = response.content[options.itemsKey] as unknown[];
+    const items: T[] = [];
+    for (const [index, raw] of rawItems.entries()) {
+      const parsed = options.itemSchema.safeParse(raw);
+      if (!parsed.success) throw invalidResponse(description, describeIssues(parsed.error, index), response.status, parsed.error);
+      items.push(parsed.data);
+    }
+    return { items, pagination: response.content.pagination, serverTime: response.serverTime, offset };
+  }
+
+  /**
+   * Pages through a list from `startOffset` (default 0), advancing `offset` by the page's
+   * `pagination.limit` while `hasMore` is true (spec §1 Pagination rule). An empty page with
+   * `hasMore` true is valid and paging goes on.
+   */
+  async *paginate<T>(path: string, options: ListOptions<T> & { startOffset?: number }): AsyncIterable<Page<T>> {
+    let offset = options.startOffset ?? 0;
+    for (;;) {
+      const page = await this.listPage(path, offset, options);
+      yield page;
+      if (!page.pagination.hasMore) return;
+      offset += page.pagination.limit > 0 ? page.pagination.limit : LIST_PAGE_LIMIT;
+    }
+  }
+
+  /** Closes the keep-alive connections. The rate budget belongs to the caller and stays open. */
+  async close(): Promise<void> {
+    await this.transport.close();
+  }
+
+  /** One attempt: budget slot, send, observe the rate-limit headers, map the response. */
+  private async attempt<S extends z.ZodType>(
+    options: RequestOptions<S>,
+    description: RequestDescription,
+    headers: Record<string, string>,
+    body: string | undefined,
+    attempt: number,
+  ): Promise<ApiResponse<z.infer<S>>> {
+    try {
+      await this.budget.acquire(options.priority, options.signal);
+    } catch (error) {
+      if (options.signal?.aborted) {
+        throw new ConnectionError({ message: 'request aborted before sending (ABORTED)', code: 'ABORTED', requestSent: false, request: description, cause: error });
+      }
+      throw error;
+    }
+    const startedAt = performance.now();
+    this.stats.requests++;
+    let response: HttpResponse;
+    try {
+      response = await this.transport.send({ method: options.method, path: options.path, query: options.query, body, headers, signal: options.signal });
+    } catch (error) {
+      this.logger.debug(
+        { method: description.method, path: description.path, attempt, ms: Math.round(performance.now() - startedAt), code: (error as ConnectionError).code },
+        'API request failed without a response',
+      );
+      throw error;
+    }
+    const ms = Math.round(performance.now() - startedAt);
+    this.stats.byStatus[response.status] = (this.stats.byStatus[response.status] ?? 0) + 1;
+    this.logger.debug({ method: description.method, path: description.path, attempt, status: response.status, ms }, 'API request');
+
+    const rateLimit = parseRateLimitHeaders(response.headers);
+    await this.budget.observe(rateLimit);
+    const serverTime = rateLimit.serverNowMs !== undefined ? new Date(rateLimit.serverNowMs) : undefined;
+
+    if (response.status < 200 || response.status >= 300) {
+      if (response.status === 429) this.stats.rateLimited++;
+      const retryAfterMs = parseRetryAfter(headerValue(response.headers, 'retry-after'), rateLimit.serverNowMs ?? Date.now());
+      throw errorForStatus(response.status, parseErrorBody(response.bodyText), description, retryAfterMs === undefined ? undefined : retryAfterMs / 1000);
+    }
+
+    let json: unknown;
+    try {
+      json = JSON.parse(response.bodyText);
+    } catch (error) {
+      throw new MalformedResponseError({
+        status: response.status,
+        message: `${description.method} ${description.path}: response body is not JSON (${response.bodyText.length} bytes)`,
+        request: description,
+        cause: error,
+      });
+    }
+    const envelope = envelopeSchema.safeParse(json);
+    if (!envelope.success) throw invalidResponse(description, `envelope ${describeIssues(envelope.error)}`, response.status, envelope.error);
+    const content = options.contentSchema.safeParse(envelope.data.content);
+    if (!content.success) throw invalidResponse(description, `content ${describeIssues(content.error)}`, response.status, content.error);
+    return { status: response.status, message: envelope.data.message, content: content.data as z.infer<S>, serverTime, rateLimit };
+  }
+}
+
+/** The error body `{ message, err, retryAfter }` (spec §7) when it is JSON, else undefined. */
+function parseErrorBody(text: string): { message?: unknown; err?: unknown; retryAfter?: unknown } | undefined {
+  try {
+    const parsed = errorBodySchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `content` of a list response: `{ [itemsKey]: unknown[], pagination }`; items are checked one by one later. */
+function listContentSchema(itemsKey: string): z.ZodType<Record<string, unknown> & { pagination: Pagination }> {
+  return z.looseObject({ [itemsKey]: z.array(z.unknown()), pagination: paginationSchema }) as unknown as z.ZodType<
+    Record<string, unknown> & { pagination: Pagination }
+  >;
+}
