@@ -1,0 +1,191 @@
+/**
+ * Reading the changelog: the append-only `changes` table of the mirror (DESIGN.md "The mirror
+ * contract", src/mirror/migrations/001_mirror.ts). The sync engine appends a row in the same
+ * transaction as the record it changed; this module only reads.
+ *
+ * Cursors are `seq` values and exclusive: `sinceSeq: 41` reads seq 42 onwards, so a reader that
+ * stores the last seq it handled resumes exactly after it. SQLite has one writer at a time and
+ * `seq` is AUTOINCREMENT, so rows become visible in seq order: a reader never sees seq 43 and later
+ * a seq 42 that committed behind it.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { MirrorDatabase } from '../mirror/database.ts';
+import { validateEventPattern } from './event-filter.ts';
+
+/** One changed field: its value before and after (null when absent). */
+export interface FieldChange {
+  old: unknown;
+  new: unknown;
+}
+
+/**
+ * The `data` column, parsed: the record after the change and each changed field's old and new
+ * value. Events that are not record changes (e.g. `write.succeeded`) may carry other keys.
+ */
+export interface ChangeData {
+  record?: unknown;
+  changes?: Record<string, FieldChange>;
+  [key: string]: unknown;
+}
+
+/** One changelog row. */
+export interface ChangeEvent {
+  /** Position in the changelog, ascending; the cursor of every reader. */
+  seq: number;
+  /** Unique and stable: the webhook-id of every delivery of this event. */
+  eventId: string;
+  /** e.g. `deal.won`, `transaction.created`, `onboarding.completed`, `write.succeeded`. */
+  type: string;
+  /** `transactions` | `deals` | `onboardings` | `writes`. */
+  stream: string;
+  recordId: string;
+  /** ISO 8601: when the mirror recorded the change. */
+  occurredAt: string;
+  data: ChangeData;
+}
+
+export interface ReadChangesOptions {
+  /** Read events with seq greater than this (exclusive cursor). Default 0: from the start. */
+  sinceSeq?: number;
+  /** At most this many events (1 to 10000). Default 100. */
+  limit?: number;
+  /** Only these event types: exact (`deal.won`), prefix wildcard (`deal.*`) or `*` (see event-filter.ts). */
+  types?: readonly string[];
+}
+
+interface ChangeRow {
+  seq: number;
+  event_id: string;
+  type: string;
+  stream: string;
+  record_id: string;
+  occurred_at: string;
+  data: string;
+}
+
+const MAX_LIMIT = 10_000;
+const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_at, data FROM changes';
+
+/**
+ * Reads up to `limit` events after `sinceSeq`, in seq order, with `data` parsed.
+ * @throws Error naming the option when `sinceSeq`, `limit` or a type pattern is invalid
+ * @throws Error naming the seq when a row's `data` is not valid JSON
+ */
+export function readChanges(db: MirrorDatabase, options: ReadChangesOptions = {}): ChangeEvent[] {
+  const sinceSeq = checkSeq(options.sinceSeq ?? 0, 'sinceSeq');
+  const limit = options.limit ?? 100;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+    throw new Error(`limit: must be an integer from 1 to ${MAX_LIMIT}, got ${String(limit)}`);
+  }
+  const types = options.types ?? ['*'];
+  const { clause, parameters } = typeClause(types);
+  const rows = db.prepare(`${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`).all(sinceSeq, ...parameters, limit) as ChangeRow[];
+  return rows.map(toChangeEvent);
+}
+
+/** The highest seq in the changelog, 0 when it is empty. */
+export function latestChangeSeq(db: MirrorDatabase): number {
+  const row = db.prepare('SELECT MAX(seq) AS seq FROM changes').get() as { seq: number | null };
+  return row.seq ?? 0;
+}
+
+export interface FollowChangesOptions {
+  /** Start after this seq (exclusive). Default: the current end of the changelog (only new events). */
+  sinceSeq?: number;
+  /** How often to look for new rows when caught up, ms. Default 1000. */
+  pollMs?: number;
+  /** Ends the iteration (without an error) when aborted. */
+  signal?: AbortSignal;
+  /** Only these event types (patterns as in `readChanges`). */
+  types?: readonly string[];
+  /** Rows read per query. Default 500. */
+  batchSize?: number;
+}
+
+/**
+ * Tails the changelog: yields every event after `sinceSeq` in seq order, then waits `pollMs` and
+ * yields rows appended since, until `signal` aborts. Works on its own connection while another
+ * connection or process writes (WAL: each query sees the latest committed rows).
+ * @throws Error naming the option when an option is invalid (at the first iteration)
+ */
+export async function* followChanges(db: MirrorDatabase, options: FollowChangesOptions = {}): AsyncGenerator<ChangeEvent, void, undefined> {
+  const pollMs = options.pollMs ?? 1000;
+  if (!Number.isFinite(pollMs) || pollMs < 1) throw new Error(`pollMs: must be a positive number of milliseconds, got ${String(pollMs)}`);
+  const batchSize = options.batchSize ?? 500;
+  let cursor = options.sinceSeq === undefined ? latestChangeSeq(db) : checkSeq(options.sinceSeq, 'sinceSeq');
+  const signal = options.signal;
+  while (!signal?.aborted) {
+    const events = readChanges(db, { sinceSeq: cursor, limit: batchSize, ...(options.types ? { types: options.types } : {}) });
+    for (const event of events) {
+      if (signal?.aborted) return;
+      cursor = event.seq;
+      yield event;
+    }
+    if (events.length === batchSize) continue;
+    try {
+      await sleep(pollMs, undefined, signal ? { signal } : {});
+    } catch {
+      return; // aborted while waiting
+    }
+  }
+}
+
+/**
+ * One JSON line for `bizops-sync changes` (no trailing newline):
+ * `{"seq":42,"event_id":"...","type":"deal.won","stream":"deals","record_id":"...","occurred_at":"...","data":{...}}`.
+ * Keys use the changelog's column names, so the line reads like the row.
+ */
+export function formatChangeLine(event: ChangeEvent): string {
+  return JSON.stringify({
+    seq: event.seq,
+    event_id: event.eventId,
+    type: event.type,
+    stream: event.stream,
+    record_id: event.recordId,
+    occurred_at: event.occurredAt,
+    data: event.data,
+  });
+}
+
+function toChangeEvent(row: ChangeRow): ChangeEvent {
+  let data: unknown;
+  try {
+    data = JSON.parse(row.data);
+  } catch (error) {
+    throw new Error(`changes row seq ${row.seq} (event ${row.event_id}): data is not valid JSON (${(error as Error).message})`, { cause: error });
+  }
+  return {
+    seq: row.seq,
+    eventId: row.event_id,
+    type: row.type,
+    stream: row.stream,
+    recordId: row.record_id,
+    occurredAt: row.occurred_at,
+    data: data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as ChangeData) : { value: data },
+  };
+}
+
+function checkSeq(value: number, field: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${field}: must be a non-negative integer seq, got ${String(value)}`);
+  return value;
+}
+
+/** SQL for a type filter; prefix wildcards use substr so that `_` and `%` in types stay literal. */
+function typeClause(types: readonly string[]): { clause: string; parameters: (string | number)[] } {
+  if (types.length === 0) throw new Error('types: must list at least one event type pattern ("*" for all)');
+  types.forEach((pattern, index) => validateEventPattern(pattern, `types[${index}]`));
+  if (types.includes('*')) return { clause: '', parameters: [] };
+  const parts: string[] = [];
+  const parameters: (string | number)[] = [];
+  for (const pattern of types) {
+    if (pattern.endsWith('.*')) {
+      const prefix = pattern.slice(0, -1);
+      parts.push('substr(type, 1, ?) = ?');
+      parameters.push(prefix.length, prefix);
+    } else {
+      parts.push('type = ?');
+      parameters.push(pattern);
+    }
+  }
+  return { clause: ` AND (${parts.join(' OR ')})`, parameters };
+}

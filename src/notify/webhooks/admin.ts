@@ -1,0 +1,171 @@
+/**
+ * Webhook administration for the command line (`bizops-sync webhooks list|test|replay`): read and
+ * adjust the endpoints' stored delivery state. The CLI wires these into commander; each works on
+ * the mirror file while the daemon runs (its loops re-read the state every round).
+ */
+import type { Dispatcher } from 'undici';
+import type { WebhookEndpointConfig } from '../../../config/schema.ts';
+import type { MirrorDatabase } from '../../mirror/database.ts';
+import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
+import { endpointLag, loadAllEndpoints, loadEndpoint, registerEndpoint, resetCursor } from './endpoint-store.ts';
+import { buildTestWebhookMessage, WebhookSigner } from './signing.ts';
+
+/** One line of `webhooks list`. Times are ISO 8601. */
+export interface WebhookEndpointListing {
+  name: string;
+  /** The configured URL (the stored one for an endpoint no longer configured). */
+  url: string;
+  /** In the configuration (delivered to); false for a stored endpoint that was removed from it. */
+  configured: boolean;
+  /** Has a row in the database (false until the daemon first starts with it). */
+  registered: boolean;
+  /** False after a 410 Gone (see disabledReason) until a replay re-enables it. */
+  enabled: boolean;
+  disabledAt: string | null;
+  disabledReason: string | null;
+  /** Event type patterns from the configuration; null when not configured. */
+  events: string[] | null;
+  /** The cursor: last changes.seq delivered or skipped; null when not registered. */
+  deliveredSeq: number | null;
+  /** MAX(changes.seq) − deliveredSeq; 0 when not registered (it will start at the end). */
+  lagEvents: number;
+  /** now − occurred_at of the oldest undelivered event, seconds. */
+  lagSeconds: number;
+  /** Consecutive failed attempts for the next event (a stuck endpoint keeps counting). */
+  consecutiveFailures: number;
+  nextAttemptAt: string | null;
+  lastAttemptAt: string | null;
+  lastStatus: number | null;
+  lastSuccessAt: string | null;
+  lastError: string | null;
+  lastErrorAt: string | null;
+  deliveredCount: number;
+  failedCount: number;
+}
+
+/**
+ * Every configured endpoint (in configuration order), then stored endpoints no longer configured.
+ * Read-only: works on a read-only connection.
+ */
+export function listWebhookEndpoints(db: MirrorDatabase, config: { webhooks: readonly WebhookEndpointConfig[] }, now: Date = new Date()): WebhookEndpointListing[] {
+  const stored = new Map(loadAllEndpoints(db).map((state) => [state.name, state]));
+  const listing: WebhookEndpointListing[] = [];
+  const describe = (name: string, configured: WebhookEndpointConfig | undefined): WebhookEndpointListing => {
+    const state = stored.get(name);
+    const lag = state ? endpointLag(db, state.deliveredSeq, now) : { lagEvents: 0, lagSeconds: 0 };
+    return {
+      name,
+      url: configured?.url ?? state?.url ?? '',
+      configured: configured !== undefined,
+      registered: state !== undefined,
+      enabled: state === undefined || state.disabledAt === null,
+      disabledAt: state?.disabledAt ?? null,
+      disabledReason: state?.disabledReason ?? null,
+      events: configured ? [...configured.events] : null,
+      deliveredSeq: state?.deliveredSeq ?? null,
+      lagEvents: lag.lagEvents,
+      lagSeconds: lag.lagSeconds,
+      consecutiveFailures: state?.attempts ?? 0,
+      nextAttemptAt: state?.nextAttemptAt ?? null,
+      lastAttemptAt: state?.lastAttemptAt ?? null,
+      lastStatus: state?.lastStatus ?? null,
+      lastSuccessAt: state?.lastSuccessAt ?? null,
+      lastError: state?.lastError ?? null,
+      lastErrorAt: state?.lastErrorAt ?? null,
+      deliveredCount: state?.deliveredCount ?? 0,
+      failedCount: state?.failedCount ?? 0,
+    };
+  };
+  for (const endpoint of config.webhooks) listing.push(describe(endpoint.name, endpoint));
+  const configuredNames = new Set(config.webhooks.map((endpoint) => endpoint.name));
+  for (const name of stored.keys()) if (!configuredNames.has(name)) listing.push(describe(name, undefined));
+  return listing;
+}
+
+/** The answer to a test event. */
+export interface TestEventResult {
+  ok: boolean;
+  /** HTTP status, null without an answer. */
+  status: number | null;
+  durationMs: number;
+  /** The webhook-id sent (`test_<uuid>`). */
+  webhookId: string;
+  /** Why it failed, when it did. */
+  error: string | null;
+}
+
+export interface SendTestEventOptions {
+  /** Default 15000. */
+  timeoutMs?: number;
+  dispatcher?: Dispatcher;
+}
+
+/**
+ * Sends one signed `webhook.test` event to an endpoint, once (no retries, no state recorded) and
+ * whatever its `events` filter says, so an operator can check the URL and the receiver's signature
+ * verification. Same rules as deliveries: only 2xx is ok, redirects are not followed.
+ * @throws Error naming the endpoint when its secret is not valid
+ */
+export async function sendTestEvent(endpoint: WebhookEndpointConfig, options: SendTestEventOptions = {}): Promise<TestEventResult> {
+  const signer = new WebhookSigner(endpoint.secret, endpoint.name);
+  const message = buildTestWebhookMessage(endpoint.name);
+  const outcome = await deliverWebhook(endpoint.url, message, signer, {
+    timeoutMs: options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS,
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+  });
+  return {
+    ok: outcome.ok,
+    status: outcome.status,
+    durationMs: outcome.durationMs,
+    webhookId: message.id,
+    error: outcome.ok ? null : outcome.error,
+  };
+}
+
+/** What a replay changed. */
+export interface ReplayResult {
+  name: string;
+  previousDeliveredSeq: number;
+  deliveredSeq: number;
+  /** True when the endpoint had been disabled by a 410 and is enabled again. */
+  reenabled: boolean;
+  /** How many changelog events now lie after the cursor (before the endpoint's filter). */
+  eventsToResend: number;
+}
+
+/**
+ * Moves an endpoint's cursor back so that delivery re-sends every event with seq greater than
+ * `sinceSeq` (exclusive, like every changelog cursor: `--since 0` re-sends the whole history).
+ * Also clears the backoff and re-enables an endpoint disabled by 410 Gone. A running dispatcher
+ * picks it up within its poll interval.
+ *
+ * Re-sent events keep their webhook-id (the event_id): receivers that deduplicate will recognise
+ * them, which makes a replay safe; a receiver that wants them processed again must forget those ids.
+ *
+ * @param endpoint the endpoint's name, or its configuration (which also registers an endpoint the
+ *   daemon has not started with yet)
+ * @param sinceSeq a seq at or before the endpoint's cursor (`sinceSeq` equal to the cursor only re-enables)
+ * @throws Error when `sinceSeq` is not a non-negative integer, is ahead of the cursor, or the
+ *   endpoint is unknown
+ */
+export function replayWebhooks(db: MirrorDatabase, endpoint: string | WebhookEndpointConfig, sinceSeq: number): ReplayResult {
+  const name = typeof endpoint === 'string' ? endpoint : endpoint.name;
+  if (!Number.isSafeInteger(sinceSeq) || sinceSeq < 0) throw new Error(`sinceSeq: must be a non-negative integer seq, got ${String(sinceSeq)}`);
+  return db
+    .transaction((): ReplayResult => {
+      const before = loadEndpoint(db, name) ?? (typeof endpoint === 'string' ? undefined : registerEndpoint(db, endpoint.name, endpoint.url).state);
+      if (!before) throw new Error(`webhook endpoint "${name}" is not registered: check the name (webhooks list), or start the daemon once with it configured`);
+      if (sinceSeq > before.deliveredSeq) {
+        throw new Error(`sinceSeq: ${sinceSeq} is ahead of endpoint "${name}"'s cursor (${before.deliveredSeq}); replay only moves the cursor back`);
+      }
+      resetCursor(db, name, sinceSeq);
+      return {
+        name,
+        previousDeliveredSeq: before.deliveredSeq,
+        deliveredSeq: sinceSeq,
+        reenabled: before.disabledAt !== null,
+        eventsToResend: endpointLag(db, sinceSeq).lagEvents,
+      };
+    })
+    .immediate();
+}

@@ -1,0 +1,353 @@
+/**
+ * The webhook dispatcher: delivers the changelog (`changes`, DESIGN.md "The mirror contract") to
+ * every configured webhook endpoint as signed Standard Webhooks messages (spec §6 leaves outbound
+ * events unspecified; see signing.ts for the wire format).
+ *
+ * Guarantees, per endpoint:
+ *   - At-least-once: the durable cursor (`webhook_endpoints.delivered_seq`) advances only after a
+ *     2xx, in the same statement that records the attempt. A crash re-sends at most the event in
+ *     flight, with the same `webhook-id` (the event's `event_id`), so receivers deduplicate on it.
+ *   - Strictly in order: one request in flight per endpoint; event n+1 is not sent before event n
+ *     got a 2xx. A failing event is never skipped: after the Standard Webhooks retry schedule is
+ *     exhausted the endpoint keeps retrying at its last interval (10 h) and its lag grows, visible
+ *     in `stats()` and `webhooks list` (see retry-schedule.ts `nextRetryDelayMs`).
+ *   - Independent: one loop per endpoint, so a dead or slow endpoint never holds up another, nor
+ *     the caller (the sync only calls `notify()`, which returns at once).
+ *   - 410 Gone disables the endpoint (disabled_at/reason stored, a warning logged) until
+ *     `webhooks replay` re-enables it or its configured URL changes.
+ *   - Events the endpoint's `events` filter excludes are skipped by advancing the cursor.
+ *   - An endpoint configured for the first time starts at the current end of the changelog; it
+ *     receives changes from then on (`webhooks replay` delivers history). See endpoint-store.ts.
+ *
+ * Each loop wakes on `notify()` (the sync just committed changes) and otherwise polls every
+ * `pollMs`, so changes written by another process are picked up too. All state lives in SQLite:
+ * the loops re-read it every round, so a `webhooks replay` run from the CLI takes effect in the
+ * running daemon. Run one dispatcher per mirror: two would both deliver (still at-least-once, but
+ * duplicated).
+ */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { Agent, type Dispatcher } from 'undici';
+import type { WebhookEndpointConfig } from '../../../config/schema.ts';
+import { silentLogger, type Logger } from '../../logging/logger.ts';
+import type { MirrorDatabase } from '../../mirror/database.ts';
+import { readChanges } from '../changelog.ts';
+import { compileEventFilter, type EventTypeFilter } from '../event-filter.ts';
+import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
+import { disableEndpoint, endpointLag, loadEndpoint, recordDelivered, recordFailure, recordSkipped, registerEndpoint } from './endpoint-store.ts';
+import { DEFAULT_RETRY_POLICY, nextRetryDelayMs, validateSchedule, type RetryPolicy } from './retry-schedule.ts';
+import { buildWebhookMessage, WebhookSigner } from './signing.ts';
+import { Wakeup } from './wakeup.ts';
+
+export interface WebhookDispatcherOptions {
+  /** The mirror. Prefer a connection of its own (`openMirror(path)`), not one the sync holds transactions on. */
+  db: MirrorDatabase;
+  /** The configured endpoints (config/schema.ts `webhooks`). */
+  endpoints: readonly WebhookEndpointConfig[];
+  logger?: Logger;
+  /** How often each idle loop looks for new changes (written by another process), ms. Default 1000. */
+  pollMs?: number;
+  /** Time limit of one delivery attempt, ms. Default 15000. */
+  timeoutMs?: number;
+  /** Retry delays after 1, 2, … consecutive failures, ms; the last repeats. Default: the Standard Webhooks schedule. */
+  scheduleMs?: readonly number[];
+  /** Jitter as a fraction of each delay (± this much). Default 0.1. */
+  jitterRatio?: number;
+  /** Cap on a receiver's Retry-After, ms. Default 24 h. */
+  maxRetryAfterMs?: number;
+  /** Random source for jitter (tests). */
+  random?: () => number;
+  /** On `stop()`, how long an in-flight request may finish before it is aborted, ms. Default 2000. */
+  stopGraceMs?: number;
+  /** Changes read per round, per endpoint. Default 100. */
+  batchSize?: number;
+  /** The undici dispatcher for deliveries; by default the dispatcher owns a keep-alive Agent and closes it on stop. */
+  httpDispatcher?: Dispatcher;
+  /** Called after every attempt (for metrics: counters, latency histograms). Must not throw. */
+  onAttempt?: (attempt: WebhookAttemptRecord) => void;
+}
+
+/** One delivery attempt, for metrics. */
+export interface WebhookAttemptRecord {
+  endpoint: string;
+  seq: number;
+  type: string;
+  ok: boolean;
+  /** HTTP status, null without an answer. */
+  status: number | null;
+  durationMs: number;
+}
+
+/** Per-endpoint figures for metrics and status. */
+export interface WebhookEndpointStats {
+  name: string;
+  enabled: boolean;
+  /** Events delivered with a 2xx by this dispatcher since `start()`. */
+  deliveries: number;
+  /** Failed attempts by this dispatcher since `start()`. */
+  failures: number;
+  /** The endpoint's cursor (last seq delivered or skipped). */
+  deliveredSeq: number;
+  /** MAX(changes.seq) − deliveredSeq. */
+  lagEvents: number;
+  /** now − occurred_at of the oldest undelivered event, seconds (0 when caught up). */
+  lagSeconds: number;
+  /** Consecutive failed attempts for the next event. */
+  consecutiveFailures: number;
+}
+
+interface EndpointRuntime {
+  name: string;
+  url: string;
+  filter: EventTypeFilter;
+  signer: WebhookSigner;
+  wakeup: Wakeup;
+  deliveries: number;
+  failures: number;
+  loop: Promise<void> | null;
+}
+
+/** Longest pause after an unexpected error (database busy, corrupt row) before the loop tries again, ms. */
+const MAX_ERROR_BACKOFF_MS = 60_000;
+
+export class WebhookDispatcher {
+  readonly #db: MirrorDatabase;
+  readonly #logger: Logger;
+  readonly #pollMs: number;
+  readonly #timeoutMs: number;
+  readonly #stopGraceMs: number;
+  readonly #batchSize: number;
+  readonly #policy: RetryPolicy;
+  readonly #http: Dispatcher;
+  readonly #ownsHttp: boolean;
+  readonly #onAttempt: ((attempt: WebhookAttemptRecord) => void) | undefined;
+  readonly #endpoints: EndpointRuntime[];
+  /** Aborted by stop(): ends the loops' waits. */
+  readonly #stopRequested = new AbortController();
+  /** Aborted after the grace period of stop(): cancels requests still in flight. */
+  readonly #abortInFlight = new AbortController();
+  #state: 'new' | 'running' | 'stopped' = 'new';
+
+  /**
+   * Validates every endpoint (unique name, event patterns, secret) without touching the network or
+   * the database.
+   * @throws Error naming the option or the endpoint's field and the rule
+   */
+  constructor(options: WebhookDispatcherOptions) {
+    this.#db = options.db;
+    this.#logger = (options.logger ?? silentLogger).child({ component: 'webhooks' });
+    this.#pollMs = positive(options.pollMs ?? 1000, 'pollMs');
+    this.#timeoutMs = positive(options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS, 'timeoutMs');
+    this.#stopGraceMs = nonNegative(options.stopGraceMs ?? 2000, 'stopGraceMs');
+    this.#batchSize = positive(options.batchSize ?? 100, 'batchSize');
+    const jitterRatio = options.jitterRatio ?? DEFAULT_RETRY_POLICY.jitterRatio;
+    if (!(jitterRatio >= 0 && jitterRatio <= 1)) throw new Error(`jitterRatio: must be between 0 and 1, got ${String(jitterRatio)}`);
+    this.#policy = {
+      scheduleMs: validateSchedule(options.scheduleMs ?? DEFAULT_RETRY_POLICY.scheduleMs),
+      jitterRatio,
+      maxRetryAfterMs: nonNegative(options.maxRetryAfterMs ?? DEFAULT_RETRY_POLICY.maxRetryAfterMs, 'maxRetryAfterMs'),
+      random: options.random ?? DEFAULT_RETRY_POLICY.random,
+    };
+    this.#ownsHttp = options.httpDispatcher === undefined;
+    this.#http = options.httpDispatcher ?? new Agent({ connect: { timeout: this.#timeoutMs }, keepAliveTimeout: 10_000 });
+    this.#onAttempt = options.onAttempt;
+    const names = new Set<string>();
+    this.#endpoints = options.endpoints.map((endpoint) => {
+      if (names.has(endpoint.name)) throw new Error(`webhooks: endpoint name "${endpoint.name}" appears twice; names must be unique`);
+      names.add(endpoint.name);
+      return {
+        name: endpoint.name,
+        url: endpoint.url,
+        filter: compileEventFilter(endpoint.events, `webhooks.${endpoint.name}.events`),
+        signer: new WebhookSigner(endpoint.secret, endpoint.name),
+        wakeup: new Wakeup(),
+        deliveries: 0,
+        failures: 0,
+        loop: null,
+      };
+    });
+  }
+
+  /**
+   * Registers the endpoints in the database (a new one starts at the current end of the changelog)
+   * and starts one delivery loop per endpoint. Returns at once.
+   * @throws Error when called twice or after stop(), or when the database cannot be written
+   */
+  start(): void {
+    if (this.#state !== 'new') throw new Error(`WebhookDispatcher.start: already ${this.#state}`);
+    for (const endpoint of this.#endpoints) {
+      const { state, created, urlChanged } = registerEndpoint(this.#db, endpoint.name, endpoint.url);
+      if (created) this.#logger.info({ endpoint: endpoint.name, deliveredSeq: state.deliveredSeq }, 'webhook endpoint registered: it receives changes after this seq (use webhooks replay for history)');
+      if (urlChanged) this.#logger.info({ endpoint: endpoint.name, url: safeUrl(endpoint.url) }, 'webhook endpoint URL changed: backoff and 410 disablement cleared');
+    }
+    this.#state = 'running';
+    for (const endpoint of this.#endpoints) endpoint.loop = this.#run(endpoint);
+  }
+
+  /** Wakes every loop now (the sync calls this after committing changes). Cheap; never blocks or throws. */
+  notify(): void {
+    for (const endpoint of this.#endpoints) endpoint.wakeup.wake();
+  }
+
+  /**
+   * Stops gracefully: loops finish their current step; a request still in flight after
+   * `stopGraceMs` is aborted (its event stays undelivered and is sent again, same webhook-id, after
+   * restart). All state is already in SQLite. Safe to call twice.
+   */
+  async stop(): Promise<void> {
+    if (this.#state === 'stopped') return;
+    const wasRunning = this.#state === 'running';
+    this.#state = 'stopped';
+    this.#stopRequested.abort();
+    const loops = this.#endpoints.map((endpoint) => endpoint.loop ?? Promise.resolve());
+    const grace = setTimeout(() => this.#abortInFlight.abort(), this.#stopGraceMs);
+    await Promise.allSettled(loops);
+    clearTimeout(grace);
+    if (this.#ownsHttp) await this.#http.destroy().catch(() => undefined);
+    if (wasRunning) this.#logger.debug('webhook dispatcher stopped');
+  }
+
+  /**
+   * Per-endpoint figures: deliveries and failures since start, cursor, lag in events and seconds.
+   * @throws Error when the database is closed
+   */
+  stats(now: Date = new Date()): WebhookEndpointStats[] {
+    return this.#endpoints.map((endpoint) => {
+      const state = loadEndpoint(this.#db, endpoint.name);
+      const deliveredSeq = state?.deliveredSeq ?? 0;
+      const lag = endpointLag(this.#db, deliveredSeq, now);
+      return {
+        name: endpoint.name,
+        enabled: state !== undefined && state.disabledAt === null,
+        deliveries: endpoint.deliveries,
+        failures: endpoint.failures,
+        deliveredSeq,
+        lagEvents: lag.lagEvents,
+        lagSeconds: lag.lagSeconds,
+        consecutiveFailures: state?.attempts ?? 0,
+      };
+    });
+  }
+
+  get #stopping(): boolean {
+    return this.#stopRequested.signal.aborted;
+  }
+
+  /** One endpoint's loop: deliver what is pending, then wait for a wake-up, the poll, or a retry time. */
+  async #run(endpoint: EndpointRuntime): Promise<void> {
+    let consecutiveErrors = 0;
+    while (!this.#stopping) {
+      let waitMs: number;
+      try {
+        waitMs = await this.#deliverPending(endpoint);
+        consecutiveErrors = 0;
+      } catch (error) {
+        if (!this.#db.open) {
+          this.#logger.error({ endpoint: endpoint.name }, 'webhook delivery loop ended: the database connection is closed');
+          return;
+        }
+        consecutiveErrors += 1;
+        waitMs = Math.min(this.#pollMs * 2 ** (consecutiveErrors - 1), MAX_ERROR_BACKOFF_MS);
+        this.#logger.error({ endpoint: endpoint.name, err: error, retryInMs: waitMs }, 'webhook delivery loop error');
+      }
+      if (this.#stopping) return;
+      if (waitMs <= 0) await yieldToEventLoop();
+      else await endpoint.wakeup.wait(waitMs, this.#stopRequested.signal);
+    }
+  }
+
+  /**
+   * Delivers the endpoint's pending events in order, up to one batch.
+   * @returns how long to wait before the next round, ms (0: go on at once)
+   */
+  async #deliverPending(endpoint: EndpointRuntime): Promise<number> {
+    const db = this.#db;
+    let state = loadEndpoint(db, endpoint.name);
+    if (!state) state = registerEndpoint(db, endpoint.name, endpoint.url).state; // row removed behind our back
+    if (state.disabledAt !== null) return this.#pollMs; // 410: wait for a replay to re-enable it
+    if (state.nextAttemptAt !== null) {
+      const dueInMs = Date.parse(state.nextAttemptAt) - Date.now();
+      // Re-check at least every poll: a replay from another process clears the backoff.
+      if (dueInMs > 0) return Math.min(dueInMs, this.#pollMs);
+    }
+    const events = readChanges(db, { sinceSeq: state.deliveredSeq, limit: this.#batchSize });
+    if (events.length === 0) return this.#pollMs;
+
+    let cursor = state.deliveredSeq;
+    let failures = state.attempts;
+    let skippedTo: number | null = null;
+    for (const event of events) {
+      if (this.#stopping) break;
+      if (!endpoint.filter(event.type)) {
+        skippedTo = event.seq;
+        continue;
+      }
+      const message = buildWebhookMessage(event);
+      const outcome = await deliverWebhook(endpoint.url, message, endpoint.signer, {
+        timeoutMs: this.#timeoutMs,
+        dispatcher: this.#http,
+        signal: this.#abortInFlight.signal,
+      });
+      if (outcome.ok || !outcome.aborted) {
+        this.#report({ endpoint: endpoint.name, seq: event.seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
+      }
+      if (outcome.ok) {
+        if (!recordDelivered(db, endpoint.name, cursor, event.seq, outcome.status)) return 0; // cursor moved by a replay: re-read
+        endpoint.deliveries += 1;
+        cursor = event.seq;
+        skippedTo = null;
+        failures = 0;
+        continue;
+      }
+      if (outcome.aborted) return 0; // stopping: not the receiver's failure, nothing recorded
+      endpoint.failures += 1;
+      if (skippedTo !== null) {
+        if (!recordSkipped(db, endpoint.name, cursor, skippedTo)) return 0;
+        cursor = skippedTo;
+      }
+      if (outcome.gone) {
+        if (disableEndpoint(db, endpoint.name, cursor, 410, outcome.error)) {
+          this.#logger.warn({ endpoint: endpoint.name, url: safeUrl(endpoint.url), seq: event.seq }, 'webhook endpoint disabled: the receiver answered 410 Gone; webhooks replay re-enables it');
+        }
+        return this.#pollMs;
+      }
+      const retryInMs = nextRetryDelayMs(failures + 1, outcome.retryAfterMs, this.#policy);
+      const attempts = recordFailure(db, endpoint.name, cursor, { status: outcome.status, error: outcome.error, retryInMs });
+      if (attempts === null) return 0;
+      this.#logger.warn(
+        { endpoint: endpoint.name, seq: event.seq, eventId: event.eventId, status: outcome.status, error: outcome.error, attempts, retryInMs },
+        'webhook delivery failed; will retry',
+      );
+      return Math.min(retryInMs, this.#pollMs);
+    }
+    if (skippedTo !== null) recordSkipped(db, endpoint.name, cursor, skippedTo);
+    return 0;
+  }
+
+  #report(attempt: WebhookAttemptRecord): void {
+    try {
+      this.#onAttempt?.(attempt);
+    } catch (error) {
+      this.#logger.error({ err: error }, 'webhook onAttempt callback threw');
+    }
+  }
+}
+
+/** The URL without credentials or query string, for logs. */
+export function safeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return '[invalid URL]';
+  }
+}
+
+function positive(value: number, field: string): number {
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${field}: must be a positive number, got ${String(value)}`);
+  return value;
+}
+
+function nonNegative(value: number, field: string): number {
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${field}: must be a non-negative number, got ${String(value)}`);
+  return value;
+}

@@ -1,0 +1,75 @@
+/**
+ * When to retry a failed webhook delivery: the Standard Webhooks retry schedule
+ * (https://www.standardwebhooks.com/ "Retry schedule"), with jitter, and the receiver's `Retry-After`.
+ */
+
+/**
+ * Delays of the Standard Webhooks schedule, ms: attempt 1 immediately, then 5 s, 5 min, 30 min, 2 h,
+ * 5 h, 10 h, 10 h after each consecutive failure. Past the end, the last delay repeats (see
+ * `nextRetryDelayMs`).
+ */
+export const STANDARD_RETRY_SCHEDULE_MS: readonly number[] = [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+
+export interface RetryPolicy {
+  /** Delay before attempt n+1 after n consecutive failures is `scheduleMs[n]` (the last entry repeats). Tests scale it down. */
+  scheduleMs: readonly number[];
+  /** Each delay is spread uniformly by ± this fraction (0.1 = ±10 %) so endpoints recovering together are not hit in lockstep. */
+  jitterRatio: number;
+  /** Upper bound on a receiver's `Retry-After`, ms (a bogus huge value must not stall an endpoint for ever). */
+  maxRetryAfterMs: number;
+  /** Random source in [0, 1) for jitter; injectable for tests. */
+  random: () => number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  scheduleMs: STANDARD_RETRY_SCHEDULE_MS,
+  jitterRatio: 0.1,
+  maxRetryAfterMs: 24 * 3_600_000,
+  random: Math.random,
+};
+
+/**
+ * Checks a schedule.
+ * @throws Error naming `scheduleMs` when it is empty or holds a negative or non-finite delay
+ */
+export function validateSchedule(scheduleMs: readonly number[]): readonly number[] {
+  if (scheduleMs.length === 0) throw new Error('scheduleMs: must hold at least one delay (ms)');
+  scheduleMs.forEach((delay, index) => {
+    if (!Number.isFinite(delay) || delay < 0) throw new Error(`scheduleMs[${index}]: must be a non-negative number of milliseconds, got ${String(delay)}`);
+  });
+  return scheduleMs;
+}
+
+/**
+ * How long to wait before the next attempt, ms, after `failures` consecutive failures (≥ 1).
+ *
+ * The schedule's entry for that many failures, or its last entry once the schedule is exhausted:
+ * delivery is at-least-once and in order per endpoint, so an event is never dropped to let later
+ * ones through; after the schedule the endpoint keeps retrying at the last interval (10 h in
+ * production) and its lag grows, visible in `webhooks list` and the metrics, until the receiver
+ * answers 2xx, answers 410 (disabled), or an operator intervenes (`webhooks replay`, config change).
+ *
+ * Jitter spreads the delay by ± `jitterRatio`; the receiver's `Retry-After` wins when it asks for
+ * longer (the maximum of the two is taken, capped at `maxRetryAfterMs`).
+ */
+export function nextRetryDelayMs(failures: number, retryAfterMs: number | null, policy: RetryPolicy): number {
+  const schedule = policy.scheduleMs;
+  const index = Math.min(Math.max(failures, 1), schedule.length - 1);
+  const base = schedule[index] ?? schedule.at(-1) ?? 0;
+  const jittered = base * (1 + policy.jitterRatio * (2 * policy.random() - 1));
+  const asked = retryAfterMs === null ? 0 : Math.min(retryAfterMs, policy.maxRetryAfterMs);
+  return Math.max(0, Math.round(Math.max(jittered, asked)));
+}
+
+/**
+ * Parses a `Retry-After` header (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
+ * @returns the delay in ms from `nowMs` (0 for a date in the past), or null when absent or unparseable
+ */
+export function parseRetryAfter(header: string | string[] | undefined, nowMs: number = Date.now()): number | null {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (!value) return null;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const date = Date.parse(value);
+  if (Number.isNaN(date)) return null;
+  return Math.max(0, date - nowMs);
+}

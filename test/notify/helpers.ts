@@ -1,0 +1,178 @@
+/**
+ * Test helpers for src/notify: a real mirror file in a temp dir, changelog rows inserted with SQL
+ * (as the sync engine would append them), and real node:http webhook receivers on 127.0.0.1.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger, type Logger } from '../../src/logging/logger.ts';
+import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
+
+/** A fresh Standard Webhooks secret: whsec_ + base64 of 32 random bytes. */
+export function newSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+export interface TempMirror {
+  dir: string;
+  path: string;
+  db: MirrorDatabase;
+  /** Opens another connection to the same file. */
+  connect(): MirrorDatabase;
+  cleanup(): void;
+}
+
+export function tempMirror(): TempMirror {
+  const dir = mkdtempSync(join(tmpdir(), 'bizops-notify-'));
+  const path = join(dir, 'mirror.db');
+  const db = openMirror(path);
+  const connections: MirrorDatabase[] = [db];
+  return {
+    dir,
+    path,
+    db,
+    connect() {
+      const extra = openMirror(path);
+      connections.push(extra);
+      return extra;
+    },
+    cleanup() {
+      for (const connection of connections) if (connection.open) connection.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface InsertedChange {
+  seq: number;
+  eventId: string;
+  type: string;
+  stream: string;
+  recordId: string;
+  occurredAt: string;
+  data: { record: Record<string, unknown>; changes: Record<string, { old: unknown; new: unknown }> };
+}
+
+/**
+ * Appends `count` rows to `changes` like the sync engine does; types cycle through `types`.
+ * @returns the rows with their seq
+ */
+export function insertChanges(db: MirrorDatabase, count: number, options: { types?: string[]; occurredAt?: Date } = {}): InsertedChange[] {
+  const types = options.types ?? ['deal.updated'];
+  const insert = db.prepare('INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)');
+  const rows: InsertedChange[] = [];
+  db.transaction(() => {
+    for (let index = 0; index < count; index += 1) {
+      const type = types[index % types.length]!;
+      const stream = `${type.split('.')[0]}s`;
+      const recordId = `rec_${randomUUID().slice(0, 8)}`;
+      const occurredAt = (options.occurredAt ?? new Date()).toISOString();
+      const data = { record: { id: recordId, title: `record ${index}`, value: index * 100 }, changes: { value: { old: null, new: index * 100 } } };
+      const eventId = `evt_${randomUUID()}`;
+      const result = insert.run(eventId, type, stream, recordId, occurredAt, JSON.stringify(data));
+      rows.push({ seq: Number(result.lastInsertRowid), eventId, type, stream, recordId, occurredAt, data });
+    }
+  })();
+  return rows;
+}
+
+/** One request a receiver got. */
+export interface ReceivedRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** performance.now() at arrival. */
+  at: number;
+  /** The request's index among all requests this receiver got (0-based). */
+  index: number;
+}
+
+/** Decides the answer; return nothing to let the receiver answer 204. Not answering at all (hang) is allowed. */
+export type ReceiverHandler = (request: ReceivedRequest, response: ServerResponse) => void | 'handled' | Promise<void | 'handled'>;
+
+/** A real HTTP webhook receiver on 127.0.0.1 that records every request. */
+export class Receiver {
+  readonly requests: ReceivedRequest[] = [];
+  handler: ReceiverHandler = () => undefined;
+  #server: Server | null = null;
+  #port = 0;
+
+  /** Starts listening (on `port`, or on a free port the first time). */
+  async start(port = this.#port): Promise<this> {
+    const server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const received: ReceivedRequest = {
+          method: request.method ?? '',
+          url: request.url ?? '',
+          headers: request.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+          at: performance.now(),
+          index: this.requests.length,
+        };
+        this.requests.push(received);
+        void Promise.resolve(this.handler(received, response)).then((result) => {
+          if (result !== 'handled' && !response.headersSent && !response.writableEnded) response.writeHead(204).end();
+        });
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => resolve());
+    });
+    this.#server = server;
+    this.#port = (server.address() as AddressInfo).port;
+    return this;
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.#port}/hooks`;
+  }
+
+  /** The webhook-id header of each request, in arrival order (duplicates included). */
+  get ids(): string[] {
+    return this.requests.map((request) => String(request.headers['webhook-id']));
+  }
+
+  /** Stops listening and drops open connections (a "down" receiver: connections are then refused). */
+  async close(): Promise<void> {
+    const server = this.#server;
+    if (!server) return;
+    this.#server = null;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeAllConnections();
+    await closed;
+  }
+}
+
+/** Polls `check` every 10 ms until it returns true. @throws Error with `what` after `timeoutMs` */
+export async function waitUntil(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A logger whose JSON lines land in `lines`. */
+export function capturingLogger(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'debug', pretty: false, destination: { write: (line: string) => void lines.push(line) } });
+  return { logger, lines };
+}
+
+/** Seq of a received webhook (from the body's data.seq). */
+export function seqOf(request: ReceivedRequest): number {
+  return (JSON.parse(request.body) as { data: { seq: number } }).data.seq;
+}
