@@ -3,7 +3,7 @@
  * engine. Jobs and CLI commands build one context, use it, and close it.
  */
 import type { Config } from '../config/schema.ts';
-import { ApiClient } from '../src/client/client.ts';
+import { ApiClient, type ApiClientOptions } from '../src/client/client.ts';
 import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
 import type { RateBudget } from '../src/client/rate-budget.ts';
 import { createLogger, type Logger } from '../src/logging/logger.ts';
@@ -27,6 +27,8 @@ export interface ContextOptions {
   /** A budget to use instead of a new in-process one (the daemon passes the Redis-backed budget). */
   budget?: RateBudget;
   engine?: Pick<SyncEngineOptions, 'onChanges'>;
+  /** Retry timing of the API client (tests shorten it). */
+  clientRetry?: ApiClientOptions['retry'];
 }
 
 /** Builds the context for `config`. The caller must `close()` it. */
@@ -35,7 +37,7 @@ export function createContext(config: Config, options: ContextOptions = {}): Con
   const db = openMirror(config.dbPath);
   const store = new MirrorStore(db);
   const budget = options.budget ?? new LocalRateBudget({ limit: config.rateLimit.perMinute, windowMs: config.rateLimit.windowMs });
-  const client = new ApiClient({ baseUrl: config.baseUrl, tokens: config.tokens, budget, logger });
+  const client = new ApiClient({ baseUrl: config.baseUrl, tokens: config.tokens, budget, logger, retry: options.clientRetry });
   const engine = new SyncEngine({ client, store, logger, overlapSeconds: config.sync.overlapSeconds, ...options.engine });
   return {
     config,

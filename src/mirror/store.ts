@@ -6,6 +6,7 @@
  * and `saveRun` (the checkpoint) inside one `transaction` -> the caller notifies downstream.
  */
 import { randomUUID } from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
 import type { MirrorDatabase } from './database.ts';
 import { contentHash, diffFields, type FieldChanges } from './change-detection.ts';
 import { readField, type ApiRecord, type StreamDefinition, type StreamName } from '../streams/definitions.ts';
@@ -96,7 +97,7 @@ function toColumnValue(value: unknown): string | number | null {
 /** Writes records, changes and sync state for the streams of one mirror file. */
 export class MirrorStore {
   readonly db: MirrorDatabase;
-  private readonly statements = new Map<string, ReturnType<MirrorDatabase['prepare']>>();
+  private readonly statements = new Map<string, Statement<unknown[]>>();
 
   constructor(db: MirrorDatabase) {
     this.db = db;
@@ -108,10 +109,10 @@ export class MirrorStore {
     return this.db.transaction(fn).immediate();
   }
 
-  private prepare(sql: string): ReturnType<MirrorDatabase['prepare']> {
+  private prepare(sql: string): Statement<unknown[]> {
     let statement = this.statements.get(sql);
     if (!statement) {
-      statement = this.db.prepare(sql);
+      statement = this.db.prepare<unknown[]>(sql);
       this.statements.set(sql, statement);
     }
     return statement;

@@ -9,9 +9,9 @@
  * How the rules are kept:
  * - Ordering: every page asks `sortBy=createdAt&sortOrder=asc` with `limit=100`. A record's position
  *   then never moves when it is updated, and records created during the scan are appended at the end.
- * - Frozen set: from the second page on, `createdBefore` = the server time of the first page (+1 s, as
- *   the `Date` header has second resolution), so records created during the scan are not paged at
- *   all (the next incremental run picks them up: its `updatedAfter` is earlier than their creation).
+ * - Frozen set: from the second page on, `createdBefore` = the server time of the first page (its
+ *   `Date` header, floored to the second), so records created during the scan are not paged at all
+ *   (the next incremental run picks them up: its `updatedAfter` is earlier than their creation).
  * - Offset drift: with creations excluded and positions stable under updates, the only thing that
  *   shifts unseen records towards lower offsets is a removal (an onboarding completing, a record
  *   deleted). Each page's `pagination.total` is compared with the previous page's: a drop of `d`
@@ -81,7 +81,6 @@ export interface SyncEngineOptions {
   overlapSeconds?: number;
   /** Called after each commit that appended changes (e.g. to wake the webhook dispatcher). */
   onChanges?: (changes: readonly AppendedChange[]) => void;
-  onProgress?: (progress: RunProgress) => void;
   /** Identifies this process in the run lock (default `host:pid`). */
   owner?: string;
   /** How long a run lock lasts without renewal, ms (renewed every page). Default 10 minutes. */
@@ -89,7 +88,10 @@ export interface SyncEngineOptions {
 }
 
 export interface RunOptions {
+  /** Aborts the run between or during page requests; the checkpoint stands (status `interrupted`). */
   signal?: AbortSignal;
+  /** Called after each page commits. */
+  onProgress?: (progress: RunProgress) => void;
 }
 
 const SECOND_MS = 1000;
@@ -158,7 +160,7 @@ export class SyncEngine {
       result.mode = run.mode;
       this.store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${run.reason}/${run.mode}` });
       this.store.saveRun(stream.name, run);
-      await this.page(stream, run, result, options.signal);
+      await this.page(stream, run, result, options);
       if (result.status === 'succeeded') this.finish(stream, run, result);
     } catch (error) {
       const err = error as Error;
@@ -189,7 +191,8 @@ export class SyncEngine {
   }
 
   /** Pages through the stream from the checkpoint until `hasMore` is false. */
-  private async page(stream: StreamDefinition, run: RunCheckpoint, result: RunResult, signal: AbortSignal | undefined): Promise<void> {
+  private async page(stream: StreamDefinition, run: RunCheckpoint, result: RunResult, options: RunOptions): Promise<void> {
+    const { signal } = options;
     const priority: Priority = run.reason === 'sync' ? 'incremental' : 'backfill';
     for (;;) {
       signal?.throwIfAborted();
@@ -213,12 +216,15 @@ export class SyncEngine {
       result.pages += 1;
       run.pages += 1;
       if (run.serverStartedAt === undefined) {
-        // The server's clock at the first page. Date has second resolution and is stamped as the
-        // response leaves, so floor it for the cursor and round up for the createdBefore bound.
+        // The server's clock at the first page, floored to the second (Date has second resolution).
+        // Both the cursor and the createdBefore bound use it: no record created after the first
+        // page's snapshot can enter the set (it would mask a removal in the total), and the next
+        // incremental run, asking from this cursor minus the overlap, picks up every record the
+        // bound left out.
         const serverNow = page.serverTime?.getTime() ?? Date.now();
         const floored = Math.floor(serverNow / SECOND_MS) * SECOND_MS;
         run.serverStartedAt = new Date(floored).toISOString();
-        run.createdBefore = new Date(floored + SECOND_MS).toISOString();
+        run.createdBefore = run.serverStartedAt;
         if (!page.serverTime) this.logger.warn({ stream: stream.name }, 'the server sent no Date header; using the local clock for the cursor');
       }
       const total = page.pagination.total;
@@ -245,7 +251,7 @@ export class SyncEngine {
       this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry());
       result.changes += changes.length;
       if (changes.length > 0) this.options.onChanges?.(changes);
-      this.options.onProgress?.({
+      options.onProgress?.({
         stream: stream.name,
         reason: run.reason,
         mode: run.mode,

@@ -1,0 +1,141 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openMirror } from '../../src/mirror/database.ts';
+import type { RunningSimulator } from '../../src/simulator/index.ts';
+import { expectMirrorEqualsGroundTruth, listRequests, simulator, tempDir, type TempDir } from '../helpers.ts';
+
+const BIN = new URL('../../bin/bizops-sync.js', import.meta.url).pathname;
+
+let sim: RunningSimulator | undefined;
+let dir: TempDir | undefined;
+
+afterEach(async () => {
+  await sim?.close();
+  dir?.remove();
+  sim = dir = undefined;
+});
+
+function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_FORMAT: 'json', ...extra };
+  return env;
+}
+
+/** Runs the CLI to completion (async, so the in-process simulator keeps serving). */
+function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += String(d)));
+    child.stderr.on('data', (d) => (stderr += String(d)));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('command line', () => {
+  it('--help explains every command', () => {
+    const result = spawnSync(process.execPath, [BIN, '--help'], { env: cliEnv(), encoding: 'utf8' });
+    expect(result.status).toBe(0);
+    for (const command of ['backfill', 'sync', 'status', 'changes', 'simulate', 'demo']) expect(result.stdout).toContain(command);
+    expect(result.stdout).toContain('BIZOPS_BASE_URL');
+    const backfill = spawnSync(process.execPath, [BIN, 'backfill', '--help'], { env: cliEnv(), encoding: 'utf8' });
+    expect(backfill.stdout).toContain('--stream');
+  });
+
+  it('a missing or bad setting is one line naming it, not a stack trace', () => {
+    const missing = spawnSync(process.execPath, [BIN, 'sync'], { env: cliEnv({ BIZOPS_TOKEN: 'x' }), encoding: 'utf8' });
+    expect(missing.status).toBe(2);
+    expect(missing.stderr.trim()).toBe('bizops-sync: configuration error: BIZOPS_BASE_URL (baseUrl): is required');
+    const bad = spawnSync(process.execPath, [BIN, 'sync'], {
+      env: cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: 'x', BIZOPS_RATE_LIMIT_PER_MIN: 'fast' }),
+      encoding: 'utf8',
+    });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/^bizops-sync: configuration error: BIZOPS_RATE_LIMIT_PER_MIN/);
+    expect(bad.stderr).not.toMatch(/\n\s+at /);
+    const stream = spawnSync(process.execPath, [BIN, 'sync', '--stream', 'invoices'], {
+      env: cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: 'x' }),
+      encoding: 'utf8',
+    });
+    expect(stream.status).toBe(2);
+    expect(stream.stderr).toContain('--stream: unknown stream "invoices"');
+  });
+
+  it('SIGKILL in the middle of a backfill, then run again: the mirror equals the ground truth, no change twice, at most one page fetched twice', async () => {
+    sim = await simulator({ size: { transactions: 4_000 }, rateLimit: { limit: 10, windowMs: 500 } });
+    dir = tempDir();
+    const env = cliEnv({
+      BIZOPS_BASE_URL: sim.url,
+      BIZOPS_TOKEN: String(sim.tokens.admin),
+      BIZOPS_DB: dir.file('mirror.db'),
+      BIZOPS_RATE_LIMIT_PER_MIN: '10',
+      BIZOPS_RATE_WINDOW_MS: '500',
+    });
+    const child = spawn(process.execPath, [BIN, 'backfill', '--stream', 'transactions', '--no-progress'], { env, stdio: 'ignore' });
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        if (listRequests(sim!, '/transactions').length >= 12) {
+          clearInterval(timer);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      }, 5);
+    });
+    await new Promise((resolve) => child.on('exit', resolve));
+    const killedAt = listRequests(sim, '/transactions').length;
+    expect(killedAt).toBeLessThan(40);
+    const second = await run(['backfill', '--stream', 'transactions', '--no-progress'], env);
+    expect(second.code).toBe(0);
+    expect(second.stdout).toMatch(/transactions: succeeded \(backfill, complete scan, resumed\)/);
+    const db = openMirror(dir.file('mirror.db'));
+    try {
+      expectMirrorEqualsGroundTruth({ db }, sim, 'transactions');
+      expect(db.prepare('SELECT COUNT(*) AS total, COUNT(DISTINCT record_id) AS records FROM changes').get()).toEqual({ total: 4_000, records: 4_000 });
+    } finally {
+      db.close();
+    }
+    const offsets = new Map<string, number>();
+    for (const request of listRequests(sim, '/transactions')) {
+      const offset = new URLSearchParams(request.query).get('offset') ?? '0';
+      offsets.set(offset, (offsets.get(offset) ?? 0) + 1);
+    }
+    const twice = [...offsets.values()].filter((n) => n > 1);
+    expect(twice.length).toBeLessThanOrEqual(1);
+    expect(Math.max(...offsets.values())).toBeLessThanOrEqual(2);
+    expect(offsets.size).toBe(40);
+  });
+
+  it('status --json and changes report what the backfill did', async () => {
+    sim = await simulator({ size: { transactions: 150, deals: 30, onboardings: 5 } });
+    dir = tempDir();
+    const env = cliEnv({ BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dir.file('mirror.db') });
+    const backfill = await run(['backfill', '--no-progress'], env);
+    expect(backfill.code).toBe(0);
+    expect(backfill.stdout).toContain('transactions: succeeded');
+    const status = await run(['status', '--json'], env);
+    expect(status.code).toBe(0);
+    const parsed = JSON.parse(status.stdout) as { streams: { stream: string; records: number; cursor: string | null; lastError: string | null }[] };
+    expect(parsed.streams.map((s) => [s.stream, s.records])).toEqual([
+      ['transactions', 150],
+      ['deals', 30],
+      ['onboardings', 5],
+    ]);
+    expect(parsed.streams.every((s) => s.cursor !== null && s.lastError === null)).toBe(true);
+    const table = await run(['status'], env);
+    expect(table.stdout).toMatch(/transactions\s+150/);
+    const changes = await run(['changes', '--since', '170'], env);
+    const lines = changes.stdout.trim().split('\n').map((line) => JSON.parse(line) as { seq: number; type: string });
+    expect(lines).toHaveLength(15);
+    expect(lines[0]!.seq).toBe(171);
+    expect(lines.every((l) => l.type === 'deal.created' || l.type === 'onboarding.started')).toBe(true);
+  });
+
+  it('the demo shows mirrored counts and live change events', async () => {
+    dir = tempDir();
+    const demo = await run(['demo', '--duration', '9', '--poll', '1', '--db', dir.file('demo.db')], cliEnv());
+    expect(demo.code).toBe(0);
+    expect(demo.stdout).toMatch(/mirrored: 2000 transactions, 300 deals, 40 onboardings/);
+    const events = demo.stdout.split('\n').filter((line) => /^\d\d:\d\d:\d\d\s+#\d+\s+(transaction|deal|onboarding)\.[a-z_]+/.test(line));
+    expect(events.length).toBeGreaterThan(0);
+  }, 60_000);
+});

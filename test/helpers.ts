@@ -1,0 +1,84 @@
+/**
+ * Shared test wiring: a simulator over real HTTP, a real SQLite file in a temp dir, and a context
+ * built the way the CLI builds it.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { expect } from 'vitest';
+import { configSchema, type Config } from '../config/schema.ts';
+import { createContext, type Context, type ContextOptions } from '../jobs/context.ts';
+import { createLogger, silentLogger, type Logger } from '../src/logging/logger.ts';
+import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
+import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.ts';
+
+export interface TempDir {
+  path: string;
+  file(name: string): string;
+  remove(): void;
+}
+
+export function tempDir(prefix = 'bizops-test-'): TempDir {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, file: (name) => join(path, name), remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** A simulator with the rate limit off unless the test asks for one. */
+export function simulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
+  return startSimulator({ rateLimit: false, ...options });
+}
+
+/** Configuration pointing at `sim` with the admin token and a mirror file. */
+export function testConfig(sim: RunningSimulator, dbPath: string, overrides: Record<string, unknown> = {}): Config {
+  return configSchema.parse({
+    baseUrl: sim.url,
+    tokens: { default: String(sim.tokens.admin) },
+    dbPath,
+    rateLimit: { perMinute: 100_000, windowMs: 60_000 },
+    ...overrides,
+  });
+}
+
+/** A context with fast client retries, silent unless a logger is given. */
+export function testContext(config: Config, options: ContextOptions & { logger?: Logger } = {}): Context {
+  return createContext(config, { logger: options.logger ?? silentLogger, ...options, clientRetry: { minTimeoutMs: 20, maxTimeoutMs: 200, maxRetries: 4 } });
+}
+
+/** A logger whose lines are collected in `lines` (for asserting what reaches the logs). */
+export function capturingLogger(secrets: string[] = []): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk, _encoding, callback) {
+      lines.push(String(chunk));
+      callback();
+    },
+  });
+  return { logger: createLogger({ level: 'trace', destination, secrets, pretty: false }), lines };
+}
+
+/** Requests the simulator received for a list path (e.g. `/transactions`), excluding admin calls. */
+export function listRequests(sim: RunningSimulator, path: string) {
+  return sim.requests.filter((r) => r.method === 'GET' && r.path === `/api/public/v1${path}`);
+}
+
+/** Every live mirror row equals the simulator's ground truth, field by field (raw and typed columns). */
+export function expectMirrorEqualsGroundTruth(ctx: Pick<Context, 'db'>, simulation: RunningSimulator, stream: StreamName): void {
+  const definition = STREAMS[stream];
+  const truth = simulation.world.groundTruth(stream) as Record<string, unknown>[];
+  const rows = ctx.db.prepare(`SELECT * FROM ${definition.table} WHERE deleted_at IS NULL ORDER BY id`).all() as Record<string, unknown>[];
+  expect(rows.length).toBe(truth.length);
+  const byId = new Map(rows.map((row) => [row.id as string, row]));
+  for (const record of truth) {
+    const row = byId.get(record.id as string);
+    expect(row, `${stream} ${String(record.id)} missing from the mirror`).toBeDefined();
+    expect(JSON.parse(row!.raw as string)).toEqual(record);
+    for (const { column, field } of definition.columns) {
+      const value = field.split('.').reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], record);
+      if (value === undefined) continue;
+      const expected = typeof value === 'boolean' ? Number(value) : value;
+      expect(row![column], `${stream} ${String(record.id)} column ${column}`).toEqual(expected);
+    }
+  }
+}
+

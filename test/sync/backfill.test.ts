@@ -1,0 +1,99 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RunningSimulator } from '../../src/simulator/index.ts';
+import { expectMirrorEqualsGroundTruth, listRequests, simulator, tempDir, testConfig, testContext, type TempDir } from '../helpers.ts';
+import type { Context } from '../../jobs/context.ts';
+
+let sim: RunningSimulator | undefined;
+let dir: TempDir | undefined;
+let context: Context | undefined;
+
+afterEach(async () => {
+  await context?.close();
+  await sim?.close();
+  dir?.remove();
+  context = sim = dir = undefined;
+});
+
+describe('backfill', () => {
+  it('mirrors 10,000 transactions plus deals and onboardings field by field, with ceil(N/100) requests per stream', async () => {
+    sim = await simulator({ size: { transactions: 10_000, deals: 1_000, onboardings: 150 } });
+    dir = tempDir();
+    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    for (const stream of ['transactions', 'deals', 'onboardings'] as const) {
+      const result = await context.engine.run(stream, 'backfill');
+      expect(result.status).toBe('succeeded');
+      expectMirrorEqualsGroundTruth(context, sim, stream);
+    }
+    const sent = {
+      transactions: listRequests(sim, '/transactions').length,
+      deals: listRequests(sim, '/deals').length,
+      onboardings: listRequests(sim, '/employee-onboardings').length,
+    };
+    expect(sent.transactions).toBeGreaterThanOrEqual(100);
+    expect(sent.transactions).toBeLessThanOrEqual(101);
+    expect(sent.deals).toBeLessThanOrEqual(11);
+    expect(sent.onboardings).toBeLessThanOrEqual(3);
+    // Every request asked for the maximum page size.
+    for (const request of sim.requests) expect(new URLSearchParams(request.query).get('limit')).toBe('100');
+    // One change per record: all created.
+    const changes = context.db.prepare('SELECT type, COUNT(*) AS n FROM changes GROUP BY type ORDER BY type').all();
+    expect(changes).toEqual([
+      { type: 'deal.created', n: 1_000 },
+      { type: 'onboarding.started', n: 150 },
+      { type: 'transaction.created', n: 10_000 },
+    ]);
+  });
+
+  it('a second sync with nothing changed upstream records zero changes and sends one request per stream', async () => {
+    sim = await simulator({ size: { transactions: 1_500, deals: 400, onboardings: 60 } });
+    dir = tempDir();
+    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    for (const stream of ['transactions', 'deals', 'onboardings'] as const) await context.engine.run(stream, 'backfill');
+    const seqBefore = context.store.lastSeq();
+    const requestsBefore = sim.requests.length;
+    for (const stream of ['transactions', 'deals', 'onboardings'] as const) {
+      const result = await context.engine.run(stream, 'sync');
+      expect(result.status).toBe('succeeded');
+      expect(result.changes).toBe(0);
+    }
+    expect(context.store.lastSeq()).toBe(seqBefore);
+    const after = sim.requests.slice(requestsBefore);
+    expect(after.map((r) => r.path).sort()).toEqual(
+      ['/api/public/v1/deals', '/api/public/v1/employee-onboardings', '/api/public/v1/transactions'].sort(),
+    );
+    // Incremental runs ask for what changed since the cursor minus the overlap.
+    const transactionsQuery = new URLSearchParams(after.find((r) => r.path.endsWith('/transactions'))!.query);
+    expect(transactionsQuery.get('updatedAfter')).toBeTruthy();
+    expect(transactionsQuery.get('sortBy')).toBe('createdAt');
+  });
+
+  it('an incremental sync records each upstream change once, typed by what changed', async () => {
+    sim = await simulator({ size: { transactions: 300, deals: 120, onboardings: 20 } });
+    dir = tempDir();
+    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    for (const stream of ['transactions', 'deals', 'onboardings'] as const) await context.engine.run(stream, 'backfill');
+    const seq = context.store.lastSeq();
+    const deals = sim.world.groundTruth('deals') as { id: string; status: string; stageId: string }[];
+    const open = deals.filter((d) => d.status === 'OPEN');
+    sim.world.updateDeal(open[0]!.id, { status: 'WON', wonLostReason: 'signed', closedAt: new Date().toISOString() });
+    sim.world.updateDeal(open[1]!.id, { stageId: `${open[1]!.stageId}-next` });
+    const created = sim.world.createTransaction({ type: 'EXPENSE', amount: -1234 });
+    const transactions = sim.world.groundTruth('transactions') as { id: string; status: string }[];
+    const pending = transactions.find((t) => t.status === 'PENDING' && t.id !== created.id)!;
+    sim.world.updateTransaction(pending.id, { status: 'VOIDED' });
+    for (const stream of ['transactions', 'deals', 'onboardings'] as const) await context.engine.run(stream, 'sync');
+    const newChanges = context.db.prepare('SELECT type, record_id FROM changes WHERE seq > ? ORDER BY seq').all(seq) as { type: string; record_id: string }[];
+    expect(newChanges).toEqual(
+      expect.arrayContaining([
+        { type: 'deal.won', record_id: open[0]!.id },
+        { type: 'deal.stage_changed', record_id: open[1]!.id },
+        { type: 'transaction.created', record_id: created.id },
+        { type: 'transaction.voided', record_id: pending.id },
+      ]),
+    );
+    expect(newChanges).toHaveLength(4);
+    const won = context.db.prepare('SELECT data FROM changes WHERE seq > ? AND type = ?').get(seq, 'deal.won') as { data: string };
+    expect(JSON.parse(won.data).changes.status).toEqual({ old: 'OPEN', new: 'WON' });
+    for (const stream of ['transactions', 'deals'] as const) expectMirrorEqualsGroundTruth(context, sim, stream);
+  });
+});

@@ -1,0 +1,164 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Context } from '../../jobs/context.ts';
+import type { RunningSimulator } from '../../src/simulator/index.ts';
+import { simulator, tempDir, testConfig, testContext, type TempDir } from '../helpers.ts';
+
+let sim: RunningSimulator | undefined;
+let dir: TempDir | undefined;
+let context: Context | undefined;
+
+afterEach(async () => {
+  await context?.close();
+  await sim?.close();
+  dir?.remove();
+  context = sim = dir = undefined;
+});
+
+function ids(rows: unknown[]): string[] {
+  return (rows as { id: string }[]).map((row) => row.id);
+}
+
+function mirroredIds(ctx: Context, table: string): string[] {
+  return ids(ctx.db.prepare(`SELECT id FROM ${table} WHERE deleted_at IS NULL`).all());
+}
+
+describe('offset drift, ties and leaves', () => {
+  it('onboardings completing and starting while a scan pages: every untouched record is mirrored once', async () => {
+    sim = await simulator({ size: { onboardings: 450 } });
+    dir = tempDir();
+    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    const before = ids(sim.world.groundTruth('onboardings'));
+    const touched = new Set<string>();
+    let page = 0;
+    const result = await context.engine.run('onboardings', 'backfill', {
+      onProgress: () => {
+        page += 1;
+        if (page > 3) return;
+        // Complete five onboardings already paged past (they shift the rest towards lower offsets)
+        // and start two new ones (appended at the end), between every page.
+        // In list order (createdAt ascending), so these sit below the scan's offset.
+        const listed = ids(sim!.world.streamRecords('onboardings'));
+        for (const id of listed.slice(page * 10, page * 10 + 5)) {
+          sim!.world.completeOnboarding(id);
+          touched.add(id);
+        }
+        for (let i = 0; i < 2; i += 1) touched.add(sim!.world.startOnboarding().id);
+      },
+    });
+    expect(result.status).toBe('succeeded');
+    const mirrored = new Set(mirroredIds(context, 'onboardings'));
+    const untouched = before.filter((id) => !touched.has(id));
+    const missed = untouched.filter((id) => !mirrored.has(id));
+    expect(missed).toEqual([]);
+    expect(result.driftStepBacks).toBeGreaterThan(0);
+    // Exactly once: one row and one `started` event per record.
+    const duplicates = context.db
+      .prepare("SELECT record_id, COUNT(*) AS n FROM changes WHERE type = 'onboarding.started' GROUP BY record_id HAVING n > 1")
+      .all();
+    expect(duplicates).toEqual([]);
+  });
+
+  it('transactions inserted and removed while a scan pages: none untouched is missed; the inserted arrive with the next sync', async () => {
+    sim = await simulator({ size: { transactions: 1_000 } });
+    dir = tempDir();
+    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    const before = ids(sim.world.groundTruth('transactions'));
+    const removed = new Set<string>();
+    const inserted: string[] = [];
+    let page = 0;
+    const result = await context.engine.run('transactions', 'backfill', {
+      onProgress: () => {
+        page += 1;
+        if (page > 5) return;
+        const listed = ids(sim!.world.streamRecords('transactions'));
+        for (const id of listed.slice(page * 20, page * 20 + 3)) {
+          sim!.world.deleteRecord('transactions', id);
+          removed.add(id);
+        }
+        inserted.push(sim!.world.createTransaction().id);
+      },
+    });
+    expect(result.status).toBe('succeeded');
+    const mirrored = new Set(mirroredIds(context, 'transactions'));
+    expect(before.filter((id) => !removed.has(id) && !mirrored.has(id))).toEqual([]);
+    await context.engine.run('transactions', 'sync');
+    const afterSync = new Set(mirroredIds(context, 'transactions'));
+    expect(inserted.filter((id) => !afterSync.has(id))).toEqual([]);
+    const duplicates = context.db
+      .prepare("SELECT record_id, COUNT(*) AS n FROM changes WHERE type = 'transaction.created' GROUP BY record_id HAVING n > 1")
+      .all();
+    expect(duplicates).toEqual([]);
+  });
+
+  it('three deals sharing an updatedAt across a page boundary are all mirrored, exactly once', async () => {
+    sim = await simulator({ size: { deals: 250 } });
+    dir = tempDir();
+    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    await context.engine.run('deals', 'backfill');
+    const seq = context.store.lastSeq();
+    // Positions 99, 100 and 101 in createdAt order straddle the first page boundary.
+    const ordered = (sim.world.groundTruth('deals') as { id: string; createdAt: string; title: string }[])
+      .slice()
+      .sort((a, b) => (a.createdAt === b.createdAt ? a.id.localeCompare(b.id) : a.createdAt.localeCompare(b.createdAt)));
+    const tied = ordered.slice(99, 102);
+    for (const deal of tied) sim.world.updateDeal(deal.id, { title: `${deal.title} (renamed)` });
+    // Dozens of other deals change too, so that the incremental set spans more than one page.
+    for (const deal of ordered.slice(0, 99)) sim.world.updateDeal(deal.id, { probability: 42 });
+    for (const deal of ordered.slice(102, 160)) sim.world.updateDeal(deal.id, { probability: 42 });
+    const stamp = new Date(Date.now() - 1000).toISOString();
+    sim.world.setUpdatedAt('deals', tied.map((d) => d.id), stamp);
+    const result = await context.engine.run('deals', 'sync');
+    expect(result.status).toBe('succeeded');
+    expect(result.pages).toBeGreaterThan(1);
+    const renamed = context.db
+      .prepare("SELECT record_id, COUNT(*) AS n FROM changes WHERE seq > ? AND type = 'deal.updated' AND data LIKE '%(renamed)%' GROUP BY record_id")
+      .all(seq) as { record_id: string; n: number }[];
+    expect(renamed.map((r) => r.record_id).sort()).toEqual(tied.map((d) => d.id).sort());
+    expect(renamed.every((r) => r.n === 1)).toBe(true);
+    for (const deal of tied) {
+      const row = context.db.prepare('SELECT title, updated_at FROM deals WHERE id = ?').get(deal.id) as { title: string; updated_at: string };
+      expect(row).toEqual({ title: `${deal.title} (renamed)`, updated_at: stamp });
+    }
+  });
+
+  it('an onboarding leaving the list yields onboarding.completed only after two complete scans miss it', async () => {
+    sim = await simulator({ size: { onboardings: 30 } });
+    dir = tempDir();
+    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    await context.engine.run('onboardings', 'backfill');
+    const [leaving] = ids(sim.world.groundTruth('onboardings'));
+    sim.world.completeOnboarding(leaving!);
+    const completed = () => context!.db.prepare("SELECT record_id FROM changes WHERE type = 'onboarding.completed'").all();
+    await context.engine.run('onboardings', 'sync');
+    expect(completed()).toEqual([]);
+    expect(mirroredIds(context, 'onboardings')).toContain(leaving);
+    await context.engine.run('onboardings', 'sync');
+    expect(completed()).toEqual([{ record_id: leaving }]);
+    expect(mirroredIds(context, 'onboardings')).not.toContain(leaving);
+    await context.engine.run('onboardings', 'sync');
+    expect(completed()).toHaveLength(1);
+  });
+
+  it('a scan that fails on its third page tombstones nothing and does not count as a scan', async () => {
+    sim = await simulator({ size: { onboardings: 350 } });
+    dir = tempDir();
+    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    await context.engine.run('onboardings', 'backfill');
+    const gone = ids(sim.world.groundTruth('onboardings')).slice(0, 3);
+    for (const id of gone) sim.world.completeOnboarding(id);
+    await context.engine.run('onboardings', 'sync'); // first miss
+    // The third page and every retry of it answer 500.
+    const failed = await context.engine.run('onboardings', 'sync', {
+      onProgress: (progress) => {
+        if (progress.pages === 2) sim!.faults.inject({ match: { path: '/api/public/v1/employee-onboardings' }, kind: 'status', status: 500, times: 1000 });
+      },
+    });
+    expect(failed.pages).toBe(2);
+    expect(failed.status).toBe('failed');
+    expect(context.db.prepare("SELECT COUNT(*) AS n FROM changes WHERE type = 'onboarding.completed'").get()).toEqual({ n: 0 });
+    sim.faults.clear();
+    await context.engine.run('onboardings', 'sync'); // resumes the failed scan: the second complete miss
+    const completed = context.db.prepare("SELECT record_id FROM changes WHERE type = 'onboarding.completed' ORDER BY record_id").all();
+    expect(completed).toEqual(gone.sort().map((id) => ({ record_id: id })));
+  });
+});
