@@ -1,0 +1,83 @@
+/**
+ * Everything the simulator knows about one company: the ground truth the endpoints read and write.
+ * Plain objects and arrays, mutable by tests. Stream arrays (`transactions`, `deals`, `onboardings`,
+ * `customers`) are kept sorted by (createdAt, id) ascending so list pages sorted by `createdAt` need
+ * no sorting per request.
+ */
+import type {
+  AuditEventRecord,
+  BenefitRecord,
+  CalendarEventRecord,
+  CampaignRecord,
+  ConversationRecord,
+  CorrectiveActionRecord,
+  CustomerRecord,
+  DealRecord,
+  DomainRecord,
+  EmailAddressRecord,
+  EmailDraftRecord,
+  EmailMessageRecord,
+  EmployeeRecord,
+  JournalEntryRecord,
+  LegalEntityRecord,
+  LocationRecord,
+  NotificationRecord,
+  OnboardingRecord,
+  PerformanceReviewRecord,
+  PipelineRecord,
+  ShiftRecord,
+  TimeClockEntryRecord,
+  TransactionRecord,
+  VaultCredentialRecord,
+  VaultFolderRecord,
+} from './records.ts';
+import type { CompanyKey } from './tokens.ts';
+
+export interface CompanyData {
+  key: CompanyKey;
+  id: string;
+  name: string;
+  locations: LocationRecord[];
+  legalEntities: LegalEntityRecord[];
+  employees: EmployeeRecord[];
+  benefits: BenefitRecord[];
+  pipelines: PipelineRecord[];
+  transactions: TransactionRecord[];
+  deals: DealRecord[];
+  /** Employees who have not completed onboarding (spec §4.1). */
+  onboardings: OnboardingRecord[];
+  /** Onboardings that completed and left the list, in completion order. */
+  completedOnboardings: OnboardingRecord[];
+  customers: CustomerRecord[];
+  emailAddresses: EmailAddressRecord[];
+  emails: EmailMessageRecord[];
+  /** Thread resolution (spec §4.5): `normalized subject | address pair` -> threadId. */
+  threadIndex: Map<string, string>;
+  /** Customer id -> ids of email messages filed in that customer's conversation (spec §4.5). */
+  customerConversations: Map<string, string[]>;
+  drafts: EmailDraftRecord[];
+  vaultFolders: VaultFolderRecord[];
+  vaultCredentials: VaultCredentialRecord[];
+  /** VIEW audit events written by vault reveals (spec §4.2 rule 3). */
+  auditEvents: AuditEventRecord[];
+  calendarEvents: CalendarEventRecord[];
+  correctiveActions: CorrectiveActionRecord[];
+  conversations: ConversationRecord[];
+  campaigns: CampaignRecord[];
+  domains: DomainRecord[];
+  performanceReviews: PerformanceReviewRecord[];
+  /** Side effects such as "review shared" (spec §6). */
+  notifications: NotificationRecord[];
+  shifts: ShiftRecord[];
+  timeClockEntries: TimeClockEntryRecord[];
+  /** Double-entry journal posted by transaction writes (spec §4.7). */
+  journalEntries: JournalEntryRecord[];
+  /** Company credits in cents; domain purchases deduct from them (spec §4.14). */
+  creditsCents: number;
+  /** Recomputed on every transaction write (spec §4.7): see World.recomputeTaxLiability. */
+  taxLiabilityCents: number;
+  /** Next referenceId per resource kind. */
+  nextReferenceId: number;
+  /** Change counter: bumped by every World method that changes a stream record (list views cache on it). */
+  version: number;
+}

@@ -1,0 +1,152 @@
+/**
+ * The API simulator: a faithful local implementation of the Business Operations Public API (the spec,
+ * every endpoint of §4 plus the assumed GET /deals and GET /customers) over real HTTP, with
+ * deterministic seeded data, scopes, pagination, the per-company rate limit, fault injection and
+ * churn. Tests, benchmarks and the demo run against it.
+ *
+ *   const simulator = await startSimulator({ seed: 1, rateLimit: { limit: 60, windowMs: 1000 } });
+ *   await fetch(`${simulator.url}/api/public/v1/transactions?limit=100`, {
+ *     headers: { Authorization: `Bearer ${simulator.tokens.admin}` },
+ *   });
+ *   simulator.faults.inject({ kind: 'status', status: 503, match: { path: '/transactions' } });
+ *   simulator.world.createTransaction({ type: 'INCOME', amount: 1200 });
+ *   await simulator.close();
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { handleAdminRequest } from './admin.ts';
+import { FaultInjector } from './faults.ts';
+import { FixedWindowRateLimiter } from './rate-limit.ts';
+import { Router } from './router.ts';
+import { ROUTES } from './routes/index.ts';
+import { API_PREFIX, handleApiRequest, sendJson, type RequestLogEntry } from './server.ts';
+import { SIMULATOR_TOKENS, type SimulatorTokens } from './tokens.ts';
+import { World } from './world.ts';
+
+export { FaultInjector } from './faults.ts';
+export type { Fault, FaultKind, FaultMatch } from './faults.ts';
+export type { RequestLogEntry } from './server.ts';
+export { API_PREFIX } from './server.ts';
+export { ALL_SCOPES, READ_SCOPES, SIMULATOR_TOKENS, SPEC_SCOPES, TOKEN_TABLE } from './tokens.ts';
+export type { SimulatorTokens, TokenDefinition, TokenName } from './tokens.ts';
+export { CompanyWorld, World } from './world.ts';
+export type { ChurnChange, WorldSnapshot } from './world.ts';
+export type * from './records.ts';
+
+export interface SimulatorOptions {
+  /** Default '127.0.0.1'. */
+  host?: string;
+  /** Default 0 (a random free port). */
+  port?: number;
+  /** Default 1; the same seed gives the same data. */
+  seed?: number;
+  /** Company A's stream sizes; defaults 500 transactions, 200 deals, 40 onboardings, 100 customers. Company B gets a tenth. */
+  size?: { transactions?: number; deals?: number; onboardings?: number; customers?: number };
+  /**
+   * Per-company budget (spec §8): `limit` requests per fixed window aligned to epoch multiples of
+   * `windowMs`. Default { limit: 60, windowMs: 60000 }; false disables the limit and its headers.
+   */
+  rateLimit?: { limit: number; windowMs: number } | false;
+  /** Random churn every `intervalMs`, `perTick` changes each (default 1). Default false. */
+  churn?: { intervalMs: number; perTick?: number } | false;
+  /** Added to every API response, in ms. Default 0. */
+  latencyMs?: number;
+  /** ms epoch source for createdAt/updatedAt and the Date header. Default Date.now. */
+  clock?: () => number;
+  /**
+   * ms epoch the seed data is anchored to (records are created in the year before it). Default: the
+   * clock at start truncated to the UTC day, so two simulators started the same day with the same
+   * seed hold identical data.
+   */
+  anchor?: number;
+}
+
+export interface RunningSimulator {
+  /** The {base_url}, e.g. http://127.0.0.1:40123 (API paths add /api/public/v1). */
+  url: string;
+  tokens: SimulatorTokens;
+  /** The ground truth, mutable by tests. */
+  world: World;
+  faults: FaultInjector;
+  /** Every API request received (admin requests excluded), in arrival order. */
+  requests: RequestLogEntry[];
+  /** Stops churn, closes every socket and the server. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_SIZES = { transactions: 500, deals: 200, onboardings: 40, customers: 100 };
+
+/**
+ * Starts a simulator listening on `host:port`.
+ * @throws Error when the port cannot be bound or an option is invalid (e.g. rateLimit.limit < 1)
+ */
+export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
+  const clock = options.clock ?? Date.now;
+  const anchor = options.anchor ?? Math.floor(clock() / 86_400_000) * 86_400_000;
+  const world = new World({
+    seed: options.seed ?? 1,
+    sizes: { ...DEFAULT_SIZES, ...options.size },
+    anchorMs: anchor,
+    clock,
+  });
+  const faults = new FaultInjector();
+  const requests: RequestLogEntry[] = [];
+  const rateLimit = options.rateLimit === undefined ? { limit: 60, windowMs: 60_000 } : options.rateLimit;
+  const limiter = rateLimit === false ? null : new FixedWindowRateLimiter(rateLimit);
+  const router = new Router(ROUTES);
+  const apiDependencies = { world, faults, limiter, router, requests, latencyMs: options.latencyMs ?? 0, clock };
+
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    const url = new URL(request.url ?? '/', 'http://simulator.local');
+    if (url.pathname === '/__admin' || url.pathname.startsWith('/__admin/')) {
+      void handleAdminRequest(request, response, url, { world, faults, requests });
+    } else if (url.pathname === API_PREFIX || url.pathname.startsWith(`${API_PREFIX}/`)) {
+      void handleApiRequest(request, response, url, apiDependencies).catch((error: unknown) => {
+        if (!response.headersSent) sendJson(response, 500, { message: 'Internal simulator error', err: String(error) }, {}, clock);
+      });
+    } else {
+      sendJson(response, 404, { message: `Not found: paths start with ${API_PREFIX}` }, {}, clock);
+    }
+  });
+  server.keepAliveTimeout = 10_000;
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  let churnTimer: NodeJS.Timeout | undefined;
+  if (options.churn) {
+    const { intervalMs, perTick = 1 } = options.churn;
+    churnTimer = setInterval(() => world.churnTick(perTick), intervalMs);
+    churnTimer.unref();
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${address.port}`,
+    tokens: { ...SIMULATOR_TOKENS },
+    world,
+    faults,
+    requests,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        if (churnTimer) clearInterval(churnTimer);
+        server.close(() => resolve());
+        server.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
+      });
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,214 @@
+/**
+ * The list conventions of spec §1 "Pagination": limit/offset, sortBy/sortOrder, search and the
+ * created/updated timestamp filters, answered atomically from the current world.
+ *
+ * Sorting is stable: ties on the sort field are broken by `id` in the same direction as `sortOrder`,
+ * so `createdAt desc` orders by (createdAt desc, id desc). Timestamp filters are strict
+ * (createdAfter: createdAt > t; createdBefore: createdAt < t; updatedAfter: updatedAt > t).
+ *
+ * Performance: stream arrays are kept sorted by (createdAt, id), so `sortBy=createdAt` never sorts;
+ * other sort fields use a sorted view cached until the world's version moves. A range filter on the
+ * sort field (created filters under createdAt, updatedAfter under updatedAt) is a binary search; with
+ * no other filter the page is a slice, otherwise one O(N) pass counts `total` and picks the page.
+ */
+import { badRequest } from './http-error.ts';
+import type { TimestampedRecord } from './records.ts';
+
+export interface ListQuery {
+  limit: number;
+  offset: number;
+  sortBy: string;
+  sortOrder: 'asc' | 'desc';
+  /** Lowercased search text, or undefined. */
+  search: string | undefined;
+  /** Normalized ISO timestamps (`toISOString`), or undefined. */
+  createdAfter: string | undefined;
+  createdBefore: string | undefined;
+  updatedAfter: string | undefined;
+}
+
+/** What an endpoint declares about its list. */
+export interface ListDefinition<R extends TimestampedRecord> {
+  /** Allowed sortBy values (besides `createdAt`, always allowed) and how to read each from a record. */
+  sortFields: Record<string, (record: R) => string | number | null>;
+  /** The primary fields `search` matches (case-insensitive substring). */
+  searchFields: (record: R) => readonly (string | null)[];
+}
+
+export interface ListPage<R> {
+  items: R[];
+  pagination: { total: number; limit: number; offset: number; hasMore: boolean };
+}
+
+const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/**
+ * Parses an ISO 8601 timestamp parameter to the normalized `toISOString` form.
+ * @throws HttpError 400 naming the parameter when it is not an ISO 8601 timestamp
+ */
+export function parseTimestamp(name: string, value: string): string {
+  const milliseconds = ISO_TIMESTAMP.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(milliseconds)) throw badRequest(`${name} must be an ISO 8601 timestamp, got "${value}"`);
+  return new Date(milliseconds).toISOString();
+}
+
+function parseInteger(name: string, value: string | null, fallback: number, min: number, max: number): number {
+  if (value === null) return fallback;
+  if (!/^-?\d+$/.test(value.trim())) throw badRequest(`${name} must be an integer from ${min} to ${max === Infinity ? 'up' : max}, got "${value}"`);
+  const parsed = Number(value);
+  if (parsed < min || parsed > max) {
+    throw badRequest(max === Infinity ? `${name} must be at least ${min}, got ${parsed}` : `${name} must be between ${min} and ${max}, got ${parsed}`);
+  }
+  return parsed;
+}
+
+/**
+ * Reads the standard pagination parameters (spec §1).
+ * @param allowedSortFields the endpoint's sortBy values besides createdAt
+ * @throws HttpError 400 naming the parameter: limit outside 1..100, negative offset, unknown sortBy,
+ *   sortOrder other than asc/desc, invalid timestamps
+ */
+export function parseListQuery(params: URLSearchParams, allowedSortFields: readonly string[]): ListQuery {
+  const sortBy = params.get('sortBy') ?? 'createdAt';
+  const allowed = ['createdAt', ...allowedSortFields.filter((field) => field !== 'createdAt')];
+  if (!allowed.includes(sortBy)) throw badRequest(`sortBy must be one of ${allowed.join(', ')}, got "${sortBy}"`);
+  const sortOrder = params.get('sortOrder') ?? 'desc';
+  if (sortOrder !== 'asc' && sortOrder !== 'desc') throw badRequest(`sortOrder must be asc or desc, got "${sortOrder}"`);
+  const search = params.get('search');
+  const timestamp = (name: string) => {
+    const value = params.get(name);
+    return value === null ? undefined : parseTimestamp(name, value);
+  };
+  return {
+    limit: parseInteger('limit', params.get('limit'), 20, 1, 100),
+    offset: parseInteger('offset', params.get('offset'), 0, 0, Infinity),
+    sortBy,
+    sortOrder,
+    search: search === null || search.trim() === '' ? undefined : search.trim().toLowerCase(),
+    createdAfter: timestamp('createdAfter'),
+    createdBefore: timestamp('createdBefore'),
+    updatedAfter: timestamp('updatedAfter'),
+  };
+}
+
+function compareValues(left: string | number | null, right: string | number | null): number {
+  if (left === right) return 0;
+  if (left === null) return -1;
+  if (right === null) return 1;
+  return left < right ? -1 : 1;
+}
+
+interface SortedView {
+  version: number;
+  length: number;
+  records: TimestampedRecord[];
+}
+
+/** Per stream array and sortBy: the records sorted by (field, id) ascending, rebuilt when the version moves. */
+const sortedViews = new WeakMap<readonly TimestampedRecord[], Map<string, SortedView>>();
+
+function sortedView<R extends TimestampedRecord>(records: readonly R[], sortBy: string, read: (record: R) => string | number | null, version: number): R[] {
+  let views = sortedViews.get(records);
+  if (!views) {
+    views = new Map();
+    sortedViews.set(records, views);
+  }
+  const cached = views.get(sortBy);
+  if (cached && cached.version === version && cached.length === records.length) return cached.records as R[];
+  const sorted = [...records].sort((left, right) => compareValues(read(left), read(right)) || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0));
+  views.set(sortBy, { version, length: records.length, records: sorted });
+  return sorted;
+}
+
+/** First index in [0, length) whose key is > value (strict) or >= value, by binary search over an ascending view. */
+function boundary<R>(view: readonly R[], read: (record: R) => string | number | null, value: string, strict: boolean): number {
+  let low = 0;
+  let high = view.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    const key = read(view[middle] as R);
+    const before = key === null || (strict ? key <= value : key < value);
+    if (before) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/**
+ * Computes one page of `records` (sorted by createdAt, id) under `query`, with `filter` for the
+ * endpoint's own parameters (e.g. type, status). Synchronous, so the page reflects one instant.
+ *
+ * @param version the world's change counter: sorted views for other sort fields are cached until it
+ *   moves (World methods bump it; code that edits records directly calls `world.touch()`).
+ */
+export function listPage<R extends TimestampedRecord>(
+  records: readonly R[],
+  query: ListQuery,
+  definition: ListDefinition<R>,
+  filter: ((record: R) => boolean) | undefined,
+  version: number,
+): ListPage<R> {
+  const byCreated = query.sortBy === 'createdAt';
+  const read = byCreated ? (record: R) => record.createdAt : definition.sortFields[query.sortBy];
+  if (!read) throw badRequest(`sortBy ${query.sortBy} is not supported here`);
+  const view: readonly R[] = byCreated ? records : sortedView(records, query.sortBy, read, version);
+
+  // Range filters on the sort field become binary searches; the others are checked per record.
+  let start = 0;
+  let end = view.length;
+  let createdAfter = query.createdAfter;
+  let createdBefore = query.createdBefore;
+  let updatedAfter = query.updatedAfter;
+  if (byCreated) {
+    if (createdAfter !== undefined) start = boundary(view, read, createdAfter, true);
+    if (createdBefore !== undefined) end = boundary(view, read, createdBefore, false);
+    createdAfter = undefined;
+    createdBefore = undefined;
+  } else if (query.sortBy === 'updatedAt' && updatedAfter !== undefined) {
+    start = boundary(view, read, updatedAfter, true);
+    updatedAfter = undefined;
+  }
+  const { search } = query;
+  const checks: ((record: R) => boolean)[] = [];
+  if (createdAfter !== undefined) {
+    const value = createdAfter;
+    checks.push((record) => record.createdAt > value);
+  }
+  if (createdBefore !== undefined) {
+    const value = createdBefore;
+    checks.push((record) => record.createdAt < value);
+  }
+  if (updatedAfter !== undefined) {
+    const value = updatedAfter;
+    checks.push((record) => record.updatedAt > value);
+  }
+  if (filter) checks.push(filter);
+  if (search !== undefined) {
+    checks.push((record) => definition.searchFields(record).some((field) => field !== null && field.toLowerCase().includes(search)));
+  }
+
+  const items: R[] = [];
+  let total = 0;
+  const ascending = query.sortOrder === 'asc';
+  if (checks.length === 0) {
+    total = Math.max(0, end - start);
+    const count = Math.max(0, Math.min(query.limit, total - query.offset));
+    for (let position = 0; position < count; position += 1) {
+      const index = ascending ? start + query.offset + position : end - 1 - query.offset - position;
+      items.push(view[index] as R);
+    }
+  } else {
+    const pageEnd = query.offset + query.limit;
+    const matches = checks.length === 1 ? (checks[0] as (record: R) => boolean) : (record: R) => checks.every((check) => check(record));
+    for (let step = 0, length = end - start; step < length; step += 1) {
+      const record = view[ascending ? start + step : end - 1 - step] as R;
+      if (!matches(record)) continue;
+      if (total >= query.offset && total < pageEnd) items.push(record);
+      total += 1;
+    }
+  }
+  return {
+    items,
+    pagination: { total, limit: query.limit, offset: query.offset, hasMore: query.offset + items.length < total },
+  };
+}

@@ -1,0 +1,41 @@
+/**
+ * What every endpoint handler receives and returns. Handlers are synchronous: each request is answered
+ * from one consistent instant of the world.
+ */
+import type { EmployeeRecord } from '../records.ts';
+import type { TokenDefinition } from '../tokens.ts';
+import type { CompanyWorld, World } from '../world.ts';
+
+export interface RequestContext {
+  method: string;
+  /** Path relative to `/api/public/v1`, e.g. `/deals/deal_x/close`. */
+  path: string;
+  /** Path parameters by name. */
+  params: Record<string, string>;
+  query: URLSearchParams;
+  /** The parsed JSON body (undefined when none was sent). */
+  body: unknown;
+  token: TokenDefinition;
+  /** Scopes of the token. */
+  scopes: ReadonlySet<string>;
+  /** The token's company. */
+  company: CompanyWorld;
+  /** The employee the token acts as (spec §5.2). */
+  employee: EmployeeRecord;
+  world: World;
+}
+
+/** A successful answer: status 200 with `{ message, content }` (spec §1.3). */
+export interface HandlerResult {
+  message: string;
+  content: Record<string, unknown>;
+}
+
+export interface Route {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Relative path with `{name}` parameters, e.g. `/deals/{dealId}/close`. */
+  path: string;
+  /** The scope required (spec §4, §5.3); null for none. */
+  scope: string | null;
+  handler: (context: RequestContext) => HandlerResult;
+}

@@ -1,0 +1,229 @@
+/**
+ * The simulator's HTTP front door (node:http): authentication (spec §5), faults, the per-company rate
+ * limit (spec §8), routing to endpoint handlers, and the `{ message, content }` envelope (spec §1.3).
+ *
+ * Order for an API request: log it -> `refuse` fault (socket destroyed before reading) -> read body ->
+ * authenticate (401) -> `status`/`rate-limit` faults (answered without consuming budget) -> rate limit
+ * (429, consumes nothing) -> latency -> scope check (403) -> handler -> body-level faults.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Fault, FaultInjector } from './faults.ts';
+import { HttpError } from './http-error.ts';
+import type { FixedWindowRateLimiter } from './rate-limit.ts';
+import type { Router } from './router.ts';
+import type { HandlerResult } from './routes/types.ts';
+import { findToken } from './tokens.ts';
+import type { World } from './world.ts';
+
+export const API_PREFIX = '/api/public/v1';
+
+/** One request the simulator received (admin requests excluded). */
+export interface RequestLogEntry {
+  /** ms epoch (real time) when it arrived. */
+  at: number;
+  method: string;
+  /** The full pathname, e.g. `/api/public/v1/transactions`. */
+  path: string;
+  /** The query string without `?` ('' when none). */
+  query: string;
+  /** The status sent; 0 when no status line was sent (refused or lost after commit). */
+  status: number;
+  /** `A`/`B`, or null when the token was missing or unknown. */
+  company: string | null;
+  tokenName: string | null;
+}
+
+export interface ApiServerDependencies {
+  world: World;
+  faults: FaultInjector;
+  limiter: FixedWindowRateLimiter | null;
+  router: Router;
+  requests: RequestLogEntry[];
+  latencyMs: number;
+  clock: () => number;
+}
+
+/** Reads the whole request body as text. */
+export function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('error', reject);
+  });
+}
+
+/** Sends a JSON body with Content-Length and the simulator clock's Date header. */
+export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>, clock: () => number): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(text)),
+    Date: new Date(clock()).toUTCString(),
+    ...headers,
+  });
+  response.end(text);
+}
+
+/** Seconds a Retry-After value (delta seconds or an HTTP date) stands for, rounded up, at least 0. */
+function retryAfterSeconds(value: string): number {
+  if (/^\s*\d+\s*$/.test(value)) return Number(value);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? 1 : Math.max(0, Math.ceil((date - Date.now()) / 1000));
+}
+
+/** Makes the first record of a response content invalid: its `id` (or first string field) becomes a number. */
+function corruptFirstRecord(content: Record<string, unknown>): void {
+  const corrupt = (record: Record<string, unknown>) => {
+    const field = 'id' in record ? 'id' : Object.keys(record).find((key) => typeof record[key] === 'string');
+    if (field) record[field] = 12345;
+  };
+  for (const value of Object.values(content)) {
+    if (Array.isArray(value) && value.length > 0 && typeof value[0] === 'object' && value[0] !== null) {
+      corrupt(value[0] as Record<string, unknown>);
+      return;
+    }
+  }
+  for (const value of Object.values(content)) {
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      corrupt(value as Record<string, unknown>);
+      return;
+    }
+  }
+}
+
+/** Handles one request under `/api/public/v1`. Never throws. */
+export async function handleApiRequest(request: IncomingMessage, response: ServerResponse, url: URL, dependencies: ApiServerDependencies): Promise<void> {
+  const { world, faults, limiter, router, clock } = dependencies;
+  const method = (request.method ?? 'GET').toUpperCase();
+  const entry: RequestLogEntry = {
+    at: Date.now(),
+    method,
+    path: url.pathname,
+    query: url.search.startsWith('?') ? url.search.slice(1) : url.search,
+    status: 0,
+    company: null,
+    tokenName: null,
+  };
+  dependencies.requests.push(entry);
+  const fault: Fault | undefined = faults.take(method, url.pathname);
+  if (fault?.kind === 'refuse') {
+    request.socket.destroy();
+    return;
+  }
+  const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+    entry.status = status;
+    sendJson(response, status, body, headers, clock);
+  };
+
+  const rawBody = await readBody(request);
+  const authorization = request.headers.authorization ?? '';
+  const bearer = /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
+  const token = bearer ? findToken(bearer) : undefined;
+  if (!token) {
+    // Missing or unknown token: 401 (spec §7 leaves the status "not shown").
+    send(401, { message: bearer ? 'The access token is invalid' : 'Missing bearer token: send Authorization: Bearer <ACCESS_TOKEN>' });
+    return;
+  }
+  entry.company = token.company;
+  entry.tokenName = token.name;
+
+  if (fault?.kind === 'status') {
+    const headers = { ...(limiter ? limiter.peek(token.company).headers : {}), ...(fault.headers ?? {}) };
+    send(fault.status, fault.body ?? { message: `Injected fault: HTTP ${fault.status}` }, headers);
+    return;
+  }
+  if (fault?.kind === 'rate-limit') {
+    const seconds = retryAfterSeconds(fault.retryAfter);
+    const headers = { ...(limiter ? limiter.peek(token.company).headers : {}), 'Retry-After': fault.retryAfter };
+    send(429, { message: 'Too many requests', err: `Rate limit exceeded; retry after ${seconds} seconds`, retryAfter: seconds }, headers);
+    return;
+  }
+
+  let rateHeaders: Record<string, string> = {};
+  if (limiter) {
+    const decision = limiter.consume(token.company);
+    rateHeaders = decision.headers;
+    if (!decision.allowed) {
+      send(
+        429,
+        { message: 'Too many requests', err: `Rate limit exceeded; retry after ${decision.retryAfterSeconds} seconds`, retryAfter: decision.retryAfterSeconds },
+        { ...rateHeaders, 'Retry-After': String(decision.retryAfterSeconds) },
+      );
+      return;
+    }
+  }
+
+  const delay = dependencies.latencyMs + (fault?.kind === 'latency' ? fault.ms : 0);
+  if (delay > 0) await sleep(delay);
+
+  const relativePath = url.pathname.slice(API_PREFIX.length) || '/';
+  let status = 200;
+  let body: unknown;
+  let extraHeaders: Record<string, string> = {};
+  try {
+    const match = router.match(method, relativePath);
+    if (match.kind === 'not-found') throw new HttpError(404, `No endpoint ${method} ${relativePath}`);
+    if (match.kind === 'method-not-allowed') throw new HttpError(405, `${method} is not allowed on ${relativePath}; allowed: ${match.allowed.join(', ')}`);
+    const scopes = new Set(token.scopes);
+    if (match.route.scope !== null && !scopes.has(match.route.scope)) {
+      throw new HttpError(403, `This token lacks the scope ${match.route.scope} required by ${method} ${match.route.path}`);
+    }
+    let parsedBody: unknown;
+    if (rawBody.trim() !== '') {
+      try {
+        parsedBody = JSON.parse(rawBody);
+      } catch {
+        throw new HttpError(400, 'The request body must be valid JSON');
+      }
+    }
+    const company = world.company(token.company);
+    const result: HandlerResult = match.route.handler({
+      method,
+      path: relativePath,
+      params: match.params,
+      query: url.searchParams,
+      body: parsedBody,
+      token,
+      scopes,
+      company,
+      employee: company.employeeForRole(token.role),
+      world,
+    });
+    if (fault?.kind === 'invalid-record') corruptFirstRecord(result.content);
+    body = result;
+  } catch (error) {
+    if (error instanceof HttpError) {
+      status = error.status;
+      body = error.body();
+      extraHeaders = error.headers ?? {};
+    } else {
+      status = 500;
+      body = { message: 'Internal simulator error', err: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  if (fault?.kind === 'lose-response-after-commit') {
+    request.socket.destroy();
+    return;
+  }
+  if (fault?.kind === 'malformed-json' || fault?.kind === 'reset-mid-body') {
+    const text = JSON.stringify(body);
+    const cut = text.slice(0, Math.max(1, Math.floor(text.length / 2)));
+    const headers = { 'Content-Type': 'application/json; charset=utf-8', Date: new Date(clock()).toUTCString(), ...rateHeaders };
+    if (fault.kind === 'malformed-json') {
+      entry.status = 200;
+      response.writeHead(200, { ...headers, 'Content-Length': String(Buffer.byteLength(cut)) });
+      response.end(cut);
+      return;
+    }
+    entry.status = status;
+    response.writeHead(status, { ...headers, 'Content-Length': String(Buffer.byteLength(text)) });
+    response.write(cut);
+    await sleep(20);
+    request.socket.destroy();
+    return;
+  }
+  send(status, body, { ...rateHeaders, ...extraHeaders });
+}

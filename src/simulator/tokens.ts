@@ -1,0 +1,145 @@
+/**
+ * The simulator's bearer tokens (spec §5): each acts as one employee of one company with a fixed set
+ * of scopes. The strings are deterministic so tests, docs and the demo can name them.
+ *
+ * A missing or unknown token is answered with 401 `{ message }`. The spec leaves this "not shown"
+ * (§7: "Status codes ... for a missing or invalid token: not shown"); 401 is what real servers send.
+ */
+
+/** Every scope named in spec §5.4. */
+export const SPEC_SCOPES = [
+  'employee:onboardings:read',
+  'vault:admin',
+  'calendar:write',
+  'quality:actions:read',
+  'email:messages:write',
+  'deals:write',
+  'transactions:write',
+  'transactions:read',
+  'internal:support:read',
+  'campaigns:read',
+  'analytics:read',
+  'threads:read',
+  'threads:admin',
+  'domains:write',
+  'domains:read',
+  'hr:write',
+  'locations:write',
+] as const;
+
+/**
+ * Scopes for the two list endpoints the spec does not describe (GET /deals, GET /customers): their
+ * scopes are "not shown", so the simulator requires `deals:read` and `customers:read`.
+ */
+export const ASSUMED_SCOPES = ['deals:read', 'customers:read'] as const;
+
+export const ALL_SCOPES: readonly string[] = [...SPEC_SCOPES, ...ASSUMED_SCOPES];
+
+/** The read-only scopes: what the `readOnly` token holds. */
+export const READ_SCOPES: readonly string[] = [
+  'employee:onboardings:read',
+  'quality:actions:read',
+  'transactions:read',
+  'internal:support:read',
+  'campaigns:read',
+  'analytics:read',
+  'threads:read',
+  'domains:read',
+  'deals:read',
+  'customers:read',
+];
+
+export type TokenName = 'admin' | 'hr' | 'employee' | 'readOnly' | 'noScopes' | 'otherCompany';
+
+/** Token name -> bearer token string. */
+export type SimulatorTokens = Record<TokenName, string>;
+
+/** Company ids of the simulated world: A is the main company, B a second one for isolation tests. */
+export type CompanyKey = 'A' | 'B';
+
+/** The employee role a token acts as inside its company (see the world's employees). */
+export type EmployeeRole = 'admin' | 'hr' | 'employee' | 'readOnly' | 'noScopes';
+
+export interface TokenDefinition {
+  name: TokenName;
+  token: string;
+  company: CompanyKey;
+  /** Which seeded employee of that company the token acts as (spec §5.2). */
+  role: EmployeeRole;
+  scopes: readonly string[];
+  description: string;
+}
+
+/** The token table: tests, docs and the CLI list it. */
+export const TOKEN_TABLE: readonly TokenDefinition[] = [
+  {
+    name: 'admin',
+    token: 'sim-admin-token',
+    company: 'A',
+    role: 'admin',
+    scopes: ALL_SCOPES,
+    description:
+      'Every scope; company A; a manager who owns email addresses, attends calendar events, is in the support rota and in vault folder 1 (not folder 2).',
+  },
+  {
+    name: 'hr',
+    token: 'sim-hr-token',
+    company: 'A',
+    role: 'hr',
+    scopes: ['hr:write', 'employee:onboardings:read', 'threads:read'],
+    description: 'hr:write (plus onboarding and thread reads); company A; an HR employee who may review anyone.',
+  },
+  {
+    name: 'employee',
+    token: 'sim-employee-token',
+    company: 'A',
+    role: 'employee',
+    scopes: [
+      'hr:write',
+      'calendar:write',
+      'email:messages:write',
+      'threads:read',
+      'transactions:read',
+      'deals:read',
+      'customers:read',
+      'employee:onboardings:read',
+      'analytics:read',
+    ],
+    description:
+      'Company A; an ordinary employee (manager nor HR of anyone) with hr:write, calendar:write, email:messages:write and some reads.',
+  },
+  {
+    name: 'readOnly',
+    token: 'sim-read-only-token',
+    company: 'A',
+    role: 'readOnly',
+    scopes: READ_SCOPES,
+    description: 'Only read scopes; company A.',
+  },
+  {
+    name: 'noScopes',
+    token: 'sim-no-scopes-token',
+    company: 'A',
+    role: 'noScopes',
+    scopes: [],
+    description: 'No scopes at all; company A. Every endpoint answers 403.',
+  },
+  {
+    name: 'otherCompany',
+    token: 'sim-other-company-token',
+    company: 'B',
+    role: 'admin',
+    scopes: ALL_SCOPES,
+    description: 'Every scope; company B: its own data and its own rate budget.',
+  },
+];
+
+/** The token strings by name. */
+export const SIMULATOR_TOKENS: SimulatorTokens = Object.fromEntries(
+  TOKEN_TABLE.map((definition) => [definition.name, definition.token]),
+) as SimulatorTokens;
+
+/** Looks a bearer token string up; undefined when unknown. */
+export function findToken(token: string): TokenDefinition | undefined {
+  return TOKEN_TABLE.find((definition) => definition.token === token);
+}

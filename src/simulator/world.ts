@@ -1,0 +1,551 @@
+/**
+ * The simulator's ground truth: plain objects that endpoints read and write and tests mutate.
+ *
+ * `World` is company A (the company of every token except `otherCompany`) and holds company B under
+ * `world.companies.B`; both are `CompanyWorld`s with the same methods. Every change sets the record's
+ * `updatedAt` to the clock, so `updatedAfter` sees it (spec §1 pagination).
+ */
+import type { CompanyData } from './company-data.ts';
+import { compareCreated, FIRST_NAMES, generateCompany, LAST_NAMES, signedAmount, type StreamSizes } from './generate.ts';
+import { SeededRandom } from './random.ts';
+import type {
+  CustomerRecord,
+  DealRecord,
+  EmployeeRecord,
+  OnboardingRecord,
+  StreamName,
+  TimestampedRecord,
+  TimeClockEntryRecord,
+  TransactionRecord,
+  TransactionType,
+} from './records.ts';
+import { STREAM_NAMES, TRANSACTION_TYPES } from './records.ts';
+import { customerView, dealView, onboardingView, transactionListItem } from './serialize.ts';
+import type { CompanyKey } from './tokens.ts';
+
+/** One change made by churn or a test helper. */
+export interface ChurnChange {
+  stream: 'transactions' | 'deals' | 'onboardings';
+  id: string;
+  kind: 'created' | 'voided' | 'confirmed' | 'stage-moved' | 'won' | 'lost' | 'reopened' | 'advanced' | 'completed' | 'started';
+}
+
+/** Counts of the world, as `GET /__admin/state` shows them. */
+export interface WorldSnapshot {
+  transactions: number;
+  deals: number;
+  onboardings: number;
+  completedOnboardings: number;
+  customers: number;
+  payables: number;
+  emails: number;
+  auditEvents: number;
+  performanceReviews: number;
+  timeClockEntries: number;
+  domains: number;
+  locations: number;
+  creditsCents: number;
+}
+
+/** A state transition the rules refuse (e.g. WON -> LOST directly); handlers answer 409. */
+export class TransitionError extends Error {}
+
+/** The highest onboarding step; churn completes onboardings that reached it. */
+export const LAST_ONBOARDING_STEP = 5;
+
+const DEAL_CLOSE_STATUSES = new Set(['WON', 'LOST', 'OPEN']);
+
+/** Position where `record` belongs in an array sorted by (createdAt, id). */
+function insertionIndex(records: readonly TimestampedRecord[], record: TimestampedRecord): number {
+  let low = 0;
+  let high = records.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (compareCreated(records[middle] as TimestampedRecord, record) <= 0) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+export class CompanyWorld {
+  readonly data: CompanyData;
+  protected readonly clock: () => number;
+  protected readonly random: SeededRandom;
+
+  /**
+   * @param data the company's records (from generateCompany)
+   * @param clock ms epoch source for createdAt/updatedAt
+   * @param seed seeds the ids and choices of records created later (and churn)
+   */
+  constructor(data: CompanyData, clock: () => number, seed: number) {
+    this.data = data;
+    this.clock = clock;
+    this.random = new SeededRandom(seed);
+  }
+
+  get key(): CompanyKey {
+    return this.data.key;
+  }
+  get transactions(): TransactionRecord[] {
+    return this.data.transactions;
+  }
+  get deals(): DealRecord[] {
+    return this.data.deals;
+  }
+  get onboardings(): OnboardingRecord[] {
+    return this.data.onboardings;
+  }
+  get completedOnboardings(): OnboardingRecord[] {
+    return this.data.completedOnboardings;
+  }
+  get customers(): CustomerRecord[] {
+    return this.data.customers;
+  }
+  get employees(): EmployeeRecord[] {
+    return this.data.employees;
+  }
+  /** PENDING transactions with a dueDate: the payables view (spec §3, §4.7). */
+  get payables(): TransactionRecord[] {
+    return this.data.transactions.filter((record) => record.status === 'PENDING' && record.dueDate !== null);
+  }
+
+  /** The clock as an ISO timestamp with milliseconds. */
+  now(): string {
+    return new Date(this.clock()).toISOString();
+  }
+
+  /** The seeded employee a token role acts as (`admin`, `hr`, `employee`, ...). Throws when missing. */
+  employeeForRole(role: string): EmployeeRecord {
+    const employee = this.data.employees.find((candidate) => candidate.tokenRole === role);
+    if (!employee) throw new Error(`no employee acts as token role ${role} in company ${this.data.key}`);
+    return employee;
+  }
+
+  /** The stream array (sorted by createdAt, id). */
+  streamRecords(stream: StreamName): TimestampedRecord[] {
+    if (!STREAM_NAMES.includes(stream)) throw new Error(`unknown stream ${String(stream)}; expected one of ${STREAM_NAMES.join(', ')}`);
+    return this.data[stream];
+  }
+
+  /**
+   * Marks the world changed. World methods call it; code that edits stream records or arrays directly
+   * (e.g. `record.updatedAt = ...`) must call it too, so cached sorted list views are rebuilt.
+   */
+  touch(): void {
+    this.data.version += 1;
+  }
+
+  private insert<T extends TimestampedRecord>(records: T[], record: T): T {
+    this.touch();
+    records.splice(insertionIndex(records, record), 0, record);
+    return record;
+  }
+
+  private findIn<T extends TimestampedRecord>(records: T[], id: string, what: string): T {
+    this.touch();
+    const record = records.find((candidate) => candidate.id === id);
+    if (!record) throw new Error(`no ${what} with id ${id} in company ${this.data.key}`);
+    return record;
+  }
+
+  /**
+   * Adds a transaction (defaults for every field not given; the amount is signed by type, spec §4.7),
+   * posts its journal entries and recomputes the tax liability. createdAt/updatedAt default to now.
+   */
+  createTransaction(partial: Partial<TransactionRecord> = {}): TransactionRecord {
+    const now = this.now();
+    const type: TransactionType = partial.type ?? this.random.pick(TRANSACTION_TYPES);
+    const createdAt = partial.createdAt ?? now;
+    const record: TransactionRecord = {
+      id: partial.id ?? this.random.id('txn'),
+      type,
+      status: partial.status ?? 'CONFIRMED',
+      amount: signedAmount(type, partial.amount ?? this.random.int(100, 500_000)),
+      description: partial.description ?? `Simulated ${type.toLowerCase()}`,
+      date: partial.date ?? `${createdAt.slice(0, 10)}T00:00:00.000Z`,
+      dueDate: partial.dueDate ?? null,
+      counterpartyName: partial.counterpartyName ?? null,
+      counterpartyEmail: partial.counterpartyEmail ?? null,
+      irsCategory: partial.irsCategory ?? null,
+      notes: partial.notes ?? null,
+      locationId: partial.locationId ?? null,
+      legalEntityId: partial.legalEntityId ?? null,
+      taxYear: partial.taxYear ?? null,
+      taxQuarter: partial.taxQuarter ?? null,
+      createdAt,
+      updatedAt: partial.updatedAt ?? createdAt,
+    };
+    this.insert(this.data.transactions, record);
+    this.postJournal(record);
+    this.recomputeTaxLiability();
+    return record;
+  }
+
+  /** Applies `patch` to a transaction and sets updatedAt = now (unless the patch sets it). Throws on unknown id. */
+  updateTransaction(id: string, patch: Partial<TransactionRecord>): TransactionRecord {
+    const record = this.findIn(this.data.transactions, id, 'transaction');
+    Object.assign(record, patch, { id: record.id, createdAt: record.createdAt, updatedAt: patch.updatedAt ?? this.now() });
+    if (patch.type !== undefined || patch.amount !== undefined) record.amount = signedAmount(record.type, record.amount);
+    this.recomputeTaxLiability();
+    return record;
+  }
+
+  /** Adds a deal (defaults for every field not given). */
+  createDeal(partial: Partial<DealRecord> = {}): DealRecord {
+    const now = this.now();
+    const pipeline = this.random.pick(this.data.pipelines);
+    const createdAt = partial.createdAt ?? now;
+    const customer = this.data.customers.length > 0 ? this.random.pick(this.data.customers) : null;
+    const record: DealRecord = {
+      id: partial.id ?? this.random.id('deal'),
+      referenceId: partial.referenceId ?? this.data.nextReferenceId++,
+      locationId: partial.locationId ?? this.random.pick(this.data.locations).id,
+      pipelineId: partial.pipelineId ?? pipeline.id,
+      stageId: partial.stageId ?? (pipeline.stageIds[0] as string),
+      accountId: partial.accountId ?? this.random.id('acct'),
+      ownerId: partial.ownerId ?? this.employeeForRole('admin').id,
+      title: partial.title ?? `New deal ${this.data.nextReferenceId}`,
+      value: partial.value ?? this.random.int(50, 50_000) * 100,
+      currency: partial.currency ?? 'USD',
+      status: partial.status ?? 'OPEN',
+      probability: partial.probability ?? 10,
+      expectedCloseDate: partial.expectedCloseDate ?? new Date(this.clock() + 60 * 86_400_000).toISOString(),
+      sortOrder: partial.sortOrder ?? this.data.deals.length,
+      wonLostReason: partial.wonLostReason ?? null,
+      closedAt: partial.closedAt ?? null,
+      stageMovedAt: partial.stageMovedAt ?? createdAt,
+      createdAt,
+      updatedAt: partial.updatedAt ?? createdAt,
+      customerId: partial.customerId !== undefined ? partial.customerId : (customer?.id ?? null),
+    };
+    return this.insert(this.data.deals, record);
+  }
+
+  /** Applies `patch` to a deal and sets updatedAt = now (unless the patch sets it). Throws on unknown id. */
+  updateDeal(id: string, patch: Partial<DealRecord>): DealRecord {
+    const record = this.findIn(this.data.deals, id, 'deal');
+    Object.assign(record, patch, { id: record.id, createdAt: record.createdAt, updatedAt: patch.updatedAt ?? this.now() });
+    return record;
+  }
+
+  /**
+   * The deal status transitions of spec §3: OPEN -> WON/LOST stores the reason and sets closedAt (and
+   * with `markContactAsCustomer` on WON promotes the linked customer to CUSTOMER); WON/LOST -> OPEN
+   * clears both. Asking for the status the deal already has changes nothing (idempotent retry).
+   * WON <-> LOST directly is "not shown" in the spec: refused with TransitionError (HTTP 409).
+   * Throws Error on unknown id.
+   */
+  closeDeal(id: string, input: { status: string; reason?: string | null; markContactAsCustomer?: boolean }): DealRecord {
+    const record = this.findIn(this.data.deals, id, 'deal');
+    if (!DEAL_CLOSE_STATUSES.has(input.status)) throw new TransitionError(`status must be WON, LOST or OPEN, got ${input.status}`);
+    const now = this.now();
+    if (input.status === record.status) {
+      if (input.status === 'WON' && input.markContactAsCustomer) this.promoteCustomer(record.customerId, now);
+      return record;
+    }
+    if (input.status === 'OPEN') {
+      Object.assign(record, { status: 'OPEN', wonLostReason: null, closedAt: null, updatedAt: now });
+      return record;
+    }
+    if (record.status !== 'OPEN') {
+      throw new TransitionError(`deal ${id} is ${record.status}; re-open it (status OPEN) before marking it ${input.status}`);
+    }
+    Object.assign(record, {
+      status: input.status,
+      wonLostReason: input.reason ?? null,
+      closedAt: now,
+      probability: input.status === 'WON' ? 100 : 0,
+      updatedAt: now,
+    });
+    if (input.status === 'WON' && input.markContactAsCustomer) this.promoteCustomer(record.customerId, now);
+    return record;
+  }
+
+  private promoteCustomer(customerId: string | null, now: string): void {
+    const customer = customerId ? this.data.customers.find((candidate) => candidate.id === customerId) : undefined;
+    if (customer && customer.lifecycleStage !== 'CUSTOMER') {
+      this.touch();
+      customer.lifecycleStage = 'CUSTOMER';
+      customer.updatedAt = now;
+    }
+  }
+
+  /** Adds a customer (defaults for every field not given). */
+  createCustomer(partial: Partial<CustomerRecord> = {}): CustomerRecord {
+    const createdAt = partial.createdAt ?? this.now();
+    const firstName = partial.firstName ?? this.random.pick(FIRST_NAMES);
+    const lastName = partial.lastName ?? this.random.pick(LAST_NAMES);
+    return this.insert(this.data.customers, {
+      id: partial.id ?? this.random.id('cus'),
+      firstName,
+      lastName,
+      email: partial.email ?? `${firstName.toLowerCase()}.${lastName.toLowerCase()}.${this.random.int(1000, 9999)}@mail.example`,
+      lifecycleStage: partial.lifecycleStage ?? 'LEAD',
+      createdAt,
+      updatedAt: partial.updatedAt ?? createdAt,
+    });
+  }
+
+  /** Starts onboarding a new employee: a record appears in the onboardings list at step 1. */
+  startOnboarding(partial: Partial<OnboardingRecord> = {}): OnboardingRecord {
+    const createdAt = partial.createdAt ?? this.now();
+    return this.insert(this.data.onboardings, {
+      id: partial.id ?? this.random.id('onb'),
+      employeeId: partial.employeeId ?? this.random.id('emp'),
+      onboardingStep: partial.onboardingStep ?? 1,
+      fullname: partial.fullname ?? `${this.random.pick(FIRST_NAMES)} ${this.random.pick(LAST_NAMES)}`,
+      createdAt,
+      updatedAt: partial.updatedAt ?? createdAt,
+      completedAt: null,
+    });
+  }
+
+  /** Moves an onboarding one step on (onboardingStep + 1) and sets updatedAt. Throws on unknown id. */
+  advanceOnboarding(id: string): OnboardingRecord {
+    const record = this.findIn(this.data.onboardings, id, 'onboarding');
+    record.onboardingStep += 1;
+    record.updatedAt = this.now();
+    return record;
+  }
+
+  /** Completes an onboarding: it leaves the list (spec §4.1) and moves to completedOnboardings. */
+  completeOnboarding(id: string): OnboardingRecord {
+    const record = this.findIn(this.data.onboardings, id, 'onboarding');
+    this.data.onboardings.splice(this.data.onboardings.indexOf(record), 1);
+    const now = this.now();
+    record.completedAt = now;
+    record.updatedAt = now;
+    this.data.completedOnboardings.push(record);
+    return record;
+  }
+
+  /** Removes a record from its stream list (for reconciliation tests). Returns false when absent. */
+  deleteRecord(stream: StreamName, id: string): boolean {
+    const records = this.streamRecords(stream);
+    const index = records.findIndex((record) => record.id === id);
+    if (index < 0) return false;
+    this.touch();
+    records.splice(index, 1);
+    return true;
+  }
+
+  /** Sets updatedAt of the given records to one timestamp (to make ties). Throws on unknown ids. */
+  setUpdatedAt(stream: StreamName, ids: readonly string[], isoTimestamp: string): void {
+    const normalized = new Date(isoTimestamp).toISOString();
+    const records = this.streamRecords(stream);
+    for (const id of ids) this.findIn(records, id, stream.replace(/s$/, '')).updatedAt = normalized;
+  }
+
+  /** Closes the employee's open time clock entry, if any (clock-out is not in the API). */
+  clockOut(employeeId: string): TimeClockEntryRecord | undefined {
+    const entry = this.data.timeClockEntries.find((candidate) => candidate.employeeId === employeeId && candidate.clockOutAt === null);
+    if (entry) {
+      entry.clockOutAt = this.now();
+      entry.updatedAt = entry.clockOutAt;
+    }
+    return entry;
+  }
+
+  /** Posts the double-entry journal of a transaction write (spec §4.7): two entries summing to zero. */
+  private postJournal(record: TransactionRecord): void {
+    const at = this.now();
+    this.data.journalEntries.push(
+      { id: this.random.id('jnl'), transactionId: record.id, account: 'cash', amount: record.amount, at },
+      { id: this.random.id('jnl'), transactionId: record.id, account: record.type.toLowerCase(), amount: -record.amount, at },
+    );
+  }
+
+  /**
+   * Recomputes the dependent tax liability (spec §4.7): a flat 20% of confirmed net income (income,
+   * invoices and refunds minus expenses and deductions), less tax already paid, never below zero. Cents.
+   */
+  recomputeTaxLiability(): number {
+    let taxable = 0;
+    let paid = 0;
+    for (const record of this.data.transactions) {
+      if (record.status !== 'CONFIRMED') continue;
+      if (record.type === 'TAX_PAYMENT') paid += -record.amount;
+      else if (record.type !== 'TRANSFER') taxable += record.amount;
+    }
+    this.data.taxLiabilityCents = Math.max(0, Math.round(taxable * 0.2) - paid);
+    return this.data.taxLiabilityCents;
+  }
+
+  /**
+   * One round of random churn: `count` changes among transactions (created, voided, confirmed), deals
+   * (stage moved, won, lost, reopened, created) and onboardings (advanced, completed, started). Each
+   * sets updatedAt = clock(). Returns what changed.
+   */
+  churnTick(count = 1): ChurnChange[] {
+    const changes: ChurnChange[] = [];
+    for (let index = 0; index < count; index += 1) changes.push(this.churnOnce());
+    return changes;
+  }
+
+  private randomWhere<T>(records: readonly T[], predicate: (record: T) => boolean): T | undefined {
+    if (records.length === 0) return undefined;
+    for (let attempt = 0; attempt < 30; attempt += 1) {
+      const candidate = records[this.random.int(0, records.length - 1)] as T;
+      if (predicate(candidate)) return candidate;
+    }
+    return undefined;
+  }
+
+  private churnOnce(): ChurnChange {
+    const roll = this.random.next();
+    if (roll < 0.45) {
+      const action = this.random.next();
+      if (action < 0.35) {
+        const pending = this.randomWhere(this.data.transactions, (record) => record.status === 'PENDING');
+        if (pending) return { stream: 'transactions', id: this.updateTransaction(pending.id, { status: 'CONFIRMED' }).id, kind: 'confirmed' };
+      } else if (action < 0.55) {
+        const live = this.randomWhere(this.data.transactions, (record) => record.status !== 'VOIDED');
+        if (live) return { stream: 'transactions', id: this.updateTransaction(live.id, { status: 'VOIDED' }).id, kind: 'voided' };
+      }
+      const status = this.random.chance(0.3) ? 'PENDING' : 'CONFIRMED';
+      const created = this.createTransaction({
+        status,
+        dueDate: status === 'PENDING' ? new Date(this.clock() + 30 * 86_400_000).toISOString() : null,
+        locationId: this.random.pick(this.data.locations).id,
+        legalEntityId: this.random.pick(this.data.legalEntities).id,
+      });
+      return { stream: 'transactions', id: created.id, kind: 'created' };
+    }
+    if (roll < 0.8) {
+      const action = this.random.next();
+      if (action < 0.45) {
+        const open = this.randomWhere(this.data.deals, (record) => record.status === 'OPEN');
+        const pipeline = open && this.data.pipelines.find((candidate) => candidate.id === open.pipelineId);
+        if (open && pipeline) {
+          const stageIndex = pipeline.stageIds.indexOf(open.stageId);
+          if (stageIndex >= 0 && stageIndex < pipeline.stageIds.length - 1) {
+            const now = this.now();
+            this.updateDeal(open.id, {
+              stageId: pipeline.stageIds[stageIndex + 1] as string,
+              probability: pipeline.stageProbabilities[stageIndex + 1] ?? open.probability,
+              stageMovedAt: now,
+              updatedAt: now,
+            });
+            return { stream: 'deals', id: open.id, kind: 'stage-moved' };
+          }
+        }
+      } else if (action < 0.75) {
+        const open = this.randomWhere(this.data.deals, (record) => record.status === 'OPEN');
+        if (open) {
+          const won = this.random.chance(0.6);
+          this.closeDeal(open.id, { status: won ? 'WON' : 'LOST', reason: won ? 'Signed after churn' : 'Went quiet' });
+          return { stream: 'deals', id: open.id, kind: won ? 'won' : 'lost' };
+        }
+      } else if (action < 0.85) {
+        const closed = this.randomWhere(this.data.deals, (record) => record.status !== 'OPEN');
+        if (closed) {
+          this.closeDeal(closed.id, { status: 'OPEN' });
+          return { stream: 'deals', id: closed.id, kind: 'reopened' };
+        }
+      }
+      return { stream: 'deals', id: this.createDeal().id, kind: 'created' };
+    }
+    const action = this.random.next();
+    if (action < 0.5 && this.data.onboardings.length > 0) {
+      const record = this.random.pick(this.data.onboardings);
+      if (record.onboardingStep >= LAST_ONBOARDING_STEP) return { stream: 'onboardings', id: this.completeOnboarding(record.id).id, kind: 'completed' };
+      return { stream: 'onboardings', id: this.advanceOnboarding(record.id).id, kind: 'advanced' };
+    }
+    if (action < 0.7 && this.data.onboardings.length > 0) {
+      const record = this.random.pick(this.data.onboardings);
+      return { stream: 'onboardings', id: this.completeOnboarding(record.id).id, kind: 'completed' };
+    }
+    return { stream: 'onboardings', id: this.startOnboarding().id, kind: 'started' };
+  }
+
+  /**
+   * The stream's records exactly as its list endpoint serializes them (transactions: list-item fields
+   * only), in the default list order: createdAt descending, id descending.
+   */
+  groundTruth(stream: StreamName): Record<string, unknown>[] {
+    const records = this.streamRecords(stream);
+    const out: Record<string, unknown>[] = new Array(records.length);
+    for (let index = records.length - 1, position = 0; index >= 0; index -= 1, position += 1) {
+      out[position] = serializeStreamRecord(stream, records[index] as TimestampedRecord);
+    }
+    return out;
+  }
+
+  /** Counts of the company's records. */
+  snapshot(): WorldSnapshot {
+    return {
+      transactions: this.data.transactions.length,
+      deals: this.data.deals.length,
+      onboardings: this.data.onboardings.length,
+      completedOnboardings: this.data.completedOnboardings.length,
+      customers: this.data.customers.length,
+      payables: this.payables.length,
+      emails: this.data.emails.length,
+      auditEvents: this.data.auditEvents.length,
+      performanceReviews: this.data.performanceReviews.length,
+      timeClockEntries: this.data.timeClockEntries.length,
+      domains: this.data.domains.length,
+      locations: this.data.locations.length,
+      creditsCents: this.data.creditsCents,
+    };
+  }
+}
+
+/** Serializes one stream record as its list endpoint does. */
+export function serializeStreamRecord(stream: StreamName, record: TimestampedRecord): Record<string, unknown> {
+  switch (stream) {
+    case 'transactions':
+      return transactionListItem(record as TransactionRecord);
+    case 'deals':
+      return dealView(record as DealRecord);
+    case 'onboardings':
+      return onboardingView(record as OnboardingRecord);
+    case 'customers':
+      return customerView(record as CustomerRecord);
+  }
+}
+
+export interface WorldOptions {
+  seed: number;
+  /** Company A's stream sizes; company B gets a tenth of each (at least 5). */
+  sizes: StreamSizes;
+  /** ms epoch: seed data is spread over the year before it. */
+  anchorMs: number;
+  clock: () => number;
+}
+
+/**
+ * The whole simulated world. Itself company A (every token but `otherCompany`); `companies` maps
+ * both company keys to their CompanyWorld (`companies.A === world`).
+ */
+export class World extends CompanyWorld {
+  readonly companies: Record<CompanyKey, CompanyWorld>;
+
+  constructor(options: WorldOptions) {
+    const nowMs = options.clock();
+    super(generateCompany({ key: 'A', seed: options.seed, sizes: options.sizes, anchorMs: options.anchorMs, nowMs }), options.clock, options.seed * 31 + 17);
+    const smaller = (size: number) => Math.max(5, Math.floor(size / 10));
+    const companyB = new CompanyWorld(
+      generateCompany({
+        key: 'B',
+        seed: options.seed,
+        sizes: {
+          transactions: smaller(options.sizes.transactions),
+          deals: smaller(options.sizes.deals),
+          onboardings: smaller(options.sizes.onboardings),
+          customers: smaller(options.sizes.customers),
+        },
+        anchorMs: options.anchorMs,
+        nowMs,
+      }),
+      options.clock,
+      options.seed * 31 + 29,
+    );
+    this.companies = { A: this, B: companyB };
+  }
+
+  /** The CompanyWorld of a company key. */
+  company(key: CompanyKey): CompanyWorld {
+    return this.companies[key];
+  }
+}
