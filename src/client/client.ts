@@ -13,7 +13,7 @@
  * header handed to undici.
  */
 import { z } from 'zod';
-import { silentLogger, type Logger } from '../logging/logger.ts';
+import { maskSecrets, silentLogger, type Logger } from '../logging/logger.ts';
 import { ConnectionError, InvalidResponseError, MalformedResponseError, errorForStatus, type RequestDescription } from './errors.ts';
 import { createHttpTransport, describeRequest, type HttpResponse, type HttpTransport } from './http.ts';
 import type { Priority, RateBudget, RateLimitObservation } from './rate-budget.ts';
@@ -263,6 +263,13 @@ export class ApiClient {
     await this.transport.close();
   }
 
+  /** Masks every configured token and any `Bearer ...` inside server-provided text. */
+  private scrubTokens(text: string): string {
+    let out = maskSecrets(text);
+    for (const token of Object.values(this.tokens)) if (token.length >= 4) out = out.split(token).join('[redacted]');
+    return out;
+  }
+
   /** One attempt: budget slot, send, observe the rate-limit headers, map the response. */
   private async attempt<S extends z.ZodType>(
     options: RequestOptions<S>,
@@ -302,7 +309,13 @@ export class ApiClient {
     if (response.status < 200 || response.status >= 300) {
       if (response.status === 429) this.stats.rateLimited++;
       const retryAfterMs = parseRetryAfter(headerValue(response.headers, 'retry-after'), rateLimit.serverNowMs ?? Date.now());
-      throw errorForStatus(response.status, parseErrorBody(response.bodyText), description, retryAfterMs === undefined ? undefined : retryAfterMs / 1000);
+      const errorBody = parseErrorBody(response.bodyText);
+      // A server that echoes the token back in its error text must not leak it into our messages.
+      if (errorBody) {
+        if (typeof errorBody.message === 'string') errorBody.message = this.scrubTokens(errorBody.message);
+        if (typeof errorBody.err === 'string') errorBody.err = this.scrubTokens(errorBody.err);
+      }
+      throw errorForStatus(response.status, errorBody, description, retryAfterMs === undefined ? undefined : retryAfterMs / 1000);
     }
 
     let json: unknown;
