@@ -1,0 +1,96 @@
+import { Webhook } from 'standardwebhooks';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import { openMirror } from '../../src/mirror/database.ts';
+import { listWebhookEndpoints, replayWebhooks, sendTestEvent } from '../../src/notify/webhooks/admin.ts';
+import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
+import { loadEndpoint, registerEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
+import { insertChanges, newSecret, Receiver, tempMirror, waitUntil, type TempMirror } from './helpers.ts';
+
+let mirror: TempMirror;
+const receivers: Receiver[] = [];
+beforeEach(() => {
+  mirror = tempMirror();
+});
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+  mirror.cleanup();
+});
+async function receiver(): Promise<Receiver> {
+  const started = await new Receiver().start();
+  receivers.push(started);
+  return started;
+}
+
+describe('listWebhookEndpoints', () => {
+  it('shows configured endpoints with state, lag and last error, unregistered ones, and stored ones no longer configured', async () => {
+    const ok = await receiver();
+    const failing = await receiver();
+    failing.handler = (_request, response) => void response.writeHead(500).end();
+    const endpoints: WebhookEndpointConfig[] = [
+      { name: 'ok', url: ok.url, secret: newSecret(), events: ['*'] },
+      { name: 'failing', url: failing.url, secret: newSecret(), events: ['deal.*'] },
+    ];
+    registerEndpoint(mirror.db, 'retired', 'http://127.0.0.1:9/old');
+    const dispatcher = new WebhookDispatcher({ db: mirror.db, endpoints, pollMs: 20, scheduleMs: [0, 10, 10_000], jitterRatio: 0 });
+    dispatcher.start();
+    insertChanges(mirror.db, 3, { types: ['deal.won'] });
+    dispatcher.notify();
+    await waitUntil(() => loadEndpoint(mirror.db, 'ok')?.deliveredSeq === 3 && failing.requests.length === 2, 'deliveries and failures');
+    await dispatcher.stop();
+
+    const readonly = openMirror(mirror.path, { readonly: true });
+    const listing = listWebhookEndpoints(readonly, { webhooks: [...endpoints, { name: 'new', url: ok.url, secret: newSecret(), events: ['*'] }] });
+    readonly.close();
+    expect(listing.map((l) => l.name)).toEqual(['ok', 'failing', 'new', 'retired']);
+    expect(listing[0]).toMatchObject({ configured: true, registered: true, enabled: true, deliveredSeq: 3, lagEvents: 0, lastStatus: 204, deliveredCount: 3, lastError: null });
+    expect(listing[1]).toMatchObject({ events: ['deal.*'], enabled: true, deliveredSeq: 0, lagEvents: 3, consecutiveFailures: 2, lastStatus: 500, lastError: 'HTTP 500', failedCount: 2 });
+    expect(listing[1]!.nextAttemptAt).not.toBeNull();
+    expect(listing[2]).toMatchObject({ configured: true, registered: false, deliveredSeq: null, lagEvents: 0 });
+    expect(listing[3]).toMatchObject({ configured: false, registered: true, url: 'http://127.0.0.1:9/old', events: null });
+  });
+});
+
+describe('sendTestEvent', () => {
+  it('sends a signed webhook.test and returns status and duration', async () => {
+    const target = await receiver();
+    target.handler = (_request, response) => void response.writeHead(202).end();
+    const endpoint: WebhookEndpointConfig = { name: 'crm', url: target.url, secret: newSecret(), events: ['deal.won'] };
+    const result = await sendTestEvent(endpoint);
+    expect(result).toMatchObject({ ok: true, status: 202, error: null });
+    expect(result.durationMs).toBeGreaterThan(0);
+    const [request] = target.requests;
+    expect(request!.headers['webhook-id']).toBe(result.webhookId);
+    expect(new Webhook(endpoint.secret).verify(request!.body, request!.headers as Record<string, string>)).toMatchObject({ type: 'webhook.test', data: { endpoint: 'crm' } });
+  });
+
+  it('reports a failing receiver and an unreachable one', async () => {
+    const target = await receiver();
+    target.handler = (_request, response) => void response.writeHead(401).end();
+    const endpoint: WebhookEndpointConfig = { name: 'crm', url: target.url, secret: newSecret(), events: ['*'] };
+    expect(await sendTestEvent(endpoint)).toMatchObject({ ok: false, status: 401, error: 'HTTP 401' });
+    await target.close();
+    const unreachable = await sendTestEvent(endpoint);
+    expect(unreachable).toMatchObject({ ok: false, status: null });
+    expect(unreachable.error).toMatch(/ECONNREFUSED/);
+  });
+});
+
+describe('replayWebhooks', () => {
+  it('moves the cursor back, clears the backoff, and refuses bad input with the field', () => {
+    insertChanges(mirror.db, 8);
+    registerEndpoint(mirror.db, 'crm', 'http://127.0.0.1:9/hooks');
+    mirror.db.prepare("UPDATE webhook_endpoints SET attempts = 4, next_attempt_at = '2999-01-01T00:00:00.000Z' WHERE name = 'crm'").run();
+    expect(replayWebhooks(mirror.db, 'crm', 2)).toEqual({ name: 'crm', previousDeliveredSeq: 8, deliveredSeq: 2, reenabled: false, eventsToResend: 6 });
+    expect(loadEndpoint(mirror.db, 'crm')).toMatchObject({ deliveredSeq: 2, attempts: 0, nextAttemptAt: null });
+    expect(() => replayWebhooks(mirror.db, 'crm', 5)).toThrow(/^sinceSeq: 5 is ahead of endpoint "crm"'s cursor \(2\)/);
+    expect(() => replayWebhooks(mirror.db, 'crm', -1)).toThrow(/^sinceSeq: must be a non-negative integer/);
+    expect(() => replayWebhooks(mirror.db, 'nobody', 0)).toThrow(/webhook endpoint "nobody" is not registered/);
+  });
+
+  it('registers a configured endpoint the daemon has not seen yet, so history can be delivered', () => {
+    insertChanges(mirror.db, 4);
+    const endpoint: WebhookEndpointConfig = { name: 'late', url: 'http://127.0.0.1:9/hooks', secret: newSecret(), events: ['*'] };
+    expect(replayWebhooks(mirror.db, endpoint, 0)).toMatchObject({ previousDeliveredSeq: 4, deliveredSeq: 0, eventsToResend: 4 });
+  });
+});

@@ -1,0 +1,97 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
+import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
+import { insertChanges, newSecret, Receiver, seqOf, tempMirror, waitUntil, type TempMirror } from './helpers.ts';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/run-dispatcher.ts', import.meta.url));
+
+let mirror: TempMirror;
+let target: Receiver;
+const children: ChildProcess[] = [];
+
+beforeEach(async () => {
+  mirror = tempMirror();
+  target = await new Receiver().start();
+});
+afterEach(async () => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await target.close();
+  mirror.cleanup();
+});
+
+/** Starts the dispatcher in a child process and waits until it runs. */
+async function startDispatcherProcess(endpoints: WebhookEndpointConfig[]): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [FIXTURE], {
+    env: { ...process.env, BIZOPS_TEST_DISPATCHER: JSON.stringify({ dbPath: mirror.path, endpoints, pollMs: 20, scheduleMs: [0, 20, 40] }) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('started')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`dispatcher process exited early with ${String(code)}`)));
+  });
+  return child;
+}
+
+describe('WebhookDispatcher after a crash', () => {
+  it('SIGKILL mid-delivery then restart: every event delivered at least once, the one in flight again with the same webhook-id', async () => {
+    const config: WebhookEndpointConfig = { name: 'crm', url: target.url, secret: newSecret(), events: ['*'] };
+    let hangOnSeq: number | null = 6;
+    target.handler = (request) => (seqOf(request) === hangOnSeq ? 'handled' : undefined); // event 6 is left unanswered
+
+    const first = await startDispatcherProcess([config]);
+    // Written by this process, picked up by the child's poll (no notify across processes).
+    const events = insertChanges(mirror.db, 10);
+    await waitUntil(() => target.requests.some((request) => seqOf(request) === 6), 'event 6 in flight');
+    const killed = new Promise((resolve) => first.once('exit', resolve));
+    first.kill('SIGKILL');
+    await killed;
+    expect(loadEndpoint(mirror.db, 'crm')?.deliveredSeq).toBe(5);
+
+    hangOnSeq = null;
+    await startDispatcherProcess([config]);
+    await waitUntil(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 10, 'the cursor at 10 after restart');
+
+    const ids = target.ids;
+    expect([...new Set(ids)]).toEqual(events.map((e) => e.eventId));
+    expect(ids.filter((id) => id === events[5]!.eventId)).toHaveLength(2);
+    expect(ids).toHaveLength(11);
+    const seqs = target.requests.map(seqOf);
+    expect(seqs).toEqual([1, 2, 3, 4, 5, 6, 6, 7, 8, 9, 10]);
+    const verifier = new Webhook(config.secret);
+    for (const request of target.requests) expect(() => verifier.verify(request.body, request.headers as Record<string, string>)).not.toThrow();
+  });
+
+  it('a dispatcher whose database handle is closed without stop() is replaced by a new one that resumes at the cursor', async () => {
+    const config: WebhookEndpointConfig = { name: 'crm', url: target.url, secret: newSecret(), events: ['*'] };
+    let holdEventThree = true;
+    let release: (() => void) | null = null;
+    target.handler = (request, response) => {
+      if (!holdEventThree || seqOf(request) !== 3) return;
+      release = () => void response.writeHead(204).end();
+      return 'handled';
+    };
+    const crashed = mirror.connect();
+    const first = new WebhookDispatcher({ db: crashed, endpoints: [config], pollMs: 20, scheduleMs: [0, 20], jitterRatio: 0 });
+    first.start();
+    const events = insertChanges(mirror.db, 5);
+    await waitUntil(() => release !== null, 'event 3 in flight');
+    crashed.close(); // the process "dies": the answer to event 3 can no longer be recorded
+    holdEventThree = false;
+    release!();
+
+    const second = new WebhookDispatcher({ db: mirror.connect(), endpoints: [config], pollMs: 20, scheduleMs: [0, 20], jitterRatio: 0 });
+    second.start();
+    await waitUntil(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 5, 'the cursor at 5');
+    await second.stop();
+    await first.stop();
+    expect(target.requests.map(seqOf)).toEqual([1, 2, 3, 3, 4, 5]);
+    expect([...new Set(target.ids)]).toEqual(events.map((e) => e.eventId));
+  });
+});

@@ -1,0 +1,246 @@
+import { Webhook } from 'standardwebhooks';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import { WebhookDispatcher, type WebhookDispatcherOptions } from '../../src/notify/webhooks/dispatcher.ts';
+import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
+import { replayWebhooks } from '../../src/notify/webhooks/admin.ts';
+import { capturingLogger, insertChanges, newSecret, Receiver, seqOf, sleep, tempMirror, waitUntil, type TempMirror } from './helpers.ts';
+
+let mirror: TempMirror;
+const receivers: Receiver[] = [];
+const dispatchers: WebhookDispatcher[] = [];
+
+beforeEach(() => {
+  mirror = tempMirror();
+});
+afterEach(async () => {
+  await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+  mirror.cleanup();
+});
+
+async function receiver(): Promise<Receiver> {
+  const started = await new Receiver().start();
+  receivers.push(started);
+  return started;
+}
+
+function endpoint(name: string, target: Receiver, events: string[] = ['*']): WebhookEndpointConfig {
+  return { name, url: target.url, secret: newSecret(), events };
+}
+
+/** A dispatcher with time scaled down: poll 30 ms, retries after 20, 40, 80 ms, no jitter. */
+function dispatcher(options: Partial<WebhookDispatcherOptions> & Pick<WebhookDispatcherOptions, 'endpoints'>): WebhookDispatcher {
+  const created = new WebhookDispatcher({ db: mirror.db, pollMs: 30, scheduleMs: [0, 20, 40, 80], jitterRatio: 0, timeoutMs: 2000, stopGraceMs: 100, ...options });
+  dispatchers.push(created);
+  return created;
+}
+
+describe('WebhookDispatcher', () => {
+  it('delivers every event in order, signed, with the event_id as webhook-id; a new endpoint starts at the end of the changelog', async () => {
+    insertChanges(mirror.db, 3); // history before the endpoint exists: not delivered
+    const target = await receiver();
+    const config = endpoint('crm', target);
+    const running = dispatcher({ endpoints: [config] });
+    running.start();
+    expect(loadEndpoint(mirror.db, 'crm')?.deliveredSeq).toBe(3);
+
+    const events = insertChanges(mirror.db, 20, { types: ['deal.won', 'transaction.created'] });
+    running.notify();
+    await waitUntil(() => target.requests.length === 20, '20 deliveries');
+    expect(target.ids).toEqual(events.map((e) => e.eventId));
+    const verifier = new Webhook(config.secret);
+    target.requests.forEach((request, index) => {
+      const payload = verifier.verify(request.body, request.headers as Record<string, string>) as { type: string; data: { seq: number; record_id: string } };
+      expect(payload.type).toBe(events[index]!.type);
+      expect(payload.data.seq).toBe(events[index]!.seq);
+      expect(payload.data.record_id).toBe(events[index]!.recordId);
+    });
+    await waitUntil(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 23, 'cursor at 23');
+    expect(running.stats()[0]).toMatchObject({ name: 'crm', enabled: true, deliveries: 20, failures: 0, deliveredSeq: 23, lagEvents: 0, lagSeconds: 0 });
+  });
+
+  it('notify() wakes the loops without waiting for the poll', async () => {
+    const target = await receiver();
+    const running = dispatcher({ endpoints: [endpoint('crm', target)], pollMs: 60_000 });
+    running.start();
+    await sleep(50); // the loop is now idle, waiting up to a minute
+    insertChanges(mirror.db, 1);
+    const notified = Date.now();
+    running.notify();
+    await waitUntil(() => target.requests.length === 1, 'the delivery after notify', 2000);
+    expect(Date.now() - notified).toBeLessThan(1000);
+  });
+
+  it('a receiver down (refused, then 503) gets every event in order once back, same webhook-id on retries; other endpoints keep receiving; a hanging one holds nobody up', async () => {
+    const flaky = await receiver();
+    const steady = await receiver();
+    const hanging = await receiver();
+    hanging.handler = () => 'handled'; // accepts the request and never answers
+    const flakyPort = flaky.port;
+    const flakyConfig = endpoint('flaky', flaky);
+    await flaky.close(); // down: connection refused
+
+    const running = dispatcher({ endpoints: [flakyConfig, endpoint('steady', steady), endpoint('hanging', hanging)], timeoutMs: 20_000 });
+    running.start();
+    const events = insertChanges(mirror.db, 30);
+    running.notify();
+
+    // While flaky is refusing connections and hanging never answers, steady receives everything.
+    await waitUntil(() => steady.requests.length === 30, 'steady to receive all 30');
+    expect(steady.ids).toEqual(events.map((e) => e.eventId));
+    expect(flaky.requests).toHaveLength(0);
+    expect(hanging.requests).toHaveLength(1);
+    const whileDown = loadEndpoint(mirror.db, 'flaky')!;
+    expect(whileDown.deliveredSeq).toBe(0);
+    expect(whileDown.attempts).toBeGreaterThanOrEqual(2);
+    expect(whileDown.lastError).toMatch(/ECONNREFUSED/);
+    expect(running.stats().find((s) => s.name === 'flaky')).toMatchObject({ lagEvents: 30, enabled: true });
+
+    // Back, but answering 503 to its first 3 requests.
+    flaky.handler = (request, response) => {
+      if (request.index < 3) response.writeHead(503).end();
+    };
+    await flaky.start(flakyPort);
+    await waitUntil(() => new Set(flaky.ids).size === 30, 'flaky to receive all 30');
+    await waitUntil(() => loadEndpoint(mirror.db, 'flaky')?.deliveredSeq === 30, 'flaky cursor at 30');
+
+    // The first event was retried with the same webhook-id; arrivals never go back in seq.
+    expect(flaky.ids.slice(0, 4)).toEqual(Array(4).fill(events[0]!.eventId));
+    const seqs = flaky.requests.map(seqOf);
+    expect(seqs.every((seq, index) => index === 0 || seq >= seqs[index - 1]!)).toBe(true);
+    expect([...new Set(flaky.ids)]).toEqual(events.map((e) => e.eventId));
+    const verifier = new Webhook(flakyConfig.secret);
+    for (const request of flaky.requests) expect(() => verifier.verify(request.body, request.headers as Record<string, string>)).not.toThrow();
+
+    // Stopping does not wait for the hanging receiver beyond the grace period.
+    const stopping = Date.now();
+    await running.stop();
+    expect(Date.now() - stopping).toBeLessThan(1000);
+    expect(loadEndpoint(mirror.db, 'hanging')?.deliveredSeq).toBe(0);
+  });
+
+  it('410 Gone disables the endpoint, logs a warning without the secret, stops delivering; replay re-enables it', async () => {
+    const target = await receiver();
+    target.handler = (_request, response) => void response.writeHead(410).end();
+    const { logger, lines } = capturingLogger();
+    const config = endpoint('gone', target);
+    const running = dispatcher({ endpoints: [config], logger });
+    running.start();
+    insertChanges(mirror.db, 3);
+    running.notify();
+    await waitUntil(() => loadEndpoint(mirror.db, 'gone')?.disabledAt !== null, 'the endpoint to be disabled');
+    const state = loadEndpoint(mirror.db, 'gone')!;
+    expect(state.disabledReason).toMatch(/410/);
+    expect(state.deliveredSeq).toBe(0);
+    expect(lines.some((line) => line.includes('"level":"warn"') && line.includes('410 Gone') && line.includes('"endpoint":"gone"'))).toBe(true);
+    expect(lines.join('')).not.toContain(config.secret.slice(6));
+
+    insertChanges(mirror.db, 2);
+    running.notify();
+    await sleep(200); // several polls
+    expect(target.requests).toHaveLength(1);
+    expect(running.stats()[0]).toMatchObject({ enabled: false, lagEvents: 5 });
+
+    target.handler = () => undefined; // the receiver is back
+    expect(replayWebhooks(mirror.db, 'gone', 0)).toMatchObject({ reenabled: true, previousDeliveredSeq: 0, deliveredSeq: 0, eventsToResend: 5 });
+    await waitUntil(() => loadEndpoint(mirror.db, 'gone')?.deliveredSeq === 5, 'all 5 delivered after re-enabling');
+    expect(target.requests.slice(1).map(seqOf)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('a 302 is not followed and counts as a failure', async () => {
+    const target = await receiver();
+    const redirecting = await receiver();
+    redirecting.handler = (_request, response) => void response.writeHead(302, { location: target.url }).end();
+    const running = dispatcher({ endpoints: [endpoint('moved', redirecting)] });
+    running.start();
+    insertChanges(mirror.db, 1);
+    running.notify();
+    await waitUntil(() => redirecting.requests.length >= 3, 'three attempts');
+    const state = loadEndpoint(mirror.db, 'moved')!;
+    expect(state.deliveredSeq).toBe(0);
+    expect(state.lastStatus).toBe(302);
+    expect(state.lastError).toMatch(/redirect 302 not followed/);
+    expect(target.requests).toHaveLength(0);
+    expect(running.stats()[0]!.failures).toBeGreaterThanOrEqual(3);
+  });
+
+  it("honours the receiver's Retry-After when it is longer than the schedule", async () => {
+    const target = await receiver();
+    target.handler = (request, response) => {
+      if (request.index === 0) response.writeHead(503, { 'retry-after': '1' }).end();
+    };
+    const running = dispatcher({ endpoints: [endpoint('busy', target)] });
+    running.start();
+    insertChanges(mirror.db, 1);
+    running.notify();
+    await waitUntil(() => target.requests.length === 2, 'the retry', 5000);
+    const gap = target.requests[1]!.at - target.requests[0]!.at;
+    expect(gap).toBeGreaterThanOrEqual(950); // the schedule alone would retry after 20 ms
+    expect(gap).toBeLessThan(1500);
+  });
+
+  it('keeps retrying at the last interval once the schedule is exhausted: never skips an event', async () => {
+    const target = await receiver();
+    target.handler = (request, response) => {
+      if (request.index < 8) response.writeHead(500).end();
+    };
+    const running = dispatcher({ endpoints: [endpoint('stubborn', target)], scheduleMs: [0, 10, 20] });
+    running.start();
+    const events = insertChanges(mirror.db, 2);
+    running.notify();
+    await waitUntil(() => loadEndpoint(mirror.db, 'stubborn')?.deliveredSeq === 2, 'both delivered');
+    expect(target.ids.slice(0, 9)).toEqual(Array(9).fill(events[0]!.eventId));
+    expect(target.ids[9]).toBe(events[1]!.eventId);
+    const gaps = target.requests.slice(3, 9).map((request, index) => request.at - target.requests[index + 2]!.at);
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(18);
+    expect(loadEndpoint(mirror.db, 'stubborn')).toMatchObject({ attempts: 0, failedCount: 8, deliveredCount: 2 });
+  });
+
+  it("delivers only the event types the endpoint's filter selects and moves the cursor past the rest", async () => {
+    const target = await receiver();
+    const running = dispatcher({ endpoints: [endpoint('deals', target, ['deal.*', 'transaction.created'])] });
+    running.start();
+    insertChanges(mirror.db, 12, { types: ['deal.won', 'onboarding.completed', 'transaction.created', 'transaction.updated'] });
+    running.notify();
+    await waitUntil(() => loadEndpoint(mirror.db, 'deals')?.deliveredSeq === 12, 'the cursor at the end');
+    const types = target.requests.map((request) => (JSON.parse(request.body) as { type: string }).type);
+    expect(types).toEqual(['deal.won', 'transaction.created', 'deal.won', 'transaction.created', 'deal.won', 'transaction.created']);
+    expect(target.requests.map(seqOf)).toEqual([1, 3, 5, 7, 9, 11]);
+  });
+
+  it('replay re-sends from a seq with the same webhook-ids', async () => {
+    const target = await receiver();
+    const running = dispatcher({ endpoints: [endpoint('crm', target)] });
+    running.start();
+    const events = insertChanges(mirror.db, 6);
+    running.notify();
+    await waitUntil(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 6, 'first delivery');
+    expect(replayWebhooks(mirror.db, 'crm', 3)).toMatchObject({ previousDeliveredSeq: 6, deliveredSeq: 3, reenabled: false, eventsToResend: 3 });
+    await waitUntil(() => target.requests.length === 9, 'the replay');
+    expect(target.ids.slice(6)).toEqual(events.slice(3).map((e) => e.eventId));
+  });
+
+  it('reports lag in events and seconds for an endpoint that is behind', async () => {
+    const down = await receiver();
+    down.handler = (_request, response) => void response.writeHead(503).end();
+    const running = dispatcher({ endpoints: [endpoint('down', down)] });
+    running.start();
+    insertChanges(mirror.db, 4, { occurredAt: new Date(Date.now() - 90_000) });
+    running.notify();
+    await waitUntil(() => down.requests.length >= 1, 'an attempt');
+    const [stats] = running.stats();
+    expect(stats).toMatchObject({ name: 'down', deliveredSeq: 0, lagEvents: 4, enabled: true });
+    expect(stats!.lagSeconds).toBeGreaterThanOrEqual(90);
+    expect(stats!.lagSeconds).toBeLessThan(100);
+    expect(stats!.consecutiveFailures).toBeGreaterThanOrEqual(1);
+  });
+
+  it('refuses bad configuration with the field name', () => {
+    const base = { name: 'crm', url: 'http://127.0.0.1:9/hooks', secret: newSecret(), events: ['*'] };
+    expect(() => new WebhookDispatcher({ db: mirror.db, endpoints: [base, base] })).toThrow(/endpoint name "crm" appears twice/);
+    expect(() => new WebhookDispatcher({ db: mirror.db, endpoints: [{ ...base, events: ['deal*'] }] })).toThrow(/webhooks\.crm\.events\[0\]/);
+    expect(() => new WebhookDispatcher({ db: mirror.db, endpoints: [base], scheduleMs: [] })).toThrow(/^scheduleMs/);
+    expect(() => new WebhookDispatcher({ db: mirror.db, endpoints: [base], pollMs: 0 })).toThrow(/^pollMs/);
+  });
+});
