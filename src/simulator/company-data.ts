@@ -25,6 +25,7 @@ import type {
   OnboardingRecord,
   PerformanceReviewRecord,
   PipelineRecord,
+  StreamName,
   ShiftRecord,
   TimeClockEntryRecord,
   TransactionRecord,
@@ -78,6 +79,6 @@ export interface CompanyData {
   taxLiabilityCents: number;
   /** Next referenceId per resource kind. */
   nextReferenceId: number;
-  /** Change counter: bumped by every World method that changes a stream record (list views cache on it). */
-  version: number;
+  /** Change counters per stream: bumped by every World method that changes that stream (list views cache on them). */
+  versions: Record<StreamName, number>;
 }

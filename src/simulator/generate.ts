@@ -562,7 +562,7 @@ export function generateCompany(options: GenerateOptions): CompanyData {
     creditsCents: 100_000,
     taxLiabilityCents: 0,
     nextReferenceId: 10_000,
-    version: 0,
+    versions: { transactions: 0, deals: 0, onboardings: 0, customers: 0 },
   };
 }
 

@@ -120,6 +120,29 @@ function sortedView<R extends TimestampedRecord>(records: readonly R[], sortBy: 
   return sorted;
 }
 
+interface UpdatedTimes {
+  version: number;
+  length: number;
+  times: Float64Array;
+}
+
+/** Per stream array: updatedAt as ms, aligned with the array positions, rebuilt when the version moves. */
+const updatedTimesCache = new WeakMap<readonly TimestampedRecord[], UpdatedTimes>();
+
+/**
+ * updatedAt in ms for each position of `records`. Scanning these numbers is far faster than reading
+ * 100k record objects (memory-bound), so an `updatedAfter` filter over a createdAt-sorted page costs
+ * well under a millisecond once built (building costs ~20 ms per 100k after each change of the stream).
+ */
+function updatedTimes(records: readonly TimestampedRecord[], version: number): Float64Array {
+  const cached = updatedTimesCache.get(records);
+  if (cached && cached.version === version && cached.length === records.length) return cached.times;
+  const times = new Float64Array(records.length);
+  for (let index = 0; index < records.length; index += 1) times[index] = Date.parse((records[index] as TimestampedRecord).updatedAt);
+  updatedTimesCache.set(records, { version, length: records.length, times });
+  return times;
+}
+
 /** First index in [0, length) whose key is > value (strict) or >= value, by binary search over an ascending view. */
 function boundary<R>(view: readonly R[], read: (record: R) => string | number | null, value: string, strict: boolean): number {
   let low = 0;
@@ -169,6 +192,14 @@ export function listPage<R extends TimestampedRecord>(
     updatedAfter = undefined;
   }
   const { search } = query;
+  // Under createdAt order the view is the stream array itself, so updatedAfter reads the aligned times.
+  let updatedAfterMs: number | undefined;
+  let times: Float64Array | undefined;
+  if (byCreated && updatedAfter !== undefined) {
+    updatedAfterMs = Date.parse(updatedAfter);
+    times = updatedTimes(records, version);
+    updatedAfter = undefined;
+  }
   const checks: ((record: R) => boolean)[] = [];
   if (createdAfter !== undefined) {
     const value = createdAfter;
@@ -190,7 +221,7 @@ export function listPage<R extends TimestampedRecord>(
   const items: R[] = [];
   let total = 0;
   const ascending = query.sortOrder === 'asc';
-  if (checks.length === 0) {
+  if (checks.length === 0 && times === undefined) {
     total = Math.max(0, end - start);
     const count = Math.max(0, Math.min(query.limit, total - query.offset));
     for (let position = 0; position < count; position += 1) {
@@ -199,10 +230,13 @@ export function listPage<R extends TimestampedRecord>(
     }
   } else {
     const pageEnd = query.offset + query.limit;
-    const matches = checks.length === 1 ? (checks[0] as (record: R) => boolean) : (record: R) => checks.every((check) => check(record));
+    const matches =
+      checks.length === 0 ? undefined : checks.length === 1 ? (checks[0] as (record: R) => boolean) : (record: R) => checks.every((check) => check(record));
     for (let step = 0, length = end - start; step < length; step += 1) {
-      const record = view[ascending ? start + step : end - 1 - step] as R;
-      if (!matches(record)) continue;
+      const index = ascending ? start + step : end - 1 - step;
+      if (times !== undefined && !((times[index] as number) > (updatedAfterMs as number))) continue;
+      const record = view[index] as R;
+      if (matches !== undefined && !matches(record)) continue;
       if (total >= query.offset && total < pageEnd) items.push(record);
       total += 1;
     }

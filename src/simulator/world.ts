@@ -131,18 +131,21 @@ export class CompanyWorld {
    * Marks the world changed. World methods call it; code that edits stream records or arrays directly
    * (e.g. `record.updatedAt = ...`) must call it too, so cached sorted list views are rebuilt.
    */
-  touch(): void {
-    this.data.version += 1;
+  touch(stream?: StreamName): void {
+    for (const name of stream ? [stream] : STREAM_NAMES) this.data.versions[name] += 1;
   }
 
-  private insert<T extends TimestampedRecord>(records: T[], record: T): T {
-    this.touch();
+  private insert<T extends TimestampedRecord>(stream: StreamName, record: T): T {
+    this.touch(stream);
+    const records = this.data[stream] as unknown as T[];
     records.splice(insertionIndex(records, record), 0, record);
     return record;
   }
 
-  private findIn<T extends TimestampedRecord>(records: T[], id: string, what: string): T {
-    this.touch();
+  private findIn<T extends TimestampedRecord>(stream: StreamName, id: string): T {
+    this.touch(stream);
+    const records = this.data[stream] as unknown as T[];
+    const what = stream.replace(/s$/, '');
     const record = records.find((candidate) => candidate.id === id);
     if (!record) throw new Error(`no ${what} with id ${id} in company ${this.data.key}`);
     return record;
@@ -175,7 +178,7 @@ export class CompanyWorld {
       createdAt,
       updatedAt: partial.updatedAt ?? createdAt,
     };
-    this.insert(this.data.transactions, record);
+    this.insert('transactions', record);
     this.postJournal(record);
     this.recomputeTaxLiability();
     return record;
@@ -183,7 +186,7 @@ export class CompanyWorld {
 
   /** Applies `patch` to a transaction and sets updatedAt = now (unless the patch sets it). Throws on unknown id. */
   updateTransaction(id: string, patch: Partial<TransactionRecord>): TransactionRecord {
-    const record = this.findIn(this.data.transactions, id, 'transaction');
+    const record = this.findIn<TransactionRecord>('transactions', id);
     Object.assign(record, patch, { id: record.id, createdAt: record.createdAt, updatedAt: patch.updatedAt ?? this.now() });
     if (patch.type !== undefined || patch.amount !== undefined) record.amount = signedAmount(record.type, record.amount);
     this.recomputeTaxLiability();
@@ -218,12 +221,12 @@ export class CompanyWorld {
       updatedAt: partial.updatedAt ?? createdAt,
       customerId: partial.customerId !== undefined ? partial.customerId : (customer?.id ?? null),
     };
-    return this.insert(this.data.deals, record);
+    return this.insert('deals', record);
   }
 
   /** Applies `patch` to a deal and sets updatedAt = now (unless the patch sets it). Throws on unknown id. */
   updateDeal(id: string, patch: Partial<DealRecord>): DealRecord {
-    const record = this.findIn(this.data.deals, id, 'deal');
+    const record = this.findIn<DealRecord>('deals', id);
     Object.assign(record, patch, { id: record.id, createdAt: record.createdAt, updatedAt: patch.updatedAt ?? this.now() });
     return record;
   }
@@ -236,7 +239,7 @@ export class CompanyWorld {
    * Throws Error on unknown id.
    */
   closeDeal(id: string, input: { status: string; reason?: string | null; markContactAsCustomer?: boolean }): DealRecord {
-    const record = this.findIn(this.data.deals, id, 'deal');
+    const record = this.findIn<DealRecord>('deals', id);
     if (!DEAL_CLOSE_STATUSES.has(input.status)) throw new TransitionError(`status must be WON, LOST or OPEN, got ${input.status}`);
     const now = this.now();
     if (input.status === record.status) {
@@ -264,7 +267,7 @@ export class CompanyWorld {
   private promoteCustomer(customerId: string | null, now: string): void {
     const customer = customerId ? this.data.customers.find((candidate) => candidate.id === customerId) : undefined;
     if (customer && customer.lifecycleStage !== 'CUSTOMER') {
-      this.touch();
+      this.touch('customers');
       customer.lifecycleStage = 'CUSTOMER';
       customer.updatedAt = now;
     }
@@ -275,7 +278,7 @@ export class CompanyWorld {
     const createdAt = partial.createdAt ?? this.now();
     const firstName = partial.firstName ?? this.random.pick(FIRST_NAMES);
     const lastName = partial.lastName ?? this.random.pick(LAST_NAMES);
-    return this.insert(this.data.customers, {
+    return this.insert('customers', {
       id: partial.id ?? this.random.id('cus'),
       firstName,
       lastName,
@@ -289,7 +292,7 @@ export class CompanyWorld {
   /** Starts onboarding a new employee: a record appears in the onboardings list at step 1. */
   startOnboarding(partial: Partial<OnboardingRecord> = {}): OnboardingRecord {
     const createdAt = partial.createdAt ?? this.now();
-    return this.insert(this.data.onboardings, {
+    return this.insert('onboardings', {
       id: partial.id ?? this.random.id('onb'),
       employeeId: partial.employeeId ?? this.random.id('emp'),
       onboardingStep: partial.onboardingStep ?? 1,
@@ -302,7 +305,7 @@ export class CompanyWorld {
 
   /** Moves an onboarding one step on (onboardingStep + 1) and sets updatedAt. Throws on unknown id. */
   advanceOnboarding(id: string): OnboardingRecord {
-    const record = this.findIn(this.data.onboardings, id, 'onboarding');
+    const record = this.findIn<OnboardingRecord>('onboardings', id);
     record.onboardingStep += 1;
     record.updatedAt = this.now();
     return record;
@@ -310,7 +313,7 @@ export class CompanyWorld {
 
   /** Completes an onboarding: it leaves the list (spec §4.1) and moves to completedOnboardings. */
   completeOnboarding(id: string): OnboardingRecord {
-    const record = this.findIn(this.data.onboardings, id, 'onboarding');
+    const record = this.findIn<OnboardingRecord>('onboardings', id);
     this.data.onboardings.splice(this.data.onboardings.indexOf(record), 1);
     const now = this.now();
     record.completedAt = now;
@@ -324,7 +327,7 @@ export class CompanyWorld {
     const records = this.streamRecords(stream);
     const index = records.findIndex((record) => record.id === id);
     if (index < 0) return false;
-    this.touch();
+    this.touch(stream);
     records.splice(index, 1);
     return true;
   }
@@ -332,8 +335,8 @@ export class CompanyWorld {
   /** Sets updatedAt of the given records to one timestamp (to make ties). Throws on unknown ids. */
   setUpdatedAt(stream: StreamName, ids: readonly string[], isoTimestamp: string): void {
     const normalized = new Date(isoTimestamp).toISOString();
-    const records = this.streamRecords(stream);
-    for (const id of ids) this.findIn(records, id, stream.replace(/s$/, '')).updatedAt = normalized;
+    this.streamRecords(stream);
+    for (const id of ids) this.findIn(stream, id).updatedAt = normalized;
   }
 
   /** Closes the employee's open time clock entry, if any (clock-out is not in the API). */

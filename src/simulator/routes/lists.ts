@@ -80,7 +80,7 @@ function listTransactions(context: RequestContext) {
           (locationId === undefined || record.locationId === locationId) &&
           (legalEntityId === undefined || record.legalEntityId === legalEntityId)
       : undefined,
-    context.company.data.version,
+    context.company.data.versions.transactions,
   );
   return { message: 'Transactions retrieved', content: { transactions: page.items.map(transactionListItem), pagination: page.pagination } };
 }
@@ -101,14 +101,14 @@ function listDeals(context: RequestContext) {
           (pipelineId === undefined || record.pipelineId === pipelineId) &&
           (locationId === undefined || record.locationId === locationId)
       : undefined,
-    context.company.data.version,
+    context.company.data.versions.deals,
   );
   return { message: 'Deals retrieved', content: { deals: page.items.map(dealView), pagination: page.pagination } };
 }
 
 function listOnboardings(context: RequestContext) {
   const query = parseListQuery(context.query, Object.keys(ONBOARDING_LIST.sortFields));
-  const page = listPage(context.company.onboardings, query, ONBOARDING_LIST, undefined, context.company.data.version);
+  const page = listPage(context.company.onboardings, query, ONBOARDING_LIST, undefined, context.company.data.versions.onboardings);
   return { message: 'Employee onboardings retrieved', content: { onboardings: page.items.map(onboardingView), pagination: page.pagination } };
 }
 
@@ -120,7 +120,7 @@ function listCustomers(context: RequestContext) {
     query,
     CUSTOMER_LIST,
     lifecycleStage === undefined ? undefined : (record) => record.lifecycleStage === lifecycleStage,
-    context.company.data.version,
+    context.company.data.versions.customers,
   );
   return { message: 'Customers retrieved', content: { customers: page.items.map(customerView), pagination: page.pagination } };
 }
