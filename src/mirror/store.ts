@@ -268,6 +268,25 @@ export class MirrorStore {
     });
   }
 
+  /** Who holds the stream's run lock, if anyone. */
+  runLockHolder(stream: StreamName): { owner: string; expiresAt: string } | undefined {
+    const row = this.prepare('SELECT lock_owner, lock_expires_at FROM sync_state WHERE stream = ? AND lock_owner IS NOT NULL').get(stream) as
+      | { lock_owner: string; lock_expires_at: string }
+      | undefined;
+    return row ? { owner: row.lock_owner, expiresAt: row.lock_expires_at } : undefined;
+  }
+
+  /** Takes the run lock from `previousOwner` (known dead), if it still holds it. */
+  takeOverRunLock(stream: StreamName, previousOwner: string, owner: string, expiresAt: string): boolean {
+    const result = this.prepare('UPDATE sync_state SET lock_owner = ?, lock_expires_at = ? WHERE stream = ? AND lock_owner = ?').run(
+      owner,
+      expiresAt,
+      stream,
+      previousOwner,
+    );
+    return result.changes === 1;
+  }
+
   /** Releases the run lock if `owner` holds it. */
   releaseRunLock(stream: StreamName, owner: string): void {
     this.prepare('UPDATE sync_state SET lock_owner = NULL, lock_expires_at = NULL WHERE stream = ? AND lock_owner = ?').run(stream, owner);

@@ -83,7 +83,7 @@ export interface SyncEngineOptions {
   onChanges?: (changes: readonly AppendedChange[]) => void;
   /** Identifies this process in the run lock (default `host:pid`). */
   owner?: string;
-  /** How long a run lock lasts without renewal, ms (renewed every page). Default 10 minutes. */
+  /** How long a run lock lasts without renewal, ms (renewed every page). Default 5 minutes. */
   lockTtlMs?: number;
 }
 
@@ -95,6 +95,16 @@ export interface RunOptions {
 }
 
 const SECOND_MS = 1000;
+
+/** True when a process with this pid exists on this host. */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 /** Runs streams into the mirror. One instance can run several streams concurrently (one run per stream). */
 export class SyncEngine {
@@ -144,7 +154,7 @@ export class SyncEngine {
       result.status = 'unsupported';
       return result;
     }
-    if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
+    if (!this.acquireLock(stream.name)) {
       result.status = 'busy';
       this.logger.info({ stream: stream.name }, 'another process is running this stream; skipped');
       return result;
@@ -186,8 +196,22 @@ export class SyncEngine {
     return run;
   }
 
+  /**
+   * Takes the stream's run lock. A lock held by a process of this host that no longer exists
+   * (killed mid-run) is taken over at once instead of waiting for it to expire.
+   */
+  private acquireLock(stream: StreamName): boolean {
+    if (this.store.acquireRunLock(stream, this.owner, this.lockExpiry())) return true;
+    const holder = this.store.runLockHolder(stream);
+    if (!holder) return this.store.acquireRunLock(stream, this.owner, this.lockExpiry());
+    const [host, pid] = [holder.owner.slice(0, holder.owner.lastIndexOf(':')), Number(holder.owner.slice(holder.owner.lastIndexOf(':') + 1))];
+    if (host !== hostname() || !Number.isInteger(pid) || processAlive(pid)) return false;
+    this.logger.info({ stream, previousOwner: holder.owner }, 'taking over the run lock of a process that died');
+    return this.store.takeOverRunLock(stream, holder.owner, this.owner, this.lockExpiry());
+  }
+
   private lockExpiry(): string {
-    return new Date(Date.now() + (this.options.lockTtlMs ?? 10 * 60 * SECOND_MS)).toISOString();
+    return new Date(Date.now() + (this.options.lockTtlMs ?? 5 * 60 * SECOND_MS)).toISOString();
   }
 
   /** Pages through the stream from the checkpoint until `hasMore` is false. */
