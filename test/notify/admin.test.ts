@@ -36,7 +36,7 @@ describe('listWebhookEndpoints', () => {
     dispatcher.start();
     insertChanges(mirror.db, 3, { types: ['deal.won'] });
     dispatcher.notify();
-    await waitUntil(() => loadEndpoint(mirror.db, 'ok')?.deliveredSeq === 3 && failing.requests.length === 2, 'deliveries and failures');
+    await waitUntil(() => loadEndpoint(mirror.db, 'ok')?.deliveredSeq === 3 && loadEndpoint(mirror.db, 'failing')?.attempts === 2, 'deliveries and failures');
     await dispatcher.stop();
 
     const readonly = openMirror(mirror.path, { readonly: true });
