@@ -109,6 +109,17 @@ interface EndpointRuntime {
 /** Longest pause after an unexpected error (database busy, corrupt row) before the loop tries again, ms. */
 const MAX_ERROR_BACKOFF_MS = 60_000;
 
+/**
+ * Delivers the changelog to the configured webhook endpoints (see the module comment for the
+ * guarantees). Usage in the daemon:
+ *
+ *     const dispatcher = new WebhookDispatcher({ db: openMirror(config.dbPath), endpoints: config.webhooks, logger });
+ *     dispatcher.start();
+ *     // after each sync transaction that appended changes:
+ *     dispatcher.notify();
+ *     // metrics: dispatcher.stats(); on SIGTERM:
+ *     await dispatcher.stop();
+ */
 export class WebhookDispatcher {
   readonly #db: MirrorDatabase;
   readonly #logger: Logger;
