@@ -109,6 +109,11 @@ export class CompanyWorld {
     return this.data.transactions.filter((record) => record.status === 'PENDING' && record.dueDate !== null);
   }
 
+  /** A new seeded kind-prefixed id, e.g. `newId('eml')` (spec §1.6). */
+  newId(prefix: string): string {
+    return this.random.id(prefix);
+  }
+
   /** The clock as an ISO timestamp with milliseconds. */
   now(): string {
     return new Date(this.clock()).toISOString();
