@@ -33,6 +33,8 @@ export interface LocalRateBudgetStats extends RateBudgetStats {
   grantedInWindow: number;
   /** When sends may resume after a 429 or a spent server window (ms epoch), if that is in the future. */
   blockedUntilMs: number | undefined;
+  /** Estimated server clock − our clock, ms (see `LocalRateBudget.serverClockOffsetMs`). */
+  serverClockOffsetMs: number | undefined;
 }
 
 interface Waiter {
@@ -53,6 +55,9 @@ interface ServerWindow {
   remaining: number;
 }
 
+/** Clock samples kept: enough for a sample near a whole second, few enough to follow a clock step. */
+const CLOCK_SAMPLES_KEPT = 64;
+
 function positiveInteger(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
     throw new RangeError(`LocalRateBudget option ${field} must be a positive integer, got ${String(value)}`);
@@ -72,6 +77,8 @@ export class LocalRateBudget implements RateBudget {
   private serverWindow: ServerWindow | undefined;
   /** The server's `X-RateLimit-Limit` when lower than ours. */
   private serverLimit: number | undefined;
+  /** Recent samples of (server Date − our clock), ms; see `serverClockOffsetMs`. */
+  private readonly clockSamples: number[] = [];
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly counters: RateBudgetStats = { granted: { write: 0, incremental: 0, backfill: 0 }, waitedMs: 0, pauses: 0 };
@@ -129,22 +136,21 @@ export class LocalRateBudget implements RateBudget {
 
   /**
    * Takes the server's rate-limit headers into account (spec §8). `remaining: 0` blocks every grant
-   * until `resetAtMs` (converted to our clock with `serverNowMs` when given; a full window from now
-   * when the reset is unknown). A lower `limit` than ours is adopted.
+   * until `resetAtMs` (server clock, converted to ours with `serverClockOffsetMs`, plus the safety
+   * margin; a full window from now when the reset is unknown). A positive `remaining` is counted
+   * down by our grants in that window. A lower `limit` than ours is adopted.
    */
   observe(observation: RateLimitObservation): void {
     const now = Date.now();
     if (observation.limit !== undefined && Number.isInteger(observation.limit) && observation.limit > 0 && observation.limit < this.limit) {
       this.serverLimit = observation.limit;
     }
+    if (observation.serverNowMs !== undefined && Number.isFinite(observation.serverNowMs)) this.recordClockSample(observation.serverNowMs - now);
     const remaining = observation.remaining;
     if (remaining === undefined || !Number.isFinite(remaining)) return;
     let endsAtMs: number;
     if (observation.resetAtMs !== undefined && Number.isFinite(observation.resetAtMs)) {
-      // The Date header is truncated to the second, so reset − serverNow over-estimates the wait: safe.
-      const untilReset =
-        observation.serverNowMs !== undefined ? Math.max(0, observation.resetAtMs - observation.serverNowMs) : observation.resetAtMs - now;
-      endsAtMs = now + untilReset + this.safetyMarginMs;
+      endsAtMs = observation.resetAtMs - (this.serverClockOffsetMs() ?? 0) + this.safetyMarginMs;
     } else {
       if (remaining > 0) return; // no window to count down in
       endsAtMs = now + this.effectiveWindowMs;
@@ -154,12 +160,29 @@ export class LocalRateBudget implements RateBudget {
     const sameWindow = current !== undefined && observation.resetAtMs !== undefined && current.serverResetAtMs === observation.resetAtMs;
     if (sameWindow) {
       current.remaining = Math.min(current.remaining, Math.max(0, remaining));
-      current.endsAtMs = Math.max(current.endsAtMs, endsAtMs);
+      // Every estimate is safe (see serverClockOffsetMs), so the tightest one wins.
+      current.endsAtMs = Math.min(current.endsAtMs, endsAtMs);
     } else if (current === undefined || endsAtMs >= current.endsAtMs) {
       // A newer window; an older window's observation arriving late is ignored.
       this.serverWindow = { serverResetAtMs: observation.resetAtMs, endsAtMs, remaining: Math.max(0, remaining) };
     }
     this.pump();
+  }
+
+  /**
+   * How far the server's clock is ahead of ours (negative: behind), ms, or undefined before any
+   * `Date` header was seen. Each sample (Date − our clock at receipt) is at most the true offset,
+   * because the Date header is truncated to the second and the response took time to arrive, so
+   * the largest recent sample is a safe estimate that tightens as responses come in; converting a
+   * reset with it never ends a window early.
+   */
+  serverClockOffsetMs(): number | undefined {
+    return this.clockSamples.length > 0 ? Math.max(...this.clockSamples) : undefined;
+  }
+
+  private recordClockSample(sampleMs: number): void {
+    this.clockSamples.push(sampleMs);
+    if (this.clockSamples.length > CLOCK_SAMPLES_KEPT) this.clockSamples.shift();
   }
 
   /** Blocks every `acquire` until `untilMs` (ms epoch), e.g. after a 429's `Retry-After`. */
@@ -181,6 +204,7 @@ export class LocalRateBudget implements RateBudget {
       waiting: { write: this.queues.write.length, incremental: this.queues.incremental.length, backfill: this.queues.backfill.length },
       grantedInWindow: this.grantLog.length,
       blockedUntilMs: blockedUntil > now ? blockedUntil : undefined,
+      serverClockOffsetMs: this.serverClockOffsetMs(),
     };
   }
 

@@ -64,6 +64,20 @@ describe('LocalRateBudget', () => {
     expect(Date.now() - now).toBeGreaterThanOrEqual(600);
   });
 
+  it('tightens the server clock estimate from several Date headers, never ending a window early', async () => {
+    const rate = budget(100, 60_000);
+    const now = Date.now();
+    // Date headers are truncated to the second: this one was read 900 ms after its second began...
+    rate.observe({ serverNowMs: now - 900 });
+    // ...this one 50 ms after: the clocks agree to within 50 ms, so the reset is ~300 ms away, not ~1200.
+    rate.observe({ remaining: 0, resetAtMs: now + 300, serverNowMs: now - 50 });
+    expect(rate.serverClockOffsetMs()).toBeGreaterThanOrEqual(-60);
+    await rate.acquire('write');
+    const waited = Date.now() - now;
+    expect(waited).toBeGreaterThanOrEqual(300);
+    expect(waited).toBeLessThan(700);
+  });
+
   it('counts down a positive `remaining` within the server window', async () => {
     const rate = budget(100, 60_000);
     const now = Date.now();
