@@ -346,6 +346,35 @@ describe('ApiClient and the rate budget', () => {
     expect(client.stats.rateLimited).toBe(0);
   });
 
+  it('aborting a request in flight says requestSent=true and does not retry', async () => {
+    const server = await serve(() => {
+      /* never answers */
+    });
+    const { client } = clientFor(server.url);
+    const controller = new AbortController();
+    const inFlight = client.request({ method: 'GET', path: '/a', contentSchema: z.unknown(), priority: 'incremental', retry: 'safe', signal: controller.signal });
+    setTimeout(() => controller.abort(), 100);
+    await expect(inFlight).rejects.toMatchObject({ name: 'ConnectionError', code: 'ABORTED', requestSent: true });
+    expect(server.requests).toHaveLength(1);
+    expect(client.stats.retries).toBe(0);
+  });
+
+  it('aborting during a retry backoff tells whether any attempt may have been processed', async () => {
+    const server = await serve((_request, response) => sendJson(response, 500, { message: 'Internal error' }));
+    const { client } = clientFor(server.url, { retry: { maxRetries: 3, minTimeoutMs: 2000, maxTimeoutMs: 2000 } });
+    const afterServerError = new AbortController();
+    const read = client.request({ method: 'GET', path: '/a', contentSchema: z.unknown(), priority: 'incremental', retry: 'safe', signal: afterServerError.signal });
+    setTimeout(() => afterServerError.abort(), 150);
+    await expect(read).rejects.toMatchObject({ name: 'ConnectionError', code: 'ABORTED', requestSent: true });
+    expect(server.requests).toHaveLength(1);
+
+    const refusedClient = clientFor(`http://127.0.0.1:${await closedPort()}`, { retry: { maxRetries: 3, minTimeoutMs: 2000, maxTimeoutMs: 2000 } }).client;
+    const afterRefused = new AbortController();
+    const write = refusedClient.request({ method: 'POST', path: '/transactions', body: {}, contentSchema: z.unknown(), priority: 'write', retry: 'unsent-only', signal: afterRefused.signal });
+    setTimeout(() => afterRefused.abort(), 150);
+    await expect(write).rejects.toMatchObject({ name: 'ConnectionError', code: 'ABORTED', requestSent: false });
+  });
+
   it('aborting while waiting for the budget sends nothing and says requestSent=false', async () => {
     const server = await serve((_request, response) => sendEnvelope(response, {}));
     const budget = new LocalRateBudget({ limit: 1, windowMs: 5000 });
