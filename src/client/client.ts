@@ -186,12 +186,13 @@ export class ApiClient {
    * @throws a typed error of errors.ts: the status's class for a 4xx/5xx (with the server's
    *   `message`, `err`, `retryAfter`), `ConnectionError` when no response arrived, `InvalidResponseError`
    *   when the body is not JSON, has no `content`, or `content` fails `contentSchema`; a TypeError
-   *   for an unknown token name.
+   *   for an unknown token name. When `signal` aborts: `ConnectionError` with code `ABORTED` whose
+   *   `requestSent` is false only if no attempt can have been processed by the server.
    */
   async request<S extends z.ZodType>(options: RequestOptions<S>): Promise<ApiResponse<z.infer<S>>> {
     const description = describeRequest(options.method, options.path, options.query);
     const tokenName = options.token ?? 'default';
-    const token = this.tokens[tokenName];
+    const token = Object.hasOwn(this.tokens, tokenName) ? this.tokens[tokenName] : undefined;
     if (token === undefined) {
       throw new TypeError(`unknown token name "${tokenName}" for ${description.method} ${description.path}; configured: ${Object.keys(this.tokens).join(', ')}`);
     }
