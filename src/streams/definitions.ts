@@ -158,6 +158,7 @@ export function streamByName(name: string): StreamDefinition {
 
 /** Reads a dot path (`user.fullname`) from a record; undefined when any step is missing. */
 export function readField(record: ApiRecord, path: string): unknown {
+  if (!path.includes('.')) return record[path];
   let node: unknown = record;
   for (const part of path.split('.')) {
     if (node === null || typeof node !== 'object') return undefined;
