@@ -189,7 +189,10 @@ export class CompanyWorld {
     return record;
   }
 
-  /** Applies `patch` to a transaction and sets updatedAt = now (unless the patch sets it). Throws on unknown id. */
+  /**
+   * Applies `patch` to a transaction and sets updatedAt = now (unless the patch sets it); `id` and
+   * `createdAt` never change (the array order depends on them). Throws on unknown id.
+   */
   updateTransaction(id: string, patch: Partial<TransactionRecord>): TransactionRecord {
     const record = this.findIn<TransactionRecord>('transactions', id);
     Object.assign(record, patch, { id: record.id, createdAt: record.createdAt, updatedAt: patch.updatedAt ?? this.now() });
@@ -229,7 +232,7 @@ export class CompanyWorld {
     return this.insert('deals', record);
   }
 
-  /** Applies `patch` to a deal and sets updatedAt = now (unless the patch sets it). Throws on unknown id. */
+  /** Applies `patch` to a deal and sets updatedAt = now (unless the patch sets it); `id`/`createdAt` never change. Throws on unknown id. */
   updateDeal(id: string, patch: Partial<DealRecord>): DealRecord {
     const record = this.findIn<DealRecord>('deals', id);
     Object.assign(record, patch, { id: record.id, createdAt: record.createdAt, updatedAt: patch.updatedAt ?? this.now() });
