@@ -7,9 +7,30 @@
  * (`ConfigError`), never a stack trace.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { validateDetailed as validateCron } from 'node-cron';
 import { z } from 'zod';
 
-const cronExpression = z.string().min(1);
+/**
+ * Why `expression` is not a node-cron expression, or null when it is one: 5 fields (minute hour
+ * day-of-month month day-of-week), or 6 with a seconds field first (`*\/30 * * * * *` = every 30 s).
+ */
+export function cronExpressionProblem(expression: string): string | null {
+  const result = validateCron(expression);
+  if (result.valid) return null;
+  const why = result.errors.map((error) => (error.field === 'expression' ? error.message : `${error.field}: ${error.message}`)).join('; ');
+  return `"${expression}" is not a valid cron expression (${why}); use 5 fields, or 6 with seconds first, e.g. "*/30 * * * * *"`;
+}
+
+/** A cron expression, checked at load: a bad schedule is a ConfigError naming its key, not a daemon that never runs. */
+const cronExpression = z
+  .string()
+  .min(1)
+  .superRefine((expression, context) => {
+    const problem = cronExpressionProblem(expression);
+    if (problem) context.addIssue({ code: 'custom', message: problem });
+  });
+
+const streamName = z.enum(['transactions', 'deals', 'onboardings']);
 
 export const webhookEndpointSchema = z.object({
   /** A short name for logs, metrics and `webhooks list`. */
@@ -52,18 +73,23 @@ export const configSchema = z.object({
       overlapSeconds: z.number().int().min(0).default(120),
       /** Cron (seconds field allowed) for every stream's incremental sync. */
       schedule: cronExpression.default('*/30 * * * * *'),
-      // Per-stream schedule overrides, e.g. { "deals": "every 10 seconds" as a cron with a seconds field }.
-      streamSchedules: z.record(z.string(), cronExpression).default({}),
+      /** Per-stream overrides of `schedule`, e.g. `{ "deals": "*\/10 * * * * *" }` (every 10 seconds). */
+      streamSchedules: z.partialRecord(streamName, cronExpression).default({}),
       /** Cron for reconciliation (complete scans that find records gone from a list). */
       reconcileSchedule: cronExpression.default('0 17 */6 * * *'),
       /** Streams to run. */
-      streams: z.array(z.enum(['transactions', 'deals', 'onboardings'])).default(['transactions', 'deals', 'onboardings']),
+      streams: z.array(streamName).default(['transactions', 'deals', 'onboardings']),
     })
     .prefault({}),
   http: z
     .object({
       host: z.string().default('127.0.0.1'),
       port: z.number().int().min(0).max(65535).default(8080),
+      /**
+       * How long a `/readyz` verdict is reused, seconds: the readiness probe (one list request with
+       * `limit=1`, spent from the rate budget) runs at most this often.
+       */
+      readinessCacheSeconds: z.number().int().min(1).max(3600).default(30),
       /** Bearer key required by `POST /writes` and `GET /writes/{id}`; the write routes are off when unset. */
       writeApiKey: z.string().min(16, 'must be at least 16 characters').optional(),
     })
@@ -118,7 +144,10 @@ const ENV_FOR_KEY: Record<string, string> = {
   redisUrl: 'REDIS_URL',
   'rateLimit.perMinute': 'BIZOPS_RATE_LIMIT_PER_MIN',
   'sync.schedule': 'BIZOPS_SCHEDULE',
+  'sync.reconcileSchedule': 'BIZOPS_RECONCILE_SCHEDULE',
+  'http.host': 'BIZOPS_HTTP_HOST',
   'http.port': 'BIZOPS_HTTP_PORT',
+  'http.readinessCacheSeconds': 'BIZOPS_READINESS_CACHE_SECONDS',
 };
 
 function readConfigFile(explicit: string | undefined): Record<string, unknown> {
@@ -167,6 +196,7 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_RECONCILE_SCHEDULE) set('sync.reconcileSchedule', 'BIZOPS_RECONCILE_SCHEDULE', env.BIZOPS_RECONCILE_SCHEDULE);
   if (env.BIZOPS_HTTP_PORT) set('http.port', 'BIZOPS_HTTP_PORT', number('BIZOPS_HTTP_PORT'));
   if (env.BIZOPS_HTTP_HOST) set('http.host', 'BIZOPS_HTTP_HOST', env.BIZOPS_HTTP_HOST);
+  if (env.BIZOPS_READINESS_CACHE_SECONDS) set('http.readinessCacheSeconds', 'BIZOPS_READINESS_CACHE_SECONDS', number('BIZOPS_READINESS_CACHE_SECONDS'));
   if (env.BIZOPS_WRITE_API_KEY) set('http.writeApiKey', 'BIZOPS_WRITE_API_KEY', env.BIZOPS_WRITE_API_KEY);
   if (env.BIZOPS_WEBHOOK_URL || env.BIZOPS_WEBHOOK_SECRET) {
     values.webhooks = [{ name: 'env', url: env.BIZOPS_WEBHOOK_URL, secret: env.BIZOPS_WEBHOOK_SECRET, events: ['*'] }];
@@ -194,7 +224,13 @@ export function maskConfig(config: Config): unknown {
   return {
     ...config,
     tokens: Object.fromEntries(Object.keys(config.tokens).map((name) => [name, '***'])),
+    redisUrl: maskUrlPassword(config.redisUrl),
     http: { ...config.http, writeApiKey: mask(config.http.writeApiKey) },
     webhooks: config.webhooks.map((w) => ({ ...w, secret: 'whsec_***' })),
   };
+}
+
+/** `redis://user:secret@host:6379` -> `redis://user:***@host:6379`; URLs without a password unchanged. */
+function maskUrlPassword(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@');
 }

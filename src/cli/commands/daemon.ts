@@ -1,4 +1,61 @@
-/** `bizops-sync daemon` and its companions (webhooks, config check): registered by the daemon work (issue 3). */
+/**
+ * `bizops-sync daemon` (issue 3): runs unattended until SIGTERM or SIGINT. Also registers its
+ * companions `bizops-sync config check` and `bizops-sync webhooks list|send-test|replay`.
+ *
+ * Shutdown: the first SIGTERM or SIGINT aborts runs (their checkpoints stand), stops the schedule,
+ * the webhook dispatcher and the HTTP server, flushes the log and exits 0. Should anything hang,
+ * the process exits anyway 10 s after the signal (code 1, logged). A second Ctrl-C exits at once (130).
+ */
 import type { Command } from 'commander';
+import { startDaemon } from '../../../jobs/daemon.ts';
+import { createLogger } from '../../logging/logger.ts';
+import { configFromEnvironment, shutdownOnSignals } from '../shared.ts';
+import { checkBeyondSchema, registerConfigCommands } from './config.ts';
+import { registerWebhookCommands } from './webhooks.ts';
 
-export function registerDaemonCommands(_program: Command): void {}
+/** After a stop signal, the process exits within this long whatever happens, ms. */
+export const FORCED_EXIT_AFTER_MS = 10_000;
+
+export function registerDaemonCommands(program: Command): void {
+  program
+    .command('daemon')
+    .description('run unattended: scheduled incremental syncs and reconciliation, webhook delivery, and an HTTP port with /healthz, /readyz and /metrics')
+    .addHelpText(
+      'after',
+      `
+Schedules are cron expressions (a leading seconds field is allowed):
+  BIZOPS_SCHEDULE            every stream's incremental sync (default "*/30 * * * * *": every 30 s)
+  BIZOPS_RECONCILE_SCHEDULE  reconciliation, a complete scan finding records gone upstream (default "0 17 */6 * * *")
+HTTP port:
+  BIZOPS_HTTP_HOST, BIZOPS_HTTP_PORT   where /healthz, /readyz, /metrics listen (default 127.0.0.1:8080)
+Webhooks:
+  BIZOPS_WEBHOOK_URL, BIZOPS_WEBHOOK_SECRET   one endpoint receiving every event (more in the config file)
+Check the effective configuration first: bizops-sync config check`,
+    )
+    .action(async () => {
+      const config = configFromEnvironment();
+      checkBeyondSchema(config);
+      const logger = createLogger({ secrets: [...Object.values(config.tokens), ...config.webhooks.map((endpoint) => endpoint.secret)] });
+      let stopped = false;
+      // Listen before starting, so a signal that arrives during start-up still stops gracefully.
+      const shutdown = shutdownOnSignals((signal) => {
+        logger.info({ signal }, 'stop signal received');
+        setTimeout(() => {
+          logger.error({ afterMs: FORCED_EXIT_AFTER_MS, gracefulStopFinished: stopped }, 'shutdown took too long: exiting anyway');
+          logger.flush();
+          process.exit(stopped ? 0 : 1);
+        }, FORCED_EXIT_AFTER_MS).unref();
+      });
+      try {
+        const daemon = await startDaemon(config, { logger });
+        if (!shutdown.signal.aborted) await new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
+        await daemon.stop();
+        stopped = true;
+        process.exitCode = 0;
+      } finally {
+        shutdown.dispose();
+      }
+    });
+  registerConfigCommands(program);
+  registerWebhookCommands(program);
+}

@@ -1,0 +1,287 @@
+/**
+ * The daemon's metrics (`GET /metrics`), in the Prometheus text exposition format, with prom-client.
+ *
+ * Figures the daemon counts itself (runs, their errors and durations, changes recorded, skipped
+ * ticks) are updated as they happen; figures kept elsewhere are read at scrape time:
+ *   - the mirror (SQLite): records per stream, last success, cursor, changelog seq;
+ *   - the API clients' `stats` and the rate budget's `stats()` (spec §8): requests, 429s, retries,
+ *     slots granted per priority, time spent waiting for the budget;
+ *   - the webhook dispatcher's `stats()`: deliveries, failures, lag in events and seconds.
+ * Counters read from a source restart at 0 with the process, as Prometheus counters may.
+ *
+ * Metric names (all prefixed `bizops_`; `stream` is transactions|deals|onboardings):
+ *   stream_last_success_timestamp_seconds{stream}   gauge, Unix seconds of the last successful run
+ *   stream_cursor_timestamp_seconds{stream}         gauge, the cursor (server time) of incremental syncs
+ *   stream_records{stream,state}                    gauge, mirrored records: state live|tombstoned
+ *   stream_supported{stream}                        gauge, 0 when the list endpoint answered 404
+ *   stream_changes_recorded_total{stream}           counter, changelog events appended by this process
+ *   stream_runs_total{stream,reason,status}         counter, runs ended (reason backfill|sync|reconcile)
+ *   stream_run_errors_total{stream,reason}          counter, runs that failed
+ *   stream_run_duration_seconds{stream,reason}      histogram, wall-clock time of a run
+ *   stream_ticks_skipped_total{stream}              counter, schedule ticks skipped: the stream was still running
+ *   changelog_last_seq                              gauge, the highest `changes.seq`
+ *   api_requests_total                              counter, API requests sent (retries and 429s included)
+ *   api_rate_limited_total                          counter, 429 answers
+ *   api_retries_total                               counter, requests that were retries
+ *   rate_budget_granted_total{priority}             counter, slots granted: write|incremental|backfill
+ *   rate_budget_wait_seconds_total                  counter, time requests spent waiting for the budget
+ *   rate_budget_pauses_total                        counter, pauses after a 429's Retry-After
+ *   webhook_deliveries_total{endpoint}              counter, events delivered (2xx)
+ *   webhook_failures_total{endpoint}                counter, failed delivery attempts
+ *   webhook_lag_events{endpoint}                    gauge, changelog events not yet delivered
+ *   webhook_lag_seconds{endpoint}                   gauge, age of the oldest undelivered event
+ *   webhook_consecutive_failures{endpoint}          gauge, failed attempts in a row for the next event
+ *   webhook_endpoint_enabled{endpoint}              gauge, 0 after a 410 Gone
+ * plus prom-client's default process metrics (`process_*`, `nodejs_*`).
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ApiClientStats } from '../client/client.ts';
+import { PRIORITIES, type RateBudgetStats } from '../client/rate-budget.ts';
+import type { AppendedChange, SyncState } from '../mirror/store.ts';
+import { STREAMS, type StreamDefinition, type StreamName } from '../streams/definitions.ts';
+import type { RunReason, RunResult } from '../sync/engine.ts';
+
+/** Where scrape-time figures come from. */
+export interface DaemonMetricsSources {
+  streams: readonly StreamName[];
+  store: {
+    readSyncState(stream: StreamName): SyncState;
+    countRecords(stream: StreamDefinition): { live: number; deleted: number };
+    lastSeq(): number;
+  };
+  /** Every API client of the process (the sync's and the readiness probe's): their counters are summed. */
+  apiClients: readonly { readonly stats: ApiClientStats }[];
+  budget: { stats(): RateBudgetStats };
+  /** The webhook dispatcher; absent when no endpoint is configured. */
+  webhooks?: { stats(): readonly WebhookStatsLike[] } | null;
+  /** Also export prom-client's default process metrics (default true). */
+  processMetrics?: boolean;
+}
+
+/** The dispatcher's per-endpoint figures used here (src/notify `WebhookEndpointStats`). */
+export interface WebhookStatsLike {
+  name: string;
+  enabled: boolean;
+  deliveries: number;
+  failures: number;
+  lagEvents: number;
+  lagSeconds: number;
+  consecutiveFailures: number;
+}
+
+/** Run durations span a one-page sync (tens of ms) to a large backfill (minutes). */
+const DURATION_BUCKETS_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
+
+function unixSeconds(iso: string | null): number | undefined {
+  if (iso === null) return undefined;
+  const ms = Date.parse(iso);
+  return Number.isFinite(ms) ? ms / 1000 : undefined;
+}
+
+/** The daemon's metric registry; see the module comment for the names. */
+export class DaemonMetrics {
+  readonly registry = new Registry();
+  readonly #changes: Counter<'stream'>;
+  readonly #runs: Counter<'stream' | 'reason' | 'status'>;
+  readonly #runErrors: Counter<'stream' | 'reason'>;
+  readonly #runDuration: Histogram<'stream' | 'reason'>;
+  readonly #skippedTicks: Counter<'stream'>;
+
+  constructor(sources: DaemonMetricsSources) {
+    const registers = [this.registry];
+    const { streams, store } = sources;
+    if (sources.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+
+    this.#changes = new Counter({ name: 'bizops_stream_changes_recorded_total', help: 'Changelog events appended by this process, per stream.', labelNames: ['stream'], registers });
+    this.#runs = new Counter({ name: 'bizops_stream_runs_total', help: 'Stream runs ended, by reason (backfill, sync, reconcile) and status.', labelNames: ['stream', 'reason', 'status'], registers });
+    this.#runErrors = new Counter({ name: 'bizops_stream_run_errors_total', help: 'Stream runs that failed (the checkpoint stands; the next run resumes).', labelNames: ['stream', 'reason'], registers });
+    this.#runDuration = new Histogram({
+      name: 'bizops_stream_run_duration_seconds',
+      help: 'Wall-clock duration of stream runs, seconds.',
+      labelNames: ['stream', 'reason'],
+      buckets: DURATION_BUCKETS_SECONDS,
+      registers,
+    });
+    this.#skippedTicks = new Counter({ name: 'bizops_stream_ticks_skipped_total', help: 'Schedule ticks skipped because the stream was still running.', labelNames: ['stream'], registers });
+    for (const stream of streams) {
+      this.#changes.inc({ stream }, 0);
+      this.#skippedTicks.inc({ stream }, 0);
+      for (const reason of ['backfill', 'sync', 'reconcile'] as const) this.#runErrors.inc({ stream, reason }, 0);
+    }
+
+    new Gauge({
+      name: 'bizops_stream_last_success_timestamp_seconds',
+      help: 'Unix time of the last successful run of the stream.',
+      labelNames: ['stream'],
+      registers,
+      collect() {
+        this.reset();
+        for (const stream of streams) {
+          const at = unixSeconds(store.readSyncState(stream).lastSuccessAt);
+          if (at !== undefined) this.set({ stream }, at);
+        }
+      },
+    });
+    new Gauge({
+      name: 'bizops_stream_cursor_timestamp_seconds',
+      help: 'The stream cursor (server time at the start of the last successful run), Unix seconds.',
+      labelNames: ['stream'],
+      registers,
+      collect() {
+        this.reset();
+        for (const stream of streams) {
+          const at = unixSeconds(store.readSyncState(stream).cursor);
+          if (at !== undefined) this.set({ stream }, at);
+        }
+      },
+    });
+    new Gauge({
+      name: 'bizops_stream_supported',
+      help: '1 while the stream can be listed; 0 after its list endpoint answered 404.',
+      labelNames: ['stream'],
+      registers,
+      collect() {
+        for (const stream of streams) this.set({ stream }, store.readSyncState(stream).supported ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'bizops_stream_records',
+      help: 'Records in the mirror: state="live" (listed upstream) or "tombstoned".',
+      labelNames: ['stream', 'state'],
+      registers,
+      collect() {
+        for (const stream of streams) {
+          const counts = store.countRecords(STREAMS[stream]);
+          this.set({ stream, state: 'live' }, counts.live);
+          this.set({ stream, state: 'tombstoned' }, counts.deleted);
+        }
+      },
+    });
+    new Gauge({
+      name: 'bizops_changelog_last_seq',
+      help: 'The highest changelog seq.',
+      registers,
+      collect() {
+        this.set(store.lastSeq());
+      },
+    });
+
+    const apiTotal = (pick: (stats: ApiClientStats) => number) => sources.apiClients.reduce((sum, client) => sum + pick(client.stats), 0);
+    new Counter({
+      name: 'bizops_api_requests_total',
+      help: 'API requests sent, retries and 429s included.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(apiTotal((stats) => stats.requests));
+      },
+    });
+    new Counter({
+      name: 'bizops_api_rate_limited_total',
+      help: 'API answers with status 429 (spec §7).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(apiTotal((stats) => stats.rateLimited));
+      },
+    });
+    new Counter({
+      name: 'bizops_api_retries_total',
+      help: 'API requests that were retries.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(apiTotal((stats) => stats.retries));
+      },
+    });
+    new Counter({
+      name: 'bizops_rate_budget_granted_total',
+      help: 'Rate budget slots granted, by priority (write, incremental, backfill).',
+      labelNames: ['priority'],
+      registers,
+      collect() {
+        this.reset();
+        const stats = sources.budget.stats();
+        for (const priority of PRIORITIES) this.inc({ priority }, stats.granted[priority]);
+      },
+    });
+    new Counter({
+      name: 'bizops_rate_budget_wait_seconds_total',
+      help: 'Time requests spent waiting for the rate budget, seconds.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources.budget.stats().waitedMs / 1000);
+      },
+    });
+    new Counter({
+      name: 'bizops_rate_budget_pauses_total',
+      help: "Rate budget pauses after a 429's Retry-After.",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources.budget.stats().pauses);
+      },
+    });
+
+    const webhooks = sources.webhooks;
+    if (webhooks) {
+      const perEndpoint = (name: string, help: string, type: 'counter' | 'gauge', pick: (stats: WebhookStatsLike) => number) => {
+        const options = {
+          name,
+          help,
+          labelNames: ['endpoint'] as const,
+          registers,
+        };
+        if (type === 'counter') {
+          new Counter({
+            ...options,
+            collect() {
+              this.reset();
+              for (const stats of webhooks.stats()) this.inc({ endpoint: stats.name }, pick(stats));
+            },
+          });
+        } else {
+          new Gauge({
+            ...options,
+            collect() {
+              this.reset();
+              for (const stats of webhooks.stats()) this.set({ endpoint: stats.name }, pick(stats));
+            },
+          });
+        }
+      };
+      perEndpoint('bizops_webhook_deliveries_total', 'Webhook events delivered with a 2xx, by endpoint.', 'counter', (stats) => stats.deliveries);
+      perEndpoint('bizops_webhook_failures_total', 'Failed webhook delivery attempts, by endpoint.', 'counter', (stats) => stats.failures);
+      perEndpoint('bizops_webhook_lag_events', 'Changelog events not yet delivered to the endpoint.', 'gauge', (stats) => stats.lagEvents);
+      perEndpoint('bizops_webhook_lag_seconds', 'Age of the oldest event not yet delivered to the endpoint, seconds.', 'gauge', (stats) => stats.lagSeconds);
+      perEndpoint('bizops_webhook_consecutive_failures', 'Failed attempts in a row for the endpoint\'s next event.', 'gauge', (stats) => stats.consecutiveFailures);
+      perEndpoint('bizops_webhook_endpoint_enabled', '1 while the endpoint receives events; 0 after a 410 Gone.', 'gauge', (stats) => (stats.enabled ? 1 : 0));
+    }
+  }
+
+  /** Counts a finished run: its status, its error, its duration (ms). */
+  recordRun(result: RunResult, durationMs: number): void {
+    const labels = { stream: result.stream, reason: result.reason };
+    this.#runs.inc({ ...labels, status: result.status });
+    if (result.status === 'failed') this.#runErrors.inc(labels);
+    this.#runDuration.observe(labels, durationMs / 1000);
+  }
+
+  /** Counts changelog events just appended (the engine's `onChanges`). */
+  recordChanges(changes: readonly AppendedChange[]): void {
+    const perStream = new Map<string, number>();
+    for (const change of changes) perStream.set(change.stream, (perStream.get(change.stream) ?? 0) + 1);
+    for (const [stream, count] of perStream) this.#changes.inc({ stream }, count);
+  }
+
+  /** Counts a schedule tick skipped because the stream was still running. */
+  recordSkippedTick(stream: StreamName, _reason: RunReason): void {
+    this.#skippedTicks.inc({ stream });
+  }
+
+  /** The exposition text and its content type. @throws when a source fails (e.g. the database is closed). */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

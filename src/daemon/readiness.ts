@@ -1,0 +1,123 @@
+/**
+ * Readiness (`GET /readyz`): the daemon is ready when the API is reachable and accepts its token
+ * (spec §5: a refused token answers 401 or 403). Checked by a cheap probe, one list request with
+ * `limit=1` (spec §1 Pagination), which spends one request of the rate budget (spec §8), so its
+ * verdict is cached and the probe runs at most once per `cacheMs`.
+ */
+import { z } from 'zod';
+import type { ApiClient } from '../client/client.ts';
+import {
+  AuthenticationError,
+  BizopsApiError,
+  ConnectionError,
+  InvalidResponseError,
+  NotFoundError,
+  PermissionError,
+  RateLimitError,
+  ServerError,
+} from '../client/errors.ts';
+
+/** What `/readyz` answers (as JSON), 200 when `ready`, else 503. */
+export interface ReadinessVerdict {
+  ready: boolean;
+  /** One sentence: why (not) ready. */
+  reason: string;
+  /** The probe's HTTP status; null when no answer arrived or no probe ran yet. */
+  status: number | null;
+  /** When the probe that gave this verdict ended (ISO 8601); null before the first probe. */
+  checkedAt: string | null;
+}
+
+/** One probe: resolves when the API accepted it, throws the client's typed error otherwise. */
+export type ReadinessCheck = (signal: AbortSignal) => Promise<void>;
+
+export interface ReadinessProbeOptions {
+  check: ReadinessCheck;
+  /** A verdict is reused this long, ms (config `http.readinessCacheSeconds` × 1000). */
+  cacheMs: number;
+  /** How long one probe may take before it counts as unreachable, ms. Default 5000. */
+  timeoutMs?: number;
+}
+
+/**
+ * Turns a probe's outcome into a verdict. Reachable with the token accepted (ready): a 2xx, a 404
+ * (the list endpoint is missing, e.g. GET /deals, DESIGN.md "Deals": the token still passed) and a
+ * 429 (spec §7: the server is there and only asks us to slow down). Not ready: 401/403 (the token
+ * is refused or lacks the scope), no answer, a 5xx, or an answer that is not the API's envelope.
+ */
+export function verdictFor(outcome: unknown, now: Date = new Date()): ReadinessVerdict {
+  const checkedAt = now.toISOString();
+  if (outcome === undefined) return { ready: true, reason: 'the API answered and accepted the token', status: 200, checkedAt };
+  if (outcome instanceof NotFoundError) return { ready: true, reason: 'the API answered and accepted the token (the probed list answered 404)', status: 404, checkedAt };
+  if (outcome instanceof RateLimitError) return { ready: true, reason: 'the API answered 429: reachable, token accepted, rate limited for now', status: 429, checkedAt };
+  if (outcome instanceof AuthenticationError || outcome instanceof PermissionError) {
+    return { ready: false, reason: `the API refused the token (HTTP ${outcome.status}): ${outcome.message}`, status: outcome.status ?? null, checkedAt };
+  }
+  if (outcome instanceof ConnectionError) return { ready: false, reason: `the API is unreachable: ${outcome.message}`, status: null, checkedAt };
+  if (outcome instanceof ServerError) return { ready: false, reason: `the API is failing (HTTP ${outcome.status}): ${outcome.message}`, status: outcome.status ?? null, checkedAt };
+  if (outcome instanceof InvalidResponseError) return { ready: false, reason: `the API's answer is not valid: ${outcome.message}`, status: outcome.status ?? null, checkedAt };
+  if (outcome instanceof BizopsApiError) return { ready: false, reason: `the API refused the probe (HTTP ${outcome.status ?? '?'}): ${outcome.message}`, status: outcome.status ?? null, checkedAt };
+  const message = outcome instanceof Error ? outcome.message : String(outcome);
+  return { ready: false, reason: `the readiness probe failed: ${message}`, status: null, checkedAt };
+}
+
+/**
+ * The probe `GET <path>?limit=1` through `client` (its rate budget at `incremental` priority).
+ * Give it a client without retries (`retry: { maxRetries: 0, maxRateLimitRetries: 0 }`): a probe
+ * reports what the API says now, it does not wait for it to get better.
+ */
+export function apiReadinessCheck(client: ApiClient, path: string): ReadinessCheck {
+  return async (signal) => {
+    await client.request({ method: 'GET', path, query: { limit: 1 }, contentSchema: z.unknown(), priority: 'incremental', retry: 'none', signal });
+  };
+}
+
+/** Caches readiness verdicts; one probe at a time. */
+export class ReadinessProbe {
+  readonly #check: ReadinessCheck;
+  readonly #cacheMs: number;
+  readonly #timeoutMs: number;
+  #verdict: ReadinessVerdict = { ready: false, reason: 'the API has not been probed yet', status: null, checkedAt: null };
+  #verdictAtMs = Number.NEGATIVE_INFINITY;
+  #inFlight: Promise<ReadinessVerdict> | null = null;
+
+  /** @throws RangeError when `cacheMs` or `timeoutMs` is not a positive number */
+  constructor(options: ReadinessProbeOptions) {
+    if (!(options.cacheMs > 0)) throw new RangeError(`readiness cacheMs must be a positive number of ms, got ${String(options.cacheMs)}`);
+    const timeoutMs = options.timeoutMs ?? 5000;
+    if (!(timeoutMs > 0)) throw new RangeError(`readiness timeoutMs must be a positive number of ms, got ${String(timeoutMs)}`);
+    this.#check = options.check;
+    this.#cacheMs = options.cacheMs;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** The last verdict, without probing. */
+  get last(): ReadinessVerdict {
+    return this.#verdict;
+  }
+
+  /**
+   * The cached verdict while it is younger than `cacheMs`; otherwise probes (joining a probe already
+   * in flight) and returns the fresh verdict. Never throws.
+   */
+  async current(): Promise<ReadinessVerdict> {
+    if (performance.now() - this.#verdictAtMs < this.#cacheMs) return this.#verdict;
+    this.#inFlight ??= this.#probe().finally(() => {
+      this.#inFlight = null;
+    });
+    return this.#inFlight;
+  }
+
+  async #probe(): Promise<ReadinessVerdict> {
+    let outcome: unknown;
+    const signal = AbortSignal.timeout(this.#timeoutMs);
+    try {
+      await this.#check(signal);
+    } catch (error) {
+      outcome = signal.aborted ? new ConnectionError({ message: `no answer within ${this.#timeoutMs} ms`, code: 'TIMEOUT', requestSent: true }) : (error ?? new Error('the probe failed'));
+    }
+    this.#verdict = verdictFor(outcome);
+    this.#verdictAtMs = performance.now();
+    return this.#verdict;
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * The daemon's scheduler: when each stream runs (DESIGN.md "Sync rules", issue 3).
+ *
+ *   - Incremental sync of every stream on `sync.schedule` (a stream's `sync.streamSchedules` entry
+ *     overrides it), with node-cron; a seconds field is allowed.
+ *   - Reconciliation (`engine.run(stream, 'reconcile')`: a complete scan that finds records gone from
+ *     the list, DESIGN.md "Leaves and deletes") of every stream on `sync.reconcileSchedule`. The engine
+ *     sends its requests at the rate budget's lowest priority (`backfill`).
+ *   - At start, every stream runs once at once: a backfill when it has no cursor yet (never
+ *     completed a scan; an interrupted backfill resumes from its checkpoint), an incremental sync
+ *     otherwise.
+ *
+ * One run per stream at a time in this process: a sync tick that finds its stream running is
+ * skipped (the next tick comes soon); a reconciliation that finds it running is queued and starts
+ * when the current run ends, so a frequent sync never starves it. The engine's SQLite run lock
+ * (re-entrant for its owner, so no help inside one process) keeps other processes out.
+ */
+import { createTask, type Logger as CronLogger, type ScheduledTask } from 'node-cron';
+import { cronExpressionProblem } from '../../config/schema.ts';
+import { silentLogger, type Logger } from '../logging/logger.ts';
+import type { StreamName } from '../streams/definitions.ts';
+import type { RunOptions, RunReason, RunResult } from '../sync/engine.ts';
+
+/** The part of the sync engine the scheduler drives. */
+export interface StreamRunner {
+  run(stream: StreamName, reason: RunReason, options?: RunOptions): Promise<RunResult>;
+}
+
+export interface StreamSchedulerOptions {
+  engine: StreamRunner;
+  streams: readonly StreamName[];
+  /** Cron for every stream's incremental sync (config `sync.schedule`). */
+  schedule: string;
+  /** Per-stream overrides of `schedule` (config `sync.streamSchedules`). */
+  streamSchedules?: Partial<Record<StreamName, string>>;
+  /** Cron for reconciliation (config `sync.reconcileSchedule`). */
+  reconcileSchedule: string;
+  /** Whether a stream has a cursor (has completed a scan): decides the first run's reason. */
+  hasCursor(stream: StreamName): boolean;
+  logger?: Logger;
+  /** Run every stream once at `start()` (default true). */
+  runAtStart?: boolean;
+  /** Called when a run starts (metrics). Must not throw. */
+  onRunStarted?: (stream: StreamName, reason: RunReason) => void;
+  /** Called when a run ends, with its wall-clock duration in ms (metrics). Must not throw. */
+  onRunFinished?: (result: RunResult, durationMs: number) => void;
+  /** Called when a sync tick is skipped because its stream is still running (metrics). */
+  onTickSkipped?: (stream: StreamName, reason: RunReason) => void;
+}
+
+/** What `trigger` did with a request to run. */
+export type TriggerOutcome = 'started' | 'skipped' | 'queued' | 'stopped';
+
+interface StreamSlot {
+  running: Promise<void> | null;
+  reason: RunReason | null;
+  /** A reconciliation asked for while the stream was running: starts when the run ends. */
+  reconcileQueued: boolean;
+}
+
+/**
+ * Checks a cron expression with node-cron (config/schema.ts checks the configuration the same way).
+ * @param key the configuration key, for the message (e.g. `sync.streamSchedules.deals`)
+ * @throws Error `<key>: "<expression>" is not a valid cron expression (<why>); ...`
+ */
+export function assertCronExpression(expression: string, key: string): void {
+  const problem = cronExpressionProblem(expression);
+  if (problem) throw new Error(`${key}: ${problem}`);
+}
+
+/** Runs streams on their schedules; see the module comment. Start once, stop once. */
+export class StreamScheduler {
+  readonly #options: StreamSchedulerOptions;
+  readonly #logger: Logger;
+  readonly #slots = new Map<StreamName, StreamSlot>();
+  readonly #tasks: ScheduledTask[] = [];
+  readonly #abort = new AbortController();
+  #state: 'new' | 'running' | 'stopped' = 'new';
+
+  /**
+   * Validates every schedule without starting anything.
+   * @throws Error naming the configuration key when a cron expression is invalid or a stream is
+   *   listed twice
+   */
+  constructor(options: StreamSchedulerOptions) {
+    this.#options = options;
+    this.#logger = (options.logger ?? silentLogger).child({ component: 'scheduler' });
+    assertCronExpression(options.schedule, 'sync.schedule');
+    assertCronExpression(options.reconcileSchedule, 'sync.reconcileSchedule');
+    for (const [stream, expression] of Object.entries(options.streamSchedules ?? {})) {
+      if (expression !== undefined) assertCronExpression(expression, `sync.streamSchedules.${stream}`);
+    }
+    for (const stream of options.streams) {
+      if (this.#slots.has(stream)) throw new Error(`sync.streams: "${stream}" is listed twice`);
+      this.#slots.set(stream, { running: null, reason: null, reconcileQueued: false });
+    }
+  }
+
+  /** The cron expression of a stream's incremental sync. */
+  scheduleOf(stream: StreamName): string {
+    return this.#options.streamSchedules?.[stream] ?? this.#options.schedule;
+  }
+
+  /**
+   * Starts the cron tasks and (unless `runAtStart` is false) the first run of every stream.
+   * @throws Error when called twice or after `stop()`
+   */
+  start(): void {
+    if (this.#state !== 'new') throw new Error(`StreamScheduler.start: already ${this.#state}`);
+    this.#state = 'running';
+    const cronLogger = toCronLogger(this.#logger);
+    for (const stream of this.#slots.keys()) {
+      const task = createTask(this.scheduleOf(stream), () => void this.trigger(stream, 'sync'), { name: `sync:${stream}`, logger: cronLogger });
+      this.#tasks.push(task);
+    }
+    const reconcile = createTask(
+      this.#options.reconcileSchedule,
+      () => {
+        for (const stream of this.#slots.keys()) void this.trigger(stream, 'reconcile');
+      },
+      { name: 'reconcile', logger: cronLogger },
+    );
+    this.#tasks.push(reconcile);
+    for (const task of this.#tasks) void task.start();
+    this.#logger.info(
+      {
+        streams: Object.fromEntries([...this.#slots.keys()].map((stream) => [stream, this.scheduleOf(stream)])),
+        reconcileSchedule: this.#options.reconcileSchedule,
+      },
+      'scheduler started',
+    );
+    if (this.#options.runAtStart ?? true) {
+      for (const stream of this.#slots.keys()) void this.trigger(stream, this.#options.hasCursor(stream) ? 'sync' : 'backfill');
+    }
+  }
+
+  /**
+   * Asks for one run of `stream` now.
+   * @returns `started`; `skipped` (the stream is running: a sync tick waits for the next tick, a
+   *   reconciliation while a reconciliation runs is not needed twice); `queued` (a reconciliation
+   *   while a sync or backfill runs: it starts when that run ends); `stopped` (after `stop()`)
+   * @throws Error for a stream this scheduler does not run
+   */
+  trigger(stream: StreamName, reason: RunReason): TriggerOutcome {
+    const slot = this.#slots.get(stream);
+    if (!slot) throw new Error(`stream "${stream}" is not scheduled; scheduled: ${[...this.#slots.keys()].join(', ')}`);
+    if (this.#state !== 'running') return 'stopped';
+    if (slot.running) {
+      if (reason === 'reconcile' && slot.reason !== 'reconcile') {
+        slot.reconcileQueued = true;
+        this.#logger.info({ stream, running: slot.reason }, 'reconciliation queued: the stream is running; it starts when that run ends');
+        return 'queued';
+      }
+      this.#logger.debug({ stream, running: slot.reason, reason }, 'tick skipped: the stream is still running');
+      this.#options.onTickSkipped?.(stream, reason);
+      return 'skipped';
+    }
+    slot.reason = reason;
+    slot.running = this.#runOnce(stream, reason).finally(() => {
+      slot.running = null;
+      slot.reason = null;
+      if (slot.reconcileQueued && this.#state === 'running') {
+        slot.reconcileQueued = false;
+        this.trigger(stream, 'reconcile');
+      }
+    });
+    return 'started';
+  }
+
+  /** The streams running now, with why. */
+  activeRuns(): { stream: StreamName; reason: RunReason }[] {
+    return [...this.#slots.entries()].filter(([, slot]) => slot.reason !== null).map(([stream, slot]) => ({ stream, reason: slot.reason! }));
+  }
+
+  /** Resolves when no run is in progress (queued reconciliations included). */
+  async idle(): Promise<void> {
+    for (;;) {
+      const running = [...this.#slots.values()].map((slot) => slot.running).filter((run): run is Promise<void> => run !== null);
+      if (running.length === 0) return;
+      await Promise.allSettled(running);
+    }
+  }
+
+  /**
+   * Stops the cron tasks, aborts every run in progress (the engine keeps its checkpoint: the next
+   * start resumes it) and waits for them to end. Queued reconciliations are dropped. Safe to call twice.
+   */
+  async stop(): Promise<void> {
+    if (this.#state === 'stopped') return;
+    this.#state = 'stopped';
+    await Promise.allSettled(this.#tasks.map(async (task) => task.destroy()));
+    for (const slot of this.#slots.values()) slot.reconcileQueued = false;
+    this.#abort.abort(new Error('the daemon is stopping'));
+    await this.idle();
+    this.#logger.debug('scheduler stopped');
+  }
+
+  async #runOnce(stream: StreamName, reason: RunReason): Promise<void> {
+    const started = performance.now();
+    this.#options.onRunStarted?.(stream, reason);
+    let result: RunResult;
+    try {
+      result = await this.#options.engine.run(stream, reason, { signal: this.#abort.signal });
+    } catch (error) {
+      // The engine reports API failures as results; a throw is a bug or a database failure.
+      const err = error instanceof Error ? error : new Error(String(error));
+      this.#logger.error({ stream, reason, err: { name: err.name, message: err.message } }, 'run threw; the next tick tries again');
+      result = { stream, reason, mode: 'complete', status: 'failed', resumed: false, pages: 0, records: 0, changes: 0, tombstones: 0, driftStepBacks: 0, error: err };
+    }
+    this.#options.onRunFinished?.(result, performance.now() - started);
+  }
+}
+
+/** node-cron's logger interface on top of pino (missed executions and task errors reach our logs). */
+function toCronLogger(logger: Logger): CronLogger {
+  return {
+    info: (message) => logger.debug({ source: 'node-cron' }, message),
+    warn: (message) => logger.warn({ source: 'node-cron' }, message),
+    error: (message, err) => logger.error({ source: 'node-cron', err: err ?? message }, typeof message === 'string' ? message : message.message),
+    debug: (message) => logger.debug({ source: 'node-cron' }, typeof message === 'string' ? message : message.message),
+  };
+}
