@@ -4,7 +4,7 @@
  * 1. Over the network: the simulator (in this process) with a scaled rate limit, and the worker as
  *    a child process running `bizops-sync backfill --stream transactions`, as a user would.
  *    Prints requests sent / minimum possible, wall time / the time the rate limit allows, 429s.
- * 2. Peak RSS of the worker process at N = 20,000 and N = 100,000 (goal: flat, not growing with N).
+ * 2. Peak RSS of the worker process at N = 50,000 and N = 100,000 (goal: flat, not growing with N).
  * 3. With the network taken out: records per second through validation (zod), hashing and the
  *    SQLite commit (records, changelog, checkpoint per page), as a ratio to a plain better-sqlite3
  *    insert loop of the same rows in transactions of 100.
@@ -125,7 +125,8 @@ async function commitThroughput(n: number): Promise<{ engineRecordsPerSecond: nu
 
 export async function run(): Promise<Record<string, number | string>> {
   const n = Number(process.env.BENCH_BACKFILL_N ?? 100_000);
-  const small = Math.max(PAGE, Math.floor(n / 5));
+  // Half of N: the peak RSS of the two should match (memory flat, not growing with N).
+  const small = Math.max(PAGE, Math.floor(n / 2));
   const large = await backfillThroughCli(n);
   const smallRun = await backfillThroughCli(small);
   const commit = await commitThroughput(n);

@@ -32,7 +32,6 @@ export function openMirror(path: string, options: OpenMirrorOptions = {}): Mirro
   // NORMAL is durable across process crashes in WAL mode (only an OS crash can lose the last commits).
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
-  db.pragma('cache_size = -65536');
   migrate(db);
   return db;
 }
