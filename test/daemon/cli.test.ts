@@ -1,0 +1,137 @@
+/**
+ * `bizops-sync config check` and `bizops-sync webhooks list|send-test|replay`, as real processes.
+ */
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openMirror } from '../../src/mirror/database.ts';
+import { MirrorStore } from '../../src/mirror/store.ts';
+import { tempDir, type TempDir } from '../helpers.ts';
+import { BIN, cliEnv, newWebhookSecret, WebhookReceiver } from './helpers.ts';
+
+let dir: TempDir | undefined;
+let receiver: WebhookReceiver | undefined;
+
+afterEach(async () => {
+  await receiver?.close();
+  dir?.remove();
+  dir = receiver = undefined;
+});
+
+function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += String(chunk)));
+    child.stderr.on('data', (chunk) => (stderr += String(chunk)));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const TOKEN = 'live-token-0123456789abcdef';
+
+describe('bizops-sync config check', () => {
+  it('prints the effective configuration as JSON with every secret masked, exit 0', async () => {
+    dir = tempDir();
+    const secret = newWebhookSecret();
+    const result = await run(['config', 'check'], {
+      ...cliEnv({
+        BIZOPS_BASE_URL: 'https://api.example.com/',
+        BIZOPS_TOKEN: TOKEN,
+        BIZOPS_WEBHOOK_URL: 'https://hooks.example.com/in',
+        BIZOPS_WEBHOOK_SECRET: secret,
+        BIZOPS_WRITE_API_KEY: 'write-key-0123456789abcdef',
+        REDIS_URL: 'redis://default:redis-password-42@redis:6379',
+        BIZOPS_DB: dir.file('mirror.db'),
+        BIZOPS_SCHEDULE: '*/5 * * * * *',
+        BIZOPS_HTTP_PORT: '9100',
+      }),
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    for (const hidden of [TOKEN, secret, secret.slice(6), 'write-key-0123456789abcdef', 'redis-password-42']) expect(result.stdout).not.toContain(hidden);
+    const effective = JSON.parse(result.stdout) as Record<string, any>;
+    expect(effective).toMatchObject({
+      baseUrl: 'https://api.example.com',
+      tokens: { default: '***' },
+      redisUrl: 'redis://default:***@redis:6379',
+      dbPath: dir.file('mirror.db'),
+      sync: { schedule: '*/5 * * * * *', reconcileSchedule: '0 17 */6 * * *', streams: ['transactions', 'deals', 'onboardings'] },
+      http: { host: '127.0.0.1', port: 9100, readinessCacheSeconds: 30, writeApiKey: '***' },
+      webhooks: [{ name: 'env', url: 'https://hooks.example.com/in', secret: 'whsec_***', events: ['*'] }],
+    });
+  });
+
+  it('a bad cron expression is one line naming the key, exit 2 (environment and config file)', async () => {
+    dir = tempDir();
+    const fromEnv = await run(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_SCHEDULE: '*/30 * * * * * *' }));
+    expect(fromEnv.code).toBe(2);
+    expect(fromEnv.stdout).toBe('');
+    expect(fromEnv.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(fromEnv.stderr).toMatch(/^bizops-sync: configuration error: BIZOPS_SCHEDULE \(sync\.schedule\): "\*\/30 \* \* \* \* \* \*" is not a valid cron expression \(expected 5 or 6 fields/);
+
+    const file = dir.file('bizops-sync.json');
+    writeFileSync(file, JSON.stringify({ sync: { streamSchedules: { deals: '0 25 * * *' } } }));
+    const fromFile = await run(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));
+    expect(fromFile.code).toBe(2);
+    expect(fromFile.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(fromFile.stderr).toMatch(/^bizops-sync: configuration error: sync\.streamSchedules\.deals: "0 25 \* \* \*" is not a valid cron expression \(hour/);
+
+    writeFileSync(file, JSON.stringify({ webhooks: [{ name: 'crm', url: 'https://crm.example.com/h', secret: newWebhookSecret(), events: ['deal won'] }] }));
+    const badPattern = await run(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));
+    expect(badPattern.code).toBe(2);
+    expect(badPattern.stderr).toMatch(/^bizops-sync: configuration error: webhooks\.crm\.events\[0\]: "deal won" is not an event type pattern/);
+  });
+
+  it('the daemon refuses to start on a bad schedule: one line, exit 2', async () => {
+    const result = await run(['daemon'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_RECONCILE_SCHEDULE: 'hourly' }));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^bizops-sync: configuration error: BIZOPS_RECONCILE_SCHEDULE \(sync\.reconcileSchedule\): "hourly" is not a valid cron expression/);
+    expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('bizops-sync webhooks', () => {
+  it('send-test delivers a signed webhook.test; replay moves the cursor back; list shows cursor and lag', async () => {
+    dir = tempDir();
+    receiver = await new WebhookReceiver().start();
+    const secret = newWebhookSecret();
+    const dbPath = dir.file('mirror.db');
+    const db = openMirror(dbPath);
+    const store = new MirrorStore(db);
+    for (let index = 0; index < 5; index += 1) store.appendChange({ type: 'deal.updated', stream: 'deals', recordId: `deal_${index}`, data: { record: { id: `deal_${index}` }, changes: {} } });
+    db.close();
+    const env = cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_DB: dbPath, BIZOPS_WEBHOOK_URL: receiver.url, BIZOPS_WEBHOOK_SECRET: secret });
+
+    const test = await run(['webhooks', 'send-test'], env);
+    expect(test.stderr).toBe('');
+    expect(test.code).toBe(0);
+    expect(test.stdout).toMatch(/^env: ok \(HTTP 204\) in \d+ ms; webhook-id test_[0-9a-f-]+ to http:\/\/127\.0\.0\.1:\d+\/hooks\n$/);
+    expect(receiver.received).toHaveLength(1);
+    const payload = new Webhook(secret).verify(receiver.received[0]!.body, receiver.received[0]!.headers as Record<string, string>) as { type: string };
+    expect(payload.type).toBe('webhook.test');
+
+    const unknown = await run(['webhooks', 'send-test', '--endpoint', 'crm'], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe('bizops-sync: --endpoint: no endpoint named "crm"; configured: env\n');
+
+    const replay = await run(['webhooks', 'replay', '--endpoint', 'env', '--since', '2'], env);
+    expect(replay.stderr).toBe('');
+    expect(replay.code).toBe(0);
+    expect(replay.stdout).toBe('env: cursor moved from 5 to 2; 3 events will be delivered again\n');
+    const ahead = await run(['webhooks', 'replay', '--endpoint', 'env', '--since', '9'], env);
+    expect(ahead.code).toBe(2);
+    expect(ahead.stderr).toMatch(/^bizops-sync: --since: 9 is ahead of endpoint "env"'s cursor \(2\)/);
+
+    const list = await run(['webhooks', 'list', '--json'], env);
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout)).toMatchObject([{ name: 'env', configured: true, registered: true, enabled: true, deliveredSeq: 2, lagEvents: 3 }]);
+    expect(list.stdout).not.toContain(secret.slice(6));
+    const table = await run(['webhooks', 'list'], env);
+    expect(table.code).toBe(0);
+    expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+URL\s+STATE\s+CURSOR\s+LAG/);
+    expect(table.stdout.split('\n')[1]).toMatch(/^env\s+http:\/\/127\.0\.0\.1:\d+\/hooks\s+enabled\s+2\s+3 events/);
+  });
+});

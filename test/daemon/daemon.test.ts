@@ -1,0 +1,261 @@
+/**
+ * The real `bizops-sync daemon` process against an in-test simulator over HTTP, with a temp SQLite
+ * file and a free HTTP port: its HTTP endpoints, webhook delivery latency and signatures, graceful
+ * SIGTERM mid-backfill with a resume, and SIGKILL mid-delivery with at-least-once redelivery.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { readStatus } from '../../jobs/status.ts';
+import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
+import type { RunningSimulator } from '../../src/simulator/index.ts';
+import { STREAM_NAMES } from '../../src/streams/definitions.ts';
+import { expectMirrorEqualsGroundTruth, listRequests, simulator, tempDir, type TempDir } from '../helpers.ts';
+import {
+  cliEnv,
+  newWebhookSecret,
+  parsePrometheusText,
+  sampleValue,
+  spawnDaemon,
+  terminate,
+  waitFor,
+  WebhookReceiver,
+  type DaemonProcess,
+} from './helpers.ts';
+
+let sim: RunningSimulator | undefined;
+let dir: TempDir | undefined;
+const daemons: DaemonProcess[] = [];
+const receivers: WebhookReceiver[] = [];
+
+afterEach(async () => {
+  for (const daemon of daemons.splice(0)) if (daemon.child.exitCode === null && daemon.child.signalCode === null) daemon.child.kill('SIGKILL');
+  for (const receiver of receivers.splice(0)) await receiver.close();
+  await sim?.close();
+  dir?.remove();
+  sim = dir = undefined;
+});
+
+/** The daemon's environment against `sim`: every second a sync, a temp mirror, any free port. */
+function daemonEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return cliEnv({
+    BIZOPS_BASE_URL: sim!.url,
+    BIZOPS_TOKEN: String(sim!.tokens.admin),
+    BIZOPS_DB: dir!.file('mirror.db'),
+    BIZOPS_HTTP_PORT: '0',
+    BIZOPS_SCHEDULE: '*/1 * * * * *',
+    BIZOPS_READINESS_CACHE_SECONDS: '1',
+    BIZOPS_RATE_LIMIT_PER_MIN: '100000',
+    ...extra,
+  });
+}
+
+function start(env: NodeJS.ProcessEnv): DaemonProcess {
+  const daemon = spawnDaemon(env);
+  daemons.push(daemon);
+  return daemon;
+}
+
+async function receiver(): Promise<WebhookReceiver> {
+  const started = await new WebhookReceiver().start();
+  receivers.push(started);
+  return started;
+}
+
+async function readyz(url: string): Promise<{ status: number; body: { ready: boolean; reason: string; status: number | null } }> {
+  const response = await fetch(`${url}/readyz`);
+  return { status: response.status, body: (await response.json()) as { ready: boolean; reason: string; status: number | null } };
+}
+
+async function metrics(url: string) {
+  const response = await fetch(`${url}/metrics`);
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parsePrometheusText(await response.text());
+}
+
+/** Every changelog event_id of the mirror, in seq order. */
+function changelogIds(db: MirrorDatabase): string[] {
+  return (db.prepare('SELECT event_id FROM changes ORDER BY seq').all() as { event_id: string }[]).map((row) => row.event_id);
+}
+
+describe('bizops-sync daemon', () => {
+  it('serves /healthz, valid Prometheus /metrics and /readyz; readiness turns 503 when the API goes away; SIGTERM exits 0', async () => {
+    sim = await simulator({ size: { transactions: 150, deals: 40, onboardings: 10 } });
+    dir = tempDir();
+    const daemon = start(daemonEnv());
+    const url = await daemon.url;
+
+    const health = await fetch(`${url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok' });
+
+    // Every stream backfilled, then synced on the 1-second schedule.
+    const { samples, types } = await waitFor(async () => {
+      const parsed = await metrics(url);
+      return STREAM_NAMES.every((stream) => (sampleValue(parsed.samples, 'bizops_stream_runs_total', { stream, reason: 'sync', status: 'succeeded' }) ?? 0) >= 1) ? parsed : undefined;
+    }, 'a successful sync of every stream');
+    for (const [name, type] of [
+      ['bizops_stream_last_success_timestamp_seconds', 'gauge'],
+      ['bizops_stream_records', 'gauge'],
+      ['bizops_stream_changes_recorded_total', 'counter'],
+      ['bizops_stream_run_errors_total', 'counter'],
+      ['bizops_stream_run_duration_seconds', 'histogram'],
+      ['bizops_api_requests_total', 'counter'],
+      ['bizops_api_rate_limited_total', 'counter'],
+      ['bizops_rate_budget_wait_seconds_total', 'counter'],
+      ['bizops_changelog_last_seq', 'gauge'],
+    ]) {
+      expect(types.get(name!), name).toBe(type);
+    }
+    expect(sampleValue(samples, 'bizops_stream_records', { stream: 'transactions', state: 'live' })).toBe(150);
+    expect(sampleValue(samples, 'bizops_stream_changes_recorded_total', { stream: 'deals' })).toBe(40);
+    expect(sampleValue(samples, 'bizops_stream_run_errors_total', { stream: 'deals', reason: 'sync' })).toBe(0);
+    expect(sampleValue(samples, 'bizops_stream_last_success_timestamp_seconds', { stream: 'onboardings' })).toBeGreaterThan(Date.now() / 1000 - 60);
+    expect(sampleValue(samples, 'bizops_api_requests_total')).toBeGreaterThanOrEqual(sim.requests.length - 5);
+
+    expect(await readyz(url)).toMatchObject({ status: 200, body: { ready: true } });
+    await sim.close();
+    const down = await waitFor(async () => {
+      const answer = await readyz(url);
+      return answer.status === 503 ? answer : undefined;
+    }, '/readyz to answer 503', 5_000, 200);
+    expect(down.body.ready).toBe(false);
+    expect(down.body.reason).toMatch(/unreachable/);
+
+    const exit = await terminate(daemon);
+    expect(exit.code).toBe(0);
+    expect(exit.ms).toBeLessThan(10_000);
+  });
+
+  it('/readyz answers 503 naming the refusal while the API refuses the token (403 without the scope, 401 unknown)', async () => {
+    sim = await simulator({ size: { transactions: 10, deals: 5, onboardings: 3 } });
+    dir = tempDir();
+    const noScopes = start(daemonEnv({ BIZOPS_TOKEN: String(sim.tokens.noScopes), BIZOPS_DB: dir.file('a.db') }));
+    const unknown = start(daemonEnv({ BIZOPS_TOKEN: 'not-a-token-the-api-knows', BIZOPS_DB: dir.file('b.db') }));
+    const [forbidden, unauthorized] = await Promise.all([readyz(await noScopes.url), readyz(await unknown.url)]);
+    expect(forbidden.status).toBe(503);
+    expect(forbidden.body).toMatchObject({ ready: false, status: 403 });
+    expect(forbidden.body.reason).toMatch(/refused the token \(HTTP 403\)/);
+    expect(unauthorized.status).toBe(503);
+    expect(unauthorized.body).toMatchObject({ ready: false, status: 401 });
+    expect(unknown.stderr()).not.toContain('not-a-token-the-api-knows');
+    expect((await terminate(noScopes)).code).toBe(0);
+    expect((await terminate(unknown)).code).toBe(0);
+  });
+
+  it('a change made upstream reaches the webhook receiver within one poll interval + 2 s, with a valid Standard Webhooks signature', async () => {
+    sim = await simulator({ size: { transactions: 50, deals: 30, onboardings: 5 } });
+    dir = tempDir();
+    const secret = newWebhookSecret();
+    const hooks = await receiver();
+    const daemon = start(daemonEnv({ BIZOPS_WEBHOOK_URL: hooks.url, BIZOPS_WEBHOOK_SECRET: secret }));
+    const url = await daemon.url;
+    // The backfill's 85 events are delivered first.
+    await waitFor(() => hooks.received.length >= 85, 'the backfill events', 10_000);
+
+    const deal = sim.world.groundTruth('deals')[3] as { id: string };
+    const changedAt = Date.now();
+    sim.world.updateDeal(deal.id, { title: 'Renamed upstream' });
+    const arrival = await waitFor(
+      () => hooks.received.find((request) => request.at >= changedAt && (JSON.parse(request.body) as { data: { record_id: string } }).data.record_id === deal.id),
+      'the deal.updated webhook',
+      5_000,
+      10,
+    );
+    const pollIntervalMs = 1_000;
+    expect(arrival.at - changedAt).toBeLessThan(pollIntervalMs + 2_000);
+    const payload = new Webhook(secret).verify(arrival.body, arrival.headers as Record<string, string>) as { type: string; data: { changes: Record<string, unknown> } };
+    expect(payload.type).toBe('deal.updated');
+    expect(payload.data.changes.title).toEqual({ old: expect.any(String), new: 'Renamed upstream' });
+    // Every delivery verifies, and a forged body does not.
+    for (const request of hooks.received) expect(() => new Webhook(secret).verify(request.body, request.headers as Record<string, string>)).not.toThrow();
+    expect(() => new Webhook(secret).verify(arrival.body.replace('Renamed', 'Forged'), arrival.headers as Record<string, string>)).toThrow();
+
+    const { samples } = await metrics(url);
+    expect(sampleValue(samples, 'bizops_webhook_deliveries_total', { endpoint: 'env' })).toBeGreaterThanOrEqual(86);
+    expect(sampleValue(samples, 'bizops_webhook_lag_events', { endpoint: 'env' })).toBe(0);
+    expect((await terminate(daemon)).code).toBe(0);
+  });
+
+  it('SIGTERM during a backfill page: exit 0 within 10 s; a restart resumes from the checkpoint and nothing is lost', async () => {
+    sim = await simulator({ size: { transactions: 2_500, deals: 20, onboardings: 5 }, latencyMs: 100 });
+    dir = tempDir();
+    const env = daemonEnv({ BIZOPS_SCHEDULE: '0 0 1 1 *' });
+    const first = start(env);
+    await waitFor(() => listRequests(sim!, '/transactions').length >= 4, 'a few backfill pages', 10_000, 5);
+    const exit = await terminate(first);
+    expect(exit.code).toBe(0);
+    expect(exit.ms).toBeLessThan(10_000);
+    expect(first.logs.some((entry) => entry.msg === 'daemon stopped')).toBe(true);
+
+    const interrupted = readStatus(dir.file('mirror.db')).streams.find((stream) => stream.stream === 'transactions')!;
+    expect(interrupted.cursor).toBeNull();
+    expect(interrupted.inProgress).toMatchObject({ reason: 'backfill', mode: 'complete' });
+    const checkpointOffset = interrupted.inProgress!.offset;
+    expect(checkpointOffset).toBeGreaterThan(0);
+    expect(interrupted.records).toBe(checkpointOffset);
+
+    const before = listRequests(sim, '/transactions').length;
+    const second = start(env);
+    await waitFor(() => readStatus(dir!.file('mirror.db')).streams.every((stream) => stream.cursor !== null && stream.inProgress === null), 'the resumed backfill to finish', 15_000, 100);
+    const resumedAt = new URLSearchParams(listRequests(sim, '/transactions')[before]!.query).get('offset');
+    expect(Number(resumedAt)).toBe(checkpointOffset);
+    expect(second.logs.some((entry) => entry.msg === 'resuming an unfinished run from its checkpoint' && entry.stream === 'transactions')).toBe(true);
+    expect((await terminate(second)).code).toBe(0);
+
+    const db = openMirror(dir.file('mirror.db'), { readonly: true });
+    try {
+      for (const stream of STREAM_NAMES) expectMirrorEqualsGroundTruth({ db }, sim, stream);
+      const duplicates = db.prepare("SELECT record_id FROM changes WHERE type = 'transaction.created' GROUP BY record_id HAVING COUNT(*) > 1").all();
+      expect(duplicates).toEqual([]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('SIGKILL while delivering webhooks, then a restart: every event is delivered at least once, with the same webhook-id', async () => {
+    sim = await simulator({ size: { transactions: 60, deals: 30, onboardings: 10 } });
+    dir = tempDir();
+    const secret = newWebhookSecret();
+    const hooks = await receiver();
+    const env = daemonEnv({ BIZOPS_WEBHOOK_URL: hooks.url, BIZOPS_WEBHOOK_SECRET: secret, BIZOPS_SCHEDULE: '0 0 1 1 *' });
+    const first = start(env);
+    // The 41st delivery never gets an answer: the daemon is killed while it waits for it.
+    let hungId: string | undefined;
+    hooks.handler = (request) => {
+      if (hooks.received.length !== 41) return false;
+      hungId = String(request.headers['webhook-id']);
+      first.child.kill('SIGKILL');
+      return true;
+    };
+    const killed = await first.exited;
+    expect(killed.signal).toBe('SIGKILL');
+    expect(hungId).toBeDefined();
+    hooks.handler = () => false;
+
+    const second = start(env);
+    const db = openMirror(dir.file('mirror.db'), { readonly: true });
+    try {
+      const all = changelogIds(db);
+      expect(all).toHaveLength(100);
+      await waitFor(() => {
+        const got = new Set(hooks.ids());
+        return all.every((id) => got.has(id));
+      }, 'every event to be delivered', 10_000);
+      const ids = hooks.ids();
+      // Nothing but changelog events, each carrying its event_id as webhook-id.
+      expect(ids.every((id) => all.includes(id))).toBe(true);
+      // The event in flight at the kill was delivered again, same id, same body.
+      const hung = hooks.received.filter((request) => request.headers['webhook-id'] === hungId);
+      expect(hung.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(hung.map((request) => request.body)).size).toBe(1);
+      for (const request of hooks.received) expect(() => new Webhook(secret).verify(request.body, request.headers as Record<string, string>)).not.toThrow();
+      // In order: the first delivery of each event follows the changelog's seq order.
+      const firstSeen = [...new Set(ids)];
+      expect(firstSeen).toEqual(all);
+    } finally {
+      db.close();
+    }
+    expect((await terminate(second)).code).toBe(0);
+  });
+});

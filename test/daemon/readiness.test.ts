@@ -1,0 +1,70 @@
+/**
+ * The readiness probe against the simulator over HTTP: what counts as ready, and the cache that
+ * keeps the probe from spending the rate budget.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApiClient } from '../../src/client/client.ts';
+import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
+import { apiReadinessCheck, ReadinessProbe } from '../../src/daemon/readiness.ts';
+import type { RunningSimulator } from '../../src/simulator/index.ts';
+import { listRequests, simulator } from '../helpers.ts';
+
+let sim: RunningSimulator | undefined;
+let client: ApiClient | undefined;
+
+afterEach(async () => {
+  await client?.close();
+  await sim?.close();
+  sim = client = undefined;
+});
+
+function probeFor(running: RunningSimulator, cacheMs: number, token = String(running.tokens.admin)): ReadinessProbe {
+  client = new ApiClient({
+    baseUrl: running.url,
+    tokens: { default: token },
+    budget: new LocalRateBudget({ limit: 1000, windowMs: 1000 }),
+    retry: { maxRetries: 0, maxRateLimitRetries: 0 },
+  });
+  return new ReadinessProbe({ check: apiReadinessCheck(client, '/employee-onboardings'), cacheMs, timeoutMs: 1000 });
+}
+
+describe('ReadinessProbe', () => {
+  it('probes GET /employee-onboardings?limit=1 at most once per cache period', async () => {
+    sim = await simulator();
+    const probe = probeFor(sim, 60_000);
+    expect(probe.last).toMatchObject({ ready: false, checkedAt: null });
+    const verdicts = await Promise.all([probe.current(), probe.current(), probe.current()]);
+    expect(await probe.current()).toBe(verdicts[0]);
+    for (const verdict of verdicts) expect(verdict).toMatchObject({ ready: true, status: 200 });
+    const requests = listRequests(sim, '/employee-onboardings');
+    expect(requests).toHaveLength(1);
+    expect(requests[0]!.query).toBe('limit=1');
+  });
+
+  it('ready on 429 (reachable, token accepted); not ready on 5xx, on 403 and when the answer is too slow; ready again once the API recovers', async () => {
+    sim = await simulator();
+    const probe = probeFor(sim, 1);
+    const next = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return probe.current();
+    };
+    sim.faults.inject({ kind: 'rate-limit', retryAfter: '30' });
+    expect(await next()).toMatchObject({ ready: true, status: 429 });
+    sim.faults.inject({ kind: 'status', status: 503 });
+    const failing = await next();
+    expect(failing).toMatchObject({ ready: false, status: 503 });
+    expect(failing.reason).toMatch(/failing \(HTTP 503\)/);
+    sim.faults.inject({ kind: 'latency', ms: 1_500 });
+    const slow = await next();
+    expect(slow).toMatchObject({ ready: false, status: null });
+    expect(slow.reason).toMatch(/no answer within 1000 ms/);
+    expect(await next()).toMatchObject({ ready: true, status: 200 });
+  });
+
+  it('not ready when the token lacks the scope (403)', async () => {
+    sim = await simulator();
+    const verdict = await probeFor(sim, 1000, String(sim.tokens.noScopes)).current();
+    expect(verdict).toMatchObject({ ready: false, status: 403 });
+    expect(verdict.reason).toMatch(/^the API refused the token \(HTTP 403\)/);
+  });
+});
