@@ -52,7 +52,7 @@ describe('bizops-sync config check', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     for (const hidden of [TOKEN, secret, secret.slice(6), 'write-key-0123456789abcdef', 'redis-password-42']) expect(result.stdout).not.toContain(hidden);
-    const effective = JSON.parse(result.stdout) as Record<string, any>;
+    const effective = JSON.parse(result.stdout) as unknown;
     expect(effective).toMatchObject({
       baseUrl: 'https://api.example.com',
       tokens: { default: '***' },
