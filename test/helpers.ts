@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { configSchema, type Config } from '../config/schema.ts';
 import { createContext, type Context, type ContextOptions } from '../jobs/context.ts';
 import { createLogger, silentLogger, type Logger } from '../src/logging/logger.ts';
@@ -82,3 +82,34 @@ export function expectMirrorEqualsGroundTruth(ctx: Pick<Context, 'db'>, simulati
   }
 }
 
+
+export interface SyncFixture {
+  sim: RunningSimulator;
+  dir: TempDir;
+  context: Context;
+}
+
+/**
+ * Registers cleanup for the calling test file and returns `start`, which starts a simulator, a temp
+ * mirror file and a context on them (closed after each test).
+ */
+export function syncFixtures(): { start(simulatorOptions?: SimulatorOptions, configOverrides?: Record<string, unknown>, contextOptions?: ContextOptions): Promise<SyncFixture> } {
+  const open: SyncFixture[] = [];
+  afterEach(async () => {
+    for (const fixture of open.splice(0)) {
+      await fixture.context.close();
+      await fixture.sim.close();
+      fixture.dir.remove();
+    }
+  });
+  return {
+    async start(simulatorOptions = {}, configOverrides = {}, contextOptions = {}) {
+      const sim = await simulator(simulatorOptions);
+      const dir = tempDir();
+      const context = testContext(testConfig(sim, dir.file('mirror.db'), configOverrides), contextOptions);
+      const fixture = { sim, dir, context };
+      open.push(fixture);
+      return fixture;
+    },
+  };
+}

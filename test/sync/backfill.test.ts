@@ -1,24 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
-import { expectMirrorEqualsGroundTruth, listRequests, simulator, tempDir, testConfig, testContext, type TempDir } from '../helpers.ts';
-import type { Context } from '../../jobs/context.ts';
+import { describe, expect, it } from 'vitest';
+import { expectMirrorEqualsGroundTruth, listRequests, syncFixtures } from '../helpers.ts';
 
-let sim: RunningSimulator | undefined;
-let dir: TempDir | undefined;
-let context: Context | undefined;
-
-afterEach(async () => {
-  await context?.close();
-  await sim?.close();
-  dir?.remove();
-  context = sim = dir = undefined;
-});
+const fixtures = syncFixtures();
 
 describe('backfill', () => {
   it('mirrors 10,000 transactions plus deals and onboardings field by field, with ceil(N/100) requests per stream', async () => {
-    sim = await simulator({ size: { transactions: 10_000, deals: 1_000, onboardings: 150 } });
-    dir = tempDir();
-    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    const { sim, context } = await fixtures.start({ size: { transactions: 10_000, deals: 1_000, onboardings: 150 } });
     for (const stream of ['transactions', 'deals', 'onboardings'] as const) {
       const result = await context.engine.run(stream, 'backfill');
       expect(result.status).toBe('succeeded');
@@ -45,9 +32,7 @@ describe('backfill', () => {
   });
 
   it('a second sync with nothing changed upstream records zero changes and sends one request per stream', async () => {
-    sim = await simulator({ size: { transactions: 1_500, deals: 400, onboardings: 60 } });
-    dir = tempDir();
-    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    const { sim, context } = await fixtures.start({ size: { transactions: 1_500, deals: 400, onboardings: 60 } });
     for (const stream of ['transactions', 'deals', 'onboardings'] as const) await context.engine.run(stream, 'backfill');
     const seqBefore = context.store.lastSeq();
     const requestsBefore = sim.requests.length;
@@ -68,9 +53,7 @@ describe('backfill', () => {
   });
 
   it('an incremental sync records each upstream change once, typed by what changed', async () => {
-    sim = await simulator({ size: { transactions: 300, deals: 120, onboardings: 20 } });
-    dir = tempDir();
-    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    const { sim, context } = await fixtures.start({ size: { transactions: 300, deals: 120, onboardings: 20 } });
     for (const stream of ['transactions', 'deals', 'onboardings'] as const) await context.engine.run(stream, 'backfill');
     const seq = context.store.lastSeq();
     const deals = sim.world.groundTruth('deals') as { id: string; status: string; stageId: string }[];

@@ -1,18 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Context } from '../../jobs/context.ts';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
-import { simulator, tempDir, testConfig, testContext, type TempDir } from '../helpers.ts';
+import { syncFixtures } from '../helpers.ts';
 
-let sim: RunningSimulator | undefined;
-let dir: TempDir | undefined;
-let context: Context | undefined;
-
-afterEach(async () => {
-  await context?.close();
-  await sim?.close();
-  dir?.remove();
-  context = sim = dir = undefined;
-});
+const fixtures = syncFixtures();
 
 function ids(rows: unknown[]): string[] {
   return (rows as { id: string }[]).map((row) => row.id);
@@ -24,9 +14,7 @@ function mirroredIds(ctx: Context, table: string): string[] {
 
 describe('offset drift, ties and leaves', () => {
   it('onboardings completing and starting while a scan pages: every untouched record is mirrored once', async () => {
-    sim = await simulator({ size: { onboardings: 450 } });
-    dir = tempDir();
-    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    const { sim, context } = await fixtures.start({ size: { onboardings: 450 } });
     const before = ids(sim.world.groundTruth('onboardings'));
     const touched = new Set<string>();
     let page = 0;
@@ -37,12 +25,12 @@ describe('offset drift, ties and leaves', () => {
         // Complete five onboardings already paged past (they shift the rest towards lower offsets)
         // and start two new ones (appended at the end), between every page.
         // In list order (createdAt ascending), so these sit below the scan's offset.
-        const listed = ids(sim!.world.streamRecords('onboardings'));
+        const listed = ids(sim.world.streamRecords('onboardings'));
         for (const id of listed.slice(page * 10, page * 10 + 5)) {
-          sim!.world.completeOnboarding(id);
+          sim.world.completeOnboarding(id);
           touched.add(id);
         }
-        for (let i = 0; i < 2; i += 1) touched.add(sim!.world.startOnboarding().id);
+        for (let i = 0; i < 2; i += 1) touched.add(sim.world.startOnboarding().id);
       },
     });
     expect(result.status).toBe('succeeded');
@@ -59,9 +47,7 @@ describe('offset drift, ties and leaves', () => {
   });
 
   it('transactions inserted and removed while a scan pages: none untouched is missed; the inserted arrive with the next sync', async () => {
-    sim = await simulator({ size: { transactions: 1_000 } });
-    dir = tempDir();
-    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } });
     const before = ids(sim.world.groundTruth('transactions'));
     const removed = new Set<string>();
     const inserted: string[] = [];
@@ -70,12 +56,12 @@ describe('offset drift, ties and leaves', () => {
       onProgress: () => {
         page += 1;
         if (page > 5) return;
-        const listed = ids(sim!.world.streamRecords('transactions'));
+        const listed = ids(sim.world.streamRecords('transactions'));
         for (const id of listed.slice(page * 20, page * 20 + 3)) {
-          sim!.world.deleteRecord('transactions', id);
+          sim.world.deleteRecord('transactions', id);
           removed.add(id);
         }
-        inserted.push(sim!.world.createTransaction().id);
+        inserted.push(sim.world.createTransaction().id);
       },
     });
     expect(result.status).toBe('succeeded');
@@ -91,9 +77,7 @@ describe('offset drift, ties and leaves', () => {
   });
 
   it('three deals sharing an updatedAt across a page boundary are all mirrored, exactly once', async () => {
-    sim = await simulator({ size: { deals: 250 } });
-    dir = tempDir();
-    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    const { sim, context } = await fixtures.start({ size: { deals: 250 } });
     await context.engine.run('deals', 'backfill');
     const seq = context.store.lastSeq();
     // Positions 99, 100 and 101 in createdAt order straddle the first page boundary.
@@ -122,13 +106,11 @@ describe('offset drift, ties and leaves', () => {
   });
 
   it('an onboarding leaving the list yields onboarding.completed only after two complete scans miss it', async () => {
-    sim = await simulator({ size: { onboardings: 30 } });
-    dir = tempDir();
-    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    const { sim, context } = await fixtures.start({ size: { onboardings: 30 } });
     await context.engine.run('onboardings', 'backfill');
     const [leaving] = ids(sim.world.groundTruth('onboardings'));
     sim.world.completeOnboarding(leaving!);
-    const completed = () => context!.db.prepare("SELECT record_id FROM changes WHERE type = 'onboarding.completed'").all();
+    const completed = () => context.db.prepare("SELECT record_id FROM changes WHERE type = 'onboarding.completed'").all();
     await context.engine.run('onboardings', 'sync');
     expect(completed()).toEqual([]);
     expect(mirroredIds(context, 'onboardings')).toContain(leaving);
@@ -140,9 +122,7 @@ describe('offset drift, ties and leaves', () => {
   });
 
   it('a scan that fails on its third page tombstones nothing and does not count as a scan', async () => {
-    sim = await simulator({ size: { onboardings: 350 } });
-    dir = tempDir();
-    context = testContext(testConfig(sim, dir.file('mirror.db')));
+    const { sim, context } = await fixtures.start({ size: { onboardings: 350 } });
     await context.engine.run('onboardings', 'backfill');
     const gone = ids(sim.world.groundTruth('onboardings')).slice(0, 3);
     for (const id of gone) sim.world.completeOnboarding(id);
@@ -150,7 +130,7 @@ describe('offset drift, ties and leaves', () => {
     // The third page and every retry of it answer 500.
     const failed = await context.engine.run('onboardings', 'sync', {
       onProgress: (progress) => {
-        if (progress.pages === 2) sim!.faults.inject({ match: { path: '/api/public/v1/employee-onboardings' }, kind: 'status', status: 500, times: 1000 });
+        if (progress.pages === 2) sim.faults.inject({ match: { path: '/api/public/v1/employee-onboardings' }, kind: 'status', status: 500, times: 1000 });
       },
     });
     expect(failed.pages).toBe(2);

@@ -1,32 +1,20 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import type { Context } from '../../jobs/context.ts';
 import type { RunningSimulator } from '../../src/simulator/index.ts';
-import { capturingLogger, listRequests, simulator, tempDir, testConfig, testContext, type TempDir } from '../helpers.ts';
+import { capturingLogger, listRequests, simulator, syncFixtures, tempDir, testConfig, testContext, type SyncFixture } from '../helpers.ts';
 
-let sim: RunningSimulator | undefined;
-let dir: TempDir | undefined;
-let context: Context | undefined;
-
-afterEach(async () => {
-  await context?.close();
-  await sim?.close();
-  dir?.remove();
-  context = sim = dir = undefined;
-});
+const fixtures = syncFixtures();
 
 const TRANSACTIONS_PATH = '/api/public/v1/transactions';
 
-async function setup(transactions = 1_000): Promise<Context> {
-  sim = await simulator({ size: { transactions } });
-  dir = tempDir();
-  context = testContext(testConfig(sim, dir.file('mirror.db')));
-  return context;
+async function setup(transactions = 1_000): Promise<SyncFixture> {
+  return fixtures.start({ size: { transactions } });
 }
 
 /** Injects `fault` once the run has committed `pages` pages. */
-function afterPages(pages: number, fault: Parameters<RunningSimulator['faults']['inject']>[0]) {
+function afterPages(sim: RunningSimulator, pages: number, fault: Parameters<RunningSimulator['faults']['inject']>[0]) {
   return (progress: { pages: number }) => {
-    if (progress.pages === pages) sim!.faults.inject(fault);
+    if (progress.pages === pages) sim.faults.inject(fault);
   };
 }
 
@@ -36,9 +24,9 @@ function rowCount(ctx: Context): number {
 
 describe('failures mid-run', () => {
   it('a malformed JSON page stops the run with a message naming the path and offset; the mirror holds only checkpointed pages', async () => {
-    const ctx = await setup();
+    const { sim, context: ctx } = await setup();
     const result = await ctx.engine.run('transactions', 'backfill', {
-      onProgress: afterPages(2, { match: { path: TRANSACTIONS_PATH }, kind: 'malformed-json', times: 100 }),
+      onProgress: afterPages(sim, 2, { match: { path: TRANSACTIONS_PATH }, kind: 'malformed-json', times: 100 }),
     });
     expect(result.status).toBe('failed');
     expect(result.error?.message).toMatch(/GET \/transactions/);
@@ -46,16 +34,16 @@ describe('failures mid-run', () => {
     expect(rowCount(ctx)).toBe(200);
     expect(ctx.store.readSyncState('transactions').run?.offset).toBe(200);
     expect(ctx.store.readSyncState('transactions').lastError).toMatch(/transactions/);
-    sim!.faults.clear();
+    sim.faults.clear();
     const resumed = await ctx.engine.run('transactions', 'backfill');
     expect(resumed).toMatchObject({ status: 'succeeded', resumed: true, pages: 8 });
     expect(rowCount(ctx)).toBe(1_000);
   });
 
   it('a record failing validation stops the run naming the item and the field; nothing of that page is stored', async () => {
-    const ctx = await setup();
+    const { sim, context: ctx } = await setup();
     const result = await ctx.engine.run('transactions', 'backfill', {
-      onProgress: afterPages(3, { match: { path: TRANSACTIONS_PATH }, kind: 'invalid-record', times: 100 }),
+      onProgress: afterPages(sim, 3, { match: { path: TRANSACTIONS_PATH }, kind: 'invalid-record', times: 100 }),
     });
     expect(result.status).toBe('failed');
     expect(result.error?.message).toMatch(/item 0/);
@@ -64,29 +52,29 @@ describe('failures mid-run', () => {
   });
 
   it('a burst of 500s and a connection reset mid-body are retried and the run completes', async () => {
-    const ctx = await setup();
+    const { sim, context: ctx } = await setup();
     const result = await ctx.engine.run('transactions', 'backfill', {
       onProgress: (progress) => {
-        if (progress.pages === 2) sim!.faults.inject({ match: { path: TRANSACTIONS_PATH }, kind: 'status', status: 500, times: 3 });
-        if (progress.pages === 5) sim!.faults.inject({ match: { path: TRANSACTIONS_PATH }, kind: 'reset-mid-body', times: 2 });
+        if (progress.pages === 2) sim.faults.inject({ match: { path: TRANSACTIONS_PATH }, kind: 'status', status: 500, times: 3 });
+        if (progress.pages === 5) sim.faults.inject({ match: { path: TRANSACTIONS_PATH }, kind: 'reset-mid-body', times: 2 });
       },
     });
     expect(result.status).toBe('succeeded');
     expect(rowCount(ctx)).toBe(1_000);
-    const statuses = listRequests(sim!, '/transactions').map((r) => r.status);
+    const statuses = listRequests(sim, '/transactions').map((r) => r.status);
     expect(statuses.filter((s) => s === 500)).toHaveLength(3);
     expect(ctx.db.prepare('SELECT COUNT(DISTINCT record_id) AS n, COUNT(*) AS total FROM changes').get()).toEqual({ n: 1_000, total: 1_000 });
   });
 
   it('deals answering 404 mark the stream unsupported instead of failing', async () => {
-    const ctx = await setup(10);
-    sim!.faults.inject({ match: { path: '/api/public/v1/deals' }, kind: 'status', status: 404, body: { message: 'Not found' }, times: 100 });
+    const { sim, context: ctx } = await setup(10);
+    sim.faults.inject({ match: { path: '/api/public/v1/deals' }, kind: 'status', status: 404, body: { message: 'Not found' }, times: 100 });
     const result = await ctx.engine.run('deals', 'backfill');
     expect(result.status).toBe('unsupported');
     expect(ctx.store.readSyncState('deals').supported).toBe(false);
-    const requests = listRequests(sim!, '/deals').length;
+    const requests = listRequests(sim, '/deals').length;
     expect((await ctx.engine.run('deals', 'sync')).status).toBe('unsupported');
-    expect(listRequests(sim!, '/deals')).toHaveLength(requests);
+    expect(listRequests(sim, '/deals')).toHaveLength(requests);
   });
 });
 
@@ -95,13 +83,13 @@ describe('rate limit', () => {
     ['seconds', () => '2'],
     ['an HTTP date', () => new Date(Date.now() + 3000).toUTCString()],
   ])('a 429 whose Retry-After is %s: nothing is sent until it passes, then the run succeeds', async (_label, retryAfter) => {
-    const ctx = await setup(300);
+    const { sim, context: ctx } = await setup(300);
     const value = retryAfter();
     const waitUntil = /^\d+$/.test(value) ? Date.now() + Number(value) * 1000 : Date.parse(value);
-    sim!.faults.inject({ match: { path: TRANSACTIONS_PATH }, kind: 'rate-limit', retryAfter: value, times: 1 });
+    sim.faults.inject({ match: { path: TRANSACTIONS_PATH }, kind: 'rate-limit', retryAfter: value, times: 1 });
     const result = await ctx.engine.run('transactions', 'backfill');
     expect(result.status).toBe('succeeded');
-    const requests = listRequests(sim!, '/transactions');
+    const requests = listRequests(sim, '/transactions');
     const limited = requests.findIndex((r) => r.status === 429);
     expect(limited).toBe(0);
     const next = requests[limited + 1]!;
@@ -111,9 +99,7 @@ describe('rate limit', () => {
   });
 
   it('a backfill alone against the simulator\'s limit gets zero 429s', async () => {
-    sim = await simulator({ size: { transactions: 2_500 }, rateLimit: { limit: 8, windowMs: 1000 } });
-    dir = tempDir();
-    context = testContext(testConfig(sim, dir.file('mirror.db'), { rateLimit: { perMinute: 8, windowMs: 1000 } }));
+    const { sim, context } = await fixtures.start({ size: { transactions: 2_500 }, rateLimit: { limit: 8, windowMs: 1000 } }, { rateLimit: { perMinute: 8, windowMs: 1000 } });
     const result = await context.engine.run('transactions', 'backfill');
     expect(result.status).toBe('succeeded');
     const requests = listRequests(sim, '/transactions');
@@ -124,14 +110,19 @@ describe('rate limit', () => {
 
 describe('secrets', () => {
   it('the bearer token appears in no log line, even at trace level and on failures', async () => {
-    sim = await simulator({ size: { transactions: 250 } });
-    dir = tempDir();
+    const sim = await simulator({ size: { transactions: 250 } });
+    const dir = tempDir();
+    onTestFinished(async () => {
+      await sim.close();
+      dir.remove();
+    });
     const token = String(sim.tokens.admin);
     // No literal-secret scrubbing here: only what the code itself redacts protects the token.
     const { logger, lines } = capturingLogger();
-    context = testContext(testConfig(sim, dir.file('mirror.db')), { logger });
+    const context = testContext(testConfig(sim, dir.file('mirror.db')), { logger });
+    onTestFinished(() => context.close());
     await context.engine.run('transactions', 'backfill', {
-      onProgress: afterPages(1, { match: { path: TRANSACTIONS_PATH }, kind: 'status', status: 503, times: 2 }),
+      onProgress: afterPages(sim, 1, { match: { path: TRANSACTIONS_PATH }, kind: 'status', status: 503, times: 2 }),
     });
     sim.faults.inject({ match: { path: TRANSACTIONS_PATH }, kind: 'malformed-json', times: 100 });
     const failed = await context.engine.run('transactions', 'backfill');
