@@ -111,7 +111,9 @@ describe('bizops-sync daemon', () => {
     expect(sampleValue(samples, 'bizops_stream_changes_recorded_total', { stream: 'deals' })).toBe(40);
     expect(sampleValue(samples, 'bizops_stream_run_errors_total', { stream: 'deals', reason: 'sync' })).toBe(0);
     expect(sampleValue(samples, 'bizops_stream_last_success_timestamp_seconds', { stream: 'onboardings' })).toBeGreaterThan(Date.now() / 1000 - 60);
-    expect(sampleValue(samples, 'bizops_api_requests_total')).toBeGreaterThanOrEqual(sim.requests.length - 5);
+    // Backfills (2 + 1 + 1 pages) and one sync of each stream at least.
+    expect(sampleValue(samples, 'bizops_api_requests_total')).toBeGreaterThanOrEqual(7);
+    expect(sampleValue(samples, 'bizops_rate_budget_granted_total', { priority: 'backfill' })).toBeGreaterThanOrEqual(4);
 
     expect(await readyz(url)).toMatchObject({ status: 200, body: { ready: true } });
     await sim.close();
