@@ -4,7 +4,8 @@
  * 1. Over the network: the simulator (in this process) with a scaled rate limit, and the worker as
  *    a child process running `bizops-sync backfill --stream transactions`, as a user would.
  *    Prints requests sent / minimum possible, wall time / the time the rate limit allows, 429s.
- * 2. Peak RSS of the worker process at N = 50,000 and N = 100,000 (goal: flat, not growing with N).
+ * 2. Memory (goal: flat, not growing with N): peak RSS of the worker process at N/2 and N, and the
+ *    JavaScript heap after a full GC at the middle and at the end of one in-process backfill.
  * 3. With the network taken out: records per second through validation (zod), hashing and the
  *    SQLite commit (records, changelog, checkpoint per page), as a ratio to a plain better-sqlite3
  *    insert loop of the same rows in transactions of 100.
@@ -16,7 +17,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import Database from 'better-sqlite3';
+import { configSchema } from '../config/schema.ts';
+import { createContext } from '../jobs/context.ts';
+import { silentLogger } from '../src/logging/logger.ts';
 import { openMirror } from '../src/mirror/database.ts';
 import { MirrorStore } from '../src/mirror/store.ts';
 import { startSimulator } from '../src/simulator/index.ts';
@@ -127,6 +133,38 @@ async function commitThroughput(n: number): Promise<{ engineRecordsPerSecond: nu
   }
 }
 
+/** Heap used after a full GC (MB) when a backfill of `n` is half done and when it is done. */
+async function heapDuringBackfill(n: number): Promise<{ middleMb: number; endMb: number }> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const heapMb = () => {
+    gc();
+    return process.memoryUsage().heapUsed / 1024 / 1024;
+  };
+  const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: false });
+  const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-heap-'));
+  const config = configSchema.parse({
+    baseUrl: simulator.url,
+    tokens: { default: String(simulator.tokens.admin) },
+    dbPath: join(dir, 'mirror.db'),
+    rateLimit: { perMinute: 1_000_000 },
+  });
+  const context = createContext(config, { logger: silentLogger });
+  let middleMb = 0;
+  try {
+    await context.engine.run('transactions', 'backfill', {
+      onProgress: (progress) => {
+        if (middleMb === 0 && progress.records >= n / 2) middleMb = heapMb();
+      },
+    });
+    return { middleMb, endMb: heapMb() };
+  } finally {
+    await context.close();
+    await simulator.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export async function run(): Promise<Record<string, number | string>> {
   const n = Number(process.env.BENCH_BACKFILL_N ?? 100_000);
   // Half of N: the peak RSS of the two should match (memory flat, not growing with N).
@@ -134,6 +172,7 @@ export async function run(): Promise<Record<string, number | string>> {
   const large = await backfillThroughCli(n);
   const smallRun = await backfillThroughCli(small);
   const commit = await commitThroughput(n);
+  const heap = await heapDuringBackfill(n);
   const minimumRequests = Math.ceil(n / PAGE);
   // The first window's LIMIT requests go at once; each further LIMIT needs one more window.
   const rateBoundMs = (Math.ceil(minimumRequests / LIMIT) - 1) * WINDOW_MS;
@@ -153,6 +192,9 @@ export async function run(): Promise<Record<string, number | string>> {
     [`peakRssMb at N=${small}`]: round(smallRun.peakRssMb, 1),
     [`peakRssMb at N=${n}`]: round(large.peakRssMb, 1),
     'peak RSS growth (large / small)': round(large.peakRssMb / smallRun.peakRssMb),
+    'heap after GC at N/2, MB': round(heap.middleMb, 1),
+    'heap after GC at N, MB': round(heap.endMb, 1),
+    'heap growth (N / (N/2))': round(heap.endMb / heap.middleMb),
   };
 }
 
