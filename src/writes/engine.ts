@@ -1,0 +1,353 @@
+/**
+ * The write engine: runs ONE write of any kind to its outcome (DESIGN.md "Writes", spec §4, §7).
+ * Every kind is data (src/writes/kinds/); the rules here are the same for all of them:
+ *
+ * 1. A write found `sending` was interrupted after its request may have gone out (a worker killed
+ *    mid-job, whose job BullMQ's stalled-job check handed to another worker): its outcome is
+ *    ambiguous, so it is resolved (step 4), never blindly sent again.
+ * 2. Otherwise it is sent through the ApiClient with priority `write`, the client retry policy of its
+ *    kind (`safe` for idempotent kinds and clock-in, `unsent-only` for the others) and the acting
+ *    token. `sending` is recorded the moment a rate-budget slot is granted (slot-listener.ts).
+ * 3. The answer decides:
+ *    - 2xx: `succeeded` (outcome = the API's `message`); the record is written through into the mirror.
+ *    - 409 on a kind with a `conflictOutcome` (clock-in): `succeeded`, outcome `entry already open`.
+ *    - any other 4xx but 429: `failed` with the API's `message` and `err`. Not retried.
+ *    - not sent, or provably never processed (connection refused, 429 after the client's own
+ *      retries): back to `queued` and BullMQ retries it with backoff (safe for every kind).
+ *    - ambiguous (a reset or timeout after sending, a 5xx): step 4.
+ * 4. Ambiguous outcomes follow the kind's `ambiguity`: `resend` (idempotent kinds: retried),
+ *    `ledger-lookup` (transaction.create: found once in the ledger -> `succeeded`; not there -> sent
+ *    again; more than one candidate -> `needs_review`), `park` (`needs_review` with the reason).
+ *
+ * Outcomes are recorded with their change row (`write.succeeded`, `write.failed`,
+ * `write.needs_review`) and the mirror write-through in one SQLite transaction (store.ts).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+import type { ApiClient, ApiResponse } from '../client/client.ts';
+import { BizopsApiError, ConflictError, ConnectionError, InvalidResponseError, RateLimitError } from '../client/errors.ts';
+import type { RetryPolicy } from '../client/retry.ts';
+import { silentLogger, type Logger } from '../logging/logger.ts';
+import type { AppendedChange } from '../mirror/store.ts';
+import { isWriteKindName, writeKind, type LedgerLookup, type RetrySafety, type WriteKind } from './kinds/index.ts';
+import { withoutSlotListener, withSlotListener } from './slot-listener.ts';
+import type { WriteOutcome, WriteRecord, WriteStore, WriteThroughHook } from './store.ts';
+import { fieldPath } from './validation.ts';
+
+/** What the engine did with a write; `retry` asks BullMQ to run the job again later (with backoff). */
+export type WriteProcessResult =
+  | { action: 'finished'; write: WriteRecord }
+  | { action: 'retry'; reason: string }
+  | { action: 'skipped'; reason: string };
+
+/** Which run of the job this is: BullMQ's attempt number (from 1) and the attempts allowed. */
+export interface WriteAttempt {
+  attempt: number;
+  maxAttempts: number;
+}
+
+export interface WriteEngineOptions {
+  store: WriteStore;
+  /** An ApiClient whose budget is a `SlotNotifyingBudget` (else `sending` is never recorded before sending). */
+  client: ApiClient;
+  logger?: Logger;
+  /** Mirror write-through of successful responses; null turns it off. */
+  writeThrough: WriteThroughHook | null;
+  /** Wait before looking for an ambiguous write's record, so a request still in flight can land, ms. Default 2000. */
+  ambiguousSettleMs?: number;
+  /** How far before the send a ledger lookup starts looking (clock skew between us and the server), ms. Default 10 minutes. */
+  ledgerLookbackMs?: number;
+  /** Pages of 100 a ledger lookup reads at most before giving up to review. Default 20. */
+  ledgerMaxPages?: number;
+  /** Hears every change row appended (to wake the webhook dispatcher). */
+  onChanges?: (changes: AppendedChange[]) => void;
+}
+
+/** The client retry policy for a kind's retry safety (src/client/retry.ts). */
+export function clientRetryPolicy(safety: RetrySafety): RetryPolicy {
+  return safety === 'idempotent' || safety === 'conflict-means-done' ? 'safe' : 'unsent-only';
+}
+
+/** Thrown from the slot listener when the write was finished meanwhile: the request is not sent. */
+class WriteAlreadyFinishedError extends Error {
+  override name = 'WriteAlreadyFinishedError';
+}
+
+/** True when the failure proves the server never processed the request. */
+function provablyUnprocessed(error: unknown): boolean {
+  if (error instanceof RateLimitError) return true;
+  return error instanceof ConnectionError && !error.requestSent;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return error instanceof Error && 'code' in error && String((error as { code: unknown }).code).startsWith('SQLITE_CONSTRAINT');
+}
+
+const listItemSchema = z.looseObject({ id: z.string() });
+
+export class WriteEngine {
+  private readonly store: WriteStore;
+  private readonly client: ApiClient;
+  private readonly logger: Logger;
+  private readonly writeThrough: WriteThroughHook | null;
+  private readonly settleMs: number;
+  private readonly lookbackMs: number;
+  private readonly maxPages: number;
+  private readonly onChanges: ((changes: AppendedChange[]) => void) | undefined;
+
+  constructor(options: WriteEngineOptions) {
+    this.store = options.store;
+    this.client = options.client;
+    this.logger = options.logger ?? silentLogger;
+    this.writeThrough = options.writeThrough;
+    this.settleMs = options.ambiguousSettleMs ?? 2000;
+    this.lookbackMs = options.ledgerLookbackMs ?? 10 * 60_000;
+    this.maxPages = options.ledgerMaxPages ?? 20;
+    this.onChanges = options.onChanges;
+  }
+
+  /**
+   * Runs write `writeId` one step towards its outcome.
+   * @returns `finished` (terminal status recorded), `retry` (BullMQ should run it again), or `skipped`
+   *   (already terminal, or unknown)
+   * @throws only on storage failures (SQLite), which leave the row as it was for the next run
+   */
+  async process(writeId: string, attempt: WriteAttempt): Promise<WriteProcessResult> {
+    const write = this.store.get(writeId);
+    if (!write) return { action: 'skipped', reason: `no write ${writeId} in the writes table` };
+    if (write.status !== 'queued' && write.status !== 'sending') return { action: 'skipped', reason: `already ${write.status}` };
+    if (!isWriteKindName(write.kind)) return this.finish(write, { status: 'failed', outcome: `unknown write kind ${write.kind}` });
+    const kind = writeKind(write.kind);
+    const parsed = kind.payloadSchema.safeParse(write.payload);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return this.finish(write, { status: 'failed', outcome: `the stored payload no longer validates: ${issue ? `${fieldPath(issue.path)}: ${issue.message}` : 'invalid'}` });
+    }
+    const payload = parsed.data;
+    if (write.status === 'sending') {
+      const reason = 'a previous attempt stopped after its request may have reached the server (worker stopped before recording the outcome)';
+      return this.resolveAmbiguous(write, kind, payload, reason, null, attempt);
+    }
+    return this.send(write, kind, payload, attempt);
+  }
+
+  private async send(write: WriteRecord, kind: WriteKind, payload: unknown, attempt: WriteAttempt): Promise<WriteProcessResult> {
+    let slots = 0;
+    let response: ApiResponse<unknown>;
+    try {
+      response = await withSlotListener(
+        () => {
+          if (!this.store.markSending(write.id)) throw new WriteAlreadyFinishedError(`write ${write.id} finished meanwhile`);
+          slots++;
+        },
+        () =>
+          this.client.request({
+            method: kind.method,
+            path: kind.path(payload),
+            body: kind.body(payload),
+            contentSchema: kind.responseSchema,
+            priority: 'write',
+            retry: clientRetryPolicy(kind.retrySafety),
+            token: write.actAs,
+          }),
+      );
+    } catch (error) {
+      if (error instanceof WriteAlreadyFinishedError) return { action: 'skipped', reason: error.message };
+      return this.handleFailure(write, kind, payload, error, slots > 0, attempt);
+    }
+    return this.succeed(write, kind, payload, response);
+  }
+
+  private succeed(write: WriteRecord, kind: WriteKind, payload: unknown, response: ApiResponse<unknown>): WriteProcessResult {
+    const content = response.content;
+    const outcome: WriteOutcome = {
+      status: 'succeeded',
+      outcome: response.message || 'applied',
+      result: content,
+      httpStatus: response.status,
+      remoteId: kind.remoteId(content, payload) ?? null,
+    };
+    const through = kind.writeThrough && this.writeThrough ? { stream: kind.writeThrough.stream, record: kind.writeThrough.record(content) } : undefined;
+    try {
+      return this.finish(write, outcome, through);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      // A ledger lookup gave this record to a look-alike write; this response is the authoritative claim.
+      this.logger.error({ writeId: write.id, remoteId: outcome.remoteId }, 'the created record was already claimed by another write after a ledger lookup');
+      return this.finish(write, { ...outcome, remoteId: null, outcome: `${outcome.outcome}; record ${outcome.remoteId} is also claimed by another write (ledger lookup): review it` }, through);
+    }
+  }
+
+  private async handleFailure(
+    write: WriteRecord,
+    kind: WriteKind,
+    payload: unknown,
+    error: unknown,
+    slotTaken: boolean,
+    attempt: WriteAttempt,
+  ): Promise<WriteProcessResult> {
+    const message = describe(error);
+    const status = error instanceof BizopsApiError ? error.status : undefined;
+    if (error instanceof ConflictError && kind.conflictOutcome) {
+      return this.finish(write, { status: 'succeeded', outcome: kind.conflictOutcome, result: { conflict: message }, httpStatus: 409 });
+    }
+    if (error instanceof TypeError && /unknown token name/.test(message)) {
+      return this.finish(write, { status: 'failed', outcome: `actAs: no token named "${write.actAs}" is configured`, error: message });
+    }
+    if (error instanceof InvalidResponseError && status !== undefined && status >= 200 && status < 300) {
+      // The server applied it (2xx); only its answer was unreadable. Never send it again.
+      return this.finish(write, { status: 'succeeded', outcome: `applied (HTTP ${status}), but the response did not validate`, error: message, httpStatus: status });
+    }
+    if (error instanceof BizopsApiError && status !== undefined && status >= 400 && status < 500 && status !== 429) {
+      return this.finish(write, { status: 'failed', outcome: `refused by the API (HTTP ${status})`, error: message, httpStatus: status });
+    }
+    if (!slotTaken || provablyUnprocessed(error)) {
+      this.store.markRetrying(write.id, message, status ?? null);
+      return this.retryOrGiveUp(write.id, `not processed by the server: ${message}`, attempt);
+    }
+    return this.resolveAmbiguous(write, kind, payload, `the outcome is unknown: ${message}`, status ?? null, attempt);
+  }
+
+  private resolveAmbiguous(
+    write: WriteRecord,
+    kind: WriteKind,
+    payload: unknown,
+    reason: string,
+    httpStatus: number | null,
+    attempt: WriteAttempt,
+  ): Promise<WriteProcessResult> | WriteProcessResult {
+    const ambiguity = kind.ambiguity;
+    if (ambiguity.resolve === 'resend') {
+      this.store.markRetrying(write.id, reason, httpStatus);
+      return this.retryOrGiveUp(write.id, `${reason}; safe to send again`, attempt);
+    }
+    if (ambiguity.resolve === 'park') {
+      this.logger.warn({ writeId: write.id, kind: write.kind, reason }, 'write parked for review');
+      return this.finish(write, { status: 'needs_review', outcome: ambiguity.reason, error: reason, httpStatus });
+    }
+    return this.resolveByLedger(write, kind, ambiguity.lookup, payload, reason, httpStatus, attempt);
+  }
+
+  /** Looks for the record an ambiguous write may have created (kind's `ledger-lookup`). */
+  private async resolveByLedger(
+    write: WriteRecord,
+    kind: WriteKind,
+    lookup: LedgerLookup<unknown>,
+    payload: unknown,
+    reason: string,
+    httpStatus: number | null,
+    attempt: WriteAttempt,
+  ): Promise<WriteProcessResult> {
+    await sleep(this.settleMs);
+    const sentAtMs = Date.parse(this.store.get(write.id)?.sendingAt ?? write.sendingAt ?? write.createdAt);
+    const createdAfter = new Date(sentAtMs - this.lookbackMs).toISOString();
+    const matches: Record<string, unknown>[] = [];
+    let complete = true;
+    try {
+      await withoutSlotListener(async () => {
+        let pages = 0;
+        for await (const page of this.client.paginate(lookup.path, {
+          itemsKey: lookup.itemsKey,
+          itemSchema: listItemSchema,
+          query: lookup.query(payload, createdAfter),
+          priority: 'write',
+          token: write.actAs,
+        })) {
+          for (const item of page.items) if (lookup.matches(item, payload)) matches.push(item);
+          if (++pages >= this.maxPages && page.pagination.hasMore) {
+            complete = false;
+            return;
+          }
+        }
+      });
+    } catch (error) {
+      const message = describe(error);
+      const status = error instanceof BizopsApiError ? error.status : undefined;
+      if ((status !== undefined && status >= 400 && status < 500 && status !== 429) || attempt.attempt >= attempt.maxAttempts) {
+        return this.finish(write, { status: 'needs_review', outcome: `${reason}; could not look for it in the ledger: ${message}`, error: reason, httpStatus });
+      }
+      // The row stays `sending`: the next run looks again instead of sending.
+      return { action: 'retry', reason: `ledger lookup failed: ${message}` };
+    }
+    const candidates = matches.filter((item) => !this.store.isClaimed(write.kind, String(item.id), write.id));
+    if (candidates.length === 0) {
+      if (!complete) {
+        return this.finish(write, { status: 'needs_review', outcome: `${reason}; the ledger is too long to search (${this.maxPages} pages)`, error: reason, httpStatus });
+      }
+      this.store.markRetrying(write.id, `${reason}; not in the ledger, so it did not land: sending again`, httpStatus);
+      return this.retryOrGiveUp(write.id, `${reason}; not found in the ledger`, attempt);
+    }
+    if (candidates.length > 1) {
+      const ids = candidates.map((item) => String(item.id)).join(', ');
+      return this.finish(write, {
+        status: 'needs_review',
+        outcome: `${reason}; ${candidates.length} ledger records match this write (${ids}) and none can be told apart: check which one it created`,
+        error: reason,
+        httpStatus,
+      });
+    }
+    const found = candidates[0]!;
+    const lookalikes = this.store.unfinishedOfKind(write.kind, write.id).filter((other) => {
+      const otherPayload = kind.payloadSchema.safeParse(other.payload);
+      return otherPayload.success && lookup.matches(found, otherPayload.data);
+    });
+    if (lookalikes.length > 0) {
+      return this.finish(write, {
+        status: 'needs_review',
+        outcome: `${reason}; ledger record ${String(found.id)} matches this write and ${lookalikes.length} other unfinished write(s) with the same fields (${lookalikes.map((w) => w.id).join(', ')})`,
+        error: reason,
+        httpStatus,
+      });
+    }
+    const outcome: WriteOutcome = {
+      status: 'succeeded',
+      outcome: `found in the ledger after an ambiguous outcome (${reason})`,
+      result: { [lookup.recordKey]: found },
+      remoteId: String(found.id),
+      httpStatus,
+    };
+    try {
+      return this.finish(write, outcome, lookup.stream && this.writeThrough ? { stream: lookup.stream, record: found } : undefined);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      return this.finish(write, { status: 'needs_review', outcome: `${reason}; ledger record ${String(found.id)} was claimed by another write meanwhile`, error: reason, httpStatus });
+    }
+  }
+
+  private retryOrGiveUp(writeId: string, reason: string, attempt: WriteAttempt): WriteProcessResult {
+    if (attempt.attempt < attempt.maxAttempts) return { action: 'retry', reason };
+    const write = this.store.get(writeId);
+    if (!write) return { action: 'skipped', reason: `no write ${writeId}` };
+    return this.finish(write, { status: 'failed', outcome: `gave up after ${attempt.attempt} attempts`, error: write.error ?? reason, httpStatus: write.httpStatus });
+  }
+
+  /** Records the outcome (with its change row and write-through) and tells `onChanges`. */
+  private finish(
+    write: WriteRecord,
+    outcome: WriteOutcome,
+    through?: { stream: Parameters<WriteThroughHook>[1]; record: Record<string, unknown> },
+  ): WriteProcessResult {
+    const hook = this.writeThrough;
+    const guardedHook: WriteThroughHook | undefined = hook
+      ? (db, stream, record) => {
+          // A savepoint: a record the mirror refuses must not undo the write's recorded outcome.
+          try {
+            return db.transaction(() => hook(db, stream, record))();
+          } catch (error) {
+            this.logger.error({ writeId: write.id, stream, error: describe(error) }, 'mirror write-through failed; the next sync will mirror the record');
+            return [];
+          }
+        }
+      : undefined;
+    const finished = this.store.finish(write.id, outcome, through && guardedHook ? { hook: guardedHook, ...through } : undefined);
+    if (!finished) return { action: 'skipped', reason: 'finished meanwhile by another run' };
+    const log = outcome.status === 'succeeded' ? this.logger.info.bind(this.logger) : this.logger.warn.bind(this.logger);
+    log({ writeId: write.id, kind: write.kind, status: outcome.status, outcome: outcome.outcome, httpStatus: outcome.httpStatus ?? undefined }, `write ${outcome.status}`);
+    if (finished.changes.length > 0) this.onChanges?.(finished.changes);
+    return { action: 'finished', write: finished.write };
+  }
+}

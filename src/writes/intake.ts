@@ -1,0 +1,185 @@
+/**
+ * Intake: where a write enters the queue (DESIGN.md "Writes"). Validation first (an invalid write is
+ * refused with a field-level message; nothing is stored or queued), then the `writes` row with status
+ * `queued` (durable in SQLite), then the BullMQ job (job id = write id). An acknowledged write is
+ * therefore never lost: if Redis refuses the job, the row says so (`enqueue_error`) and the startup
+ * sweep (`requeueMissing`) or the same idempotency key queues it later.
+ *
+ *   const intake = new WriteIntake({ db, queue: { redis: config.redisUrl }, tokenNames: Object.keys(config.tokens) });
+ *   const { id } = await intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 1250, description: 'Catering' });
+ *   intake.getWrite(id)?.status; // 'queued' -> 'sending' -> 'succeeded'
+ *   await intake.close();
+ */
+import { randomUUID } from 'node:crypto';
+import type { Queue } from 'bullmq';
+import { silentLogger, type Logger } from '../logging/logger.ts';
+import type { MirrorDatabase } from '../mirror/database.ts';
+import { IdempotencyConflictError, WriteQueueError, WriteValidationError } from './errors.ts';
+import type { WriteKindName, WritePayload } from './kinds/index.ts';
+import { openWriteQueue, writeJobOptions, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './queue.ts';
+import { payloadHash, WriteStore, type WriteRecord, type WriteStatus } from './store.ts';
+import { validateWritePayload } from './validation.ts';
+
+export interface EnqueueOptions {
+  /**
+   * The same key enqueued twice is ONE write (the second call returns the first); a different
+   * payload under a used key is refused. 1 to 200 printable characters. Default: a fresh key.
+   */
+  idempotencyKey?: string;
+  /** Token NAME (config `tokens`) the write acts as, e.g. an employee's token for a clock-in. Default `default`. */
+  actAs?: string;
+}
+
+export interface EnqueueResult {
+  /** The write id (`wr_<uuid>`), also the BullMQ job id. */
+  id: string;
+  idempotencyKey: string;
+  status: WriteStatus;
+  /** False when the idempotency key named an existing write, which is returned instead. */
+  created: boolean;
+}
+
+export interface WriteIntakeOptions {
+  /** The mirror database (the `writes` table of migration 003). */
+  db: MirrorDatabase;
+  queue: WriteQueueLocation;
+  /** Names of the configured tokens; when given, `actAs` must be one of them. */
+  tokenNames?: readonly string[];
+  retrySchedule?: WriteRetrySchedule;
+  /** Longest wait for Redis to accept a job, ms. Default 5000. */
+  enqueueTimeoutMs?: number;
+  logger?: Logger;
+}
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
+const TOKEN_NAME = /^[A-Za-z0-9_.-]+$/;
+
+export class WriteIntake {
+  readonly store: WriteStore;
+  readonly queue: Queue<WriteJobData>;
+  private readonly closeQueue: () => Promise<void>;
+  private readonly tokenNames: readonly string[] | undefined;
+  private readonly retrySchedule: WriteRetrySchedule;
+  private readonly enqueueTimeoutMs: number;
+  private readonly logger: Logger;
+
+  constructor(options: WriteIntakeOptions) {
+    this.store = new WriteStore(options.db);
+    const opened = openWriteQueue(options.queue);
+    this.queue = opened.queue;
+    this.closeQueue = opened.close;
+    this.tokenNames = options.tokenNames;
+    this.retrySchedule = options.retrySchedule ?? {};
+    this.enqueueTimeoutMs = options.enqueueTimeoutMs ?? 5000;
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /**
+   * Validates, stores and queues a write (typed by kind).
+   * @returns the write's id, idempotency key and status
+   * @throws WriteValidationError (`transaction.create: amount: must be at least 1 (cents)`): nothing stored or queued
+   * @throws IdempotencyConflictError when the key names a write with another kind, payload or `actAs`
+   * @throws WriteQueueError when the row is stored but Redis refused the job (not lost: see the class)
+   */
+  enqueueWrite<K extends WriteKindName>(kind: K, payload: WritePayload<K>, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+    return this.enqueue(kind, payload, options);
+  }
+
+  /** `enqueueWrite` for input not typed at compile time (CLI, HTTP): same checks, same errors. */
+  async enqueue(kind: string, payload: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+    const validated = validateWritePayload(kind, payload);
+    const actAs = this.checkActAs(validated.kind, options.actAs);
+    const idempotencyKey = this.checkIdempotencyKey(validated.kind, options.idempotencyKey);
+    for (;;) {
+      const existing = this.store.findByIdempotencyKey(idempotencyKey);
+      if (existing) {
+        if (existing.kind !== validated.kind) throw new IdempotencyConflictError(idempotencyKey, existing.id, `kind (${existing.kind})`);
+        if (existing.payloadHash !== payloadHash(validated.payload)) throw new IdempotencyConflictError(idempotencyKey, existing.id, 'payload');
+        if (existing.actAs !== actAs) throw new IdempotencyConflictError(idempotencyKey, existing.id, `actAs (${existing.actAs})`);
+        // Stored earlier while Redis was down: this call is the retry that queues it.
+        if (existing.enqueueError !== null && (existing.status === 'queued' || existing.status === 'sending')) await this.addJob(existing.id, existing.kind, idempotencyKey);
+        return { id: existing.id, idempotencyKey, status: this.store.get(existing.id)?.status ?? existing.status, created: false };
+      }
+      const id = `wr_${randomUUID()}`;
+      const stored = this.store.insert({ id, idempotencyKey, kind: validated.kind, payload: validated.payload, actAs });
+      if (!stored) continue; // a concurrent enqueue took the key first: answer with its write
+      await this.addJob(id, validated.kind, idempotencyKey);
+      this.logger.info({ writeId: id, kind: validated.kind, actAs }, 'write queued');
+      return { id, idempotencyKey, status: 'queued', created: true };
+    }
+  }
+
+  /** The write with this id, or undefined. */
+  getWrite(id: string): WriteRecord | undefined {
+    return this.store.get(id);
+  }
+
+  /**
+   * The startup sweep: every write still `queued` or `sending` whose job is missing from BullMQ (Redis
+   * refused it, Redis lost it, or BullMQ gave up on a stalled job) is queued again. A write found
+   * `sending` keeps that status, so the worker treats its outcome as possibly ambiguous.
+   * @returns the ids queued again
+   */
+  async requeueMissing(): Promise<string[]> {
+    const requeued: string[] = [];
+    for (const write of this.store.unfinished()) {
+      const job = await this.queue.getJob(write.id);
+      const state = job ? await job.getState() : 'missing';
+      if (state === 'waiting' || state === 'active' || state === 'delayed' || state === 'prioritized' || state === 'waiting-children') {
+        if (write.enqueueError !== null) this.store.setEnqueueError(write.id, null);
+        continue;
+      }
+      if (job) await job.remove().catch(() => undefined);
+      await this.queue.add('write', { writeId: write.id, kind: write.kind }, writeJobOptions(write.id, this.retrySchedule));
+      this.store.setEnqueueError(write.id, null);
+      requeued.push(write.id);
+      this.logger.warn({ writeId: write.id, kind: write.kind, status: write.status, jobState: state }, 'write re-queued by the startup sweep');
+    }
+    return requeued;
+  }
+
+  /** Closes the queue connection (when the intake opened it). The database stays open. */
+  async close(): Promise<void> {
+    await this.closeQueue();
+  }
+
+  private checkActAs(kind: string, actAs: string | undefined): string {
+    const name = actAs ?? 'default';
+    if (typeof name !== 'string' || !TOKEN_NAME.test(name)) {
+      throw new WriteValidationError(kind, [{ field: 'actAs', rule: 'must be a token name (letters, digits, _ . -)' }]);
+    }
+    if (this.tokenNames && !this.tokenNames.includes(name)) {
+      throw new WriteValidationError(kind, [{ field: 'actAs', rule: `no token named "${name}" is configured (configured: ${this.tokenNames.join(', ')})` }]);
+    }
+    return name;
+  }
+
+  private checkIdempotencyKey(kind: string, key: string | undefined): string {
+    if (key === undefined) return `auto_${randomUUID()}`;
+    if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key)) {
+      throw new WriteValidationError(kind, [{ field: 'idempotencyKey', rule: 'must be 1 to 200 printable characters without spaces' }]);
+    }
+    return key;
+  }
+
+  /** Adds the job; on failure marks the row and throws WriteQueueError. */
+  private async addJob(id: string, kind: string, idempotencyKey: string): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.queue.add('write', { writeId: id, kind }, writeJobOptions(id, this.retrySchedule)),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`Redis did not accept the job within ${this.enqueueTimeoutMs} ms`)), this.enqueueTimeoutMs);
+        }),
+      ]);
+      this.store.setEnqueueError(id, null);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.store.setEnqueueError(id, message);
+      this.logger.error({ writeId: id, kind, error: message }, 'write stored but not queued');
+      throw new WriteQueueError(id, idempotencyKey, error);
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The write queue on BullMQ (DESIGN.md "Libraries": bullmq + ioredis). One job per write; the job id
+ * IS the write id, so adding a write twice is one job. The job carries only the write's id and kind:
+ * the `writes` row in SQLite is the source of truth for the payload and the status.
+ */
+import { Queue, type JobsOptions } from 'bullmq';
+import { Redis } from 'ioredis';
+
+/** Default BullMQ queue name and key prefix. */
+export const DEFAULT_QUEUE_NAME = 'bizops-writes';
+export const DEFAULT_QUEUE_PREFIX = 'bizops';
+
+/** Where the queue lives. Tests give each run its own `prefix`. */
+export interface WriteQueueLocation {
+  /** An ioredis client (shared, not closed by us) or a `redis://` URL (a connection we own). */
+  redis: Redis | string;
+  /** Default `bizops-writes`. */
+  queueName?: string;
+  /** BullMQ key prefix; default `bizops`. */
+  prefix?: string;
+}
+
+/** The data of a write job. */
+export interface WriteJobData {
+  writeId: string;
+  kind: string;
+}
+
+/**
+ * BullMQ retries of a write job. The processor throws (and so asks for a retry) only when sending
+ * again is provably safe for the kind (src/writes/engine.ts); every other outcome completes the job.
+ */
+export interface WriteRetrySchedule {
+  /** Job attempts in all, the first included. Default 8. */
+  attempts?: number;
+  /** First backoff delay, ms, doubled each retry. Default 1000. */
+  backoffMs?: number;
+}
+
+export function writeJobOptions(writeId: string, schedule: WriteRetrySchedule = {}): JobsOptions {
+  return {
+    jobId: writeId,
+    attempts: schedule.attempts ?? 8,
+    backoff: { type: 'exponential', delay: schedule.backoffMs ?? 1000 },
+    // Finished jobs are kept a while for inspection; the `writes` row keeps the outcome for good.
+    removeOnComplete: { age: 24 * 3600, count: 10_000 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  };
+}
+
+/**
+ * An ioredis connection for BullMQ (`maxRetriesPerRequest: null`, as BullMQ requires for workers).
+ * @returns the client and whether the caller owns it (and must close it)
+ */
+export function redisConnection(redis: Redis | string): { client: Redis; owned: boolean } {
+  if (typeof redis !== 'string') return { client: redis, owned: false };
+  return { client: new Redis(redis, { maxRetriesPerRequest: null }), owned: true };
+}
+
+/** Opens the write queue (producer side). Close it with `closeWriteQueue`. */
+export function openWriteQueue(location: WriteQueueLocation): { queue: Queue<WriteJobData>; close(): Promise<void> } {
+  const { client, owned } = redisConnection(location.redis);
+  const queue = new Queue<WriteJobData>(location.queueName ?? DEFAULT_QUEUE_NAME, {
+    connection: client,
+    prefix: location.prefix ?? DEFAULT_QUEUE_PREFIX,
+  });
+  return {
+    queue,
+    async close() {
+      await queue.close();
+      if (owned) await client.quit().catch(() => client.disconnect());
+    },
+  };
+}

@@ -1,0 +1,290 @@
+/**
+ * The `writes` table (migration 003) and the changelog rows of write outcomes (DESIGN.md "Writes",
+ * "The mirror contract"). Every statement on `writes` lives here.
+ *
+ * Lifecycle of a row:
+ *
+ *   queued ──(budget slot granted)──> sending ──> succeeded | failed | needs_review
+ *     ^                                  │
+ *     └──── a provably safe retry ───────┘
+ *
+ * A terminal status, its `write.succeeded` / `write.failed` / `write.needs_review` change row
+ * (stream `writes`, record_id = the write id) and the write-through of the response into the mirror
+ * commit in ONE SQLite transaction; a row already terminal is never finished twice.
+ */
+import { createHash } from 'node:crypto';
+import type { MirrorDatabase } from '../mirror/database.ts';
+import { MirrorStore, type AppendedChange } from '../mirror/store.ts';
+import type { StreamName } from '../streams/definitions.ts';
+
+export type WriteStatus = 'queued' | 'sending' | 'succeeded' | 'failed' | 'needs_review';
+export type TerminalWriteStatus = 'succeeded' | 'failed' | 'needs_review';
+
+export const TERMINAL_STATUSES: readonly WriteStatus[] = ['succeeded', 'failed', 'needs_review'];
+
+/** Change types emitted per terminal status (stream `writes`). */
+export const WRITE_EVENT_TYPES: Record<TerminalWriteStatus, string> = {
+  succeeded: 'write.succeeded',
+  failed: 'write.failed',
+  needs_review: 'write.needs_review',
+};
+
+/** One write as stored (and as `GET /writes/{id}` shows it). Times are ISO 8601. */
+export interface WriteRecord {
+  id: string;
+  idempotencyKey: string;
+  kind: string;
+  status: WriteStatus;
+  /** The validated payload. */
+  payload: Record<string, unknown>;
+  /** Token NAME the write acts as (config `tokens`). */
+  actAs: string;
+  /** How it ended, in one line (see migration 003). */
+  outcome: string | null;
+  /** The response `content` when it succeeded. */
+  result: unknown;
+  error: string | null;
+  httpStatus: number | null;
+  /** Id of the record created or changed (transaction, deal, email, ...). */
+  remoteId: string | null;
+  /** Requests sent (budget slots taken). */
+  attempts: number;
+  /** Set while the row is stored but its queue job could not be added. */
+  enqueueError: string | null;
+  sendingAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
+/** How a write ended, for `finish`. */
+export interface WriteOutcome {
+  status: TerminalWriteStatus;
+  outcome: string;
+  result?: unknown;
+  error?: string | null;
+  httpStatus?: number | null;
+  remoteId?: string | null;
+}
+
+/** Writes a response record into the mirror; returns the change rows it appended. Runs inside the outcome's transaction. */
+export type WriteThroughHook = (db: MirrorDatabase, stream: StreamName, record: Record<string, unknown>) => AppendedChange[];
+
+interface WriteRow {
+  id: string;
+  idempotency_key: string;
+  kind: string;
+  status: WriteStatus;
+  payload: string;
+  payload_hash: string;
+  acting_as: string;
+  outcome: string | null;
+  result: string | null;
+  error: string | null;
+  http_status: number | null;
+  remote_id: string | null;
+  attempts: number;
+  enqueue_error: string | null;
+  sending_at: string | null;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+/** JSON with object keys sorted, so equal payloads hash equal whatever their key order. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, item]) => item !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** sha256 hex of the canonical JSON of a payload. */
+export function payloadHash(payload: unknown): string {
+  return createHash('sha256').update(canonicalJson(payload)).digest('hex');
+}
+
+function decode(row: WriteRow): WriteRecord {
+  return {
+    id: row.id,
+    idempotencyKey: row.idempotency_key,
+    kind: row.kind,
+    status: row.status,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    actAs: row.acting_as,
+    outcome: row.outcome,
+    result: row.result === null ? null : (JSON.parse(row.result) as unknown),
+    error: row.error,
+    httpStatus: row.http_status,
+    remoteId: row.remote_id,
+    attempts: row.attempts,
+    enqueueError: row.enqueue_error,
+    sendingAt: row.sending_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    finishedAt: row.finished_at,
+  };
+}
+
+/** The default write-through: the mirror store's own upsert + changelog (src/mirror/store.ts `applyRecords`). */
+export function defaultWriteThrough(streams: Record<StreamName, Parameters<MirrorStore['applyRecords']>[0]>): WriteThroughHook {
+  const stores = new WeakMap<MirrorDatabase, MirrorStore>();
+  return (db, stream, record) => {
+    let store = stores.get(db);
+    if (!store) {
+      store = new MirrorStore(db);
+      stores.set(db, store);
+    }
+    return store.applyRecords(streams[stream], [record]);
+  };
+}
+
+export class WriteStore {
+  readonly db: MirrorDatabase;
+  private readonly mirror: MirrorStore;
+
+  constructor(db: MirrorDatabase) {
+    this.db = db;
+    this.mirror = new MirrorStore(db);
+  }
+
+  get(id: string): WriteRecord | undefined {
+    const row = this.db.prepare('SELECT * FROM writes WHERE id = ?').get(id) as WriteRow | undefined;
+    return row ? decode(row) : undefined;
+  }
+
+  findByIdempotencyKey(key: string): (WriteRecord & { payloadHash: string }) | undefined {
+    const row = this.db.prepare('SELECT * FROM writes WHERE idempotency_key = ?').get(key) as WriteRow | undefined;
+    return row ? { ...decode(row), payloadHash: row.payload_hash } : undefined;
+  }
+
+  /**
+   * Stores a new write with status `queued`.
+   * @returns the stored write, or undefined when the idempotency key is already taken (a concurrent
+   *   enqueue won: read it with `findByIdempotencyKey`)
+   */
+  insert(write: { id: string; idempotencyKey: string; kind: string; payload: Record<string, unknown>; actAs: string }): WriteRecord | undefined {
+    const now = new Date().toISOString();
+    const result = this.db
+      .prepare(
+        `INSERT INTO writes (id, idempotency_key, kind, status, payload, payload_hash, acting_as, created_at, updated_at)
+         VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING`,
+      )
+      .run(write.id, write.idempotencyKey, write.kind, JSON.stringify(write.payload), payloadHash(write.payload), write.actAs, now, now);
+    return result.changes === 1 ? this.get(write.id) : undefined;
+  }
+
+  /** Notes (or clears, with null) that the row is stored but its queue job could not be added. */
+  setEnqueueError(id: string, message: string | null): void {
+    this.db.prepare('UPDATE writes SET enqueue_error = ?, updated_at = ? WHERE id = ?').run(message, new Date().toISOString(), id);
+  }
+
+  /**
+   * Records that a budget slot was granted and the request is about to go out (`sending`): from now
+   * on, a worker that finds the row in this state cannot know whether the server received it.
+   * @returns false when the row is already terminal (nothing must be sent)
+   */
+  markSending(id: string): boolean {
+    const now = new Date().toISOString();
+    const result = this.db
+      .prepare(
+        `UPDATE writes SET status = 'sending', attempts = attempts + 1, sending_at = ?, updated_at = ?
+         WHERE id = ? AND status IN ('queued', 'sending')`,
+      )
+      .run(now, now, id);
+    return result.changes === 1;
+  }
+
+  /** Back to `queued` after a failure that is provably safe to retry; keeps the error for `GET /writes/{id}`. */
+  markRetrying(id: string, error: string, httpStatus: number | null): void {
+    this.db
+      .prepare(`UPDATE writes SET status = 'queued', error = ?, http_status = ?, updated_at = ? WHERE id = ? AND status IN ('queued', 'sending')`)
+      .run(error, httpStatus, new Date().toISOString(), id);
+  }
+
+  /**
+   * Ends a write: terminal status, its change row, and the write-through into the mirror, in one
+   * transaction. A row already terminal is left alone.
+   * @param writeThrough records to upsert into the mirror (only for `succeeded`)
+   * @returns the write after the update and every change row appended, or undefined when it was already terminal
+   * @throws SqliteError (constraint `writes_created_record`) when `remoteId` is already claimed by another write
+   */
+  finish(
+    id: string,
+    outcome: WriteOutcome,
+    writeThrough?: { hook: WriteThroughHook; stream: StreamName; record: Record<string, unknown> },
+  ): { write: WriteRecord; changes: AppendedChange[] } | undefined {
+    return this.mirror.transaction(() => {
+      const before = this.get(id);
+      if (!before || TERMINAL_STATUSES.includes(before.status)) return undefined;
+      const now = new Date().toISOString();
+      this.db
+        .prepare(
+          `UPDATE writes SET status = ?, outcome = ?, result = ?, error = ?, http_status = COALESCE(?, http_status),
+             remote_id = COALESCE(?, remote_id), finished_at = ?, updated_at = ? WHERE id = ?`,
+        )
+        .run(
+          outcome.status,
+          outcome.outcome,
+          outcome.result === undefined ? null : JSON.stringify(outcome.result),
+          outcome.error ?? null,
+          outcome.httpStatus ?? null,
+          outcome.remoteId ?? null,
+          now,
+          now,
+          id,
+        );
+      const write = this.get(id)!;
+      const changes: AppendedChange[] = [];
+      changes.push(
+        this.mirror.appendChange({
+          type: WRITE_EVENT_TYPES[outcome.status],
+          stream: 'writes',
+          recordId: id,
+          occurredAt: now,
+          data: { record: publicWrite(write), changes: { status: { old: before.status, new: outcome.status } } },
+        }),
+      );
+      if (writeThrough && outcome.status === 'succeeded') changes.push(...writeThrough.hook(this.db, writeThrough.stream, writeThrough.record));
+      return { write, changes };
+    });
+  }
+
+  /** True when a write other than `exceptWriteId` already holds `remoteId` as the record it created. */
+  isClaimed(kind: string, remoteId: string, exceptWriteId: string): boolean {
+    const row = this.db.prepare('SELECT id FROM writes WHERE kind = ? AND remote_id = ? AND id <> ?').get(kind, remoteId, exceptWriteId);
+    return row !== undefined;
+  }
+
+  /** Writes of `kind` not finished yet, other than `exceptWriteId` (to spot look-alikes in flight). */
+  unfinishedOfKind(kind: string, exceptWriteId: string): WriteRecord[] {
+    const rows = this.db
+      .prepare(`SELECT * FROM writes WHERE kind = ? AND status IN ('queued', 'sending') AND id <> ? ORDER BY created_at`)
+      .all(kind, exceptWriteId) as WriteRow[];
+    return rows.map(decode);
+  }
+
+  /** Every write not finished yet (`queued` or `sending`), oldest first: what the startup sweep checks. */
+  unfinished(): WriteRecord[] {
+    const rows = this.db.prepare(`SELECT * FROM writes WHERE status IN ('queued', 'sending') ORDER BY created_at`).all() as WriteRow[];
+    return rows.map(decode);
+  }
+
+  /** Counts by status (for `status` output and metrics). */
+  countByStatus(): Record<WriteStatus, number> {
+    const counts: Record<WriteStatus, number> = { queued: 0, sending: 0, succeeded: 0, failed: 0, needs_review: 0 };
+    const rows = this.db.prepare('SELECT status, COUNT(*) AS n FROM writes GROUP BY status').all() as { status: WriteStatus; n: number }[];
+    for (const row of rows) counts[row.status] = row.n;
+    return counts;
+  }
+}
+
+/** The write as callers see it (`GET /writes/{id}`, change rows): everything but internal bookkeeping. */
+export function publicWrite(write: WriteRecord): Omit<WriteRecord, 'enqueueError' | 'sendingAt'> & { enqueueError?: string } {
+  const { enqueueError, sendingAt: _sendingAt, ...rest } = write;
+  return enqueueError ? { ...rest, enqueueError } : rest;
+}

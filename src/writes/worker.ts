@@ -1,0 +1,172 @@
+/**
+ * The write worker (DESIGN.md "Writes"): a BullMQ Worker running the write engine, usable inside the
+ * daemon and in extra `bizops-sync worker` processes. Every process shares the one rate budget (pass a
+ * `RedisRateBudget`), the queue in Redis and the `writes` table in the SQLite file.
+ *
+ *   const worker = await startWriteWorker({
+ *     db, queue: { redis: config.redisUrl },
+ *     api: { baseUrl: config.baseUrl, tokens: config.tokens, budget },
+ *     concurrency: 4, logger,
+ *   });
+ *   ...
+ *   await worker.close();
+ *
+ * Crash safety: a worker SIGKILLed mid-job loses its BullMQ lock; the stalled-job check of any live
+ * worker puts the job back and it runs again. The `writes` row tells the rerun where the last run
+ * stopped (`queued`: nothing was sent; `sending`: maybe sent, so the outcome is resolved, not resent
+ * blindly), which keeps every write applied exactly once.
+ */
+import { Worker, type Job } from 'bullmq';
+import { ApiClient, type ApiClientOptions } from '../client/client.ts';
+import type { RateBudget } from '../client/rate-budget.ts';
+import { silentLogger, type Logger } from '../logging/logger.ts';
+import type { MirrorDatabase } from '../mirror/database.ts';
+import type { AppendedChange } from '../mirror/store.ts';
+import { STREAMS } from '../streams/definitions.ts';
+import { WriteEngine, type WriteProcessResult } from './engine.ts';
+import { WriteIntake } from './intake.ts';
+import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, redisConnection, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './queue.ts';
+import { SlotNotifyingBudget } from './slot-listener.ts';
+import { defaultWriteThrough, WriteStore, type WriteThroughHook } from './store.ts';
+
+export interface WriteWorkerOptions {
+  /** The mirror database (the `writes` table, the changelog, the stream tables for write-through). */
+  db: MirrorDatabase;
+  queue: WriteQueueLocation;
+  /**
+   * How to reach the API. The worker builds its own ApiClient around `budget` (so it can record
+   * `sending` when a slot is granted); `budget` stays the caller's (shared by every client of the process).
+   */
+  api: Pick<ApiClientOptions, 'baseUrl' | 'tokens' | 'timeoutMs' | 'retry'> & { budget: RateBudget };
+  /** Jobs run at once in this process. Default 4. */
+  concurrency?: number;
+  logger?: Logger;
+  /**
+   * Mirror write-through of successful responses (transaction.create -> transactions, deal.close ->
+   * deals). Default: the mirror store's upsert (`MirrorStore.applyRecords`). null turns it off.
+   */
+  writeThrough?: WriteThroughHook | null;
+  /** See WriteEngineOptions. */
+  ambiguousSettleMs?: number;
+  ledgerLookbackMs?: number;
+  /** BullMQ lock of a running job, ms; a killed worker's job is re-run after it expires. Default 30000. */
+  lockDurationMs?: number;
+  /** How often stalled jobs are looked for, ms. Default 30000. */
+  stalledIntervalMs?: number;
+  /** Times a job may stall (its worker died) before BullMQ fails it; the startup sweep re-queues it then. Default 5. */
+  maxStalledCount?: number;
+  /** Backoff of BullMQ retries for jobs re-queued by the sweep (new jobs take theirs from the intake). */
+  retrySchedule?: WriteRetrySchedule;
+  /** Run the startup sweep (re-queue `queued`/`sending` rows missing from BullMQ) before starting. Default true. */
+  sweepOnStart?: boolean;
+  /** Hears every change row appended (to wake the webhook dispatcher). */
+  onChanges?: (changes: AppendedChange[]) => void;
+}
+
+export interface WriteWorkerStats {
+  /** Jobs by what the engine did. */
+  finished: number;
+  retried: number;
+  skipped: number;
+  /** Requests this worker's client sent (ledger lookups included). */
+  requests: number;
+}
+
+export interface WriteWorkerHandle {
+  readonly worker: Worker<WriteJobData>;
+  /** The worker's own API client (tests read its stats). */
+  readonly client: ApiClient;
+  /** Writes re-queued by the startup sweep. */
+  readonly requeued: readonly string[];
+  stats(): WriteWorkerStats;
+  /**
+   * Stops taking jobs, cancels waits for a budget slot (those jobs run again later), lets requests in
+   * flight finish, and closes the connections it opened. The database and the budget stay open.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a write worker.
+ * @throws when Redis cannot be reached for the startup sweep
+ */
+export async function startWriteWorker(options: WriteWorkerOptions): Promise<WriteWorkerHandle> {
+  const logger = options.logger ?? silentLogger;
+  const shutdown = new AbortController();
+  const budget = new SlotNotifyingBudget(options.api.budget, shutdown.signal);
+  const client = new ApiClient({ ...options.api, budget, logger });
+  const store = new WriteStore(options.db);
+  const engine = new WriteEngine({
+    store,
+    client,
+    logger,
+    writeThrough: options.writeThrough === undefined ? defaultWriteThrough(STREAMS) : options.writeThrough,
+    ambiguousSettleMs: options.ambiguousSettleMs,
+    ledgerLookbackMs: options.ledgerLookbackMs,
+    onChanges: options.onChanges,
+  });
+
+  let requeued: string[] = [];
+  if (options.sweepOnStart ?? true) {
+    const intake = new WriteIntake({ db: options.db, queue: options.queue, retrySchedule: options.retrySchedule, logger });
+    try {
+      requeued = await intake.requeueMissing();
+    } finally {
+      await intake.close();
+    }
+  }
+
+  const counters: Omit<WriteWorkerStats, 'requests'> = { finished: 0, retried: 0, skipped: 0 };
+  const { client: connection, owned } = redisConnection(options.queue.redis);
+  const worker = new Worker<WriteJobData>(
+    options.queue.queueName ?? DEFAULT_QUEUE_NAME,
+    async (job: Job<WriteJobData>) => {
+      const result: WriteProcessResult = await engine.process(job.data.writeId, {
+        attempt: job.attemptsMade + 1,
+        maxAttempts: job.opts.attempts ?? 1,
+      });
+      if (result.action === 'retry') {
+        counters.retried++;
+        logger.info({ writeId: job.data.writeId, attempt: job.attemptsMade + 1, reason: result.reason }, 'write will be retried');
+        throw new Error(result.reason);
+      }
+      if (result.action === 'skipped') {
+        counters.skipped++;
+        return { skipped: result.reason };
+      }
+      counters.finished++;
+      return { status: result.write.status };
+    },
+    {
+      connection,
+      prefix: options.queue.prefix ?? DEFAULT_QUEUE_PREFIX,
+      concurrency: options.concurrency ?? 4,
+      lockDuration: options.lockDurationMs ?? 30_000,
+      stalledInterval: options.stalledIntervalMs ?? 30_000,
+      maxStalledCount: options.maxStalledCount ?? 5,
+      autorun: true,
+    },
+  );
+  worker.on('error', (error) => logger.error({ error: error.message }, 'write worker error'));
+  worker.on('failed', (job, error) => {
+    if (job && /stalled/i.test(error.message)) logger.error({ writeId: job.data.writeId, error: error.message }, 'write job failed by stalling; the startup sweep re-queues it');
+  });
+  await worker.waitUntilReady();
+
+  let closing: Promise<void> | undefined;
+  return {
+    worker,
+    client,
+    requeued,
+    stats: () => ({ ...counters, requests: client.stats.requests }),
+    close() {
+      closing ??= (async () => {
+        shutdown.abort(new Error('write worker is closing'));
+        await worker.close();
+        await client.close();
+        if (owned) await connection.quit().catch(() => connection.disconnect());
+      })();
+      return closing;
+    },
+  };
+}
