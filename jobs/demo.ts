@@ -25,6 +25,8 @@ export interface DemoOptions {
   /** Where the demo prints (stdout). */
   print: (line: string) => void;
   onProgress?: (progress: RunProgress) => void;
+  /** Called when the backfill is done, before live changes print (e.g. to take progress bars down). */
+  onBackfillDone?: () => void;
 }
 
 /** Runs the demo until `signal` aborts or the duration passes. */
@@ -60,6 +62,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     options.print(`simulator: ${simulator.url} (churn: 3 changes every 1.5 s)  mirror: ${options.dbPath}`);
     options.print('backfilling...');
     await runStreams(context, STREAM_NAMES, 'backfill', { signal: stop, onProgress: options.onProgress });
+    options.onBackfillDone?.();
     const counts = STREAM_NAMES.map((name) => `${context.store.countRecords(STREAMS[name]).live} ${name}`).join(', ');
     options.print(`mirrored: ${counts} (changelog at seq ${context.store.lastSeq()})`);
     options.print(`polling every ${options.pollSeconds} s; each change prints below. Ctrl-C to stop.`);

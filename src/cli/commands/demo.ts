@@ -26,6 +26,7 @@ export function registerDemoCommand(program: Command): void {
           logger,
           print: (line) => process.stdout.write(`${line}\n`),
           onProgress: (progress) => reporter.update(progress),
+          onBackfillDone: () => reporter.stop(),
         });
       } finally {
         reporter.stop();
