@@ -30,7 +30,7 @@ import type { RetryPolicy } from '../client/retry.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { AppendedChange } from '../mirror/store.ts';
 import { isWriteKindName, writeKind, type LedgerLookup, type RetrySafety, type WriteKind } from './kinds/index.ts';
-import { withoutSlotListener, withSlotListener } from './slot-listener.ts';
+import { withJobContext } from './slot-listener.ts';
 import type { WriteOutcome, WriteRecord, WriteStore, WriteThroughHook } from './store.ts';
 import { fieldPath } from './validation.ts';
 
@@ -139,7 +139,8 @@ export class WriteEngine {
     let slots = 0;
     let response: ApiResponse<unknown>;
     try {
-      response = await withSlotListener(
+      response = await withJobContext(
+        write.actAs,
         () => {
           if (!this.store.markSending(write.id)) throw new WriteAlreadyFinishedError(`write ${write.id} finished meanwhile`);
           slots++;
@@ -248,7 +249,7 @@ export class WriteEngine {
     const matches: Record<string, unknown>[] = [];
     let complete = true;
     try {
-      await withoutSlotListener(async () => {
+      await withJobContext(write.actAs, undefined, async () => {
         let pages = 0;
         for await (const page of this.client.paginate(lookup.path, {
           itemsKey: lookup.itemsKey,

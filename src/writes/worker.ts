@@ -18,7 +18,6 @@
  */
 import { Worker, type Job } from 'bullmq';
 import { ApiClient, type ApiClientOptions } from '../client/client.ts';
-import type { RateBudget } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { MirrorDatabase } from '../mirror/database.ts';
 import type { AppendedChange } from '../mirror/store.ts';
@@ -26,7 +25,7 @@ import { STREAMS } from '../streams/definitions.ts';
 import { WriteEngine, type WriteProcessResult } from './engine.ts';
 import { WriteIntake } from './intake.ts';
 import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, redisConnection, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './queue.ts';
-import { SlotNotifyingBudget } from './slot-listener.ts';
+import { SlotNotifyingBudget, type BudgetSource } from './slot-listener.ts';
 import { defaultWriteThrough, WriteStore, type WriteThroughHook } from './store.ts';
 
 export interface WriteWorkerOptions {
@@ -35,9 +34,10 @@ export interface WriteWorkerOptions {
   queue: WriteQueueLocation;
   /**
    * How to reach the API. The worker builds its own ApiClient around `budget` (so it can record
-   * `sending` when a slot is granted); `budget` stays the caller's (shared by every client of the process).
+   * `sending` when a slot is granted); `budget` stays the caller's (shared by every client of the
+   * process). A function gives the budget per token name (config `rateLimit.scope: 'token'`).
    */
-  api: Pick<ApiClientOptions, 'baseUrl' | 'tokens' | 'timeoutMs' | 'retry'> & { budget: RateBudget };
+  api: Pick<ApiClientOptions, 'baseUrl' | 'tokens' | 'timeoutMs' | 'retry'> & { budget: BudgetSource };
   /** Jobs run at once in this process. Default 4. */
   concurrency?: number;
   logger?: Logger;

@@ -1,0 +1,139 @@
+/**
+ * The write API on the daemon's HTTP port (DESIGN.md "Writes"; config `http.writeApiKey`):
+ *
+ *   POST /writes        body `{ kind, payload, idempotencyKey?, actAs? }` (or header `Idempotency-Key`)
+ *                       202 `{ write: { id, idempotencyKey, status } }` for a new write,
+ *                       200 with the existing write when the idempotency key already names it,
+ *                       400 `{ error, issues: [{ field, rule }] }` when invalid (nothing queued),
+ *                       409 when the key names a different write, 503 when stored but not queued
+ *   GET  /writes/{id}   200 `{ write }` (status, outcome, result, error, ...) or 404
+ *
+ * Both require `Authorization: Bearer <http.writeApiKey>` (401 otherwise). With no key configured the
+ * routes are off: the handler answers nothing and the daemon's own 404 applies.
+ *
+ *   routeFirst: (request, response) => handleWritesRequest(request, response, { intake, writeApiKey: config.http.writeApiKey })
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { silentLogger, type Logger } from '../logging/logger.ts';
+import { IdempotencyConflictError, WriteQueueError, WriteValidationError } from './errors.ts';
+import type { WriteIntake } from './intake.ts';
+import { publicWrite } from './store.ts';
+
+export interface WritesHttpDependencies {
+  intake: WriteIntake;
+  /** config `http.writeApiKey`; undefined turns the routes off. */
+  writeApiKey: string | undefined;
+  logger?: Logger;
+  /** Largest request body accepted, bytes. Default 1 MiB. */
+  maxBodyBytes?: number;
+}
+
+function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = `${JSON.stringify(body)}\n`;
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(text)),
+    'cache-control': 'no-store',
+    ...headers,
+  });
+  response.end(text);
+}
+
+/** Constant-time comparison of the presented bearer key with the configured one. */
+function authorized(request: IncomingMessage, key: string): boolean {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+  if (!match) return false;
+  const presented = createHash('sha256').update(match[1]!).digest();
+  const expected = createHash('sha256').update(key).digest();
+  return timingSafeEqual(presented, expected);
+}
+
+class BodyTooLargeError extends Error {}
+
+function readBody(request: IncomingMessage, maxBytes: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        reject(new BodyTooLargeError(`request body is larger than ${maxBytes} bytes`));
+        request.resume();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('error', reject);
+  });
+}
+
+/**
+ * Answers `POST /writes` and `GET /writes/{id}`.
+ * @returns true when the request was one of these routes (and was answered), false otherwise
+ */
+export async function handleWritesRequest(request: IncomingMessage, response: ServerResponse, deps: WritesHttpDependencies): Promise<boolean> {
+  if (!deps.writeApiKey) return false;
+  const path = new URL(request.url ?? '/', 'http://daemon.local').pathname.replace(/\/+$/, '');
+  const single = /^\/writes\/([^/]+)$/.exec(path);
+  if (path !== '/writes' && !single) return false;
+  const logger = deps.logger ?? silentLogger;
+
+  if (!authorized(request, deps.writeApiKey)) {
+    sendJson(response, 401, { error: 'missing or wrong bearer key: send Authorization: Bearer <http.writeApiKey>' }, { 'www-authenticate': 'Bearer' });
+    return true;
+  }
+
+  if (single) {
+    if (request.method !== 'GET') {
+      sendJson(response, 405, { error: `/writes/{id} answers GET only` }, { allow: 'GET' });
+      return true;
+    }
+    const write = deps.intake.getWrite(decodeURIComponent(single[1]!));
+    if (!write) sendJson(response, 404, { error: `no write ${decodeURIComponent(single[1]!)}` });
+    else sendJson(response, 200, { write: publicWrite(write) });
+    return true;
+  }
+
+  if (request.method !== 'POST') {
+    sendJson(response, 405, { error: '/writes answers POST only (GET /writes/{id} reads one)' }, { allow: 'POST' });
+    return true;
+  }
+  let body: unknown;
+  try {
+    const text = await readBody(request, deps.maxBodyBytes ?? 1024 * 1024);
+    body = JSON.parse(text);
+  } catch (error) {
+    if (error instanceof BodyTooLargeError) sendJson(response, 413, { error: error.message });
+    else sendJson(response, 400, { error: 'the body must be JSON: { "kind", "payload", "idempotencyKey"?, "actAs"? }' });
+    return true;
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) {
+    sendJson(response, 400, { error: 'the body must be a JSON object: { "kind", "payload", "idempotencyKey"?, "actAs"? }' });
+    return true;
+  }
+  const { kind, payload, idempotencyKey, actAs } = body as Record<string, unknown>;
+  const headerKey = request.headers['idempotency-key'];
+  const key = idempotencyKey ?? (typeof headerKey === 'string' ? headerKey : undefined);
+  if (typeof headerKey === 'string' && idempotencyKey !== undefined && idempotencyKey !== headerKey) {
+    sendJson(response, 400, { error: 'idempotencyKey in the body and the Idempotency-Key header differ' });
+    return true;
+  }
+  try {
+    const result = await deps.intake.enqueue(String(kind), payload, {
+      idempotencyKey: key as string | undefined,
+      actAs: actAs as string | undefined,
+    });
+    sendJson(response, result.created ? 202 : 200, { write: { id: result.id, idempotencyKey: result.idempotencyKey, status: result.status } });
+  } catch (error) {
+    if (error instanceof WriteValidationError) sendJson(response, 400, { error: error.message, issues: error.issues });
+    else if (error instanceof IdempotencyConflictError) sendJson(response, 409, { error: error.message, existingWriteId: error.existingWriteId });
+    else if (error instanceof WriteQueueError) sendJson(response, 503, { error: error.message, write: { id: error.writeId, idempotencyKey: error.idempotencyKey } });
+    else {
+      logger.error({ error: error instanceof Error ? error.message : String(error) }, 'POST /writes failed');
+      sendJson(response, 500, { error: 'internal error; see the daemon log' });
+    }
+  }
+  return true;
+}
