@@ -42,7 +42,7 @@ export interface RedisRateBudgetOptions {
   windowMs?: number;
   /**
    * Added to the window to absorb network latency between a grant and the server's count, ms.
-   * Default: 3% of the window, at least 20 ms and at most 250 ms.
+   * Default (as LocalRateBudget): 2% of the window, at least 50 ms and at most 250 ms.
    */
   safetyMarginMs?: number;
   /** Key prefix. Default `bizops:rate`. Tests use their own. */
@@ -205,7 +205,7 @@ export class RedisRateBudget implements RateBudget {
     this.key = options.key;
     this.limit = positiveInteger(options.limit, 'limit');
     this.windowMs = positiveInteger(options.windowMs ?? 60_000, 'windowMs');
-    const margin = options.safetyMarginMs ?? Math.min(250, Math.max(20, Math.round(this.windowMs * 0.03)));
+    const margin = options.safetyMarginMs ?? Math.min(250, Math.max(50, Math.round(this.windowMs * 0.02)));
     if (!Number.isFinite(margin) || margin < 0) throw new RangeError(`RedisRateBudget option safetyMarginMs must be a number >= 0, got ${String(margin)}`);
     this.safetyMarginMs = margin;
     this.demandTtlMs = options.demandTtlMs ?? 3000;
@@ -219,6 +219,8 @@ export class RedisRateBudget implements RateBudget {
     };
     this.ownsConnection = typeof options.redis === 'string';
     const client = typeof options.redis === 'string' ? new Redis(options.redis) : options.redis;
+    // Failures surface through `acquire`; without a listener ioredis prints every reconnect error.
+    if (typeof options.redis === 'string') client.on('error', () => undefined);
     client.defineCommand('bizopsRateAcquire', { numberOfKeys: 6, lua: ACQUIRE_SCRIPT });
     client.defineCommand('bizopsRatePause', { numberOfKeys: 1, lua: PAUSE_SCRIPT });
     client.defineCommand('bizopsRateWithdraw', { numberOfKeys: 1, lua: WITHDRAW_SCRIPT });

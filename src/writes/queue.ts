@@ -54,7 +54,10 @@ export function writeJobOptions(writeId: string, schedule: WriteRetrySchedule = 
  */
 export function redisConnection(redis: Redis | string): { client: Redis; owned: boolean } {
   if (typeof redis !== 'string') return { client: redis, owned: false };
-  return { client: new Redis(redis, { maxRetriesPerRequest: null }), owned: true };
+  const client = new Redis(redis, { maxRetriesPerRequest: null });
+  // Failures surface through the commands that fail; without a listener ioredis prints every reconnect error.
+  client.on('error', () => undefined);
+  return { client, owned: true };
 }
 
 /** Opens the write queue (producer side). Close it with `closeWriteQueue`. */

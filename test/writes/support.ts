@@ -2,13 +2,19 @@
  * Shared wiring of the write tests: a real Redis (unique queue prefix per test, removed afterwards),
  * the simulator over real HTTP, a real SQLite file in a temp dir.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../../src/simulator/index.ts';
+import { startWriteWorker, WriteIntake, type WriteRecord, type WriteWorkerHandle, type WriteWorkerOptions } from '../../src/writes/index.ts';
+import type { WorkerProcessOptions } from './fixtures/worker-process.ts';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -104,4 +110,116 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+/** Intake + worker + Redis budget against `sim`, with test-speed timings; `close` stops them (not the bed). */
+export interface WriteStack {
+  intake: WriteIntake;
+  worker: WriteWorkerHandle;
+  budget: RedisRateBudget;
+  finished(id: string, timeoutMs?: number): Promise<WriteRecord>;
+  close(): Promise<void>;
+}
+
+export async function writeStack(
+  sim: RunningSimulator,
+  bed: WriteTestBed,
+  options: { limit?: number; windowMs?: number; worker?: Partial<WriteWorkerOptions>; tokens?: Record<string, string> } = {},
+): Promise<WriteStack> {
+  const queue = { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName };
+  const tokens = options.tokens ?? { default: sim.tokens.admin, employee: sim.tokens.employee };
+  const intake = new WriteIntake({ db: bed.db, queue, tokenNames: Object.keys(tokens), retrySchedule: { attempts: 6, backoffMs: 50 } });
+  const budget = new RedisRateBudget({ redis: REDIS_URL, key: 'company:A', limit: options.limit ?? 1000, windowMs: options.windowMs ?? 1000, prefix: bed.budgetPrefix });
+  const worker = await startWriteWorker({
+    db: bed.db,
+    queue,
+    api: { baseUrl: sim.url, tokens, budget, timeoutMs: 5000, retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 } },
+    concurrency: 4,
+    ambiguousSettleMs: 50,
+    retrySchedule: { attempts: 6, backoffMs: 50 },
+    ...options.worker,
+  });
+  return {
+    intake,
+    worker,
+    budget,
+    async finished(id, timeoutMs = 10_000) {
+      let write: WriteRecord | undefined;
+      await waitFor(() => {
+        write = intake.getWrite(id);
+        return write !== undefined && !['queued', 'sending'].includes(write.status);
+      }, timeoutMs, `write ${id} to finish`);
+      return write!;
+    },
+    async close() {
+      await worker.close();
+      await intake.close();
+      await budget.close();
+    },
+  };
+}
+
+/** A worker running in a child process (fixtures/worker-process.ts). */
+export interface WorkerProcess {
+  pid: number;
+  /** Graceful stop (SIGTERM); resolves with the worker's stats. */
+  stop(): Promise<WorkerProcessStats>;
+  /** SIGKILL: no cleanup at all. Resolves when the process is gone. */
+  kill(): Promise<void>;
+}
+
+export interface WorkerProcessStats {
+  finished: number;
+  retried: number;
+  skipped: number;
+  requests: number;
+  budget: { granted: Record<string, number>; waitedMs: number; pauses: number };
+  byStatus: Record<string, number>;
+}
+
+const WORKER_SCRIPT = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
+
+/** Starts a worker process and resolves once it takes jobs. */
+export function spawnWorkerProcess(options: WorkerProcessOptions): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, [WORKER_SCRIPT, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    if (process.env.BIZOPS_TEST_WORKER_STDERR) process.stderr.write(chunk);
+  });
+  const lines = createInterface({ input: child.stdout });
+  const messages: Record<string, unknown>[] = [];
+  const waiters: (() => void)[] = [];
+  lines.on('line', (line) => {
+    try {
+      messages.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      return;
+    }
+    for (const wake of waiters.splice(0)) wake();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const next = (key: string) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const check = () => {
+        const found = messages.find((message) => key in message);
+        if (found) resolve(found);
+        else waiters.push(check);
+      };
+      check();
+      void exited.then((code) => reject(new Error(`worker process exited (code ${code}) before "${key}": ${stderr.slice(-2000)}`)));
+    });
+  return next('ready').then(() => ({
+    pid: child.pid!,
+    async stop() {
+      child.kill('SIGTERM');
+      const message = await next('stats');
+      await exited;
+      return message.stats as WorkerProcessStats;
+    },
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  }));
 }

@@ -1,0 +1,181 @@
+/**
+ * Several worker PROCESSES sharing one queue, one SQLite file and one Redis rate budget, against the
+ * simulator's own (fixed-window) rate limit, with time scaled down (windows of 1 s):
+ * - 300 writes through 3 processes: zero 429s, and no window holds more than the limit;
+ * - a 429 with Retry-After seen by one process silences every process until it passes;
+ * - a worker SIGKILLed mid-run: every accepted write applied exactly once, none lost.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { RunningSimulator, SimulatorOptions } from '../../src/simulator/index.ts';
+import { WriteIntake, type WriteRecord } from '../../src/writes/index.ts';
+import {
+  maxInAnyWindow,
+  simulator,
+  spawnWorkerProcess,
+  waitFor,
+  writeTestBed,
+  REDIS_URL,
+  type WorkerProcess,
+  type WorkerProcessStats,
+  type WriteTestBed,
+} from './support.ts';
+import type { WorkerProcessOptions } from './fixtures/worker-process.ts';
+
+const WINDOW_MS = 1000;
+
+let sim: RunningSimulator;
+let bed: WriteTestBed;
+let intake: WriteIntake;
+let processes: WorkerProcess[] = [];
+
+async function setUp(limit: number, simulatorOptions: SimulatorOptions = {}): Promise<void> {
+  sim = await simulator({ rateLimit: { limit, windowMs: WINDOW_MS }, ...simulatorOptions });
+  bed = writeTestBed();
+  intake = new WriteIntake({ db: bed.db, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName }, retrySchedule: { attempts: 6, backoffMs: 50 } });
+}
+
+function workerOptions(limit: number, overrides: Partial<WorkerProcessOptions> = {}): WorkerProcessOptions {
+  return {
+    baseUrl: sim.url,
+    tokens: { default: sim.tokens.admin },
+    dbPath: bed.dbPath,
+    redisUrl: REDIS_URL,
+    prefix: bed.prefix,
+    queueName: bed.queueName,
+    budgetPrefix: bed.budgetPrefix,
+    limit,
+    windowMs: WINDOW_MS,
+    // Covers the jitter between a grant and the arrival (SQLite commits, 2 busy cores), which does not scale with the window.
+    safetyMarginMs: 100,
+    concurrency: 8,
+    ...overrides,
+  };
+}
+
+async function enqueueTransactions(count: number, tag: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let index = 0; index < count; index++) {
+    const { id } = await intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 100 + index, description: `${tag} #${index}` });
+    ids.push(id);
+  }
+  return ids;
+}
+
+function allWrites(ids: readonly string[]): WriteRecord[] {
+  return ids.map((id) => intake.getWrite(id)!);
+}
+
+/** Waits (polling one cheap COUNT, so the simulator in this process stays responsive) until no write is unfinished. */
+async function allFinished(ids: readonly string[], timeoutMs: number): Promise<WriteRecord[]> {
+  const unfinished = bed.db.prepare("SELECT COUNT(*) AS n FROM writes WHERE status IN ('queued', 'sending')");
+  const deadline = Date.now() + timeoutMs;
+  while ((unfinished.get() as { n: number }).n > 0) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${ids.length} writes to finish`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return allWrites(ids);
+}
+
+/** Each tag's transactions in the simulator's ground truth, by description. */
+function ledgerCounts(tag: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const transaction of sim.world.transactions) {
+    if (transaction.description.startsWith(`${tag} #`)) counts.set(transaction.description, (counts.get(transaction.description) ?? 0) + 1);
+  }
+  return counts;
+}
+
+beforeEach(() => {
+  processes = [];
+});
+
+afterEach(async () => {
+  await Promise.all(processes.map((worker) => worker.kill().catch(() => undefined)));
+  await intake?.close();
+  await sim?.close();
+  await bed?.cleanup();
+});
+
+describe('worker processes sharing one rate budget', () => {
+  it('300 writes through 3 processes: zero 429s, never more than the limit in any window', { timeout: 60_000 }, async () => {
+    const limit = 30;
+    await setUp(limit);
+    // Accepted first, then sent: the processes start on a full queue.
+    const ids = await enqueueTransactions(300, 'three-processes');
+    const started = Date.now();
+    processes = await Promise.all([0, 1, 2].map(() => spawnWorkerProcess(workerOptions(limit))));
+    const writes = await allFinished(ids, 45_000);
+    const elapsedMs = Date.now() - started;
+    const stats: WorkerProcessStats[] = await Promise.all(processes.map((worker) => worker.stop()));
+    processes = [];
+
+    expect(writes.filter((write) => write.status !== 'succeeded')).toEqual([]);
+    const counts = ledgerCounts('three-processes');
+    expect(counts.size).toBe(300);
+    expect([...counts.values()].every((count) => count === 1)).toBe(true);
+
+    const apiRequests = sim.requests.filter((request) => request.company === 'A');
+    expect(apiRequests.filter((request) => request.status === 429)).toEqual([]);
+    expect(maxInAnyWindow(apiRequests.map((request) => request.at), WINDOW_MS)).toBeLessThanOrEqual(limit);
+    // Every process took part, and together they kept close to the limit (300 at 30 per 1.1 s is ~11 s).
+    for (const stat of stats) expect(stat.requests).toBeGreaterThan(20);
+    expect(stats.reduce((sum, stat) => sum + stat.requests, 0)).toBe(apiRequests.length);
+    expect(elapsedMs).toBeLessThan(25_000);
+  });
+
+  it('a 429 with Retry-After seen by one process: no process sends until it passes', { timeout: 40_000 }, async () => {
+    const limit = 30;
+    await setUp(limit);
+    processes = await Promise.all([0, 1, 2].map(() => spawnWorkerProcess(workerOptions(limit))));
+    const ids = await enqueueTransactions(90, 'pause');
+    await waitFor(() => sim.requests.length >= 15, 10_000, '15 requests');
+    sim.faults.inject({ kind: 'rate-limit', retryAfter: '2' });
+    const writes = await allFinished(ids, 30_000);
+    const stats = await Promise.all(processes.map((worker) => worker.stop()));
+    processes = [];
+
+    expect(writes.filter((write) => write.status !== 'succeeded')).toEqual([]);
+    expect([...ledgerCounts('pause').values()]).toEqual(Array(90).fill(1));
+    const refused = sim.requests.filter((request) => request.status === 429);
+    expect(refused).toHaveLength(1);
+    const pausedAt = refused[0]!.at;
+    // Requests granted before the pause reached Redis may still arrive within a few ms; after that, silence for 2 s.
+    const duringPause = sim.requests.filter((request) => request.at > pausedAt + 100 && request.at < pausedAt + 1950);
+    expect(duringPause).toEqual([]);
+    expect(sim.requests.filter((request) => request.at >= pausedAt + 1950).length).toBeGreaterThan(10);
+    expect(stats.reduce((sum, stat) => sum + stat.budget.pauses, 0)).toBe(1);
+  });
+
+  it('a worker SIGKILLed mid-run: every accepted write applied exactly once, none lost', { timeout: 40_000 }, async () => {
+    const limit = 20;
+    // Slow answers keep requests in flight, so the kill lands between sending and recording.
+    await setUp(limit, { latencyMs: 300 });
+    const options = workerOptions(limit, { lockDurationMs: 1000, stalledIntervalMs: 300, concurrency: 6 });
+    const doomed = await spawnWorkerProcess(options);
+    processes = [doomed];
+    const ids = await enqueueTransactions(40, 'killed');
+    await waitFor(
+      () => sim.requests.length >= 6 && sim.requests.some((request) => request.status === 0 && request.method === 'POST'),
+      10_000,
+      'requests in flight',
+    );
+    await doomed.kill();
+    const inFlightAtKill = allWrites(ids).filter((write) => write.status === 'sending').length;
+    expect(inFlightAtKill).toBeGreaterThan(0);
+
+    const survivor = await spawnWorkerProcess(options);
+    processes = [survivor];
+    const writes = await allFinished(ids, 30_000);
+    await survivor.stop();
+    processes = [];
+
+    expect(writes.filter((write) => write.status !== 'succeeded')).toEqual([]);
+    const counts = ledgerCounts('killed');
+    expect(counts.size).toBe(40);
+    expect([...counts.values()].every((count) => count === 1)).toBe(true);
+    // The writes caught in flight were found in the ledger, not sent a second time.
+    expect(writes.filter((write) => /found in the ledger/.test(write.outcome ?? '')).length).toBeGreaterThan(0);
+    const transactionIds = writes.map((write) => write.remoteId);
+    expect(new Set(transactionIds).size).toBe(40);
+  });
+});
