@@ -19,7 +19,7 @@ import { openMirror } from '../mirror/database.ts';
 import { WriteValidationError } from './errors.ts';
 import type { EnqueueResult } from './intake.ts';
 import { WRITE_KIND_NAMES, WRITE_KINDS } from './kinds/index.ts';
-import { createWriteRuntime } from './runtime.ts';
+import { createWriteRuntime, type WriteRuntimeOptions } from './runtime.ts';
 import { WriteStore, type WriteRecord } from './store.ts';
 
 /** A command-line mistake (exit code 2), printed as one line. */
@@ -59,6 +59,8 @@ export interface EnqueueCommandOptions {
   idempotencyKey?: string;
   actAs?: string;
   logger?: Logger;
+  /** Queue name / prefix and rate-budget prefix overrides (tests). */
+  runtime?: Pick<WriteRuntimeOptions, 'queue' | 'budgetPrefix'>;
 }
 
 /**
@@ -68,7 +70,7 @@ export interface EnqueueCommandOptions {
 export async function enqueueCommand(config: Config, options: EnqueueCommandOptions): Promise<EnqueueResult> {
   const payload = readPayloadArgument(options);
   const db = openMirror(config.dbPath);
-  const runtime = createWriteRuntime(config, { db, logger: options.logger });
+  const runtime = createWriteRuntime(config, { db, logger: options.logger, ...options.runtime });
   try {
     return await runtime.enqueue(options.kind, payload, { idempotencyKey: options.idempotencyKey, actAs: options.actAs });
   } finally {
