@@ -13,7 +13,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Redis } from 'ioredis';
 import type { Config } from '../../config/schema.ts';
 import { rateBudgetKey, RedisRateBudget } from '../client/redis-rate-budget.ts';
-import type { RateBudget } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { MirrorDatabase } from '../mirror/database.ts';
 import type { AppendedChange } from '../mirror/store.ts';
@@ -41,9 +40,9 @@ export interface WriteRuntime {
    * The shared rate budget (company scope) for every client of this process, or the budget of the
    * `default` token when the scope is `token`. Give it to the sync engine's ApiClient too.
    */
-  budget: RateBudget;
+  budget: RedisRateBudget;
   /** The budget for a token name: the same object for every name under company scope. */
-  budgetFor(tokenName: string): RateBudget;
+  budgetFor(tokenName: string): RedisRateBudget;
   enqueueWrite<K extends WriteKindName>(kind: K, payload: WritePayload<K>, options?: EnqueueOptions): Promise<EnqueueResult>;
   enqueue(kind: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult>;
   getWrite(id: string): WriteRecord | undefined;
@@ -59,6 +58,15 @@ export interface WriteRuntime {
 export function createWriteRuntime(config: Config, options: WriteRuntimeOptions): WriteRuntime {
   const logger = options.logger ?? silentLogger;
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+  let reported = false;
+  redis.on('error', (error: Error) => {
+    // Commands fail (and are reported) on their own; log the connection problem once, not per retry.
+    if (!reported) logger.warn({ error: error.message }, 'Redis connection problem (write queue and rate budget)');
+    reported = true;
+  });
+  redis.on('ready', () => {
+    reported = false;
+  });
   const queue: WriteQueueLocation = { redis, ...options.queue };
   const budgets = new Map<string, RedisRateBudget>();
   const budgetFor = (tokenName: string): RedisRateBudget => {

@@ -8,7 +8,7 @@ import { Command } from 'commander';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../config/schema.ts';
 import type { RunningSimulator } from '../../src/simulator/index.ts';
-import { enqueueCommand, readPayloadArgument, registerWriteCommands, WriteCommandError, WriteStore, WriteValidationError } from '../../src/writes/index.ts';
+import { createWriteRuntime, enqueueCommand, readPayloadArgument, registerWriteCommands, WriteCommandError, WriteStore, WriteValidationError } from '../../src/writes/index.ts';
 import { countKeys, simulator, writeTestBed, REDIS_URL, type WriteTestBed } from './support.ts';
 
 let sim: RunningSimulator;
@@ -66,6 +66,23 @@ describe('registerWriteCommands', () => {
     enqueue.outputHelp();
     for (const kind of ['transaction.create', 'calendar.rsvp', 'timeclock.clock_in', 'deal.close', 'email.send', 'email_draft.update', 'performance_review.create', 'employee.benefits.set', 'location.create', 'domain.purchase']) {
       expect(help).toContain(kind);
+    }
+  });
+});
+
+describe('createWriteRuntime budgets', () => {
+  it('one budget per company for every token; one per token when rateLimit.scope is token', async () => {
+    const tokens = { default: sim.tokens.admin, hr: sim.tokens.hr };
+    const company = createWriteRuntime(configSchema.parse({ ...config, tokens }), { db: bed.db, budgetPrefix: bed.budgetPrefix });
+    const perToken = createWriteRuntime(configSchema.parse({ ...config, tokens, rateLimit: { scope: 'token' } }), { db: bed.db, budgetPrefix: bed.budgetPrefix });
+    try {
+      expect(company.budgetFor('hr')).toBe(company.budgetFor('default'));
+      expect(company.budget.key).toBe('company:default');
+      expect(perToken.budgetFor('hr')).not.toBe(perToken.budgetFor('default'));
+      expect(perToken.budgetFor('hr').key).toMatch(/^token:[0-9a-f]{16}$/);
+    } finally {
+      await company.close();
+      await perToken.close();
     }
   });
 });
