@@ -24,7 +24,10 @@ export interface Context {
 
 export interface ContextOptions {
   logger?: Logger;
-  /** A budget to use instead of a new in-process one (the daemon passes the Redis-backed budget). */
+  /**
+   * A budget to use instead of a new in-process one (the CLI and the daemon pass the Redis-backed
+   * budget). A budget passed in is the caller's to close.
+   */
   budget?: RateBudget;
   engine?: Pick<SyncEngineOptions, 'onChanges'>;
   /** Retry timing of the API client (tests shorten it). */
@@ -49,7 +52,7 @@ export function createContext(config: Config, options: ContextOptions = {}): Con
     engine,
     async close() {
       await client.close();
-      await budget.close?.();
+      if (!options.budget) await budget.close?.();
       db.close();
     },
   };

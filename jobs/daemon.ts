@@ -5,7 +5,8 @@
  *          -> webhook dispatcher (src/notify, its own SQLite connection), woken by the engine's onChanges
  *          -> readiness probe (its own API client without retries, sharing the rate budget)
  *          -> metrics (src/daemon/metrics.ts)
- *          -> HTTP server (/healthz, /readyz, /metrics; the write API first once src/writes has it)
+ *          -> write queue (src/writes: intake, worker, POST /writes) and the Redis rate budget it shares with the sync
+ *          -> HTTP server (/healthz, /readyz, /metrics; the write API first)
  *          -> scheduler (node-cron: incremental syncs, reconciliation, a backfill at start where needed)
  *
  * `stop()` undoes it in order: abort runs (checkpoints stand) and stop cron, stop the dispatcher,
@@ -22,7 +23,9 @@ import { openMirror, type MirrorDatabase } from '../src/mirror/database.ts';
 import type { AppendedChange } from '../src/mirror/store.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { STREAMS } from '../src/streams/definitions.ts';
+import { createWriteRuntime, type WriteRuntime } from '../src/writes/runtime.ts';
 import { createContext, type Context } from './context.ts';
+import { describeRedisUrl, redisAnswers } from './rate-budget.ts';
 
 export interface DaemonOptions {
   logger?: Logger;
@@ -70,8 +73,33 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
   try {
     // Late-bound: the engine is built before the dispatcher and the metrics that hear its changes.
     let onChanges: (changes: readonly AppendedChange[]) => void = () => undefined;
-    const context = createContext(config, { logger, clientRetry: options.clientRetry, engine: { onChanges: (changes) => onChanges(changes) } });
+
+    // The write queue and the one rate budget shared with every other process, both in Redis. When
+    // Redis does not answer, the daemon still syncs (pacing alone) and the write API stays off.
+    let writes: WriteRuntime | null = null;
+    if (await redisAnswers(config.redisUrl)) {
+      const writesDb = openMirror(config.dbPath);
+      cleanups.push(() => {
+        writesDb.close();
+      });
+      writes = createWriteRuntime(config, { db: writesDb, logger, onChanges: (changes) => onChanges(changes) });
+      const runtime = writes;
+      cleanups.push(() => runtime.close());
+    } else {
+      logger.warn(
+        { redis: describeRedisUrl(config.redisUrl) },
+        'Redis does not answer: the write queue is off and the sync paces with an in-process rate budget',
+      );
+    }
+    const context = createContext(config, {
+      logger,
+      budget: writes?.budget,
+      clientRetry: options.clientRetry,
+      engine: { onChanges: (changes) => onChanges(changes) },
+    });
     cleanups.push(() => context.close());
+    const worker = writes ? await writes.startWorker() : null;
+    if (worker) cleanups.push(() => worker.close());
 
     let dispatcher: WebhookDispatcher | null = null;
     if (config.webhooks.length > 0) {
@@ -101,7 +129,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     const metrics = new DaemonMetrics({
       streams: config.sync.streams,
       store: context.store,
-      apiClients: [context.client, probeClient],
+      apiClients: worker ? [context.client, probeClient, worker.client] : [context.client, probeClient],
       budget: context.budget,
       webhooks: dispatcher,
       processMetrics: options.processMetrics,
@@ -123,7 +151,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
       onTickSkipped: (stream, reason) => metrics.recordSkippedTick(stream, reason),
     });
 
-    const routeFirst: FirstRoute | undefined = undefined; // WRITES-API-HOOK: (request, response) => handleWritesRequest(request, response, writesDeps) once src/writes exports it (issue 4)
+    const routeFirst: FirstRoute | undefined = writes ? (request, response) => writes.handleHttp(request, response) : undefined;
     const http: RunningHttpServer = await startDaemonHttpServer({
       host: config.http.host,
       port: config.http.port,

@@ -4,6 +4,8 @@
  */
 import { loadConfig, type Config } from '../../config/schema.ts';
 import { createContext, type Context, type ContextOptions } from '../../jobs/context.ts';
+import { openRateBudget } from '../../jobs/rate-budget.ts';
+import { createLogger } from '../logging/logger.ts';
 import { STREAM_NAMES, type StreamName } from '../streams/definitions.ts';
 import { UsageError } from './program.ts';
 
@@ -26,13 +28,19 @@ export function mirrorPath(option: string | undefined): string {
   }
 }
 
-/** Runs `fn` with a context built from the configuration, closing it afterwards. */
+/**
+ * Runs `fn` with a context built from the configuration, closing it afterwards. The context paces
+ * with the rate budget shared through Redis by every process of the deployment (jobs/rate-budget.ts).
+ */
 export async function withContext<T>(config: Config, fn: (context: Context) => Promise<T>, options: ContextOptions = {}): Promise<T> {
-  const context = createContext(config, options);
+  const logger = options.logger ?? createLogger({ secrets: Object.values(config.tokens) });
+  const opened = options.budget ? undefined : await openRateBudget(config, logger);
+  const context = createContext(config, { ...options, logger, budget: options.budget ?? opened?.budget });
   try {
     return await fn(context);
   } finally {
     await context.close();
+    await opened?.budget.close?.();
   }
 }
 

@@ -60,20 +60,22 @@ export interface RedisRateBudgetStats extends RateBudgetStats {
 }
 
 /**
- * The budget key for a configuration (DESIGN.md "The rate budget"): `company:<companyId>` by default;
- * with `rateLimit.scope: 'token'`, `token:<sha256 of the token, 16 hex>` (the token itself never
- * reaches Redis).
+ * The budget key for a configuration (DESIGN.md "The rate budget"): `company:<companyId>@<api host>`
+ * by default; with `rateLimit.scope: 'token'`, `token:<sha256 of the token, 16 hex>@<api host>` (the
+ * token itself never reaches Redis).
  * @param tokenName the token the budget is for, when the scope is `token`; default `default`
  * @throws Error when the scope is `token` and no such token is configured
  */
 export function rateBudgetKey(
-  config: { companyId: string; rateLimit: { scope: 'company' | 'token' }; tokens: Record<string, string> },
+  config: { baseUrl: string; companyId: string; rateLimit: { scope: 'company' | 'token' }; tokens: Record<string, string> },
   tokenName = 'default',
 ): string {
-  if (config.rateLimit.scope === 'company') return `company:${config.companyId}`;
+  // The API's host is part of the key: one company on two deployments (staging, production) has two budgets.
+  const api = new URL(config.baseUrl).host;
+  if (config.rateLimit.scope === 'company') return `company:${config.companyId}@${api}`;
   const token = Object.hasOwn(config.tokens, tokenName) ? config.tokens[tokenName] : undefined;
   if (token === undefined) throw new Error(`rateBudgetKey: no token named "${tokenName}" is configured`);
-  return `token:${createHash('sha256').update(token).digest('hex').slice(0, 16)}`;
+  return `token:${createHash('sha256').update(token).digest('hex').slice(0, 16)}@${api}`;
 }
 
 /**

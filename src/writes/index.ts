@@ -23,4 +23,3 @@ export { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, openWriteQueue, type WriteQue
 export { SlotNotifyingBudget, type BudgetSource } from './slot-listener.ts';
 export { handleWritesRequest, type WritesHttpDependencies } from './http.ts';
 export { createWriteRuntime, type WriteRuntime, type WriteRuntimeOptions } from './runtime.ts';
-export { registerWriteCommands, enqueueCommand, runWorkerCommand, showWriteCommand, readPayloadArgument, WriteCommandError } from './command-line.ts';

@@ -1,5 +1,5 @@
 /**
- * The write commands (src/writes/command-line.ts): `enqueue` from --data / --file, clear errors for
+ * The write commands (src/cli/commands/writes.ts): `enqueue` from --data / --file, clear errors for
  * bad arguments, and the commands registered on a commander program.
  */
 import { writeFileSync } from 'node:fs';
@@ -8,7 +8,9 @@ import { Command } from 'commander';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../config/schema.ts';
 import type { RunningSimulator } from '../../src/simulator/index.ts';
-import { createWriteRuntime, enqueueCommand, readPayloadArgument, registerWriteCommands, WriteCommandError, WriteStore, WriteValidationError } from '../../src/writes/index.ts';
+import { enqueueCommand, readPayloadArgument, registerWriteCommands } from '../../src/cli/commands/writes.ts';
+import { UsageError } from '../../src/cli/program.ts';
+import { createWriteRuntime, WriteStore, WriteValidationError } from '../../src/writes/index.ts';
 import { countKeys, simulator, writeTestBed, REDIS_URL, type WriteTestBed } from './support.ts';
 
 let sim: RunningSimulator;
@@ -33,7 +35,7 @@ describe('readPayloadArgument', () => {
     expect(readPayloadArgument({ data: '{"a":1}' })).toEqual({ a: 1 });
     expect(readPayloadArgument({ file })).toEqual({ type: 'INCOME', amount: 5 });
     expect(() => readPayloadArgument({ data: '{a:1}' })).toThrow(/^--data: not valid JSON/);
-    expect(() => readPayloadArgument({})).toThrow(WriteCommandError);
+    expect(() => readPayloadArgument({})).toThrow(UsageError);
     expect(() => readPayloadArgument({ data: '{}', file })).toThrow('not both');
     expect(() => readPayloadArgument({ file: join(bed.dir, 'missing.json') })).toThrow(/^--file: cannot read/);
   });
@@ -77,9 +79,9 @@ describe('createWriteRuntime budgets', () => {
     const perToken = createWriteRuntime(configSchema.parse({ ...config, tokens, rateLimit: { scope: 'token' } }), { db: bed.db, budgetPrefix: bed.budgetPrefix });
     try {
       expect(company.budgetFor('hr')).toBe(company.budgetFor('default'));
-      expect(company.budget.key).toBe('company:default');
+      expect(company.budget.key).toBe(`company:default@${new URL(sim.url).host}`);
       expect(perToken.budgetFor('hr')).not.toBe(perToken.budgetFor('default'));
-      expect(perToken.budgetFor('hr').key).toMatch(/^token:[0-9a-f]{16}$/);
+      expect(perToken.budgetFor('hr').key).toMatch(/^token:[0-9a-f]{16}@127\.0\.0\.1:\d+$/);
     } finally {
       await company.close();
       await perToken.close();

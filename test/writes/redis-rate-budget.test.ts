@@ -109,11 +109,17 @@ describe('RedisRateBudget', () => {
   });
 
   it('keys the budget by company, or by a hash of the token', () => {
-    const config = { companyId: 'acme', rateLimit: { scope: 'company' as 'company' | 'token' }, tokens: { default: 'secret-token-1', hr: 'secret-token-2' } };
-    expect(rateBudgetKey(config)).toBe('company:acme');
+    const config = {
+      baseUrl: 'https://api.example.com',
+      companyId: 'acme',
+      rateLimit: { scope: 'company' as 'company' | 'token' },
+      tokens: { default: 'secret-token-1', hr: 'secret-token-2' },
+    };
+    expect(rateBudgetKey(config)).toBe('company:acme@api.example.com');
+    expect(rateBudgetKey({ ...config, baseUrl: 'https://staging.example.com' })).toBe('company:acme@staging.example.com');
     config.rateLimit.scope = 'token';
     const key = rateBudgetKey(config, 'hr');
-    expect(key).toMatch(/^token:[0-9a-f]{16}$/);
+    expect(key).toMatch(/^token:[0-9a-f]{16}@api\.example\.com$/);
     expect(key).not.toContain('secret');
     expect(rateBudgetKey(config, 'hr')).not.toBe(rateBudgetKey(config, 'default'));
   });

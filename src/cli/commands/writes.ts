@@ -1,4 +1,186 @@
-/** `bizops-sync enqueue` and `bizops-sync worker`: registered by the write-queue work (issue 4). */
+/**
+ * The write queue's commands (DESIGN.md "Command line and environment"):
+ *
+ *   bizops-sync enqueue KIND --data JSON | --file F [--idempotency-key K] [--act-as NAME] [--json]
+ *       validates and queues one write; prints its id (exit 2 when the payload is invalid: nothing queued)
+ *   bizops-sync worker [--concurrency N]
+ *       runs a write worker until SIGTERM/SIGINT, sharing the queue and the rate budget with every
+ *       other process of the deployment
+ *   bizops-sync write ID [--json]
+ *       shows one write: status, outcome, error
+ *
+ * `registerWriteCommands(program)` adds them to the `bizops-sync` program.
+ */
+import { readFileSync } from 'node:fs';
+import { UsageError } from '../program.ts';
 import type { Command } from 'commander';
+import { loadConfig, type Config } from '../../../config/schema.ts';
+import { createLogger, type Logger } from '../../logging/logger.ts';
+import { openMirror } from '../../mirror/database.ts';
+import { WriteValidationError } from '../../writes/errors.ts';
+import type { EnqueueResult } from '../../writes/intake.ts';
+import { WRITE_KIND_NAMES, WRITE_KINDS } from '../../writes/kinds/index.ts';
+import { createWriteRuntime, type WriteRuntimeOptions } from '../../writes/runtime.ts';
+import { WriteStore, type WriteRecord } from '../../writes/store.ts';
 
-export function registerWriteCommands(_program: Command): void {}
+
+/**
+ * Reads the payload given as `--data JSON` or `--file F` (`-` for stdin).
+ * @throws UsageError naming the option when both, neither, or invalid JSON is given
+ */
+export function readPayloadArgument(options: { data?: string; file?: string }): unknown {
+  if (options.data !== undefined && options.file !== undefined) throw new UsageError('give the payload with --data or --file, not both');
+  if (options.data === undefined && options.file === undefined) throw new UsageError('the payload is required: --data \'{"...": ...}\' or --file payload.json');
+  const source = options.data !== undefined ? '--data' : `--file ${options.file}`;
+  let text: string;
+  if (options.data !== undefined) text = options.data;
+  else {
+    try {
+      text = readFileSync(options.file === '-' ? 0 : options.file!, 'utf8');
+    } catch (error) {
+      throw new UsageError(`--file: cannot read ${options.file}: ${(error as Error).message}`);
+    }
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new UsageError(`${source}: not valid JSON (${(error as Error).message})`);
+  }
+}
+
+export interface EnqueueCommandOptions {
+  kind: string;
+  data?: string;
+  file?: string;
+  idempotencyKey?: string;
+  actAs?: string;
+  logger?: Logger;
+  /** Queue name / prefix and rate-budget prefix overrides (tests). */
+  runtime?: Pick<WriteRuntimeOptions, 'queue' | 'budgetPrefix'>;
+}
+
+/**
+ * `bizops-sync enqueue`: validates, stores and queues one write.
+ * @throws UsageError (bad arguments), WriteValidationError (nothing queued), IdempotencyConflictError, WriteQueueError
+ */
+export async function enqueueCommand(config: Config, options: EnqueueCommandOptions): Promise<EnqueueResult> {
+  const payload = readPayloadArgument(options);
+  const db = openMirror(config.dbPath);
+  const runtime = createWriteRuntime(config, { db, logger: options.logger, ...options.runtime });
+  try {
+    return await runtime.enqueue(options.kind, payload, { idempotencyKey: options.idempotencyKey, actAs: options.actAs });
+  } finally {
+    await runtime.close();
+    db.close();
+  }
+}
+
+/**
+ * `bizops-sync worker`: runs a write worker until `signal` aborts, then stops gracefully (requests in
+ * flight finish; writes waiting for a slot run again later).
+ */
+export async function runWorkerCommand(config: Config, options: { concurrency?: number; logger: Logger; signal: AbortSignal }): Promise<void> {
+  const db = openMirror(config.dbPath);
+  const runtime = createWriteRuntime(config, { db, logger: options.logger });
+  try {
+    const worker = await runtime.startWorker({ concurrency: options.concurrency });
+    options.logger.info({ concurrency: options.concurrency ?? 4, requeued: worker.requeued.length }, 'write worker started');
+    await new Promise<void>((resolve) => {
+      if (options.signal.aborted) resolve();
+      else options.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    options.logger.info('write worker stopping');
+    await worker.close();
+  } finally {
+    await runtime.close();
+    db.close();
+  }
+}
+
+/** `bizops-sync write ID`: one write as stored, or undefined. */
+export function showWriteCommand(config: Config, id: string): WriteRecord | undefined {
+  const db = openMirror(config.dbPath);
+  try {
+    return new WriteStore(db).get(id);
+  } finally {
+    db.close();
+  }
+}
+
+function parseConcurrency(value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1 || number > 256) throw new UsageError(`--concurrency must be an integer 1 to 256, got "${value}"`);
+  return number;
+}
+
+/** Adds `enqueue`, `worker` and `write` to the program. Errors are thrown for the program's one-line reporter. */
+export function registerWriteCommands(program: Command): void {
+  const kinds = WRITE_KIND_NAMES.map((name) => `  ${name.padEnd(26)} ${WRITE_KINDS[name].summary} (${WRITE_KINDS[name].spec})`).join('\n');
+  program
+    .command('enqueue')
+    .description('validate and queue one write (a mutation of the API); prints the write id')
+    .argument('<kind>', 'write kind, e.g. transaction.create')
+    .option('--data <json>', 'the payload as JSON')
+    .option('--file <path>', 'a file holding the payload as JSON (- for stdin)')
+    .option('--idempotency-key <key>', 'the same key enqueued twice is one write')
+    .option('--act-as <token-name>', 'the configured token the write acts as (default: default)')
+    .option('--json', 'print { id, idempotencyKey, status, created } as JSON')
+    .addHelpText('after', `\nWrite kinds:\n${kinds}\n\nExample:\n  bizops-sync enqueue transaction.create --data '{"type":"INCOME","amount":1250,"description":"Catering"}'`)
+    .action(async (kind: string, options: { data?: string; file?: string; idempotencyKey?: string; actAs?: string; json?: boolean }) => {
+      const config = loadConfig();
+      const logger = createLogger({ secrets: Object.values(config.tokens), level: process.env.BIZOPS_LOG_LEVEL ?? 'warn' });
+      try {
+        const result = await enqueueCommand(config, { kind, ...options, logger });
+        process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${result.id}\n`);
+      } catch (error) {
+        if (error instanceof WriteValidationError) throw new UsageError(`invalid write, nothing queued: ${error.message}`);
+        throw error;
+      }
+    });
+
+  program
+    .command('worker')
+    .description('run a write worker: sends queued writes at the pace of the shared rate budget, until SIGTERM')
+    .option('--concurrency <n>', 'writes in progress at once in this process (default 4)', parseConcurrency)
+    .action(async (options: { concurrency?: number }) => {
+      const config = loadConfig();
+      const logger = createLogger({ secrets: Object.values(config.tokens) });
+      const controller = new AbortController();
+      const stop = (signal: NodeJS.Signals) => {
+        if (controller.signal.aborted && signal === 'SIGINT') process.exit(130);
+        controller.abort(new Error(`received ${signal}`));
+      };
+      process.on('SIGTERM', stop);
+      process.on('SIGINT', stop);
+      try {
+        await runWorkerCommand(config, { concurrency: options.concurrency, logger, signal: controller.signal });
+      } finally {
+        process.off('SIGTERM', stop);
+        process.off('SIGINT', stop);
+      }
+    });
+
+  program
+    .command('write')
+    .description('show one write: status, outcome, error')
+    .argument('<id>', 'the write id printed by enqueue')
+    .option('--json', 'print JSON')
+    .action((id: string, options: { json?: boolean }) => {
+      const write = showWriteCommand(loadConfig(), id);
+      if (!write) throw new UsageError(`no write ${id}`);
+      if (options.json) {
+        process.stdout.write(`${JSON.stringify(write, null, 2)}\n`);
+        return;
+      }
+      const lines = [
+        `${write.id}  ${write.kind}  ${write.status}`,
+        `  idempotency key: ${write.idempotencyKey}`,
+        `  acting as:       ${write.actAs}`,
+        `  attempts:        ${write.attempts}`,
+        `  outcome:         ${write.outcome ?? '-'}`,
+        `  error:           ${write.error ?? '-'}`,
+        `  record:          ${write.remoteId ?? '-'}`,
+      ];
+      process.stdout.write(`${lines.join('\n')}\n`);
+    });
+}
