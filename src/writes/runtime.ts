@@ -54,6 +54,15 @@ export interface WriteRuntime {
   close(): Promise<void>;
 }
 
+/**
+ * The queue of one deployment: `bizops-writes.<companyId>.<api host>`, so that workers of another
+ * company or another API (staging next to production) on the same Redis never take its jobs.
+ */
+export function deploymentQueueName(config: Pick<Config, 'companyId' | 'baseUrl'>): string {
+  const host = new URL(config.baseUrl).host.replace(/[^A-Za-z0-9.-]/g, '_');
+  return `bizops-writes.${config.companyId.replace(/[^A-Za-z0-9.-]/g, '_')}.${host}`;
+}
+
 /** Builds the write queue's parts from `config` (rate budget per `config.rateLimit`, Redis at `config.redisUrl`). */
 export function createWriteRuntime(config: Config, options: WriteRuntimeOptions): WriteRuntime {
   const logger = options.logger ?? silentLogger;
@@ -67,7 +76,7 @@ export function createWriteRuntime(config: Config, options: WriteRuntimeOptions)
   redis.on('ready', () => {
     reported = false;
   });
-  const queue: WriteQueueLocation = { redis, ...options.queue };
+  const queue: WriteQueueLocation = { redis, queueName: deploymentQueueName(config), ...options.queue };
   const budgets = new Map<string, RedisRateBudget>();
   const budgetFor = (tokenName: string): RedisRateBudget => {
     const key = rateBudgetKey(config, config.rateLimit.scope === 'token' ? tokenName : 'default');

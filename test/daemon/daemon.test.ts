@@ -260,4 +260,38 @@ describe('bizops-sync daemon', () => {
     }
     expect((await terminate(second)).code).toBe(0);
   });
+
+  it('POST /writes on the daemon: the write is queued, sent once through the shared budget, recorded as write.succeeded and written through into the mirror', async () => {
+    sim = await simulator({ size: { transactions: 20, deals: 15, onboardings: 3 } });
+    dir = tempDir();
+    const key = 'write-key-0123456789abcdef';
+    const daemon = start(daemonEnv({ BIZOPS_WRITE_API_KEY: key, BIZOPS_SCHEDULE: '*/30 * * * * *' }));
+    const url = await daemon.url;
+    const open = (sim.world.groundTruth('deals') as { id: string; status: string }[]).find((deal) => deal.status === 'OPEN')!;
+    const post = (body: unknown, auth = `Bearer ${key}`) =>
+      fetch(`${url}/writes`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await post({ kind: 'deal.close', payload: { dealId: open.id, status: 'WON' } }, 'Bearer wrong-key-0123456789')).status).toBe(401);
+    const invalid = await post({ kind: 'transaction.create', payload: { type: 'INCOME', amount: 0, description: 'x', date: '2026-11-21' } });
+    expect(invalid.status).toBe(400);
+    expect(JSON.stringify(await invalid.json())).toContain('amount');
+    const accepted = await post({ kind: 'deal.close', payload: { dealId: open.id, status: 'WON', reason: 'signed' }, idempotencyKey: 'close-1' });
+    expect(accepted.status).toBe(202);
+    const { write } = (await accepted.json()) as { write: { id: string } };
+    const done = await waitFor(async () => {
+      const response = await fetch(`${url}/writes/${write.id}`, { headers: { authorization: `Bearer ${key}` } });
+      const body = (await response.json()) as { write: { status: string } };
+      return body.write.status === 'succeeded' ? body.write : undefined;
+    }, 'the write to succeed');
+    expect(done.status).toBe('succeeded');
+    expect((sim.world.groundTruth('deals') as { id: string; status: string }[]).find((deal) => deal.id === open.id)!.status).toBe('WON');
+    expect(sim.requests.filter((r) => r.method === 'POST' && r.path === `/api/public/v1/deals/${open.id}/close`)).toHaveLength(1);
+    const db = openMirror(dir.file('mirror.db'), { readonly: true });
+    try {
+      expect(db.prepare("SELECT record_id FROM changes WHERE type = 'write.succeeded'").all()).toEqual([{ record_id: write.id }]);
+      expect(db.prepare('SELECT status, won_lost_reason FROM deals WHERE id = ?').get(open.id)).toEqual({ status: 'WON', won_lost_reason: 'signed' });
+    } finally {
+      db.close();
+    }
+    expect((await terminate(daemon)).code).toBe(0);
+  });
 });
