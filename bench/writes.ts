@@ -7,17 +7,19 @@
  *    share is (writes after the first window) / (time from the first to the last request x limit /
  *    window): the first window's burst is free and is not counted. Goal >= 0.9. The same run reports
  *    429s (goal 0) and the most requests in any window (goal <= the limit).
- * 2. Priority: a backfill load (8 loops of `backfill`-priority GET /transactions through an ApiClient
- *    whose RedisRateBudget instance is separate from the worker's, as another process's would be)
- *    keeps the budget saturated; 10 writes are enqueued at random moments. The wait of each write in
- *    budget slots is the number of backfill requests that reached the server between its enqueue and
- *    its own request. Goal: the next slot or the one after (max <= 1).
+ * 2. Priority: the sync engine backfills 10,000 transactions (100 pages, saturating the budget) through
+ *    a RedisRateBudget instance separate from the write worker's, as another process's would be;
+ *    writes are enqueued at random moments during it. The wait of each write in budget slots is the
+ *    number of backfill pages that reached the server between its enqueue and its own request.
+ *    Goal: the next slot or the one after (max <= 1).
  *
  * Run alone: `node bench/writes.ts` (prints JSON).
  */
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { z } from 'zod';
-import { ApiClient } from '../src/client/client.ts';
+import { configSchema } from '../config/schema.ts';
+import { createContext } from '../jobs/context.ts';
+import { silentLogger } from '../src/logging/logger.ts';
 import { RedisRateBudget } from '../src/client/redis-rate-budget.ts';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { startWriteWorker, WriteIntake } from '../src/writes/index.ts';
@@ -31,7 +33,8 @@ const SAFETY_MARGIN_MS = 100;
 const PRIORITY_LIMIT = 10;
 const PRIORITY_WINDOW_MS = 1000;
 const PRIORITY_SAMPLES = 10;
-const BACKFILL_LOOPS = 8;
+/** The backfill a write is enqueued during: 100 pages, about 10 s at the scaled limit. */
+const BACKFILL_RECORDS = 10_000;
 
 interface ThroughputResult {
   share: number;
@@ -92,54 +95,55 @@ async function throughput(processCount: number): Promise<ThroughputResult> {
 interface PriorityResult {
   maxSlots: number;
   meanSlots: number;
+  samples: number;
   backfillRequests: number;
 }
 
 async function priority(): Promise<PriorityResult> {
   const simulator: RunningSimulator = await startSimulator({
     rateLimit: { limit: PRIORITY_LIMIT, windowMs: PRIORITY_WINDOW_MS },
-    size: { transactions: 100, deals: 10, onboardings: 5, customers: 10 },
+    size: { transactions: BACKFILL_RECORDS, deals: 10, onboardings: 5, customers: 10 },
   });
   const bed = writeTestBed();
   const queue = { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName };
+  // Two budget instances on one Redis key, as two processes (the sync, a write worker) would have.
   const budgetOptions = { redis: REDIS_URL, key: 'company:A', limit: PRIORITY_LIMIT, windowMs: PRIORITY_WINDOW_MS, prefix: bed.budgetPrefix };
-  const backfillBudget = new RedisRateBudget(budgetOptions);
+  const syncBudget = new RedisRateBudget(budgetOptions);
   const writeBudget = new RedisRateBudget(budgetOptions);
-  const backfillClient = new ApiClient({ baseUrl: simulator.url, tokens: { default: simulator.tokens.admin }, budget: backfillBudget });
+  const config = configSchema.parse({
+    baseUrl: simulator.url,
+    tokens: { default: simulator.tokens.admin },
+    dbPath: join(bed.dir, 'sync.db'),
+    rateLimit: { perMinute: PRIORITY_LIMIT, windowMs: PRIORITY_WINDOW_MS },
+  });
+  const sync = createContext(config, { budget: syncBudget, logger: silentLogger });
   const intake = new WriteIntake({ db: bed.db, queue });
   const worker = await startWriteWorker({ db: bed.db, queue, api: { baseUrl: simulator.url, tokens: { default: simulator.tokens.admin }, budget: writeBudget }, concurrency: 2 });
-  const stop = new AbortController();
-  const page = z.looseObject({});
-  const loops = Array.from({ length: BACKFILL_LOOPS }, async (_, loop) => {
-    let offset = loop * 10;
-    while (!stop.signal.aborted) {
-      try {
-        await backfillClient.request({ method: 'GET', path: '/transactions', query: { limit: 100, offset: offset % 100 }, contentSchema: page, priority: 'backfill', retry: 'safe', signal: stop.signal });
-      } catch {
-        // aborted at the end
-      }
-      offset += 10;
-    }
-  });
   const slots: number[] = [];
+  let backfillDone = false;
   try {
-    // Let the backfill fill the budget first.
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    for (let sample = 0; sample < PRIORITY_SAMPLES; sample++) {
-      await new Promise((resolve) => setTimeout(resolve, 700 + Math.random() * 600));
+    const backfill = sync.engine.run('transactions', 'backfill').finally(() => {
+      backfillDone = true;
+    });
+    // Let the backfill take the budget first.
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    while (!backfillDone && slots.length < PRIORITY_SAMPLES) {
       const enqueuedAt = Date.now();
-      const { id } = await intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 500 + sample, description: `priority #${sample}` });
-      while (intake.getWrite(id)?.status !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 20));
+      const { id } = await intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 500 + slots.length, description: `priority #${slots.length}` });
+      while (intake.getWrite(id)?.status !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 10));
       const arrived = simulator.requests.find((request) => request.method === 'POST' && request.at >= enqueuedAt)!.at;
+      // Backfill pages that reached the server between the enqueue and the write: 0 = the write took
+      // the next slot, 1 = the one after (a page already granted or in flight when it was enqueued).
       slots.push(simulator.requests.filter((request) => request.method === 'GET' && request.at > enqueuedAt && request.at < arrived).length);
+      await new Promise((resolve) => setTimeout(resolve, 300 + Math.random() * 400));
     }
+    const result = await backfill;
+    if (result.status !== 'succeeded') throw new Error(`the backfill ${result.status}: ${result.error?.message ?? ''}`);
   } finally {
-    stop.abort();
-    await Promise.all(loops);
     await worker.close();
     await intake.close();
-    await backfillClient.close();
-    await backfillBudget.close();
+    await sync.close();
+    await syncBudget.close();
     await writeBudget.close();
     await simulator.close();
     await bed.cleanup();
@@ -147,6 +151,7 @@ async function priority(): Promise<PriorityResult> {
   return {
     maxSlots: Math.max(...slots),
     meanSlots: Number((slots.reduce((sum, n) => sum + n, 0) / slots.length).toFixed(2)),
+    samples: slots.length,
     backfillRequests: simulator.requests.filter((request) => request.method === 'GET').length,
   };
 }
@@ -165,6 +170,7 @@ export async function run(): Promise<Record<string, number | string>> {
     [`wall time for ${THROUGHPUT_WRITES} writes, 1 / 3 processes (s)`]: `${one.seconds} / ${three.seconds}`,
     'write wait during backfill, max (slots; goal <= 1)': waits.maxSlots,
     'write wait during backfill, mean (slots)': waits.meanSlots,
+    'writes sampled during the 10,000-record backfill': waits.samples,
     'backfill requests sent meanwhile': waits.backfillRequests,
   };
 }
