@@ -186,6 +186,24 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
     }
   }
   if (env.BIZOPS_TOKEN) set('tokens.default', 'BIZOPS_TOKEN', env.BIZOPS_TOKEN.trim());
+  // More named tokens, for writes acting as another employee: BIZOPS_TOKEN_<NAME> (the token) or
+  // BIZOPS_TOKEN_FILE_<NAME> (a file holding it); the name is lowercased (BIZOPS_TOKEN_FRONT_DESK -> front_desk).
+  for (const [envName, value] of Object.entries(env)) {
+    if (value === undefined || envName === 'BIZOPS_TOKEN_FILE') continue;
+    const fromFile = /^BIZOPS_TOKEN_FILE_([A-Z0-9_]+)$/.exec(envName);
+    const direct = fromFile ? null : /^BIZOPS_TOKEN_([A-Z0-9_]+)$/.exec(envName);
+    const name = (fromFile ?? direct)?.[1]?.toLowerCase();
+    if (!name) continue;
+    if (fromFile) {
+      try {
+        set(`tokens.${name}`, envName, readFileSync(value, 'utf8').trim());
+      } catch {
+        throw new ConfigError(`${envName}: cannot read ${value}`);
+      }
+    } else {
+      set(`tokens.${name}`, envName, value.trim());
+    }
+  }
   if (env.BIZOPS_DB) set('dbPath', 'BIZOPS_DB', env.BIZOPS_DB);
   if (env.REDIS_URL) set('redisUrl', 'REDIS_URL', env.REDIS_URL);
   if (env.BIZOPS_COMPANY_ID) set('companyId', 'BIZOPS_COMPANY_ID', env.BIZOPS_COMPANY_ID);
