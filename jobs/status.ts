@@ -33,6 +33,8 @@ export interface MirrorStatus {
   database: string;
   changelogSeq: number;
   streams: StreamStatus[];
+  /** Writes by status (`queued`, `sending`, `succeeded`, `failed`, `needs_review`). */
+  writes: Record<string, number>;
 }
 
 /**
@@ -69,7 +71,10 @@ export function readStatus(dbPath: string): MirrorStatus {
           : null,
       };
     });
-    return { database: dbPath, changelogSeq: store.lastSeq(), streams };
+    const writes = Object.fromEntries(
+      (db.prepare('SELECT status, COUNT(*) AS n FROM writes GROUP BY status ORDER BY status').all() as { status: string; n: number }[]).map((row) => [row.status, row.n]),
+    );
+    return { database: dbPath, changelogSeq: store.lastSeq(), streams, writes };
   } finally {
     db.close();
   }

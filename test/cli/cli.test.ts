@@ -121,8 +121,10 @@ describe('command line', () => {
       ['onboardings', 5],
     ]);
     expect(parsed.streams.every((s) => s.cursor !== null && s.lastError === null)).toBe(true);
+    expect((JSON.parse(status.stdout) as { writes: unknown }).writes).toEqual({});
     const table = await run(['status'], env);
     expect(table.stdout).toMatch(/transactions\s+150/);
+    expect(table.stdout).toContain('writes: none');
     const changes = await run(['changes', '--since', '170'], env);
     const lines = changes.stdout.trim().split('\n').map((line) => JSON.parse(line) as { seq: number; type: string });
     expect(lines).toHaveLength(15);

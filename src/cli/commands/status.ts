@@ -7,7 +7,7 @@ import { UsageError } from '../program.ts';
 export function registerStatusCommand(program: Command): void {
   program
     .command('status')
-    .description('show each stream: records mirrored, cursor, last run, last error, and any run waiting to resume')
+    .description('show each stream (records mirrored, cursor, last run, last error, any run waiting to resume) and the writes by status')
     .option('--json', 'print JSON instead of a table')
     .option('--db <path>', 'the mirror file (default: BIZOPS_DB or ./data/mirror.db)')
     .action((options: { json?: boolean; db?: string }) => {
@@ -43,5 +43,8 @@ export function formatStatus(status: MirrorStatus): string {
       lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);
     }
   }
+  const writes = Object.entries(status.writes);
+  lines.push('', `writes: ${writes.length ? writes.map(([state, count]) => `${count} ${state}`).join(', ') : 'none'}`);
+  if (status.writes.needs_review) lines.push('  writes needing review: bizops-sync write ID shows why');
   return `${lines.join('\n')}\n`;
 }
