@@ -27,7 +27,7 @@
  */
 import { hostname } from 'node:os';
 import type { ApiClient } from '../client/client.ts';
-import { NotFoundError } from '../client/errors.ts';
+import { InvalidResponseError, NotFoundError } from '../client/errors.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { AppendedChange, MirrorStore, RunCheckpoint } from '../mirror/store.ts';
@@ -264,6 +264,12 @@ export class SyncEngine {
         this.logger.info({ stream: stream.name, offset, drop }, 'the list shrank while paging; stepping back to re-read what slid past');
       } else {
         run.offset = offset + page.pagination.limit;
+      }
+      if (!stepBack && page.items.length === 0 && page.pagination.hasMore && offset >= total) {
+        // Following `hasMore` here would page forever: stop with what the server said.
+        throw new InvalidResponseError({
+          message: `GET ${stream.path}?offset=${offset}: the server says hasMore with no items at an offset past its total (${total})`,
+        });
       }
       const done = !stepBack && !page.pagination.hasMore;
       const changes = this.store.transaction(() => {

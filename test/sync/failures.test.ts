@@ -134,3 +134,19 @@ describe('secrets', () => {
     expect(lines.join('')).toMatch(/transactions/);
   });
 });
+
+describe('a server that pages forever', () => {
+  it('stops with a message instead of following hasMore past the total', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 150 } });
+    sim.faults.inject({
+      match: { path: TRANSACTIONS_PATH },
+      kind: 'status',
+      status: 200,
+      times: 1000,
+      body: { message: 'ok', content: { transactions: [], pagination: { total: 150, limit: 100, offset: 0, hasMore: true } } },
+    });
+    const result = await context.engine.run('transactions', 'backfill');
+    expect(result.status).toBe('failed');
+    expect(result.error?.message).toMatch(/hasMore with no items at an offset past its total \(150\)/);
+  });
+});
