@@ -94,3 +94,11 @@ export function exitCodeForSignal(signal: NodeJS.Signals | undefined): number | 
   if (signal === 'SIGINT') return 130;
   return undefined;
 }
+
+/** Parses a non-negative integer option, naming it in the error. */
+export function integerOption(name: string, min = 0): (value: string) => number {
+  return (value: string) => {
+    if (!/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${name}: must be a whole number >= ${min}, got "${value}"`);
+    return Number(value);
+  };
+}

@@ -3,8 +3,7 @@ import type { Command } from 'commander';
 import { runDemo } from '../../../jobs/demo.ts';
 import { createLogger } from '../../logging/logger.ts';
 import { createProgressReporter } from '../progress.ts';
-import { exitCodeForSignal, shutdownOnSignals } from '../shared.ts';
-import { integerOption } from './simulate.ts';
+import { exitCodeForSignal, integerOption, shutdownOnSignals } from '../shared.ts';
 
 export function registerDemoCommand(program: Command): void {
   program

@@ -1,16 +1,7 @@
 /** `bizops-sync simulate`: runs the local API simulator (src/simulator) until Ctrl-C. */
 import type { Command } from 'commander';
 import { startSimulator, type SimulatorOptions } from '../../simulator/index.ts';
-import { UsageError } from '../program.ts';
-import { shutdownOnSignals } from '../shared.ts';
-
-/** Parses a non-negative integer option, naming it in the error. */
-export function integerOption(name: string, min = 0): (value: string) => number {
-  return (value: string) => {
-    if (!/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${name}: must be a whole number >= ${min}, got "${value}"`);
-    return Number(value);
-  };
-}
+import { integerOption, shutdownOnSignals } from '../shared.ts';
 
 export function registerSimulateCommand(program: Command): void {
   program
