@@ -5,7 +5,7 @@
  * Data flow for one page: validated records -> `applyRecords` (hash compare, upsert, changelog row)
  * and `saveRun` (the checkpoint) inside one `transaction` -> the caller notifies downstream.
  */
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { MirrorDatabase } from './database.ts';
 import { contentHash, diffFields, type FieldChanges } from './change-detection.ts';
@@ -92,12 +92,11 @@ interface StoredRow {
  * alone makes a backfill's commits about a third faster than random (v4) ids.
  */
 export function timeOrderedUuid(nowMs = Date.now()): string {
-  const bytes = randomBytes(16);
-  bytes.writeUIntBE(nowMs, 0, 6);
-  bytes[6] = (bytes[6]! & 0x0f) | 0x70;
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  // randomUUID draws from a cached entropy pool; its version-4 random bits fill everything after the
+  // 48-bit time and the version nibble (the variant bits stay as RFC 9562 wants them).
+  const random = randomUUID();
+  const time = nowMs.toString(16).padStart(12, '0');
+  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${random.slice(15, 18)}-${random.slice(19)}`;
 }
 
 /** SQLite accepts numbers, strings, null; booleans become 0/1 and objects JSON text. */

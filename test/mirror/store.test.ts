@@ -1,0 +1,92 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { openMirror, SCHEMA_VERSION, type MirrorDatabase } from '../../src/mirror/database.ts';
+import { MirrorStore, timeOrderedUuid } from '../../src/mirror/store.ts';
+import { dealsStream, transactionsStream } from '../../src/streams/definitions.ts';
+import { tempDir, type TempDir } from '../helpers.ts';
+
+let dir: TempDir | undefined;
+let db: MirrorDatabase | undefined;
+afterEach(() => {
+  db?.close();
+  dir?.remove();
+  db = dir = undefined;
+});
+
+function store(): MirrorStore {
+  dir = tempDir();
+  db = openMirror(dir.file('mirror.db'));
+  return new MirrorStore(db);
+}
+
+const listed = { id: 'txn_1', type: 'EXPENSE', status: 'PENDING', amount: -1250, description: 'Paper', date: '2026-11-20' };
+
+describe('the mirror store', () => {
+  it('is in WAL mode at the latest schema version', () => {
+    const s = store();
+    expect(s.db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(s.db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+  });
+
+  it('suppresses no-ops by content hash: reordered keys and unknown extra fields are not a change', () => {
+    const s = store();
+    expect(s.applyRecords(transactionsStream, [listed]).map((c) => c.type)).toEqual(['transaction.created']);
+    const reordered = { date: listed.date, description: listed.description, amount: listed.amount, status: listed.status, type: listed.type, id: listed.id, newField: 'x' };
+    expect(s.applyRecords(transactionsStream, [reordered])).toEqual([]);
+    expect(s.applyRecords(transactionsStream, [{ ...listed, status: 'CONFIRMED' }]).map((c) => c.type)).toEqual(['transaction.confirmed']);
+  });
+
+  it('keeps what a write response added when a later list page does not carry it', () => {
+    const s = store();
+    s.applyRecords(transactionsStream, [{ ...listed, counterpartyName: 'Acme', irsCategory: 'SUPPLIES', createdAt: '2026-11-20T10:00:00.000Z', updatedAt: '2026-11-20T10:00:00.000Z' }]);
+    expect(s.applyRecords(transactionsStream, [listed])).toEqual([]);
+    s.applyRecords(transactionsStream, [{ ...listed, status: 'VOIDED' }]);
+    expect(s.db.prepare('SELECT status, counterparty_name, irs_category FROM transactions WHERE id = ?').get('txn_1')).toEqual({
+      status: 'VOIDED',
+      counterparty_name: 'Acme',
+      irs_category: 'SUPPLIES',
+    });
+  });
+
+  it('records old and new values of each changed field, and clears a field the API now sends as null', () => {
+    const s = store();
+    const deal = {
+      id: 'deal_1', referenceId: 7, locationId: 'loc_1', pipelineId: 'pip_1', stageId: 'stg_1', accountId: 'acc_1', ownerId: 'emp_1', title: 'Fit-out',
+      value: 500000, currency: 'USD', status: 'WON', probability: 100, expectedCloseDate: '2026-12-01T00:00:00.000Z', sortOrder: 1,
+      wonLostReason: 'signed', closedAt: '2026-11-20T00:00:00.000Z', stageMovedAt: '2026-11-01T00:00:00.000Z', createdAt: '2026-10-01T00:00:00.000Z', updatedAt: '2026-11-20T00:00:00.000Z',
+    };
+    s.applyRecords(dealsStream, [deal]);
+    const [reopened] = s.applyRecords(dealsStream, [{ ...deal, status: 'OPEN', wonLostReason: null, closedAt: null, updatedAt: '2026-11-21T00:00:00.000Z' }]);
+    expect(reopened!.type).toBe('deal.reopened');
+    const data = JSON.parse((s.db.prepare('SELECT data FROM changes WHERE seq = ?').get(reopened!.seq) as { data: string }).data);
+    expect(data.changes).toEqual({
+      status: { old: 'WON', new: 'OPEN' },
+      wonLostReason: { old: 'signed', new: null },
+      closedAt: { old: '2026-11-20T00:00:00.000Z', new: null },
+      updatedAt: { old: '2026-11-20T00:00:00.000Z', new: '2026-11-21T00:00:00.000Z' },
+    });
+    expect(s.db.prepare('SELECT won_lost_reason, closed_at FROM deals').get()).toEqual({ won_lost_reason: null, closed_at: null });
+  });
+
+  it('tombstones only after two consecutive complete scans miss a record, and a record listed again comes back', () => {
+    const s = store();
+    const started = new Date(Date.now() + 1000).toISOString();
+    s.applyRecords(transactionsStream, [listed, { ...listed, id: 'txn_2' }], { scanNumber: 1 });
+    s.applyRecords(transactionsStream, [listed], { scanNumber: 2 });
+    expect(s.recordMisses(transactionsStream, 2, started)).toEqual([]);
+    s.applyRecords(transactionsStream, [listed], { scanNumber: 3 });
+    expect(s.recordMisses(transactionsStream, 3, started).map((c) => [c.type, c.recordId])).toEqual([['transaction.deleted', 'txn_2']]);
+    expect(s.countRecords(transactionsStream)).toEqual({ live: 1, deleted: 1 });
+    expect(s.applyRecords(transactionsStream, [{ ...listed, id: 'txn_2' }]).map((c) => c.type)).toEqual(['transaction.created']);
+    expect(s.countRecords(transactionsStream)).toEqual({ live: 2, deleted: 0 });
+  });
+
+  it('gives each change a UUID v7 event id that sorts by time', () => {
+    const earlier = timeOrderedUuid(Date.parse('2026-01-01T00:00:00Z'));
+    const later = timeOrderedUuid(Date.parse('2026-01-01T00:00:00.001Z'));
+    expect(earlier).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(earlier < later).toBe(true);
+    const s = store();
+    const [change] = s.applyRecords(transactionsStream, [listed]);
+    expect(change!.eventId).toMatch(/^evt_[0-9a-f-]{36}$/);
+  });
+});
