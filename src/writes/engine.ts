@@ -46,6 +46,7 @@ export interface WriteAttempt {
   maxAttempts: number;
 }
 
+/** Construction options of a WriteEngine: its store, client and the ledger-lookup limits. */
 export interface WriteEngineOptions {
   store: WriteStore;
   /** An ApiClient whose budget is a `SlotNotifyingBudget` (else `sending` is never recorded before sending). */
@@ -89,6 +90,10 @@ function isUniqueViolation(error: unknown): boolean {
 
 const listItemSchema = z.looseObject({ id: z.string() });
 
+/**
+ * Runs one stored write (by id) one step towards its outcome, following the rules in this module's
+ * header (DESIGN.md "Writes", spec §4, §7). The write worker calls `process` once per BullMQ attempt.
+ */
 export class WriteEngine {
   private readonly store: WriteStore;
   private readonly client: ApiClient;

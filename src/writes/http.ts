@@ -20,6 +20,7 @@ import { IdempotencyConflictError, WriteQueueError, WriteValidationError } from 
 import type { WriteIntake } from './intake.ts';
 import { publicWrite } from './store.ts';
 
+/** What `handleWritesRequest` needs: the intake that queues writes and the bearer key guarding the routes. */
 export interface WritesHttpDependencies {
   intake: WriteIntake;
   /** config `http.writeApiKey`; undefined turns the routes off. */

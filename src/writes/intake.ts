@@ -20,6 +20,7 @@ import { openWriteQueue, writeJobOptions, type WriteJobData, type WriteQueueLoca
 import { payloadHash, WriteStore, type WriteRecord, type WriteStatus } from './store.ts';
 import { validateWritePayload } from './validation.ts';
 
+/** Per-write options of `WriteIntake.enqueueWrite` / `enqueue`. */
 export interface EnqueueOptions {
   /**
    * The same key enqueued twice is ONE write (the second call returns the first); a different
@@ -30,6 +31,7 @@ export interface EnqueueOptions {
   actAs?: string;
 }
 
+/** What `enqueueWrite` / `enqueue` answer: the write (new, or the one the idempotency key already names). */
 export interface EnqueueResult {
   /** The write id (`wr_<uuid>`), also the BullMQ job id. */
   id: string;
@@ -39,6 +41,7 @@ export interface EnqueueResult {
   created: boolean;
 }
 
+/** Construction options of a WriteIntake: the mirror database, where the BullMQ queue lives, and limits. */
 export interface WriteIntakeOptions {
   /** The mirror database (the `writes` table of migration 003). */
   db: MirrorDatabase;
@@ -54,6 +57,11 @@ export interface WriteIntakeOptions {
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
 const TOKEN_NAME = /^[A-Za-z0-9_.-]+$/;
 
+/**
+ * Where writes enter: validates (spec §4, §8 limits), stores the `writes` row, then queues the BullMQ
+ * job, as described in this module's header. Owns a WriteStore on the given database and the queue
+ * connection it opened (`close()` releases the latter).
+ */
 export class WriteIntake {
   readonly store: WriteStore;
   readonly queue: Queue<WriteJobData>;

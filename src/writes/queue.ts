@@ -6,8 +6,9 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 
-/** Default BullMQ queue name and key prefix. */
+/** Default BullMQ queue name (the daemon and CLI use a per-deployment name: runtime.ts). */
 export const DEFAULT_QUEUE_NAME = 'bizops-writes';
+/** Default BullMQ key prefix (`bizops`): Redis keys are `bizops:<queue name>:...`. */
 export const DEFAULT_QUEUE_PREFIX = 'bizops';
 
 /** Where the queue lives. Tests give each run its own `prefix`. */
@@ -37,6 +38,11 @@ export interface WriteRetrySchedule {
   backoffMs?: number;
 }
 
+/**
+ * BullMQ options of the job for write `writeId`: job id = write id (so adding it twice is one job),
+ * `schedule.attempts` attempts (default 8) with exponential backoff from `schedule.backoffMs` ms
+ * (default 1000); completed jobs kept up to 24 h (at most 10,000), failed jobs 7 days.
+ */
 export function writeJobOptions(writeId: string, schedule: WriteRetrySchedule = {}): JobsOptions {
   return {
     jobId: writeId,

@@ -24,6 +24,7 @@ import type { BudgetSource } from './slot-listener.ts';
 import type { WriteRecord } from './store.ts';
 import { startWriteWorker, type WriteWorkerHandle, type WriteWorkerOptions } from './worker.ts';
 
+/** Per-process options of `createWriteRuntime`; everything else comes from the configuration. */
 export interface WriteRuntimeOptions {
   db: MirrorDatabase;
   logger?: Logger;
@@ -34,6 +35,10 @@ export interface WriteRuntimeOptions {
   onChanges?: (changes: AppendedChange[]) => void;
 }
 
+/**
+ * The write queue's parts for one process, built by `createWriteRuntime`: the intake, the shared rate
+ * budget(s), and shortcuts to enqueue, read writes, serve the HTTP routes and start a worker.
+ */
 export interface WriteRuntime {
   intake: WriteIntake;
   /**

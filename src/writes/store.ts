@@ -17,9 +17,12 @@ import type { MirrorDatabase } from '../mirror/database.ts';
 import { MirrorStore, type AppendedChange } from '../mirror/store.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
+/** Status of a write row; see the lifecycle in this module's header. */
 export type WriteStatus = 'queued' | 'sending' | 'succeeded' | 'failed' | 'needs_review';
+/** The statuses a write ends in; each emits its change row (`WRITE_EVENT_TYPES`). */
 export type TerminalWriteStatus = 'succeeded' | 'failed' | 'needs_review';
 
+/** `TerminalWriteStatus` as a list: a row in one of these is never finished twice. */
 export const TERMINAL_STATUSES: readonly WriteStatus[] = ['succeeded', 'failed', 'needs_review'];
 
 /** Change types emitted per terminal status (stream `writes`). */
@@ -143,6 +146,11 @@ export function defaultWriteThrough(streams: Record<StreamName, Parameters<Mirro
   };
 }
 
+/**
+ * Every statement on the `writes` table (migration 003) over one mirror database, and the changelog
+ * row of each outcome, committed with the status in one SQLite transaction (see this module's header).
+ * Methods throw SqliteError on storage failures.
+ */
 export class WriteStore {
   readonly db: MirrorDatabase;
   private readonly mirror: MirrorStore;

@@ -28,6 +28,7 @@ import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, redisConnection, type WriteJo
 import { SlotNotifyingBudget, type BudgetSource } from './slot-listener.ts';
 import { defaultWriteThrough, WriteStore, type WriteThroughHook } from './store.ts';
 
+/** Options of `startWriteWorker`: the database, the queue, how to reach the API, and BullMQ tuning. */
 export interface WriteWorkerOptions {
   /** The mirror database (the `writes` table, the changelog, the stream tables for write-through). */
   db: MirrorDatabase;
@@ -63,6 +64,7 @@ export interface WriteWorkerOptions {
   onChanges?: (changes: AppendedChange[]) => void;
 }
 
+/** Counters of one write worker since it started (`WriteWorkerHandle.stats()`). */
 export interface WriteWorkerStats {
   /** Jobs by what the engine did. */
   finished: number;
@@ -72,6 +74,7 @@ export interface WriteWorkerStats {
   requests: number;
 }
 
+/** A running write worker, as `startWriteWorker` returns it. */
 export interface WriteWorkerHandle {
   readonly worker: Worker<WriteJobData>;
   /** The worker's own API client (tests read its stats). */

@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { defineWriteKind, isoTimestamp, nonEmptyText, pathId, segment, text, without } from './fields.ts';
 
+/** The payload of `calendar.rsvp` (spec §4.3), with the rules in this module's header; every message names the rule. */
 export const calendarRsvpPayload = z
   .strictObject({
     eventId: pathId,
@@ -24,6 +25,7 @@ export const calendarRsvpPayload = z
     }
   });
 
+/** The `calendar.rsvp` write kind (spec §4.3): request, response, retry safety and ambiguity resolution. */
 export const calendarRsvp = defineWriteKind({
   name: 'calendar.rsvp',
   spec: 'spec §4.3',

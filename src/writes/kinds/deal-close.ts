@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { dealSchema, type Deal } from '../../client/schemas.ts';
 import { defineWriteKind, pathId, segment, text, without } from './fields.ts';
 
+/** The payload of `deal.close` (spec §4.6), with the rules in this module's header; every message names the rule. */
 export const dealClosePayload = z
   .strictObject({
     dealId: pathId,
@@ -22,6 +23,7 @@ export const dealClosePayload = z
     }
   });
 
+/** The `deal.close` write kind (spec §4.6): request, response, retry safety and ambiguity resolution. */
 export const dealClose = defineWriteKind({
   name: 'deal.close',
   spec: 'spec §4.6',

@@ -14,6 +14,7 @@ import { defineWriteKind } from './fields.ts';
 /** The API purchase limit (spec §4.14 rule 3, §8): 500 USD, in cents. */
 export const DOMAIN_PURCHASE_LIMIT_CENTS = 50_000;
 
+/** The payload of `domain.purchase` (spec §4.14), with the rules in this module's header; every message names the rule. */
 export const domainPurchasePayload = z.strictObject({
   domain: z
     .string({ error: 'must be a fully qualified domain name' })
@@ -29,6 +30,7 @@ export const domainPurchasePayload = z.strictObject({
     .max(DOMAIN_PURCHASE_LIMIT_CENTS, { error: `must be at most ${DOMAIN_PURCHASE_LIMIT_CENTS} (cents): the API purchase limit is 500 USD` }),
 });
 
+/** The `domain.purchase` write kind (spec §4.14): request, response, retry safety and ambiguity resolution. */
 export const domainPurchase = defineWriteKind({
   name: 'domain.purchase',
   spec: 'spec §4.14',

@@ -10,6 +10,7 @@ import { addressList, defineWriteKind, emailAddress, pathId, segment, text, with
 
 const DRAFT_FIELDS = ['from', 'to', 'cc', 'bcc', 'subject', 'text'] as const;
 
+/** The payload of `email_draft.update` (spec §4.9), with the rules in this module's header; every message names the rule. */
 export const emailDraftUpdatePayload = z
   .strictObject({
     draftId: pathId,
@@ -26,6 +27,7 @@ export const emailDraftUpdatePayload = z
     }
   });
 
+/** The `email_draft.update` write kind (spec §4.9): request, response, retry safety and ambiguity resolution. */
 export const emailDraftUpdate = defineWriteKind({
   name: 'email_draft.update',
   spec: 'spec §4.9',

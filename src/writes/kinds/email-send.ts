@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { addressList, defineWriteKind, emailAddress, text } from './fields.ts';
 
+/** The payload of `email.send` (spec §4.5), with the rules in this module's header; every message names the rule. */
 export const emailSendPayload = z
   .strictObject({
     from: emailAddress,
@@ -27,6 +28,7 @@ export const emailSendPayload = z
     }
   });
 
+/** The `email.send` write kind (spec §4.5): request, response, retry safety and ambiguity resolution. */
 export const emailSend = defineWriteKind({
   name: 'email.send',
   spec: 'spec §4.5',

@@ -7,11 +7,13 @@
 import { z } from 'zod';
 import { defineWriteKind, nonEmptyText, pathId, segment, without } from './fields.ts';
 
+/** The payload of `employee.benefits.set` (spec §4.16), with the rules in this module's header; every message names the rule. */
 export const employeeBenefitsSetPayload = z.strictObject({
   employeeId: pathId,
   benefitIds: z.array(nonEmptyText, { error: 'must be an array of benefit ids (the complete list; [] withdraws all)' }),
 });
 
+/** The `employee.benefits.set` write kind (spec §4.16): request, response, retry safety and ambiguity resolution. */
 export const employeeBenefitsSet = defineWriteKind({
   name: 'employee.benefits.set',
   spec: 'spec §4.16',

@@ -44,8 +44,9 @@ export const pathId = z
   .min(1, { error: 'must not be empty' })
   .refine((value) => value.trim() === value && value.trim() !== '', { error: 'must not be blank or have surrounding spaces' });
 
-/** A non-empty string. */
+/** Any string (may be empty). */
 export const text = z.string({ error: 'must be a string' });
+/** A non-empty string. */
 export const nonEmptyText = z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' });
 
 /** An email address (something@domain.tld, no spaces). */

@@ -29,6 +29,7 @@ import { timeclockClockIn } from './timeclock-clock-in.ts';
 import { transactionCreate } from './transaction-create.ts';
 import type { WriteKind } from './types.ts';
 
+/** The registry of write kinds by name (the table in this module's header); the engine looks kinds up here. */
 export const WRITE_KINDS = {
   [transactionCreate.name]: transactionCreate,
   [calendarRsvp.name]: calendarRsvp,
@@ -45,6 +46,7 @@ export const WRITE_KINDS = {
 /** `transaction.create`, `calendar.rsvp`, ... */
 export type WriteKindName = keyof typeof WRITE_KINDS;
 
+/** Every write kind name, in registry order (for `--help`, validation messages). */
 export const WRITE_KIND_NAMES = Object.keys(WRITE_KINDS) as WriteKindName[];
 
 /** What `enqueueWrite(kind, payload)` accepts for `kind` (before defaults and normalization). */

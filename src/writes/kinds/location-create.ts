@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { defineWriteKind, nonEmptyText, text } from './fields.ts';
 
+/** The payload of `location.create` (spec §4.18), with the rules in this module's header; every message names the rule. */
 export const locationCreatePayload = z.strictObject({
   reference: nonEmptyText.max(200, { error: 'must be at most 200 characters' }),
   subdomain: z
@@ -17,6 +18,7 @@ export const locationCreatePayload = z.strictObject({
   code: text.max(100, { error: 'must be at most 100 characters' }).optional(),
 });
 
+/** The `location.create` write kind (spec §4.18): request, response, retry safety and ambiguity resolution. */
 export const locationCreate = defineWriteKind({
   name: 'location.create',
   spec: 'spec §4.18',

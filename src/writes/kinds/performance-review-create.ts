@@ -17,6 +17,7 @@ const score = z
   .min(1, { error: 'must be an integer 1 to 5' })
   .max(5, { error: 'must be an integer 1 to 5' });
 
+/** The payload of `performance_review.create` (spec §4.15), with the rules in this module's header; every message names the rule. */
 export const performanceReviewCreatePayload = z.strictObject({
   employeeId: pathId,
   reviewDate: isoDate,
@@ -32,6 +33,7 @@ export const performanceReviewCreatePayload = z.strictObject({
     .optional(),
 });
 
+/** The `performance_review.create` write kind (spec §4.15): request, response, retry safety and ambiguity resolution. */
 export const performanceReviewCreate = defineWriteKind({
   name: 'performance_review.create',
   spec: 'spec §4.15',

@@ -9,10 +9,13 @@
 import { z } from 'zod';
 import { defineWriteKind } from './fields.ts';
 
+/** The outcome of a clock-in answered 409 (an entry is already open, spec §4.19): the write succeeded. */
 export const ENTRY_ALREADY_OPEN = 'entry already open';
 
+/** The payload of `timeclock.clock_in` (spec §4.19), with the rules in this module's header; every message names the rule. */
 export const timeclockClockInPayload = z.strictObject({});
 
+/** The `timeclock.clock_in` write kind (spec §4.19): request, response, retry safety and ambiguity resolution. */
 export const timeclockClockIn = defineWriteKind({
   name: 'timeclock.clock_in',
   spec: 'spec §4.19',

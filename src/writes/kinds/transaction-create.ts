@@ -16,6 +16,7 @@ import { cents, defineWriteKind, emailAddress, isoDateOrTimestamp, nonEmptyText,
 /** Types stored with a negative amount (spec §2 Transaction). */
 const NEGATIVE_TYPES: ReadonlySet<string> = new Set(['EXPENSE', 'DEDUCTION', 'TAX_PAYMENT']);
 
+/** The payload of `transaction.create` (spec §4.7), with the rules in this module's header; every message names the rule. */
 export const transactionCreatePayload = z.strictObject({
   type: z.enum(TRANSACTION_TYPES, { error: `must be one of ${TRANSACTION_TYPES.join(', ')}` }),
   amount: cents(1),
@@ -43,6 +44,7 @@ export const transactionCreatePayload = z.strictObject({
   counterpartyEmail: emailAddress.optional(),
 });
 
+/** A validated `transaction.create` payload (`amount` in positive cents; the type decides the sign). */
 export type TransactionCreatePayload = z.output<typeof transactionCreatePayload>;
 
 /** Same instant (timestamps) or same day (a date-only payload against the server's normalized value). */
@@ -67,6 +69,7 @@ export function transactionMatches(item: Record<string, unknown>, payload: Trans
   return true;
 }
 
+/** The `transaction.create` write kind (spec §4.7): request, response, retry safety and ambiguity resolution. */
 export const transactionCreate = defineWriteKind({
   name: 'transaction.create',
   spec: 'spec §4.7',

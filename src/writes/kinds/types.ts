@@ -20,6 +20,7 @@ import type { StreamName } from '../../streams/definitions.ts';
  */
 export type RetrySafety = 'idempotent' | 'conflict-means-done' | 'unsent-only' | 'never-after-send';
 
+/** Every `RetrySafety` value, safest first. */
 export const RETRY_SAFETIES: readonly RetrySafety[] = ['idempotent', 'conflict-means-done', 'unsent-only', 'never-after-send'];
 
 /**
