@@ -44,6 +44,7 @@ export interface ChangeEvent {
   data: ChangeData;
 }
 
+/** Options of `readChanges`: an exclusive seq cursor, a page size and a type filter. */
 export interface ReadChangesOptions {
   /** Read events with seq greater than this (exclusive cursor). Default 0: from the start. */
   sinceSeq?: number;
@@ -89,6 +90,7 @@ export function latestChangeSeq(db: MirrorDatabase): number {
   return row.seq ?? 0;
 }
 
+/** Options of `followChanges`: where to start, how often to poll (ms), and when to stop. */
 export interface FollowChangesOptions {
   /** Start after this seq (exclusive). Default: the current end of the changelog (only new events). */
   sinceSeq?: number;

@@ -94,6 +94,7 @@ export interface TestEventResult {
   error: string | null;
 }
 
+/** Options of `sendTestEvent`: the attempt's time limit (ms) and the undici dispatcher to send with. */
 export interface SendTestEventOptions {
   /** Default 15000. */
   timeoutMs?: number;

@@ -16,6 +16,7 @@ import type { WebhookMessage, WebhookSigner } from './signing.ts';
 /** Default time limit of one attempt, ms: connecting, sending and receiving the answer's headers and body. */
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 15_000;
 
+/** Options of one `deliverWebhook` attempt. */
 export interface DeliveryOptions {
   /** Time limit of the attempt, ms (default 15000). */
   timeoutMs?: number;
@@ -27,6 +28,7 @@ export interface DeliveryOptions {
   now?: () => Date;
 }
 
+/** A delivery the receiver answered with a 2xx. */
 export interface DeliverySuccess {
   ok: true;
   /** The 2xx status. */
@@ -34,6 +36,7 @@ export interface DeliverySuccess {
   durationMs: number;
 }
 
+/** A delivery that failed: a non-2xx answer (3xx included), no answer, or an abort; see the module rules. */
 export interface DeliveryFailure {
   ok: false;
   /** The HTTP status, or null when there was no answer (refused, reset, timeout, aborted). */
@@ -49,6 +52,7 @@ export interface DeliveryFailure {
   durationMs: number;
 }
 
+/** What `deliverWebhook` returns; narrow on `ok`. */
 export type DeliveryOutcome = DeliverySuccess | DeliveryFailure;
 
 /**

@@ -38,6 +38,7 @@ import { DEFAULT_RETRY_POLICY, nextRetryDelayMs, validateSchedule, type RetryPol
 import { buildWebhookMessage, WebhookSigner } from './signing.ts';
 import { Wakeup } from './wakeup.ts';
 
+/** Construction options of a WebhookDispatcher; validated by its constructor (which throws naming the option). */
 export interface WebhookDispatcherOptions {
   /** The mirror. Prefer a connection of its own (`openMirror(path)`), not one the sync holds transactions on. */
   db: MirrorDatabase;

@@ -134,6 +134,7 @@ export function recordSkipped(db: MirrorDatabase, name: string, expectedSeq: num
   return statement(db, 'UPDATE webhook_endpoints SET delivered_seq = ? WHERE name = ? AND delivered_seq = ?').run(seq, name, expectedSeq).changes === 1;
 }
 
+/** A failed delivery attempt as `recordFailure` stores it: the answer (or none) and when to retry. */
 export interface FailedAttempt {
   status: number | null;
   error: string;

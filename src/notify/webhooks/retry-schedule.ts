@@ -10,6 +10,7 @@
  */
 export const STANDARD_RETRY_SCHEDULE_MS: readonly number[] = [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 
+/** How delivery retries are spaced (see `nextRetryDelayMs`); times in ms. */
 export interface RetryPolicy {
   /** Delay before attempt n+1 after n consecutive failures is `scheduleMs[n]` (the last entry repeats). Tests scale it down. */
   scheduleMs: readonly number[];
@@ -21,6 +22,7 @@ export interface RetryPolicy {
   random: () => number;
 }
 
+/** The production policy: the Standard Webhooks schedule, ±10 % jitter, Retry-After capped at 24 h. */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   scheduleMs: STANDARD_RETRY_SCHEDULE_MS,
   jitterRatio: 0.1,
