@@ -17,6 +17,7 @@ import type { ReadinessVerdict } from './readiness.ts';
 /** A handler given the first look at every request; resolves true when it answered. */
 export type FirstRoute = (request: IncomingMessage, response: ServerResponse) => Promise<boolean>;
 
+/** Options of `startDaemonHttpServer`: the address to bind and the sources behind `/readyz` and `/metrics`. */
 export interface DaemonHttpServerOptions {
   /** Address to bind (config `http.host`): 127.0.0.1 by default, 0.0.0.0 inside a container. */
   host: string;
@@ -28,6 +29,7 @@ export interface DaemonHttpServerOptions {
   logger?: Logger;
 }
 
+/** A started daemon HTTP server: where it listens and how to close it. */
 export interface RunningHttpServer {
   /** `http://host:port`. */
   url: string;

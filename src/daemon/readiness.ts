@@ -31,6 +31,7 @@ export interface ReadinessVerdict {
 /** One probe: resolves when the API accepted it, throws the client's typed error otherwise. */
 export type ReadinessCheck = (signal: AbortSignal) => Promise<void>;
 
+/** Construction options of a ReadinessProbe: the probe and how long its verdict is cached (ms). */
 export interface ReadinessProbeOptions {
   check: ReadinessCheck;
   /** A verdict is reused this long, ms (config `http.readinessCacheSeconds` × 1000). */

@@ -26,6 +26,7 @@ export interface StreamRunner {
   run(stream: StreamName, reason: RunReason, options?: RunOptions): Promise<RunResult>;
 }
 
+/** Construction options of a StreamScheduler: the engine, the streams, their cron schedules and metrics hooks. */
 export interface StreamSchedulerOptions {
   engine: StreamRunner;
   streams: readonly StreamName[];
