@@ -39,6 +39,7 @@ export const ADMIN_WORLD_METHODS = [
   'recomputeTaxLiability',
 ] as const;
 
+/** What the `/__admin` routes read and change: the world, the pending faults and the request log. */
 export interface AdminDependencies {
   world: World;
   faults: FaultInjector;

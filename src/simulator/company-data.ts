@@ -34,6 +34,7 @@ import type {
 } from './records.ts';
 import type { CompanyKey } from './tokens.ts';
 
+/** All records of one simulated company (see this module's header); money fields are cents. */
 export interface CompanyData {
   key: CompanyKey;
   id: string;

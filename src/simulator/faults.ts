@@ -3,6 +3,7 @@
  * the normal answer. Faults are checked in the order injected; each applies `times` times (default 1).
  */
 
+/** Which requests a fault applies to; omitted members match every request. */
 export interface FaultMatch {
   /** HTTP method, case-insensitive. */
   method?: string;
@@ -38,6 +39,7 @@ export type FaultKind =
   /** Destroy the socket immediately, before reading or processing the request. */
   | { kind: 'refuse' };
 
+/** A fault to inject: one `FaultKind`, which requests it matches, and how many times it applies. */
 export type Fault = FaultBase & FaultKind;
 
 const API_PREFIX = '/api/public/v1';
@@ -57,6 +59,7 @@ function matches(fault: Fault, method: string, pathname: string): boolean {
   return match.path.test(relative);
 }
 
+/** The pending faults of one simulator, checked in injection order against each API request. */
 export class FaultInjector {
   private readonly pending: { fault: Fault; remaining: number }[] = [];
 

@@ -20,6 +20,7 @@ import type {
 import { NEGATIVE_TRANSACTION_TYPES } from './records.ts';
 import type { CompanyKey } from './tokens.ts';
 
+/** How many records to generate per stream for one company. */
 export interface StreamSizes {
   transactions: number;
   deals: number;
@@ -27,6 +28,7 @@ export interface StreamSizes {
   customers: number;
 }
 
+/** Options of `generateCompany`: which company, the seed, the stream sizes and the time anchors (ms epoch). */
 export interface GenerateOptions {
   key: CompanyKey;
   seed: number;
@@ -40,11 +42,13 @@ export interface GenerateOptions {
 const DAY_MS = 86_400_000;
 const SPAN_MS = 365 * DAY_MS;
 
+/** First names the seed data and later-created records draw from. */
 export const FIRST_NAMES = [
   'Alex', 'Sam', 'Jordan', 'Taylor', 'Morgan', 'Casey', 'Riley', 'Jamie', 'Avery', 'Quinn', 'Harper', 'Rowan',
   'Elena', 'Marco', 'Priya', 'Kenji', 'Amara', 'Lucas', 'Sofia', 'Omar', 'Ines', 'Noah', 'Mia', 'Liam',
   'Chloe', 'Mateo', 'Zara', 'Felix', 'Nadia', 'Hugo',
 ];
+/** Last names the seed data and later-created records draw from. */
 export const LAST_NAMES = [
   'Morgan', 'Lee', 'Patel', 'Garcia', 'Nguyen', 'Smith', 'Kowalski', 'Okafor', 'Rossi', 'Tanaka', 'Muller', 'Silva',
   'Dubois', 'Hansen', 'Novak', 'Cohen', 'Khan', 'Berg', 'Fischer', 'Lopez', 'Brown', 'Walsh', 'Ibrahim', 'Costa',

@@ -33,6 +33,7 @@ export { CompanyWorld, World } from './world.ts';
 export type { ChurnChange, WorldSnapshot } from './world.ts';
 export type * from './records.ts';
 
+/** Options of `startSimulator`; every member has a default. */
 export interface SimulatorOptions {
   /** Default '127.0.0.1'. */
   host?: string;
@@ -61,6 +62,7 @@ export interface SimulatorOptions {
   anchor?: number;
 }
 
+/** A started simulator: its base URL, tokens, ground truth, fault injector and request log. */
 export interface RunningSimulator {
   /** The {base_url}, e.g. http://127.0.0.1:40123 (API paths add /api/public/v1). */
   url: string;
@@ -74,6 +76,7 @@ export interface RunningSimulator {
   close(): Promise<void>;
 }
 
+/** Company A's default stream sizes (company B gets a tenth of each, at least 5). */
 export const DEFAULT_SIZES = { transactions: 500, deals: 200, onboardings: 40, customers: 100 };
 
 /**

@@ -14,6 +14,7 @@
 import { badRequest } from './http-error.ts';
 import type { TimestampedRecord } from './records.ts';
 
+/** The standard list parameters of a request (spec §1 Pagination), parsed and checked by `parseListQuery`. */
 export interface ListQuery {
   limit: number;
   offset: number;
@@ -35,6 +36,7 @@ export interface ListDefinition<R extends TimestampedRecord> {
   searchFields: (record: R) => readonly (string | null)[];
 }
 
+/** One page of a list: the items and `content.pagination` (spec §1 Pagination). */
 export interface ListPage<R> {
   items: R[];
   pagination: { total: number; limit: number; offset: number; hasMore: boolean };

@@ -5,6 +5,7 @@
 
 const ID_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
+/** Deterministic pseudo-random numbers, ids and picks from a seed (mulberry32); not for cryptography. */
 export class SeededRandom {
   private state: number;
 

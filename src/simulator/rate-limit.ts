@@ -5,11 +5,13 @@
  * clients wait in real time.
  */
 
+/** The rate limit: `limit` requests per fixed window of `windowMs` ms (spec §8: 60 per minute by default). */
 export interface RateLimitSettings {
   limit: number;
   windowMs: number;
 }
 
+/** Whether one request may proceed, with the rate-limit headers to send (spec §8). */
 export interface RateLimitDecision {
   allowed: boolean;
   /** Headers for the response (spec §8): X-RateLimit-Limit, -Remaining, -Reset (Unix seconds of the window end). */
@@ -18,6 +20,7 @@ export interface RateLimitDecision {
   retryAfterSeconds: number;
 }
 
+/** The per-company fixed-window rate limit of spec §8, as described in this module's header. */
 export class FixedWindowRateLimiter {
   private readonly settings: RateLimitSettings;
   private readonly now: () => number;

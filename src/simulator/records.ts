@@ -6,17 +6,24 @@
  * correctly as strings. Money is integer cents.
  */
 
+/** The seven transaction types (spec §2 Transaction, §4.7). */
 export const TRANSACTION_TYPES = ['INCOME', 'EXPENSE', 'DEDUCTION', 'TAX_PAYMENT', 'REFUND', 'TRANSFER', 'INVOICE'] as const;
+/** One of `TRANSACTION_TYPES`. */
 export type TransactionType = (typeof TRANSACTION_TYPES)[number];
 /** Types stored with a negative amount (spec §2 Transaction, §4.7). */
 export const NEGATIVE_TRANSACTION_TYPES: ReadonlySet<string> = new Set(['EXPENSE', 'DEDUCTION', 'TAX_PAYMENT']);
+/** Transaction statuses (spec §3 Transaction status). */
 export const TRANSACTION_STATUSES = ['PENDING', 'CONFIRMED', 'VOIDED'] as const;
+/** One of `TRANSACTION_STATUSES`. */
 export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
+/** Deal statuses (spec §3 Deal status). */
 export const DEAL_STATUSES = ['OPEN', 'WON', 'LOST'] as const;
+/** One of `DEAL_STATUSES`. */
 export type DealStatus = (typeof DEAL_STATUSES)[number];
 
 /** The mirrored streams plus customers: the record kinds with list endpoints and ground truth. */
 export type StreamName = 'transactions' | 'deals' | 'onboardings' | 'customers';
+/** Every `StreamName`, in a fixed order. */
 export const STREAM_NAMES: readonly StreamName[] = ['transactions', 'deals', 'onboardings', 'customers'];
 
 /** Anything kept in a list sorted by (createdAt, id). */
@@ -26,6 +33,7 @@ export interface TimestampedRecord {
   updatedAt: string;
 }
 
+/** A ledger transaction (spec §2 Transaction, §4.7, §4.13); `amount` is signed cents. */
 export interface TransactionRecord extends TimestampedRecord {
   type: TransactionType;
   status: TransactionStatus;
@@ -44,6 +52,7 @@ export interface TransactionRecord extends TimestampedRecord {
   taxQuarter: number | null;
 }
 
+/** A deal (spec §2 Deal, §3 Deal status, §4.6); `value` is cents. */
 export interface DealRecord extends TimestampedRecord {
   referenceId: number;
   locationId: string;
@@ -66,6 +75,7 @@ export interface DealRecord extends TimestampedRecord {
   customerId: string | null;
 }
 
+/** An employee onboarding (spec §2 Employee onboarding, §4.1); listed while `completedAt` is null. */
 export interface OnboardingRecord extends TimestampedRecord {
   employeeId: string;
   onboardingStep: number;
@@ -74,6 +84,7 @@ export interface OnboardingRecord extends TimestampedRecord {
   completedAt: string | null;
 }
 
+/** A customer (spec §2 Customer; GET /customers, §4 general notes); also the contact a WON deal can promote (§4.6). */
 export interface CustomerRecord extends TimestampedRecord {
   firstName: string;
   lastName: string;
@@ -82,6 +93,7 @@ export interface CustomerRecord extends TimestampedRecord {
   lifecycleStage: string;
 }
 
+/** An employee of the company; a token acts as one (spec §5), and manager/HR/rota flags decide access (§4.12, §4.15). */
 export interface EmployeeRecord {
   id: string;
   fullname: string;
@@ -95,6 +107,7 @@ export interface EmployeeRecord {
   isDeactivated: boolean;
 }
 
+/** A location of the company (spec §4.18). */
 export interface LocationRecord {
   id: string;
   reference: string;
@@ -104,11 +117,13 @@ export interface LocationRecord {
   createdAt: string;
 }
 
+/** A legal entity transactions can be attributed to (spec §4.7 `legalEntityId`, §4.13). */
 export interface LegalEntityRecord {
   id: string;
   name: string;
 }
 
+/** A deal pipeline and its stages (spec §2 Deal `pipelineId`, `stageId`, `probability`). */
 export interface PipelineRecord {
   id: string;
   name: string;
@@ -117,12 +132,14 @@ export interface PipelineRecord {
   stageProbabilities: number[];
 }
 
+/** A sending address and the employee who owns it (spec §4.5: `from` must be owned). */
 export interface EmailAddressRecord {
   address: string;
   employeeId: string;
   accountId: string;
 }
 
+/** An email message (spec §2 Email message, §4.5). */
 export interface EmailMessageRecord extends TimestampedRecord {
   from: string;
   to: string;
@@ -139,6 +156,7 @@ export interface EmailMessageRecord extends TimestampedRecord {
   accountId: string;
 }
 
+/** An email draft (spec §2 Email draft, §4.9); `ownerEmployeeId` is internal. */
 export interface EmailDraftRecord extends TimestampedRecord {
   ownerEmployeeId: string;
   from: string;
@@ -150,12 +168,14 @@ export interface EmailDraftRecord extends TimestampedRecord {
   scheduledAt: string | null;
 }
 
+/** A vault folder and its members: membership gates credential reveals (spec §4.2 rule 1). */
 export interface VaultFolderRecord {
   id: string;
   name: string;
   memberEmployeeIds: string[];
 }
 
+/** A vault credential (spec §2 Vault credential, §4.2); `sensitiveData` is the decrypted secret. */
 export interface VaultCredentialRecord extends TimestampedRecord {
   referenceId: number;
   name: string;
@@ -170,6 +190,7 @@ export interface VaultCredentialRecord extends TimestampedRecord {
   sensitiveData: Record<string, string>;
 }
 
+/** The VIEW audit event a vault reveal writes (spec §4.2 rule 3, §6). */
 export interface AuditEventRecord {
   id: string;
   action: 'VIEW';
@@ -179,6 +200,7 @@ export interface AuditEventRecord {
   at: string;
 }
 
+/** An attendee of a calendar event (spec §2 Calendar event, §4.3); `employeeId` is null for a guest. */
 export interface AttendeeRecord {
   id: string;
   employeeId: string | null;
@@ -190,6 +212,7 @@ export interface AttendeeRecord {
   declinedOccurrences: string[];
 }
 
+/** A calendar event (spec §2 Calendar event, §4.3). */
 export interface CalendarEventRecord extends TimestampedRecord {
   title: string;
   description: string;
@@ -208,6 +231,7 @@ export interface CalendarEventRecord extends TimestampedRecord {
   attendees: AttendeeRecord[];
 }
 
+/** A QA corrective action (spec §2 QA corrective action, §4.4). */
 export interface CorrectiveActionRecord extends TimestampedRecord {
   locationId: string;
   shiftSessionId: string;
@@ -223,6 +247,7 @@ export interface CorrectiveActionRecord extends TimestampedRecord {
   resolutionNotes: string | null;
 }
 
+/** A conversation member with their own read state (the fields null for non-members, spec §4.12 rule 2). */
 export interface ConversationMemberRecord {
   employeeId: string;
   role: 'ADMIN' | 'MEMBER';
@@ -235,6 +260,7 @@ export interface ConversationMemberRecord {
   isFavorite: boolean;
 }
 
+/** A message of a conversation or Support channel (spec §2 Conversation, Support conversation). */
 export interface ConversationMessageRecord {
   id: string;
   conversationId: string;
@@ -255,6 +281,7 @@ export interface ConversationMessageRecord {
   createdAt: string;
 }
 
+/** A conversation or Support channel (spec §2, §4.8, §4.12). */
 export interface ConversationRecord {
   id: string;
   referenceId: number;
@@ -277,6 +304,7 @@ export interface ConversationRecord {
   updatedAt: string;
 }
 
+/** A marketing campaign with its recipient counts (spec §2 Campaign, §4.10). */
 export interface CampaignRecord extends TimestampedRecord {
   locationId: string;
   name: string;
@@ -291,6 +319,7 @@ export interface CampaignRecord extends TimestampedRecord {
   recipientCounts: { SENT: number; DELIVERED: number; SKIPPED: number; FAILED: number };
 }
 
+/** A purchased custom domain (spec §2 Domain, §4.14, §4.20); `pricePaid` is cents. */
 export interface DomainRecord {
   id: string;
   name: string;
@@ -302,6 +331,7 @@ export interface DomainRecord {
   createdAt: string;
 }
 
+/** A performance review (spec §4.15). */
 export interface PerformanceReviewRecord {
   id: string;
   employeeId: string;
@@ -317,6 +347,7 @@ export interface PerformanceReviewRecord {
   createdAt: string;
 }
 
+/** A notification side effect, e.g. a review shared with the employee (spec §6). */
 export interface NotificationRecord {
   id: string;
   employeeId: string;
@@ -325,11 +356,13 @@ export interface NotificationRecord {
   at: string;
 }
 
+/** A benefit employees can be enrolled in (spec §4.16). */
 export interface BenefitRecord {
   id: string;
   name: string;
 }
 
+/** A scheduled shift; clocking in inside one links the entry to it (spec §4.19). */
 export interface ShiftRecord {
   id: string;
   employeeId: string;
@@ -338,6 +371,7 @@ export interface ShiftRecord {
   endAt: string;
 }
 
+/** A time clock entry (spec §2 Time clock entry, §4.19); open while `clockOutAt` is null. */
 export interface TimeClockEntryRecord extends TimestampedRecord {
   employeeId: string;
   locationId: string;
@@ -346,6 +380,7 @@ export interface TimeClockEntryRecord extends TimestampedRecord {
   clockOutAt: string | null;
 }
 
+/** One double-entry journal line posted by a transaction write (spec §4.7, §6). */
 export interface JournalEntryRecord {
   id: string;
   transactionId: string;

@@ -9,8 +9,10 @@ interface CompiledRoute {
   names: string[];
 }
 
+/** What `Router.match` found: the route and its decoded path parameters, the methods allowed on the path (405), or nothing (404). */
 export type RouteMatch = { kind: 'found'; route: Route; params: Record<string, string> } | { kind: 'method-not-allowed'; allowed: string[] } | { kind: 'not-found' };
 
+/** Matches a method and a path relative to `/api/public/v1` against the routes, in the order given. */
 export class Router {
   private readonly compiled: CompiledRoute[];
 

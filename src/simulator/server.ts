@@ -16,6 +16,7 @@ import type { HandlerResult } from './routes/types.ts';
 import { findToken } from './tokens.ts';
 import type { World } from './world.ts';
 
+/** The path prefix of every API endpoint (spec §1.1, §9). */
 export const API_PREFIX = '/api/public/v1';
 
 /** One request the simulator received (admin requests excluded). */
@@ -34,6 +35,7 @@ export interface RequestLogEntry {
   tokenName: string | null;
 }
 
+/** What `handleApiRequest` needs: the world, faults, rate limiter (null for none), router, request log, added latency (ms) and clock (ms epoch). */
 export interface ApiServerDependencies {
   world: World;
   faults: FaultInjector;

@@ -33,6 +33,7 @@ export const SPEC_SCOPES = [
  */
 export const ASSUMED_SCOPES = ['deals:read', 'customers:read'] as const;
 
+/** Every scope the simulator knows: the spec's plus the assumed ones; what the `admin` token holds. */
 export const ALL_SCOPES: readonly string[] = [...SPEC_SCOPES, ...ASSUMED_SCOPES];
 
 /** The read-only scopes: what the `readOnly` token holds. */
@@ -49,6 +50,7 @@ export const READ_SCOPES: readonly string[] = [
   'customers:read',
 ];
 
+/** The names of the simulator's tokens (see `TOKEN_TABLE`). */
 export type TokenName = 'admin' | 'hr' | 'employee' | 'readOnly' | 'noScopes' | 'otherCompany';
 
 /** Token name -> bearer token string. */
@@ -60,6 +62,7 @@ export type CompanyKey = 'A' | 'B';
 /** The employee role a token acts as inside its company (see the world's employees). */
 export type EmployeeRole = 'admin' | 'hr' | 'employee' | 'readOnly' | 'noScopes';
 
+/** One simulator token: its bearer string, company, the employee role it acts as, and its scopes (spec §5). */
 export interface TokenDefinition {
   name: TokenName;
   token: string;

@@ -67,6 +67,10 @@ function insertionIndex(records: readonly TimestampedRecord[], record: Timestamp
   return low;
 }
 
+/**
+ * One simulated company's ground truth (`data`) and the operations endpoints, churn and tests apply
+ * to it, keeping stream arrays sorted by (createdAt, id) and bumping their change counters.
+ */
 export class CompanyWorld {
   readonly data: CompanyData;
   protected readonly clock: () => number;
@@ -516,6 +520,7 @@ export function serializeStreamRecord(stream: StreamName, record: TimestampedRec
   }
 }
 
+/** Construction options of a World: the seed, company A's stream sizes and the clock (ms epoch). */
 export interface WorldOptions {
   seed: number;
   /** Company A's stream sizes; company B gets a tenth of each (at least 5). */

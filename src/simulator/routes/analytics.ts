@@ -14,6 +14,7 @@ import type { RequestContext, Route } from './types.ts';
 
 const DAY_MS = 86_400_000;
 
+/** One metric of the catalogue (spec §2 Analytics metric); `currency` figures are cents. */
 export interface MetricDefinition {
   key: string;
   label: string;
@@ -32,6 +33,7 @@ export const METRICS: readonly MetricDefinition[] = [
   { key: 'deals_won', label: 'Deals won', hint: 'Deals closed as won', unit: 'count', scope: 'company' },
 ];
 
+/** The report ranges (spec §2 Analytics range: catalogue not shown): window length and bucket size in days. */
 export const RANGES = [
   { key: '7d', label: 'Last 7 days', days: 7, bucketDays: 1, noun: '7 days' },
   { key: '30d', label: 'Last 30 days', days: 30, bucketDays: 1, noun: '30 days' },
@@ -134,6 +136,7 @@ function report(context: RequestContext) {
   };
 }
 
+/** GET /analytics/metrics (spec §4.17) and GET /analytics/report (spec §4.11). */
 export const analyticsRoutes: Route[] = [
   { method: 'GET', path: '/analytics/metrics', scope: 'analytics:read', handler: listMetrics },
   { method: 'GET', path: '/analytics/report', scope: 'analytics:read', handler: report },

@@ -12,6 +12,7 @@ import { calendarEventView } from '../serialize.ts';
 import type { RequestContext, Route } from './types.ts';
 import { isoTimestamp, parseBody } from './validation.ts';
 
+/** The RSVP answers the simulator accepts (spec §4.3: the full set is not shown). */
 export const RSVP_RESPONSES = ['ACCEPTED', 'DECLINED', 'TENTATIVE'] as const;
 
 const rsvpBody = z.object({
@@ -44,4 +45,5 @@ function rsvp(context: RequestContext) {
   return { message: 'Reply recorded', content: { event: calendarEventView(event) } };
 }
 
+/** POST /calendar-events/{eventId}/rsvp (spec §4.3). */
 export const calendarRoutes: Route[] = [{ method: 'POST', path: '/calendar-events/{eventId}/rsvp', scope: 'calendar:write', handler: rsvp }];

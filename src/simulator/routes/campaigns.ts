@@ -9,4 +9,5 @@ function getCampaign(context: RequestContext) {
   return { message: 'Campaign retrieved', content: { campaign: campaignView(campaign), recipientCounts: { ...campaign.recipientCounts } } };
 }
 
+/** GET /campaigns/{campaignId} (spec §4.10). */
 export const campaignRoutes: Route[] = [{ method: 'GET', path: '/campaigns/{campaignId}', scope: 'campaigns:read', handler: getCampaign }];

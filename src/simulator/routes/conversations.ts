@@ -44,6 +44,7 @@ function getConversation(context: RequestContext) {
   return { message: 'Conversation retrieved', content: { conversation: conversationView(context.company.data, conversation, context.employee.id) } };
 }
 
+/** GET /support-conversations/{conversationId} (spec §4.8) and GET /conversations/{conversationId} (spec §4.12). */
 export const conversationRoutes: Route[] = [
   { method: 'GET', path: '/support-conversations/{conversationId}', scope: 'internal:support:read', handler: getSupportConversation },
   { method: 'GET', path: '/conversations/{conversationId}', scope: 'threads:read', handler: getConversation },

@@ -29,4 +29,5 @@ function closeDeal(context: RequestContext) {
   }
 }
 
+/** POST /deals/{dealId}/close (spec §4.6). */
 export const dealRoutes: Route[] = [{ method: 'POST', path: '/deals/{dealId}/close', scope: 'deals:write', handler: closeDeal }];

@@ -98,6 +98,7 @@ function getDomain(context: RequestContext) {
   return { message: 'Domain retrieved', content: { domain: domainDetailView(domain) } };
 }
 
+/** POST /domains (spec §4.14) and GET /domains/{domainId} (spec §4.20). */
 export const domainRoutes: Route[] = [
   { method: 'POST', path: '/domains', scope: 'domains:write', handler: purchaseDomain },
   { method: 'GET', path: '/domains/{domainId}', scope: 'domains:read', handler: getDomain },

@@ -96,6 +96,7 @@ function patchDraft(context: RequestContext) {
   return { message: 'Draft updated', content: { draft: draftView(draft) } };
 }
 
+/** POST /emails (spec §4.5) and PATCH /email-drafts/{draftId} (spec §4.9). */
 export const emailRoutes: Route[] = [
   { method: 'POST', path: '/emails', scope: 'email:messages:write', handler: sendEmail },
   { method: 'PATCH', path: '/email-drafts/{draftId}', scope: 'email:messages:write', handler: patchDraft },

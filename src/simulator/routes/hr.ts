@@ -136,6 +136,7 @@ function createLocation(context: RequestContext) {
   return { message: 'Location created', content: { location: { id: location.id } } };
 }
 
+/** POST /performance-reviews (§4.15), PUT /employees/{employeeId}/benefits (§4.16), POST /time-clock-entries (§4.19), POST /locations (§4.18). */
 export const hrRoutes: Route[] = [
   { method: 'POST', path: '/performance-reviews', scope: 'hr:write', handler: createReview },
   { method: 'PUT', path: '/employees/{employeeId}/benefits', scope: 'hr:write', handler: replaceBenefits },

@@ -13,6 +13,7 @@ import { transactionRoutes } from './transactions.ts';
 import type { Route } from './types.ts';
 import { vaultRoutes } from './vault.ts';
 
+/** The routes the simulator's Router matches, in order. */
 export const ROUTES: readonly Route[] = [
   ...listRoutes,
   ...transactionRoutes,

@@ -24,6 +24,7 @@ export const TRANSACTION_LIST: ListDefinition<TransactionRecord> = {
   searchFields: (record) => [record.description, record.counterpartyName],
 };
 
+/** Sort fields and search fields of the assumed GET /deals. */
 export const DEAL_LIST: ListDefinition<DealRecord> = {
   sortFields: {
     updatedAt: (record) => record.updatedAt,
@@ -36,6 +37,7 @@ export const DEAL_LIST: ListDefinition<DealRecord> = {
   searchFields: (record) => [record.title],
 };
 
+/** Sort fields and search fields of GET /employee-onboardings (spec §4.1). */
 export const ONBOARDING_LIST: ListDefinition<OnboardingRecord> = {
   sortFields: {
     updatedAt: (record) => record.updatedAt,
@@ -45,6 +47,7 @@ export const ONBOARDING_LIST: ListDefinition<OnboardingRecord> = {
   searchFields: (record) => [record.fullname],
 };
 
+/** Sort fields and search fields of the assumed GET /customers. */
 export const CUSTOMER_LIST: ListDefinition<CustomerRecord> = {
   sortFields: {
     updatedAt: (record) => record.updatedAt,
@@ -125,6 +128,7 @@ function listCustomers(context: RequestContext) {
   return { message: 'Customers retrieved', content: { customers: page.items.map(customerView), pagination: page.pagination } };
 }
 
+/** GET /transactions (§4.13), /deals, /employee-onboardings (§4.1), /customers, and GET /test-token. */
 export const listRoutes: Route[] = [
   { method: 'GET', path: '/transactions', scope: 'transactions:read', handler: listTransactions },
   { method: 'GET', path: '/deals', scope: 'deals:read', handler: listDeals },

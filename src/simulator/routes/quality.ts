@@ -45,4 +45,5 @@ function listActions(context: RequestContext) {
   return { message: 'Corrective actions retrieved', content: { actions: page.items.map(correctiveActionView), pagination: page.pagination } };
 }
 
+/** GET /qa-corrective-actions (spec §4.4). */
 export const qualityRoutes: Route[] = [{ method: 'GET', path: '/qa-corrective-actions', scope: 'quality:actions:read', handler: listActions }];

@@ -60,4 +60,5 @@ function createTransaction(context: RequestContext) {
   return { message: 'Transaction created', content: { transaction: transactionDetail(record) } };
 }
 
+/** POST /transactions (spec §4.7). */
 export const transactionRoutes: Route[] = [{ method: 'POST', path: '/transactions', scope: 'transactions:write', handler: createTransaction }];

@@ -6,6 +6,7 @@ import type { EmployeeRecord } from '../records.ts';
 import type { TokenDefinition } from '../tokens.ts';
 import type { CompanyWorld, World } from '../world.ts';
 
+/** What a handler receives: the request, the authenticated token, its company and employee (spec §5), and the world. */
 export interface RequestContext {
   method: string;
   /** Path relative to `/api/public/v1`, e.g. `/deals/deal_x/close`. */
@@ -31,6 +32,10 @@ export interface HandlerResult {
   content: Record<string, unknown>;
 }
 
+/**
+ * One endpoint: method, path, required scope and handler. The handler throws HttpError for error
+ * answers (spec §7); the server checks the scope (403) before calling it.
+ */
 export interface Route {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Relative path with `{name}` parameters, e.g. `/deals/{dealId}/close`. */
