@@ -25,6 +25,7 @@ export const API_PREFIX = '/api/public/v1';
 /** Page size of every list request: the maximum, for the fewest requests (spec §1 Pagination, §8). */
 export const LIST_PAGE_LIMIT = 100;
 
+/** Construction options of an ApiClient: where the API is, the bearer tokens, the rate budget, timeouts (ms) and retries. */
 export interface ApiClientOptions {
   /** `{base_url}` (spec §1); the client adds `/api/public/v1`. */
   baseUrl: string;
@@ -40,6 +41,7 @@ export interface ApiClientOptions {
   retry?: { maxRetries?: number; minTimeoutMs?: number; maxTimeoutMs?: number; maxRateLimitRetries?: number };
 }
 
+/** A successful (2xx) answer: the `{ message, content }` envelope (spec §1 convention 3), validated, with the server clock and rate-limit headers. */
 export interface ApiResponse<T> {
   status: number;
   /** The envelope's `message` (spec §1 convention 3). */
@@ -52,6 +54,7 @@ export interface ApiResponse<T> {
   rateLimit: RateLimitObservation;
 }
 
+/** One request for `ApiClient.request`: method, path, query, body, the schema of `content`, priority and retry policy. */
 export interface RequestOptions<S extends z.ZodType> {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Below `/api/public/v1`, e.g. `/transactions` or `/deals/${id}/close` (ids encodeURIComponent'ed by the caller). */
@@ -70,6 +73,7 @@ export interface RequestOptions<S extends z.ZodType> {
   signal?: AbortSignal;
 }
 
+/** One list page (spec §1 Pagination): validated items, `content.pagination`, and the server clock. */
 export interface Page<T> {
   items: T[];
   pagination: Pagination;
@@ -78,6 +82,7 @@ export interface Page<T> {
   offset: number;
 }
 
+/** Options of `listPage` / `paginate`: where the items are in `content`, their schema, filters and priority. */
 export interface ListOptions<T> {
   /** Name of the item array inside `content`, e.g. `transactions`, `deals`, `onboardings`. */
   itemsKey: string;
@@ -151,6 +156,11 @@ function invalidResponse(request: RequestDescription, detail: string, status: nu
   return new InvalidResponseError({ status, message: `${request.method} ${request.path}: ${detail}`, request, cause });
 }
 
+/**
+ * The API client (spec §1, §5, §7, §8): requests through the rate budget and the retry policy over one
+ * keep-alive pool, answers validated, failures mapped to the typed errors of errors.ts (see this
+ * module's header for the layers).
+ */
 export class ApiClient {
   /** Requests sent (including retries and 429s), for status and benchmarks. */
   readonly stats: ApiClientStats = { requests: 0, retries: 0, rateLimited: 0, byStatus: {} };

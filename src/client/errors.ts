@@ -26,6 +26,7 @@ export interface RequestDescription {
   path: string;
 }
 
+/** Construction options of every BizopsApiError: the status, the server's `message`/`err`, `retryAfter` (seconds), the request. */
 export interface BizopsApiErrorOptions {
   status?: number;
   /** The server's `message` (spec §7), or our own description when the server gave none. */
@@ -38,6 +39,7 @@ export interface BizopsApiErrorOptions {
   cause?: unknown;
 }
 
+/** Base of every error the API client throws (spec §7); also thrown as is for a non-2xx status with no subclass (a 3xx, 402, 410, ...). */
 export class BizopsApiError extends Error {
   /** HTTP status, or undefined when no response arrived. */
   readonly status: number | undefined;
@@ -61,14 +63,22 @@ export class BizopsApiError extends Error {
   }
 }
 
+/** 400 or 422: the server refused the body or parameters (spec §7: "not shown"). */
 export class InvalidRequestError extends BizopsApiError {}
+/** 401: the token is missing or invalid (spec §5, §7: "not shown"). */
 export class AuthenticationError extends BizopsApiError {}
+/** 403: the token lacks the scope, or a rule of the endpoint refused the caller (spec §5.3, §7). */
 export class PermissionError extends BizopsApiError {}
+/** 404: missing, or outside the caller's reach (spec §7). */
 export class NotFoundError extends BizopsApiError {}
+/** 409: clock-in while an entry is open, domain not available (spec §4.14, §4.19, §7). */
 export class ConflictError extends BizopsApiError {}
+/** 429: the rate limit is spent; `retryAfter` in seconds from the body or the `Retry-After` header (spec §7, §8). */
 export class RateLimitError extends BizopsApiError {}
+/** 5xx: the server failed; whether a write landed is unknown. */
 export class ServerError extends BizopsApiError {}
 
+/** Options of a ConnectionError: whether the request may have reached the server, and the system error code. */
 export interface ConnectionErrorOptions extends BizopsApiErrorOptions {
   /**
    * False only when the request provably never reached the server (connection refused, DNS failure,
@@ -80,6 +90,7 @@ export interface ConnectionErrorOptions extends BizopsApiErrorOptions {
   code?: string;
 }
 
+/** No HTTP answer (refused, reset, timeout, aborted); `requestSent` says whether the server may have processed it. */
 export class ConnectionError extends BizopsApiError {
   readonly requestSent: boolean;
   readonly code: string | undefined;
@@ -90,6 +101,7 @@ export class ConnectionError extends BizopsApiError {
   }
 }
 
+/** A 2xx whose body is not JSON, lacks the `{ message, content }` envelope, or fails the response schema; the message names the field. */
 export class InvalidResponseError extends BizopsApiError {}
 
 /** A 2xx body that is not JSON at all; unlike a schema mismatch, a retry may get a good copy. */

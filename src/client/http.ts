@@ -18,8 +18,10 @@ import { maskSecrets } from '../logging/logger.ts';
 
 /** Query values: arrays become repeated parameters, `undefined` is left out, booleans are `true`/`false`. */
 export type QueryValue = string | number | boolean | readonly string[] | undefined;
+/** Query parameters by name (see `QueryValue`). */
 export type Query = Record<string, QueryValue>;
 
+/** One HTTP exchange to send: method, path below the base URL, query, serialised body, headers. */
 export interface HttpRequest {
   method: string;
   /** Path below the transport's base URL, starting with `/`, e.g. `/transactions`. */
@@ -32,6 +34,7 @@ export interface HttpRequest {
   signal?: AbortSignal;
 }
 
+/** Whatever answer arrived, any status: the status, lower-cased headers and the whole body as text. */
 export interface HttpResponse {
   status: number;
   /** Response headers, names in lower case. */
@@ -39,6 +42,7 @@ export interface HttpResponse {
   bodyText: string;
 }
 
+/** Options of `createHttpTransport`: the base URL, timeouts (ms) and the pool size. */
 export interface HttpTransportOptions {
   /** Base URL every path is appended to, e.g. `http://127.0.0.1:4010/api/public/v1`. */
   baseUrl: string;
@@ -52,6 +56,7 @@ export interface HttpTransportOptions {
   connections?: number;
 }
 
+/** The one request function of the API client, over a keep-alive pool (see this module's header). */
 export interface HttpTransport {
   /**
    * Sends one request and reads the whole response body.

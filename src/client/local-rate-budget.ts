@@ -13,6 +13,7 @@
  */
 import { PRIORITIES, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation } from './rate-budget.ts';
 
+/** Construction options of a LocalRateBudget: `limit` requests per `windowMs` ms, plus a latency margin (ms). */
 export interface LocalRateBudgetOptions {
   /** Requests allowed per window (spec §8: 60 per minute by default). Positive integer. */
   limit: number;
@@ -65,6 +66,7 @@ function positiveInteger(value: unknown, field: string): number {
   return value;
 }
 
+/** The in-memory rate budget of one process (spec §8), pacing before the limit as this module's header describes. */
 export class LocalRateBudget implements RateBudget {
   readonly limit: number;
   readonly windowMs: number;

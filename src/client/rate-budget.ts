@@ -11,6 +11,7 @@
  */
 export type Priority = 'write' | 'incremental' | 'backfill';
 
+/** Every `Priority`, highest first. */
 export const PRIORITIES: readonly Priority[] = ['write', 'incremental', 'backfill'];
 
 /** What a response's rate-limit headers said (spec §8). */
@@ -25,6 +26,7 @@ export interface RateLimitObservation {
   serverNowMs?: number;
 }
 
+/** The contract every rate budget keeps (spec §8, DESIGN.md "The rate budget"); the API client calls it around every attempt. */
 export interface RateBudget {
   /**
    * Waits until one request of `priority` may be sent, then takes that slot. Sends nothing while the
@@ -40,6 +42,7 @@ export interface RateBudget {
   close?(): Promise<void>;
 }
 
+/** Counters every rate budget keeps, for metrics and benchmarks. */
 export interface RateBudgetStats {
   /** Slots granted, by priority. */
   granted: Record<Priority, number>;

@@ -31,6 +31,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { PRIORITIES, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation } from './rate-budget.ts';
 
+/** Construction options of a RedisRateBudget: the Redis connection, the budget key, `limit` per `windowMs` ms, and polling (ms). */
 export interface RedisRateBudgetOptions {
   /** An ioredis client (shared: not closed by `close`) or a `redis://` URL (a connection the budget owns). */
   redis: Redis | string;
@@ -182,6 +183,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/** The rate budget shared through Redis by every process of a deployment (spec §8), as this module's header describes. */
 export class RedisRateBudget implements RateBudget {
   readonly key: string;
   readonly limit: number;

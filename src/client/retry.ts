@@ -21,6 +21,7 @@ import type { RateBudget } from './rate-budget.ts';
 /** Which failures of a request may be sent again (module comment). */
 export type RetryPolicy = 'safe' | 'unsent-only' | 'none';
 
+/** Retry caps and the backoff bounds (ms); 429s have their own cap. */
 export interface RetryOptions {
   /** Retries after failures other than 429, at most. Default 5. */
   maxRetries?: number;
@@ -43,6 +44,7 @@ export interface RetryEvent {
   rateLimited: boolean;
 }
 
+/** Options of `withRetry`: the policy, the budget a 429 pauses, the request it names, and hooks. */
 export interface WithRetryOptions extends RetryOptions {
   policy: RetryPolicy;
   /** The rate budget paused on a 429. */

@@ -30,8 +30,11 @@ export const TRANSACTION_STATUSES = ['PENDING', 'CONFIRMED', 'VOIDED'] as const;
 /** Deal statuses (spec §2 Deal, §3). */
 export const DEAL_STATUSES = ['OPEN', 'WON', 'LOST'] as const;
 
+/** One of `TRANSACTION_TYPES`. */
 export const transactionTypeSchema = z.enum(TRANSACTION_TYPES);
+/** One of `TRANSACTION_STATUSES`. */
 export const transactionStatusSchema = z.enum(TRANSACTION_STATUSES);
+/** One of `DEAL_STATUSES`. */
 export const dealStatusSchema = z.enum(DEAL_STATUSES);
 
 /**
@@ -46,6 +49,7 @@ export const transactionListItemSchema = z.looseObject({
   description: z.string(),
   date: timestamp,
 });
+/** A validated `GET /transactions` item (spec §4.13); `amount` is signed cents. */
 export type TransactionListItem = z.infer<typeof transactionListItemSchema>;
 
 /**
@@ -68,6 +72,7 @@ export const transactionSchema = z.looseObject({
   createdAt: timestamp,
   updatedAt: timestamp,
 });
+/** A validated `content.transaction` (spec §4.7); `amount` is signed cents. */
 export type Transaction = z.infer<typeof transactionSchema>;
 
 /** A deal (spec §2 Deal): list items of `GET /deals` and `content.deal` of `POST /deals/{dealId}/close` (§4.6). */
@@ -93,6 +98,7 @@ export const dealSchema = z.looseObject({
   createdAt: timestamp,
   updatedAt: timestamp,
 });
+/** A validated deal (spec §2 Deal); `value` is cents. */
 export type Deal = z.infer<typeof dealSchema>;
 
 /** An employee onboarding (spec §2, §4.1): `{ id, onboardingStep, user: { fullname } }`. */
@@ -101,6 +107,7 @@ export const onboardingSchema = z.looseObject({
   onboardingStep: integer(),
   user: z.looseObject({ fullname: z.string() }),
 });
+/** A validated employee onboarding (spec §4.1). */
 export type Onboarding = z.infer<typeof onboardingSchema>;
 
 /** `content.pagination` of every list response (spec §1 Pagination). */
@@ -114,6 +121,7 @@ export const paginationSchema = z.looseObject({
   /** True when more items exist beyond this page. */
   hasMore: z.boolean(),
 });
+/** A validated `content.pagination` (spec §1 Pagination). */
 export type Pagination = z.infer<typeof paginationSchema>;
 
 /**
@@ -124,6 +132,7 @@ export const envelopeSchema = z.looseObject({
   message: z.string(),
   content: z.custom<unknown>((value) => value !== undefined, { error: 'expected the payload, received undefined' }),
 });
+/** A validated `{ message, content }` envelope (spec §1 convention 3). */
 export type Envelope = z.infer<typeof envelopeSchema>;
 
 /** An error response body (spec §7): `{ message, err?, retryAfter? }`; anything else passes through. */
