@@ -22,4 +22,5 @@ function revealCredential(context: RequestContext) {
   return { message: 'Credential revealed', content: { credential: credentialView(credential), sensitiveData: { ...credential.sensitiveData } } };
 }
 
+/** GET /vault-credentials/{credentialId} (spec §4.2). */
 export const vaultRoutes: Route[] = [{ method: 'GET', path: '/vault-credentials/{credentialId}', scope: 'vault:admin', handler: revealCredential }];
