@@ -217,7 +217,8 @@ export class MirrorStore {
    * finished without error: every live record it did not list gets one more miss; a record missed
    * by two consecutive complete scans is tombstoned (`deleted_at`) with a `stream.goneEventType`
    * change. Records first seen after the scan began (e.g. written through from a write) are not
-   * counted as missed: the scan could not have listed them.
+   * counted as missed: the scan could not have listed them. (`<=`: a record first seen in the very
+   * millisecond the scan began was seen by an earlier run, and must count.)
    * @param scanStartedAt ISO local time the scan began
    * @returns the tombstone changes appended
    */
@@ -225,7 +226,7 @@ export class MirrorStore {
     return this.transaction(() => {
       this.prepare(
         `UPDATE ${stream.table} SET missed_scans = missed_scans + 1
-         WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at < ?`,
+         WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ?`,
       ).run(scanNumber, scanStartedAt);
       const gone = this.prepare(`SELECT id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2 ORDER BY id`).all() as {
         id: string;

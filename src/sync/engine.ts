@@ -273,12 +273,16 @@ export class SyncEngine {
       }
       const done = !stepBack && !page.pagination.hasMore;
       const changes = this.store.transaction(() => {
+        // Renew the run lock with the page; a lock another process took over (ours expired while
+        // waiting) means that process now owns the checkpoint: stop without writing.
+        if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
+          throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
+        }
         const appended = this.store.applyRecords(stream, page.items, { scanNumber: run.mode === 'complete' ? run.scanNumber : undefined });
         run.changes += appended.length;
         this.store.saveRun(stream.name, run);
         return appended;
       });
-      this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry());
       result.changes += changes.length;
       if (changes.length > 0) this.options.onChanges?.(changes);
       options.onProgress?.({
