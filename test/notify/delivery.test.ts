@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deliverWebhook } from '../../src/notify/webhooks/delivery.ts';
-import { nextRetryDelayMs, parseRetryAfter, STANDARD_RETRY_SCHEDULE_MS, type RetryPolicy } from '../../src/notify/webhooks/retry-schedule.ts';
+import { nextRetryDelayMs, STANDARD_RETRY_SCHEDULE_MS, type RetryPolicy } from '../../src/notify/webhooks/retry-schedule.ts';
 import { buildWebhookMessage, WebhookSigner } from '../../src/notify/webhooks/signing.ts';
 import { newSecret, Receiver } from './helpers.ts';
 
@@ -107,14 +107,5 @@ describe('retry schedule', () => {
     expect(nextRetryDelayMs(1, 60_000, policy)).toBe(60_000);
     expect(nextRetryDelayMs(3, 60_000, policy)).toBe(1_800_000);
     expect(nextRetryDelayMs(1, 10 * 86_400_000, policy)).toBe(86_400_000);
-  });
-
-  it('parses Retry-After as seconds or an HTTP date', () => {
-    const now = Date.parse('2025-03-01T10:00:00Z');
-    expect(parseRetryAfter('120', now)).toBe(120_000);
-    expect(parseRetryAfter('Sat, 01 Mar 2025 10:00:30 GMT', now)).toBe(30_000);
-    expect(parseRetryAfter('Sat, 01 Mar 2025 09:00:00 GMT', now)).toBe(0);
-    expect(parseRetryAfter('soon', now)).toBeNull();
-    expect(parseRetryAfter(undefined, now)).toBeNull();
   });
 });

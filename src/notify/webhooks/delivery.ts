@@ -10,7 +10,7 @@
  *     receiver's `Retry-After` (seconds or HTTP-date) when it sent one
  */
 import { request, type Dispatcher } from 'undici';
-import { parseRetryAfter } from './retry-schedule.ts';
+import { parseRetryAfter } from '../../client/retry.ts';
 import type { WebhookMessage, WebhookSigner } from './signing.ts';
 
 /** Default time limit of one attempt, ms: connecting, sending and receiving the answer's headers and body. */
@@ -92,7 +92,7 @@ export async function deliverWebhook(url: string, message: WebhookMessage, signe
       ok: false,
       status,
       error,
-      retryAfterMs: parseRetryAfter(header('retry-after'), now().getTime()),
+      retryAfterMs: parseRetryAfter(header('retry-after'), now().getTime()) ?? null,
       gone: status === 410,
       aborted: false,
       durationMs: elapsed(),

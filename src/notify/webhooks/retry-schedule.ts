@@ -62,16 +62,3 @@ export function nextRetryDelayMs(failures: number, retryAfterMs: number | null, 
   const asked = retryAfterMs === null ? 0 : Math.min(retryAfterMs, policy.maxRetryAfterMs);
   return Math.max(0, Math.round(Math.max(jittered, asked)));
 }
-
-/**
- * Parses a `Retry-After` header (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
- * @returns the delay in ms from `nowMs` (0 for a date in the past), or null when absent or unparseable
- */
-export function parseRetryAfter(header: string | string[] | undefined, nowMs: number = Date.now()): number | null {
-  const value = (Array.isArray(header) ? header[0] : header)?.trim();
-  if (!value) return null;
-  if (/^\d+$/.test(value)) return Number(value) * 1000;
-  const date = Date.parse(value);
-  if (Number.isNaN(date)) return null;
-  return Math.max(0, date - nowMs);
-}
