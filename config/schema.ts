@@ -249,6 +249,6 @@ export function maskConfig(config: Config): unknown {
 }
 
 /** `redis://user:secret@host:6379` -> `redis://user:***@host:6379`; URLs without a password unchanged. */
-function maskUrlPassword(url: string): string {
+export function maskUrlPassword(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@');
 }

@@ -12,7 +12,7 @@
  * `stop()` undoes it in order: abort runs (checkpoints stand) and stop cron, stop the dispatcher,
  * close the HTTP server, close connections, flush the log.
  */
-import type { Config } from '../config/schema.ts';
+import { maskUrlPassword, type Config } from '../config/schema.ts';
 import { ApiClient, type ApiClientOptions } from '../src/client/client.ts';
 import { startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from '../src/daemon/http-server.ts';
 import { DaemonMetrics } from '../src/daemon/metrics.ts';
@@ -25,7 +25,7 @@ import { WebhookDispatcher, type WebhookDispatcherOptions } from '../src/notify/
 import { STREAMS } from '../src/streams/definitions.ts';
 import { createWriteRuntime, type WriteRuntime } from '../src/writes/runtime.ts';
 import { createContext, type Context } from './context.ts';
-import { describeRedisUrl, redisAnswers } from './rate-budget.ts';
+import { redisAnswers } from './rate-budget.ts';
 
 export interface DaemonOptions {
   logger?: Logger;
@@ -87,7 +87,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
       cleanups.push(() => runtime.close());
     } else {
       logger.warn(
-        { redis: describeRedisUrl(config.redisUrl) },
+        { redis: maskUrlPassword(config.redisUrl) },
         'Redis does not answer: the write queue is off and the sync paces with an in-process rate budget',
       );
     }

@@ -7,23 +7,11 @@
  * processes', so a 429 becomes possible (and is obeyed) when several processes run at once.
  */
 import { Redis } from 'ioredis';
-import type { Config } from '../config/schema.ts';
+import { maskUrlPassword, type Config } from '../config/schema.ts';
 import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
 import type { RateBudget } from '../src/client/rate-budget.ts';
 import { rateBudgetKey, RedisRateBudget } from '../src/client/redis-rate-budget.ts';
 import type { Logger } from '../src/logging/logger.ts';
-
-/** Redis URL without a password, for messages. */
-export function describeRedisUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.password = '';
-    parsed.username = '';
-    return parsed.toString();
-  } catch {
-    return 'the configured Redis';
-  }
-}
 
 /**
  * True when Redis at `url` answers PING within `timeoutMs`.
@@ -57,7 +45,7 @@ export async function openRateBudget(config: Config, logger: Logger): Promise<Op
     return { budget, shared: true };
   }
   logger.warn(
-    { redis: describeRedisUrl(config.redisUrl) },
+    { redis: maskUrlPassword(config.redisUrl) },
     'Redis does not answer: pacing with an in-process rate budget, not shared with other processes of this deployment',
   );
   return { budget: new LocalRateBudget({ limit: config.rateLimit.perMinute, windowMs: config.rateLimit.windowMs }), shared: false };
