@@ -32,8 +32,8 @@ export class UsageError extends Error {
 export function buildProgram(): Command {
   const program = new Command('bizops-sync')
     .description(
-      'Keeps a local SQLite mirror of a company\'s transactions, deals and onboardings in step with the\n' +
-        'Business Operations Public API, records every change in a changelog (tail it, or receive signed\n' +
+      "Keeps a local SQLite mirror of a company's transactions, deals and onboardings in step with the " +
+        'Business Operations Public API, records every change in a changelog (tail it, or receive signed ' +
         'webhooks), and pushes queued writes back at the pace the rate limit allows.',
     )
     .addHelpText(

@@ -19,7 +19,7 @@ export const FORCED_EXIT_AFTER_MS = 10_000;
 export function registerDaemonCommands(program: Command): void {
   program
     .command('daemon')
-    .description('run unattended: scheduled incremental syncs and reconciliation, webhook delivery, and an HTTP port with /healthz, /readyz and /metrics')
+    .description('run unattended: scheduled incremental syncs and reconciliation, webhook delivery, a write worker, and an HTTP port with /healthz, /readyz, /metrics and the write API')
     .addHelpText(
       'after',
       `
@@ -30,6 +30,9 @@ HTTP port:
   BIZOPS_HTTP_HOST, BIZOPS_HTTP_PORT   where /healthz, /readyz, /metrics listen (default 127.0.0.1:8080)
 Webhooks:
   BIZOPS_WEBHOOK_URL, BIZOPS_WEBHOOK_SECRET   one endpoint receiving every event (more in the config file)
+Writes:
+  REDIS_URL                  the write queue and the rate budget shared with every other process
+  BIZOPS_WRITE_API_KEY       turns on POST /writes and GET /writes/{id} (bearer key, 16+ characters)
 Check the effective configuration first: bizops-sync config check`,
     )
     .action(async () => {
