@@ -42,6 +42,12 @@ describe('command line', () => {
     expect(backfill.stdout).toContain('--stream');
   });
 
+  it('a reader closing the pipe early (| head) ends the command quietly', () => {
+    const result = spawnSync('bash', ['-c', `"${process.execPath}" "${BIN}" --help | head -1`], { env: cliEnv(), encoding: 'utf8' });
+    expect(result.stdout.trim()).toBe('Usage: bizops-sync [options] [command]');
+    expect(result.stderr).toBe('');
+  });
+
   it('a missing or bad setting is one line naming it, not a stack trace', () => {
     const missing = spawnSync(process.execPath, [BIN, 'sync'], { env: cliEnv({ BIZOPS_TOKEN: 'x' }), encoding: 'utf8' });
     expect(missing.status).toBe(2);
