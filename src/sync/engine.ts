@@ -168,8 +168,9 @@ export class SyncEngine {
         run = this.newRun(wantComplete ? 'complete' : 'incremental', reason, state.cursor, state.scanNumber);
       }
       result.mode = run.mode;
+      // The checkpoint is first saved with the first page: a run that fails before any page leaves
+      // nothing to resume.
       this.store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${run.reason}/${run.mode}` });
-      this.store.saveRun(stream.name, run);
       await this.page(stream, run, result, options);
       if (result.status === 'succeeded') this.finish(stream, run, result);
     } catch (error) {
