@@ -17,8 +17,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY bin ./bin
-COPY src ./src
+COPY cli ./cli
 COPY jobs ./jobs
+COPY src ./src
 COPY config ./config
 RUN npx tsc -p tsconfig.build.json --noEmit \
  && npm prune --omit=dev --no-audit --no-fund \
@@ -39,8 +40,9 @@ WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/bin ./bin
-COPY --from=build /app/src ./src
+COPY --from=build /app/cli ./cli
 COPY --from=build /app/jobs ./jobs
+COPY --from=build /app/src ./src
 COPY --from=build /app/config ./config
 RUN mkdir -p /data && chown node:node /data
 USER node

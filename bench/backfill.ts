@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import Database from 'better-sqlite3';
-import { configSchema } from '../config/schema.ts';
+import { configSchema } from '../src/config/schema.ts';
 import { createContext } from '../jobs/context.ts';
 import { silentLogger } from '../src/logging/logger.ts';
 import { openMirror } from '../src/mirror/database.ts';

@@ -17,7 +17,7 @@
  */
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { configSchema } from '../config/schema.ts';
+import { configSchema } from '../src/config/schema.ts';
 import { createContext } from '../jobs/context.ts';
 import { silentLogger } from '../src/logging/logger.ts';
 import { RedisRateBudget } from '../src/client/redis-rate-budget.ts';

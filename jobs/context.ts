@@ -2,7 +2,7 @@
  * Wiring shared by every job: configuration -> logger -> mirror -> rate budget -> API client -> sync
  * engine. Jobs and CLI commands build one context, use it, and close it.
  */
-import type { Config } from '../config/schema.ts';
+import type { Config } from '../src/config/schema.ts';
 import { ApiClient, type ApiClientOptions } from '../src/client/client.ts';
 import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
 import type { RateBudget } from '../src/client/rate-budget.ts';

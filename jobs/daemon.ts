@@ -12,7 +12,8 @@
  * `stop()` undoes it in order: abort runs (checkpoints stand) and stop cron, stop the dispatcher,
  * close the HTTP server, close connections, flush the log.
  */
-import { maskUrlPassword, type Config } from '../config/schema.ts';
+import type { Config } from '../src/config/schema.ts';
+import { maskUrlPassword } from '../src/config/load.ts';
 import { ApiClient, type ApiClientOptions } from '../src/client/client.ts';
 import { startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from '../src/daemon/http-server.ts';
 import { DaemonMetrics } from '../src/daemon/metrics.ts';

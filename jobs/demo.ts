@@ -4,7 +4,7 @@
  */
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { configSchema } from '../config/schema.ts';
+import { configSchema } from '../src/config/schema.ts';
 import type { Logger } from '../src/logging/logger.ts';
 import type { AppendedChange } from '../src/mirror/store.ts';
 import { startSimulator } from '../src/simulator/index.ts';

@@ -7,7 +7,8 @@
  * processes', so a 429 becomes possible (and is obeyed) when several processes run at once.
  */
 import { Redis } from 'ioredis';
-import { maskUrlPassword, type Config } from '../config/schema.ts';
+import type { Config } from '../src/config/schema.ts';
+import { maskUrlPassword } from '../src/config/load.ts';
 import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
 import type { RateBudget } from '../src/client/rate-budget.ts';
 import { rateBudgetKey, RedisRateBudget } from '../src/client/redis-rate-budget.ts';

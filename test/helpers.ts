@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, expect } from 'vitest';
-import { configSchema, type Config } from '../config/schema.ts';
+import { configSchema, type Config } from '../src/config/schema.ts';
 import { createContext, type Context, type ContextOptions } from '../jobs/context.ts';
 import { createLogger, silentLogger, type Logger } from '../src/logging/logger.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';

@@ -16,7 +16,7 @@
  * (re-entrant for its owner, so no help inside one process) keeps other processes out.
  */
 import { createTask, type Logger as CronLogger, type ScheduledTask } from 'node-cron';
-import { cronExpressionProblem } from '../../config/schema.ts';
+import { cronExpressionProblem } from '../config/schema.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { StreamName } from '../streams/definitions.ts';
 import type { RunOptions, RunReason, RunResult } from '../sync/engine.ts';
@@ -60,7 +60,7 @@ interface StreamSlot {
 }
 
 /**
- * Checks a cron expression with node-cron (config/schema.ts checks the configuration the same way).
+ * Checks a cron expression with node-cron (src/config/schema.ts checks the configuration the same way).
  * @param key the configuration key, for the message (e.g. `sync.streamSchedules.deals`)
  * @throws Error `<key>: "<expression>" is not a valid cron expression (<why>); ...`
  */

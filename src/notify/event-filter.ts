@@ -1,7 +1,7 @@
 /**
  * Event-type filters: which changelog events a webhook endpoint (or a `changes` reader) wants.
  *
- * A filter is a list of patterns (config/schema.ts `WebhookEndpointConfig.events`), matched against
+ * A filter is a list of patterns (src/config/schema.ts `WebhookEndpointConfig.events`), matched against
  * an event's `type` (e.g. `deal.won`):
  *   - `*`          every event
  *   - `deal.*`     a prefix wildcard: every type starting with `deal.` (not `deal` itself)

@@ -11,7 +11,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Redis } from 'ioredis';
-import type { Config } from '../../config/schema.ts';
+import type { Config } from '../config/schema.ts';
 import { rateBudgetKey, RedisRateBudget } from '../client/redis-rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { MirrorDatabase } from '../mirror/database.ts';

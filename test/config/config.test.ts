@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, maskConfig } from '../../config/schema.ts';
+import { ConfigError, loadConfig, maskConfig } from '../../src/config/load.ts';
 import { tempDir, type TempDir } from '../helpers.ts';
 
 let dir: TempDir | undefined;

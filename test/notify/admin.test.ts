@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { openMirror } from '../../src/mirror/database.ts';
 import { listWebhookEndpoints, replayWebhooks, sendTestEvent } from '../../src/notify/webhooks/admin.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';

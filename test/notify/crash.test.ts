@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
 import { insertChanges, newSecret, Receiver, seqOf, tempMirror, waitUntil, type TempMirror } from './helpers.ts';

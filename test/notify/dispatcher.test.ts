@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
 import { replayWebhooks } from '../../src/notify/webhooks/admin.ts';

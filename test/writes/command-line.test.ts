@@ -1,15 +1,15 @@
 /**
- * The write commands (src/cli/commands/writes.ts): `enqueue` from --data / --file, clear errors for
+ * The write commands (cli/commands/writes.ts): `enqueue` from --data / --file, clear errors for
  * bad arguments, and the commands registered on a commander program.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { configSchema, type Config } from '../../config/schema.ts';
+import { configSchema, type Config } from '../../src/config/schema.ts';
 import type { RunningSimulator } from '../../src/simulator/index.ts';
-import { enqueueCommand, readPayloadArgument, registerWriteCommands } from '../../src/cli/commands/writes.ts';
-import { UsageError } from '../../src/cli/program.ts';
+import { enqueueCommand, readPayloadArgument, registerWriteCommands } from '../../cli/commands/writes.ts';
+import { UsageError } from '../../cli/program.ts';
 import { createWriteRuntime, WriteStore, WriteValidationError } from '../../src/writes/index.ts';
 import { countKeys, simulator, writeTestBed, REDIS_URL, type WriteTestBed } from './support.ts';
 

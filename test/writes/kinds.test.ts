@@ -4,7 +4,7 @@
  * intake with a message naming the field and the rule, and nothing is stored or queued.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configSchema, type Config } from '../../config/schema.ts';
+import { configSchema, type Config } from '../../src/config/schema.ts';
 import type { RunningSimulator } from '../../src/simulator/index.ts';
 import { createWriteRuntime, WriteValidationError, type WriteRecord, type WriteRuntime, type WriteWorkerHandle } from '../../src/writes/index.ts';
 import { simulator, waitFor, writeTestBed, REDIS_URL, type WriteTestBed } from './support.ts';

@@ -27,7 +27,7 @@
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
-import type { WebhookEndpointConfig } from '../../../config/schema.ts';
+import type { WebhookEndpointConfig } from '../../config/schema.ts';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
 import type { MirrorDatabase } from '../../mirror/database.ts';
 import { readChanges } from '../changelog.ts';
@@ -42,7 +42,7 @@ import { Wakeup } from './wakeup.ts';
 export interface WebhookDispatcherOptions {
   /** The mirror. Prefer a connection of its own (`openMirror(path)`), not one the sync holds transactions on. */
   db: MirrorDatabase;
-  /** The configured endpoints (config/schema.ts `webhooks`). */
+  /** The configured endpoints (src/config/schema.ts `webhooks`). */
   endpoints: readonly WebhookEndpointConfig[];
   logger?: Logger;
   /** How often each idle loop looks for new changes (written by another process), ms. Default 1000. */

@@ -1,5 +1,5 @@
 /**
- * The write queue's commands (DESIGN.md "Command line and environment"):
+ * The write queue's commands (docs/writes.md "Using it"):
  *
  *   bizops-sync enqueue KIND --data JSON | --file F [--idempotency-key K] [--act-as NAME] [--json]
  *       validates and queues one write; prints its id (exit 2 when the payload is invalid: nothing queued)
@@ -14,14 +14,15 @@
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../program.ts';
 import type { Command } from 'commander';
-import { loadConfig, type Config } from '../../../config/schema.ts';
-import { createLogger, type Logger } from '../../logging/logger.ts';
-import { openMirror } from '../../mirror/database.ts';
-import { WriteValidationError } from '../../writes/errors.ts';
-import type { EnqueueResult } from '../../writes/intake.ts';
-import { WRITE_KIND_NAMES, WRITE_KINDS } from '../../writes/kinds/index.ts';
-import { createWriteRuntime, type WriteRuntimeOptions } from '../../writes/runtime.ts';
-import { WriteStore, type WriteRecord } from '../../writes/store.ts';
+import type { Config } from '../../src/config/schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { createLogger, type Logger } from '../../src/logging/logger.ts';
+import { openMirror } from '../../src/mirror/database.ts';
+import { WriteValidationError } from '../../src/writes/errors.ts';
+import type { EnqueueResult } from '../../src/writes/intake.ts';
+import { WRITE_KIND_NAMES, WRITE_KINDS } from '../../src/writes/kinds/index.ts';
+import { createWriteRuntime, type WriteRuntimeOptions } from '../../src/writes/runtime.ts';
+import { WriteStore, type WriteRecord } from '../../src/writes/store.ts';
 
 
 /**

@@ -3,8 +3,8 @@
  * (one incremental pass).
  */
 import type { Command } from 'commander';
-import { runStreams } from '../../../jobs/run-streams.ts';
-import type { RunReason, RunResult } from '../../sync/engine.ts';
+import { runStreams } from '../../jobs/run-streams.ts';
+import type { RunReason, RunResult } from '../../src/sync/engine.ts';
 import { createProgressReporter } from '../progress.ts';
 import { configFromEnvironment, exitCodeForSignal, selectStreams, shutdownOnSignals, withContext } from '../shared.ts';
 

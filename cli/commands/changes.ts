@@ -1,8 +1,8 @@
 /** `bizops-sync changes [--since SEQ] [--follow]`: the changelog as JSON lines, for downstream tails. */
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
-import { openMirror } from '../../mirror/database.ts';
-import { followChanges, formatChangeLine, readChanges } from '../../notify/changelog.ts';
+import { openMirror } from '../../src/mirror/database.ts';
+import { followChanges, formatChangeLine, readChanges } from '../../src/notify/changelog.ts';
 import { UsageError } from '../program.ts';
 import { mirrorPath, shutdownOnSignals } from '../shared.ts';
 

@@ -1,7 +1,7 @@
 /** `bizops-sync demo`: the simulator with churn plus the worker polling it, printing each change. */
 import type { Command } from 'commander';
-import { runDemo } from '../../../jobs/demo.ts';
-import { createLogger } from '../../logging/logger.ts';
+import { runDemo } from '../../jobs/demo.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { createProgressReporter } from '../progress.ts';
 import { exitCodeForSignal, integerOption, shutdownOnSignals } from '../shared.ts';
 

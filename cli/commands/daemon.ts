@@ -7,8 +7,8 @@
  * the process exits anyway 10 s after the signal (code 1, logged). A second Ctrl-C exits at once (130).
  */
 import type { Command } from 'commander';
-import { startDaemon } from '../../../jobs/daemon.ts';
-import { createLogger } from '../../logging/logger.ts';
+import { startDaemon } from '../../jobs/daemon.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { configFromEnvironment, shutdownOnSignals } from '../shared.ts';
 import { checkBeyondSchema, registerConfigCommands } from './config.ts';
 import { registerWebhookCommands } from './webhooks.ts';

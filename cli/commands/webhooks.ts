@@ -9,10 +9,10 @@
  */
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
-import type { Config, WebhookEndpointConfig } from '../../../config/schema.ts';
-import { openMirror } from '../../mirror/database.ts';
-import { listWebhookEndpoints, replayWebhooks, sendTestEvent, type WebhookEndpointListing } from '../../notify/index.ts';
-import { safeUrl } from '../../notify/webhooks/dispatcher.ts';
+import type { Config, WebhookEndpointConfig } from '../../src/config/schema.ts';
+import { openMirror } from '../../src/mirror/database.ts';
+import { listWebhookEndpoints, replayWebhooks, sendTestEvent, type WebhookEndpointListing } from '../../src/notify/index.ts';
+import { safeUrl } from '../../src/notify/webhooks/dispatcher.ts';
 import { UsageError } from '../program.ts';
 import { configFromEnvironment } from '../shared.ts';
 import { checkBeyondSchema } from './config.ts';

@@ -1,6 +1,6 @@
 /** `bizops-sync status [--json]`: per stream, rows, cursor, last run and last error. */
 import type { Command } from 'commander';
-import { readStatus, type MirrorStatus } from '../../../jobs/status.ts';
+import { readStatus, type MirrorStatus } from '../../jobs/status.ts';
 import { mirrorPath } from '../shared.ts';
 import { UsageError } from '../program.ts';
 

@@ -2,11 +2,12 @@
  * Helpers every command uses: loading the configuration, building and closing a context, and
  * turning SIGTERM / SIGINT into an AbortSignal for a graceful stop.
  */
-import { loadConfig, type Config } from '../../config/schema.ts';
-import { createContext, type Context, type ContextOptions } from '../../jobs/context.ts';
-import { openRateBudget } from '../../jobs/rate-budget.ts';
-import { createLogger } from '../logging/logger.ts';
-import { STREAM_NAMES, type StreamName } from '../streams/definitions.ts';
+import type { Config } from '../src/config/schema.ts';
+import { loadConfig } from '../src/config/load.ts';
+import { createContext, type Context, type ContextOptions } from '../jobs/context.ts';
+import { openRateBudget } from '../jobs/rate-budget.ts';
+import { createLogger } from '../src/logging/logger.ts';
+import { STREAM_NAMES, type StreamName } from '../src/streams/definitions.ts';
 import { UsageError } from './program.ts';
 
 /** Loads the configuration, applying command-line overrides (e.g. `--db`). */
