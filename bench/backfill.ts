@@ -21,7 +21,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import Database from 'better-sqlite3';
 import { configSchema } from '../src/config/schema.ts';
-import { createContext } from '../jobs/context.ts';
+import { openContext } from '../jobs/context.ts';
 import { silentLogger } from '../src/logging/logger.ts';
 import { openMirror } from '../src/mirror/database.ts';
 import { MirrorStore } from '../src/mirror/store.ts';
@@ -149,7 +149,7 @@ async function heapDuringBackfill(n: number): Promise<{ middleMb: number; endMb:
     dbPath: join(dir, 'mirror.db'),
     rateLimit: { perMinute: 1_000_000 },
   });
-  const context = createContext(config, { logger: silentLogger });
+  const context = await openContext(config, { logger: silentLogger, rateBudget: 'local' });
   let middleMb = 0;
   try {
     await context.engine.run('transactions', 'backfill', {

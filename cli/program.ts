@@ -7,6 +7,7 @@
  * configuration, 130 interrupted by Ctrl-C.
  */
 import { Command, CommanderError } from 'commander';
+import { MirrorMissingError } from '../jobs/context.ts';
 import { ConfigError } from '../src/config/load.ts';
 import { BizopsApiError } from '../src/client/errors.ts';
 import { maskSecrets } from '../src/logging/logger.ts';
@@ -71,6 +72,10 @@ export function reportError(error: unknown): number {
   if (error instanceof ConfigError) {
     process.stderr.write(`bizops-sync: configuration error: ${maskSecrets(error.message)}\n`);
     return 2;
+  }
+  if (error instanceof MirrorMissingError) {
+    process.stderr.write(`bizops-sync: ${maskSecrets(error.message)}\n`);
+    return 1;
   }
   if (error instanceof BizopsApiError) {
     process.stderr.write(`bizops-sync: the API refused: ${maskSecrets(error.message)}\n`);

@@ -1,12 +1,9 @@
 /**
- * Helpers every command uses: loading the configuration, building and closing a context, and
+ * Helpers every command uses: loading the configuration, choosing streams, parsing options, and
  * turning SIGTERM / SIGINT into an AbortSignal for a graceful stop.
  */
 import type { Config } from '../src/config/schema.ts';
 import { loadConfig } from '../src/config/load.ts';
-import { createContext, type Context, type ContextOptions } from '../jobs/context.ts';
-import { openRateBudget } from '../jobs/rate-budget.ts';
-import { createLogger } from '../src/logging/logger.ts';
 import { STREAM_NAMES, type StreamName } from '../src/streams/definitions.ts';
 import { UsageError } from './program.ts';
 
@@ -26,22 +23,6 @@ export function mirrorPath(option: string | undefined): string {
     return configFromEnvironment().dbPath;
   } catch {
     return './data/mirror.db';
-  }
-}
-
-/**
- * Runs `fn` with a context built from the configuration, closing it afterwards. The context paces
- * with the rate budget shared through Redis by every process of the deployment (jobs/rate-budget.ts).
- */
-export async function withContext<T>(config: Config, fn: (context: Context) => Promise<T>, options: ContextOptions = {}): Promise<T> {
-  const logger = options.logger ?? createLogger({ secrets: Object.values(config.tokens) });
-  const opened = options.budget ? undefined : await openRateBudget(config, logger);
-  const context = createContext(config, { ...options, logger, budget: options.budget ?? opened?.budget });
-  try {
-    return await fn(context);
-  } finally {
-    await context.close();
-    await opened?.budget.close?.();
   }
 }
 

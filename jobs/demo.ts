@@ -10,7 +10,7 @@ import type { AppendedChange } from '../src/mirror/store.ts';
 import { startSimulator } from '../src/simulator/index.ts';
 import { STREAM_NAMES, STREAMS } from '../src/streams/definitions.ts';
 import type { RunProgress } from '../src/sync/engine.ts';
-import { createContext } from './context.ts';
+import { openContext } from './context.ts';
 import { runStreams } from './run-streams.ts';
 
 export interface DemoOptions {
@@ -46,15 +46,14 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     rateLimit: { perMinute: 600 },
     sync: { overlapSeconds: 5 },
   });
-  const context = createContext(config, {
-    logger: options.logger,
-    engine: {
-      onChanges: (changes) => {
-        if (!live) return;
-        for (const change of changes) options.print(describeChange(change, context.db));
-        printed += changes.length;
-      },
-    },
+  const context = await openContext(config, { logger: options.logger, rateBudget: 'local' }).catch(async (error: unknown) => {
+    await simulator.close();
+    throw error;
+  });
+  context.onChanges((changes) => {
+    if (!live) return;
+    for (const change of changes) options.print(describeChange(change, context.db));
+    printed += changes.length;
   });
   const deadline = options.durationSeconds > 0 ? Date.now() + options.durationSeconds * 1000 : Infinity;
   const stop = AbortSignal.any([options.signal, AbortSignal.timeout(Math.min(2 ** 31 - 1, deadline - Date.now()))]);

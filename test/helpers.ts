@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, expect } from 'vitest';
 import { configSchema, type Config } from '../src/config/schema.ts';
-import { createContext, type Context, type ContextOptions } from '../jobs/context.ts';
+import { openContext, type Context, type ContextOptions } from '../jobs/context.ts';
 import { createLogger, silentLogger, type Logger } from '../src/logging/logger.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.ts';
@@ -40,9 +40,9 @@ export function testConfig(sim: RunningSimulator, dbPath: string, overrides: Rec
   });
 }
 
-/** A context with fast client retries, silent unless a logger is given. */
-export function testContext(config: Config, options: ContextOptions & { logger?: Logger } = {}): Context {
-  return createContext(config, { logger: options.logger ?? silentLogger, ...options, clientRetry: { minTimeoutMs: 20, maxTimeoutMs: 200, maxRetries: 4 } });
+/** A context on an in-process rate budget with fast client retries, silent unless a logger is given. */
+export function testContext(config: Config, options: ContextOptions & { logger?: Logger } = {}): Promise<Context> {
+  return openContext(config, { logger: options.logger ?? silentLogger, rateBudget: 'local', ...options, clientRetry: { minTimeoutMs: 20, maxTimeoutMs: 200, maxRetries: 4 } });
 }
 
 /** A logger whose lines are collected in `lines` (for asserting what reaches the logs). */
@@ -106,7 +106,7 @@ export function syncFixtures(): { start(simulatorOptions?: SimulatorOptions, con
     async start(simulatorOptions = {}, configOverrides = {}, contextOptions = {}) {
       const sim = await simulator(simulatorOptions);
       const dir = tempDir();
-      const context = testContext(testConfig(sim, dir.file('mirror.db'), configOverrides), contextOptions);
+      const context = await testContext(testConfig(sim, dir.file('mirror.db'), configOverrides), contextOptions);
       const fixture = { sim, dir, context };
       open.push(fixture);
       return fixture;

@@ -2,7 +2,6 @@
 import type { Command } from 'commander';
 import { readStatus, type MirrorStatus } from '../../jobs/status.ts';
 import { mirrorPath } from '../shared.ts';
-import { UsageError } from '../program.ts';
 
 export function registerStatusCommand(program: Command): void {
   program
@@ -12,12 +11,7 @@ export function registerStatusCommand(program: Command): void {
     .option('--db <path>', 'the mirror file (default: BIZOPS_DB or ./data/mirror.db)')
     .action((options: { json?: boolean; db?: string }) => {
       const dbPath = mirrorPath(options.db);
-      let status: MirrorStatus;
-      try {
-        status = readStatus(dbPath);
-      } catch (error) {
-        throw new UsageError((error as Error).message, 1);
-      }
+      const status = readStatus(dbPath);
       process.stdout.write(options.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
     });
 }

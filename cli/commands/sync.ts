@@ -3,10 +3,11 @@
  * (one incremental pass).
  */
 import type { Command } from 'commander';
-import { runStreams } from '../../jobs/run-streams.ts';
+import { processLogger } from '../../jobs/context.ts';
+import { runStreamsJob } from '../../jobs/run-streams.ts';
 import type { RunReason, RunResult } from '../../src/sync/engine.ts';
 import { createProgressReporter } from '../progress.ts';
-import { configFromEnvironment, exitCodeForSignal, selectStreams, shutdownOnSignals, withContext } from '../shared.ts';
+import { configFromEnvironment, exitCodeForSignal, selectStreams, shutdownOnSignals } from '../shared.ts';
 
 export function registerSyncCommands(program: Command): void {
   program
@@ -27,15 +28,15 @@ async function runCommand(reason: RunReason, options: { stream?: string; progres
   const config = configFromEnvironment();
   const streams = selectStreams(config, options.stream);
   const shutdown = shutdownOnSignals();
+  const logger = processLogger(config);
+  const reporter = createProgressReporter(logger, options.progress && process.stderr.isTTY === true);
   try {
-    const results = await withContext(config, async (context) => {
-      const reporter = createProgressReporter(context.logger, options.progress && process.stderr.isTTY === true);
-      try {
-        return await runStreams(context, streams, reason, { signal: shutdown.signal, onProgress: (progress) => reporter.update(progress) });
-      } finally {
-        reporter.stop();
-      }
-    });
+    let results: RunResult[];
+    try {
+      results = await runStreamsJob(config, streams, reason, { logger, signal: shutdown.signal, onProgress: (progress) => reporter.update(progress) });
+    } finally {
+      reporter.stop();
+    }
     for (const result of results) process.stdout.write(`${describeResult(result)}\n`);
     const signalExit = exitCodeForSignal(shutdown.received());
     if (signalExit !== undefined) process.exitCode = signalExit;

@@ -5,11 +5,9 @@
  * `write.needs_review`) and written through into the mirror.
  *
  * Entry points:
- * - `createWriteRuntime(config, { db })`: everything wired from the configuration (daemon, CLI).
  * - `WriteIntake#enqueueWrite(kind, payload, { idempotencyKey?, actAs? })` -> `{ id, idempotencyKey, status }`.
  * - `startWriteWorker(options)` -> `{ close() }`.
  * - `handleWritesRequest(request, response, { intake, writeApiKey })`: `POST /writes`, `GET /writes/{id}`.
- * - `registerWriteCommands(program)`: `enqueue`, `worker`, `write`.
  */
 export { WRITE_KINDS, WRITE_KIND_NAMES, isWriteKindName, writeKind, ENTRY_ALREADY_OPEN, DOMAIN_PURCHASE_LIMIT_CENTS } from './kinds/index.ts';
 export type { WriteKindName, WritePayload, WriteKind, RetrySafety, AmbiguityResolution, LedgerLookup, WriteThrough } from './kinds/index.ts';
@@ -19,7 +17,6 @@ export { WriteIntake, type EnqueueOptions, type EnqueueResult, type WriteIntakeO
 export { WriteStore, publicWrite, defaultWriteThrough, WRITE_EVENT_TYPES, type WriteRecord, type WriteStatus, type WriteOutcome, type WriteThroughHook } from './store.ts';
 export { WriteEngine, clientRetryPolicy, type WriteProcessResult, type WriteEngineOptions } from './engine.ts';
 export { startWriteWorker, type WriteWorkerHandle, type WriteWorkerOptions, type WriteWorkerStats } from './worker.ts';
-export { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, openWriteQueue, type WriteQueueLocation, type WriteJobData, type WriteRetrySchedule } from './queue.ts';
+export { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, deploymentQueueName, openWriteQueue, type WriteQueueLocation, type WriteJobData, type WriteRetrySchedule } from './queue.ts';
 export { SlotNotifyingBudget, type BudgetSource } from './slot-listener.ts';
 export { handleWritesRequest, type WritesHttpDependencies } from './http.ts';
-export { createWriteRuntime, type WriteRuntime, type WriteRuntimeOptions } from './runtime.ts';
