@@ -26,7 +26,8 @@ import { silentLogger } from '../src/logging/logger.ts';
 import { openMirror } from '../src/mirror/database.ts';
 import { MirrorStore } from '../src/mirror/store.ts';
 import { startSimulator } from '../src/simulator/index.ts';
-import { transactionsStream, type ApiRecord } from '../src/streams/definitions.ts';
+import { transactionListItemSchema } from '../src/client/schemas.ts';
+import { transactionsStream } from '../src/streams/definitions.ts';
 
 const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));
 const PAGE = 100;
@@ -105,7 +106,7 @@ async function commitThroughput(n: number): Promise<{ engineRecordsPerSecond: nu
     let started = performance.now();
     let offset = 0;
     for (const text of pages) {
-      const items = (JSON.parse(text) as unknown[]).map((item) => transactionsStream.itemSchema.parse(item) as ApiRecord);
+      const items = (JSON.parse(text) as unknown[]).map((item) => transactionListItemSchema.parse(item));
       offset += items.length;
       store.transaction(() => {
         store.applyRecords(transactionsStream, items, { scanNumber: 1 });

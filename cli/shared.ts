@@ -4,7 +4,7 @@
  */
 import type { Config } from '../src/config/schema.ts';
 import { loadConfig } from '../src/config/load.ts';
-import { STREAM_NAMES, type StreamName } from '../src/streams/definitions.ts';
+import { isStreamName, STREAM_NAMES, type StreamName } from '../src/streams/definitions.ts';
 import { UsageError } from './program.ts';
 
 /** Loads the configuration, applying command-line overrides (e.g. `--db`). */
@@ -29,10 +29,8 @@ export function mirrorPath(option: string | undefined): string {
 /** The streams a `--stream` option names (all configured streams when absent). */
 export function selectStreams(config: Config, name: string | undefined): StreamName[] {
   if (name === undefined) return [...config.sync.streams];
-  if (!(STREAM_NAMES as readonly string[]).includes(name)) {
-    throw new UsageError(`--stream: unknown stream "${name}"; expected one of ${STREAM_NAMES.join(', ')}`);
-  }
-  return [name as StreamName];
+  if (!isStreamName(name)) throw new UsageError(`--stream: unknown stream "${name}"; expected one of ${STREAM_NAMES.join(', ')}`);
+  return [name];
 }
 
 export interface ShutdownSignal {

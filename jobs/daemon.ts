@@ -71,7 +71,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     const probeClient = context.apiClient({ tokens: { default: config.tokens.default! }, timeoutMs, retry: { maxRetries: 0, maxRateLimitRetries: 0 } });
     const probeStream = config.sync.streams.includes('onboardings') ? 'onboardings' : (config.sync.streams[0] ?? 'onboardings');
     const readiness = new ReadinessProbe({
-      check: apiReadinessCheck(probeClient, STREAMS[probeStream].path),
+      check: apiReadinessCheck(probeClient, STREAMS[probeStream].request.path),
       cacheMs: config.http.readinessCacheSeconds * 1000,
       timeoutMs,
     });

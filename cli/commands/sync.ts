@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import { processLogger } from '../../jobs/context.ts';
 import { runStreamsJob } from '../../jobs/run-streams.ts';
+import { STREAM_NAMES } from '../../src/streams/definitions.ts';
 import type { RunReason, RunResult } from '../../src/sync/engine.ts';
 import { createProgressReporter } from '../progress.ts';
 import { configFromEnvironment, exitCodeForSignal, selectStreams, shutdownOnSignals } from '../shared.ts';
@@ -13,13 +14,13 @@ export function registerSyncCommands(program: Command): void {
   program
     .command('backfill')
     .description('list every record of each stream into the mirror (a complete scan); resumes an interrupted backfill')
-    .option('--stream <name>', 'only this stream: transactions, deals or onboardings')
+    .option('--stream <name>', `only this stream: ${STREAM_NAMES.join(', ')}`)
     .option('--no-progress', 'log lines instead of progress bars, even on a terminal')
     .action(async (options: { stream?: string; progress: boolean }) => runCommand('backfill', options));
   program
     .command('sync')
     .description('one incremental pass: fetch what changed since each stream\'s cursor and record the changes')
-    .option('--stream <name>', 'only this stream: transactions, deals or onboardings')
+    .option('--stream <name>', `only this stream: ${STREAM_NAMES.join(', ')}`)
     .option('--no-progress', 'log lines instead of progress bars, even on a terminal')
     .action(async (options: { stream?: string; progress: boolean }) => runCommand('sync', options));
 }

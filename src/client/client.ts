@@ -18,7 +18,7 @@ import { ConnectionError, InvalidResponseError, MalformedResponseError, errorFor
 import { createHttpTransport, describeRequest, type HttpResponse, type HttpTransport } from './http.ts';
 import type { Priority, RateBudget, RateLimitObservation } from './rate-budget.ts';
 import { parseRetryAfter, withRetry, type RetryPolicy } from './retry.ts';
-import { envelopeSchema, errorBodySchema, paginationSchema, type Pagination } from './schemas.ts';
+import { envelopeSchema, errorBodySchema, paginationSchema, type ItemSchema, type Pagination } from './schemas.ts';
 
 /** Path prefix of every endpoint (spec §1 convention 1, §9). */
 export const API_PREFIX = '/api/public/v1';
@@ -86,7 +86,8 @@ export interface Page<T> {
 export interface ListOptions<T> {
   /** Name of the item array inside `content`, e.g. `transactions`, `deals`, `onboardings`. */
   itemsKey: string;
-  itemSchema: z.ZodType<T>;
+  /** Validates each item (a zod schema). */
+  itemSchema: ItemSchema<T>;
   /** Filters, `sortBy`, `sortOrder`, `updatedAfter`...; `limit` and `offset` are set by the client. */
   query?: RequestOptions<z.ZodType>['query'];
   priority: Priority;

@@ -110,6 +110,14 @@ export const onboardingSchema = z.looseObject({
 /** A validated employee onboarding (spec §4.1). */
 export type Onboarding = z.infer<typeof onboardingSchema>;
 
+/**
+ * What validates one list item: a zod schema, seen only through `safeParse`, so that a schema of a
+ * specific record type can stand where a schema of any record is expected (a list of streams).
+ */
+export interface ItemSchema<T> {
+  safeParse(input: unknown): { success: true; data: T } | { success: false; error: z.ZodError };
+}
+
 /** `content.pagination` of every list response (spec §1 Pagination). */
 export const paginationSchema = z.looseObject({
   /** Items across all pages. */

@@ -4,6 +4,7 @@
  */
 import { validateDetailed as validateCron } from 'node-cron';
 import { z } from 'zod';
+import { STREAM_NAMES } from '../streams/definitions.ts';
 
 /**
  * Why `expression` is not a node-cron expression, or null when it is one: 5 fields (minute hour
@@ -25,7 +26,8 @@ const cronExpression = z
     if (problem) context.addIssue({ code: 'custom', message: problem });
   });
 
-const streamName = z.enum(['transactions', 'deals', 'onboardings']);
+/** A registered stream's name (src/streams/definitions.ts): adding a stream there adds it here. */
+const streamName = z.enum(STREAM_NAMES, { error: (issue) => `"${String(issue.input)}" is not a stream; expected one of ${STREAM_NAMES.join(', ')}` });
 
 export const webhookEndpointSchema = z.object({
   /** A short name for logs, metrics and `webhooks list`. */
@@ -72,8 +74,8 @@ export const configSchema = z.object({
       streamSchedules: z.partialRecord(streamName, cronExpression).default({}),
       /** Cron for reconciliation (complete scans that find records gone from a list). */
       reconcileSchedule: cronExpression.default('0 17 */6 * * *'),
-      /** Streams to run. */
-      streams: z.array(streamName).default(['transactions', 'deals', 'onboardings']),
+      /** Streams to run. Default: every registered stream. */
+      streams: z.array(streamName).default(() => [...STREAM_NAMES]),
     })
     .prefault({}),
   http: z

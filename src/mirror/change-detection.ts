@@ -3,7 +3,7 @@
  * field-level diff for the changelog's `data.changes`.
  */
 import { createHash } from 'node:crypto';
-import { readField, type ApiRecord } from '../streams/definitions.ts';
+import { readField, type ApiRecord } from '../streams/define-stream.ts';
 
 /** `{ field: { old, new } }` for each changed field (dot paths). */
 export type FieldChanges = Record<string, { old: unknown; new: unknown }>;

@@ -31,7 +31,8 @@ import { InvalidResponseError, NotFoundError } from '../client/errors.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { AppendedChange, MirrorStore, RunCheckpoint } from '../mirror/store.ts';
-import { streamByName, type ApiRecord, type StreamDefinition, type StreamName } from '../streams/definitions.ts';
+import type { ApiRecord } from '../streams/define-stream.ts';
+import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 
 /** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
 export type RunReason = 'backfill' | 'sync' | 'reconcile';
@@ -137,7 +138,7 @@ export class SyncEngine {
   async run(streamName: StreamName | string, reason: RunReason, options: RunOptions = {}): Promise<RunResult> {
     const stream = streamByName(streamName);
     const state = this.store.readSyncState(stream.name);
-    const wantComplete = reason !== 'sync' || stream.incremental === 'complete-scan' || state.cursor === null;
+    const wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
     const result: RunResult = {
       stream: stream.name,
       reason,
@@ -165,7 +166,7 @@ export class SyncEngine {
         result.resumed = true;
         this.logger.info({ stream: stream.name, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
       } else {
-        run = this.newRun(wantComplete ? 'complete' : 'incremental', reason, state.cursor, state.scanNumber);
+        run = this.newRun(stream, wantComplete ? 'complete' : 'incremental', reason, state.cursor, state.scanNumber);
       }
       result.mode = run.mode;
       // The checkpoint is first saved with the first page: a run that fails before any page leaves
@@ -190,9 +191,10 @@ export class SyncEngine {
     return result;
   }
 
-  private newRun(mode: RunCheckpoint['mode'], reason: RunReason, cursor: string | null, scanNumber: number): RunCheckpoint {
+  private newRun(stream: RegisteredStream, mode: RunCheckpoint['mode'], reason: RunReason, cursor: string | null, scanNumber: number): RunCheckpoint {
+    const lookbackMs = stream.request.lookbackSeconds === undefined ? this.overlapMs : stream.request.lookbackSeconds * SECOND_MS;
     const run: RunCheckpoint = { mode, reason, startedAt: new Date().toISOString(), offset: 0, pages: 0, records: 0, changes: 0 };
-    if (mode === 'incremental' && cursor) run.updatedAfter = new Date(Date.parse(cursor) - this.overlapMs).toISOString();
+    if (mode === 'incremental' && cursor) run.updatedAfter = new Date(Date.parse(cursor) - lookbackMs).toISOString();
     if (mode === 'complete') run.scanNumber = scanNumber + 1;
     return run;
   }
@@ -216,7 +218,7 @@ export class SyncEngine {
   }
 
   /** Pages through the stream from the checkpoint until `hasMore` is false. */
-  private async page(stream: StreamDefinition, run: RunCheckpoint, result: RunResult, options: RunOptions): Promise<void> {
+  private async page(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, options: RunOptions): Promise<void> {
     const { signal } = options;
     const priority: Priority = run.reason === 'sync' ? 'incremental' : 'backfill';
     for (;;) {
@@ -224,15 +226,15 @@ export class SyncEngine {
       const offset = run.offset;
       let page;
       try {
-        page = await this.client.listPage<ApiRecord>(stream.path, offset, {
-          itemsKey: stream.itemsKey,
+        page = await this.client.listPage<ApiRecord>(stream.request.path, offset, {
+          itemsKey: stream.request.itemsKey,
           itemSchema: stream.itemSchema,
           priority,
           signal,
-          query: { sortBy: 'createdAt', sortOrder: 'asc', updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
+          query: { ...stream.request.filters, sortBy: stream.request.sort.by, sortOrder: stream.request.sort.order, updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
         });
       } catch (error) {
-        if (error instanceof NotFoundError && stream.unsupportedOn404 && run.pages === 0) {
+        if (error instanceof NotFoundError && stream.request.unsupportedOn404 && run.pages === 0) {
           this.markUnsupported(stream, result);
           return;
         }
@@ -269,7 +271,7 @@ export class SyncEngine {
       if (!stepBack && page.items.length === 0 && page.pagination.hasMore && offset >= total) {
         // Following `hasMore` here would page forever: stop with what the server said.
         throw new InvalidResponseError({
-          message: `GET ${stream.path}?offset=${offset}: the server says hasMore with no items at an offset past its total (${total})`,
+          message: `GET ${stream.request.path}?offset=${offset}: the server says hasMore with no items at an offset past its total (${total})`,
         });
       }
       const done = !stepBack && !page.pagination.hasMore;
@@ -300,21 +302,21 @@ export class SyncEngine {
     }
   }
 
-  private markUnsupported(stream: StreamDefinition, result: RunResult): void {
+  private markUnsupported(stream: RegisteredStream, result: RunResult): void {
     result.status = 'unsupported';
     this.store.transaction(() => {
       this.store.updateSyncState(stream.name, {
         supported: 0,
-        last_error: `${stream.path} answered 404: the stream is unsupported by this server; records arrive from write responses only`,
+        last_error: `${stream.request.path} answered 404: the stream is unsupported by this server; records arrive from write responses only`,
         last_run_finished_at: new Date().toISOString(),
       });
       this.store.saveRun(stream.name, null);
     });
-    this.logger.warn({ stream: stream.name, path: stream.path }, 'list endpoint not found (404): stream marked unsupported');
+    this.logger.warn({ stream: stream.name, path: stream.request.path }, 'list endpoint not found (404): stream marked unsupported');
   }
 
   /** Commits the end of a successful run: misses and tombstones (complete scans), the cursor, the state. */
-  private finish(stream: StreamDefinition, run: RunCheckpoint, result: RunResult): void {
+  private finish(stream: RegisteredStream, run: RunCheckpoint, result: RunResult): void {
     const tombstones = this.store.transaction(() => {
       const appended = run.mode === 'complete' && run.scanNumber !== undefined ? this.store.recordMisses(stream, run.scanNumber, run.startedAt) : [];
       const now = new Date().toISOString();

@@ -40,6 +40,15 @@ describe('configuration', () => {
     expect(() => env({ BIZOPS_WEBHOOK_URL: 'http://127.0.0.1:9/hook', BIZOPS_WEBHOOK_SECRET: 'not-a-secret' })).toThrow(/BIZOPS_WEBHOOK_SECRET .*whsec_/);
   });
 
+  it('streams default to every registered stream, and an unknown one is named with the registered ones', () => {
+    expect(loadConfig({ env: base }).sync.streams).toEqual(['transactions', 'deals', 'onboardings']);
+    dir = tempDir();
+    writeFileSync(dir.file('c.json'), JSON.stringify({ sync: { streams: ['deals', 'invoices'] } }));
+    expect(() => loadConfig({ env: { ...base, BIZOPS_CONFIG: dir!.file('c.json') } })).toThrow(
+      'sync.streams.1: "invoices" is not a stream; expected one of transactions, deals, onboardings',
+    );
+  });
+
   it('masks every secret for display', () => {
     const config = loadConfig({
       env: { ...base, BIZOPS_TOKEN_HR: 'hr-secret-token', BIZOPS_WRITE_API_KEY: 'write-key-0123456789', REDIS_URL: 'redis://:hunter2@127.0.0.1:6379', BIZOPS_WEBHOOK_URL: 'http://127.0.0.1:9/h', BIZOPS_WEBHOOK_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
