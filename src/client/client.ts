@@ -18,12 +18,11 @@ import { ConnectionError, InvalidResponseError, MalformedResponseError, errorFor
 import { createHttpTransport, describeRequest, type HttpResponse, type HttpTransport } from './http.ts';
 import type { Priority, RateBudget, RateLimitObservation } from './rate-budget.ts';
 import { parseRetryAfter, withRetry, type RetryPolicy } from './retry.ts';
+import { LIST_PAGE_LIMIT, paginateByOffset, type Page } from './paginate.ts';
 import { envelopeSchema, errorBodySchema, paginationSchema, type ItemSchema, type Pagination } from './schemas.ts';
 
 /** Path prefix of every endpoint (spec §1 convention 1, §9). */
 export const API_PREFIX = '/api/public/v1';
-/** Page size of every list request: the maximum, for the fewest requests (spec §1 Pagination, §8). */
-export const LIST_PAGE_LIMIT = 100;
 
 /** Construction options of an ApiClient: where the API is, the bearer tokens, the rate budget, timeouts (ms) and retries. */
 export interface ApiClientOptions {
@@ -71,15 +70,6 @@ export interface RequestOptions<S extends z.ZodType> {
   /** Token NAME from `ApiClientOptions.tokens`; default `'default'`. */
   token?: string;
   signal?: AbortSignal;
-}
-
-/** One list page (spec §1 Pagination): validated items, `content.pagination`, and the server clock. */
-export interface Page<T> {
-  items: T[];
-  pagination: Pagination;
-  serverTime: Date | undefined;
-  /** The offset this page was requested at. */
-  offset: number;
 }
 
 /** Options of `listPage` / `paginate`: where the items are in `content`, their schema, filters and priority. */
@@ -256,17 +246,13 @@ export class ApiClient {
   }
 
   /**
-   * Pages through a list from `startOffset` (default 0), advancing `offset` by the page's
-   * `pagination.limit` while `hasMore` is true (spec §1 Pagination rule). An empty page with
-   * `hasMore` true is valid and paging goes on.
+   * Pages through a list from `startOffset` (default 0) with the offset paginator (paginate.ts:
+   * advance by `pagination.limit` while `hasMore`, stop on a server that pages forever).
+   * @throws as `listPage`; InvalidResponseError when the server says hasMore with no items past its total
    */
   async *paginate<T>(path: string, options: ListOptions<T> & { startOffset?: number }): AsyncIterable<Page<T>> {
-    let offset = options.startOffset ?? 0;
-    for (;;) {
-      const page = await this.listPage(path, offset, options);
-      yield page;
-      if (!page.pagination.hasMore) return;
-      offset += page.pagination.limit > 0 ? page.pagination.limit : LIST_PAGE_LIMIT;
+    for await (const step of paginateByOffset((offset) => this.listPage(path, offset, options), { label: `GET ${path}`, startOffset: options.startOffset })) {
+      yield step.page;
     }
   }
 

@@ -27,7 +27,8 @@
  */
 import { hostname } from 'node:os';
 import type { ApiClient } from '../client/client.ts';
-import { InvalidResponseError, NotFoundError } from '../client/errors.ts';
+import { NotFoundError } from '../client/errors.ts';
+import { paginateByOffset, type PageStep } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { AppendedChange, MirrorStore, RunCheckpoint } from '../mirror/store.ts';
@@ -217,89 +218,83 @@ export class SyncEngine {
     return new Date(Date.now() + (this.options.lockTtlMs ?? 5 * 60 * SECOND_MS)).toISOString();
   }
 
-  /** Pages through the stream from the checkpoint until `hasMore` is false. */
+  /** Pages through the stream from the checkpoint until `hasMore` is false, committing each page. */
   private async page(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, options: RunOptions): Promise<void> {
     const { signal } = options;
     const priority: Priority = run.reason === 'sync' ? 'incremental' : 'backfill';
-    for (;;) {
+    const request = stream.request;
+    // Read when each page is fetched: `createdBefore` is set after the first page.
+    const fetchPage = (offset: number) => {
       signal?.throwIfAborted();
-      const offset = run.offset;
-      let page;
-      try {
-        page = await this.client.listPage<ApiRecord>(stream.request.path, offset, {
-          itemsKey: stream.request.itemsKey,
-          itemSchema: stream.itemSchema,
-          priority,
-          signal,
-          query: { ...stream.request.filters, sortBy: stream.request.sort.by, sortOrder: stream.request.sort.order, updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
-        });
-      } catch (error) {
-        if (error instanceof NotFoundError && stream.request.unsupportedOn404 && run.pages === 0) {
-          this.markUnsupported(stream, result);
-          return;
-        }
-        throw error;
-      }
-      result.pages += 1;
-      run.pages += 1;
-      if (run.serverStartedAt === undefined) {
-        // The server's clock at the first page, floored to the second (Date has second resolution).
-        // Both the cursor and the createdBefore bound use it: no record created after the first
-        // page's snapshot can enter the set (it would mask a removal in the total), and the next
-        // incremental run, asking from this cursor minus the overlap, picks up every record the
-        // bound left out.
-        const serverNow = page.serverTime?.getTime() ?? Date.now();
-        const floored = Math.floor(serverNow / SECOND_MS) * SECOND_MS;
-        run.serverStartedAt = new Date(floored).toISOString();
-        run.createdBefore = run.serverStartedAt;
-        if (!page.serverTime) this.logger.warn({ stream: stream.name }, 'the server sent no Date header; using the local clock for the cursor');
-      }
-      const total = page.pagination.total;
-      const drop = run.lastTotal !== undefined ? run.lastTotal - total : 0;
-      const stepBack = drop > 0;
-      run.lastTotal = total;
-      run.records += page.items.length;
-      result.records += page.items.length;
-      if (stepBack) {
-        // Records were removed since the previous page: up to `drop` unseen records slid below this offset.
-        run.offset = Math.max(0, offset - drop);
-        result.driftStepBacks += 1;
-        this.logger.info({ stream: stream.name, offset, drop }, 'the list shrank while paging; stepping back to re-read what slid past');
-      } else {
-        run.offset = offset + page.pagination.limit;
-      }
-      if (!stepBack && page.items.length === 0 && page.pagination.hasMore && offset >= total) {
-        // Following `hasMore` here would page forever: stop with what the server said.
-        throw new InvalidResponseError({
-          message: `GET ${stream.request.path}?offset=${offset}: the server says hasMore with no items at an offset past its total (${total})`,
-        });
-      }
-      const done = !stepBack && !page.pagination.hasMore;
-      const changes = this.store.transaction(() => {
-        // Renew the run lock with the page; a lock another process took over (ours expired while
-        // waiting) means that process now owns the checkpoint: stop without writing.
-        if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
-          throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
-        }
-        const appended = this.store.applyRecords(stream, page.items, { scanNumber: run.mode === 'complete' ? run.scanNumber : undefined });
-        run.changes += appended.length;
-        this.store.saveRun(stream.name, run);
-        return appended;
+      return this.client.listPage<ApiRecord>(request.path, offset, {
+        itemsKey: request.itemsKey,
+        itemSchema: stream.itemSchema,
+        priority,
+        signal,
+        query: { ...request.filters, sortBy: request.sort.by, sortOrder: request.sort.order, updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
       });
-      result.changes += changes.length;
-      if (changes.length > 0) this.options.onChanges?.(changes);
-      options.onProgress?.({
-        stream: stream.name,
-        reason: run.reason,
-        mode: run.mode,
-        records: run.records,
-        changes: run.changes,
-        total,
-        offset: run.offset,
-        pages: run.pages,
-      });
-      if (done) return;
+    };
+    const pages = paginateByOffset(fetchPage, { label: `GET ${request.path}`, startOffset: run.offset, previousTotal: run.lastTotal, stepBackOnShrink: true });
+    try {
+      for await (const step of pages) this.commitPage(stream, run, result, step, options);
+    } catch (error) {
+      if (error instanceof NotFoundError && request.unsupportedOn404 && run.pages === 0) {
+        this.markUnsupported(stream, result);
+        return;
+      }
+      throw error;
     }
+  }
+
+  /** One page: the cursor's server time (first page), then records, changelog and checkpoint in one transaction, then notification. */
+  private commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, options: RunOptions): void {
+    const { page } = step;
+    result.pages += 1;
+    run.pages += 1;
+    if (run.serverStartedAt === undefined) {
+      // The server's clock at the first page, floored to the second (Date has second resolution).
+      // Both the cursor and the createdBefore bound use it: no record created after the first
+      // page's snapshot can enter the set (it would mask a removal in the total), and the next
+      // incremental run, asking from this cursor minus the overlap, picks up every record the
+      // bound left out.
+      const serverNow = page.serverTime?.getTime() ?? Date.now();
+      const floored = Math.floor(serverNow / SECOND_MS) * SECOND_MS;
+      run.serverStartedAt = new Date(floored).toISOString();
+      run.createdBefore = run.serverStartedAt;
+      if (!page.serverTime) this.logger.warn({ stream: stream.name }, 'the server sent no Date header; using the local clock for the cursor');
+    }
+    run.lastTotal = page.pagination.total;
+    run.records += page.items.length;
+    result.records += page.items.length;
+    run.offset = step.nextOffset;
+    if (step.stepBack > 0) {
+      // Records were removed since the previous page: up to that many unseen records slid below this offset.
+      result.driftStepBacks += 1;
+      this.logger.info({ stream: stream.name, offset: page.offset, drop: step.stepBack }, 'the list shrank while paging; stepping back to re-read what slid past');
+    }
+    const changes = this.store.transaction(() => {
+      // Renew the run lock with the page; a lock another process took over (ours expired while
+      // waiting) means that process now owns the checkpoint: stop without writing.
+      if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
+        throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
+      }
+      const appended = this.store.applyRecords(stream, page.items, { scanNumber: run.mode === 'complete' ? run.scanNumber : undefined });
+      run.changes += appended.length;
+      this.store.saveRun(stream.name, run);
+      return appended;
+    });
+    result.changes += changes.length;
+    if (changes.length > 0) this.options.onChanges?.(changes);
+    options.onProgress?.({
+      stream: stream.name,
+      reason: run.reason,
+      mode: run.mode,
+      records: run.records,
+      changes: run.changes,
+      total: page.pagination.total,
+      offset: run.offset,
+      pages: run.pages,
+    });
   }
 
   private markUnsupported(stream: RegisteredStream, result: RunResult): void {

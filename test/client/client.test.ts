@@ -285,6 +285,23 @@ describe('ApiClient lists', () => {
   });
 });
 
+describe('ApiClient.paginate loop guard', () => {
+  it('stops a server that says hasMore with no items past its total, instead of paging forever', async () => {
+    const server = await serve((request, response) =>
+      sendEnvelope(response, { transactions: [], pagination: { total: 3, limit: 100, offset: Number(request.query.get('offset')), hasMore: true } }),
+    );
+    const { client } = clientFor(server.url);
+    const pages: number[] = [];
+    const paging = (async () => {
+      for await (const page of client.paginate('/transactions', listOptions)) pages.push(page.offset);
+    })();
+    await expect(paging).rejects.toThrow('GET /transactions?offset=100: the server says hasMore with no items at an offset past its total (3)');
+    // An empty page below the total is valid (spec §1); the one past it is where paging stops.
+    expect(server.requests).toHaveLength(2);
+    expect(pages).toEqual([0]);
+  });
+});
+
 describe('ApiClient and the rate budget', () => {
   it('on a 429 with Retry-After in seconds, sends nothing until it passes, then succeeds', async () => {
     const server = await serve((_request, response, index) => {
