@@ -1,6 +1,6 @@
-/** `bizops-sync simulate`: runs the local API simulator (src/simulator) until Ctrl-C. */
+/** `bizops-sync simulate`: runs the local API simulator (@bizops-sync/simulator) until Ctrl-C. */
 import type { Command } from 'commander';
-import { startSimulator, type SimulatorOptions } from '../../simulator/index.ts';
+import { startSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 import { integerOption, shutdownOnSignals } from '../shared.ts';
 
 export function registerSimulateCommand(program: Command): void {
