@@ -25,7 +25,7 @@ import { createContext } from '../jobs/context.ts';
 import { silentLogger } from '../src/logging/logger.ts';
 import { openMirror } from '../src/mirror/database.ts';
 import { MirrorStore } from '../src/mirror/store.ts';
-import { startSimulator } from '../src/simulator/index.ts';
+import { startSimulator } from '@bizops-sync/simulator';
 import { transactionsStream, type ApiRecord } from '../src/streams/definitions.ts';
 
 const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));

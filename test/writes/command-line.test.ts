@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../config/schema.ts';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { enqueueCommand, readPayloadArgument, registerWriteCommands } from '../../src/cli/commands/writes.ts';
 import { UsageError } from '../../src/cli/program.ts';
 import { createWriteRuntime, WriteStore, WriteValidationError } from '../../src/writes/index.ts';

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../config/schema.ts';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { createWriteRuntime, WriteValidationError, type WriteRecord, type WriteRuntime, type WriteWorkerHandle } from '../../src/writes/index.ts';
 import { simulator, waitFor, writeTestBed, REDIS_URL, type WriteTestBed } from './support.ts';
 
