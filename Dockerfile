@@ -7,6 +7,9 @@
 #
 # Node 24 runs the TypeScript sources directly (type stripping): there is no build output, only
 # dependencies. better-sqlite3 ships prebuilt binaries for glibc x64/arm64, so no compiler is needed.
+#
+# The API simulator (packages/simulator, a development package) is not in this image: `simulate` and
+# `demo` say so and exit 2. docker-compose.yml builds the `simulator` target below for its profile.
 
 ARG NODE_IMAGE=node:24-slim
 
@@ -14,8 +17,12 @@ ARG NODE_IMAGE=node:24-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci links the workspace packages the lockfile names: their manifests must be there first.
+COPY packages/simulator/package.json ./packages/simulator/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+# simulate and demo import the simulator (when run), so the typecheck reads its sources.
+COPY packages/simulator/src ./packages/simulator/src
 COPY bin ./bin
 COPY cli ./cli
 COPY jobs ./jobs
@@ -24,6 +31,23 @@ COPY config ./config
 RUN npx tsc -p tsconfig.build.json --noEmit \
  && npm prune --omit=dev --no-audit --no-fund \
  && npm cache clean --force
+
+# Development target, for docker-compose's "simulator" profile (docker build --target simulator):
+# the build stage as it is, production dependencies plus the simulator workspace, which npm keeps
+# through --omit=dev (a workspace is neither a dependency nor a devDependency to npm).
+FROM build AS simulator
+USER node
+EXPOSE 4010
+HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:4010/__admin/state').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["node", "bin/bizops-sync.js"]
+CMD ["simulate", "--host", "0.0.0.0", "--port", "4010"]
+
+# The runtime's node_modules: --workspaces=false drops the workspace links that --omit=dev keeps,
+# so nothing of the simulator reaches the runtime stage (checked, in case npm ever changes).
+FROM build AS production-dependencies
+RUN npm prune --omit=dev --workspaces=false --no-audit --no-fund \
+ && test ! -e node_modules/@bizops-sync/simulator && test ! -L node_modules/@bizops-sync/simulator
 
 # Runtime stage: production dependencies and the sources, run as the unprivileged `node` user.
 FROM ${NODE_IMAGE} AS runtime
@@ -37,7 +61,7 @@ ENV NODE_ENV=production \
     BIZOPS_HTTP_PORT=8080 \
     BIZOPS_LOG_FORMAT=json
 WORKDIR /app
-COPY --from=build /app/node_modules ./node_modules
+COPY --from=production-dependencies /app/node_modules ./node_modules
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/bin ./bin
 COPY --from=build /app/cli ./cli

@@ -25,7 +25,7 @@ import { openContext } from '../jobs/context.ts';
 import { silentLogger } from '../src/logging/logger.ts';
 import { openMirror } from '../src/mirror/database.ts';
 import { MirrorStore } from '../src/mirror/store.ts';
-import { startSimulator } from '../src/simulator/index.ts';
+import { startSimulator } from '@bizops-sync/simulator';
 import { transactionListItemSchema } from '../src/client/schemas.ts';
 import { transactionsStream } from '../src/streams/definitions.ts';
 

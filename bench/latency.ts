@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { configSchema } from '../src/config/schema.ts';
 import { startDaemon } from '../jobs/daemon.ts';
 import { silentLogger } from '../src/logging/logger.ts';
-import { startSimulator } from '../src/simulator/index.ts';
+import { startSimulator } from '@bizops-sync/simulator';
 
 const CHANGES = 120;
 const SPACING_MS = 50;

@@ -21,7 +21,7 @@ import { configSchema } from '../src/config/schema.ts';
 import { openContext } from '../jobs/context.ts';
 import { silentLogger } from '../src/logging/logger.ts';
 import { rateBudgetKey, RedisRateBudget } from '../src/client/redis-rate-budget.ts';
-import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
+import { startSimulator, type RunningSimulator } from '@bizops-sync/simulator';
 import { startWriteWorker, WriteIntake } from '../src/writes/index.ts';
 import { maxInAnyWindow, REDIS_URL, spawnWorkerProcess, writeTestBed, type WorkerProcess } from '../test/writes/support.ts';
 

@@ -82,3 +82,22 @@ export function integerOption(name: string, min = 0): (value: string) => number 
     return Number(value);
   };
 }
+
+/** The simulator's package: a development dependency, which the production image leaves out. */
+const SIMULATOR_PACKAGE = '@bizops-sync/simulator';
+
+/**
+ * Throws a UsageError (exit 2, one line) when `@bizops-sync/simulator` cannot be resolved, as in the
+ * production image (`npm prune --omit=dev --workspaces=false`). `simulate` and `demo` call this before
+ * their dynamic import of the simulator, so that a missing package reads as such while an error
+ * inside an installed simulator still surfaces as itself.
+ * @param command the command that needs the simulator, named in the message
+ */
+export function requireSimulatorInstalled(command: string): void {
+  try {
+    import.meta.resolve(SIMULATOR_PACKAGE);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    throw new UsageError(`the simulator is not installed in this image (it is a development package); run \`${command}\` from a checkout`);
+  }
+}

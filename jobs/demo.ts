@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { configSchema } from '../src/config/schema.ts';
 import type { Logger } from '../src/logging/logger.ts';
 import type { AppendedChange } from '../src/mirror/store.ts';
-import { startSimulator } from '../src/simulator/index.ts';
+import { startSimulator } from '@bizops-sync/simulator';
 import { STREAM_NAMES, STREAMS } from '../src/streams/definitions.ts';
 import type { RunProgress } from '../src/sync/engine.ts';
 import { openContext } from './context.ts';

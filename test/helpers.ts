@@ -11,7 +11,7 @@ import { configSchema, type Config } from '../src/config/schema.ts';
 import { openContext, type Context, type ContextOptions } from '../jobs/context.ts';
 import { createLogger, silentLogger, type Logger } from '../src/logging/logger.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
-import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.ts';
+import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 
 export interface TempDir {
   path: string;

@@ -1,9 +1,8 @@
 /** `bizops-sync demo`: the simulator with churn plus the worker polling it, printing each change. */
 import type { Command } from 'commander';
-import { runDemo } from '../../jobs/demo.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { createProgressReporter } from '../progress.ts';
-import { exitCodeForSignal, integerOption, shutdownOnSignals } from '../shared.ts';
+import { exitCodeForSignal, integerOption, requireSimulatorInstalled, shutdownOnSignals } from '../shared.ts';
 
 export function registerDemoCommand(program: Command): void {
   program
@@ -13,6 +12,9 @@ export function registerDemoCommand(program: Command): void {
     .option('--poll <seconds>', 'seconds between polls', integerOption('--poll', 1), 3)
     .option('--duration <seconds>', 'stop after this many seconds (0: run until Ctrl-C)', integerOption('--duration'), 0)
     .action(async (options: { db: string; poll: number; duration: number }) => {
+      // The demo job imports the simulator, which the production image does not have: load it when run.
+      requireSimulatorInstalled('demo');
+      const { runDemo } = await import('../../jobs/demo.ts');
       const logger = createLogger({ level: process.env.BIZOPS_LOG_LEVEL ?? 'warn' });
       const shutdown = shutdownOnSignals();
       const reporter = createProgressReporter(logger, process.stderr.isTTY === true);

@@ -1,7 +1,7 @@
-/** `bizops-sync simulate`: runs the local API simulator (src/simulator) until Ctrl-C. */
+/** `bizops-sync simulate`: runs the local API simulator (@bizops-sync/simulator) until Ctrl-C. */
 import type { Command } from 'commander';
-import { startSimulator, type SimulatorOptions } from '../../src/simulator/index.ts';
-import { integerOption, shutdownOnSignals } from '../shared.ts';
+import type { SimulatorOptions } from '@bizops-sync/simulator';
+import { integerOption, requireSimulatorInstalled, shutdownOnSignals } from '../shared.ts';
 
 export function registerSimulateCommand(program: Command): void {
   program
@@ -18,6 +18,9 @@ export function registerSimulateCommand(program: Command): void {
     .option('--churn-ms <ms>', 'change some records every this many ms (0: no churn)', integerOption('--churn-ms'), 0)
     .option('--churn-per-tick <n>', 'records changed per churn tick', integerOption('--churn-per-tick', 1), 3)
     .action(async (options: { host: string; port: number; seed: number; transactions: number; deals: number; onboardings: number; rateLimit: number; windowMs: number; churnMs: number; churnPerTick: number }) => {
+      // Imported when run: the production image has no simulator, and every other command works without it.
+      requireSimulatorInstalled('simulate');
+      const { startSimulator } = await import('@bizops-sync/simulator');
       const simulatorOptions: SimulatorOptions = {
         host: options.host,
         port: options.port,

@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { expectMirrorEqualsGroundTruth, listRequests, simulator, tempDir, type TempDir } from '../helpers.ts';
 
 const BIN = new URL('../../bin/bizops-sync.js', import.meta.url).pathname;

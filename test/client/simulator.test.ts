@@ -1,5 +1,5 @@
 /**
- * ApiClient against the API simulator (src/simulator) over real HTTP: the schemas accept its
+ * ApiClient against the API simulator (@bizops-sync/simulator) over real HTTP: the schemas accept its
  * records, the budget paces under its fixed-window rate limit, and its injected faults are handled
  * by the retry policy.
  */
@@ -9,7 +9,7 @@ import { ApiClient } from '../../src/client/client.ts';
 import { ConnectionError, InvalidResponseError } from '../../src/client/errors.ts';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
 import { dealSchema, onboardingSchema, transactionListItemSchema } from '../../src/client/schemas.ts';
-import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../../src/simulator/index.ts';
+import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

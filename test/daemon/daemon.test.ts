@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { readStatus } from '../../jobs/status.ts';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { STREAM_NAMES } from '../../src/streams/definitions.ts';
 import { expectMirrorEqualsGroundTruth, listRequests, simulator, tempDir, type TempDir } from '../helpers.ts';
 import {

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/client.ts';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
 import { apiReadinessCheck, ReadinessProbe } from '../../src/daemon/readiness.ts';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { listRequests, simulator } from '../helpers.ts';
 
 let sim: RunningSimulator | undefined;

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Context } from '../../jobs/context.ts';
 import { StreamScheduler } from '../../src/daemon/scheduler.ts';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import type { StreamName } from '../../src/streams/definitions.ts';
 import type { RunResult } from '../../src/sync/engine.ts';
 import { simulator, tempDir, testConfig, testContext, type TempDir } from '../helpers.ts';

@@ -10,7 +10,7 @@ import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
 import { configSchema, type Config } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { AppendedChange } from '../../src/mirror/store.ts';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { closedPort } from '../client/test-server.ts';
 import { capturingLogger } from '../helpers.ts';
 import { simulator, writeTestBed, REDIS_URL, type WriteTestBed } from '../writes/support.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { Context } from '../../jobs/context.ts';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { capturingLogger, listRequests, simulator, syncFixtures, tempDir, testConfig, testContext, type SyncFixture } from '../helpers.ts';
 
 const fixtures = syncFixtures();

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../src/config/schema.ts';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { enqueueCommand, readPayloadArgument, registerWriteCommands } from '../../cli/commands/writes.ts';
 import { UsageError } from '../../cli/program.ts';
 import { silentLogger } from '../../src/logging/logger.ts';

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema, type Config } from '../../src/config/schema.ts';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { openContext, type Context, type WriteQueue } from '../../jobs/context.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { WriteValidationError, type WriteRecord } from '../../src/writes/index.ts';

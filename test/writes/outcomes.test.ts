@@ -4,7 +4,7 @@
  * `sending` by a dead worker. Real simulator over HTTP, real Redis, real SQLite.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { IdempotencyConflictError, WriteIntake, WriteQueueError, WriteStore } from '../../src/writes/index.ts';
 import { simulator, writeStack, writeTestBed, REDIS_URL, type WriteStack, type WriteTestBed } from './support.ts';
 

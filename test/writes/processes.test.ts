@@ -6,7 +6,7 @@
  * - a worker SIGKILLed mid-run: every accepted write applied exactly once, none lost.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RunningSimulator, SimulatorOptions } from '../../src/simulator/index.ts';
+import type { RunningSimulator, SimulatorOptions } from '@bizops-sync/simulator';
 import { WriteIntake, type WriteRecord } from '../../src/writes/index.ts';
 import {
   maxInAnyWindow,

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
-import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../../src/simulator/index.ts';
+import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 import { startWriteWorker, WriteIntake, type WriteRecord, type WriteWorkerHandle, type WriteWorkerOptions } from '../../src/writes/index.ts';
 import type { WorkerProcessOptions } from './fixtures/worker-process.ts';
 

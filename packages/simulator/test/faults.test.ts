@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/index.ts';
+import { startSimulator, type RunningSimulator } from '../src/index.ts';
 import { api } from './helpers.ts';
 
 let simulator: RunningSimulator;

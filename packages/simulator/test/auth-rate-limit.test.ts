@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSimulator, TOKEN_TABLE, type RunningSimulator } from '../../src/simulator/index.ts';
-import { ROUTES } from '../../src/simulator/routes/index.ts';
+import { startSimulator, TOKEN_TABLE, type RunningSimulator } from '../src/index.ts';
+import { ROUTES } from '../src/routes/index.ts';
 import { api } from './helpers.ts';
 
 let simulator: RunningSimulator | undefined;

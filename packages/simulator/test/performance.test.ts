@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Agent, fetch } from 'undici';
-import { startSimulator } from '../../src/simulator/index.ts';
+import { startSimulator } from '../src/index.ts';
 
 describe('performance', () => {
   it('builds a 100k-transaction world and serves 1000 pages of 100 quickly', async () => {

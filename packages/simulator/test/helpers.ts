@@ -1,5 +1,5 @@
 /** Small HTTP helpers for the simulator tests: real requests with fetch (undici). */
-import type { RunningSimulator } from '../../src/simulator/index.ts';
+import type { RunningSimulator } from '../src/index.ts';
 
 export interface ApiResponse {
   status: number;
