@@ -261,7 +261,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       const client = new ApiClient({
         baseUrl: config.baseUrl,
         tokens: clientOptions.tokens ?? config.tokens,
-        budget: budgets.budgetFor('default'),
+        budget: (tokenName) => budgets.budgetFor(tokenName),
         logger,
         timeoutMs: clientOptions.timeoutMs,
         retry: clientOptions.retry ?? options.clientRetry,

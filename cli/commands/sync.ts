@@ -10,19 +10,20 @@ import type { RunReason, RunResult } from '../../src/sync/engine.ts';
 import { createProgressReporter } from '../progress.ts';
 import { configFromEnvironment, exitCodeForSignal, selectStreams, shutdownOnSignals } from '../shared.ts';
 
+const COMMANDS: readonly { reason: RunReason; description: string }[] = [
+  { reason: 'backfill', description: 'list every record of each stream into the mirror (a complete scan); resumes an interrupted backfill' },
+  { reason: 'sync', description: "one incremental pass: fetch what changed since each stream's cursor and record the changes" },
+];
+
 export function registerSyncCommands(program: Command): void {
-  program
-    .command('backfill')
-    .description('list every record of each stream into the mirror (a complete scan); resumes an interrupted backfill')
-    .option('--stream <name>', `only this stream: ${STREAM_NAMES.join(', ')}`)
-    .option('--no-progress', 'log lines instead of progress bars, even on a terminal')
-    .action(async (options: { stream?: string; progress: boolean }) => runCommand('backfill', options));
-  program
-    .command('sync')
-    .description('one incremental pass: fetch what changed since each stream\'s cursor and record the changes')
-    .option('--stream <name>', `only this stream: ${STREAM_NAMES.join(', ')}`)
-    .option('--no-progress', 'log lines instead of progress bars, even on a terminal')
-    .action(async (options: { stream?: string; progress: boolean }) => runCommand('sync', options));
+  for (const { reason, description } of COMMANDS) {
+    program
+      .command(reason)
+      .description(description)
+      .option('--stream <name>', `only this stream: ${STREAM_NAMES.join(', ')}`)
+      .option('--no-progress', 'log lines instead of progress bars, even on a terminal')
+      .action(async (options: { stream?: string; progress: boolean }) => runCommand(reason, options));
+  }
 }
 
 async function runCommand(reason: RunReason, options: { stream?: string; progress: boolean }): Promise<void> {

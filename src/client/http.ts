@@ -7,7 +7,7 @@
  * does decide is how a failed exchange is reported: as a `ConnectionError` whose `requestSent` is
  * false only when the request provably never reached the server (refused, no DNS answer, connect
  * timeout) and true otherwise (a reset, a closed socket, a headers or body timeout after sending),
- * because a non-idempotent write must not be re-sent on an ambiguous outcome (DESIGN.md "Writes").
+ * because a non-idempotent write must not be re-sent on an ambiguous outcome (docs/writes.md "Retry safety").
  *
  * Redirects are never followed. Error messages name the method, path and system error code, never a
  * header (so never the bearer token).

@@ -7,7 +7,9 @@
  *    ambiguous, so it is resolved (step 4), never blindly sent again.
  * 2. Otherwise it is sent through the ApiClient with priority `write`, the client retry policy of its
  *    kind (`safe` for idempotent kinds and clock-in, `unsent-only` for the others) and the acting
- *    token. `sending` is recorded the moment a rate-budget slot is granted (slot-listener.ts).
+ *    token. `sending` is recorded the moment a rate-budget slot is granted: a `beforeRequest` hook
+ *    passed with the request, which runs after the budget's (src/client/hooks.ts). A worker killed
+ *    while it waits for a slot leaves its write `queued` (safe to send), not `sending` (ambiguous).
  * 3. The answer decides:
  *    - 2xx: `succeeded` (outcome = the API's `message`); the record is written through into the mirror.
  *    - 409 on a kind with a `conflictOutcome` (clock-in): `succeeded`, outcome `entry already open`.
@@ -25,12 +27,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { ApiClient, ApiResponse } from '../client/client.ts';
-import { BizopsApiError, ConflictError, ConnectionError, InvalidResponseError, RateLimitError } from '../client/errors.ts';
+import { BizopsApiError, ConflictError, ConnectionError, InvalidResponseError, RateLimitError, UnknownTokenError } from '../client/errors.ts';
 import type { RetryPolicy } from '../client/retry.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { AppendedChange } from '../mirror/store.ts';
 import { isWriteKindName, writeKind, type LedgerLookup, type RetrySafety, type WriteKind } from './kinds/index.ts';
-import { withJobContext } from './slot-listener.ts';
 import type { WriteOutcome, WriteRecord, WriteStore, WriteThroughHook } from './store.ts';
 import { fieldPath } from './validation.ts';
 
@@ -49,7 +50,7 @@ export interface WriteAttempt {
 /** Construction options of a WriteEngine: its store, client and the ledger-lookup limits. */
 export interface WriteEngineOptions {
   store: WriteStore;
-  /** An ApiClient whose budget is a `SlotNotifyingBudget` (else `sending` is never recorded before sending). */
+  /** The API client (its rate budget a layer of it); the engine adds its `sending` mark to each write request. */
   client: ApiClient;
   logger?: Logger;
   /** Mirror write-through of successful responses; null turns it off. */
@@ -69,7 +70,7 @@ export function clientRetryPolicy(safety: RetrySafety): RetryPolicy {
   return safety === 'idempotent' || safety === 'conflict-means-done' ? 'safe' : 'unsent-only';
 }
 
-/** Thrown from the slot listener when the write was finished meanwhile: the request is not sent. */
+/** Thrown from the `sending` mark when the write was finished meanwhile: the request is not sent. */
 class WriteAlreadyFinishedError extends Error {
   override name = 'WriteAlreadyFinishedError';
 }
@@ -144,23 +145,22 @@ export class WriteEngine {
     let slots = 0;
     let response: ApiResponse<unknown>;
     try {
-      response = await withJobContext(
-        write.actAs,
-        () => {
-          if (!this.store.markSending(write.id)) throw new WriteAlreadyFinishedError(`write ${write.id} finished meanwhile`);
-          slots++;
+      response = await this.client.request({
+        method: kind.method,
+        path: kind.path(payload),
+        body: kind.body(payload),
+        contentSchema: kind.responseSchema,
+        priority: 'write',
+        retry: clientRetryPolicy(kind.retrySafety),
+        token: write.actAs,
+        hooks: {
+          beforeRequest: () => {
+            // After the budget's slot, before the bytes leave: from here the outcome may be ambiguous.
+            if (!this.store.markSending(write.id)) throw new WriteAlreadyFinishedError(`write ${write.id} finished meanwhile`);
+            slots++;
+          },
         },
-        () =>
-          this.client.request({
-            method: kind.method,
-            path: kind.path(payload),
-            body: kind.body(payload),
-            contentSchema: kind.responseSchema,
-            priority: 'write',
-            retry: clientRetryPolicy(kind.retrySafety),
-            token: write.actAs,
-          }),
-      );
+      });
     } catch (error) {
       if (error instanceof WriteAlreadyFinishedError) return { action: 'skipped', reason: error.message };
       return this.handleFailure(write, kind, payload, error, slots > 0, attempt);
@@ -201,7 +201,7 @@ export class WriteEngine {
     if (error instanceof ConflictError && kind.conflictOutcome) {
       return this.finish(write, { status: 'succeeded', outcome: kind.conflictOutcome, result: { conflict: message }, httpStatus: 409 });
     }
-    if (error instanceof TypeError && /unknown token name/.test(message)) {
+    if (error instanceof UnknownTokenError) {
       return this.finish(write, { status: 'failed', outcome: `actAs: no token named "${write.actAs}" is configured`, error: message });
     }
     if (error instanceof InvalidResponseError && status !== undefined && status >= 200 && status < 300) {
@@ -254,22 +254,20 @@ export class WriteEngine {
     const matches: Record<string, unknown>[] = [];
     let complete = true;
     try {
-      await withJobContext(write.actAs, undefined, async () => {
-        let pages = 0;
-        for await (const page of this.client.paginate(lookup.path, {
-          itemsKey: lookup.itemsKey,
-          itemSchema: listItemSchema,
-          query: lookup.query(payload, createdAfter),
-          priority: 'write',
-          token: write.actAs,
-        })) {
-          for (const item of page.items) if (lookup.matches(item, payload)) matches.push(item);
-          if (++pages >= this.maxPages && page.pagination.hasMore) {
-            complete = false;
-            return;
-          }
+      let pages = 0;
+      for await (const page of this.client.paginate(lookup.path, {
+        itemsKey: lookup.itemsKey,
+        itemSchema: listItemSchema,
+        query: lookup.query(payload, createdAfter),
+        priority: 'write',
+        token: write.actAs,
+      })) {
+        for (const item of page.items) if (lookup.matches(item, payload)) matches.push(item);
+        if (++pages >= this.maxPages && page.pagination.hasMore) {
+          complete = false;
+          break;
         }
-      });
+      }
     } catch (error) {
       const message = describe(error);
       const status = error instanceof BizopsApiError ? error.status : undefined;

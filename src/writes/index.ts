@@ -18,5 +18,4 @@ export { WriteStore, publicWrite, defaultWriteThrough, WRITE_EVENT_TYPES, type W
 export { WriteEngine, clientRetryPolicy, type WriteProcessResult, type WriteEngineOptions } from './engine.ts';
 export { startWriteWorker, type WriteWorkerHandle, type WriteWorkerOptions, type WriteWorkerStats } from './worker.ts';
 export { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, deploymentQueueName, openWriteQueue, type WriteQueueLocation, type WriteJobData, type WriteRetrySchedule } from './queue.ts';
-export { SlotNotifyingBudget, type BudgetSource } from './slot-listener.ts';
 export { handleWritesRequest, type WritesHttpDependencies } from './http.ts';

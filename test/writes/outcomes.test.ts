@@ -171,6 +171,16 @@ describe('durability at intake', () => {
     expect(sim.world.transactions.filter((transaction) => transaction.description === 'Stored while Redis was down')).toHaveLength(1);
   });
 
+  it('a write acting as a token this worker does not have fails naming actAs, and nothing is sent', async () => {
+    // Enqueued by a process that had the token (its intake knows no token list here); this worker has not.
+    const intake = new WriteIntake({ db: bed.db, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
+    const { id } = await intake.enqueueWrite('timeclock.clock_in', {}, { actAs: 'front_desk' });
+    await intake.close();
+    const write = await stack.finished(id);
+    expect(write).toMatchObject({ status: 'failed', outcome: 'actAs: no token named "front_desk" is configured', attempts: 0 });
+    expect(posts('/time-clock-entries')).toBe(0);
+  });
+
   it('a write left `sending` by a dead worker is resolved from the ledger, not sent again', async () => {
     await stack.close();
     // The dead worker's request landed; it died before recording the answer, and BullMQ lost the job.

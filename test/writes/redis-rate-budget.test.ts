@@ -103,6 +103,27 @@ describe('RedisRateBudget', () => {
     }
   });
 
+  it("a retry waiting in another process takes the next slot ahead of its priority's first attempts", async () => {
+    const [loader, retrier] = budgets(2, { limit: 1, windowMs: 1500, safetyMarginMs: 10 });
+    await loader!.acquire('incremental'); // spends the window
+    const order: string[] = [];
+    const done = new AbortController();
+    const first = Array.from({ length: 3 }, (_, index) => loader!.acquire('incremental', done.signal).then(() => order.push(`first-${index}`)));
+    const retry = retrier!.acquire('incremental', undefined, { retry: true }).then(() => order.push('retry'));
+    // The retry's demand is in Redis before the window frees (it frees 1.5 s after the first grant).
+    const redis = new Redis(REDIS_URL);
+    try {
+      const deadline = Date.now() + 1000;
+      while (Date.now() < deadline && (await redis.keys('*{company:test}:demand:incremental:retry')).length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    } finally {
+      redis.disconnect();
+    }
+    await retry;
+    expect(order).toEqual(['retry']);
+    done.abort(new Error('test over'));
+    await Promise.allSettled(first);
+  });
+
   it('refuses a bad configuration with a clear message', () => {
     expect(() => new RedisRateBudget({ redis: 'redis://127.0.0.1:6379', key: 'k', limit: 0 })).toThrow('limit must be a positive integer');
     expect(() => new RedisRateBudget({ redis: 'redis://127.0.0.1:6379', key: '', limit: 1 })).toThrow('key must be a non-empty string');
