@@ -1,7 +1,7 @@
 /**
  * Job: the changelog for `bizops-sync changes`, read from the mirror file (src/notify/changelog.ts).
  */
-import { followChanges, readChanges, type ChangeEvent } from '../src/notify/changelog.ts';
+import { followChanges, readChanges, type ChangeEvent } from '../src/notify/index.ts';
 import { openExistingMirror } from './context.ts';
 
 /** Options of `changesJob`: an exclusive seq cursor, a type filter, and whether to tail. */

@@ -28,12 +28,20 @@ import { openMirror, type MirrorDatabase } from '../src/mirror/database.ts';
 import { MirrorStore, type AppendedChange } from '../src/mirror/store.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { SyncEngine } from '../src/sync/engine.ts';
-import { handleWritesRequest } from '../src/writes/http.ts';
-import { WriteIntake, type EnqueueOptions, type EnqueueResult } from '../src/writes/intake.ts';
-import type { WriteKindName, WritePayload } from '../src/writes/kinds/index.ts';
-import { deploymentQueueName, type WriteQueueLocation } from '../src/writes/queue.ts';
-import type { WriteRecord } from '../src/writes/store.ts';
-import { startWriteWorker, type WriteWorkerHandle, type WriteWorkerOptions } from '../src/writes/worker.ts';
+import {
+  deploymentQueueName,
+  handleWritesRequest,
+  startWriteWorker,
+  WriteIntake,
+  type EnqueueOptions,
+  type EnqueueResult,
+  type WriteKindName,
+  type WritePayload,
+  type WriteQueueLocation,
+  type WriteRecord,
+  type WriteWorkerHandle,
+  type WriteWorkerOptions,
+} from '../src/writes/index.ts';
 
 /** Hears the change rows a part of this process appended (the sync engine, the write worker). */
 export type ChangeListener = (changes: readonly AppendedChange[]) => void;
@@ -119,7 +127,7 @@ export interface Context {
 /**
  * True when Redis at `url` answers PING within `timeoutMs`.
  */
-export async function redisAnswers(url: string, timeoutMs = 2000): Promise<boolean> {
+async function redisAnswers(url: string, timeoutMs = 2000): Promise<boolean> {
   const redis = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
   redis.on('error', () => undefined);
   try {

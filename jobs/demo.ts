@@ -6,7 +6,9 @@ import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { configSchema } from '../src/config/schema.ts';
 import type { Logger } from '../src/logging/logger.ts';
+import type { MirrorDatabase } from '../src/mirror/database.ts';
 import type { AppendedChange } from '../src/mirror/store.ts';
+import { readChanges } from '../src/notify/index.ts';
 import { startSimulator } from '@bizops-sync/simulator';
 import { STREAM_NAMES, STREAMS } from '../src/streams/definitions.ts';
 import type { RunProgress } from '../src/sync/engine.ts';
@@ -79,10 +81,9 @@ export async function runDemo(options: DemoOptions): Promise<void> {
 }
 
 /** `09:41:07  deal.won               deal_000042  status OPEN -> WON, closedAt null -> 2026-...`. */
-export function describeChange(change: AppendedChange, db: { prepare(sql: string): { get(...args: unknown[]): unknown } }): string {
-  const row = db.prepare('SELECT data FROM changes WHERE seq = ?').get(change.seq) as { data: string } | undefined;
-  const data = row ? (JSON.parse(row.data) as { changes?: Record<string, { old: unknown; new: unknown }> }) : {};
-  const fields = Object.entries(data.changes ?? {});
+function describeChange(change: AppendedChange, db: MirrorDatabase): string {
+  const [event] = readChanges(db, { sinceSeq: change.seq - 1, limit: 1 });
+  const fields = Object.entries(event?.data.changes ?? {});
   const isNew = fields.length > 0 && fields.every(([, value]) => value.old === null);
   const summary = isNew
     ? 'new'

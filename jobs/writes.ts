@@ -5,8 +5,7 @@
 import { existsSync } from 'node:fs';
 import type { Config } from '../src/config/schema.ts';
 import type { Logger } from '../src/logging/logger.ts';
-import type { EnqueueOptions, EnqueueResult } from '../src/writes/intake.ts';
-import { WriteStore, type WriteRecord } from '../src/writes/store.ts';
+import { WriteStore, type EnqueueOptions, type EnqueueResult, type WriteRecord } from '../src/writes/index.ts';
 import { openContext, openExistingMirror, type ContextOptions } from './context.ts';
 
 /**

@@ -13,6 +13,26 @@ import { createLogger, silentLogger, type Logger } from '../src/logging/logger.t
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 
+/**
+ * Polls `probe` every `intervalMs` until it returns a truthy value, and returns that value. Errors
+ * the probe throws count as "not yet" (the last one is named on timeout).
+ * @throws Error `timed out after <timeoutMs> ms waiting for <what>` after `timeoutMs`
+ */
+export async function waitFor<T>(probe: () => T | Promise<T>, what: string, timeoutMs = 10_000, intervalMs = 20): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value as NonNullable<T>;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
 export interface TempDir {
   path: string;
   file(name: string): string;

@@ -1,7 +1,7 @@
 /** `bizops-sync changes [--since SEQ] [--follow]`: the changelog as JSON lines, for downstream tails. */
 import type { Command } from 'commander';
 import { changesJob } from '../../jobs/changes.ts';
-import { formatChangeLine } from '../../src/notify/changelog.ts';
+import { formatChangeLine } from '../../src/notify/index.ts';
 import { UsageError } from '../program.ts';
 import { mirrorPath, shutdownOnSignals } from '../shared.ts';
 

@@ -14,7 +14,7 @@ import { checkBeyondSchema, registerConfigCommands } from './config.ts';
 import { registerWebhookCommands } from './webhooks.ts';
 
 /** After a stop signal, the process exits within this long whatever happens, ms. */
-export const FORCED_EXIT_AFTER_MS = 10_000;
+const FORCED_EXIT_AFTER_MS = 10_000;
 
 export function registerDaemonCommands(program: Command): void {
   program

@@ -17,7 +17,7 @@ export function registerStatusCommand(program: Command): void {
 }
 
 /** A readable table of the status. */
-export function formatStatus(status: MirrorStatus): string {
+function formatStatus(status: MirrorStatus): string {
   const lines = [`mirror: ${status.database} (changelog at seq ${status.changelogSeq})`, ''];
   const header = ['stream', 'records', 'tombstoned', 'cursor', 'last success', 'last run', 'last error'];
   const rows = status.streams.map((s) => [

@@ -49,7 +49,7 @@ async function runCommand(reason: RunReason, options: { stream?: string; progres
 }
 
 /** One line per stream: `deals: succeeded (complete scan), 3 pages, 240 records, 12 changes`. */
-export function describeResult(result: RunResult): string {
+function describeResult(result: RunResult): string {
   const what = result.mode === 'complete' ? 'complete scan' : 'incremental';
   const base = `${result.stream}: ${result.status} (${result.reason}, ${what}${result.resumed ? ', resumed' : ''}), ${result.pages} pages, ${result.records} records, ${result.changes} changes`;
   const extra = [

@@ -19,9 +19,7 @@ import { loadConfig } from '../../src/config/load.ts';
 import type { ContextOptions } from '../../jobs/context.ts';
 import { enqueueWriteJob, readWrite, runWorkerJob } from '../../jobs/writes.ts';
 import { createLogger, type Logger } from '../../src/logging/logger.ts';
-import { WriteValidationError } from '../../src/writes/errors.ts';
-import type { EnqueueResult } from '../../src/writes/intake.ts';
-import { WRITE_KIND_NAMES, WRITE_KINDS } from '../../src/writes/kinds/index.ts';
+import { WRITE_KIND_NAMES, WRITE_KINDS, WriteValidationError, type EnqueueResult } from '../../src/writes/index.ts';
 
 
 /**

@@ -24,7 +24,7 @@ import { LIST_PAGE_LIMIT, paginateByOffset, type Page } from './paginate.ts';
 import { envelopeSchema, errorBodySchema, paginationSchema, type ItemSchema, type Pagination } from './schemas.ts';
 
 /** Path prefix of every endpoint (spec §1 convention 1, §9). */
-export const API_PREFIX = '/api/public/v1';
+const API_PREFIX = '/api/public/v1';
 
 /** Construction options of an ApiClient: where the API is, the bearer tokens, the rate budget and other layers, timeouts (ms) and retries. */
 export interface ApiClientOptions {
@@ -130,7 +130,7 @@ function finiteNumber(text: string | undefined): number | undefined {
  * timestamp in seconds; a value already in ms (> 1e12) is taken as is, and a small value (< 1e9,
  * i.e. before 2001) as seconds from now, to be liberal in what we accept.
  */
-export function parseRateLimitHeaders(headers: HttpResponse['headers'], localNowMs = Date.now()): RateLimitObservation {
+function parseRateLimitHeaders(headers: HttpResponse['headers'], localNowMs = Date.now()): RateLimitObservation {
   const observation: RateLimitObservation = {};
   const limit = finiteNumber(headerValue(headers, 'x-ratelimit-limit'));
   const remaining = finiteNumber(headerValue(headers, 'x-ratelimit-remaining'));

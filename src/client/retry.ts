@@ -86,7 +86,7 @@ function mayHaveBeenProcessed(error: unknown): boolean {
 }
 
 /** Exponential backoff with jitter (the same curve p-retry uses), ms. `retry` counts from 0. */
-export function backoffDelayMs(retry: number, minTimeoutMs: number, maxTimeoutMs: number): number {
+function backoffDelayMs(retry: number, minTimeoutMs: number, maxTimeoutMs: number): number {
   return Math.min(maxTimeoutMs, Math.round(minTimeoutMs * 2 ** retry * (1 + Math.random())));
 }
 

@@ -12,7 +12,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-export const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
+const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
 
 export interface LoadConfigOptions {
   env?: NodeJS.ProcessEnv;

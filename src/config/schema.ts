@@ -29,7 +29,7 @@ const cronExpression = z
 /** A registered stream's name (src/streams/definitions.ts): adding a stream there adds it here. */
 const streamName = z.enum(STREAM_NAMES, { error: (issue) => `"${String(issue.input)}" is not a stream; expected one of ${STREAM_NAMES.join(', ')}` });
 
-export const webhookEndpointSchema = z.object({
+const webhookEndpointSchema = z.object({
   /** A short name for logs, metrics and `webhooks list`. */
   name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only'),
   url: z.url({ protocol: /^https?$/ }),

@@ -46,7 +46,7 @@ export interface ReadinessProbeOptions {
  * 429 (spec §7: the server is there and only asks us to slow down). Not ready: 401/403 (the token
  * is refused or lacks the scope), no answer, a 5xx, or an answer that is not the API's envelope.
  */
-export function verdictFor(outcome: unknown, now: Date = new Date()): ReadinessVerdict {
+function verdictFor(outcome: unknown, now: Date = new Date()): ReadinessVerdict {
   const checkedAt = now.toISOString();
   if (outcome === undefined) return { ready: true, reason: 'the API answered and accepted the token', status: 200, checkedAt };
   if (outcome instanceof NotFoundError) return { ready: true, reason: 'the API answered and accepted the token (the probed list answered 404)', status: 404, checkedAt };

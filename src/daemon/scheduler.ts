@@ -64,7 +64,7 @@ interface StreamSlot {
  * @param key the configuration key, for the message (e.g. `sync.streamSchedules.deals`)
  * @throws Error `<key>: "<expression>" is not a valid cron expression (<why>); ...`
  */
-export function assertCronExpression(expression: string, key: string): void {
+function assertCronExpression(expression: string, key: string): void {
   const problem = cronExpressionProblem(expression);
   if (problem) throw new Error(`${key}: ${problem}`);
 }

@@ -58,7 +58,7 @@ export const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
  * Applies every migration newer than the file's `user_version`, each in its own transaction.
  * @throws Error when the file's version is newer than this build knows.
  */
-export function migrate(db: MirrorDatabase): void {
+function migrate(db: MirrorDatabase): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > SCHEMA_VERSION) {
     throw new Error(`the mirror database is at schema version ${current}, newer than this bizops-sync (${SCHEMA_VERSION}); upgrade bizops-sync`);

@@ -8,7 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { MirrorDatabase } from './database.ts';
-import { contentHash, diffFields, type FieldChanges } from './change-detection.ts';
+import { contentHash, diffFields } from './change-detection.ts';
+import { lastChangeSeq, type ChangeData } from './changelog.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
@@ -19,14 +20,6 @@ export interface AppendedChange {
   type: string;
   stream: string;
   recordId: string;
-}
-
-/** JSON stored in `changes.data`. */
-export interface ChangeData {
-  /** The record after the change (for a tombstone: the last version seen). */
-  record: unknown;
-  /** Each changed field's old and new value. */
-  changes: FieldChanges;
 }
 
 export interface ApplyOptions {
@@ -338,7 +331,7 @@ export class MirrorStore {
 
   /** The highest changelog `seq` (0 when empty). */
   lastSeq(): number {
-    return (this.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM changes').get() as { seq: number }).seq;
+    return lastChangeSeq(this.db);
   }
 }
 

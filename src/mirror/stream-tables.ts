@@ -53,7 +53,7 @@ function describe(type: string, notNull: boolean, primaryKey: boolean): string {
  * @returns what it did, for the log: `created`, `added <columns>` or `unchanged`
  * @throws Error `mirror table <table>: column <column> ...` when the table disagrees with the definition
  */
-export function prepareStreamTable(db: MirrorDatabase, stream: StreamDefinition): string {
+function prepareStreamTable(db: MirrorDatabase, stream: StreamDefinition): string {
   const existing = db.prepare(`PRAGMA table_info(${stream.table})`).all() as TableColumn[];
   if (existing.length === 0) {
     const columns = [...stream.columns.map(declaration), ...BOOKKEEPING_COLUMNS.map((column) => `${column.column} ${column.declaration}`)];

@@ -125,8 +125,8 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
     options.queue.queueName ?? DEFAULT_QUEUE_NAME,
     async (job: Job<WriteJobData>) => {
       const result: WriteProcessResult = await engine.process(job.data.writeId, {
-        attempt: job.attemptsMade + 1,
-        maxAttempts: job.opts.attempts ?? 1,
+        run: job.attemptsMade + 1,
+        maxRuns: job.opts.attempts ?? 1,
       });
       if (result.action === 'retry') {
         counters.retried++;

@@ -8,8 +8,7 @@ import { StreamScheduler } from '../../src/daemon/scheduler.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import type { StreamName } from '../../src/streams/definitions.ts';
 import type { RunResult } from '../../src/sync/engine.ts';
-import { simulator, tempDir, testConfig, testContext, type TempDir } from '../helpers.ts';
-import { waitFor } from './helpers.ts';
+import { simulator, tempDir, testConfig, testContext, type TempDir, waitFor } from '../helpers.ts';
 
 let sim: RunningSimulator | undefined;
 let dir: TempDir | undefined;

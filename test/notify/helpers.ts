@@ -154,15 +154,6 @@ export class Receiver {
   }
 }
 
-/** Polls `check` every 10 ms until it returns true. @throws Error with `what` after `timeoutMs` */
-export async function waitUntil(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** A logger whose JSON lines land in `lines`. */

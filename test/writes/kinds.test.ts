@@ -9,7 +9,8 @@ import type { RunningSimulator } from '@bizops-sync/simulator';
 import { openContext, type Context, type WriteQueue } from '../../jobs/context.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { WriteValidationError, type WriteRecord } from '../../src/writes/index.ts';
-import { simulator, waitFor, writeTestBed, REDIS_URL, type WriteTestBed } from './support.ts';
+import { waitFor } from '../helpers.ts';
+import { simulator, writeTestBed, REDIS_URL, type WriteTestBed } from './support.ts';
 
 let sim: RunningSimulator;
 let bed: WriteTestBed;
@@ -43,7 +44,7 @@ async function finished(id: string): Promise<WriteRecord> {
   await waitFor(() => {
     write = runtime.getWrite(id);
     return write !== undefined && !['queued', 'sending'].includes(write.status);
-  }, 10_000, `write ${id} to finish`);
+  }, `write ${id} to finish`);
   return write!;
 }
 

@@ -12,13 +12,13 @@ import {
   maxInAnyWindow,
   simulator,
   spawnWorkerProcess,
-  waitFor,
   writeTestBed,
   REDIS_URL,
   type WorkerProcess,
   type WorkerProcessStats,
   type WriteTestBed,
 } from './support.ts';
+import { waitFor } from '../helpers.ts';
 import type { WorkerProcessOptions } from './fixtures/worker-process.ts';
 
 const WINDOW_MS = 1000;
@@ -68,11 +68,7 @@ function allWrites(ids: readonly string[]): WriteRecord[] {
 /** Waits (polling one cheap COUNT, so the simulator in this process stays responsive) until no write is unfinished. */
 async function allFinished(ids: readonly string[], timeoutMs: number): Promise<WriteRecord[]> {
   const unfinished = bed.db.prepare("SELECT COUNT(*) AS n FROM writes WHERE status IN ('queued', 'sending')");
-  const deadline = Date.now() + timeoutMs;
-  while ((unfinished.get() as { n: number }).n > 0) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${ids.length} writes to finish`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  await waitFor(() => (unfinished.get() as { n: number }).n === 0, `${ids.length} writes to finish`, timeoutMs, 200);
   return allWrites(ids);
 }
 
@@ -128,7 +124,7 @@ describe('worker processes sharing one rate budget', () => {
     await setUp(limit);
     processes = await Promise.all([0, 1, 2].map(() => spawnWorkerProcess(workerOptions(limit))));
     const ids = await enqueueTransactions(90, 'pause');
-    await waitFor(() => sim.requests.length >= 15, 10_000, '15 requests');
+    await waitFor(() => sim.requests.length >= 15, '15 requests');
     sim.faults.inject({ kind: 'rate-limit', retryAfter: '2' });
     const writes = await allFinished(ids, 30_000);
     const stats = await Promise.all(processes.map((worker) => worker.stop()));
@@ -156,7 +152,6 @@ describe('worker processes sharing one rate budget', () => {
     const ids = await enqueueTransactions(40, 'killed');
     await waitFor(
       () => sim.requests.length >= 6 && sim.requests.some((request) => request.status === 0 && request.method === 'POST'),
-      10_000,
       'requests in flight',
     );
     await doomed.kill();

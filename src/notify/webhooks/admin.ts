@@ -65,7 +65,7 @@ export function listWebhookEndpoints(db: MirrorDatabase, config: { webhooks: rea
       deliveredSeq: state?.deliveredSeq ?? null,
       lagEvents: lag.lagEvents,
       lagSeconds: lag.lagSeconds,
-      consecutiveFailures: state?.attempts ?? 0,
+      consecutiveFailures: state?.consecutiveFailures ?? 0,
       nextAttemptAt: state?.nextAttemptAt ?? null,
       lastAttemptAt: state?.lastAttemptAt ?? null,
       lastStatus: state?.lastStatus ?? null,

@@ -86,7 +86,7 @@ export class WebhookSigner {
 }
 
 /** The `type` of the event `webhooks test` sends. */
-export const TEST_EVENT_TYPE = 'webhook.test';
+const TEST_EVENT_TYPE = 'webhook.test';
 
 /**
  * A `webhook.test` message (not from the changelog; a fresh id each time):

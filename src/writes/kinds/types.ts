@@ -20,8 +20,6 @@ import type { StreamName } from '../../streams/definitions.ts';
  */
 export type RetrySafety = 'idempotent' | 'conflict-means-done' | 'unsent-only' | 'never-after-send';
 
-/** Every `RetrySafety` value, safest first. */
-export const RETRY_SAFETIES: readonly RetrySafety[] = ['idempotent', 'conflict-means-done', 'unsent-only', 'never-after-send'];
 
 /**
  * A list lookup that finds the record an ambiguous write may have created (spec §4.13 for
