@@ -29,9 +29,11 @@ const cronExpression = z
 /** A registered stream's name (src/streams/definitions.ts): adding a stream there adds it here. */
 const streamName = z.enum(STREAM_NAMES, { error: (issue) => `"${String(issue.input)}" is not a stream; expected one of ${STREAM_NAMES.join(', ')}` });
 
+/** One webhook endpoint (docs/webhooks.md "Endpoints"); names are unique (checked at start, not here). */
 const webhookEndpointSchema = z.object({
   /** A short name for logs, metrics and `webhooks list`. */
   name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only'),
+  /** `http(s)` URL receiving the signed POSTs; redirects are not followed. */
   url: z.url({ protocol: /^https?$/ }),
   /** Standard Webhooks secret: `whsec_` followed by base64 (24 to 64 bytes). */
   secret: z.string().regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/, 'must be whsec_ followed by base64'),
@@ -39,21 +41,29 @@ const webhookEndpointSchema = z.object({
   events: z.array(z.string().min(1)).min(1).default(['*']),
 });
 
+/**
+ * The configuration (docs: README "Configuration"): every key with its rule and built-in default.
+ * Environment variables and the JSON file are merged onto these defaults by load.ts, which names
+ * the variable, the key and the rule when a value breaks one. Times are ms unless the key says
+ * seconds; schedules are node-cron expressions (5 fields, or 6 with seconds first).
+ */
 export const configSchema = z.object({
   /** `{base_url}` of spec §1, without `/api/public/v1`. */
   baseUrl: z.url({ protocol: /^https?$/ }),
   /**
    * Bearer tokens by name (spec §5). `default` acts for syncing; a write may name another one to act
-   * as that employee (issue 4, e.g. a clock-in). Never logged.
+   * as that employee (e.g. a clock-in). Never logged.
    */
   tokens: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/), z.string().min(1)).refine((t) => 'default' in t, {
     message: 'a token named "default" is required (set BIZOPS_TOKEN or BIZOPS_TOKEN_FILE)',
   }),
-  /** The mirror's SQLite file. */
+  /** The mirror's SQLite file (`BIZOPS_DB`). */
   dbPath: z.string().min(1).default('./data/mirror.db'),
+  /** Redis of the write queue and of the rate budget shared by every process (`REDIS_URL`); its password is masked when shown. */
   redisUrl: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').default('redis://127.0.0.1:6379'),
   /** The company the tokens act for: the key of the shared rate budget (spec §8, per company). */
   companyId: z.string().min(1).default('default'),
+  /** The rate budget (docs/rate-budget.md, spec §8). */
   rateLimit: z
     .object({
       /** Requests per window (spec §8: 60 per minute by default). */
@@ -64,6 +74,7 @@ export const configSchema = z.object({
       scope: z.enum(['company', 'token']).default('company'),
     })
     .prefault({}),
+  /** When and what the sync runs (docs/sync.md, docs/operations.md "Schedules"). */
   sync: z
     .object({
       /** Seconds subtracted from the cursor on each incremental run, to absorb clock skew and ties. */
@@ -78,9 +89,12 @@ export const configSchema = z.object({
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
     })
     .prefault({}),
+  /** The daemon's HTTP port: /healthz, /readyz, /metrics and the write API (docs/operations.md "The HTTP port"). */
   http: z
     .object({
+      /** Address to bind: 127.0.0.1 by default, 0.0.0.0 in the image. */
       host: z.string().default('127.0.0.1'),
+      /** Port; 0 picks any free port (logged at start). */
       port: z.number().int().min(0).max(65535).default(8080),
       /**
        * How long a `/readyz` verdict is reused, seconds: the readiness probe (one list request with
@@ -91,8 +105,11 @@ export const configSchema = z.object({
       writeApiKey: z.string().min(16, 'must be at least 16 characters').optional(),
     })
     .prefault({}),
+  /** Webhook endpoints receiving every matching changelog event (docs/webhooks.md); `BIZOPS_WEBHOOK_URL` + `_SECRET` define one named `env`. */
   webhooks: z.array(webhookEndpointSchema).default([]),
 });
 
+/** The validated configuration, defaults filled in (`loadConfig`). */
 export type Config = z.infer<typeof configSchema>;
+/** One validated webhook endpoint of `Config.webhooks`. */
 export type WebhookEndpointConfig = z.infer<typeof webhookEndpointSchema>;

@@ -1,10 +1,10 @@
 /**
- * The daemon's scheduler: when each stream runs (DESIGN.md "Sync rules", issue 3).
+ * The daemon's scheduler: when each stream runs (docs/sync.md, docs/operations.md "Schedules").
  *
  *   - Incremental sync of every stream on `sync.schedule` (a stream's `sync.streamSchedules` entry
  *     overrides it), with node-cron; a seconds field is allowed.
  *   - Reconciliation (`engine.run(stream, 'reconcile')`: a complete scan that finds records gone from
- *     the list, DESIGN.md "Leaves and deletes") of every stream on `sync.reconcileSchedule`. The engine
+ *     the list, docs/sync.md "Leaves and deletes") of every stream on `sync.reconcileSchedule`. The engine
  *     sends its requests at the rate budget's lowest priority (`backfill`).
  *   - At start, every stream runs once at once: a backfill when it has no cursor yet (never
  *     completed a scan; an interrupted backfill resumes from its checkpoint), an incremental sync

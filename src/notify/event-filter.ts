@@ -7,7 +7,7 @@
  *   - `deal.*`     a prefix wildcard: every type starting with `deal.` (not `deal` itself)
  *   - `deal.won`   exactly that type
  * An event matches the filter when it matches any pattern. Spec §6 leaves outbound events
- * unspecified; the type names are this project's (DESIGN.md "The mirror contract").
+ * unspecified; the type names are this project's (docs/mirror.md).
  */
 
 /** Answers whether an event type passes a filter. */

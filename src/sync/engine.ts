@@ -1,8 +1,10 @@
 /**
  * The sync engine: runs any stream of src/streams/definitions.ts (backfill, incremental sync,
- * reconciliation) under the sync rules of DESIGN.md. The flow of one page is:
+ * reconciliation) under the sync rules of docs/sync.md. The flow of one page
+ * (docs/architecture.md "One API page"):
  *
- *   client.listPage (rate budget, HTTP, retries, validation)
+ *   paginateByOffset (src/client/paginate.ts: next offset, drift step-back, loop guard)
+ *     -> client.listPage (hook layers: rate budget, HTTP, retries; then envelope and item validation)
  *     -> store.applyRecords + store.saveRun in ONE SQLite transaction (records, changelog, checkpoint)
  *     -> onChanges (wake the webhook dispatcher) and onProgress (progress bar, logs)
  *
@@ -38,7 +40,7 @@ import { streamByName, type RegisteredStream, type StreamName } from '../streams
 /** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
 export type RunReason = 'backfill' | 'sync' | 'reconcile';
 
-/** Progress after each page, for progress bars and logs. */
+/** Progress after each committed page, for progress bars and logs (`RunOptions.onProgress`). */
 export interface RunProgress {
   stream: StreamName;
   reason: RunReason;
@@ -53,12 +55,17 @@ export interface RunProgress {
   pages: number;
 }
 
+/**
+ * What one `SyncEngine.run` did: the stream, why and how it ran (`mode`: `complete` scan of the
+ * whole list, or `incremental` since the cursor), how it ended, and its counts. Never thrown: API and
+ * network failures end as `status: 'failed'` with `error`.
+ */
 export interface RunResult {
   stream: StreamName;
   reason: RunReason;
   mode: RunCheckpoint['mode'];
   /**
-   * `succeeded`; `unsupported` (the list endpoint answered 404, DESIGN.md Deals); `busy` (another
+   * `succeeded`; `unsupported` (the list endpoint answered 404, docs/sync.md "Deals"); `busy` (another
    * process runs this stream); `interrupted` (aborted: the checkpoint stands); `failed` (error: the
    * checkpoint stands, `error` says what and where).
    */
@@ -67,19 +74,31 @@ export interface RunResult {
   resumed: boolean;
   /** List requests this run sent (the client's retries of one page count once). */
   pages: number;
+  /** Items listed (re-reads after a drift step-back included). */
   records: number;
+  /** Changelog rows appended (tombstones included). */
   changes: number;
+  /** Records tombstoned by the two-scan rule at the end of a complete scan. */
   tombstones: number;
   /** Step-backs made because `pagination.total` dropped between pages. */
   driftStepBacks: number;
   error?: Error;
 }
 
+/**
+ * What a SyncEngine is built from (jobs/context.ts builds it): the API client whose layers pace and
+ * retry its list requests, the mirror store it commits pages to, and its run-lock identity.
+ */
 export interface SyncEngineOptions {
+  /** Lists pages; requests go at priority `incremental` (sync) or `backfill` (backfill, reconcile). */
   client: ApiClient;
+  /** Where each page's records, changes and checkpoint commit together. */
   store: MirrorStore;
   logger?: Logger;
-  /** Seconds subtracted from the cursor for each incremental run (DESIGN.md "Incremental"). */
+  /**
+   * Seconds subtracted from the cursor for each incremental run (docs/sync.md "Incremental"; config
+   * `sync.overlapSeconds`). Default 120. A stream's own `request.lookbackSeconds` wins.
+   */
   overlapSeconds?: number;
   /** Called after each commit that appended changes (e.g. to wake the webhook dispatcher). */
   onChanges?: (changes: readonly AppendedChange[]) => void;
@@ -89,6 +108,7 @@ export interface SyncEngineOptions {
   lockTtlMs?: number;
 }
 
+/** Per-run options of `SyncEngine.run`. */
 export interface RunOptions {
   /** Aborts the run between or during page requests; the checkpoint stands (status `interrupted`). */
   signal?: AbortSignal;

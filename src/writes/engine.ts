@@ -1,5 +1,5 @@
 /**
- * The write engine: runs ONE write of any kind to its outcome (DESIGN.md "Writes", spec §4, §7).
+ * The write engine: runs ONE write of any kind to its outcome (docs/writes.md, spec §4, §7).
  * Every kind is data (src/writes/kinds/); the rules here are the same for all of them:
  *
  * 1. A write found `sending` was interrupted after its request may have gone out (a worker killed

@@ -1,5 +1,5 @@
 /**
- * The `writes` table (migration 003) and the changelog rows of write outcomes (DESIGN.md "Writes",
+ * The `writes` table (migration 003) and the changelog rows of write outcomes (docs/writes.md,
  * "The mirror contract"). Every statement on `writes` lives here.
  *
  * Lifecycle of a row:

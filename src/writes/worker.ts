@@ -1,5 +1,5 @@
 /**
- * The write worker (DESIGN.md "Writes"): a BullMQ Worker running the write engine, usable inside the
+ * The write worker (docs/writes.md): a BullMQ Worker running the write engine, usable inside the
  * daemon and in extra `bizops-sync worker` processes. Every process shares the one rate budget (pass a
  * `RedisRateBudget`), the queue in Redis and the `writes` table in the SQLite file.
  *

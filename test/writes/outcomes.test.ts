@@ -1,5 +1,5 @@
 /**
- * Outcomes the write engine must get right (DESIGN.md "Writes"): responses lost after the write
+ * Outcomes the write engine must get right (docs/writes.md): responses lost after the write
  * committed, 409 on a second clock-in, 5xx, idempotency keys, Redis refusing a job, and a write left
  * `sending` by a dead worker. Real simulator over HTTP, real Redis, real SQLite.
  */

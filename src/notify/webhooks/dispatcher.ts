@@ -1,5 +1,5 @@
 /**
- * The webhook dispatcher: delivers the changelog (`changes`, DESIGN.md "The mirror contract") to
+ * The webhook dispatcher: delivers the changelog (`changes`, docs/mirror.md) to
  * every configured webhook endpoint as signed Standard Webhooks messages (spec §6 leaves outbound
  * events unspecified; see signing.ts for the wire format).
  *
