@@ -2,6 +2,7 @@
  * Shared test wiring: a simulator over real HTTP, a real SQLite file in a temp dir, and a context
  * built the way the CLI builds it.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +32,21 @@ export async function waitFor<T>(probe: () => T | Promise<T>, what: string, time
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/** The `bizops-sync` command of this checkout. */
+export const BIN = new URL('../bin/bizops-sync.js', import.meta.url).pathname;
+
+/** Runs `bizops-sync ARGS` to completion (async, so a simulator in this process keeps serving). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += String(chunk)));
+    child.stderr.on('data', (chunk) => (stderr += String(chunk)));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 export interface TempDir {

@@ -6,8 +6,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { BIN } from '../helpers.ts';
 
-export const BIN = new URL('../../bin/bizops-sync.js', import.meta.url).pathname;
 
 /** A fresh Standard Webhooks secret. */
 export function newWebhookSecret(): string {

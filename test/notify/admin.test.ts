@@ -5,23 +5,17 @@ import { openMirror } from '../../src/mirror/database.ts';
 import { listWebhookEndpoints, replayWebhooks, sendTestEvent } from '../../src/notify/webhooks/admin.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint, registerEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
-import { insertChanges, newSecret, Receiver, tempMirror, type TempMirror } from './helpers.ts';
+import { insertChanges, newSecret, receiverFixture, tempMirror, type TempMirror } from './helpers.ts';
 import { waitFor } from '../helpers.ts';
 
 let mirror: TempMirror;
-const receivers: Receiver[] = [];
+const receiver = receiverFixture();
 beforeEach(() => {
   mirror = tempMirror();
 });
-afterEach(async () => {
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
+afterEach(() => {
   mirror.cleanup();
 });
-async function receiver(): Promise<Receiver> {
-  const started = await new Receiver().start();
-  receivers.push(started);
-  return started;
-}
 
 describe('listWebhookEndpoints', () => {
   it('shows configured endpoints with state, lag and last error, unregistered ones, and stored ones no longer configured', async () => {

@@ -4,11 +4,11 @@ import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
 import { replayWebhooks } from '../../src/notify/webhooks/admin.ts';
-import { capturingLogger, insertChanges, newSecret, Receiver, seqOf, sleep, tempMirror, type TempMirror } from './helpers.ts';
+import { capturingLogger, insertChanges, newSecret, receiverFixture, seqOf, sleep, tempMirror, type Receiver, type TempMirror } from './helpers.ts';
 import { waitFor } from '../helpers.ts';
 
 let mirror: TempMirror;
-const receivers: Receiver[] = [];
+const receiver = receiverFixture();
 const dispatchers: WebhookDispatcher[] = [];
 
 beforeEach(() => {
@@ -16,15 +16,8 @@ beforeEach(() => {
 });
 afterEach(async () => {
   await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
   mirror.cleanup();
 });
-
-async function receiver(): Promise<Receiver> {
-  const started = await new Receiver().start();
-  receivers.push(started);
-  return started;
-}
 
 function endpoint(name: string, target: Receiver, events: string[] = ['*']): WebhookEndpointConfig {
   return { name, url: target.url, secret: newSecret(), events };
