@@ -24,8 +24,9 @@ COPY tsconfig.json tsconfig.build.json ./
 # simulate and demo import the simulator (when run), so the typecheck reads its sources.
 COPY packages/simulator/src ./packages/simulator/src
 COPY bin ./bin
-COPY src ./src
+COPY cli ./cli
 COPY jobs ./jobs
+COPY src ./src
 COPY config ./config
 RUN npx tsc -p tsconfig.build.json --noEmit \
  && npm prune --omit=dev --no-audit --no-fund \
@@ -63,8 +64,9 @@ WORKDIR /app
 COPY --from=production-dependencies /app/node_modules ./node_modules
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/bin ./bin
-COPY --from=build /app/src ./src
+COPY --from=build /app/cli ./cli
 COPY --from=build /app/jobs ./jobs
+COPY --from=build /app/src ./src
 COPY --from=build /app/config ./config
 RUN mkdir -p /data && chown node:node /data
 USER node

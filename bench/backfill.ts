@@ -20,13 +20,14 @@ import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import Database from 'better-sqlite3';
-import { configSchema } from '../config/schema.ts';
-import { createContext } from '../jobs/context.ts';
+import { configSchema } from '../src/config/schema.ts';
+import { openContext } from '../jobs/context.ts';
 import { silentLogger } from '../src/logging/logger.ts';
 import { openMirror } from '../src/mirror/database.ts';
 import { MirrorStore } from '../src/mirror/store.ts';
 import { startSimulator } from '@bizops-sync/simulator';
-import { transactionsStream, type ApiRecord } from '../src/streams/definitions.ts';
+import { transactionListItemSchema } from '../src/client/schemas.ts';
+import { transactionsStream } from '../src/streams/definitions.ts';
 
 const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));
 const PAGE = 100;
@@ -105,7 +106,7 @@ async function commitThroughput(n: number): Promise<{ engineRecordsPerSecond: nu
     let started = performance.now();
     let offset = 0;
     for (const text of pages) {
-      const items = (JSON.parse(text) as unknown[]).map((item) => transactionsStream.itemSchema.parse(item) as ApiRecord);
+      const items = (JSON.parse(text) as unknown[]).map((item) => transactionListItemSchema.parse(item));
       offset += items.length;
       store.transaction(() => {
         store.applyRecords(transactionsStream, items, { scanNumber: 1 });
@@ -149,7 +150,7 @@ async function heapDuringBackfill(n: number): Promise<{ middleMb: number; endMb:
     dbPath: join(dir, 'mirror.db'),
     rateLimit: { perMinute: 1_000_000 },
   });
-  const context = createContext(config, { logger: silentLogger });
+  const context = await openContext(config, { logger: silentLogger, rateBudget: 'local' });
   let middleMb = 0;
   try {
     await context.engine.run('transactions', 'backfill', {

@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { configSchema } from '../config/schema.ts';
+import { configSchema } from '../src/config/schema.ts';
 import { startDaemon } from '../jobs/daemon.ts';
 import { silentLogger } from '../src/logging/logger.ts';
 import { startSimulator } from '@bizops-sync/simulator';

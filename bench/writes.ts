@@ -17,10 +17,10 @@
  */
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { configSchema } from '../config/schema.ts';
-import { createContext } from '../jobs/context.ts';
+import { configSchema } from '../src/config/schema.ts';
+import { openContext } from '../jobs/context.ts';
 import { silentLogger } from '../src/logging/logger.ts';
-import { RedisRateBudget } from '../src/client/redis-rate-budget.ts';
+import { rateBudgetKey, RedisRateBudget } from '../src/client/redis-rate-budget.ts';
 import { startSimulator, type RunningSimulator } from '@bizops-sync/simulator';
 import { startWriteWorker, WriteIntake } from '../src/writes/index.ts';
 import { maxInAnyWindow, REDIS_URL, spawnWorkerProcess, writeTestBed, type WorkerProcess } from '../test/writes/support.ts';
@@ -106,17 +106,16 @@ async function priority(): Promise<PriorityResult> {
   });
   const bed = writeTestBed();
   const queue = { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName };
-  // Two budget instances on one Redis key, as two processes (the sync, a write worker) would have.
-  const budgetOptions = { redis: REDIS_URL, key: 'company:A', limit: PRIORITY_LIMIT, windowMs: PRIORITY_WINDOW_MS, prefix: bed.budgetPrefix };
-  const syncBudget = new RedisRateBudget(budgetOptions);
-  const writeBudget = new RedisRateBudget(budgetOptions);
   const config = configSchema.parse({
     baseUrl: simulator.url,
     tokens: { default: simulator.tokens.admin },
     dbPath: join(bed.dir, 'sync.db'),
+    redisUrl: REDIS_URL,
     rateLimit: { perMinute: PRIORITY_LIMIT, windowMs: PRIORITY_WINDOW_MS },
   });
-  const sync = createContext(config, { budget: syncBudget, logger: silentLogger });
+  // Two budget instances on one Redis key, as two processes (the sync, a write worker) would have.
+  const sync = await openContext(config, { logger: silentLogger, redisKeys: { budgetPrefix: bed.budgetPrefix } });
+  const writeBudget = new RedisRateBudget({ redis: REDIS_URL, key: rateBudgetKey(config), limit: PRIORITY_LIMIT, windowMs: PRIORITY_WINDOW_MS, prefix: bed.budgetPrefix });
   const intake = new WriteIntake({ db: bed.db, queue });
   const worker = await startWriteWorker({ db: bed.db, queue, api: { baseUrl: simulator.url, tokens: { default: simulator.tokens.admin }, budget: writeBudget }, concurrency: 2 });
   const slots: number[] = [];
@@ -143,7 +142,6 @@ async function priority(): Promise<PriorityResult> {
     await worker.close();
     await intake.close();
     await sync.close();
-    await syncBudget.close();
     await writeBudget.close();
     await simulator.close();
     await bed.cleanup();

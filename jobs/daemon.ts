@@ -1,31 +1,27 @@
 /**
- * Job: the daemon (`bizops-sync daemon`, issue 3). Wiring only:
+ * Job: the daemon (`bizops-sync daemon`). Wiring only, on the parts of jobs/context.ts:
  *
- *   config -> context (logger, mirror, rate budget, API client, sync engine)
- *          -> webhook dispatcher (src/notify, its own SQLite connection), woken by the engine's onChanges
- *          -> readiness probe (its own API client without retries, sharing the rate budget)
- *          -> metrics (src/daemon/metrics.ts)
- *          -> write queue (src/writes: intake, worker, POST /writes) and the Redis rate budget it shares with the sync
- *          -> HTTP server (/healthz, /readyz, /metrics; the write API first)
- *          -> scheduler (node-cron: incremental syncs, reconciliation, a backfill at start where needed)
+ *   context (logger, mirror, rate budgets, API client, sync engine)
+ *     -> write queue (intake, worker, POST /writes) when Redis answers; off otherwise (one warning)
+ *     -> webhook dispatcher (its own SQLite connection), woken by every change the process records
+ *     -> readiness probe (an API client without retries, on the same budgets)
+ *     -> metrics (src/daemon/metrics.ts)
+ *     -> HTTP server (/healthz, /readyz, /metrics; the write API first)
+ *     -> scheduler (node-cron: incremental syncs, reconciliation, a backfill at start where needed)
  *
  * `stop()` undoes it in order: abort runs (checkpoints stand) and stop cron, stop the dispatcher,
- * close the HTTP server, close connections, flush the log.
+ * close the HTTP server, close the context's parts, flush the log.
  */
-import { maskUrlPassword, type Config } from '../config/schema.ts';
-import { ApiClient, type ApiClientOptions } from '../src/client/client.ts';
+import type { Config } from '../src/config/schema.ts';
+import type { ApiClientOptions } from '../src/client/client.ts';
 import { startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from '../src/daemon/http-server.ts';
 import { DaemonMetrics } from '../src/daemon/metrics.ts';
 import { apiReadinessCheck, ReadinessProbe } from '../src/daemon/readiness.ts';
 import { StreamScheduler } from '../src/daemon/scheduler.ts';
-import { createLogger, type Logger } from '../src/logging/logger.ts';
-import { openMirror, type MirrorDatabase } from '../src/mirror/database.ts';
-import type { AppendedChange } from '../src/mirror/store.ts';
-import { WebhookDispatcher, type WebhookDispatcherOptions } from '../src/notify/index.ts';
+import type { Logger } from '../src/logging/logger.ts';
+import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { STREAMS } from '../src/streams/definitions.ts';
-import { createWriteRuntime, type WriteRuntime } from '../src/writes/runtime.ts';
-import { createContext, type Context } from './context.ts';
-import { redisAnswers } from './rate-budget.ts';
+import { openContext, processLogger, Teardown, type Context } from './context.ts';
 
 export interface DaemonOptions {
   logger?: Logger;
@@ -58,86 +54,40 @@ export interface RunningDaemon {
  *   port cannot be bound (`http.port: cannot listen on ...`); nothing is left running then
  */
 export async function startDaemon(config: Config, options: DaemonOptions = {}): Promise<RunningDaemon> {
-  const logger = options.logger ?? createLogger({ secrets: [...Object.values(config.tokens), ...config.webhooks.map((endpoint) => endpoint.secret)] });
-  const cleanups: (() => Promise<void> | void)[] = [];
-  const cleanup = async () => {
-    for (const step of cleanups.reverse()) {
-      try {
-        await step();
-      } catch (error) {
-        logger.error({ err: error }, 'daemon shutdown step failed');
-      }
-    }
-  };
+  const logger = options.logger ?? processLogger(config);
+  const context = await openContext(config, { logger, clientRetry: options.clientRetry });
+  const cleanups = new Teardown(logger);
+  cleanups.add(() => context.close());
+  const cleanup = () => cleanups.run();
 
   try {
-    // Late-bound: the engine is built before the dispatcher and the metrics that hear its changes.
-    let onChanges: (changes: readonly AppendedChange[]) => void = () => undefined;
-
-    // The write queue and the one rate budget shared with every other process, both in Redis. When
-    // Redis does not answer, the daemon still syncs (pacing alone) and the write API stays off.
-    let writes: WriteRuntime | null = null;
-    if (await redisAnswers(config.redisUrl)) {
-      const writesDb = openMirror(config.dbPath);
-      cleanups.push(() => {
-        writesDb.close();
-      });
-      writes = createWriteRuntime(config, { db: writesDb, logger, onChanges: (changes) => onChanges(changes) });
-      const runtime = writes;
-      cleanups.push(() => runtime.close());
-    } else {
-      logger.warn(
-        { redis: maskUrlPassword(config.redisUrl) },
-        'Redis does not answer: the write queue is off and the sync paces with an in-process rate budget',
-      );
-    }
-    const context = createContext(config, {
-      logger,
-      budget: writes?.budget,
-      clientRetry: options.clientRetry,
-      engine: { onChanges: (changes) => onChanges(changes) },
-    });
-    cleanups.push(() => context.close());
+    // The write queue shares the rate budgets in Redis with every other process; without Redis the
+    // daemon still syncs (the context warned once) and the write API stays off.
+    const writes = context.budgets.shared ? context.writeQueue() : null;
     const worker = writes ? await writes.startWorker() : null;
-    if (worker) cleanups.push(() => worker.close());
+    const dispatcher: WebhookDispatcher | null = context.webhookDispatcher(options.webhooks);
 
-    let dispatcher: WebhookDispatcher | null = null;
-    if (config.webhooks.length > 0) {
-      const dispatcherDb: MirrorDatabase = openMirror(config.dbPath);
-      cleanups.push(() => {
-        dispatcherDb.close();
-      });
-      dispatcher = new WebhookDispatcher({ db: dispatcherDb, endpoints: config.webhooks, logger, ...options.webhooks });
-    }
-
-    const probeClient = new ApiClient({
-      baseUrl: config.baseUrl,
-      tokens: { default: config.tokens.default! },
-      budget: context.budget,
-      logger,
-      timeoutMs: options.readinessTimeoutMs ?? 5000,
-      retry: { maxRetries: 0, maxRateLimitRetries: 0 },
-    });
-    cleanups.push(() => probeClient.close());
-    const probePath = config.sync.streams.includes('onboardings') ? STREAMS.onboardings.path : STREAMS[config.sync.streams[0] ?? 'onboardings'].path;
+    const timeoutMs = options.readinessTimeoutMs ?? 5000;
+    const probeClient = context.apiClient({ tokens: { default: config.tokens.default! }, timeoutMs, retry: { maxRetries: 0, maxRateLimitRetries: 0 } });
+    const probeStream = config.sync.streams.includes('onboardings') ? 'onboardings' : (config.sync.streams[0] ?? 'onboardings');
     const readiness = new ReadinessProbe({
-      check: apiReadinessCheck(probeClient, probePath),
+      check: apiReadinessCheck(probeClient, STREAMS[probeStream].request.path),
       cacheMs: config.http.readinessCacheSeconds * 1000,
-      timeoutMs: options.readinessTimeoutMs ?? 5000,
+      timeoutMs,
     });
 
     const metrics = new DaemonMetrics({
       streams: config.sync.streams,
       store: context.store,
       apiClients: worker ? [context.client, probeClient, worker.client] : [context.client, probeClient],
-      budget: context.budget,
+      budget: context.budgets,
       webhooks: dispatcher,
       processMetrics: options.processMetrics,
     });
-    onChanges = (changes) => {
+    context.onChanges((changes) => {
       metrics.recordChanges(changes);
       dispatcher?.notify();
-    };
+    });
 
     const scheduler = new StreamScheduler({
       engine: context.engine,
@@ -160,12 +110,12 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
       routeFirst,
       logger,
     });
-    cleanups.push(() => http.close());
+    cleanups.add(() => http.close());
 
     dispatcher?.start();
-    cleanups.push(() => dispatcher?.stop());
+    cleanups.add(() => dispatcher?.stop());
     scheduler.start();
-    cleanups.push(() => scheduler.stop());
+    cleanups.add(() => scheduler.stop());
     logger.info(
       { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), database: config.dbPath },
       'daemon started',

@@ -4,13 +4,15 @@
  */
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { configSchema } from '../config/schema.ts';
+import { configSchema } from '../src/config/schema.ts';
 import type { Logger } from '../src/logging/logger.ts';
+import type { MirrorDatabase } from '../src/mirror/database.ts';
 import type { AppendedChange } from '../src/mirror/store.ts';
+import { readChanges } from '../src/notify/index.ts';
 import { startSimulator } from '@bizops-sync/simulator';
 import { STREAM_NAMES, STREAMS } from '../src/streams/definitions.ts';
 import type { RunProgress } from '../src/sync/engine.ts';
-import { createContext } from './context.ts';
+import { openContext } from './context.ts';
 import { runStreams } from './run-streams.ts';
 
 export interface DemoOptions {
@@ -46,15 +48,14 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     rateLimit: { perMinute: 600 },
     sync: { overlapSeconds: 5 },
   });
-  const context = createContext(config, {
-    logger: options.logger,
-    engine: {
-      onChanges: (changes) => {
-        if (!live) return;
-        for (const change of changes) options.print(describeChange(change, context.db));
-        printed += changes.length;
-      },
-    },
+  const context = await openContext(config, { logger: options.logger, rateBudget: 'local' }).catch(async (error: unknown) => {
+    await simulator.close();
+    throw error;
+  });
+  context.onChanges((changes) => {
+    if (!live) return;
+    for (const change of changes) options.print(describeChange(change, context.db));
+    printed += changes.length;
   });
   const deadline = options.durationSeconds > 0 ? Date.now() + options.durationSeconds * 1000 : Infinity;
   const stop = AbortSignal.any([options.signal, AbortSignal.timeout(Math.min(2 ** 31 - 1, deadline - Date.now()))]);
@@ -80,10 +81,9 @@ export async function runDemo(options: DemoOptions): Promise<void> {
 }
 
 /** `09:41:07  deal.won               deal_000042  status OPEN -> WON, closedAt null -> 2026-...`. */
-export function describeChange(change: AppendedChange, db: { prepare(sql: string): { get(...args: unknown[]): unknown } }): string {
-  const row = db.prepare('SELECT data FROM changes WHERE seq = ?').get(change.seq) as { data: string } | undefined;
-  const data = row ? (JSON.parse(row.data) as { changes?: Record<string, { old: unknown; new: unknown }> }) : {};
-  const fields = Object.entries(data.changes ?? {});
+function describeChange(change: AppendedChange, db: MirrorDatabase): string {
+  const [event] = readChanges(db, { sinceSeq: change.seq - 1, limit: 1 });
+  const fields = Object.entries(event?.data.changes ?? {});
   const isNew = fields.length > 0 && fields.every(([, value]) => value.old === null);
   const summary = isNew
     ? 'new'

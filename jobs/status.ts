@@ -1,11 +1,13 @@
 /**
- * Job: the mirror's status per stream (the `status` command and the daemon's readiness details).
+ * Job: the mirror's status per stream and the writes by status (the `status` command; the daemon
+ * tests read it too). Reads the mirror only: no API settings needed.
  */
-import { existsSync } from 'node:fs';
-import { openMirror } from '../src/mirror/database.ts';
 import { MirrorStore } from '../src/mirror/store.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
+import { WriteStore } from '../src/writes/store.ts';
+import { openExistingMirror } from './context.ts';
 
+/** One stream's line of `status`. Times are ISO 8601. */
 export interface StreamStatus {
   stream: StreamName;
   supported: boolean;
@@ -29,11 +31,12 @@ export interface StreamStatus {
   inProgress: { reason: string; mode: string; offset: number; total: number | null; records: number } | null;
 }
 
+/** What `status --json` prints. */
 export interface MirrorStatus {
   database: string;
   changelogSeq: number;
   streams: StreamStatus[];
-  /** Writes by status (`queued`, `sending`, `succeeded`, `failed`, `needs_review`). */
+  /** Writes by status (`failed`, `needs_review`, `queued`, `sending`, `succeeded`), only the statuses that occur. */
   writes: Record<string, number>;
 }
 
@@ -42,8 +45,7 @@ export interface MirrorStatus {
  * @throws Error when the file does not exist (nothing has run yet)
  */
 export function readStatus(dbPath: string): MirrorStatus {
-  if (dbPath !== ':memory:' && !existsSync(dbPath)) throw new Error(`no mirror at ${dbPath} yet: run \`bizops-sync backfill\` first`);
-  const db = openMirror(dbPath);
+  const db = openExistingMirror(dbPath);
   try {
     const store = new MirrorStore(db);
     const streams = Object.values(STREAMS).map((stream): StreamStatus => {
@@ -72,7 +74,9 @@ export function readStatus(dbPath: string): MirrorStatus {
       };
     });
     const writes = Object.fromEntries(
-      (db.prepare('SELECT status, COUNT(*) AS n FROM writes GROUP BY status ORDER BY status').all() as { status: string; n: number }[]).map((row) => [row.status, row.n]),
+      Object.entries(new WriteStore(db).countByStatus())
+        .filter(([, count]) => count > 0)
+        .sort(([a], [b]) => a.localeCompare(b)),
     );
     return { database: dbPath, changelogSeq: store.lastSeq(), streams, writes };
   } finally {

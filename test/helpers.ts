@@ -2,16 +2,52 @@
  * Shared test wiring: a simulator over real HTTP, a real SQLite file in a temp dir, and a context
  * built the way the CLI builds it.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, expect } from 'vitest';
-import { configSchema, type Config } from '../config/schema.ts';
-import { createContext, type Context, type ContextOptions } from '../jobs/context.ts';
+import { configSchema, type Config } from '../src/config/schema.ts';
+import { openContext, type Context, type ContextOptions } from '../jobs/context.ts';
 import { createLogger, silentLogger, type Logger } from '../src/logging/logger.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
+
+/**
+ * Polls `probe` every `intervalMs` until it returns a truthy value, and returns that value. Errors
+ * the probe throws count as "not yet" (the last one is named on timeout).
+ * @throws Error `timed out after <timeoutMs> ms waiting for <what>` after `timeoutMs`
+ */
+export async function waitFor<T>(probe: () => T | Promise<T>, what: string, timeoutMs = 10_000, intervalMs = 20): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value as NonNullable<T>;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** The `bizops-sync` command of this checkout. */
+export const BIN = new URL('../bin/bizops-sync.js', import.meta.url).pathname;
+
+/** Runs `bizops-sync ARGS` to completion (async, so a simulator in this process keeps serving). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += String(chunk)));
+    child.stderr.on('data', (chunk) => (stderr += String(chunk)));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
 
 export interface TempDir {
   path: string;
@@ -40,9 +76,9 @@ export function testConfig(sim: RunningSimulator, dbPath: string, overrides: Rec
   });
 }
 
-/** A context with fast client retries, silent unless a logger is given. */
-export function testContext(config: Config, options: ContextOptions & { logger?: Logger } = {}): Context {
-  return createContext(config, { logger: options.logger ?? silentLogger, ...options, clientRetry: { minTimeoutMs: 20, maxTimeoutMs: 200, maxRetries: 4 } });
+/** A context on an in-process rate budget with fast client retries, silent unless a logger is given. */
+export function testContext(config: Config, options: ContextOptions & { logger?: Logger } = {}): Promise<Context> {
+  return openContext(config, { logger: options.logger ?? silentLogger, rateBudget: 'local', ...options, clientRetry: { minTimeoutMs: 20, maxTimeoutMs: 200, maxRetries: 4 } });
 }
 
 /** A logger whose lines are collected in `lines` (for asserting what reaches the logs). */
@@ -106,7 +142,7 @@ export function syncFixtures(): { start(simulatorOptions?: SimulatorOptions, con
     async start(simulatorOptions = {}, configOverrides = {}, contextOptions = {}) {
       const sim = await simulator(simulatorOptions);
       const dir = tempDir();
-      const context = testContext(testConfig(sim, dir.file('mirror.db'), configOverrides), contextOptions);
+      const context = await testContext(testConfig(sim, dir.file('mirror.db'), configOverrides), contextOptions);
       const fixture = { sim, dir, context };
       open.push(fixture);
       return fixture;

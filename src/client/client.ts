@@ -1,38 +1,47 @@
 /**
  * `ApiClient`: the one client for the Business Operations Public API (spec §1, §5, §7, §8). Every
- * request of the worker (polls, backfill, reconciliation, writes) goes through `request`, which
- * composes the layers, outermost first:
+ * request of the worker (polls, backfill, reconciliation, writes) goes through `request`: a pipeline
+ * around the one request function (hooks.ts for the hook points), outermost first:
  *
- *   retry (retry.ts: policy per request, 429 pauses the budget)
- *     -> rate budget (`budget.acquire(priority)` before every attempt, `observe` after every response)
+ *   retry (retry.ts, on p-retry: policy per request; `onRetry`, and `onRateLimit` on a 429)
+ *     -> beforeRequest hooks (the rate budget's slot, then the request's own hooks)
  *       -> http (http.ts: one undici keep-alive pool; socket failures become ConnectionError)
- *         -> error mapping (status -> typed error of errors.ts, `Retry-After` read)
- *           -> envelope and schema validation (schemas.ts; InvalidResponseError names the field)
+ *         -> afterResponse hooks (the rate budget reads the server's rate-limit headers)
+ *           -> error mapping (status -> typed error of errors.ts with headers, request id, raw body)
+ *             -> envelope and schema validation (schemas.ts; InvalidResponseError names the field)
  *
  * Bearer tokens never appear in log lines or error messages: they live only in the Authorization
  * header handed to undici.
  */
 import { z } from 'zod';
 import { maskSecrets, silentLogger, type Logger } from '../logging/logger.ts';
-import { ConnectionError, InvalidResponseError, MalformedResponseError, errorForStatus, type RequestDescription } from './errors.ts';
+import { ConnectionError, InvalidResponseError, MalformedResponseError, UnknownTokenError, errorForStatus, type RequestDescription } from './errors.ts';
+import { rateBudgetHooks, type AttemptContext, type BudgetSource, type RequestHooks } from './hooks.ts';
 import { createHttpTransport, describeRequest, type HttpResponse, type HttpTransport } from './http.ts';
-import type { Priority, RateBudget, RateLimitObservation } from './rate-budget.ts';
+import type { Priority, RateLimitObservation } from './rate-budget.ts';
 import { parseRetryAfter, withRetry, type RetryPolicy } from './retry.ts';
-import { envelopeSchema, errorBodySchema, paginationSchema, type Pagination } from './schemas.ts';
+import { LIST_PAGE_LIMIT, paginateByOffset, type Page } from './paginate.ts';
+import { envelopeSchema, errorBodySchema, paginationSchema, type ItemSchema, type Pagination } from './schemas.ts';
 
 /** Path prefix of every endpoint (spec §1 convention 1, §9). */
-export const API_PREFIX = '/api/public/v1';
-/** Page size of every list request: the maximum, for the fewest requests (spec §1 Pagination, §8). */
-export const LIST_PAGE_LIMIT = 100;
+const API_PREFIX = '/api/public/v1';
 
-/** Construction options of an ApiClient: where the API is, the bearer tokens, the rate budget, timeouts (ms) and retries. */
+/** Construction options of an ApiClient: where the API is, the bearer tokens, the rate budget and other layers, timeouts (ms) and retries. */
 export interface ApiClientOptions {
   /** `{base_url}` (spec §1); the client adds `/api/public/v1`. */
   baseUrl: string;
   /** Bearer tokens by name (spec §5); `default` is required. Never logged. */
   tokens: Record<string, string>;
-  /** `LocalRateBudget` or the Redis one: asked before every attempt. */
-  budget: RateBudget;
+  /**
+   * The rate budget every attempt spends, registered as the first layer (`rateBudgetHooks`):
+   * `LocalRateBudget` or the Redis one, or a function giving the budget of a token NAME
+   * (config `rateLimit.scope: token`).
+   */
+  budget: BudgetSource;
+  /** Cancels waits for a budget slot only, never a request already sent (a closing write worker). */
+  budgetWaitSignal?: AbortSignal;
+  /** More layers, after the rate budget's, for every request of this client. */
+  hooks?: readonly RequestHooks[];
   /** Debug line per request, warning per retry. Default: silent. */
   logger?: Logger;
   /** Headers and body timeout per attempt, ms. Default 30000. */
@@ -52,6 +61,10 @@ export interface ApiResponse<T> {
   serverTime: Date | undefined;
   /** The parsed `X-RateLimit-*` headers (spec §8). */
   rateLimit: RateLimitObservation;
+  /** The response headers, names in lower case. */
+  headers: HttpResponse['headers'];
+  /** The body as received (tokens masked), for errors found after the envelope (a list item that fails its schema). */
+  rawBody: string;
 }
 
 /** One request for `ApiClient.request`: method, path, query, body, the schema of `content`, priority and retry policy. */
@@ -71,22 +84,16 @@ export interface RequestOptions<S extends z.ZodType> {
   /** Token NAME from `ApiClientOptions.tokens`; default `'default'`. */
   token?: string;
   signal?: AbortSignal;
-}
-
-/** One list page (spec §1 Pagination): validated items, `content.pagination`, and the server clock. */
-export interface Page<T> {
-  items: T[];
-  pagination: Pagination;
-  serverTime: Date | undefined;
-  /** The offset this page was requested at. */
-  offset: number;
+  /** Layers for this request only, after the client's (e.g. the write worker marking a write `sending`). */
+  hooks?: RequestHooks;
 }
 
 /** Options of `listPage` / `paginate`: where the items are in `content`, their schema, filters and priority. */
 export interface ListOptions<T> {
   /** Name of the item array inside `content`, e.g. `transactions`, `deals`, `onboardings`. */
   itemsKey: string;
-  itemSchema: z.ZodType<T>;
+  /** Validates each item (a zod schema). */
+  itemSchema: ItemSchema<T>;
   /** Filters, `sortBy`, `sortOrder`, `updatedAfter`...; `limit` and `offset` are set by the client. */
   query?: RequestOptions<z.ZodType>['query'];
   priority: Priority;
@@ -123,7 +130,7 @@ function finiteNumber(text: string | undefined): number | undefined {
  * timestamp in seconds; a value already in ms (> 1e12) is taken as is, and a small value (< 1e9,
  * i.e. before 2001) as seconds from now, to be liberal in what we accept.
  */
-export function parseRateLimitHeaders(headers: HttpResponse['headers'], localNowMs = Date.now()): RateLimitObservation {
+function parseRateLimitHeaders(headers: HttpResponse['headers'], localNowMs = Date.now()): RateLimitObservation {
   const observation: RateLimitObservation = {};
   const limit = finiteNumber(headerValue(headers, 'x-ratelimit-limit'));
   const remaining = finiteNumber(headerValue(headers, 'x-ratelimit-remaining'));
@@ -152,8 +159,9 @@ function describeIssues(error: z.ZodError, itemIndex?: number): string {
   return `${where}field ${field}: ${rule}${more}`;
 }
 
-function invalidResponse(request: RequestDescription, detail: string, status: number, cause?: unknown): InvalidResponseError {
-  return new InvalidResponseError({ status, message: `${request.method} ${request.path}: ${detail}`, request, cause });
+/** An InvalidResponseError for a 2xx whose body failed validation, keeping the response as received. */
+function invalidResponse(request: RequestDescription, detail: string, response: { status: number; headers: HttpResponse['headers']; rawBody: string }, cause?: unknown): InvalidResponseError {
+  return new InvalidResponseError({ status: response.status, message: `${request.method} ${request.path}: ${detail}`, request, headers: response.headers, rawBody: response.rawBody, cause });
 }
 
 /**
@@ -167,7 +175,8 @@ export class ApiClient {
 
   private readonly transport: HttpTransport;
   private readonly tokens: Record<string, string>;
-  private readonly budget: RateBudget;
+  /** The client's layers: the rate budget's, then `ApiClientOptions.hooks`. */
+  private readonly hooks: readonly RequestHooks[];
   private readonly logger: Logger;
   private readonly retryOptions: NonNullable<ApiClientOptions['retry']>;
 
@@ -185,44 +194,56 @@ export class ApiClient {
       connectTimeoutMs: Math.min(timeoutMs, 10_000),
     });
     this.tokens = { ...options.tokens };
-    this.budget = options.budget;
+    this.hooks = [rateBudgetHooks(options.budget, { waitSignal: options.budgetWaitSignal }), ...(options.hooks ?? [])];
     this.logger = options.logger ?? silentLogger;
     this.retryOptions = { ...options.retry };
   }
 
   /**
-   * Sends one API request through the rate budget and the retry policy, and returns the validated
+   * Sends one API request through the layers (this module's header) and returns the validated
    * envelope.
    * @throws a typed error of errors.ts: the status's class for a 4xx/5xx (with the server's
-   *   `message`, `err`, `retryAfter`), `ConnectionError` when no response arrived, `InvalidResponseError`
-   *   when the body is not JSON, has no `content`, or `content` fails `contentSchema`; a TypeError
-   *   for an unknown token name. When `signal` aborts: `ConnectionError` with code `ABORTED` whose
-   *   `requestSent` is false only if no attempt can have been processed by the server.
+   *   `message`, `err`, `retryAfter`, the response headers, request id and raw body),
+   *   `ConnectionError` when no response arrived, `InvalidResponseError` when the body is not JSON,
+   *   has no `content`, or `content` fails `contentSchema`; `UnknownTokenError` for a token name
+   *   that is not configured (nothing sent); what a `beforeRequest` hook throws. When `signal`
+   *   aborts: `ConnectionError` with code `ABORTED` whose `requestSent` is false only if no attempt
+   *   can have been processed by the server.
    */
   async request<S extends z.ZodType>(options: RequestOptions<S>): Promise<ApiResponse<z.infer<S>>> {
     const description = describeRequest(options.method, options.path, options.query);
     const tokenName = options.token ?? 'default';
     const token = Object.hasOwn(this.tokens, tokenName) ? this.tokens[tokenName] : undefined;
-    if (token === undefined) {
-      throw new TypeError(`unknown token name "${tokenName}" for ${description.method} ${description.path}; configured: ${Object.keys(this.tokens).join(', ')}`);
-    }
+    if (token === undefined) throw new UnknownTokenError(tokenName, description, Object.keys(this.tokens));
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json', 'user-agent': 'bizops-sync' };
     let body: string | undefined;
     if (options.body !== undefined) {
       body = JSON.stringify(options.body);
       headers['content-type'] = 'application/json';
     }
-    return withRetry((attempt) => this.attempt(options, description, headers, body, attempt), {
-      ...this.retryOptions,
-      policy: options.retry,
-      budget: this.budget,
-      request: description,
-      signal: options.signal,
-      logger: this.logger,
-      onRetry: () => {
-        this.stats.retries++;
+    const hooks = options.hooks ? [...this.hooks, options.hooks] : this.hooks;
+    const context = (attempt: number): AttemptContext => ({ request: description, priority: options.priority, token: tokenName, attempt, signal: options.signal });
+    let lastAttempt = 1;
+    return withRetry(
+      (attempt) => {
+        lastAttempt = attempt;
+        return this.attempt(options, context(attempt), hooks, headers, body);
       },
-    });
+      {
+        ...this.retryOptions,
+        policy: options.retry,
+        request: description,
+        signal: options.signal,
+        logger: this.logger,
+        onRateLimit: async (event) => {
+          for (const layer of hooks) await layer.onRateLimit?.(context(lastAttempt), event);
+        },
+        onRetry: (event) => {
+          this.stats.retries++;
+          for (const layer of hooks) layer.onRetry?.(context(event.attempt), event);
+        },
+      },
+    );
   }
 
   /**
@@ -248,24 +269,20 @@ export class ApiClient {
     const items: T[] = [];
     for (const [index, raw] of rawItems.entries()) {
       const parsed = options.itemSchema.safeParse(raw);
-      if (!parsed.success) throw invalidResponse(description, describeIssues(parsed.error, index), response.status, parsed.error);
+      if (!parsed.success) throw invalidResponse(description, describeIssues(parsed.error, index), response, parsed.error);
       items.push(parsed.data);
     }
     return { items, pagination: response.content.pagination, serverTime: response.serverTime, offset };
   }
 
   /**
-   * Pages through a list from `startOffset` (default 0), advancing `offset` by the page's
-   * `pagination.limit` while `hasMore` is true (spec §1 Pagination rule). An empty page with
-   * `hasMore` true is valid and paging goes on.
+   * Pages through a list from `startOffset` (default 0) with the offset paginator (paginate.ts:
+   * advance by `pagination.limit` while `hasMore`, stop on a server that pages forever).
+   * @throws as `listPage`; InvalidResponseError when the server says hasMore with no items past its total
    */
   async *paginate<T>(path: string, options: ListOptions<T> & { startOffset?: number }): AsyncIterable<Page<T>> {
-    let offset = options.startOffset ?? 0;
-    for (;;) {
-      const page = await this.listPage(path, offset, options);
-      yield page;
-      if (!page.pagination.hasMore) return;
-      offset += page.pagination.limit > 0 ? page.pagination.limit : LIST_PAGE_LIMIT;
+    for await (const step of paginateByOffset((offset) => this.listPage(path, offset, options), { label: `GET ${path}`, startOffset: options.startOffset })) {
+      yield step.page;
     }
   }
 
@@ -281,16 +298,17 @@ export class ApiClient {
     return out;
   }
 
-  /** One attempt: budget slot, send, observe the rate-limit headers, map the response. */
+  /** One attempt: the `beforeRequest` hooks (budget slot, ...), send, the `afterResponse` hooks, map the response. */
   private async attempt<S extends z.ZodType>(
     options: RequestOptions<S>,
-    description: RequestDescription,
+    context: AttemptContext,
+    hooks: readonly RequestHooks[],
     headers: Record<string, string>,
     body: string | undefined,
-    attempt: number,
   ): Promise<ApiResponse<z.infer<S>>> {
+    const description = context.request;
     try {
-      await this.budget.acquire(options.priority, options.signal);
+      for (const layer of hooks) await layer.beforeRequest?.(context);
     } catch (error) {
       if (options.signal?.aborted) {
         throw new ConnectionError({ message: 'request aborted before sending (ABORTED)', code: 'ABORTED', requestSent: false, request: description, cause: error });
@@ -304,29 +322,26 @@ export class ApiClient {
       response = await this.transport.send({ method: options.method, path: options.path, query: options.query, body, headers, signal: options.signal });
     } catch (error) {
       this.logger.debug(
-        { method: description.method, path: description.path, attempt, ms: Math.round(performance.now() - startedAt), code: (error as ConnectionError).code },
+        { method: description.method, path: description.path, attempt: context.attempt, ms: Math.round(performance.now() - startedAt), code: (error as ConnectionError).code },
         'API request failed without a response',
       );
       throw error;
     }
     const ms = Math.round(performance.now() - startedAt);
     this.stats.byStatus[response.status] = (this.stats.byStatus[response.status] ?? 0) + 1;
-    this.logger.debug({ method: description.method, path: description.path, attempt, status: response.status, ms }, 'API request');
+    this.logger.debug({ method: description.method, path: description.path, attempt: context.attempt, status: response.status, ms }, 'API request');
 
     const rateLimit = parseRateLimitHeaders(response.headers);
-    await this.budget.observe(rateLimit);
+    for (const layer of hooks) await layer.afterResponse?.(context, { status: response.status, headers: response.headers, rateLimit });
     const serverTime = rateLimit.serverNowMs !== undefined ? new Date(rateLimit.serverNowMs) : undefined;
+    // A server that echoes the token back must not leak it into our errors.
+    const received = { status: response.status, headers: response.headers, rawBody: this.scrubTokens(response.bodyText) };
 
     if (response.status < 200 || response.status >= 300) {
       if (response.status === 429) this.stats.rateLimited++;
       const retryAfterMs = parseRetryAfter(headerValue(response.headers, 'retry-after'), rateLimit.serverNowMs ?? Date.now());
-      const errorBody = parseErrorBody(response.bodyText);
-      // A server that echoes the token back in its error text must not leak it into our messages.
-      if (errorBody) {
-        if (typeof errorBody.message === 'string') errorBody.message = this.scrubTokens(errorBody.message);
-        if (typeof errorBody.err === 'string') errorBody.err = this.scrubTokens(errorBody.err);
-      }
-      throw errorForStatus(response.status, errorBody, description, retryAfterMs === undefined ? undefined : retryAfterMs / 1000);
+      const errorBody = parseErrorBody(received.rawBody);
+      throw errorForStatus(response.status, errorBody, description, retryAfterMs === undefined ? undefined : retryAfterMs / 1000, received);
     }
 
     let json: unknown;
@@ -337,14 +352,16 @@ export class ApiClient {
         status: response.status,
         message: `${description.method} ${description.path}: response body is not JSON (${response.bodyText.length} bytes)`,
         request: description,
+        headers: received.headers,
+        rawBody: received.rawBody,
         cause: error,
       });
     }
     const envelope = envelopeSchema.safeParse(json);
-    if (!envelope.success) throw invalidResponse(description, `envelope ${describeIssues(envelope.error)}`, response.status, envelope.error);
+    if (!envelope.success) throw invalidResponse(description, `envelope ${describeIssues(envelope.error)}`, received, envelope.error);
     const content = options.contentSchema.safeParse(envelope.data.content);
-    if (!content.success) throw invalidResponse(description, `content ${describeIssues(content.error)}`, response.status, content.error);
-    return { status: response.status, message: envelope.data.message, content: content.data as z.infer<S>, serverTime, rateLimit };
+    if (!content.success) throw invalidResponse(description, `content ${describeIssues(content.error)}`, received, content.error);
+    return { status: response.status, message: envelope.data.message, content: content.data as z.infer<S>, serverTime, rateLimit, headers: received.headers, rawBody: received.rawBody };
   }
 }
 

@@ -11,12 +11,19 @@
  *   ├─ RateLimitError                   429: `retryAfter` from the body or the `Retry-After` header
  *   ├─ ServerError                      5xx
  *   ├─ ConnectionError                  no HTTP status: refused, reset, timeout; `requestSent` says whether
- *   │                                   the request may have reached the server (write safety, DESIGN.md)
+ *   │                                   the request may have reached the server (write safety, docs/writes.md)
  *   └─ InvalidResponseError             a 2xx whose body is not JSON or fails the response schema
  *      └─ MalformedResponseError        the body is not JSON at all (a truncated or proxy page: worth a retry)
  *
- * Messages never contain the bearer token: the client builds them from the method, the path and the
- * server's own `message`/`err`.
+ * Like Stripe's errors, each keeps what the server answered: `status`, the response `headers`, the
+ * `requestId` the server gave it (`X-Request-Id`, when sent) and the `rawBody` as received, so a
+ * failure can be reported to the API's operators exactly.
+ *
+ * Messages, `rawBody` and `err` never contain the bearer token: the client builds messages from the
+ * method, the path and the server's own `message`/`err`, and masks any token the server echoed.
+ *
+ * Outside the hierarchy: `UnknownTokenError`, a request naming a token that is not configured
+ * (a caller's mistake, found before anything is sent).
  */
 
 /** What the error came from, for log lines and `status` output: `GET /transactions?offset=200`. */
@@ -36,6 +43,10 @@ export interface BizopsApiErrorOptions {
   /** Seconds to wait before trying again (spec §7: 429 body `retryAfter`, header `Retry-After`). */
   retryAfter?: number;
   request?: RequestDescription;
+  /** The response headers, names in lower case, when a response arrived. */
+  headers?: Readonly<Record<string, string | string[] | undefined>>;
+  /** The response body exactly as received (tokens masked), when a response arrived. */
+  rawBody?: string;
   cause?: unknown;
 }
 
@@ -48,6 +59,12 @@ export class BizopsApiError extends Error {
   /** Seconds the server asked us to wait, when it said. */
   readonly retryAfter: number | undefined;
   readonly request: RequestDescription | undefined;
+  /** The response headers (lower-case names); undefined when no response arrived. */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>> | undefined;
+  /** The server's id of the request (`X-Request-Id` or `Request-Id` header), when it sent one. */
+  readonly requestId: string | undefined;
+  /** The response body as received (tokens masked); undefined when no response arrived. */
+  readonly rawBody: string | undefined;
 
   constructor(options: BizopsApiErrorOptions) {
     const requestName = options.request ? `${options.request.method} ${options.request.path}` : '';
@@ -60,6 +77,10 @@ export class BizopsApiError extends Error {
     this.err = options.err;
     this.retryAfter = options.retryAfter;
     this.request = options.request;
+    this.headers = options.headers;
+    this.rawBody = options.rawBody;
+    const id = options.headers?.['x-request-id'] ?? options.headers?.['request-id'];
+    this.requestId = Array.isArray(id) ? id[0] : id;
   }
 }
 
@@ -108,17 +129,35 @@ export class InvalidResponseError extends BizopsApiError {}
 export class MalformedResponseError extends InvalidResponseError {}
 
 /**
+ * A request named a token (`RequestOptions.token`, a write's `actAs`) that is not configured.
+ * Thrown before anything is sent; the message names the configured token NAMES, never a token.
+ */
+export class UnknownTokenError extends Error {
+  override name = 'UnknownTokenError';
+  /** The name asked for. */
+  readonly tokenName: string;
+
+  constructor(tokenName: string, request: RequestDescription, configured: readonly string[]) {
+    super(`unknown token name "${tokenName}" for ${request.method} ${request.path}; configured: ${configured.join(', ')}`);
+    this.tokenName = tokenName;
+  }
+}
+
+/**
  * Maps an HTTP error status and the server's error body to the class above.
  * @param status HTTP status (>= 400)
  * @param body the parsed error body, if it was JSON: `{ message, err?, retryAfter? }` (spec §7)
+ * @param response the headers and raw body as received, kept on the error
  */
 export function errorForStatus(
   status: number,
   body: { message?: unknown; err?: unknown; retryAfter?: unknown } | undefined,
   request: RequestDescription,
   retryAfterSeconds?: number,
+  response: Pick<BizopsApiErrorOptions, 'headers' | 'rawBody'> = {},
 ): BizopsApiError {
   const options: BizopsApiErrorOptions = {
+    ...response,
     status,
     message: typeof body?.message === 'string' && body.message ? body.message : `HTTP ${status}`,
     err: typeof body?.err === 'string' ? body.err : undefined,

@@ -7,7 +7,7 @@
  * does decide is how a failed exchange is reported: as a `ConnectionError` whose `requestSent` is
  * false only when the request provably never reached the server (refused, no DNS answer, connect
  * timeout) and true otherwise (a reset, a closed socket, a headers or body timeout after sending),
- * because a non-idempotent write must not be re-sent on an ambiguous outcome (DESIGN.md "Writes").
+ * because a non-idempotent write must not be re-sent on an ambiguous outcome (docs/writes.md "Retry safety").
  *
  * Redirects are never followed. Error messages name the method, path and system error code, never a
  * header (so never the bearer token).
@@ -92,7 +92,7 @@ const CODE_WORDING: Record<string, string> = {
  * `?limit=100&type=INCOME&type=EXPENSE` from a query object, keys in the given order; empty string
  * when nothing is set.
  */
-export function buildQueryString(query: Query | undefined): string {
+function buildQueryString(query: Query | undefined): string {
   if (!query) return '';
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) {
@@ -133,7 +133,7 @@ function errorCode(error: unknown): string | undefined {
  * prove the server never saw the request (refused, DNS, connect timeout). An abort by the caller's
  * signal is code `ABORTED` with `requestSent` true (the request may have been on the wire).
  */
-export function toConnectionError(error: unknown, request: RequestDescription, aborted: boolean): ConnectionError {
+function toConnectionError(error: unknown, request: RequestDescription, aborted: boolean): ConnectionError {
   const code = aborted ? 'ABORTED' : (errorCode(error) ?? 'UNKNOWN');
   const wording = CODE_WORDING[code] ?? 'connection failed';
   const detail = error instanceof Error && error.message && !aborted ? maskSecrets(error.message) : undefined;

@@ -1,5 +1,5 @@
 /**
- * `LocalRateBudget`: the rate budget (DESIGN.md "The rate budget", spec §8) for one process, in memory.
+ * `LocalRateBudget`: the rate budget (docs/rate-budget.md, spec §8) for one process, in memory.
  *
  * It paces BEFORE the limit instead of reacting to 429s:
  *  - a sliding-window log of grant times guarantees that no span of `windowMs + safetyMarginMs` holds
@@ -9,9 +9,10 @@
  *  - `pauseUntil(ms)` (a 429's `Retry-After`) blocks every `acquire` until then.
  *
  * Waiters are served strictly by priority (`write` > `incremental` > `backfill`), first come first
- * served within a priority. `acquire` honours an AbortSignal.
+ * served within a priority, except that a retry goes to the head of its priority's queue (after
+ * earlier retries). `acquire` honours an AbortSignal.
  */
-import { PRIORITIES, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation } from './rate-budget.ts';
+import { PRIORITIES, type AcquireOptions, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation } from './rate-budget.ts';
 
 /** Construction options of a LocalRateBudget: `limit` requests per `windowMs` ms, plus a latency margin (ms). */
 export interface LocalRateBudgetOptions {
@@ -40,6 +41,8 @@ export interface LocalRateBudgetStats extends RateBudgetStats {
 
 interface Waiter {
   priority: Priority;
+  /** A retry: queued ahead of the first waiter that is not one. */
+  retry: boolean;
   enqueuedAtMs: number;
   resolve: () => void;
   reject: (reason: unknown) => void;
@@ -109,7 +112,7 @@ export class LocalRateBudget implements RateBudget {
    * Waits for a slot, then takes it. Rejects with `signal.reason` when the signal aborts first, and
    * with an Error when the budget is closed.
    */
-  acquire(priority: Priority, signal?: AbortSignal): Promise<void> {
+  acquire(priority: Priority, signal?: AbortSignal, options: AcquireOptions = {}): Promise<void> {
     if (!PRIORITIES.includes(priority)) {
       return Promise.reject(new TypeError(`priority must be one of ${PRIORITIES.join(', ')}, got ${String(priority)}`));
     }
@@ -118,6 +121,7 @@ export class LocalRateBudget implements RateBudget {
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         priority,
+        retry: options.retry === true,
         enqueuedAtMs: Date.now(),
         resolve,
         reject,
@@ -131,7 +135,10 @@ export class LocalRateBudget implements RateBudget {
         this.pump();
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.queues[priority].push(waiter);
+      const queue = this.queues[priority];
+      const firstFresh = waiter.retry ? queue.findIndex((queued) => !queued.retry) : -1;
+      if (firstFresh >= 0) queue.splice(firstFresh, 0, waiter);
+      else queue.push(waiter);
       this.pump();
     });
   }

@@ -1,6 +1,6 @@
 /**
- * The rate budget contract (DESIGN.md "The rate budget", spec §8). The API client asks the budget
- * before every request; implementations decide when. Two implementations share this contract:
+ * The rate budget contract (docs/rate-budget.md, spec §8). The API client asks the budget before
+ * every attempt (its `rateBudgetHooks` layer, hooks.ts); implementations decide when. Two implementations share this contract:
  * `LocalRateBudget` (one process, in memory) and the Redis-backed budget shared by every process of
  * a deployment (src/client/redis-rate-budget.ts).
  */
@@ -26,13 +26,22 @@ export interface RateLimitObservation {
   serverNowMs?: number;
 }
 
-/** The contract every rate budget keeps (spec §8, DESIGN.md "The rate budget"); the API client calls it around every attempt. */
+/** Per-call options of `RateBudget.acquire`. */
+export interface AcquireOptions {
+  /**
+   * The slot is for a retry of a request that already waited its turn: it goes to the head of its
+   * priority's queue (after earlier retries), never ahead of a higher priority.
+   */
+  retry?: boolean;
+}
+
+/** The contract every rate budget keeps (spec §8, docs/rate-budget.md); the API client calls it around every attempt. */
 export interface RateBudget {
   /**
    * Waits until one request of `priority` may be sent, then takes that slot. Sends nothing while the
    * budget is spent or paused by a 429. Rejects with the signal's reason when `signal` aborts.
    */
-  acquire(priority: Priority, signal?: AbortSignal): Promise<void>;
+  acquire(priority: Priority, signal?: AbortSignal, options?: AcquireOptions): Promise<void>;
   /** Feeds the server's view back in: a window with `remaining: 0` is not used again before its reset. */
   observe(observation: RateLimitObservation): void | Promise<void>;
   /** A 429's `Retry-After`: nothing is sent by anyone sharing this budget before `untilMs` (ms epoch). */

@@ -1,5 +1,5 @@
 /**
- * `RedisRateBudget`: the rate budget (DESIGN.md "The rate budget", spec §8) shared by EVERY process of
+ * `RedisRateBudget`: the rate budget (docs/rate-budget.md, spec §8) shared by EVERY process of
  * a deployment (daemon, `worker` processes, one-off backfills), kept in Redis.
  *
  * - Sliding-window log: a sorted set of grant times (Redis server clock, ms). A slot is granted only
@@ -14,7 +14,9 @@
  *   waiter, score = expiry; renewed at every poll, so a dead process's demand vanishes within
  *   `demandTtlMs`). A slot goes to a lower priority only when no higher priority demand is waiting:
  *   writes, then incremental polls, then backfill/reconciliation. A write that arrives during a
- *   backfill takes the next free slot (or the one after, if a backfill grant raced it).
+ *   backfill takes the next free slot (or the one after, if a backfill grant raced it). Within a
+ *   priority, a retry's demand ranks above first attempts (its own sorted set), so a retry goes to
+ *   the head of its priority's queue.
  * - Every decision is one atomic Lua script using Redis's own clock (`TIME`), so the processes' clocks
  *   do not need to agree; durations are converted to Redis time inside the script.
  *
@@ -22,14 +24,15 @@
  *   {prefix}:{key}:log       grants (sorted set: score = grant time ms, member = unique grant id)
  *   {prefix}:{key}:pause     no grant before this Redis time, ms
  *   {prefix}:{key}:limit     a lower limit announced by the server (`X-RateLimit-Limit`)
- *   {prefix}:{key}:demand:{priority}   waiting callers
+ *   {prefix}:{key}:demand:{priority}         waiting first attempts
+ *   {prefix}:{key}:demand:{priority}:retry   waiting retries (rank above the first attempts of their priority)
  *
  *   const budget = new RedisRateBudget({ redis: 'redis://127.0.0.1:6379', key: rateBudgetKey(config), limit: 60 });
  *   await budget.acquire('write');
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { PRIORITIES, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation } from './rate-budget.ts';
+import { PRIORITIES, type AcquireOptions, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation } from './rate-budget.ts';
 
 /** Construction options of a RedisRateBudget: the Redis connection, the budget key, `limit` per `windowMs` ms, and polling (ms). */
 export interface RedisRateBudgetOptions {
@@ -61,7 +64,7 @@ export interface RedisRateBudgetStats extends RateBudgetStats {
 }
 
 /**
- * The budget key for a configuration (DESIGN.md "The rate budget"): `company:<companyId>@<api host>`
+ * The budget key for a configuration (docs/rate-budget.md): `company:<companyId>@<api host>`
  * by default; with `rateLimit.scope: 'token'`, `token:<sha256 of the token, 16 hex>@<api host>` (the
  * token itself never reaches Redis).
  * @param tokenName the token the budget is for, when the scope is `token`; default `default`
@@ -80,8 +83,9 @@ export function rateBudgetKey(
 }
 
 /**
- * KEYS: log, pause, limit, demand:write, demand:incremental, demand:backfill
- * ARGV: limit, effective window ms, priority index (1 = write), waiter id, demand ttl ms, grant id
+ * KEYS: log, pause, limit, then the demand sets by rank: write:retry, write, incremental:retry,
+ *   incremental, backfill:retry, backfill
+ * ARGV: limit, effective window ms, rank (1 = a write's retry), waiter id, demand ttl ms, grant id
  * Returns { granted (1|0), wait ms (hint), redis now ms }.
  */
 const ACQUIRE_SCRIPT = `
@@ -89,10 +93,10 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
-local priority = tonumber(ARGV[3])
+local rank = tonumber(ARGV[3])
 local waiter = ARGV[4]
 local ttl = tonumber(ARGV[5])
-local own = KEYS[3 + priority]
+local own = KEYS[3 + rank]
 
 local serverLimit = tonumber(redis.call('GET', KEYS[3]) or '0')
 if serverLimit > 0 and serverLimit < limit then limit = serverLimit end
@@ -116,8 +120,8 @@ if count >= limit then
   return wait(tonumber(oldest[2]) + window + 1 - now)
 end
 
-for p = 1, priority - 1 do
-  local key = KEYS[3 + p]
+for r = 1, rank - 1 do
+  local key = KEYS[3 + r]
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
   if redis.call('ZCARD', key) > 0 then return wait(5) end
 end
@@ -192,7 +196,8 @@ export class RedisRateBudget implements RateBudget {
 
   private readonly redis: BudgetRedis;
   private readonly ownsConnection: boolean;
-  private readonly keys: { log: string; pause: string; limit: string; demand: Record<Priority, string> };
+  /** `demand` in rank order: each priority's retries, then its first attempts (see ACQUIRE_SCRIPT). */
+  private readonly keys: { log: string; pause: string; limit: string; demand: string[] };
   private readonly demandTtlMs: number;
   private readonly maxPollMs: number;
   private readonly processId = randomUUID();
@@ -219,13 +224,13 @@ export class RedisRateBudget implements RateBudget {
       log: `${base}:log`,
       pause: `${base}:pause`,
       limit: `${base}:limit`,
-      demand: { write: `${base}:demand:write`, incremental: `${base}:demand:incremental`, backfill: `${base}:demand:backfill` },
+      demand: PRIORITIES.flatMap((priority) => [`${base}:demand:${priority}:retry`, `${base}:demand:${priority}`]),
     };
     this.ownsConnection = typeof options.redis === 'string';
     const client = typeof options.redis === 'string' ? new Redis(options.redis) : options.redis;
     // Failures surface through `acquire`; without a listener ioredis prints every reconnect error.
     if (typeof options.redis === 'string') client.on('error', () => undefined);
-    client.defineCommand('bizopsRateAcquire', { numberOfKeys: 6, lua: ACQUIRE_SCRIPT });
+    client.defineCommand('bizopsRateAcquire', { numberOfKeys: 9, lua: ACQUIRE_SCRIPT });
     client.defineCommand('bizopsRatePause', { numberOfKeys: 1, lua: PAUSE_SCRIPT });
     client.defineCommand('bizopsRateWithdraw', { numberOfKeys: 1, lua: WITHDRAW_SCRIPT });
     this.redis = client as BudgetRedis;
@@ -238,12 +243,14 @@ export class RedisRateBudget implements RateBudget {
 
   /**
    * Waits until this process may send one request of `priority` without any process exceeding the
-   * budget, then takes the slot.
+   * budget, then takes the slot. A retry (`options.retry`) ranks above every first attempt of its priority.
    * @throws the signal's reason when `signal` aborts; an Error when the budget is closed; Redis errors
    */
-  async acquire(priority: Priority, signal?: AbortSignal): Promise<void> {
+  async acquire(priority: Priority, signal?: AbortSignal, options: AcquireOptions = {}): Promise<void> {
     const index = PRIORITIES.indexOf(priority);
     if (index < 0) throw new TypeError(`priority must be one of ${PRIORITIES.join(', ')}, got ${String(priority)}`);
+    const rank = index * 2 + (options.retry ? 1 : 2);
+    const demandKey = this.keys.demand[rank - 1]!;
     if (this.closing.signal.aborted) throw new Error('rate budget is closed');
     const combined = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
     const waiter = `${this.processId}:${++this.waiterSequence}`;
@@ -258,12 +265,10 @@ export class RedisRateBudget implements RateBudget {
           this.keys.log,
           this.keys.pause,
           this.keys.limit,
-          this.keys.demand.write,
-          this.keys.demand.incremental,
-          this.keys.demand.backfill,
+          ...this.keys.demand,
           this.limit,
           this.effectiveWindowMs,
-          index + 1,
+          rank,
           waiter,
           this.demandTtlMs,
           grantId,
@@ -279,7 +284,7 @@ export class RedisRateBudget implements RateBudget {
         await sleep(Math.min(this.maxPollMs, waitMs) + Math.floor(Math.random() * 3), combined);
       }
     } catch (error) {
-      if (announced) await this.redis.bizopsRateWithdraw(this.keys.demand[priority], waiter).catch(() => undefined);
+      if (announced) await this.redis.bizopsRateWithdraw(demandKey, waiter).catch(() => undefined);
       if (this.closing.signal.aborted && !signal?.aborted) throw new Error('rate budget is closed', { cause: error });
       throw error;
     } finally {
@@ -350,7 +355,7 @@ export class RedisRateBudget implements RateBudget {
 
   /** Deletes this budget's keys (tests, or resetting a deployment). */
   async reset(): Promise<void> {
-    await this.redis.del(this.keys.log, this.keys.pause, this.keys.limit, ...Object.values(this.keys.demand));
+    await this.redis.del(this.keys.log, this.keys.pause, this.keys.limit, ...this.keys.demand);
   }
 
   /** Rejects this process's waiters and closes the connection when the budget opened it. */

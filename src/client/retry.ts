@@ -1,22 +1,22 @@
 /**
- * The retry layer (DESIGN.md "Writes" and "The rate budget", spec §7 and §8): a wrapper around one
- * attempt of a request, in the manner of Octokit's retry plugin. `p-retry` supplies the exponential
- * backoff with jitter; the policy here decides WHAT is retried:
+ * The retry layer (docs/rate-budget.md "Retries", docs/writes.md "Retry safety", spec §7 and §8): a
+ * wrapper around one attempt of a request, in the manner of Octokit's retry plugin. `p-retry`
+ * supplies the exponential backoff with jitter; the policy here decides WHAT is retried:
  *
  *   'safe'         reads and idempotent writes: 5xx, any ConnectionError, a body that is not JSON
  *   'unsent-only'  non-idempotent writes: only a ConnectionError whose request provably never reached
  *                  the server (`requestSent: false`)
  *   'none'         nothing
  *
- * Every policy retries a 429 (the server did not process the request): the shared rate budget is
- * paused for the `Retry-After` (every caller waits, not only this one), then the request goes again.
- * 429s count against their own, larger cap and do not grow the backoff of the other failures. A 429
- * without `Retry-After` pauses the budget for an exponential backoff instead.
+ * Every policy retries a 429 (the server did not process the request): `onRateLimit` hears how long
+ * nothing should be sent (the `Retry-After`; the rate budget's hook pauses every caller sharing it),
+ * then the request goes again. 429s count against their own, larger cap and do not grow the backoff
+ * of the other failures. A 429 without `Retry-After` asks for an exponential backoff instead.
  */
 import pRetry from 'p-retry';
 import type { Logger } from '../logging/logger.ts';
 import { BizopsApiError, ConnectionError, MalformedResponseError, RateLimitError, ServerError, type RequestDescription } from './errors.ts';
-import type { RateBudget } from './rate-budget.ts';
+import type { RetryEvent } from './hooks.ts';
 
 /** Which failures of a request may be sent again (module comment). */
 export type RetryPolicy = 'safe' | 'unsent-only' | 'none';
@@ -33,26 +33,16 @@ export interface RetryOptions {
   maxRateLimitRetries?: number;
 }
 
-/** What `onRetry` hears before each retry. */
-export interface RetryEvent {
-  /** The attempt that failed, from 1. */
-  attempt: number;
-  error: unknown;
-  /** How long before the next attempt, ms (for a 429: the budget's pause). */
-  delayMs: number;
-  /** True when the failure was a 429. */
-  rateLimited: boolean;
-}
-
-/** Options of `withRetry`: the policy, the budget a 429 pauses, the request it names, and hooks. */
+/** Options of `withRetry`: the policy, the request it names, and the hooks it tells. */
 export interface WithRetryOptions extends RetryOptions {
   policy: RetryPolicy;
-  /** The rate budget paused on a 429. */
-  budget: RateBudget;
   /** Names the request in log lines and in an abort error. */
   request: RequestDescription;
   signal?: AbortSignal;
   logger?: Logger;
+  /** A 429 will be retried after `delayMs`: nothing should be sent before (the rate budget pauses). */
+  onRateLimit?: (event: { error: RateLimitError; delayMs: number }) => Promise<void>;
+  /** Before each retry. */
   onRetry?: (event: RetryEvent) => void;
 }
 
@@ -96,7 +86,7 @@ function mayHaveBeenProcessed(error: unknown): boolean {
 }
 
 /** Exponential backoff with jitter (the same curve p-retry uses), ms. `retry` counts from 0. */
-export function backoffDelayMs(retry: number, minTimeoutMs: number, maxTimeoutMs: number): number {
+function backoffDelayMs(retry: number, minTimeoutMs: number, maxTimeoutMs: number): number {
   return Math.min(maxTimeoutMs, Math.round(minTimeoutMs * 2 ** retry * (1 + Math.random())));
 }
 
@@ -119,7 +109,7 @@ export async function withRetry<T>(operation: (attempt: number) => Promise<T>, o
   const minTimeoutMs = options.minTimeoutMs ?? DEFAULTS.minTimeoutMs;
   const maxTimeoutMs = options.maxTimeoutMs ?? DEFAULTS.maxTimeoutMs;
   const maxRateLimitRetries = options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries;
-  const { policy, budget, signal, logger, request } = options;
+  const { policy, signal, logger, request } = options;
   let rateLimitRetries = 0;
   let processed = false;
 
@@ -164,7 +154,7 @@ export async function withRetry<T>(operation: (attempt: number) => Promise<T>, o
           const retryAfterMs = error.retryAfter !== undefined && error.retryAfter > 0 ? Math.round(error.retryAfter * 1000) : undefined;
           const delayMs = retryAfterMs ?? backoffDelayMs(rateLimitRetries, minTimeoutMs, maxTimeoutMs);
           rateLimitRetries++;
-          await budget.pauseUntil(Date.now() + delayMs);
+          await options.onRateLimit?.({ error, delayMs });
           announce({ attempt: attemptNumber, error, delayMs, rateLimited: true });
           return true;
         }

@@ -26,16 +26,16 @@ const timestamp = z.string();
 /** Transaction types (spec §2 Transaction). EXPENSE, DEDUCTION and TAX_PAYMENT are stored negative. */
 export const TRANSACTION_TYPES = ['INCOME', 'EXPENSE', 'DEDUCTION', 'TAX_PAYMENT', 'REFUND', 'TRANSFER', 'INVOICE'] as const;
 /** Transaction statuses (spec §2 Transaction, §3). */
-export const TRANSACTION_STATUSES = ['PENDING', 'CONFIRMED', 'VOIDED'] as const;
+const TRANSACTION_STATUSES = ['PENDING', 'CONFIRMED', 'VOIDED'] as const;
 /** Deal statuses (spec §2 Deal, §3). */
-export const DEAL_STATUSES = ['OPEN', 'WON', 'LOST'] as const;
+const DEAL_STATUSES = ['OPEN', 'WON', 'LOST'] as const;
 
 /** One of `TRANSACTION_TYPES`. */
-export const transactionTypeSchema = z.enum(TRANSACTION_TYPES);
+const transactionTypeSchema = z.enum(TRANSACTION_TYPES);
 /** One of `TRANSACTION_STATUSES`. */
-export const transactionStatusSchema = z.enum(TRANSACTION_STATUSES);
+const transactionStatusSchema = z.enum(TRANSACTION_STATUSES);
 /** One of `DEAL_STATUSES`. */
-export const dealStatusSchema = z.enum(DEAL_STATUSES);
+const dealStatusSchema = z.enum(DEAL_STATUSES);
 
 /**
  * One item of `GET /transactions` (spec §2 Transaction "Fields in list items", §4.13):
@@ -49,8 +49,6 @@ export const transactionListItemSchema = z.looseObject({
   description: z.string(),
   date: timestamp,
 });
-/** A validated `GET /transactions` item (spec §4.13); `amount` is signed cents. */
-export type TransactionListItem = z.infer<typeof transactionListItemSchema>;
 
 /**
  * The `content.transaction` of `POST /transactions` (spec §2 Transaction "Fields in the create
@@ -107,8 +105,14 @@ export const onboardingSchema = z.looseObject({
   onboardingStep: integer(),
   user: z.looseObject({ fullname: z.string() }),
 });
-/** A validated employee onboarding (spec §4.1). */
-export type Onboarding = z.infer<typeof onboardingSchema>;
+
+/**
+ * What validates one list item: a zod schema, seen only through `safeParse`, so that a schema of a
+ * specific record type can stand where a schema of any record is expected (a list of streams).
+ */
+export interface ItemSchema<T> {
+  safeParse(input: unknown): { success: true; data: T } | { success: false; error: z.ZodError };
+}
 
 /** `content.pagination` of every list response (spec §1 Pagination). */
 export const paginationSchema = z.looseObject({
@@ -132,8 +136,6 @@ export const envelopeSchema = z.looseObject({
   message: z.string(),
   content: z.custom<unknown>((value) => value !== undefined, { error: 'expected the payload, received undefined' }),
 });
-/** A validated `{ message, content }` envelope (spec §1 convention 3). */
-export type Envelope = z.infer<typeof envelopeSchema>;
 
 /** An error response body (spec §7): `{ message, err?, retryAfter? }`; anything else passes through. */
 export const errorBodySchema = z.looseObject({

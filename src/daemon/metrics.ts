@@ -9,7 +9,7 @@
  *   - the webhook dispatcher's `stats()`: deliveries, failures, lag in events and seconds.
  * Counters read from a source restart at 0 with the process, as Prometheus counters may.
  *
- * Metric names (all prefixed `bizops_`; `stream` is transactions|deals|onboardings):
+ * Metric names (all prefixed `bizops_`; `stream` is a configured stream of src/streams/definitions.ts):
  *   stream_last_success_timestamp_seconds{stream}   gauge, Unix seconds of the last successful run
  *   stream_cursor_timestamp_seconds{stream}         gauge, the cursor (server time) of incremental syncs
  *   stream_records{stream,state}                    gauge, mirrored records: state live|tombstoned
@@ -38,7 +38,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { ApiClientStats } from '../client/client.ts';
 import { PRIORITIES, type RateBudgetStats } from '../client/rate-budget.ts';
 import type { AppendedChange, SyncState } from '../mirror/store.ts';
-import { STREAMS, type StreamDefinition, type StreamName } from '../streams/definitions.ts';
+import type { StreamDefinition } from '../streams/define-stream.ts';
+import { STREAMS, type StreamName } from '../streams/definitions.ts';
 import type { RunReason, RunResult } from '../sync/engine.ts';
 
 /** Where scrape-time figures come from. */

@@ -42,11 +42,11 @@ export interface ReadinessProbeOptions {
 
 /**
  * Turns a probe's outcome into a verdict. Reachable with the token accepted (ready): a 2xx, a 404
- * (the list endpoint is missing, e.g. GET /deals, DESIGN.md "Deals": the token still passed) and a
+ * (the list endpoint is missing, e.g. GET /deals, docs/sync.md "Deals": the token still passed) and a
  * 429 (spec §7: the server is there and only asks us to slow down). Not ready: 401/403 (the token
  * is refused or lacks the scope), no answer, a 5xx, or an answer that is not the API's envelope.
  */
-export function verdictFor(outcome: unknown, now: Date = new Date()): ReadinessVerdict {
+function verdictFor(outcome: unknown, now: Date = new Date()): ReadinessVerdict {
   const checkedAt = now.toISOString();
   if (outcome === undefined) return { ready: true, reason: 'the API answered and accepted the token', status: 200, checkedAt };
   if (outcome instanceof NotFoundError) return { ready: true, reason: 'the API answered and accepted the token (the probed list answered 404)', status: 404, checkedAt };

@@ -1,10 +1,10 @@
 /**
- * The daemon's scheduler: when each stream runs (DESIGN.md "Sync rules", issue 3).
+ * The daemon's scheduler: when each stream runs (docs/sync.md, docs/operations.md "Schedules").
  *
  *   - Incremental sync of every stream on `sync.schedule` (a stream's `sync.streamSchedules` entry
  *     overrides it), with node-cron; a seconds field is allowed.
  *   - Reconciliation (`engine.run(stream, 'reconcile')`: a complete scan that finds records gone from
- *     the list, DESIGN.md "Leaves and deletes") of every stream on `sync.reconcileSchedule`. The engine
+ *     the list, docs/sync.md "Leaves and deletes") of every stream on `sync.reconcileSchedule`. The engine
  *     sends its requests at the rate budget's lowest priority (`backfill`).
  *   - At start, every stream runs once at once: a backfill when it has no cursor yet (never
  *     completed a scan; an interrupted backfill resumes from its checkpoint), an incremental sync
@@ -16,7 +16,7 @@
  * (re-entrant for its owner, so no help inside one process) keeps other processes out.
  */
 import { createTask, type Logger as CronLogger, type ScheduledTask } from 'node-cron';
-import { cronExpressionProblem } from '../../config/schema.ts';
+import { cronExpressionProblem } from '../config/schema.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { StreamName } from '../streams/definitions.ts';
 import type { RunOptions, RunReason, RunResult } from '../sync/engine.ts';
@@ -60,11 +60,11 @@ interface StreamSlot {
 }
 
 /**
- * Checks a cron expression with node-cron (config/schema.ts checks the configuration the same way).
+ * Checks a cron expression with node-cron (src/config/schema.ts checks the configuration the same way).
  * @param key the configuration key, for the message (e.g. `sync.streamSchedules.deals`)
  * @throws Error `<key>: "<expression>" is not a valid cron expression (<why>); ...`
  */
-export function assertCronExpression(expression: string, key: string): void {
+function assertCronExpression(expression: string, key: string): void {
   const problem = cronExpressionProblem(expression);
   if (problem) throw new Error(`${key}: ${problem}`);
 }

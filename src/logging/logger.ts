@@ -12,7 +12,7 @@ import { pino, type Logger, type DestinationStream } from 'pino';
 export type { Logger };
 
 /** Paths pino replaces with `[redacted]` wherever they occur in a logged object. */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   'token',
   '*.token',
   'tokens',

@@ -1,12 +1,11 @@
 /**
- * Change detection: a content hash for no-op suppression (DESIGN.md "No-op suppression") and a
+ * Change detection: a content hash for no-op suppression (docs/sync.md "No-op suppression") and a
  * field-level diff for the changelog's `data.changes`.
  */
 import { createHash } from 'node:crypto';
-import { readField, type ApiRecord } from '../streams/definitions.ts';
+import type { FieldChanges } from './changelog.ts';
+import { readField, type ApiRecord } from '../streams/define-stream.ts';
 
-/** `{ field: { old, new } }` for each changed field (dot paths). */
-export type FieldChanges = Record<string, { old: unknown; new: unknown }>;
 
 /**
  * sha256 (hex) of the record's listed fields, in a fixed order, so that key order, unknown extra

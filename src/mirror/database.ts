@@ -1,22 +1,31 @@
 /**
- * Opens the mirror: one SQLite file (DESIGN.md "The mirror contract"), WAL mode so that downstream
- * readers never block the worker, migrated forward to the latest schema on open.
+ * Opens the mirror: one SQLite file (docs/mirror.md), WAL mode so that downstream readers never
+ * block the worker, migrated forward to the latest schema on open, and every registered stream's
+ * table checked against its definition (created when missing: stream-tables.ts).
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import type { StreamDefinition } from '../streams/define-stream.ts';
+import { STREAM_LIST } from '../streams/definitions.ts';
 import { MIGRATIONS } from './migrations/index.ts';
+import { prepareStreamTables } from './stream-tables.ts';
 
 export type MirrorDatabase = Database.Database;
 
+/** Options of `openMirror`. */
 export interface OpenMirrorOptions {
-  /** Open read-only (downstream readers, `status`, `changes`): no migration, no writes. */
+  /** Open read-only (downstream readers, `changes`, `write`): no migration, no table check, no writes. */
   readonly?: boolean;
+  /** The streams whose tables must be in place. Default: every registered stream (src/streams/definitions.ts). */
+  streams?: readonly StreamDefinition[];
 }
 
 /**
- * Opens (creating if needed) the mirror at `path` and applies pending migrations.
- * @throws Error naming the file when it cannot be opened, or when it was written by a newer bizops-sync.
+ * Opens (creating if needed) the mirror at `path`, applies pending migrations, and prepares the
+ * stream tables (stream-tables.ts).
+ * @throws Error naming the file when it cannot be opened, or when it was written by a newer
+ *   bizops-sync; Error naming the table and column when a stream table disagrees with its definition
  */
 export function openMirror(path: string, options: OpenMirrorOptions = {}): MirrorDatabase {
   if (!options.readonly && path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -32,7 +41,13 @@ export function openMirror(path: string, options: OpenMirrorOptions = {}): Mirro
   // NORMAL is durable across process crashes in WAL mode (only an OS crash can lose the last commits).
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
-  migrate(db);
+  try {
+    migrate(db);
+    prepareStreamTables(db, options.streams ?? STREAM_LIST);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   return db;
 }
 
@@ -43,7 +58,7 @@ export const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
  * Applies every migration newer than the file's `user_version`, each in its own transaction.
  * @throws Error when the file's version is newer than this build knows.
  */
-export function migrate(db: MirrorDatabase): void {
+function migrate(db: MirrorDatabase): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > SCHEMA_VERSION) {
     throw new Error(`the mirror database is at schema version ${current}, newer than this bizops-sync (${SCHEMA_VERSION}); upgrade bizops-sync`);

@@ -1,6 +1,6 @@
 /**
  * The mirror's writer: records, their change rows and the sync state, each change committed in the
- * same SQLite transaction as the record it describes (DESIGN.md "The mirror contract").
+ * same SQLite transaction as the record it describes (docs/mirror.md).
  *
  * Data flow for one page: validated records -> `applyRecords` (hash compare, upsert, changelog row)
  * and `saveRun` (the checkpoint) inside one `transaction` -> the caller notifies downstream.
@@ -8,8 +8,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { MirrorDatabase } from './database.ts';
-import { contentHash, diffFields, type FieldChanges } from './change-detection.ts';
-import { readField, type ApiRecord, type StreamDefinition, type StreamName } from '../streams/definitions.ts';
+import { contentHash, diffFields } from './change-detection.ts';
+import { lastChangeSeq, type ChangeData } from './changelog.ts';
+import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
+import type { StreamName } from '../streams/definitions.ts';
 
 /** A change row just appended to the changelog. */
 export interface AppendedChange {
@@ -20,14 +22,6 @@ export interface AppendedChange {
   recordId: string;
 }
 
-/** JSON stored in `changes.data`. */
-export interface ChangeData {
-  /** The record after the change (for a tombstone: the last version seen). */
-  record: unknown;
-  /** Each changed field's old and new value. */
-  changes: FieldChanges;
-}
-
 export interface ApplyOptions {
   /** The complete scan these records were listed by; marks them seen for the two-scan rule. */
   scanNumber?: number;
@@ -36,7 +30,7 @@ export interface ApplyOptions {
 }
 
 /**
- * The checkpoint of a run in progress, saved with every page (DESIGN.md "Resumable").
+ * The checkpoint of a run in progress, saved with every page (docs/sync.md "Resumable").
  * All times are ISO 8601.
  */
 export interface RunCheckpoint {
@@ -99,6 +93,11 @@ export function timeOrderedUuid(nowMs = Date.now()): string {
   return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${random.slice(15, 18)}-${random.slice(19)}`;
 }
 
+/** The column holding a stream's record key (its primary key). */
+function keyColumn(stream: StreamDefinition): string {
+  return stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
+}
+
 /** SQLite accepts numbers, strings, null; booleans become 0/1 and objects JSON text. */
 function toColumnValue(value: unknown): string | number | null {
   if (value === undefined || value === null) return null;
@@ -141,14 +140,15 @@ export class MirrorStore {
   applyRecords(stream: StreamDefinition, records: readonly ApiRecord[], options: ApplyOptions = {}): AppendedChange[] {
     const now = options.now ?? new Date().toISOString();
     const scan = options.scanNumber ?? null;
-    const select = this.prepare(`SELECT raw, content_hash, deleted_at FROM ${stream.table} WHERE id = ?`);
+    const key = keyColumn(stream);
+    const select = this.prepare(`SELECT raw, content_hash, deleted_at FROM ${stream.table} WHERE ${key} = ?`);
     const touch = this.prepare(
-      `UPDATE ${stream.table} SET synced_at = ?, last_seen_scan = COALESCE(?, last_seen_scan), missed_scans = 0 WHERE id = ?`,
+      `UPDATE ${stream.table} SET synced_at = ?, last_seen_scan = COALESCE(?, last_seen_scan), missed_scans = 0 WHERE ${key} = ?`,
     );
     const appended: AppendedChange[] = [];
     return this.transaction(() => {
       for (const record of records) {
-        const id = String(record.id);
+        const id = String(record[stream.key]);
         const hash = contentHash(record, stream.listedFields);
         const stored = select.get(id) as StoredRow | undefined;
         if (stored && stored.content_hash === hash && stored.deleted_at === null) {
@@ -158,45 +158,44 @@ export class MirrorStore {
         // A tombstoned record that is listed again counts as new (created / started again).
         const previous = stored && stored.deleted_at === null ? (JSON.parse(stored.raw) as ApiRecord) : undefined;
         const changes = diffFields(previous, record, stream.listedFields);
-        this.upsert(stream, record, hash, now, scan, stored !== undefined);
-        const type = stream.classify(previous, record, Object.keys(changes));
+        this.upsert(stream, record, id, hash, now, scan, stored !== undefined);
+        const type = stream.changes.classify(previous, record, Object.keys(changes));
         appended.push(this.appendChange({ type, stream: stream.name, recordId: id, occurredAt: now, data: { record, changes } }));
       }
       return appended;
     });
   }
 
-  private upsert(stream: StreamDefinition, record: ApiRecord, hash: string, now: string, scan: number | null, exists: boolean): void {
+  private upsert(stream: StreamDefinition, record: ApiRecord, id: string, hash: string, now: string, scan: number | null, exists: boolean): void {
     // Only the columns whose field the record carries are written: a list page must not erase what
     // a write response added (a transaction's counterpartyName), while a field present as null is cleared.
+    const present: string[] = [];
     const values: (string | number | null)[] = [];
-    let presentMask = 0;
-    stream.columns.forEach((mapping, index) => {
+    for (const mapping of stream.columns) {
       const value = readField(record, mapping.field);
-      if (value === undefined || (exists && mapping.column === 'id')) return;
-      presentMask |= 1 << index;
+      if (value === undefined || (exists && mapping.primaryKey)) continue;
+      present.push(mapping.column);
       values.push(toColumnValue(value));
-    });
+    }
     const raw = JSON.stringify(record);
-    const statement = this.upsertStatement(stream, presentMask, exists);
-    if (exists) statement.run(...values, raw, hash, now, scan, String(record.id));
+    const statement = this.upsertStatement(stream, present, exists);
+    if (exists) statement.run(...values, raw, hash, now, scan, id);
     else statement.run(...values, raw, hash, now, now, scan);
   }
 
-  /** The INSERT (new record) or UPDATE (known record) for one set of present columns, prepared once. */
-  private upsertStatement(stream: StreamDefinition, presentMask: number, exists: boolean): Statement<unknown[]> {
-    const key = `${stream.table}:${exists ? 'update' : 'insert'}:${presentMask}`;
-    let statement = this.statements.get(key);
+  /** The INSERT (new record) or UPDATE (known record) writing `columns`, prepared once per set of columns. */
+  private upsertStatement(stream: StreamDefinition, columns: readonly string[], exists: boolean): Statement<unknown[]> {
+    const cacheKey = `${stream.table}:${exists ? 'update' : 'insert'}:${columns.join(',')}`;
+    let statement = this.statements.get(cacheKey);
     if (statement) return statement;
-    const columns = stream.columns.filter((_, index) => presentMask & (1 << index)).map((mapping) => mapping.column);
     if (exists) {
       const assignments = [...columns.map((c) => `${c} = ?`), 'raw = ?', 'content_hash = ?', 'synced_at = ?', 'deleted_at = NULL', 'last_seen_scan = COALESCE(?, last_seen_scan)', 'missed_scans = 0'];
-      statement = this.db.prepare<unknown[]>(`UPDATE ${stream.table} SET ${assignments.join(', ')} WHERE id = ?`);
+      statement = this.db.prepare<unknown[]>(`UPDATE ${stream.table} SET ${assignments.join(', ')} WHERE ${keyColumn(stream)} = ?`);
     } else {
       const all = [...columns, 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'last_seen_scan'];
       statement = this.db.prepare<unknown[]>(`INSERT INTO ${stream.table} (${all.join(', ')}) VALUES (${all.map(() => '?').join(', ')})`);
     }
-    this.statements.set(key, statement);
+    this.statements.set(cacheKey, statement);
     return statement;
   }
 
@@ -213,9 +212,9 @@ export class MirrorStore {
   }
 
   /**
-   * The two-scan rule (DESIGN.md "Leaves and deletes"), called when complete scan `scanNumber`
+   * The two-scan rule (docs/sync.md "Leaves and deletes"), called when complete scan `scanNumber`
    * finished without error: every live record it did not list gets one more miss; a record missed
-   * by two consecutive complete scans is tombstoned (`deleted_at`) with a `stream.goneEventType`
+   * by two consecutive complete scans is tombstoned (`deleted_at`) with a `stream.changes.gone`
    * change. Records first seen after the scan began (e.g. written through from a write) are not
    * counted as missed: the scan could not have listed them. (`<=`: a record first seen in the very
    * millisecond the scan began was seen by an earlier run, and must count.)
@@ -228,15 +227,16 @@ export class MirrorStore {
         `UPDATE ${stream.table} SET missed_scans = missed_scans + 1
          WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ?`,
       ).run(scanNumber, scanStartedAt);
-      const gone = this.prepare(`SELECT id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2 ORDER BY id`).all() as {
+      const key = keyColumn(stream);
+      const gone = this.prepare(`SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2 ORDER BY ${key}`).all() as {
         id: string;
         raw: string;
       }[];
-      const tombstone = this.prepare(`UPDATE ${stream.table} SET deleted_at = ? WHERE id = ?`);
+      const tombstone = this.prepare(`UPDATE ${stream.table} SET deleted_at = ? WHERE ${key} = ?`);
       return gone.map((row) => {
         tombstone.run(now, row.id);
         return this.appendChange({
-          type: stream.goneEventType,
+          type: stream.changes.gone,
           stream: stream.name,
           recordId: row.id,
           occurredAt: now,
@@ -331,7 +331,7 @@ export class MirrorStore {
 
   /** The highest changelog `seq` (0 when empty). */
   lastSeq(): number {
-    return (this.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM changes').get() as { seq: number }).seq;
+    return lastChangeSeq(this.db);
   }
 }
 

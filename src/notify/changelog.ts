@@ -1,6 +1,6 @@
 /**
- * Reading the changelog: the append-only `changes` table of the mirror (DESIGN.md "The mirror
- * contract", src/mirror/migrations/001_mirror.ts). The sync engine appends a row in the same
+ * Reading the changelog: the append-only `changes` table of the mirror (docs/mirror.md,
+ * src/mirror/migrations/001_mirror.ts). The sync engine appends a row in the same
  * transaction as the record it changed; this module only reads.
  *
  * Cursors are `seq` values and exclusive: `sinceSeq: 41` reads seq 42 onwards, so a reader that
@@ -9,24 +9,9 @@
  * a seq 42 that committed behind it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { lastChangeSeq, type ChangeData } from '../mirror/changelog.ts';
 import type { MirrorDatabase } from '../mirror/database.ts';
 import { validateEventPattern } from './event-filter.ts';
-
-/** One changed field: its value before and after (null when absent). */
-export interface FieldChange {
-  old: unknown;
-  new: unknown;
-}
-
-/**
- * The `data` column, parsed: the record after the change and each changed field's old and new
- * value. Events that are not record changes (e.g. `write.succeeded`) may carry other keys.
- */
-export interface ChangeData {
-  record?: unknown;
-  changes?: Record<string, FieldChange>;
-  [key: string]: unknown;
-}
 
 /** One changelog row. */
 export interface ChangeEvent {
@@ -84,12 +69,6 @@ export function readChanges(db: MirrorDatabase, options: ReadChangesOptions = {}
   return rows.map(toChangeEvent);
 }
 
-/** The highest seq in the changelog, 0 when it is empty. */
-export function latestChangeSeq(db: MirrorDatabase): number {
-  const row = db.prepare('SELECT MAX(seq) AS seq FROM changes').get() as { seq: number | null };
-  return row.seq ?? 0;
-}
-
 /** Options of `followChanges`: where to start, how often to poll (ms), and when to stop. */
 export interface FollowChangesOptions {
   /** Start after this seq (exclusive). Default: the current end of the changelog (only new events). */
@@ -114,7 +93,7 @@ export async function* followChanges(db: MirrorDatabase, options: FollowChangesO
   const pollMs = options.pollMs ?? 1000;
   if (!Number.isFinite(pollMs) || pollMs < 1) throw new Error(`pollMs: must be a positive number of milliseconds, got ${String(pollMs)}`);
   const batchSize = options.batchSize ?? 500;
-  let cursor = options.sinceSeq === undefined ? latestChangeSeq(db) : checkSeq(options.sinceSeq, 'sinceSeq');
+  let cursor = options.sinceSeq === undefined ? lastChangeSeq(db) : checkSeq(options.sinceSeq, 'sinceSeq');
   const signal = options.signal;
   while (!signal?.aborted) {
     const events = readChanges(db, { sinceSeq: cursor, limit: batchSize, ...(options.types ? { types: options.types } : {}) });
@@ -156,6 +135,9 @@ function toChangeEvent(row: ChangeRow): ChangeEvent {
   } catch (error) {
     throw new Error(`changes row seq ${row.seq} (event ${row.event_id}): data is not valid JSON (${(error as Error).message})`, { cause: error });
   }
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new Error(`changes row seq ${row.seq} (event ${row.event_id}): data is not a JSON object`);
+  }
   return {
     seq: row.seq,
     eventId: row.event_id,
@@ -163,7 +145,7 @@ function toChangeEvent(row: ChangeRow): ChangeEvent {
     stream: row.stream,
     recordId: row.record_id,
     occurredAt: row.occurred_at,
-    data: data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as ChangeData) : { value: data },
+    data: data as ChangeData,
   };
 }
 

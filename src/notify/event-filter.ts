@@ -1,13 +1,13 @@
 /**
  * Event-type filters: which changelog events a webhook endpoint (or a `changes` reader) wants.
  *
- * A filter is a list of patterns (config/schema.ts `WebhookEndpointConfig.events`), matched against
+ * A filter is a list of patterns (src/config/schema.ts `WebhookEndpointConfig.events`), matched against
  * an event's `type` (e.g. `deal.won`):
  *   - `*`          every event
  *   - `deal.*`     a prefix wildcard: every type starting with `deal.` (not `deal` itself)
  *   - `deal.won`   exactly that type
  * An event matches the filter when it matches any pattern. Spec §6 leaves outbound events
- * unspecified; the type names are this project's (DESIGN.md "The mirror contract").
+ * unspecified; the type names are this project's (docs/mirror.md).
  */
 
 /** Answers whether an event type passes a filter. */

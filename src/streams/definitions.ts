@@ -1,168 +1,152 @@
 /**
- * The streams, described as data (in the manner of Airbyte's declarative streams): where the list
- * lives, how a record maps to mirror columns, how its cursor works, and how a change is named.
- * One engine (src/sync/engine.ts); the mirror (src/mirror/store.ts) stores them runs them all; add a stream by describing it here.
+ * The streams the worker mirrors, and their registry. Adding a stream is one definition here and
+ * one line in `STREAM_LIST`: the configuration's `sync.streams`, `--stream`, `status`, the metric
+ * labels and the stream's mirror table (created at open) all derive from the registry.
  */
-import type { z } from 'zod';
 import { dealSchema, onboardingSchema, transactionListItemSchema } from '../client/schemas.ts';
+import { column, defineStream, listRequest, type ApiRecord, type StreamDefinition } from './define-stream.ts';
 
-export type StreamName = 'transactions' | 'deals' | 'onboardings';
-export const STREAM_NAMES: readonly StreamName[] = ['transactions', 'deals', 'onboardings'];
+/** `GET /transactions` (spec §2 Transaction, §4.13): the company's ledger. */
+export const transactionsStream = defineStream({
+  name: 'transactions',
+  request: listRequest('/transactions', 'transactions', { cursor: 'updatedAfter' }),
+  itemSchema: transactionListItemSchema,
+  key: 'id',
+  columns: [
+    column('id', 'TEXT', { primaryKey: true }),
+    column('type', 'TEXT', { notNull: true }),
+    column('status', 'TEXT', { notNull: true }),
+    // Signed cents (spec §2 Transaction): EXPENSE, DEDUCTION and TAX_PAYMENT are negative.
+    column('amount', 'INTEGER', { notNull: true }),
+    column('description', 'TEXT'),
+    column('date', 'TEXT'),
+    // The create response (spec §4.7) adds these; list items (spec §2) do not carry them.
+    column('counterpartyName', 'TEXT'),
+    column('irsCategory', 'TEXT'),
+    column('dueDate', 'TEXT'),
+    column('legalEntityId', 'TEXT'),
+    column('createdAt', 'TEXT'),
+    column('updatedAt', 'TEXT'),
+  ],
+  listedFields: ['id', 'type', 'status', 'amount', 'description', 'date'],
+  changes: {
+    events: ['transaction.created', 'transaction.updated', 'transaction.voided', 'transaction.confirmed', 'transaction.deleted'],
+    classify(previous, next, changed) {
+      if (!previous) return 'transaction.created';
+      if (changed.includes('status')) {
+        if (next.status === 'VOIDED') return 'transaction.voided';
+        if (next.status === 'CONFIRMED' && previous.status === 'PENDING') return 'transaction.confirmed';
+      }
+      return 'transaction.updated';
+    },
+    gone: 'transaction.deleted',
+  },
+});
 
-/** A record as the API returned it (already validated). */
-export type ApiRecord = Record<string, unknown>;
-
-/** A mirror column and the record field (dot path) it holds. */
-export interface ColumnMapping {
-  column: string;
-  /** Dot path into the record, e.g. `user.fullname`. */
-  field: string;
-}
-
-/**
- * How incremental runs find what changed:
- * - `updatedAfter`: ask for records updated after the cursor minus the overlap (spec §1 Pagination).
- * - `complete-scan`: every run lists the whole stream. Used where leaving the list IS the change
- *   (an onboarding that completes disappears, spec §4.1), so each run feeds the two-scan rule.
- */
-export type IncrementalStrategy = 'updatedAfter' | 'complete-scan';
-
-export interface StreamDefinition {
-  name: StreamName;
-  /** List endpoint path under /api/public/v1. */
-  path: string;
-  /** Member of `content` holding the item array. */
-  itemsKey: string;
-  /** Validates one list item; lenient to unknown fields, strict on stored ones. */
-  itemSchema: z.ZodType<ApiRecord>;
-  /** Mirror table (DESIGN.md mirror contract). */
-  table: StreamName;
-  /** Typed columns and the fields they come from. `id` is the record key. */
-  columns: readonly ColumnMapping[];
-  /**
-   * Fields that define the record's content for change detection: the ones the list endpoint
-   * returns. A write response may carry more (a transaction's `counterpartyName`); those are stored
-   * but do not make a later list page look like a change.
-   */
-  listedFields: readonly string[];
-  incremental: IncrementalStrategy;
-  /** When the list endpoint answers 404, the stream is reported unsupported instead of failing (DESIGN.md Deals). */
-  unsupportedOn404: boolean;
-  /**
-   * Names the change from the stored record (undefined when new) to the listed one.
-   * @param changed the listed fields whose value differs
-   */
-  classify(previous: ApiRecord | undefined, next: ApiRecord, changed: readonly string[]): string;
-  /** Event type when a record is gone from two consecutive complete scans. */
-  goneEventType: string;
-}
-
-const TRANSACTION_FIELDS = ['id', 'type', 'status', 'amount', 'description', 'date'] as const;
 const DEAL_FIELDS = [
   'id', 'referenceId', 'locationId', 'pipelineId', 'stageId', 'accountId', 'ownerId', 'title', 'value', 'currency', 'status',
   'probability', 'expectedCloseDate', 'sortOrder', 'wonLostReason', 'closedAt', 'stageMovedAt', 'createdAt', 'updatedAt',
-] as const;
+];
 
-/** `referenceId` -> `reference_id`. */
-function snakeCase(field: string): string {
-  return field.replace(/\./g, '_').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-}
-
-function columnsFor(fields: readonly string[]): ColumnMapping[] {
-  return fields.map((field) => ({ column: snakeCase(field), field }));
-}
-
-export const transactionsStream: StreamDefinition = {
-  name: 'transactions',
-  path: '/transactions',
-  itemsKey: 'transactions',
-  itemSchema: transactionListItemSchema as z.ZodType<ApiRecord>,
-  table: 'transactions',
-  // The create response (spec §4.7) adds these; list items (spec §2) do not carry them.
-  columns: columnsFor([...TRANSACTION_FIELDS, 'counterpartyName', 'irsCategory', 'dueDate', 'legalEntityId', 'createdAt', 'updatedAt']),
-  listedFields: TRANSACTION_FIELDS,
-  incremental: 'updatedAfter',
-  unsupportedOn404: false,
-  classify(previous, next, changed) {
-    if (!previous) return 'transaction.created';
-    if (changed.includes('status')) {
-      if (next.status === 'VOIDED') return 'transaction.voided';
-      if (next.status === 'CONFIRMED' && previous.status === 'PENDING') return 'transaction.confirmed';
-    }
-    return 'transaction.updated';
-  },
-  goneEventType: 'transaction.deleted',
-};
-
-export const dealsStream: StreamDefinition = {
+/**
+ * `GET /deals`: not shown in the spec; we assume the list conventions (`content.deals`). A 404 marks
+ * the stream unsupported; deals then arrive from write responses only (spec §4.6).
+ */
+export const dealsStream = defineStream({
   name: 'deals',
-  path: '/deals',
-  itemsKey: 'deals',
-  itemSchema: dealSchema as z.ZodType<ApiRecord>,
-  table: 'deals',
-  columns: columnsFor(DEAL_FIELDS),
-  listedFields: DEAL_FIELDS,
-  incremental: 'updatedAfter',
-  unsupportedOn404: true,
-  classify(previous, next, changed) {
-    if (!previous) return 'deal.created';
-    if (changed.includes('status')) {
-      if (next.status === 'WON') return 'deal.won';
-      if (next.status === 'LOST') return 'deal.lost';
-      if (next.status === 'OPEN') return 'deal.reopened';
-    }
-    if (changed.includes('stageId')) return 'deal.stage_changed';
-    return 'deal.updated';
-  },
-  goneEventType: 'deal.deleted',
-};
-
-export const onboardingsStream: StreamDefinition = {
-  name: 'onboardings',
-  path: '/employee-onboardings',
-  itemsKey: 'onboardings',
-  itemSchema: onboardingSchema as z.ZodType<ApiRecord>,
-  table: 'onboardings',
+  request: listRequest('/deals', 'deals', { cursor: 'updatedAfter', unsupportedOn404: true }),
+  itemSchema: dealSchema,
+  key: 'id',
   columns: [
-    { column: 'id', field: 'id' },
-    { column: 'onboarding_step', field: 'onboardingStep' },
-    { column: 'user_fullname', field: 'user.fullname' },
+    column('id', 'TEXT', { primaryKey: true }),
+    column('referenceId', 'INTEGER'),
+    column('locationId', 'TEXT'),
+    column('pipelineId', 'TEXT'),
+    column('stageId', 'TEXT'),
+    column('accountId', 'TEXT'),
+    column('ownerId', 'TEXT'),
+    column('title', 'TEXT'),
+    // Cents.
+    column('value', 'INTEGER'),
+    column('currency', 'TEXT'),
+    column('status', 'TEXT', { notNull: true }),
+    column('probability', 'REAL'),
+    column('expectedCloseDate', 'TEXT'),
+    column('sortOrder', 'REAL'),
+    column('wonLostReason', 'TEXT'),
+    column('closedAt', 'TEXT'),
+    column('stageMovedAt', 'TEXT'),
+    column('createdAt', 'TEXT'),
+    column('updatedAt', 'TEXT'),
   ],
-  listedFields: ['id', 'onboardingStep', 'user.fullname'],
-  incremental: 'complete-scan',
-  unsupportedOn404: false,
-  classify(previous, _next, changed) {
-    if (!previous) return 'onboarding.started';
-    if (changed.includes('onboardingStep')) return 'onboarding.step_changed';
-    return 'onboarding.updated';
+  listedFields: DEAL_FIELDS,
+  changes: {
+    events: ['deal.created', 'deal.updated', 'deal.stage_changed', 'deal.won', 'deal.lost', 'deal.reopened', 'deal.deleted'],
+    classify(previous, next, changed) {
+      if (!previous) return 'deal.created';
+      if (changed.includes('status')) {
+        if (next.status === 'WON') return 'deal.won';
+        if (next.status === 'LOST') return 'deal.lost';
+        if (next.status === 'OPEN') return 'deal.reopened';
+      }
+      if (changed.includes('stageId')) return 'deal.stage_changed';
+      return 'deal.updated';
+    },
+    gone: 'deal.deleted',
   },
-  // Only employees who have not completed onboarding are listed (spec §4.1): leaving the list is completion.
-  goneEventType: 'onboarding.completed',
+});
+
+/**
+ * `GET /employee-onboardings` (spec §4.1): only employees who have not completed onboarding are
+ * listed, so leaving the list is completion, and every sync is a complete scan.
+ */
+export const onboardingsStream = defineStream({
+  name: 'onboardings',
+  request: listRequest('/employee-onboardings', 'onboardings', { cursor: 'complete-scan' }),
+  itemSchema: onboardingSchema,
+  key: 'id',
+  columns: [column('id', 'TEXT', { primaryKey: true }), column('onboardingStep', 'INTEGER', { notNull: true }), column('user.fullname', 'TEXT')],
+  // Other fields (spec §2 "other fields") stay in `raw`.
+  listedFields: ['id', 'onboardingStep', 'user.fullname'],
+  changes: {
+    events: ['onboarding.started', 'onboarding.step_changed', 'onboarding.updated', 'onboarding.completed'],
+    classify(previous, _next, changed) {
+      if (!previous) return 'onboarding.started';
+      if (changed.includes('onboardingStep')) return 'onboarding.step_changed';
+      return 'onboarding.updated';
+    },
+    gone: 'onboarding.completed',
+  },
+});
+
+/** The registry: every stream, in the order `status` lists them and a plain `sync` runs them. */
+export const STREAM_LIST = [transactionsStream, dealsStream, onboardingsStream] as const;
+
+/** A registered stream's name: `transactions`, `deals`, `onboardings`. */
+export type StreamName = (typeof STREAM_LIST)[number]['name'];
+
+/** Every registered stream name, in registry order. */
+export const STREAM_NAMES: readonly StreamName[] = STREAM_LIST.map((stream) => stream.name);
+
+/** The registered streams by name, each with its own record type. */
+export const STREAMS = Object.fromEntries(STREAM_LIST.map((stream) => [stream.name, stream])) as {
+  readonly [Name in StreamName]: Extract<(typeof STREAM_LIST)[number], { name: Name }>;
 };
 
-export const STREAMS: Readonly<Record<StreamName, StreamDefinition>> = {
-  transactions: transactionsStream,
-  deals: dealsStream,
-  onboardings: onboardingsStream,
-};
+/** A registered stream, its record type erased (what the engine and the mirror handle alike). */
+export type RegisteredStream = StreamDefinition<ApiRecord, StreamName>;
 
 /**
  * Looks a stream up by name.
  * @throws Error naming the valid streams when `name` is not one.
  */
-export function streamByName(name: string): StreamDefinition {
-  const stream = (STREAMS as Record<string, StreamDefinition | undefined>)[name];
+export function streamByName(name: string): RegisteredStream {
+  const stream = STREAM_LIST.find((candidate) => candidate.name === name);
   if (!stream) throw new Error(`unknown stream "${name}": expected one of ${STREAM_NAMES.join(', ')}`);
   return stream;
 }
 
-/** Reads a dot path (`user.fullname`) from a record; undefined when any step is missing. */
-export function readField(record: ApiRecord, path: string): unknown {
-  if (!path.includes('.')) return record[path];
-  let node: unknown = record;
-  for (const part of path.split('.')) {
-    if (node === null || typeof node !== 'object') return undefined;
-    node = (node as Record<string, unknown>)[part];
-  }
-  return node;
+/** True when `name` is a registered stream. */
+export function isStreamName(name: string): name is StreamName {
+  return (STREAM_NAMES as readonly string[]).includes(name);
 }

@@ -1,8 +1,10 @@
 /**
  * The sync engine: runs any stream of src/streams/definitions.ts (backfill, incremental sync,
- * reconciliation) under the sync rules of DESIGN.md. The flow of one page is:
+ * reconciliation) under the sync rules of docs/sync.md. The flow of one page
+ * (docs/architecture.md "One API page"):
  *
- *   client.listPage (rate budget, HTTP, retries, validation)
+ *   paginateByOffset (src/client/paginate.ts: next offset, drift step-back, loop guard)
+ *     -> client.listPage (hook layers: rate budget, HTTP, retries; then envelope and item validation)
  *     -> store.applyRecords + store.saveRun in ONE SQLite transaction (records, changelog, checkpoint)
  *     -> onChanges (wake the webhook dispatcher) and onProgress (progress bar, logs)
  *
@@ -27,16 +29,18 @@
  */
 import { hostname } from 'node:os';
 import type { ApiClient } from '../client/client.ts';
-import { InvalidResponseError, NotFoundError } from '../client/errors.ts';
+import { NotFoundError } from '../client/errors.ts';
+import { paginateByOffset, type PageStep } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { AppendedChange, MirrorStore, RunCheckpoint } from '../mirror/store.ts';
-import { streamByName, type ApiRecord, type StreamDefinition, type StreamName } from '../streams/definitions.ts';
+import type { ApiRecord } from '../streams/define-stream.ts';
+import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 
 /** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
 export type RunReason = 'backfill' | 'sync' | 'reconcile';
 
-/** Progress after each page, for progress bars and logs. */
+/** Progress after each committed page, for progress bars and logs (`RunOptions.onProgress`). */
 export interface RunProgress {
   stream: StreamName;
   reason: RunReason;
@@ -51,12 +55,17 @@ export interface RunProgress {
   pages: number;
 }
 
+/**
+ * What one `SyncEngine.run` did: the stream, why and how it ran (`mode`: `complete` scan of the
+ * whole list, or `incremental` since the cursor), how it ended, and its counts. Never thrown: API and
+ * network failures end as `status: 'failed'` with `error`.
+ */
 export interface RunResult {
   stream: StreamName;
   reason: RunReason;
   mode: RunCheckpoint['mode'];
   /**
-   * `succeeded`; `unsupported` (the list endpoint answered 404, DESIGN.md Deals); `busy` (another
+   * `succeeded`; `unsupported` (the list endpoint answered 404, docs/sync.md "Deals"); `busy` (another
    * process runs this stream); `interrupted` (aborted: the checkpoint stands); `failed` (error: the
    * checkpoint stands, `error` says what and where).
    */
@@ -65,19 +74,31 @@ export interface RunResult {
   resumed: boolean;
   /** List requests this run sent (the client's retries of one page count once). */
   pages: number;
+  /** Items listed (re-reads after a drift step-back included). */
   records: number;
+  /** Changelog rows appended (tombstones included). */
   changes: number;
+  /** Records tombstoned by the two-scan rule at the end of a complete scan. */
   tombstones: number;
   /** Step-backs made because `pagination.total` dropped between pages. */
   driftStepBacks: number;
   error?: Error;
 }
 
+/**
+ * What a SyncEngine is built from (jobs/context.ts builds it): the API client whose layers pace and
+ * retry its list requests, the mirror store it commits pages to, and its run-lock identity.
+ */
 export interface SyncEngineOptions {
+  /** Lists pages; requests go at priority `incremental` (sync) or `backfill` (backfill, reconcile). */
   client: ApiClient;
+  /** Where each page's records, changes and checkpoint commit together. */
   store: MirrorStore;
   logger?: Logger;
-  /** Seconds subtracted from the cursor for each incremental run (DESIGN.md "Incremental"). */
+  /**
+   * Seconds subtracted from the cursor for each incremental run (docs/sync.md "Incremental"; config
+   * `sync.overlapSeconds`). Default 120. A stream's own `request.lookbackSeconds` wins.
+   */
   overlapSeconds?: number;
   /** Called after each commit that appended changes (e.g. to wake the webhook dispatcher). */
   onChanges?: (changes: readonly AppendedChange[]) => void;
@@ -87,6 +108,7 @@ export interface SyncEngineOptions {
   lockTtlMs?: number;
 }
 
+/** Per-run options of `SyncEngine.run`. */
 export interface RunOptions {
   /** Aborts the run between or during page requests; the checkpoint stands (status `interrupted`). */
   signal?: AbortSignal;
@@ -137,7 +159,7 @@ export class SyncEngine {
   async run(streamName: StreamName | string, reason: RunReason, options: RunOptions = {}): Promise<RunResult> {
     const stream = streamByName(streamName);
     const state = this.store.readSyncState(stream.name);
-    const wantComplete = reason !== 'sync' || stream.incremental === 'complete-scan' || state.cursor === null;
+    const wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
     const result: RunResult = {
       stream: stream.name,
       reason,
@@ -165,7 +187,7 @@ export class SyncEngine {
         result.resumed = true;
         this.logger.info({ stream: stream.name, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
       } else {
-        run = this.newRun(wantComplete ? 'complete' : 'incremental', reason, state.cursor, state.scanNumber);
+        run = this.newRun(stream, wantComplete ? 'complete' : 'incremental', reason, state.cursor, state.scanNumber);
       }
       result.mode = run.mode;
       // The checkpoint is first saved with the first page: a run that fails before any page leaves
@@ -190,9 +212,10 @@ export class SyncEngine {
     return result;
   }
 
-  private newRun(mode: RunCheckpoint['mode'], reason: RunReason, cursor: string | null, scanNumber: number): RunCheckpoint {
+  private newRun(stream: RegisteredStream, mode: RunCheckpoint['mode'], reason: RunReason, cursor: string | null, scanNumber: number): RunCheckpoint {
+    const lookbackMs = stream.request.lookbackSeconds === undefined ? this.overlapMs : stream.request.lookbackSeconds * SECOND_MS;
     const run: RunCheckpoint = { mode, reason, startedAt: new Date().toISOString(), offset: 0, pages: 0, records: 0, changes: 0 };
-    if (mode === 'incremental' && cursor) run.updatedAfter = new Date(Date.parse(cursor) - this.overlapMs).toISOString();
+    if (mode === 'incremental' && cursor) run.updatedAfter = new Date(Date.parse(cursor) - lookbackMs).toISOString();
     if (mode === 'complete') run.scanNumber = scanNumber + 1;
     return run;
   }
@@ -215,106 +238,100 @@ export class SyncEngine {
     return new Date(Date.now() + (this.options.lockTtlMs ?? 5 * 60 * SECOND_MS)).toISOString();
   }
 
-  /** Pages through the stream from the checkpoint until `hasMore` is false. */
-  private async page(stream: StreamDefinition, run: RunCheckpoint, result: RunResult, options: RunOptions): Promise<void> {
+  /** Pages through the stream from the checkpoint until `hasMore` is false, committing each page. */
+  private async page(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, options: RunOptions): Promise<void> {
     const { signal } = options;
     const priority: Priority = run.reason === 'sync' ? 'incremental' : 'backfill';
-    for (;;) {
+    const request = stream.request;
+    // Read when each page is fetched: `createdBefore` is set after the first page.
+    const fetchPage = (offset: number) => {
       signal?.throwIfAborted();
-      const offset = run.offset;
-      let page;
-      try {
-        page = await this.client.listPage<ApiRecord>(stream.path, offset, {
-          itemsKey: stream.itemsKey,
-          itemSchema: stream.itemSchema,
-          priority,
-          signal,
-          query: { sortBy: 'createdAt', sortOrder: 'asc', updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
-        });
-      } catch (error) {
-        if (error instanceof NotFoundError && stream.unsupportedOn404 && run.pages === 0) {
-          this.markUnsupported(stream, result);
-          return;
-        }
-        throw error;
-      }
-      result.pages += 1;
-      run.pages += 1;
-      if (run.serverStartedAt === undefined) {
-        // The server's clock at the first page, floored to the second (Date has second resolution).
-        // Both the cursor and the createdBefore bound use it: no record created after the first
-        // page's snapshot can enter the set (it would mask a removal in the total), and the next
-        // incremental run, asking from this cursor minus the overlap, picks up every record the
-        // bound left out.
-        const serverNow = page.serverTime?.getTime() ?? Date.now();
-        const floored = Math.floor(serverNow / SECOND_MS) * SECOND_MS;
-        run.serverStartedAt = new Date(floored).toISOString();
-        run.createdBefore = run.serverStartedAt;
-        if (!page.serverTime) this.logger.warn({ stream: stream.name }, 'the server sent no Date header; using the local clock for the cursor');
-      }
-      const total = page.pagination.total;
-      const drop = run.lastTotal !== undefined ? run.lastTotal - total : 0;
-      const stepBack = drop > 0;
-      run.lastTotal = total;
-      run.records += page.items.length;
-      result.records += page.items.length;
-      if (stepBack) {
-        // Records were removed since the previous page: up to `drop` unseen records slid below this offset.
-        run.offset = Math.max(0, offset - drop);
-        result.driftStepBacks += 1;
-        this.logger.info({ stream: stream.name, offset, drop }, 'the list shrank while paging; stepping back to re-read what slid past');
-      } else {
-        run.offset = offset + page.pagination.limit;
-      }
-      if (!stepBack && page.items.length === 0 && page.pagination.hasMore && offset >= total) {
-        // Following `hasMore` here would page forever: stop with what the server said.
-        throw new InvalidResponseError({
-          message: `GET ${stream.path}?offset=${offset}: the server says hasMore with no items at an offset past its total (${total})`,
-        });
-      }
-      const done = !stepBack && !page.pagination.hasMore;
-      const changes = this.store.transaction(() => {
-        // Renew the run lock with the page; a lock another process took over (ours expired while
-        // waiting) means that process now owns the checkpoint: stop without writing.
-        if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
-          throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
-        }
-        const appended = this.store.applyRecords(stream, page.items, { scanNumber: run.mode === 'complete' ? run.scanNumber : undefined });
-        run.changes += appended.length;
-        this.store.saveRun(stream.name, run);
-        return appended;
+      return this.client.listPage<ApiRecord>(request.path, offset, {
+        itemsKey: request.itemsKey,
+        itemSchema: stream.itemSchema,
+        priority,
+        signal,
+        query: { ...request.filters, sortBy: request.sort.by, sortOrder: request.sort.order, updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
       });
-      result.changes += changes.length;
-      if (changes.length > 0) this.options.onChanges?.(changes);
-      options.onProgress?.({
-        stream: stream.name,
-        reason: run.reason,
-        mode: run.mode,
-        records: run.records,
-        changes: run.changes,
-        total,
-        offset: run.offset,
-        pages: run.pages,
-      });
-      if (done) return;
+    };
+    const pages = paginateByOffset(fetchPage, { label: `GET ${request.path}`, startOffset: run.offset, previousTotal: run.lastTotal, stepBackOnShrink: true });
+    try {
+      for await (const step of pages) this.commitPage(stream, run, result, step, options);
+    } catch (error) {
+      if (error instanceof NotFoundError && request.unsupportedOn404 && run.pages === 0) {
+        this.markUnsupported(stream, result);
+        return;
+      }
+      throw error;
     }
   }
 
-  private markUnsupported(stream: StreamDefinition, result: RunResult): void {
+  /** One page: the cursor's server time (first page), then records, changelog and checkpoint in one transaction, then notification. */
+  private commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, options: RunOptions): void {
+    const { page } = step;
+    result.pages += 1;
+    run.pages += 1;
+    if (run.serverStartedAt === undefined) {
+      // The server's clock at the first page, floored to the second (Date has second resolution).
+      // Both the cursor and the createdBefore bound use it: no record created after the first
+      // page's snapshot can enter the set (it would mask a removal in the total), and the next
+      // incremental run, asking from this cursor minus the overlap, picks up every record the
+      // bound left out.
+      const serverNow = page.serverTime?.getTime() ?? Date.now();
+      const floored = Math.floor(serverNow / SECOND_MS) * SECOND_MS;
+      run.serverStartedAt = new Date(floored).toISOString();
+      run.createdBefore = run.serverStartedAt;
+      if (!page.serverTime) this.logger.warn({ stream: stream.name }, 'the server sent no Date header; using the local clock for the cursor');
+    }
+    run.lastTotal = page.pagination.total;
+    run.records += page.items.length;
+    result.records += page.items.length;
+    run.offset = step.nextOffset;
+    if (step.stepBack > 0) {
+      // Records were removed since the previous page: up to that many unseen records slid below this offset.
+      result.driftStepBacks += 1;
+      this.logger.info({ stream: stream.name, offset: page.offset, drop: step.stepBack }, 'the list shrank while paging; stepping back to re-read what slid past');
+    }
+    const changes = this.store.transaction(() => {
+      // Renew the run lock with the page; a lock another process took over (ours expired while
+      // waiting) means that process now owns the checkpoint: stop without writing.
+      if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
+        throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
+      }
+      const appended = this.store.applyRecords(stream, page.items, { scanNumber: run.mode === 'complete' ? run.scanNumber : undefined });
+      run.changes += appended.length;
+      this.store.saveRun(stream.name, run);
+      return appended;
+    });
+    result.changes += changes.length;
+    if (changes.length > 0) this.options.onChanges?.(changes);
+    options.onProgress?.({
+      stream: stream.name,
+      reason: run.reason,
+      mode: run.mode,
+      records: run.records,
+      changes: run.changes,
+      total: page.pagination.total,
+      offset: run.offset,
+      pages: run.pages,
+    });
+  }
+
+  private markUnsupported(stream: RegisteredStream, result: RunResult): void {
     result.status = 'unsupported';
     this.store.transaction(() => {
       this.store.updateSyncState(stream.name, {
         supported: 0,
-        last_error: `${stream.path} answered 404: the stream is unsupported by this server; records arrive from write responses only`,
+        last_error: `${stream.request.path} answered 404: the stream is unsupported by this server; records arrive from write responses only`,
         last_run_finished_at: new Date().toISOString(),
       });
       this.store.saveRun(stream.name, null);
     });
-    this.logger.warn({ stream: stream.name, path: stream.path }, 'list endpoint not found (404): stream marked unsupported');
+    this.logger.warn({ stream: stream.name, path: stream.request.path }, 'list endpoint not found (404): stream marked unsupported');
   }
 
   /** Commits the end of a successful run: misses and tombstones (complete scans), the cursor, the state. */
-  private finish(stream: StreamDefinition, run: RunCheckpoint, result: RunResult): void {
+  private finish(stream: RegisteredStream, run: RunCheckpoint, result: RunResult): void {
     const tombstones = this.store.transaction(() => {
       const appended = run.mode === 'complete' && run.scanNumber !== undefined ? this.store.recordMisses(stream, run.scanNumber, run.startedAt) : [];
       const now = new Date().toISOString();

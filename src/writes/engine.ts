@@ -1,5 +1,5 @@
 /**
- * The write engine: runs ONE write of any kind to its outcome (DESIGN.md "Writes", spec §4, §7).
+ * The write engine: runs ONE write of any kind to its outcome (docs/writes.md, spec §4, §7).
  * Every kind is data (src/writes/kinds/); the rules here are the same for all of them:
  *
  * 1. A write found `sending` was interrupted after its request may have gone out (a worker killed
@@ -7,7 +7,9 @@
  *    ambiguous, so it is resolved (step 4), never blindly sent again.
  * 2. Otherwise it is sent through the ApiClient with priority `write`, the client retry policy of its
  *    kind (`safe` for idempotent kinds and clock-in, `unsent-only` for the others) and the acting
- *    token. `sending` is recorded the moment a rate-budget slot is granted (slot-listener.ts).
+ *    token. `sending` is recorded the moment a rate-budget slot is granted: a `beforeRequest` hook
+ *    passed with the request, which runs after the budget's (src/client/hooks.ts). A worker killed
+ *    while it waits for a slot leaves its write `queued` (safe to send), not `sending` (ambiguous).
  * 3. The answer decides:
  *    - 2xx: `succeeded` (outcome = the API's `message`); the record is written through into the mirror.
  *    - 409 on a kind with a `conflictOutcome` (clock-in): `succeeded`, outcome `entry already open`.
@@ -25,12 +27,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { ApiClient, ApiResponse } from '../client/client.ts';
-import { BizopsApiError, ConflictError, ConnectionError, InvalidResponseError, RateLimitError } from '../client/errors.ts';
+import { BizopsApiError, ConflictError, ConnectionError, InvalidResponseError, RateLimitError, UnknownTokenError } from '../client/errors.ts';
 import type { RetryPolicy } from '../client/retry.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { AppendedChange } from '../mirror/store.ts';
 import { isWriteKindName, writeKind, type LedgerLookup, type RetrySafety, type WriteKind } from './kinds/index.ts';
-import { withJobContext } from './slot-listener.ts';
 import type { WriteOutcome, WriteRecord, WriteStore, WriteThroughHook } from './store.ts';
 import { fieldPath } from './validation.ts';
 
@@ -40,16 +41,20 @@ export type WriteProcessResult =
   | { action: 'retry'; reason: string }
   | { action: 'skipped'; reason: string };
 
-/** Which run of the job this is: BullMQ's attempt number (from 1) and the attempts allowed. */
-export interface WriteAttempt {
-  attempt: number;
-  maxAttempts: number;
+/**
+ * Which run of the write's queue job this is: BullMQ runs a job up to `maxRuns` times (its
+ * "attempts"). Not the write's `attempts`, which counts requests sent (budget slots taken).
+ */
+export interface JobRun {
+  /** From 1. */
+  run: number;
+  maxRuns: number;
 }
 
 /** Construction options of a WriteEngine: its store, client and the ledger-lookup limits. */
 export interface WriteEngineOptions {
   store: WriteStore;
-  /** An ApiClient whose budget is a `SlotNotifyingBudget` (else `sending` is never recorded before sending). */
+  /** The API client (its rate budget a layer of it); the engine adds its `sending` mark to each write request. */
   client: ApiClient;
   logger?: Logger;
   /** Mirror write-through of successful responses; null turns it off. */
@@ -65,11 +70,11 @@ export interface WriteEngineOptions {
 }
 
 /** The client retry policy for a kind's retry safety (src/client/retry.ts). */
-export function clientRetryPolicy(safety: RetrySafety): RetryPolicy {
+function clientRetryPolicy(safety: RetrySafety): RetryPolicy {
   return safety === 'idempotent' || safety === 'conflict-means-done' ? 'safe' : 'unsent-only';
 }
 
-/** Thrown from the slot listener when the write was finished meanwhile: the request is not sent. */
+/** Thrown from the `sending` mark when the write was finished meanwhile: the request is not sent. */
 class WriteAlreadyFinishedError extends Error {
   override name = 'WriteAlreadyFinishedError';
 }
@@ -92,7 +97,7 @@ const listItemSchema = z.looseObject({ id: z.string() });
 
 /**
  * Runs one stored write (by id) one step towards its outcome, following the rules in this module's
- * header (DESIGN.md "Writes", spec §4, §7). The write worker calls `process` once per BullMQ attempt.
+ * header (docs/writes.md, spec §4, §7). The write worker calls `process` once per run of the write's queue job.
  */
 export class WriteEngine {
   private readonly store: WriteStore;
@@ -121,7 +126,7 @@ export class WriteEngine {
    *   (already terminal, or unknown)
    * @throws only on storage failures (SQLite), which leave the row as it was for the next run
    */
-  async process(writeId: string, attempt: WriteAttempt): Promise<WriteProcessResult> {
+  async process(writeId: string, jobRun: JobRun): Promise<WriteProcessResult> {
     const write = this.store.get(writeId);
     if (!write) return { action: 'skipped', reason: `no write ${writeId} in the writes table` };
     if (write.status !== 'queued' && write.status !== 'sending') return { action: 'skipped', reason: `already ${write.status}` };
@@ -135,35 +140,34 @@ export class WriteEngine {
     const payload = parsed.data;
     if (write.status === 'sending') {
       const reason = 'a previous attempt stopped after its request may have reached the server (worker stopped before recording the outcome)';
-      return this.resolveAmbiguous(write, kind, payload, reason, null, attempt);
+      return this.resolveAmbiguous(write, kind, payload, reason, null, jobRun);
     }
-    return this.send(write, kind, payload, attempt);
+    return this.send(write, kind, payload, jobRun);
   }
 
-  private async send(write: WriteRecord, kind: WriteKind, payload: unknown, attempt: WriteAttempt): Promise<WriteProcessResult> {
+  private async send(write: WriteRecord, kind: WriteKind, payload: unknown, jobRun: JobRun): Promise<WriteProcessResult> {
     let slots = 0;
     let response: ApiResponse<unknown>;
     try {
-      response = await withJobContext(
-        write.actAs,
-        () => {
-          if (!this.store.markSending(write.id)) throw new WriteAlreadyFinishedError(`write ${write.id} finished meanwhile`);
-          slots++;
+      response = await this.client.request({
+        method: kind.method,
+        path: kind.path(payload),
+        body: kind.body(payload),
+        contentSchema: kind.responseSchema,
+        priority: 'write',
+        retry: clientRetryPolicy(kind.retrySafety),
+        token: write.actAs,
+        hooks: {
+          beforeRequest: () => {
+            // After the budget's slot, before the bytes leave: from here the outcome may be ambiguous.
+            if (!this.store.markSending(write.id)) throw new WriteAlreadyFinishedError(`write ${write.id} finished meanwhile`);
+            slots++;
+          },
         },
-        () =>
-          this.client.request({
-            method: kind.method,
-            path: kind.path(payload),
-            body: kind.body(payload),
-            contentSchema: kind.responseSchema,
-            priority: 'write',
-            retry: clientRetryPolicy(kind.retrySafety),
-            token: write.actAs,
-          }),
-      );
+      });
     } catch (error) {
       if (error instanceof WriteAlreadyFinishedError) return { action: 'skipped', reason: error.message };
-      return this.handleFailure(write, kind, payload, error, slots > 0, attempt);
+      return this.handleFailure(write, kind, payload, error, slots > 0, jobRun);
     }
     return this.succeed(write, kind, payload, response);
   }
@@ -194,14 +198,14 @@ export class WriteEngine {
     payload: unknown,
     error: unknown,
     slotTaken: boolean,
-    attempt: WriteAttempt,
+    jobRun: JobRun,
   ): Promise<WriteProcessResult> {
     const message = describe(error);
     const status = error instanceof BizopsApiError ? error.status : undefined;
     if (error instanceof ConflictError && kind.conflictOutcome) {
       return this.finish(write, { status: 'succeeded', outcome: kind.conflictOutcome, result: { conflict: message }, httpStatus: 409 });
     }
-    if (error instanceof TypeError && /unknown token name/.test(message)) {
+    if (error instanceof UnknownTokenError) {
       return this.finish(write, { status: 'failed', outcome: `actAs: no token named "${write.actAs}" is configured`, error: message });
     }
     if (error instanceof InvalidResponseError && status !== undefined && status >= 200 && status < 300) {
@@ -213,9 +217,9 @@ export class WriteEngine {
     }
     if (!slotTaken || provablyUnprocessed(error)) {
       this.store.markRetrying(write.id, message, status ?? null);
-      return this.retryOrGiveUp(write.id, `not processed by the server: ${message}`, attempt);
+      return this.retryOrGiveUp(write.id, `not processed by the server: ${message}`, jobRun);
     }
-    return this.resolveAmbiguous(write, kind, payload, `the outcome is unknown: ${message}`, status ?? null, attempt);
+    return this.resolveAmbiguous(write, kind, payload, `the outcome is unknown: ${message}`, status ?? null, jobRun);
   }
 
   private resolveAmbiguous(
@@ -224,18 +228,18 @@ export class WriteEngine {
     payload: unknown,
     reason: string,
     httpStatus: number | null,
-    attempt: WriteAttempt,
+    jobRun: JobRun,
   ): Promise<WriteProcessResult> | WriteProcessResult {
     const ambiguity = kind.ambiguity;
     if (ambiguity.resolve === 'resend') {
       this.store.markRetrying(write.id, reason, httpStatus);
-      return this.retryOrGiveUp(write.id, `${reason}; safe to send again`, attempt);
+      return this.retryOrGiveUp(write.id, `${reason}; safe to send again`, jobRun);
     }
     if (ambiguity.resolve === 'park') {
       this.logger.warn({ writeId: write.id, kind: write.kind, reason }, 'write parked for review');
       return this.finish(write, { status: 'needs_review', outcome: ambiguity.reason, error: reason, httpStatus });
     }
-    return this.resolveByLedger(write, kind, ambiguity.lookup, payload, reason, httpStatus, attempt);
+    return this.resolveByLedger(write, kind, ambiguity.lookup, payload, reason, httpStatus, jobRun);
   }
 
   /** Looks for the record an ambiguous write may have created (kind's `ledger-lookup`). */
@@ -246,7 +250,7 @@ export class WriteEngine {
     payload: unknown,
     reason: string,
     httpStatus: number | null,
-    attempt: WriteAttempt,
+    jobRun: JobRun,
   ): Promise<WriteProcessResult> {
     await sleep(this.settleMs);
     const sentAtMs = Date.parse(this.store.get(write.id)?.sendingAt ?? write.sendingAt ?? write.createdAt);
@@ -254,26 +258,24 @@ export class WriteEngine {
     const matches: Record<string, unknown>[] = [];
     let complete = true;
     try {
-      await withJobContext(write.actAs, undefined, async () => {
-        let pages = 0;
-        for await (const page of this.client.paginate(lookup.path, {
-          itemsKey: lookup.itemsKey,
-          itemSchema: listItemSchema,
-          query: lookup.query(payload, createdAfter),
-          priority: 'write',
-          token: write.actAs,
-        })) {
-          for (const item of page.items) if (lookup.matches(item, payload)) matches.push(item);
-          if (++pages >= this.maxPages && page.pagination.hasMore) {
-            complete = false;
-            return;
-          }
+      let pages = 0;
+      for await (const page of this.client.paginate(lookup.path, {
+        itemsKey: lookup.itemsKey,
+        itemSchema: listItemSchema,
+        query: lookup.query(payload, createdAfter),
+        priority: 'write',
+        token: write.actAs,
+      })) {
+        for (const item of page.items) if (lookup.matches(item, payload)) matches.push(item);
+        if (++pages >= this.maxPages && page.pagination.hasMore) {
+          complete = false;
+          break;
         }
-      });
+      }
     } catch (error) {
       const message = describe(error);
       const status = error instanceof BizopsApiError ? error.status : undefined;
-      if ((status !== undefined && status >= 400 && status < 500 && status !== 429) || attempt.attempt >= attempt.maxAttempts) {
+      if ((status !== undefined && status >= 400 && status < 500 && status !== 429) || jobRun.run >= jobRun.maxRuns) {
         return this.finish(write, { status: 'needs_review', outcome: `${reason}; could not look for it in the ledger: ${message}`, error: reason, httpStatus });
       }
       // The row stays `sending`: the next run looks again instead of sending.
@@ -285,7 +287,7 @@ export class WriteEngine {
         return this.finish(write, { status: 'needs_review', outcome: `${reason}; the ledger is too long to search (${this.maxPages} pages)`, error: reason, httpStatus });
       }
       this.store.markRetrying(write.id, `${reason}; not in the ledger, so it did not land: sending again`, httpStatus);
-      return this.retryOrGiveUp(write.id, `${reason}; not found in the ledger`, attempt);
+      return this.retryOrGiveUp(write.id, `${reason}; not found in the ledger`, jobRun);
     }
     if (candidates.length > 1) {
       const ids = candidates.map((item) => String(item.id)).join(', ');
@@ -324,11 +326,11 @@ export class WriteEngine {
     }
   }
 
-  private retryOrGiveUp(writeId: string, reason: string, attempt: WriteAttempt): WriteProcessResult {
-    if (attempt.attempt < attempt.maxAttempts) return { action: 'retry', reason };
+  private retryOrGiveUp(writeId: string, reason: string, jobRun: JobRun): WriteProcessResult {
+    if (jobRun.run < jobRun.maxRuns) return { action: 'retry', reason };
     const write = this.store.get(writeId);
     if (!write) return { action: 'skipped', reason: `no write ${writeId}` };
-    return this.finish(write, { status: 'failed', outcome: `gave up after ${attempt.attempt} attempts`, error: write.error ?? reason, httpStatus: write.httpStatus });
+    return this.finish(write, { status: 'failed', outcome: `gave up after ${jobRun.run} attempts`, error: write.error ?? reason, httpStatus: write.httpStatus });
   }
 
   /** Records the outcome (with its change row and write-through) and tells `onChanges`. */

@@ -1,5 +1,5 @@
 /**
- * Errors of the write queue's intake (DESIGN.md "Writes"). Each message is one line a person can act
+ * Errors of the write queue's intake (docs/writes.md). Each message is one line a person can act
  * on: it names the write kind, the field and the rule, or the write and what to do next.
  */
 

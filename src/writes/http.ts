@@ -1,5 +1,5 @@
 /**
- * The write API on the daemon's HTTP port (DESIGN.md "Writes"; config `http.writeApiKey`):
+ * The write API on the daemon's HTTP port (docs/writes.md; config `http.writeApiKey`):
  *
  *   POST /writes        body `{ kind, payload, idempotencyKey?, actAs? }` (or header `Idempotency-Key`)
  *                       202 `{ write: { id, idempotencyKey, status } }` for a new write,

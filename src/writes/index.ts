@@ -1,25 +1,18 @@
 /**
- * The write queue (DESIGN.md "Writes"; spec §4, §7, §8): every mutation of the API, validated at
+ * The write queue (docs/writes.md; spec §4, §7, §8): every mutation of the API, validated at
  * intake, queued durably (SQLite row, then BullMQ job), sent exactly once at the pace of the shared
  * rate budget, its outcome recorded and emitted as a change (`write.succeeded`, `write.failed`,
  * `write.needs_review`) and written through into the mirror.
  *
- * Entry points:
- * - `createWriteRuntime(config, { db })`: everything wired from the configuration (daemon, CLI).
+ * The module's surface for jobs/ and tests (everything else is internal to src/writes/). Entry points:
  * - `WriteIntake#enqueueWrite(kind, payload, { idempotencyKey?, actAs? })` -> `{ id, idempotencyKey, status }`.
  * - `startWriteWorker(options)` -> `{ close() }`.
  * - `handleWritesRequest(request, response, { intake, writeApiKey })`: `POST /writes`, `GET /writes/{id}`.
- * - `registerWriteCommands(program)`: `enqueue`, `worker`, `write`.
  */
-export { WRITE_KINDS, WRITE_KIND_NAMES, isWriteKindName, writeKind, ENTRY_ALREADY_OPEN, DOMAIN_PURCHASE_LIMIT_CENTS } from './kinds/index.ts';
-export type { WriteKindName, WritePayload, WriteKind, RetrySafety, AmbiguityResolution, LedgerLookup, WriteThrough } from './kinds/index.ts';
-export { WriteValidationError, IdempotencyConflictError, WriteQueueError, type WriteFieldIssue } from './errors.ts';
-export { validateWritePayload } from './validation.ts';
-export { WriteIntake, type EnqueueOptions, type EnqueueResult, type WriteIntakeOptions } from './intake.ts';
-export { WriteStore, publicWrite, defaultWriteThrough, WRITE_EVENT_TYPES, type WriteRecord, type WriteStatus, type WriteOutcome, type WriteThroughHook } from './store.ts';
-export { WriteEngine, clientRetryPolicy, type WriteProcessResult, type WriteEngineOptions } from './engine.ts';
-export { startWriteWorker, type WriteWorkerHandle, type WriteWorkerOptions, type WriteWorkerStats } from './worker.ts';
-export { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, openWriteQueue, type WriteQueueLocation, type WriteJobData, type WriteRetrySchedule } from './queue.ts';
-export { SlotNotifyingBudget, type BudgetSource } from './slot-listener.ts';
-export { handleWritesRequest, type WritesHttpDependencies } from './http.ts';
-export { createWriteRuntime, type WriteRuntime, type WriteRuntimeOptions } from './runtime.ts';
+export { WRITE_KIND_NAMES, WRITE_KINDS, type WriteKindName, type WritePayload } from './kinds/index.ts';
+export { IdempotencyConflictError, WriteQueueError, WriteValidationError, type WriteFieldIssue } from './errors.ts';
+export { WriteIntake, type EnqueueOptions, type EnqueueResult } from './intake.ts';
+export { WriteStore, type WriteRecord, type WriteStatus } from './store.ts';
+export { startWriteWorker, type WriteWorkerHandle, type WriteWorkerOptions } from './worker.ts';
+export { deploymentQueueName, type WriteQueueLocation } from './queue.ts';
+export { handleWritesRequest } from './http.ts';

@@ -1,5 +1,5 @@
 /**
- * Intake: where a write enters the queue (DESIGN.md "Writes"). Validation first (an invalid write is
+ * Intake: where a write enters the queue (docs/writes.md). Validation first (an invalid write is
  * refused with a field-level message; nothing is stored or queued), then the `writes` row with status
  * `queued` (durable in SQLite), then the BullMQ job (job id = write id). An acknowledged write is
  * therefore never lost: if Redis refuses the job, the row says so (`enqueue_error`) and the startup

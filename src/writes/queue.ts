@@ -1,15 +1,24 @@
 /**
- * The write queue on BullMQ (DESIGN.md "Libraries": bullmq + ioredis). One job per write; the job id
+ * The write queue on BullMQ (docs/writes.md; bullmq + ioredis). One job per write; the job id
  * IS the write id, so adding a write twice is one job. The job carries only the write's id and kind:
  * the `writes` row in SQLite is the source of truth for the payload and the status.
  */
 import { Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 
-/** Default BullMQ queue name (the daemon and CLI use a per-deployment name: runtime.ts). */
+/** Default BullMQ queue name (the daemon and CLI use a per-deployment name: `deploymentQueueName`). */
 export const DEFAULT_QUEUE_NAME = 'bizops-writes';
 /** Default BullMQ key prefix (`bizops`): Redis keys are `bizops:<queue name>:...`. */
 export const DEFAULT_QUEUE_PREFIX = 'bizops';
+
+/**
+ * The queue of one deployment: `bizops-writes.<companyId>.<api host>`, so that workers of another
+ * company or another API (staging next to production) on the same Redis never take its jobs.
+ */
+export function deploymentQueueName(config: { companyId: string; baseUrl: string }): string {
+  const host = new URL(config.baseUrl).host.replace(/[^A-Za-z0-9.-]/g, '_');
+  return `bizops-writes.${config.companyId.replace(/[^A-Za-z0-9.-]/g, '_')}.${host}`;
+}
 
 /** Where the queue lives. Tests give each run its own `prefix`. */
 export interface WriteQueueLocation {

@@ -1,5 +1,5 @@
 /**
- * The `writes` table (migration 003) and the changelog rows of write outcomes (DESIGN.md "Writes",
+ * The `writes` table (migration 003) and the changelog rows of write outcomes (docs/writes.md,
  * "The mirror contract"). Every statement on `writes` lives here.
  *
  * Lifecycle of a row:
@@ -23,10 +23,10 @@ export type WriteStatus = 'queued' | 'sending' | 'succeeded' | 'failed' | 'needs
 export type TerminalWriteStatus = 'succeeded' | 'failed' | 'needs_review';
 
 /** `TerminalWriteStatus` as a list: a row in one of these is never finished twice. */
-export const TERMINAL_STATUSES: readonly WriteStatus[] = ['succeeded', 'failed', 'needs_review'];
+const TERMINAL_STATUSES: readonly WriteStatus[] = ['succeeded', 'failed', 'needs_review'];
 
 /** Change types emitted per terminal status (stream `writes`). */
-export const WRITE_EVENT_TYPES: Record<TerminalWriteStatus, string> = {
+const WRITE_EVENT_TYPES: Record<TerminalWriteStatus, string> = {
   succeeded: 'write.succeeded',
   failed: 'write.failed',
   needs_review: 'write.needs_review',
@@ -95,7 +95,7 @@ interface WriteRow {
 }
 
 /** JSON with object keys sorted, so equal payloads hash equal whatever their key order. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)

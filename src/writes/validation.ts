@@ -1,5 +1,5 @@
 /**
- * Payload validation at intake (DESIGN.md "Writes": an invalid write is refused with a field-level
+ * Payload validation at intake (docs/writes.md: an invalid write is refused with a field-level
  * message and never queued). Turns zod issues into `field: rule` lines.
  */
 import type { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * The write worker (DESIGN.md "Writes"): a BullMQ Worker running the write engine, usable inside the
+ * The write worker (docs/writes.md): a BullMQ Worker running the write engine, usable inside the
  * daemon and in extra `bizops-sync worker` processes. Every process shares the one rate budget (pass a
  * `RedisRateBudget`), the queue in Redis and the `writes` table in the SQLite file.
  *
@@ -18,6 +18,7 @@
  */
 import { Worker, type Job } from 'bullmq';
 import { ApiClient, type ApiClientOptions } from '../client/client.ts';
+import type { BudgetSource } from '../client/hooks.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { MirrorDatabase } from '../mirror/database.ts';
 import type { AppendedChange } from '../mirror/store.ts';
@@ -25,7 +26,6 @@ import { STREAMS } from '../streams/definitions.ts';
 import { WriteEngine, type WriteProcessResult } from './engine.ts';
 import { WriteIntake } from './intake.ts';
 import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, redisConnection, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './queue.ts';
-import { SlotNotifyingBudget, type BudgetSource } from './slot-listener.ts';
 import { defaultWriteThrough, WriteStore, type WriteThroughHook } from './store.ts';
 
 /** Options of `startWriteWorker`: the database, the queue, how to reach the API, and BullMQ tuning. */
@@ -34,9 +34,9 @@ export interface WriteWorkerOptions {
   db: MirrorDatabase;
   queue: WriteQueueLocation;
   /**
-   * How to reach the API. The worker builds its own ApiClient around `budget` (so it can record
-   * `sending` when a slot is granted); `budget` stays the caller's (shared by every client of the
-   * process). A function gives the budget per token name (config `rateLimit.scope: 'token'`).
+   * How to reach the API. The worker builds its own ApiClient on `budget` (so that closing the
+   * worker cancels only its own waits for a slot); `budget` stays the caller's (shared by every
+   * client of the process). A function gives the budget per token name (config `rateLimit.scope: 'token'`).
    */
   api: Pick<ApiClientOptions, 'baseUrl' | 'tokens' | 'timeoutMs' | 'retry'> & { budget: BudgetSource };
   /** Jobs run at once in this process. Default 4. */
@@ -96,8 +96,8 @@ export interface WriteWorkerHandle {
 export async function startWriteWorker(options: WriteWorkerOptions): Promise<WriteWorkerHandle> {
   const logger = options.logger ?? silentLogger;
   const shutdown = new AbortController();
-  const budget = new SlotNotifyingBudget(options.api.budget, shutdown.signal);
-  const client = new ApiClient({ ...options.api, budget, logger });
+  // Closing cancels waits for a budget slot only: a write already sent finishes, never turning ambiguous.
+  const client = new ApiClient({ ...options.api, budgetWaitSignal: shutdown.signal, logger });
   const store = new WriteStore(options.db);
   const engine = new WriteEngine({
     store,
@@ -125,8 +125,8 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
     options.queue.queueName ?? DEFAULT_QUEUE_NAME,
     async (job: Job<WriteJobData>) => {
       const result: WriteProcessResult = await engine.process(job.data.writeId, {
-        attempt: job.attemptsMade + 1,
-        maxAttempts: job.opts.attempts ?? 1,
+        run: job.attemptsMade + 1,
+        maxRuns: job.opts.attempts ?? 1,
       });
       if (result.action === 'retry') {
         counters.retried++;

@@ -2,9 +2,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { expectMirrorEqualsGroundTruth, listRequests, simulator, tempDir, type TempDir } from '../helpers.ts';
+import { BIN, expectMirrorEqualsGroundTruth, listRequests, runCli, simulator, tempDir, type TempDir } from '../helpers.ts';
 
-const BIN = new URL('../../bin/bizops-sync.js', import.meta.url).pathname;
 
 let sim: RunningSimulator | undefined;
 let dir: TempDir | undefined;
@@ -18,18 +17,6 @@ afterEach(async () => {
 function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_FORMAT: 'json', ...extra };
   return env;
-}
-
-/** Runs the CLI to completion (async, so the in-process simulator keeps serving). */
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += String(d)));
-    child.stderr.on('data', (d) => (stderr += String(d)));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
 }
 
 describe('command line', () => {
@@ -90,7 +77,7 @@ describe('command line', () => {
     await new Promise((resolve) => child.on('exit', resolve));
     const killedAt = listRequests(sim, '/transactions').length;
     expect(killedAt).toBeLessThan(40);
-    const second = await run(['backfill', '--stream', 'transactions', '--no-progress'], env);
+    const second = await runCli(['backfill', '--stream', 'transactions', '--no-progress'], env);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/transactions: succeeded \(backfill, complete scan, resumed\)/);
     const db = openMirror(dir.file('mirror.db'));
@@ -115,10 +102,10 @@ describe('command line', () => {
     sim = await simulator({ size: { transactions: 150, deals: 30, onboardings: 5 } });
     dir = tempDir();
     const env = cliEnv({ BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dir.file('mirror.db') });
-    const backfill = await run(['backfill', '--no-progress'], env);
+    const backfill = await runCli(['backfill', '--no-progress'], env);
     expect(backfill.code).toBe(0);
     expect(backfill.stdout).toContain('transactions: succeeded');
-    const status = await run(['status', '--json'], env);
+    const status = await runCli(['status', '--json'], env);
     expect(status.code).toBe(0);
     const parsed = JSON.parse(status.stdout) as { streams: { stream: string; records: number; cursor: string | null; lastError: string | null }[] };
     expect(parsed.streams.map((s) => [s.stream, s.records])).toEqual([
@@ -128,10 +115,10 @@ describe('command line', () => {
     ]);
     expect(parsed.streams.every((s) => s.cursor !== null && s.lastError === null)).toBe(true);
     expect((JSON.parse(status.stdout) as { writes: unknown }).writes).toEqual({});
-    const table = await run(['status'], env);
+    const table = await runCli(['status'], env);
     expect(table.stdout).toMatch(/transactions\s+150/);
     expect(table.stdout).toContain('writes: none');
-    const changes = await run(['changes', '--since', '170'], env);
+    const changes = await runCli(['changes', '--since', '170'], env);
     const lines = changes.stdout.trim().split('\n').map((line) => JSON.parse(line) as { seq: number; type: string });
     expect(lines).toHaveLength(15);
     expect(lines[0]!.seq).toBe(171);
@@ -140,7 +127,7 @@ describe('command line', () => {
 
   it('the demo shows mirrored counts and live change events', async () => {
     dir = tempDir();
-    const demo = await run(['demo', '--duration', '9', '--poll', '1', '--db', dir.file('demo.db')], cliEnv());
+    const demo = await runCli(['demo', '--duration', '9', '--poll', '1', '--db', dir.file('demo.db')], cliEnv());
     expect(demo.code).toBe(0);
     expect(demo.stdout).toMatch(/mirrored: 2000 transactions, 300 deals, 40 onboardings/);
     const events = demo.stdout.split('\n').filter((line) => /^\d\d:\d\d:\d\d\s+#\d+\s+(transaction|deal|onboarding)\.[a-z_]+/.test(line));

@@ -14,7 +14,9 @@ import {
   PermissionError,
   RateLimitError,
   ServerError,
+  UnknownTokenError,
 } from '../../src/client/errors.ts';
+import type { RequestHooks } from '../../src/client/hooks.ts';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
 import { transactionListItemSchema, transactionSchema } from '../../src/client/schemas.ts';
 import { closedPort, sendEnvelope, sendJson, startTestServer, transactionItem, transactionPage, type Handler, type TestServer } from './test-server.ts';
@@ -103,9 +105,10 @@ describe('ApiClient.request', () => {
     expect(received?.url).toBe('/api/public/v1/analytics/report?metric=revenue&metric=expenses&chart=bar&empty=false');
     expect(received?.headers['content-type']).toBeUndefined();
     expect(received?.body).toBe('');
-    await expect(
-      client.request({ method: 'GET', path: '/x', contentSchema: z.object({}), priority: 'write', retry: 'safe', token: 'nobody' }),
-    ).rejects.toThrow(/unknown token name "nobody"/);
+    const unknown = client.request({ method: 'GET', path: '/x', contentSchema: z.object({}), priority: 'write', retry: 'safe', token: 'nobody' });
+    await expect(unknown).rejects.toBeInstanceOf(UnknownTokenError);
+    await expect(unknown).rejects.toMatchObject({ tokenName: 'nobody', message: 'unknown token name "nobody" for GET /x; configured: default, clockin' });
+    expect(server.requests).toHaveLength(1);
   });
 
   it('maps error bodies to typed errors with message and err, without retrying 4xx', async () => {
@@ -124,6 +127,65 @@ describe('ApiClient.request', () => {
     await expect(missing).rejects.toBeInstanceOf(NotFoundError);
     await expect(missing).rejects.toThrow('Not found (GET /domains/dom_1)');
     expect(server.requests).toHaveLength(2);
+  });
+
+  it('keeps the status, headers, request id and raw body of a refusal, with an echoed token masked', async () => {
+    const body = JSON.stringify({ message: 'Forbidden', err: `token Bearer ${TOKEN} lacks scope` });
+    const server = await serve((_request, response) => {
+      response.writeHead(403, { 'content-type': 'application/json', 'x-request-id': 'req_7f3a' });
+      response.end(body);
+    });
+    const { client } = clientFor(server.url);
+    const refused = await client.request({ method: 'GET', path: '/domains/dom_1', contentSchema: z.unknown(), priority: 'incremental', retry: 'safe' }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(PermissionError);
+    const error = refused as PermissionError;
+    expect(error).toMatchObject({ status: 403, requestId: 'req_7f3a' });
+    expect(error.headers?.['content-type']).toBe('application/json');
+    expect(error.rawBody).toBe(body.replace(`Bearer ${TOKEN}`, 'Bearer [redacted]'));
+    expect(JSON.stringify([error.message, error.err, error.rawBody])).not.toContain(TOKEN);
+  });
+
+  it('runs the hooks of every layer around each attempt: before, after the response, on retry; the request\'s own after the client\'s', async () => {
+    const server = await serve((_request, response, index) => {
+      if (index === 0) sendJson(response, 503, { message: 'Unavailable' });
+      else sendEnvelope(response, { ok: true });
+    });
+    const events: string[] = [];
+    const layer = (name: string): RequestHooks => ({
+      beforeRequest: (context) => void events.push(`${name} before #${context.attempt} ${context.priority} ${context.token}`),
+      afterResponse: (context, response) => void events.push(`${name} after #${context.attempt} ${response.status}`),
+      onRetry: (_context, event) => void events.push(`${name} retry after #${event.attempt}`),
+    });
+    const { client } = clientFor(server.url, { hooks: [layer('client')] });
+    await client.request({ method: 'GET', path: '/a', contentSchema: z.unknown(), priority: 'incremental', retry: 'safe', token: 'clockin', hooks: layer('request') });
+    expect(events).toEqual([
+      'client before #1 incremental clockin',
+      'request before #1 incremental clockin',
+      'client after #1 503',
+      'request after #1 503',
+      'client retry after #1',
+      'request retry after #1',
+      'client before #2 incremental clockin',
+      'request before #2 incremental clockin',
+      'client after #2 200',
+      'request after #2 200',
+    ]);
+  });
+
+  it('a beforeRequest hook that throws cancels the attempt: nothing is sent', async () => {
+    const server = await serve((_request, response) => sendEnvelope(response, {}));
+    const { client } = clientFor(server.url);
+    const cancelled = client.request({
+      method: 'POST',
+      path: '/emails',
+      body: {},
+      contentSchema: z.unknown(),
+      priority: 'write',
+      retry: 'unsent-only',
+      hooks: { beforeRequest: () => { throw new Error('finished meanwhile'); } },
+    });
+    await expect(cancelled).rejects.toThrow('finished meanwhile');
+    expect(server.requests).toHaveLength(0);
   });
 
   it('retries a burst of 500s on a safe request, then succeeds', async () => {
@@ -282,6 +344,23 @@ describe('ApiClient lists', () => {
     expect(offsets).toEqual([0, 2, 4]);
     expect(ids).toEqual(['txn_0', 'txn_1', 'txn_4', 'txn_5']);
     expect(server.requests.map((request) => request.query.get('limit'))).toEqual(['100', '100', '100']);
+  });
+});
+
+describe('ApiClient.paginate loop guard', () => {
+  it('stops a server that says hasMore with no items past its total, instead of paging forever', async () => {
+    const server = await serve((request, response) =>
+      sendEnvelope(response, { transactions: [], pagination: { total: 3, limit: 100, offset: Number(request.query.get('offset')), hasMore: true } }),
+    );
+    const { client } = clientFor(server.url);
+    const pages: number[] = [];
+    const paging = (async () => {
+      for await (const page of client.paginate('/transactions', listOptions)) pages.push(page.offset);
+    })();
+    await expect(paging).rejects.toThrow('GET /transactions?offset=100: the server says hasMore with no items at an offset past its total (3)');
+    // An empty page below the total is valid (spec §1); the one past it is where paging stops.
+    expect(server.requests).toHaveLength(2);
+    expect(pages).toEqual([0]);
   });
 });
 

@@ -53,6 +53,22 @@ describe('LocalRateBudget', () => {
     expect(order).toEqual(['write-1', 'write-2', 'incremental-1', 'backfill-1', 'backfill-2']);
   });
 
+  it('puts a retry at the head of its priority queue, after earlier retries, never ahead of a higher priority', async () => {
+    const rate = budget(1, 200);
+    await rate.acquire('backfill'); // spends the window
+    const order: string[] = [];
+    const ask = (priority: Priority, name: string, retry = false) => rate.acquire(priority, undefined, { retry }).then(() => order.push(name));
+    const waiting = [
+      ask('incremental', 'incremental-1'),
+      ask('incremental', 'incremental-2'),
+      ask('incremental', 'retry-1', true),
+      ask('write', 'write-1'),
+      ask('incremental', 'retry-2', true),
+    ];
+    await Promise.all(waiting);
+    expect(order).toEqual(['write-1', 'retry-1', 'retry-2', 'incremental-1', 'incremental-2']);
+  });
+
   it('sends nothing after observe({ remaining: 0 }) until the reset, on the server clock', async () => {
     const rate = budget(100, 60_000);
     const now = Date.now();

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, maskConfig } from '../../config/schema.ts';
+import { ConfigError, loadConfig, maskConfig } from '../../src/config/load.ts';
 import { tempDir, type TempDir } from '../helpers.ts';
 
 let dir: TempDir | undefined;
@@ -38,6 +38,15 @@ describe('configuration', () => {
     expect(() => env({ BIZOPS_RATE_LIMIT_PER_MIN: '0' })).toThrow(/^BIZOPS_RATE_LIMIT_PER_MIN \(rateLimit\.perMinute\): /);
     expect(() => env({ REDIS_URL: 'localhost:6379' })).toThrow('REDIS_URL (redisUrl): must start with redis:// or rediss://');
     expect(() => env({ BIZOPS_WEBHOOK_URL: 'http://127.0.0.1:9/hook', BIZOPS_WEBHOOK_SECRET: 'not-a-secret' })).toThrow(/BIZOPS_WEBHOOK_SECRET .*whsec_/);
+  });
+
+  it('streams default to every registered stream, and an unknown one is named with the registered ones', () => {
+    expect(loadConfig({ env: base }).sync.streams).toEqual(['transactions', 'deals', 'onboardings']);
+    dir = tempDir();
+    writeFileSync(dir.file('c.json'), JSON.stringify({ sync: { streams: ['deals', 'invoices'] } }));
+    expect(() => loadConfig({ env: { ...base, BIZOPS_CONFIG: dir!.file('c.json') } })).toThrow(
+      'sync.streams.1: "invoices" is not a stream; expected one of transactions, deals, onboardings',
+    );
   });
 
   it('masks every secret for display', () => {

@@ -1,14 +1,13 @@
 /**
  * `bizops-sync config check` and `bizops-sync webhooks list|send-test|replay`, as real processes.
  */
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
 import { MirrorStore } from '../../src/mirror/store.ts';
-import { tempDir, type TempDir } from '../helpers.ts';
-import { BIN, cliEnv, newWebhookSecret, WebhookReceiver } from './helpers.ts';
+import { runCli, tempDir, type TempDir } from '../helpers.ts';
+import { cliEnv, newWebhookSecret, WebhookReceiver } from './helpers.ts';
 
 let dir: TempDir | undefined;
 let receiver: WebhookReceiver | undefined;
@@ -19,24 +18,13 @@ afterEach(async () => {
   dir = receiver = undefined;
 });
 
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += String(chunk)));
-    child.stderr.on('data', (chunk) => (stderr += String(chunk)));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 const TOKEN = 'live-token-0123456789abcdef';
 
 describe('bizops-sync config check', () => {
   it('prints the effective configuration as JSON with every secret masked, exit 0', async () => {
     dir = tempDir();
     const secret = newWebhookSecret();
-    const result = await run(['config', 'check'], {
+    const result = await runCli(['config', 'check'], {
       ...cliEnv({
         BIZOPS_BASE_URL: 'https://api.example.com/',
         BIZOPS_TOKEN: TOKEN,
@@ -66,7 +54,7 @@ describe('bizops-sync config check', () => {
 
   it('a bad cron expression is one line naming the key, exit 2 (environment and config file)', async () => {
     dir = tempDir();
-    const fromEnv = await run(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_SCHEDULE: '*/30 * * * * * *' }));
+    const fromEnv = await runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_SCHEDULE: '*/30 * * * * * *' }));
     expect(fromEnv.code).toBe(2);
     expect(fromEnv.stdout).toBe('');
     expect(fromEnv.stderr.trimEnd().split('\n')).toHaveLength(1);
@@ -74,19 +62,19 @@ describe('bizops-sync config check', () => {
 
     const file = dir.file('bizops-sync.json');
     writeFileSync(file, JSON.stringify({ sync: { streamSchedules: { deals: '0 25 * * *' } } }));
-    const fromFile = await run(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));
+    const fromFile = await runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));
     expect(fromFile.code).toBe(2);
     expect(fromFile.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(fromFile.stderr).toMatch(/^bizops-sync: configuration error: sync\.streamSchedules\.deals: "0 25 \* \* \*" is not a valid cron expression \(hour/);
 
     writeFileSync(file, JSON.stringify({ webhooks: [{ name: 'crm', url: 'https://crm.example.com/h', secret: newWebhookSecret(), events: ['deal won'] }] }));
-    const badPattern = await run(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));
+    const badPattern = await runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));
     expect(badPattern.code).toBe(2);
     expect(badPattern.stderr).toMatch(/^bizops-sync: configuration error: webhooks\.crm\.events\[0\]: "deal won" is not an event type pattern/);
   });
 
   it('the daemon refuses to start on a bad schedule: one line, exit 2', async () => {
-    const result = await run(['daemon'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_RECONCILE_SCHEDULE: 'hourly' }));
+    const result = await runCli(['daemon'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_RECONCILE_SCHEDULE: 'hourly' }));
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/^bizops-sync: configuration error: BIZOPS_RECONCILE_SCHEDULE \(sync\.reconcileSchedule\): "hourly" is not a valid cron expression/);
     expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
@@ -105,7 +93,7 @@ describe('bizops-sync webhooks', () => {
     db.close();
     const env = cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_DB: dbPath, BIZOPS_WEBHOOK_URL: receiver.url, BIZOPS_WEBHOOK_SECRET: secret });
 
-    const test = await run(['webhooks', 'send-test'], env);
+    const test = await runCli(['webhooks', 'send-test'], env);
     expect(test.stderr).toBe('');
     expect(test.code).toBe(0);
     expect(test.stdout).toMatch(/^env: ok \(HTTP 204\) in \d+ ms; webhook-id test_[0-9a-f-]+ to http:\/\/127\.0\.0\.1:\d+\/hooks\n$/);
@@ -113,23 +101,23 @@ describe('bizops-sync webhooks', () => {
     const payload = new Webhook(secret).verify(receiver.received[0]!.body, receiver.received[0]!.headers as Record<string, string>) as { type: string };
     expect(payload.type).toBe('webhook.test');
 
-    const unknown = await run(['webhooks', 'send-test', '--endpoint', 'crm'], env);
+    const unknown = await runCli(['webhooks', 'send-test', '--endpoint', 'crm'], env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe('bizops-sync: --endpoint: no endpoint named "crm"; configured: env\n');
 
-    const replay = await run(['webhooks', 'replay', '--endpoint', 'env', '--since', '2'], env);
+    const replay = await runCli(['webhooks', 'replay', '--endpoint', 'env', '--since', '2'], env);
     expect(replay.stderr).toBe('');
     expect(replay.code).toBe(0);
     expect(replay.stdout).toBe('env: cursor moved from 5 to 2; 3 events will be delivered again\n');
-    const ahead = await run(['webhooks', 'replay', '--endpoint', 'env', '--since', '9'], env);
+    const ahead = await runCli(['webhooks', 'replay', '--endpoint', 'env', '--since', '9'], env);
     expect(ahead.code).toBe(2);
     expect(ahead.stderr).toMatch(/^bizops-sync: --since: 9 is ahead of endpoint "env"'s cursor \(2\)/);
 
-    const list = await run(['webhooks', 'list', '--json'], env);
+    const list = await runCli(['webhooks', 'list', '--json'], env);
     expect(list.code).toBe(0);
     expect(JSON.parse(list.stdout)).toMatchObject([{ name: 'env', configured: true, registered: true, enabled: true, deliveredSeq: 2, lagEvents: 3 }]);
     expect(list.stdout).not.toContain(secret.slice(6));
-    const table = await run(['webhooks', 'list'], env);
+    const table = await runCli(['webhooks', 'list'], env);
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+URL\s+STATE\s+CURSOR\s+LAG/);
     expect(table.stdout.split('\n')[1]).toMatch(/^env\s+http:\/\/127\.0\.0\.1:\d+\/hooks\s+enabled\s+2\s+3 events/);

@@ -9,7 +9,7 @@ import { readStatus } from '../../jobs/status.ts';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { STREAM_NAMES } from '../../src/streams/definitions.ts';
-import { expectMirrorEqualsGroundTruth, listRequests, simulator, tempDir, type TempDir } from '../helpers.ts';
+import { expectMirrorEqualsGroundTruth, listRequests, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
 import {
   cliEnv,
   newWebhookSecret,
@@ -17,7 +17,6 @@ import {
   sampleValue,
   spawnDaemon,
   terminate,
-  waitFor,
   WebhookReceiver,
   type DaemonProcess,
 } from './helpers.ts';

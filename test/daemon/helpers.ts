@@ -1,33 +1,17 @@
 /**
  * Helpers for the daemon tests: the real `bizops-sync daemon` process, a real webhook receiver
- * (node:http on 127.0.0.1), a Prometheus exposition-format checker, and polling.
+ * (node:http on 127.0.0.1), and a Prometheus exposition-format checker. Polling: test/helpers.ts `waitFor`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { BIN } from '../helpers.ts';
 
-export const BIN = new URL('../../bin/bizops-sync.js', import.meta.url).pathname;
 
 /** A fresh Standard Webhooks secret. */
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
-}
-
-/** Polls `probe` every `intervalMs` until it returns a truthy value; throws after `timeoutMs`. */
-export async function waitFor<T>(probe: () => T | Promise<T>, what: string, timeoutMs = 10_000, intervalMs = 50): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value) return value as NonNullable<T>;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
 }
 
 /** Environment for a CLI child: PATH and HOME only, JSON logs, plus `extra`. */

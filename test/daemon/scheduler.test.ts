@@ -8,8 +8,7 @@ import { StreamScheduler } from '../../src/daemon/scheduler.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import type { StreamName } from '../../src/streams/definitions.ts';
 import type { RunResult } from '../../src/sync/engine.ts';
-import { simulator, tempDir, testConfig, testContext, type TempDir } from '../helpers.ts';
-import { waitFor } from './helpers.ts';
+import { simulator, tempDir, testConfig, testContext, type TempDir, waitFor } from '../helpers.ts';
 
 let sim: RunningSimulator | undefined;
 let dir: TempDir | undefined;
@@ -39,7 +38,7 @@ describe('StreamScheduler', () => {
   it('backfills a stream without a cursor at start, then reconciles on its schedule: a deal deleted upstream is tombstoned (deal.deleted) only after two complete scans miss it', async () => {
     sim = await simulator({ size: { deals: 120 } });
     dir = tempDir();
-    const ctx = (context = testContext(testConfig(sim, dir.file('mirror.db'))));
+    const ctx = (context = await testContext(testConfig(sim, dir.file('mirror.db'))));
     const deleted = (sim.world.groundTruth('deals')[7] as { id: string }).id;
     const results: RunResult[] = [];
     const afterReconcile: { deletedAt: string | null; events: number }[] = [];
@@ -69,15 +68,15 @@ describe('StreamScheduler', () => {
     expect(afterReconcile[1]!.events).toBe(1);
     expect(results[2]!.tombstones).toBe(1);
     // Reconciliation spends the lowest priority of the rate budget.
-    expect(ctx.budget.stats().granted.incremental).toBe(0);
-    expect(ctx.budget.stats().granted.backfill).toBeGreaterThanOrEqual(6);
+    expect(ctx.budgets.stats().granted.incremental).toBe(0);
+    expect(ctx.budgets.stats().granted.backfill).toBeGreaterThanOrEqual(6);
   });
 
   it('never runs one stream twice at once: ticks that find it running are skipped; stop() aborts the run in flight at once', async () => {
     // Every response takes 1.3 s, longer than the 1 s between ticks.
     sim = await simulator({ size: { deals: 50, transactions: 20 }, latencyMs: 1_300 });
     dir = tempDir();
-    const ctx = (context = testContext(testConfig(sim, dir.file('mirror.db'))));
+    const ctx = (context = await testContext(testConfig(sim, dir.file('mirror.db'))));
     const running = new Map<StreamName, number>();
     let overlaps = 0;
     const skipped: StreamName[] = [];
@@ -118,7 +117,7 @@ describe('StreamScheduler', () => {
   it('a reconciliation due while the stream syncs is queued and runs right after', async () => {
     sim = await simulator({ size: { deals: 30 }, latencyMs: 300 });
     dir = tempDir();
-    const ctx = (context = testContext(testConfig(sim, dir.file('mirror.db'))));
+    const ctx = (context = await testContext(testConfig(sim, dir.file('mirror.db'))));
     const reasons: string[] = [];
     scheduler = new StreamScheduler({
       engine: ctx.engine,
@@ -149,7 +148,7 @@ describe('reconciliation (engine level)', () => {
   it('a reconcile scan that fails on its third page tombstones nothing; its resumed completion counts as the second scan', async () => {
     sim = await simulator({ size: { deals: 250 } });
     dir = tempDir();
-    const ctx = (context = testContext(testConfig(sim, dir.file('mirror.db'))));
+    const ctx = (context = await testContext(testConfig(sim, dir.file('mirror.db'))));
     expect((await ctx.engine.run('deals', 'backfill')).status).toBe('succeeded');
     const gone = (sim.world.groundTruth('deals')[10] as { id: string }).id;
     sim.world.deleteRecord('deals', gone);

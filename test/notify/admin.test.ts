@@ -1,26 +1,21 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { openMirror } from '../../src/mirror/database.ts';
 import { listWebhookEndpoints, replayWebhooks, sendTestEvent } from '../../src/notify/webhooks/admin.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint, registerEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
-import { insertChanges, newSecret, Receiver, tempMirror, waitUntil, type TempMirror } from './helpers.ts';
+import { insertChanges, newSecret, receiverFixture, tempMirror, type TempMirror } from './helpers.ts';
+import { waitFor } from '../helpers.ts';
 
 let mirror: TempMirror;
-const receivers: Receiver[] = [];
+const receiver = receiverFixture();
 beforeEach(() => {
   mirror = tempMirror();
 });
-afterEach(async () => {
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
+afterEach(() => {
   mirror.cleanup();
 });
-async function receiver(): Promise<Receiver> {
-  const started = await new Receiver().start();
-  receivers.push(started);
-  return started;
-}
 
 describe('listWebhookEndpoints', () => {
   it('shows configured endpoints with state, lag and last error, unregistered ones, and stored ones no longer configured', async () => {
@@ -36,7 +31,7 @@ describe('listWebhookEndpoints', () => {
     dispatcher.start();
     insertChanges(mirror.db, 3, { types: ['deal.won'] });
     dispatcher.notify();
-    await waitUntil(() => loadEndpoint(mirror.db, 'ok')?.deliveredSeq === 3 && loadEndpoint(mirror.db, 'failing')?.attempts === 2, 'deliveries and failures');
+    await waitFor(() => loadEndpoint(mirror.db, 'ok')?.deliveredSeq === 3 && loadEndpoint(mirror.db, 'failing')?.consecutiveFailures === 2, 'deliveries and failures');
     await dispatcher.stop();
 
     const readonly = openMirror(mirror.path, { readonly: true });
@@ -82,7 +77,7 @@ describe('replayWebhooks', () => {
     registerEndpoint(mirror.db, 'crm', 'http://127.0.0.1:9/hooks');
     mirror.db.prepare("UPDATE webhook_endpoints SET attempts = 4, next_attempt_at = '2999-01-01T00:00:00.000Z' WHERE name = 'crm'").run();
     expect(replayWebhooks(mirror.db, 'crm', 2)).toEqual({ name: 'crm', previousDeliveredSeq: 8, deliveredSeq: 2, reenabled: false, eventsToResend: 6 });
-    expect(loadEndpoint(mirror.db, 'crm')).toMatchObject({ deliveredSeq: 2, attempts: 0, nextAttemptAt: null });
+    expect(loadEndpoint(mirror.db, 'crm')).toMatchObject({ deliveredSeq: 2, consecutiveFailures: 0, nextAttemptAt: null });
     expect(() => replayWebhooks(mirror.db, 'crm', 5)).toThrow(/^sinceSeq: 5 is ahead of endpoint "crm"'s cursor \(2\)/);
     expect(() => replayWebhooks(mirror.db, 'crm', -1)).toThrow(/^sinceSeq: must be a non-negative integer/);
     expect(() => replayWebhooks(mirror.db, 'nobody', 0)).toThrow(/webhook endpoint "nobody" is not registered/);

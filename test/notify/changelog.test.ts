@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { followChanges, formatChangeLine, latestChangeSeq, readChanges, type ChangeEvent } from '../../src/notify/changelog.ts';
+import { lastChangeSeq } from '../../src/mirror/changelog.ts';
+import { followChanges, formatChangeLine, readChanges, type ChangeEvent } from '../../src/notify/changelog.ts';
 import { insertChanges, tempMirror, type TempMirror } from './helpers.ts';
 
 let mirror: TempMirror;
@@ -24,7 +25,7 @@ describe('readChanges', () => {
       occurredAt: inserted[2]!.occurredAt,
       data: inserted[2]!.data,
     });
-    expect(latestChangeSeq(mirror.db)).toBe(inserted[4]!.seq);
+    expect(lastChangeSeq(mirror.db)).toBe(inserted[4]!.seq);
   });
 
   it('filters by exact type, prefix wildcard and *', () => {

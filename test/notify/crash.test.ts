@@ -2,10 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
-import { insertChanges, newSecret, Receiver, seqOf, tempMirror, waitUntil, type TempMirror } from './helpers.ts';
+import { insertChanges, newSecret, Receiver, seqOf, tempMirror, type TempMirror } from './helpers.ts';
+import { waitFor } from '../helpers.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/run-dispatcher.ts', import.meta.url));
 
@@ -48,7 +49,7 @@ describe('WebhookDispatcher after a crash', () => {
     const first = await startDispatcherProcess([config]);
     // Written by this process, picked up by the child's poll (no notify across processes).
     const events = insertChanges(mirror.db, 10);
-    await waitUntil(() => target.requests.some((request) => seqOf(request) === 6), 'event 6 in flight');
+    await waitFor(() => target.requests.some((request) => seqOf(request) === 6), 'event 6 in flight');
     const killed = new Promise((resolve) => first.once('exit', resolve));
     first.kill('SIGKILL');
     await killed;
@@ -56,7 +57,7 @@ describe('WebhookDispatcher after a crash', () => {
 
     hangOnSeq = null;
     await startDispatcherProcess([config]);
-    await waitUntil(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 10, 'the cursor at 10 after restart');
+    await waitFor(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 10, 'the cursor at 10 after restart');
 
     const ids = target.ids;
     expect([...new Set(ids)]).toEqual(events.map((e) => e.eventId));
@@ -81,14 +82,14 @@ describe('WebhookDispatcher after a crash', () => {
     const first = new WebhookDispatcher({ db: crashed, endpoints: [config], pollMs: 20, scheduleMs: [0, 20], jitterRatio: 0 });
     first.start();
     const events = insertChanges(mirror.db, 5);
-    await waitUntil(() => release !== null, 'event 3 in flight');
+    await waitFor(() => release !== null, 'event 3 in flight');
     crashed.close(); // the process "dies": the answer to event 3 can no longer be recorded
     holdEventThree = false;
     release!();
 
     const second = new WebhookDispatcher({ db: mirror.connect(), endpoints: [config], pollMs: 20, scheduleMs: [0, 20], jitterRatio: 0 });
     second.start();
-    await waitUntil(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 5, 'the cursor at 5');
+    await waitFor(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 5, 'the cursor at 5');
     await second.stop();
     await first.stop();
     expect(target.requests.map(seqOf)).toEqual([1, 2, 3, 3, 4, 5]);

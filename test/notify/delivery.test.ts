@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deliverWebhook } from '../../src/notify/webhooks/delivery.ts';
-import { nextRetryDelayMs, STANDARD_RETRY_SCHEDULE_MS, type RetryPolicy } from '../../src/notify/webhooks/retry-schedule.ts';
+import { nextRetryDelayMs, STANDARD_RETRY_SCHEDULE_MS, type WebhookRetrySchedule } from '../../src/notify/webhooks/retry-schedule.ts';
 import { buildWebhookMessage, WebhookSigner } from '../../src/notify/webhooks/signing.ts';
 import { newSecret, Receiver } from './helpers.ts';
 
@@ -88,24 +88,24 @@ describe('deliverWebhook', () => {
 });
 
 describe('retry schedule', () => {
-  const policy: RetryPolicy = { scheduleMs: STANDARD_RETRY_SCHEDULE_MS, jitterRatio: 0, maxRetryAfterMs: 86_400_000, random: () => 0.5 };
+  const schedule: WebhookRetrySchedule = { scheduleMs: STANDARD_RETRY_SCHEDULE_MS, jitterRatio: 0, maxRetryAfterMs: 86_400_000, random: () => 0.5 };
 
   it('follows the Standard Webhooks schedule and keeps the last interval once exhausted', () => {
-    const delays = [1, 2, 3, 4, 5, 6, 7, 8, 20].map((failures) => nextRetryDelayMs(failures, null, policy));
+    const delays = [1, 2, 3, 4, 5, 6, 7, 8, 20].map((failures) => nextRetryDelayMs(failures, null, schedule));
     expect(delays).toEqual([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000, 36_000_000, 36_000_000]);
   });
 
   it('jitters within ± jitterRatio', () => {
-    const low = nextRetryDelayMs(1, null, { ...policy, jitterRatio: 0.1, random: () => 0 });
-    const high = nextRetryDelayMs(1, null, { ...policy, jitterRatio: 0.1, random: () => 0.999999 });
+    const low = nextRetryDelayMs(1, null, { ...schedule, jitterRatio: 0.1, random: () => 0 });
+    const high = nextRetryDelayMs(1, null, { ...schedule, jitterRatio: 0.1, random: () => 0.999999 });
     expect(low).toBe(4_500);
     expect(high).toBeGreaterThan(5_400);
     expect(high).toBeLessThanOrEqual(5_500);
   });
 
   it('takes the longer of the schedule and Retry-After, capped', () => {
-    expect(nextRetryDelayMs(1, 60_000, policy)).toBe(60_000);
-    expect(nextRetryDelayMs(3, 60_000, policy)).toBe(1_800_000);
-    expect(nextRetryDelayMs(1, 10 * 86_400_000, policy)).toBe(86_400_000);
+    expect(nextRetryDelayMs(1, 60_000, schedule)).toBe(60_000);
+    expect(nextRetryDelayMs(3, 60_000, schedule)).toBe(1_800_000);
+    expect(nextRetryDelayMs(1, 10 * 86_400_000, schedule)).toBe(86_400_000);
   });
 });

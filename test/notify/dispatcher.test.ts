@@ -1,13 +1,14 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
 import { replayWebhooks } from '../../src/notify/webhooks/admin.ts';
-import { capturingLogger, insertChanges, newSecret, Receiver, seqOf, sleep, tempMirror, waitUntil, type TempMirror } from './helpers.ts';
+import { capturingLogger, insertChanges, newSecret, receiverFixture, seqOf, sleep, tempMirror, type Receiver, type TempMirror } from './helpers.ts';
+import { waitFor } from '../helpers.ts';
 
 let mirror: TempMirror;
-const receivers: Receiver[] = [];
+const receiver = receiverFixture();
 const dispatchers: WebhookDispatcher[] = [];
 
 beforeEach(() => {
@@ -15,15 +16,8 @@ beforeEach(() => {
 });
 afterEach(async () => {
   await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
   mirror.cleanup();
 });
-
-async function receiver(): Promise<Receiver> {
-  const started = await new Receiver().start();
-  receivers.push(started);
-  return started;
-}
 
 function endpoint(name: string, target: Receiver, events: string[] = ['*']): WebhookEndpointConfig {
   return { name, url: target.url, secret: newSecret(), events };
@@ -47,7 +41,7 @@ describe('WebhookDispatcher', () => {
 
     const events = insertChanges(mirror.db, 20, { types: ['deal.won', 'transaction.created'] });
     running.notify();
-    await waitUntil(() => target.requests.length === 20, '20 deliveries');
+    await waitFor(() => target.requests.length === 20, '20 deliveries');
     expect(target.ids).toEqual(events.map((e) => e.eventId));
     const verifier = new Webhook(config.secret);
     target.requests.forEach((request, index) => {
@@ -56,7 +50,7 @@ describe('WebhookDispatcher', () => {
       expect(payload.data.seq).toBe(events[index]!.seq);
       expect(payload.data.record_id).toBe(events[index]!.recordId);
     });
-    await waitUntil(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 23, 'cursor at 23');
+    await waitFor(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 23, 'cursor at 23');
     expect(running.stats()[0]).toMatchObject({ name: 'crm', enabled: true, deliveries: 20, failures: 0, deliveredSeq: 23, lagEvents: 0, lagSeconds: 0 });
   });
 
@@ -68,7 +62,7 @@ describe('WebhookDispatcher', () => {
     insertChanges(mirror.db, 1);
     const notified = Date.now();
     running.notify();
-    await waitUntil(() => target.requests.length === 1, 'the delivery after notify', 2000);
+    await waitFor(() => target.requests.length === 1, 'the delivery after notify', 2000);
     expect(Date.now() - notified).toBeLessThan(1000);
   });
 
@@ -87,14 +81,14 @@ describe('WebhookDispatcher', () => {
     running.notify();
 
     // While flaky is refusing connections and hanging never answers, steady receives everything.
-    await waitUntil(() => steady.requests.length === 30, 'steady to receive all 30');
-    await waitUntil(() => (loadEndpoint(mirror.db, 'flaky')?.attempts ?? 0) >= 2, 'flaky to fail twice');
+    await waitFor(() => steady.requests.length === 30, 'steady to receive all 30');
+    await waitFor(() => (loadEndpoint(mirror.db, 'flaky')?.consecutiveFailures ?? 0) >= 2, 'flaky to fail twice');
     expect(steady.ids).toEqual(events.map((e) => e.eventId));
     expect(flaky.requests).toHaveLength(0);
     expect(hanging.requests).toHaveLength(1);
     const whileDown = loadEndpoint(mirror.db, 'flaky')!;
     expect(whileDown.deliveredSeq).toBe(0);
-    expect(whileDown.attempts).toBeGreaterThanOrEqual(2);
+    expect(whileDown.consecutiveFailures).toBeGreaterThanOrEqual(2);
     expect(whileDown.lastError).toMatch(/ECONNREFUSED/);
     expect(running.stats().find((s) => s.name === 'flaky')).toMatchObject({ lagEvents: 30, enabled: true });
 
@@ -103,8 +97,8 @@ describe('WebhookDispatcher', () => {
       if (request.index < 3) response.writeHead(503).end();
     };
     await flaky.start(flakyPort);
-    await waitUntil(() => new Set(flaky.ids).size === 30, 'flaky to receive all 30');
-    await waitUntil(() => loadEndpoint(mirror.db, 'flaky')?.deliveredSeq === 30, 'flaky cursor at 30');
+    await waitFor(() => new Set(flaky.ids).size === 30, 'flaky to receive all 30');
+    await waitFor(() => loadEndpoint(mirror.db, 'flaky')?.deliveredSeq === 30, 'flaky cursor at 30');
 
     // The first event was retried with the same webhook-id; arrivals never go back in seq.
     expect(flaky.ids.slice(0, 4)).toEqual(Array(4).fill(events[0]!.eventId));
@@ -126,11 +120,13 @@ describe('WebhookDispatcher', () => {
     target.handler = (_request, response) => void response.writeHead(410).end();
     const { logger, lines } = capturingLogger();
     const config = endpoint('gone', target);
-    const running = dispatcher({ endpoints: [config], logger });
+    // A second endpoint woken by the same notify(): once it has the new events, the disabled loop has had its turn too.
+    const witness = await receiver();
+    const running = dispatcher({ endpoints: [config, endpoint('witness', witness)], logger });
     running.start();
     insertChanges(mirror.db, 3);
     running.notify();
-    await waitUntil(() => loadEndpoint(mirror.db, 'gone')?.disabledAt !== null, 'the endpoint to be disabled');
+    await waitFor(() => loadEndpoint(mirror.db, 'gone')?.disabledAt !== null, 'the endpoint to be disabled');
     const state = loadEndpoint(mirror.db, 'gone')!;
     expect(state.disabledReason).toMatch(/410/);
     expect(state.deliveredSeq).toBe(0);
@@ -139,13 +135,13 @@ describe('WebhookDispatcher', () => {
 
     insertChanges(mirror.db, 2);
     running.notify();
-    await sleep(200); // several polls
+    await waitFor(() => loadEndpoint(mirror.db, 'witness')?.deliveredSeq === 5, 'the witness endpoint to get the new events');
     expect(target.requests).toHaveLength(1);
     expect(running.stats()[0]).toMatchObject({ enabled: false, lagEvents: 5 });
 
     target.handler = () => undefined; // the receiver is back
     expect(replayWebhooks(mirror.db, 'gone', 0)).toMatchObject({ reenabled: true, previousDeliveredSeq: 0, deliveredSeq: 0, eventsToResend: 5 });
-    await waitUntil(() => loadEndpoint(mirror.db, 'gone')?.deliveredSeq === 5, 'all 5 delivered after re-enabling');
+    await waitFor(() => loadEndpoint(mirror.db, 'gone')?.deliveredSeq === 5, 'all 5 delivered after re-enabling');
     expect(target.requests.slice(1).map(seqOf)).toEqual([1, 2, 3, 4, 5]);
   });
 
@@ -157,7 +153,7 @@ describe('WebhookDispatcher', () => {
     running.start();
     insertChanges(mirror.db, 1);
     running.notify();
-    await waitUntil(() => redirecting.requests.length >= 3, 'three attempts');
+    await waitFor(() => redirecting.requests.length >= 3, 'three attempts');
     const state = loadEndpoint(mirror.db, 'moved')!;
     expect(state.deliveredSeq).toBe(0);
     expect(state.lastStatus).toBe(302);
@@ -175,7 +171,7 @@ describe('WebhookDispatcher', () => {
     running.start();
     insertChanges(mirror.db, 1);
     running.notify();
-    await waitUntil(() => target.requests.length === 2, 'the retry', 5000);
+    await waitFor(() => target.requests.length === 2, 'the retry', 5000);
     const gap = target.requests[1]!.at - target.requests[0]!.at;
     expect(gap).toBeGreaterThanOrEqual(950); // the schedule alone would retry after 20 ms
     expect(gap).toBeLessThan(3000);
@@ -190,12 +186,12 @@ describe('WebhookDispatcher', () => {
     running.start();
     const events = insertChanges(mirror.db, 2);
     running.notify();
-    await waitUntil(() => loadEndpoint(mirror.db, 'stubborn')?.deliveredSeq === 2, 'both delivered');
+    await waitFor(() => loadEndpoint(mirror.db, 'stubborn')?.deliveredSeq === 2, 'both delivered');
     expect(target.ids.slice(0, 9)).toEqual(Array(9).fill(events[0]!.eventId));
     expect(target.ids[9]).toBe(events[1]!.eventId);
     const gaps = target.requests.slice(3, 9).map((request, index) => request.at - target.requests[index + 2]!.at);
     for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(18);
-    expect(loadEndpoint(mirror.db, 'stubborn')).toMatchObject({ attempts: 0, failedCount: 8, deliveredCount: 2 });
+    expect(loadEndpoint(mirror.db, 'stubborn')).toMatchObject({ consecutiveFailures: 0, failedCount: 8, deliveredCount: 2 });
   });
 
   it("delivers only the event types the endpoint's filter selects and moves the cursor past the rest", async () => {
@@ -204,7 +200,7 @@ describe('WebhookDispatcher', () => {
     running.start();
     insertChanges(mirror.db, 12, { types: ['deal.won', 'onboarding.completed', 'transaction.created', 'transaction.updated'] });
     running.notify();
-    await waitUntil(() => loadEndpoint(mirror.db, 'deals')?.deliveredSeq === 12, 'the cursor at the end');
+    await waitFor(() => loadEndpoint(mirror.db, 'deals')?.deliveredSeq === 12, 'the cursor at the end');
     const types = target.requests.map((request) => (JSON.parse(request.body) as { type: string }).type);
     expect(types).toEqual(['deal.won', 'transaction.created', 'deal.won', 'transaction.created', 'deal.won', 'transaction.created']);
     expect(target.requests.map(seqOf)).toEqual([1, 3, 5, 7, 9, 11]);
@@ -216,9 +212,9 @@ describe('WebhookDispatcher', () => {
     running.start();
     const events = insertChanges(mirror.db, 6);
     running.notify();
-    await waitUntil(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 6, 'first delivery');
+    await waitFor(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 6, 'first delivery');
     expect(replayWebhooks(mirror.db, 'crm', 3)).toMatchObject({ previousDeliveredSeq: 6, deliveredSeq: 3, reenabled: false, eventsToResend: 3 });
-    await waitUntil(() => target.requests.length === 9, 'the replay');
+    await waitFor(() => target.requests.length === 9, 'the replay');
     expect(target.ids.slice(6)).toEqual(events.slice(3).map((e) => e.eventId));
   });
 
@@ -229,7 +225,7 @@ describe('WebhookDispatcher', () => {
     running.start();
     insertChanges(mirror.db, 4, { occurredAt: new Date(Date.now() - 90_000) });
     running.notify();
-    await waitUntil(() => down.requests.length >= 1, 'an attempt');
+    await waitFor(() => down.requests.length >= 1, 'an attempt');
     const [stats] = running.stats();
     expect(stats).toMatchObject({ name: 'down', deliveredSeq: 0, lagEvents: 4, enabled: true });
     expect(stats!.lagSeconds).toBeGreaterThanOrEqual(90);

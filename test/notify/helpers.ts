@@ -8,8 +8,10 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach } from 'vitest';
 import { createLogger, type Logger } from '../../src/logging/logger.ts';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
+import type { ChangeEvent } from '../../src/notify/changelog.ts';
 
 /** A fresh Standard Webhooks secret: whsec_ + base64 of 32 random bytes. */
 export function newSecret(): string {
@@ -46,15 +48,8 @@ export function tempMirror(): TempMirror {
   };
 }
 
-export interface InsertedChange {
-  seq: number;
-  eventId: string;
-  type: string;
-  stream: string;
-  recordId: string;
-  occurredAt: string;
-  data: { record: Record<string, unknown>; changes: Record<string, { old: unknown; new: unknown }> };
-}
+/** A change row as `insertChanges` wrote it (the shape the changelog reader returns). */
+export type InsertedChange = ChangeEvent;
 
 /**
  * Appends `count` rows to `changes` like the sync engine does; types cycle through `types`.
@@ -154,15 +149,6 @@ export class Receiver {
   }
 }
 
-/** Polls `check` every 10 ms until it returns true. @throws Error with `what` after `timeoutMs` */
-export async function waitUntil(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** A logger whose JSON lines land in `lines`. */
@@ -175,4 +161,20 @@ export function capturingLogger(): { logger: Logger; lines: string[] } {
 /** Seq of a received webhook (from the body's data.seq). */
 export function seqOf(request: ReceivedRequest): number {
   return (JSON.parse(request.body) as { data: { seq: number } }).data.seq;
+}
+
+/**
+ * Registers cleanup for the calling test file and returns a function starting receivers, each
+ * closed after its test (after the test file's own afterEach, which stops dispatchers first).
+ */
+export function receiverFixture(): () => Promise<Receiver> {
+  const started: Receiver[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((receiver) => receiver.close()));
+  });
+  return async () => {
+    const receiver = await new Receiver().start();
+    started.push(receiver);
+    return receiver;
+  };
 }

@@ -119,7 +119,7 @@ describe('secrets', () => {
     const token = String(sim.tokens.admin);
     // No literal-secret scrubbing here: only what the code itself redacts protects the token.
     const { logger, lines } = capturingLogger();
-    const context = testContext(testConfig(sim, dir.file('mirror.db')), { logger });
+    const context = await testContext(testConfig(sim, dir.file('mirror.db')), { logger });
     onTestFinished(() => context.close());
     await context.engine.run('transactions', 'backfill', {
       onProgress: afterPages(sim, 1, { match: { path: TRANSACTIONS_PATH }, kind: 'status', status: 503, times: 2 }),

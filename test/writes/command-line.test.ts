@@ -1,16 +1,17 @@
 /**
- * The write commands (src/cli/commands/writes.ts): `enqueue` from --data / --file, clear errors for
+ * The write commands (cli/commands/writes.ts): `enqueue` from --data / --file, clear errors for
  * bad arguments, and the commands registered on a commander program.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { configSchema, type Config } from '../../config/schema.ts';
+import { configSchema, type Config } from '../../src/config/schema.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { enqueueCommand, readPayloadArgument, registerWriteCommands } from '../../src/cli/commands/writes.ts';
-import { UsageError } from '../../src/cli/program.ts';
-import { createWriteRuntime, WriteStore, WriteValidationError } from '../../src/writes/index.ts';
+import { enqueueCommand, readPayloadArgument, registerWriteCommands } from '../../cli/commands/writes.ts';
+import { UsageError } from '../../cli/program.ts';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { WriteStore, WriteValidationError } from '../../src/writes/index.ts';
 import { countKeys, simulator, writeTestBed, REDIS_URL, type WriteTestBed } from './support.ts';
 
 let sim: RunningSimulator;
@@ -43,16 +44,16 @@ describe('readPayloadArgument', () => {
 
 describe('enqueueCommand', () => {
   it('stores and queues the write, and returns its id', async () => {
-    const runtime = { queue: { prefix: bed.prefix, queueName: bed.queueName }, budgetPrefix: bed.budgetPrefix };
-    const result = await enqueueCommand(config, { kind: 'transaction.create', data: '{"type":"INCOME","amount":300,"description":"From the CLI"}', runtime });
+    const redisKeys = { queuePrefix: bed.prefix, queueName: bed.queueName, budgetPrefix: bed.budgetPrefix };
+    const result = await enqueueCommand(config, { kind: 'transaction.create', data: '{"type":"INCOME","amount":300,"description":"From the CLI"}', redisKeys, logger: silentLogger });
     expect(result).toMatchObject({ id: expect.stringMatching(/^wr_/), status: 'queued', created: true });
     expect(new WriteStore(bed.db).get(result.id)).toMatchObject({ kind: 'transaction.create', payload: { amount: 300 } });
     expect(await countKeys(`${bed.prefix}:${bed.queueName}:${result.id}`)).toBe(1);
   });
 
   it('refuses an invalid payload before anything is stored', async () => {
-    const runtime = { queue: { prefix: bed.prefix, queueName: bed.queueName }, budgetPrefix: bed.budgetPrefix };
-    await expect(enqueueCommand(config, { kind: 'domain.purchase', data: '{"domain":"x.com"}', runtime })).rejects.toThrow(WriteValidationError);
+    const redisKeys = { queuePrefix: bed.prefix, queueName: bed.queueName, budgetPrefix: bed.budgetPrefix };
+    await expect(enqueueCommand(config, { kind: 'domain.purchase', data: '{"domain":"x.com"}', redisKeys, logger: silentLogger })).rejects.toThrow(WriteValidationError);
     expect(bed.db.prepare('SELECT COUNT(*) AS n FROM writes').get()).toEqual({ n: 0 });
     expect(await countKeys(`${bed.prefix}:*`)).toBe(0);
   });
@@ -68,23 +69,6 @@ describe('registerWriteCommands', () => {
     enqueue.outputHelp();
     for (const kind of ['transaction.create', 'calendar.rsvp', 'timeclock.clock_in', 'deal.close', 'email.send', 'email_draft.update', 'performance_review.create', 'employee.benefits.set', 'location.create', 'domain.purchase']) {
       expect(help).toContain(kind);
-    }
-  });
-});
-
-describe('createWriteRuntime budgets', () => {
-  it('one budget per company for every token; one per token when rateLimit.scope is token', async () => {
-    const tokens = { default: sim.tokens.admin, hr: sim.tokens.hr };
-    const company = createWriteRuntime(configSchema.parse({ ...config, tokens }), { db: bed.db, budgetPrefix: bed.budgetPrefix });
-    const perToken = createWriteRuntime(configSchema.parse({ ...config, tokens, rateLimit: { scope: 'token' } }), { db: bed.db, budgetPrefix: bed.budgetPrefix });
-    try {
-      expect(company.budgetFor('hr')).toBe(company.budgetFor('default'));
-      expect(company.budget.key).toBe(`company:default@${new URL(sim.url).host}`);
-      expect(perToken.budgetFor('hr')).not.toBe(perToken.budgetFor('default'));
-      expect(perToken.budgetFor('hr').key).toMatch(/^token:[0-9a-f]{16}@127\.0\.0\.1:\d+$/);
-    } finally {
-      await company.close();
-      await perToken.close();
     }
   });
 });

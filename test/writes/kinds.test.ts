@@ -4,16 +4,19 @@
  * intake with a message naming the field and the rule, and nothing is stored or queued.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configSchema, type Config } from '../../config/schema.ts';
+import { configSchema, type Config } from '../../src/config/schema.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { createWriteRuntime, WriteValidationError, type WriteRecord, type WriteRuntime, type WriteWorkerHandle } from '../../src/writes/index.ts';
-import { simulator, waitFor, writeTestBed, REDIS_URL, type WriteTestBed } from './support.ts';
+import { openContext, type Context, type WriteQueue } from '../../jobs/context.ts';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { WriteValidationError, type WriteRecord } from '../../src/writes/index.ts';
+import { waitFor } from '../helpers.ts';
+import { simulator, writeTestBed, REDIS_URL, type WriteTestBed } from './support.ts';
 
 let sim: RunningSimulator;
 let bed: WriteTestBed;
 let config: Config;
-let runtime: WriteRuntime;
-let worker: WriteWorkerHandle;
+let context: Context;
+let runtime: WriteQueue;
 
 beforeAll(async () => {
   sim = await simulator();
@@ -25,13 +28,13 @@ beforeAll(async () => {
     redisUrl: REDIS_URL,
     rateLimit: { perMinute: 1000, windowMs: 1000 },
   });
-  runtime = createWriteRuntime(config, { db: bed.db, queue: { prefix: bed.prefix, queueName: bed.queueName }, budgetPrefix: bed.budgetPrefix });
-  worker = await runtime.startWorker({ concurrency: 4 });
+  context = await openContext(config, { logger: silentLogger, redisKeys: { queuePrefix: bed.prefix, queueName: bed.queueName, budgetPrefix: bed.budgetPrefix } });
+  runtime = context.writeQueue();
+  await runtime.startWorker({ concurrency: 4 });
 });
 
 afterAll(async () => {
-  await worker?.close();
-  await runtime?.close();
+  await context?.close();
   await sim?.close();
   await bed?.cleanup();
 });
@@ -41,7 +44,7 @@ async function finished(id: string): Promise<WriteRecord> {
   await waitFor(() => {
     write = runtime.getWrite(id);
     return write !== undefined && !['queued', 'sending'].includes(write.status);
-  }, 10_000, `write ${id} to finish`);
+  }, `write ${id} to finish`);
   return write!;
 }
 

@@ -1,11 +1,12 @@
 /**
- * Outcomes the write engine must get right (DESIGN.md "Writes"): responses lost after the write
+ * Outcomes the write engine must get right (docs/writes.md): responses lost after the write
  * committed, 409 on a second clock-in, 5xx, idempotency keys, Redis refusing a job, and a write left
  * `sending` by a dead worker. Real simulator over HTTP, real Redis, real SQLite.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { IdempotencyConflictError, WriteIntake, WriteQueueError, WriteStore } from '../../src/writes/index.ts';
+import { waitFor } from '../helpers.ts';
 import { simulator, writeStack, writeTestBed, REDIS_URL, type WriteStack, type WriteTestBed } from './support.ts';
 
 let sim: RunningSimulator;
@@ -57,8 +58,8 @@ describe('a response lost after the write committed', () => {
     expect(write.status).toBe('needs_review');
     expect(write.outcome).toMatch(/not sent again/);
     expect(write.error).toMatch(/outcome is unknown/);
-    // Give a wrongly scheduled retry the time to happen: it must not.
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Its queue job is done: a completed job never runs again, so no retry can be pending.
+    await waitFor(async () => (await stack.intake.queue.getJob(id))?.getState().then((state) => state === 'completed'), `write ${id}'s job to complete`);
     expect(posts('/emails')).toBe(1);
     expect(sim.world.data.emails.filter((email) => email.subject === 'Lost once')).toHaveLength(1);
     expect(bed.db.prepare("SELECT type FROM changes WHERE stream = 'writes' AND record_id = ?").get(id)).toEqual({ type: 'write.needs_review' });
@@ -70,7 +71,7 @@ describe('a response lost after the write committed', () => {
     const write = await stack.finished(id);
     expect(write.status).toBe('needs_review');
     expect(write.outcome).toMatch(/never sent again/);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitFor(async () => (await stack.intake.queue.getJob(id))?.getState().then((state) => state === 'completed'), `write ${id}'s job to complete`);
     expect(posts('/domains')).toBe(1);
   });
 
@@ -162,13 +163,23 @@ describe('durability at intake', () => {
     expect((error as Error).message).toMatch(/stored but could not be queued/);
     const stored = stack.intake.getWrite(writeId);
     expect(stored).toMatchObject({ status: 'queued', enqueueError: expect.any(String) });
-    // Not in BullMQ, so nothing happens until the sweep runs (at the next worker start).
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Not in BullMQ, so nothing can run it until the sweep queues it (at the next worker start).
+    expect(await stack.intake.queue.getJob(writeId)).toBeUndefined();
     expect(posts('/transactions')).toBe(0);
     expect(await stack.intake.requeueMissing()).toEqual([writeId]);
     const write = await stack.finished(writeId);
     expect(write).toMatchObject({ status: 'succeeded', enqueueError: null });
     expect(sim.world.transactions.filter((transaction) => transaction.description === 'Stored while Redis was down')).toHaveLength(1);
+  });
+
+  it('a write acting as a token this worker does not have fails naming actAs, and nothing is sent', async () => {
+    // Enqueued by a process that had the token (its intake knows no token list here); this worker has not.
+    const intake = new WriteIntake({ db: bed.db, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
+    const { id } = await intake.enqueueWrite('timeclock.clock_in', {}, { actAs: 'front_desk' });
+    await intake.close();
+    const write = await stack.finished(id);
+    expect(write).toMatchObject({ status: 'failed', outcome: 'actAs: no token named "front_desk" is configured', attempts: 0 });
+    expect(posts('/time-clock-entries')).toBe(0);
   });
 
   it('a write left `sending` by a dead worker is resolved from the ledger, not sent again', async () => {

@@ -6,12 +6,15 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateBudgetKey, RedisRateBudget, type RedisRateBudgetOptions } from '../../src/client/redis-rate-budget.ts';
-import { REDIS_URL, maxInAnyWindow } from './support.ts';
+import { waitFor } from '../helpers.ts';
+import { REDIS_URL } from './support.ts';
 
 const opened: RedisRateBudget[] = [];
+/** The key prefix of the budgets `budgets` made last: this test's keys, and no other run's. */
+let prefix = '';
 
 function budgets(count: number, options: Omit<RedisRateBudgetOptions, 'redis' | 'key' | 'prefix'>): RedisRateBudget[] {
-  const prefix = `test:rate:${randomUUID()}`;
+  prefix = `test:rate:${randomUUID()}`;
   const list = Array.from({ length: count }, () => new RedisRateBudget({ redis: REDIS_URL, key: 'company:test', prefix, ...options }));
   opened.push(...list);
   return list;
@@ -27,22 +30,25 @@ afterEach(async () => {
 describe('RedisRateBudget', () => {
   it('never lets the processes together exceed the limit in any window, and uses most of it', async () => {
     const [a, b, c] = budgets(3, { limit: 10, windowMs: 500, safetyMarginMs: 20 });
-    const grants: number[] = [];
+    let grants = 0;
+    let mostInWindow = 0;
     const started = Date.now();
     await Promise.all(
       [a!, b!, c!].flatMap((budget) =>
         Array.from({ length: 15 }, async () => {
           await budget.acquire('incremental');
-          grants.push(Date.now());
+          grants += 1;
+          // Counted by Redis on its own clock, so a busy test process cannot skew it.
+          mostInWindow = Math.max(mostInWindow, await budget.grantsInWindow());
         }),
       ),
     );
-    const elapsed = Date.now() - started;
-    expect(grants).toHaveLength(45);
-    expect(maxInAnyWindow(grants, 500)).toBeLessThanOrEqual(10);
-    // 45 grants at 10 per 520 ms: the first 10 at once, then 35 more need 4 windows (~2.1 s).
-    expect(elapsed).toBeGreaterThan(4 * 500);
-    expect(elapsed).toBeLessThan(4 * 520 + 800);
+    expect(grants).toBe(45);
+    expect(mostInWindow).toBeLessThanOrEqual(10);
+    expect(mostInWindow).toBeGreaterThanOrEqual(1);
+    // 45 grants at 10 per 520 ms: the first 10 at once, then 35 more need at least 4 windows.
+    // (How close to the limit they come is measured by bench/writes.ts, not asserted here.)
+    expect(Date.now() - started).toBeGreaterThan(4 * 500);
   });
 
   it('a pause set by one process (a 429) holds every process until it passes', async () => {
@@ -96,11 +102,32 @@ describe('RedisRateBudget', () => {
     await expect(waiting).rejects.toThrow('stop waiting');
     const redis = new Redis(REDIS_URL);
     try {
-      const keys = await redis.keys(`*${'{company:test}'}:demand:write`);
-      for (const key of keys) expect(await redis.zcard(key)).toBe(0);
+      expect(await redis.zcard(`${prefix}:{company:test}:demand:write`)).toBe(0);
     } finally {
       redis.disconnect();
     }
+  });
+
+  it("a retry waiting in another process takes the next slot ahead of its priority's first attempts", async () => {
+    const [loader, retrier] = budgets(2, { limit: 1, windowMs: 1000, safetyMarginMs: 10 });
+    // Nobody gets a slot until the test lifts this pause, whatever the machine's load.
+    await loader!.pauseUntil(Date.now() + 60_000);
+    const order: string[] = [];
+    const done = new AbortController();
+    const first = Array.from({ length: 3 }, (_, index) => loader!.acquire('incremental', done.signal).then(() => order.push(`first-${index}`)));
+    const retry = retrier!.acquire('incremental', undefined, { retry: true }).then(() => order.push('retry'));
+    const redis = new Redis(REDIS_URL);
+    try {
+      const demand = (rank: string) => redis.zcard(`${prefix}:{company:test}:demand:${rank}`);
+      await waitFor(async () => (await demand('incremental:retry')) === 1 && (await demand('incremental')) === 3, 'every waiter to announce its demand');
+      await redis.del(`${prefix}:{company:test}:pause`);
+    } finally {
+      redis.disconnect();
+    }
+    await retry;
+    expect(order[0]).toBe('retry');
+    done.abort(new Error('test over'));
+    await Promise.allSettled(first);
   });
 
   it('refuses a bad configuration with a clear message', () => {

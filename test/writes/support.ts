@@ -14,6 +14,7 @@ import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 import { startWriteWorker, WriteIntake, type WriteRecord, type WriteWorkerHandle, type WriteWorkerOptions } from '../../src/writes/index.ts';
+import { waitFor } from '../helpers.ts';
 import type { WorkerProcessOptions } from './fixtures/worker-process.ts';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -102,16 +103,6 @@ export function simulator(options: SimulatorOptions = {}): Promise<RunningSimula
   return startSimulator({ rateLimit: false, size: { transactions: 50, deals: 20, onboardings: 5, customers: 10 }, ...options });
 }
 
-/** Polls `check` every 25 ms until it returns true, or fails after `timeoutMs`. */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-}
-
 /** Intake + worker + Redis budget against `sim`, with test-speed timings; `close` stops them (not the bed). */
 export interface WriteStack {
   intake: WriteIntake;
@@ -148,7 +139,7 @@ export async function writeStack(
       await waitFor(() => {
         write = intake.getWrite(id);
         return write !== undefined && !['queued', 'sending'].includes(write.status);
-      }, timeoutMs, `write ${id} to finish`);
+      }, `write ${id} to finish`, timeoutMs);
       return write!;
     },
     async close() {

@@ -1,6 +1,8 @@
 /**
- * Migration 1: the mirror contract of DESIGN.md. Downstream systems depend on these tables and
- * columns; change them only by adding a later migration.
+ * Migration 1: the mirror contract (docs/mirror.md). Downstream systems depend on these tables and
+ * columns; change them only by adding a later migration. The stream definitions
+ * (src/streams/definitions.ts) describe these three tables exactly; src/mirror/stream-tables.ts checks
+ * them at every open, and creates the table of a stream added later from its definition.
  *
  * Bookkeeping columns on every stream table (besides the spec's fields):
  *   raw            the record exactly as the API last returned it (JSON text)

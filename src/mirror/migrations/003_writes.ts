@@ -1,5 +1,5 @@
 /**
- * Migration 3: the write queue's durable record (DESIGN.md "Writes", issue 4). One row per accepted
+ * Migration 3: the write queue's durable record (docs/writes.md, docs/mirror.md "`writes`"). One row per accepted
  * write, inserted with status `queued` BEFORE its BullMQ job is added, so an acknowledged write is
  * never lost (src/writes/store.ts owns every statement on this table).
  *

@@ -4,7 +4,7 @@
  * the mirror file while the daemon runs (its loops re-read the state every round).
  */
 import type { Dispatcher } from 'undici';
-import type { WebhookEndpointConfig } from '../../../config/schema.ts';
+import type { WebhookEndpointConfig } from '../../config/schema.ts';
 import type { MirrorDatabase } from '../../mirror/database.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
 import { endpointLag, loadAllEndpoints, loadEndpoint, registerEndpoint, resetCursor } from './endpoint-store.ts';
@@ -65,7 +65,7 @@ export function listWebhookEndpoints(db: MirrorDatabase, config: { webhooks: rea
       deliveredSeq: state?.deliveredSeq ?? null,
       lagEvents: lag.lagEvents,
       lagSeconds: lag.lagSeconds,
-      consecutiveFailures: state?.attempts ?? 0,
+      consecutiveFailures: state?.consecutiveFailures ?? 0,
       nextAttemptAt: state?.nextAttemptAt ?? null,
       lastAttemptAt: state?.lastAttemptAt ?? null,
       lastStatus: state?.lastStatus ?? null,

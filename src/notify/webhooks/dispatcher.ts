@@ -1,5 +1,5 @@
 /**
- * The webhook dispatcher: delivers the changelog (`changes`, DESIGN.md "The mirror contract") to
+ * The webhook dispatcher: delivers the changelog (`changes`, docs/mirror.md) to
  * every configured webhook endpoint as signed Standard Webhooks messages (spec §6 leaves outbound
  * events unspecified; see signing.ts for the wire format).
  *
@@ -27,14 +27,14 @@
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
-import type { WebhookEndpointConfig } from '../../../config/schema.ts';
+import type { WebhookEndpointConfig } from '../../config/schema.ts';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
 import type { MirrorDatabase } from '../../mirror/database.ts';
 import { readChanges } from '../changelog.ts';
 import { compileEventFilter, type EventTypeFilter } from '../event-filter.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
 import { disableEndpoint, endpointLag, loadEndpoint, recordDelivered, recordFailure, recordSkipped, registerEndpoint } from './endpoint-store.ts';
-import { DEFAULT_RETRY_POLICY, nextRetryDelayMs, validateSchedule, type RetryPolicy } from './retry-schedule.ts';
+import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, nextRetryDelayMs, validateSchedule, type WebhookRetrySchedule } from './retry-schedule.ts';
 import { buildWebhookMessage, WebhookSigner } from './signing.ts';
 import { Wakeup } from './wakeup.ts';
 
@@ -42,7 +42,7 @@ import { Wakeup } from './wakeup.ts';
 export interface WebhookDispatcherOptions {
   /** The mirror. Prefer a connection of its own (`openMirror(path)`), not one the sync holds transactions on. */
   db: MirrorDatabase;
-  /** The configured endpoints (config/schema.ts `webhooks`). */
+  /** The configured endpoints (src/config/schema.ts `webhooks`). */
   endpoints: readonly WebhookEndpointConfig[];
   logger?: Logger;
   /** How often each idle loop looks for new changes (written by another process), ms. Default 1000. */
@@ -128,7 +128,7 @@ export class WebhookDispatcher {
   readonly #timeoutMs: number;
   readonly #stopGraceMs: number;
   readonly #batchSize: number;
-  readonly #policy: RetryPolicy;
+  readonly #retrySchedule: WebhookRetrySchedule;
   readonly #http: Dispatcher;
   readonly #ownsHttp: boolean;
   readonly #onAttempt: ((attempt: WebhookAttemptRecord) => void) | undefined;
@@ -151,13 +151,13 @@ export class WebhookDispatcher {
     this.#timeoutMs = positive(options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS, 'timeoutMs');
     this.#stopGraceMs = nonNegative(options.stopGraceMs ?? 2000, 'stopGraceMs');
     this.#batchSize = positive(options.batchSize ?? 100, 'batchSize');
-    const jitterRatio = options.jitterRatio ?? DEFAULT_RETRY_POLICY.jitterRatio;
+    const jitterRatio = options.jitterRatio ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.jitterRatio;
     if (!(jitterRatio >= 0 && jitterRatio <= 1)) throw new Error(`jitterRatio: must be between 0 and 1, got ${String(jitterRatio)}`);
-    this.#policy = {
-      scheduleMs: validateSchedule(options.scheduleMs ?? DEFAULT_RETRY_POLICY.scheduleMs),
+    this.#retrySchedule = {
+      scheduleMs: validateSchedule(options.scheduleMs ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.scheduleMs),
       jitterRatio,
-      maxRetryAfterMs: nonNegative(options.maxRetryAfterMs ?? DEFAULT_RETRY_POLICY.maxRetryAfterMs, 'maxRetryAfterMs'),
-      random: options.random ?? DEFAULT_RETRY_POLICY.random,
+      maxRetryAfterMs: nonNegative(options.maxRetryAfterMs ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.maxRetryAfterMs, 'maxRetryAfterMs'),
+      random: options.random ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.random,
     };
     this.#ownsHttp = options.httpDispatcher === undefined;
     this.#http = options.httpDispatcher ?? new Agent({ connect: { timeout: this.#timeoutMs }, keepAliveTimeout: 10_000 });
@@ -235,7 +235,7 @@ export class WebhookDispatcher {
         deliveredSeq,
         lagEvents: lag.lagEvents,
         lagSeconds: lag.lagSeconds,
-        consecutiveFailures: state?.attempts ?? 0,
+        consecutiveFailures: state?.consecutiveFailures ?? 0,
       };
     });
   }
@@ -285,7 +285,7 @@ export class WebhookDispatcher {
     if (events.length === 0) return this.#pollMs;
 
     let cursor = state.deliveredSeq;
-    let failures = state.attempts;
+    let failures = state.consecutiveFailures;
     let skippedTo: number | null = null;
     for (const event of events) {
       if (this.#stopping) break;
@@ -322,11 +322,11 @@ export class WebhookDispatcher {
         }
         return this.#pollMs;
       }
-      const retryInMs = nextRetryDelayMs(failures + 1, outcome.retryAfterMs, this.#policy);
-      const attempts = recordFailure(db, endpoint.name, cursor, { status: outcome.status, error: outcome.error, retryInMs });
-      if (attempts === null) return 0;
+      const retryInMs = nextRetryDelayMs(failures + 1, outcome.retryAfterMs, this.#retrySchedule);
+      const consecutiveFailures = recordFailure(db, endpoint.name, cursor, { status: outcome.status, error: outcome.error, retryInMs });
+      if (consecutiveFailures === null) return 0;
       this.#logger.warn(
-        { endpoint: endpoint.name, seq: event.seq, eventId: event.eventId, status: outcome.status, error: outcome.error, attempts, retryInMs },
+        { endpoint: endpoint.name, seq: event.seq, eventId: event.eventId, status: outcome.status, error: outcome.error, consecutiveFailures, retryInMs },
         'webhook delivery failed; will retry',
       );
       return Math.min(retryInMs, this.#pollMs);

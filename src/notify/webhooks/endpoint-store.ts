@@ -8,6 +8,7 @@
  * flight therefore wins; the dispatcher sees that nothing changed and re-reads the cursor.
  */
 import type { Statement } from 'better-sqlite3';
+import { lastChangeSeq } from '../../mirror/changelog.ts';
 import type { MirrorDatabase } from '../../mirror/database.ts';
 
 /** One endpoint's stored state (times ISO 8601). */
@@ -20,8 +21,8 @@ export interface WebhookEndpointState {
   /** Set when the receiver answered 410 Gone; null while enabled. */
   disabledAt: string | null;
   disabledReason: string | null;
-  /** Consecutive failed attempts for the next event to deliver. */
-  attempts: number;
+  /** Failed attempts in a row for the next event to deliver (column `attempts`). */
+  consecutiveFailures: number;
   /** Earliest time of the next attempt; null means now. */
   nextAttemptAt: string | null;
   lastAttemptAt: string | null;
@@ -67,8 +68,8 @@ function statement(db: MirrorDatabase, sql: string): Statement {
 /**
  * Ensures a row exists for a configured endpoint.
  *
- * A new endpoint starts at the current end of the changelog (`delivered_seq = MAX(changes.seq)`,
- * read in the same statement): it receives changes from now on, not the whole history, which could
+ * A new endpoint starts at the current end of the changelog (`delivered_seq` = its last seq, read in
+ * the same transaction): it receives changes from now on, not the whole history, which could
  * be millions of events the receiver never asked for. `webhooks replay <name> --since <seq>`
  * delivers history on request.
  *
@@ -78,23 +79,26 @@ function statement(db: MirrorDatabase, sql: string): Statement {
  */
 export function registerEndpoint(db: MirrorDatabase, name: string, url: string, now: Date = new Date()): { state: WebhookEndpointState; created: boolean; urlChanged: boolean } {
   const at = now.toISOString();
-  const created =
-    statement(
-      db,
-      `INSERT INTO webhook_endpoints (name, url, delivered_seq, created_at)
-       SELECT ?, ?, COALESCE(MAX(seq), 0), ? FROM changes WHERE true
-       ON CONFLICT (name) DO NOTHING`,
-    ).run(name, url, at).changes === 1;
-  const urlChanged =
-    !created &&
-    statement(
-      db,
-      `UPDATE webhook_endpoints SET url = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL
-       WHERE name = ? AND url <> ?`,
-    ).run(url, name, url).changes === 1;
-  const state = loadEndpoint(db, name);
-  if (!state) throw new Error(`webhook endpoint ${name}: row missing right after registering it`);
-  return { state, created, urlChanged };
+  const register = db.transaction(() => {
+    const created =
+      statement(db, 'INSERT INTO webhook_endpoints (name, url, delivered_seq, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING').run(
+        name,
+        url,
+        lastChangeSeq(db),
+        at,
+      ).changes === 1;
+    const urlChanged =
+      !created &&
+      statement(
+        db,
+        `UPDATE webhook_endpoints SET url = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL
+         WHERE name = ? AND url <> ?`,
+      ).run(url, name, url).changes === 1;
+    const state = loadEndpoint(db, name);
+    if (!state) throw new Error(`webhook endpoint ${name}: row missing right after registering it`);
+    return { state, created, urlChanged };
+  });
+  return db.inTransaction ? register() : register.immediate();
 }
 
 /** The stored state of one endpoint, or undefined when it was never registered. */
@@ -205,7 +209,7 @@ export interface EndpointLag {
 
 /** The lag of a cursor at `deliveredSeq`. */
 export function endpointLag(db: MirrorDatabase, deliveredSeq: number, now: Date = new Date()): EndpointLag {
-  const latestSeq = (statement(db, 'SELECT COALESCE(MAX(seq), 0) AS seq FROM changes').get() as { seq: number }).seq;
+  const latestSeq = lastChangeSeq(db);
   const oldest = statement(db, 'SELECT occurred_at FROM changes WHERE seq > ? ORDER BY seq LIMIT 1').get(deliveredSeq) as { occurred_at: string } | undefined;
   const occurred = oldest ? Date.parse(oldest.occurred_at) : Number.NaN;
   return {
@@ -223,7 +227,7 @@ function toState(row: EndpointRow): WebhookEndpointState {
     createdAt: row.created_at,
     disabledAt: row.disabled_at,
     disabledReason: row.disabled_reason,
-    attempts: row.attempts,
+    consecutiveFailures: row.attempts,
     nextAttemptAt: row.next_attempt_at,
     lastAttemptAt: row.last_attempt_at,
     lastStatus: row.last_status,

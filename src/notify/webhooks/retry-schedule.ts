@@ -11,7 +11,7 @@
 export const STANDARD_RETRY_SCHEDULE_MS: readonly number[] = [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 
 /** How delivery retries are spaced (see `nextRetryDelayMs`); times in ms. */
-export interface RetryPolicy {
+export interface WebhookRetrySchedule {
   /** Delay before attempt n+1 after n consecutive failures is `scheduleMs[n]` (the last entry repeats). Tests scale it down. */
   scheduleMs: readonly number[];
   /** Each delay is spread uniformly by ± this fraction (0.1 = ±10 %) so endpoints recovering together are not hit in lockstep. */
@@ -22,8 +22,8 @@ export interface RetryPolicy {
   random: () => number;
 }
 
-/** The production policy: the Standard Webhooks schedule, ±10 % jitter, Retry-After capped at 24 h. */
-export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+/** The production schedule: the Standard Webhooks schedule, ±10 % jitter, Retry-After capped at 24 h. */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE: WebhookRetrySchedule = {
   scheduleMs: STANDARD_RETRY_SCHEDULE_MS,
   jitterRatio: 0.1,
   maxRetryAfterMs: 24 * 3_600_000,
@@ -54,11 +54,11 @@ export function validateSchedule(scheduleMs: readonly number[]): readonly number
  * Jitter spreads the delay by ± `jitterRatio`; the receiver's `Retry-After` wins when it asks for
  * longer (the maximum of the two is taken, capped at `maxRetryAfterMs`).
  */
-export function nextRetryDelayMs(failures: number, retryAfterMs: number | null, policy: RetryPolicy): number {
-  const schedule = policy.scheduleMs;
-  const index = Math.min(Math.max(failures, 1), schedule.length - 1);
-  const base = schedule[index] ?? schedule.at(-1) ?? 0;
-  const jittered = base * (1 + policy.jitterRatio * (2 * policy.random() - 1));
-  const asked = retryAfterMs === null ? 0 : Math.min(retryAfterMs, policy.maxRetryAfterMs);
+export function nextRetryDelayMs(failures: number, retryAfterMs: number | null, schedule: WebhookRetrySchedule): number {
+  const delays = schedule.scheduleMs;
+  const index = Math.min(Math.max(failures, 1), delays.length - 1);
+  const base = delays[index] ?? delays.at(-1) ?? 0;
+  const jittered = base * (1 + schedule.jitterRatio * (2 * schedule.random() - 1));
+  const asked = retryAfterMs === null ? 0 : Math.min(retryAfterMs, schedule.maxRetryAfterMs);
   return Math.max(0, Math.round(Math.max(jittered, asked)));
 }

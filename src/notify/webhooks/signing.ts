@@ -57,7 +57,7 @@ export class WebhookSigner {
   readonly #webhook: Webhook;
 
   /**
-   * @param secret `whsec_` followed by base64 (config/schema.ts)
+   * @param secret `whsec_` followed by base64 (src/config/schema.ts)
    * @param endpointName names the endpoint in the error
    * @throws Error naming the endpoint (never the secret) when the secret is not valid base64 or empty
    */
@@ -86,7 +86,7 @@ export class WebhookSigner {
 }
 
 /** The `type` of the event `webhooks test` sends. */
-export const TEST_EVENT_TYPE = 'webhook.test';
+const TEST_EVENT_TYPE = 'webhook.test';
 
 /**
  * A `webhook.test` message (not from the changelog; a fresh id each time):

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { defineWriteKind, isoTimestamp, nonEmptyText, pathId, segment, text, without } from './fields.ts';
 
 /** The payload of `calendar.rsvp` (spec §4.3), with the rules in this module's header; every message names the rule. */
-export const calendarRsvpPayload = z
+const calendarRsvpPayload = z
   .strictObject({
     eventId: pathId,
     response: z

@@ -10,7 +10,7 @@ import { dealSchema, type Deal } from '../../client/schemas.ts';
 import { defineWriteKind, pathId, segment, text, without } from './fields.ts';
 
 /** The payload of `deal.close` (spec §4.6), with the rules in this module's header; every message names the rule. */
-export const dealClosePayload = z
+const dealClosePayload = z
   .strictObject({
     dealId: pathId,
     status: z.enum(['WON', 'LOST', 'OPEN'], { error: 'must be WON, LOST, or OPEN (to re-open)' }),

@@ -15,7 +15,7 @@ import { defineWriteKind } from './fields.ts';
 export const DOMAIN_PURCHASE_LIMIT_CENTS = 50_000;
 
 /** The payload of `domain.purchase` (spec §4.14), with the rules in this module's header; every message names the rule. */
-export const domainPurchasePayload = z.strictObject({
+const domainPurchasePayload = z.strictObject({
   domain: z
     .string({ error: 'must be a fully qualified domain name' })
     .trim()

@@ -11,7 +11,7 @@ import { addressList, defineWriteKind, emailAddress, pathId, segment, text, with
 const DRAFT_FIELDS = ['from', 'to', 'cc', 'bcc', 'subject', 'text'] as const;
 
 /** The payload of `email_draft.update` (spec §4.9), with the rules in this module's header; every message names the rule. */
-export const emailDraftUpdatePayload = z
+const emailDraftUpdatePayload = z
   .strictObject({
     draftId: pathId,
     from: emailAddress.optional(),

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { addressList, defineWriteKind, emailAddress, text } from './fields.ts';
 
 /** The payload of `email.send` (spec §4.5), with the rules in this module's header; every message names the rule. */
-export const emailSendPayload = z
+const emailSendPayload = z
   .strictObject({
     from: emailAddress,
     to: emailAddress,

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { defineWriteKind, nonEmptyText, pathId, segment, without } from './fields.ts';
 
 /** The payload of `employee.benefits.set` (spec §4.16), with the rules in this module's header; every message names the rule. */
-export const employeeBenefitsSetPayload = z.strictObject({
+const employeeBenefitsSetPayload = z.strictObject({
   employeeId: pathId,
   benefitIds: z.array(nonEmptyText, { error: 'must be an array of benefit ids (the complete list; [] withdraws all)' }),
 });

@@ -1,5 +1,5 @@
 /**
- * The write kinds (DESIGN.md "Writes", spec §4): one declarative description per mutation of the API,
+ * The write kinds (docs/writes.md, spec §4): one declarative description per mutation of the API,
  * all run by one engine (src/writes/engine.ts). Add a kind by describing it in its own file and
  * listing it here.
  *

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { defineWriteKind, nonEmptyText, text } from './fields.ts';
 
 /** The payload of `location.create` (spec §4.18), with the rules in this module's header; every message names the rule. */
-export const locationCreatePayload = z.strictObject({
+const locationCreatePayload = z.strictObject({
   reference: nonEmptyText.max(200, { error: 'must be at most 200 characters' }),
   subdomain: z
     .string({ error: 'must be a subdomain label' })

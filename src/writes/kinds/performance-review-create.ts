@@ -18,7 +18,7 @@ const score = z
   .max(5, { error: 'must be an integer 1 to 5' });
 
 /** The payload of `performance_review.create` (spec §4.15), with the rules in this module's header; every message names the rule. */
-export const performanceReviewCreatePayload = z.strictObject({
+const performanceReviewCreatePayload = z.strictObject({
   employeeId: pathId,
   reviewDate: isoDate,
   summary: text.optional(),

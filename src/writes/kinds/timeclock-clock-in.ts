@@ -13,7 +13,7 @@ import { defineWriteKind } from './fields.ts';
 export const ENTRY_ALREADY_OPEN = 'entry already open';
 
 /** The payload of `timeclock.clock_in` (spec §4.19), with the rules in this module's header; every message names the rule. */
-export const timeclockClockInPayload = z.strictObject({});
+const timeclockClockInPayload = z.strictObject({});
 
 /** The `timeclock.clock_in` write kind (spec §4.19): request, response, retry safety and ambiguity resolution. */
 export const timeclockClockIn = defineWriteKind({

@@ -17,7 +17,7 @@ import { cents, defineWriteKind, emailAddress, isoDateOrTimestamp, nonEmptyText,
 const NEGATIVE_TYPES: ReadonlySet<string> = new Set(['EXPENSE', 'DEDUCTION', 'TAX_PAYMENT']);
 
 /** The payload of `transaction.create` (spec §4.7), with the rules in this module's header; every message names the rule. */
-export const transactionCreatePayload = z.strictObject({
+const transactionCreatePayload = z.strictObject({
   type: z.enum(TRANSACTION_TYPES, { error: `must be one of ${TRANSACTION_TYPES.join(', ')}` }),
   amount: cents(1),
   description: text.max(1000, { error: 'must be at most 1000 characters' }).optional(),

@@ -2,13 +2,13 @@
  * What a write kind is: DATA, in the manner of Airbyte's declarative connectors. One engine
  * (src/writes/engine.ts) runs every kind; a kind only describes its payload rules, its request, its
  * response, how safe it is to send again, how an ambiguous outcome is resolved and what it writes
- * through into the mirror (DESIGN.md "Writes", spec §4, §7, §8).
+ * through into the mirror (docs/writes.md, spec §4, §7, §8).
  */
 import type { z } from 'zod';
 import type { StreamName } from '../../streams/definitions.ts';
 
 /**
- * How safe a kind is to send again (DESIGN.md "Writes"):
+ * How safe a kind is to send again (docs/writes.md):
  * - `idempotent`: the same request twice leaves the same state (RSVP, deal close, benefits PUT,
  *   draft PATCH): any failure may be retried.
  * - `conflict-means-done`: a second send answers 409 and changes nothing (clock-in, spec §4.19): a 409
@@ -20,8 +20,6 @@ import type { StreamName } from '../../streams/definitions.ts';
  */
 export type RetrySafety = 'idempotent' | 'conflict-means-done' | 'unsent-only' | 'never-after-send';
 
-/** Every `RetrySafety` value, safest first. */
-export const RETRY_SAFETIES: readonly RetrySafety[] = ['idempotent', 'conflict-means-done', 'unsent-only', 'never-after-send'];
 
 /**
  * A list lookup that finds the record an ambiguous write may have created (spec §4.13 for
@@ -55,7 +53,7 @@ export type AmbiguityResolution<P> =
   | { resolve: 'ledger-lookup'; lookup: LedgerLookup<P> }
   | { resolve: 'park'; reason: string };
 
-/** A record the response carries that the mirror stores (DESIGN.md: write-through). */
+/** A record the response carries that the mirror stores (docs/writes.md: write-through). */
 export interface WriteThrough<R> {
   stream: StreamName;
   /** The record inside the response content. */

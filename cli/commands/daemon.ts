@@ -7,14 +7,14 @@
  * the process exits anyway 10 s after the signal (code 1, logged). A second Ctrl-C exits at once (130).
  */
 import type { Command } from 'commander';
-import { startDaemon } from '../../../jobs/daemon.ts';
-import { createLogger } from '../../logging/logger.ts';
+import { processLogger } from '../../jobs/context.ts';
+import { startDaemon } from '../../jobs/daemon.ts';
 import { configFromEnvironment, shutdownOnSignals } from '../shared.ts';
 import { checkBeyondSchema, registerConfigCommands } from './config.ts';
 import { registerWebhookCommands } from './webhooks.ts';
 
 /** After a stop signal, the process exits within this long whatever happens, ms. */
-export const FORCED_EXIT_AFTER_MS = 10_000;
+const FORCED_EXIT_AFTER_MS = 10_000;
 
 export function registerDaemonCommands(program: Command): void {
   program
@@ -38,7 +38,7 @@ Check the effective configuration first: bizops-sync config check`,
     .action(async () => {
       const config = configFromEnvironment();
       checkBeyondSchema(config);
-      const logger = createLogger({ secrets: [...Object.values(config.tokens), ...config.webhooks.map((endpoint) => endpoint.secret)] });
+      const logger = processLogger(config);
       let stopped = false;
       // Listen before starting, so a signal that arrives during start-up still stops gracefully.
       const shutdown = shutdownOnSignals((signal) => {

@@ -5,8 +5,9 @@
  * Exit 0 when valid; a bad value is one line naming the key and the rule, exit 2.
  */
 import type { Command } from 'commander';
-import { ConfigError, maskConfig, type Config } from '../../../config/schema.ts';
-import { compileEventFilter } from '../../notify/index.ts';
+import type { Config } from '../../src/config/schema.ts';
+import { ConfigError, maskConfig } from '../../src/config/load.ts';
+import { compileEventFilter } from '../../src/notify/index.ts';
 import { configFromEnvironment } from '../shared.ts';
 
 export function registerConfigCommands(program: Command): void {

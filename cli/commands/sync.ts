@@ -3,39 +3,42 @@
  * (one incremental pass).
  */
 import type { Command } from 'commander';
-import { runStreams } from '../../../jobs/run-streams.ts';
-import type { RunReason, RunResult } from '../../sync/engine.ts';
+import { processLogger } from '../../jobs/context.ts';
+import { runStreamsJob } from '../../jobs/run-streams.ts';
+import { STREAM_NAMES } from '../../src/streams/definitions.ts';
+import type { RunReason, RunResult } from '../../src/sync/engine.ts';
 import { createProgressReporter } from '../progress.ts';
-import { configFromEnvironment, exitCodeForSignal, selectStreams, shutdownOnSignals, withContext } from '../shared.ts';
+import { configFromEnvironment, exitCodeForSignal, selectStreams, shutdownOnSignals } from '../shared.ts';
+
+const COMMANDS: readonly { reason: RunReason; description: string }[] = [
+  { reason: 'backfill', description: 'list every record of each stream into the mirror (a complete scan); resumes an interrupted backfill' },
+  { reason: 'sync', description: "one incremental pass: fetch what changed since each stream's cursor and record the changes" },
+];
 
 export function registerSyncCommands(program: Command): void {
-  program
-    .command('backfill')
-    .description('list every record of each stream into the mirror (a complete scan); resumes an interrupted backfill')
-    .option('--stream <name>', 'only this stream: transactions, deals or onboardings')
-    .option('--no-progress', 'log lines instead of progress bars, even on a terminal')
-    .action(async (options: { stream?: string; progress: boolean }) => runCommand('backfill', options));
-  program
-    .command('sync')
-    .description('one incremental pass: fetch what changed since each stream\'s cursor and record the changes')
-    .option('--stream <name>', 'only this stream: transactions, deals or onboardings')
-    .option('--no-progress', 'log lines instead of progress bars, even on a terminal')
-    .action(async (options: { stream?: string; progress: boolean }) => runCommand('sync', options));
+  for (const { reason, description } of COMMANDS) {
+    program
+      .command(reason)
+      .description(description)
+      .option('--stream <name>', `only this stream: ${STREAM_NAMES.join(', ')}`)
+      .option('--no-progress', 'log lines instead of progress bars, even on a terminal')
+      .action(async (options: { stream?: string; progress: boolean }) => runCommand(reason, options));
+  }
 }
 
 async function runCommand(reason: RunReason, options: { stream?: string; progress: boolean }): Promise<void> {
   const config = configFromEnvironment();
   const streams = selectStreams(config, options.stream);
   const shutdown = shutdownOnSignals();
+  const logger = processLogger(config);
+  const reporter = createProgressReporter(logger, options.progress && process.stderr.isTTY === true);
   try {
-    const results = await withContext(config, async (context) => {
-      const reporter = createProgressReporter(context.logger, options.progress && process.stderr.isTTY === true);
-      try {
-        return await runStreams(context, streams, reason, { signal: shutdown.signal, onProgress: (progress) => reporter.update(progress) });
-      } finally {
-        reporter.stop();
-      }
-    });
+    let results: RunResult[];
+    try {
+      results = await runStreamsJob(config, streams, reason, { logger, signal: shutdown.signal, onProgress: (progress) => reporter.update(progress) });
+    } finally {
+      reporter.stop();
+    }
     for (const result of results) process.stdout.write(`${describeResult(result)}\n`);
     const signalExit = exitCodeForSignal(shutdown.received());
     if (signalExit !== undefined) process.exitCode = signalExit;
@@ -46,7 +49,7 @@ async function runCommand(reason: RunReason, options: { stream?: string; progres
 }
 
 /** One line per stream: `deals: succeeded (complete scan), 3 pages, 240 records, 12 changes`. */
-export function describeResult(result: RunResult): string {
+function describeResult(result: RunResult): string {
   const what = result.mode === 'complete' ? 'complete scan' : 'incremental';
   const base = `${result.stream}: ${result.status} (${result.reason}, ${what}${result.resumed ? ', resumed' : ''}), ${result.pages} pages, ${result.records} records, ${result.changes} changes`;
   const extra = [

@@ -3,8 +3,8 @@
  * otherwise (containers, CI, pipes).
  */
 import cliProgress from 'cli-progress';
-import type { Logger } from '../logging/logger.ts';
-import type { RunProgress } from '../sync/engine.ts';
+import type { Logger } from '../src/logging/logger.ts';
+import type { RunProgress } from '../src/sync/engine.ts';
 
 export interface ProgressReporter {
   update(progress: RunProgress): void;

@@ -1,12 +1,10 @@
 /**
- * Helpers every command uses: loading the configuration, building and closing a context, and
+ * Helpers every command uses: loading the configuration, choosing streams, parsing options, and
  * turning SIGTERM / SIGINT into an AbortSignal for a graceful stop.
  */
-import { loadConfig, type Config } from '../../config/schema.ts';
-import { createContext, type Context, type ContextOptions } from '../../jobs/context.ts';
-import { openRateBudget } from '../../jobs/rate-budget.ts';
-import { createLogger } from '../logging/logger.ts';
-import { STREAM_NAMES, type StreamName } from '../streams/definitions.ts';
+import type { Config } from '../src/config/schema.ts';
+import { loadConfig } from '../src/config/load.ts';
+import { isStreamName, STREAM_NAMES, type StreamName } from '../src/streams/definitions.ts';
 import { UsageError } from './program.ts';
 
 /** Loads the configuration, applying command-line overrides (e.g. `--db`). */
@@ -28,29 +26,11 @@ export function mirrorPath(option: string | undefined): string {
   }
 }
 
-/**
- * Runs `fn` with a context built from the configuration, closing it afterwards. The context paces
- * with the rate budget shared through Redis by every process of the deployment (jobs/rate-budget.ts).
- */
-export async function withContext<T>(config: Config, fn: (context: Context) => Promise<T>, options: ContextOptions = {}): Promise<T> {
-  const logger = options.logger ?? createLogger({ secrets: Object.values(config.tokens) });
-  const opened = options.budget ? undefined : await openRateBudget(config, logger);
-  const context = createContext(config, { ...options, logger, budget: options.budget ?? opened?.budget });
-  try {
-    return await fn(context);
-  } finally {
-    await context.close();
-    await opened?.budget.close?.();
-  }
-}
-
 /** The streams a `--stream` option names (all configured streams when absent). */
 export function selectStreams(config: Config, name: string | undefined): StreamName[] {
   if (name === undefined) return [...config.sync.streams];
-  if (!(STREAM_NAMES as readonly string[]).includes(name)) {
-    throw new UsageError(`--stream: unknown stream "${name}"; expected one of ${STREAM_NAMES.join(', ')}`);
-  }
-  return [name as StreamName];
+  if (!isStreamName(name)) throw new UsageError(`--stream: unknown stream "${name}"; expected one of ${STREAM_NAMES.join(', ')}`);
+  return [name];
 }
 
 export interface ShutdownSignal {

@@ -1,5 +1,5 @@
 /**
- * `bizops-sync webhooks list|send-test|replay`: webhook endpoint administration, wired to src/notify.
+ * `bizops-sync webhooks list|send-test|replay`: webhook endpoint administration (jobs/webhooks.ts).
  * Each works on the mirror file while the daemon runs (the dispatcher re-reads its state every round).
  *
  *   webhooks list [--json]                          every endpoint: cursor, lag, failures, last error
@@ -8,11 +8,10 @@
  *                                                   also re-enables an endpoint disabled by 410 Gone
  */
 import type { Command } from 'commander';
-import { existsSync } from 'node:fs';
-import type { Config, WebhookEndpointConfig } from '../../../config/schema.ts';
-import { openMirror } from '../../mirror/database.ts';
-import { listWebhookEndpoints, replayWebhooks, sendTestEvent, type WebhookEndpointListing } from '../../notify/index.ts';
-import { safeUrl } from '../../notify/webhooks/dispatcher.ts';
+import { MirrorMissingError } from '../../jobs/context.ts';
+import { listWebhooksJob, replayWebhooksJob, sendTestWebhooksJob } from '../../jobs/webhooks.ts';
+import type { Config, WebhookEndpointConfig } from '../../src/config/schema.ts';
+import { safeUrl, type WebhookEndpointListing } from '../../src/notify/index.ts';
 import { UsageError } from '../program.ts';
 import { configFromEnvironment } from '../shared.ts';
 import { checkBeyondSchema } from './config.ts';
@@ -28,15 +27,9 @@ export function registerWebhookCommands(program: Command): void {
     .description('every endpoint with its cursor (last seq delivered), lag, failures and last error')
     .option('--json', 'print JSON instead of a table')
     .action((options: { json?: boolean }) => {
-      const config = loadWebhookConfig();
-      const db = openExistingMirror(config, true);
-      try {
-        const listing = listWebhookEndpoints(db, config);
-        if (options.json) process.stdout.write(`${JSON.stringify(listing, null, 2)}\n`);
-        else process.stdout.write(formatListing(listing));
-      } finally {
-        db.close();
-      }
+      const listing = listWebhooksJob(loadWebhookConfig());
+      if (options.json) process.stdout.write(`${JSON.stringify(listing, null, 2)}\n`);
+      else process.stdout.write(formatListing(listing));
     });
 
   webhooks
@@ -48,8 +41,7 @@ export function registerWebhookCommands(program: Command): void {
       const endpoints = options.endpoint === undefined ? config.webhooks : [findEndpoint(config, options.endpoint)];
       if (endpoints.length === 0) throw new UsageError(noEndpointsMessage());
       let failed = 0;
-      for (const endpoint of endpoints) {
-        const result = await sendTestEvent(endpoint);
+      for (const { endpoint, result } of await sendTestWebhooksJob(endpoints)) {
         const outcome = result.ok
           ? `ok (HTTP ${result.status}) in ${Math.round(result.durationMs)} ms`
           : `FAILED (${result.status === null ? 'no answer' : `HTTP ${result.status}`}): ${result.error ?? 'unknown error'}`;
@@ -67,23 +59,17 @@ export function registerWebhookCommands(program: Command): void {
     .addHelpText('after', '\nA running daemon picks the new cursor up within a second. Receivers that deduplicate on webhook-id will recognise re-sent events.')
     .action((options: { endpoint: string; since: string }) => {
       if (!/^\d+$/.test(options.since)) throw new UsageError(`--since: must be a whole number (a changelog seq), got "${options.since}"`);
-      const config = loadWebhookConfig();
-      const configured = config.webhooks.find((endpoint) => endpoint.name === options.endpoint);
-      const db = openExistingMirror(config, false);
+      let result;
       try {
-        let result;
-        try {
-          result = replayWebhooks(db, configured ?? options.endpoint, Number(options.since));
-        } catch (error) {
-          throw new UsageError((error as Error).message.replace(/^sinceSeq:/, '--since:'));
-        }
-        process.stdout.write(
-          `${result.name}: cursor moved from ${result.previousDeliveredSeq} to ${result.deliveredSeq}; ${result.eventsToResend} events will be delivered again` +
-            `${result.reenabled ? '; the endpoint is enabled again' : ''}\n`,
-        );
-      } finally {
-        db.close();
+        result = replayWebhooksJob(loadWebhookConfig(), options.endpoint, Number(options.since));
+      } catch (error) {
+        if (error instanceof MirrorMissingError) throw error;
+        throw new UsageError((error as Error).message.replace(/^sinceSeq:/, '--since:'));
       }
+      process.stdout.write(
+        `${result.name}: cursor moved from ${result.previousDeliveredSeq} to ${result.deliveredSeq}; ${result.eventsToResend} events will be delivered again` +
+          `${result.reenabled ? '; the endpoint is enabled again' : ''}\n`,
+      );
     });
 }
 
@@ -102,13 +88,6 @@ function findEndpoint(config: Config, name: string): WebhookEndpointConfig {
   if (endpoint) return endpoint;
   if (config.webhooks.length === 0) throw new UsageError(noEndpointsMessage());
   throw new UsageError(`--endpoint: no endpoint named "${name}"; configured: ${config.webhooks.map((candidate) => candidate.name).join(', ')}`);
-}
-
-function openExistingMirror(config: Config, readonly: boolean) {
-  if (config.dbPath !== ':memory:' && !existsSync(config.dbPath)) {
-    throw new UsageError(`no mirror at ${config.dbPath} yet: start \`bizops-sync daemon\` (or run \`bizops-sync backfill\`) first`, 1);
-  }
-  return openMirror(config.dbPath, { readonly });
 }
 
 /** A fixed-width table, one endpoint per line. */

@@ -1,15 +1,16 @@
 /**
- * The `bizops-sync` program (DESIGN.md "Command line and environment"). Each command lives in
- * src/cli/commands/ and wires a job from jobs/; this file only assembles them and turns errors into
+ * The `bizops-sync` program (docs/operations.md "Commands"). Each command lives in cli/commands/
+ * and runs a job from jobs/; this file only assembles them and turns errors into
  * one readable line (no stack trace for a bad configuration or an API refusal).
  *
  * Exit codes: 0 success (also after a graceful SIGTERM), 1 a run or command failed, 2 bad usage or
  * configuration, 130 interrupted by Ctrl-C.
  */
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../../config/schema.ts';
-import { BizopsApiError } from '../client/errors.ts';
-import { maskSecrets } from '../logging/logger.ts';
+import { MirrorMissingError } from '../jobs/context.ts';
+import { ConfigError } from '../src/config/load.ts';
+import { BizopsApiError } from '../src/client/errors.ts';
+import { maskSecrets } from '../src/logging/logger.ts';
 import { registerSyncCommands } from './commands/sync.ts';
 import { registerStatusCommand } from './commands/status.ts';
 import { registerChangesCommand } from './commands/changes.ts';
@@ -71,6 +72,10 @@ export function reportError(error: unknown): number {
   if (error instanceof ConfigError) {
     process.stderr.write(`bizops-sync: configuration error: ${maskSecrets(error.message)}\n`);
     return 2;
+  }
+  if (error instanceof MirrorMissingError) {
+    process.stderr.write(`bizops-sync: ${maskSecrets(error.message)}\n`);
+    return 1;
   }
   if (error instanceof BizopsApiError) {
     process.stderr.write(`bizops-sync: the API refused: ${maskSecrets(error.message)}\n`);

@@ -1,8 +1,7 @@
 /** `bizops-sync changes [--since SEQ] [--follow]`: the changelog as JSON lines, for downstream tails. */
 import type { Command } from 'commander';
-import { existsSync } from 'node:fs';
-import { openMirror } from '../../mirror/database.ts';
-import { followChanges, formatChangeLine, readChanges } from '../../notify/changelog.ts';
+import { changesJob } from '../../jobs/changes.ts';
+import { formatChangeLine } from '../../src/notify/index.ts';
 import { UsageError } from '../program.ts';
 import { mirrorPath, shutdownOnSignals } from '../shared.ts';
 
@@ -17,31 +16,12 @@ export function registerChangesCommand(program: Command): void {
     .addHelpText('after', '\nA consumer that remembers the last seq it processed resumes exactly: bizops-sync changes --since 1234 --follow')
     .action(async (options: { since: string; follow?: boolean; type?: string[]; db?: string }) => {
       if (!/^\d+$/.test(options.since)) throw new UsageError(`--since: must be a whole number (a changelog seq), got "${options.since}"`);
-      const dbPath = mirrorPath(options.db);
-      if (!existsSync(dbPath)) throw new UsageError(`no mirror at ${dbPath} yet: run \`bizops-sync backfill\` first`, 1);
-      const db = openMirror(dbPath, { readonly: true });
-      const types = options.type;
+      const shutdown = options.follow ? shutdownOnSignals() : undefined;
       try {
-        let since = Number(options.since);
-        if (options.follow) {
-          const shutdown = shutdownOnSignals();
-          try {
-            for await (const event of followChanges(db, { sinceSeq: since, signal: shutdown.signal, types })) {
-              process.stdout.write(`${formatChangeLine(event)}\n`);
-            }
-          } finally {
-            shutdown.dispose();
-          }
-          return;
-        }
-        for (;;) {
-          const events = readChanges(db, { sinceSeq: since, limit: 1000, types });
-          for (const event of events) process.stdout.write(`${formatChangeLine(event)}\n`);
-          if (events.length < 1000) break;
-          since = events.at(-1)!.seq;
-        }
+        const events = changesJob(mirrorPath(options.db), { sinceSeq: Number(options.since), types: options.type, follow: options.follow, signal: shutdown?.signal });
+        for await (const event of events) process.stdout.write(`${formatChangeLine(event)}\n`);
       } finally {
-        db.close();
+        shutdown?.dispose();
       }
     });
 }

@@ -1,8 +1,7 @@
 /** `bizops-sync status [--json]`: per stream, rows, cursor, last run and last error. */
 import type { Command } from 'commander';
-import { readStatus, type MirrorStatus } from '../../../jobs/status.ts';
+import { readStatus, type MirrorStatus } from '../../jobs/status.ts';
 import { mirrorPath } from '../shared.ts';
-import { UsageError } from '../program.ts';
 
 export function registerStatusCommand(program: Command): void {
   program
@@ -12,18 +11,13 @@ export function registerStatusCommand(program: Command): void {
     .option('--db <path>', 'the mirror file (default: BIZOPS_DB or ./data/mirror.db)')
     .action((options: { json?: boolean; db?: string }) => {
       const dbPath = mirrorPath(options.db);
-      let status: MirrorStatus;
-      try {
-        status = readStatus(dbPath);
-      } catch (error) {
-        throw new UsageError((error as Error).message, 1);
-      }
+      const status = readStatus(dbPath);
       process.stdout.write(options.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
     });
 }
 
 /** A readable table of the status. */
-export function formatStatus(status: MirrorStatus): string {
+function formatStatus(status: MirrorStatus): string {
   const lines = [`mirror: ${status.database} (changelog at seq ${status.changelogSeq})`, ''];
   const header = ['stream', 'records', 'tombstoned', 'cursor', 'last success', 'last run', 'last error'];
   const rows = status.streams.map((s) => [

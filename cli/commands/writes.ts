@@ -1,5 +1,5 @@
 /**
- * The write queue's commands (DESIGN.md "Command line and environment"):
+ * The write queue's commands (docs/writes.md "Using it"):
  *
  *   bizops-sync enqueue KIND --data JSON | --file F [--idempotency-key K] [--act-as NAME] [--json]
  *       validates and queues one write; prints its id (exit 2 when the payload is invalid: nothing queued)
@@ -14,14 +14,12 @@
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../program.ts';
 import type { Command } from 'commander';
-import { loadConfig, type Config } from '../../../config/schema.ts';
-import { createLogger, type Logger } from '../../logging/logger.ts';
-import { openMirror } from '../../mirror/database.ts';
-import { WriteValidationError } from '../../writes/errors.ts';
-import type { EnqueueResult } from '../../writes/intake.ts';
-import { WRITE_KIND_NAMES, WRITE_KINDS } from '../../writes/kinds/index.ts';
-import { createWriteRuntime, type WriteRuntimeOptions } from '../../writes/runtime.ts';
-import { WriteStore, type WriteRecord } from '../../writes/store.ts';
+import type { Config } from '../../src/config/schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import type { ContextOptions } from '../../jobs/context.ts';
+import { enqueueWriteJob, readWrite, runWorkerJob } from '../../jobs/writes.ts';
+import { createLogger, type Logger } from '../../src/logging/logger.ts';
+import { WRITE_KIND_NAMES, WRITE_KINDS, WriteValidationError, type EnqueueResult } from '../../src/writes/index.ts';
 
 
 /**
@@ -55,56 +53,17 @@ export interface EnqueueCommandOptions {
   idempotencyKey?: string;
   actAs?: string;
   logger?: Logger;
-  /** Queue name / prefix and rate-budget prefix overrides (tests). */
-  runtime?: Pick<WriteRuntimeOptions, 'queue' | 'budgetPrefix'>;
+  /** Redis key names (tests). */
+  redisKeys?: ContextOptions['redisKeys'];
 }
 
 /**
- * `bizops-sync enqueue`: validates, stores and queues one write.
+ * `bizops-sync enqueue`: reads the payload argument, then validates, stores and queues one write.
  * @throws UsageError (bad arguments), WriteValidationError (nothing queued), IdempotencyConflictError, WriteQueueError
  */
 export async function enqueueCommand(config: Config, options: EnqueueCommandOptions): Promise<EnqueueResult> {
   const payload = readPayloadArgument(options);
-  const db = openMirror(config.dbPath);
-  const runtime = createWriteRuntime(config, { db, logger: options.logger, ...options.runtime });
-  try {
-    return await runtime.enqueue(options.kind, payload, { idempotencyKey: options.idempotencyKey, actAs: options.actAs });
-  } finally {
-    await runtime.close();
-    db.close();
-  }
-}
-
-/**
- * `bizops-sync worker`: runs a write worker until `signal` aborts, then stops gracefully (requests in
- * flight finish; writes waiting for a slot run again later).
- */
-export async function runWorkerCommand(config: Config, options: { concurrency?: number; logger: Logger; signal: AbortSignal }): Promise<void> {
-  const db = openMirror(config.dbPath);
-  const runtime = createWriteRuntime(config, { db, logger: options.logger });
-  try {
-    const worker = await runtime.startWorker({ concurrency: options.concurrency });
-    options.logger.info({ concurrency: options.concurrency ?? 4, requeued: worker.requeued.length }, 'write worker started');
-    await new Promise<void>((resolve) => {
-      if (options.signal.aborted) resolve();
-      else options.signal.addEventListener('abort', () => resolve(), { once: true });
-    });
-    options.logger.info('write worker stopping');
-    await worker.close();
-  } finally {
-    await runtime.close();
-    db.close();
-  }
-}
-
-/** `bizops-sync write ID`: one write as stored, or undefined. */
-export function showWriteCommand(config: Config, id: string): WriteRecord | undefined {
-  const db = openMirror(config.dbPath);
-  try {
-    return new WriteStore(db).get(id);
-  } finally {
-    db.close();
-  }
+  return enqueueWriteJob(config, { kind: options.kind, payload, idempotencyKey: options.idempotencyKey, actAs: options.actAs }, { logger: options.logger, redisKeys: options.redisKeys });
 }
 
 function parseConcurrency(value: string): number {
@@ -153,7 +112,7 @@ export function registerWriteCommands(program: Command): void {
       process.on('SIGTERM', stop);
       process.on('SIGINT', stop);
       try {
-        await runWorkerCommand(config, { concurrency: options.concurrency, logger, signal: controller.signal });
+        await runWorkerJob(config, { concurrency: options.concurrency, logger, signal: controller.signal });
       } finally {
         process.off('SIGTERM', stop);
         process.off('SIGINT', stop);
@@ -166,7 +125,7 @@ export function registerWriteCommands(program: Command): void {
     .argument('<id>', 'the write id printed by enqueue')
     .option('--json', 'print JSON')
     .action((id: string, options: { json?: boolean }) => {
-      const write = showWriteCommand(loadConfig(), id);
+      const write = readWrite(loadConfig().dbPath, id);
       if (!write) throw new UsageError(`no write ${id}`);
       if (options.json) {
         process.stdout.write(`${JSON.stringify(write, null, 2)}\n`);

@@ -1,0 +1,41 @@
+/**
+ * Job: the changelog for `bizops-sync changes`, read from the mirror file (src/notify/changelog.ts).
+ */
+import { followChanges, readChanges, type ChangeEvent } from '../src/notify/index.ts';
+import { openExistingMirror } from './context.ts';
+
+/** Options of `changesJob`: an exclusive seq cursor, a type filter, and whether to tail. */
+export interface ChangesJobOptions {
+  /** Events with seq greater than this. */
+  sinceSeq: number;
+  /** Event type patterns (`deal.won`, `deal.*`); all when absent. */
+  types?: readonly string[];
+  /** Keep yielding new events until `signal` aborts. */
+  follow?: boolean;
+  signal?: AbortSignal;
+}
+
+/**
+ * Yields the changelog's events after `sinceSeq` in seq order (then, with `follow`, new ones as they
+ * are recorded).
+ * @throws Error when the mirror does not exist, or an option is invalid
+ */
+export async function* changesJob(dbPath: string, options: ChangesJobOptions): AsyncGenerator<ChangeEvent, void, undefined> {
+  const db = openExistingMirror(dbPath, { readonly: true });
+  const types = options.types;
+  try {
+    if (options.follow) {
+      yield* followChanges(db, { sinceSeq: options.sinceSeq, signal: options.signal, types });
+      return;
+    }
+    let since = options.sinceSeq;
+    for (;;) {
+      const events = readChanges(db, { sinceSeq: since, limit: 1000, types });
+      yield* events;
+      if (events.length < 1000) return;
+      since = events.at(-1)!.seq;
+    }
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Jobs of the write queue (the `enqueue`, `worker` and `write` commands). Wiring only: the intake,
+ * the worker and the store of src/writes do the work.
+ */
+import { existsSync } from 'node:fs';
+import type { Config } from '../src/config/schema.ts';
+import type { Logger } from '../src/logging/logger.ts';
+import { WriteStore, type EnqueueOptions, type EnqueueResult, type WriteRecord } from '../src/writes/index.ts';
+import { openContext, openExistingMirror, type ContextOptions } from './context.ts';
+
+/**
+ * `bizops-sync enqueue`: validates, stores and queues one write.
+ * @throws WriteValidationError (nothing queued), IdempotencyConflictError, WriteQueueError; an Error
+ *   naming REDIS_URL when Redis does not answer
+ */
+export async function enqueueWriteJob(
+  config: Config,
+  write: { kind: string; payload: unknown } & EnqueueOptions,
+  options: Pick<ContextOptions, 'logger' | 'redisKeys'> = {},
+): Promise<EnqueueResult> {
+  const context = await openContext(config, options);
+  try {
+    return await context.writeQueue().enqueue(write.kind, write.payload, { idempotencyKey: write.idempotencyKey, actAs: write.actAs });
+  } finally {
+    await context.close();
+  }
+}
+
+/**
+ * `bizops-sync worker`: runs a write worker until `signal` aborts, then stops gracefully (requests in
+ * flight finish; writes waiting for a slot run again later).
+ * @throws an Error naming REDIS_URL when Redis does not answer
+ */
+export async function runWorkerJob(config: Config, options: { concurrency?: number; logger: Logger; signal: AbortSignal }): Promise<void> {
+  const context = await openContext(config, { logger: options.logger });
+  try {
+    const worker = await context.writeQueue().startWorker({ concurrency: options.concurrency });
+    options.logger.info({ concurrency: options.concurrency ?? 4, requeued: worker.requeued.length }, 'write worker started');
+    await new Promise<void>((resolve) => {
+      if (options.signal.aborted) resolve();
+      else options.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    options.logger.info('write worker stopping');
+  } finally {
+    await context.close();
+  }
+}
+
+/** `bizops-sync write ID`: one write as stored, or undefined (also when there is no mirror yet). */
+export function readWrite(dbPath: string, id: string): WriteRecord | undefined {
+  if (dbPath !== ':memory:' && !existsSync(dbPath)) return undefined;
+  const db = openExistingMirror(dbPath, { readonly: true });
+  try {
+    return new WriteStore(db).get(id);
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The configuration schema: every key, its rule and its built-in default (zod). How the defaults,
+ * the JSON file and the environment combine is load.ts.
+ */
+import { validateDetailed as validateCron } from 'node-cron';
+import { z } from 'zod';
+import { STREAM_NAMES } from '../streams/definitions.ts';
+
+/**
+ * Why `expression` is not a node-cron expression, or null when it is one: 5 fields (minute hour
+ * day-of-month month day-of-week), or 6 with a seconds field first (`*\/30 * * * * *` = every 30 s).
+ */
+export function cronExpressionProblem(expression: string): string | null {
+  const result = validateCron(expression);
+  if (result.valid) return null;
+  const why = result.errors.map((error) => (error.field === 'expression' ? error.message : `${error.field}: ${error.message}`)).join('; ');
+  return `"${expression}" is not a valid cron expression (${why}); use 5 fields, or 6 with seconds first, e.g. "*/30 * * * * *"`;
+}
+
+/** A cron expression, checked at load: a bad schedule is a ConfigError naming its key, not a daemon that never runs. */
+const cronExpression = z
+  .string()
+  .min(1)
+  .superRefine((expression, context) => {
+    const problem = cronExpressionProblem(expression);
+    if (problem) context.addIssue({ code: 'custom', message: problem });
+  });
+
+/** A registered stream's name (src/streams/definitions.ts): adding a stream there adds it here. */
+const streamName = z.enum(STREAM_NAMES, { error: (issue) => `"${String(issue.input)}" is not a stream; expected one of ${STREAM_NAMES.join(', ')}` });
+
+/** One webhook endpoint (docs/webhooks.md "Endpoints"); names are unique (checked at start, not here). */
+const webhookEndpointSchema = z.object({
+  /** A short name for logs, metrics and `webhooks list`. */
+  name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only'),
+  /** `http(s)` URL receiving the signed POSTs; redirects are not followed. */
+  url: z.url({ protocol: /^https?$/ }),
+  /** Standard Webhooks secret: `whsec_` followed by base64 (24 to 64 bytes). */
+  secret: z.string().regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/, 'must be whsec_ followed by base64'),
+  /** Event types to deliver: exact (`deal.won`), a prefix wildcard (`deal.*`), or `*` for all. */
+  events: z.array(z.string().min(1)).min(1).default(['*']),
+});
+
+/**
+ * The configuration (docs: README "Configuration"): every key with its rule and built-in default.
+ * Environment variables and the JSON file are merged onto these defaults by load.ts, which names
+ * the variable, the key and the rule when a value breaks one. Times are ms unless the key says
+ * seconds; schedules are node-cron expressions (5 fields, or 6 with seconds first).
+ */
+export const configSchema = z.object({
+  /** `{base_url}` of spec §1, without `/api/public/v1`. */
+  baseUrl: z.url({ protocol: /^https?$/ }),
+  /**
+   * Bearer tokens by name (spec §5). `default` acts for syncing; a write may name another one to act
+   * as that employee (e.g. a clock-in). Never logged.
+   */
+  tokens: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/), z.string().min(1)).refine((t) => 'default' in t, {
+    message: 'a token named "default" is required (set BIZOPS_TOKEN or BIZOPS_TOKEN_FILE)',
+  }),
+  /** The mirror's SQLite file (`BIZOPS_DB`). */
+  dbPath: z.string().min(1).default('./data/mirror.db'),
+  /** Redis of the write queue and of the rate budget shared by every process (`REDIS_URL`); its password is masked when shown. */
+  redisUrl: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').default('redis://127.0.0.1:6379'),
+  /** The company the tokens act for: the key of the shared rate budget (spec §8, per company). */
+  companyId: z.string().min(1).default('default'),
+  /** The rate budget (docs/rate-budget.md, spec §8). */
+  rateLimit: z
+    .object({
+      /** Requests per window (spec §8: 60 per minute by default). */
+      perMinute: z.number().int().positive().default(60),
+      /** Window length, ms. 60000 in production; tests scale time down. */
+      windowMs: z.number().int().positive().default(60_000),
+      /** Budget key: one per company (default) or one per token (spec §8 "also described as per API key"). */
+      scope: z.enum(['company', 'token']).default('company'),
+    })
+    .prefault({}),
+  /** When and what the sync runs (docs/sync.md, docs/operations.md "Schedules"). */
+  sync: z
+    .object({
+      /** Seconds subtracted from the cursor on each incremental run, to absorb clock skew and ties. */
+      overlapSeconds: z.number().int().min(0).default(120),
+      /** Cron (seconds field allowed) for every stream's incremental sync. */
+      schedule: cronExpression.default('*/30 * * * * *'),
+      /** Per-stream overrides of `schedule`, e.g. `{ "deals": "*\/10 * * * * *" }` (every 10 seconds). */
+      streamSchedules: z.partialRecord(streamName, cronExpression).default({}),
+      /** Cron for reconciliation (complete scans that find records gone from a list). */
+      reconcileSchedule: cronExpression.default('0 17 */6 * * *'),
+      /** Streams to run. Default: every registered stream. */
+      streams: z.array(streamName).default(() => [...STREAM_NAMES]),
+    })
+    .prefault({}),
+  /** The daemon's HTTP port: /healthz, /readyz, /metrics and the write API (docs/operations.md "The HTTP port"). */
+  http: z
+    .object({
+      /** Address to bind: 127.0.0.1 by default, 0.0.0.0 in the image. */
+      host: z.string().default('127.0.0.1'),
+      /** Port; 0 picks any free port (logged at start). */
+      port: z.number().int().min(0).max(65535).default(8080),
+      /**
+       * How long a `/readyz` verdict is reused, seconds: the readiness probe (one list request with
+       * `limit=1`, spent from the rate budget) runs at most this often.
+       */
+      readinessCacheSeconds: z.number().int().min(1).max(3600).default(30),
+      /** Bearer key required by `POST /writes` and `GET /writes/{id}`; the write routes are off when unset. */
+      writeApiKey: z.string().min(16, 'must be at least 16 characters').optional(),
+    })
+    .prefault({}),
+  /** Webhook endpoints receiving every matching changelog event (docs/webhooks.md); `BIZOPS_WEBHOOK_URL` + `_SECRET` define one named `env`. */
+  webhooks: z.array(webhookEndpointSchema).default([]),
+});
+
+/** The validated configuration, defaults filled in (`loadConfig`). */
+export type Config = z.infer<typeof configSchema>;
+/** One validated webhook endpoint of `Config.webhooks`. */
+export type WebhookEndpointConfig = z.infer<typeof webhookEndpointSchema>;
