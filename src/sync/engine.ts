@@ -3,7 +3,7 @@
  * reconciliation) under the sync rules of docs/sync.md. The flow of one page
  * (docs/architecture.md "One API page"):
  *
- *   paginateByOffset (src/client/paginate.ts: next offset, drift step-back, loop guard)
+ *   paginateByOffset (src/client/paginate.ts: next offset, drift step-back, endless-list guards, repeated ids)
  *     -> client.listPage (hook layers: rate budget, HTTP, retries; then envelope and item validation)
  *     -> store.applyRecords + store.saveRun in ONE SQLite transaction (records, changelog, checkpoint)
  *     -> onChanges (wake the webhook dispatcher) and onProgress (progress bar, logs)

@@ -3,7 +3,6 @@
  * simulator with a list fault: a list cut short, ties in an unstable order, a list that never ends.
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { RunningSimulator } from '@bizops-sync/simulator';
 import type { Context } from '../../jobs/context.ts';
 import { DaemonMetrics } from '../../src/daemon/metrics.ts';
 import type { RateBudgetStats } from '../../src/client/rate-budget.ts';
