@@ -66,6 +66,8 @@ export interface RunCheckpoint {
   tieBoundaries?: { offset: number; missing: number }[];
   /** Positions below this offset were read before a drift step-back: their repeats are expected. */
   driftReadsUntil?: number;
+  /** The smallest `pagination.total` of this run's pages (records entering an incremental run's set grow the total past it). */
+  lowestTotal?: number;
 }
 
 /**

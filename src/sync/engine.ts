@@ -303,7 +303,7 @@ export class SyncEngine {
   private commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, memory: RunMemory, options: RunOptions): void {
     const { page } = step;
     const { fresh, repeated } = this.countIds(stream, memory, page.items);
-    tallyPage(run, page.offset, fresh, repeated);
+    tallyPage(run, page.offset, page.pagination.total, fresh, repeated);
     result.pages += 1;
     run.pages += 1;
     if (run.serverStartedAt === undefined) {
@@ -395,7 +395,7 @@ export class SyncEngine {
     const total = run.lastTotal ?? 0;
     let distinct = this.distinctIds(stream, run);
     let reReads = 0;
-    for (let round = 0; round < TIE_REREAD_ROUNDS && distinct < total && (run.tieBoundaries ?? []).some((b) => b.missing > 0); round += 1) {
+    for (let round = 0; round < TIE_REREAD_ROUNDS && scanOutcome(run, distinct, reReads).outcome === 'incomplete' && (run.tieBoundaries ?? []).some((b) => b.missing > 0); round += 1) {
       reReads += await this.reReadTies(stream, run, result, memory, options);
       distinct = this.distinctIds(stream, run);
     }
