@@ -61,6 +61,22 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
     expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 
+  it('a cut page that also rewrites the total (earlier pages said more): the run stops, nothing is tombstoned', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } });
+    await context.engine.run('transactions', 'backfill');
+    sim.faults.inject({ kind: 'truncate-list', atOffset: 400, cutTotal: true, times: 1_000_000, match: LIST });
+    for (let run = 0; run < 2; run += 1) {
+      const result = await context.engine.run('transactions', 'reconcile');
+      // The drop reads as removals: paging steps back, meets the same cut, and the repeated-id guard stops it.
+      expect(result.status).toBe('failed');
+      expect(result.error?.name).toBe('EndlessListError');
+      expect(result.error?.message).toMatch(/repeated \d+ ids already listed/);
+      expect(result.tombstones).toBe(0);
+    }
+    expect(countChanges(context, 'transaction.deleted')).toBe(0);
+    expect(liveRows(context)).toBe(1_000);
+  });
+
   it('status shows the incomplete scan (the CLI reads the mirror)', async () => {
     const { sim, context, dir } = await fixtures.start({ size: { transactions: 300 } });
     sim.faults.inject({ kind: 'truncate-list', atOffset: 150, times: 1_000, match: LIST });

@@ -43,9 +43,11 @@ export type FaultKind =
   /**
    * A list page (spec §1 Pagination) that reaches `atOffset` ends there with `hasMore: false`, while
    * `pagination.total` still counts every record (a gateway cutting a list short). Pages at or past
-   * `atOffset` are empty with `hasMore: false`. Other endpoints answer normally.
+   * `atOffset` are empty with `hasMore: false`. Other endpoints answer normally. With `cutTotal`,
+   * those pages also say `total: atOffset` (a gateway rewriting the count), while earlier pages
+   * still say the real total.
    */
-  | { kind: 'truncate-list'; atOffset: number }
+  | { kind: 'truncate-list'; atOffset: number; cutTotal?: boolean }
   /**
    * A list page whose records tie on the sort field (same createdAt) gets those ties in a random
    * order, drawn again for every request: the records at a page boundary differ between requests.

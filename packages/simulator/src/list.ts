@@ -282,7 +282,9 @@ function faultyListPage<R extends TimestampedRecord>(
   if (fault.kind === 'truncate-list') {
     const end = Math.min(total, offset + limit, Math.max(offset, fault.atOffset));
     const items = all.slice(offset, end);
-    return pagination(items, end < fault.atOffset && offset + items.length < total);
+    const cut = end >= fault.atOffset;
+    const hasMore = !cut && offset + items.length < total;
+    return { items, pagination: { total: cut && fault.cutTotal ? Math.min(total, fault.atOffset) : total, limit, offset, hasMore } };
   }
   if (fault.kind === 'endless-list') {
     if (offset < total || total === 0) return pagination(all.slice(offset, offset + limit), true);

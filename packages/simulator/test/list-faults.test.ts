@@ -31,6 +31,14 @@ describe('list faults', () => {
     expect((await page(100)).pagination.hasMore).toBe(true);
   });
 
+  it('truncate-list cutTotal: the cut pages also say total atOffset; earlier pages the real total', async () => {
+    simulator.faults.inject({ kind: 'truncate-list', atOffset: 250, cutTotal: true, times: 10, match: { path: '/transactions' } });
+    expect((await page(100)).pagination).toMatchObject({ total: 600, hasMore: true });
+    const cut = await page(200);
+    expect(cut.transactions).toHaveLength(50);
+    expect(cut.pagination).toMatchObject({ total: 250, hasMore: false });
+  });
+
   it('unstable-order: ties at a page boundary come back in another order per request; pages still hold the same createdAt values', async () => {
     simulator.faults.inject({ kind: 'unstable-order', times: 1000, match: { path: '/transactions' } });
     const stable = simulator.world.transactions;
