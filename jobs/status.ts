@@ -2,7 +2,7 @@
  * Job: the mirror's status per stream and the writes by status (the `status` command; the daemon
  * tests read it too). Reads the mirror only: no API settings needed.
  */
-import { MirrorStore } from '../src/mirror/store.ts';
+import { MirrorStore, type ScanOutcome } from '../src/mirror/store.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { WriteStore } from '../src/writes/store.ts';
 import { openExistingMirror } from './context.ts';
@@ -27,6 +27,11 @@ export interface StreamStatus {
     changes: number | null;
   };
   lastError: string | null;
+  /**
+   * How the last finished run's scan ended (docs/sync.md "Scan completeness"): `complete`, or
+   * `incomplete` with a reason and counts (no miss counted, cursor kept). Null before one finished.
+   */
+  lastScan: ScanOutcome | null;
   /** The unfinished run a restart will resume, if any. */
   inProgress: { reason: string; mode: string; offset: number; total: number | null; records: number } | null;
 }
@@ -68,6 +73,7 @@ export function readStatus(dbPath: string): MirrorStatus {
           changes: state.lastRunChanges,
         },
         lastError: state.lastError,
+        lastScan: state.lastScan,
         inProgress: state.run
           ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }
           : null,

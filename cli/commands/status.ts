@@ -33,6 +33,12 @@ function formatStatus(status: MirrorStatus): string {
   const format = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
   lines.push(format(header), ...rows.map(format));
   for (const s of status.streams) {
+    if (s.lastScan?.outcome === 'incomplete') {
+      lines.push(
+        '',
+        `${s.stream}: the last scan was INCOMPLETE (${s.lastScan.reason}): ${s.lastScan.distinctIds} distinct records listed of a total of ${s.lastScan.total}; no record was counted missing and the cursor stayed`,
+      );
+    }
     if (s.inProgress) {
       lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);
     }

@@ -55,6 +55,10 @@ function describeResult(result: RunResult): string {
   const extra = [
     result.tombstones ? `${result.tombstones} tombstones` : '',
     result.driftStepBacks ? `${result.driftStepBacks} drift step-backs` : '',
+    result.scan?.outcome === 'incomplete'
+      ? `INCOMPLETE scan (${result.scan.reason}): ${result.scan.distinctIds} distinct records of a total of ${result.scan.total}; nothing counted missing, cursor kept`
+      : '',
+    result.scan?.reReads ? `${result.scan.reReads} tie re-reads` : '',
     result.status === 'unsupported' ? 'the server has no list endpoint for this stream' : '',
     result.status === 'interrupted' ? 'checkpoint saved; run again to resume' : '',
     result.error ? `error: ${result.error.message}` : '',

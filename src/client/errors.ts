@@ -125,6 +125,13 @@ export class ConnectionError extends BizopsApiError {
 /** A 2xx whose body is not JSON, lacks the `{ message, content }` envelope, or fails the response schema; the message names the field. */
 export class InvalidResponseError extends BizopsApiError {}
 
+/**
+ * A list that would page forever (spec §1 Pagination: `hasMore` never turns false): offsets passed
+ * `pagination.total` plus one page, or the pages repeated more ids already seen in this pagination
+ * than the bound (src/client/paginate.ts). Never retried: following the list further cannot help.
+ */
+export class EndlessListError extends InvalidResponseError {}
+
 /** A 2xx body that is not JSON at all; unlike a schema mismatch, a retry may get a good copy. */
 export class MalformedResponseError extends InvalidResponseError {}
 

@@ -17,6 +17,7 @@
  *   stream_changes_recorded_total{stream}           counter, changelog events appended by this process
  *   stream_runs_total{stream,reason,status}         counter, runs ended (reason backfill|sync|reconcile)
  *   stream_run_errors_total{stream,reason}          counter, runs that failed
+ *   stream_incomplete_scans_total{stream,reason}    counter, scans short of the list total: reason ended-early|unstable-order
  *   stream_run_duration_seconds{stream,reason}      histogram, wall-clock time of a run
  *   stream_ticks_skipped_total{stream}              counter, schedule ticks skipped: the stream was still running
  *   changelog_last_seq                              gauge, the highest `changes.seq`
@@ -87,6 +88,7 @@ export class DaemonMetrics {
   readonly #runErrors: Counter<'stream' | 'reason'>;
   readonly #runDuration: Histogram<'stream' | 'reason'>;
   readonly #skippedTicks: Counter<'stream'>;
+  readonly #incompleteScans: Counter<'stream' | 'reason'>;
 
   constructor(sources: DaemonMetricsSources) {
     const registers = [this.registry];
@@ -104,8 +106,15 @@ export class DaemonMetrics {
       registers,
     });
     this.#skippedTicks = new Counter({ name: 'bizops_stream_ticks_skipped_total', help: 'Schedule ticks skipped because the stream was still running.', labelNames: ['stream'], registers });
+    this.#incompleteScans = new Counter({
+      name: 'bizops_stream_incomplete_scans_total',
+      help: 'Runs whose scan listed fewer distinct records than the list total (reason ended-early or unstable-order): no miss counted, cursor kept.',
+      labelNames: ['stream', 'reason'],
+      registers,
+    });
     for (const stream of streams) {
       this.#changes.inc({ stream }, 0);
+      for (const reason of ['ended-early', 'unstable-order'] as const) this.#incompleteScans.inc({ stream, reason }, 0);
       this.#skippedTicks.inc({ stream }, 0);
       for (const reason of ['backfill', 'sync', 'reconcile'] as const) this.#runErrors.inc({ stream, reason }, 0);
     }
@@ -266,6 +275,7 @@ export class DaemonMetrics {
     const labels = { stream: result.stream, reason: result.reason };
     this.#runs.inc({ ...labels, status: result.status });
     if (result.status === 'failed') this.#runErrors.inc(labels);
+    if (result.scan?.outcome === 'incomplete') this.#incompleteScans.inc({ stream: result.stream, reason: result.scan.reason ?? 'ended-early' });
     this.#runDuration.observe(labels, durationMs / 1000);
   }
 

@@ -55,6 +55,43 @@ export interface RunCheckpoint {
   pages: number;
   records: number;
   changes: number;
+  /** Distinct ids this run listed so far (src/sync/scan-check.ts; approximate across a resume). */
+  distinctIds?: number;
+  /** Items whose id an earlier page of this run already listed (ties in an unstable order, drift re-reads). */
+  repeatedIds?: number;
+  /**
+   * Page boundaries (the offset of the page that repeated ids) where a tie run may have hidden
+   * records, with how many ids each boundary still owes; re-read before the run ends.
+   */
+  tieBoundaries?: { offset: number; missing: number }[];
+  /** Positions below this offset were read before a drift step-back: their repeats are expected. */
+  driftReadsUntil?: number;
+  /** The smallest `pagination.total` of this run's pages (records entering an incremental run's set grow the total past it). */
+  lowestTotal?: number;
+}
+
+/**
+ * How a run's scan ended (docs/sync.md "Scan completeness"); saved as `sync_state.last_scan`.
+ * `complete`: it listed at least as many distinct ids as the final `pagination.total`.
+ * `incomplete`: it did not; `ended-early` (the list said hasMore false short of its total) or
+ * `unstable-order` (ids came twice: ties returned in a different order per request). An incomplete
+ * scan counts no miss and does not move the cursor.
+ */
+export interface ScanOutcome {
+  outcome: 'complete' | 'incomplete';
+  reason?: 'ended-early' | 'unstable-order';
+  /** `complete` (whole list) or `incremental` (since the cursor). */
+  mode: 'incremental' | 'complete';
+  /** The final page's `pagination.total`. */
+  total: number;
+  /** Distinct ids the scan listed. */
+  distinctIds: number;
+  /** Items listed again within the scan. */
+  repeatedIds: number;
+  /** Pages re-read around tie boundaries to find what an unstable order hid. */
+  reReads: number;
+  /** ISO time the scan ended. */
+  at: string;
 }
 
 /** One row of `sync_state`, decoded. */
@@ -72,6 +109,8 @@ export interface SyncState {
   lastRunRequests: number | null;
   lastRunRecords: number | null;
   lastRunChanges: number | null;
+  /** The last finished run's scan outcome (null before one finished). */
+  lastScan: ScanOutcome | null;
 }
 
 interface StoredRow {
@@ -263,6 +302,7 @@ export class MirrorStore {
       lastRunRequests: (row?.last_run_requests as number | null) ?? null,
       lastRunRecords: (row?.last_run_records as number | null) ?? null,
       lastRunChanges: (row?.last_run_changes as number | null) ?? null,
+      lastScan: row?.last_scan ? (JSON.parse(row.last_scan as string) as ScanOutcome) : null,
     };
   }
 
@@ -329,6 +369,11 @@ export class MirrorStore {
     return row;
   }
 
+  /** Distinct records complete scan `scanNumber` has listed so far (rows marked seen by it). */
+  countSeenInScan(stream: StreamDefinition, scanNumber: number): number {
+    return (this.prepare(`SELECT COUNT(*) AS n FROM ${stream.table} WHERE last_seen_scan = ?`).get(scanNumber) as { n: number }).n;
+  }
+
   /** The highest changelog `seq` (0 when empty). */
   lastSeq(): number {
     return lastChangeSeq(this.db);
@@ -349,4 +394,5 @@ export type SyncStateColumn =
   | 'last_run_records'
   | 'last_run_changes'
   | 'lock_owner'
-  | 'lock_expires_at';
+  | 'lock_expires_at'
+  | 'last_scan';

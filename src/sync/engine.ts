@@ -3,7 +3,7 @@
  * reconciliation) under the sync rules of docs/sync.md. The flow of one page
  * (docs/architecture.md "One API page"):
  *
- *   paginateByOffset (src/client/paginate.ts: next offset, drift step-back, loop guard)
+ *   paginateByOffset (src/client/paginate.ts: next offset, drift step-back, endless-list guards, repeated ids)
  *     -> client.listPage (hook layers: rate budget, HTTP, retries; then envelope and item validation)
  *     -> store.applyRecords + store.saveRun in ONE SQLite transaction (records, changelog, checkpoint)
  *     -> onChanges (wake the webhook dispatcher) and onProgress (progress bar, logs)
@@ -24,18 +24,26 @@
  *   (transaction list items carry none) and never later than the run's start.
  * - Resumable: the checkpoint (offset, filters, totals) commits with each page's records; a restart
  *   resumes from it, re-fetching at most the page that was in flight.
+ * - Scan completeness (src/sync/scan-check.ts): a scan that saw fewer distinct ids than the final
+ *   `pagination.total` is incomplete. When ids came twice (ties returned in another order per
+ *   request), the pages around each such boundary are re-read first (`reReadTies`); a scan still
+ *   short is marked incomplete (last_scan, a warning, the metric): it counts no miss and leaves
+ *   the cursor where it was.
+ * - Endless lists: the paginator stops a list that says `hasMore` past its total or keeps repeating
+ *   ids (EndlessListError); the run fails and nothing is tombstoned.
  * - Two-scan rule: only a complete scan that finished without error counts misses; a record missed
  *   by two consecutive complete scans is tombstoned (src/mirror/store.ts `recordMisses`).
  */
 import { hostname } from 'node:os';
 import type { ApiClient } from '../client/client.ts';
 import { NotFoundError } from '../client/errors.ts';
-import { paginateByOffset, type PageStep } from '../client/paginate.ts';
+import { LIST_PAGE_LIMIT, paginateByOffset, type Page, type PageStep } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
-import type { AppendedChange, MirrorStore, RunCheckpoint } from '../mirror/store.ts';
+import type { AppendedChange, MirrorStore, RunCheckpoint, ScanOutcome } from '../mirror/store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { scanOutcome, tallyPage } from './scan-check.ts';
 
 /** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
 export type RunReason = 'backfill' | 'sync' | 'reconcile';
@@ -82,6 +90,11 @@ export interface RunResult {
   tombstones: number;
   /** Step-backs made because `pagination.total` dropped between pages. */
   driftStepBacks: number;
+  /**
+   * How the scan ended, for a run that paged to the end (`succeeded`): complete, or incomplete with
+   * a reason (docs/sync.md "Scan completeness"). Absent for other statuses.
+   */
+  scan?: ScanOutcome;
   error?: Error;
 }
 
@@ -117,6 +130,15 @@ export interface RunOptions {
 }
 
 const SECOND_MS = 1000;
+
+/** Rounds of tie re-reads before a scan still short of its total is left incomplete. */
+const TIE_REREAD_ROUNDS = 3;
+
+/** What one run keeps in memory besides its checkpoint: the ids it listed. */
+interface RunMemory {
+  /** Ids listed by this process's part of the run (a resumed run starts empty). */
+  seen: Set<string>;
+}
 
 /** True when a process with this pid exists on this host. */
 function processAlive(pid: number): boolean {
@@ -193,8 +215,12 @@ export class SyncEngine {
       // The checkpoint is first saved with the first page: a run that fails before any page leaves
       // nothing to resume.
       this.store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${run.reason}/${run.mode}` });
-      await this.page(stream, run, result, options);
-      if (result.status === 'succeeded') this.finish(stream, run, result);
+      const memory: RunMemory = { seen: new Set() };
+      await this.page(stream, run, result, memory, options);
+      if (result.status === 'succeeded') {
+        result.scan = await this.checkScan(stream, run, result, memory, options);
+        this.finish(stream, run, result, result.scan);
+      }
     } catch (error) {
       const err = error as Error;
       if (options.signal?.aborted) {
@@ -238,25 +264,32 @@ export class SyncEngine {
     return new Date(Date.now() + (this.options.lockTtlMs ?? 5 * 60 * SECOND_MS)).toISOString();
   }
 
-  /** Pages through the stream from the checkpoint until `hasMore` is false, committing each page. */
-  private async page(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, options: RunOptions): Promise<void> {
-    const { signal } = options;
-    const priority: Priority = run.reason === 'sync' ? 'incremental' : 'backfill';
+  /** Fetches (and validates) the run's page at `offset`; `createdBefore` is read at each call (set after the first page). */
+  private fetchPage(stream: RegisteredStream, run: RunCheckpoint, offset: number, signal: AbortSignal | undefined): Promise<Page<ApiRecord>> {
+    signal?.throwIfAborted();
     const request = stream.request;
-    // Read when each page is fetched: `createdBefore` is set after the first page.
-    const fetchPage = (offset: number) => {
-      signal?.throwIfAborted();
-      return this.client.listPage<ApiRecord>(request.path, offset, {
-        itemsKey: request.itemsKey,
-        itemSchema: stream.itemSchema,
-        priority,
-        signal,
-        query: { ...request.filters, sortBy: request.sort.by, sortOrder: request.sort.order, updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
-      });
-    };
-    const pages = paginateByOffset(fetchPage, { label: `GET ${request.path}`, startOffset: run.offset, previousTotal: run.lastTotal, stepBackOnShrink: true });
+    const priority: Priority = run.reason === 'sync' ? 'incremental' : 'backfill';
+    return this.client.listPage<ApiRecord>(request.path, offset, {
+      itemsKey: request.itemsKey,
+      itemSchema: stream.itemSchema,
+      priority,
+      signal,
+      query: { ...request.filters, sortBy: request.sort.by, sortOrder: request.sort.order, updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
+    });
+  }
+
+  /** Pages through the stream from the checkpoint until `hasMore` is false, committing each page. */
+  private async page(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, memory: RunMemory, options: RunOptions): Promise<void> {
+    const request = stream.request;
+    const pages = paginateByOffset((offset) => this.fetchPage(stream, run, offset, options.signal), {
+      label: `GET ${request.path}`,
+      startOffset: run.offset,
+      previousTotal: run.lastTotal,
+      stepBackOnShrink: true,
+      idOf: (item) => String(item[stream.key]),
+    });
     try {
-      for await (const step of pages) this.commitPage(stream, run, result, step, options);
+      for await (const step of pages) this.commitPage(stream, run, result, step, memory, options);
     } catch (error) {
       if (error instanceof NotFoundError && request.unsupportedOn404 && run.pages === 0) {
         this.markUnsupported(stream, result);
@@ -267,8 +300,10 @@ export class SyncEngine {
   }
 
   /** One page: the cursor's server time (first page), then records, changelog and checkpoint in one transaction, then notification. */
-  private commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, options: RunOptions): void {
+  private commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, memory: RunMemory, options: RunOptions): void {
     const { page } = step;
+    const { fresh, repeated } = this.countIds(stream, memory, page.items);
+    tallyPage(run, page.offset, page.pagination.total, fresh, repeated);
     result.pages += 1;
     run.pages += 1;
     if (run.serverStartedAt === undefined) {
@@ -290,6 +325,7 @@ export class SyncEngine {
     if (step.stepBack > 0) {
       // Records were removed since the previous page: up to that many unseen records slid below this offset.
       result.driftStepBacks += 1;
+      run.driftReadsUntil = Math.max(run.driftReadsUntil ?? 0, page.offset + page.items.length);
       this.logger.info({ stream: stream.name, offset: page.offset, drop: step.stepBack }, 'the list shrank while paging; stepping back to re-read what slid past');
     }
     const changes = this.store.transaction(() => {
@@ -330,13 +366,97 @@ export class SyncEngine {
     this.logger.warn({ stream: stream.name, path: stream.request.path }, 'list endpoint not found (404): stream marked unsupported');
   }
 
-  /** Commits the end of a successful run: misses and tombstones (complete scans), the cursor, the state. */
-  private finish(stream: RegisteredStream, run: RunCheckpoint, result: RunResult): void {
+  /** Counts a page's items whose id this run listed before (`repeated`) and the rest (`fresh`), remembering the fresh ones. */
+  private countIds(stream: RegisteredStream, memory: RunMemory, items: readonly ApiRecord[]): { fresh: number; repeated: number } {
+    let fresh = 0;
+    let repeated = 0;
+    for (const item of items) {
+      const id = String(item[stream.key]);
+      if (memory.seen.has(id)) repeated += 1;
+      else {
+        memory.seen.add(id);
+        fresh += 1;
+      }
+    }
+    return { fresh, repeated };
+  }
+
+  /** Distinct ids the run listed: for a complete scan the rows it marked seen (exact across a resume), else the run's tally. */
+  private distinctIds(stream: RegisteredStream, run: RunCheckpoint): number {
+    if (run.mode === 'complete' && run.scanNumber !== undefined) return this.store.countSeenInScan(stream, run.scanNumber);
+    return run.distinctIds ?? 0;
+  }
+
+  /**
+   * At the end of the pages: is the scan complete (distinct ids >= the final total)? When it is short
+   * and ids came twice, re-reads the tie boundaries first (`reReadTies`).
+   */
+  private async checkScan(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, memory: RunMemory, options: RunOptions): Promise<ScanOutcome> {
+    const total = run.lastTotal ?? 0;
+    let distinct = this.distinctIds(stream, run);
+    let reReads = 0;
+    for (let round = 0; round < TIE_REREAD_ROUNDS && scanOutcome(run, distinct, reReads).outcome === 'incomplete' && (run.tieBoundaries ?? []).some((b) => b.missing > 0); round += 1) {
+      reReads += await this.reReadTies(stream, run, result, memory, options);
+      distinct = this.distinctIds(stream, run);
+    }
+    const outcome = scanOutcome(run, distinct, reReads);
+    if (outcome.outcome === 'incomplete') {
+      this.logger.warn(
+        { stream: stream.name, reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds, repeatedIds: outcome.repeatedIds, reReads },
+        'incomplete scan: it listed fewer distinct records than the list\'s total; no record is counted missing and the cursor stays',
+      );
+    } else if (reReads > 0) {
+      this.logger.info({ stream: stream.name, total, repeatedIds: outcome.repeatedIds, reReads }, 'ties came back in another order per request; re-reading their page boundaries completed the scan');
+    }
+    return outcome;
+  }
+
+  /**
+   * One round of tie re-reads: for each boundary still owing records, reads the page centred on it
+   * (offset − 50, limit 100: a tie run of up to about 50 records on each side arrives whole, in one
+   * answer, whatever its order) and commits what it lists, counting the ids new to this run
+   * against what the boundary owes.
+   * @returns pages read
+   */
+  private async reReadTies(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, memory: RunMemory, options: RunOptions): Promise<number> {
+    let reads = 0;
+    for (const boundary of run.tieBoundaries ?? []) {
+      if (boundary.missing <= 0) continue;
+      const page = await this.fetchPage(stream, run, Math.max(0, boundary.offset - LIST_PAGE_LIMIT / 2), options.signal);
+      reads += 1;
+      result.pages += 1;
+      run.pages += 1;
+      const { fresh } = this.countIds(stream, memory, page.items);
+      boundary.missing -= fresh;
+      run.distinctIds = (run.distinctIds ?? 0) + fresh;
+      const changes = this.store.transaction(() => {
+        if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
+          throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
+        }
+        const appended = this.store.applyRecords(stream, page.items, { scanNumber: run.mode === 'complete' ? run.scanNumber : undefined });
+        run.changes += appended.length;
+        this.store.saveRun(stream.name, run);
+        return appended;
+      });
+      result.changes += changes.length;
+      if (changes.length > 0) this.options.onChanges?.(changes);
+    }
+    return reads;
+  }
+
+  /**
+   * Commits the end of a run that paged to its end: for a complete scan, misses and tombstones; the
+   * cursor; the state. An incomplete scan (docs/sync.md "Scan completeness") counts no miss and
+   * keeps the cursor; its scan number is still used up.
+   */
+  private finish(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, scan: ScanOutcome): void {
+    const complete = scan.outcome === 'complete';
     const tombstones = this.store.transaction(() => {
-      const appended = run.mode === 'complete' && run.scanNumber !== undefined ? this.store.recordMisses(stream, run.scanNumber, run.startedAt) : [];
+      const appended = complete && run.mode === 'complete' && run.scanNumber !== undefined ? this.store.recordMisses(stream, run.scanNumber, run.startedAt) : [];
       const now = new Date().toISOString();
       this.store.updateSyncState(stream.name, {
-        cursor: run.serverStartedAt ?? null,
+        ...(complete ? { cursor: run.serverStartedAt ?? null } : {}),
+        last_scan: JSON.stringify(scan),
         supported: 1,
         ...(run.mode === 'complete' && run.scanNumber !== undefined ? { scan_number: run.scanNumber } : {}),
         last_run_finished_at: now,
@@ -353,7 +473,7 @@ export class SyncEngine {
     result.changes += tombstones.length;
     if (tombstones.length > 0) this.options.onChanges?.(tombstones);
     this.logger.info(
-      { stream: stream.name, reason: run.reason, mode: run.mode, pages: result.pages, records: result.records, changes: result.changes, tombstones: result.tombstones },
+      { stream: stream.name, reason: run.reason, mode: run.mode, scan: scan.outcome, pages: result.pages, records: result.records, changes: result.changes, tombstones: result.tombstones },
       'run finished',
     );
   }

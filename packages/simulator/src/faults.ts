@@ -1,6 +1,8 @@
 /**
  * Fault injection for tests: the next matching request(s) get a failure instead of (or on top of)
  * the normal answer. Faults are checked in the order injected; each applies `times` times (default 1).
+ * List faults (`truncate-list`, `unstable-order`, `endless-list`) change what a list endpoint pages;
+ * give them a large `times` to keep a misbehaving list for a whole test.
  */
 
 /** Which requests a fault applies to; omitted members match every request. */
@@ -37,7 +39,33 @@ export type FaultKind =
   /** Delay the response by `ms` (on top of `latencyMs`). */
   | { kind: 'latency'; ms: number }
   /** Destroy the socket immediately, before reading or processing the request. */
-  | { kind: 'refuse' };
+  | { kind: 'refuse' }
+  /**
+   * A list page (spec §1 Pagination) that reaches `atOffset` ends there with `hasMore: false`, while
+   * `pagination.total` still counts every record (a gateway cutting a list short). Pages at or past
+   * `atOffset` are empty with `hasMore: false`. Other endpoints answer normally. With `cutTotal`,
+   * those pages also say `total: atOffset` (a gateway rewriting the count), while earlier pages
+   * still say the real total.
+   */
+  | { kind: 'truncate-list'; atOffset: number; cutTotal?: boolean }
+  /**
+   * A list page whose records tie on the sort field (same createdAt) gets those ties in a random
+   * order, drawn again for every request: the records at a page boundary differ between requests.
+   */
+  | { kind: 'unstable-order' }
+  /**
+   * A list that never ends: every page says `hasMore: true`. Past the last record, `repeat` answers
+   * the last page's records again; `past-total` answers records from the start again (wrapping).
+   */
+  | { kind: 'endless-list'; mode: 'repeat' | 'past-total' };
+
+/** The fault kinds that change a list page's items or pagination (applied by list.ts `listPage`). */
+export type ListFault = Extract<FaultKind, { kind: 'truncate-list' | 'unstable-order' | 'endless-list' }>;
+
+/** True for the faults list.ts applies to a list page. */
+export function isListFault(fault: Fault | undefined): fault is Fault & ListFault {
+  return fault?.kind === 'truncate-list' || fault?.kind === 'unstable-order' || fault?.kind === 'endless-list';
+}
 
 /** A fault to inject: one `FaultKind`, which requests it matches, and how many times it applies. */
 export type Fault = FaultBase & FaultKind;
@@ -68,12 +96,30 @@ export class FaultInjector {
    * @throws Error when the kind is unknown or `times` is not a positive integer
    */
   inject(fault: Fault): void {
-    const kinds = ['status', 'rate-limit', 'reset-mid-body', 'malformed-json', 'invalid-record', 'lose-response-after-commit', 'latency', 'refuse'];
+    const kinds = [
+      'status',
+      'rate-limit',
+      'reset-mid-body',
+      'malformed-json',
+      'invalid-record',
+      'lose-response-after-commit',
+      'latency',
+      'refuse',
+      'truncate-list',
+      'unstable-order',
+      'endless-list',
+    ];
     if (!kinds.includes(fault.kind)) throw new Error(`fault kind must be one of ${kinds.join(', ')}, got ${String(fault.kind)}`);
     const times = fault.times ?? 1;
     if (!Number.isInteger(times) || times < 1) throw new Error(`fault times must be a positive integer, got ${String(fault.times)}`);
     if (fault.kind === 'status' && !(Number.isInteger(fault.status) && fault.status >= 100 && fault.status <= 599)) {
       throw new Error(`status fault needs an HTTP status 100..599, got ${String(fault.status)}`);
+    }
+    if (fault.kind === 'truncate-list' && !(Number.isInteger(fault.atOffset) && fault.atOffset >= 0)) {
+      throw new Error(`truncate-list fault needs atOffset, a non-negative integer, got ${String(fault.atOffset)}`);
+    }
+    if (fault.kind === 'endless-list' && fault.mode !== 'repeat' && fault.mode !== 'past-total') {
+      throw new Error(`endless-list fault needs mode "repeat" or "past-total", got ${String(fault.mode)}`);
     }
     this.pending.push({ fault, remaining: times });
   }

@@ -37,6 +37,12 @@ export interface GenerateOptions {
   anchorMs: number;
   /** ms epoch of "now" at start: shifts are placed around it so clock-in finds one. */
   nowMs: number;
+  /**
+   * When set (> 1), stream records are created in bursts: runs of 1 to `2 * createdInBursts - 1`
+   * consecutive records (mean `createdInBursts`) share one createdAt to the millisecond, so lists
+   * sorted by createdAt hold many ties (the `unstable-order` fault reorders them per request).
+   */
+  createdInBursts?: number;
 }
 
 const DAY_MS = 86_400_000;
@@ -100,6 +106,27 @@ function timeline(rng: SeededRandom, count: number, anchorMs: number): { created
     out[index] = previous;
   }
   return out;
+}
+
+/**
+ * Groups `times` into bursts sharing one createdAt (GenerateOptions.createdInBursts). Draws from its
+ * own generator, so the rest of the seeded data stays the same with or without bursts.
+ */
+function inBursts(times: { createdMs: number; updatedMs: number }[], meanBurst: number | undefined, seed: number): { createdMs: number; updatedMs: number }[] {
+  if (meanBurst === undefined || meanBurst <= 1) return times;
+  const rng = new SeededRandom(seed);
+  let index = 0;
+  while (index < times.length) {
+    const size = rng.int(1, 2 * Math.floor(meanBurst) - 1);
+    const createdMs = (times[index] as { createdMs: number }).createdMs;
+    for (let member = index; member < Math.min(times.length, index + size); member += 1) {
+      const time = times[member] as { createdMs: number; updatedMs: number };
+      time.createdMs = createdMs;
+      time.updatedMs = Math.max(time.updatedMs, createdMs);
+    }
+    index += size;
+  }
+  return times;
 }
 
 function pickType(rng: SeededRandom): TransactionType {
@@ -180,7 +207,7 @@ export function generateCompany(options: GenerateOptions): CompanyData {
   ];
 
   // Customers.
-  const customerTimes = timeline(rng, sizes.customers, anchorMs);
+  const customerTimes = inBursts(timeline(rng, sizes.customers, anchorMs), options.createdInBursts, options.seed * 104_729 + 9);
   const customers: CustomerRecord[] = customerTimes.map((time, index) => {
     const firstName = rng.pick(FIRST_NAMES);
     const lastName = rng.pick(LAST_NAMES);
@@ -202,7 +229,7 @@ export function generateCompany(options: GenerateOptions): CompanyData {
     stageIds: Array.from({ length: 5 }, () => rng.id('stg')),
     stageProbabilities: [10, 25, 50, 75, 90],
   }));
-  const dealTimes = timeline(rng, sizes.deals, anchorMs);
+  const dealTimes = inBursts(timeline(rng, sizes.deals, anchorMs), options.createdInBursts, options.seed * 104_729 + 5);
   const deals: DealRecord[] = dealTimes.map((time, index) => {
     const pipeline = rng.pick(pipelines);
     const stageIndex = rng.int(0, pipeline.stageIds.length - 1);
@@ -236,7 +263,7 @@ export function generateCompany(options: GenerateOptions): CompanyData {
   });
 
   // Onboardings: new hires who have not completed onboarding.
-  const onboardingTimes = timeline(rng, sizes.onboardings, anchorMs);
+  const onboardingTimes = inBursts(timeline(rng, sizes.onboardings, anchorMs), options.createdInBursts, options.seed * 104_729 + 11);
   const onboardings: OnboardingRecord[] = onboardingTimes.map((time) => ({
     id: rng.id('onb'),
     employeeId: rng.id('emp'),
@@ -248,7 +275,7 @@ export function generateCompany(options: GenerateOptions): CompanyData {
   }));
 
   // Transactions.
-  const transactionTimes = timeline(rng, sizes.transactions, anchorMs);
+  const transactionTimes = inBursts(timeline(rng, sizes.transactions, anchorMs), options.createdInBursts, options.seed * 104_729 + 12);
   const transactions: TransactionRecord[] = new Array(sizes.transactions);
   for (let index = 0; index < sizes.transactions; index += 1) {
     const time = transactionTimes[index] as { createdMs: number; updatedMs: number };

@@ -60,6 +60,11 @@ export interface SimulatorOptions {
    * seed hold identical data.
    */
   anchor?: number;
+  /**
+   * Creates stream records in bursts of this mean size sharing one createdAt (ties under
+   * `sortBy=createdAt`; pair with the `unstable-order` fault). Default: no bursts.
+   */
+  createdInBursts?: number;
 }
 
 /** A started simulator: its base URL, tokens, ground truth, fault injector and request log. */
@@ -91,6 +96,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     sizes: { ...DEFAULT_SIZES, ...options.size },
     anchorMs: anchor,
     clock,
+    createdInBursts: options.createdInBursts,
   });
   const faults = new FaultInjector();
   const requests: RequestLogEntry[] = [];

@@ -11,6 +11,7 @@
  * sort field (created filters under createdAt, updatedAfter under updatedAt) is a binary search; with
  * no other filter the page is a slice, otherwise one O(N) pass counts `total` and picks the page.
  */
+import type { ListFault } from './faults.ts';
 import { badRequest } from './http-error.ts';
 import type { TimestampedRecord } from './records.ts';
 
@@ -165,6 +166,7 @@ function boundary<R>(view: readonly R[], read: (record: R) => string | number | 
  *
  * @param version the world's change counter: sorted views for other sort fields are cached until it
  *   moves (World methods bump it; code that edits records directly calls `world.touch()`).
+ * @param fault a list fault to apply (faults.ts: truncate-list, unstable-order, endless-list)
  */
 export function listPage<R extends TimestampedRecord>(
   records: readonly R[],
@@ -172,7 +174,9 @@ export function listPage<R extends TimestampedRecord>(
   definition: ListDefinition<R>,
   filter: ((record: R) => boolean) | undefined,
   version: number,
+  fault?: ListFault,
 ): ListPage<R> {
+  if (fault !== undefined) return faultyListPage(records, query, definition, filter, version, fault);
   const byCreated = query.sortBy === 'createdAt';
   const read = byCreated ? (record: R) => record.createdAt : definition.sortFields[query.sortBy];
   if (!read) throw badRequest(`sortBy ${query.sortBy} is not supported here`);
@@ -247,4 +251,61 @@ export function listPage<R extends TimestampedRecord>(
     items,
     pagination: { total, limit: query.limit, offset: query.offset, hasMore: query.offset + items.length < total },
   };
+}
+
+/** Fisher-Yates shuffle of `items[from, to)` in place, with Math.random: a new order on every call. */
+function shuffleRange<T>(items: T[], from: number, to: number): void {
+  for (let index = to - 1; index > from; index -= 1) {
+    const other = from + Math.floor(Math.random() * (index - from + 1));
+    const swap = items[index] as T;
+    items[index] = items[other] as T;
+    items[other] = swap;
+  }
+}
+
+/**
+ * One page under a list fault (faults.ts `ListFault`): reads every matching record in order (an O(N)
+ * pass; faults are for tests), then misbehaves as the fault says.
+ */
+function faultyListPage<R extends TimestampedRecord>(
+  records: readonly R[],
+  query: ListQuery,
+  definition: ListDefinition<R>,
+  filter: ((record: R) => boolean) | undefined,
+  version: number,
+  fault: ListFault,
+): ListPage<R> {
+  const all = listPage(records, { ...query, offset: 0, limit: Number.MAX_SAFE_INTEGER }, definition, filter, version).items;
+  const total = all.length;
+  const { offset, limit } = query;
+  const pagination = (items: R[], hasMore: boolean): ListPage<R> => ({ items, pagination: { total, limit, offset, hasMore } });
+  if (fault.kind === 'truncate-list') {
+    const end = Math.min(total, offset + limit, Math.max(offset, fault.atOffset));
+    const items = all.slice(offset, end);
+    const cut = end >= fault.atOffset;
+    const hasMore = !cut && offset + items.length < total;
+    return { items, pagination: { total: cut && fault.cutTotal ? Math.min(total, fault.atOffset) : total, limit, offset, hasMore } };
+  }
+  if (fault.kind === 'endless-list') {
+    if (offset < total || total === 0) return pagination(all.slice(offset, offset + limit), true);
+    if (fault.mode === 'repeat') return pagination(all.slice(Math.max(0, total - limit)), true);
+    return pagination(Array.from({ length: limit }, (_, position) => all[(offset + position) % total] as R), true);
+  }
+  // unstable-order: reorder every run of records tying on the sort field that overlaps this page.
+  const read = query.sortBy === 'createdAt' ? (record: R) => record.createdAt : (definition.sortFields[query.sortBy] as (record: R) => string | number | null);
+  const end = Math.min(total, offset + limit);
+  if (offset >= end) return pagination([], false);
+  let from = offset;
+  while (from > 0 && read(all[from - 1] as R) === read(all[offset] as R)) from -= 1;
+  let to = end;
+  while (to < total && read(all[to] as R) === read(all[end - 1] as R)) to += 1;
+  const window = all.slice(from, to);
+  let runStart = 0;
+  for (let index = 1; index <= window.length; index += 1) {
+    if (index === window.length || read(window[index] as R) !== read(window[runStart] as R)) {
+      shuffleRange(window, runStart, index);
+      runStart = index;
+    }
+  }
+  return pagination(window.slice(offset - from, end - from), end < total);
 }

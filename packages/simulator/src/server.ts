@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Fault, FaultInjector } from './faults.ts';
+import { isListFault, type Fault, type FaultInjector } from './faults.ts';
 import { HttpError } from './http-error.ts';
 import type { FixedWindowRateLimiter } from './rate-limit.ts';
 import type { Router } from './router.ts';
@@ -192,6 +192,7 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
       company,
       employee: company.employeeForRole(token.role),
       world,
+      listFault: isListFault(fault) ? fault : undefined,
     });
     if (fault?.kind === 'invalid-record') corruptFirstRecord(result.content);
     body = result;

@@ -528,6 +528,8 @@ export interface WorldOptions {
   /** ms epoch: seed data is spread over the year before it. */
   anchorMs: number;
   clock: () => number;
+  /** Stream records created in bursts sharing one createdAt, of this mean size (GenerateOptions.createdInBursts). */
+  createdInBursts?: number;
 }
 
 /**
@@ -539,7 +541,7 @@ export class World extends CompanyWorld {
 
   constructor(options: WorldOptions) {
     const nowMs = options.clock();
-    super(generateCompany({ key: 'A', seed: options.seed, sizes: options.sizes, anchorMs: options.anchorMs, nowMs }), options.clock, options.seed * 31 + 17);
+    super(generateCompany({ key: 'A', seed: options.seed, sizes: options.sizes, anchorMs: options.anchorMs, nowMs, createdInBursts: options.createdInBursts }), options.clock, options.seed * 31 + 17);
     const smaller = (size: number) => Math.max(5, Math.floor(size / 10));
     const companyB = new CompanyWorld(
       generateCompany({
@@ -553,6 +555,7 @@ export class World extends CompanyWorld {
         },
         anchorMs: options.anchorMs,
         nowMs,
+        createdInBursts: options.createdInBursts,
       }),
       options.clock,
       options.seed * 31 + 29,

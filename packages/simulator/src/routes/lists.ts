@@ -84,6 +84,7 @@ function listTransactions(context: RequestContext) {
           (legalEntityId === undefined || record.legalEntityId === legalEntityId)
       : undefined,
     context.company.data.versions.transactions,
+    context.listFault,
   );
   return { message: 'Transactions retrieved', content: { transactions: page.items.map(transactionListItem), pagination: page.pagination } };
 }
@@ -105,13 +106,14 @@ function listDeals(context: RequestContext) {
           (locationId === undefined || record.locationId === locationId)
       : undefined,
     context.company.data.versions.deals,
+    context.listFault,
   );
   return { message: 'Deals retrieved', content: { deals: page.items.map(dealView), pagination: page.pagination } };
 }
 
 function listOnboardings(context: RequestContext) {
   const query = parseListQuery(context.query, Object.keys(ONBOARDING_LIST.sortFields));
-  const page = listPage(context.company.onboardings, query, ONBOARDING_LIST, undefined, context.company.data.versions.onboardings);
+  const page = listPage(context.company.onboardings, query, ONBOARDING_LIST, undefined, context.company.data.versions.onboardings, context.listFault);
   return { message: 'Employee onboardings retrieved', content: { onboardings: page.items.map(onboardingView), pagination: page.pagination } };
 }
 
@@ -124,6 +126,7 @@ function listCustomers(context: RequestContext) {
     CUSTOMER_LIST,
     lifecycleStage === undefined ? undefined : (record) => record.lifecycleStage === lifecycleStage,
     context.company.data.versions.customers,
+    context.listFault,
   );
   return { message: 'Customers retrieved', content: { customers: page.items.map(customerView), pagination: page.pagination } };
 }

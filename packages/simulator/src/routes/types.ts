@@ -2,6 +2,7 @@
  * What every endpoint handler receives and returns. Handlers are synchronous: each request is answered
  * from one consistent instant of the world.
  */
+import type { ListFault } from '../faults.ts';
 import type { EmployeeRecord } from '../records.ts';
 import type { TokenDefinition } from '../tokens.ts';
 import type { CompanyWorld, World } from '../world.ts';
@@ -24,6 +25,8 @@ export interface RequestContext {
   /** The employee the token acts as (spec §5.2). */
   employee: EmployeeRecord;
   world: World;
+  /** A list fault taken for this request (list endpoints apply it; others ignore it). */
+  listFault?: ListFault;
 }
 
 /** A successful answer: status 200 with `{ message, content }` (spec §1.3). */

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../src/index.ts';
+import { api } from './helpers.ts';
+
+let simulator: RunningSimulator;
+beforeAll(async () => {
+  simulator = await startSimulator({ rateLimit: false, size: { transactions: 600 }, createdInBursts: 8 });
+});
+afterAll(async () => {
+  await simulator.close();
+});
+beforeEach(() => simulator.faults.clear());
+
+const page = async (offset: number, extra = '') => (await api(simulator, `/transactions?sortBy=createdAt&sortOrder=asc&limit=100&offset=${offset}${extra}`)).body.content;
+const ids = (items: { id: string }[]) => items.map((item) => item.id);
+
+describe('list faults', () => {
+  it('createdInBursts: many records share one createdAt', () => {
+    const times = simulator.world.transactions.map((record) => record.createdAt);
+    expect(new Set(times).size).toBeLessThan(times.length / 3);
+  });
+
+  it('truncate-list: the page reaching atOffset says hasMore false while total still counts every record', async () => {
+    simulator.faults.inject({ kind: 'truncate-list', atOffset: 250, times: 10, match: { path: '/transactions' } });
+    const third = await page(200);
+    expect(third.transactions).toHaveLength(50);
+    expect(third.pagination).toMatchObject({ total: 600, hasMore: false });
+    const past = await page(300);
+    expect(past.transactions).toHaveLength(0);
+    expect(past.pagination).toMatchObject({ total: 600, hasMore: false });
+    expect((await page(100)).pagination.hasMore).toBe(true);
+  });
+
+  it('truncate-list cutTotal: the cut pages also say total atOffset; earlier pages the real total', async () => {
+    simulator.faults.inject({ kind: 'truncate-list', atOffset: 250, cutTotal: true, times: 10, match: { path: '/transactions' } });
+    expect((await page(100)).pagination).toMatchObject({ total: 600, hasMore: true });
+    const cut = await page(200);
+    expect(cut.transactions).toHaveLength(50);
+    expect(cut.pagination).toMatchObject({ total: 250, hasMore: false });
+  });
+
+  it('unstable-order: ties at a page boundary come back in another order per request; pages still hold the same createdAt values', async () => {
+    simulator.faults.inject({ kind: 'unstable-order', times: 1000, match: { path: '/transactions' } });
+    const stable = simulator.world.transactions;
+    // A boundary inside a tie run: records 99 and 100 share a createdAt.
+    const boundary = [100, 200, 300, 400, 500].find((offset) => stable[offset - 1]?.createdAt === stable[offset]?.createdAt);
+    expect(boundary).toBeDefined();
+    const createdAt = new Map(stable.map((record) => [record.id, record.createdAt]));
+    const pages = new Set<string>();
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      const content = await page((boundary as number) - 100);
+      expect(ids(content.transactions).map((id) => createdAt.get(id))).toEqual(stable.slice((boundary as number) - 100, boundary).map((r) => r.createdAt));
+      pages.add([...ids(content.transactions)].sort().join(','));
+    }
+    // Different records of the tie run land on this page from one request to the next.
+    expect(pages.size).toBeGreaterThan(1);
+  });
+
+  it('endless-list repeat: past the end the last page comes again with hasMore true', async () => {
+    simulator.faults.inject({ kind: 'endless-list', mode: 'repeat', times: 10, match: { path: '/transactions' } });
+    const last = await page(500);
+    expect(last.pagination.hasMore).toBe(true);
+    const past = await page(700);
+    expect(ids(past.transactions)).toEqual(ids(last.transactions));
+    expect(past.pagination).toMatchObject({ total: 600, hasMore: true });
+  });
+
+  it('endless-list past-total: past the end records from the start come again', async () => {
+    simulator.faults.inject({ kind: 'endless-list', mode: 'past-total', times: 10, match: { path: '/transactions' } });
+    const first = await page(0);
+    const wrapped = await page(600);
+    expect(ids(wrapped.transactions)).toEqual(ids(first.transactions));
+    expect(wrapped.pagination.hasMore).toBe(true);
+  });
+
+  it('rejects a list fault without its parameters, naming the field', async () => {
+    expect(() => simulator.faults.inject({ kind: 'truncate-list', atOffset: -1 })).toThrow(/atOffset/);
+    expect(() => simulator.faults.inject({ kind: 'endless-list', mode: 'forever' as 'repeat' })).toThrow(/mode/);
+    const response = await fetch(`${simulator.url}/__admin/faults`, { method: 'POST', body: JSON.stringify({ kind: 'unstable-order', times: 2, match: { path: '/transactions' } }) });
+    expect(response.status).toBe(200);
+  });
+});

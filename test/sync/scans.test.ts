@@ -1,0 +1,219 @@
+/**
+ * Issue 7, points 1-3: a scan trusts no page. Each test drives the engine (or the CLI) against the
+ * simulator with a list fault: a list cut short, ties in an unstable order, a list that never ends.
+ */
+import { describe, expect, it, onTestFinished } from 'vitest';
+import type { Context } from '../../jobs/context.ts';
+import { DaemonMetrics } from '../../src/daemon/metrics.ts';
+import type { RateBudgetStats } from '../../src/client/rate-budget.ts';
+import { STREAM_NAMES, STREAMS } from '../../src/streams/definitions.ts';
+import { capturingLogger, expectMirrorEqualsGroundTruth, listRequests, runCli, syncFixtures, tempDir } from '../helpers.ts';
+
+const fixtures = syncFixtures();
+const LIST = { path: '/transactions', method: 'GET' };
+
+function countChanges(ctx: Context, type: string): number {
+  return (ctx.db.prepare('SELECT COUNT(*) AS n FROM changes WHERE type = ?').get(type) as { n: number }).n;
+}
+
+function liveRows(ctx: Context): number {
+  return ctx.store.countRecords(STREAMS.transactions).live;
+}
+
+describe('a complete scan that ends early is not complete (issue 7.1)', () => {
+  it('hasMore false short of the total: no miss counted, no tombstone, cursor kept, marked incomplete (warning, status, metric); recovery re-emits nothing', async () => {
+    const { logger, lines } = capturingLogger();
+    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } }, {}, { logger });
+    const first = await context.engine.run('transactions', 'backfill');
+    expect(first.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
+    const cursor = context.store.readSyncState('transactions').cursor;
+    const seqBefore = context.store.lastSeq();
+
+    sim.faults.inject({ kind: 'truncate-list', atOffset: 400, times: 1_000, match: LIST });
+    const metrics = new DaemonMetrics({
+      streams: STREAM_NAMES,
+      store: context.store,
+      apiClients: [],
+      budget: { stats: () => ({}) as RateBudgetStats },
+      processMetrics: false,
+    });
+    for (let run = 0; run < 2; run += 1) {
+      const result = await context.engine.run('transactions', 'reconcile');
+      expect(result.status).toBe('succeeded');
+      expect(result.scan).toMatchObject({ outcome: 'incomplete', reason: 'ended-early', total: 1_000, distinctIds: 400 });
+      expect(result.tombstones).toBe(0);
+      metrics.recordRun(result, 10);
+    }
+    expect(countChanges(context, 'transaction.deleted')).toBe(0);
+    expect(liveRows(context)).toBe(1_000);
+    const state = context.store.readSyncState('transactions');
+    expect(state.cursor).toBe(cursor);
+    expect(state.lastScan).toMatchObject({ outcome: 'incomplete', reason: 'ended-early' });
+    expect(await metrics.registry.getSingleMetricAsString('bizops_stream_incomplete_scans_total')).toContain(
+      'bizops_stream_incomplete_scans_total{stream="transactions",reason="ended-early"} 2',
+    );
+    expect(lines.filter((line) => line.includes('incomplete scan'))).toHaveLength(2);
+
+    sim.faults.clear();
+    const recovered = await context.engine.run('transactions', 'reconcile');
+    expect(recovered.scan?.outcome).toBe('complete');
+    expect(context.store.lastSeq()).toBe(seqBefore);
+    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+
+  it('a cut page that also rewrites the total (earlier pages said more): the run stops, nothing is tombstoned', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } });
+    await context.engine.run('transactions', 'backfill');
+    sim.faults.inject({ kind: 'truncate-list', atOffset: 400, cutTotal: true, times: 1_000_000, match: LIST });
+    for (let run = 0; run < 2; run += 1) {
+      const result = await context.engine.run('transactions', 'reconcile');
+      // The drop reads as removals: paging steps back, meets the same cut, and the repeated-id guard stops it.
+      expect(result.status).toBe('failed');
+      expect(result.error?.name).toBe('EndlessListError');
+      expect(result.error?.message).toMatch(/repeated \d+ ids already listed/);
+      expect(result.tombstones).toBe(0);
+    }
+    expect(countChanges(context, 'transaction.deleted')).toBe(0);
+    expect(liveRows(context)).toBe(1_000);
+  });
+
+  it('status shows the incomplete scan (the CLI reads the mirror)', async () => {
+    const { sim, context, dir } = await fixtures.start({ size: { transactions: 300 } });
+    sim.faults.inject({ kind: 'truncate-list', atOffset: 150, times: 1_000, match: LIST });
+    const result = await context.engine.run('transactions', 'backfill');
+    expect(result.scan).toMatchObject({ outcome: 'incomplete', reason: 'ended-early' });
+    // A first backfill that is incomplete leaves no cursor: the next sync is a complete scan again.
+    expect(context.store.readSyncState('transactions').cursor).toBeNull();
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_DB: dir.file('mirror.db') };
+    const json = await runCli(['status', '--json'], env);
+    expect(json.code).toBe(0);
+    const stream = (JSON.parse(json.stdout) as { streams: { stream: string; lastScan: { outcome: string; reason: string; total: number } }[] }).streams[0];
+    expect(stream).toMatchObject({ stream: 'transactions', lastScan: { outcome: 'incomplete', reason: 'ended-early', total: 300 } });
+    expect((await runCli(['status'], env)).stdout).toMatch(/transactions: the last scan was INCOMPLETE \(ended-early\): 150 distinct records listed of a total of 300/);
+  });
+});
+
+describe('unstable order among equal timestamps (issue 7.2)', () => {
+  async function tiedSimulator(transactions: number) {
+    const fixture = await fixtures.start({ size: { transactions }, createdInBursts: 8 });
+    fixture.sim.faults.inject({ kind: 'unstable-order', times: 1_000_000, match: LIST });
+    return fixture;
+  }
+
+  it('ties reordered on each request: the mirror equals the truth after at most 2 runs, with no deletion ever', async () => {
+    const { sim, context } = await tiedSimulator(3_000);
+    let runs = 0;
+    for (; runs < 2; ) {
+      runs += 1;
+      const result = await context.engine.run('transactions', 'backfill');
+      expect(result.status).toBe('succeeded');
+      if (result.scan?.outcome === 'complete') break;
+    }
+    expect(runs).toBeLessThanOrEqual(2);
+    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    const last = context.store.readSyncState('transactions').lastScan;
+    expect(last).toMatchObject({ outcome: 'complete', total: 3_000, distinctIds: 3_000 });
+    // The fault did bite: ids came twice, and boundaries were re-read.
+    expect(last!.repeatedIds).toBeGreaterThan(0);
+    expect(last!.reReads).toBeGreaterThan(0);
+    // Later complete scans under the same fault: never a false deletion.
+    for (let scan = 0; scan < 3; scan += 1) {
+      const result = await context.engine.run('transactions', 'reconcile');
+      expect(result.tombstones).toBe(0);
+    }
+    expect(countChanges(context, 'transaction.deleted')).toBe(0);
+    expect(countChanges(context, 'transaction.created')).toBe(3_000);
+    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+
+  it('tie runs longer than half a page: more re-read rounds or the next run still converge, with no deletion', async () => {
+    const fixture = await fixtures.start({ size: { transactions: 2_000 }, createdInBursts: 60 });
+    fixture.sim.faults.inject({ kind: 'unstable-order', times: 1_000_000, match: LIST });
+    const { sim, context } = fixture;
+    let runs = 0;
+    for (; runs < 2; ) {
+      runs += 1;
+      if ((await context.engine.run('transactions', 'backfill')).scan?.outcome === 'complete') break;
+    }
+    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    await context.engine.run('transactions', 'reconcile');
+    await context.engine.run('transactions', 'reconcile');
+    expect(countChanges(context, 'transaction.deleted')).toBe(0);
+  });
+
+  it('a real deletion is still tombstoned under unstable ties (two complete scans)', async () => {
+    const { sim, context } = await tiedSimulator(600);
+    await context.engine.run('transactions', 'backfill');
+    const gone = sim.world.transactions[250]!.id;
+    sim.world.deleteRecord('transactions', gone);
+    await context.engine.run('transactions', 'reconcile');
+    const second = await context.engine.run('transactions', 'reconcile');
+    expect(second.tombstones).toBe(1);
+    expect(countChanges(context, 'transaction.deleted')).toBe(1);
+    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+});
+
+describe('incremental runs', () => {
+  it('records updated while an incremental run pages (entering its set behind it) do not make it incomplete; the next run lists them', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } });
+    await context.engine.run('transactions', 'backfill');
+    const records = sim.world.transactions;
+    for (const record of records.slice(500, 800)) sim.world.updateTransaction(record.id, { description: `changed ${record.id}` });
+    const early = records.slice(10, 13).map((record) => record.id);
+    const result = await context.engine.run('transactions', 'sync', {
+      onProgress: (progress) => {
+        if (progress.pages === 2) for (const id of early) sim.world.updateTransaction(id, { description: `late ${id}` });
+      },
+    });
+    expect(result.scan).toMatchObject({ outcome: 'complete', mode: 'incremental' });
+    await context.engine.run('transactions', 'sync');
+    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+});
+
+describe('hasMore forever (issue 7.3)', () => {
+  for (const mode of ['repeat', 'past-total'] as const) {
+    it(`endless-list ${mode}: the run stops with a clear error past the total plus one page; nothing is tombstoned`, async () => {
+      const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } });
+      await context.engine.run('transactions', 'backfill');
+      sim.faults.inject({ kind: 'endless-list', mode, times: 1_000_000, match: LIST });
+      for (let run = 0; run < 2; run += 1) {
+        const before = listRequests(sim, '/transactions').length;
+        const result = await context.engine.run('transactions', 'reconcile');
+        expect(result.status).toBe('failed');
+        expect(result.error?.name).toBe('EndlessListError');
+        expect(result.error?.message).toMatch(/GET \/transactions\?offset=\d+: the server still says hasMore past its total \(1000\)/);
+        // 10 pages of records, then at most two pages past the total.
+        expect(listRequests(sim, '/transactions').length - before).toBeLessThanOrEqual(12);
+      }
+      expect(countChanges(context, 'transaction.deleted')).toBe(0);
+      expect(liveRows(context)).toBe(1_000);
+    });
+  }
+
+  it('the CLI exits 1 with a one-line message', async () => {
+    const { sim } = await fixtures.start({ size: { transactions: 250 } });
+    sim.faults.inject({ kind: 'endless-list', mode: 'repeat', times: 1_000_000, match: LIST });
+    const dir = tempDir();
+    onTestFinished(() => dir.remove());
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_FORMAT: 'json', BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dir.file('m.db') };
+    const result = await runCli(['backfill', '--stream', 'transactions', '--no-progress'], env);
+    expect(result.code).toBe(1);
+    const line = result.stdout.split('\n').find((l) => l.startsWith('transactions:'));
+    expect(line).toMatch(/transactions: failed .*error: GET \/transactions\?offset=\d+: the server still says hasMore past its total \(250\) plus one page/);
+  });
+
+  it('client.paginate (ledger lookups) stops an endless list too', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 120 } });
+    sim.faults.inject({ kind: 'endless-list', mode: 'past-total', times: 1_000_000, match: LIST });
+    const schema = STREAMS.transactions.itemSchema;
+    const pages: number[] = [];
+    await expect(
+      (async () => {
+        for await (const page of context.client.paginate('/transactions', { itemsKey: 'transactions', itemSchema: schema, priority: 'backfill' })) pages.push(page.offset);
+      })(),
+    ).rejects.toThrow(/hasMore past its total \(120\)/);
+    expect(pages.length).toBeLessThanOrEqual(3);
+  });
+});
