@@ -37,7 +37,20 @@ export type FaultKind =
   /** Delay the response by `ms` (on top of `latencyMs`). */
   | { kind: 'latency'; ms: number }
   /** Destroy the socket immediately, before reading or processing the request. */
-  | { kind: 'refuse' };
+  | { kind: 'refuse' }
+  /** Answer normally but without a `Date` header (a proxy that strips it). The handler runs. */
+  | { kind: 'no-date-header' }
+  /**
+   * Answer normally, but send the body `chunkBytes` at a time (default 50) with `intervalMs` between
+   * chunks (default 200): each pause is shorter than any between-chunk timeout, so only a deadline on
+   * the whole request ends it. The handler runs.
+   */
+  | { kind: 'trickle-body'; chunkBytes?: number; intervalMs?: number }
+  /**
+   * 200 whose list item at `index` (default 0) fails the schema while keeping its `id`: its `field`
+   * (default `status`) becomes `value` (default the number 12345). List responses only; the handler runs.
+   */
+  | { kind: 'invalid-item'; index?: number; field?: string; value?: unknown };
 
 /** A fault to inject: one `FaultKind`, which requests it matches, and how many times it applies. */
 export type Fault = FaultBase & FaultKind;
@@ -68,7 +81,10 @@ export class FaultInjector {
    * @throws Error when the kind is unknown or `times` is not a positive integer
    */
   inject(fault: Fault): void {
-    const kinds = ['status', 'rate-limit', 'reset-mid-body', 'malformed-json', 'invalid-record', 'lose-response-after-commit', 'latency', 'refuse'];
+    const kinds = [
+      'status', 'rate-limit', 'reset-mid-body', 'malformed-json', 'invalid-record', 'lose-response-after-commit', 'latency', 'refuse',
+      'no-date-header', 'trickle-body', 'invalid-item',
+    ];
     if (!kinds.includes(fault.kind)) throw new Error(`fault kind must be one of ${kinds.join(', ')}, got ${String(fault.kind)}`);
     const times = fault.times ?? 1;
     if (!Number.isInteger(times) || times < 1) throw new Error(`fault times must be a positive integer, got ${String(fault.times)}`);
