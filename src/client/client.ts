@@ -44,8 +44,13 @@ export interface ApiClientOptions {
   hooks?: readonly RequestHooks[];
   /** Debug line per request, warning per retry. Default: silent. */
   logger?: Logger;
-  /** Headers and body timeout per attempt, ms. Default 30000. */
+  /** Headers and body timeout per attempt, ms (undici: the silence between chunks). Default 30000. */
   timeoutMs?: number;
+  /**
+   * Deadline of one whole attempt, headers and body included, ms (config `api.requestDeadlineSeconds`).
+   * Past it the attempt fails with a `RequestDeadlineError` and is retried like any timeout. Default 60000.
+   */
+  requestDeadlineMs?: number;
   /** Backoff schedule (retry.ts). `maxRateLimitRetries` caps 429 retries separately (default 10). */
   retry?: { maxRetries?: number; minTimeoutMs?: number; maxTimeoutMs?: number; maxRateLimitRetries?: number };
 }
@@ -192,6 +197,7 @@ export class ApiClient {
       headersTimeoutMs: timeoutMs,
       bodyTimeoutMs: timeoutMs,
       connectTimeoutMs: Math.min(timeoutMs, 10_000),
+      deadlineMs: options.requestDeadlineMs ?? 60_000,
     });
     this.tokens = { ...options.tokens };
     this.hooks = [rateBudgetHooks(options.budget, { waitSignal: options.budgetWaitSignal }), ...(options.hooks ?? [])];

@@ -104,8 +104,13 @@ export interface SyncEngineOptions {
   onChanges?: (changes: readonly AppendedChange[]) => void;
   /** Identifies this process in the run lock (default `host:pid`). */
   owner?: string;
-  /** How long a run lock lasts without renewal, ms (renewed every page). Default 5 minutes. */
+  /** How long a run lock lasts without renewal, ms (renewed every page, and by a timer while a page is in flight). Default 5 minutes. */
   lockTtlMs?: number;
+  /**
+   * An `unsupported` stream is probed again by a sync at most this often, seconds (config
+   * `sync.unsupportedProbeSeconds`). Default 3600; 0 probes on every sync.
+   */
+  unsupportedProbeSeconds?: number;
 }
 
 /** Per-run options of `SyncEngine.run`. */
@@ -172,7 +177,8 @@ export class SyncEngine {
       tombstones: 0,
       driftStepBacks: 0,
     };
-    if (reason === 'sync' && !state.supported) {
+    if (reason === 'sync' && !state.supported && !this.probeDue(state.lastRunStartedAt)) {
+      // Probed recently (the last run's start is the last probe): skip until the next probe is due.
       result.status = 'unsupported';
       return result;
     }
@@ -181,6 +187,7 @@ export class SyncEngine {
       this.logger.info({ stream: stream.name }, 'another process is running this stream; skipped');
       return result;
     }
+    const renewal = this.keepLockWhileRunning(stream.name);
     try {
       let run = state.run;
       if (run && (run.mode === 'complete' || !wantComplete)) {
@@ -207,9 +214,47 @@ export class SyncEngine {
         this.logger.error({ stream: stream.name, err: { message: err.message, name: err.name } }, 'run failed; its checkpoint stands');
       }
     } finally {
+      clearInterval(renewal);
       this.store.releaseRunLock(stream.name, this.owner);
     }
     return result;
+  }
+
+  /**
+   * Renews the stream's run lock every third of its lifetime while the run lasts, so it never lapses
+   * while a page is in flight (a slow or trickled page, a long wait for a rate-budget slot): another
+   * process can take a lock over only when its holder stopped renewing it, i.e. died. A renewal
+   * that finds the lock taken over changes nothing; the next page's commit then stops the run.
+   * @returns the timer, for `clearInterval`
+   */
+  private keepLockWhileRunning(stream: StreamName): NodeJS.Timeout {
+    const everyMs = Math.max(10, Math.floor(this.lockTtlMs() / 3));
+    const timer = setInterval(() => {
+      try {
+        if (!this.store.acquireRunLock(stream, this.owner, this.lockExpiry())) {
+          this.logger.warn({ stream }, 'another process took over this stream\'s run lock; this run stops at its next page');
+        }
+      } catch (error) {
+        // A busy or closed database: the next renewal, or the page's commit, tries again.
+        this.logger.warn({ stream, err: { message: (error as Error).message } }, 'could not renew the run lock');
+      }
+    }, everyMs);
+    timer.unref();
+    return timer;
+  }
+
+  private lockTtlMs(): number {
+    return this.options.lockTtlMs ?? 5 * 60 * SECOND_MS;
+  }
+
+  /**
+   * True when an `unsupported` stream's list should be asked again: its last probe (the start of its
+   * last run) is at least `unsupportedProbeSeconds` old, or unknown.
+   */
+  private probeDue(lastProbeAt: string | null): boolean {
+    if (lastProbeAt === null) return true;
+    const intervalMs = (this.options.unsupportedProbeSeconds ?? 3600) * SECOND_MS;
+    return Date.now() - Date.parse(lastProbeAt) >= intervalMs;
   }
 
   private newRun(stream: RegisteredStream, mode: RunCheckpoint['mode'], reason: RunReason, cursor: string | null, scanNumber: number): RunCheckpoint {
@@ -235,7 +280,7 @@ export class SyncEngine {
   }
 
   private lockExpiry(): string {
-    return new Date(Date.now() + (this.options.lockTtlMs ?? 5 * 60 * SECOND_MS)).toISOString();
+    return new Date(Date.now() + this.lockTtlMs()).toISOString();
   }
 
   /** Pages through the stream from the checkpoint until `hasMore` is false, committing each page. */
