@@ -27,6 +27,11 @@ export interface StreamStatus {
     changes: number | null;
   };
   lastError: string | null;
+  /**
+   * Why incremental syncs skip the stream, or null when they do not: an `unsupported` stream (its
+   * list answered 404) is asked again by a sync at most every `sync.unsupportedProbeSeconds`.
+   */
+  skipped: string | null;
   /** The unfinished run a restart will resume, if any. */
   inProgress: { reason: string; mode: string; offset: number; total: number | null; records: number } | null;
 }
@@ -68,6 +73,10 @@ export function readStatus(dbPath: string): MirrorStatus {
           changes: state.lastRunChanges,
         },
         lastError: state.lastError,
+        skipped: state.supported
+          ? null
+          : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
+            `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), a backfill at once`,
         inProgress: state.run
           ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }
           : null,

@@ -33,6 +33,7 @@ function formatStatus(status: MirrorStatus): string {
   const format = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
   lines.push(format(header), ...rows.map(format));
   for (const s of status.streams) {
+    if (s.skipped) lines.push('', `${s.stream}: skipped by syncs: ${s.skipped}`);
     if (s.inProgress) {
       lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);
     }
