@@ -2,6 +2,7 @@
  * Job: the mirror's status per stream and the writes by status (the `status` command; the daemon
  * tests read it too). Reads the mirror only: no API settings needed.
  */
+import { RejectedRecords } from '../src/mirror/rejected-records.ts';
 import { MirrorStore } from '../src/mirror/store.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { WriteStore } from '../src/writes/store.ts';
@@ -32,6 +33,8 @@ export interface StreamStatus {
    * list answered 404) is asked again by a sync at most every `sync.unsupportedProbeSeconds`.
    */
   skipped: string | null;
+  /** Records quarantined because they failed their schema (`rejected_records`; docs/operations.md "Quarantined records"). */
+  rejected: number;
   /** The unfinished run a restart will resume, if any. */
   inProgress: { reason: string; mode: string; offset: number; total: number | null; records: number } | null;
 }
@@ -53,6 +56,7 @@ export function readStatus(dbPath: string): MirrorStatus {
   const db = openExistingMirror(dbPath);
   try {
     const store = new MirrorStore(db);
+    const rejected = new RejectedRecords(store);
     const streams = Object.values(STREAMS).map((stream): StreamStatus => {
       const state = store.readSyncState(stream.name);
       const counts = store.countRecords(stream);
@@ -77,6 +81,7 @@ export function readStatus(dbPath: string): MirrorStatus {
           ? null
           : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
             `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), a backfill at once`,
+        rejected: rejected.count(stream.name),
         inProgress: state.run
           ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }
           : null,

@@ -19,6 +19,8 @@
  *   stream_run_errors_total{stream,reason}          counter, runs that failed
  *   stream_run_duration_seconds{stream,reason}      histogram, wall-clock time of a run
  *   stream_ticks_skipped_total{stream}              counter, schedule ticks skipped: the stream was still running
+ *   records_rejected_total{stream}                  counter, records quarantined (new `record.rejected` changes) by this process
+ *   records_quarantined{stream}                     gauge, rows of `rejected_records` now
  *   changelog_last_seq                              gauge, the highest `changes.seq`
  *   api_requests_total                              counter, API requests sent (retries and 429s included)
  *   api_rate_limited_total                          counter, 429 answers
@@ -87,6 +89,7 @@ export class DaemonMetrics {
   readonly #runErrors: Counter<'stream' | 'reason'>;
   readonly #runDuration: Histogram<'stream' | 'reason'>;
   readonly #skippedTicks: Counter<'stream'>;
+  readonly #rejected: Counter<'stream'>;
 
   constructor(sources: DaemonMetricsSources) {
     const registers = [this.registry];
@@ -104,7 +107,9 @@ export class DaemonMetrics {
       registers,
     });
     this.#skippedTicks = new Counter({ name: 'bizops_stream_ticks_skipped_total', help: 'Schedule ticks skipped because the stream was still running.', labelNames: ['stream'], registers });
+    this.#rejected = new Counter({ name: 'bizops_records_rejected_total', help: 'Records quarantined because they failed their schema (record.rejected changes), per stream.', labelNames: ['stream'], registers });
     for (const stream of streams) {
+      this.#rejected.inc({ stream }, 0);
       this.#changes.inc({ stream }, 0);
       this.#skippedTicks.inc({ stream }, 0);
       for (const reason of ['backfill', 'sync', 'reconcile'] as const) this.#runErrors.inc({ stream, reason }, 0);
@@ -156,6 +161,15 @@ export class DaemonMetrics {
           this.set({ stream, state: 'live' }, counts.live);
           this.set({ stream, state: 'tombstoned' }, counts.deleted);
         }
+      },
+    });
+    new Gauge({
+      name: 'bizops_records_quarantined',
+      help: 'Records in rejected_records now (failed their schema; they leave when a run accepts them), per stream.',
+      labelNames: ['stream'],
+      registers,
+      collect() {
+        for (const stream of streams) this.set({ stream }, store.countRejected(stream));
       },
     });
     new Gauge({
@@ -272,7 +286,10 @@ export class DaemonMetrics {
   /** Counts changelog events just appended (the engine's `onChanges`). */
   recordChanges(changes: readonly AppendedChange[]): void {
     const perStream = new Map<string, number>();
-    for (const change of changes) perStream.set(change.stream, (perStream.get(change.stream) ?? 0) + 1);
+    for (const change of changes) {
+      perStream.set(change.stream, (perStream.get(change.stream) ?? 0) + 1);
+      if (change.type === RECORD_REJECTED) this.#rejected.inc({ stream: change.stream });
+    }
     for (const [stream, count] of perStream) this.#changes.inc({ stream }, count);
   }
 

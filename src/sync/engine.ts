@@ -33,6 +33,7 @@ import { NotFoundError } from '../client/errors.ts';
 import { paginateByOffset, type PageStep } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
+import { RejectedRecords } from '../mirror/rejected-records.ts';
 import type { AppendedChange, MirrorStore, RunCheckpoint } from '../mirror/store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
@@ -80,6 +81,8 @@ export interface RunResult {
   changes: number;
   /** Records tombstoned by the two-scan rule at the end of a complete scan. */
   tombstones: number;
+  /** Items quarantined because they failed their schema (docs/sync.md "Invalid records"); the rest of their page committed. */
+  rejected: number;
   /** Step-backs made because `pagination.total` dropped between pages. */
   driftStepBacks: number;
   error?: Error;
@@ -141,11 +144,13 @@ export class SyncEngine {
   private readonly overlapMs: number;
   private readonly options: SyncEngineOptions;
   private readonly owner: string;
+  private readonly rejectedRecords: RejectedRecords;
 
   constructor(options: SyncEngineOptions) {
     this.options = options;
     this.client = options.client;
     this.store = options.store;
+    this.rejectedRecords = new RejectedRecords(options.store);
     this.logger = options.logger ?? silentLogger;
     this.overlapMs = (options.overlapSeconds ?? 120) * SECOND_MS;
     this.owner = options.owner ?? `${hostname()}:${process.pid}`;
@@ -175,6 +180,7 @@ export class SyncEngine {
       records: 0,
       changes: 0,
       tombstones: 0,
+      rejected: 0,
       driftStepBacks: 0,
     };
     if (reason === 'sync' && !state.supported && !this.probeDue(state.lastRunStartedAt)) {
@@ -296,6 +302,7 @@ export class SyncEngine {
         itemSchema: stream.itemSchema,
         priority,
         signal,
+        invalidItems: 'collect',
         query: { ...request.filters, sortBy: request.sort.by, sortOrder: request.sort.order, updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
       });
     };
@@ -343,12 +350,23 @@ export class SyncEngine {
       if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
         throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
       }
-      const appended = this.store.applyRecords(stream, page.items, { scanNumber: run.mode === 'complete' ? run.scanNumber : undefined });
+      const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
+      const appended = this.store.applyRecords(stream, page.items, { scanNumber });
+      // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
+      this.rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
+      if (page.rejected && page.rejected.length > 0) appended.push(...this.rejectedRecords.quarantine(stream, page.rejected, { scanNumber }));
       run.changes += appended.length;
       this.store.saveRun(stream.name, run);
       return appended;
     });
     result.changes += changes.length;
+    if (page.rejected && page.rejected.length > 0) {
+      result.rejected += page.rejected.length;
+      this.logger.warn(
+        { stream: stream.name, offset: page.offset, rejected: page.rejected.length, first: page.rejected[0]!.error },
+        'list items failed their schema: quarantined in rejected_records; the rest of the page committed',
+      );
+    }
     if (changes.length > 0) this.options.onChanges?.(changes);
     options.onProgress?.({
       stream: stream.name,
