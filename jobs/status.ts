@@ -2,6 +2,7 @@
  * Job: the mirror's status per stream and the writes by status (the `status` command; the daemon
  * tests read it too). Reads the mirror only: no API settings needed.
  */
+import { RecordClockStore } from '../src/mirror/record-clock.ts';
 import { RejectedRecords } from '../src/mirror/rejected-records.ts';
 import { MirrorStore } from '../src/mirror/store.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
@@ -33,6 +34,11 @@ export interface StreamStatus {
    * list answered 404) is asked again by a sync at most every `sync.unsupportedProbeSeconds`.
    */
   skipped: string | null;
+  /**
+   * How far the stream's record timestamps were seen to lag the cursor's clock, seconds (0: no lag
+   * seen); incremental syncs widen their overlap by it (docs/sync.md "Record clock").
+   */
+  recordClockLagSeconds: number;
   /** Records quarantined because they failed their schema (`rejected_records`; docs/operations.md "Quarantined records"). */
   rejected: number;
   /** The unfinished run a restart will resume, if any. */
@@ -57,6 +63,7 @@ export function readStatus(dbPath: string): MirrorStatus {
   try {
     const store = new MirrorStore(db);
     const rejected = new RejectedRecords(store);
+    const recordClock = new RecordClockStore(db);
     const streams = Object.values(STREAMS).map((stream): StreamStatus => {
       const state = store.readSyncState(stream.name);
       const counts = store.countRecords(stream);
@@ -81,6 +88,7 @@ export function readStatus(dbPath: string): MirrorStatus {
           ? null
           : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
             `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), a backfill at once`,
+        recordClockLagSeconds: recordClock.read(stream.name).lagSeconds,
         rejected: rejected.count(stream.name),
         inProgress: state.run
           ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }

@@ -34,6 +34,9 @@ function formatStatus(status: MirrorStatus): string {
   lines.push(format(header), ...rows.map(format));
   for (const s of status.streams) {
     if (s.skipped) lines.push('', `${s.stream}: skipped by syncs: ${s.skipped}`);
+    if (s.recordClockLagSeconds > 0) {
+      lines.push('', `${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it`);
+    }
     if (s.rejected > 0) lines.push('', `${s.stream}: ${s.rejected} record(s) quarantined in rejected_records (they failed the schema; see docs/operations.md "Quarantined records")`);
     if (s.inProgress) {
       lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);

@@ -52,13 +52,11 @@ export function withoutSecrets(value: unknown): unknown {
   return value;
 }
 
-/** The item's id when it carries a non-empty string (or integer) under the stream's key. */
+/** The item's id when it carries a non-empty string under the stream's key (an id of another type is itself what failed). */
 function recordIdOf(raw: unknown, key: string): string | null {
   if (!raw || typeof raw !== 'object') return null;
   const id = (raw as Record<string, unknown>)[key];
-  if (typeof id === 'string' && id !== '') return id;
-  if (typeof id === 'number' && Number.isInteger(id)) return String(id);
-  return null;
+  return typeof id === 'string' && id !== '' ? id : null;
 }
 
 /** Reads and writes `rejected_records` on the mirror of a MirrorStore. */

@@ -33,7 +33,9 @@ import { NotFoundError } from '../client/errors.ts';
 import { paginateByOffset, type PageStep } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
+import { RecordClockStore } from '../mirror/record-clock.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
+import { lagsFromPage, lagsFromWrites } from './record-clock.ts';
 import type { AppendedChange, MirrorStore, RunCheckpoint } from '../mirror/store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
@@ -145,12 +147,14 @@ export class SyncEngine {
   private readonly options: SyncEngineOptions;
   private readonly owner: string;
   private readonly rejectedRecords: RejectedRecords;
+  private readonly recordClock: RecordClockStore;
 
   constructor(options: SyncEngineOptions) {
     this.options = options;
     this.client = options.client;
     this.store = options.store;
     this.rejectedRecords = new RejectedRecords(options.store);
+    this.recordClock = new RecordClockStore(options.store.db);
     this.logger = options.logger ?? silentLogger;
     this.overlapMs = (options.overlapSeconds ?? 120) * SECOND_MS;
     this.owner = options.owner ?? `${hostname()}:${process.pid}`;
@@ -266,7 +270,13 @@ export class SyncEngine {
   private newRun(stream: RegisteredStream, mode: RunCheckpoint['mode'], reason: RunReason, cursor: string | null, scanNumber: number): RunCheckpoint {
     const lookbackMs = stream.request.lookbackSeconds === undefined ? this.overlapMs : stream.request.lookbackSeconds * SECOND_MS;
     const run: RunCheckpoint = { mode, reason, startedAt: new Date().toISOString(), offset: 0, pages: 0, records: 0, changes: 0 };
-    if (mode === 'incremental' && cursor) run.updatedAfter = new Date(Date.parse(cursor) - lookbackMs).toISOString();
+    if (mode === 'incremental' && cursor) {
+      // The overlap is widened by how far this stream's record clock was seen to lag the cursor's
+      // (docs/sync.md "Record clock"): a change made just after the last run carries an updatedAt
+      // that much older than the moment it was made.
+      const lagMs = Math.ceil(this.recordClock.read(stream.name).lagSeconds) * SECOND_MS;
+      run.updatedAfter = new Date(Date.parse(cursor) - lookbackMs - lagMs).toISOString();
+    }
     if (mode === 'complete') run.scanNumber = scanNumber + 1;
     return run;
   }
@@ -344,12 +354,15 @@ export class SyncEngine {
       result.driftStepBacks += 1;
       this.logger.info({ stream: stream.name, offset: page.offset, drop: step.stepBack }, 'the list shrank while paging; stepping back to re-read what slid past');
     }
+    // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
+    const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
     const changes = this.store.transaction(() => {
       // Renew the run lock with the page; a lock another process took over (ours expired while
       // waiting) means that process now owns the checkpoint: stop without writing.
       if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
         throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
       }
+      this.observeRecordClock(stream, page.items, offsetMs, run.pages === 1);
       const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
       const appended = this.store.applyRecords(stream, page.items, { scanNumber });
       // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
@@ -378,6 +391,27 @@ export class SyncEngine {
       offset: run.offset,
       pages: run.pages,
     });
+  }
+
+  /**
+   * Measures the lag of the stream's record clock from this page's changed records (and, on a run's
+   * first page, from the writes finished since the last success) and records it; warns when it grew.
+   * Call inside the page's transaction, before its records are applied.
+   */
+  private observeRecordClock(stream: RegisteredStream, records: readonly ApiRecord[], offsetMs: number, firstPage: boolean): void {
+    const before = this.recordClock.read(stream.name).lagSeconds;
+    this.recordClock.observe(stream.name, lagsFromPage(this.store.db, stream, records, offsetMs), 'list');
+    if (firstPage) {
+      const since = this.store.readSyncState(stream.name).lastSuccessAt ?? new Date(0).toISOString();
+      this.recordClock.observe(stream.name, lagsFromWrites(this.store.db, stream.name, since, offsetMs), 'write');
+    }
+    const after = this.recordClock.read(stream.name).lagSeconds;
+    if (after > before) {
+      this.logger.warn(
+        { stream: stream.name, lagSeconds: after, previousLagSeconds: before },
+        "the records' clock lags the cursor's clock: incremental syncs widen their updatedAfter overlap by this much",
+      );
+    }
   }
 
   private markUnsupported(stream: RegisteredStream, result: RunResult): void {

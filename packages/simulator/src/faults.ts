@@ -47,10 +47,11 @@ export type FaultKind =
    */
   | { kind: 'trickle-body'; chunkBytes?: number; intervalMs?: number }
   /**
-   * 200 whose list item at `index` (default 0) fails the schema while keeping its `id`: its `field`
-   * (default `status`) becomes `value` (default the number 12345). List responses only; the handler runs.
+   * 200 whose list items from `index` (default 0), `count` of them (default 1), fail the schema while
+   * keeping their `id`: their `field` (default `status`) becomes `value` (default the number 12345).
+   * List responses only; the handler runs.
    */
-  | { kind: 'invalid-item'; index?: number; field?: string; value?: unknown };
+  | { kind: 'invalid-item'; index?: number; count?: number; field?: string; value?: unknown };
 
 /** A fault to inject: one `FaultKind`, which requests it matches, and how many times it applies. */
 export type Fault = FaultBase & FaultKind;

@@ -89,13 +89,14 @@ async function trickleJson(response: ServerResponse, status: number, body: unkno
   if (!response.destroyed) response.end();
 }
 
-/** Makes the list item at `index` invalid but keeps its id: `field` becomes `value` (the `invalid-item` fault). */
-function corruptListItem(content: Record<string, unknown>, index: number, field: string, value: unknown): void {
+/** Makes `count` list items from `index` invalid but keeps their ids: `field` becomes `value` (the `invalid-item` fault). */
+function corruptListItems(content: Record<string, unknown>, index: number, count: number, field: string, value: unknown): void {
   for (const items of Object.values(content)) {
-    if (Array.isArray(items) && items.length > index && typeof items[index] === 'object' && items[index] !== null) {
-      items[index] = { ...(items[index] as Record<string, unknown>), [field]: value };
-      return;
+    if (!Array.isArray(items)) continue;
+    for (let at = index; at < Math.min(items.length, index + count); at++) {
+      if (typeof items[at] === 'object' && items[at] !== null) items[at] = { ...(items[at] as Record<string, unknown>), [field]: value };
     }
+    return;
   }
 }
 
@@ -225,7 +226,7 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
       world,
     });
     if (fault?.kind === 'invalid-record') corruptFirstRecord(result.content);
-    if (fault?.kind === 'invalid-item') corruptListItem(result.content, fault.index ?? 0, fault.field ?? 'status', 'value' in fault ? fault.value : 12345);
+    if (fault?.kind === 'invalid-item') corruptListItems(result.content, fault.index ?? 0, fault.count ?? 1, fault.field ?? 'status', 'value' in fault ? fault.value : 12345);
     body = result;
   } catch (error) {
     if (error instanceof HttpError) {
