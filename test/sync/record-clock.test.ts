@@ -11,7 +11,10 @@ import type { Context } from '../../jobs/context.ts';
 import { readStatus } from '../../jobs/status.ts';
 import { DaemonMetrics, pageTrustSource } from '../../src/daemon/metrics.ts';
 import { RecordClockStore } from '../../src/mirror/record-clock.ts';
-import { expectMirrorEqualsGroundTruth, syncFixtures } from '../helpers.ts';
+import { openContext } from '../../jobs/context.ts';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { expectMirrorEqualsGroundTruth, simulator, syncFixtures, testConfig, waitFor } from '../helpers.ts';
+import { REDIS_URL, writeTestBed } from '../writes/support.ts';
 
 const fixtures = syncFixtures();
 const LAG_SECONDS = 30;
@@ -70,5 +73,37 @@ describe('a record clock in step', () => {
     for (const id of changed) expect(title(ctx, id)).toBe(`renamed ${id}`);
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 0 });
     expect(new RecordClockStore(ctx.db).read('deals')).toMatchObject({ lagSeconds: 0, observations: 0 });
+  });
+});
+
+describe('the transactions this worker creates', () => {
+  it('measure the lag of the transactions stream (whose list items carry no timestamps), and the next sync sees a change made after it', async () => {
+    const bed = writeTestBed();
+    const sim = await simulator({ size: { transactions: 30, deals: 5 }, recordClockLagMs: LAG_SECONDS * 1000 });
+    const config = testConfig(sim, bed.dbPath, { redisUrl: REDIS_URL, sync: { overlapSeconds: 2 } });
+    const ctx = await openContext(config, { logger: silentLogger, redisKeys: { queuePrefix: bed.prefix, queueName: bed.queueName, budgetPrefix: bed.budgetPrefix } });
+    try {
+      expect((await ctx.engine.run('transactions', 'backfill')).status).toBe('succeeded');
+      const queue = ctx.writeQueue();
+      await queue.startWorker({ concurrency: 1 });
+      const { id } = await queue.enqueueWrite('transaction.create', { type: 'INCOME', amount: 1200, description: 'clock probe' });
+      await waitFor(() => queue.getWrite(id)?.status === 'succeeded', 'the write to succeed');
+
+      expect((await ctx.engine.run('transactions', 'sync')).status).toBe('succeeded');
+      const lag = new RecordClockStore(ctx.db).read('transactions');
+      expect(lag.source).toBe('write');
+      expect(lag.lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
+      expect(lag.lagSeconds).toBeLessThanOrEqual(LAG_SECONDS + 1);
+
+      // A transaction voided upstream after this sync: its updatedAt is 30 s old, yet the next sync sees it.
+      const target = sim.world.transactions.find((t) => t.status !== 'VOIDED')!;
+      sim.world.updateTransaction(target.id, { status: 'VOIDED' });
+      expect(await ctx.engine.run('transactions', 'sync')).toMatchObject({ status: 'succeeded', changes: 1 });
+      expect((ctx.db.prepare('SELECT status FROM transactions WHERE id = ?').get(target.id) as { status: string }).status).toBe('VOIDED');
+    } finally {
+      await ctx.close();
+      await sim.close();
+      await bed.cleanup();
+    }
   });
 });
