@@ -55,6 +55,7 @@ function describeResult(result: RunResult): string {
   const extra = [
     result.tombstones ? `${result.tombstones} tombstones` : '',
     result.driftStepBacks ? `${result.driftStepBacks} drift step-backs` : '',
+    result.rejected ? `${result.rejected} invalid records quarantined (status shows them)` : '',
     result.status === 'unsupported' ? 'the server has no list endpoint for this stream' : '',
     result.status === 'interrupted' ? 'checkpoint saved; run again to resume' : '',
     result.error ? `error: ${result.error.message}` : '',

@@ -8,7 +8,7 @@ import { readStatus } from '../../jobs/status.ts';
 import type { Context } from '../../jobs/context.ts';
 import { DaemonMetrics, pageTrustSource } from '../../src/daemon/metrics.ts';
 import { RejectedRecords } from '../../src/mirror/rejected-records.ts';
-import { syncFixtures } from '../helpers.ts';
+import { runCli, simulator, syncFixtures, tempDir } from '../helpers.ts';
 
 const fixtures = syncFixtures();
 
@@ -84,5 +84,26 @@ describe('quarantined records', () => {
     expect(next.status).toBe('succeeded');
     const title = (ctx.db.prepare('SELECT title FROM deals WHERE id = ?').get(good!.id) as { title: string }).title;
     expect(title).toBe('renamed after');
+  });
+});
+
+describe('the CLI', () => {
+  it('backfill exits 0 with the invalid record quarantined, and status counts it', async () => {
+    const sim = await simulator({ size: { deals: 12, transactions: 5, onboardings: 3 } });
+    const dir = tempDir();
+    try {
+      const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_FORMAT: 'json', BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dir.file('mirror.db') };
+      sim.faults.inject({ kind: 'invalid-item', index: 4, times: 100, match: { path: '/deals' } });
+      const backfill = await runCli(['backfill', '--stream', 'deals', '--no-progress'], env);
+      expect(backfill.code).toBe(0);
+      expect(backfill.stdout).toMatch(/deals: succeeded .*11 records.*1 invalid records quarantined/);
+      const status = await runCli(['status'], env);
+      expect(status.stdout).toContain('deals: 1 record(s) quarantined in rejected_records');
+      const json = JSON.parse((await runCli(['status', '--json'], env)).stdout) as { streams: { stream: string; rejected: number }[] };
+      expect(json.streams.find((s) => s.stream === 'deals')!.rejected).toBe(1);
+    } finally {
+      await sim.close();
+      dir.remove();
+    }
   });
 });
