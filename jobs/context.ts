@@ -272,13 +272,21 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         budget: (tokenName) => budgets.budgetFor(tokenName),
         logger,
         timeoutMs: clientOptions.timeoutMs,
+        requestDeadlineMs: Math.round(config.api.requestDeadlineSeconds * 1000),
         retry: clientOptions.retry ?? options.clientRetry,
       });
       cleanups.add(() => client.close());
       return client;
     };
     const client = apiClient();
-    const engine = new SyncEngine({ client, store, logger, overlapSeconds: config.sync.overlapSeconds, onChanges: notify });
+    const engine = new SyncEngine({
+      client,
+      store,
+      logger,
+      overlapSeconds: config.sync.overlapSeconds,
+      unsupportedProbeSeconds: config.sync.unsupportedProbeSeconds,
+      onChanges: notify,
+    });
 
     let writeQueue: WriteQueue | undefined;
     const openWriteQueue = (): WriteQueue => {

@@ -15,7 +15,7 @@
 import type { Config } from '../src/config/schema.ts';
 import type { ApiClientOptions } from '../src/client/client.ts';
 import { startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from '../src/daemon/http-server.ts';
-import { DaemonMetrics } from '../src/daemon/metrics.ts';
+import { DaemonMetrics, pageTrustSource } from '../src/daemon/metrics.ts';
 import { apiReadinessCheck, ReadinessProbe } from '../src/daemon/readiness.ts';
 import { StreamScheduler } from '../src/daemon/scheduler.ts';
 import type { Logger } from '../src/logging/logger.ts';
@@ -79,6 +79,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     const metrics = new DaemonMetrics({
       streams: config.sync.streams,
       store: context.store,
+      pageTrust: pageTrustSource(context.store),
       apiClients: worker ? [context.client, probeClient, worker.client] : [context.client, probeClient],
       budget: context.budgets,
       webhooks: dispatcher,

@@ -2,6 +2,8 @@
  * Job: the mirror's status per stream and the writes by status (the `status` command; the daemon
  * tests read it too). Reads the mirror only: no API settings needed.
  */
+import { RecordClockStore } from '../src/mirror/record-clock.ts';
+import { RejectedRecords } from '../src/mirror/rejected-records.ts';
 import { MirrorStore, type ScanOutcome } from '../src/mirror/store.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { WriteStore } from '../src/writes/store.ts';
@@ -32,6 +34,18 @@ export interface StreamStatus {
    * `incomplete` with a reason and counts (no miss counted, cursor kept). Null before one finished.
    */
   lastScan: ScanOutcome | null;
+  /**
+   * Why incremental syncs skip the stream, or null when they do not: an `unsupported` stream (its
+   * list answered 404) is asked again by a sync at most every `sync.unsupportedProbeSeconds`.
+   */
+  skipped: string | null;
+  /**
+   * How far the stream's record timestamps were seen to lag the cursor's clock, seconds (0: no lag
+   * seen); incremental syncs widen their overlap by it (docs/sync.md "Record clock").
+   */
+  recordClockLagSeconds: number;
+  /** Records quarantined because they failed their schema (`rejected_records`; docs/operations.md "Quarantined records"). */
+  rejected: number;
   /** The unfinished run a restart will resume, if any. */
   inProgress: { reason: string; mode: string; offset: number; total: number | null; records: number } | null;
 }
@@ -53,6 +67,8 @@ export function readStatus(dbPath: string): MirrorStatus {
   const db = openExistingMirror(dbPath);
   try {
     const store = new MirrorStore(db);
+    const rejected = new RejectedRecords(store);
+    const recordClock = new RecordClockStore(db);
     const streams = Object.values(STREAMS).map((stream): StreamStatus => {
       const state = store.readSyncState(stream.name);
       const counts = store.countRecords(stream);
@@ -74,6 +90,12 @@ export function readStatus(dbPath: string): MirrorStatus {
         },
         lastError: state.lastError,
         lastScan: state.lastScan,
+        skipped: state.supported
+          ? null
+          : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
+            `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), a backfill at once`,
+        recordClockLagSeconds: recordClock.read(stream.name).lagSeconds,
+        rejected: rejected.count(stream.name),
         inProgress: state.run
           ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }
           : null,

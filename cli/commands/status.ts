@@ -39,6 +39,11 @@ function formatStatus(status: MirrorStatus): string {
         `${s.stream}: the last scan was INCOMPLETE (${s.lastScan.reason}): ${s.lastScan.distinctIds} distinct records listed of a total of ${s.lastScan.total}; no record was counted missing and the cursor stayed`,
       );
     }
+    if (s.skipped) lines.push('', `${s.stream}: skipped by syncs: ${s.skipped}`);
+    if (s.recordClockLagSeconds > 0) {
+      lines.push('', `${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it`);
+    }
+    if (s.rejected > 0) lines.push('', `${s.stream}: ${s.rejected} record(s) quarantined in rejected_records (they failed the schema; see docs/operations.md "Quarantined records")`);
     if (s.inProgress) {
       lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);
     }

@@ -59,6 +59,7 @@ function describeResult(result: RunResult): string {
       ? `INCOMPLETE scan (${result.scan.reason}): ${result.scan.distinctIds} distinct records of a total of ${result.scan.total}; nothing counted missing, cursor kept`
       : '',
     result.scan?.reReads ? `${result.scan.reReads} tie re-reads` : '',
+    result.rejected ? `${result.rejected} invalid records quarantined (status shows them)` : '',
     result.status === 'unsupported' ? 'the server has no list endpoint for this stream' : '',
     result.status === 'interrupted' ? 'checkpoint saved; run again to resume' : '',
     result.error ? `error: ${result.error.message}` : '',

@@ -20,7 +20,7 @@ import { rateBudgetHooks, type AttemptContext, type BudgetSource, type RequestHo
 import { createHttpTransport, describeRequest, type HttpResponse, type HttpTransport } from './http.ts';
 import type { Priority, RateLimitObservation } from './rate-budget.ts';
 import { parseRetryAfter, withRetry, type RetryPolicy } from './retry.ts';
-import { LIST_PAGE_LIMIT, paginateByOffset, type Page } from './paginate.ts';
+import { LIST_PAGE_LIMIT, paginateByOffset, type Page, type RejectedItem } from './paginate.ts';
 import { envelopeSchema, errorBodySchema, paginationSchema, type ItemSchema, type Pagination } from './schemas.ts';
 
 /** Path prefix of every endpoint (spec §1 convention 1, §9). */
@@ -44,8 +44,13 @@ export interface ApiClientOptions {
   hooks?: readonly RequestHooks[];
   /** Debug line per request, warning per retry. Default: silent. */
   logger?: Logger;
-  /** Headers and body timeout per attempt, ms. Default 30000. */
+  /** Headers and body timeout per attempt, ms (undici: the silence between chunks). Default 30000. */
   timeoutMs?: number;
+  /**
+   * Deadline of one whole attempt, headers and body included, ms (config `api.requestDeadlineSeconds`).
+   * Past it the attempt fails with a `RequestDeadlineError` and is retried like any timeout. Default 60000.
+   */
+  requestDeadlineMs?: number;
   /** Backoff schedule (retry.ts). `maxRateLimitRetries` caps 429 retries separately (default 10). */
   retry?: { maxRetries?: number; minTimeoutMs?: number; maxTimeoutMs?: number; maxRateLimitRetries?: number };
 }
@@ -99,6 +104,13 @@ export interface ListOptions<T> {
   priority: Priority;
   signal?: AbortSignal;
   token?: string;
+  /**
+   * What an item failing `itemSchema` does: `throw` (default) refuses the whole page;
+   * `collect` returns the valid items and lists the others in `Page.rejected`, unless the page
+   * looks malformed as a whole (more than one item, and more than half of them, invalid), which
+   * is still refused (docs/sync.md "Invalid records").
+   */
+  invalidItems?: 'throw' | 'collect';
 }
 
 /** Counters of requests sent, for `status` output and benchmarks. */
@@ -192,6 +204,7 @@ export class ApiClient {
       headersTimeoutMs: timeoutMs,
       bodyTimeoutMs: timeoutMs,
       connectTimeoutMs: Math.min(timeoutMs, 10_000),
+      deadlineMs: options.requestDeadlineMs ?? 60_000,
     });
     this.tokens = { ...options.tokens };
     this.hooks = [rateBudgetHooks(options.budget, { waitSignal: options.budgetWaitSignal }), ...(options.hooks ?? [])];
@@ -267,12 +280,24 @@ export class ApiClient {
     });
     const rawItems = response.content[options.itemsKey] as unknown[];
     const items: T[] = [];
+    const rejected: RejectedItem[] = [];
+    let firstFailure: { index: number; error: z.ZodError } | undefined;
     for (const [index, raw] of rawItems.entries()) {
       const parsed = options.itemSchema.safeParse(raw);
-      if (!parsed.success) throw invalidResponse(description, describeIssues(parsed.error, index), response, parsed.error);
-      items.push(parsed.data);
+      if (parsed.success) {
+        items.push(parsed.data);
+        continue;
+      }
+      if (options.invalidItems !== 'collect') throw invalidResponse(description, describeIssues(parsed.error, index), response, parsed.error);
+      firstFailure ??= { index, error: parsed.error };
+      rejected.push({ index, raw, error: describeIssues(parsed.error, index) });
     }
-    return { items, pagination: response.content.pagination, serverTime: response.serverTime, offset };
+    if (firstFailure && rejected.length > 1 && rejected.length * 2 > rawItems.length) {
+      // Most of the page is invalid: a changed schema or a wrong endpoint, not one bad record.
+      const detail = `${rejected.length} of ${rawItems.length} items fail the schema, the page is refused as a whole; first: ${describeIssues(firstFailure.error, firstFailure.index)}`;
+      throw invalidResponse(description, detail, response, firstFailure.error);
+    }
+    return { items, pagination: response.content.pagination, serverTime: response.serverTime, offset, ...(options.invalidItems === 'collect' ? { rejected } : {}) };
   }
 
   /**

@@ -11,7 +11,8 @@
  *   ├─ RateLimitError                   429: `retryAfter` from the body or the `Retry-After` header
  *   ├─ ServerError                      5xx
  *   ├─ ConnectionError                  no HTTP status: refused, reset, timeout; `requestSent` says whether
- *   │                                   the request may have reached the server (write safety, docs/writes.md)
+ *   │  │                                the request may have reached the server (write safety, docs/writes.md)
+ *   │  └─ RequestDeadlineError         the whole request (headers and body) outlasted its deadline
  *   └─ InvalidResponseError             a 2xx whose body is not JSON or fails the response schema
  *      └─ MalformedResponseError        the body is not JSON at all (a truncated or proxy page: worth a retry)
  *
@@ -119,6 +120,21 @@ export class ConnectionError extends BizopsApiError {
     super(options);
     this.requestSent = options.requestSent;
     this.code = options.code;
+  }
+}
+
+/**
+ * The whole exchange (connect, headers and every byte of the body) outlasted the request deadline
+ * (config `api.requestDeadlineSeconds`): a server trickling its body is cut off here, since undici's
+ * own timeouts apply between chunks only. Code `DEADLINE`, `requestSent` true; the retry layer
+ * retries it like any timeout of a request that may be sent again.
+ */
+export class RequestDeadlineError extends ConnectionError {
+  /** The deadline that was exceeded, ms. */
+  readonly deadlineMs: number;
+  constructor(options: Omit<ConnectionErrorOptions, 'code' | 'requestSent'> & { deadlineMs: number }) {
+    super({ ...options, code: 'DEADLINE', requestSent: true });
+    this.deadlineMs = options.deadlineMs;
   }
 }
 

@@ -9,11 +9,16 @@
  * timeout) and true otherwise (a reset, a closed socket, a headers or body timeout after sending),
  * because a non-idempotent write must not be re-sent on an ambiguous outcome (docs/writes.md "Retry safety").
  *
+ * Every exchange also has a deadline (`deadlineMs`) covering the whole of it, connect to the last
+ * byte of the body: undici's headers and body timeouts restart with each chunk, so a server sending
+ * 50 bytes every 2 s would otherwise hold a request for as long as it likes. Past the deadline the
+ * exchange is aborted and fails with a `RequestDeadlineError` (a `ConnectionError`, retried like one).
+ *
  * Redirects are never followed. Error messages name the method, path and system error code, never a
  * header (so never the bearer token).
  */
 import { Pool } from 'undici';
-import { ConnectionError, type RequestDescription } from './errors.ts';
+import { ConnectionError, RequestDeadlineError, type RequestDescription } from './errors.ts';
 import { maskSecrets } from '../logging/logger.ts';
 
 /** Query values: arrays become repeated parameters, `undefined` is left out, booleans are `true`/`false`. */
@@ -54,6 +59,8 @@ export interface HttpTransportOptions {
   connectTimeoutMs?: number;
   /** Keep-alive connections kept open to the origin. Default 16. */
   connections?: number;
+  /** Longest time one whole exchange may take, body included, ms (module comment). Default 60000. */
+  deadlineMs?: number;
 }
 
 /** The one request function of the API client, over a keep-alive pool (see this module's header). */
@@ -171,12 +178,16 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
     connect: { timeout: options.connectTimeoutMs ?? 10_000 },
   });
   const basePath = url.pathname;
+  const deadlineMs = options.deadlineMs ?? 60_000;
 
   return {
     async send(request: HttpRequest): Promise<HttpResponse> {
       const description = describeRequest(request.method, request.path, request.query);
-      const signal = request.signal;
-      if (signal?.aborted) throw toConnectionError(signal.reason, { ...description }, true);
+      const callerSignal = request.signal;
+      if (callerSignal?.aborted) throw toConnectionError(callerSignal.reason, { ...description }, true);
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(), deadlineMs);
+      const signal = callerSignal ? AbortSignal.any([callerSignal, deadline.signal]) : deadline.signal;
       try {
         const response = await pool.request({
           origin: url.origin,
@@ -191,7 +202,17 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
         const bodyText = await response.body.text();
         return { status: response.statusCode, headers: response.headers, bodyText };
       } catch (error) {
-        throw toConnectionError(error, description, signal?.aborted === true);
+        if (deadline.signal.aborted && callerSignal?.aborted !== true) {
+          throw new RequestDeadlineError({
+            message: `the whole request took longer than its deadline of ${deadlineMs} ms (DEADLINE)`,
+            request: description,
+            deadlineMs,
+            cause: error,
+          });
+        }
+        throw toConnectionError(error, description, callerSignal?.aborted === true);
+      } finally {
+        clearTimeout(timer);
       }
     },
     async close(): Promise<void> {

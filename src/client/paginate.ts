@@ -29,6 +29,15 @@ export interface Page<T> {
   serverTime: Date | undefined;
   /** The offset this page was requested at. */
   offset: number;
+  /** Items that failed their schema, when the list was asked to collect them (`ListOptions.invalidItems`). */
+  rejected?: RejectedItem[];
+}
+
+/** A list item that failed its schema: its index in the page, the item as received, and why (names the field and the rule). */
+export interface RejectedItem {
+  index: number;
+  raw: unknown;
+  error: string;
 }
 
 /** One page and where paging goes next. */

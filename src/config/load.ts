@@ -51,6 +51,8 @@ const ENV_FOR_KEY: Record<string, string> = {
   redisUrl: 'REDIS_URL',
   'rateLimit.perMinute': 'BIZOPS_RATE_LIMIT_PER_MIN',
   'sync.schedule': 'BIZOPS_SCHEDULE',
+  'sync.unsupportedProbeSeconds': 'BIZOPS_UNSUPPORTED_PROBE_SECONDS',
+  'api.requestDeadlineSeconds': 'BIZOPS_REQUEST_DEADLINE_SECONDS',
   'sync.reconcileSchedule': 'BIZOPS_RECONCILE_SCHEDULE',
   'http.host': 'BIZOPS_HTTP_HOST',
   'http.port': 'BIZOPS_HTTP_PORT',
@@ -117,6 +119,11 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_RATE_LIMIT_PER_MIN) set('rateLimit.perMinute', 'BIZOPS_RATE_LIMIT_PER_MIN', number('BIZOPS_RATE_LIMIT_PER_MIN'));
   if (env.BIZOPS_RATE_WINDOW_MS) set('rateLimit.windowMs', 'BIZOPS_RATE_WINDOW_MS', number('BIZOPS_RATE_WINDOW_MS'));
   if (env.BIZOPS_OVERLAP_SECONDS) set('sync.overlapSeconds', 'BIZOPS_OVERLAP_SECONDS', number('BIZOPS_OVERLAP_SECONDS'));
+  if (env.BIZOPS_UNSUPPORTED_PROBE_SECONDS) set('sync.unsupportedProbeSeconds', 'BIZOPS_UNSUPPORTED_PROBE_SECONDS', number('BIZOPS_UNSUPPORTED_PROBE_SECONDS'));
+  if (env.BIZOPS_REQUEST_DEADLINE_SECONDS) {
+    const raw = env.BIZOPS_REQUEST_DEADLINE_SECONDS.trim();
+    set('api.requestDeadlineSeconds', 'BIZOPS_REQUEST_DEADLINE_SECONDS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
+  }
   if (env.BIZOPS_SCHEDULE) set('sync.schedule', 'BIZOPS_SCHEDULE', env.BIZOPS_SCHEDULE);
   if (env.BIZOPS_RECONCILE_SCHEDULE) set('sync.reconcileSchedule', 'BIZOPS_RECONCILE_SCHEDULE', env.BIZOPS_RECONCILE_SCHEDULE);
   if (env.BIZOPS_HTTP_PORT) set('http.port', 'BIZOPS_HTTP_PORT', number('BIZOPS_HTTP_PORT'));

@@ -6,6 +6,11 @@ import { validateDetailed as validateCron } from 'node-cron';
 import { z } from 'zod';
 import { STREAM_NAMES } from '../streams/definitions.ts';
 
+/** The path prefix of every endpoint (spec §1 convention 1), which the client adds to `baseUrl`. */
+const API_PREFIX = '/api/public/v1';
+/** A base URL path that already ends in the prefix (with or without a trailing slash). */
+const API_PREFIX_AT_END = /\/api\/public\/v1\/*$/i;
+
 /**
  * Why `expression` is not a node-cron expression, or null when it is one: 5 fields (minute hour
  * day-of-month month day-of-week), or 6 with a seconds field first (`*\/30 * * * * *` = every 30 s).
@@ -48,8 +53,27 @@ const webhookEndpointSchema = z.object({
  * seconds; schedules are node-cron expressions (5 fields, or 6 with seconds first).
  */
 export const configSchema = z.object({
-  /** `{base_url}` of spec §1, without `/api/public/v1`. */
-  baseUrl: z.url({ protocol: /^https?$/ }),
+  /**
+   * `{base_url}` of spec §1, without `/api/public/v1`: the client adds the prefix, so a base URL
+   * already ending in it would double it, every list would answer 404 and a stream marked
+   * `unsupported` by that 404 would be skipped until it is probed again (docs/decisions.md).
+   */
+  baseUrl: z
+    .url({ protocol: /^https?$/ })
+    .refine((url) => !API_PREFIX_AT_END.test(new URL(url).pathname), {
+      message: `must be the API's {base_url} without ${API_PREFIX} (the client adds ${API_PREFIX} to every path); drop it from the end of the URL`,
+    }),
+  /** How each API request is bounded (docs/operations.md "Timeouts"). */
+  api: z
+    .object({
+      /**
+       * Longest time one request may take, headers and whole body included, seconds (fractions
+       * allowed). Past it the request is aborted and retried like any timeout: undici's own
+       * timeouts apply between chunks only, so a server trickling its body would hold a page for ever.
+       */
+      requestDeadlineSeconds: z.number().positive().max(3600).default(60),
+    })
+    .prefault({}),
   /**
    * Bearer tokens by name (spec §5). `default` acts for syncing; a write may name another one to act
    * as that employee (e.g. a clock-in). Never logged.
@@ -85,6 +109,11 @@ export const configSchema = z.object({
       streamSchedules: z.partialRecord(streamName, cronExpression).default({}),
       /** Cron for reconciliation (complete scans that find records gone from a list). */
       reconcileSchedule: cronExpression.default('0 17 */6 * * *'),
+      /**
+       * An `unsupported` stream (its list answered 404) is asked again by a sync at most this often,
+       * seconds; 0 asks on every sync. A backfill or reconciliation always asks.
+       */
+      unsupportedProbeSeconds: z.number().int().min(0).default(3600),
       /** Streams to run. Default: every registered stream. */
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
     })

@@ -20,6 +20,9 @@
  *   stream_incomplete_scans_total{stream,reason}    counter, scans short of the list total: reason ended-early|unstable-order
  *   stream_run_duration_seconds{stream,reason}      histogram, wall-clock time of a run
  *   stream_ticks_skipped_total{stream}              counter, schedule ticks skipped: the stream was still running
+ *   records_rejected_total{stream}                  counter, records quarantined (new `record.rejected` changes) by this process
+ *   records_quarantined{stream}                     gauge, rows of `rejected_records` now
+ *   clock_skew_seconds{stream}                      gauge, how far record timestamps lag the cursor's clock (the overlap widens by it)
  *   changelog_last_seq                              gauge, the highest `changes.seq`
  *   api_requests_total                              counter, API requests sent (retries and 429s included)
  *   api_rate_limited_total                          counter, 429 answers
@@ -38,7 +41,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ApiClientStats } from '../client/client.ts';
 import { PRIORITIES, type RateBudgetStats } from '../client/rate-budget.ts';
-import type { AppendedChange, SyncState } from '../mirror/store.ts';
+import { RecordClockStore } from '../mirror/record-clock.ts';
+import { RECORD_REJECTED, RejectedRecords } from '../mirror/rejected-records.ts';
+import type { AppendedChange, MirrorStore, SyncState } from '../mirror/store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 import { STREAMS, type StreamName } from '../streams/definitions.ts';
 import type { RunReason, RunResult } from '../sync/engine.ts';
@@ -56,8 +61,17 @@ export interface DaemonMetricsSources {
   budget: { stats(): RateBudgetStats };
   /** The webhook dispatcher; absent when no endpoint is configured. */
   webhooks?: { stats(): readonly WebhookStatsLike[] } | null;
+  /** The quarantine and the record clock (src/mirror/rejected-records.ts, record-clock.ts); absent: those gauges are not exported. */
+  pageTrust?: { countRejected(stream: StreamName): number; recordClockLagSeconds(stream: StreamName): number };
   /** Also export prom-client's default process metrics (default true). */
   processMetrics?: boolean;
+}
+
+/** `DaemonMetricsSources.pageTrust` read from the mirror of `store`: quarantined records and record clock lag per stream. */
+export function pageTrustSource(store: MirrorStore): NonNullable<DaemonMetricsSources['pageTrust']> {
+  const rejected = new RejectedRecords(store);
+  const recordClock = new RecordClockStore(store.db);
+  return { countRejected: (stream) => rejected.count(stream), recordClockLagSeconds: (stream) => recordClock.read(stream).lagSeconds };
 }
 
 /** The dispatcher's per-endpoint figures used here (src/notify `WebhookEndpointStats`). */
@@ -89,6 +103,7 @@ export class DaemonMetrics {
   readonly #runDuration: Histogram<'stream' | 'reason'>;
   readonly #skippedTicks: Counter<'stream'>;
   readonly #incompleteScans: Counter<'stream' | 'reason'>;
+  readonly #rejected: Counter<'stream'>;
 
   constructor(sources: DaemonMetricsSources) {
     const registers = [this.registry];
@@ -112,7 +127,9 @@ export class DaemonMetrics {
       labelNames: ['stream', 'reason'],
       registers,
     });
+    this.#rejected = new Counter({ name: 'bizops_records_rejected_total', help: 'Records quarantined because they failed their schema (record.rejected changes), per stream.', labelNames: ['stream'], registers });
     for (const stream of streams) {
+      this.#rejected.inc({ stream }, 0);
       this.#changes.inc({ stream }, 0);
       for (const reason of ['ended-early', 'unstable-order'] as const) this.#incompleteScans.inc({ stream, reason }, 0);
       this.#skippedTicks.inc({ stream }, 0);
@@ -167,6 +184,27 @@ export class DaemonMetrics {
         }
       },
     });
+    const pageTrust = sources.pageTrust;
+    if (pageTrust) {
+      new Gauge({
+        name: 'bizops_records_quarantined',
+        help: 'Records in rejected_records now (failed their schema; they leave when a run accepts them), per stream.',
+        labelNames: ['stream'],
+        registers,
+        collect() {
+          for (const stream of streams) this.set({ stream }, pageTrust.countRejected(stream));
+        },
+      });
+      new Gauge({
+        name: 'bizops_clock_skew_seconds',
+        help: "How far the stream's record timestamps were seen to lag the cursor's clock (server Date), seconds; incremental syncs widen their overlap by it.",
+        labelNames: ['stream'],
+        registers,
+        collect() {
+          for (const stream of streams) this.set({ stream }, pageTrust.recordClockLagSeconds(stream));
+        },
+      });
+    }
     new Gauge({
       name: 'bizops_changelog_last_seq',
       help: 'The highest changelog seq.',
@@ -282,7 +320,10 @@ export class DaemonMetrics {
   /** Counts changelog events just appended (the engine's `onChanges`). */
   recordChanges(changes: readonly AppendedChange[]): void {
     const perStream = new Map<string, number>();
-    for (const change of changes) perStream.set(change.stream, (perStream.get(change.stream) ?? 0) + 1);
+    for (const change of changes) {
+      perStream.set(change.stream, (perStream.get(change.stream) ?? 0) + 1);
+      if (change.type === RECORD_REJECTED) this.#rejected.inc({ stream: change.stream });
+    }
     for (const [stream, count] of perStream) this.#changes.inc({ stream }, count);
   }
 

@@ -22,6 +22,8 @@ export type FieldChanges = Record<string, FieldChange>;
 export interface ChangeData {
   record: unknown;
   changes: FieldChanges;
+  /** `record.rejected` only: why the item failed its schema (the field and the rule). */
+  error?: string;
 }
 
 const LAST_SEQ_SQL = 'SELECT COALESCE(MAX(seq), 0) AS seq FROM changes';

@@ -40,9 +40,12 @@ import { NotFoundError } from '../client/errors.ts';
 import { LIST_PAGE_LIMIT, paginateByOffset, type Page, type PageStep } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
+import { RecordClockStore } from '../mirror/record-clock.ts';
+import { recordIdOf, RejectedRecords } from '../mirror/rejected-records.ts';
 import type { AppendedChange, MirrorStore, RunCheckpoint, ScanOutcome } from '../mirror/store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { lagsFromPage, lagsFromWrites } from './record-clock.ts';
 import { scanOutcome, tallyPage } from './scan-check.ts';
 
 /** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
@@ -88,6 +91,8 @@ export interface RunResult {
   changes: number;
   /** Records tombstoned by the two-scan rule at the end of a complete scan. */
   tombstones: number;
+  /** Items quarantined because they failed their schema (docs/sync.md "Invalid records"); the rest of their page committed. */
+  rejected: number;
   /** Step-backs made because `pagination.total` dropped between pages. */
   driftStepBacks: number;
   /**
@@ -117,8 +122,13 @@ export interface SyncEngineOptions {
   onChanges?: (changes: readonly AppendedChange[]) => void;
   /** Identifies this process in the run lock (default `host:pid`). */
   owner?: string;
-  /** How long a run lock lasts without renewal, ms (renewed every page). Default 5 minutes. */
+  /** How long a run lock lasts without renewal, ms (renewed every page, and by a timer while a page is in flight). Default 5 minutes. */
   lockTtlMs?: number;
+  /**
+   * An `unsupported` stream is probed again by a sync at most this often, seconds (config
+   * `sync.unsupportedProbeSeconds`). Default 3600; 0 probes on every sync.
+   */
+  unsupportedProbeSeconds?: number;
 }
 
 /** Per-run options of `SyncEngine.run`. */
@@ -158,11 +168,15 @@ export class SyncEngine {
   private readonly overlapMs: number;
   private readonly options: SyncEngineOptions;
   private readonly owner: string;
+  private readonly rejectedRecords: RejectedRecords;
+  private readonly recordClock: RecordClockStore;
 
   constructor(options: SyncEngineOptions) {
     this.options = options;
     this.client = options.client;
     this.store = options.store;
+    this.rejectedRecords = new RejectedRecords(options.store);
+    this.recordClock = new RecordClockStore(options.store.db);
     this.logger = options.logger ?? silentLogger;
     this.overlapMs = (options.overlapSeconds ?? 120) * SECOND_MS;
     this.owner = options.owner ?? `${hostname()}:${process.pid}`;
@@ -192,9 +206,11 @@ export class SyncEngine {
       records: 0,
       changes: 0,
       tombstones: 0,
+      rejected: 0,
       driftStepBacks: 0,
     };
-    if (reason === 'sync' && !state.supported) {
+    if (reason === 'sync' && !state.supported && !this.probeDue(state.lastRunStartedAt)) {
+      // Probed recently (the last run's start is the last probe): skip until the next probe is due.
       result.status = 'unsupported';
       return result;
     }
@@ -203,6 +219,7 @@ export class SyncEngine {
       this.logger.info({ stream: stream.name }, 'another process is running this stream; skipped');
       return result;
     }
+    const renewal = this.keepLockWhileRunning(stream.name);
     try {
       let run = state.run;
       if (run && (run.mode === 'complete' || !wantComplete)) {
@@ -233,15 +250,59 @@ export class SyncEngine {
         this.logger.error({ stream: stream.name, err: { message: err.message, name: err.name } }, 'run failed; its checkpoint stands');
       }
     } finally {
+      clearInterval(renewal);
       this.store.releaseRunLock(stream.name, this.owner);
     }
     return result;
   }
 
+  /**
+   * Renews the stream's run lock every third of its lifetime while the run lasts, so it never lapses
+   * while a page is in flight (a slow or trickled page, a long wait for a rate-budget slot): another
+   * process can take a lock over only when its holder stopped renewing it, i.e. died. A renewal
+   * that finds the lock taken over changes nothing; the next page's commit then stops the run.
+   * @returns the timer, for `clearInterval`
+   */
+  private keepLockWhileRunning(stream: StreamName): NodeJS.Timeout {
+    const everyMs = Math.max(10, Math.floor(this.lockTtlMs() / 3));
+    const timer = setInterval(() => {
+      try {
+        if (!this.store.acquireRunLock(stream, this.owner, this.lockExpiry())) {
+          this.logger.warn({ stream }, 'another process took over this stream\'s run lock; this run stops at its next page');
+        }
+      } catch (error) {
+        // A busy or closed database: the next renewal, or the page's commit, tries again.
+        this.logger.warn({ stream, err: { message: (error as Error).message } }, 'could not renew the run lock');
+      }
+    }, everyMs);
+    timer.unref();
+    return timer;
+  }
+
+  private lockTtlMs(): number {
+    return this.options.lockTtlMs ?? 5 * 60 * SECOND_MS;
+  }
+
+  /**
+   * True when an `unsupported` stream's list should be asked again: its last probe (the start of its
+   * last run) is at least `unsupportedProbeSeconds` old, or unknown.
+   */
+  private probeDue(lastProbeAt: string | null): boolean {
+    if (lastProbeAt === null) return true;
+    const intervalMs = (this.options.unsupportedProbeSeconds ?? 3600) * SECOND_MS;
+    return Date.now() - Date.parse(lastProbeAt) >= intervalMs;
+  }
+
   private newRun(stream: RegisteredStream, mode: RunCheckpoint['mode'], reason: RunReason, cursor: string | null, scanNumber: number): RunCheckpoint {
     const lookbackMs = stream.request.lookbackSeconds === undefined ? this.overlapMs : stream.request.lookbackSeconds * SECOND_MS;
     const run: RunCheckpoint = { mode, reason, startedAt: new Date().toISOString(), offset: 0, pages: 0, records: 0, changes: 0 };
-    if (mode === 'incremental' && cursor) run.updatedAfter = new Date(Date.parse(cursor) - lookbackMs).toISOString();
+    if (mode === 'incremental' && cursor) {
+      // The overlap is widened by how far this stream's record clock was seen to lag the cursor's
+      // (docs/sync.md "Record clock"): a change made just after the last run carries an updatedAt
+      // that much older than the moment it was made.
+      const lagMs = Math.ceil(this.recordClock.read(stream.name).lagSeconds) * SECOND_MS;
+      run.updatedAfter = new Date(Date.parse(cursor) - lookbackMs - lagMs).toISOString();
+    }
     if (mode === 'complete') run.scanNumber = scanNumber + 1;
     return run;
   }
@@ -261,7 +322,7 @@ export class SyncEngine {
   }
 
   private lockExpiry(): string {
-    return new Date(Date.now() + (this.options.lockTtlMs ?? 5 * 60 * SECOND_MS)).toISOString();
+    return new Date(Date.now() + this.lockTtlMs()).toISOString();
   }
 
   /** Fetches (and validates) the run's page at `offset`; `createdBefore` is read at each call (set after the first page). */
@@ -274,6 +335,7 @@ export class SyncEngine {
       itemSchema: stream.itemSchema,
       priority,
       signal,
+      invalidItems: 'collect',
       query: { ...request.filters, sortBy: request.sort.by, sortOrder: request.sort.order, updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
     });
   }
@@ -302,7 +364,7 @@ export class SyncEngine {
   /** One page: the cursor's server time (first page), then records, changelog and checkpoint in one transaction, then notification. */
   private commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, memory: RunMemory, options: RunOptions): void {
     const { page } = step;
-    const { fresh, repeated } = this.countIds(stream, memory, page.items);
+    const { fresh, repeated } = this.countIds(stream, memory, page);
     tallyPage(run, page.offset, page.pagination.total, fresh, repeated);
     result.pages += 1;
     run.pages += 1;
@@ -328,18 +390,32 @@ export class SyncEngine {
       run.driftReadsUntil = Math.max(run.driftReadsUntil ?? 0, page.offset + page.items.length);
       this.logger.info({ stream: stream.name, offset: page.offset, drop: step.stepBack }, 'the list shrank while paging; stepping back to re-read what slid past');
     }
+    // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
+    const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
     const changes = this.store.transaction(() => {
       // Renew the run lock with the page; a lock another process took over (ours expired while
       // waiting) means that process now owns the checkpoint: stop without writing.
       if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
         throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
       }
-      const appended = this.store.applyRecords(stream, page.items, { scanNumber: run.mode === 'complete' ? run.scanNumber : undefined });
+      this.observeRecordClock(stream, page.items, offsetMs, run.pages === 1);
+      const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
+      const appended = this.store.applyRecords(stream, page.items, { scanNumber });
+      // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
+      this.rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
+      if (page.rejected && page.rejected.length > 0) appended.push(...this.rejectedRecords.quarantine(stream, page.rejected, { scanNumber }));
       run.changes += appended.length;
       this.store.saveRun(stream.name, run);
       return appended;
     });
     result.changes += changes.length;
+    if (page.rejected && page.rejected.length > 0) {
+      result.rejected += page.rejected.length;
+      this.logger.warn(
+        { stream: stream.name, offset: page.offset, rejected: page.rejected.length, first: page.rejected[0]!.error },
+        'list items failed their schema: quarantined in rejected_records; the rest of the page committed',
+      );
+    }
     if (changes.length > 0) this.options.onChanges?.(changes);
     options.onProgress?.({
       stream: stream.name,
@@ -351,6 +427,27 @@ export class SyncEngine {
       offset: run.offset,
       pages: run.pages,
     });
+  }
+
+  /**
+   * Measures the lag of the stream's record clock from this page's changed records (and, on a run's
+   * first page, from the writes finished since the last success) and records it; warns when it grew.
+   * Call inside the page's transaction, before its records are applied.
+   */
+  private observeRecordClock(stream: RegisteredStream, records: readonly ApiRecord[], offsetMs: number, firstPage: boolean): void {
+    const before = this.recordClock.read(stream.name).lagSeconds;
+    this.recordClock.observe(stream.name, lagsFromPage(this.store.db, stream, records, offsetMs), 'list');
+    if (firstPage) {
+      const since = this.store.readSyncState(stream.name).lastSuccessAt ?? new Date(0).toISOString();
+      this.recordClock.observe(stream.name, lagsFromWrites(this.store.db, stream.name, since, offsetMs), 'write');
+    }
+    const after = this.recordClock.read(stream.name).lagSeconds;
+    if (after > before) {
+      this.logger.warn(
+        { stream: stream.name, lagSeconds: after, previousLagSeconds: before },
+        "the records' clock lags the cursor's clock: incremental syncs widen their updatedAfter overlap by this much",
+      );
+    }
   }
 
   private markUnsupported(stream: RegisteredStream, result: RunResult): void {
@@ -366,12 +463,19 @@ export class SyncEngine {
     this.logger.warn({ stream: stream.name, path: stream.request.path }, 'list endpoint not found (404): stream marked unsupported');
   }
 
-  /** Counts a page's items whose id this run listed before (`repeated`) and the rest (`fresh`), remembering the fresh ones. */
-  private countIds(stream: RegisteredStream, memory: RunMemory, items: readonly ApiRecord[]): { fresh: number; repeated: number } {
+  /**
+   * Counts a page's ids this run listed before (`repeated`) and the rest (`fresh`), remembering the
+   * fresh ones. Quarantined items with an id count too: they were listed (docs/sync.md "Invalid records").
+   */
+  private countIds(stream: RegisteredStream, memory: RunMemory, page: Page<ApiRecord>): { fresh: number; repeated: number } {
     let fresh = 0;
     let repeated = 0;
-    for (const item of items) {
-      const id = String(item[stream.key]);
+    const ids = page.items.map((item) => String(item[stream.key]));
+    for (const item of page.rejected ?? []) {
+      const id = recordIdOf(item.raw, stream.key);
+      if (id !== null) ids.push(id);
+    }
+    for (const id of ids) {
       if (memory.seen.has(id)) repeated += 1;
       else {
         memory.seen.add(id);
@@ -383,7 +487,9 @@ export class SyncEngine {
 
   /** Distinct ids the run listed: for a complete scan the rows it marked seen (exact across a resume), else the run's tally. */
   private distinctIds(stream: RegisteredStream, run: RunCheckpoint): number {
-    if (run.mode === 'complete' && run.scanNumber !== undefined) return this.store.countSeenInScan(stream, run.scanNumber);
+    if (run.mode === 'complete' && run.scanNumber !== undefined) {
+      return this.store.countSeenInScan(stream, run.scanNumber) + this.rejectedRecords.countListedOutsideMirror(stream, run.startedAt);
+    }
     return run.distinctIds ?? 0;
   }
 
@@ -426,14 +532,17 @@ export class SyncEngine {
       reads += 1;
       result.pages += 1;
       run.pages += 1;
-      const { fresh } = this.countIds(stream, memory, page.items);
+      const { fresh } = this.countIds(stream, memory, page);
       boundary.missing -= fresh;
       run.distinctIds = (run.distinctIds ?? 0) + fresh;
       const changes = this.store.transaction(() => {
         if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
           throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
         }
-        const appended = this.store.applyRecords(stream, page.items, { scanNumber: run.mode === 'complete' ? run.scanNumber : undefined });
+        const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
+        const appended = this.store.applyRecords(stream, page.items, { scanNumber });
+        this.rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
+        if (page.rejected && page.rejected.length > 0) appended.push(...this.rejectedRecords.quarantine(stream, page.rejected, { scanNumber }));
         run.changes += appended.length;
         this.store.saveRun(stream.name, run);
         return appended;

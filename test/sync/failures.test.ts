@@ -40,15 +40,16 @@ describe('failures mid-run', () => {
     expect(rowCount(ctx)).toBe(1_000);
   });
 
-  it('a record failing validation stops the run naming the item and the field; nothing of that page is stored', async () => {
+  it('a page whose items mostly fail validation stops the run naming the item and the field; nothing of that page is stored', async () => {
     const { sim, context: ctx } = await setup();
     const result = await ctx.engine.run('transactions', 'backfill', {
-      onProgress: afterPages(sim, 3, { match: { path: TRANSACTIONS_PATH }, kind: 'invalid-record', times: 100 }),
+      onProgress: afterPages(sim, 3, { match: { path: TRANSACTIONS_PATH }, kind: 'invalid-item', count: 51, times: 100 }),
     });
     expect(result.status).toBe('failed');
-    expect(result.error?.message).toMatch(/item 0/);
+    expect(result.error?.message).toMatch(/51 of 100 items fail the schema, the page is refused as a whole; first: item 0 field status/);
     expect(result.error?.message).toMatch(/offset=300/);
     expect(rowCount(ctx)).toBe(300);
+    expect(ctx.db.prepare('SELECT COUNT(*) AS n FROM rejected_records').get()).toEqual({ n: 0 });
   });
 
   it('a burst of 500s and a connection reset mid-body are retried and the run completes', async () => {

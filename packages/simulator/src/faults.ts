@@ -40,6 +40,20 @@ export type FaultKind =
   | { kind: 'latency'; ms: number }
   /** Destroy the socket immediately, before reading or processing the request. */
   | { kind: 'refuse' }
+  /** Answer normally but without a `Date` header (a proxy that strips it). The handler runs. */
+  | { kind: 'no-date-header' }
+  /**
+   * Answer normally, but send the body `chunkBytes` at a time (default 50) with `intervalMs` between
+   * chunks (default 200): each pause is shorter than any between-chunk timeout, so only a deadline on
+   * the whole request ends it. The handler runs.
+   */
+  | { kind: 'trickle-body'; chunkBytes?: number; intervalMs?: number }
+  /**
+   * 200 whose list items from `index` (default 0), `count` of them (default 1), fail the schema while
+   * keeping their `id`: their `field` (default `status`) becomes `value` (default the number 12345).
+   * List responses only; the handler runs.
+   */
+  | { kind: 'invalid-item'; index?: number; count?: number; field?: string; value?: unknown }
   /**
    * A list page (spec §1 Pagination) that reaches `atOffset` ends there with `hasMore: false`, while
    * `pagination.total` still counts every record (a gateway cutting a list short). Pages at or past
@@ -108,6 +122,12 @@ export class FaultInjector {
       'truncate-list',
       'unstable-order',
       'endless-list',
+      'no-date-header',
+      'trickle-body',
+      'invalid-item',
+      'no-date-header',
+      'trickle-body',
+      'invalid-item',
     ];
     if (!kinds.includes(fault.kind)) throw new Error(`fault kind must be one of ${kinds.join(', ')}, got ${String(fault.kind)}`);
     const times = fault.times ?? 1;

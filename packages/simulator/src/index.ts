@@ -55,6 +55,12 @@ export interface SimulatorOptions {
   /** ms epoch source for createdAt/updatedAt and the Date header. Default Date.now. */
   clock?: () => number;
   /**
+   * How far the records' clock lags the `Date` header, ms: createdAt/updatedAt are stamped with
+   * `clock() - recordClockLagMs` while `Date` says `clock()` (a database clock behind the web
+   * server's). Default 0; negative puts the records' clock ahead.
+   */
+  recordClockLagMs?: number;
+  /**
    * ms epoch the seed data is anchored to (records are created in the year before it). Default: the
    * clock at start truncated to the UTC day, so two simulators started the same day with the same
    * seed hold identical data.
@@ -95,7 +101,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     seed: options.seed ?? 1,
     sizes: { ...DEFAULT_SIZES, ...options.size },
     anchorMs: anchor,
-    clock,
+    clock: options.recordClockLagMs ? () => clock() - (options.recordClockLagMs ?? 0) : clock,
     createdInBursts: options.createdInBursts,
   });
   const faults = new FaultInjector();

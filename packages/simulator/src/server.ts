@@ -56,16 +56,48 @@ export function readBody(request: IncomingMessage): Promise<string> {
   });
 }
 
-/** Sends a JSON body with Content-Length and the simulator clock's Date header. */
-export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>, clock: () => number): void {
+/**
+ * Sends a JSON body with Content-Length and the simulator clock's Date header (`clock` null: no
+ * Date header at all, the `no-date-header` fault).
+ */
+export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>, clock: (() => number) | null): void {
   const text = JSON.stringify(body);
+  if (clock === null) response.sendDate = false;
   response.writeHead(status, {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': String(Buffer.byteLength(text)),
-    Date: new Date(clock()).toUTCString(),
+    ...(clock === null ? {} : { Date: new Date(clock()).toUTCString() }),
     ...headers,
   });
   response.end(text);
+}
+
+/** Sends a JSON body `chunkBytes` at a time with `intervalMs` between chunks (the `trickle-body` fault); stops when the client goes away. */
+async function trickleJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>, clock: () => number, chunkBytes: number, intervalMs: number): Promise<void> {
+  const bytes = Buffer.from(JSON.stringify(body));
+  response.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(bytes.length),
+    Date: new Date(clock()).toUTCString(),
+    ...headers,
+  });
+  for (let start = 0; start < bytes.length; start += chunkBytes) {
+    if (response.destroyed || response.socket?.destroyed !== false) return;
+    response.write(bytes.subarray(start, start + chunkBytes));
+    await sleep(intervalMs);
+  }
+  if (!response.destroyed) response.end();
+}
+
+/** Makes `count` list items from `index` invalid but keeps their ids: `field` becomes `value` (the `invalid-item` fault). */
+function corruptListItems(content: Record<string, unknown>, index: number, count: number, field: string, value: unknown): void {
+  for (const items of Object.values(content)) {
+    if (!Array.isArray(items)) continue;
+    for (let at = index; at < Math.min(items.length, index + count); at++) {
+      if (typeof items[at] === 'object' && items[at] !== null) items[at] = { ...(items[at] as Record<string, unknown>), [field]: value };
+    }
+    return;
+  }
 }
 
 /** Seconds a Retry-After value (delta seconds or an HTTP date) stands for, rounded up, at least 0. */
@@ -195,6 +227,7 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
       listFault: isListFault(fault) ? fault : undefined,
     });
     if (fault?.kind === 'invalid-record') corruptFirstRecord(result.content);
+    if (fault?.kind === 'invalid-item') corruptListItems(result.content, fault.index ?? 0, fault.count ?? 1, fault.field ?? 'status', 'value' in fault ? fault.value : 12345);
     body = result;
   } catch (error) {
     if (error instanceof HttpError) {
@@ -226,6 +259,16 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
     response.write(cut);
     await sleep(20);
     request.socket.destroy();
+    return;
+  }
+  if (fault?.kind === 'trickle-body') {
+    entry.status = status;
+    await trickleJson(response, status, body, { ...rateHeaders, ...extraHeaders }, clock, fault.chunkBytes ?? 50, fault.intervalMs ?? 200);
+    return;
+  }
+  if (fault?.kind === 'no-date-header') {
+    entry.status = status;
+    sendJson(response, status, body, { ...rateHeaders, ...extraHeaders }, null);
     return;
   }
   send(status, body, { ...rateHeaders, ...extraHeaders });

@@ -6,6 +6,7 @@ import { sql as mirror } from './001_mirror.ts';
 import { sql as webhooks } from './002_webhooks.ts';
 import { sql as writes } from './003_writes.ts';
 import { sql as scanOutcome } from './004_scan_outcome.ts';
+import { sql as pageTrust } from './005_page_trust.ts';
 
 export interface Migration {
   version: number;
@@ -18,4 +19,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 2, name: 'webhooks', sql: webhooks },
   { version: 3, name: 'writes', sql: writes },
   { version: 4, name: 'scan-outcome', sql: scanOutcome },
+  { version: 5, name: 'page trust: rejected records, record clock', sql: pageTrust },
 ];

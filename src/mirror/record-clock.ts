@@ -1,0 +1,60 @@
+/**
+ * The record clock of each stream (docs/sync.md "Record clock"): how far its records' timestamps
+ * (`updatedAt`, `createdAt`) lag the clock the stream's cursor is taken from (the server's `Date`
+ * header, or this host's clock when the server sends none). Every statement on `record_clock` is
+ * here; src/sync/record-clock.ts makes the observations and the engine widens its overlap by the lag.
+ */
+import type { MirrorDatabase } from './database.ts';
+
+/** A stream's measured record clock lag. */
+export interface RecordClockLag {
+  /** The largest lag observed, seconds (>= 0; 0 when none was observed). */
+  lagSeconds: number;
+  /** Observations that measured a lag. */
+  observations: number;
+  /** ISO 8601 (local clock) of the last observation that measured a lag, null when none. */
+  lastObservedAt: string | null;
+  /** What measured the largest lag: `list` (a changed record of a page) or `write` (a write's response), null when none. */
+  source: 'list' | 'write' | null;
+}
+
+/** Reads and records the lag of each stream's record clock. */
+export class RecordClockStore {
+  private readonly db: MirrorDatabase;
+
+  constructor(db: MirrorDatabase) {
+    this.db = db;
+  }
+
+  /** The stream's lag (zeros when nothing was observed). */
+  read(stream: string): RecordClockLag {
+    const row = this.db.prepare('SELECT lag_seconds, observations, last_observed_at, source FROM record_clock WHERE stream = ?').get(stream) as
+      | { lag_seconds: number; observations: number; last_observed_at: string | null; source: 'list' | 'write' | null }
+      | undefined;
+    return row
+      ? { lagSeconds: row.lag_seconds, observations: row.observations, lastObservedAt: row.last_observed_at, source: row.source }
+      : { lagSeconds: 0, observations: 0, lastObservedAt: null, source: null };
+  }
+
+  /**
+   * Records observed lags (seconds, each > 0): the stream's lag becomes the largest ever observed
+   * (a lower bound of the true lag; widening the overlap by too much costs re-reads, never events).
+   * @returns the stream's lag after this observation, seconds
+   */
+  observe(stream: string, lagsSeconds: readonly number[], source: 'list' | 'write', now = new Date().toISOString()): number {
+    const positive = lagsSeconds.filter((lag) => Number.isFinite(lag) && lag > 0);
+    if (positive.length === 0) return this.read(stream).lagSeconds;
+    const largest = Math.round(Math.max(...positive) * 1000) / 1000;
+    this.db
+      .prepare(
+        `INSERT INTO record_clock (stream, lag_seconds, observations, last_observed_at, source) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (stream) DO UPDATE SET
+           source = CASE WHEN excluded.lag_seconds > lag_seconds THEN excluded.source ELSE source END,
+           lag_seconds = MAX(lag_seconds, excluded.lag_seconds),
+           observations = observations + excluded.observations,
+           last_observed_at = excluded.last_observed_at`,
+      )
+      .run(stream, largest, positive.length, now, source);
+    return this.read(stream).lagSeconds;
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * Quarantine of invalid list items (docs/sync.md "Invalid records", docs/mirror.md
+ * "`rejected_records`"): an item that fails its stream's schema is kept here, with why, instead of
+ * failing its page and every later run. The rest of the page commits; the record is read again by
+ * every run that lists it (the next one to change it, or the next complete scan), and its row leaves
+ * as soon as a run accepts it.
+ *
+ * Every statement on `rejected_records` is here. Call inside the page's transaction
+ * (`MirrorStore.transaction`), together with the records and the checkpoint.
+ */
+import { createHash } from 'node:crypto';
+import type { MirrorDatabase } from './database.ts';
+import { maskSecrets } from '../logging/logger.ts';
+import type { AppendedChange, MirrorStore } from './store.ts';
+import type { StreamDefinition } from '../streams/define-stream.ts';
+
+/** The change type appended when a record is first quarantined, or quarantined again with other content. */
+export const RECORD_REJECTED = 'record.rejected';
+
+/** Keys whose values never enter the quarantine (nor its change row): secrets a record may carry. */
+const SECRET_KEYS = /^(sensitiveData|password|secret|token|accessToken|refreshToken|apiKey|authorization)$/i;
+
+/** One invalid item of a page: as received, and why it failed (the field and the rule). */
+export interface InvalidItem {
+  raw: unknown;
+  error: string;
+}
+
+/** One row of `rejected_records`, decoded. Times are ISO 8601. */
+export interface RejectedRecord {
+  stream: string;
+  /** The record's id when the item carries one, else null. */
+  recordId: string | null;
+  /** The item as received, secrets removed. */
+  raw: unknown;
+  error: string;
+  firstSeenAt: string;
+  lastSeenAt: string;
+  timesSeen: number;
+}
+
+/** A copy of `value` without the keys of `SECRET_KEYS`, at any depth. */
+export function withoutSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutSecrets);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>)
+        .filter(([key]) => !SECRET_KEYS.test(key))
+        .map(([key, inner]) => [key, withoutSecrets(inner)]),
+    );
+  }
+  return value;
+}
+
+/** The item's id when it carries a non-empty string under the stream's key (an id of another type is itself what failed). */
+/** The string id of a raw list item under `key`, or null when it has none. */
+export function recordIdOf(raw: unknown, key: string): string | null {
+  if (!raw || typeof raw !== 'object') return null;
+  const id = (raw as Record<string, unknown>)[key];
+  return typeof id === 'string' && id !== '' ? id : null;
+}
+
+/** Reads and writes `rejected_records` on the mirror of a MirrorStore. */
+export class RejectedRecords {
+  private readonly db: MirrorDatabase;
+  private readonly store: MirrorStore;
+
+  constructor(store: MirrorStore) {
+    this.store = store;
+    this.db = store.db;
+  }
+
+  /**
+   * Quarantines the invalid items of one page. A record not quarantined before, or quarantined with
+   * other content, gets one `record.rejected` change row; one seen again unchanged only counts.
+   * A quarantined record already in the mirror is marked seen by the complete scan `scanNumber`, so
+   * the two-scan rule does not tombstone a record that is still listed.
+   * @returns the change rows appended
+   */
+  quarantine(stream: StreamDefinition, items: readonly InvalidItem[], options: { scanNumber?: number; now?: string } = {}): AppendedChange[] {
+    const now = options.now ?? new Date().toISOString();
+    const appended: AppendedChange[] = [];
+    const select = this.db.prepare('SELECT raw FROM rejected_records WHERE stream = ? AND record_key = ?');
+    const upsert = this.db.prepare(
+      `INSERT INTO rejected_records (stream, record_key, record_id, raw, error, first_seen_at, last_seen_at, times_seen)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+       ON CONFLICT (stream, record_key) DO UPDATE SET raw = excluded.raw, error = excluded.error, last_seen_at = excluded.last_seen_at, times_seen = times_seen + 1`,
+    );
+    const key = stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
+    const markSeen = this.db.prepare(`UPDATE ${stream.table} SET last_seen_scan = ?, missed_scans = 0 WHERE ${key} = ? AND deleted_at IS NULL`);
+    return this.store.transaction(() => {
+      for (const item of items) {
+        const clean = withoutSecrets(item.raw);
+        const rawText = maskSecrets(JSON.stringify(clean) ?? 'null');
+        const recordId = recordIdOf(item.raw, stream.key);
+        const recordKey = recordId ?? `raw:${createHash('sha256').update(rawText).digest('hex')}`;
+        const previous = select.get(stream.name, recordKey) as { raw: string } | undefined;
+        upsert.run(stream.name, recordKey, recordId, rawText, maskSecrets(item.error), now, now);
+        if (recordId !== null && options.scanNumber !== undefined) markSeen.run(options.scanNumber, recordId);
+        if (previous?.raw === rawText) continue;
+        appended.push(
+          this.store.appendChange({
+            type: RECORD_REJECTED,
+            stream: stream.name,
+            recordId: recordKey,
+            occurredAt: now,
+            data: { record: JSON.parse(rawText) as unknown, changes: {}, error: maskSecrets(item.error) },
+          }),
+        );
+      }
+      return appended;
+    });
+  }
+
+  /** Removes the quarantine rows of records a run just accepted. @returns how many rows left */
+  release(stream: string, recordIds: readonly string[]): number {
+    if (recordIds.length === 0) return 0;
+    if (!this.db.prepare('SELECT 1 FROM rejected_records WHERE stream = ? LIMIT 1').get(stream)) return 0;
+    const remove = this.db.prepare('DELETE FROM rejected_records WHERE stream = ? AND record_key = ?');
+    let removed = 0;
+    for (const id of recordIds) removed += remove.run(stream, id).changes;
+    return removed;
+  }
+
+  /**
+   * How many quarantined records of `stream`, with an id, were listed at or after `sinceIso` (a run's
+   * start) and have no live row in the mirror: a complete scan listed them, though its seen marks
+   * (on mirror rows) cannot count them (docs/sync.md "Scan completeness").
+   */
+  countListedOutsideMirror(stream: StreamDefinition, sinceIso: string): number {
+    const key = stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
+    const row = this.db
+      .prepare(
+        `SELECT COUNT(*) AS n FROM rejected_records r
+          WHERE r.stream = ? AND r.record_id IS NOT NULL AND r.last_seen_at >= ?
+            AND NOT EXISTS (SELECT 1 FROM ${stream.table} t WHERE t.${key} = r.record_id AND t.deleted_at IS NULL)`,
+      )
+      .get(stream.name, sinceIso) as { n: number };
+    return row.n;
+  }
+
+  /** How many records of `stream` are quarantined now. */
+  count(stream: string): number {
+    return (this.db.prepare('SELECT COUNT(*) AS n FROM rejected_records WHERE stream = ?').get(stream) as { n: number }).n;
+  }
+
+  /** The quarantined records, of one stream or all, oldest first. */
+  list(stream?: string): RejectedRecord[] {
+    const rows = (
+      stream === undefined
+        ? this.db.prepare('SELECT * FROM rejected_records ORDER BY first_seen_at, stream, record_key').all()
+        : this.db.prepare('SELECT * FROM rejected_records WHERE stream = ? ORDER BY first_seen_at, record_key').all(stream)
+    ) as { stream: string; record_id: string | null; raw: string; error: string; first_seen_at: string; last_seen_at: string; times_seen: number }[];
+    return rows.map((row) => ({
+      stream: row.stream,
+      recordId: row.record_id,
+      raw: JSON.parse(row.raw) as unknown,
+      error: row.error,
+      firstSeenAt: row.first_seen_at,
+      lastSeenAt: row.last_seen_at,
+      timesSeen: row.times_seen,
+    }));
+  }
+}

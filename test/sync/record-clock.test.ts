@@ -1,0 +1,109 @@
+/**
+ * Record clock behind the cursor's clock (issue 7 point 4): when records' `updatedAt` lag the
+ * server's `Date` (or, with no `Date`, our clock is ahead of the records'), a change made just
+ * after a sync carries an `updatedAt` older than the next `updatedAfter` and is missed. The engine
+ * measures the lag from the changed records it sees, widens the overlap by it, and shows it in
+ * `status` and `/metrics`.
+ */
+import { describe, expect, it } from 'vitest';
+import type { RunningSimulator } from '@bizops-sync/simulator';
+import type { Context } from '../../jobs/context.ts';
+import { readStatus } from '../../jobs/status.ts';
+import { DaemonMetrics, pageTrustSource } from '../../src/daemon/metrics.ts';
+import { RecordClockStore } from '../../src/mirror/record-clock.ts';
+import { openContext } from '../../jobs/context.ts';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { expectMirrorEqualsGroundTruth, simulator, syncFixtures, testConfig, waitFor } from '../helpers.ts';
+import { REDIS_URL, writeTestBed } from '../writes/support.ts';
+
+const fixtures = syncFixtures();
+const LAG_SECONDS = 30;
+
+const title = (ctx: Context, id: string) => (ctx.db.prepare('SELECT title FROM deals WHERE id = ?').get(id) as { title: string }).title;
+
+/** Renames `count` deals from `from` upstream (as another user would), returning their ids. */
+function renameDeals(sim: RunningSimulator, from: number, count: number, label: string): string[] {
+  return sim.world.deals.slice(from, from + count).map((deal) => sim.world.updateDeal(deal.id, { title: `${label} ${deal.id}` }).id);
+}
+
+describe.each([
+  ['records stamped 30 s behind the Date header', { recordClockLagMs: LAG_SECONDS * 1000 }, false],
+  ['no Date header and our clock 30 s ahead of the server', { clock: () => Date.now() - LAG_SECONDS * 1000 }, true],
+])('%s', (_label, simulatorOptions, noDate) => {
+  it('the first sync misses changes made after it; reconciliation measures the lag; later syncs widen the overlap by it and miss nothing', async () => {
+    const { sim, context: ctx } = await fixtures.start({ size: { deals: 40, transactions: 5 }, ...simulatorOptions }, { sync: { overlapSeconds: 2 } });
+    if (noDate) sim.faults.inject({ kind: 'no-date-header', times: 10_000 });
+    expect((await ctx.engine.run('deals', 'backfill')).status).toBe('succeeded');
+    expect(new RecordClockStore(ctx.db).read('deals').lagSeconds).toBe(0);
+
+    // Nothing measured yet: a change made now carries an updatedAt 30 s old, behind cursor - overlap.
+    const missed = renameDeals(sim, 0, 3, 'first');
+    expect(await ctx.engine.run('deals', 'sync')).toMatchObject({ status: 'succeeded', changes: 0 });
+    expect(title(ctx, missed[0]!)).not.toMatch(/^first/);
+
+    // The complete scan finds them, and their old versions' last sighting measures the lag.
+    expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 3 });
+    const lag = new RecordClockStore(ctx.db).read('deals');
+    expect(lag).toMatchObject({ source: 'list', observations: 3 });
+    expect(lag.lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
+    expect(lag.lagSeconds).toBeLessThanOrEqual(LAG_SECONDS + 1);
+
+    // From now on a change made after a sync is seen by the next sync.
+    const seen = renameDeals(sim, 10, 4, 'second');
+    expect(await ctx.engine.run('deals', 'sync')).toMatchObject({ status: 'succeeded', changes: 4 });
+    for (const id of seen) expect(title(ctx, id)).toBe(`second ${id}`);
+    expectMirrorEqualsGroundTruth(ctx, sim, 'deals');
+
+    // The later sync may have measured a little more (the largest lag seen stands).
+    const now = new RecordClockStore(ctx.db).read('deals').lagSeconds;
+    expect(now).toBeGreaterThanOrEqual(lag.lagSeconds);
+    const status = readStatus(ctx.config.dbPath).streams.find((s) => s.stream === 'deals')!;
+    expect(status.recordClockLagSeconds).toBe(now);
+    const metrics = new DaemonMetrics({ streams: ['deals'], store: ctx.store, pageTrust: pageTrustSource(ctx.store), apiClients: [ctx.client], budget: ctx.budgets, processMetrics: false });
+    expect((await metrics.render()).body).toContain(`bizops_clock_skew_seconds{stream="deals"} ${now}`);
+  });
+});
+
+describe('a record clock in step', () => {
+  it('measures no lag from ordinary changes, so the overlap is not widened', async () => {
+    const { sim, context: ctx } = await fixtures.start({ size: { deals: 40, transactions: 5 } }, { sync: { overlapSeconds: 2 } });
+    expect((await ctx.engine.run('deals', 'backfill')).status).toBe('succeeded');
+    const changed = renameDeals(sim, 0, 3, 'renamed');
+    expect(await ctx.engine.run('deals', 'sync')).toMatchObject({ status: 'succeeded', changes: 3 });
+    for (const id of changed) expect(title(ctx, id)).toBe(`renamed ${id}`);
+    expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 0 });
+    expect(new RecordClockStore(ctx.db).read('deals')).toMatchObject({ lagSeconds: 0, observations: 0 });
+  });
+});
+
+describe('the transactions this worker creates', () => {
+  it('measure the lag of the transactions stream (whose list items carry no timestamps), and the next sync sees a change made after it', async () => {
+    const bed = writeTestBed();
+    const sim = await simulator({ size: { transactions: 30, deals: 5 }, recordClockLagMs: LAG_SECONDS * 1000 });
+    const config = testConfig(sim, bed.dbPath, { redisUrl: REDIS_URL, sync: { overlapSeconds: 2 } });
+    const ctx = await openContext(config, { logger: silentLogger, redisKeys: { queuePrefix: bed.prefix, queueName: bed.queueName, budgetPrefix: bed.budgetPrefix } });
+    try {
+      expect((await ctx.engine.run('transactions', 'backfill')).status).toBe('succeeded');
+      const queue = ctx.writeQueue();
+      await queue.startWorker({ concurrency: 1 });
+      const { id } = await queue.enqueueWrite('transaction.create', { type: 'INCOME', amount: 1200, description: 'clock probe' });
+      await waitFor(() => queue.getWrite(id)?.status === 'succeeded', 'the write to succeed');
+
+      expect((await ctx.engine.run('transactions', 'sync')).status).toBe('succeeded');
+      const lag = new RecordClockStore(ctx.db).read('transactions');
+      expect(lag.source).toBe('write');
+      expect(lag.lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
+      expect(lag.lagSeconds).toBeLessThanOrEqual(LAG_SECONDS + 1);
+
+      // A transaction voided upstream after this sync: its updatedAt is 30 s old, yet the next sync sees it.
+      const target = sim.world.transactions.find((t) => t.status !== 'VOIDED')!;
+      sim.world.updateTransaction(target.id, { status: 'VOIDED' });
+      expect(await ctx.engine.run('transactions', 'sync')).toMatchObject({ status: 'succeeded', changes: 1 });
+      expect((ctx.db.prepare('SELECT status FROM transactions WHERE id = ?').get(target.id) as { status: string }).status).toBe('VOIDED');
+    } finally {
+      await ctx.close();
+      await sim.close();
+      await bed.cleanup();
+    }
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * A whole-request deadline (issue 7 point 5): a body trickled in small chunks, each pause shorter
+ * than undici's between-chunk timeouts, is cut off at `api.requestDeadlineSeconds` and retried like
+ * any timeout; and the run lock never lapses while a page is in flight.
+ */
+import { describe, expect, it } from 'vitest';
+import { RequestDeadlineError } from '../../src/client/errors.ts';
+import { SyncEngine } from '../../src/sync/engine.ts';
+import { capturingLogger, listRequests, syncFixtures, waitFor } from '../helpers.ts';
+
+const fixtures = syncFixtures();
+
+/** Scaled down: 50 bytes every 200 ms (a page of deals takes about a minute), a deadline of 1 s. */
+const TRICKLE = { kind: 'trickle-body', chunkBytes: 50, intervalMs: 200, match: { path: '/deals' } } as const;
+
+describe('the whole-request deadline', () => {
+  it('a trickled page is aborted at the deadline and retried; the run completes with every record', async () => {
+    const { logger, lines } = capturingLogger();
+    const { sim, context } = await fixtures.start({ size: { deals: 30 } }, { api: { requestDeadlineSeconds: 1 } }, { logger });
+    sim.faults.inject({ ...TRICKLE, times: 1 });
+    const result = await context.engine.run('deals', 'backfill');
+    expect(result).toMatchObject({ status: 'succeeded', records: 30, pages: 1 });
+    expect(listRequests(sim, '/deals')).toHaveLength(2);
+    expect(context.client.stats.retries).toBe(1);
+    expect(lines.some((line) => line.includes('API request failed: retrying') && line.includes('DEADLINE'))).toBe(true);
+    expect((context.db.prepare('SELECT COUNT(*) AS n FROM deals').get() as { n: number }).n).toBe(30);
+  });
+
+  it('a server that always trickles fails the run with a RequestDeadlineError after the retries, instead of hanging', async () => {
+    const { sim, context } = await fixtures.start({ size: { deals: 30 } }, { api: { requestDeadlineSeconds: 0.5 } });
+    sim.faults.inject({ ...TRICKLE, times: 100 });
+    const result = await context.engine.run('deals', 'backfill');
+    expect(result.status).toBe('failed');
+    expect(result.error).toBeInstanceOf(RequestDeadlineError);
+    expect(result.error?.message).toMatch(/deadline of 500 ms .*GET \/deals/);
+    // The first attempt and the 4 retries of the test context's retry policy.
+    expect(listRequests(sim, '/deals')).toHaveLength(5);
+    expect(context.store.readSyncState('deals').lastError).toMatch(/DEADLINE/);
+  });
+
+  it('the run lock is renewed while a page is in flight: another process stays busy past the lock lifetime', async () => {
+    const { sim, context } = await fixtures.start({ size: { deals: 30 } });
+    const lockTtlMs = 300;
+    // A process on another host, whose lock lasts 300 ms unless renewed.
+    const slow = new SyncEngine({ client: context.client, store: context.store, owner: 'other-host.example:4242', lockTtlMs });
+    sim.faults.inject({ kind: 'latency', ms: 4000, match: { path: '/deals' } });
+    const running = slow.run('deals', 'backfill');
+    await waitFor(() => listRequests(sim, '/deals').length === 1, 'the slow page to be in flight');
+    const firstExpiry = Date.parse(context.store.runLockHolder('deals')!.expiresAt);
+    // Past the time the first lock would have lapsed without renewal, with the page still in flight.
+    await waitFor(() => Date.now() > firstExpiry + lockTtlMs, 'the unrenewed lock to have lapsed');
+    expect(sim.requests.filter((r) => r.path.endsWith('/deals') && r.status === 0)).toHaveLength(1);
+    expect(context.store.runLockHolder('deals')!.owner).toBe('other-host.example:4242');
+    expect((await context.engine.run('deals', 'sync')).status).toBe('busy');
+    expect(await running).toMatchObject({ status: 'succeeded', records: 30 });
+    expect(context.store.runLockHolder('deals')).toBeUndefined();
+  });
+});
