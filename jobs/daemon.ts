@@ -55,7 +55,7 @@ export interface RunningDaemon {
  */
 export async function startDaemon(config: Config, options: DaemonOptions = {}): Promise<RunningDaemon> {
   const logger = options.logger ?? processLogger(config);
-  const context = await openContext(config, { logger, clientRetry: options.clientRetry });
+  const context = await openContext(config, { logger, clientRetry: options.clientRetry, checkMirror: true });
   const cleanups = new Teardown(logger);
   cleanups.add(() => context.close());
   const cleanup = () => cleanups.run();
