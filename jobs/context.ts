@@ -30,6 +30,7 @@ import { MirrorStore, type AppendedChange } from '../src/mirror/store.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { SyncEngine } from '../src/sync/engine.ts';
 import {
+  connectProducer,
   deploymentQueueName,
   handleWritesRequest,
   startWriteWorker,
@@ -56,8 +57,10 @@ export interface ContextOptions {
    * deployment, and the write queue is available; when Redis does not answer, the process paces
    * alone with an in-process budget (one warning) and the write queue is off.
    * `local`: in-process budgets without asking Redis (the demo, tests of the sync alone).
+   * `required`: like `shared`, but when Redis does not answer `openContext` throws
+   * RedisUnavailableError naming REDIS_URL (`enqueue`, `worker`: jobs that need the write queue).
    */
-  rateBudget?: 'shared' | 'local';
+  rateBudget?: 'shared' | 'local' | 'required';
   /** Retry timing of the API clients (tests shorten it). */
   clientRetry?: ApiClientOptions['retry'];
   /**
@@ -131,19 +134,11 @@ export interface Context {
 }
 
 /**
- * True when Redis at `url` answers PING within `timeoutMs`.
+ * Redis at REDIS_URL does not answer, and this job cannot run without it (`enqueue`, `worker`). The
+ * message names REDIS_URL (password masked) and the connection error.
  */
-async function redisAnswers(url: string, timeoutMs = 2000): Promise<boolean> {
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    return (await redis.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    redis.disconnect();
-  }
+export class RedisUnavailableError extends Error {
+  override name = 'RedisUnavailableError';
 }
 
 /** A logger that masks every secret of `config` (tokens, webhook secrets). */
@@ -214,11 +209,28 @@ export function openExistingMirror(dbPath: string, options: { readonly?: boolean
  * The rate budgets for `config`: in Redis when it answers (or when `redis` is given), else
  * in-process with one warning. `mode: 'local'` skips Redis.
  */
-async function openRateBudgets(config: Config, logger: Logger, mode: 'shared' | 'local', budgetPrefix: string | undefined): Promise<RateBudgets & { redis: Redis | null }> {
+async function openRateBudgets(
+  config: Config,
+  logger: Logger,
+  mode: 'shared' | 'local' | 'required',
+  budgetPrefix: string | undefined,
+): Promise<RateBudgets & { redis: Redis | null }> {
   let redis: Redis | null = null;
-  if (mode === 'shared') {
-    if (await redisAnswers(config.redisUrl)) {
-      redis = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+  if (mode !== 'local') {
+    try {
+      // A producer connection (src/writes/queue.ts): commands fail at once while Redis is down, never queue.
+      redis = await connectProducer(config.redisUrl);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      if (mode === 'required') {
+        throw new RedisUnavailableError(`REDIS_URL (${maskUrlPassword(config.redisUrl)}) does not answer (${maskUrlPassword(reason)}): the write queue needs Redis; start it or fix REDIS_URL`);
+      }
+      logger.warn(
+        { redis: maskUrlPassword(config.redisUrl), error: maskUrlPassword(reason) },
+        'Redis does not answer: pacing with an in-process rate budget, not shared with other processes of this deployment; the write queue is off',
+      );
+    }
+    if (redis) {
       let reported = false;
       redis.on('error', (error: Error) => {
         // Commands fail (and are reported) on their own; log the connection problem once, not per retry.
@@ -228,11 +240,6 @@ async function openRateBudgets(config: Config, logger: Logger, mode: 'shared' | 
       redis.on('ready', () => {
         reported = false;
       });
-    } else {
-      logger.warn(
-        { redis: maskUrlPassword(config.redisUrl) },
-        'Redis does not answer: pacing with an in-process rate budget, not shared with other processes of this deployment; the write queue is off',
-      );
     }
   }
   const budgets = new Map<string, RateBudget>();
@@ -368,7 +375,8 @@ export async function openContext(config: Config, options: ContextOptions = {}):
           });
           const worker = await startWriteWorker({
             db: workerDb,
-            queue,
+            // The worker's own connection (maxRetriesPerRequest: null); the producer's fails fast.
+            queue: { ...queue, workerRedis: config.redisUrl },
             api: { baseUrl: config.baseUrl, tokens: config.tokens, budget: (tokenName) => budgets.budgetFor(tokenName), retry: options.clientRetry },
             logger,
             onChanges: notify,

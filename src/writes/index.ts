@@ -14,5 +14,5 @@ export { IdempotencyConflictError, WriteQueueError, WriteValidationError, type W
 export { WriteIntake, type EnqueueOptions, type EnqueueResult } from './intake.ts';
 export { WriteStore, type WriteRecord, type WriteStatus } from './store.ts';
 export { startWriteWorker, type WriteWorkerHandle, type WriteWorkerOptions } from './worker.ts';
-export { deploymentQueueName, type WriteQueueLocation } from './queue.ts';
+export { connectProducer, deploymentQueueName, type WriteQueueLocation } from './queue.ts';
 export { handleWritesRequest } from './http.ts';

@@ -120,7 +120,7 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
   }
 
   const counters: Omit<WriteWorkerStats, 'requests'> = { finished: 0, retried: 0, skipped: 0 };
-  const { client: connection, owned } = redisConnection(options.queue.redis);
+  const { client: connection, owned } = redisConnection(options.queue.workerRedis ?? options.queue.redis, 'worker');
   const worker = new Worker<WriteJobData>(
     options.queue.queueName ?? DEFAULT_QUEUE_NAME,
     async (job: Job<WriteJobData>) => {
