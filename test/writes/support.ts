@@ -30,7 +30,7 @@ export async function requireRedis(): Promise<void> {
     const client = await connectProducer(REDIS_URL);
     client.disconnect();
   } catch (error) {
-    throw new Error(`these tests need Redis: REDIS_URL (${REDIS_URL}) does not answer (${(error as Error).message}); start Redis (redis-server) or set REDIS_URL`);
+    throw new Error(`these tests need Redis: REDIS_URL (${REDIS_URL}) does not answer (${(error as Error).message}); start Redis (redis-server) or set REDIS_URL`, { cause: error });
   }
 }
 beforeAll(requireRedis);
