@@ -35,7 +35,7 @@ export async function runWorkerJob(config: Config, options: { concurrency?: numb
   const context = await openContext(config, { logger: options.logger, rateBudget: 'required' });
   try {
     const worker = await context.writeQueue().startWorker({ concurrency: options.concurrency });
-    options.logger.info({ concurrency: options.concurrency ?? 4, requeued: worker.requeued.length }, 'write worker started');
+    options.logger.info({ concurrency: options.concurrency ?? 4, requeued: worker.requeued.length, requeueFailed: worker.requeueFailed.length }, 'write worker started');
     await new Promise<void>((resolve) => {
       if (options.signal.aborted) resolve();
       else options.signal.addEventListener('abort', () => resolve(), { once: true });

@@ -138,6 +138,9 @@ export function openWriteQueue(location: WriteQueueLocation): { queue: Queue<Wri
     connection: client,
     prefix: location.prefix ?? DEFAULT_QUEUE_PREFIX,
   });
+  // Connection errors surface through the command that fails (the intake's WriteQueueError); without a
+  // listener BullMQ prints each one as a raw stack trace.
+  queue.on('error', () => undefined);
   return {
     queue,
     async close() {

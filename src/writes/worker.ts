@@ -81,6 +81,8 @@ export interface WriteWorkerHandle {
   readonly client: ApiClient;
   /** Writes re-queued by the startup sweep. */
   readonly requeued: readonly string[];
+  /** Writes the startup sweep could NOT re-queue (their `enqueue_error` says why; logged as errors). */
+  readonly requeueFailed: readonly { writeId: string; error: string }[];
   stats(): WriteWorkerStats;
   /**
    * Stops taking jobs, cancels waits for a budget slot (those jobs run again later), lets requests in
@@ -110,10 +112,11 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
   });
 
   let requeued: string[] = [];
+  let requeueFailed: { writeId: string; error: string }[] = [];
   if (options.sweepOnStart ?? true) {
     const intake = new WriteIntake({ db: options.db, queue: options.queue, retrySchedule: options.retrySchedule, logger });
     try {
-      requeued = await intake.requeueMissing();
+      ({ requeued, failed: requeueFailed } = await intake.requeueMissing());
     } finally {
       await intake.close();
     }
@@ -161,6 +164,7 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
     worker,
     client,
     requeued,
+    requeueFailed,
     stats: () => ({ ...counters, requests: client.stats.requests }),
     close() {
       closing ??= (async () => {
