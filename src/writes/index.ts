@@ -1,6 +1,6 @@
 /**
  * The write queue (docs/writes.md; spec §4, §7, §8): every mutation of the API, validated at
- * intake, queued durably (SQLite row, then BullMQ job), sent exactly once at the pace of the shared
+ * intake, queued durably (SQLite row, then BullMQ job), sent at most once while its outcome is known (never resent while it is unknown) at the pace of the shared
  * rate budget, its outcome recorded and emitted as a change (`write.succeeded`, `write.failed`,
  * `write.needs_review`) and written through into the mirror.
  *

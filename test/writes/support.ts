@@ -143,6 +143,7 @@ export async function writeStack(
     api: { baseUrl: sim.url, tokens, budget, timeoutMs: 5000, retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 } },
     concurrency: 4,
     ambiguousSettleMs: 50,
+    ledgerLookupWindowMs: 200,
     retrySchedule: { attempts: 6, backoffMs: 50 },
     ...options.worker,
   });

@@ -37,7 +37,13 @@ export type FaultKind =
   /** Delay the response by `ms` (on top of `latencyMs`). */
   | { kind: 'latency'; ms: number }
   /** Destroy the socket immediately, before reading or processing the request. */
-  | { kind: 'refuse' };
+  | { kind: 'refuse' }
+  /**
+   * A commit the client never hears of in time: hold the request until the CLIENT closes the
+   * connection (its timeout), wait `ms` more (default 0), then run the handler (the write commits);
+   * nobody is left to read the answer.
+   */
+  | { kind: 'slow-commit'; ms?: number };
 
 /** A fault to inject: one `FaultKind`, which requests it matches, and how many times it applies. */
 export type Fault = FaultBase & FaultKind;
@@ -68,7 +74,7 @@ export class FaultInjector {
    * @throws Error when the kind is unknown or `times` is not a positive integer
    */
   inject(fault: Fault): void {
-    const kinds = ['status', 'rate-limit', 'reset-mid-body', 'malformed-json', 'invalid-record', 'lose-response-after-commit', 'latency', 'refuse'];
+    const kinds = ['status', 'rate-limit', 'reset-mid-body', 'malformed-json', 'invalid-record', 'lose-response-after-commit', 'latency', 'refuse', 'slow-commit'];
     if (!kinds.includes(fault.kind)) throw new Error(`fault kind must be one of ${kinds.join(', ')}, got ${String(fault.kind)}`);
     const times = fault.times ?? 1;
     if (!Number.isInteger(times) || times < 1) throw new Error(`fault times must be a positive integer, got ${String(fault.times)}`);
