@@ -131,7 +131,7 @@ export interface WriteStack {
 export async function writeStack(
   sim: RunningSimulator,
   bed: WriteTestBed,
-  options: { limit?: number; windowMs?: number; worker?: Partial<WriteWorkerOptions>; tokens?: Record<string, string> } = {},
+  options: { limit?: number; windowMs?: number; timeoutMs?: number; worker?: Partial<WriteWorkerOptions>; tokens?: Record<string, string> } = {},
 ): Promise<WriteStack> {
   const queue = { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName };
   const tokens = options.tokens ?? { default: sim.tokens.admin, employee: sim.tokens.employee };
@@ -140,7 +140,7 @@ export async function writeStack(
   const worker = await startWriteWorker({
     db: bed.db,
     queue,
-    api: { baseUrl: sim.url, tokens, budget, timeoutMs: 5000, retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 } },
+    api: { baseUrl: sim.url, tokens, budget, timeoutMs: options.timeoutMs ?? 5000, retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 } },
     concurrency: 4,
     ambiguousSettleMs: 50,
     ledgerLookupWindowMs: 200,
