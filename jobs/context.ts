@@ -128,7 +128,7 @@ export interface Context {
   /** The webhook dispatcher for `config.webhooks` on its own SQLite connection, or null when none is configured. Not started. */
   webhookDispatcher(options?: Pick<WebhookDispatcherOptions, 'pollMs' | 'timeoutMs' | 'scheduleMs' | 'jitterRatio' | 'stopGraceMs' | 'onAttempt'>): WebhookDispatcher | null;
   /** Another API client on the same budgets (the readiness probe's, without retries). Closed with the context. */
-  apiClient(options?: Pick<ApiClientOptions, 'timeoutMs' | 'retry'> & { tokens?: Record<string, string> }): ApiClient;
+  apiClient(options?: Pick<ApiClientOptions, 'timeoutMs' | 'retry'> & { tokens?: Record<string, string>; budget?: ApiClientOptions['budget'] }): ApiClient;
   /** Releases everything built, last built first. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -338,7 +338,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       const client = new ApiClient({
         baseUrl: config.baseUrl,
         tokens: clientOptions.tokens ?? config.tokens,
-        budget: (tokenName) => budgets.budgetFor(tokenName),
+        budget: clientOptions.budget ?? ((tokenName) => budgets.budgetFor(tokenName)),
         logger,
         timeoutMs: clientOptions.timeoutMs,
         retry: clientOptions.retry ?? options.clientRetry,
