@@ -4,15 +4,17 @@
  *   commits once the client has given up) is found by the ledger lookups spread over the window,
  *   not sent again: exactly one transaction exists, the write is succeeded (or needs_review), never two;
  * - every request of a write carries the same Idempotency-Key, derived from the write id;
- * - a worker stopped while its write waits for a budget slot spends no BullMQ attempt and does not
- *   fail the write: the job is delayed, and a worker started later sends it once.
+ * - a worker stopped (in process, and a worker PROCESS given SIGTERM) while its write waits for a
+ *   budget slot spends no BullMQ attempt and does not fail the write: the job is delayed, and a
+ *   worker started later sends it once.
  * Time is scaled down (a 300 ms request deadline, a 3 s lookup window); no timing assertion.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
+import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
 import { idempotencyKeyHeader } from '../../src/writes/engine.ts';
 import { waitFor } from '../helpers.ts';
-import { simulator, writeStack, writeTestBed, type WriteStack, type WriteTestBed } from './support.ts';
+import { REDIS_URL, simulator, spawnWorkerProcess, writeStack, writeTestBed, type WriteStack, type WriteTestBed } from './support.ts';
 
 let sim: RunningSimulator;
 let bed: WriteTestBed;
@@ -83,6 +85,43 @@ describe('a worker stopped while its write waits for a budget slot', () => {
     const second = await open();
     const write = await second.finished(id, 15_000);
     expect(write).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(transactionPosts()).toHaveLength(1);
+  });
+});
+
+describe('SIGTERM to a worker process while its write waits for a budget slot', () => {
+  it('the job goes back delayed with no attempt spent; the write is not failed and completes after a restart', { timeout: 40_000 }, async () => {
+    const spent = new RedisRateBudget({ redis: REDIS_URL, key: 'company:A', limit: 1, windowMs: 60_000, prefix: bed.budgetPrefix });
+    await spent.acquire('backfill'); // a backfill took the window's only slot
+    const worker = await spawnWorkerProcess({
+      baseUrl: sim.url,
+      tokens: { default: String(sim.tokens.admin) },
+      dbPath: bed.dbPath,
+      redisUrl: REDIS_URL,
+      prefix: bed.prefix,
+      queueName: bed.queueName,
+      budgetPrefix: bed.budgetPrefix,
+      limit: 1,
+      windowMs: 60_000,
+      concurrency: 1,
+    });
+    const stack = await open({ worker: { concurrency: 1 } });
+    await stack.worker.close(); // this test's own worker stays out: only the process takes the job
+    const { id } = await stack.intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 900, description: `SIGTERM ${Date.now()}` });
+    await waitFor(async () => (await (await stack.intake.queue.getJob(id))?.getState()) === 'active', 'the worker process to take the job and wait for a slot');
+
+    const stats = await worker.stop();
+    expect(stats.delayed).toBe(1);
+    const job = await stack.intake.queue.getJob(id);
+    expect(await job!.getState()).toBe('delayed');
+    expect(job!.attemptsMade).toBe(0);
+    expect(stack.intake.getWrite(id)).toMatchObject({ status: 'queued', attempts: 0 });
+    expect(transactionPosts()).toHaveLength(0);
+
+    await spent.reset();
+    await spent.close();
+    const restarted = await open();
+    expect(await restarted.finished(id, 15_000)).toMatchObject({ status: 'succeeded', attempts: 1 });
     expect(transactionPosts()).toHaveLength(1);
   });
 });

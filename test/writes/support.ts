@@ -179,6 +179,7 @@ export interface WorkerProcess {
 export interface WorkerProcessStats {
   finished: number;
   retried: number;
+  delayed: number;
   skipped: number;
   requests: number;
   budget: { granted: Record<string, number>; waitedMs: number; pauses: number };
