@@ -1,8 +1,9 @@
 /**
  * The write queue (docs/writes.md; spec §4, §7, §8): every mutation of the API, validated at
  * intake, queued durably (SQLite row, then BullMQ job), sent at the pace of the shared rate budget
- * (never sent again while its outcome is unknown: src/writes/engine.ts), its outcome recorded and emitted as a change (`write.succeeded`, `write.failed`,
- * `write.needs_review`) and written through into the mirror.
+ * (never sent again while its outcome is unknown: src/writes/engine.ts), its outcome recorded and
+ * emitted as a change (`write.succeeded`, `write.failed`, `write.needs_review`) and written through
+ * into the mirror.
  *
  * The module's surface for jobs/ and tests (everything else is internal to src/writes/). Entry points:
  * - `WriteIntake#enqueueWrite(kind, payload, { idempotencyKey?, actAs? })` -> `{ id, idempotencyKey, status }`.
