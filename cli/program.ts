@@ -7,7 +7,8 @@
  * configuration, 130 interrupted by Ctrl-C.
  */
 import { Command, CommanderError } from 'commander';
-import { MirrorMissingError } from '../jobs/context.ts';
+import { MirrorDamagedError, MirrorMissingError } from '../jobs/context.ts';
+import { MirrorNeedsMigrationError } from '../jobs/status.ts';
 import { ConfigError } from '../src/config/load.ts';
 import { BizopsApiError } from '../src/client/errors.ts';
 import { maskSecrets } from '../src/logging/logger.ts';
@@ -73,7 +74,7 @@ export function reportError(error: unknown): number {
     process.stderr.write(`bizops-sync: configuration error: ${maskSecrets(error.message)}\n`);
     return 2;
   }
-  if (error instanceof MirrorMissingError) {
+  if (error instanceof MirrorMissingError || error instanceof MirrorDamagedError || error instanceof MirrorNeedsMigrationError) {
     process.stderr.write(`bizops-sync: ${maskSecrets(error.message)}\n`);
     return 1;
   }

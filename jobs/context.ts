@@ -15,20 +15,22 @@
  * queue stays off.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import type { Config } from '../src/config/schema.ts';
-import { maskUrlPassword } from '../src/config/load.ts';
+import { ConfigError, maskUrlPassword } from '../src/config/load.ts';
 import { ApiClient, type ApiClientOptions } from '../src/client/client.ts';
 import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
 import { PRIORITIES, type RateBudget, type RateBudgetStats } from '../src/client/rate-budget.ts';
 import { rateBudgetKey, RedisRateBudget } from '../src/client/redis-rate-budget.ts';
 import { createLogger, type Logger } from '../src/logging/logger.ts';
 import { openMirror, type MirrorDatabase } from '../src/mirror/database.ts';
+import { mirrorQuickCheck } from '../src/mirror/health.ts';
 import { MirrorStore, type AppendedChange } from '../src/mirror/store.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { SyncEngine } from '../src/sync/engine.ts';
 import {
+  connectProducer,
   deploymentQueueName,
   handleWritesRequest,
   startWriteWorker,
@@ -55,10 +57,17 @@ export interface ContextOptions {
    * deployment, and the write queue is available; when Redis does not answer, the process paces
    * alone with an in-process budget (one warning) and the write queue is off.
    * `local`: in-process budgets without asking Redis (the demo, tests of the sync alone).
+   * `required`: like `shared`, but when Redis does not answer `openContext` throws
+   * RedisUnavailableError naming REDIS_URL (`enqueue`, `worker`: jobs that need the write queue).
    */
-  rateBudget?: 'shared' | 'local';
+  rateBudget?: 'shared' | 'local' | 'required';
   /** Retry timing of the API clients (tests shorten it). */
   clientRetry?: ApiClientOptions['retry'];
+  /**
+   * Run `PRAGMA quick_check` on the mirror before anything else opens (the daemon does): a damaged
+   * file refuses to start with MirrorDamagedError. Default false (it reads the whole file).
+   */
+  checkMirror?: boolean;
   /** Redis key names: tests give each run its own. Defaults: budgets `bizops:rate`, queue `bizops` / `deploymentQueueName(config)`. */
   redisKeys?: { budgetPrefix?: string; queuePrefix?: string; queueName?: string };
 }
@@ -119,25 +128,17 @@ export interface Context {
   /** The webhook dispatcher for `config.webhooks` on its own SQLite connection, or null when none is configured. Not started. */
   webhookDispatcher(options?: Pick<WebhookDispatcherOptions, 'pollMs' | 'timeoutMs' | 'scheduleMs' | 'jitterRatio' | 'stopGraceMs' | 'onAttempt'>): WebhookDispatcher | null;
   /** Another API client on the same budgets (the readiness probe's, without retries). Closed with the context. */
-  apiClient(options?: Pick<ApiClientOptions, 'timeoutMs' | 'retry'> & { tokens?: Record<string, string> }): ApiClient;
+  apiClient(options?: Pick<ApiClientOptions, 'timeoutMs' | 'retry'> & { tokens?: Record<string, string>; budget?: ApiClientOptions['budget'] }): ApiClient;
   /** Releases everything built, last built first. Safe to call twice. */
   close(): Promise<void>;
 }
 
 /**
- * True when Redis at `url` answers PING within `timeoutMs`.
+ * Redis at REDIS_URL does not answer, and this job cannot run without it (`enqueue`, `worker`). The
+ * message names REDIS_URL (password masked) and the connection error.
  */
-async function redisAnswers(url: string, timeoutMs = 2000): Promise<boolean> {
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    return (await redis.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    redis.disconnect();
-  }
+export class RedisUnavailableError extends Error {
+  override name = 'RedisUnavailableError';
 }
 
 /** A logger that masks every secret of `config` (tokens, webhook secrets). */
@@ -151,24 +152,85 @@ export class MirrorMissingError extends Error {
 }
 
 /**
+ * The mirror file exists but SQLite cannot read it (a damaged header or page, not a database at
+ * all): a runtime failure (exit 1), not a configuration one. The message names the file and what to do.
+ */
+export class MirrorDamagedError extends Error {
+  override name = 'MirrorDamagedError';
+}
+
+/** SQLite result codes that mean the file itself is damaged (not the path or its permissions). */
+const DAMAGED_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT']);
+
+/**
+ * Opens the mirror at `dbPath`, turning every failure into one line a person can act on:
+ * - a path that cannot hold the mirror (a directory, a read-only or pseudo file system such as
+ *   /proc, a missing permission): `ConfigError` naming BIZOPS_DB (exit 2);
+ * - a file SQLite cannot read (`file is not a database`, `database disk image is malformed`):
+ *   `MirrorDamagedError` (exit 1).
+ * Other errors (a mirror written by a newer bizops-sync, a stream table that disagrees) pass as they are.
+ */
+export function openMirrorFile(dbPath: string, options: { readonly?: boolean } = {}): MirrorDatabase {
+  if (dbPath !== ':memory:' && existsSync(dbPath) && statSync(dbPath).isDirectory()) {
+    throw new ConfigError(`BIZOPS_DB (dbPath): ${dbPath} is a directory; give the path of the mirror's file, e.g. ${dbPath.replace(/\/+$/, '')}/mirror.db`);
+  }
+  try {
+    return openMirror(dbPath, { readonly: options.readonly ?? false });
+  } catch (error) {
+    throw classifyMirrorError(dbPath, error);
+  }
+}
+
+/** The error `openMirrorFile` throws for `error` from SQLite (see there). */
+export function classifyMirrorError(dbPath: string, error: unknown): unknown {
+  const code = (error as { code?: unknown }).code ?? (error as { cause?: { code?: unknown } }).cause?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  if (typeof code === 'string' && DAMAGED_CODES.has(code)) {
+    return new MirrorDamagedError(`the mirror ${dbPath} is damaged (${message}); restore it from a backup, or move it away and run \`bizops-sync backfill\``, { cause: error });
+  }
+  if (typeof code === 'string' && (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_PERM') || code.startsWith('E'))) {
+    return new ConfigError(`BIZOPS_DB (dbPath): cannot use ${dbPath} for the mirror (${message.replace(/^cannot open the mirror database [^:]*: /, '')}); it must be a writable file path`, { cause: error });
+  }
+  return error;
+}
+
+/**
  * Opens the mirror file at `dbPath` for a job that only reads or administers it (`status`, `changes`,
  * `write`, `webhooks`): no API settings needed.
  * @throws MirrorMissingError `no mirror at <path> yet: run \`bizops-sync backfill\` first` when the file does not exist
+ * @throws ConfigError / MirrorDamagedError as `openMirrorFile`
  */
 export function openExistingMirror(dbPath: string, options: { readonly?: boolean; hint?: string } = {}): MirrorDatabase {
   if (dbPath !== ':memory:' && !existsSync(dbPath)) throw new MirrorMissingError(`no mirror at ${dbPath} yet: ${options.hint ?? 'run `bizops-sync backfill` first'}`);
-  return openMirror(dbPath, { readonly: options.readonly ?? false });
+  return openMirrorFile(dbPath, { readonly: options.readonly ?? false });
 }
 
 /**
  * The rate budgets for `config`: in Redis when it answers (or when `redis` is given), else
  * in-process with one warning. `mode: 'local'` skips Redis.
  */
-async function openRateBudgets(config: Config, logger: Logger, mode: 'shared' | 'local', budgetPrefix: string | undefined): Promise<RateBudgets & { redis: Redis | null }> {
+async function openRateBudgets(
+  config: Config,
+  logger: Logger,
+  mode: 'shared' | 'local' | 'required',
+  budgetPrefix: string | undefined,
+): Promise<RateBudgets & { redis: Redis | null }> {
   let redis: Redis | null = null;
-  if (mode === 'shared') {
-    if (await redisAnswers(config.redisUrl)) {
-      redis = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+  if (mode !== 'local') {
+    try {
+      // A producer connection (src/writes/queue.ts): commands fail at once while Redis is down, never queue.
+      redis = await connectProducer(config.redisUrl);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      if (mode === 'required') {
+        throw new RedisUnavailableError(`REDIS_URL (${maskUrlPassword(config.redisUrl)}) does not answer (${maskUrlPassword(reason)}): the write queue needs Redis; start it or fix REDIS_URL`);
+      }
+      logger.warn(
+        { redis: maskUrlPassword(config.redisUrl), error: maskUrlPassword(reason) },
+        'Redis does not answer: pacing with an in-process rate budget, not shared with other processes of this deployment; the write queue is off',
+      );
+    }
+    if (redis) {
       let reported = false;
       redis.on('error', (error: Error) => {
         // Commands fail (and are reported) on their own; log the connection problem once, not per retry.
@@ -178,11 +240,6 @@ async function openRateBudgets(config: Config, logger: Logger, mode: 'shared' | 
       redis.on('ready', () => {
         reported = false;
       });
-    } else {
-      logger.warn(
-        { redis: maskUrlPassword(config.redisUrl) },
-        'Redis does not answer: pacing with an in-process rate budget, not shared with other processes of this deployment; the write queue is off',
-      );
     }
   }
   const budgets = new Map<string, RateBudget>();
@@ -254,12 +311,24 @@ export async function openContext(config: Config, options: ContextOptions = {}):
   const cleanups = new Teardown(logger);
   const close = () => cleanups.run();
   try {
-    const budgets = await openRateBudgets(config, logger, options.rateBudget ?? 'shared', options.redisKeys?.budgetPrefix);
-    cleanups.add(() => budgets.close());
-    const db = openMirror(config.dbPath);
+    // The mirror first: a path or file that cannot be used fails before any connection is opened.
+    const db = openMirrorFile(config.dbPath);
     cleanups.add(() => {
       db.close();
     });
+    if (options.checkMirror) {
+      let quickCheck: string;
+      try {
+        quickCheck = mirrorQuickCheck(db);
+      } catch (error) {
+        throw classifyMirrorError(config.dbPath, error);
+      }
+      if (quickCheck !== 'ok') {
+        throw new MirrorDamagedError(`the mirror ${config.dbPath} is damaged (PRAGMA quick_check: ${quickCheck}); restore it from a backup, or move it away and run \`bizops-sync backfill\``);
+      }
+    }
+    const budgets = await openRateBudgets(config, logger, options.rateBudget ?? 'shared', options.redisKeys?.budgetPrefix);
+    cleanups.add(() => budgets.close());
     const store = new MirrorStore(db);
     const listeners = new Set<ChangeListener>();
     const notify: ChangeListener = (changes) => {
@@ -269,7 +338,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       const client = new ApiClient({
         baseUrl: config.baseUrl,
         tokens: clientOptions.tokens ?? config.tokens,
-        budget: (tokenName) => budgets.budgetFor(tokenName),
+        budget: clientOptions.budget ?? ((tokenName) => budgets.budgetFor(tokenName)),
         logger,
         timeoutMs: clientOptions.timeoutMs,
         requestDeadlineMs: Math.round(config.api.requestDeadlineSeconds * 1000),
@@ -308,13 +377,14 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         handleHttp: (request, response) => handleWritesRequest(request, response, { intake, writeApiKey: config.http.writeApiKey, logger }),
         async startWorker(workerOptions = {}) {
           // Its own connection: the worker's transactions never wait behind the sync's.
-          const workerDb = openMirror(config.dbPath);
+          const workerDb = openMirrorFile(config.dbPath);
           cleanups.add(() => {
             workerDb.close();
           });
           const worker = await startWriteWorker({
             db: workerDb,
-            queue,
+            // The worker's own connection (maxRetriesPerRequest: null); the producer's fails fast.
+            queue: { ...queue, workerRedis: config.redisUrl },
             api: { baseUrl: config.baseUrl, tokens: config.tokens, budget: (tokenName) => budgets.budgetFor(tokenName), retry: options.clientRetry },
             logger,
             onChanges: notify,
@@ -344,7 +414,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       },
       webhookDispatcher(dispatcherOptions = {}) {
         if (config.webhooks.length === 0) return null;
-        const dispatcherDb = openMirror(config.dbPath);
+        const dispatcherDb = openMirrorFile(config.dbPath);
         cleanups.add(() => {
           dispatcherDb.close();
         });

@@ -16,7 +16,7 @@ import type { Config } from '../src/config/schema.ts';
 import type { ApiClientOptions } from '../src/client/client.ts';
 import { startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from '../src/daemon/http-server.ts';
 import { DaemonMetrics, pageTrustSource } from '../src/daemon/metrics.ts';
-import { apiReadinessCheck, ReadinessProbe } from '../src/daemon/readiness.ts';
+import { apiReadinessCheck, probeBudget, ReadinessProbe } from '../src/daemon/readiness.ts';
 import { StreamScheduler } from '../src/daemon/scheduler.ts';
 import type { Logger } from '../src/logging/logger.ts';
 import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
@@ -55,7 +55,7 @@ export interface RunningDaemon {
  */
 export async function startDaemon(config: Config, options: DaemonOptions = {}): Promise<RunningDaemon> {
   const logger = options.logger ?? processLogger(config);
-  const context = await openContext(config, { logger, clientRetry: options.clientRetry });
+  const context = await openContext(config, { logger, clientRetry: options.clientRetry, checkMirror: true });
   const cleanups = new Teardown(logger);
   cleanups.add(() => context.close());
   const cleanup = () => cleanups.run();
@@ -68,10 +68,12 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     const dispatcher: WebhookDispatcher | null = context.webhookDispatcher(options.webhooks);
 
     const timeoutMs = options.readinessTimeoutMs ?? 5000;
-    const probeClient = context.apiClient({ tokens: { default: config.tokens.default! }, timeoutMs, retry: { maxRetries: 0, maxRateLimitRetries: 0 } });
+    // The probe never waits for a budget slot: a paused budget is reported (ready, with the wait), not waited on.
+    const budget = context.budgets.budgetFor('default');
+    const probeClient = context.apiClient({ tokens: { default: config.tokens.default! }, timeoutMs, retry: { maxRetries: 0, maxRateLimitRetries: 0 }, budget: probeBudget(budget) });
     const probeStream = config.sync.streams.includes('onboardings') ? 'onboardings' : (config.sync.streams[0] ?? 'onboardings');
     const readiness = new ReadinessProbe({
-      check: apiReadinessCheck(probeClient, STREAMS[probeStream].request.path),
+      check: apiReadinessCheck(probeClient, STREAMS[probeStream].request.path, budget),
       cacheMs: config.http.readinessCacheSeconds * 1000,
       timeoutMs,
     });

@@ -2,12 +2,14 @@
  * Job: the mirror's status per stream and the writes by status (the `status` command; the daemon
  * tests read it too). Reads the mirror only: no API settings needed.
  */
+import { SCHEMA_VERSION } from '../src/mirror/database.ts';
+import { mirrorQuickCheck } from '../src/mirror/health.ts';
 import { RecordClockStore } from '../src/mirror/record-clock.ts';
 import { RejectedRecords } from '../src/mirror/rejected-records.ts';
 import { MirrorStore, type ScanOutcome } from '../src/mirror/store.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { WriteStore } from '../src/writes/store.ts';
-import { openExistingMirror } from './context.ts';
+import { classifyMirrorError, openExistingMirror } from './context.ts';
 
 /** One stream's line of `status`. Times are ISO 8601. */
 export interface StreamStatus {
@@ -53,19 +55,43 @@ export interface StreamStatus {
 /** What `status --json` prints. */
 export interface MirrorStatus {
   database: string;
+  /** `PRAGMA quick_check` of the file: `ok`, or the problems SQLite found (docs/operations.md "A damaged mirror"). */
+  quickCheck: string;
   changelogSeq: number;
   streams: StreamStatus[];
   /** Writes by status (`failed`, `needs_review`, `queued`, `sending`, `succeeded`), only the statuses that occur. */
   writes: Record<string, number>;
 }
 
+/** The mirror's schema is older than this build's: `status` reads, it never migrates. */
+export class MirrorNeedsMigrationError extends Error {
+  override name = 'MirrorNeedsMigrationError';
+}
+
 /**
- * Reads the status of every stream from the mirror at `dbPath`.
- * @throws Error when the file does not exist (nothing has run yet)
+ * Reads the status of every stream from the mirror at `dbPath`, opened READ-ONLY: `status` never
+ * migrates nor writes the file (a daemon may be writing it).
+ * @throws MirrorMissingError when the file does not exist (nothing has run yet)
+ * @throws MirrorNeedsMigrationError when the file's schema is older than this bizops-sync's
+ *   (`bizops-sync sync` or the daemon migrates it)
+ * @throws MirrorDamagedError when SQLite cannot read the file; ConfigError when the path is unusable.
+ *   A file whose pages quick_check finds damaged is READ: `quickCheck` names the problems.
  */
 export function readStatus(dbPath: string): MirrorStatus {
-  const db = openExistingMirror(dbPath);
+  const db = openExistingMirror(dbPath, { readonly: true });
   try {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version < SCHEMA_VERSION) {
+      throw new MirrorNeedsMigrationError(
+        `the mirror ${dbPath} is at schema version ${version}, this bizops-sync reads version ${SCHEMA_VERSION}; \`status\` does not migrate it: run \`bizops-sync sync\` (or start the daemon) once`,
+      );
+    }
+    let quickCheck: string;
+    try {
+      quickCheck = mirrorQuickCheck(db);
+    } catch (error) {
+      throw classifyMirrorError(dbPath, error);
+    }
     const store = new MirrorStore(db);
     const rejected = new RejectedRecords(store);
     const recordClock = new RecordClockStore(db);
@@ -106,7 +132,7 @@ export function readStatus(dbPath: string): MirrorStatus {
         .filter(([, count]) => count > 0)
         .sort(([a], [b]) => a.localeCompare(b)),
     );
-    return { database: dbPath, changelogSeq: store.lastSeq(), streams, writes };
+    return { database: dbPath, quickCheck, changelogSeq: store.lastSeq(), streams, writes };
   } finally {
     db.close();
   }

@@ -10,15 +10,15 @@ import { openContext, openExistingMirror, type ContextOptions } from './context.
 
 /**
  * `bizops-sync enqueue`: validates, stores and queues one write.
- * @throws WriteValidationError (nothing queued), IdempotencyConflictError, WriteQueueError; an Error
- *   naming REDIS_URL when Redis does not answer
+ * @throws WriteValidationError (nothing queued), IdempotencyConflictError, WriteQueueError;
+ *   RedisUnavailableError naming REDIS_URL when Redis does not answer (nothing stored)
  */
 export async function enqueueWriteJob(
   config: Config,
   write: { kind: string; payload: unknown } & EnqueueOptions,
   options: Pick<ContextOptions, 'logger' | 'redisKeys'> = {},
 ): Promise<EnqueueResult> {
-  const context = await openContext(config, options);
+  const context = await openContext(config, { ...options, rateBudget: 'required' });
   try {
     return await context.writeQueue().enqueue(write.kind, write.payload, { idempotencyKey: write.idempotencyKey, actAs: write.actAs });
   } finally {
@@ -29,13 +29,13 @@ export async function enqueueWriteJob(
 /**
  * `bizops-sync worker`: runs a write worker until `signal` aborts, then stops gracefully (requests in
  * flight finish; writes waiting for a slot run again later).
- * @throws an Error naming REDIS_URL when Redis does not answer
+ * @throws RedisUnavailableError naming REDIS_URL when Redis does not answer
  */
 export async function runWorkerJob(config: Config, options: { concurrency?: number; logger: Logger; signal: AbortSignal }): Promise<void> {
-  const context = await openContext(config, { logger: options.logger });
+  const context = await openContext(config, { logger: options.logger, rateBudget: 'required' });
   try {
     const worker = await context.writeQueue().startWorker({ concurrency: options.concurrency });
-    options.logger.info({ concurrency: options.concurrency ?? 4, requeued: worker.requeued.length }, 'write worker started');
+    options.logger.info({ concurrency: options.concurrency ?? 4, requeued: worker.requeued.length, requeueFailed: worker.requeueFailed.length }, 'write worker started');
     await new Promise<void>((resolve) => {
       if (options.signal.aborted) resolve();
       else options.signal.addEventListener('abort', () => resolve(), { once: true });

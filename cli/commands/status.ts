@@ -18,7 +18,9 @@ export function registerStatusCommand(program: Command): void {
 
 /** A readable table of the status. */
 function formatStatus(status: MirrorStatus): string {
-  const lines = [`mirror: ${status.database} (changelog at seq ${status.changelogSeq})`, ''];
+  const lines = [`mirror: ${status.database} (changelog at seq ${status.changelogSeq})`];
+  if (status.quickCheck !== 'ok') lines.push(`WARNING: the mirror is damaged (PRAGMA quick_check: ${status.quickCheck}); restore it from a backup, or move it away and run \`bizops-sync backfill\``);
+  lines.push('');
   const header = ['stream', 'records', 'tombstoned', 'cursor', 'last success', 'last run', 'last error'];
   const rows = status.streams.map((s) => [
     s.stream + (s.supported ? '' : ' (unsupported)'),

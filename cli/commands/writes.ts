@@ -140,6 +140,8 @@ export function registerWriteCommands(program: Command): void {
         `  error:           ${write.error ?? '-'}`,
         `  record:          ${write.remoteId ?? '-'}`,
       ];
+      if (write.enqueueError) lines.push(`  not queued:      ${write.enqueueError}`);
+      if (write.status === 'needs_review') lines.push('  needs review:    it may or may not have been applied; it is never sent again automatically: check the API, then act');
       process.stdout.write(`${lines.join('\n')}\n`);
     });
 }

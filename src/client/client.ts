@@ -91,6 +91,8 @@ export interface RequestOptions<S extends z.ZodType> {
   signal?: AbortSignal;
   /** Layers for this request only, after the client's (e.g. the write worker marking a write `sending`). */
   hooks?: RequestHooks;
+  /** Extra request headers, names in lower case (e.g. the write worker's `idempotency-key`); they cannot replace `authorization`. */
+  headers?: Record<string, string>;
 }
 
 /** Options of `listPage` / `paginate`: where the items are in `content`, their schema, filters and priority. */
@@ -228,7 +230,7 @@ export class ApiClient {
     const tokenName = options.token ?? 'default';
     const token = Object.hasOwn(this.tokens, tokenName) ? this.tokens[tokenName] : undefined;
     if (token === undefined) throw new UnknownTokenError(tokenName, description, Object.keys(this.tokens));
-    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json', 'user-agent': 'bizops-sync' };
+    const headers: Record<string, string> = { ...options.headers, authorization: `Bearer ${token}`, accept: 'application/json', 'user-agent': 'bizops-sync' };
     let body: string | undefined;
     if (options.body !== undefined) {
       body = JSON.stringify(options.body);

@@ -230,6 +230,12 @@ export class LocalRateBudget implements RateBudget {
     }
   }
 
+  /** See RateBudget.pausedForMs: the 429 pause or spent server window still ahead, ms. */
+  pausedForMs(): number {
+    const now = Date.now();
+    return Math.max(0, this.blockedUntil(now) - now);
+  }
+
   private prune(now: number): void {
     const horizon = now - this.effectiveWindowMs;
     let stale = 0;

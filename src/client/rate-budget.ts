@@ -48,6 +48,11 @@ export interface RateBudget {
   pauseUntil(untilMs: number): void | Promise<void>;
   /** Counters for metrics and benchmarks. */
   stats(): RateBudgetStats;
+  /**
+   * Without waiting or taking a slot: how long nothing may be sent because of a 429 pause or a
+   * server window announced spent (`remaining: 0`), ms; 0 when not paused. The readiness probe reads it.
+   */
+  pausedForMs?(): number | Promise<number>;
   close?(): Promise<void>;
 }
 

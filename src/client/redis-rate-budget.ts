@@ -346,6 +346,13 @@ export class RedisRateBudget implements RateBudget {
     };
   }
 
+  /** See RateBudget.pausedForMs: the pause every process shares (a 429, or `remaining: 0`) still ahead by Redis's clock, ms. */
+  async pausedForMs(): Promise<number> {
+    const [until, [seconds, micros]] = await Promise.all([this.redis.get(this.keys.pause), this.redis.time()]);
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    return Math.max(0, Number(until ?? 0) - now);
+  }
+
   /** Grants inside the current window across every process (for status output and tests). */
   async grantsInWindow(): Promise<number> {
     const [seconds, micros] = await this.redis.time();

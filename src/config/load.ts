@@ -155,6 +155,7 @@ export function maskConfig(config: Config): unknown {
   const mask = (s: string | undefined) => (s === undefined ? undefined : '***');
   return {
     ...config,
+    baseUrl: maskUrlPassword(config.baseUrl),
     tokens: Object.fromEntries(Object.keys(config.tokens).map((name) => [name, '***'])),
     redisUrl: maskUrlPassword(config.redisUrl),
     http: { ...config.http, writeApiKey: mask(config.http.writeApiKey) },
@@ -162,7 +163,18 @@ export function maskConfig(config: Config): unknown {
   };
 }
 
-/** `redis://user:secret@host:6379` -> `redis://user:***@host:6379`; URLs without a password unchanged. */
+/**
+ * `redis://user:secret@host:6379` -> `redis://user:***@host:6379` (also `https://user:secret@api...`
+ * in BIZOPS_BASE_URL); URLs without a password unchanged. A text that is not a URL has anything
+ * between `://` and the last `@` before the first `/` masked.
+ */
 export function maskUrlPassword(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@');
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === '') return url;
+    parsed.password = '***';
+    return parsed.toString().replace('%2A%2A%2A', '***');
+  } catch {
+    return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/]*@/i, '$1:***@');
+  }
 }

@@ -1,11 +1,17 @@
 /**
  * Readiness (`GET /readyz`): the daemon is ready when the API is reachable and accepts its token
  * (spec §5: a refused token answers 401 or 403). Checked by a cheap probe, one list request with
- * `limit=1` (spec §1 Pagination), which spends one request of the rate budget (spec §8), so its
- * verdict is cached and the probe runs at most once per `cacheMs`.
+ * `limit=1` (spec §1 Pagination), cached and run at most once per `cacheMs`.
+ *
+ * The probe never waits for a rate-budget slot (a backfill using the whole limit is not
+ * "unready"): it reads the budget's pause without waiting (`RateBudget.pausedForMs`); while the
+ * budget is paused (a 429, a server window announced spent) it sends nothing and reports READY with
+ * the wait (`budget.waitMs`); otherwise it sends its one request outside the budget's slots (its
+ * answer's rate-limit headers still feed the budget) and a 429 is ready too, with its Retry-After.
  */
 import { z } from 'zod';
 import type { ApiClient } from '../client/client.ts';
+import type { RateBudget } from '../client/rate-budget.ts';
 import {
   AuthenticationError,
   BizopsApiError,
@@ -26,10 +32,15 @@ export interface ReadinessVerdict {
   status: number | null;
   /** When the probe that gave this verdict ended (ISO 8601); null before the first probe. */
   checkedAt: string | null;
+  /** Present when the rate budget is paused or the probe was answered 429: how long before requests go out again, ms. */
+  budget?: { waitMs: number };
 }
 
-/** One probe: resolves when the API accepted it, throws the client's typed error otherwise. */
-export type ReadinessCheck = (signal: AbortSignal) => Promise<void>;
+/**
+ * One probe: resolves when the API accepted it (or with `budgetWaitMs` when it was not sent because
+ * the rate budget is paused), throws the client's typed error otherwise.
+ */
+export type ReadinessCheck = (signal: AbortSignal) => Promise<void | { budgetWaitMs: number }>;
 
 /** Construction options of a ReadinessProbe: the probe and how long its verdict is cached (ms). */
 export interface ReadinessProbeOptions {
@@ -49,8 +60,14 @@ export interface ReadinessProbeOptions {
 function verdictFor(outcome: unknown, now: Date = new Date()): ReadinessVerdict {
   const checkedAt = now.toISOString();
   if (outcome === undefined) return { ready: true, reason: 'the API answered and accepted the token', status: 200, checkedAt };
+  if (outcome instanceof BudgetPaused) {
+    return { ready: true, reason: `the rate budget is paused for ${outcome.waitMs} ms (a 429 or a spent window): not probed, requests resume after the wait`, status: null, checkedAt, budget: { waitMs: outcome.waitMs } };
+  }
   if (outcome instanceof NotFoundError) return { ready: true, reason: 'the API answered and accepted the token (the probed list answered 404)', status: 404, checkedAt };
-  if (outcome instanceof RateLimitError) return { ready: true, reason: 'the API answered 429: reachable, token accepted, rate limited for now', status: 429, checkedAt };
+  if (outcome instanceof RateLimitError) {
+    const waitMs = outcome.retryAfter !== undefined && outcome.retryAfter > 0 ? Math.round(outcome.retryAfter * 1000) : 0;
+    return { ready: true, reason: 'the API answered 429: reachable, token accepted, rate limited for now', status: 429, checkedAt, budget: { waitMs } };
+  }
   if (outcome instanceof AuthenticationError || outcome instanceof PermissionError) {
     return { ready: false, reason: `the API refused the token (HTTP ${outcome.status}): ${outcome.message}`, status: outcome.status ?? null, checkedAt };
   }
@@ -62,14 +79,39 @@ function verdictFor(outcome: unknown, now: Date = new Date()): ReadinessVerdict 
   return { ready: false, reason: `the readiness probe failed: ${message}`, status: null, checkedAt };
 }
 
+/** The probe was not sent: the rate budget is paused for `waitMs`. */
+class BudgetPaused {
+  readonly waitMs: number;
+  constructor(waitMs: number) {
+    this.waitMs = waitMs;
+  }
+}
+
 /**
- * The probe `GET <path>?limit=1` through `client` (its rate budget at `incremental` priority).
- * Give it a client without retries (`retry: { maxRetries: 0, maxRateLimitRetries: 0 }`): a probe
- * reports what the API says now, it does not wait for it to get better.
+ * The probe `GET <path>?limit=1` through `client`. Give it a client without retries
+ * (`retry: { maxRetries: 0, maxRateLimitRetries: 0 }`) whose budget never waits (`probeBudget`): a
+ * probe reports what the API says now, it does not wait for it to get better.
+ * @param budget the budget the daemon's requests spend: when `pausedForMs` says it is paused, the
+ *   probe sends nothing and resolves with the wait
  */
-export function apiReadinessCheck(client: ApiClient, path: string): ReadinessCheck {
+export function apiReadinessCheck(client: ApiClient, path: string, budget?: Pick<RateBudget, 'pausedForMs'>): ReadinessCheck {
   return async (signal) => {
+    const pausedMs = (await budget?.pausedForMs?.()) ?? 0;
+    if (pausedMs > 0) return { budgetWaitMs: pausedMs };
     await client.request({ method: 'GET', path, query: { limit: 1 }, contentSchema: z.unknown(), priority: 'incremental', retry: 'none', signal });
+  };
+}
+
+/**
+ * The readiness probe's budget: `acquire` grants at once (no slot taken, never a wait); what the
+ * probe's answer says (rate-limit headers, a 429's pause) still reaches `budget`.
+ */
+export function probeBudget(budget: RateBudget): RateBudget {
+  return {
+    acquire: () => Promise.resolve(),
+    observe: (observation) => budget.observe(observation),
+    pauseUntil: (untilMs) => budget.pauseUntil(untilMs),
+    stats: () => ({ granted: { write: 0, incremental: 0, backfill: 0 }, waitedMs: 0, pauses: 0 }),
   };
 }
 
@@ -113,7 +155,8 @@ export class ReadinessProbe {
     let outcome: unknown;
     const signal = AbortSignal.timeout(this.#timeoutMs);
     try {
-      await this.#check(signal);
+      const result = await this.#check(signal);
+      if (result) outcome = new BudgetPaused(result.budgetWaitMs);
     } catch (error) {
       outcome = signal.aborted ? new ConnectionError({ message: `no answer within ${this.#timeoutMs} ms`, code: 'TIMEOUT', requestSent: true }) : (error ?? new Error('the probe failed'));
     }

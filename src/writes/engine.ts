@@ -6,20 +6,32 @@
  *    mid-job, whose job BullMQ's stalled-job check handed to another worker): its outcome is
  *    ambiguous, so it is resolved (step 4), never blindly sent again.
  * 2. Otherwise it is sent through the ApiClient with priority `write`, the client retry policy of its
- *    kind (`safe` for idempotent kinds and clock-in, `unsent-only` for the others) and the acting
- *    token. `sending` is recorded the moment a rate-budget slot is granted: a `beforeRequest` hook
+ *    kind (`safe` for idempotent kinds and clock-in, `unsent-only` for the others), the acting
+ *    token and an `Idempotency-Key` header derived from the write id (`idempotencyKeyHeader`: the
+ *    same on every attempt; the spec is silent on it, a server that ignores it loses nothing). `sending` is recorded the moment a rate-budget slot is granted: a `beforeRequest` hook
  *    passed with the request, which runs after the budget's (src/client/hooks.ts). A worker killed
  *    while it waits for a slot leaves its write `queued` (safe to send), not `sending` (ambiguous).
  * 3. The answer decides:
  *    - 2xx: `succeeded` (outcome = the API's `message`); the record is written through into the mirror.
  *    - 409 on a kind with a `conflictOutcome` (clock-in): `succeeded`, outcome `entry already open`.
  *    - any other 4xx but 429: `failed` with the API's `message` and `err`. Not retried.
- *    - not sent, or provably never processed (connection refused, 429 after the client's own
- *      retries): back to `queued` and BullMQ retries it with backoff (safe for every kind).
+ *    - not sent, or provably never processed (connection refused): back to `queued` and BullMQ
+ *      retries it with backoff (safe for every kind).
+ *    - a 429 after the client's own 429 retries, or a shutdown while waiting for a budget slot:
+ *      `delay` (the worker moves the job to BullMQ's delayed set: no job attempt is spent).
  *    - ambiguous (a reset or timeout after sending, a 5xx): step 4.
  * 4. Ambiguous outcomes follow the kind's `ambiguity`: `resend` (idempotent kinds: retried),
- *    `ledger-lookup` (transaction.create: found once in the ledger -> `succeeded`; not there -> sent
- *    again; more than one candidate -> `needs_review`), `park` (`needs_review` with the reason).
+ *    `ledger-lookup` (transaction.create: looked up in the ledger several times, spread until the
+ *    request deadline has passed a second time after the send (`ledgerLookupWindowMs`), because a
+ *    slow server may commit after our timeout; found once -> `succeeded`; never found -> sent again,
+ *    with the same Idempotency-Key; more than one candidate, a ledger too long to search, or lookups
+ *    that keep failing -> `needs_review` with the reason), `park` (`needs_review` with the reason).
+ *
+ * What is guaranteed: a write is never sent again while its outcome is unknown; it is sent again
+ * only when the failure proves the server never processed it, or (ledger-lookup kinds) when the
+ * ledger still lacks it after the lookup window. A server that honours the Idempotency-Key applies
+ * it at most once per key even then. Not guaranteed: exactly once against a server that ignores the
+ * key AND commits later than the lookup window.
  *
  * Outcomes are recorded with their change row (`write.succeeded`, `write.failed`,
  * `write.needs_review`) and the mirror write-through in one SQLite transaction (store.ts).
@@ -39,7 +51,17 @@ import { fieldPath } from './validation.ts';
 export type WriteProcessResult =
   | { action: 'finished'; write: WriteRecord }
   | { action: 'retry'; reason: string }
+  /** Run it again after `delayMs` without spending a job attempt (a 429, a shutdown during a wait). */
+  | { action: 'delay'; delayMs: number; reason: string }
   | { action: 'skipped'; reason: string };
+
+/**
+ * The `Idempotency-Key` header sent with every request of write `writeId`: derived from the write id
+ * only, so it is the same on every attempt, every job run and every worker.
+ */
+export function idempotencyKeyHeader(writeId: string): string {
+  return `bizops-sync:${writeId}`;
+}
 
 /**
  * Which run of the write's queue job this is: BullMQ runs a job up to `maxRuns` times (its
@@ -49,7 +71,12 @@ export interface JobRun {
   /** From 1. */
   run: number;
   maxRuns: number;
+  /** Aborts on shutdown: waits (budget slot, ledger lookups) stop and the job is delayed, not failed. */
+  signal?: AbortSignal;
 }
+
+/** Delay of a job put back because the worker is stopping, ms (any live worker picks it up after). */
+const SHUTDOWN_DELAY_MS = 1000;
 
 /** Construction options of a WriteEngine: its store, client and the ledger-lookup limits. */
 export interface WriteEngineOptions {
@@ -65,6 +92,16 @@ export interface WriteEngineOptions {
   ledgerLookbackMs?: number;
   /** Pages of 100 a ledger lookup reads at most before giving up to review. Default 20. */
   ledgerMaxPages?: number;
+  /** The client's request deadline (ApiClientOptions.timeoutMs), ms. Default 30000. */
+  requestTimeoutMs?: number;
+  /**
+   * Ledger lookups of an ambiguous write go on until this long after the request ended (its answer,
+   * or at the latest the send + the request deadline): a server may commit after our timeout, ms.
+   * Default: the request deadline.
+   */
+  ledgerLookupWindowMs?: number;
+  /** Ledger lookups spread over that window, at least. Default 4. */
+  ledgerLookups?: number;
   /** Hears every change row appended (to wake the webhook dispatcher). */
   onChanges?: (changes: AppendedChange[]) => void;
 }
@@ -107,6 +144,9 @@ export class WriteEngine {
   private readonly settleMs: number;
   private readonly lookbackMs: number;
   private readonly maxPages: number;
+  private readonly requestTimeoutMs: number;
+  private readonly lookupWindowMs: number;
+  private readonly lookups: number;
   private readonly onChanges: ((changes: AppendedChange[]) => void) | undefined;
 
   constructor(options: WriteEngineOptions) {
@@ -117,6 +157,9 @@ export class WriteEngine {
     this.settleMs = options.ambiguousSettleMs ?? 2000;
     this.lookbackMs = options.ledgerLookbackMs ?? 10 * 60_000;
     this.maxPages = options.ledgerMaxPages ?? 20;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.lookupWindowMs = options.ledgerLookupWindowMs ?? this.requestTimeoutMs;
+    this.lookups = Math.max(1, options.ledgerLookups ?? 4);
     this.onChanges = options.onChanges;
   }
 
@@ -157,6 +200,7 @@ export class WriteEngine {
         priority: 'write',
         retry: clientRetryPolicy(kind.retrySafety),
         token: write.actAs,
+        headers: { 'idempotency-key': idempotencyKeyHeader(write.id) },
         hooks: {
           beforeRequest: () => {
             // After the budget's slot, before the bytes leave: from here the outcome may be ambiguous.
@@ -215,6 +259,16 @@ export class WriteEngine {
     if (error instanceof BizopsApiError && status !== undefined && status >= 400 && status < 500 && status !== 429) {
       return this.finish(write, { status: 'failed', outcome: `refused by the API (HTTP ${status})`, error: message, httpStatus: status });
     }
+    if (!slotTaken && jobRun.signal?.aborted) {
+      // Stopped while waiting for a budget slot: nothing was sent; no job attempt is spent.
+      return { action: 'delay', delayMs: SHUTDOWN_DELAY_MS, reason: 'the worker stopped while the write waited for a budget slot' };
+    }
+    if (error instanceof RateLimitError) {
+      // The server processed nothing (spec §7); waiting for the budget is not a failed attempt.
+      this.store.markRetrying(write.id, message, 429);
+      const retryAfterMs = error.retryAfter !== undefined && error.retryAfter > 0 ? Math.round(error.retryAfter * 1000) : 1000;
+      return { action: 'delay', delayMs: retryAfterMs, reason: `rate limited (429): ${message}` };
+    }
     if (!slotTaken || provablyUnprocessed(error)) {
       this.store.markRetrying(write.id, message, status ?? null);
       return this.retryOrGiveUp(write.id, `not processed by the server: ${message}`, jobRun);
@@ -242,7 +296,13 @@ export class WriteEngine {
     return this.resolveByLedger(write, kind, ambiguity.lookup, payload, reason, httpStatus, jobRun);
   }
 
-  /** Looks for the record an ambiguous write may have created (kind's `ledger-lookup`). */
+  /**
+   * Looks for the record an ambiguous write may have created (kind's `ledger-lookup`): first after
+   * `settleMs`, then again, `ledgerLookups` times in all at least, until `ledgerLookupWindowMs` has
+   * passed since the request ended (its answer, or at the latest its deadline): a slow server
+   * commits after our timeout. Only then does "not found" mean it did not land. A shutdown during the waits delays the job (the row
+   * stays `sending`: the next run looks again).
+   */
   private async resolveByLedger(
     write: WriteRecord,
     kind: WriteKind,
@@ -252,35 +312,32 @@ export class WriteEngine {
     httpStatus: number | null,
     jobRun: JobRun,
   ): Promise<WriteProcessResult> {
-    await sleep(this.settleMs);
     const sentAtMs = Date.parse(this.store.get(write.id)?.sendingAt ?? write.sendingAt ?? write.createdAt);
-    const createdAfter = new Date(sentAtMs - this.lookbackMs).toISOString();
-    const matches: Record<string, unknown>[] = [];
-    let complete = true;
-    try {
-      let pages = 0;
-      for await (const page of this.client.paginate(lookup.path, {
-        itemsKey: lookup.itemsKey,
-        itemSchema: listItemSchema,
-        query: lookup.query(payload, createdAfter),
-        priority: 'write',
-        token: write.actAs,
-      })) {
-        for (const item of page.items) if (lookup.matches(item, payload)) matches.push(item);
-        if (++pages >= this.maxPages && page.pagination.hasMore) {
-          complete = false;
-          break;
-        }
+    // The request ended now (an answer, a reset, our timeout), or at the latest at its deadline.
+    const endedAtMs = Math.min(Date.now(), sentAtMs + this.requestTimeoutMs);
+    const lookUntilMs = endedAtMs + this.lookupWindowMs;
+    const intervalMs = Math.max(1, Math.ceil(this.lookupWindowMs / Math.max(1, this.lookups - 1)));
+    let waitMs = this.settleMs;
+    let pass: { matches: Record<string, unknown>[]; complete: boolean } | WriteProcessResult;
+    let lookupsDone = 0;
+    for (;;) {
+      try {
+        await sleep(waitMs, undefined, { signal: jobRun.signal });
+      } catch {
+        return { action: 'delay', delayMs: SHUTDOWN_DELAY_MS, reason: 'the worker stopped during the ledger lookups; the next run looks again' };
       }
-    } catch (error) {
-      const message = describe(error);
-      const status = error instanceof BizopsApiError ? error.status : undefined;
-      if ((status !== undefined && status >= 400 && status < 500 && status !== 429) || jobRun.run >= jobRun.maxRuns) {
-        return this.finish(write, { status: 'needs_review', outcome: `${reason}; could not look for it in the ledger: ${message}`, error: reason, httpStatus });
-      }
-      // The row stays `sending`: the next run looks again instead of sending.
-      return { action: 'retry', reason: `ledger lookup failed: ${message}` };
+      pass = await this.lookInLedger(write, lookup, payload, reason, httpStatus, jobRun, sentAtMs);
+      lookupsDone++;
+      if (!('matches' in pass)) return pass;
+      const unclaimed = pass.matches.filter((item) => !this.store.isClaimed(write.kind, String(item.id), write.id));
+      if (unclaimed.length > 0 || !pass.complete) break;
+      const now = Date.now();
+      if (now >= lookUntilMs && lookupsDone >= this.lookups) break;
+      // Resolving long after the send (a worker restarted): the window is over, one lookup tells.
+      if (lookupsDone === 1 && now - lookUntilMs > this.lookupWindowMs) break;
+      waitMs = intervalMs;
     }
+    const { matches, complete } = pass;
     const candidates = matches.filter((item) => !this.store.isClaimed(write.kind, String(item.id), write.id));
     if (candidates.length === 0) {
       if (!complete) {
@@ -324,6 +381,48 @@ export class WriteEngine {
       if (!isUniqueViolation(error)) throw error;
       return this.finish(write, { status: 'needs_review', outcome: `${reason}; ledger record ${String(found.id)} was claimed by another write meanwhile`, error: reason, httpStatus });
     }
+  }
+
+  /** One pass through the ledger list: the items matching the write, and whether the list was read to its end. */
+  private async lookInLedger(
+    write: WriteRecord,
+    lookup: LedgerLookup<unknown>,
+    payload: unknown,
+    reason: string,
+    httpStatus: number | null,
+    jobRun: JobRun,
+    sentAtMs: number,
+  ): Promise<{ matches: Record<string, unknown>[]; complete: boolean } | WriteProcessResult> {
+    const createdAfter = new Date(sentAtMs - this.lookbackMs).toISOString();
+    const matches: Record<string, unknown>[] = [];
+    let complete = true;
+    try {
+      let pages = 0;
+      for await (const page of this.client.paginate(lookup.path, {
+        itemsKey: lookup.itemsKey,
+        itemSchema: listItemSchema,
+        query: lookup.query(payload, createdAfter),
+        priority: 'write',
+        token: write.actAs,
+        signal: jobRun.signal,
+      })) {
+        for (const item of page.items) if (lookup.matches(item, payload)) matches.push(item);
+        if (++pages >= this.maxPages && page.pagination.hasMore) {
+          complete = false;
+          break;
+        }
+      }
+    } catch (error) {
+      if (jobRun.signal?.aborted) return { action: 'delay', delayMs: SHUTDOWN_DELAY_MS, reason: 'the worker stopped during a ledger lookup; the next run looks again' };
+      const message = describe(error);
+      const status = error instanceof BizopsApiError ? error.status : undefined;
+      if ((status !== undefined && status >= 400 && status < 500 && status !== 429) || jobRun.run >= jobRun.maxRuns) {
+        return this.finish(write, { status: 'needs_review', outcome: `${reason}; could not look for it in the ledger: ${message}`, error: reason, httpStatus });
+      }
+      // The row stays `sending`: the next run looks again instead of sending.
+      return { action: 'retry', reason: `ledger lookup failed: ${message}` };
+    }
+    return { matches, complete };
   }
 
   private retryOrGiveUp(writeId: string, reason: string, jobRun: JobRun): WriteProcessResult {

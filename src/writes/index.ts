@@ -1,8 +1,9 @@
 /**
  * The write queue (docs/writes.md; spec §4, §7, §8): every mutation of the API, validated at
- * intake, queued durably (SQLite row, then BullMQ job), sent exactly once at the pace of the shared
- * rate budget, its outcome recorded and emitted as a change (`write.succeeded`, `write.failed`,
- * `write.needs_review`) and written through into the mirror.
+ * intake, queued durably (SQLite row, then BullMQ job), sent at the pace of the shared rate budget
+ * (never sent again while its outcome is unknown: src/writes/engine.ts), its outcome recorded and
+ * emitted as a change (`write.succeeded`, `write.failed`, `write.needs_review`) and written through
+ * into the mirror.
  *
  * The module's surface for jobs/ and tests (everything else is internal to src/writes/). Entry points:
  * - `WriteIntake#enqueueWrite(kind, payload, { idempotencyKey?, actAs? })` -> `{ id, idempotencyKey, status }`.
@@ -14,5 +15,5 @@ export { IdempotencyConflictError, WriteQueueError, WriteValidationError, type W
 export { WriteIntake, type EnqueueOptions, type EnqueueResult } from './intake.ts';
 export { WriteStore, type WriteRecord, type WriteStatus } from './store.ts';
 export { startWriteWorker, type WriteWorkerHandle, type WriteWorkerOptions } from './worker.ts';
-export { deploymentQueueName, type WriteQueueLocation } from './queue.ts';
+export { connectProducer, deploymentQueueName, type WriteQueueLocation } from './queue.ts';
 export { handleWritesRequest } from './http.ts';

@@ -54,6 +54,9 @@ export interface WriteIntakeOptions {
   logger?: Logger;
 }
 
+/** BullMQ job states in which the job will still run: the write needs no re-queue. */
+const PENDING_JOB_STATES: ReadonlySet<string> = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
+
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
 const TOKEN_NAME = /^[A-Za-z0-9_.-]+$/;
 
@@ -126,24 +129,41 @@ export class WriteIntake {
    * The startup sweep: every write still `queued` or `sending` whose job is missing from BullMQ (Redis
    * refused it, Redis lost it, or BullMQ gave up on a stalled job) is queued again. A write found
    * `sending` keeps that status, so the worker treats its outcome as possibly ambiguous.
-   * @returns the ids queued again
+   *
+   * A finished job still holding the write's id must be removed first (BullMQ ignores an `add` whose
+   * job id exists). When that removal fails (the job is locked by a worker, Redis refused) or the job
+   * is not waiting afterwards, the write is NOT counted as re-queued: its `enqueue_error` says why
+   * (`bizops-sync write ID` shows it), the failure is logged, and it is listed in `failed`.
+   * @returns the ids queued again, and the writes that could not be
    */
-  async requeueMissing(): Promise<string[]> {
+  async requeueMissing(): Promise<{ requeued: string[]; failed: { writeId: string; error: string }[] }> {
     const requeued: string[] = [];
+    const failed: { writeId: string; error: string }[] = [];
     for (const write of this.store.unfinished()) {
       const job = await this.queue.getJob(write.id);
       const state = job ? await job.getState() : 'missing';
-      if (state === 'waiting' || state === 'active' || state === 'delayed' || state === 'prioritized' || state === 'waiting-children') {
+      if (PENDING_JOB_STATES.has(state)) {
         if (write.enqueueError !== null) this.store.setEnqueueError(write.id, null);
         continue;
       }
-      if (job) await job.remove().catch(() => undefined);
-      await this.queue.add('write', { writeId: write.id, kind: write.kind }, writeJobOptions(write.id, this.retrySchedule));
+      try {
+        if (job) await job.remove();
+        await this.queue.add('write', { writeId: write.id, kind: write.kind }, writeJobOptions(write.id, this.retrySchedule));
+        const after = await this.queue.getJob(write.id);
+        const afterState = after ? await after.getState() : 'missing';
+        if (!PENDING_JOB_STATES.has(afterState)) throw new Error(`its job is still ${afterState} after the add`);
+      } catch (error) {
+        const message = `could not re-queue (job ${state}): ${error instanceof Error ? error.message : String(error)}`;
+        this.store.setEnqueueError(write.id, message);
+        failed.push({ writeId: write.id, error: message });
+        this.logger.error({ writeId: write.id, kind: write.kind, status: write.status, jobState: state, error: message }, 'write NOT re-queued by the startup sweep');
+        continue;
+      }
       this.store.setEnqueueError(write.id, null);
       requeued.push(write.id);
       this.logger.warn({ writeId: write.id, kind: write.kind, status: write.status, jobState: state }, 'write re-queued by the startup sweep');
     }
-    return requeued;
+    return { requeued, failed };
   }
 
   /** Closes the queue connection (when the intake opened it). The database stays open. */

@@ -22,8 +22,13 @@ export function deploymentQueueName(config: { companyId: string; baseUrl: string
 
 /** Where the queue lives. Tests give each run its own `prefix`. */
 export interface WriteQueueLocation {
-  /** An ioredis client (shared, not closed by us) or a `redis://` URL (a connection we own). */
+  /** An ioredis client (shared, not closed by us) or a `redis://` URL (a connection we own). Producers (the intake) use it. */
   redis: Redis | string;
+  /**
+   * The workers' connection: a `redis://` URL (the worker opens its own with `WORKER_REDIS_OPTIONS`)
+   * or a client made with them. Default: `redis`.
+   */
+  workerRedis?: Redis | string;
   /** Default `bizops-writes`. */
   queueName?: string;
   /** BullMQ key prefix; default `bizops`. */
@@ -64,24 +69,78 @@ export function writeJobOptions(writeId: string, schedule: WriteRetrySchedule = 
 }
 
 /**
- * An ioredis connection for BullMQ (`maxRetriesPerRequest: null`, as BullMQ requires for workers).
+ * ioredis options of a PRODUCER connection (the intake's queue, the rate budget): commands fail at
+ * once while Redis is unreachable instead of queueing in memory for ever (BullMQ's advice:
+ * `enableOfflineQueue: false` for producers), a connect gives up after 2 s, and a command is retried
+ * once after a reconnect; a dead socket is destroyed 200 ms after a disconnect (ioredis' 2 s timer
+ * would keep an exiting process alive). The connection itself keeps reconnecting in the background.
+ */
+export const PRODUCER_REDIS_OPTIONS = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, disconnectTimeout: 200 } as const;
+
+/**
+ * ioredis options of a WORKER connection: `maxRetriesPerRequest: null`, as BullMQ requires for
+ * workers (their blocking commands wait through a Redis restart).
+ */
+export const WORKER_REDIS_OPTIONS = { maxRetriesPerRequest: null } as const;
+
+/**
+ * An ioredis connection for BullMQ: a given client is used as it is (not ours to close); a URL opens
+ * one with the options of its `role` (`PRODUCER_REDIS_OPTIONS` / `WORKER_REDIS_OPTIONS`).
  * @returns the client and whether the caller owns it (and must close it)
  */
-export function redisConnection(redis: Redis | string): { client: Redis; owned: boolean } {
+export function redisConnection(redis: Redis | string, role: 'producer' | 'worker'): { client: Redis; owned: boolean } {
   if (typeof redis !== 'string') return { client: redis, owned: false };
-  const client = new Redis(redis, { maxRetriesPerRequest: null });
+  const client = new Redis(redis, role === 'worker' ? WORKER_REDIS_OPTIONS : PRODUCER_REDIS_OPTIONS);
   // Failures surface through the commands that fail; without a listener ioredis prints every reconnect error.
   client.on('error', () => undefined);
   return { client, owned: true };
 }
 
+/**
+ * Connects a producer connection (`PRODUCER_REDIS_OPTIONS`) to `url` and waits until it is ready.
+ * @throws the connection error (ECONNREFUSED, a timeout, NOAUTH) when Redis does not answer within
+ *   the connect timeout; nothing is left open then
+ */
+export async function connectProducer(url: string): Promise<Redis> {
+  const connectTimeoutMs = PRODUCER_REDIS_OPTIONS.connectTimeout;
+  // The first connect: no retries, and our own unref'd timeout (ioredis' connect timer would keep a
+  // process that is about to exit alive for its full length).
+  const client = new Redis(url, { ...PRODUCER_REDIS_OPTIONS, connectTimeout: 0, lazyConnect: true, retryStrategy: () => null });
+  let first: Error | undefined;
+  client.on('error', (error: Error) => {
+    first ??= error;
+  });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      client.connect().then(() => client.ping()),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${connectTimeoutMs} ms`)), connectTimeoutMs);
+        timer.unref();
+      }),
+    ]);
+  } catch (error) {
+    client.disconnect();
+    throw first ?? error;
+  } finally {
+    clearTimeout(timer);
+  }
+  // From now on: reconnect in the background after a drop, each connect bounded.
+  client.options.connectTimeout = connectTimeoutMs;
+  client.options.retryStrategy = (times) => Math.min(times * 200, 2000);
+  return client;
+}
+
 /** Opens the write queue (producer side). Close it with `closeWriteQueue`. */
 export function openWriteQueue(location: WriteQueueLocation): { queue: Queue<WriteJobData>; close(): Promise<void> } {
-  const { client, owned } = redisConnection(location.redis);
+  const { client, owned } = redisConnection(location.redis, 'producer');
   const queue = new Queue<WriteJobData>(location.queueName ?? DEFAULT_QUEUE_NAME, {
     connection: client,
     prefix: location.prefix ?? DEFAULT_QUEUE_PREFIX,
   });
+  // Connection errors surface through the command that fails (the intake's WriteQueueError); without a
+  // listener BullMQ prints each one as a raw stack trace.
+  queue.on('error', () => undefined);
   return {
     queue,
     async close() {

@@ -14,9 +14,15 @@
  * Crash safety: a worker SIGKILLed mid-job loses its BullMQ lock; the stalled-job check of any live
  * worker puts the job back and it runs again. The `writes` row tells the rerun where the last run
  * stopped (`queued`: nothing was sent; `sending`: maybe sent, so the outcome is resolved, not resent
- * blindly), which keeps every write applied exactly once.
+ * blindly). What that guarantees is in src/writes/engine.ts: never sent again while the outcome is
+ * unknown, and at most once per Idempotency-Key where the server honours the key.
+ *
+ * Retries: one layer, BullMQ's job attempts. The worker's client retries only 429s (waits for the
+ * budget). A 429 the client gave up on, or a shutdown while a job waits for a budget slot or
+ * between ledger lookups, moves the job to BullMQ's delayed set (`DelayedError`: no attempt spent);
+ * a final `failed` ends the job with `UnrecoverableError` (no retry); `needs_review` completes it.
  */
-import { Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { ApiClient, type ApiClientOptions } from '../client/client.ts';
 import type { BudgetSource } from '../client/hooks.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
@@ -50,6 +56,8 @@ export interface WriteWorkerOptions {
   /** See WriteEngineOptions. */
   ambiguousSettleMs?: number;
   ledgerLookbackMs?: number;
+  ledgerLookupWindowMs?: number;
+  ledgerLookups?: number;
   /** BullMQ lock of a running job, ms; a killed worker's job is re-run after it expires. Default 30000. */
   lockDurationMs?: number;
   /** How often stalled jobs are looked for, ms. Default 30000. */
@@ -69,6 +77,8 @@ export interface WriteWorkerStats {
   /** Jobs by what the engine did. */
   finished: number;
   retried: number;
+  /** Jobs put back in BullMQ's delayed set without spending an attempt (429, shutdown during a wait). */
+  delayed: number;
   skipped: number;
   /** Requests this worker's client sent (ledger lookups included). */
   requests: number;
@@ -81,6 +91,8 @@ export interface WriteWorkerHandle {
   readonly client: ApiClient;
   /** Writes re-queued by the startup sweep. */
   readonly requeued: readonly string[];
+  /** Writes the startup sweep could NOT re-queue (their `enqueue_error` says why; logged as errors). */
+  readonly requeueFailed: readonly { writeId: string; error: string }[];
   stats(): WriteWorkerStats;
   /**
    * Stops taking jobs, cancels waits for a budget slot (those jobs run again later), lets requests in
@@ -97,7 +109,9 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
   const logger = options.logger ?? silentLogger;
   const shutdown = new AbortController();
   // Closing cancels waits for a budget slot only: a write already sent finishes, never turning ambiguous.
-  const client = new ApiClient({ ...options.api, budgetWaitSignal: shutdown.signal, logger });
+  // One retry layer for writes: BullMQ's job attempts (with backoff). The client retries only 429s,
+  // which are waits for the budget, never attempts the server processed.
+  const client = new ApiClient({ ...options.api, retry: { ...options.api.retry, maxRetries: 0 }, budgetWaitSignal: shutdown.signal, logger });
   const store = new WriteStore(options.db);
   const engine = new WriteEngine({
     store,
@@ -106,28 +120,40 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
     writeThrough: options.writeThrough === undefined ? defaultWriteThrough(STREAMS) : options.writeThrough,
     ambiguousSettleMs: options.ambiguousSettleMs,
     ledgerLookbackMs: options.ledgerLookbackMs,
+    requestTimeoutMs: options.api.timeoutMs,
+    ledgerLookupWindowMs: options.ledgerLookupWindowMs,
+    ledgerLookups: options.ledgerLookups,
     onChanges: options.onChanges,
   });
 
   let requeued: string[] = [];
+  let requeueFailed: { writeId: string; error: string }[] = [];
   if (options.sweepOnStart ?? true) {
     const intake = new WriteIntake({ db: options.db, queue: options.queue, retrySchedule: options.retrySchedule, logger });
     try {
-      requeued = await intake.requeueMissing();
+      ({ requeued, failed: requeueFailed } = await intake.requeueMissing());
     } finally {
       await intake.close();
     }
   }
 
-  const counters: Omit<WriteWorkerStats, 'requests'> = { finished: 0, retried: 0, skipped: 0 };
-  const { client: connection, owned } = redisConnection(options.queue.redis);
+  const counters: Omit<WriteWorkerStats, 'requests'> = { finished: 0, retried: 0, delayed: 0, skipped: 0 };
+  const { client: connection, owned } = redisConnection(options.queue.workerRedis ?? options.queue.redis, 'worker');
   const worker = new Worker<WriteJobData>(
     options.queue.queueName ?? DEFAULT_QUEUE_NAME,
-    async (job: Job<WriteJobData>) => {
+    async (job: Job<WriteJobData>, token?: string) => {
       const result: WriteProcessResult = await engine.process(job.data.writeId, {
         run: job.attemptsMade + 1,
         maxRuns: job.opts.attempts ?? 1,
+        signal: shutdown.signal,
       });
+      if (result.action === 'delay') {
+        // A wait, not a failure: back to BullMQ's delayed set; no job attempt is spent.
+        counters.delayed++;
+        logger.info({ writeId: job.data.writeId, delayMs: result.delayMs, reason: result.reason }, 'write delayed');
+        await job.moveToDelayed(Date.now() + result.delayMs, token);
+        throw new DelayedError(result.reason);
+      }
       if (result.action === 'retry') {
         counters.retried++;
         logger.info({ writeId: job.data.writeId, attempt: job.attemptsMade + 1, reason: result.reason }, 'write will be retried');
@@ -138,6 +164,9 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
         return { skipped: result.reason };
       }
       counters.finished++;
+      // A write that failed ends its job as failed in BullMQ, never retried there (needs_review
+      // completes it: the outcome is recorded and waits for a person, not for BullMQ).
+      if (result.write.status === 'failed') throw new UnrecoverableError(`write failed: ${result.write.outcome ?? ''}`);
       return { status: result.write.status };
     },
     {
@@ -152,7 +181,7 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
   );
   worker.on('error', (error) => logger.error({ error: error.message }, 'write worker error'));
   worker.on('failed', (job, error) => {
-    if (job && /stalled/i.test(error.message)) logger.error({ writeId: job.data.writeId, error: error.message }, 'write job failed by stalling; the startup sweep re-queues it');
+    if (job && error.name !== 'UnrecoverableError' && /stalled/i.test(error.message)) logger.error({ writeId: job.data.writeId, error: error.message }, 'write job failed by stalling; the startup sweep re-queues it');
   });
   await worker.waitUntilReady();
 
@@ -161,6 +190,7 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
     worker,
     client,
     requeued,
+    requeueFailed,
     stats: () => ({ ...counters, requests: client.stats.requests }),
     close() {
       closing ??= (async () => {

@@ -128,6 +128,21 @@ describe('bizops-sync daemon', () => {
     expect(exit.ms).toBeLessThan(10_000);
   });
 
+  it('/readyz stays 200 while the rate budget is spent and paused by the server (remaining 0), with the wait in the body', async () => {
+    sim = await simulator({ size: { transactions: 400, deals: 5, onboardings: 3 }, rateLimit: { limit: 3, windowMs: 60_000 } });
+    dir = tempDir();
+    const daemon = start(daemonEnv({ BIZOPS_RATE_LIMIT_PER_MIN: '3' }));
+    const url = await daemon.url;
+    // The start-up backfill spends the window; the server's `remaining: 0` pauses the budget.
+    const answer = await waitFor(async () => {
+      const current = await readyz(url);
+      return (current.body as { budget?: { waitMs: number } }).budget ? current : undefined;
+    }, '/readyz to report the paused budget', 20_000, 200);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ ready: true, budget: { waitMs: expect.any(Number) } });
+    expect((await terminate(daemon)).code).toBe(0);
+  });
+
   it('/readyz answers 503 naming the refusal while the API refuses the token (403 without the scope, 401 unknown)', async () => {
     sim = await simulator({ size: { transactions: 10, deals: 5, onboardings: 3 } });
     dir = tempDir();

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/client.ts';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
-import { apiReadinessCheck, ReadinessProbe } from '../../src/daemon/readiness.ts';
+import { apiReadinessCheck, probeBudget, ReadinessProbe } from '../../src/daemon/readiness.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { listRequests, simulator } from '../helpers.ts';
 
@@ -66,5 +66,24 @@ describe('ReadinessProbe', () => {
     const verdict = await probeFor(sim, 1000, String(sim.tokens.noScopes)).current();
     expect(verdict).toMatchObject({ ready: false, status: 403 });
     expect(verdict.reason).toMatch(/^the API refused the token \(HTTP 403\)/);
+  });
+
+  it('a spent budget: probes without waiting for a slot (ready); a paused budget: ready with the wait, nothing sent', async () => {
+    sim = await simulator();
+    const budget = new LocalRateBudget({ limit: 1, windowMs: 60_000 });
+    await budget.acquire('backfill'); // a backfill took the whole limit
+    client = new ApiClient({ baseUrl: sim.url, tokens: { default: String(sim.tokens.admin) }, budget: probeBudget(budget), retry: { maxRetries: 0, maxRateLimitRetries: 0 } });
+    const probe = new ReadinessProbe({ check: apiReadinessCheck(client, '/employee-onboardings', budget), cacheMs: 1, timeoutMs: 5000 });
+    expect(await probe.current()).toMatchObject({ ready: true, status: 200 });
+    expect(listRequests(sim, '/employee-onboardings')).toHaveLength(1);
+
+    budget.pauseUntil(Date.now() + 30_000); // a 429 paused everyone
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const paused = await probe.current();
+    expect(paused).toMatchObject({ ready: true, status: null, budget: { waitMs: expect.any(Number) } });
+    expect(paused.budget!.waitMs).toBeGreaterThan(0);
+    expect(paused.reason).toMatch(/rate budget is paused/);
+    expect(listRequests(sim, '/employee-onboardings')).toHaveLength(1);
+    await budget.close();
   });
 });

@@ -166,7 +166,7 @@ describe('durability at intake', () => {
     // Not in BullMQ, so nothing can run it until the sweep queues it (at the next worker start).
     expect(await stack.intake.queue.getJob(writeId)).toBeUndefined();
     expect(posts('/transactions')).toBe(0);
-    expect(await stack.intake.requeueMissing()).toEqual([writeId]);
+    expect(await stack.intake.requeueMissing()).toEqual({ requeued: [writeId], failed: [] });
     const write = await stack.finished(writeId);
     expect(write).toMatchObject({ status: 'succeeded', enqueueError: null });
     expect(sim.world.transactions.filter((transaction) => transaction.description === 'Stored while Redis was down')).toHaveLength(1);

@@ -3,7 +3,7 @@
  * simulator's own (fixed-window) rate limit, with time scaled down (windows of 1 s):
  * - 300 writes through 3 processes: zero 429s, and no window holds more than the limit;
  * - a 429 with Retry-After seen by one process silences every process until it passes;
- * - a worker SIGKILLed mid-run: every accepted write applied exactly once, none lost.
+ * - a worker SIGKILLed mid-run: every accepted write applied once (no duplicate), none lost.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator, SimulatorOptions } from '@bizops-sync/simulator';
@@ -154,7 +154,7 @@ describe('worker processes sharing one rate budget', () => {
     expect(stats.reduce((sum, stat) => sum + stat.budget.pauses, 0)).toBe(1);
   });
 
-  it('a worker SIGKILLed mid-run: every accepted write applied exactly once, none lost', { timeout: 40_000 }, async () => {
+  it('a worker SIGKILLed mid-run: every accepted write applied once (no duplicate), none lost', { timeout: 40_000 }, async () => {
     const limit = 20;
     // Slow answers keep requests in flight, so the kill lands between sending and recording.
     await setUp(limit, { latencyMs: 300 });

@@ -10,14 +10,30 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { beforeAll } from 'vitest';
 import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
-import { startWriteWorker, WriteIntake, type WriteRecord, type WriteWorkerHandle, type WriteWorkerOptions } from '../../src/writes/index.ts';
+import { connectProducer, startWriteWorker, WriteIntake, type WriteRecord, type WriteWorkerHandle, type WriteWorkerOptions } from '../../src/writes/index.ts';
 import { waitFor } from '../helpers.ts';
 import type { WorkerProcessOptions } from './fixtures/worker-process.ts';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/**
+ * Fails within seconds, naming REDIS_URL, when Redis does not answer: every test file importing this
+ * module runs it first (below), instead of hanging on ioredis' offline queue.
+ * @throws Error `these tests need Redis: REDIS_URL (...) does not answer (...)`
+ */
+export async function requireRedis(): Promise<void> {
+  try {
+    const client = await connectProducer(REDIS_URL);
+    client.disconnect();
+  } catch (error) {
+    throw new Error(`these tests need Redis: REDIS_URL (${REDIS_URL}) does not answer (${(error as Error).message}); start Redis (redis-server) or set REDIS_URL`, { cause: error });
+  }
+}
+beforeAll(requireRedis);
 
 /** The largest number of timestamps (ms) inside any window of `windowMs` (a half-open span [t, t + windowMs)). */
 export function maxInAnyWindow(timestamps: readonly number[], windowMs: number): number {
@@ -115,7 +131,7 @@ export interface WriteStack {
 export async function writeStack(
   sim: RunningSimulator,
   bed: WriteTestBed,
-  options: { limit?: number; windowMs?: number; worker?: Partial<WriteWorkerOptions>; tokens?: Record<string, string> } = {},
+  options: { limit?: number; windowMs?: number; timeoutMs?: number; worker?: Partial<WriteWorkerOptions>; tokens?: Record<string, string> } = {},
 ): Promise<WriteStack> {
   const queue = { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName };
   const tokens = options.tokens ?? { default: sim.tokens.admin, employee: sim.tokens.employee };
@@ -124,9 +140,10 @@ export async function writeStack(
   const worker = await startWriteWorker({
     db: bed.db,
     queue,
-    api: { baseUrl: sim.url, tokens, budget, timeoutMs: 5000, retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 } },
+    api: { baseUrl: sim.url, tokens, budget, timeoutMs: options.timeoutMs ?? 5000, retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 } },
     concurrency: 4,
     ambiguousSettleMs: 50,
+    ledgerLookupWindowMs: 200,
     retrySchedule: { attempts: 6, backoffMs: 50 },
     ...options.worker,
   });
@@ -162,6 +179,7 @@ export interface WorkerProcess {
 export interface WorkerProcessStats {
   finished: number;
   retried: number;
+  delayed: number;
   skipped: number;
   requests: number;
   budget: { granted: Record<string, number>; waitedMs: number; pauses: number };

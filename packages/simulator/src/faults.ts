@@ -55,6 +55,12 @@ export type FaultKind =
    */
   | { kind: 'invalid-item'; index?: number; count?: number; field?: string; value?: unknown }
   /**
+   * A commit the client never hears of in time: hold the request until the CLIENT closes the
+   * connection (its timeout), wait `ms` more (default 0), then run the handler (the write commits);
+   * nobody is left to read the answer.
+   */
+  | { kind: 'slow-commit'; ms?: number }
+  /**
    * A list page (spec §1 Pagination) that reaches `atOffset` ends there with `hasMore: false`, while
    * `pagination.total` still counts every record (a gateway cutting a list short). Pages at or past
    * `atOffset` are empty with `hasMore: false`. Other endpoints answer normally. With `cutTotal`,
@@ -119,15 +125,13 @@ export class FaultInjector {
       'lose-response-after-commit',
       'latency',
       'refuse',
+      'slow-commit',
+      'no-date-header',
+      'trickle-body',
+      'invalid-item',
       'truncate-list',
       'unstable-order',
       'endless-list',
-      'no-date-header',
-      'trickle-body',
-      'invalid-item',
-      'no-date-header',
-      'trickle-body',
-      'invalid-item',
     ];
     if (!kinds.includes(fault.kind)) throw new Error(`fault kind must be one of ${kinds.join(', ')}, got ${String(fault.kind)}`);
     const times = fault.times ?? 1;

@@ -33,6 +33,8 @@ export interface RequestLogEntry {
   /** `A`/`B`, or null when the token was missing or unknown. */
   company: string | null;
   tokenName: string | null;
+  /** The `Idempotency-Key` header as received (the spec is silent on it; the simulator ignores it), or null. */
+  idempotencyKey: string | null;
 }
 
 /** What `handleApiRequest` needs: the world, faults, rate limiter (null for none), router, request log, added latency (ms) and clock (ms epoch). */
@@ -139,6 +141,7 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
     status: 0,
     company: null,
     tokenName: null,
+    idempotencyKey: typeof request.headers['idempotency-key'] === 'string' ? request.headers['idempotency-key'] : null,
   };
   dependencies.requests.push(entry);
   const fault: Fault | undefined = faults.take(method, url.pathname);
@@ -191,6 +194,11 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
 
   const delay = dependencies.latencyMs + (fault?.kind === 'latency' ? fault.ms : 0);
   if (delay > 0) await sleep(delay);
+  if (fault?.kind === 'slow-commit') {
+    // Hold the request until the client gives up (its timeout closes the connection), then commit later.
+    if (!request.socket.destroyed) await new Promise<void>((resolve) => request.socket.once('close', () => resolve()));
+    await sleep(fault.ms ?? 0);
+  }
 
   const relativePath = url.pathname.slice(API_PREFIX.length) || '/';
   let status = 200;

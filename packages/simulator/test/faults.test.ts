@@ -85,6 +85,24 @@ describe('fault injection', () => {
     expect(simulator.world.transactions.some((record) => record.description === 'lost answer')).toBe(true);
   });
 
+  it('slow-commit: nothing is committed while the client waits; the write commits after it gives up; the Idempotency-Key is logged', async () => {
+    const before = simulator.world.transactions.length;
+    simulator.faults.inject({ kind: 'slow-commit', ms: 20, match: { method: 'POST', path: '/transactions' } });
+    const controller = new AbortController();
+    const sending = fetch(url('/transactions'), {
+      method: 'POST',
+      headers: { ...headers(), 'Idempotency-Key': 'slow-1' },
+      body: JSON.stringify({ type: 'INCOME', amount: 777, description: 'slow commit' }),
+      signal: controller.signal,
+    });
+    await waitUntil(() => simulator.requests.some((request) => request.idempotencyKey === 'slow-1'));
+    expect(simulator.world.transactions.length).toBe(before);
+    controller.abort();
+    await expect(sending).rejects.toThrow();
+    await waitUntil(() => simulator.world.transactions.length === before + 1);
+    expect(simulator.world.transactions.some((record) => record.description === 'slow commit')).toBe(true);
+  });
+
   it('refuse: the socket closes before the request is processed', async () => {
     const before = simulator.world.transactions.length;
     simulator.faults.inject({ kind: 'refuse', match: { method: 'POST' } });
@@ -115,3 +133,12 @@ describe('fault injection', () => {
     expect((await api(simulator, '/deals')).status).toBe(504);
   });
 });
+
+/** Polls `probe` until it is true (at most 5 s). */
+async function waitUntil(probe: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * Start-up failures (issue 8 point 2, and the small items of the same trials): a mirror path or
+ * file that cannot be used makes `sync`, `backfill` and `daemon` exit (they never hang on the Redis
+ * connection opened beside it) with ONE line on stderr and exit 2 (configuration: the path) or 1
+ * (runtime: a damaged file); `status` reads the mirror read-only, never migrates it, and reports
+ * `PRAGMA quick_check`; `config check` masks a password inside BIZOPS_BASE_URL.
+ * Each command is awaited to its exit (no timing assertion).
+ */
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openMirror, SCHEMA_VERSION } from '../../src/mirror/database.ts';
+import { runCli, tempDir, type TempDir } from '../helpers.ts';
+import { REDIS_URL } from '../writes/support.ts';
+
+let dir: TempDir;
+beforeEach(() => {
+  dir = tempDir('bizops-start-');
+});
+afterEach(() => {
+  chmodSync(dir.path, 0o755);
+  dir.remove();
+});
+
+/** The environment of a deployment whose Redis answers; the API is never reached before the mirror opens. */
+function env(dbPath: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    BIZOPS_BASE_URL: 'http://127.0.0.1:9',
+    BIZOPS_TOKEN: 'tok_startup_test_secret',
+    BIZOPS_DB: dbPath,
+    REDIS_URL,
+    BIZOPS_HTTP_PORT: '0',
+    BIZOPS_LOG_LEVEL: 'silent',
+    ...extra,
+  };
+}
+
+/** A mirror with a few rows, closed (WAL checkpointed into the file). */
+function validMirror(path: string): void {
+  const db = openMirror(path);
+  db.exec(`CREATE TABLE filler (id INTEGER PRIMARY KEY, text TEXT)`);
+  const insert = db.prepare('INSERT INTO filler (text) VALUES (?)');
+  for (let i = 0; i < 400; i++) insert.run('x'.repeat(200));
+  db.close();
+}
+
+function expectOneLine(stderr: string, pattern: RegExp): void {
+  const lines = stderr.trim().split('\n');
+  expect(lines, stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(pattern);
+}
+
+const COMMANDS = [['sync'], ['backfill', '--no-progress'], ['daemon']];
+
+describe('a mirror that cannot be opened ends the process with one line', () => {
+  it.each(COMMANDS)('%s: BIZOPS_DB is a directory -> exit 2 naming BIZOPS_DB', async (...args) => {
+    const result = await runCli(args, env(dir.path));
+    expect(result.code).toBe(2);
+    expectOneLine(result.stderr, /^bizops-sync: configuration error: BIZOPS_DB \(dbPath\): .* is a directory/);
+  });
+
+  it.each(COMMANDS)('%s: BIZOPS_DB under /proc -> exit 2 naming BIZOPS_DB', async (...args) => {
+    const result = await runCli(args, env('/proc/self/bizops-mirror.db'));
+    expect(result.code).toBe(2);
+    expectOneLine(result.stderr, /^bizops-sync: configuration error: BIZOPS_DB \(dbPath\): cannot use \/proc\/self\/bizops-mirror\.db/);
+  });
+
+  it.each(COMMANDS)('%s: a read-only directory -> exit 2 naming BIZOPS_DB', async (...args) => {
+    const readOnly = dir.file('ro');
+    mkdirSync(readOnly);
+    chmodSync(readOnly, 0o555);
+    // root ignores permissions: stand in a read-only pseudo file system (/sys) for the read-only mount.
+    const path = process.getuid?.() === 0 ? '/sys/bizops-mirror.db' : `${readOnly}/mirror.db`;
+    const result = await runCli(args, env(path));
+    expect(result.code).toBe(2);
+    expectOneLine(result.stderr, /^bizops-sync: configuration error: BIZOPS_DB \(dbPath\): cannot use /);
+  });
+
+  it.each(COMMANDS)('%s: a corrupted header -> exit 1 saying the mirror is damaged', async (...args) => {
+    const path = dir.file('mirror.db');
+    validMirror(path);
+    const fd = openSync(path, 'r+');
+    writeSync(fd, Buffer.from('this is no longer sqlite'), 0, 24, 0);
+    closeSync(fd);
+    const result = await runCli(args, env(path));
+    expect(result.code).toBe(1);
+    expectOneLine(result.stderr, /^bizops-sync: the mirror .*mirror\.db is damaged \(/);
+  });
+});
+
+/** Overwrites the middle of the file's last pages: the header stays valid, a table's pages do not. */
+function damagePages(path: string): void {
+  const size = readFileSync(path).length;
+  const fd = openSync(path, 'r+');
+  writeSync(fd, Buffer.alloc(4096 * 3, 0xa5), 0, 4096 * 3, size - 4096 * 4);
+  closeSync(fd);
+}
+
+describe('a damaged page', () => {
+  it('the daemon refuses to start, one line, exit 1', async () => {
+    const path = dir.file('mirror.db');
+    validMirror(path);
+    damagePages(path);
+    const result = await runCli(['daemon'], env(path));
+    expect(result.code).toBe(1);
+    expectOneLine(result.stderr, /^bizops-sync: the mirror .*mirror\.db is damaged \(/);
+  });
+
+  it('status reports it (quick_check) and exits 1 or prints the warning', async () => {
+    const path = dir.file('mirror.db');
+    validMirror(path);
+    damagePages(path);
+    const result = await runCli(['status', '--json'], env(path));
+    if (result.code === 0) expect(JSON.parse(result.stdout).quickCheck).not.toBe('ok');
+    else {
+      expect(result.code).toBe(1);
+      expectOneLine(result.stderr, /is damaged/);
+    }
+  });
+});
+
+describe('status reads without writing', () => {
+  it('a healthy mirror: quickCheck ok', async () => {
+    const path = dir.file('mirror.db');
+    validMirror(path);
+    const result = await runCli(['status', '--json'], env(path));
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout).quickCheck).toBe('ok');
+  });
+
+  it('an older schema is not migrated: one line saying what migrates it, the file unchanged', async () => {
+    const path = dir.file('mirror.db');
+    validMirror(path);
+    const old = new Database(path);
+    old.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    old.close();
+    const before = readFileSync(path);
+    const result = await runCli(['status'], env(path));
+    expect(result.code).toBe(1);
+    expectOneLine(result.stderr, new RegExp(`schema version ${SCHEMA_VERSION - 1}.*does not migrate it: run \`bizops-sync sync\``));
+    const after = new Database(path, { readonly: true });
+    expect(after.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION - 1);
+    after.close();
+    expect(readFileSync(path).equals(before)).toBe(true);
+  });
+});
+
+describe('config check', () => {
+  it('masks a password inside BIZOPS_BASE_URL', async () => {
+    writeFileSync(dir.file('unused'), '');
+    const result = await runCli(['config', 'check'], env(dir.file('mirror.db'), { BIZOPS_BASE_URL: 'https://sync:hunter2-secret@api.example.com' }));
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).not.toContain('hunter2-secret');
+    expect(JSON.parse(result.stdout).baseUrl).toBe('https://sync:***@api.example.com/');
+  });
+});
