@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { MirrorDatabase } from './database.ts';
 import { contentHash, diffFields } from './change-detection.ts';
-import { lastChangeSeq, type ChangeData } from './changelog.ts';
+import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
@@ -167,7 +167,9 @@ export class MirrorStore {
         // A second copy of this id later in the same page compares with what was just written.
         stored.set(id, { content_hash: hash, deleted_at: null });
         const type = stream.changes.classify(previous, record, Object.keys(changes));
-        appended.push(this.appendChange({ type, stream: stream.name, recordId: id, occurredAt: now, data: { record, changes } }));
+        // A new record's change carries the record once (format version 2: no `{ old: null }` per field).
+        const data = previous === undefined ? { record } : { record, changes };
+        appended.push(this.appendChange({ type, stream: stream.name, recordId: id, occurredAt: now, data }));
       }
       if (unchanged.length > 0) {
         this.prepare(
@@ -228,14 +230,15 @@ export class MirrorStore {
   }
 
   /**
-   * Appends one row to the changelog with a fresh, stable `event_id` (`evt_<uuid v7>`).
-   * Call inside the transaction that wrote the record the change describes.
+   * Appends one row to the changelog with a fresh, stable `event_id` (`evt_<uuid v7>`), its `data`
+   * in format version 2 (src/mirror/changelog.ts `encodeChangeData`; leave `changes` out for a new
+   * record). Call inside the transaction that wrote the record the change describes.
    */
-  appendChange(change: { type: string; stream: string; recordId: string; occurredAt?: string; data: ChangeData }): AppendedChange {
+  appendChange(change: { type: string; stream: string; recordId: string; occurredAt?: string; data: ChangeDataInput }): AppendedChange {
     const eventId = `evt_${timeOrderedUuid()}`;
     const result = this.prepare(
       'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)',
-    ).run(eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), JSON.stringify(change.data));
+    ).run(eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data));
     return { seq: Number(result.lastInsertRowid), eventId, type: change.type, stream: change.stream, recordId: change.recordId };
   }
 

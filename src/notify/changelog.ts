@@ -9,7 +9,7 @@
  * a seq 42 that committed behind it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { lastChangeSeq, type ChangeData } from '../mirror/changelog.ts';
+import { decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog.ts';
 import type { MirrorDatabase } from '../mirror/database.ts';
 import { validateEventPattern } from './event-filter.ts';
 
@@ -26,6 +26,12 @@ export interface ChangeEvent {
   recordId: string;
   /** ISO 8601: when the mirror recorded the change. */
   occurredAt: string;
+  /**
+   * The format version the row's `data` was stored in (src/mirror/changelog.ts): 1 (older rows) or
+   * 2. `data` reads the same for both: a new record's `changes` are derived when not stored.
+   * Always set by `readChanges`; an event built by hand without it counts as 1.
+   */
+  version?: number;
   data: ChangeData;
 }
 
@@ -113,12 +119,14 @@ export async function* followChanges(db: MirrorDatabase, options: FollowChangesO
 
 /**
  * One JSON line for `bizops-sync changes` (no trailing newline):
- * `{"seq":42,"event_id":"...","type":"deal.won","stream":"deals","record_id":"...","occurred_at":"...","data":{...}}`.
- * Keys use the changelog's column names, so the line reads like the row.
+ * `{"seq":42,"version":2,"event_id":"...","type":"deal.won","stream":"deals","record_id":"...","occurred_at":"...","data":{...}}`.
+ * Keys use the changelog's column names, so the line reads like the row; `version` is the format
+ * the row was stored in, and `data` is `{ record, changes }` for either.
  */
 export function formatChangeLine(event: ChangeEvent): string {
   return JSON.stringify({
     seq: event.seq,
+    version: event.version ?? 1,
     event_id: event.eventId,
     type: event.type,
     stream: event.stream,
@@ -138,6 +146,7 @@ function toChangeEvent(row: ChangeRow): ChangeEvent {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw new Error(`changes row seq ${row.seq} (event ${row.event_id}): data is not a JSON object`);
   }
+  const decoded = decodeChangeData(data as Record<string, unknown>, row.stream);
   return {
     seq: row.seq,
     eventId: row.event_id,
@@ -145,7 +154,8 @@ function toChangeEvent(row: ChangeRow): ChangeEvent {
     stream: row.stream,
     recordId: row.record_id,
     occurredAt: row.occurred_at,
-    data: data as ChangeData,
+    version: decoded.version,
+    data: decoded.data,
   };
 }
 

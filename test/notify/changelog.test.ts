@@ -23,6 +23,8 @@ describe('readChanges', () => {
       stream: 'deals',
       recordId: inserted[2]!.recordId,
       occurredAt: inserted[2]!.occurredAt,
+      // insertChanges writes format version 1 rows (no version key in data).
+      version: 1,
       data: inserted[2]!.data,
     });
     expect(lastChangeSeq(mirror.db)).toBe(inserted[4]!.seq);
@@ -62,7 +64,7 @@ describe('formatChangeLine', () => {
     const [event] = readChanges(mirror.db);
     const line = formatChangeLine(event!);
     expect(line).not.toContain('\n');
-    expect(Object.keys(JSON.parse(line))).toEqual(['seq', 'event_id', 'type', 'stream', 'record_id', 'occurred_at', 'data']);
+    expect(Object.keys(JSON.parse(line))).toEqual(['seq', 'version', 'event_id', 'type', 'stream', 'record_id', 'occurred_at', 'data']);
     expect(JSON.parse(line)).toMatchObject({ seq: 1, event_id: inserted!.eventId, data: inserted!.data });
   });
 });
