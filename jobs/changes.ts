@@ -1,7 +1,7 @@
 /**
  * Job: the changelog for `bizops-sync changes`, read from the mirror file (src/notify/changelog.ts).
  */
-import { followChanges, readChanges, type ChangeEvent } from '../src/notify/index.ts';
+import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/index.ts';
 import { openExistingMirror } from './context.ts';
 
 /** Options of `changesJob`: an exclusive seq cursor, a type filter, and whether to tail. */
@@ -28,13 +28,8 @@ export async function* changesJob(dbPath: string, options: ChangesJobOptions): A
       yield* followChanges(db, { sinceSeq: options.sinceSeq, signal: options.signal, types });
       return;
     }
-    let since = options.sinceSeq;
-    for (;;) {
-      const events = readChanges(db, { sinceSeq: since, limit: 1000, types });
-      yield* events;
-      if (events.length < 1000) return;
-      since = events.at(-1)!.seq;
-    }
+    // One row at a time: the footprint stays flat however long the changelog is.
+    yield* iterateChanges(db, { sinceSeq: options.sinceSeq, types });
   } finally {
     db.close();
   }

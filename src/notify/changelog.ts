@@ -75,6 +75,42 @@ export function readChanges(db: MirrorDatabase, options: ReadChangesOptions = {}
   return rows.map(toChangeEvent);
 }
 
+/** Options of `iterateChanges`: an exclusive seq cursor, a type filter and the rows per query. */
+export interface IterateChangesOptions {
+  /** Read events with seq greater than this (exclusive cursor). Default 0: from the start. */
+  sinceSeq?: number;
+  /** Only these event types (patterns as in `readChanges`). */
+  types?: readonly string[];
+  /** Rows per query (1 to 10000). Default 1000. */
+  batchSize?: number;
+}
+
+/**
+ * Every event after `sinceSeq` up to the changelog's end, in seq order, decoded one row at a time:
+ * memory stays the same whatever the changelog's length (one row in hand, no batch of events held).
+ * Each query reads `batchSize` rows and ends, so no read transaction stays open for the whole
+ * changelog (the writer's WAL checkpoints go on while a long read runs).
+ * @throws Error naming the option when an option is invalid; Error naming the seq when a row's `data` is not JSON
+ */
+export function* iterateChanges(db: MirrorDatabase, options: IterateChangesOptions = {}): Generator<ChangeEvent, void, undefined> {
+  let cursor = checkSeq(options.sinceSeq ?? 0, 'sinceSeq');
+  const batchSize = options.batchSize ?? 1000;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_LIMIT) {
+    throw new Error(`batchSize: must be an integer from 1 to ${MAX_LIMIT}, got ${String(batchSize)}`);
+  }
+  const { clause, parameters } = typeClause(options.types ?? ['*']);
+  const statement = db.prepare(`${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`);
+  for (;;) {
+    let rows = 0;
+    for (const row of statement.iterate(cursor, ...parameters, batchSize) as IterableIterator<ChangeRow>) {
+      rows += 1;
+      cursor = row.seq;
+      yield toChangeEvent(row);
+    }
+    if (rows < batchSize) return;
+  }
+}
+
 /** Options of `followChanges`: where to start, how often to poll (ms), and when to stop. */
 export interface FollowChangesOptions {
   /** Start after this seq (exclusive). Default: the current end of the changelog (only new events). */
