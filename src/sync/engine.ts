@@ -35,6 +35,7 @@ import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { AppendedChange, MirrorStore, RunCheckpoint } from '../mirror/store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
+import { readAhead } from './read-ahead.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 
 /** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
@@ -256,7 +257,8 @@ export class SyncEngine {
     };
     const pages = paginateByOffset(fetchPage, { label: `GET ${request.path}`, startOffset: run.offset, previousTotal: run.lastTotal, stepBackOnShrink: true });
     try {
-      for await (const step of pages) this.commitPage(stream, run, result, step, options);
+      // The next page is fetched while this one commits (one page ahead, never the first: read-ahead.ts).
+      for await (const step of readAhead(pages, { isLast: (step) => step.done })) this.commitPage(stream, run, result, step, options);
     } catch (error) {
       if (error instanceof NotFoundError && request.unsupportedOn404 && run.pages === 0) {
         this.markUnsupported(stream, result);
