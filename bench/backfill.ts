@@ -50,7 +50,8 @@ async function backfillThroughCli(n: number): Promise<WorkerRun> {
   const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: { limit: LIMIT, windowMs: WINDOW_MS } });
   const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-backfill-'));
   try {
-    const measured = await runMeasured(process.execPath, [BIN, 'backfill', '--stream', 'transactions', '--no-progress'], {
+    // BIN itself, as a user runs it: its #! line sets the Node flags the command runs with.
+    const measured = await runMeasured(BIN, ['backfill', '--stream', 'transactions', '--no-progress'], {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       BIZOPS_BASE_URL: simulator.url,

@@ -88,7 +88,8 @@ export async function run(): Promise<Record<string, number | string>> {
     const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_LEVEL: 'warn' };
     const loadBefore = machineLoad();
     const reads = await repeat(RUNS, async () => {
-      const cli = await runMeasured(process.execPath, [BIN, 'changes', '--since', '0', '--db', path], env);
+      // BIN itself, as a user runs it (its #! line sets the Node flags).
+      const cli = await runMeasured(BIN, ['changes', '--since', '0', '--db', path], env);
       const plain = await runMeasured(process.execPath, [PLAIN_READER, path], env);
       return { cli, plain };
     });

@@ -1,8 +1,9 @@
 /**
  * Job: the changelog for `bizops-sync changes`, read from the mirror file (src/notify/changelog.ts).
  */
-import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/index.ts';
-import { openExistingMirror } from './context.ts';
+// The changelog module itself, not src/notify/index.ts: a reader need not load the webhook sender.
+import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/changelog.ts';
+import { openExistingMirror } from './open-mirror.ts';
 
 /** Options of `changesJob`: an exclusive seq cursor, a type filter, and whether to tail. */
 export interface ChangesJobOptions {

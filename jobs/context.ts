@@ -15,7 +15,6 @@
  * queue stays off.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { existsSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import type { Config } from '../src/config/schema.ts';
 import { maskUrlPassword } from '../src/config/load.ts';
@@ -145,20 +144,8 @@ export function processLogger(config: Config, options: { level?: string } = {}):
   return createLogger({ secrets: [...Object.values(config.tokens), ...config.webhooks.map((endpoint) => endpoint.secret)], ...options });
 }
 
-/** The mirror file a job reads does not exist yet: nothing has run. The message says what to run. */
-export class MirrorMissingError extends Error {
-  override name = 'MirrorMissingError';
-}
-
-/**
- * Opens the mirror file at `dbPath` for a job that only reads or administers it (`status`, `changes`,
- * `write`, `webhooks`): no API settings needed.
- * @throws MirrorMissingError `no mirror at <path> yet: run \`bizops-sync backfill\` first` when the file does not exist
- */
-export function openExistingMirror(dbPath: string, options: { readonly?: boolean; hint?: string } = {}): MirrorDatabase {
-  if (dbPath !== ':memory:' && !existsSync(dbPath)) throw new MirrorMissingError(`no mirror at ${dbPath} yet: ${options.hint ?? 'run `bizops-sync backfill` first'}`);
-  return openMirror(dbPath, { readonly: options.readonly ?? false });
-}
+// Re-exported: opening a mirror for reading lives apart so that readers need not load the worker.
+export { MirrorMissingError, openExistingMirror } from './open-mirror.ts';
 
 /**
  * The rate budgets for `config`: in Redis when it answers (or when `redis` is given), else

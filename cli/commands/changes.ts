@@ -1,9 +1,9 @@
 /** `bizops-sync changes [--since SEQ] [--follow]`: the changelog as JSON lines, for downstream tails. */
 import type { Command } from 'commander';
 import { changesJob } from '../../jobs/changes.ts';
-import { formatChangeLine } from '../../src/notify/index.ts';
+import { formatChangeLine } from '../../src/notify/changelog.ts';
 import { writeLines } from '../line-writer.ts';
-import { UsageError } from '../program.ts';
+import { UsageError } from '../usage-error.ts';
 import { mirrorPath, shutdownOnSignals } from '../shared.ts';
 
 export function registerChangesCommand(program: Command): void {
