@@ -14,8 +14,8 @@
  *    over that at 100,000: memory flat, not growing with N. Goal <= 1.2.
  *
  * Environment: `BENCH_BACKFILL_N` (default 100000), `BENCH_BACKFILL_LARGE` (default 1000000; 0 skips
- * figure 3: a 1M backfill takes about a minute and the simulator holds the 1M records in this
- * process). Run alone: `node bench/backfill.ts` (prints JSON).
+ * figure 3: a 1M backfill took 134 to 307 s on a shared 2-CPU machine at load 9 to 14, so the three
+ * runs add 7 to 12 minutes, and the simulator holds the 1M records in this process). Run alone: `node bench/backfill.ts` (prints JSON).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

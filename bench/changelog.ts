@@ -9,7 +9,7 @@
  *    iterate loop printing the rows), both as child processes under /usr/bin/time (goal <= 1.2).
  *
  * Each figure is min / median / max of 3 runs. `BENCH_CHANGELOG_EVENTS` overrides N (building the
- * 1M mirror takes about 30 s, each read about 15 s on an idle machine).
+ * 1M mirror took 68 s and each read 9 to 21 s on a shared 2-CPU machine at load 11; about 2.5 minutes in all).
  * Run alone: `node bench/changelog.ts`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
