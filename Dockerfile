@@ -77,5 +77,5 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.BIZOPS_HTTP_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # The daemon stops within 10 s of SIGTERM; `docker stop` waits 10 s by default (use -t 15 for margin).
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "bin/bizops-sync.js"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=16", "bin/bizops-sync.js"]
 CMD ["daemon"]

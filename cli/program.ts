@@ -19,16 +19,9 @@ import { registerSimulateCommand } from './commands/simulate.ts';
 import { registerDemoCommand } from './commands/demo.ts';
 import { registerDaemonCommands } from './commands/daemon.ts';
 import { registerWriteCommands } from './commands/writes.ts';
+import { UsageError } from './usage-error.ts';
 
-/** A failure the user can act on: printed as one line, exit code given. */
-export class UsageError extends Error {
-  override name = 'UsageError';
-  readonly exitCode: number;
-  constructor(message: string, exitCode = 2) {
-    super(message);
-    this.exitCode = exitCode;
-  }
-}
+export { UsageError } from './usage-error.ts';
 
 /** Builds the program with every command registered. */
 export function buildProgram(): Command {

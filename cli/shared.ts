@@ -5,7 +5,7 @@
 import type { Config } from '../src/config/schema.ts';
 import { loadConfig } from '../src/config/load.ts';
 import { isStreamName, STREAM_NAMES, type StreamName } from '../src/streams/definitions.ts';
-import { UsageError } from './program.ts';
+import { UsageError } from './usage-error.ts';
 
 /** Loads the configuration, applying command-line overrides (e.g. `--db`). */
 export function configFromEnvironment(overrides: Record<string, unknown> = {}): Config {

@@ -1,8 +1,9 @@
 /**
  * Job: the changelog for `bizops-sync changes`, read from the mirror file (src/notify/changelog.ts).
  */
-import { followChanges, readChanges, type ChangeEvent } from '../src/notify/index.ts';
-import { openExistingMirror } from './context.ts';
+// The changelog module itself, not src/notify/index.ts: a reader need not load the webhook sender.
+import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/changelog.ts';
+import { openExistingMirror } from './open-mirror.ts';
 
 /** Options of `changesJob`: an exclusive seq cursor, a type filter, and whether to tail. */
 export interface ChangesJobOptions {
@@ -28,13 +29,8 @@ export async function* changesJob(dbPath: string, options: ChangesJobOptions): A
       yield* followChanges(db, { sinceSeq: options.sinceSeq, signal: options.signal, types });
       return;
     }
-    let since = options.sinceSeq;
-    for (;;) {
-      const events = readChanges(db, { sinceSeq: since, limit: 1000, types });
-      yield* events;
-      if (events.length < 1000) return;
-      since = events.at(-1)!.seq;
-    }
+    // One row at a time: the footprint stays flat however long the changelog is.
+    yield* iterateChanges(db, { sinceSeq: options.sinceSeq, types });
   } finally {
     db.close();
   }

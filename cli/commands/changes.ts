@@ -1,8 +1,9 @@
 /** `bizops-sync changes [--since SEQ] [--follow]`: the changelog as JSON lines, for downstream tails. */
 import type { Command } from 'commander';
 import { changesJob } from '../../jobs/changes.ts';
-import { formatChangeLine } from '../../src/notify/index.ts';
-import { UsageError } from '../program.ts';
+import { formatChangeLine } from '../../src/notify/changelog.ts';
+import { writeLines } from '../line-writer.ts';
+import { UsageError } from '../usage-error.ts';
 import { mirrorPath, shutdownOnSignals } from '../shared.ts';
 
 export function registerChangesCommand(program: Command): void {
@@ -19,9 +20,14 @@ export function registerChangesCommand(program: Command): void {
       const shutdown = options.follow ? shutdownOnSignals() : undefined;
       try {
         const events = changesJob(mirrorPath(options.db), { sinceSeq: Number(options.since), types: options.type, follow: options.follow, signal: shutdown?.signal });
-        for await (const event of events) process.stdout.write(`${formatChangeLine(event)}\n`);
+        // Backpressure: a slow consumer makes the reading wait instead of lines piling up in memory.
+        await writeLines(process.stdout, mapLines(events), { chunkChars: options.follow ? 0 : undefined });
       } finally {
         shutdown?.dispose();
       }
     });
+}
+
+async function* mapLines(events: AsyncIterable<Parameters<typeof formatChangeLine>[0]>): AsyncGenerator<string, void, undefined> {
+  for await (const event of events) yield formatChangeLine(event);
 }

@@ -2,18 +2,21 @@
  * Change detection: a content hash for no-op suppression (docs/sync.md "No-op suppression") and a
  * field-level diff for the changelog's `data.changes`.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FieldChanges } from './changelog.ts';
 import { readField, type ApiRecord } from '../streams/define-stream.ts';
 
 
 /**
  * sha256 (hex) of the record's listed fields, in a fixed order, so that key order, unknown extra
- * fields and write-response-only fields never make identical data look changed.
+ * fields and write-response-only fields never make identical data look changed. One-shot
+ * `crypto.hash` (no Hash object per record); the digest is the same sha256 as before, so hashes
+ * stored by earlier versions still compare equal.
  */
 export function contentHash(record: ApiRecord, fields: readonly string[]): string {
-  const values = fields.map((field) => readField(record, field) ?? null);
-  return createHash('sha256').update(JSON.stringify(values)).digest('hex');
+  const values = new Array<unknown>(fields.length);
+  for (let index = 0; index < fields.length; index += 1) values[index] = readField(record, fields[index]!) ?? null;
+  return hash('sha256', JSON.stringify(values), 'hex');
 }
 
 /**

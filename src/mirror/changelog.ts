@@ -1,8 +1,15 @@
 /**
  * The changelog's shape and its end (docs/mirror.md "The changelog: `changes`"): what a change row's
- * `data` holds, and the highest `seq`, read here and nowhere else. Rows are appended by the mirror
- * store (store.ts `appendChange`) and read by src/notify/changelog.ts.
+ * `data` holds, how it is written and read back, and the highest `seq`, here and nowhere else. Rows
+ * are appended by the mirror store (store.ts `appendChange`) and read by src/notify/changelog.ts.
+ *
+ * Stored formats of `data` (both can be in one mirror; readers get `ChangeData` from either):
+ *   version 1 (no `version` key): `{ record, changes }`, a new record with every listed field as `{ old: null, new }`
+ *   version 2: `{ version: 2, record, changes? }`: `changes` is left out for a new record (it carried
+ *              every field a second time); `decodeChangeData` derives it from `record` again
  */
+import { readField, type ApiRecord } from '../streams/define-stream.ts';
+import { STREAM_LIST } from '../streams/definitions.ts';
 import type { MirrorDatabase } from './database.ts';
 
 /** One changed field: its value before and after (null when absent). */
@@ -24,6 +31,60 @@ export interface ChangeData {
   changes: FieldChanges;
   /** `record.rejected` only: why the item failed its schema (the field and the rule). */
   error?: string;
+}
+
+/** The format version `encodeChangeData` writes (docs/mirror.md "Change data format"). */
+export const CHANGE_DATA_VERSION = 2;
+
+/**
+ * What `appendChange` stores: the record after the change and, except for a new record, the fields
+ * that changed. `changes` undefined means "a new record: every listed field is new" (version 2).
+ */
+export interface ChangeDataInput {
+  record: unknown;
+  changes?: FieldChanges;
+  /** `record.rejected` only: why the item failed its schema. */
+  error?: string;
+}
+
+/**
+ * The JSON text of a change row's `data` in format version 2: `{"version":2,"record":...}` plus
+ * `"changes"` when given.
+ */
+export function encodeChangeData(data: ChangeDataInput): string {
+  const record = JSON.stringify(data.record);
+  const error = data.error === undefined ? '' : `,"error":${JSON.stringify(data.error)}`;
+  return data.changes === undefined
+    ? `{"version":${CHANGE_DATA_VERSION},"record":${record}${error}}`
+    : `{"version":${CHANGE_DATA_VERSION},"record":${record},"changes":${JSON.stringify(data.changes)}${error}}`;
+}
+
+/** A row's `data` as readers see it, and the format version it was stored in (1 or 2). */
+export interface DecodedChangeData {
+  version: number;
+  data: ChangeData;
+}
+
+const LISTED_FIELDS = new Map<string, readonly string[]>(STREAM_LIST.map((stream) => [stream.name, stream.listedFields]));
+
+/**
+ * Reads a change row's parsed `data` of either format (module comment). A version-2 row without
+ * `changes` (a new record) gets them derived: each of the stream's listed fields as
+ * `{ old: null, new: value }`, exactly what version 1 stored (for a stream this build does not
+ * know, each top-level field of the record).
+ * @param parsed the JSON-parsed `data` column (an object)
+ * @param stream the row's `stream`
+ */
+export function decodeChangeData(parsed: Record<string, unknown>, stream: string): DecodedChangeData {
+  const version = typeof parsed.version === 'number' ? parsed.version : 1;
+  const record = parsed.record;
+  let changes = parsed.changes as FieldChanges | undefined;
+  if (changes === undefined) {
+    changes = {};
+    const fields = LISTED_FIELDS.get(stream) ?? (record !== null && typeof record === 'object' ? Object.keys(record) : []);
+    for (const field of fields) changes[field] = { old: null, new: (record !== null && typeof record === 'object' ? readField(record as ApiRecord, field) : undefined) ?? null };
+  }
+  return { version, data: { record, changes, ...(typeof parsed.error === 'string' ? { error: parsed.error } : {}) } };
 }
 
 const LAST_SEQ_SQL = 'SELECT COALESCE(MAX(seq), 0) AS seq FROM changes';

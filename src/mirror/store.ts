@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { MirrorDatabase } from './database.ts';
 import { contentHash, diffFields } from './change-detection.ts';
-import { lastChangeSeq, type ChangeData } from './changelog.ts';
+import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
@@ -113,8 +113,8 @@ export interface SyncState {
   lastScan: ScanOutcome | null;
 }
 
-interface StoredRow {
-  raw: string;
+/** What the change detection needs of a stored row. */
+interface StoredState {
   content_hash: string;
   deleted_at: string | null;
 }
@@ -174,35 +174,65 @@ export class MirrorStore {
    * stored row is only marked seen (no event: no-op suppression); a new, changed or reappearing
    * record is upserted and gets one changelog row, typed by `stream.classify`.
    * Call inside `transaction` together with the checkpoint.
+   *
+   * Cost per page: one SELECT for the stored hashes of the page's ids, one UPDATE marking the
+   * unchanged ones seen, then per new or changed record its INSERT or UPDATE and its change row
+   * (the stored `raw` is read only for a record whose hash differs, to diff it).
    * @returns the change rows appended, in order
    */
   applyRecords(stream: StreamDefinition, records: readonly ApiRecord[], options: ApplyOptions = {}): AppendedChange[] {
     const now = options.now ?? new Date().toISOString();
     const scan = options.scanNumber ?? null;
     const key = keyColumn(stream);
-    const select = this.prepare(`SELECT raw, content_hash, deleted_at FROM ${stream.table} WHERE ${key} = ?`);
-    const touch = this.prepare(
-      `UPDATE ${stream.table} SET synced_at = ?, last_seen_scan = COALESCE(?, last_seen_scan), missed_scans = 0 WHERE ${key} = ?`,
-    );
     const appended: AppendedChange[] = [];
+    if (records.length === 0) return appended;
+    const ids = records.map((record) => String(record[stream.key]));
     return this.transaction(() => {
-      for (const record of records) {
-        const id = String(record[stream.key]);
+      const stored = this.storedStates(stream, ids);
+      const unchanged: string[] = [];
+      for (let index = 0; index < records.length; index += 1) {
+        const record = records[index]!;
+        const id = ids[index]!;
         const hash = contentHash(record, stream.listedFields);
-        const stored = select.get(id) as StoredRow | undefined;
-        if (stored && stored.content_hash === hash && stored.deleted_at === null) {
-          touch.run(now, scan, id);
+        const state = stored.get(id);
+        if (state && state.content_hash === hash && state.deleted_at === null) {
+          unchanged.push(id);
           continue;
         }
         // A tombstoned record that is listed again counts as new (created / started again).
-        const previous = stored && stored.deleted_at === null ? (JSON.parse(stored.raw) as ApiRecord) : undefined;
+        const previous = state && state.deleted_at === null ? this.storedRecord(stream, key, id) : undefined;
         const changes = diffFields(previous, record, stream.listedFields);
-        this.upsert(stream, record, id, hash, now, scan, stored !== undefined);
+        this.upsert(stream, record, id, hash, now, scan, state !== undefined);
+        // A second copy of this id later in the same page compares with what was just written.
+        stored.set(id, { content_hash: hash, deleted_at: null });
         const type = stream.changes.classify(previous, record, Object.keys(changes));
-        appended.push(this.appendChange({ type, stream: stream.name, recordId: id, occurredAt: now, data: { record, changes } }));
+        // A new record's change carries the record once (format version 2: no `{ old: null }` per field).
+        const data = previous === undefined ? { record } : { record, changes };
+        appended.push(this.appendChange({ type, stream: stream.name, recordId: id, occurredAt: now, data }));
+      }
+      if (unchanged.length > 0) {
+        this.prepare(
+          `UPDATE ${stream.table} SET synced_at = ?, last_seen_scan = COALESCE(?, last_seen_scan), missed_scans = 0 WHERE ${key} IN (SELECT value FROM json_each(?))`,
+        ).run(now, scan, JSON.stringify(unchanged));
       }
       return appended;
     });
+  }
+
+  /** The stored hash and tombstone of each of `ids` that the stream's table holds: one SELECT. */
+  private storedStates(stream: StreamDefinition, ids: readonly string[]): Map<string, StoredState> {
+    const rows = this.prepare(
+      `SELECT ${keyColumn(stream)} AS id, content_hash, deleted_at FROM ${stream.table} WHERE ${keyColumn(stream)} IN (SELECT value FROM json_each(?))`,
+    ).all(JSON.stringify(ids)) as (StoredState & { id: string })[];
+    const states = new Map<string, StoredState>();
+    for (const row of rows) states.set(row.id, { content_hash: row.content_hash, deleted_at: row.deleted_at });
+    return states;
+  }
+
+  /** The record as last stored (its `raw`), for the diff of a changed record. */
+  private storedRecord(stream: StreamDefinition, key: string, id: string): ApiRecord {
+    const row = this.prepare(`SELECT raw FROM ${stream.table} WHERE ${key} = ?`).get(id) as { raw: string };
+    return JSON.parse(row.raw) as ApiRecord;
   }
 
   private upsert(stream: StreamDefinition, record: ApiRecord, id: string, hash: string, now: string, scan: number | null, exists: boolean): void {
@@ -239,14 +269,15 @@ export class MirrorStore {
   }
 
   /**
-   * Appends one row to the changelog with a fresh, stable `event_id` (`evt_<uuid v7>`).
-   * Call inside the transaction that wrote the record the change describes.
+   * Appends one row to the changelog with a fresh, stable `event_id` (`evt_<uuid v7>`), its `data`
+   * in format version 2 (src/mirror/changelog.ts `encodeChangeData`; leave `changes` out for a new
+   * record). Call inside the transaction that wrote the record the change describes.
    */
-  appendChange(change: { type: string; stream: string; recordId: string; occurredAt?: string; data: ChangeData }): AppendedChange {
+  appendChange(change: { type: string; stream: string; recordId: string; occurredAt?: string; data: ChangeDataInput }): AppendedChange {
     const eventId = `evt_${timeOrderedUuid()}`;
     const result = this.prepare(
       'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)',
-    ).run(eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), JSON.stringify(change.data));
+    ).run(eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data));
     return { seq: Number(result.lastInsertRowid), eventId, type: change.type, stream: change.stream, recordId: change.recordId };
   }
 

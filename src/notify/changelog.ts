@@ -9,7 +9,7 @@
  * a seq 42 that committed behind it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { lastChangeSeq, type ChangeData } from '../mirror/changelog.ts';
+import { decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog.ts';
 import type { MirrorDatabase } from '../mirror/database.ts';
 import { validateEventPattern } from './event-filter.ts';
 
@@ -26,6 +26,12 @@ export interface ChangeEvent {
   recordId: string;
   /** ISO 8601: when the mirror recorded the change. */
   occurredAt: string;
+  /**
+   * The format version the row's `data` was stored in (src/mirror/changelog.ts): 1 (older rows) or
+   * 2. `data` reads the same for both: a new record's `changes` are derived when not stored.
+   * Always set by `readChanges`; an event built by hand without it counts as 1.
+   */
+  version?: number;
   data: ChangeData;
 }
 
@@ -67,6 +73,42 @@ export function readChanges(db: MirrorDatabase, options: ReadChangesOptions = {}
   const { clause, parameters } = typeClause(types);
   const rows = db.prepare(`${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`).all(sinceSeq, ...parameters, limit) as ChangeRow[];
   return rows.map(toChangeEvent);
+}
+
+/** Options of `iterateChanges`: an exclusive seq cursor, a type filter and the rows per query. */
+export interface IterateChangesOptions {
+  /** Read events with seq greater than this (exclusive cursor). Default 0: from the start. */
+  sinceSeq?: number;
+  /** Only these event types (patterns as in `readChanges`). */
+  types?: readonly string[];
+  /** Rows per query (1 to 10000). Default 1000. */
+  batchSize?: number;
+}
+
+/**
+ * Every event after `sinceSeq` up to the changelog's end, in seq order, decoded one row at a time:
+ * memory stays the same whatever the changelog's length (one row in hand, no batch of events held).
+ * Each query reads `batchSize` rows and ends, so no read transaction stays open for the whole
+ * changelog (the writer's WAL checkpoints go on while a long read runs).
+ * @throws Error naming the option when an option is invalid; Error naming the seq when a row's `data` is not JSON
+ */
+export function* iterateChanges(db: MirrorDatabase, options: IterateChangesOptions = {}): Generator<ChangeEvent, void, undefined> {
+  let cursor = checkSeq(options.sinceSeq ?? 0, 'sinceSeq');
+  const batchSize = options.batchSize ?? 1000;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_LIMIT) {
+    throw new Error(`batchSize: must be an integer from 1 to ${MAX_LIMIT}, got ${String(batchSize)}`);
+  }
+  const { clause, parameters } = typeClause(options.types ?? ['*']);
+  const statement = db.prepare(`${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`);
+  for (;;) {
+    let rows = 0;
+    for (const row of statement.iterate(cursor, ...parameters, batchSize) as IterableIterator<ChangeRow>) {
+      rows += 1;
+      cursor = row.seq;
+      yield toChangeEvent(row);
+    }
+    if (rows < batchSize) return;
+  }
 }
 
 /** Options of `followChanges`: where to start, how often to poll (ms), and when to stop. */
@@ -113,12 +155,14 @@ export async function* followChanges(db: MirrorDatabase, options: FollowChangesO
 
 /**
  * One JSON line for `bizops-sync changes` (no trailing newline):
- * `{"seq":42,"event_id":"...","type":"deal.won","stream":"deals","record_id":"...","occurred_at":"...","data":{...}}`.
- * Keys use the changelog's column names, so the line reads like the row.
+ * `{"seq":42,"version":2,"event_id":"...","type":"deal.won","stream":"deals","record_id":"...","occurred_at":"...","data":{...}}`.
+ * Keys use the changelog's column names, so the line reads like the row; `version` is the format
+ * the row was stored in, and `data` is `{ record, changes }` for either.
  */
 export function formatChangeLine(event: ChangeEvent): string {
   return JSON.stringify({
     seq: event.seq,
+    version: event.version ?? 1,
     event_id: event.eventId,
     type: event.type,
     stream: event.stream,
@@ -138,6 +182,7 @@ function toChangeEvent(row: ChangeRow): ChangeEvent {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw new Error(`changes row seq ${row.seq} (event ${row.event_id}): data is not a JSON object`);
   }
+  const decoded = decodeChangeData(data as Record<string, unknown>, row.stream);
   return {
     seq: row.seq,
     eventId: row.event_id,
@@ -145,7 +190,8 @@ function toChangeEvent(row: ChangeRow): ChangeEvent {
     stream: row.stream,
     recordId: row.record_id,
     occurredAt: row.occurred_at,
-    data: data as ChangeData,
+    version: decoded.version,
+    data: decoded.data,
   };
 }
 

@@ -2,7 +2,7 @@
  * Change notifications: the changelog tail (`bizops-sync changes`) and signed webhooks
  * (`WebhookDispatcher`, `bizops-sync webhooks list|test|replay`). The surface of src/notify/ for jobs/ and the CLI (everything else is internal to it).
  */
-export { followChanges, formatChangeLine, readChanges, type ChangeEvent } from './changelog.ts';
+export { followChanges, formatChangeLine, iterateChanges, readChanges, type ChangeEvent } from './changelog.ts';
 export { compileEventFilter } from './event-filter.ts';
 export { WebhookDispatcher, type WebhookDispatcherOptions } from './webhooks/dispatcher.ts';
 export { listWebhookEndpoints, replayWebhooks, sendTestEvent, type ReplayResult, type TestEventResult, type WebhookEndpointListing } from './webhooks/admin.ts';

@@ -44,6 +44,7 @@ import { RecordClockStore } from '../mirror/record-clock.ts';
 import { recordIdOf, RejectedRecords } from '../mirror/rejected-records.ts';
 import type { AppendedChange, MirrorStore, RunCheckpoint, ScanOutcome } from '../mirror/store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
+import { readAhead } from './read-ahead.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { lagsFromPage, lagsFromWrites } from './record-clock.ts';
 import { scanOutcome, tallyPage } from './scan-check.ts';
@@ -351,7 +352,8 @@ export class SyncEngine {
       idOf: (item) => String(item[stream.key]),
     });
     try {
-      for await (const step of pages) this.commitPage(stream, run, result, step, memory, options);
+      // The next page is fetched while this one commits (one page ahead, never the first: read-ahead.ts).
+      for await (const step of readAhead(pages, { isLast: (step) => step.done })) this.commitPage(stream, run, result, step, memory, options);
     } catch (error) {
       if (error instanceof NotFoundError && request.unsupportedOn404 && run.pages === 0) {
         this.markUnsupported(stream, result);

@@ -80,6 +80,33 @@ describe('the mirror store', () => {
     expect(s.countRecords(transactionsStream)).toEqual({ live: 2, deleted: 0 });
   });
 
+  it('detects created, updated and unchanged records per page, also when one page lists an id twice', () => {
+    const s = store();
+    const second = { ...listed, id: 'txn_2' };
+    // The same record twice in one page (a tie listed on both sides of a page edge): one event.
+    expect(s.applyRecords(transactionsStream, [listed, second, listed], { scanNumber: 1 }).map((c) => [c.type, c.recordId])).toEqual([
+      ['transaction.created', 'txn_1'],
+      ['transaction.created', 'txn_2'],
+    ]);
+    // A changed copy later in the same page compares with the copy just written.
+    const confirmed = { ...second, status: 'CONFIRMED' };
+    const changes = s.applyRecords(transactionsStream, [second, { ...listed, id: 'txn_3' }, confirmed], { scanNumber: 2 });
+    expect(changes.map((c) => [c.type, c.recordId])).toEqual([
+      ['transaction.created', 'txn_3'],
+      ['transaction.confirmed', 'txn_2'],
+    ]);
+    const data = JSON.parse((s.db.prepare('SELECT data FROM changes WHERE seq = ?').get(changes[1]!.seq) as { data: string }).data);
+    expect(data.changes).toEqual({ status: { old: 'PENDING', new: 'CONFIRMED' } });
+    // Unchanged records are marked seen by the scan that listed them, without an event.
+    expect(s.applyRecords(transactionsStream, [listed, confirmed], { scanNumber: 3 })).toEqual([]);
+    expect(s.db.prepare('SELECT id, last_seen_scan, missed_scans FROM transactions ORDER BY id').all()).toEqual([
+      { id: 'txn_1', last_seen_scan: 3, missed_scans: 0 },
+      { id: 'txn_2', last_seen_scan: 3, missed_scans: 0 },
+      { id: 'txn_3', last_seen_scan: 2, missed_scans: 0 },
+    ]);
+    expect(s.db.prepare('SELECT COUNT(*) AS n FROM changes').get()).toEqual({ n: 4 });
+  });
+
   it('gives each change a UUID v7 event id that sorts by time', () => {
     const earlier = timeOrderedUuid(Date.parse('2026-01-01T00:00:00Z'));
     const later = timeOrderedUuid(Date.parse('2026-01-01T00:00:00.001Z'));

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { lastChangeSeq } from '../../src/mirror/changelog.ts';
-import { followChanges, formatChangeLine, readChanges, type ChangeEvent } from '../../src/notify/changelog.ts';
+import { followChanges, formatChangeLine, iterateChanges, readChanges, type ChangeEvent } from '../../src/notify/changelog.ts';
 import { insertChanges, tempMirror, type TempMirror } from './helpers.ts';
 
 let mirror: TempMirror;
@@ -23,6 +23,8 @@ describe('readChanges', () => {
       stream: 'deals',
       recordId: inserted[2]!.recordId,
       occurredAt: inserted[2]!.occurredAt,
+      // insertChanges writes format version 1 rows (no version key in data).
+      version: 1,
       data: inserted[2]!.data,
     });
     expect(lastChangeSeq(mirror.db)).toBe(inserted[4]!.seq);
@@ -62,7 +64,7 @@ describe('formatChangeLine', () => {
     const [event] = readChanges(mirror.db);
     const line = formatChangeLine(event!);
     expect(line).not.toContain('\n');
-    expect(Object.keys(JSON.parse(line))).toEqual(['seq', 'event_id', 'type', 'stream', 'record_id', 'occurred_at', 'data']);
+    expect(Object.keys(JSON.parse(line))).toEqual(['seq', 'version', 'event_id', 'type', 'stream', 'record_id', 'occurred_at', 'data']);
     expect(JSON.parse(line)).toMatchObject({ seq: 1, event_id: inserted!.eventId, data: inserted!.data });
   });
 });
@@ -94,5 +96,16 @@ describe('followChanges', () => {
     for await (const event of followChanges(mirror.db, { pollMs: 10, signal: controller.signal })) seen.push(event.seq);
     expect(seen).toEqual([5, 6]);
     expect(Date.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe('iterateChanges', () => {
+  it('yields the same events as readChanges, across query batches, with the type filter and an exclusive cursor', () => {
+    insertChanges(mirror.db, 25, { types: ['deal.won', 'transaction.created'] });
+    const all = readChanges(mirror.db, { limit: 100 });
+    expect([...iterateChanges(mirror.db, { batchSize: 4 })]).toEqual(all);
+    expect([...iterateChanges(mirror.db, { sinceSeq: 20, batchSize: 2 })].map((e) => e.seq)).toEqual([21, 22, 23, 24, 25]);
+    expect([...iterateChanges(mirror.db, { types: ['deal.*'], batchSize: 3 })]).toEqual(all.filter((e) => e.type === 'deal.won'));
+    expect(() => [...iterateChanges(mirror.db, { batchSize: 0 })]).toThrow(/^batchSize: must be an integer/);
   });
 });

@@ -69,8 +69,9 @@ describe('the run lock', () => {
     });
     expect(result.status).toBe('failed');
     expect(result.error?.message).toBe("transactions: another process took over this stream's run lock; stopping without writing");
-    // Page 2 was fetched but not written: only page 1's records and checkpoint stand.
-    expect(listRequests(sim, '/transactions')).toHaveLength(2);
+    // Page 2 was fetched but not written (and page 3 read ahead while page 2 would commit, then
+    // dropped): only page 1's records and checkpoint stand.
+    expect(listRequests(sim, '/transactions')).toHaveLength(3);
     expect(rowCount(context.db, 'transactions')).toBe(100);
     expect(context.store.readSyncState('transactions').run).toMatchObject({ offset: 100, pages: 1 });
     // The lock stays the other process's: ours was never released over it.

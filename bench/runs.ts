@@ -1,0 +1,51 @@
+/**
+ * Repeats a measurement and prints its spread: benchmarks of issue 9 report each figure as
+ * `min / median / max` of several runs, because the machine they run on is often shared.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** `min / median / max` of `values`, each rounded to `digits`. */
+export function spread(values: readonly number[], digits = 3): string {
+  const sorted = [...values].sort((a, b) => a - b);
+  const median = sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+  return [sorted[0]!, median, sorted.at(-1)!].map((value) => value.toFixed(digits)).join(' / ');
+}
+
+/** Runs `measure` `times` times one after another; each result in order. */
+export async function repeat<T>(times: number, measure: (run: number) => Promise<T>): Promise<T[]> {
+  const results: T[] = [];
+  for (let run = 0; run < times; run += 1) results.push(await measure(run));
+  return results;
+}
+
+/** The 1-minute load average and the CPU count, to print beside the figures of a shared machine. */
+export function machineLoad(): string {
+  const [one] = readFileSync('/proc/loadavg', 'utf8').split(' ');
+  const cpus = readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((line) => line.startsWith('processor')).length;
+  return `load ${String(one)} on ${cpus} CPUs`;
+}
+
+/**
+ * Runs a child process to its end under `/usr/bin/time`, discarding its stdout (read as fast as it
+ * comes), and returns its peak resident set size (the kernel's maxrss, MB) and wall time.
+ * @throws Error when the child exits non-zero
+ */
+export function runMeasured(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<{ peakRssMb: number; wallMs: number; stdoutBytes: number }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn('/usr/bin/time', ['-f', 'maxrss_kb=%M', command, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdoutBytes = 0;
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdoutBytes += chunk.length));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.on('close', (code) => {
+      const match = /maxrss_kb=(\d+)/.exec(stderr);
+      if (code !== 0 || !match) {
+        reject(new Error(`${command} ${args.join(' ')} exited with ${String(code)}: ${stderr.slice(-500)}`));
+        return;
+      }
+      resolve({ peakRssMb: Number(match[1]) / 1024, wallMs: performance.now() - started, stdoutBytes });
+    });
+  });
+}

@@ -1,0 +1,117 @@
+/**
+ * The changelog's stored format (docs/mirror.md "Change data format"): a created change carries the
+ * record once (version 2), and rows of either version read the same through `readChanges`, the
+ * `changes` command and webhook delivery.
+ */
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
+import { MirrorStore } from '../../src/mirror/store.ts';
+import { readChanges } from '../../src/notify/changelog.ts';
+import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
+import { onboardingsStream, transactionsStream } from '../../src/streams/definitions.ts';
+import { runCli, tempDir, waitFor, type TempDir } from '../helpers.ts';
+import { newSecret, receiverFixture } from '../notify/helpers.ts';
+
+let dir: TempDir | undefined;
+let db: MirrorDatabase | undefined;
+const dispatchers: WebhookDispatcher[] = [];
+const receiver = receiverFixture();
+afterEach(async () => {
+  await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
+  db?.close();
+  dir?.remove();
+  db = dir = undefined;
+});
+
+function store(): MirrorStore {
+  dir = tempDir();
+  db = openMirror(dir.file('mirror.db'));
+  return new MirrorStore(db);
+}
+
+const listed = { id: 'txn_1', type: 'EXPENSE', status: 'PENDING', amount: -1250, description: 'Paper', date: '2026-11-20' };
+/** What version 1 stored, and what readers get for a created transaction of either version. */
+const fullCreated = (record: Record<string, unknown>) => ({
+  record,
+  changes: Object.fromEntries(transactionsStream.listedFields.map((field) => [field, { old: null, new: record[field] ?? null }])),
+});
+
+/** A created change as version 1 stored it: every field again as `{ old: null, new }`. */
+function insertVersion1Row(s: MirrorStore, record: Record<string, unknown>): void {
+  s.db
+    .prepare("INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, 'transaction.created', 'transactions', ?, '2026-11-20T10:00:00.000Z', ?)")
+    .run(`evt_v1_${String(record.id)}`, record.id, JSON.stringify(fullCreated(record)));
+}
+
+function storedData(s: MirrorStore, seq: number): string {
+  return (s.db.prepare('SELECT data FROM changes WHERE seq = ?').get(seq) as { data: string }).data;
+}
+
+describe('the changelog format', () => {
+  it('stores a created change with the record once and a version, an update with its changed fields only', () => {
+    const s = store();
+    const [created] = s.applyRecords(transactionsStream, [{ ...listed, extra: 'kept in raw' }]);
+    expect(JSON.parse(storedData(s, created!.seq))).toEqual({ version: 2, record: { ...listed, extra: 'kept in raw' } });
+    const [updated] = s.applyRecords(transactionsStream, [{ ...listed, status: 'CONFIRMED' }]);
+    expect(JSON.parse(storedData(s, updated!.seq))).toEqual({
+      version: 2,
+      record: { ...listed, status: 'CONFIRMED' },
+      changes: { status: { old: 'PENDING', new: 'CONFIRMED' } },
+    });
+  });
+
+  it('reads version 1 and version 2 rows of one mirror alike: a created change gets every listed field as { old: null, new }', () => {
+    const s = store();
+    const old = { ...listed, id: 'txn_0', description: null };
+    insertVersion1Row(s, old);
+    s.applyRecords(transactionsStream, [listed]);
+    s.applyRecords(onboardingsStream, [{ id: 'onb_1', onboardingStep: 2, user: { fullname: 'Ada' } }]);
+    const events = readChanges(s.db);
+    expect(events.map((e) => [e.version, e.recordId])).toEqual([
+      [1, 'txn_0'],
+      [2, 'txn_1'],
+      [2, 'onb_1'],
+    ]);
+    expect(events[0]!.data).toEqual(fullCreated(old));
+    expect(events[1]!.data).toEqual(fullCreated(listed));
+    // Dot-path fields are derived from the nested record, as version 1 stored them.
+    expect(events[2]!.data.changes).toEqual({ id: { old: null, new: 'onb_1' }, onboardingStep: { old: null, new: 2 }, 'user.fullname': { old: null, new: 'Ada' } });
+  });
+
+  it('`changes --since 0` prints mixed rows as JSON lines with a version and the full data of each', async () => {
+    const s = store();
+    insertVersion1Row(s, { ...listed, id: 'txn_0' });
+    s.applyRecords(transactionsStream, [listed]);
+    s.applyRecords(transactionsStream, [{ ...listed, status: 'VOIDED' }]);
+    const result = await runCli(['changes', '--since', '0', '--db', dir!.file('mirror.db')], { PATH: process.env.PATH, HOME: process.env.HOME });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => [line.seq, line.version, line.type])).toEqual([
+      [1, 1, 'transaction.created'],
+      [2, 2, 'transaction.created'],
+      [3, 2, 'transaction.voided'],
+    ]);
+    expect(Object.keys(lines[1]!)).toEqual(['seq', 'version', 'event_id', 'type', 'stream', 'record_id', 'occurred_at', 'data']);
+    expect(lines[0]!.data).toEqual(fullCreated({ ...listed, id: 'txn_0' }));
+    expect(lines[1]!.data).toEqual(fullCreated(listed));
+    expect(lines[2]!.data).toEqual({ record: { ...listed, status: 'VOIDED' }, changes: { status: { old: 'PENDING', new: 'VOIDED' } } });
+  });
+
+  it('webhook payloads of version 1 and version 2 created changes are the same shape', async () => {
+    const s = store();
+    const target = await receiver();
+    const secret = newSecret();
+    const dispatcher = new WebhookDispatcher({ db: s.db, endpoints: [{ name: 'crm', url: target.url, secret, events: ['*'] }], pollMs: 30, scheduleMs: [0, 20], jitterRatio: 0, timeoutMs: 2000, stopGraceMs: 100 });
+    dispatchers.push(dispatcher);
+    dispatcher.start(); // a new endpoint starts at the end of the changelog: both rows come after it
+    insertVersion1Row(s, { ...listed, id: 'txn_0' });
+    s.applyRecords(transactionsStream, [listed]);
+    dispatcher.notify();
+    await waitFor(() => target.requests.length === 2, 'two deliveries');
+    const payloads = target.requests.map((request) => new Webhook(secret).verify(request.body, request.headers as Record<string, string>) as { data: Record<string, unknown> });
+    expect(payloads[0]!.data).toEqual({ ...fullCreated({ ...listed, id: 'txn_0' }), seq: 1, stream: 'transactions', record_id: 'txn_0' });
+    expect(payloads[1]!.data).toEqual({ ...fullCreated(listed), seq: 2, stream: 'transactions', record_id: 'txn_1' });
+  });
+});
