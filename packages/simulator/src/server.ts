@@ -33,6 +33,8 @@ export interface RequestLogEntry {
   /** `A`/`B`, or null when the token was missing or unknown. */
   company: string | null;
   tokenName: string | null;
+  /** Start (ms epoch) of the rate-limit window that counted this request; absent when it was not counted (429, fault, no limit). */
+  rateWindowStartMs?: number;
 }
 
 /** What `handleApiRequest` needs: the world, faults, rate limiter (null for none), router, request log, added latency (ms) and clock (ms epoch). */
@@ -147,6 +149,7 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
   if (limiter) {
     const decision = limiter.consume(token.company);
     rateHeaders = decision.headers;
+    if (decision.allowed) entry.rateWindowStartMs = decision.windowStartMs;
     if (!decision.allowed) {
       send(
         429,
