@@ -6,6 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateBudgetKey, RedisRateBudget, type RedisRateBudgetOptions } from '../../src/client/redis-rate-budget.ts';
+import { ApiClient } from '../../src/client/client.ts';
+import { transactionListItemSchema } from '../../src/client/schemas.ts';
+import { startSimulator } from '@bizops-sync/simulator';
 import { waitFor } from '../helpers.ts';
 import { REDIS_URL } from './support.ts';
 
@@ -129,6 +132,58 @@ describe('RedisRateBudget', () => {
     expect(order[0]).toBe('retry');
     done.abort(new Error('test over'));
     await Promise.allSettled(first);
+  });
+
+  it('three processes leasing slots against whole-second resets: no 429, no skipped window, fewer calls than slots', async () => {
+    const limit = 6;
+    const windowMs = 1000;
+    const anchorMs = Math.floor(Date.now() / 1000) * 1000 + 300; // windows end 300 ms into a second
+    const sim = await startSimulator({ seed: 5, rateLimit: { limit, windowMs, anchorMs }, size: { transactions: 20 } });
+    const processes = budgets(3, { limit, windowMs });
+    const clients = processes.map((budget) => new ApiClient({ baseUrl: sim.url, tokens: { default: sim.tokens.admin }, budget, retry: { maxRetries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 } }));
+    try {
+      let left = 8 * limit;
+      await Promise.all(
+        clients.flatMap((client) =>
+          Array.from({ length: 4 }, async () => {
+            while (left > 0) {
+              left--;
+              await client.listPage('/transactions', 0, { itemsKey: 'transactions', itemSchema: transactionListItemSchema, priority: 'backfill' });
+            }
+          }),
+        ),
+      );
+      expect(sim.requests.filter((request) => request.status === 429)).toHaveLength(0);
+      // Per window as the SERVER counted them: every window between the first and the last is full.
+      const starts = sim.requests.map((request) => request.rateWindowStartMs!);
+      const first = Math.min(...starts);
+      const counts = Array.from({ length: Math.round((Math.max(...starts) - first) / windowMs) + 1 }, () => 0);
+      for (const start of starts) counts[Math.round((start - first) / windowMs)]!++;
+      expect(counts.slice(1, -1)).toEqual(Array.from({ length: counts.length - 2 }, () => limit));
+      // Slots were leased several at a time.
+      const stats = processes.map((budget) => budget.stats());
+      const granted = stats.reduce((sum, stat) => sum + stat.granted.backfill, 0);
+      expect(granted).toBe(8 * limit);
+      expect(stats.reduce((sum, stat) => sum + stat.leaseCalls, 0)).toBeLessThan(granted);
+      // Every answer ended its slot, in Redis, for every process.
+      await waitFor(async () => (await processes[0]!.peek()).inFlight === 0, 'every slot to be ended');
+    } finally {
+      await Promise.all(clients.map((client) => client.close()));
+      await sim.close();
+    }
+  });
+
+  it('observe never waits on Redis nor throws when Redis does not answer', async () => {
+    const down = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    down.on('error', () => undefined);
+    const budget = new RedisRateBudget({ redis: down, key: 'company:down', limit: 5 });
+    try {
+      expect(budget.observe({ remaining: 0, resetAtMs: Date.now() + 1000, limit: 5 }, { id: 'x', priority: 'write' })).toBeUndefined();
+      budget.release({ id: 'y', priority: 'write' }, { requestSent: true });
+      await waitFor(() => budget.stats().observeFailures === 2, 'both records to be counted as lost');
+    } finally {
+      down.disconnect();
+    }
   });
 
   it('refuses a bad configuration with a clear message', () => {
