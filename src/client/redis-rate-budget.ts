@@ -77,7 +77,7 @@ export interface RedisRateBudgetOptions {
 export interface RedisRateBudgetStats extends RateBudgetStats {
   /** Calls waiting in `acquire` in this process, by priority. */
   waiting: Record<Priority, number>;
-  /** Script calls made to take slots (one may grant several). */
+  /** Script calls that granted slots (one may grant several): granted / leaseCalls = slots per Redis round trip. */
   leaseCalls: number;
   /** Answers and releases not recorded because Redis did not answer. */
   observeFailures: number;
@@ -557,7 +557,6 @@ export class RedisRateBudget implements RateBudget {
         const prefix = `${this.processId}:${++this.leaseSequence}`;
         let result: StepResult;
         try {
-          this.counters.leaseCalls++;
           result = await this.step('acquire', head.rank, prefix, want);
         } catch (error) {
           for (const waiter of this.queues[head.priority].splice(0)) {
@@ -567,6 +566,7 @@ export class RedisRateBudget implements RateBudget {
           continue;
         }
         const [granted, waitMs] = result;
+        if (granted > 0) this.counters.leaseCalls++;
         this.announced.add(head.rank);
         for (let index = 1; index <= granted; index++) {
           const slot: RateSlot = { id: `${prefix}:${index}`, priority: head.priority };

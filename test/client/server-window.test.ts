@@ -48,10 +48,10 @@ describe('the server-window policy', () => {
   it("bounds a window's end from receipt times, not from the rounded-up Reset", () => {
     const state = emptyWindowState();
     // Window [10_000.300, 11_000.300) on the server; Reset says 11 (rounded up); our clock = server clock.
-    observeWindow(state, { resetAtMs: 11_000, remaining: 4, serverNowMs: 10_000 }, 10_310);
-    observeWindow(state, { resetAtMs: 11_000, remaining: 0, serverNowMs: 10_000 }, 10_320);
-    // The next window's first answer came 5 ms into it.
-    observeWindow(state, { resetAtMs: 12_000, remaining: 4, serverNowMs: 11_000 }, 11_305);
+    observeWindow(state, { resetAtMs: 11_000, remaining: 4, serverNowMs: 10_000 }, 10_910);
+    observeWindow(state, { resetAtMs: 11_000, remaining: 0, serverNowMs: 10_000 }, 10_920);
+    // The next window's first answer came 5 ms into it (its Date header read late in its second says little).
+    observeWindow(state, { resetAtMs: 12_000, remaining: 4 }, 11_305);
     const end = windowEndBoundMs(state, 1000)!;
     // Never early (the true end is 12_300), and far tighter than Reset + clock error (up to 13_000).
     expect(end).toBeGreaterThanOrEqual(12_300);
