@@ -67,8 +67,16 @@ export interface RedisRateBudgetOptions {
   demandTtlMs?: number;
   /** Longest sleep between two polls of a waiter, ms. Default 1000. */
   maxPollMs?: number;
-  /** Most slots one script call hands to this process, ms. Default 16. */
+  /** Most slots one script call hands to this process for its waiters. Default 16. */
   maxLease?: number;
+  /**
+   * Slots taken ahead of need when no other waiter exists anywhere and the window has twice that
+   * room, so that a caller sending one request after another does not pay a Redis round trip each.
+   * Default 2; 0 turns it off.
+   */
+  leaseAhead?: number;
+  /** A slot leased ahead and not used within this long is given back, ms. Default 100. */
+  leaseHoldMs?: number;
   /** A slot never ended (its process died) stops counting as in flight after this, ms. Default 2 windows + 60 s. */
   slotTtlMs?: number;
 }
@@ -79,6 +87,8 @@ export interface RedisRateBudgetStats extends RateBudgetStats {
   waiting: Record<Priority, number>;
   /** Script calls that granted slots (one may grant several): granted / leaseCalls = slots per Redis round trip. */
   leaseCalls: number;
+  /** Slots served from a lease taken ahead, without a Redis round trip. */
+  heldUsed: number;
   /** Answers and releases not recorded because Redis did not answer. */
   observeFailures: number;
 }
@@ -109,7 +119,8 @@ export function rateBudgetKey(
  *   incremental:retry, incremental, backfill:retry, backfill
  * ARGV: 1 limit, 2 sliding window ms, 3 rank (0: none), 4 waiter id, 5 demand ttl ms, 6 slots wanted,
  *   7 slot id prefix, 8 configured window ms, 9 resume margin ms, 10 slot ttl ms, 11 mode
- *   (acquire | flush | peek), 12 n, then n records of 6: slot id, reset ms, remaining, limit,
+ *   (acquire | flush | peek), 12 n, 13 extra slots to lease ahead when nobody else waits and the
+ *   window has twice that room, then n records of 6: slot id, reset ms, remaining, limit,
  *   Date ms (each '' when absent), kind (obs | sent | unsent)
  * Returns { slots granted, wait ms (hint), redis now ms, slots available, in flight, paused until }.
  */
@@ -128,6 +139,7 @@ local margin = tonumber(ARGV[9])
 local slotTtl = tonumber(ARGV[10])
 local mode = ARGV[11]
 local n = tonumber(ARGV[12])
+local extra = tonumber(ARGV[13])
 local log, pauseKey, win, flight = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
 local function num(field)
@@ -141,7 +153,7 @@ local changed = false
 
 redis.call('ZREMRANGEBYSCORE', flight, '-inf', now)
 for i = 0, n - 1 do
-  local b = 13 + i * 6
+  local b = 14 + i * 6
   local slot, r, rem, lim, date, kind = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
   if kind == 'obs' then
     if slot ~= '' then redis.call('ZREM', flight, slot) end
@@ -232,6 +244,17 @@ for r = 1, rank - 1 do
   if redis.call('ZCARD', key) > 0 then return wait(5) end
 end
 local granted = math.min(want, slots)
+if extra > 0 and slots - granted >= 2 * extra then
+  -- Lease ahead only when no other waiter, of any priority in any process, could want those slots.
+  local others = 0
+  for r = 1, 6 do
+    local key = KEYS[4 + r]
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    others = others + redis.call('ZCARD', key)
+    if redis.call('ZSCORE', key, waiter) then others = others - 1 end
+  end
+  if others == 0 then granted = granted + extra end
+end
 for i = 1, granted do
   local id = prefix .. ':' .. i
   redis.call('ZADD', log, now, id)
@@ -305,6 +328,11 @@ export class RedisRateBudget implements RateBudget {
   private readonly demandTtlMs: number;
   private readonly maxPollMs: number;
   private readonly maxLease: number;
+  private readonly leaseAhead: number;
+  private readonly leaseHoldMs: number;
+  /** Slots leased ahead, not yet used; given back after `leaseHoldMs`. */
+  private held: RateSlot[] = [];
+  private holdTimer: NodeJS.Timeout | undefined;
   private readonly slotTtlMs: number;
   private readonly processId = randomUUID();
   private leaseSequence = 0;
@@ -316,11 +344,12 @@ export class RedisRateBudget implements RateBudget {
   private pumping = false;
   /** Wakes a pump sleeping between polls (an answer may have freed a slot, or a waiter arrived). */
   private wake: (() => void) | undefined;
-  private readonly counters: RateBudgetStats & { leaseCalls: number; observeFailures: number } = {
+  private readonly counters: RateBudgetStats & { leaseCalls: number; heldUsed: number; observeFailures: number } = {
     granted: { write: 0, incremental: 0, backfill: 0 },
     waitedMs: 0,
     pauses: 0,
     leaseCalls: 0,
+    heldUsed: 0,
     observeFailures: 0,
   };
   private closed = false;
@@ -340,6 +369,9 @@ export class RedisRateBudget implements RateBudget {
     this.demandTtlMs = options.demandTtlMs ?? 3000;
     this.maxPollMs = options.maxPollMs ?? 1000;
     this.maxLease = positiveInteger(options.maxLease ?? 16, 'maxLease');
+    this.leaseAhead = options.leaseAhead ?? 2;
+    if (!Number.isInteger(this.leaseAhead) || this.leaseAhead < 0) throw new RangeError(`RedisRateBudget option leaseAhead must be an integer >= 0, got ${String(options.leaseAhead)}`);
+    this.leaseHoldMs = options.leaseHoldMs ?? 100;
     this.slotTtlMs = positiveInteger(options.slotTtlMs ?? 2 * this.windowMs + 60_000, 'slotTtlMs');
     const base = `${options.prefix ?? 'bizops:rate'}:{${this.key}}`;
     this.keys = {
@@ -374,6 +406,12 @@ export class RedisRateBudget implements RateBudget {
     if (this.closed) return Promise.reject(new Error('rate budget is closed'));
     if (signal?.aborted) return Promise.reject(signal.reason);
     const startedAt = Date.now();
+    if (this.held.length > 0 && !this.head()) {
+      const slot = this.held.shift()!;
+      this.counters.granted[priority]++;
+      this.counters.heldUsed++;
+      return Promise.resolve({ id: slot.id, priority });
+    }
     return new Promise<RateSlot>((resolve, reject) => {
       const waiter: Waiter = {
         priority,
@@ -449,6 +487,11 @@ export class RedisRateBudget implements RateBudget {
     };
   }
 
+  /** Sends the answers and releases not yet recorded, and waits for Redis (tests, shutdown). Never throws. */
+  async drain(): Promise<void> {
+    await this.flush();
+  }
+
   stats(): RedisRateBudgetStats {
     return {
       granted: { ...this.counters.granted },
@@ -456,6 +499,7 @@ export class RedisRateBudget implements RateBudget {
       pauses: this.counters.pauses,
       waiting: { write: this.queues.write.length, incremental: this.queues.incremental.length, backfill: this.queues.backfill.length },
       leaseCalls: this.counters.leaseCalls,
+      heldUsed: this.counters.heldUsed,
       observeFailures: this.counters.observeFailures,
     };
   }
@@ -482,6 +526,7 @@ export class RedisRateBudget implements RateBudget {
       }
     }
     this.wake?.();
+    this.returnHeld();
     await this.flush();
     if (this.ownsConnection) await this.redis.quit().catch(() => this.redis.disconnect());
   }
@@ -531,6 +576,7 @@ export class RedisRateBudget implements RateBudget {
         this.slotTtlMs,
         mode,
         records.length,
+        mode === 'acquire' ? this.leaseAhead : 0,
         ...records.flat(),
       );
     } catch (error) {
@@ -553,6 +599,14 @@ export class RedisRateBudget implements RateBudget {
     this.pumping = true;
     try {
       for (let head = this.head(); head && !this.closed; head = this.head()) {
+        if (this.held.length > 0) {
+          const waiter = this.queues[head.priority].shift()!;
+          const slot = this.held.shift()!;
+          this.counters.heldUsed++;
+          waiter.cleanup();
+          waiter.resolve({ id: slot.id, priority: head.priority });
+          continue;
+        }
         const want = Math.min(this.maxLease, this.queues[head.priority].length);
         const prefix = `${this.processId}:${++this.leaseSequence}`;
         let result: StepResult;
@@ -567,7 +621,7 @@ export class RedisRateBudget implements RateBudget {
         }
         const [granted, waitMs] = result;
         if (granted > 0) this.counters.leaseCalls++;
-        this.announced.add(head.rank);
+        else this.announced.add(head.rank);
         for (let index = 1; index <= granted; index++) {
           const slot: RateSlot = { id: `${prefix}:${index}`, priority: head.priority };
           const waiter = this.queues[head.priority].shift();
@@ -575,7 +629,7 @@ export class RedisRateBudget implements RateBudget {
             waiter.cleanup();
             waiter.resolve(slot);
           } else {
-            this.release(slot, { requestSent: false }); // its waiter gave up meanwhile
+            this.hold(slot); // leased ahead, or its waiter gave up meanwhile
           }
         }
         if (granted === 0) {
@@ -595,6 +649,23 @@ export class RedisRateBudget implements RateBudget {
       this.pumping = false;
       await this.withdraw();
     }
+  }
+
+  /** Keeps a slot for the next `acquire` for up to `leaseHoldMs`, then gives it back unused. */
+  private hold(slot: RateSlot): void {
+    this.held.push(slot);
+    if (this.holdTimer) return;
+    this.holdTimer = setTimeout(() => {
+      this.holdTimer = undefined;
+      this.returnHeld();
+    }, this.leaseHoldMs);
+    this.holdTimer.unref();
+  }
+
+  private returnHeld(): void {
+    if (this.holdTimer) clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    for (const slot of this.held.splice(0)) this.release(slot, { requestSent: false });
   }
 
   /** Withdraws this process's demand for `priority` (its retries and first attempts). */
