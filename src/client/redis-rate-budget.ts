@@ -70,9 +70,10 @@ export interface RedisRateBudgetOptions {
   /** Most slots one script call hands to this process for its waiters. Default 16. */
   maxLease?: number;
   /**
-   * Slots taken ahead of need when no other waiter exists anywhere and the window has twice that
-   * room, so that a caller sending one request after another does not pay a Redis round trip each.
-   * Default 2; 0 turns it off.
+   * Write slots taken ahead of need when no other waiter exists anywhere and the window has twice
+   * that room, so that writes sent one after another do not pay a Redis round trip each. Lower
+   * priorities never lease ahead (a held backfill slot would go out ahead of a write waiting in
+   * another process). Default 2; 0 turns it off.
    */
   leaseAhead?: number;
   /** A slot leased ahead and not used within this long is given back, ms. Default 100. */
@@ -576,7 +577,8 @@ export class RedisRateBudget implements RateBudget {
         this.slotTtlMs,
         mode,
         records.length,
-        mode === 'acquire' ? this.leaseAhead : 0,
+        // Only writes lease ahead: a held slot of a lower priority would go out ahead of a write waiting in another process.
+        mode === 'acquire' && rank <= 2 ? this.leaseAhead : 0,
         ...records.flat(),
       );
     } catch (error) {

@@ -178,16 +178,19 @@ describe('RedisRateBudget', () => {
     }
   });
 
-  it('a caller sending one request after another uses slots leased ahead, without a round trip each', async () => {
+  it('writes sent one after another use slots leased ahead, without a round trip each; a backfill never leases ahead', async () => {
     const [alone] = budgets(1, { limit: 50, windowMs: 60_000 });
     for (let index = 0; index < 6; index++) {
-      const slot = await alone!.acquire('backfill');
+      const slot = await alone!.acquire('write');
       alone!.observe({ remaining: 50 - index - 1, resetAtMs: Math.ceil(Date.now() / 1000) * 1000 + 60_000, limit: 50 }, slot);
     }
     const stats = alone!.stats();
-    expect(stats.granted.backfill).toBe(6);
+    expect(stats.granted.write).toBe(6);
     expect(stats.heldUsed).toBeGreaterThan(0);
     expect(stats.leaseCalls).toBeLessThan(6);
+    const heldBefore = stats.heldUsed;
+    for (let index = 0; index < 3; index++) alone!.observe({}, await alone!.acquire('backfill'));
+    expect(alone!.stats().heldUsed - heldBefore).toBeLessThanOrEqual(2); // at most the write leases still held
     // Unused slots leased ahead go back: nothing stays in flight.
     const redis = new Redis(REDIS_URL);
     try {
