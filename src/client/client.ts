@@ -337,6 +337,8 @@ export class ApiClient {
     try {
       for (const layer of hooks) await layer.beforeRequest?.(context);
     } catch (error) {
+      // A later layer refused after the budget granted a slot: the slot was never used.
+      for (const layer of hooks) layer.onNoResponse?.(context, { error, requestSent: false });
       if (options.signal?.aborted) {
         throw new ConnectionError({ message: 'request aborted before sending (ABORTED)', code: 'ABORTED', requestSent: false, request: description, cause: error });
       }
@@ -352,6 +354,8 @@ export class ApiClient {
         { method: description.method, path: description.path, attempt: context.attempt, ms: Math.round(performance.now() - startedAt), code: (error as ConnectionError).code },
         'API request failed without a response',
       );
+      const requestSent = !(error instanceof ConnectionError) || error.requestSent !== false;
+      for (const layer of hooks) layer.onNoResponse?.(context, { error, requestSent });
       throw error;
     }
     const ms = Math.round(performance.now() - startedAt);

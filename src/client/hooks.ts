@@ -5,6 +5,8 @@
  *
  *   beforeRequest   every layer in order (client layers, then the request's own), then the HTTP send
  *   afterResponse   every layer, with any response (2xx or not), before its status is mapped
+ *   onNoResponse    when the attempt got no answer: a later `beforeRequest` threw (nothing sent), or
+ *                   the request failed without a response (it may have reached the server)
  *   onRateLimit     when a 429 will be retried: how long nothing should be sent
  *   onRetry         before each retry (logs, counters)
  *
@@ -15,7 +17,7 @@
  */
 import type { RateLimitError, RequestDescription } from './errors.ts';
 import type { HttpResponse } from './http.ts';
-import type { Priority, RateBudget, RateLimitObservation } from './rate-budget.ts';
+import type { Priority, RateBudget, RateLimitObservation, RateSlot } from './rate-budget.ts';
 
 /** What a hook knows of the attempt it runs around. */
 export interface AttemptContext {
@@ -52,6 +54,8 @@ export interface RetryEvent {
 export interface RequestHooks {
   beforeRequest?(context: AttemptContext): void | Promise<void>;
   afterResponse?(context: AttemptContext, response: ObservedResponse): void | Promise<void>;
+  /** The attempt ended without an answer; `requestSent` false when it provably never left. Must not throw. */
+  onNoResponse?(context: AttemptContext, event: { error: unknown; requestSent: boolean }): void;
   onRateLimit?(context: AttemptContext, event: { error: RateLimitError; delayMs: number }): void | Promise<void>;
   onRetry?(context: AttemptContext, event: RetryEvent): void;
 }
@@ -62,21 +66,31 @@ export type BudgetSource = RateBudget | ((tokenName: string) => RateBudget);
 /**
  * The rate budget as a layer (docs/rate-budget.md): before each attempt, a slot of the request's
  * priority from the budget of its token (a retry goes to the head of its priority's queue); after
- * each response, the server's rate-limit headers; on a 429, a pause of every process sharing the
- * budget.
+ * each response, the server's rate-limit headers end the slot (best-effort: never waits on Redis);
+ * an attempt without an answer releases it; on a 429, a pause of every process sharing the budget.
  * @param options.waitSignal cancels waits for a slot only, never a request already sent (a closing
  *   write worker must not turn a write in flight into an ambiguous one)
  */
 export function rateBudgetHooks(source: BudgetSource, options: { waitSignal?: AbortSignal } = {}): RequestHooks {
   const budgetFor = (context: AttemptContext): RateBudget => (typeof source === 'function' ? source(context.token) : source);
+  /** The slot each attempt holds, keyed by the attempt's context object. */
+  const slots = new WeakMap<AttemptContext, RateSlot>();
   return {
     async beforeRequest(context) {
       const signals = [context.signal, options.waitSignal].filter((signal): signal is AbortSignal => signal !== undefined);
       const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
-      await budgetFor(context).acquire(context.priority, signal, { retry: context.attempt > 1 });
+      const slot = await budgetFor(context).acquire(context.priority, signal, { retry: context.attempt > 1 });
+      if (slot) slots.set(context, slot);
     },
-    async afterResponse(context, response) {
-      await budgetFor(context).observe(response.rateLimit);
+    afterResponse(context, response) {
+      const slot = slots.get(context);
+      slots.delete(context);
+      budgetFor(context).observe(response.rateLimit, slot);
+    },
+    onNoResponse(context, event) {
+      const slot = slots.get(context);
+      slots.delete(context);
+      if (slot) budgetFor(context).release(slot, { requestSent: event.requestSent });
     },
     async onRateLimit(context, event) {
       await budgetFor(context).pauseUntil(Date.now() + event.delayMs);

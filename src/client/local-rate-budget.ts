@@ -1,30 +1,35 @@
 /**
  * `LocalRateBudget`: the rate budget (docs/rate-budget.md, spec §8) for one process, in memory.
  *
- * It paces BEFORE the limit instead of reacting to 429s:
- *  - a sliding-window log of grant times guarantees that no span of `windowMs + safetyMarginMs` holds
- *    more than `limit` grants (the margin absorbs network latency between our clock and the server's);
- *  - the server's own view is obeyed: after `observe({ remaining: 0, resetAtMs })` nothing is granted
- *    until that reset, and a positive `remaining` is counted down by each grant in the same window;
+ *  - Once the server has answered with `X-RateLimit-Remaining` and `-Reset`, it follows the server's
+ *    own window (server-window.ts): spends what the server says remains, minus the requests in
+ *    flight, and resumes when the window has surely ended, plus a small margin.
+ *  - Before that (or with a server that sends no such headers), a sliding-window log of grant times
+ *    keeps any span of `windowMs + safetyMarginMs` to `limit` grants.
  *  - `pauseUntil(ms)` (a 429's `Retry-After`) blocks every `acquire` until then.
  *
- * Waiters are served strictly by priority (`write` > `incremental` > `backfill`), first come first
- * served within a priority, except that a retry goes to the head of its priority's queue (after
- * earlier retries). `acquire` honours an AbortSignal.
+ * `acquire` returns a slot; its answer's headers come back with `observe(observation, slot)`, or
+ * `release(slot, { requestSent })` when no answer came. Waiters are served strictly by priority
+ * (`write` > `incremental` > `backfill`), first come first served within a priority, except that a
+ * retry goes to the head of its priority's queue (after earlier retries). `acquire` honours an
+ * AbortSignal.
  */
-import { PRIORITIES, type AcquireOptions, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation } from './rate-budget.ts';
+import { PRIORITIES, type AcquireOptions, type BudgetPeek, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation, type RateSlot, type ReleaseOutcome } from './rate-budget.ts';
+import { defaultResumeMarginMs, effectiveWindowMs, emptyWindowState, forgetWindow, observeWindow, spendUnanswered, windowAllowance, windowEndBoundMs, type ServerWindowState } from './server-window.ts';
 
-/** Construction options of a LocalRateBudget: `limit` requests per `windowMs` ms, plus a latency margin (ms). */
+/** Construction options of a LocalRateBudget: `limit` requests per `windowMs` ms, plus margins (ms). */
 export interface LocalRateBudgetOptions {
   /** Requests allowed per window (spec §8: 60 per minute by default). Positive integer. */
   limit: number;
-  /** Window length, ms. Default 60000. Tests scale it down. */
+  /** Window length, ms. Default 60000; replaced by the length learned from the server's resets. Tests scale it down. */
   windowMs?: number;
   /**
-   * Added to the window (and to a server-announced reset) to cover network latency, ms.
-   * Default: 2% of the window, at least 50 ms and at most 250 ms.
+   * Sliding-log pacing only (before the server's window is known): added to the window to cover
+   * network latency, ms. Default: 2% of the window, at least 50 ms and at most 250 ms.
    */
   safetyMarginMs?: number;
+  /** Added to the end of a spent server window before resuming, ms. Default 1% of the window, 5..100 ms. */
+  resumeMarginMs?: number;
 }
 
 /** `stats()` of a `LocalRateBudget`: the contract's counters plus what is waiting now. */
@@ -37,6 +42,10 @@ export interface LocalRateBudgetStats extends RateBudgetStats {
   blockedUntilMs: number | undefined;
   /** Estimated server clock − our clock, ms (see `LocalRateBudget.serverClockOffsetMs`). */
   serverClockOffsetMs: number | undefined;
+  /** Slots granted and not yet answered, lost ones included until their window ended. */
+  inFlight: number;
+  /** The server window's length in use, ms (learned from its resets, else configured). */
+  serverWindowMs: number;
 }
 
 interface Waiter {
@@ -44,23 +53,10 @@ interface Waiter {
   /** A retry: queued ahead of the first waiter that is not one. */
   retry: boolean;
   enqueuedAtMs: number;
-  resolve: () => void;
+  resolve: (slot: RateSlot) => void;
   reject: (reason: unknown) => void;
   cleanup: () => void;
 }
-
-/** The server's allowance for its current window, translated to our clock. */
-interface ServerWindow {
-  /** `X-RateLimit-Reset` as the server sent it (ms epoch, server clock): identifies the window. */
-  serverResetAtMs: number | undefined;
-  /** When the window ends on our clock, margin included (ms epoch). */
-  endsAtMs: number;
-  /** Requests the server will still accept in it, minus our grants since. */
-  remaining: number;
-}
-
-/** Clock samples kept: enough for a sample near a whole second, few enough to follow a clock step. */
-const CLOCK_SAMPLES_KEPT = 64;
 
 function positiveInteger(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
@@ -69,56 +65,61 @@ function positiveInteger(value: unknown, field: string): number {
   return value;
 }
 
-/** The in-memory rate budget of one process (spec §8), pacing before the limit as this module's header describes. */
+function marginOption(value: number, field: string): number {
+  if (!Number.isFinite(value) || value < 0) throw new RangeError(`LocalRateBudget option ${field} must be a number >= 0, got ${String(value)}`);
+  return value;
+}
+
+/** The in-memory rate budget of one process (spec §8), as this module's header describes. */
 export class LocalRateBudget implements RateBudget {
   readonly limit: number;
   readonly windowMs: number;
   readonly safetyMarginMs: number;
+  readonly resumeMarginMs: number;
 
-  /** Grant times (ms epoch), ascending; entries older than the effective window are pruned. */
+  /** Grant times (ms epoch), ascending; entries older than the sliding window are pruned. */
   private readonly grantLog: number[] = [];
   private readonly queues: Record<Priority, Waiter[]> = { write: [], incremental: [], backfill: [] };
   private pausedUntilMs = 0;
-  private serverWindow: ServerWindow | undefined;
-  /** The server's `X-RateLimit-Limit` when lower than ours. */
-  private serverLimit: number | undefined;
-  /** Recent samples of (server Date − our clock), ms; see `serverClockOffsetMs`. */
-  private readonly clockSamples: number[] = [];
+  /** What the server's answers taught (server-window.ts). */
+  private readonly window: ServerWindowState = emptyWindowState();
+  /** Slots granted and not answered yet: id -> when granted (ms epoch); one never ended lapses after `slotTtlMs`. */
+  private readonly inFlight = new Map<string, number>();
+  /** Lost slots (sent, no answer): each counts as in flight until this time (ms epoch). */
+  private lostUntil: number[] = [];
+  private slotSequence = 0;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly counters: RateBudgetStats = { granted: { write: 0, incremental: 0, backfill: 0 }, waitedMs: 0, pauses: 0 };
 
-  /** @throws RangeError when `limit`, `windowMs` or `safetyMarginMs` is not a valid number. */
+  /** @throws RangeError when `limit`, `windowMs` or a margin is not a valid number. */
   constructor(options: LocalRateBudgetOptions) {
     this.limit = positiveInteger(options.limit, 'limit');
     this.windowMs = positiveInteger(options.windowMs ?? 60_000, 'windowMs');
-    const margin = options.safetyMarginMs ?? Math.min(250, Math.max(50, Math.round(this.windowMs * 0.02)));
-    if (!Number.isFinite(margin) || margin < 0) {
-      throw new RangeError(`LocalRateBudget option safetyMarginMs must be a number >= 0, got ${String(margin)}`);
-    }
-    this.safetyMarginMs = margin;
+    this.safetyMarginMs = marginOption(options.safetyMarginMs ?? Math.min(250, Math.max(50, Math.round(this.windowMs * 0.02))), 'safetyMarginMs');
+    this.resumeMarginMs = marginOption(options.resumeMarginMs ?? defaultResumeMarginMs(this.windowMs), 'resumeMarginMs');
   }
 
-  /** The span no more than `limit` grants may share, ms. */
-  private get effectiveWindowMs(): number {
+  /** The span no more than `limit` grants may share in sliding-log pacing, ms. */
+  private get slidingWindowMs(): number {
     return this.windowMs + this.safetyMarginMs;
   }
 
   private get effectiveLimit(): number {
-    return Math.min(this.limit, this.serverLimit ?? this.limit);
+    return Math.min(this.limit, this.window.serverLimit ?? this.limit);
   }
 
   /**
    * Waits for a slot, then takes it. Rejects with `signal.reason` when the signal aborts first, and
    * with an Error when the budget is closed.
    */
-  acquire(priority: Priority, signal?: AbortSignal, options: AcquireOptions = {}): Promise<void> {
+  acquire(priority: Priority, signal?: AbortSignal, options: AcquireOptions = {}): Promise<RateSlot> {
     if (!PRIORITIES.includes(priority)) {
       return Promise.reject(new TypeError(`priority must be one of ${PRIORITIES.join(', ')}, got ${String(priority)}`));
     }
     if (this.closed) return Promise.reject(new Error('rate budget is closed'));
     if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<RateSlot>((resolve, reject) => {
       const waiter: Waiter = {
         priority,
         retry: options.retry === true,
@@ -144,76 +145,88 @@ export class LocalRateBudget implements RateBudget {
   }
 
   /**
-   * Takes the server's rate-limit headers into account (spec §8). `remaining: 0` blocks every grant
-   * until `resetAtMs` (server clock, converted to ours with `serverClockOffsetMs`, plus the safety
-   * margin; a full window from now when the reset is unknown). A positive `remaining` is counted
-   * down by our grants in that window. A lower `limit` than ours is adopted.
+   * An answer's rate-limit headers (spec §8), ending `slot`. With `remaining` and `resetAtMs` the
+   * server's window is followed (server-window.ts). `remaining: 0` without a reset blocks for a
+   * full window. A lower `limit` than ours is adopted. Never throws.
    */
-  observe(observation: RateLimitObservation): void {
+  observe(observation: RateLimitObservation, slot?: RateSlot): void {
     const now = Date.now();
-    if (observation.limit !== undefined && Number.isInteger(observation.limit) && observation.limit > 0 && observation.limit < this.limit) {
-      this.serverLimit = observation.limit;
-    }
-    if (observation.serverNowMs !== undefined && Number.isFinite(observation.serverNowMs)) this.recordClockSample(observation.serverNowMs - now);
-    const remaining = observation.remaining;
-    if (remaining === undefined || !Number.isFinite(remaining)) return;
-    let endsAtMs: number;
-    if (observation.resetAtMs !== undefined && Number.isFinite(observation.resetAtMs)) {
-      endsAtMs = observation.resetAtMs - (this.serverClockOffsetMs() ?? 0) + this.safetyMarginMs;
+    if (slot) this.inFlight.delete(slot.id);
+    const { remaining, resetAtMs } = observation;
+    if (remaining !== undefined && resetAtMs !== undefined) {
+      observeWindow(this.window, { remaining, resetAtMs, limit: observation.limit, serverNowMs: observation.serverNowMs }, now);
     } else {
-      if (remaining > 0) return; // no window to count down in
-      endsAtMs = now + this.effectiveWindowMs;
+      if (observation.limit !== undefined && Number.isInteger(observation.limit) && observation.limit > 0) this.window.serverLimit = observation.limit;
+      if (observation.serverNowMs !== undefined && Number.isFinite(observation.serverNowMs)) {
+        const sample = observation.serverNowMs - now;
+        this.window.clockOffsetMs = Math.max(this.window.clockOffsetMs ?? sample, sample);
+      }
+      if (remaining === 0) this.pausedUntilMs = Math.max(this.pausedUntilMs, now + this.slidingWindowMs);
     }
-    if (endsAtMs <= now) return;
-    const current = this.serverWindow && this.serverWindow.endsAtMs > now ? this.serverWindow : undefined;
-    const sameWindow = current !== undefined && observation.resetAtMs !== undefined && current.serverResetAtMs === observation.resetAtMs;
-    if (sameWindow) {
-      current.remaining = Math.min(current.remaining, Math.max(0, remaining));
-      // Every estimate is safe (see serverClockOffsetMs), so the tightest one wins.
-      current.endsAtMs = Math.min(current.endsAtMs, endsAtMs);
-    } else if (current === undefined || endsAtMs >= current.endsAtMs) {
-      // A newer window; an older window's observation arriving late is ignored.
-      this.serverWindow = { serverResetAtMs: observation.resetAtMs, endsAtMs, remaining: Math.max(0, remaining) };
+    this.pump();
+  }
+
+  /**
+   * Ends a slot whose request got no answer. Not sent: the slot is free again. Maybe sent: it is
+   * spent in the current server window and stays in flight for one more window.
+   */
+  release(slot: RateSlot, outcome: ReleaseOutcome): void {
+    if (!this.inFlight.delete(slot.id)) return;
+    if (outcome.requestSent) {
+      spendUnanswered(this.window);
+      this.lostUntil.push(Date.now() + effectiveWindowMs(this.window, this.windowMs) + this.resumeMarginMs);
+    } else {
+      const at = this.grantLog.lastIndexOf(this.grantLog.at(-1) ?? -1);
+      if (at >= 0) this.grantLog.splice(at, 1);
     }
     this.pump();
   }
 
   /**
    * How far the server's clock is ahead of ours (negative: behind), ms, or undefined before any
-   * `Date` header was seen. Each sample (Date − our clock at receipt) is at most the true offset,
-   * because the Date header is truncated to the second and the response took time to arrive, so
-   * the largest recent sample is a safe estimate that tightens as responses come in; converting a
-   * reset with it never ends a window early.
+   * `Date` header was seen: the largest (Date − our clock at receipt), a lower bound (the header is
+   * truncated to the second and the response took time to arrive).
    */
   serverClockOffsetMs(): number | undefined {
-    return this.clockSamples.length > 0 ? Math.max(...this.clockSamples) : undefined;
+    return this.window.clockOffsetMs;
   }
 
-  private recordClockSample(sampleMs: number): void {
-    this.clockSamples.push(sampleMs);
-    if (this.clockSamples.length > CLOCK_SAMPLES_KEPT) this.clockSamples.shift();
-  }
-
-  /** Blocks every `acquire` until `untilMs` (ms epoch), e.g. after a 429's `Retry-After`. */
+  /** Blocks every `acquire` until `untilMs` (ms epoch), e.g. after a 429's `Retry-After`; forgets the learned window (a 429 proves it wrong). */
   pauseUntil(untilMs: number): void {
     if (!Number.isFinite(untilMs)) return;
     this.counters.pauses++;
     if (untilMs > this.pausedUntilMs) this.pausedUntilMs = untilMs;
+    forgetWindow(this.window);
     this.pump();
+  }
+
+  /** What `acquire` would do now, without taking a slot. */
+  async peek(): Promise<BudgetPeek> {
+    const now = Date.now();
+    const { slots, at } = this.allowance(now);
+    return {
+      available: slots,
+      nextSlotAtMs: slots > 0 ? now : at,
+      pausedUntilMs: this.pausedUntilMs > now ? this.pausedUntilMs : undefined,
+      inFlight: this.inFlightCount(now),
+      followingServerWindow: this.window.resetAtMs !== undefined,
+    };
   }
 
   stats(): LocalRateBudgetStats {
     const now = Date.now();
     this.prune(now);
-    const blockedUntil = this.blockedUntil(now);
+    const { slots, at } = this.allowance(now);
     return {
       granted: { ...this.counters.granted },
       waitedMs: this.counters.waitedMs,
       pauses: this.counters.pauses,
       waiting: { write: this.queues.write.length, incremental: this.queues.incremental.length, backfill: this.queues.backfill.length },
       grantedInWindow: this.grantLog.length,
-      blockedUntilMs: blockedUntil > now ? blockedUntil : undefined,
+      blockedUntilMs: slots <= 0 && at > now ? at : undefined,
       serverClockOffsetMs: this.serverClockOffsetMs(),
+      inFlight: this.inFlightCount(now),
+      serverWindowMs: effectiveWindowMs(this.window, this.windowMs),
     };
   }
 
@@ -230,38 +243,37 @@ export class LocalRateBudget implements RateBudget {
     }
   }
 
-  /** See RateBudget.pausedForMs: the 429 pause or spent server window still ahead, ms. */
-  pausedForMs(): number {
-    const now = Date.now();
-    return Math.max(0, this.blockedUntil(now) - now);
-  }
-
   private prune(now: number): void {
-    const horizon = now - this.effectiveWindowMs;
+    const horizon = now - this.slidingWindowMs;
     let stale = 0;
     while (stale < this.grantLog.length && (this.grantLog[stale] as number) <= horizon) stale++;
     if (stale > 0) this.grantLog.splice(0, stale);
-    if (this.serverWindow && this.serverWindow.endsAtMs <= now) this.serverWindow = undefined;
+    if (this.lostUntil.length > 0) this.lostUntil = this.lostUntil.filter((until) => until > now);
+    // A slot nobody ended (a caller that never observed nor released) stops counting after two windows and a minute.
+    const lapse = now - (2 * this.windowMs + 60_000);
+    for (const [id, grantedAt] of this.inFlight) if (grantedAt <= lapse) this.inFlight.delete(id);
   }
 
-  /** Until when a 429 pause or a spent server window forbids sending (ms epoch; 0 when never). */
-  private blockedUntil(now: number): number {
-    let until = this.pausedUntilMs;
-    const server = this.serverWindow;
-    if (server && server.remaining <= 0 && server.endsAtMs > now) until = Math.max(until, server.endsAtMs);
-    return until;
-  }
-
-  /** The earliest time (ms epoch) the next grant may happen. */
-  private nextGrantAt(now: number): number {
+  private inFlightCount(now: number): number {
     this.prune(now);
-    let at = Math.max(now, this.blockedUntil(now));
+    return this.inFlight.size + this.lostUntil.length;
+  }
+
+  /** How many slots may be granted at `now`, else when to look again (ms epoch). */
+  private allowance(now: number): { slots: number; at: number } {
+    const inFlight = this.inFlightCount(now);
+    if (this.pausedUntilMs > now) return { slots: 0, at: this.pausedUntilMs };
+    const server = windowAllowance(this.window, now, inFlight, { limit: this.limit, windowMs: this.windowMs, resumeMarginMs: this.resumeMarginMs });
+    if (server) return { slots: server.slots, at: server.resumeAtMs };
     const limit = this.effectiveLimit;
-    if (this.grantLog.length >= limit) {
-      const oldestThatCounts = this.grantLog[this.grantLog.length - limit] as number;
-      at = Math.max(at, oldestThatCounts + this.effectiveWindowMs + 1);
-    }
-    return at;
+    if (this.grantLog.length < limit) return { slots: limit - this.grantLog.length, at: now };
+    const oldestThatCounts = this.grantLog[this.grantLog.length - limit] as number;
+    return { slots: 0, at: oldestThatCounts + this.slidingWindowMs + 1 };
+  }
+
+  /** The end of the server window being spent, on our clock (ms epoch), for tests and status; undefined before any answer. */
+  serverWindowEndMs(): number | undefined {
+    return windowEndBoundMs(this.window, this.windowMs);
   }
 
   private nextWaiter(): Waiter | undefined {
@@ -272,7 +284,7 @@ export class LocalRateBudget implements RateBudget {
     return undefined;
   }
 
-  /** Grants as many slots as allowed now, then sleeps until the next one can be granted. */
+  /** Grants as many slots as allowed now, then sleeps until the next one can be granted (or an answer comes). */
   private pump(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
@@ -281,18 +293,19 @@ export class LocalRateBudget implements RateBudget {
       const waiter = this.nextWaiter();
       if (!waiter) return;
       const now = Date.now();
-      const at = this.nextGrantAt(now);
-      if (at > now) {
-        this.timer = setTimeout(() => this.pump(), at - now);
+      const { slots, at } = this.allowance(now);
+      if (slots <= 0) {
+        this.timer = setTimeout(() => this.pump(), Math.max(1, at - now));
         return;
       }
       this.queues[waiter.priority].shift();
       this.grantLog.push(now);
-      if (this.serverWindow) this.serverWindow.remaining--;
+      const slot: RateSlot = { id: String(++this.slotSequence), priority: waiter.priority };
+      this.inFlight.set(slot.id, now);
       this.counters.granted[waiter.priority]++;
       this.counters.waitedMs += now - waiter.enqueuedAtMs;
       waiter.cleanup();
-      waiter.resolve();
+      waiter.resolve(slot);
     }
   }
 }

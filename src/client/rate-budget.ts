@@ -35,24 +35,62 @@ export interface AcquireOptions {
   retry?: boolean;
 }
 
+/**
+ * One granted slot: the right to send one request. Its answer's headers go back with
+ * `observe(observation, slot)`; a request that got no answer gives it back with `release`.
+ * Until then the slot counts as in flight (it may still be counted by the server).
+ */
+export interface RateSlot {
+  /** Unique within the budget. */
+  readonly id: string;
+  readonly priority: Priority;
+}
+
+/** How a slot ended without an answer (`RateBudget.release`). */
+export interface ReleaseOutcome {
+  /**
+   * False when the request provably never left (a later `beforeRequest` hook threw, the connection
+   * was refused): the slot is returned. True when it may have reached the server: the slot stays
+   * spent until every window it could have been counted in has ended.
+   */
+  requestSent: boolean;
+}
+
+/** What the budget would do now, without taking a slot (`RateBudget.peek`): for readiness probes and status. */
+export interface BudgetPeek {
+  /** Slots that could be granted now (0 when spent or paused). */
+  available: number;
+  /** When a spent or paused budget grants again (ms epoch, this process's clock); now when `available` > 0. */
+  nextSlotAtMs: number;
+  /** A 429's pause is in force until then (ms epoch), if any. */
+  pausedUntilMs: number | undefined;
+  /** Requests granted and not yet answered (every process, for a shared budget). */
+  inFlight: number;
+  /** Whether the server's own window is followed (an answer with Remaining and Reset was seen), else the sliding log. */
+  followingServerWindow: boolean;
+}
+
 /** The contract every rate budget keeps (spec §8, docs/rate-budget.md); the API client calls it around every attempt. */
 export interface RateBudget {
   /**
-   * Waits until one request of `priority` may be sent, then takes that slot. Sends nothing while the
-   * budget is spent or paused by a 429. Rejects with the signal's reason when `signal` aborts.
+   * Waits until one request of `priority` may be sent, then takes that slot and returns it. Sends
+   * nothing while the budget is spent or paused by a 429. Rejects with the signal's reason when
+   * `signal` aborts.
    */
-  acquire(priority: Priority, signal?: AbortSignal, options?: AcquireOptions): Promise<void>;
-  /** Feeds the server's view back in: a window with `remaining: 0` is not used again before its reset. */
-  observe(observation: RateLimitObservation): void | Promise<void>;
+  acquire(priority: Priority, signal?: AbortSignal, options?: AcquireOptions): Promise<RateSlot>;
+  /**
+   * Feeds an answer's rate-limit headers back in and ends `slot` (when given). Best-effort: never
+   * waits on I/O and never throws (a shared budget sends it to Redis in the background).
+   */
+  observe(observation: RateLimitObservation, slot?: RateSlot): void;
+  /** Ends a slot whose request got no answer (see `ReleaseOutcome`). Best-effort like `observe`. */
+  release(slot: RateSlot, outcome: ReleaseOutcome): void;
   /** A 429's `Retry-After`: nothing is sent by anyone sharing this budget before `untilMs` (ms epoch). */
   pauseUntil(untilMs: number): void | Promise<void>;
+  /** What the budget would do now, without taking a slot or waiting for one. */
+  peek(): Promise<BudgetPeek>;
   /** Counters for metrics and benchmarks. */
   stats(): RateBudgetStats;
-  /**
-   * Without waiting or taking a slot: how long nothing may be sent because of a 429 pause or a
-   * server window announced spent (`remaining: 0`), ms; 0 when not paused. The readiness probe reads it.
-   */
-  pausedForMs?(): number | Promise<number>;
   close?(): Promise<void>;
 }
 

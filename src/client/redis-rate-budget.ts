@@ -2,37 +2,47 @@
  * `RedisRateBudget`: the rate budget (docs/rate-budget.md, spec §8) shared by EVERY process of
  * a deployment (daemon, `worker` processes, one-off backfills), kept in Redis.
  *
- * - Sliding-window log: a sorted set of grant times (Redis server clock, ms). A slot is granted only
- *   while fewer than `limit` grants lie within the last `windowMs + safetyMarginMs`, so the total of
- *   all processes never exceeds the limit in ANY window. (A fixed-window counter, as most rate-limit
- *   libraries keep, allows twice the limit across a window boundary; BullMQ's own limiter is such a
- *   counter and covers only its queue; rate-limiter-flexible's Redis limiters are fixed windows too
- *   and know no priorities. Hence this small Lua script.)
- * - Pauses: a 429's `Retry-After` (`pauseUntil`) and a spent server window (`observe` with
- *   `remaining: 0`) are stored in Redis, so every process waits, not only the one that saw them.
- * - Priority across processes: a waiter announces its demand in a per-priority sorted set (member =
- *   waiter, score = expiry; renewed at every poll, so a dead process's demand vanishes within
- *   `demandTtlMs`). A slot goes to a lower priority only when no higher priority demand is waiting:
- *   writes, then incremental polls, then backfill/reconciliation. A write that arrives during a
- *   backfill takes the next free slot (or the one after, if a backfill grant raced it). Within a
- *   priority, a retry's demand ranks above first attempts (its own sorted set), so a retry goes to
- *   the head of its priority's queue.
+ * - The server's window (server-window.ts, the same rules in Lua): once an answer carried
+ *   `X-RateLimit-Remaining` and `-Reset`, every process spends what the server says remains minus
+ *   the requests in flight in ANY process, and resumes when the window has surely ended. What was
+ *   learned (the window's length, where windows start, the clock offset, the lowest remaining) lives
+ *   in one Redis hash, so every process follows one view.
+ * - Before that, or with a server that sends no such headers: a sliding-window log of grants keeps
+ *   any span of `windowMs + safetyMarginMs` to `limit` grants across processes.
+ * - Slots in flight: a sorted set of granted slots (score = when it lapses if never ended). An
+ *   answer ends its slot; a request without one releases it (returned if never sent, else kept as
+ *   spent for one more window). A dead process's slots lapse after `slotTtlMs`.
+ * - Leasing: a process asks for as many slots as it has waiters of the highest waiting priority
+ *   (up to `maxLease`) in ONE script call, so concurrent requests do not cost a round trip each;
+ *   a slot is never handed out beyond what the window allows, counting every process's in flight.
+ *   Answers and releases are sent in the background, batched (`observe` never waits on Redis and
+ *   never throws).
+ * - Pauses: a 429's `Retry-After` (`pauseUntil`) is stored in Redis, so every process waits, and the
+ *   learned window is forgotten (a 429 proves a bound wrong).
+ * - Priority across processes: a process waiting with some priority announces its demand in a
+ *   per-priority sorted set (score = expiry, renewed at every poll, so a dead process's demand
+ *   vanishes within `demandTtlMs`). A slot goes to a lower priority only when no higher priority
+ *   demand is waiting: writes, then incremental polls, then backfill/reconciliation. Within a
+ *   priority, retries rank above first attempts (their own sorted set).
  * - Every decision is one atomic Lua script using Redis's own clock (`TIME`), so the processes' clocks
- *   do not need to agree; durations are converted to Redis time inside the script.
+ *   do not need to agree: an answer is timed when Redis records it (never earlier than its receipt).
  *
  * Keys (one budget = one hash tag, so the keys live in one Redis Cluster slot):
- *   {prefix}:{key}:log       grants (sorted set: score = grant time ms, member = unique grant id)
+ *   {prefix}:{key}:log       grants (sorted set: score = grant time ms, member = slot id) for sliding-log pacing
  *   {prefix}:{key}:pause     no grant before this Redis time, ms
- *   {prefix}:{key}:limit     a lower limit announced by the server (`X-RateLimit-Limit`)
+ *   {prefix}:{key}:window    what the server's answers taught (hash; server-window.ts's state)
+ *   {prefix}:{key}:flight    slots in flight (sorted set: score = lapse time ms, member = slot id)
  *   {prefix}:{key}:demand:{priority}         waiting first attempts
  *   {prefix}:{key}:demand:{priority}:retry   waiting retries (rank above the first attempts of their priority)
  *
  *   const budget = new RedisRateBudget({ redis: 'redis://127.0.0.1:6379', key: rateBudgetKey(config), limit: 60 });
- *   await budget.acquire('write');
+ *   const slot = await budget.acquire('write');
+ *   // ... send, then: budget.observe(answer.rateLimit, slot)
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { PRIORITIES, type AcquireOptions, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation } from './rate-budget.ts';
+import { PRIORITIES, type AcquireOptions, type BudgetPeek, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation, type RateSlot, type ReleaseOutcome } from './rate-budget.ts';
+import { defaultResumeMarginMs } from './server-window.ts';
 
 /** Construction options of a RedisRateBudget: the Redis connection, the budget key, `limit` per `windowMs` ms, and polling (ms). */
 export interface RedisRateBudgetOptions {
@@ -49,18 +59,39 @@ export interface RedisRateBudgetOptions {
    * Default (as LocalRateBudget): 2% of the window, at least 50 ms and at most 250 ms.
    */
   safetyMarginMs?: number;
+  /** Added to the end of a spent server window before resuming, ms. Default 1% of the window, 5..100 ms. */
+  resumeMarginMs?: number;
   /** Key prefix. Default `bizops:rate`. Tests use their own. */
   prefix?: string;
   /** A waiter's demand expires this long after its last poll, ms. Default 3000. */
   demandTtlMs?: number;
   /** Longest sleep between two polls of a waiter, ms. Default 1000. */
   maxPollMs?: number;
+  /** Most slots one script call hands to this process for its waiters. Default 16. */
+  maxLease?: number;
+  /**
+   * Write slots taken ahead of need when no other waiter exists anywhere and the window has twice
+   * that room, so that writes sent one after another do not pay a Redis round trip each. Lower
+   * priorities never lease ahead (a held backfill slot would go out ahead of a write waiting in
+   * another process). Default 2; 0 turns it off.
+   */
+  leaseAhead?: number;
+  /** A slot leased ahead and not used within this long is given back, ms. Default 100. */
+  leaseHoldMs?: number;
+  /** A slot never ended (its process died) stops counting as in flight after this, ms. Default 2 windows + 60 s. */
+  slotTtlMs?: number;
 }
 
 /** `stats()` of a RedisRateBudget: the contract's counters, for THIS process. */
 export interface RedisRateBudgetStats extends RateBudgetStats {
   /** Calls waiting in `acquire` in this process, by priority. */
   waiting: Record<Priority, number>;
+  /** Script calls that granted slots (one may grant several): granted / leaseCalls = slots per Redis round trip. */
+  leaseCalls: number;
+  /** Slots served from a lease taken ahead, without a Redis round trip. */
+  heldUsed: number;
+  /** Answers and releases not recorded because Redis did not answer. */
+  observeFailures: number;
 }
 
 /**
@@ -82,61 +113,166 @@ export function rateBudgetKey(
   return `token:${createHash('sha256').update(token).digest('hex').slice(0, 16)}@${api}`;
 }
 
+
 /**
- * KEYS: log, pause, limit, then the demand sets by rank: write:retry, write, incremental:retry,
- *   incremental, backfill:retry, backfill
- * ARGV: limit, effective window ms, rank (1 = a write's retry), waiter id, demand ttl ms, grant id
- * Returns { granted (1|0), wait ms (hint), redis now ms }.
+ * One step of the budget, atomically (the rules of server-window.ts, in Lua).
+ * KEYS: log, pause, window, flight, then the demand sets by rank: write:retry, write,
+ *   incremental:retry, incremental, backfill:retry, backfill
+ * ARGV: 1 limit, 2 sliding window ms, 3 rank (0: none), 4 waiter id, 5 demand ttl ms, 6 slots wanted,
+ *   7 slot id prefix, 8 configured window ms, 9 resume margin ms, 10 slot ttl ms, 11 mode
+ *   (acquire | flush | peek), 12 n, 13 extra slots to lease ahead when nobody else waits and the
+ *   window has twice that room, then n records of 6: slot id, reset ms, remaining, limit,
+ *   Date ms (each '' when absent), kind (obs | sent | unsent)
+ * Returns { slots granted, wait ms (hint), redis now ms, slots available, in flight, paused until }.
  */
-const ACQUIRE_SCRIPT = `
+const STEP_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
+local sliding = tonumber(ARGV[2])
 local rank = tonumber(ARGV[3])
 local waiter = ARGV[4]
 local ttl = tonumber(ARGV[5])
-local own = KEYS[3 + rank]
+local want = tonumber(ARGV[6])
+local prefix = ARGV[7]
+local confW = tonumber(ARGV[8])
+local margin = tonumber(ARGV[9])
+local slotTtl = tonumber(ARGV[10])
+local mode = ARGV[11]
+local n = tonumber(ARGV[12])
+local extra = tonumber(ARGV[13])
+local log, pauseKey, win, flight = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
-local serverLimit = tonumber(redis.call('GET', KEYS[3]) or '0')
-if serverLimit > 0 and serverLimit < limit then limit = serverLimit end
+local function num(field)
+  local v = redis.call('HGET', win, field)
+  if v then return tonumber(v) end
+  return nil
+end
+local resetAt, remaining, anchor, offset = num('reset'), num('rem') or 0, num('anchor'), num('offset')
+local learned, lastAdv, serverLimit = num('learned'), num('lastAdv'), num('slimit')
+local changed = false
 
+redis.call('ZREMRANGEBYSCORE', flight, '-inf', now)
+for i = 0, n - 1 do
+  local b = 14 + i * 6
+  local slot, r, rem, lim, date, kind = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
+  if kind == 'obs' then
+    if slot ~= '' then redis.call('ZREM', flight, slot) end
+    if lim ~= '' and tonumber(lim) > 0 then serverLimit = tonumber(lim); changed = true end
+    if date ~= '' then
+      local sample = tonumber(date) - now
+      if offset == nil or sample > offset then offset = sample; changed = true end
+    end
+    if r ~= '' and rem ~= '' then
+      local R, m = tonumber(r), math.max(0, tonumber(rem))
+      local a = now - R
+      if anchor == nil or a < anchor then anchor = a end
+      if resetAt == nil or R > resetAt then
+        if resetAt ~= nil then
+          local adv = R - resetAt
+          if adv == lastAdv and (learned == nil or adv < learned) then learned = adv end
+          lastAdv = adv
+        end
+        resetAt, remaining = R, m
+      elseif R == resetAt and m < remaining then
+        remaining = m
+      end
+      changed = true
+    elseif rem == '0' then
+      local current = tonumber(redis.call('GET', pauseKey) or '0')
+      if now + sliding > current then redis.call('SET', pauseKey, now + sliding, 'PX', sliding + 1000) end
+    end
+  elseif kind == 'sent' then
+    if redis.call('ZREM', flight, slot) == 1 then
+      if resetAt ~= nil and remaining > 0 then remaining = remaining - 1; changed = true end
+      redis.call('ZADD', flight, now + (learned or confW) + margin, slot .. ':lost')
+    end
+  elseif kind == 'unsent' then
+    if redis.call('ZREM', flight, slot) == 1 then redis.call('ZREM', log, slot) end
+  end
+end
+local W = learned or confW
+if changed then
+  local fields = { 'rem', remaining }
+  for _, pair in ipairs({ { 'reset', resetAt }, { 'anchor', anchor }, { 'offset', offset }, { 'learned', learned }, { 'lastAdv', lastAdv }, { 'slimit', serverLimit } }) do
+    if pair[2] ~= nil then table.insert(fields, pair[1]); table.insert(fields, pair[2]) end
+  end
+  redis.call('HSET', win, unpack(fields))
+  redis.call('PEXPIRE', win, 10 * W + 60000)
+end
+if serverLimit ~= nil and serverLimit < limit then limit = serverLimit end
+local inflight = redis.call('ZCARD', flight)
+
+local slots, waitMs = 0, 0
+local paused = tonumber(redis.call('GET', pauseKey) or '0')
+if paused > now then
+  waitMs = paused - now
+elseif resetAt ~= nil and anchor ~= nil then
+  local e = nil
+  if W % 1000 == 0 or resetAt % 1000 ~= 0 then e = resetAt + W + anchor end
+  if offset ~= nil and (e == nil or resetAt - offset < e) then e = resetAt - offset end
+  if e == nil then e = resetAt + W + anchor end
+  if now < e + margin then
+    slots = remaining - inflight
+    if slots <= 0 then slots, waitMs = 0, e + margin - now end
+  else
+    slots = limit - inflight
+    if slots <= 0 then slots, waitMs = 0, math.max(10, margin) end
+  end
+else
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', '(' .. (now - sliding))
+  local count = redis.call('ZCARD', log)
+  if count < limit then
+    slots = limit - count
+  else
+    local oldest = redis.call('ZRANGE', log, count - limit, count - limit, 'WITHSCORES')
+    waitMs = tonumber(oldest[2]) + sliding + 1 - now
+  end
+end
+if mode ~= 'acquire' then return { 0, waitMs, now, slots, inflight, paused } end
+
+local own = KEYS[4 + rank]
 local function wait(ms)
   redis.call('ZADD', own, now + ttl, waiter)
   redis.call('PEXPIRE', own, ttl * 2)
   if ms < 1 then ms = 1 end
-  return { 0, ms, now }
+  return { 0, ms, now, slots, inflight, paused }
 end
-
-local pausedUntil = tonumber(redis.call('GET', KEYS[2]) or '0')
-if pausedUntil > now then return wait(pausedUntil - now) end
-
--- Grants older than the window no longer count.
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - window))
-local count = redis.call('ZCARD', KEYS[1])
-if count >= limit then
-  -- The grant whose expiry frees the next slot.
-  local oldest = redis.call('ZRANGE', KEYS[1], count - limit, count - limit, 'WITHSCORES')
-  return wait(tonumber(oldest[2]) + window + 1 - now)
-end
-
+if slots <= 0 then return wait(waitMs) end
 for r = 1, rank - 1 do
-  local key = KEYS[3 + r]
+  local key = KEYS[4 + r]
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
   if redis.call('ZCARD', key) > 0 then return wait(5) end
 end
-
-redis.call('ZADD', KEYS[1], now, ARGV[6])
-redis.call('PEXPIRE', KEYS[1], window + 1000)
+local granted = math.min(want, slots)
+if extra > 0 and slots - granted >= 2 * extra then
+  -- Lease ahead only when no other waiter, of any priority in any process, could want those slots.
+  local others = 0
+  for r = 1, 6 do
+    local key = KEYS[4 + r]
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    others = others + redis.call('ZCARD', key)
+    if redis.call('ZSCORE', key, waiter) then others = others - 1 end
+  end
+  if others == 0 then granted = granted + extra end
+end
+for i = 1, granted do
+  local id = prefix .. ':' .. i
+  redis.call('ZADD', log, now, id)
+  redis.call('ZADD', flight, now + slotTtl, id)
+end
+redis.call('PEXPIRE', log, sliding + 1000)
+redis.call('PEXPIRE', flight, slotTtl + 1000)
 redis.call('ZREM', own, waiter)
-return { 1, 0, now }
+return { granted, 0, now, slots - granted, inflight + granted, paused }
 `;
 
-/** KEYS: pause. ARGV: duration ms. Extends (never shortens) the pause to Redis now + duration. */
+/** KEYS: pause, window. ARGV: duration ms. Extends (never shortens) the pause to Redis now + duration and forgets the learned window. */
 const PAUSE_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local untilMs = now + tonumber(ARGV[1])
+redis.call('DEL', KEYS[2])
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 if untilMs > current then
   redis.call('SET', KEYS[1], untilMs, 'PX', tonumber(ARGV[1]) + 1000)
@@ -148,14 +284,24 @@ return current
 /** KEYS: demand key. ARGV: waiter. */
 const WITHDRAW_SCRIPT = `return redis.call('ZREM', KEYS[1], ARGV[1])`;
 
+type StepResult = [granted: number, waitMs: number, redisNowMs: number, available: number, inFlight: number, pausedUntilRedisMs: number];
+
 type BudgetRedis = Redis & {
-  bizopsRateAcquire(...args: (string | number)[]): Promise<[number, number, number]>;
+  bizopsRateStep(...args: (string | number)[]): Promise<StepResult>;
   bizopsRatePause(...args: (string | number)[]): Promise<number>;
   bizopsRateWithdraw(...args: (string | number)[]): Promise<number>;
 };
 
-/** Clock samples kept for the server-clock estimate (see `observe`). */
-const CLOCK_SAMPLES_KEPT = 64;
+/** An answer or release waiting to be sent to Redis: the six ARGV fields of STEP_SCRIPT's records. */
+type PendingRecord = [slot: string, resetMs: string, remaining: string, limit: string, dateMs: string, kind: 'obs' | 'sent' | 'unsent'];
+
+interface Waiter {
+  priority: Priority;
+  retry: boolean;
+  resolve: (slot: RateSlot) => void;
+  reject: (reason: unknown) => void;
+  cleanup: () => void;
+}
 
 function positiveInteger(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
@@ -164,27 +310,8 @@ function positiveInteger(value: unknown, field: string): number {
   return value;
 }
 
-function abortError(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('The operation was aborted', 'AbortError');
-}
-
-/** Sleeps `ms`, or rejects when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(abortError(signal));
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortError(signal!));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+function text(value: number | undefined): string {
+  return value === undefined || !Number.isFinite(value) ? '' : String(value);
 }
 
 /** The rate budget shared through Redis by every process of a deployment (spec §8), as this module's header describes. */
@@ -193,22 +320,42 @@ export class RedisRateBudget implements RateBudget {
   readonly limit: number;
   readonly windowMs: number;
   readonly safetyMarginMs: number;
+  readonly resumeMarginMs: number;
 
   private readonly redis: BudgetRedis;
   private readonly ownsConnection: boolean;
-  /** `demand` in rank order: each priority's retries, then its first attempts (see ACQUIRE_SCRIPT). */
-  private readonly keys: { log: string; pause: string; limit: string; demand: string[] };
+  /** `demand` in rank order: each priority's retries, then its first attempts (see STEP_SCRIPT). */
+  private readonly keys: { log: string; pause: string; window: string; flight: string; demand: string[] };
   private readonly demandTtlMs: number;
   private readonly maxPollMs: number;
+  private readonly maxLease: number;
+  private readonly leaseAhead: number;
+  private readonly leaseHoldMs: number;
+  /** Slots leased ahead, not yet used; given back after `leaseHoldMs`. */
+  private held: RateSlot[] = [];
+  private holdTimer: NodeJS.Timeout | undefined;
+  private readonly slotTtlMs: number;
   private readonly processId = randomUUID();
-  private waiterSequence = 0;
-  private readonly waiting: Record<Priority, number> = { write: 0, incremental: 0, backfill: 0 };
-  private readonly counters: RateBudgetStats = { granted: { write: 0, incremental: 0, backfill: 0 }, waitedMs: 0, pauses: 0 };
-  /** Samples of (server Date - our clock), ms. */
-  private readonly clockSamples: number[] = [];
-  private readonly closing = new AbortController();
+  private leaseSequence = 0;
+  private readonly queues: Record<Priority, Waiter[]> = { write: [], incremental: [], backfill: [] };
+  /** Ranks this process announced demand for (to withdraw when its waiters are gone). */
+  private readonly announced = new Set<number>();
+  private pending: PendingRecord[] = [];
+  private flushQueued = false;
+  private pumping = false;
+  /** Wakes a pump sleeping between polls (an answer may have freed a slot, or a waiter arrived). */
+  private wake: (() => void) | undefined;
+  private readonly counters: RateBudgetStats & { leaseCalls: number; heldUsed: number; observeFailures: number } = {
+    granted: { write: 0, incremental: 0, backfill: 0 },
+    waitedMs: 0,
+    pauses: 0,
+    leaseCalls: 0,
+    heldUsed: 0,
+    observeFailures: 0,
+  };
+  private closed = false;
 
-  /** @throws RangeError when `limit`, `windowMs` or `safetyMarginMs` is not valid, or `key` is empty */
+  /** @throws RangeError when `limit`, `windowMs`, a margin or `maxLease` is not valid, or `key` is empty */
   constructor(options: RedisRateBudgetOptions) {
     if (typeof options.key !== 'string' || options.key === '') throw new RangeError('RedisRateBudget option key must be a non-empty string');
     this.key = options.key;
@@ -217,26 +364,35 @@ export class RedisRateBudget implements RateBudget {
     const margin = options.safetyMarginMs ?? Math.min(250, Math.max(50, Math.round(this.windowMs * 0.02)));
     if (!Number.isFinite(margin) || margin < 0) throw new RangeError(`RedisRateBudget option safetyMarginMs must be a number >= 0, got ${String(margin)}`);
     this.safetyMarginMs = margin;
+    const resume = options.resumeMarginMs ?? defaultResumeMarginMs(this.windowMs);
+    if (!Number.isFinite(resume) || resume < 0) throw new RangeError(`RedisRateBudget option resumeMarginMs must be a number >= 0, got ${String(resume)}`);
+    this.resumeMarginMs = resume;
     this.demandTtlMs = options.demandTtlMs ?? 3000;
     this.maxPollMs = options.maxPollMs ?? 1000;
+    this.maxLease = positiveInteger(options.maxLease ?? 16, 'maxLease');
+    this.leaseAhead = options.leaseAhead ?? 2;
+    if (!Number.isInteger(this.leaseAhead) || this.leaseAhead < 0) throw new RangeError(`RedisRateBudget option leaseAhead must be an integer >= 0, got ${String(options.leaseAhead)}`);
+    this.leaseHoldMs = options.leaseHoldMs ?? 100;
+    this.slotTtlMs = positiveInteger(options.slotTtlMs ?? 2 * this.windowMs + 60_000, 'slotTtlMs');
     const base = `${options.prefix ?? 'bizops:rate'}:{${this.key}}`;
     this.keys = {
       log: `${base}:log`,
       pause: `${base}:pause`,
-      limit: `${base}:limit`,
+      window: `${base}:window`,
+      flight: `${base}:flight`,
       demand: PRIORITIES.flatMap((priority) => [`${base}:demand:${priority}:retry`, `${base}:demand:${priority}`]),
     };
     this.ownsConnection = typeof options.redis === 'string';
     const client = typeof options.redis === 'string' ? new Redis(options.redis) : options.redis;
     // Failures surface through `acquire`; without a listener ioredis prints every reconnect error.
     if (typeof options.redis === 'string') client.on('error', () => undefined);
-    client.defineCommand('bizopsRateAcquire', { numberOfKeys: 9, lua: ACQUIRE_SCRIPT });
-    client.defineCommand('bizopsRatePause', { numberOfKeys: 1, lua: PAUSE_SCRIPT });
+    client.defineCommand('bizopsRateStep', { numberOfKeys: 10, lua: STEP_SCRIPT });
+    client.defineCommand('bizopsRatePause', { numberOfKeys: 2, lua: PAUSE_SCRIPT });
     client.defineCommand('bizopsRateWithdraw', { numberOfKeys: 1, lua: WITHDRAW_SCRIPT });
     this.redis = client as BudgetRedis;
   }
 
-  /** The span no more than `limit` grants may share, ms. */
+  /** The span no more than `limit` grants may share in sliding-log pacing, ms. */
   get effectiveWindowMs(): number {
     return this.windowMs + this.safetyMarginMs;
   }
@@ -246,95 +402,95 @@ export class RedisRateBudget implements RateBudget {
    * budget, then takes the slot. A retry (`options.retry`) ranks above every first attempt of its priority.
    * @throws the signal's reason when `signal` aborts; an Error when the budget is closed; Redis errors
    */
-  async acquire(priority: Priority, signal?: AbortSignal, options: AcquireOptions = {}): Promise<void> {
-    const index = PRIORITIES.indexOf(priority);
-    if (index < 0) throw new TypeError(`priority must be one of ${PRIORITIES.join(', ')}, got ${String(priority)}`);
-    const rank = index * 2 + (options.retry ? 1 : 2);
-    const demandKey = this.keys.demand[rank - 1]!;
-    if (this.closing.signal.aborted) throw new Error('rate budget is closed');
-    const combined = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
-    const waiter = `${this.processId}:${++this.waiterSequence}`;
-    const grantId = `${waiter}:${randomUUID()}`;
+  acquire(priority: Priority, signal?: AbortSignal, options: AcquireOptions = {}): Promise<RateSlot> {
+    if (!PRIORITIES.includes(priority)) return Promise.reject(new TypeError(`priority must be one of ${PRIORITIES.join(', ')}, got ${String(priority)}`));
+    if (this.closed) return Promise.reject(new Error('rate budget is closed'));
+    if (signal?.aborted) return Promise.reject(signal.reason);
     const startedAt = Date.now();
-    let announced = false;
-    this.waiting[priority]++;
-    try {
-      for (;;) {
-        if (combined.aborted) throw abortError(combined);
-        const [granted, waitMs] = await this.redis.bizopsRateAcquire(
-          this.keys.log,
-          this.keys.pause,
-          this.keys.limit,
-          ...this.keys.demand,
-          this.limit,
-          this.effectiveWindowMs,
-          rank,
-          waiter,
-          this.demandTtlMs,
-          grantId,
-        );
-        if (granted === 1) {
-          announced = false;
+    if (this.held.length > 0 && !this.head()) {
+      const slot = this.held.shift()!;
+      this.counters.granted[priority]++;
+      this.counters.heldUsed++;
+      return Promise.resolve({ id: slot.id, priority });
+    }
+    return new Promise<RateSlot>((resolve, reject) => {
+      const waiter: Waiter = {
+        priority,
+        retry: options.retry === true,
+        resolve: (slot) => {
           this.counters.granted[priority]++;
           this.counters.waitedMs += Date.now() - startedAt;
-          return;
-        }
-        announced = true;
-        // A little jitter so that processes woken by the same expiry do not all ask in the same ms.
-        await sleep(Math.min(this.maxPollMs, waitMs) + Math.floor(Math.random() * 3), combined);
-      }
-    } catch (error) {
-      if (announced) await this.redis.bizopsRateWithdraw(demandKey, waiter).catch(() => undefined);
-      if (this.closing.signal.aborted && !signal?.aborted) throw new Error('rate budget is closed', { cause: error });
-      throw error;
-    } finally {
-      this.waiting[priority]--;
-    }
+          resolve(slot);
+        },
+        reject,
+        cleanup: () => signal?.removeEventListener('abort', onAbort),
+      };
+      const onAbort = () => {
+        const queue = this.queues[priority];
+        const index = queue.indexOf(waiter);
+        if (index >= 0) queue.splice(index, 1);
+        this.wake?.();
+        // The last waiter of its priority withdraws the process's demand before its caller hears of the abort.
+        if (queue.length > 0) reject(signal?.reason);
+        else void this.withdrawPriority(priority).finally(() => reject(signal?.reason));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const queue = this.queues[priority];
+      const firstFresh = waiter.retry ? queue.findIndex((queued) => !queued.retry) : -1;
+      if (firstFresh >= 0) queue.splice(firstFresh, 0, waiter);
+      else queue.push(waiter);
+      this.wake?.();
+      if (!this.pumping) void this.pump();
+    });
   }
 
   /**
-   * The server's rate-limit headers (spec §8). `remaining: 0` pauses EVERY process until the
-   * announced reset (server clock converted to ours with a safe estimate of the clock offset, plus
-   * the safety margin; a full window when the reset is unknown). A `limit` lower than ours is adopted
-   * for ten windows.
+   * An answer's rate-limit headers (spec §8), ending `slot`: recorded in Redis in the background,
+   * batched with other answers. Never waits, never throws; when Redis does not answer the record is
+   * dropped (the slot lapses after `slotTtlMs`) and `stats().observeFailures` counts it.
    */
-  async observe(observation: RateLimitObservation): Promise<void> {
-    const now = Date.now();
-    if (observation.serverNowMs !== undefined && Number.isFinite(observation.serverNowMs)) {
-      this.clockSamples.push(observation.serverNowMs - now);
-      if (this.clockSamples.length > CLOCK_SAMPLES_KEPT) this.clockSamples.shift();
-    }
-    if (observation.limit !== undefined && Number.isInteger(observation.limit) && observation.limit > 0 && observation.limit < this.limit) {
-      await this.redis.set(this.keys.limit, observation.limit, 'PX', this.windowMs * 10);
-    }
-    if (observation.remaining !== 0) return;
-    let durationMs: number;
-    if (observation.resetAtMs !== undefined && Number.isFinite(observation.resetAtMs)) {
-      durationMs = observation.resetAtMs - this.serverClockOffsetMs() + this.safetyMarginMs - now;
-    } else {
-      durationMs = this.effectiveWindowMs;
-    }
-    if (durationMs > 0) await this.redis.bizopsRatePause(this.keys.pause, Math.ceil(durationMs));
+  observe(observation: RateLimitObservation, slot?: RateSlot): void {
+    this.record([slot?.id ?? '', text(observation.resetAtMs), text(observation.remaining), text(observation.limit), text(observation.serverNowMs), 'obs']);
+  }
+
+  /** Ends a slot whose request got no answer (see `ReleaseOutcome`), in the background like `observe`. */
+  release(slot: RateSlot, outcome: ReleaseOutcome): void {
+    this.record([slot.id, '', '', '', '', outcome.requestSent ? 'sent' : 'unsent']);
   }
 
   /**
    * A 429's `Retry-After`: no process sharing this budget sends before `untilMs` (ms epoch, our clock;
    * stored in Redis as a duration from Redis's clock, so other processes' clocks do not matter).
+   * The learned server window is forgotten.
    */
   async pauseUntil(untilMs: number): Promise<void> {
     if (!Number.isFinite(untilMs)) return;
     this.counters.pauses++;
     const durationMs = Math.ceil(untilMs - Date.now());
-    if (durationMs > 0) await this.redis.bizopsRatePause(this.keys.pause, durationMs);
+    if (durationMs > 0) await this.redis.bizopsRatePause(this.keys.pause, this.keys.window, durationMs);
   }
 
   /**
-   * Server clock minus ours, ms: the largest recent sample of (Date header - receipt time). Each sample
-   * is at most the true offset (the header is truncated to the second and the response took time), so
-   * converting a reset with it never ends a window early. 0 before any sample.
+   * What `acquire` would do now across every process, without taking a slot or announcing demand
+   * (one script call; records waiting to be sent go with it).
+   * @throws Redis errors
    */
-  serverClockOffsetMs(): number {
-    return this.clockSamples.length > 0 ? Math.max(...this.clockSamples) : 0;
+  async peek(): Promise<BudgetPeek> {
+    const before = Date.now();
+    const [, waitMs, redisNow, available, inFlight, pausedUntil] = await this.step('peek', 0, '', 0);
+    const toLocal = (redisMs: number) => before + (redisMs - redisNow);
+    return {
+      available: Math.max(0, available),
+      nextSlotAtMs: available > 0 ? before : before + waitMs,
+      pausedUntilMs: pausedUntil > redisNow ? toLocal(pausedUntil) : undefined,
+      inFlight,
+      followingServerWindow: (await this.redis.hexists(this.keys.window, 'reset')) === 1,
+    };
+  }
+
+  /** Sends the answers and releases not yet recorded, and waits for Redis (tests, shutdown). Never throws. */
+  async drain(): Promise<void> {
+    await this.flush();
   }
 
   stats(): RedisRateBudgetStats {
@@ -342,18 +498,14 @@ export class RedisRateBudget implements RateBudget {
       granted: { ...this.counters.granted },
       waitedMs: this.counters.waitedMs,
       pauses: this.counters.pauses,
-      waiting: { ...this.waiting },
+      waiting: { write: this.queues.write.length, incremental: this.queues.incremental.length, backfill: this.queues.backfill.length },
+      leaseCalls: this.counters.leaseCalls,
+      heldUsed: this.counters.heldUsed,
+      observeFailures: this.counters.observeFailures,
     };
   }
 
-  /** See RateBudget.pausedForMs: the pause every process shares (a 429, or `remaining: 0`) still ahead by Redis's clock, ms. */
-  async pausedForMs(): Promise<number> {
-    const [until, [seconds, micros]] = await Promise.all([this.redis.get(this.keys.pause), this.redis.time()]);
-    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    return Math.max(0, Number(until ?? 0) - now);
-  }
-
-  /** Grants inside the current window across every process (for status output and tests). */
+  /** Grants inside the current sliding window across every process (for status output and tests). */
   async grantsInWindow(): Promise<number> {
     const [seconds, micros] = await this.redis.time();
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
@@ -362,12 +514,175 @@ export class RedisRateBudget implements RateBudget {
 
   /** Deletes this budget's keys (tests, or resetting a deployment). */
   async reset(): Promise<void> {
-    await this.redis.del(this.keys.log, this.keys.pause, this.keys.limit, ...this.keys.demand);
+    await this.redis.del(this.keys.log, this.keys.pause, this.keys.window, this.keys.flight, ...this.keys.demand);
   }
 
-  /** Rejects this process's waiters and closes the connection when the budget opened it. */
+  /** Rejects this process's waiters, sends what is pending, and closes the connection when the budget opened it. */
   async close(): Promise<void> {
-    this.closing.abort(new Error('rate budget is closed'));
+    this.closed = true;
+    for (const priority of PRIORITIES) {
+      for (const waiter of this.queues[priority].splice(0)) {
+        waiter.cleanup();
+        waiter.reject(new Error('rate budget is closed'));
+      }
+    }
+    this.wake?.();
+    this.returnHeld();
+    await this.flush();
     if (this.ownsConnection) await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+
+  private record(record: PendingRecord): void {
+    this.pending.push(record);
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    // Answers arriving in the same tick go in one script call.
+    queueMicrotask(() => {
+      this.flushQueued = false;
+      void this.flush();
+    });
+  }
+
+  /** Sends the pending records; a failure drops them (counted). Wakes the pump: a slot may be free. */
+  private async flush(): Promise<void> {
+    if (this.pending.length === 0) return;
+    try {
+      await this.step('flush', 0, '', 0);
+    } catch {
+      // Counted in step(); the answers are lost, their slots lapse.
+    }
+    this.wake?.();
+  }
+
+  /** One STEP_SCRIPT call carrying every pending record. */
+  private async step(mode: 'acquire' | 'flush' | 'peek', rank: number, slotPrefix: string, want: number): Promise<StepResult> {
+    const records = this.pending;
+    this.pending = [];
+    try {
+      return await this.redis.bizopsRateStep(
+        this.keys.log,
+        this.keys.pause,
+        this.keys.window,
+        this.keys.flight,
+        ...this.keys.demand,
+        this.limit,
+        this.effectiveWindowMs,
+        rank,
+        rank > 0 ? `${this.processId}:${rank}` : '',
+        this.demandTtlMs,
+        want,
+        slotPrefix,
+        this.windowMs,
+        this.resumeMarginMs,
+        this.slotTtlMs,
+        mode,
+        records.length,
+        // Only writes lease ahead: a held slot of a lower priority would go out ahead of a write waiting in another process.
+        mode === 'acquire' && rank <= 2 ? this.leaseAhead : 0,
+        ...records.flat(),
+      );
+    } catch (error) {
+      this.counters.observeFailures += records.length;
+      throw error;
+    }
+  }
+
+  /** The highest-priority waiter's priority and rank (1 = a write's retry), or undefined when none waits. */
+  private head(): { priority: Priority; rank: number } | undefined {
+    for (const [index, priority] of PRIORITIES.entries()) {
+      const first = this.queues[priority][0];
+      if (first) return { priority, rank: index * 2 + (first.retry ? 1 : 2) };
+    }
+    return undefined;
+  }
+
+  /** Takes slots for this process's waiters, several per script call, until none waits. */
+  private async pump(): Promise<void> {
+    this.pumping = true;
+    try {
+      for (let head = this.head(); head && !this.closed; head = this.head()) {
+        if (this.held.length > 0) {
+          const waiter = this.queues[head.priority].shift()!;
+          const slot = this.held.shift()!;
+          this.counters.heldUsed++;
+          waiter.cleanup();
+          waiter.resolve({ id: slot.id, priority: head.priority });
+          continue;
+        }
+        const want = Math.min(this.maxLease, this.queues[head.priority].length);
+        const prefix = `${this.processId}:${++this.leaseSequence}`;
+        let result: StepResult;
+        try {
+          result = await this.step('acquire', head.rank, prefix, want);
+        } catch (error) {
+          for (const waiter of this.queues[head.priority].splice(0)) {
+            waiter.cleanup();
+            waiter.reject(error);
+          }
+          continue;
+        }
+        const [granted, waitMs] = result;
+        if (granted > 0) this.counters.leaseCalls++;
+        else this.announced.add(head.rank);
+        for (let index = 1; index <= granted; index++) {
+          const slot: RateSlot = { id: `${prefix}:${index}`, priority: head.priority };
+          const waiter = this.queues[head.priority].shift();
+          if (waiter) {
+            waiter.cleanup();
+            waiter.resolve(slot);
+          } else {
+            this.hold(slot); // leased ahead, or its waiter gave up meanwhile
+          }
+        }
+        if (granted === 0) {
+          // A little jitter so that processes woken by the same expiry do not all ask in the same ms.
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(done, Math.min(this.maxPollMs, waitMs) + Math.floor(Math.random() * 3));
+            function done() {
+              clearTimeout(timer);
+              resolve();
+            }
+            this.wake = done;
+          });
+          this.wake = undefined;
+        }
+      }
+    } finally {
+      this.pumping = false;
+      await this.withdraw();
+    }
+  }
+
+  /** Keeps a slot for the next `acquire` for up to `leaseHoldMs`, then gives it back unused. */
+  private hold(slot: RateSlot): void {
+    this.held.push(slot);
+    if (this.holdTimer) return;
+    this.holdTimer = setTimeout(() => {
+      this.holdTimer = undefined;
+      this.returnHeld();
+    }, this.leaseHoldMs);
+    this.holdTimer.unref();
+  }
+
+  private returnHeld(): void {
+    if (this.holdTimer) clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    for (const slot of this.held.splice(0)) this.release(slot, { requestSent: false });
+  }
+
+  /** Withdraws this process's demand for `priority` (its retries and first attempts). */
+  private async withdrawPriority(priority: Priority): Promise<void> {
+    const index = PRIORITIES.indexOf(priority);
+    const ranks = [index * 2 + 1, index * 2 + 2].filter((rank) => this.announced.delete(rank));
+    await Promise.all(ranks.map((rank) => this.redis.bizopsRateWithdraw(this.keys.demand[rank - 1]!, `${this.processId}:${rank}`).catch(() => undefined)));
+  }
+
+  /** Withdraws the demand this process announced, now that no waiter of those ranks is left. */
+  private async withdraw(): Promise<void> {
+    const ranks = [...this.announced];
+    this.announced.clear();
+    await Promise.all(ranks.map((rank) => this.redis.bizopsRateWithdraw(this.keys.demand[rank - 1]!, `${this.processId}:${rank}`).catch(() => undefined)));
+    // A waiter that arrived while withdrawing needs a pump.
+    if (this.head() && !this.pumping && !this.closed) void this.pump();
   }
 }

@@ -4,14 +4,14 @@
  * `limit=1` (spec §1 Pagination), cached and run at most once per `cacheMs`.
  *
  * The probe never waits for a rate-budget slot (a backfill using the whole limit is not
- * "unready"): it reads the budget's pause without waiting (`RateBudget.pausedForMs`); while the
- * budget is paused (a 429, a server window announced spent) it sends nothing and reports READY with
+ * "unready"): it reads the budget's pause without waiting (`RateBudget.peek`); while the
+ * budget is paused by a 429 it sends nothing and reports READY with
  * the wait (`budget.waitMs`); otherwise it sends its one request outside the budget's slots (its
  * answer's rate-limit headers still feed the budget) and a 429 is ready too, with its Retry-After.
  */
 import { z } from 'zod';
 import type { ApiClient } from '../client/client.ts';
-import type { RateBudget } from '../client/rate-budget.ts';
+import type { BudgetPeek, RateBudget, RateSlot } from '../client/rate-budget.ts';
 import {
   AuthenticationError,
   BizopsApiError,
@@ -91,16 +91,27 @@ class BudgetPaused {
  * The probe `GET <path>?limit=1` through `client`. Give it a client without retries
  * (`retry: { maxRetries: 0, maxRateLimitRetries: 0 }`) whose budget never waits (`probeBudget`): a
  * probe reports what the API says now, it does not wait for it to get better.
- * @param budget the budget the daemon's requests spend: when `pausedForMs` says it is paused, the
+ * @param budget the budget the daemon's requests spend: when `peek` says it is paused or spent, the
  *   probe sends nothing and resolves with the wait
  */
-export function apiReadinessCheck(client: ApiClient, path: string, budget?: Pick<RateBudget, 'pausedForMs'>): ReadinessCheck {
+export function apiReadinessCheck(client: ApiClient, path: string, budget?: Pick<RateBudget, 'peek'>): ReadinessCheck {
   return async (signal) => {
-    const pausedMs = (await budget?.pausedForMs?.()) ?? 0;
-    if (pausedMs > 0) return { budgetWaitMs: pausedMs };
+    const waitMs = budget ? budgetWaitMs(await budget.peek()) : 0;
+    if (waitMs > 0) return { budgetWaitMs: waitMs };
     await client.request({ method: 'GET', path, query: { limit: 1 }, contentSchema: z.unknown(), priority: 'incremental', retry: 'none', signal });
   };
 }
+
+/**
+ * How long a 429's pause keeps everyone sharing the budget silent, ms (0 when not paused). A budget
+ * merely spent by other requests is not a reason to skip the probe: it goes out beside the slots.
+ */
+function budgetWaitMs(peek: BudgetPeek): number {
+  return peek.pausedUntilMs === undefined ? 0 : Math.max(0, peek.pausedUntilMs - Date.now());
+}
+
+/** The slot the readiness probe's requests carry: never taken from the budget. */
+const PROBE_SLOT: RateSlot = { id: 'readiness-probe', priority: 'incremental' };
 
 /**
  * The readiness probe's budget: `acquire` grants at once (no slot taken, never a wait); what the
@@ -108,9 +119,11 @@ export function apiReadinessCheck(client: ApiClient, path: string, budget?: Pick
  */
 export function probeBudget(budget: RateBudget): RateBudget {
   return {
-    acquire: () => Promise.resolve(),
+    acquire: () => Promise.resolve(PROBE_SLOT),
     observe: (observation) => budget.observe(observation),
+    release: () => {},
     pauseUntil: (untilMs) => budget.pauseUntil(untilMs),
+    peek: () => budget.peek(),
     stats: () => ({ granted: { write: 0, incremental: 0, backfill: 0 }, waitedMs: 0, pauses: 0 }),
   };
 }

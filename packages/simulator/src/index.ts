@@ -16,7 +16,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import { handleAdminRequest } from './admin.ts';
 import { FaultInjector } from './faults.ts';
-import { FixedWindowRateLimiter } from './rate-limit.ts';
+import { FixedWindowRateLimiter, type RateLimitSettings } from './rate-limit.ts';
 import { Router } from './router.ts';
 import { ROUTES } from './routes/index.ts';
 import { API_PREFIX, handleApiRequest, sendJson, type RequestLogEntry } from './server.ts';
@@ -27,6 +27,7 @@ export { FaultInjector } from './faults.ts';
 export type { Fault, FaultKind, FaultMatch } from './faults.ts';
 export type { RequestLogEntry } from './server.ts';
 export { API_PREFIX } from './server.ts';
+export type { RateLimitSettings } from './rate-limit.ts';
 export { ALL_SCOPES, READ_SCOPES, SIMULATOR_TOKENS, SPEC_SCOPES, TOKEN_TABLE } from './tokens.ts';
 export type { SimulatorTokens, TokenDefinition, TokenName } from './tokens.ts';
 export { CompanyWorld, World } from './world.ts';
@@ -44,10 +45,12 @@ export interface SimulatorOptions {
   /** Company A's stream sizes; defaults 500 transactions, 200 deals, 40 onboardings, 100 customers. Company B gets a tenth. */
   size?: { transactions?: number; deals?: number; onboardings?: number; customers?: number };
   /**
-   * Per-company budget (spec §8): `limit` requests per fixed window aligned to epoch multiples of
-   * `windowMs`. Default { limit: 60, windowMs: 60000 }; false disables the limit and its headers.
+   * Per-company budget (spec §8): `limit` requests per fixed window of `windowMs`, windows anchored
+   * at `anchorMs` (default: the simulator's start; 0 aligns them to epoch multiples), `X-RateLimit-Reset`
+   * in whole seconds rounded up (the spec's format; `resetPrecision: 'exact'` for the fractional end).
+   * Default { limit: 60, windowMs: 60000 }; false disables the limit and its headers.
    */
-  rateLimit?: { limit: number; windowMs: number } | false;
+  rateLimit?: RateLimitSettings | false;
   /** Random churn every `intervalMs`, `perTick` changes each (default 1). Default false. */
   churn?: { intervalMs: number; perTick?: number } | false;
   /** Added to every API response, in ms. Default 0. */

@@ -35,6 +35,8 @@ export interface RequestLogEntry {
   tokenName: string | null;
   /** The `Idempotency-Key` header as received (the spec is silent on it; the simulator ignores it), or null. */
   idempotencyKey: string | null;
+  /** Start (ms epoch) of the rate-limit window that counted this request; absent when it was not counted (429, fault, no limit). */
+  rateWindowStartMs?: number;
 }
 
 /** What `handleApiRequest` needs: the world, faults, rate limiter (null for none), router, request log, added latency (ms) and clock (ms epoch). */
@@ -182,6 +184,7 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
   if (limiter) {
     const decision = limiter.consume(token.company);
     rateHeaders = decision.headers;
+    if (decision.allowed) entry.rateWindowStartMs = decision.windowStartMs;
     if (!decision.allowed) {
       send(
         429,

@@ -57,7 +57,7 @@ describe('authentication and scopes (spec §5)', () => {
 
 describe('rate limit (spec §8)', () => {
   it('sends the headers on every response and 429 with Retry-After once the window is spent', async () => {
-    simulator = await startSimulator({ rateLimit: { limit: 5, windowMs: 1000 } });
+    simulator = await startSimulator({ rateLimit: { limit: 5, windowMs: 1000, anchorMs: 0 } });
     await nextWindow(1000);
     const remaining: string[] = [];
     let reset = '';
@@ -93,6 +93,18 @@ describe('rate limit (spec §8)', () => {
     expect(fresh.status).toBe(200);
     expect(fresh.headers.get('x-ratelimit-remaining')).toBe('4');
     expect(Number(fresh.headers.get('x-ratelimit-reset'))).toBe(Number(reset) + 1);
+  });
+
+  it('anchors windows at the start and sends Reset as whole seconds rounded up (the spec format), or exact on request', async () => {
+    const anchorMs = Math.floor(Date.now() / 1000) * 1000 - 30_000 + 250; // now is mid-window; the window ends 250 ms into a second
+    simulator = await startSimulator({ rateLimit: { limit: 5, windowMs: 60_000, anchorMs } });
+    const response = await api(simulator, '/deals?limit=1');
+    const windowEnd = anchorMs + 60_000;
+    expect(response.headers.get('x-ratelimit-reset')).toBe(String(Math.ceil(windowEnd / 1000)));
+    expect(simulator.requests.at(-1)?.rateWindowStartMs).toBe(windowEnd - 60_000);
+    await simulator.close();
+    simulator = await startSimulator({ rateLimit: { limit: 5, windowMs: 60_000, anchorMs, resetPrecision: 'exact' } });
+    expect((await api(simulator, '/deals?limit=1')).headers.get('x-ratelimit-reset')).toBe(String(windowEnd / 1000));
   });
 
   it('does not count admin requests and omits headers when disabled', async () => {

@@ -1,0 +1,122 @@
+/**
+ * The rate budget follows the server's own window (docs/rate-budget.md, spec §8): against the
+ * simulator sending the spec's whole-second `X-RateLimit-Reset`, with windows that end anywhere in
+ * a second. Counts are what the SERVER counted per window (the simulator's log), never this
+ * process's clock.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApiClient } from '../../src/client/client.ts';
+import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
+import type { RateBudget } from '../../src/client/rate-budget.ts';
+import { transactionListItemSchema } from '../../src/client/schemas.ts';
+import { emptyWindowState, observeWindow, windowAllowance, windowEndBoundMs } from '../../src/client/server-window.ts';
+import { startSimulator, type RunningSimulator } from '@bizops-sync/simulator';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const transactions = { itemsKey: 'transactions', itemSchema: transactionListItemSchema, priority: 'backfill' as const };
+
+/** Requests the simulator accepted per window, first busy window to last, empty ones included. */
+export function serverCounts(sim: RunningSimulator, windowMs: number): number[] {
+  const starts = sim.requests.filter((request) => request.rateWindowStartMs !== undefined).map((request) => request.rateWindowStartMs!);
+  const first = Math.min(...starts);
+  const counts = Array.from({ length: Math.round((Math.max(...starts) - first) / windowMs) + 1 }, () => 0);
+  for (const start of starts) counts[Math.round((start - first) / windowMs)]!++;
+  return counts;
+}
+
+/** Sends `total` list requests, `concurrency` at a time, through `budget`. */
+async function sendThrough(sim: RunningSimulator, budget: RateBudget, total: number, concurrency: number): Promise<ApiClient> {
+  const client = new ApiClient({ baseUrl: sim.url, tokens: { default: sim.tokens.admin }, budget, retry: { maxRetries: 3, minTimeoutMs: 10, maxTimeoutMs: 50 } });
+  cleanups.push(() => client.close());
+  let left = total;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (left > 0) {
+        left--;
+        await client.listPage('/transactions', 0, transactions);
+      }
+    }),
+  );
+  return client;
+}
+
+describe('the server-window policy', () => {
+  it("bounds a window's end from receipt times, not from the rounded-up Reset", () => {
+    const state = emptyWindowState();
+    // Window [10_000.300, 11_000.300) on the server; Reset says 11 (rounded up); our clock = server clock.
+    observeWindow(state, { resetAtMs: 11_000, remaining: 4, serverNowMs: 10_000 }, 10_910);
+    observeWindow(state, { resetAtMs: 11_000, remaining: 0, serverNowMs: 10_000 }, 10_920);
+    // The next window's first answer came 5 ms into it (its Date header read late in its second says little).
+    observeWindow(state, { resetAtMs: 12_000, remaining: 4 }, 11_305);
+    const end = windowEndBoundMs(state, 1000)!;
+    // Never early (the true end is 12_300), and far tighter than Reset + clock error (up to 13_000).
+    expect(end).toBeGreaterThanOrEqual(12_300);
+    expect(end).toBeLessThanOrEqual(12_305);
+    // Remaining minus what is in flight may go now; nothing more until the end.
+    expect(windowAllowance(state, 11_400, 1, { limit: 5, windowMs: 1000, resumeMarginMs: 5 })).toEqual({ slots: 3, resumeAtMs: 11_400 });
+    expect(windowAllowance(state, 11_400, 4, { limit: 5, windowMs: 1000, resumeMarginMs: 5 })).toEqual({ slots: 0, resumeAtMs: end + 5 });
+    // After the end: a fresh window, less what is still in flight.
+    expect(windowAllowance(state, end + 6, 2, { limit: 5, windowMs: 1000, resumeMarginMs: 5 })?.slots).toBe(3);
+  });
+
+  it('learns the window length from how Reset advances, once seen twice', () => {
+    const state = emptyWindowState();
+    observeWindow(state, { resetAtMs: 60_000, remaining: 1 }, 1);
+    observeWindow(state, { resetAtMs: 120_000, remaining: 1 }, 60_001);
+    expect(state.learnedWindowMs).toBeUndefined();
+    observeWindow(state, { resetAtMs: 180_000, remaining: 1 }, 120_001);
+    expect(state.learnedWindowMs).toBe(60_000);
+    // Answers from an older window change nothing.
+    observeWindow(state, { resetAtMs: 120_000, remaining: 0 }, 120_002);
+    expect(state.remaining).toBe(1);
+  });
+});
+
+describe('LocalRateBudget against whole-second resets', () => {
+  it('spends every server window, skipping none, with no 429', async () => {
+    const windowMs = 1000;
+    const limit = 5;
+    // Windows end 300 ms into a second: Reset is up to 700 ms late, the Date header up to a second behind.
+    const anchorMs = Math.floor(Date.now() / 1000) * 1000 + 300;
+    const sim = await startSimulator({ seed: 3, rateLimit: { limit, windowMs, anchorMs }, size: { transactions: 20 } });
+    cleanups.push(() => sim.close());
+    const budget = new LocalRateBudget({ limit, windowMs });
+    cleanups.push(() => budget.close());
+    const client = await sendThrough(sim, budget, 8 * limit, limit);
+    expect(sim.requests.filter((request) => request.status === 429)).toHaveLength(0);
+    expect(client.stats.rateLimited).toBe(0);
+    const counts = serverCounts(sim, windowMs);
+    // No window between the first (partial) and the last went unused waiting for a rounded-up reset
+    // (the old budget's 5, 0, 5, 0). That each is FULL is a timing figure, in bench/writes.ts: a
+    // loaded machine may stall a send past a window's end.
+    expect(counts.slice(1, -1).filter((count) => count === 0)).toEqual([]);
+    expect(Math.max(...counts)).toBeLessThanOrEqual(limit);
+    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(8 * limit);
+    // Every slot was ended by its answer.
+    expect((await budget.peek()).inFlight).toBe(0);
+  });
+
+  it('returns the slot of a request that never left, and peek takes none', async () => {
+    const sim = await startSimulator({ seed: 3, rateLimit: { limit: 2, windowMs: 60_000 }, size: { transactions: 20 } });
+    cleanups.push(() => sim.close());
+    const budget = new LocalRateBudget({ limit: 2, windowMs: 60_000 });
+    cleanups.push(() => budget.close());
+    const client = new ApiClient({
+      baseUrl: sim.url,
+      tokens: { default: sim.tokens.admin },
+      budget,
+      hooks: [{ beforeRequest: () => Promise.reject(new Error('refused by a later layer')) }],
+      retry: { maxRetries: 0 },
+    });
+    cleanups.push(() => client.close());
+    await expect(client.listPage('/transactions', 0, transactions)).rejects.toThrow('refused by a later layer');
+    const peek = await budget.peek();
+    expect(peek).toMatchObject({ available: 2, inFlight: 0, followingServerWindow: false });
+    expect((await budget.peek()).available).toBe(2);
+    expect(sim.requests).toHaveLength(0);
+  });
+});
