@@ -11,6 +11,7 @@ import type { RateBudget } from '../../src/client/rate-budget.ts';
 import { transactionListItemSchema } from '../../src/client/schemas.ts';
 import { emptyWindowState, observeWindow, windowAllowance, windowEndBoundMs } from '../../src/client/server-window.ts';
 import { startSimulator, type RunningSimulator } from '@bizops-sync/simulator';
+import { serverCounts } from '../helpers.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -19,14 +20,6 @@ afterEach(async () => {
 
 const transactions = { itemsKey: 'transactions', itemSchema: transactionListItemSchema, priority: 'backfill' as const };
 
-/** Requests the simulator accepted per window, first busy window to last, empty ones included. */
-export function serverCounts(sim: RunningSimulator, windowMs: number): number[] {
-  const starts = sim.requests.filter((request) => request.rateWindowStartMs !== undefined).map((request) => request.rateWindowStartMs!);
-  const first = Math.min(...starts);
-  const counts = Array.from({ length: Math.round((Math.max(...starts) - first) / windowMs) + 1 }, () => 0);
-  for (const start of starts) counts[Math.round((start - first) / windowMs)]!++;
-  return counts;
-}
 
 /** Sends `total` list requests, `concurrency` at a time, through `budget`. */
 async function sendThrough(sim: RunningSimulator, budget: RateBudget, total: number, concurrency: number): Promise<ApiClient> {

@@ -9,7 +9,7 @@ import { rateBudgetKey, RedisRateBudget, type RedisRateBudgetOptions } from '../
 import { ApiClient } from '../../src/client/client.ts';
 import { transactionListItemSchema } from '../../src/client/schemas.ts';
 import { startSimulator } from '@bizops-sync/simulator';
-import { waitFor } from '../helpers.ts';
+import { serverCounts, waitFor } from '../helpers.ts';
 import { REDIS_URL } from './support.ts';
 
 const opened: RedisRateBudget[] = [];
@@ -160,12 +160,12 @@ describe('RedisRateBudget', () => {
         ),
       );
       expect(sim.requests.filter((request) => request.status === 429)).toHaveLength(0);
-      // Per window as the SERVER counted them: every window between the first and the last is full.
-      const starts = sim.requests.map((request) => request.rateWindowStartMs!);
-      const first = Math.min(...starts);
-      const counts = Array.from({ length: Math.round((Math.max(...starts) - first) / windowMs) + 1 }, () => 0);
-      for (const start of starts) counts[Math.round((start - first) / windowMs)]!++;
-      expect(counts.slice(1, -1)).toEqual(Array.from({ length: counts.length - 2 }, () => limit));
+      // Per window as the SERVER counted them: no window between the first and the last went unused
+      // waiting for a rounded-up reset, none over the limit. That each is FULL is a timing figure
+      // (bench/writes.ts): a loaded machine may stall a send past a window's end.
+      const counts = serverCounts(sim, windowMs);
+      expect(counts.slice(1, -1).filter((count) => count === 0)).toEqual([]);
+      expect(Math.max(...counts)).toBeLessThanOrEqual(limit);
       // Slots were leased several at a time.
       const stats = processes.map((budget) => budget.stats());
       const granted = stats.reduce((sum, stat) => sum + stat.granted.backfill, 0);
