@@ -142,7 +142,7 @@ async function redisAnswers(url: string, timeoutMs = 2000): Promise<boolean> {
 
 /** A logger that masks every secret of `config` (tokens, webhook secrets). */
 export function processLogger(config: Config, options: { level?: string } = {}): Logger {
-  return createLogger({ secrets: [...Object.values(config.tokens), ...config.webhooks.map((endpoint) => endpoint.secret)], ...options });
+  return createLogger({ secrets: [...Object.values(config.tokens), ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret])])], ...options });
 }
 
 /** The mirror file a job reads does not exist yet: nothing has run. The message says what to run. */

@@ -8,7 +8,7 @@ import type { WebhookEndpointConfig } from '../../config/schema.ts';
 import type { MirrorDatabase } from '../../mirror/database.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
 import { endpointLag, loadAllEndpoints, loadEndpoint, registerEndpoint, resetCursor } from './endpoint-store.ts';
-import { buildTestWebhookMessage, WebhookSigner } from './signing.ts';
+import { buildTestWebhookMessage, signerForEndpoint } from './signing.ts';
 
 /** One line of `webhooks list`. Times are ISO 8601. */
 export interface WebhookEndpointListing {
@@ -108,7 +108,7 @@ export interface SendTestEventOptions {
  * @throws Error naming the endpoint when its secret is not valid
  */
 export async function sendTestEvent(endpoint: WebhookEndpointConfig, options: SendTestEventOptions = {}): Promise<TestEventResult> {
-  const signer = new WebhookSigner(endpoint.secret, endpoint.name);
+  const signer = signerForEndpoint(endpoint);
   const message = buildTestWebhookMessage(endpoint.name);
   const outcome = await deliverWebhook(endpoint.url, message, signer, {
     timeoutMs: options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS,

@@ -35,7 +35,7 @@ import { compileEventFilter, type EventTypeFilter } from '../event-filter.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
 import { disableEndpoint, endpointLag, loadEndpoint, recordDelivered, recordFailure, recordSkipped, registerEndpoint } from './endpoint-store.ts';
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, nextRetryDelayMs, validateSchedule, type WebhookRetrySchedule } from './retry-schedule.ts';
-import { buildWebhookMessage, WebhookSigner } from './signing.ts';
+import { buildWebhookMessage, signerForEndpoint, type WebhookSigner } from './signing.ts';
 import { Wakeup } from './wakeup.ts';
 
 /** Construction options of a WebhookDispatcher; validated by its constructor (which throws naming the option). */
@@ -170,7 +170,7 @@ export class WebhookDispatcher {
         name: endpoint.name,
         url: endpoint.url,
         filter: compileEventFilter(endpoint.events, `webhooks.${endpoint.name}.events`),
-        signer: new WebhookSigner(endpoint.secret, endpoint.name),
+        signer: signerForEndpoint(endpoint),
         wakeup: new Wakeup(),
         deliveries: 0,
         failures: 0,
