@@ -5,6 +5,7 @@
 import { sql as mirror } from './001_mirror.ts';
 import { sql as webhooks } from './002_webhooks.ts';
 import { sql as writes } from './003_writes.ts';
+import { sql as webhookFailures } from './006_webhook_failures.ts';
 
 export interface Migration {
   version: number;
@@ -16,4 +17,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'mirror', sql: mirror },
   { version: 2, name: 'webhooks', sql: webhooks },
   { version: 3, name: 'writes', sql: writes },
+  { version: 6, name: 'webhook failures', sql: webhookFailures },
 ];
