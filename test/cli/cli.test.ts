@@ -75,8 +75,7 @@ describe('command line', () => {
       }, 5);
     });
     await new Promise((resolve) => child.on('exit', resolve));
-    const killedAt = listRequests(sim, '/transactions').length;
-    expect(killedAt).toBeLessThan(40);
+    // The kill landed mid-backfill: the second run says it resumed (a finished first run would not leave a checkpoint).
     const second = await runCli(['backfill', '--stream', 'transactions', '--no-progress'], env);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/transactions: succeeded \(backfill, complete scan, resumed\)/);

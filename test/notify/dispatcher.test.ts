@@ -61,26 +61,29 @@ describe('WebhookDispatcher', () => {
 
   it('notify() wakes the loops without waiting for the poll', async () => {
     const target = await receiver();
-    const running = dispatcher({ endpoints: [endpoint('crm', target)], pollMs: 60_000 });
+    // The poll is an hour: a delivery at all (the test times out long before) is the wake-up's doing.
+    const running = dispatcher({ endpoints: [endpoint('crm', target)], pollMs: 3_600_000 });
     running.start();
-    await sleep(50); // the loop is now idle, waiting up to a minute
+    await sleep(50); // most likely idle by now; if not, the event is delivered in the first round either way
     insertChanges(mirror.db, 1);
-    const notified = Date.now();
     running.notify();
-    await waitFor(() => target.requests.length === 1, 'the delivery after notify', 2000);
-    expect(Date.now() - notified).toBeLessThan(1000);
+    await waitFor(() => target.requests.length === 1, 'the delivery after notify');
   });
 
   it('a receiver down (refused, then 503) gets every event in order once back, same webhook-id on retries; other endpoints keep receiving; a hanging one holds nobody up', async () => {
     const flaky = await receiver();
     const steady = await receiver();
     const hanging = await receiver();
-    hanging.handler = () => 'handled'; // accepts the request and never answers
+    let hangingClosed = false;
+    hanging.handler = (_request, response) => {
+      response.on('close', () => (hangingClosed = true));
+      return 'handled'; // accepts the request and never answers
+    };
     const flakyPort = flaky.port;
     const flakyConfig = endpoint('flaky', flaky);
     await flaky.close(); // down: connection refused
 
-    const running = dispatcher({ endpoints: [flakyConfig, endpoint('steady', steady), endpoint('hanging', hanging)], timeoutMs: 20_000 });
+    const running = dispatcher({ endpoints: [flakyConfig, endpoint('steady', steady), endpoint('hanging', hanging)], timeoutMs: 3_600_000 });
     running.start();
     const events = insertChanges(mirror.db, 30);
     running.notify();
@@ -113,10 +116,10 @@ describe('WebhookDispatcher', () => {
     const verifier = new Webhook(flakyConfig.secret);
     for (const request of flaky.requests) expect(() => verifier.verify(request.body, request.headers as Record<string, string>)).not.toThrow();
 
-    // Stopping does not wait for the hanging receiver beyond the grace period.
-    const stopping = Date.now();
+    // Stopping aborts the request the hanging receiver holds (its timeout is an hour): stop() returning
+    // at all, and the receiver seeing its connection closed, is the grace period at work.
     await running.stop();
-    expect(Date.now() - stopping).toBeLessThan(1000);
+    await waitFor(() => hanging.requests[0] && hangingClosed, 'the hanging request aborted');
     expect(loadEndpoint(mirror.db, 'hanging')?.deliveredSeq).toBe(0);
   });
 
@@ -179,9 +182,8 @@ describe('WebhookDispatcher', () => {
     insertChanges(mirror.db, 1);
     running.notify();
     await waitFor(() => target.requests.length === 2, 'the retry', 5000);
-    const gap = target.requests[1]!.at - target.requests[0]!.at;
-    expect(gap).toBeGreaterThanOrEqual(950); // the schedule alone would retry after 20 ms
-    expect(gap).toBeLessThan(3000);
+    // A lower bound only: a slow machine can only widen the gap. The schedule alone would retry after 20 ms.
+    expect(target.requests[1]!.at - target.requests[0]!.at).toBeGreaterThanOrEqual(950);
   });
 
   it('gives up on an event after the last attempt of the schedule: records it as failed and moves on in order; replay --failed re-sends it', async () => {
@@ -310,13 +312,13 @@ describe('WebhookDispatcher', () => {
     down.handler = (_request, response) => void response.writeHead(503).end();
     const running = dispatcher({ endpoints: [endpoint('down', down)] });
     running.start();
-    insertChanges(mirror.db, 4, { occurredAt: new Date(Date.now() - 90_000) });
+    const occurredAt = new Date(Date.now() - 90_000);
+    insertChanges(mirror.db, 4, { occurredAt });
     running.notify();
     await waitFor(() => down.requests.length >= 1, 'an attempt');
-    const [stats] = running.stats();
-    expect(stats).toMatchObject({ name: 'down', deliveredSeq: 0, lagEvents: 4, enabled: true });
-    expect(stats!.lagSeconds).toBeGreaterThanOrEqual(90);
-    expect(stats!.lagSeconds).toBeLessThan(100);
+    // Measured at a given instant, so the figure does not depend on how long the test took.
+    const [stats] = running.stats(new Date(occurredAt.getTime() + 90_000));
+    expect(stats).toMatchObject({ name: 'down', deliveredSeq: 0, lagEvents: 4, enabled: true, lagSeconds: 90 });
     expect(stats!.consecutiveFailures).toBeGreaterThanOrEqual(1);
   });
 

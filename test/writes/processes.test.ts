@@ -133,9 +133,11 @@ describe('worker processes sharing one rate budget', () => {
     const refused = sim.requests.filter((request) => request.status === 429);
     expect(refused).toHaveLength(1);
     const pausedAt = refused[0]!.at;
-    // Requests granted before the pause reached Redis may still arrive within a few ms; after that, silence for 2 s.
-    const duringPause = sim.requests.filter((request) => request.at > pausedAt + 100 && request.at < pausedAt + 1950);
-    expect(duringPause).toEqual([]);
+    // Arrivals during the 2 s pause can only be requests granted before it (in flight: at most the
+    // processes' concurrency, 3 x 8), however late a loaded machine delivers them. Without the shared
+    // pause the limit (30 per 1 s window) would bring about 55 in that time.
+    const duringPause = sim.requests.filter((request) => request.at > pausedAt && request.at < pausedAt + 1950);
+    expect(duringPause.length).toBeLessThanOrEqual(3 * 8);
     expect(sim.requests.filter((request) => request.at >= pausedAt + 1950).length).toBeGreaterThan(10);
     expect(stats.reduce((sum, stat) => sum + stat.budget.pauses, 0)).toBe(1);
   });
