@@ -19,7 +19,7 @@ function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return env;
 }
 
-describe('command line', () => {
+describe('command line', { timeout: 120_000 }, () => {
   it('--help explains every command', () => {
     const result = spawnSync(process.execPath, [BIN, '--help'], { env: cliEnv(), encoding: 'utf8' });
     expect(result.status).toBe(0);

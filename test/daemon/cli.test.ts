@@ -21,7 +21,7 @@ afterEach(async () => {
 
 const TOKEN = 'live-token-0123456789abcdef';
 
-describe('bizops-sync config check', () => {
+describe('bizops-sync config check', { timeout: 120_000 }, () => {
   it('prints the effective configuration as JSON with every secret masked, exit 0', async () => {
     dir = tempDir();
     const secret = newWebhookSecret();
@@ -82,7 +82,7 @@ describe('bizops-sync config check', () => {
   });
 });
 
-describe('bizops-sync webhooks', () => {
+describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
   it('send-test delivers a signed webhook.test; replay moves the cursor back; list shows cursor and lag', async () => {
     dir = tempDir();
     receiver = await new WebhookReceiver().start();

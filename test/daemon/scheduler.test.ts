@@ -98,10 +98,10 @@ describe('StreamScheduler', () => {
       onTickSkipped: (stream) => skipped.push(stream),
     });
     scheduler.start();
-    await waitFor(() => results.length >= 2 && skipped.filter((stream) => stream === 'deals').length >= 1, 'a finished run and a skipped tick', 8_000);
+    await waitFor(() => results.length >= 2 && skipped.filter((stream) => stream === 'deals').length >= 1, 'a finished run and a skipped tick', 30_000);
     expect(overlaps).toBe(0);
     // Streams run side by side: wait for a tick that starts both, then ask for another deals run.
-    await waitFor(() => scheduler!.activeRuns().length === 2, 'both streams running', 3_000, 10);
+    await waitFor(() => scheduler!.activeRuns().length === 2, 'both streams running', 20_000, 10);
     expect(scheduler.activeRuns().map((run) => run.stream).sort()).toEqual(['deals', 'transactions']);
     expect(scheduler.trigger('deals', 'sync')).toBe('skipped');
 
@@ -129,7 +129,7 @@ describe('StreamScheduler', () => {
     scheduler.start();
     expect(scheduler.trigger('deals', 'reconcile')).toBe('queued');
     expect(scheduler.trigger('deals', 'reconcile')).toBe('queued');
-    await waitFor(() => reasons.length >= 2 && scheduler!.activeRuns().length === 0, 'the queued reconciliation', 5_000);
+    await waitFor(() => reasons.length >= 2 && scheduler!.activeRuns().length === 0, 'the queued reconciliation', 20_000);
     expect(reasons).toEqual(['backfill', 'reconcile']);
   });
 
