@@ -140,7 +140,7 @@ export interface ReplayResult {
   name: string;
   previousDeliveredSeq: number;
   deliveredSeq: number;
-  /** True when the endpoint had been disabled by a 410 and is enabled again. */
+  /** True when the endpoint had been disabled (410 Gone, or failing for disableAfterDays) and is enabled again. */
   reenabled: boolean;
   /** How many changelog events now lie after the cursor (before the endpoint's filter). */
   eventsToResend: number;
@@ -149,7 +149,7 @@ export interface ReplayResult {
 /**
  * Moves an endpoint's cursor back so that delivery re-sends every event with seq greater than
  * `sinceSeq` (exclusive, like every changelog cursor: `--since 0` re-sends the whole history).
- * Also clears the backoff and re-enables an endpoint disabled by 410 Gone. A running dispatcher
+ * Also clears the backoff and re-enables a disabled endpoint (410 Gone, or failing too long). A running dispatcher
  * picks it up within its poll interval.
  *
  * Re-sent events keep their webhook-id (the event_id): receivers that deduplicate will recognise
