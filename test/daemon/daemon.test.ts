@@ -238,7 +238,7 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
       await waitFor(() => {
         const got = new Set(hooks.ids());
         return all.every((id) => got.has(id));
-      }, 'every event to be delivered', 10_000);
+      }, 'every event to be delivered', 60_000);
       const ids = hooks.ids();
       // Nothing but changelog events, each carrying its event_id as webhook-id.
       expect(ids.every((id) => all.includes(id))).toBe(true);

@@ -56,7 +56,7 @@ describe('StreamScheduler', () => {
       },
     });
     scheduler.start();
-    await waitFor(() => afterReconcile.length >= 2, 'two reconciliations', 6_000);
+    await waitFor(() => afterReconcile.length >= 2, 'two reconciliations', 30_000);
     expect(results[0]).toMatchObject({ reason: 'backfill', status: 'succeeded', records: 120 });
     expect(results.slice(1, 3).map((result) => [result.reason, result.status, result.mode])).toEqual([
       ['reconcile', 'succeeded', 'complete'],

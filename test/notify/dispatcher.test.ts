@@ -181,7 +181,7 @@ describe('WebhookDispatcher', () => {
     running.start();
     insertChanges(mirror.db, 1);
     running.notify();
-    await waitFor(() => target.requests.length === 2, 'the retry', 5000);
+    await waitFor(() => target.requests.length === 2, 'the retry', 20_000);
     // A lower bound only: a slow machine can only widen the gap. The schedule alone would retry after 20 ms.
     expect(target.requests[1]!.at - target.requests[0]!.at).toBeGreaterThanOrEqual(950);
   });
