@@ -163,7 +163,7 @@ describe('WebhookDispatcher', () => {
     running.start();
     insertChanges(mirror.db, 1);
     running.notify();
-    await waitFor(() => redirecting.requests.length >= 3, 'three attempts');
+    await waitFor(() => (loadEndpoint(mirror.db, 'moved')?.failedCount ?? 0) >= 3, 'three failed attempts recorded');
     const state = loadEndpoint(mirror.db, 'moved')!;
     expect(state.deliveredSeq).toBe(0);
     expect(state.lastStatus).toBe(302);
@@ -315,7 +315,7 @@ describe('WebhookDispatcher', () => {
     const occurredAt = new Date(Date.now() - 90_000);
     insertChanges(mirror.db, 4, { occurredAt });
     running.notify();
-    await waitFor(() => down.requests.length >= 1, 'an attempt');
+    await waitFor(() => (loadEndpoint(mirror.db, 'down')?.consecutiveFailures ?? 0) >= 1, 'a failed attempt recorded');
     // Measured at a given instant, so the figure does not depend on how long the test took.
     const [stats] = running.stats(new Date(occurredAt.getTime() + 90_000));
     expect(stats).toMatchObject({ name: 'down', deliveredSeq: 0, lagEvents: 4, enabled: true, lagSeconds: 90 });
