@@ -143,7 +143,7 @@ export class RedisUnavailableError extends Error {
 
 /** A logger that masks every secret of `config` (tokens, webhook secrets). */
 export function processLogger(config: Config, options: { level?: string } = {}): Logger {
-  return createLogger({ secrets: [...Object.values(config.tokens), ...config.webhooks.map((endpoint) => endpoint.secret)], ...options });
+  return createLogger({ secrets: [...Object.values(config.tokens), ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret])])], ...options });
 }
 
 // Re-exported: opening a mirror for reading lives apart so that readers need not load the worker.

@@ -1,9 +1,20 @@
 /**
- * Jobs of webhook administration (the `webhooks list|send-test|replay` commands). Wiring only:
+ * Jobs of webhook administration (the `webhooks list|send-test|replay|enable` commands). Wiring only:
  * src/notify/webhooks/admin.ts does the work, on the mirror file while the daemon runs.
  */
 import type { Config, WebhookEndpointConfig } from '../src/config/schema.ts';
-import { listWebhookEndpoints, replayWebhooks, sendTestEvent, type ReplayResult, type TestEventResult, type WebhookEndpointListing } from '../src/notify/index.ts';
+import {
+  enableWebhookEndpoint,
+  listWebhookEndpoints,
+  replayFailedWebhooks,
+  replayWebhooks,
+  sendTestEvent,
+  type EnableResult,
+  type FailedReplayOutcome,
+  type ReplayResult,
+  type TestEventResult,
+  type WebhookEndpointListing,
+} from '../src/notify/index.ts';
 import { openExistingMirror } from './context.ts';
 
 const NO_MIRROR_HINT = 'start `bizops-sync daemon` (or run `bizops-sync backfill`) first';
@@ -34,6 +45,32 @@ export function replayWebhooksJob(config: Config, endpointName: string, sinceSeq
   const db = openExistingMirror(config.dbPath, { hint: NO_MIRROR_HINT });
   try {
     return replayWebhooks(db, configured ?? endpointName, sinceSeq);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Re-sends every event endpoints gave up on, or one endpoint's (`webhooks replay --failed`).
+ * @throws Error when the mirror does not exist or `endpointName` is not configured
+ */
+export async function replayFailedWebhooksJob(config: Config, endpointName?: string): Promise<FailedReplayOutcome[]> {
+  const db = openExistingMirror(config.dbPath, { hint: NO_MIRROR_HINT });
+  try {
+    return await replayFailedWebhooks(db, config.webhooks, endpointName === undefined ? {} : { endpoint: endpointName });
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Re-enables a disabled endpoint where its cursor stands (`webhooks enable NAME`).
+ * @throws Error when the mirror does not exist or the endpoint is not registered
+ */
+export function enableWebhookEndpointJob(config: Config, endpointName: string): EnableResult {
+  const db = openExistingMirror(config.dbPath, { hint: NO_MIRROR_HINT });
+  try {
+    return enableWebhookEndpoint(db, endpointName);
   } finally {
     db.close();
   }

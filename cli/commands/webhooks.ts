@@ -5,11 +5,13 @@
  *   webhooks list [--json]                          every endpoint: cursor, lag, failures, last error
  *   webhooks send-test [--endpoint NAME]            one signed `webhook.test` event to each (or one) endpoint
  *   webhooks replay --endpoint NAME --since SEQ     re-send every event after SEQ (same webhook-id);
- *                                                   also re-enables an endpoint disabled by 410 Gone
+ *                                                   also re-enables a disabled endpoint
+ *   webhooks replay --failed [--endpoint NAME]      re-send the events endpoints gave up on
+ *   webhooks enable NAME                            re-enable a disabled endpoint where its cursor stands
  */
 import type { Command } from 'commander';
 import { MirrorMissingError } from '../../jobs/context.ts';
-import { listWebhooksJob, replayWebhooksJob, sendTestWebhooksJob } from '../../jobs/webhooks.ts';
+import { enableWebhookEndpointJob, listWebhooksJob, replayFailedWebhooksJob, replayWebhooksJob, sendTestWebhooksJob } from '../../jobs/webhooks.ts';
 import type { Config, WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { safeUrl, type WebhookEndpointListing } from '../../src/notify/index.ts';
 import { UsageError } from '../program.ts';
@@ -53,11 +55,31 @@ export function registerWebhookCommands(program: Command): void {
 
   webhooks
     .command('replay')
-    .description('move an endpoint\'s cursor back so that every event after --since is delivered again, with the same webhook-id')
-    .requiredOption('--endpoint <name>', 'the endpoint (see webhooks list)')
-    .requiredOption('--since <seq>', 're-send events with seq greater than this (0: the whole changelog)')
-    .addHelpText('after', '\nA running daemon picks the new cursor up within a second. Receivers that deduplicate on webhook-id will recognise re-sent events.')
-    .action((options: { endpoint: string; since: string }) => {
+    .description('re-send events: every event after --since to one endpoint (its cursor moves back), or with --failed the events endpoints gave up on')
+    .option('--endpoint <name>', 'the endpoint (see webhooks list); required with --since')
+    .option('--since <seq>', 're-send events with seq greater than this (0: the whole changelog)')
+    .option('--failed', 're-send, once each, the events given up on after the retry schedule (all endpoints, or --endpoint); a 2xx clears one')
+    .addHelpText('after', '\nA running daemon picks a new cursor up within a second. Receivers that deduplicate on webhook-id will recognise re-sent events.')
+    .action(async (options: { endpoint?: string; since?: string; failed?: boolean }) => {
+      if (options.failed) {
+        if (options.since !== undefined) throw new UsageError('--failed and --since: use one of them');
+        let outcomes;
+        try {
+          outcomes = await replayFailedWebhooksJob(loadWebhookConfig(), options.endpoint);
+        } catch (error) {
+          if (error instanceof MirrorMissingError) throw error;
+          throw new UsageError((error as Error).message.replace(/^endpoint:/, '--endpoint:'));
+        }
+        for (const outcome of outcomes) {
+          const detail = outcome.result === 'delivered' ? `HTTP ${outcome.status}` : (outcome.error ?? '');
+          process.stdout.write(`${outcome.endpoint}: seq ${outcome.seq} (${outcome.eventId}) ${outcome.result}${detail ? `: ${detail}` : ''}\n`);
+        }
+        const count = (result: string) => outcomes.filter((outcome) => outcome.result === result).length;
+        process.stdout.write(`${count('delivered')} delivered, ${count('failed')} failed again, ${count('skipped')} skipped\n`);
+        if (count('failed') > 0) process.exitCode = 1;
+        return;
+      }
+      if (options.endpoint === undefined || options.since === undefined) throw new UsageError('replay needs --endpoint NAME --since SEQ, or --failed [--endpoint NAME]');
       if (!/^\d+$/.test(options.since)) throw new UsageError(`--since: must be a whole number (a changelog seq), got "${options.since}"`);
       let result;
       try {
@@ -69,6 +91,25 @@ export function registerWebhookCommands(program: Command): void {
       process.stdout.write(
         `${result.name}: cursor moved from ${result.previousDeliveredSeq} to ${result.deliveredSeq}; ${result.eventsToResend} events will be delivered again` +
           `${result.reenabled ? '; the endpoint is enabled again' : ''}\n`,
+      );
+    });
+
+  webhooks
+    .command('enable')
+    .description('re-enable an endpoint disabled by a 410 Gone or by failing for disableAfterDays; delivery resumes where its cursor stands')
+    .argument('<name>', 'the endpoint (see webhooks list)')
+    .action((name: string) => {
+      let result;
+      try {
+        result = enableWebhookEndpointJob(loadWebhookConfig(), name);
+      } catch (error) {
+        if (error instanceof MirrorMissingError) throw error;
+        throw new UsageError((error as Error).message);
+      }
+      process.stdout.write(
+        result.wasDisabled
+          ? `${result.name}: enabled again (was disabled: ${result.disabledReason ?? 'unknown'}); delivery resumes after seq ${result.deliveredSeq}\n`
+          : `${result.name}: was not disabled; its backoff is cleared\n`,
       );
     });
 }
@@ -93,14 +134,15 @@ function findEndpoint(config: Config, name: string): WebhookEndpointConfig {
 /** A fixed-width table, one endpoint per line. */
 function formatListing(listing: readonly WebhookEndpointListing[]): string {
   if (listing.length === 0) return `${noEndpointsMessage()}\n`;
-  const header = ['NAME', 'URL', 'STATE', 'CURSOR', 'LAG', 'FAILING', 'LAST STATUS', 'LAST ERROR'];
+  const header = ['NAME', 'URL', 'STATE', 'CURSOR', 'LAG', 'FAILING', 'GAVE UP', 'LAST STATUS', 'LAST ERROR'];
   const rows = listing.map((endpoint) => [
     endpoint.name,
     endpoint.url ? safeUrl(endpoint.url) : '-',
-    !endpoint.configured ? 'not configured' : !endpoint.registered ? 'not started' : endpoint.enabled ? 'enabled' : `disabled (${endpoint.disabledReason ?? '410'})`,
+    !endpoint.configured ? 'not configured' : !endpoint.registered ? 'not started' : endpoint.enabled ? 'enabled' : `disabled (${endpoint.disabledKind ?? 'gone'})`,
     endpoint.deliveredSeq === null ? '-' : String(endpoint.deliveredSeq),
     `${endpoint.lagEvents} events / ${Math.round(endpoint.lagSeconds)} s`,
     endpoint.consecutiveFailures > 0 ? `${endpoint.consecutiveFailures}x, next ${endpoint.nextAttemptAt ?? '-'}` : '-',
+    endpoint.failedEvents > 0 ? `${endpoint.failedEvents} events` : '-',
     endpoint.lastStatus === null ? '-' : String(endpoint.lastStatus),
     endpoint.lastError ?? '-',
   ]);

@@ -466,6 +466,8 @@ export class RedisRateBudget implements RateBudget {
   async pauseUntil(untilMs: number): Promise<void> {
     if (!Number.isFinite(untilMs)) return;
     this.counters.pauses++;
+    // Slots leased ahead were granted before the 429: none of them may go out during the pause.
+    this.returnHeld();
     const durationMs = Math.ceil(untilMs - Date.now());
     if (durationMs > 0) await this.redis.bizopsRatePause(this.keys.pause, this.keys.window, durationMs);
   }

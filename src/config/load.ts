@@ -131,9 +131,14 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_READINESS_CACHE_SECONDS) set('http.readinessCacheSeconds', 'BIZOPS_READINESS_CACHE_SECONDS', number('BIZOPS_READINESS_CACHE_SECONDS'));
   if (env.BIZOPS_WRITE_API_KEY) set('http.writeApiKey', 'BIZOPS_WRITE_API_KEY', env.BIZOPS_WRITE_API_KEY);
   if (env.BIZOPS_WEBHOOK_URL || env.BIZOPS_WEBHOOK_SECRET) {
-    values.webhooks = [{ name: 'env', url: env.BIZOPS_WEBHOOK_URL, secret: env.BIZOPS_WEBHOOK_SECRET, events: ['*'] }];
+    const endpoint: Record<string, unknown> = { name: 'env', url: env.BIZOPS_WEBHOOK_URL, secret: env.BIZOPS_WEBHOOK_SECRET, events: ['*'] };
+    if (env.BIZOPS_WEBHOOK_PREVIOUS_SECRET) endpoint.previousSecret = env.BIZOPS_WEBHOOK_PREVIOUS_SECRET;
+    if (env.BIZOPS_WEBHOOK_PREVIOUS_SECRET_EXPIRES_AT) endpoint.previousSecretExpiresAt = env.BIZOPS_WEBHOOK_PREVIOUS_SECRET_EXPIRES_AT;
+    values.webhooks = [endpoint];
     source.set('webhooks.0.url', 'BIZOPS_WEBHOOK_URL');
     source.set('webhooks.0.secret', 'BIZOPS_WEBHOOK_SECRET');
+    source.set('webhooks.0.previousSecret', 'BIZOPS_WEBHOOK_PREVIOUS_SECRET');
+    source.set('webhooks.0.previousSecretExpiresAt', 'BIZOPS_WEBHOOK_PREVIOUS_SECRET_EXPIRES_AT');
   }
   return { values, source };
 }
@@ -159,7 +164,7 @@ export function maskConfig(config: Config): unknown {
     tokens: Object.fromEntries(Object.keys(config.tokens).map((name) => [name, '***'])),
     redisUrl: maskUrlPassword(config.redisUrl),
     http: { ...config.http, writeApiKey: mask(config.http.writeApiKey) },
-    webhooks: config.webhooks.map((w) => ({ ...w, secret: 'whsec_***' })),
+    webhooks: config.webhooks.map((w) => ({ ...w, secret: 'whsec_***', ...(w.previousSecret === undefined ? {} : { previousSecret: 'whsec_***' }) })),
   };
 }
 

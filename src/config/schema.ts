@@ -34,16 +34,54 @@ const cronExpression = z
 /** A registered stream's name (src/streams/definitions.ts): adding a stream there adds it here. */
 const streamName = z.enum(STREAM_NAMES, { error: (issue) => `"${String(issue.input)}" is not a stream; expected one of ${STREAM_NAMES.join(', ')}` });
 
+/** Smallest and largest decoded length of a webhook secret, bytes (Standard Webhooks: 24 to 64). */
+export const WEBHOOK_SECRET_BYTES = { min: 24, max: 64 } as const;
+
+/**
+ * A Standard Webhooks secret: `whsec_` + base64 decoding to 24 to 64 bytes (a 1-byte key such as
+ * `whsec_QQ==` signs nothing worth verifying). Error messages never contain the secret.
+ */
+const webhookSecret = z
+  .string()
+  .regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/, 'must be whsec_ followed by base64')
+  .superRefine((secret, context) => {
+    const bytes = Buffer.from(secret.slice('whsec_'.length), 'base64').length;
+    if (bytes < WEBHOOK_SECRET_BYTES.min || bytes > WEBHOOK_SECRET_BYTES.max) {
+      context.addIssue({
+        code: 'custom',
+        message: `must decode to ${WEBHOOK_SECRET_BYTES.min} to ${WEBHOOK_SECRET_BYTES.max} bytes, got ${bytes} (generate one: echo "whsec_$(openssl rand -base64 32)")`,
+      });
+    }
+  });
+
 /** One webhook endpoint (docs/webhooks.md "Endpoints"); names are unique (checked at start, not here). */
 const webhookEndpointSchema = z.object({
   /** A short name for logs, metrics and `webhooks list`. */
   name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only'),
   /** `http(s)` URL receiving the signed POSTs; redirects are not followed. */
   url: z.url({ protocol: /^https?$/ }),
-  /** Standard Webhooks secret: `whsec_` followed by base64 (24 to 64 bytes). */
-  secret: z.string().regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/, 'must be whsec_ followed by base64'),
+  /** Standard Webhooks secret: `whsec_` followed by base64 of 24 to 64 bytes. */
+  secret: webhookSecret,
+  /**
+   * Secret rotation: the secret being replaced. Until `previousSecretExpiresAt` every request carries
+   * two signatures (one per secret, space-separated in `webhook-signature`), so a receiver still on
+   * the old secret verifies too. Same rule as `secret`; requires `previousSecretExpiresAt`.
+   */
+  previousSecret: webhookSecret.optional(),
+  /** When the previous secret stops being signed with (ISO 8601 with an offset, e.g. `2026-12-01T00:00:00Z`). */
+  previousSecretExpiresAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-12-01T00:00:00Z' }).optional(),
   /** Event types to deliver: exact (`deal.won`), a prefix wildcard (`deal.*`), or `*` for all. */
   events: z.array(z.string().min(1)).min(1).default(['*']),
+  /**
+   * Days an endpoint may keep failing (no 2xx since its first failure of the streak) before it is
+   * disabled and a `webhook.endpoint_disabled` event is sent to the other endpoints. Fractions
+   * allowed (tests scale time down).
+   */
+  disableAfterDays: z.number().positive().default(5), // DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS
+}).superRefine((endpoint, context) => {
+  if (endpoint.previousSecret !== undefined && endpoint.previousSecretExpiresAt === undefined) {
+    context.addIssue({ code: 'custom', path: ['previousSecretExpiresAt'], message: 'is required with previousSecret (when the old secret stops being signed with)' });
+  }
 });
 
 /**
@@ -140,5 +178,8 @@ export const configSchema = z.object({
 
 /** The validated configuration, defaults filled in (`loadConfig`). */
 export type Config = z.infer<typeof configSchema>;
-/** One validated webhook endpoint of `Config.webhooks`. */
-export type WebhookEndpointConfig = z.infer<typeof webhookEndpointSchema>;
+/** One validated webhook endpoint of `Config.webhooks` (`disableAfterDays` optional for library callers: default 5). */
+export type WebhookEndpointConfig = Omit<z.infer<typeof webhookEndpointSchema>, 'disableAfterDays'> & { disableAfterDays?: number };
+
+/** Default of an endpoint's `disableAfterDays`. */
+export const DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS = 5;

@@ -35,7 +35,9 @@
  *   webhook_lag_events{endpoint}                    gauge, changelog events not yet delivered
  *   webhook_lag_seconds{endpoint}                   gauge, age of the oldest undelivered event
  *   webhook_consecutive_failures{endpoint}          gauge, failed attempts in a row for the next event
- *   webhook_endpoint_enabled{endpoint}              gauge, 0 after a 410 Gone
+ *   webhook_endpoint_enabled{endpoint}              gauge, 0 while disabled (410 Gone, or failing too long)
+ *   webhook_endpoint_disabled{endpoint,reason}      gauge, 1 while disabled, reason `gone` or `failing`; 0 with reason `none` while enabled
+ *   webhook_failed_events{endpoint}                 gauge, events given up on after the retry schedule, not yet re-sent
  * plus prom-client's default process metrics (`process_*`, `nodejs_*`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -83,6 +85,10 @@ export interface WebhookStatsLike {
   lagEvents: number;
   lagSeconds: number;
   consecutiveFailures: number;
+  /** Events given up on and not yet re-sent. */
+  failedEvents?: number;
+  /** `gone` or `failing` while disabled; null while enabled. */
+  disabledKind?: string | null;
 }
 
 /** Run durations span a one-page sync (tens of ms) to a large backfill (minutes). */
@@ -304,7 +310,21 @@ export class DaemonMetrics {
       perEndpoint('bizops_webhook_lag_events', 'Changelog events not yet delivered to the endpoint.', 'gauge', (stats) => stats.lagEvents);
       perEndpoint('bizops_webhook_lag_seconds', 'Age of the oldest event not yet delivered to the endpoint, seconds.', 'gauge', (stats) => stats.lagSeconds);
       perEndpoint('bizops_webhook_consecutive_failures', 'Failed attempts in a row for the endpoint\'s next event.', 'gauge', (stats) => stats.consecutiveFailures);
-      perEndpoint('bizops_webhook_endpoint_enabled', '1 while the endpoint receives events; 0 after a 410 Gone.', 'gauge', (stats) => (stats.enabled ? 1 : 0));
+      perEndpoint('bizops_webhook_endpoint_enabled', '1 while the endpoint receives events; 0 while disabled (410 Gone, or failing too long).', 'gauge', (stats) => (stats.enabled ? 1 : 0));
+      perEndpoint('bizops_webhook_failed_events', 'Events the endpoint gave up on after the retry schedule, not yet re-sent (webhooks replay --failed).', 'gauge', (stats) => stats.failedEvents ?? 0);
+      new Gauge({
+        name: 'bizops_webhook_endpoint_disabled',
+        help: '1 while the endpoint is disabled, by reason (gone: 410; failing: no 2xx for disableAfterDays); 0 with reason "none" while enabled.',
+        labelNames: ['endpoint', 'reason'] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const stats of webhooks.stats()) {
+            if (stats.enabled) this.set({ endpoint: stats.name, reason: 'none' }, 0);
+            else this.set({ endpoint: stats.name, reason: stats.disabledKind ?? 'gone' }, 1);
+          }
+        },
+      });
     }
   }
 

@@ -5,5 +5,16 @@
 export { followChanges, formatChangeLine, iterateChanges, readChanges, type ChangeEvent } from './changelog.ts';
 export { compileEventFilter } from './event-filter.ts';
 export { WebhookDispatcher, type WebhookDispatcherOptions } from './webhooks/dispatcher.ts';
-export { listWebhookEndpoints, replayWebhooks, sendTestEvent, type ReplayResult, type TestEventResult, type WebhookEndpointListing } from './webhooks/admin.ts';
+export {
+  enableWebhookEndpoint,
+  listWebhookEndpoints,
+  replayFailedWebhooks,
+  replayWebhooks,
+  sendTestEvent,
+  type EnableResult,
+  type FailedReplayOutcome,
+  type ReplayResult,
+  type TestEventResult,
+  type WebhookEndpointListing,
+} from './webhooks/admin.ts';
 export { safeUrl } from './webhooks/dispatcher.ts';

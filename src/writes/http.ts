@@ -5,8 +5,10 @@
  *                       202 `{ write: { id, idempotencyKey, status } }` for a new write,
  *                       200 with the existing write when the idempotency key already names it,
  *                       400 `{ error, issues: [{ field, rule }] }` when invalid (nothing queued),
- *                       409 when the key names a different write, 503 when stored but not queued
- *   GET  /writes/{id}   200 `{ write }` (status, outcome, result, error, ...) or 404
+ *                       409 when the key names a different write, 503 when stored but not queued,
+ *                       415 when the Content-Type is not application/json
+ *   GET  /writes/{id}   200 `{ write }` (status, outcome, result, error, ...), 404, or 400 for a
+ *                       malformed %-escape in {id}
  *
  * Both require `Authorization: Bearer <http.writeApiKey>` (401 otherwise). With no key configured the
  * routes are off: the handler answers nothing and the daemon's own 404 applies.
@@ -50,6 +52,20 @@ function authorized(request: IncomingMessage, key: string): boolean {
   return timingSafeEqual(presented, expected);
 }
 
+/** `decodeURIComponent`, or null when the segment holds a malformed %-escape (`%E0%A4%A`, `%zz`). */
+function decodePathSegment(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
+/** True for `application/json`, with or without parameters (`; charset=utf-8`), in any case. */
+function isJsonContentType(header: string | undefined): boolean {
+  return header?.split(';')[0]?.trim().toLowerCase() === 'application/json';
+}
+
 class BodyTooLargeError extends Error {}
 
 function readBody(request: IncomingMessage, maxBytes: number): Promise<string> {
@@ -91,14 +107,23 @@ export async function handleWritesRequest(request: IncomingMessage, response: Se
       sendJson(response, 405, { error: `/writes/{id} answers GET only` }, { allow: 'GET' });
       return true;
     }
-    const write = deps.intake.getWrite(decodeURIComponent(single[1]!));
-    if (!write) sendJson(response, 404, { error: `no write ${decodeURIComponent(single[1]!)}` });
+    const id = decodePathSegment(single[1]!);
+    if (id === null) {
+      sendJson(response, 400, { error: 'the write id in /writes/{id} has a malformed %-escape (each % must be followed by two hex digits of UTF-8)' });
+      return true;
+    }
+    const write = deps.intake.getWrite(id);
+    if (!write) sendJson(response, 404, { error: `no write ${id}` });
     else sendJson(response, 200, { write: publicWrite(write) });
     return true;
   }
 
   if (request.method !== 'POST') {
     sendJson(response, 405, { error: '/writes answers POST only (GET /writes/{id} reads one)' }, { allow: 'POST' });
+    return true;
+  }
+  if (!isJsonContentType(request.headers['content-type'])) {
+    sendJson(response, 415, { error: 'Content-Type must be application/json' }, { accept: 'application/json' });
     return true;
   }
   let body: unknown;

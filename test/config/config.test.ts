@@ -1,7 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, maskConfig } from '../../src/config/load.ts';
-import { tempDir, type TempDir } from '../helpers.ts';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/logging/logger.ts';
+import { runCli, tempDir, type TempDir } from '../helpers.ts';
 
 let dir: TempDir | undefined;
 afterEach(() => {
@@ -56,5 +58,58 @@ describe('configuration', () => {
     const shown = JSON.stringify(maskConfig(config));
     for (const secret of ['default-token-value', 'hr-secret-token', 'write-key-0123456789', 'hunter2', 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']) expect(shown).not.toContain(secret);
     expect(shown).toContain('"hr":"***"');
+  });
+
+  it('webhook secrets must decode to 24 to 64 bytes; the error names the key and never the secret', () => {
+    const hook = { BIZOPS_WEBHOOK_URL: 'http://127.0.0.1:9/h' };
+    const attempt = (secret: string) => () => loadConfig({ env: { ...base, ...hook, BIZOPS_WEBHOOK_SECRET: secret } });
+    expect(attempt('whsec_QQ==')).toThrow('BIZOPS_WEBHOOK_SECRET (webhooks.0.secret): must decode to 24 to 64 bytes, got 1');
+    expect(attempt(`whsec_${Buffer.alloc(23, 7).toString('base64')}`)).toThrow(/got 23/);
+    expect(attempt(`whsec_${Buffer.alloc(65, 7).toString('base64')}`)).toThrow(/got 65/);
+    expect(loadConfig({ env: { ...base, ...hook, BIZOPS_WEBHOOK_SECRET: `whsec_${Buffer.alloc(24, 7).toString('base64')}` } }).webhooks).toHaveLength(1);
+    expect(loadConfig({ env: { ...base, ...hook, BIZOPS_WEBHOOK_SECRET: `whsec_${Buffer.alloc(64, 7).toString('base64')}` } }).webhooks).toHaveLength(1);
+    try {
+      attempt('whsec_QQ==')();
+      expect.unreachable();
+    } catch (error) {
+      expect((error as Error).message).not.toContain('QQ==');
+    }
+    const previous = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
+    const withPrevious = { ...base, ...hook, BIZOPS_WEBHOOK_SECRET: `whsec_${Buffer.alloc(32, 2).toString('base64')}`, BIZOPS_WEBHOOK_PREVIOUS_SECRET: 'whsec_QQ==' };
+    expect(() => loadConfig({ env: withPrevious })).toThrow('BIZOPS_WEBHOOK_PREVIOUS_SECRET (webhooks.0.previousSecret): must decode to 24 to 64 bytes, got 1');
+    expect(() => loadConfig({ env: { ...withPrevious, BIZOPS_WEBHOOK_PREVIOUS_SECRET: previous } })).toThrow(
+      'BIZOPS_WEBHOOK_PREVIOUS_SECRET_EXPIRES_AT (webhooks.0.previousSecretExpiresAt): is required with previousSecret',
+    );
+    expect(() => loadConfig({ env: { ...withPrevious, BIZOPS_WEBHOOK_PREVIOUS_SECRET: previous, BIZOPS_WEBHOOK_PREVIOUS_SECRET_EXPIRES_AT: 'next week' } })).toThrow(
+      /^BIZOPS_WEBHOOK_PREVIOUS_SECRET_EXPIRES_AT \(webhooks\.0\.previousSecretExpiresAt\): must be an ISO 8601 date-time/,
+    );
+    const rotating = loadConfig({ env: { ...withPrevious, BIZOPS_WEBHOOK_PREVIOUS_SECRET: previous, BIZOPS_WEBHOOK_PREVIOUS_SECRET_EXPIRES_AT: '2026-12-01T00:00:00Z' } });
+    expect(rotating.webhooks[0]).toMatchObject({ previousSecret: previous, previousSecretExpiresAt: '2026-12-01T00:00:00Z', disableAfterDays: 5 });
+  });
+
+  it('the previous webhook secret never reaches config check output nor a log line', async () => {
+    const previous = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+    const previousBody = previous.slice('whsec_'.length);
+    const env = {
+      ...base,
+      BIZOPS_WEBHOOK_URL: 'http://127.0.0.1:9/h',
+      BIZOPS_WEBHOOK_SECRET: `whsec_${Buffer.alloc(32, 8).toString('base64')}`,
+      BIZOPS_WEBHOOK_PREVIOUS_SECRET: previous,
+      BIZOPS_WEBHOOK_PREVIOUS_SECRET_EXPIRES_AT: '2026-12-01T00:00:00Z',
+    };
+    const checked = await runCli(['config', 'check'], { ...process.env, ...env });
+    expect(checked.code, checked.stderr).toBe(0);
+    expect(checked.stdout).toContain('"previousSecret": "whsec_***"');
+    expect(checked.stdout + checked.stderr).not.toContain(previousBody);
+
+    // The logger, fed the whole configuration and the bare secret under its key, prints neither.
+    const config = loadConfig({ env });
+    const lines: string[] = [];
+    const destination = new Writable({ write: (chunk, _encoding, callback) => void (lines.push(String(chunk)), callback()) });
+    const logger = createLogger({ destination, pretty: false, level: 'debug' });
+    logger.info({ config, endpoint: config.webhooks[0] }, 'effective configuration');
+    logger.info({ previousSecret: previousBody }, 'bare value under the key');
+    expect(lines.join('')).not.toContain(previousBody);
+    expect(lines.join('')).toContain('[redacted]');
   });
 });

@@ -1,11 +1,12 @@
 /**
- * `bizops-sync config check` and `bizops-sync webhooks list|send-test|replay`, as real processes.
+ * `bizops-sync config check` and `bizops-sync webhooks list|send-test|replay|enable`, as real processes.
  */
 import { writeFileSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
 import { MirrorStore } from '../../src/mirror/store.ts';
+import { disableEndpoint, giveUpEvent, registerEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
 import { runCli, tempDir, type TempDir } from '../helpers.ts';
 import { cliEnv, newWebhookSecret, WebhookReceiver } from './helpers.ts';
 
@@ -20,7 +21,7 @@ afterEach(async () => {
 
 const TOKEN = 'live-token-0123456789abcdef';
 
-describe('bizops-sync config check', () => {
+describe('bizops-sync config check', { timeout: 120_000 }, () => {
   it('prints the effective configuration as JSON with every secret masked, exit 0', async () => {
     dir = tempDir();
     const secret = newWebhookSecret();
@@ -81,7 +82,7 @@ describe('bizops-sync config check', () => {
   });
 });
 
-describe('bizops-sync webhooks', () => {
+describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
   it('send-test delivers a signed webhook.test; replay moves the cursor back; list shows cursor and lag', async () => {
     dir = tempDir();
     receiver = await new WebhookReceiver().start();
@@ -121,5 +122,49 @@ describe('bizops-sync webhooks', () => {
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+URL\s+STATE\s+CURSOR\s+LAG/);
     expect(table.stdout.split('\n')[1]).toMatch(/^env\s+http:\/\/127\.0\.0\.1:\d+\/hooks\s+enabled\s+2\s+3 events/);
+  });
+
+  it('replay --failed re-sends the events given up on (a 2xx clears them); enable re-enables a disabled endpoint', async () => {
+    dir = tempDir();
+    receiver = await new WebhookReceiver().start();
+    const secret = newWebhookSecret();
+    const dbPath = dir.file('mirror.db');
+    const db = openMirror(dbPath);
+    const store = new MirrorStore(db);
+    registerEndpoint(db, 'env', receiver.url);
+    const changes = [0, 1, 2].map((index) => store.appendChange({ type: 'deal.updated', stream: 'deals', recordId: `deal_${index}`, data: { record: { id: `deal_${index}` }, changes: {} } }));
+    // The state a dispatcher leaves: seq 1 and 2 given up on after the schedule, then disabled while failing seq 3.
+    giveUpEvent(db, 'env', 0, { seq: 1, eventId: changes[0]!.eventId, type: 'deal.updated', attempts: 8, lastStatus: 503, lastError: 'HTTP 503' });
+    giveUpEvent(db, 'env', 1, { seq: 2, eventId: changes[1]!.eventId, type: 'deal.updated', attempts: 8, lastStatus: 503, lastError: 'HTTP 503' });
+    disableEndpoint(db, 'env', 2, { kind: 'failing', reason: 'no 2xx for 5 days', goneStatus: null, safeUrl: receiver.url });
+    db.close();
+    const env = cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_DB: dbPath, BIZOPS_WEBHOOK_URL: receiver.url, BIZOPS_WEBHOOK_SECRET: secret });
+
+    const before = await runCli(['webhooks', 'list', '--json'], env);
+    expect(JSON.parse(before.stdout)).toMatchObject([{ name: 'env', enabled: false, disabledKind: 'failing', failedEvents: 2, deliveredSeq: 2 }]);
+
+    const usage = await runCli(['webhooks', 'replay'], env);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toBe('bizops-sync: replay needs --endpoint NAME --since SEQ, or --failed [--endpoint NAME]\n');
+
+    const replayed = await runCli(['webhooks', 'replay', '--failed'], env);
+    expect(replayed.stderr).toBe('');
+    expect(replayed.code).toBe(0);
+    expect(replayed.stdout.trimEnd().split('\n')).toEqual([
+      `env: seq 1 (${changes[0]!.eventId}) delivered: HTTP 204`,
+      `env: seq 2 (${changes[1]!.eventId}) delivered: HTTP 204`,
+      '2 delivered, 0 failed again, 0 skipped',
+    ]);
+    expect(receiver.received.map((request) => request.headers['webhook-id'])).toEqual([changes[0]!.eventId, changes[1]!.eventId]);
+    for (const request of receiver.received) expect(() => new Webhook(secret).verify(request.body, request.headers as Record<string, string>)).not.toThrow();
+
+    const enabled = await runCli(['webhooks', 'enable', 'env'], env);
+    expect(enabled.stderr).toBe('');
+    expect(enabled.stdout).toBe('env: enabled again (was disabled: no 2xx for 5 days); delivery resumes after seq 2\n');
+    const after = await runCli(['webhooks', 'list', '--json'], env);
+    expect(JSON.parse(after.stdout)).toMatchObject([{ name: 'env', enabled: true, disabledKind: null, failedEvents: 0, deliveredSeq: 2 }]);
+    const unknown = await runCli(['webhooks', 'enable', 'crm'], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/"crm" is not registered/);
   });
 });

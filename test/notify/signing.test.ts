@@ -1,7 +1,7 @@
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import type { ChangeEvent } from '../../src/notify/changelog.ts';
-import { buildTestWebhookMessage, buildWebhookMessage, WebhookSigner } from '../../src/notify/webhooks/signing.ts';
+import { buildTestWebhookMessage, buildWebhookMessage, signerForEndpoint, WebhookSigner } from '../../src/notify/webhooks/signing.ts';
 import { newSecret } from './helpers.ts';
 
 const event: ChangeEvent = {
@@ -73,6 +73,26 @@ describe('webhook signing (Standard Webhooks)', () => {
       expect((error as Error).message).toMatch(/webhooks\.crm\.secret/);
       expect((error as Error).message).not.toContain('not*base64');
     }
+  });
+
+  it('secret rotation: until the previous secret expires both signatures are sent and a receiver with either secret verifies; after, only the new one', () => {
+    const secret = newSecret();
+    const previousSecret = newSecret();
+    const expiresAt = new Date(Date.now() + 60_000);
+    const signer = signerForEndpoint({ name: 'crm', secret, previousSecret, previousSecretExpiresAt: expiresAt.toISOString() });
+    const message = buildWebhookMessage(event);
+
+    const during = signer.sign(message, new Date());
+    expect(during['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=* v1,[A-Za-z0-9+/]+=*$/);
+    expect(new Webhook(secret).verify(message.body, during)).toEqual(JSON.parse(message.body));
+    expect(new Webhook(previousSecret).verify(message.body, during)).toEqual(JSON.parse(message.body));
+    expect(() => new Webhook(newSecret()).verify(message.body, during)).toThrow(WebhookVerificationError);
+
+    // Signed at the expiry instant (verification allows 5 minutes of skew, so 1 minute later still verifies the time).
+    const after = signer.sign(message, expiresAt);
+    expect(after['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(new Webhook(secret).verify(message.body, after)).toBeTruthy();
+    expect(() => new Webhook(previousSecret).verify(message.body, after)).toThrow(WebhookVerificationError);
   });
 
   it('test messages are webhook.test with a fresh id', () => {

@@ -110,6 +110,29 @@ describe('POST /writes and GET /writes/{id}', () => {
     expect((await call('GET', '/healthz')).body).toEqual({ error: 'no route' });
   });
 
+  it('answers 400 (JSON) for a malformed %-escape in /writes/{id}, not 500', async () => {
+    await serve(KEY);
+    for (const path of ['/writes/wr_%E0%A4%A', '/writes/%zz', '/writes/wr_%']) {
+      const response = await call('GET', path);
+      expect(response.status, path).toBe(400);
+      expect(response.body.error).toMatch(/malformed %-escape/);
+    }
+    expect((await call('GET', '/writes/wr_%6D%69ssing')).status).toBe(404); // a valid escape still decodes
+  });
+
+  it('answers 415 for a body that is not declared application/json; nothing is stored', async () => {
+    await serve(KEY);
+    const body = JSON.stringify({ kind: 'transaction.create', payload: { type: 'INCOME', amount: 1250 } });
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonp']) {
+      const response = await call('POST', '/writes', body, { authorization: `Bearer ${KEY}`, 'content-type': contentType });
+      expect(response.status, contentType).toBe(415);
+      expect(response.body.error).toMatch(/application\/json/);
+    }
+    expect(bed.db.prepare('SELECT COUNT(*) AS n FROM writes').get()).toEqual({ n: 0 });
+    const accepted = await call('POST', '/writes', body, { authorization: `Bearer ${KEY}`, 'content-type': 'Application/JSON; charset=utf-8' });
+    expect(accepted.status).toBe(202);
+  });
+
   it('is off when no write key is configured', async () => {
     await serve(undefined);
     const response = await call('POST', '/writes', { kind: 'timeclock.clock_in', payload: {} });

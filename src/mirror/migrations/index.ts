@@ -7,6 +7,7 @@ import { sql as webhooks } from './002_webhooks.ts';
 import { sql as writes } from './003_writes.ts';
 import { sql as scanOutcome } from './004_scan_outcome.ts';
 import { sql as pageTrust } from './005_page_trust.ts';
+import { sql as webhookFailures } from './006_webhook_failures.ts';
 
 export interface Migration {
   version: number;
@@ -20,4 +21,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: 'writes', sql: writes },
   { version: 4, name: 'scan-outcome', sql: scanOutcome },
   { version: 5, name: 'page trust: rejected records, record clock', sql: pageTrust },
+  { version: 6, name: 'webhook failures', sql: webhookFailures },
 ];

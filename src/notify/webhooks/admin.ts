@@ -7,8 +7,10 @@ import type { Dispatcher } from 'undici';
 import type { WebhookEndpointConfig } from '../../config/schema.ts';
 import type { MirrorDatabase } from '../../mirror/database.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
-import { endpointLag, loadAllEndpoints, loadEndpoint, registerEndpoint, resetCursor } from './endpoint-store.ts';
-import { buildTestWebhookMessage, WebhookSigner } from './signing.ts';
+import { readChanges } from '../changelog.ts';
+import { enableEndpoint, endpointLag, loadAllEndpoints, loadEndpoint, registerEndpoint, resetCursor } from './endpoint-store.ts';
+import { clearFailedDelivery, countFailedDeliveries, listFailedDeliveries, recordReplayFailure } from './failed-deliveries.ts';
+import { buildTestWebhookMessage, buildWebhookMessage, signerForEndpoint } from './signing.ts';
 
 /** One line of `webhooks list`. Times are ISO 8601. */
 export interface WebhookEndpointListing {
@@ -19,10 +21,16 @@ export interface WebhookEndpointListing {
   configured: boolean;
   /** Has a row in the database (false until the daemon first starts with it). */
   registered: boolean;
-  /** False after a 410 Gone (see disabledReason) until a replay re-enables it. */
+  /** False after a 410 Gone or failing for disableAfterDays (see disabledReason) until `webhooks enable` or a replay. */
   enabled: boolean;
   disabledAt: string | null;
   disabledReason: string | null;
+  /** `gone` (410) or `failing`; null while enabled. */
+  disabledKind: 'gone' | 'failing' | null;
+  /** First failed attempt since the last 2xx; null while the endpoint answers. */
+  failingSince: string | null;
+  /** Events given up on after the retry schedule and not yet re-sent (`webhooks replay --failed`). */
+  failedEvents: number;
   /** Event type patterns from the configuration; null when not configured. */
   events: string[] | null;
   /** The cursor: last changes.seq delivered or skipped; null when not registered. */
@@ -49,6 +57,7 @@ export interface WebhookEndpointListing {
  */
 export function listWebhookEndpoints(db: MirrorDatabase, config: { webhooks: readonly WebhookEndpointConfig[] }, now: Date = new Date()): WebhookEndpointListing[] {
   const stored = new Map(loadAllEndpoints(db).map((state) => [state.name, state]));
+  const failed = countFailedDeliveries(db);
   const listing: WebhookEndpointListing[] = [];
   const describe = (name: string, configured: WebhookEndpointConfig | undefined): WebhookEndpointListing => {
     const state = stored.get(name);
@@ -61,6 +70,9 @@ export function listWebhookEndpoints(db: MirrorDatabase, config: { webhooks: rea
       enabled: state === undefined || state.disabledAt === null,
       disabledAt: state?.disabledAt ?? null,
       disabledReason: state?.disabledReason ?? null,
+      disabledKind: state?.disabledKind ?? null,
+      failingSince: state?.failingSince ?? null,
+      failedEvents: failed.get(name) ?? 0,
       events: configured ? [...configured.events] : null,
       deliveredSeq: state?.deliveredSeq ?? null,
       lagEvents: lag.lagEvents,
@@ -108,7 +120,7 @@ export interface SendTestEventOptions {
  * @throws Error naming the endpoint when its secret is not valid
  */
 export async function sendTestEvent(endpoint: WebhookEndpointConfig, options: SendTestEventOptions = {}): Promise<TestEventResult> {
-  const signer = new WebhookSigner(endpoint.secret, endpoint.name);
+  const signer = signerForEndpoint(endpoint);
   const message = buildTestWebhookMessage(endpoint.name);
   const outcome = await deliverWebhook(endpoint.url, message, signer, {
     timeoutMs: options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS,
@@ -128,7 +140,7 @@ export interface ReplayResult {
   name: string;
   previousDeliveredSeq: number;
   deliveredSeq: number;
-  /** True when the endpoint had been disabled by a 410 and is enabled again. */
+  /** True when the endpoint had been disabled (410 Gone, or failing for disableAfterDays) and is enabled again. */
   reenabled: boolean;
   /** How many changelog events now lie after the cursor (before the endpoint's filter). */
   eventsToResend: number;
@@ -137,7 +149,7 @@ export interface ReplayResult {
 /**
  * Moves an endpoint's cursor back so that delivery re-sends every event with seq greater than
  * `sinceSeq` (exclusive, like every changelog cursor: `--since 0` re-sends the whole history).
- * Also clears the backoff and re-enables an endpoint disabled by 410 Gone. A running dispatcher
+ * Also clears the backoff and re-enables a disabled endpoint (410 Gone, or failing too long). A running dispatcher
  * picks it up within its poll interval.
  *
  * Re-sent events keep their webhook-id (the event_id): receivers that deduplicate will recognise
@@ -169,4 +181,87 @@ export function replayWebhooks(db: MirrorDatabase, endpoint: string | WebhookEnd
       };
     })
     .immediate();
+}
+
+/** What `enableWebhookEndpoint` changed. */
+export interface EnableResult {
+  name: string;
+  /** False when the endpoint was already enabled (its backoff and failure streak are cleared anyway). */
+  wasDisabled: boolean;
+  /** Why it had been disabled. */
+  disabledReason: string | null;
+  /** The cursor it resumes after: the event that was failing comes next. */
+  deliveredSeq: number;
+}
+
+/**
+ * Re-enables an endpoint disabled by a 410 Gone or by failing for `disableAfterDays`, where its
+ * cursor stands, and clears its backoff and failure streak. A running dispatcher resumes within
+ * its poll interval.
+ * @throws Error when the endpoint is not registered
+ */
+export function enableWebhookEndpoint(db: MirrorDatabase, name: string): EnableResult {
+  const before = enableEndpoint(db, name);
+  if (!before) throw new Error(`webhook endpoint "${name}" is not registered: check the name (webhooks list)`);
+  return { name, wasDisabled: before.disabledAt !== null, disabledReason: before.disabledReason, deliveredSeq: before.deliveredSeq };
+}
+
+/** The outcome of re-sending one failed event (`replayFailedWebhooks`). */
+export interface FailedReplayOutcome {
+  endpoint: string;
+  seq: number;
+  eventId: string;
+  /** `delivered` (2xx: the row is deleted), `failed` (kept, attempts + 1), `skipped` (endpoint not configured, or the event no longer in the changelog). */
+  result: 'delivered' | 'failed' | 'skipped';
+  status: number | null;
+  error: string | null;
+}
+
+/** Options of `replayFailedWebhooks`. */
+export interface ReplayFailedOptions {
+  /** Only this endpoint's failed events. */
+  endpoint?: string;
+  /** Time limit of each attempt, ms. Default 15000. */
+  timeoutMs?: number;
+  dispatcher?: Dispatcher;
+}
+
+/**
+ * Re-sends the events endpoints gave up on (`webhook_failed_deliveries`), each once, oldest first
+ * per endpoint, with its original webhook-id and body, signed with the endpoint's current
+ * secret(s). A 2xx deletes the row; a failure keeps it (attempts + 1, last error). These events
+ * arrive after later ones did: receivers order by `data.seq`. Runs beside the daemon (its loops
+ * are not involved).
+ * @param endpoints the configured endpoints (their URL and secrets)
+ * @throws Error when `options.endpoint` names no configured endpoint
+ */
+export async function replayFailedWebhooks(db: MirrorDatabase, endpoints: readonly WebhookEndpointConfig[], options: ReplayFailedOptions = {}): Promise<FailedReplayOutcome[]> {
+  const byName = new Map(endpoints.map((endpoint) => [endpoint.name, endpoint]));
+  if (options.endpoint !== undefined && !byName.has(options.endpoint)) {
+    throw new Error(`endpoint: no configured endpoint named "${options.endpoint}"; configured: ${endpoints.map((endpoint) => endpoint.name).join(', ') || 'none'}`);
+  }
+  const outcomes: FailedReplayOutcome[] = [];
+  const signers = new Map<string, ReturnType<typeof signerForEndpoint>>();
+  for (const failed of listFailedDeliveries(db, options.endpoint)) {
+    const endpoint = byName.get(failed.endpoint);
+    const [event] = readChanges(db, { sinceSeq: failed.seq - 1, limit: 1 });
+    if (!endpoint || !event || event.seq !== failed.seq) {
+      outcomes.push({ endpoint: failed.endpoint, seq: failed.seq, eventId: failed.eventId, result: 'skipped', status: null, error: !endpoint ? 'endpoint not configured' : 'event no longer in the changelog' });
+      continue;
+    }
+    let signer = signers.get(endpoint.name);
+    if (!signer) signers.set(endpoint.name, (signer = signerForEndpoint(endpoint)));
+    const outcome = await deliverWebhook(endpoint.url, buildWebhookMessage(event), signer, {
+      timeoutMs: options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS,
+      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    });
+    if (outcome.ok) {
+      clearFailedDelivery(db, failed.endpoint, failed.seq);
+      outcomes.push({ endpoint: failed.endpoint, seq: failed.seq, eventId: failed.eventId, result: 'delivered', status: outcome.status, error: null });
+    } else {
+      recordReplayFailure(db, failed.endpoint, failed.seq, outcome.status, outcome.error);
+      outcomes.push({ endpoint: failed.endpoint, seq: failed.seq, eventId: failed.eventId, result: 'failed', status: outcome.status, error: outcome.error });
+    }
+  }
+  return outcomes;
 }

@@ -7,14 +7,16 @@
  *   - At-least-once: the durable cursor (`webhook_endpoints.delivered_seq`) advances only after a
  *     2xx, in the same statement that records the attempt. A crash re-sends at most the event in
  *     flight, with the same `webhook-id` (the event's `event_id`), so receivers deduplicate on it.
- *   - Strictly in order: one request in flight per endpoint; event n+1 is not sent before event n
- *     got a 2xx. A failing event is never skipped: after the Standard Webhooks retry schedule is
- *     exhausted the endpoint keeps retrying at its last interval (10 h) and its lag grows, visible
- *     in `stats()` and `webhooks list` (see retry-schedule.ts `nextRetryDelayMs`).
+ *   - In order: one request in flight per endpoint; event n+1 is not sent before event n got a 2xx
+ *     or was given up on. After the last attempt of the retry schedule (`maxAttempts`, 8 with the
+ *     Standard Webhooks schedule, about 27 h) the event is recorded in `webhook_failed_deliveries`
+ *     and the endpoint moves on; `webhooks replay --failed` re-sends such events later.
+ *   - An endpoint without a 2xx for `disableAfterDays` (per endpoint, default 5) is disabled and a
+ *     `webhook.endpoint_disabled` change is appended, which the other endpoints receive.
  *   - Independent: one loop per endpoint, so a dead or slow endpoint never holds up another, nor
  *     the caller (the sync only calls `notify()`, which returns at once).
- *   - 410 Gone disables the endpoint (disabled_at/reason stored, a warning logged) until
- *     `webhooks replay` re-enables it or its configured URL changes.
+ *   - 410 Gone disables the endpoint at once (also with a `webhook.endpoint_disabled` change).
+ *     A disabled endpoint waits until `webhooks enable`, `webhooks replay` or a new configured URL.
  *   - Events the endpoint's `events` filter excludes are skipped by advancing the cursor.
  *   - An endpoint configured for the first time starts at the current end of the changelog; it
  *     receives changes from then on (`webhooks replay` delivers history). See endpoint-store.ts.
@@ -27,15 +29,16 @@
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
-import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import { DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, type WebhookEndpointConfig } from '../../config/schema.ts';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
 import type { MirrorDatabase } from '../../mirror/database.ts';
 import { readChanges } from '../changelog.ts';
 import { compileEventFilter, type EventTypeFilter } from '../event-filter.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
-import { disableEndpoint, endpointLag, loadEndpoint, recordDelivered, recordFailure, recordSkipped, registerEndpoint } from './endpoint-store.ts';
+import { disableEndpoint, endpointLag, giveUpEvent, loadEndpoint, recordDelivered, recordFailure, recordSkipped, registerEndpoint, type Disablement } from './endpoint-store.ts';
+import { countFailedDeliveries } from './failed-deliveries.ts';
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, nextRetryDelayMs, validateSchedule, type WebhookRetrySchedule } from './retry-schedule.ts';
-import { buildWebhookMessage, WebhookSigner } from './signing.ts';
+import { buildWebhookMessage, signerForEndpoint, type WebhookSigner } from './signing.ts';
 import { Wakeup } from './wakeup.ts';
 
 /** Construction options of a WebhookDispatcher; validated by its constructor (which throws naming the option). */
@@ -65,6 +68,10 @@ export interface WebhookDispatcherOptions {
   httpDispatcher?: Dispatcher;
   /** Called after every attempt (for metrics: counters, latency histograms). Must not throw. */
   onAttempt?: (attempt: WebhookAttemptRecord) => void;
+  /** Attempts per event before it is given up on (recorded as failed; the endpoint moves on). Default: `scheduleMs.length` (8). */
+  maxAttempts?: number;
+  /** The clock of retry times, failure streaks and disabling (tests move it forward). Default: the system clock. */
+  now?: () => Date;
 }
 
 /** One delivery attempt, for metrics. */
@@ -94,6 +101,10 @@ export interface WebhookEndpointStats {
   lagSeconds: number;
   /** Consecutive failed attempts for the next event. */
   consecutiveFailures: number;
+  /** Events given up on and not yet re-sent (`webhook_failed_deliveries`). */
+  failedEvents: number;
+  /** Why the endpoint is disabled (`gone`: 410, `failing`: no 2xx for disableAfterDays); null while enabled. */
+  disabledKind: 'gone' | 'failing' | null;
 }
 
 interface EndpointRuntime {
@@ -101,11 +112,15 @@ interface EndpointRuntime {
   url: string;
   filter: EventTypeFilter;
   signer: WebhookSigner;
+  /** Disabled after failing this long without a 2xx, ms. */
+  disableAfterMs: number;
   wakeup: Wakeup;
   deliveries: number;
   failures: number;
   loop: Promise<void> | null;
 }
+
+const DAY_MS = 86_400_000;
 
 /** Longest pause after an unexpected error (database busy, corrupt row) before the loop tries again, ms. */
 const MAX_ERROR_BACKOFF_MS = 60_000;
@@ -132,6 +147,8 @@ export class WebhookDispatcher {
   readonly #http: Dispatcher;
   readonly #ownsHttp: boolean;
   readonly #onAttempt: ((attempt: WebhookAttemptRecord) => void) | undefined;
+  readonly #maxAttempts: number;
+  readonly #now: () => Date;
   readonly #endpoints: EndpointRuntime[];
   /** Aborted by stop(): ends the loops' waits. */
   readonly #stopRequested = new AbortController();
@@ -162,6 +179,8 @@ export class WebhookDispatcher {
     this.#ownsHttp = options.httpDispatcher === undefined;
     this.#http = options.httpDispatcher ?? new Agent({ connect: { timeout: this.#timeoutMs }, keepAliveTimeout: 10_000 });
     this.#onAttempt = options.onAttempt;
+    this.#maxAttempts = positive(options.maxAttempts ?? this.#retrySchedule.scheduleMs.length, 'maxAttempts');
+    this.#now = options.now ?? (() => new Date());
     const names = new Set<string>();
     this.#endpoints = options.endpoints.map((endpoint) => {
       if (names.has(endpoint.name)) throw new Error(`webhooks: endpoint name "${endpoint.name}" appears twice; names must be unique`);
@@ -170,7 +189,8 @@ export class WebhookDispatcher {
         name: endpoint.name,
         url: endpoint.url,
         filter: compileEventFilter(endpoint.events, `webhooks.${endpoint.name}.events`),
-        signer: new WebhookSigner(endpoint.secret, endpoint.name),
+        signer: signerForEndpoint(endpoint),
+        disableAfterMs: positive(endpoint.disableAfterDays ?? DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, `webhooks.${endpoint.name}.disableAfterDays`) * DAY_MS,
         wakeup: new Wakeup(),
         deliveries: 0,
         failures: 0,
@@ -222,7 +242,8 @@ export class WebhookDispatcher {
    * Per-endpoint figures: deliveries and failures since start, cursor, lag in events and seconds.
    * @throws Error when the database is closed
    */
-  stats(now: Date = new Date()): WebhookEndpointStats[] {
+  stats(now: Date = this.#now()): WebhookEndpointStats[] {
+    const failed = countFailedDeliveries(this.#db);
     return this.#endpoints.map((endpoint) => {
       const state = loadEndpoint(this.#db, endpoint.name);
       const deliveredSeq = state?.deliveredSeq ?? 0;
@@ -236,6 +257,8 @@ export class WebhookDispatcher {
         lagEvents: lag.lagEvents,
         lagSeconds: lag.lagSeconds,
         consecutiveFailures: state?.consecutiveFailures ?? 0,
+        failedEvents: failed.get(endpoint.name) ?? 0,
+        disabledKind: state?.disabledKind ?? null,
       };
     });
   }
@@ -275,9 +298,9 @@ export class WebhookDispatcher {
     const db = this.#db;
     let state = loadEndpoint(db, endpoint.name);
     if (!state) state = registerEndpoint(db, endpoint.name, endpoint.url).state; // row removed behind our back
-    if (state.disabledAt !== null) return this.#pollMs; // 410: wait for a replay to re-enable it
+    if (state.disabledAt !== null) return this.#pollMs; // wait for `webhooks enable` or a replay
     if (state.nextAttemptAt !== null) {
-      const dueInMs = Date.parse(state.nextAttemptAt) - Date.now();
+      const dueInMs = Date.parse(state.nextAttemptAt) - this.#now().getTime();
       // Re-check at least every poll: a replay from another process clears the backoff.
       if (dueInMs > 0) return Math.min(dueInMs, this.#pollMs);
     }
@@ -317,22 +340,58 @@ export class WebhookDispatcher {
         cursor = skippedTo;
       }
       if (outcome.gone) {
-        if (disableEndpoint(db, endpoint.name, cursor, 410, outcome.error)) {
-          this.#logger.warn({ endpoint: endpoint.name, url: safeUrl(endpoint.url), seq: event.seq }, 'webhook endpoint disabled: the receiver answered 410 Gone; webhooks replay re-enables it');
-        }
+        this.#disable(endpoint, cursor, { kind: 'gone', reason: outcome.error, goneStatus: 410, safeUrl: safeUrl(endpoint.url) }, event.seq);
         return this.#pollMs;
       }
-      const retryInMs = nextRetryDelayMs(failures + 1, outcome.retryAfterMs, this.#retrySchedule);
-      const consecutiveFailures = recordFailure(db, endpoint.name, cursor, { status: outcome.status, error: outcome.error, retryInMs });
-      if (consecutiveFailures === null) return 0;
-      this.#logger.warn(
-        { endpoint: endpoint.name, seq: event.seq, eventId: event.eventId, status: outcome.status, error: outcome.error, consecutiveFailures, retryInMs },
-        'webhook delivery failed; will retry',
+      const now = this.#now();
+      const giveUp = failures + 1 >= this.#maxAttempts;
+      const retryInMs = giveUp ? 0 : nextRetryDelayMs(failures + 1, outcome.retryAfterMs, this.#retrySchedule);
+      const streak = recordFailure(db, endpoint.name, cursor, { status: outcome.status, error: outcome.error, retryInMs }, now);
+      if (streak === null) return 0;
+      const failingForMs = now.getTime() - Date.parse(streak.failingSince);
+      if (failingForMs >= endpoint.disableAfterMs) {
+        const reason = `no 2xx for ${formatDays(failingForMs)} (failing since ${streak.failingSince}; disableAfterDays ${formatDays(endpoint.disableAfterMs)}); last: ${outcome.error}`;
+        this.#disable(endpoint, cursor, { kind: 'failing', reason, goneStatus: null, safeUrl: safeUrl(endpoint.url) }, event.seq);
+        return this.#pollMs;
+      }
+      if (!giveUp) {
+        this.#logger.warn(
+          { endpoint: endpoint.name, seq: event.seq, eventId: event.eventId, status: outcome.status, error: outcome.error, consecutiveFailures: streak.attempts, retryInMs },
+          'webhook delivery failed; will retry',
+        );
+        return Math.min(retryInMs, this.#pollMs);
+      }
+      const given = giveUpEvent(
+        db,
+        endpoint.name,
+        cursor,
+        { seq: event.seq, eventId: event.eventId, type: event.type, attempts: streak.attempts, lastStatus: outcome.status, lastError: outcome.error },
+        now,
       );
-      return Math.min(retryInMs, this.#pollMs);
+      if (!given) return 0;
+      this.#logger.error(
+        { endpoint: endpoint.name, seq: event.seq, eventId: event.eventId, type: event.type, attempts: streak.attempts, status: outcome.status, error: outcome.error },
+        'webhook event given up after the last attempt of the retry schedule; the endpoint moves on (webhooks replay --failed re-sends it)',
+      );
+      cursor = event.seq;
+      skippedTo = null;
+      failures = 0;
     }
     if (skippedTo !== null) recordSkipped(db, endpoint.name, cursor, skippedTo);
     return 0;
+  }
+
+  /** Disables the endpoint (appending the `webhook.endpoint_disabled` change) and wakes the others so they deliver it. */
+  #disable(endpoint: EndpointRuntime, cursor: number, disablement: Disablement, seq: number): void {
+    const changeSeq = disableEndpoint(this.#db, endpoint.name, cursor, disablement, this.#now());
+    if (changeSeq === null) return;
+    this.#logger.warn(
+      { endpoint: endpoint.name, url: safeUrl(endpoint.url), seq, kind: disablement.kind, reason: disablement.reason, changeSeq },
+      disablement.kind === 'gone'
+        ? 'webhook endpoint disabled: the receiver answered 410 Gone; webhooks enable (or replay) re-enables it'
+        : 'webhook endpoint disabled: failing for longer than disableAfterDays; webhooks enable (or replay) re-enables it',
+    );
+    this.notify();
   }
 
   #report(attempt: WebhookAttemptRecord): void {
@@ -352,6 +411,12 @@ export function safeUrl(url: string): string {
   } catch {
     return '[invalid URL]';
   }
+}
+
+/** `5 days`, `1.5 days`, `0.0001 days` (for reasons shown to operators). */
+function formatDays(ms: number): string {
+  const days = ms / DAY_MS;
+  return `${Number(days.toPrecision(3))} day${days === 1 ? '' : 's'}`;
 }
 
 function positive(value: number, field: string): number {

@@ -10,6 +10,14 @@
 import type { Statement } from 'better-sqlite3';
 import { lastChangeSeq } from '../../mirror/changelog.ts';
 import type { MirrorDatabase } from '../../mirror/database.ts';
+import { encodeChangeData } from '../../mirror/changelog.ts';
+import { timeOrderedUuid } from '../../mirror/store.ts';
+
+/** Why an endpoint is disabled: the receiver answered 410 Gone, or it kept failing for `disableAfterDays`. */
+export type DisabledKind = 'gone' | 'failing';
+
+/** The changelog event type appended when an endpoint is disabled (delivered to the other endpoints). */
+export const ENDPOINT_DISABLED_EVENT = 'webhook.endpoint_disabled';
 
 /** One endpoint's stored state (times ISO 8601). */
 export interface WebhookEndpointState {
@@ -18,9 +26,13 @@ export interface WebhookEndpointState {
   /** The cursor: the last changes.seq delivered with a 2xx or skipped by the endpoint's filter. */
   deliveredSeq: number;
   createdAt: string;
-  /** Set when the receiver answered 410 Gone; null while enabled. */
+  /** Set when the endpoint was disabled (410 Gone, or failing for `disableAfterDays`); null while enabled. */
   disabledAt: string | null;
   disabledReason: string | null;
+  /** Why, for metrics labels: `gone` (410) or `failing`; null while enabled. */
+  disabledKind: DisabledKind | null;
+  /** First failed attempt since the last 2xx; null while the endpoint answers. */
+  failingSince: string | null;
   /** Failed attempts in a row for the next event to deliver (column `attempts`). */
   consecutiveFailures: number;
   /** Earliest time of the next attempt; null means now. */
@@ -43,6 +55,8 @@ interface EndpointRow {
   created_at: string;
   disabled_at: string | null;
   disabled_reason: string | null;
+  disabled_kind: string | null;
+  failing_since: string | null;
   attempts: number;
   next_attempt_at: string | null;
   last_attempt_at: string | null;
@@ -91,7 +105,8 @@ export function registerEndpoint(db: MirrorDatabase, name: string, url: string, 
       !created &&
       statement(
         db,
-        `UPDATE webhook_endpoints SET url = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL
+        `UPDATE webhook_endpoints SET url = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL,
+           disabled_kind = NULL, failing_since = NULL
          WHERE name = ? AND url <> ?`,
       ).run(url, name, url).changes === 1;
     const state = loadEndpoint(db, name);
@@ -124,7 +139,7 @@ export function recordDelivered(db: MirrorDatabase, name: string, expectedSeq: n
       db,
       `UPDATE webhook_endpoints
        SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL, last_attempt_at = ?, last_status = ?, last_success_at = ?,
-           delivered_count = delivered_count + 1
+           delivered_count = delivered_count + 1, failing_since = NULL
        WHERE name = ? AND delivered_seq = ?`,
     ).run(seq, at, status, at, name, expectedSeq).changes === 1
   );
@@ -146,40 +161,151 @@ export interface FailedAttempt {
   retryInMs: number;
 }
 
+/** What `recordFailure` returns: the endpoint's failure streak after this attempt. */
+export interface FailureStreak {
+  /** Failed attempts in a row for this event, this one included. */
+  attempts: number;
+  /** First failed attempt since the last 2xx (ISO 8601). */
+  failingSince: string;
+}
+
 /**
- * Records a failed attempt for the next event after `expectedSeq` and when to retry it.
- * @returns the endpoint's consecutive failures after this one, or null when the cursor no longer
- *   holds `expectedSeq` (nothing recorded)
+ * Records a failed attempt for the next event after `expectedSeq` and when to retry it; starts the
+ * endpoint's failure streak (`failing_since`) when it is the first failure since a 2xx.
+ * @returns the streak after this failure, or null when the cursor no longer holds `expectedSeq`
+ *   (nothing recorded)
  */
-export function recordFailure(db: MirrorDatabase, name: string, expectedSeq: number, attempt: FailedAttempt, now: Date = new Date()): number | null {
+export function recordFailure(db: MirrorDatabase, name: string, expectedSeq: number, attempt: FailedAttempt, now: Date = new Date()): FailureStreak | null {
   const at = now.toISOString();
   const row = statement(
     db,
     `UPDATE webhook_endpoints
      SET attempts = attempts + 1, next_attempt_at = ?, last_attempt_at = ?, last_status = ?, last_error = ?, last_error_at = ?,
-         failed_count = failed_count + 1
+         failed_count = failed_count + 1, failing_since = COALESCE(failing_since, ?)
      WHERE name = ? AND delivered_seq = ?
-     RETURNING attempts`,
-  ).get(new Date(now.getTime() + attempt.retryInMs).toISOString(), at, attempt.status, attempt.error, at, name, expectedSeq) as { attempts: number } | undefined;
-  return row ? row.attempts : null;
+     RETURNING attempts, failing_since`,
+  ).get(new Date(now.getTime() + attempt.retryInMs).toISOString(), at, attempt.status, attempt.error, at, at, name, expectedSeq) as
+    | { attempts: number; failing_since: string }
+    | undefined;
+  return row ? { attempts: row.attempts, failingSince: row.failing_since } : null;
+}
+
+/** The event an endpoint gives up on (`giveUpEvent`). */
+export interface GivenUpEvent {
+  seq: number;
+  eventId: string;
+  type: string;
+  /** Attempts made, the last one included. */
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string;
 }
 
 /**
- * Disables an endpoint after 410 Gone; the cursor stays where it is, so a replay or re-enable
- * resumes with the event that was refused.
- * @returns false when the cursor no longer holds `expectedSeq`
+ * Gives up on the event at `event.seq` after the last attempt of the retry schedule: records it in
+ * `webhook_failed_deliveries` (for `webhooks replay --failed`) and moves the cursor past it (and any
+ * filtered-out events before it), in one transaction. The failure streak (`failing_since`) is kept:
+ * only a 2xx ends it.
+ * @returns false when the cursor no longer holds `expectedSeq` (moved by a replay): nothing changed
  */
-export function disableEndpoint(db: MirrorDatabase, name: string, expectedSeq: number, status: number, reason: string, now: Date = new Date()): boolean {
+export function giveUpEvent(db: MirrorDatabase, name: string, expectedSeq: number, event: GivenUpEvent, now: Date = new Date()): boolean {
   const at = now.toISOString();
-  return (
+  const giveUp = db.transaction((): boolean => {
+    const moved =
+      statement(db, 'UPDATE webhook_endpoints SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL WHERE name = ? AND delivered_seq = ?').run(
+        event.seq,
+        name,
+        expectedSeq,
+      ).changes === 1;
+    if (!moved) return false;
     statement(
       db,
-      `UPDATE webhook_endpoints
-       SET disabled_at = ?, disabled_reason = ?, next_attempt_at = NULL, last_attempt_at = ?, last_status = ?, last_error = ?, last_error_at = ?,
-           failed_count = failed_count + 1
-       WHERE name = ? AND delivered_seq = ?`,
-    ).run(at, reason, at, status, reason, at, name, expectedSeq).changes === 1
-  );
+      `INSERT INTO webhook_failed_deliveries (endpoint, seq, event_id, type, attempts, last_status, last_error, failed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (endpoint, seq) DO UPDATE SET attempts = attempts + excluded.attempts, last_status = excluded.last_status,
+         last_error = excluded.last_error, failed_at = excluded.failed_at`,
+    ).run(name, event.seq, event.eventId, event.type, event.attempts, event.lastStatus, event.lastError, at);
+    return true;
+  });
+  return db.inTransaction ? giveUp() : giveUp.immediate();
+}
+
+/** Why `disableEndpoint` disables an endpoint. */
+export interface Disablement {
+  kind: DisabledKind;
+  /** One line for `webhooks list` and the event, e.g. `HTTP 410 Gone: ...` or `no 2xx for 5 days (since ...)`. */
+  reason: string;
+  /** For a 410, the attempt that answered it: counted as a failed attempt. Null when disabling after a recorded failure. */
+  goneStatus: number | null;
+  /** The endpoint's URL without credentials or query, for the event's data. */
+  safeUrl: string;
+}
+
+/**
+ * Disables an endpoint (410 Gone, or failing for `disableAfterDays`) and appends a
+ * `webhook.endpoint_disabled` change to the changelog, in one transaction, so every other endpoint
+ * (and `bizops-sync changes`) learns of it. The cursor stays where it is: `webhooks enable` or a
+ * replay resumes with the event that was failing. Change data:
+ * `{ record: { endpoint, url, kind, reason, failingSince, disabledAt }, changes: { enabled: { old: true, new: false } } }`.
+ * @returns the seq of the appended change, or null when the cursor no longer holds `expectedSeq`
+ *   or the endpoint is already disabled (nothing changed)
+ */
+export function disableEndpoint(db: MirrorDatabase, name: string, expectedSeq: number, disablement: Disablement, now: Date = new Date()): number | null {
+  const at = now.toISOString();
+  const disable = db.transaction((): number | null => {
+    const before = loadEndpoint(db, name);
+    const changed =
+      statement(
+        db,
+        `UPDATE webhook_endpoints
+         SET disabled_at = ?, disabled_reason = ?, disabled_kind = ?, next_attempt_at = NULL
+         WHERE name = ? AND delivered_seq = ? AND disabled_at IS NULL`,
+      ).run(at, disablement.reason, disablement.kind, name, expectedSeq).changes === 1;
+    if (!changed) return null;
+    if (disablement.goneStatus !== null) {
+      statement(
+        db,
+        `UPDATE webhook_endpoints SET last_attempt_at = ?, last_status = ?, last_error = ?, last_error_at = ?, failed_count = failed_count + 1,
+           failing_since = COALESCE(failing_since, ?) WHERE name = ?`,
+      ).run(at, disablement.goneStatus, disablement.reason, at, at, name);
+    }
+    const record = {
+      endpoint: name,
+      url: disablement.safeUrl,
+      kind: disablement.kind,
+      reason: disablement.reason,
+      failingSince: before?.failingSince ?? at,
+      disabledAt: at,
+    };
+    const result = statement(db, 'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)').run(
+      `evt_${timeOrderedUuid(now.getTime())}`,
+      ENDPOINT_DISABLED_EVENT,
+      'webhooks',
+      name,
+      at,
+      encodeChangeData({ record, changes: { enabled: { old: true, new: false } } }),
+    );
+    return Number(result.lastInsertRowid);
+  });
+  return db.inTransaction ? disable() : disable.immediate();
+}
+
+/**
+ * Re-enables a disabled endpoint where its cursor stands (the event that was failing comes next),
+ * clearing its backoff and failure streak.
+ * @returns the state before, or undefined when the endpoint was never registered
+ */
+export function enableEndpoint(db: MirrorDatabase, name: string): WebhookEndpointState | undefined {
+  const enable = db.transaction(() => {
+    const before = loadEndpoint(db, name);
+    if (!before) return undefined;
+    statement(
+      db,
+      `UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, disabled_kind = NULL, failing_since = NULL, attempts = 0, next_attempt_at = NULL
+       WHERE name = ?`,
+    ).run(name);
+    return before;
+  });
+  return db.inTransaction ? enable() : enable.immediate();
 }
 
 /**
@@ -191,7 +317,8 @@ export function resetCursor(db: MirrorDatabase, name: string, seq: number): bool
   return (
     statement(
       db,
-      `UPDATE webhook_endpoints SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL
+      `UPDATE webhook_endpoints SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL,
+         disabled_kind = NULL, failing_since = NULL
        WHERE name = ?`,
     ).run(seq, name).changes === 1
   );
@@ -227,6 +354,8 @@ function toState(row: EndpointRow): WebhookEndpointState {
     createdAt: row.created_at,
     disabledAt: row.disabled_at,
     disabledReason: row.disabled_reason,
+    disabledKind: row.disabled_kind === 'gone' || row.disabled_kind === 'failing' ? row.disabled_kind : row.disabled_at === null ? null : 'gone',
+    failingSince: row.failing_since,
     consecutiveFailures: row.attempts,
     nextAttemptAt: row.next_attempt_at,
     lastAttemptAt: row.last_attempt_at,

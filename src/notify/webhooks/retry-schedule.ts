@@ -5,8 +5,8 @@
 
 /**
  * Delays of the Standard Webhooks schedule, ms: attempt 1 immediately, then 5 s, 5 min, 30 min, 2 h,
- * 5 h, 10 h, 10 h after each consecutive failure. Past the end, the last delay repeats (see
- * `nextRetryDelayMs`).
+ * 5 h, 10 h, 10 h after each consecutive failure: 8 attempts, about 27.5 h, after which the
+ * dispatcher gives the event up (see `nextRetryDelayMs`).
  */
 export const STANDARD_RETRY_SCHEDULE_MS: readonly number[] = [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 
@@ -45,11 +45,10 @@ export function validateSchedule(scheduleMs: readonly number[]): readonly number
 /**
  * How long to wait before the next attempt, ms, after `failures` consecutive failures (≥ 1).
  *
- * The schedule's entry for that many failures, or its last entry once the schedule is exhausted:
- * delivery is at-least-once and in order per endpoint, so an event is never dropped to let later
- * ones through; after the schedule the endpoint keeps retrying at the last interval (10 h in
- * production) and its lag grows, visible in `webhooks list` and the metrics, until the receiver
- * answers 2xx, answers 410 (disabled), or an operator intervenes (`webhooks replay`, config change).
+ * The schedule's entry for that many failures, or its last entry past the end. The dispatcher
+ * makes `scheduleMs.length` attempts by default (8 in production) and then gives the event up
+ * (recorded in `webhook_failed_deliveries`, re-sent by `webhooks replay --failed`), so the last
+ * entry repeats only for a dispatcher configured with more attempts (`maxAttempts`).
  *
  * Jitter spreads the delay by ± `jitterRatio`; the receiver's `Retry-After` wins when it asks for
  * longer (the maximum of the two is taken, capped at `maxRetryAfterMs`).

@@ -6,7 +6,8 @@
  * timestamp and signature headers change per attempt:
  *   webhook-id         the event's `event_id`, identical on every retry (receivers deduplicate on it)
  *   webhook-timestamp  Unix seconds of this attempt
- *   webhook-signature  `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, by the `standardwebhooks` library
+ *   webhook-signature  `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, by the `standardwebhooks` library;
+ *                      during a secret rotation two such entries, space-separated
  *   content-type       application/json
  */
 import { randomUUID } from 'node:crypto';
@@ -55,33 +56,61 @@ export interface SignedWebhookHeaders {
  */
 export class WebhookSigner {
   readonly #webhook: Webhook;
+  readonly #previous: { webhook: Webhook; expiresAtMs: number } | null;
 
   /**
    * @param secret `whsec_` followed by base64 (src/config/schema.ts)
    * @param endpointName names the endpoint in the error
-   * @throws Error naming the endpoint (never the secret) when the secret is not valid base64 or empty
+   * @param previous secret rotation: the old secret and when it stops being signed with; until
+   *   then `sign` sends both signatures (docs/webhooks.md "Rotating the secret")
+   * @throws Error naming the endpoint's key (never the secret) when a secret is not valid base64 or
+   *   empty, or `previous.expiresAt` is not a date
    */
-  constructor(secret: string, endpointName = 'webhook endpoint') {
-    try {
-      this.#webhook = new Webhook(secret);
-    } catch (error) {
-      throw new Error(`webhooks.${endpointName}.secret: must be whsec_ followed by non-empty base64 (${(error as Error).message.replace(/whsec_\S+/g, 'whsec_[redacted]')})`, {
-        cause: error,
-      });
+  constructor(secret: string, endpointName = 'webhook endpoint', previous?: { secret: string; expiresAt: Date | string }) {
+    this.#webhook = decodeSecret(secret, `webhooks.${endpointName}.secret`);
+    if (previous) {
+      const expiresAtMs = new Date(previous.expiresAt).getTime();
+      if (Number.isNaN(expiresAtMs)) throw new Error(`webhooks.${endpointName}.previousSecretExpiresAt: must be an ISO 8601 date-time`);
+      this.#previous = { webhook: decodeSecret(previous.secret, `webhooks.${endpointName}.previousSecret`), expiresAtMs };
+    } else {
+      this.#previous = null;
     }
   }
 
   /**
    * The headers for one attempt of `message` at `attemptAt` (the signature covers id, the attempt's
-   * Unix seconds and the body).
+   * Unix seconds and the body). While a previous secret is still valid at `attemptAt`,
+   * `webhook-signature` holds two space-separated entries, `v1,<with secret> v1,<with previous>`,
+   * as Standard Webhooks allows: a receiver verifying with either secret accepts the request.
    */
   sign(message: WebhookMessage, attemptAt: Date = new Date()): SignedWebhookHeaders {
+    const signatures = [this.#webhook.sign(message.id, attemptAt, message.body)];
+    if (this.#previous && attemptAt.getTime() < this.#previous.expiresAtMs) signatures.push(this.#previous.webhook.sign(message.id, attemptAt, message.body));
     return {
       'webhook-id': message.id,
       'webhook-timestamp': String(Math.floor(attemptAt.getTime() / 1000)),
-      'webhook-signature': this.#webhook.sign(message.id, attemptAt, message.body),
+      'webhook-signature': signatures.join(' '),
       'content-type': 'application/json',
     };
+  }
+}
+
+/** A signer for an endpoint's configuration (its secret, and its previous secret while rotating). */
+export function signerForEndpoint(endpoint: { name: string; secret: string; previousSecret?: string | undefined; previousSecretExpiresAt?: string | undefined }): WebhookSigner {
+  const previous =
+    endpoint.previousSecret !== undefined && endpoint.previousSecretExpiresAt !== undefined
+      ? { secret: endpoint.previousSecret, expiresAt: endpoint.previousSecretExpiresAt }
+      : undefined;
+  return new WebhookSigner(endpoint.secret, endpoint.name, previous);
+}
+
+function decodeSecret(secret: string, key: string): Webhook {
+  try {
+    return new Webhook(secret);
+  } catch (error) {
+    throw new Error(`${key}: must be whsec_ followed by non-empty base64 (${(error as Error).message.replace(/whsec_\S+/g, 'whsec_[redacted]')})`, {
+      cause: error,
+    });
   }
 }
 

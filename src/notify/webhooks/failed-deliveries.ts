@@ -1,0 +1,74 @@
+/**
+ * The `webhook_failed_deliveries` table (src/mirror/migrations/006_webhook_failures.ts): events an
+ * endpoint gave up on after the last attempt of the retry schedule (rows are written by
+ * endpoint-store.ts `giveUpEvent`). `webhooks replay --failed` reads them, re-sends each, and
+ * deletes a row on its 2xx.
+ */
+import type { MirrorDatabase } from '../../mirror/database.ts';
+
+/** One event an endpoint gave up on (times ISO 8601). */
+export interface FailedDelivery {
+  endpoint: string;
+  /** changes.seq of the event. */
+  seq: number;
+  /** The event's event_id, the webhook-id of every attempt and of the replay. */
+  eventId: string;
+  type: string;
+  /** Attempts made so far (the schedule's, plus failed replays). */
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string;
+  failedAt: string;
+}
+
+interface FailedDeliveryRow {
+  endpoint: string;
+  seq: number;
+  event_id: string;
+  type: string;
+  attempts: number;
+  last_status: number | null;
+  last_error: string;
+  failed_at: string;
+}
+
+/** Failed deliveries, by endpoint then seq; only `endpoint`'s when given. */
+export function listFailedDeliveries(db: MirrorDatabase, endpoint?: string): FailedDelivery[] {
+  const rows = (
+    endpoint === undefined
+      ? db.prepare('SELECT * FROM webhook_failed_deliveries ORDER BY endpoint, seq').all()
+      : db.prepare('SELECT * FROM webhook_failed_deliveries WHERE endpoint = ? ORDER BY seq').all(endpoint)
+  ) as FailedDeliveryRow[];
+  return rows.map((row) => ({
+    endpoint: row.endpoint,
+    seq: row.seq,
+    eventId: row.event_id,
+    type: row.type,
+    attempts: row.attempts,
+    lastStatus: row.last_status,
+    lastError: row.last_error,
+    failedAt: row.failed_at,
+  }));
+}
+
+/** How many events each endpoint gave up on (endpoints with none are absent). */
+export function countFailedDeliveries(db: MirrorDatabase): Map<string, number> {
+  const rows = db.prepare('SELECT endpoint, COUNT(*) AS n FROM webhook_failed_deliveries GROUP BY endpoint').all() as { endpoint: string; n: number }[];
+  return new Map(rows.map((row) => [row.endpoint, row.n]));
+}
+
+/** Deletes the row of an event re-sent with a 2xx. @returns false when it was already gone */
+export function clearFailedDelivery(db: MirrorDatabase, endpoint: string, seq: number): boolean {
+  return db.prepare('DELETE FROM webhook_failed_deliveries WHERE endpoint = ? AND seq = ?').run(endpoint, seq).changes === 1;
+}
+
+/** Records one more failed attempt (a replay that did not get a 2xx) on a failed delivery. */
+export function recordReplayFailure(db: MirrorDatabase, endpoint: string, seq: number, status: number | null, error: string, now: Date = new Date()): void {
+  db.prepare('UPDATE webhook_failed_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?, failed_at = ? WHERE endpoint = ? AND seq = ?').run(
+    status,
+    error,
+    now.toISOString(),
+    endpoint,
+    seq,
+  );
+}
