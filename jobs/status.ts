@@ -9,7 +9,7 @@ import { RejectedRecords } from '../src/mirror/rejected-records.ts';
 import { MirrorStore, type ScanOutcome } from '../src/mirror/store.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { WriteStore } from '../src/writes/store.ts';
-import { classifyMirrorError, openExistingMirror } from './context.ts';
+import { classifyMirrorError, MirrorDamagedError, openExistingMirror } from './context.ts';
 
 /** One stream's line of `status`. Times are ISO 8601. */
 export interface StreamStatus {
@@ -74,11 +74,13 @@ export class MirrorNeedsMigrationError extends Error {
  * @throws MirrorMissingError when the file does not exist (nothing has run yet)
  * @throws MirrorNeedsMigrationError when the file's schema is older than this bizops-sync's
  *   (`bizops-sync sync` or the daemon migrates it)
- * @throws MirrorDamagedError when SQLite cannot read the file; ConfigError when the path is unusable.
- *   A file whose pages quick_check finds damaged is READ: `quickCheck` names the problems.
+ * @throws MirrorDamagedError when SQLite cannot read the file (its header, or a page status reads:
+ *   the message then carries quick_check's findings); ConfigError when the path is unusable.
+ *   A file whose damaged pages status does not need is READ: `quickCheck` names the problems.
  */
 export function readStatus(dbPath: string): MirrorStatus {
   const db = openExistingMirror(dbPath, { readonly: true });
+  let quickCheck: string | undefined;
   try {
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version < SCHEMA_VERSION) {
@@ -86,12 +88,7 @@ export function readStatus(dbPath: string): MirrorStatus {
         `the mirror ${dbPath} is at schema version ${version}, this bizops-sync reads version ${SCHEMA_VERSION}; \`status\` does not migrate it: run \`bizops-sync sync\` (or start the daemon) once`,
       );
     }
-    let quickCheck: string;
-    try {
-      quickCheck = mirrorQuickCheck(db);
-    } catch (error) {
-      throw classifyMirrorError(dbPath, error);
-    }
+    quickCheck = mirrorQuickCheck(db);
     const store = new MirrorStore(db);
     const rejected = new RejectedRecords(store);
     const recordClock = new RecordClockStore(db);
@@ -133,6 +130,17 @@ export function readStatus(dbPath: string): MirrorStatus {
         .sort(([a], [b]) => a.localeCompare(b)),
     );
     return { database: dbPath, quickCheck, changelogSeq: store.lastSeq(), streams, writes };
+  } catch (error) {
+    // A read-only open is lazy: a damaged header shows at the first statement, a damaged page at the
+    // first read of it (quick_check may have listed it already: then the line names its findings).
+    const classified = classifyMirrorError(dbPath, error);
+    if (classified instanceof MirrorDamagedError && quickCheck !== undefined && quickCheck !== 'ok') {
+      throw new MirrorDamagedError(
+        `the mirror ${dbPath} is damaged (PRAGMA quick_check: ${quickCheck}); restore it from a backup, or move it away and run \`bizops-sync backfill\``,
+        { cause: error },
+      );
+    }
+    throw classified;
   } finally {
     db.close();
   }

@@ -9,7 +9,11 @@ import { STREAM_NAMES } from '../streams/definitions.ts';
 /** The path prefix of every endpoint (spec §1 convention 1), which the client adds to `baseUrl`. */
 const API_PREFIX = '/api/public/v1';
 /** A base URL path that already ends in the prefix (with or without a trailing slash). */
-const API_PREFIX_AT_END = /\/api\/public\/v1\/*$/i;
+/**
+ * A base URL path that already holds the API prefix (at its end or before a resource path, e.g.
+ * `/api/public/v1/deals`) or its start `/api/public`: every request would miss the API.
+ */
+const API_PREFIX_IN_PATH = /\/api\/public(\/v1)?(\/.*)?$/i;
 
 /**
  * Why `expression` is not a node-cron expression, or null when it is one: 5 fields (minute hour
@@ -93,13 +97,13 @@ const webhookEndpointSchema = z.object({
 export const configSchema = z.object({
   /**
    * `{base_url}` of spec §1, without `/api/public/v1`: the client adds the prefix, so a base URL
-   * already ending in it would double it, every list would answer 404 and a stream marked
+   * already holding it (or its start `/api/public`, or it and a resource path) would miss the API, every list would answer 404 and a stream marked
    * `unsupported` by that 404 would be skipped until it is probed again (docs/decisions.md).
    */
   baseUrl: z
     .url({ protocol: /^https?$/ })
-    .refine((url) => !API_PREFIX_AT_END.test(new URL(url).pathname), {
-      message: `must be the API's {base_url} without ${API_PREFIX} (the client adds ${API_PREFIX} to every path); drop it from the end of the URL`,
+    .refine((url) => !API_PREFIX_IN_PATH.test(new URL(url).pathname), {
+      message: `must be the API's {base_url} without ${API_PREFIX} or a part of it (the client adds ${API_PREFIX} to every path); drop it and what follows it from the URL`,
     }),
   /** How each API request is bounded (docs/operations.md "Timeouts"). */
   api: z

@@ -37,6 +37,16 @@ export class RecordClockStore {
   }
 
   /**
+   * The largest lag measured on any stream, seconds (0 when none): every stream's records are stamped
+   * by the same server, so a lag seen on one (deals carry `updatedAt`) holds for the others
+   * (transaction list items carry no timestamps to measure it).
+   */
+  largest(): number {
+    const row = this.db.prepare('SELECT MAX(lag_seconds) AS lag FROM record_clock').get() as { lag: number | null } | undefined;
+    return row?.lag ?? 0;
+  }
+
+  /**
    * Records observed lags (seconds, each > 0): the stream's lag becomes the largest ever observed
    * (a lower bound of the true lag; widening the overlap by too much costs re-reads, never events).
    * @returns the stream's lag after this observation, seconds

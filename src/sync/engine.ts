@@ -298,10 +298,10 @@ export class SyncEngine {
     const lookbackMs = stream.request.lookbackSeconds === undefined ? this.overlapMs : stream.request.lookbackSeconds * SECOND_MS;
     const run: RunCheckpoint = { mode, reason, startedAt: new Date().toISOString(), offset: 0, pages: 0, records: 0, changes: 0 };
     if (mode === 'incremental' && cursor) {
-      // The overlap is widened by how far this stream's record clock was seen to lag the cursor's
-      // (docs/sync.md "Record clock"): a change made just after the last run carries an updatedAt
-      // that much older than the moment it was made.
-      const lagMs = Math.ceil(this.recordClock.read(stream.name).lagSeconds) * SECOND_MS;
+      // The overlap is widened by how far the server's record clock was seen to lag the cursor's, on
+      // any stream (docs/sync.md "Record clock"): a change made just after the last run carries an
+      // updatedAt that much older than the moment it was made.
+      const lagMs = Math.ceil(this.recordClock.largest()) * SECOND_MS;
       run.updatedAfter = new Date(Date.parse(cursor) - lookbackMs - lagMs).toISOString();
     }
     if (mode === 'complete') run.scanNumber = scanNumber + 1;

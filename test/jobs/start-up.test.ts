@@ -120,6 +120,40 @@ describe('a damaged page', () => {
   });
 });
 
+describe('status on a damaged mirror: one line naming the file, exit 1', () => {
+  it('a corrupted header', async () => {
+    const path = dir.file('mirror.db');
+    validMirror(path);
+    const fd = openSync(path, 'r+');
+    writeSync(fd, Buffer.from('this is no longer sqlite'), 0, 24, 0);
+    closeSync(fd);
+    const result = await runCli(['status'], env(path));
+    expect(result.code).toBe(1);
+    expectOneLine(result.stderr, /^bizops-sync: the mirror .*mirror\.db is damaged \(/);
+  });
+
+  it.each(['sync_state', 'transactions', 'changes'])('a damaged page of a table status reads (%s): one line, quick_check or SQLite says so', async (table) => {
+    const path = dir.file('mirror.db');
+    validMirror(path);
+    const db = new Database(path);
+    // Enough rows that the table's root is an interior page over many leaves (as in a real mirror).
+    const insert = db.prepare(
+      `INSERT INTO transactions (id, type, status, amount, raw, content_hash, first_seen_at, synced_at) VALUES (?, 'INCOME', 'CONFIRMED', 100, ?, 'h', 't', 't')`,
+    );
+    for (let i = 0; i < 2000; i++) insert.run(`txn_${i}`, 'x'.repeat(150));
+    const { rootpage } = db.prepare(`SELECT rootpage FROM sqlite_master WHERE name = ?`).get(table) as { rootpage: number };
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    db.close();
+    const garbage = Buffer.from(Array.from({ length: pageSize }, (_, i) => ((i * 2654435761) >>> 24) & 0xff));
+    const fd = openSync(path, 'r+');
+    writeSync(fd, garbage, 0, pageSize, (rootpage - 1) * pageSize);
+    closeSync(fd);
+    const result = await runCli(['status'], env(path));
+    expect(result.code).toBe(1);
+    expectOneLine(result.stderr, /^bizops-sync: the mirror .*mirror\.db is damaged \(/);
+  });
+});
+
 describe('status reads without writing', () => {
   it('a healthy mirror: quickCheck ok', async () => {
     const path = dir.file('mirror.db');

@@ -107,3 +107,22 @@ describe('the transactions this worker creates', () => {
     }
   });
 });
+
+describe('one server, one record clock', () => {
+  it('a lag measured on deals widens the transactions overlap too: a transaction changed after a sync is seen by the next', async () => {
+    const { sim, context: ctx } = await fixtures.start({ size: { deals: 40, transactions: 30 }, recordClockLagMs: LAG_SECONDS * 1000 }, { sync: { overlapSeconds: 2 } });
+    expect((await ctx.engine.run('transactions', 'backfill')).status).toBe('succeeded');
+    expect((await ctx.engine.run('deals', 'backfill')).status).toBe('succeeded');
+    renameDeals(sim, 0, 3, 'renamed');
+    expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 3 });
+    expect(new RecordClockStore(ctx.db).read('deals').lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
+    // Transaction list items carry no timestamps: the transactions stream itself measured nothing.
+    expect(new RecordClockStore(ctx.db).read('transactions').lagSeconds).toBe(0);
+
+    expect((await ctx.engine.run('transactions', 'sync')).status).toBe('succeeded');
+    const target = sim.world.transactions.find((t) => t.status !== 'VOIDED')!;
+    sim.world.updateTransaction(target.id, { status: 'VOIDED' });
+    expect(await ctx.engine.run('transactions', 'sync')).toMatchObject({ status: 'succeeded', changes: 1 });
+    expectMirrorEqualsGroundTruth(ctx, sim, 'transactions');
+  });
+});

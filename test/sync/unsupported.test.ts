@@ -23,7 +23,7 @@ const cliEnv = (extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({ PATH: process
 const DEALS_404 = { match: { path: '/deals' }, kind: 'status', status: 404, body: { message: 'Not found' }, times: 100 } as const;
 
 describe('a base URL holding the API prefix', () => {
-  it.each(['/api/public/v1', '/api/public/v1/'])('is refused by sync with exit 2 and a message naming the key and the rule (%s); nothing is sent', async (suffix) => {
+  it.each(['/api/public/v1', '/api/public/v1/', '/api/public', '/API/public/v1/deals'])('is refused by sync with exit 2 and a message naming the key and the rule (%s); nothing is sent', async (suffix) => {
     sim = await simulator({ size: { deals: 5, transactions: 5 } });
     dir = tempDir();
     const env = cliEnv({ BIZOPS_BASE_URL: `${sim.url}${suffix}`, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dir.file('mirror.db') });
