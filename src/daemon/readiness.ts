@@ -32,15 +32,17 @@ export interface ReadinessVerdict {
   status: number | null;
   /** When the probe that gave this verdict ended (ISO 8601); null before the first probe. */
   checkedAt: string | null;
-  /** Present when the rate budget is paused or the probe was answered 429: how long before requests go out again, ms. */
+  /** Present when the rate budget is paused or spent, or the probe was answered 429: how long before requests go out again, ms. */
   budget?: { waitMs: number };
 }
 
 /**
- * One probe: resolves when the API accepted it (or with `budgetWaitMs` when it was not sent because
- * the rate budget is paused), throws the client's typed error otherwise.
+ * One probe: resolves when the API accepted it, or with `budgetWaitMs` (ms) and `sent` false when it
+ * was not sent because a 429 paused the rate budget, or `sent` true when it was answered while the
+ * budget is spent by other requests (the wait until it grants again); throws the client's typed
+ * error otherwise.
  */
-export type ReadinessCheck = (signal: AbortSignal) => Promise<void | { budgetWaitMs: number }>;
+export type ReadinessCheck = (signal: AbortSignal) => Promise<void | { budgetWaitMs: number; sent: boolean }>;
 
 /** Construction options of a ReadinessProbe: the probe and how long its verdict is cached (ms). */
 export interface ReadinessProbeOptions {
@@ -96,9 +98,12 @@ class BudgetPaused {
  */
 export function apiReadinessCheck(client: ApiClient, path: string, budget?: Pick<RateBudget, 'peek'>): ReadinessCheck {
   return async (signal) => {
-    const waitMs = budget ? budgetWaitMs(await budget.peek()) : 0;
-    if (waitMs > 0) return { budgetWaitMs: waitMs };
+    const peek = budget ? await budget.peek() : undefined;
+    const pausedMs = peek ? pausedWaitMs(peek) : 0;
+    if (pausedMs > 0) return { budgetWaitMs: pausedMs, sent: false };
     await client.request({ method: 'GET', path, query: { limit: 1 }, contentSchema: z.unknown(), priority: 'incremental', retry: 'none', signal });
+    const spentMs = peek && peek.available <= 0 ? Math.max(0, peek.nextSlotAtMs - Date.now()) : 0;
+    return spentMs > 0 ? { budgetWaitMs: spentMs, sent: true } : undefined;
   };
 }
 
@@ -106,7 +111,7 @@ export function apiReadinessCheck(client: ApiClient, path: string, budget?: Pick
  * How long a 429's pause keeps everyone sharing the budget silent, ms (0 when not paused). A budget
  * merely spent by other requests is not a reason to skip the probe: it goes out beside the slots.
  */
-function budgetWaitMs(peek: BudgetPeek): number {
+function pausedWaitMs(peek: BudgetPeek): number {
   return peek.pausedUntilMs === undefined ? 0 : Math.max(0, peek.pausedUntilMs - Date.now());
 }
 
@@ -166,14 +171,19 @@ export class ReadinessProbe {
 
   async #probe(): Promise<ReadinessVerdict> {
     let outcome: unknown;
+    let spentWaitMs: number | undefined;
     const signal = AbortSignal.timeout(this.#timeoutMs);
     try {
       const result = await this.#check(signal);
-      if (result) outcome = new BudgetPaused(result.budgetWaitMs);
+      if (result && !result.sent) outcome = new BudgetPaused(result.budgetWaitMs);
+      else if (result) spentWaitMs = result.budgetWaitMs;
     } catch (error) {
       outcome = signal.aborted ? new ConnectionError({ message: `no answer within ${this.#timeoutMs} ms`, code: 'TIMEOUT', requestSent: true }) : (error ?? new Error('the probe failed'));
     }
     this.#verdict = verdictFor(outcome);
+    if (spentWaitMs !== undefined && this.#verdict.ready && !this.#verdict.budget) {
+      this.#verdict = { ...this.#verdict, reason: `${this.#verdict.reason}; the rate budget is spent by other requests for ${spentWaitMs} ms`, budget: { waitMs: spentWaitMs } };
+    }
     this.#verdictAtMs = performance.now();
     return this.#verdict;
   }

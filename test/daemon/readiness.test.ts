@@ -74,7 +74,9 @@ describe('ReadinessProbe', () => {
     await budget.acquire('backfill'); // a backfill took the whole limit
     client = new ApiClient({ baseUrl: sim.url, tokens: { default: String(sim.tokens.admin) }, budget: probeBudget(budget), retry: { maxRetries: 0, maxRateLimitRetries: 0 } });
     const probe = new ReadinessProbe({ check: apiReadinessCheck(client, '/employee-onboardings', budget), cacheMs: 1, timeoutMs: 5000 });
-    expect(await probe.current()).toMatchObject({ ready: true, status: 200 });
+    const spent = await probe.current();
+    expect(spent).toMatchObject({ ready: true, status: 200, budget: { waitMs: expect.any(Number) } });
+    expect(spent.budget!.waitMs).toBeGreaterThan(0);
     expect(listRequests(sim, '/employee-onboardings')).toHaveLength(1);
 
     budget.pauseUntil(Date.now() + 30_000); // a 429 paused everyone
