@@ -28,7 +28,7 @@ import { silentLogger } from '../src/logging/logger.ts';
 import { rateBudgetKey, RedisRateBudget } from '../src/client/redis-rate-budget.ts';
 import { startSimulator, type RunningSimulator } from '@bizops-sync/simulator';
 import { startWriteWorker, WriteIntake } from '../src/writes/index.ts';
-import { REDIS_URL, spawnWorkerProcess, writeTestBed, type WorkerProcess } from '../test/writes/support.ts';
+import { REDIS_URL, requireRedis, spawnWorkerProcess, writeTestBed, type WorkerProcess } from '../test/writes/support.ts';
 
 /** A throughput setting: `limit` per `windowMs`, `writes` in all. */
 interface ThroughputSetting {
@@ -205,6 +205,7 @@ async function priority(): Promise<PriorityResult> {
 }
 
 export async function run(): Promise<Record<string, number | string>> {
+  await requireRedis();
   const short = await throughputRows(SHORT_WINDOWS, `${SHORT_WINDOWS.limit} per 1 s`, false);
   const long = process.env.BENCH_WRITES_LONG === '0' ? { '60 s windows': 'skipped (BENCH_WRITES_LONG=0)' } : await throughputRows(LONG_WINDOWS, `${LONG_WINDOWS.limit} per 60 s`, true);
   const waits = await priority();

@@ -22,7 +22,7 @@ export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /**
  * Fails within seconds, naming REDIS_URL, when Redis does not answer: every test file importing this
- * module runs it first (below), instead of hanging on ioredis' offline queue.
+ * module runs it first (below), instead of hanging on ioredis' offline queue; so does bench/writes.ts.
  * @throws Error `these tests need Redis: REDIS_URL (...) does not answer (...)`
  */
 export async function requireRedis(): Promise<void> {
@@ -33,7 +33,8 @@ export async function requireRedis(): Promise<void> {
     throw new Error(`these tests need Redis: REDIS_URL (${REDIS_URL}) does not answer (${(error as Error).message}); start Redis (redis-server) or set REDIS_URL`, { cause: error });
   }
 }
-beforeAll(requireRedis);
+// Under vitest only: bench/writes.ts imports this module too, and calls requireRedis itself.
+if (process.env.VITEST) beforeAll(requireRedis);
 
 /** The largest number of timestamps (ms) inside any window of `windowMs` (a half-open span [t, t + windowMs)). */
 export function maxInAnyWindow(timestamps: readonly number[], windowMs: number): number {
