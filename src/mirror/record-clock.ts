@@ -5,6 +5,7 @@
  * here; src/sync/record-clock.ts makes the observations and the engine widens its overlap by the lag.
  */
 import type { MirrorDatabase } from './database.ts';
+import type { Statement } from 'better-sqlite3';
 
 /** A stream's measured record clock lag. */
 export interface RecordClockLag {
@@ -21,14 +22,25 @@ export interface RecordClockLag {
 /** Reads and records the lag of each stream's record clock. */
 export class RecordClockStore {
   private readonly db: MirrorDatabase;
+  private readonly statements = new Map<string, Statement<unknown[]>>();
 
   constructor(db: MirrorDatabase) {
     this.db = db;
   }
 
+  /** `sql` prepared once per instance: compiling a statement cost more than running it, on every page. */
+  private statement(sql: string): Statement<unknown[]> {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare<unknown[]>(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
   /** The stream's lag (zeros when nothing was observed). */
   read(stream: string): RecordClockLag {
-    const row = this.db.prepare('SELECT lag_seconds, observations, last_observed_at, source FROM record_clock WHERE stream = ?').get(stream) as
+    const row = this.statement('SELECT lag_seconds, observations, last_observed_at, source FROM record_clock WHERE stream = ?').get(stream) as
       | { lag_seconds: number; observations: number; last_observed_at: string | null; source: 'list' | 'write' | null }
       | undefined;
     return row
@@ -55,8 +67,8 @@ export class RecordClockStore {
     const positive = lagsSeconds.filter((lag) => Number.isFinite(lag) && lag > 0);
     if (positive.length === 0) return this.read(stream).lagSeconds;
     const largest = Math.round(Math.max(...positive) * 1000) / 1000;
-    this.db
-      .prepare(
+    this
+      .statement(
         `INSERT INTO record_clock (stream, lag_seconds, observations, last_observed_at, source) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (stream) DO UPDATE SET
            source = CASE WHEN excluded.lag_seconds > lag_seconds THEN excluded.source ELSE source END,

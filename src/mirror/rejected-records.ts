@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { MirrorDatabase } from './database.ts';
+import type { Statement } from 'better-sqlite3';
 import { maskSecrets } from '../logging/logger.ts';
 import type { AppendedChange, MirrorStore } from './store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
@@ -63,11 +64,22 @@ export function recordIdOf(raw: unknown, key: string): string | null {
 /** Reads and writes `rejected_records` on the mirror of a MirrorStore. */
 export class RejectedRecords {
   private readonly db: MirrorDatabase;
+  private readonly statements = new Map<string, Statement<unknown[]>>();
   private readonly store: MirrorStore;
 
   constructor(store: MirrorStore) {
     this.store = store;
     this.db = store.db;
+  }
+
+  /** `sql` prepared once per instance: compiling a statement cost more than running it, on every page. */
+  private statement(sql: string): Statement<unknown[]> {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare<unknown[]>(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
   }
 
   /**
@@ -80,14 +92,14 @@ export class RejectedRecords {
   quarantine(stream: StreamDefinition, items: readonly InvalidItem[], options: { scanNumber?: number; now?: string } = {}): AppendedChange[] {
     const now = options.now ?? new Date().toISOString();
     const appended: AppendedChange[] = [];
-    const select = this.db.prepare('SELECT raw FROM rejected_records WHERE stream = ? AND record_key = ?');
-    const upsert = this.db.prepare(
+    const select = this.statement('SELECT raw FROM rejected_records WHERE stream = ? AND record_key = ?');
+    const upsert = this.statement(
       `INSERT INTO rejected_records (stream, record_key, record_id, raw, error, first_seen_at, last_seen_at, times_seen)
        VALUES (?, ?, ?, ?, ?, ?, ?, 1)
        ON CONFLICT (stream, record_key) DO UPDATE SET raw = excluded.raw, error = excluded.error, last_seen_at = excluded.last_seen_at, times_seen = times_seen + 1`,
     );
     const key = stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
-    const markSeen = this.db.prepare(`UPDATE ${stream.table} SET last_seen_scan = ?, missed_scans = 0 WHERE ${key} = ? AND deleted_at IS NULL`);
+    const markSeen = this.statement(`UPDATE ${stream.table} SET last_seen_scan = ?, missed_scans = 0 WHERE ${key} = ? AND deleted_at IS NULL`);
     return this.store.transaction(() => {
       for (const item of items) {
         const clean = withoutSecrets(item.raw);
@@ -115,8 +127,8 @@ export class RejectedRecords {
   /** Removes the quarantine rows of records a run just accepted. @returns how many rows left */
   release(stream: string, recordIds: readonly string[]): number {
     if (recordIds.length === 0) return 0;
-    if (!this.db.prepare('SELECT 1 FROM rejected_records WHERE stream = ? LIMIT 1').get(stream)) return 0;
-    const remove = this.db.prepare('DELETE FROM rejected_records WHERE stream = ? AND record_key = ?');
+    if (!this.statement('SELECT 1 FROM rejected_records WHERE stream = ? LIMIT 1').get(stream)) return 0;
+    const remove = this.statement('DELETE FROM rejected_records WHERE stream = ? AND record_key = ?');
     let removed = 0;
     for (const id of recordIds) removed += remove.run(stream, id).changes;
     return removed;
@@ -129,8 +141,8 @@ export class RejectedRecords {
    */
   countListedOutsideMirror(stream: StreamDefinition, sinceIso: string): number {
     const key = stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
-    const row = this.db
-      .prepare(
+    const row = this
+      .statement(
         `SELECT COUNT(*) AS n FROM rejected_records r
           WHERE r.stream = ? AND r.record_id IS NOT NULL AND r.last_seen_at >= ?
             AND NOT EXISTS (SELECT 1 FROM ${stream.table} t WHERE t.${key} = r.record_id AND t.deleted_at IS NULL)`,
@@ -141,15 +153,15 @@ export class RejectedRecords {
 
   /** How many records of `stream` are quarantined now. */
   count(stream: string): number {
-    return (this.db.prepare('SELECT COUNT(*) AS n FROM rejected_records WHERE stream = ?').get(stream) as { n: number }).n;
+    return (this.statement('SELECT COUNT(*) AS n FROM rejected_records WHERE stream = ?').get(stream) as { n: number }).n;
   }
 
   /** The quarantined records, of one stream or all, oldest first. */
   list(stream?: string): RejectedRecord[] {
     const rows = (
       stream === undefined
-        ? this.db.prepare('SELECT * FROM rejected_records ORDER BY first_seen_at, stream, record_key').all()
-        : this.db.prepare('SELECT * FROM rejected_records WHERE stream = ? ORDER BY first_seen_at, record_key').all(stream)
+        ? this.statement('SELECT * FROM rejected_records ORDER BY first_seen_at, stream, record_key').all()
+        : this.statement('SELECT * FROM rejected_records WHERE stream = ? ORDER BY first_seen_at, record_key').all(stream)
     ) as { stream: string; record_id: string | null; raw: string; error: string; first_seen_at: string; last_seen_at: string; times_seen: number }[];
     return rows.map((row) => ({
       stream: row.stream,
