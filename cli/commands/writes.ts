@@ -16,9 +16,9 @@ import { UsageError } from '../program.ts';
 import type { Command } from 'commander';
 import type { Config } from '../../src/config/schema.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import type { ContextOptions } from '../../jobs/context.ts';
+import { processLogger, type ContextOptions } from '../../jobs/context.ts';
 import { enqueueWriteJob, readWrite, runWorkerJob } from '../../jobs/writes.ts';
-import { createLogger, type Logger } from '../../src/logging/logger.ts';
+import type { Logger } from '../../src/logging/logger.ts';
 import { WRITE_KIND_NAMES, WRITE_KINDS, WriteValidationError, type EnqueueResult } from '../../src/writes/index.ts';
 
 
@@ -87,7 +87,7 @@ export function registerWriteCommands(program: Command): void {
     .addHelpText('after', `\nWrite kinds:\n${kinds}\n\nExample:\n  bizops-sync enqueue transaction.create --data '{"type":"INCOME","amount":1250,"description":"Catering"}'`)
     .action(async (kind: string, options: { data?: string; file?: string; idempotencyKey?: string; actAs?: string; json?: boolean }) => {
       const config = loadConfig();
-      const logger = createLogger({ secrets: Object.values(config.tokens), level: process.env.BIZOPS_LOG_LEVEL ?? 'warn' });
+      const logger = processLogger(config, { level: process.env.BIZOPS_LOG_LEVEL ?? 'warn' });
       try {
         const result = await enqueueCommand(config, { kind, ...options, logger });
         process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${result.id}\n`);
@@ -103,7 +103,7 @@ export function registerWriteCommands(program: Command): void {
     .option('--concurrency <n>', 'writes in progress at once in this process (default 4)', parseConcurrency)
     .action(async (options: { concurrency?: number }) => {
       const config = loadConfig();
-      const logger = createLogger({ secrets: Object.values(config.tokens) });
+      const logger = processLogger(config);
       const controller = new AbortController();
       const stop = (signal: NodeJS.Signals) => {
         if (controller.signal.aborted && signal === 'SIGINT') process.exit(130);
