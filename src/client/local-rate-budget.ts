@@ -14,8 +14,9 @@
  * retry goes to the head of its priority's queue (after earlier retries). `acquire` honours an
  * AbortSignal.
  */
-import { PRIORITIES, type AcquireOptions, type BudgetPeek, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation, type RateSlot, type ReleaseOutcome } from './rate-budget.ts';
+import { type AcquireOptions, type BudgetPeek, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation, type RateSlot, type ReleaseOutcome } from './rate-budget.ts';
 import { defaultResumeMarginMs, effectiveWindowMs, emptyWindowState, forgetWindow, observeWindow, spendUnanswered, windowAllowance, windowEndBoundMs, type ServerWindowState } from './server-window.ts';
+import { WaitingLine } from './waiting-line.ts';
 
 /** Construction options of a LocalRateBudget: `limit` requests per `windowMs` ms, plus margins (ms). */
 export interface LocalRateBudgetOptions {
@@ -48,16 +49,6 @@ export interface LocalRateBudgetStats extends RateBudgetStats {
   serverWindowMs: number;
 }
 
-interface Waiter {
-  priority: Priority;
-  /** A retry: queued ahead of the first waiter that is not one. */
-  retry: boolean;
-  enqueuedAtMs: number;
-  resolve: (slot: RateSlot) => void;
-  reject: (reason: unknown) => void;
-  cleanup: () => void;
-}
-
 function positiveInteger(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
     throw new RangeError(`LocalRateBudget option ${field} must be a positive integer, got ${String(value)}`);
@@ -79,7 +70,7 @@ export class LocalRateBudget implements RateBudget {
 
   /** Grant times (ms epoch), ascending; entries older than the sliding window are pruned. */
   private readonly grantLog: number[] = [];
-  private readonly queues: Record<Priority, Waiter[]> = { write: [], incremental: [], backfill: [] };
+  private readonly line = new WaitingLine();
   private pausedUntilMs = 0;
   /** What the server's answers taught (server-window.ts). */
   private readonly window: ServerWindowState = emptyWindowState();
@@ -114,34 +105,11 @@ export class LocalRateBudget implements RateBudget {
    * with an Error when the budget is closed.
    */
   acquire(priority: Priority, signal?: AbortSignal, options: AcquireOptions = {}): Promise<RateSlot> {
-    if (!PRIORITIES.includes(priority)) {
-      return Promise.reject(new TypeError(`priority must be one of ${PRIORITIES.join(', ')}, got ${String(priority)}`));
-    }
-    if (this.closed) return Promise.reject(new Error('rate budget is closed'));
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<RateSlot>((resolve, reject) => {
-      const waiter: Waiter = {
-        priority,
-        retry: options.retry === true,
-        enqueuedAtMs: Date.now(),
-        resolve,
-        reject,
-        cleanup: () => signal?.removeEventListener('abort', onAbort),
-      };
-      const onAbort = () => {
-        const queue = this.queues[priority];
-        const index = queue.indexOf(waiter);
-        if (index >= 0) queue.splice(index, 1);
-        reject(signal?.reason);
-        this.pump();
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const queue = this.queues[priority];
-      const firstFresh = waiter.retry ? queue.findIndex((queued) => !queued.retry) : -1;
-      if (firstFresh >= 0) queue.splice(firstFresh, 0, waiter);
-      else queue.push(waiter);
-      this.pump();
-    });
+    const refusal = WaitingLine.refusal(priority, this.closed, signal);
+    if (refusal) return Promise.reject(refusal.reason);
+    const slot = this.line.join(priority, signal, options, () => this.pump());
+    this.pump();
+    return slot;
   }
 
   /**
@@ -221,7 +189,7 @@ export class LocalRateBudget implements RateBudget {
       granted: { ...this.counters.granted },
       waitedMs: this.counters.waitedMs,
       pauses: this.counters.pauses,
-      waiting: { write: this.queues.write.length, incremental: this.queues.incremental.length, backfill: this.queues.backfill.length },
+      waiting: this.line.counts(),
       grantedInWindow: this.grantLog.length,
       blockedUntilMs: slots <= 0 && at > now ? at : undefined,
       serverClockOffsetMs: this.serverClockOffsetMs(),
@@ -235,12 +203,7 @@ export class LocalRateBudget implements RateBudget {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    for (const priority of PRIORITIES) {
-      for (const waiter of this.queues[priority].splice(0)) {
-        waiter.cleanup();
-        waiter.reject(new Error('rate budget is closed'));
-      }
-    }
+    this.line.rejectAll(new Error('rate budget is closed'));
   }
 
   private prune(now: number): void {
@@ -276,21 +239,13 @@ export class LocalRateBudget implements RateBudget {
     return windowEndBoundMs(this.window, this.windowMs);
   }
 
-  private nextWaiter(): Waiter | undefined {
-    for (const priority of PRIORITIES) {
-      const waiter = this.queues[priority][0];
-      if (waiter) return waiter;
-    }
-    return undefined;
-  }
-
   /** Grants as many slots as allowed now, then sleeps until the next one can be granted (or an answer comes). */
   private pump(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     if (this.closed) return;
     for (;;) {
-      const waiter = this.nextWaiter();
+      const waiter = this.line.head();
       if (!waiter) return;
       const now = Date.now();
       const { slots, at } = this.allowance(now);
@@ -298,14 +253,12 @@ export class LocalRateBudget implements RateBudget {
         this.timer = setTimeout(() => this.pump(), Math.max(1, at - now));
         return;
       }
-      this.queues[waiter.priority].shift();
       this.grantLog.push(now);
       const slot: RateSlot = { id: String(++this.slotSequence), priority: waiter.priority };
       this.inFlight.set(slot.id, now);
       this.counters.granted[waiter.priority]++;
       this.counters.waitedMs += now - waiter.enqueuedAtMs;
-      waiter.cleanup();
-      waiter.resolve(slot);
+      this.line.grant(waiter.priority, slot);
     }
   }
 }

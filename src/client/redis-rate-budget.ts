@@ -43,6 +43,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { PRIORITIES, type AcquireOptions, type BudgetPeek, type Priority, type RateBudget, type RateBudgetStats, type RateLimitObservation, type RateSlot, type ReleaseOutcome } from './rate-budget.ts';
 import { defaultResumeMarginMs } from './server-window.ts';
+import { WaitingLine } from './waiting-line.ts';
 
 /** Construction options of a RedisRateBudget: the Redis connection, the budget key, `limit` per `windowMs` ms, and polling (ms). */
 export interface RedisRateBudgetOptions {
@@ -295,14 +296,6 @@ type BudgetRedis = Redis & {
 /** An answer or release waiting to be sent to Redis: the six ARGV fields of STEP_SCRIPT's records. */
 type PendingRecord = [slot: string, resetMs: string, remaining: string, limit: string, dateMs: string, kind: 'obs' | 'sent' | 'unsent'];
 
-interface Waiter {
-  priority: Priority;
-  retry: boolean;
-  resolve: (slot: RateSlot) => void;
-  reject: (reason: unknown) => void;
-  cleanup: () => void;
-}
-
 function positiveInteger(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
     throw new RangeError(`RedisRateBudget option ${field} must be a positive integer, got ${String(value)}`);
@@ -337,7 +330,7 @@ export class RedisRateBudget implements RateBudget {
   private readonly slotTtlMs: number;
   private readonly processId = randomUUID();
   private leaseSequence = 0;
-  private readonly queues: Record<Priority, Waiter[]> = { write: [], incremental: [], backfill: [] };
+  private readonly line = new WaitingLine();
   /** Ranks this process announced demand for (to withdraw when its waiters are gone). */
   private readonly announced = new Set<number>();
   private pending: PendingRecord[] = [];
@@ -403,45 +396,22 @@ export class RedisRateBudget implements RateBudget {
    * @throws the signal's reason when `signal` aborts; an Error when the budget is closed; Redis errors
    */
   acquire(priority: Priority, signal?: AbortSignal, options: AcquireOptions = {}): Promise<RateSlot> {
-    if (!PRIORITIES.includes(priority)) return Promise.reject(new TypeError(`priority must be one of ${PRIORITIES.join(', ')}, got ${String(priority)}`));
-    if (this.closed) return Promise.reject(new Error('rate budget is closed'));
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    const startedAt = Date.now();
-    if (this.held.length > 0 && !this.head()) {
+    const refusal = WaitingLine.refusal(priority, this.closed, signal);
+    if (refusal) return Promise.reject(refusal.reason);
+    if (this.held.length > 0 && !this.line.head()) {
       const slot = this.held.shift()!;
       this.counters.granted[priority]++;
       this.counters.heldUsed++;
       return Promise.resolve({ id: slot.id, priority });
     }
-    return new Promise<RateSlot>((resolve, reject) => {
-      const waiter: Waiter = {
-        priority,
-        retry: options.retry === true,
-        resolve: (slot) => {
-          this.counters.granted[priority]++;
-          this.counters.waitedMs += Date.now() - startedAt;
-          resolve(slot);
-        },
-        reject,
-        cleanup: () => signal?.removeEventListener('abort', onAbort),
-      };
-      const onAbort = () => {
-        const queue = this.queues[priority];
-        const index = queue.indexOf(waiter);
-        if (index >= 0) queue.splice(index, 1);
-        this.wake?.();
-        // The last waiter of its priority withdraws the process's demand before its caller hears of the abort.
-        if (queue.length > 0) reject(signal?.reason);
-        else void this.withdrawPriority(priority).finally(() => reject(signal?.reason));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const queue = this.queues[priority];
-      const firstFresh = waiter.retry ? queue.findIndex((queued) => !queued.retry) : -1;
-      if (firstFresh >= 0) queue.splice(firstFresh, 0, waiter);
-      else queue.push(waiter);
+    const slot = this.line.join(priority, signal, options, (abandoned, leftInPriority) => {
       this.wake?.();
-      if (!this.pumping) void this.pump();
+      // The last waiter of its priority withdraws the process's demand before its caller hears of the abort.
+      if (leftInPriority === 0) return this.withdrawPriority(abandoned);
     });
+    this.wake?.();
+    if (!this.pumping) void this.pump();
+    return slot;
   }
 
   /**
@@ -500,7 +470,7 @@ export class RedisRateBudget implements RateBudget {
       granted: { ...this.counters.granted },
       waitedMs: this.counters.waitedMs,
       pauses: this.counters.pauses,
-      waiting: { write: this.queues.write.length, incremental: this.queues.incremental.length, backfill: this.queues.backfill.length },
+      waiting: this.line.counts(),
       leaseCalls: this.counters.leaseCalls,
       heldUsed: this.counters.heldUsed,
       observeFailures: this.counters.observeFailures,
@@ -522,12 +492,7 @@ export class RedisRateBudget implements RateBudget {
   /** Rejects this process's waiters, sends what is pending, and closes the connection when the budget opened it. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const priority of PRIORITIES) {
-      for (const waiter of this.queues[priority].splice(0)) {
-        waiter.cleanup();
-        waiter.reject(new Error('rate budget is closed'));
-      }
-    }
+    this.line.rejectAll(new Error('rate budget is closed'));
     this.wake?.();
     this.returnHeld();
     await this.flush();
@@ -589,13 +554,19 @@ export class RedisRateBudget implements RateBudget {
     }
   }
 
+  /** Hands `slot` to the first waiter of `priority` and counts it; false when none waits. */
+  private grant(priority: Priority, slot: RateSlot): boolean {
+    const waiter = this.line.grant(priority, slot);
+    if (!waiter) return false;
+    this.counters.granted[priority]++;
+    this.counters.waitedMs += Date.now() - waiter.enqueuedAtMs;
+    return true;
+  }
+
   /** The highest-priority waiter's priority and rank (1 = a write's retry), or undefined when none waits. */
   private head(): { priority: Priority; rank: number } | undefined {
-    for (const [index, priority] of PRIORITIES.entries()) {
-      const first = this.queues[priority][0];
-      if (first) return { priority, rank: index * 2 + (first.retry ? 1 : 2) };
-    }
-    return undefined;
+    const first = this.line.head();
+    return first && { priority: first.priority, rank: PRIORITIES.indexOf(first.priority) * 2 + (first.retry ? 1 : 2) };
   }
 
   /** Takes slots for this process's waiters, several per script call, until none waits. */
@@ -604,23 +575,18 @@ export class RedisRateBudget implements RateBudget {
     try {
       for (let head = this.head(); head && !this.closed; head = this.head()) {
         if (this.held.length > 0) {
-          const waiter = this.queues[head.priority].shift()!;
           const slot = this.held.shift()!;
           this.counters.heldUsed++;
-          waiter.cleanup();
-          waiter.resolve({ id: slot.id, priority: head.priority });
+          this.grant(head.priority, { id: slot.id, priority: head.priority });
           continue;
         }
-        const want = Math.min(this.maxLease, this.queues[head.priority].length);
+        const want = Math.min(this.maxLease, this.line.length(head.priority));
         const prefix = `${this.processId}:${++this.leaseSequence}`;
         let result: StepResult;
         try {
           result = await this.step('acquire', head.rank, prefix, want);
         } catch (error) {
-          for (const waiter of this.queues[head.priority].splice(0)) {
-            waiter.cleanup();
-            waiter.reject(error);
-          }
+          this.line.rejectAll(error, head.priority);
           continue;
         }
         const [granted, waitMs] = result;
@@ -628,13 +594,7 @@ export class RedisRateBudget implements RateBudget {
         else this.announced.add(head.rank);
         for (let index = 1; index <= granted; index++) {
           const slot: RateSlot = { id: `${prefix}:${index}`, priority: head.priority };
-          const waiter = this.queues[head.priority].shift();
-          if (waiter) {
-            waiter.cleanup();
-            waiter.resolve(slot);
-          } else {
-            this.hold(slot); // leased ahead, or its waiter gave up meanwhile
-          }
+          if (!this.grant(head.priority, slot)) this.hold(slot); // leased ahead, or its waiter gave up meanwhile
         }
         if (granted === 0) {
           // A little jitter so that processes woken by the same expiry do not all ask in the same ms.
