@@ -17,7 +17,26 @@ export function registerSimulateCommand(program: Command): void {
     .option('--window-ms <ms>', 'rate-limit window length in ms', integerOption('--window-ms', 1), 60_000)
     .option('--churn-ms <ms>', 'change some records every this many ms (0: no churn)', integerOption('--churn-ms'), 0)
     .option('--churn-per-tick <n>', 'records changed per churn tick', integerOption('--churn-per-tick', 1), 3)
-    .action(async (options: { host: string; port: number; seed: number; transactions: number; deals: number; onboardings: number; rateLimit: number; windowMs: number; churnMs: number; churnPerTick: number }) => {
+    .option('--companies <n>', 'extra companies C1..CN beyond A and B, each with its own data, admin token sim-company-<k>-token and rate budget', integerOption('--companies'), 0)
+    .option('--company-transactions <n>', 'transactions per extra company (default: a tenth of --transactions)', integerOption('--company-transactions'))
+    .option('--company-deals <n>', 'deals per extra company (default: a tenth of --deals)', integerOption('--company-deals'))
+    .option('--company-onboardings <n>', 'onboardings per extra company (default: a tenth of --onboardings)', integerOption('--company-onboardings'))
+    .action(async (options: {
+      host: string;
+      port: number;
+      seed: number;
+      transactions: number;
+      deals: number;
+      onboardings: number;
+      rateLimit: number;
+      windowMs: number;
+      churnMs: number;
+      churnPerTick: number;
+      companies: number;
+      companyTransactions?: number;
+      companyDeals?: number;
+      companyOnboardings?: number;
+    }) => {
       // Imported when run: the production image has no simulator, and every other command works without it.
       requireSimulatorInstalled('simulate');
       const { startSimulator } = await import('@bizops-sync/simulator');
@@ -28,6 +47,8 @@ export function registerSimulateCommand(program: Command): void {
         size: { transactions: options.transactions, deals: options.deals, onboardings: options.onboardings },
         rateLimit: options.rateLimit === 0 ? false : { limit: options.rateLimit, windowMs: options.windowMs },
         churn: options.churnMs === 0 ? false : { intervalMs: options.churnMs, perTick: options.churnPerTick },
+        companies: options.companies,
+        extraCompanySizes: { transactions: options.companyTransactions, deals: options.companyDeals, onboardings: options.companyOnboardings },
       };
       const simulator = await startSimulator(simulatorOptions);
       process.stdout.write(
@@ -35,6 +56,9 @@ export function registerSimulateCommand(program: Command): void {
           `simulator listening on ${simulator.url} (API at ${simulator.url}/api/public/v1, admin at ${simulator.url}/__admin/state)`,
           'tokens:',
           ...Object.entries(simulator.tokens).map(([name, token]) => `  ${name.padEnd(14)} ${String(token)}`),
+          ...(simulator.companies.length === 0
+            ? []
+            : [`  companies C1..C${simulator.companies.length}: company k's admin token is sim-company-<k>-token (the admin surface takes ?company=C<k>; per-company counts: ${simulator.url}/__admin/request-counts)`]),
           `try: BIZOPS_BASE_URL=${simulator.url} BIZOPS_TOKEN=${String(simulator.tokens.admin)} bizops-sync backfill`,
           '',
         ].join('\n'),

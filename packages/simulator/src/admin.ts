@@ -2,7 +2,9 @@
  * The simulator's admin surface under `/__admin` (no auth, not rate limited, not in the request log),
  * for the CLI and for tests in other processes:
  *
- *   GET    /__admin/state                     { counts, companies: { A, B }, tokens: { name: token }, tokenNames, faults }
+ *   GET    /__admin/state                     { counts, companies: { A, B, C1.. }, tokens: { name: token }, tokenNames,
+ *                                             companyTokens: { C1: token, .. }, companyIds: { A: id, .. }, faults }
+ *   GET    /__admin/request-counts            { companies: { A: CompanyRequestCounts, B, C1.. } } (per company: requests, 429s, ...)
  *   GET    /__admin/ground-truth/{stream}     { stream, records } as the list endpoint serializes them (?company=B)
  *   POST   /__admin/faults                    body: a Fault; `match.path` is a string, or `match.pathPattern` a RegExp source
  *   DELETE /__admin/faults                    clears pending faults
@@ -10,13 +12,14 @@
  *   POST   /__admin/world/{method}            body: JSON array of arguments; returns { result } (?company=B)
  *   GET    /__admin/requests?since=ms         { requests } that arrived at or after `since`
  *
- * Errors answer `{ message }` with 400 (bad input) or 404 (unknown path, stream or method).
+ * `?company=` takes a company key: `A` (the default), `B`, or `C1`..`CN` for the extra companies.
+ * Errors answer `{ message }` with 400 (bad input) or 404 (unknown path, stream, method or company).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Fault, FaultInjector } from './faults.ts';
 import { STREAM_NAMES, type StreamName } from './records.ts';
-import { readBody, sendJson, type RequestLogEntry } from './server.ts';
-import { SIMULATOR_TOKENS } from './tokens.ts';
+import { countRequestsByCompany, readBody, sendJson, type RequestLogEntry } from './server.ts';
+import { SIMULATOR_TOKENS, type TokenDefinition } from './tokens.ts';
 import type { CompanyWorld, World } from './world.ts';
 
 /** World methods callable through POST /__admin/world/{method}. */
@@ -44,10 +47,18 @@ export interface AdminDependencies {
   world: World;
   faults: FaultInjector;
   requests: RequestLogEntry[];
+  /** The tokens of the extra companies C1..CN, in order (`extraCompanyTokens`). */
+  extraTokens: readonly TokenDefinition[];
 }
 
+/** A 404 for an unknown `?company=`. */
+class UnknownCompanyError extends Error {}
+
 function companyOf(world: World, url: URL): CompanyWorld {
-  return url.searchParams.get('company') === 'B' ? world.companies.B : world;
+  const key = url.searchParams.get('company') ?? 'A';
+  const company = world.companies[key];
+  if (!company) throw new UnknownCompanyError(`company must be one of ${Object.keys(world.companies).join(', ')}, got "${key}"`);
+  return company;
 }
 
 /** Handles one `/__admin` request. Never throws. */
@@ -70,11 +81,17 @@ export async function handleAdminRequest(request: IncomingMessage, response: Ser
     if (method === 'GET' && path === '/__admin/state') {
       reply(200, {
         counts: world.snapshot(),
-        companies: { A: world.snapshot(), B: world.companies.B.snapshot() },
+        companies: Object.fromEntries(Object.entries(world.companies).map(([key, company]) => [key, company.snapshot()])),
         tokens: SIMULATOR_TOKENS,
         tokenNames: Object.keys(SIMULATOR_TOKENS),
+        companyTokens: Object.fromEntries(dependencies.extraTokens.map((definition) => [definition.company, definition.token])),
+        companyIds: Object.fromEntries(Object.entries(world.companies).map(([key, company]) => [key, company.data.id])),
         faults: faults.list().map((entry) => ({ ...entry, fault: { ...entry.fault, match: entry.fault.match ? { ...entry.fault.match, path: String(entry.fault.match.path) } : undefined } })),
       });
+      return;
+    }
+    if (method === 'GET' && path === '/__admin/request-counts') {
+      reply(200, { companies: countRequestsByCompany(dependencies.requests, Object.keys(world.companies)) });
       return;
     }
     const groundTruth = /^\/__admin\/ground-truth\/([^/]+)$/.exec(path);
@@ -144,6 +161,6 @@ export async function handleAdminRequest(request: IncomingMessage, response: Ser
     }
     reply(404, { message: `No admin endpoint ${method} ${path}` });
   } catch (error) {
-    reply(400, { message: error instanceof Error ? error.message : String(error) });
+    reply(error instanceof UnknownCompanyError ? 404 : 400, { message: error instanceof Error ? error.message : String(error) });
   }
 }

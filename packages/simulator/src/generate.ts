@@ -149,9 +149,12 @@ export function signedAmount(type: string, amount: number): number {
 /** Builds the company's whole world from the seed. */
 export function generateCompany(options: GenerateOptions): CompanyData {
   const { key, anchorMs, nowMs, sizes } = options;
-  const rng = new SeededRandom(options.seed * 7919 + (key === 'A' ? 1 : 2));
-  const companyName = key === 'A' ? 'Acme Bistro Group' : 'Blue Harbor Foods';
-  const domain = key === 'A' ? 'acme.example' : 'blueharbor.example';
+  // Extra companies C1..CN: seeded apart from A (1), B (2) and each other; B's staff names, their own company name and domain.
+  const extra = key === 'A' || key === 'B' ? 0 : Number(key.slice(1));
+  if (key !== 'A' && key !== 'B' && !(Number.isInteger(extra) && extra >= 1)) throw new Error(`company key must be A, B or C<k> with k >= 1, got "${key}"`);
+  const rng = new SeededRandom(options.seed * 7919 + (key === 'A' ? 1 : 2 + extra));
+  const companyName = key === 'A' ? 'Acme Bistro Group' : key === 'B' ? 'Blue Harbor Foods' : `Company ${extra} Kitchens`;
+  const domain = key === 'A' ? 'acme.example' : key === 'B' ? 'blueharbor.example' : `company-${extra}.example`;
   const createdAtBase = iso(anchorMs - SPAN_MS - 30 * DAY_MS);
 
   const locations = Array.from({ length: key === 'A' ? 3 : 2 }, (_, index) => ({
@@ -284,13 +287,17 @@ export function generateCompany(options: GenerateOptions): CompanyData {
     const status: TransactionStatus = roll < 0.8 ? 'CONFIRMED' : roll < 0.95 ? 'PENDING' : 'VOIDED';
     const dateMs = time.createdMs;
     const hasLocation = rng.chance(0.85);
+    // One toISOString per timestamp: the day, tax year and quarter are read off createdAt's text
+    // (same values as from a Date, for years 0000-9999; this loop dominates generating many companies).
+    const createdAt = iso(time.createdMs);
+    const plainYear = createdAt.length === 24;
     transactions[index] = {
       id: rng.id('txn'),
       type,
       status,
       amount: signedAmount(type, rng.int(1, 5000) * 100 + rng.int(0, 99)),
       description: rng.pick(DESCRIPTIONS[type]),
-      date: dayIso(dateMs),
+      date: plainYear ? `${createdAt.slice(0, 10)}T00:00:00.000Z` : dayIso(dateMs),
       dueDate: status === 'PENDING' && rng.chance(0.8) ? dayIso(dateMs + 30 * DAY_MS) : null,
       counterpartyName: rng.pick(COUNTERPARTIES),
       counterpartyEmail: null,
@@ -298,10 +305,10 @@ export function generateCompany(options: GenerateOptions): CompanyData {
       notes: null,
       locationId: hasLocation ? rng.pick(locationIds) : null,
       legalEntityId: rng.pick(legalEntities).id,
-      taxYear: new Date(dateMs).getUTCFullYear(),
-      taxQuarter: Math.floor(new Date(dateMs).getUTCMonth() / 3) + 1,
-      createdAt: iso(time.createdMs),
-      updatedAt: iso(time.updatedMs),
+      taxYear: plainYear ? Number(createdAt.slice(0, 4)) : new Date(dateMs).getUTCFullYear(),
+      taxQuarter: plainYear ? Math.floor((Number(createdAt.slice(5, 7)) - 1) / 3) + 1 : Math.floor(new Date(dateMs).getUTCMonth() / 3) + 1,
+      createdAt,
+      updatedAt: time.updatedMs === time.createdMs ? createdAt : iso(time.updatedMs),
     };
   }
 

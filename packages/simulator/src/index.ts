@@ -11,6 +11,12 @@
  *   simulator.faults.inject({ kind: 'status', status: 503, match: { path: '/transactions' } });
  *   simulator.world.createTransaction({ type: 'INCOME', amount: 1200 });
  *   await simulator.close();
+ *
+ * Many companies (one server, each company its own data and rate budget):
+ *
+ *   const simulator = await startSimulator({ companies: 20, extraCompanySizes: { transactions: 10_000 } });
+ *   simulator.companies[0];            // { k: 1, key: 'C1', token: 'sim-company-1-token', id: 'com_...', world }
+ *   simulator.requestCounts().C1;      // { requests, rateLimited, counted, byStatus }
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -19,19 +25,19 @@ import { FaultInjector } from './faults.ts';
 import { FixedWindowRateLimiter, type RateLimitSettings } from './rate-limit.ts';
 import { Router } from './router.ts';
 import { ROUTES } from './routes/index.ts';
-import { API_PREFIX, handleApiRequest, sendJson, type RequestLogEntry } from './server.ts';
-import { SIMULATOR_TOKENS, type SimulatorTokens } from './tokens.ts';
-import { World } from './world.ts';
+import { API_PREFIX, countRequestsByCompany, handleApiRequest, sendJson, type CompanyRequestCounts, type RequestLogEntry } from './server.ts';
+import { extraCompanyTokens, SIMULATOR_TOKENS, tokenLookup, type ExtraCompanyKey, type SimulatorTokens } from './tokens.ts';
+import { companyBSizes, World, type CompanyWorld } from './world.ts';
 
 export { FaultInjector } from './faults.ts';
 export type { Fault, FaultKind, FaultMatch } from './faults.ts';
-export type { RequestLogEntry } from './server.ts';
-export { API_PREFIX } from './server.ts';
+export type { CompanyRequestCounts, RequestLogEntry } from './server.ts';
+export { API_PREFIX, countRequestsByCompany } from './server.ts';
 export type { RateLimitSettings } from './rate-limit.ts';
-export { ALL_SCOPES, READ_SCOPES, SIMULATOR_TOKENS, SPEC_SCOPES, TOKEN_TABLE } from './tokens.ts';
-export type { SimulatorTokens, TokenDefinition, TokenName } from './tokens.ts';
+export { ALL_SCOPES, extraCompanyKey, extraCompanyToken, READ_SCOPES, SIMULATOR_TOKENS, SPEC_SCOPES, TOKEN_TABLE } from './tokens.ts';
+export type { CompanyKey, ExtraCompanyKey, ExtraTokenName, SimulatorTokens, TokenDefinition, TokenName } from './tokens.ts';
 export { CompanyWorld, World } from './world.ts';
-export type { ChurnChange, WorldSnapshot } from './world.ts';
+export type { ChurnChange, WorldCompanies, WorldSnapshot } from './world.ts';
 export type * from './records.ts';
 
 /** Options of `startSimulator`; every member has a default. */
@@ -74,6 +80,30 @@ export interface SimulatorOptions {
    * `sortBy=createdAt`; pair with the `unstable-order` fault). Default: no bursts.
    */
   createdInBursts?: number;
+  /**
+   * Extra companies beyond A and B (default 0): companies C1..CN, each with its own seeded data
+   * (`extraCompanySizes`), one admin token with every scope (`sim-company-<k>-token`, k = 1..N), its
+   * own rate budget (the same `rateLimit`), and its own admin surface (`/__admin/...?company=C<k>`).
+   * Companies A and B are the same with or without them. 20 companies of 10,000 transactions build
+   * in about 1-2 s.
+   */
+  companies?: number;
+  /** Stream sizes of each extra company; a missing member defaults to company B's (a tenth of A's, at least 5). */
+  extraCompanySizes?: { transactions?: number; deals?: number; onboardings?: number; customers?: number };
+}
+
+/** One extra company of a running simulator (the `companies` option). */
+export interface SimulatedCompany {
+  /** 1-based index k. */
+  k: number;
+  /** Its company key in the world, the request log and `?company=` of the admin surface: `C<k>`. */
+  key: ExtraCompanyKey;
+  /** Its admin bearer token (every scope): `sim-company-<k>-token`. */
+  token: string;
+  /** Its company id as the API reports it (`GET /test-token` content.companyId). */
+  id: string;
+  /** Its ground truth, mutable by tests (same methods as `simulator.world`). */
+  world: CompanyWorld;
 }
 
 /** A started simulator: its base URL, tokens, ground truth, fault injector and request log. */
@@ -86,6 +116,15 @@ export interface RunningSimulator {
   faults: FaultInjector;
   /** Every API request received (admin requests excluded), in arrival order. */
   requests: RequestLogEntry[];
+  /** The extra companies C1..CN in order (`companies[k - 1]` is company k); empty without the `companies` option. */
+  companies: SimulatedCompany[];
+  /** Extra company k (1-based). @throws RangeError when there is no company k */
+  company(k: number): SimulatedCompany;
+  /**
+   * The request log counted per company key (`A`, `B`, `C1`..; every company present): requests,
+   * 429s, requests counted against the budget, responses by status. Also `GET /__admin/request-counts`.
+   */
+  requestCounts(): Record<string, CompanyRequestCounts>;
   /** Stops churn, closes every socket and the server. */
   close(): Promise<void>;
 }
@@ -100,24 +139,39 @@ export const DEFAULT_SIZES = { transactions: 500, deals: 200, onboardings: 40, c
 export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
   const clock = options.clock ?? Date.now;
   const anchor = options.anchor ?? Math.floor(clock() / 86_400_000) * 86_400_000;
+  const extraCount = options.companies ?? 0;
+  if (!Number.isInteger(extraCount) || extraCount < 0) throw new Error(`companies must be a non-negative integer, got ${String(extraCount)}`);
+  const sizes = { ...DEFAULT_SIZES, ...options.size };
+  // A member left out (or undefined) keeps company B's size.
+  const extraCompanySizes = { ...companyBSizes(sizes), ...Object.fromEntries(Object.entries(options.extraCompanySizes ?? {}).filter(([, value]) => value !== undefined)) };
+  for (const [name, value] of Object.entries(extraCompanySizes)) {
+    if (!Number.isInteger(value) || value < 0) throw new Error(`extraCompanySizes.${name} must be a non-negative integer, got ${String(value)}`);
+  }
   const world = new World({
     seed: options.seed ?? 1,
-    sizes: { ...DEFAULT_SIZES, ...options.size },
+    sizes,
     anchorMs: anchor,
     clock: options.recordClockLagMs ? () => clock() - (options.recordClockLagMs ?? 0) : clock,
     createdInBursts: options.createdInBursts,
+    extraCompanies: extraCount,
+    extraCompanySizes,
+  });
+  const extraTokens = extraCompanyTokens(extraCount);
+  const companies: SimulatedCompany[] = extraTokens.map((definition, index) => {
+    const company = world.company(definition.company);
+    return { k: index + 1, key: definition.company as ExtraCompanyKey, token: definition.token, id: company.data.id, world: company };
   });
   const faults = new FaultInjector();
   const requests: RequestLogEntry[] = [];
   const rateLimit = options.rateLimit === undefined ? { limit: 60, windowMs: 60_000 } : options.rateLimit;
   const limiter = rateLimit === false ? null : new FixedWindowRateLimiter(rateLimit);
   const router = new Router(ROUTES);
-  const apiDependencies = { world, faults, limiter, router, requests, latencyMs: options.latencyMs ?? 0, clock };
+  const apiDependencies = { world, tokens: tokenLookup(extraCount), faults, limiter, router, requests, latencyMs: options.latencyMs ?? 0, clock };
 
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const url = new URL(request.url ?? '/', 'http://simulator.local');
     if (url.pathname === '/__admin' || url.pathname.startsWith('/__admin/')) {
-      void handleAdminRequest(request, response, url, { world, faults, requests });
+      void handleAdminRequest(request, response, url, { world, faults, requests, extraTokens });
     } else if (url.pathname === API_PREFIX || url.pathname.startsWith(`${API_PREFIX}/`)) {
       void handleApiRequest(request, response, url, apiDependencies).catch((error: unknown) => {
         if (!response.headersSent) sendJson(response, 500, { message: 'Internal simulator error', err: String(error) }, {}, clock);
@@ -157,6 +211,15 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     world,
     faults,
     requests,
+    companies,
+    company(k: number) {
+      const company = companies[k - 1];
+      if (!company || !Number.isInteger(k)) {
+        throw new RangeError(companies.length === 0 ? `company ${k}: this simulator has no extra companies (start it with the companies option)` : `company k must be an integer from 1 to ${companies.length}, got ${k}`);
+      }
+      return company;
+    },
+    requestCounts: () => countRequestsByCompany(requests, Object.keys(world.companies)),
     close() {
       closing ??= new Promise<void>((resolve) => {
         if (churnTimer) clearInterval(churnTimer);

@@ -13,7 +13,7 @@ import { HttpError } from './http-error.ts';
 import type { FixedWindowRateLimiter } from './rate-limit.ts';
 import type { Router } from './router.ts';
 import type { HandlerResult } from './routes/types.ts';
-import { findToken } from './tokens.ts';
+import type { TokenDefinition } from './tokens.ts';
 import type { World } from './world.ts';
 
 /** The path prefix of every API endpoint (spec §1.1, §9). */
@@ -30,7 +30,7 @@ export interface RequestLogEntry {
   query: string;
   /** The status sent; 0 when no status line was sent (refused or lost after commit). */
   status: number;
-  /** `A`/`B`, or null when the token was missing or unknown. */
+  /** The company key (`A`, `B`, `C1`..), or null when the token was missing or unknown. */
   company: string | null;
   tokenName: string | null;
   /** The `Idempotency-Key` header as received (the spec is silent on it; the simulator ignores it), or null. */
@@ -39,15 +39,50 @@ export interface RequestLogEntry {
   rateWindowStartMs?: number;
 }
 
-/** What `handleApiRequest` needs: the world, faults, rate limiter (null for none), router, request log, added latency (ms) and clock (ms epoch). */
+/**
+ * What `handleApiRequest` needs: the world, the bearer tokens it accepts, faults, rate limiter (null
+ * for none), router, request log, added latency (ms) and clock (ms epoch).
+ */
 export interface ApiServerDependencies {
   world: World;
+  /** Bearer string -> token definition (`tokenLookup`): TOKEN_TABLE plus the extra companies' tokens. */
+  tokens: ReadonlyMap<string, TokenDefinition>;
   faults: FaultInjector;
   limiter: FixedWindowRateLimiter | null;
   router: Router;
   requests: RequestLogEntry[];
   latencyMs: number;
   clock: () => number;
+}
+
+/** Per-company request counters (see `countRequestsByCompany`). */
+export interface CompanyRequestCounts {
+  /** API requests authenticated as the company's tokens, whatever their outcome (429s included). */
+  requests: number;
+  /** Those answered 429 by the rate limit or an injected `rate-limit` fault. */
+  rateLimited: number;
+  /** Those counted against the company's rate budget (spec §8): the limiter let them through. */
+  counted: number;
+  /** Responses by HTTP status (0: no status line was sent). */
+  byStatus: Record<string, number>;
+}
+
+/**
+ * Counts a request log per company key (`A`, `B`, `C1`..), every company in `companyKeys` present
+ * even with no requests; requests without a valid token are left out.
+ */
+export function countRequestsByCompany(requests: readonly RequestLogEntry[], companyKeys: readonly string[]): Record<string, CompanyRequestCounts> {
+  const counts: Record<string, CompanyRequestCounts> = {};
+  for (const key of companyKeys) counts[key] = { requests: 0, rateLimited: 0, counted: 0, byStatus: {} };
+  for (const entry of requests) {
+    if (entry.company === null) continue;
+    const company = (counts[entry.company] ??= { requests: 0, rateLimited: 0, counted: 0, byStatus: {} });
+    company.requests += 1;
+    if (entry.status === 429) company.rateLimited += 1;
+    if (entry.rateWindowStartMs !== undefined) company.counted += 1;
+    company.byStatus[entry.status] = (company.byStatus[entry.status] ?? 0) + 1;
+  }
+  return counts;
 }
 
 /** Reads the whole request body as text. */
@@ -159,7 +194,7 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
   const rawBody = await readBody(request);
   const authorization = request.headers.authorization ?? '';
   const bearer = /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
-  const token = bearer ? findToken(bearer) : undefined;
+  const token = bearer ? dependencies.tokens.get(bearer) : undefined;
   if (!token) {
     // Missing or unknown token: 401 (spec §7 leaves the status "not shown").
     send(401, { message: bearer ? 'The access token is invalid' : 'Missing bearer token: send Authorization: Bearer <ACCESS_TOKEN>' });

@@ -56,15 +56,24 @@ export type TokenName = 'admin' | 'hr' | 'employee' | 'readOnly' | 'noScopes' | 
 /** Token name -> bearer token string. */
 export type SimulatorTokens = Record<TokenName, string>;
 
-/** Company ids of the simulated world: A is the main company, B a second one for isolation tests. */
-export type CompanyKey = 'A' | 'B';
+/**
+ * Company keys of the simulated world: A is the main company, B a second one for isolation tests, and
+ * `C1`..`CN` the extra companies of the `companies` option (for many-company syncs and benchmarks).
+ */
+export type CompanyKey = 'A' | 'B' | ExtraCompanyKey;
+
+/** The key of extra company k (1-based): `C1`, `C2`, ... */
+export type ExtraCompanyKey = `C${number}`;
+
+/** The name of extra company k's admin token in the request log: `company-1`, `company-2`, ... */
+export type ExtraTokenName = `company-${number}`;
 
 /** The employee role a token acts as inside its company (see the world's employees). */
 export type EmployeeRole = 'admin' | 'hr' | 'employee' | 'readOnly' | 'noScopes';
 
 /** One simulator token: its bearer string, company, the employee role it acts as, and its scopes (spec §5). */
 export interface TokenDefinition {
-  name: TokenName;
+  name: TokenName | ExtraTokenName;
   token: string;
   company: CompanyKey;
   /** Which seeded employee of that company the token acts as (spec §5.2). */
@@ -142,7 +151,41 @@ export const SIMULATOR_TOKENS: SimulatorTokens = Object.fromEntries(
   TOKEN_TABLE.map((definition) => [definition.name, definition.token]),
 ) as SimulatorTokens;
 
-/** Looks a bearer token string up; undefined when unknown. */
+/** Looks a bearer token string up in `TOKEN_TABLE` (companies A and B only); undefined when unknown. */
 export function findToken(token: string): TokenDefinition | undefined {
   return TOKEN_TABLE.find((definition) => definition.token === token);
+}
+
+/** The key of extra company k (1-based), e.g. `extraCompanyKey(3)` = `C3`. */
+export function extraCompanyKey(k: number): ExtraCompanyKey {
+  return `C${k}`;
+}
+
+/**
+ * The bearer token of extra company k (1-based): `sim-company-<k>-token`, deterministic and documented
+ * so tests, benchmarks and a deployment in another process can name it. It holds every scope and acts
+ * as that company's admin employee.
+ */
+export function extraCompanyToken(k: number): string {
+  return `sim-company-${k}-token`;
+}
+
+/** The token definitions of extra companies 1..count: one admin token with every scope each. */
+export function extraCompanyTokens(count: number): TokenDefinition[] {
+  return Array.from({ length: count }, (_, index) => ({
+    name: `company-${index + 1}` as ExtraTokenName,
+    token: extraCompanyToken(index + 1),
+    company: extraCompanyKey(index + 1),
+    role: 'admin' as const,
+    scopes: ALL_SCOPES,
+    description: `Every scope; extra company ${index + 1} (key ${extraCompanyKey(index + 1)}): its own data and its own rate budget.`,
+  }));
+}
+
+/**
+ * A bearer string -> definition map of `TOKEN_TABLE` plus the tokens of extra companies 1..extraCompanies
+ * (what the server authenticates against; a Map so 20 companies cost one lookup, not a scan).
+ */
+export function tokenLookup(extraCompanies: number): ReadonlyMap<string, TokenDefinition> {
+  return new Map([...TOKEN_TABLE, ...extraCompanyTokens(extraCompanies)].map((definition) => [definition.token, definition]));
 }

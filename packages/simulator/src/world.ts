@@ -1,8 +1,9 @@
 /**
  * The simulator's ground truth: plain objects that endpoints read and write and tests mutate.
  *
- * `World` is company A (the company of every token except `otherCompany`) and holds company B under
- * `world.companies.B`; both are `CompanyWorld`s with the same methods. Every change sets the record's
+ * `World` is company A (the company of every token except `otherCompany` and the extra companies'
+ * tokens) and holds company B under `world.companies.B` and extra companies under `world.companies.C1`..;
+ * all are `CompanyWorld`s with the same methods. Every change sets the record's
  * `updatedAt` to the clock, so `updatedAfter` sees it (spec §1 pagination).
  */
 import type { CompanyData } from './company-data.ts';
@@ -21,7 +22,7 @@ import type {
 } from './records.ts';
 import { STREAM_NAMES, TRANSACTION_TYPES } from './records.ts';
 import { customerView, dealView, onboardingView, transactionListItem } from './serialize.ts';
-import type { CompanyKey } from './tokens.ts';
+import { extraCompanyKey, type CompanyKey } from './tokens.ts';
 
 /** One change made by churn or a test helper. */
 export interface ChurnChange {
@@ -530,41 +531,62 @@ export interface WorldOptions {
   clock: () => number;
   /** Stream records created in bursts sharing one createdAt, of this mean size (GenerateOptions.createdInBursts). */
   createdInBursts?: number;
+  /** How many extra companies C1..CN to add beyond A and B (default 0), each with `extraCompanySizes`. */
+  extraCompanies?: number;
+  /** Stream sizes of each extra company (default: company B's, a tenth of A's, at least 5). */
+  extraCompanySizes?: StreamSizes;
 }
 
+/** Company B's sizes: a tenth of company A's, at least 5 per stream. */
+export function companyBSizes(sizes: StreamSizes): StreamSizes {
+  const smaller = (size: number) => Math.max(5, Math.floor(size / 10));
+  return {
+    transactions: smaller(sizes.transactions),
+    deals: smaller(sizes.deals),
+    onboardings: smaller(sizes.onboardings),
+    customers: smaller(sizes.customers),
+  };
+}
+
+/** Every company of a World by key: always A and B, plus C1..CN with the `extraCompanies` option. */
+export type WorldCompanies = Readonly<Record<string, CompanyWorld>> & { readonly A: CompanyWorld; readonly B: CompanyWorld };
+
 /**
- * The whole simulated world. Itself company A (every token but `otherCompany`); `companies` maps
- * both company keys to their CompanyWorld (`companies.A === world`).
+ * The whole simulated world. Itself company A (every token but `otherCompany` and the extra
+ * companies' tokens); `companies` maps every company key to its CompanyWorld (`companies.A === world`).
  */
 export class World extends CompanyWorld {
-  readonly companies: Record<CompanyKey, CompanyWorld>;
+  readonly companies: WorldCompanies;
 
+  /** @throws Error when extraCompanies is not a non-negative integer */
   constructor(options: WorldOptions) {
     const nowMs = options.clock();
     super(generateCompany({ key: 'A', seed: options.seed, sizes: options.sizes, anchorMs: options.anchorMs, nowMs, createdInBursts: options.createdInBursts }), options.clock, options.seed * 31 + 17);
-    const smaller = (size: number) => Math.max(5, Math.floor(size / 10));
     const companyB = new CompanyWorld(
-      generateCompany({
-        key: 'B',
-        seed: options.seed,
-        sizes: {
-          transactions: smaller(options.sizes.transactions),
-          deals: smaller(options.sizes.deals),
-          onboardings: smaller(options.sizes.onboardings),
-          customers: smaller(options.sizes.customers),
-        },
-        anchorMs: options.anchorMs,
-        nowMs,
-        createdInBursts: options.createdInBursts,
-      }),
+      generateCompany({ key: 'B', seed: options.seed, sizes: companyBSizes(options.sizes), anchorMs: options.anchorMs, nowMs, createdInBursts: options.createdInBursts }),
       options.clock,
       options.seed * 31 + 29,
     );
-    this.companies = { A: this, B: companyB };
+    const extraCount = options.extraCompanies ?? 0;
+    if (!Number.isInteger(extraCount) || extraCount < 0) throw new Error(`extraCompanies must be a non-negative integer, got ${extraCount}`);
+    const companies: Record<string, CompanyWorld> = { A: this, B: companyB };
+    const extraSizes = options.extraCompanySizes ?? companyBSizes(options.sizes);
+    for (let k = 1; k <= extraCount; k += 1) {
+      const key = extraCompanyKey(k);
+      // Churn and created records of company k draw from their own seeded generator (A: +17, B: +29).
+      companies[key] = new CompanyWorld(
+        generateCompany({ key, seed: options.seed, sizes: extraSizes, anchorMs: options.anchorMs, nowMs, createdInBursts: options.createdInBursts }),
+        options.clock,
+        options.seed * 31 + 29 + 12 * k,
+      );
+    }
+    this.companies = companies as WorldCompanies;
   }
 
-  /** The CompanyWorld of a company key. */
+  /** The CompanyWorld of a company key (`A`, `B`, `C1`..). @throws Error naming the known keys when there is no such company */
   company(key: CompanyKey): CompanyWorld {
-    return this.companies[key];
+    const company = this.companies[key];
+    if (!company) throw new Error(`company must be one of ${Object.keys(this.companies).join(', ')}, got "${key}"`);
+    return company;
   }
 }

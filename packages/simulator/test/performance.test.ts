@@ -28,3 +28,24 @@ describe('performance', () => {
     }
   });
 });
+
+describe('many companies', () => {
+  it('builds 20 extra companies of 10,000 transactions each, every one reachable with its own token', async () => {
+    const buildStarted = performance.now();
+    const simulator = await startSimulator({ companies: 20, extraCompanySizes: { transactions: 10_000 }, rateLimit: false });
+    const buildMs = performance.now() - buildStarted;
+    try {
+      console.log(`20 companies x 10k transactions (plus A and B) built in ${buildMs.toFixed(0)} ms`);
+      expect(simulator.companies).toHaveLength(20);
+      for (const company of simulator.companies) {
+        expect(company.world.transactions).toHaveLength(10_000);
+        const response = await fetch(`${simulator.url}/api/public/v1/transactions?limit=1`, { headers: { Authorization: `Bearer ${company.token}` } });
+        const body = (await response.json()) as { content: { transactions: { id: string }[]; pagination: { total: number } } };
+        expect(body.content.pagination.total).toBe(10_000);
+        expect(body.content.transactions[0]?.id).toBe(company.world.transactions.at(-1)?.id);
+      }
+    } finally {
+      await simulator.close();
+    }
+  });
+});
