@@ -119,7 +119,8 @@ export const configSchema = z.object({
    */
   baseUrl: z
     .url({ protocol: /^https?$/ })
-    .refine((url) => !API_PREFIX_IN_PATH.test(new URL(url).pathname), {
+    // URL.canParse first: zod runs refinements after a failed `url()` too, and `new URL` would throw a bare 'Invalid URL'.
+    .refine((url) => !URL.canParse(url) || !API_PREFIX_IN_PATH.test(new URL(url).pathname), {
       message: `must be the API's {base_url} without ${API_PREFIX} or a part of it (the client adds ${API_PREFIX} to every path); drop it and what follows it from the URL`,
     }),
   /** How each API request is bounded (docs/operations.md "Timeouts"). */
