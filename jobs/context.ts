@@ -10,7 +10,11 @@
  *          -> write queue (intake, worker, HTTP routes: needs Redis)      built on demand
  *          -> webhook dispatcher (its own SQLite connection)              built on demand
  *
- * The Redis-or-local decision is made here once per process (`openRateBudgets`): when Redis does not
+ * A deployment of several connections (companies) gets one Context per connection from
+ * `openDeployment`, all on one set of SharedParts: one Redis connection and one rate budget per
+ * company (`company:<companyId>@<host>`), so two connections on one company spend one budget.
+ *
+ * The Redis-or-local decision is made here once per process (`openSharedParts`): when Redis does not
  * answer, the process paces alone with an in-process budget, says so in one warning, and the write
  * queue stays off.
  */
