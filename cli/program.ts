@@ -9,7 +9,7 @@
 import { Command, CommanderError } from 'commander';
 import { MirrorDamagedError, MirrorMissingError } from '../jobs/context.ts';
 import { MirrorNeedsMigrationError } from '../jobs/status.ts';
-import { ConfigError } from '../src/config/load.ts';
+import { ConfigError, ConnectionChoiceError } from '../src/config/load.ts';
 import { BizopsApiError } from '../src/client/errors.ts';
 import { maskSecrets } from '../src/logging/logger.ts';
 import { registerSyncCommands } from './commands/sync.ts';
@@ -40,7 +40,8 @@ Environment:
   BIZOPS_DB                  the mirror's SQLite file (default ./data/mirror.db)
   REDIS_URL                  Redis for the write queue and the shared rate budget (default redis://127.0.0.1:6379)
   BIZOPS_RATE_LIMIT_PER_MIN  requests per minute for the company (default 60, spec §8)
-  BIZOPS_CONFIG              a JSON configuration file (default config/bizops-sync.json when present)
+  BIZOPS_CONFIG              a JSON configuration file (default config/bizops-sync.json when present);
+                             its "connections" object names several companies (--connection NAME)
 
 Try it without an API: bizops-sync demo`,
     )
@@ -59,9 +60,9 @@ Try it without an API: bizops-sync demo`,
 /** Prints an error as one line (secrets masked) and returns the exit code. */
 export function reportError(error: unknown): number {
   if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
-  if (error instanceof UsageError) {
+  if (error instanceof UsageError || error instanceof ConnectionChoiceError) {
     process.stderr.write(`bizops-sync: ${maskSecrets(error.message)}\n`);
-    return error.exitCode;
+    return error instanceof UsageError ? error.exitCode : 2;
   }
   if (error instanceof ConfigError) {
     process.stderr.write(`bizops-sync: configuration error: ${maskSecrets(error.message)}\n`);

@@ -2,28 +2,65 @@
  * Helpers every command uses: loading the configuration, choosing streams, parsing options, and
  * turning SIGTERM / SIGINT into an AbortSignal for a graceful stop.
  */
-import type { Config } from '../src/config/schema.ts';
-import { loadConfig } from '../src/config/load.ts';
+import type { Config, DeploymentConfig } from '../src/config/schema.ts';
+import { chooseConnection, ConnectionChoiceError, loadConfig, loadDeployment, mirrorPaths } from '../src/config/load.ts';
 import { isStreamName, STREAM_NAMES, type StreamName } from '../src/streams/definitions.ts';
 import { UsageError } from './usage-error.ts';
 
-/** Loads the configuration, applying command-line overrides (e.g. `--db`). */
-export function configFromEnvironment(overrides: Record<string, unknown> = {}): Config {
-  return loadConfig({ overrides });
+/** The `--connection NAME` option's help text. */
+export const CONNECTION_OPTION_HELP = 'the configured connection to work on (default: the only one; required when the config file has several)';
+
+/**
+ * Loads the configuration of one connection: `connection` (`--connection`), else the only one.
+ * @throws UsageError (exit 2) listing the configured names when several are configured and none is
+ *   named, or the named one is not configured; ConfigError for a bad value
+ */
+export function configFromEnvironment(overrides: Record<string, unknown> = {}, connection?: string): Config {
+  try {
+    return loadConfig({ overrides, connection });
+  } catch (error) {
+    if (error instanceof ConnectionChoiceError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** Loads every connection of the deployment. @throws ConfigError for a bad value */
+export function deploymentFromEnvironment(): DeploymentConfig {
+  return loadDeployment();
 }
 
 /**
- * The mirror file for commands that only read it (`status`, `changes`): `--db`, else `BIZOPS_DB`,
- * else the configuration's `dbPath`, without requiring the API settings those commands do not use.
+ * The connections a command runs on: every one with `all` (`--all`), else the one `--connection`
+ * names, else the only one.
+ * @throws UsageError listing the names (exit 2)
  */
-export function mirrorPath(option: string | undefined): string {
-  if (option) return option;
-  if (process.env.BIZOPS_DB) return process.env.BIZOPS_DB;
+export function selectConnections(deployment: DeploymentConfig, options: { connection?: string; all?: boolean }): Config[] {
+  if (options.all && options.connection !== undefined) throw new UsageError('--all and --connection: use one of them');
+  if (options.all) return [...deployment.connections];
   try {
-    return configFromEnvironment().dbPath;
-  } catch {
-    return './data/mirror.db';
+    return [chooseConnection(deployment, options.connection)];
+  } catch (error) {
+    if (error instanceof ConnectionChoiceError) throw new UsageError(options.connection === undefined ? `${error.message}, or --all` : error.message);
+    throw error;
   }
+}
+
+/**
+ * The mirror file for commands that only read it (`status`, `changes`): `--db`, else the
+ * connection's `dbPath` (BIZOPS_DB, the file), without requiring the API settings those commands
+ * do not use.
+ * @throws UsageError listing the names when several connections are configured and none is named
+ */
+export function mirrorPath(option: string | undefined, connection?: string): string {
+  if (option) return option;
+  const { paths } = mirrorPaths();
+  if (connection === undefined) {
+    if (paths.length === 1) return paths[0]!.dbPath;
+    throw new UsageError(`several connections are configured (${paths.map((path) => path.connection).join(', ')}): choose one with --connection NAME`);
+  }
+  const found = paths.find((path) => path.connection === connection);
+  if (!found) throw new UsageError(`--connection: no connection named "${connection}"; configured: ${paths.map((path) => path.connection).join(', ')}`);
+  return found.dbPath;
 }
 
 /** The streams a `--stream` option names (all configured streams when absent). */

@@ -10,14 +10,18 @@
  *          -> write queue (intake, worker, HTTP routes: needs Redis)      built on demand
  *          -> webhook dispatcher (its own SQLite connection)              built on demand
  *
- * The Redis-or-local decision is made here once per process (`openRateBudgets`): when Redis does not
+ * A deployment of several connections (companies) gets one Context per connection from
+ * `openDeployment`, all on one set of SharedParts: one Redis connection and one rate budget per
+ * company (`company:<companyId>@<host>`), so two connections on one company spend one budget.
+ *
+ * The Redis-or-local decision is made here once per process (`openSharedParts`): when Redis does not
  * answer, the process paces alone with an in-process budget, says so in one warning, and the write
  * queue stays off.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Redis } from 'ioredis';
-import type { Config } from '../src/config/schema.ts';
-import { maskUrlPassword } from '../src/config/load.ts';
+import type { Config, DeploymentConfig } from '../src/config/schema.ts';
+import { deploymentSecrets, maskUrlPassword } from '../src/config/load.ts';
 import { ApiClient, type ApiClientOptions } from '../src/client/client.ts';
 import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
 import { PRIORITIES, type RateBudget, type RateBudgetStats } from '../src/client/rate-budget.ts';
@@ -70,6 +74,11 @@ export interface ContextOptions {
   checkMirror?: boolean;
   /** Redis key names: tests give each run its own. Defaults: budgets `bizops:rate`, queue `bizops` / `deploymentQueueName(config)`. */
   redisKeys?: { budgetPrefix?: string; queuePrefix?: string; queueName?: string };
+  /**
+   * Parts shared with the other connections of this process (`openDeployment`): their Redis
+   * connection and budgets are used, and not closed by this context. `rateBudget` is then ignored.
+   */
+  shared?: SharedParts;
 }
 
 /**
@@ -143,68 +152,97 @@ export class RedisUnavailableError extends Error {
 
 /** A logger that masks every secret of `config` (tokens, webhook secrets). */
 export function processLogger(config: Config, options: { level?: string } = {}): Logger {
-  return createLogger({ secrets: [...Object.values(config.tokens), ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret])])], ...options });
+  return createLogger({ secrets: deploymentSecrets([config]), ...options });
+}
+
+/** A logger that masks every secret of every connection of `deployment`. */
+export function deploymentLogger(deployment: DeploymentConfig, options: { level?: string } = {}): Logger {
+  return createLogger({ secrets: deploymentSecrets(deployment.connections), ...options });
+}
+
+/**
+ * The logger of one connection: `logger` with a `connection` field on every line when the
+ * deployment names its connections; `logger` itself for the single `default` connection.
+ */
+export function connectionLogger(logger: Logger, config: Config, named: boolean): Logger {
+  return named ? logger.child({ connection: config.connection }) : logger;
 }
 
 // Re-exported: opening a mirror for reading lives apart so that readers need not load the worker.
 export { classifyMirrorError, MirrorDamagedError, MirrorMissingError, openExistingMirror, openMirrorFile } from './open-mirror.ts';
 
 /**
- * The rate budgets for `config`: in Redis when it answers (or when `redis` is given), else
- * in-process with one warning. `mode: 'local'` skips Redis.
+ * Connects to Redis at `redisUrl` for the rate budgets and the write queue's producer, or returns
+ * null (one warning) when it does not answer. Connection problems later are logged once per outage.
+ * @throws RedisUnavailableError naming REDIS_URL when it does not answer and `mode` is `required`
  */
-async function openRateBudgets(
-  config: Config,
-  logger: Logger,
-  mode: 'shared' | 'local' | 'required',
-  budgetPrefix: string | undefined,
-): Promise<RateBudgets & { redis: Redis | null }> {
-  let redis: Redis | null = null;
-  if (mode !== 'local') {
-    try {
-      // A producer connection (src/writes/queue.ts): commands fail at once while Redis is down, never queue.
-      redis = await connectProducer(config.redisUrl);
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      if (mode === 'required') {
-        throw new RedisUnavailableError(`REDIS_URL (${maskUrlPassword(config.redisUrl)}) does not answer (${maskUrlPassword(reason)}): the write queue needs Redis; start it or fix REDIS_URL`);
-      }
-      logger.warn(
-        { redis: maskUrlPassword(config.redisUrl), error: maskUrlPassword(reason) },
-        'Redis does not answer: pacing with an in-process rate budget, not shared with other processes of this deployment; the write queue is off',
-      );
+async function connectRedis(redisUrl: string, logger: Logger, mode: 'shared' | 'required'): Promise<Redis | null> {
+  let redis: Redis;
+  try {
+    // A producer connection (src/writes/queue.ts): commands fail at once while Redis is down, never queue.
+    redis = await connectProducer(redisUrl);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    if (mode === 'required') {
+      throw new RedisUnavailableError(`REDIS_URL (${maskUrlPassword(redisUrl)}) does not answer (${maskUrlPassword(reason)}): the write queue needs Redis; start it or fix REDIS_URL`);
     }
-    if (redis) {
-      let reported = false;
-      redis.on('error', (error: Error) => {
-        // Commands fail (and are reported) on their own; log the connection problem once, not per retry.
-        if (!reported) logger.warn({ error: error.message }, 'Redis connection problem (write queue and rate budget)');
-        reported = true;
-      });
-      redis.on('ready', () => {
-        reported = false;
-      });
-    }
+    logger.warn(
+      { redis: maskUrlPassword(redisUrl), error: maskUrlPassword(reason) },
+      'Redis does not answer: pacing with an in-process rate budget, not shared with other processes of this deployment; the write queue is off',
+    );
+    return null;
   }
-  const budgets = new Map<string, RateBudget>();
-  const connection = redis;
+  let reported = false;
+  redis.on('error', (error: Error) => {
+    // Commands fail (and are reported) on their own; log the connection problem once, not per retry.
+    if (!reported) logger.warn({ error: error.message }, 'Redis connection problem (write queue and rate budget)');
+    reported = true;
+  });
+  redis.on('ready', () => {
+    reported = false;
+  });
+  return redis;
+}
+
+/**
+ * What the connections of one process share (`openDeployment`): one Redis connection and one rate
+ * budget object per budget key, so that two connections on one company spend one budget (spec §8)
+ * even when Redis does not answer. A Context given these closes neither.
+ */
+export interface SharedParts {
+  /** The producer connection to Redis; null when the budgets are in-process. */
+  redis: Redis | null;
+  /** Budgets by key (`rateBudgetKey`: `company:<id>@<host>` or `token:<hash>@<host>`). */
+  budgets: Map<string, RateBudget>;
+  /** Key prefix of the budgets in Redis (tests). */
+  budgetPrefix?: string;
+}
+
+/**
+ * The rate budgets of one connection on `shared` (a Redis connection or none, and the budget map):
+ * in Redis when there is a connection, else in-process.
+ */
+function rateBudgetsOn(config: Config, shared: SharedParts, owned: boolean): RateBudgets & { redis: Redis | null } {
+  const connection = shared.redis;
+  const mine = new Set<string>();
   return {
     shared: connection !== null,
     redis: connection,
     budgetFor(tokenName) {
       const key = rateBudgetKey(config, config.rateLimit.scope === 'token' ? tokenName : 'default');
-      let budget = budgets.get(key);
+      let budget = shared.budgets.get(key);
       if (!budget) {
         const limits = { limit: config.rateLimit.perMinute, windowMs: config.rateLimit.windowMs };
-        budget = connection ? new RedisRateBudget({ redis: connection, key, prefix: budgetPrefix, ...limits }) : new LocalRateBudget(limits);
-        budgets.set(key, budget);
+        budget = connection ? new RedisRateBudget({ redis: connection, key, prefix: shared.budgetPrefix, ...limits }) : new LocalRateBudget(limits);
+        shared.budgets.set(key, budget);
       }
+      mine.add(key);
       return budget;
     },
     stats() {
       const total: RateBudgetStats = { granted: { write: 0, incremental: 0, backfill: 0 }, waitedMs: 0, pauses: 0 };
-      for (const budget of budgets.values()) {
-        const stats = budget.stats();
+      for (const key of mine) {
+        const stats = shared.budgets.get(key)!.stats();
         for (const priority of PRIORITIES) total.granted[priority] += stats.granted[priority];
         total.waitedMs += stats.waitedMs;
         total.pauses += stats.pauses;
@@ -212,10 +250,28 @@ async function openRateBudgets(
       return total;
     },
     async close() {
-      for (const budget of budgets.values()) await budget.close?.();
-      if (connection) await connection.quit().catch(() => connection.disconnect());
+      if (!owned) return;
+      await closeSharedParts(shared);
     },
   };
+}
+
+/** Closes every budget of `shared`, then its Redis connection. */
+async function closeSharedParts(shared: SharedParts): Promise<void> {
+  for (const budget of shared.budgets.values()) await budget.close?.();
+  shared.budgets.clear();
+  const connection = shared.redis;
+  if (connection) await connection.quit().catch(() => connection.disconnect());
+}
+
+/**
+ * Opens the parts every connection of a process shares: Redis when it answers (mode `shared` or
+ * `required`; see ContextOptions.rateBudget), and an empty budget map.
+ * @throws RedisUnavailableError when Redis does not answer and `mode` is `required`
+ */
+export async function openSharedParts(redisUrl: string, logger: Logger, mode: 'shared' | 'local' | 'required', budgetPrefix?: string): Promise<SharedParts> {
+  const redis = mode === 'local' ? null : await connectRedis(redisUrl, logger, mode);
+  return { redis, budgets: new Map(), budgetPrefix };
 }
 
 /**
@@ -271,7 +327,9 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         throw new MirrorDamagedError(`the mirror ${config.dbPath} is damaged (PRAGMA quick_check: ${quickCheck}); restore it from a backup, or move it away and run \`bizops-sync backfill\``);
       }
     }
-    const budgets = await openRateBudgets(config, logger, options.rateBudget ?? 'shared', options.redisKeys?.budgetPrefix);
+    // A deployment's connections share Redis and the budget map (openDeployment); alone, the context owns them.
+    const shared = options.shared ?? (await openSharedParts(config.redisUrl, logger, options.rateBudget ?? 'shared', options.redisKeys?.budgetPrefix));
+    const budgets = rateBudgetsOn(config, shared, options.shared === undefined);
     cleanups.add(() => budgets.close());
     const store = new MirrorStore(db);
     const listeners = new Set<ChangeListener>();
@@ -373,4 +431,64 @@ export async function openContext(config: Config, options: ContextOptions = {}):
     await close();
     throw error;
   }
+}
+
+/**
+ * The Contexts of every connection of a deployment, one per connection, in the order of the
+ * configuration, on one set of SharedParts (`openDeployment`).
+ */
+export interface DeploymentContext {
+  deployment: DeploymentConfig;
+  /** The process logger (every connection's secrets masked); each Context's logger adds `connection`. */
+  logger: Logger;
+  /** True when the budgets live in Redis, shared with the other processes of the deployment. */
+  shared: boolean;
+  contexts: readonly Context[];
+  /** The Context of connection `name`. @throws Error when no connection has that name */
+  context(name: string): Context;
+  /** Closes every Context (last opened first), then the shared Redis connection and budgets. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a Context per connection of `deployment` (docs/architecture.md "The composition root"): one
+ * Redis connection and one budget per company for all of them, each its own mirror, logger (with a
+ * `connection` field when the connections are named), client, engine, write queue and dispatcher.
+ * Options apply to every connection (`shared` is made here).
+ * @throws what openContext throws, naming the connection's file; nothing stays open then
+ */
+export async function openDeployment(deployment: DeploymentConfig, options: Omit<ContextOptions, 'shared'> = {}): Promise<DeploymentContext> {
+  const logger = options.logger ?? deploymentLogger(deployment);
+  const first = deployment.connections[0]!;
+  const shared = await openSharedParts(first.redisUrl, logger, options.rateBudget ?? 'shared', options.redisKeys?.budgetPrefix);
+  const contexts: Context[] = [];
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      for (const context of contexts.splice(0).reverse()) await context.close();
+      await closeSharedParts(shared);
+    })();
+    return closing;
+  };
+  try {
+    for (const config of deployment.connections) {
+      contexts.push(await openContext(config, { ...options, logger: connectionLogger(logger, config, deployment.named), shared }));
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const all = [...contexts];
+  return {
+    deployment,
+    logger,
+    shared: shared.redis !== null,
+    contexts: all,
+    context(name) {
+      const found = all.find((context) => context.config.connection === name);
+      if (!found) throw new Error(`no connection named "${name}"; configured: ${all.map((context) => context.config.connection).join(', ')}`);
+      return found;
+    },
+    close,
+  };
 }

@@ -1,27 +1,30 @@
 /**
- * Job: the daemon (`bizops-sync daemon`). Wiring only, on the parts of jobs/context.ts:
+ * Job: the daemon (`bizops-sync daemon`). Wiring only, on the parts of jobs/context.ts. For each
+ * connection of the deployment (openDeployment: one Redis connection, one budget per company):
  *
  *   context (logger, mirror, rate budgets, API client, sync engine)
  *     -> write queue (intake, worker, POST /writes) when Redis answers; off otherwise (one warning)
  *     -> webhook dispatcher (its own SQLite connection), woken by every change the process records
  *     -> readiness probe (an API client without retries, on the same budgets)
- *     -> metrics (src/daemon/metrics.ts)
- *     -> HTTP server (/healthz, /readyz, /metrics; the write API first)
  *     -> scheduler (node-cron: incremental syncs, reconciliation, a backfill at start where needed)
+ * and once for the process:
+ *     -> metrics (src/daemon/metrics.ts), a `connection` label on every per-connection series
+ *     -> HTTP server (/healthz, /readyz of every connection, /metrics; the write API first)
  *
  * `stop()` undoes it in order: abort runs (checkpoints stand) and stop cron, stop the dispatcher,
  * close the HTTP server, close the context's parts, flush the log.
  */
-import type { Config } from '../src/config/schema.ts';
+import type { ServerResponse } from 'node:http';
+import type { Config, DeploymentConfig } from '../src/config/schema.ts';
 import type { ApiClientOptions } from '../src/client/client.ts';
 import { startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from '../src/daemon/http-server.ts';
-import { DaemonMetrics, pageTrustSource } from '../src/daemon/metrics.ts';
-import { apiReadinessCheck, probeBudget, ReadinessProbe } from '../src/daemon/readiness.ts';
+import { DaemonMetrics, pageTrustSource, type ConnectionMetricsSources } from '../src/daemon/metrics.ts';
+import { apiReadinessCheck, combineReadiness, probeBudget, ReadinessProbe } from '../src/daemon/readiness.ts';
 import { StreamScheduler } from '../src/daemon/scheduler.ts';
 import type { Logger } from '../src/logging/logger.ts';
 import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { STREAMS } from '../src/streams/definitions.ts';
-import { openContext, processLogger, Teardown, type Context } from './context.ts';
+import { deploymentLogger, openDeployment, Teardown, type Context, type ContextOptions, type WriteQueue } from './context.ts';
 
 export interface DaemonOptions {
   logger?: Logger;
@@ -33,108 +36,150 @@ export interface DaemonOptions {
   readinessTimeoutMs?: number;
   /** Export prom-client's default process metrics (default true). */
   processMetrics?: boolean;
+  /** Redis key names (tests and benchmarks give each run its own). */
+  redisKeys?: ContextOptions['redisKeys'];
+}
+
+/** What the daemon runs for one connection. */
+export interface RunningConnection {
+  name: string;
+  context: Context;
+  scheduler: StreamScheduler;
+  readiness: ReadinessProbe;
+  /** Null when the connection has no webhook endpoint. */
+  dispatcher: WebhookDispatcher | null;
+  /** Null when Redis did not answer (the write API and worker are off). */
+  writes: WriteQueue | null;
 }
 
 export interface RunningDaemon {
   /** The HTTP server's base URL (`http://127.0.0.1:8080`). */
   url: string;
+  /** Every connection's parts, in the order of the configuration. */
+  connections: readonly RunningConnection[];
+  /** The first connection's (the only one without `connections`). */
   context: Context;
   scheduler: StreamScheduler;
-  metrics: DaemonMetrics;
   readiness: ReadinessProbe;
-  /** Null when no webhook endpoint is configured. */
   dispatcher: WebhookDispatcher | null;
+  metrics: DaemonMetrics;
   /** Graceful stop (module comment). Safe to call twice. */
   stop(): Promise<void>;
 }
 
+/** A deployment of one connection, for callers holding a single connection's Config. */
+function asDeployment(input: Config | DeploymentConfig): DeploymentConfig {
+  return 'connections' in input && Array.isArray(input.connections) ? input : { connections: [input as Config], named: false };
+}
+
+/** `/connections/<name>/writes...` -> [name, the path without the prefix]. */
+const CONNECTION_ROUTE = /^\/connections\/([^/]+)(\/writes(?:\/.*)?)$/;
+
 /**
- * Starts the daemon: everything runs until `stop()`.
+ * Starts the daemon for every connection of `input` (one Config: that connection alone): each
+ * connection's schedules, write worker and webhook delivery run at once, on one HTTP port.
  * @throws Error naming the key when a schedule or a webhook endpoint is invalid, or when the HTTP
  *   port cannot be bound (`http.port: cannot listen on ...`); nothing is left running then
  */
-export async function startDaemon(config: Config, options: DaemonOptions = {}): Promise<RunningDaemon> {
-  const logger = options.logger ?? processLogger(config);
-  const context = await openContext(config, { logger, clientRetry: options.clientRetry, checkMirror: true });
+export async function startDaemon(input: Config | DeploymentConfig, options: DaemonOptions = {}): Promise<RunningDaemon> {
+  const deployment = asDeployment(input);
+  const process0 = deployment.connections[0]!;
+  const logger = options.logger ?? deploymentLogger(deployment);
+  const opened = await openDeployment(deployment, { logger, clientRetry: options.clientRetry, checkMirror: true, redisKeys: options.redisKeys });
   const cleanups = new Teardown(logger);
-  cleanups.add(() => context.close());
+  cleanups.add(() => opened.close());
   const cleanup = () => cleanups.run();
 
   try {
-    // The write queue shares the rate budgets in Redis with every other process; without Redis the
-    // daemon still syncs (the context warned once) and the write API stays off.
-    const writes = context.budgets.shared ? context.writeQueue() : null;
-    const worker = writes ? await writes.startWorker() : null;
-    const dispatcher: WebhookDispatcher | null = context.webhookDispatcher(options.webhooks);
-
     const timeoutMs = options.readinessTimeoutMs ?? 5000;
-    // The probe never waits for a budget slot: a paused budget is reported (ready, with the wait), not waited on.
-    const budget = context.budgets.budgetFor('default');
-    const probeClient = context.apiClient({ tokens: { default: config.tokens.default! }, timeoutMs, retry: { maxRetries: 0, maxRateLimitRetries: 0 }, budget: probeBudget(budget) });
-    const probeStream = config.sync.streams.includes('onboardings') ? 'onboardings' : (config.sync.streams[0] ?? 'onboardings');
-    const readiness = new ReadinessProbe({
-      check: apiReadinessCheck(probeClient, STREAMS[probeStream].request.path, budget),
-      cacheMs: config.http.readinessCacheSeconds * 1000,
-      timeoutMs,
-    });
+    const connections: RunningConnection[] = [];
+    const metricSources: ConnectionMetricsSources[] = [];
+    for (const context of opened.contexts) {
+      const config = context.config;
+      // The write queue shares the rate budgets in Redis with every other process; without Redis the
+      // daemon still syncs (the context warned once) and the write API stays off.
+      const writes = context.budgets.shared ? context.writeQueue() : null;
+      const worker = writes ? await writes.startWorker() : null;
+      const dispatcher: WebhookDispatcher | null = context.webhookDispatcher(options.webhooks);
 
-    const metrics = new DaemonMetrics({
-      streams: config.sync.streams,
-      store: context.store,
-      pageTrust: pageTrustSource(context.store),
-      apiClients: worker ? [context.client, probeClient, worker.client] : [context.client, probeClient],
-      budget: context.budgets,
-      webhooks: dispatcher,
-      processMetrics: options.processMetrics,
-    });
-    context.onChanges((changes) => {
-      metrics.recordChanges(changes);
-      dispatcher?.notify();
-    });
+      // The probe never waits for a budget slot: a paused budget is reported (ready, with the wait), not waited on.
+      const budget = context.budgets.budgetFor('default');
+      const probeClient = context.apiClient({ tokens: { default: config.tokens.default! }, timeoutMs, retry: { maxRetries: 0, maxRateLimitRetries: 0 }, budget: probeBudget(budget) });
+      const probeStream = config.sync.streams.includes('onboardings') ? 'onboardings' : (config.sync.streams[0] ?? 'onboardings');
+      const readiness = new ReadinessProbe({
+        check: apiReadinessCheck(probeClient, STREAMS[probeStream].request.path, budget),
+        cacheMs: config.http.readinessCacheSeconds * 1000,
+        timeoutMs,
+      });
+      metricSources.push({
+        name: config.connection,
+        streams: config.sync.streams,
+        store: context.store,
+        pageTrust: pageTrustSource(context.store),
+        apiClients: worker ? [context.client, probeClient, worker.client] : [context.client, probeClient],
+        budget: context.budgets,
+        webhooks: dispatcher,
+      });
+      const scheduler = new StreamScheduler({
+        engine: context.engine,
+        streams: config.sync.streams,
+        schedule: config.sync.schedule,
+        streamSchedules: config.sync.streamSchedules,
+        reconcileSchedule: config.sync.reconcileSchedule,
+        hasCursor: (stream) => context.store.readSyncState(stream).cursor !== null,
+        logger: context.logger,
+        onRunFinished: (result, durationMs) => metrics.recordRun(result, durationMs, config.connection),
+        onTickSkipped: (stream, reason) => metrics.recordSkippedTick(stream, reason, config.connection),
+      });
+      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes });
+    }
+    const metrics = new DaemonMetrics({ connections: metricSources, processMetrics: options.processMetrics });
+    for (const { name, context, dispatcher } of connections) {
+      context.onChanges((changes) => {
+        metrics.recordChanges(changes, name);
+        dispatcher?.notify();
+      });
+    }
 
-    const scheduler = new StreamScheduler({
-      engine: context.engine,
-      streams: config.sync.streams,
-      schedule: config.sync.schedule,
-      streamSchedules: config.sync.streamSchedules,
-      reconcileSchedule: config.sync.reconcileSchedule,
-      hasCursor: (stream) => context.store.readSyncState(stream).cursor !== null,
-      logger,
-      onRunFinished: (result, durationMs) => metrics.recordRun(result, durationMs),
-      onTickSkipped: (stream, reason) => metrics.recordSkippedTick(stream, reason),
-    });
-
-    const routeFirst: FirstRoute | undefined = writes ? (request, response) => writes.handleHttp(request, response) : undefined;
     const http: RunningHttpServer = await startDaemonHttpServer({
-      host: config.http.host,
-      port: config.http.port,
-      readiness: () => readiness.current(),
+      host: process0.http.host,
+      port: process0.http.port,
+      readiness: async () => combineReadiness(Object.fromEntries(await Promise.all(connections.map(async (connection) => [connection.name, await connection.readiness.current()] as const)))),
       metrics: () => metrics.render(),
-      routeFirst,
+      routeFirst: writeRoutes(connections),
       logger,
     });
     cleanups.add(() => http.close());
 
-    dispatcher?.start();
-    cleanups.add(() => dispatcher?.stop());
-    scheduler.start();
-    cleanups.add(() => scheduler.stop());
-    logger.info(
-      { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), database: config.dbPath },
-      'daemon started',
-    );
+    for (const connection of connections) {
+      connection.dispatcher?.start();
+      cleanups.add(() => connection.dispatcher?.stop());
+      connection.scheduler.start();
+      cleanups.add(() => connection.scheduler.stop());
+      const config = connection.context.config;
+      connection.context.logger.info(
+        { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), database: config.dbPath },
+        deployment.named ? 'connection started' : 'daemon started',
+      );
+    }
+    if (deployment.named) logger.info({ url: http.url, connections: connections.map((connection) => connection.name) }, 'daemon started');
 
     let stopping: Promise<void> | undefined;
+    const first = connections[0]!;
     return {
       url: http.url,
-      context,
-      scheduler,
+      connections,
+      context: first.context,
+      scheduler: first.scheduler,
+      readiness: first.readiness,
+      dispatcher: first.dispatcher,
       metrics,
-      readiness,
-      dispatcher,
       stop() {
         stopping ??= (async () => {
-          logger.info({ running: scheduler.activeRuns() }, 'daemon stopping: aborting runs (their checkpoints stand), stopping the schedule and webhook delivery');
+          logger.info(
+            { running: connections.flatMap((connection) => connection.scheduler.activeRuns().map((run) => (deployment.named ? { connection: connection.name, ...run } : run))) },
+            'daemon stopping: aborting runs (their checkpoints stand), stopping the schedule and webhook delivery',
+          );
           await cleanup();
           logger.info('daemon stopped');
           logger.flush();
@@ -146,4 +191,41 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     await cleanup();
     throw error;
   }
+}
+
+/**
+ * The write API's routes for every connection (docs/writes.md "The write API"):
+ * `/connections/<name>/writes` and `/connections/<name>/writes/<id>` reach that connection's queue;
+ * `/writes` and `/writes/<id>` reach the only connection, and answer 404 naming the other form when
+ * there are several. Undefined when no connection has a write queue (Redis did not answer).
+ */
+function writeRoutes(connections: readonly RunningConnection[]): FirstRoute | undefined {
+  const withWrites = connections.filter((connection) => connection.writes);
+  if (withWrites.length === 0) return undefined;
+  return async (request, response) => {
+    const url = new URL(request.url ?? '/', 'http://daemon.local');
+    const routed = CONNECTION_ROUTE.exec(url.pathname);
+    if (routed) {
+      const name = decodeURIComponent(routed[1]!);
+      const connection = connections.find((candidate) => candidate.name === name);
+      if (!connection?.writes) {
+        sendJsonError(response, 404, `no connection named "${name}" with a write queue`);
+        return true;
+      }
+      request.url = `${routed[2]!}${url.search}`;
+      return connection.writes.handleHttp(request, response);
+    }
+    if (url.pathname !== '/writes' && !url.pathname.startsWith('/writes/')) return false;
+    if (connections.length === 1) return connections[0]!.writes ? connections[0]!.writes.handleHttp(request, response) : false;
+    // Answered only where the write API is on (a key configured), like the single connection's routes.
+    if (!connections[0]!.context.config.http.writeApiKey) return false;
+    sendJsonError(response, 404, `several connections are configured: use /connections/{name}${url.pathname}`);
+    return true;
+  };
+}
+
+function sendJsonError(response: ServerResponse, status: number, error: string): void {
+  const text = `${JSON.stringify({ error })}\n`;
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+  response.end(text);
 }

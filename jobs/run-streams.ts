@@ -1,12 +1,13 @@
 /**
- * Job: run streams once, one after another (the `backfill` and `sync` commands, and the demo).
+ * Job: run streams once, one after another within a connection, every selected connection at once
+ * (the `backfill` and `sync` commands, and the demo).
  * Wiring only: the engine does the work.
  */
-import type { Config } from '../src/config/schema.ts';
+import type { Config, DeploymentConfig } from '../src/config/schema.ts';
 import type { Logger } from '../src/logging/logger.ts';
 import type { StreamName } from '../src/streams/definitions.ts';
-import type { RunOptions, RunReason, RunResult } from '../src/sync/engine.ts';
-import { openContext, type Context } from './context.ts';
+import type { RunOptions, RunProgress, RunReason, RunResult } from '../src/sync/engine.ts';
+import { openDeployment, type Context } from './context.ts';
 
 /**
  * Runs each stream with `reason` on an open context, stopping early when `options.signal` aborts.
@@ -22,15 +23,31 @@ export async function runStreams(context: Context, streams: readonly StreamName[
 }
 
 /**
- * `bizops-sync backfill` / `sync`: opens a context on the shared rate budget (in-process when Redis
- * does not answer), runs `streams`, closes it.
- * @returns one result per stream that ran
+ * `bizops-sync backfill|sync [--all | --connection NAME]`: opens every connection of `deployment` on
+ * one Redis connection and one budget per company (openDeployment), and runs each connection's
+ * `streams(config)` concurrently (streams one after another within a connection).
+ * @returns each connection's results, in the order of `deployment.connections`
  */
-export async function runStreamsJob(config: Config, streams: readonly StreamName[], reason: RunReason, options: RunOptions & { logger?: Logger } = {}): Promise<RunResult[]> {
-  const context = await openContext(config, { logger: options.logger });
+export async function runConnectionsJob(
+  deployment: DeploymentConfig,
+  streams: (config: Config) => readonly StreamName[],
+  reason: RunReason,
+  options: Omit<RunOptions, 'onProgress'> & { logger?: Logger; onProgress?: (connection: string, progress: RunProgress) => void } = {},
+): Promise<{ connection: string; results: RunResult[] }[]> {
+  const { onProgress, logger, ...runOptions } = options;
+  const opened = await openDeployment(deployment, { logger });
   try {
-    return await runStreams(context, streams, reason, options);
+    return await Promise.all(
+      opened.contexts.map(async (context) => {
+        const connection = context.config.connection;
+        const results = await runStreams(context, streams(context.config), reason, {
+          ...runOptions,
+          ...(onProgress ? { onProgress: (progress: RunProgress) => onProgress(connection, progress) } : {}),
+        });
+        return { connection, results };
+      }),
+    );
   } finally {
-    await context.close();
+    await opened.close();
   }
 }

@@ -4,7 +4,7 @@ import { changesJob } from '../../jobs/changes.ts';
 import { formatChangeLine } from '../../src/notify/changelog.ts';
 import { writeLines } from '../line-writer.ts';
 import { UsageError } from '../usage-error.ts';
-import { mirrorPath, shutdownOnSignals } from '../shared.ts';
+import { CONNECTION_OPTION_HELP, mirrorPath, shutdownOnSignals } from '../shared.ts';
 
 export function registerChangesCommand(program: Command): void {
   program
@@ -14,12 +14,13 @@ export function registerChangesCommand(program: Command): void {
     .option('--follow', 'keep printing new events as they are recorded, until Ctrl-C')
     .option('--type <pattern...>', 'only these event types: deal.won, deal.*, ... (repeatable)')
     .option('--db <path>', 'the mirror file (default: BIZOPS_DB or ./data/mirror.db)')
+    .option('--connection <name>', CONNECTION_OPTION_HELP)
     .addHelpText('after', '\nA consumer that remembers the last seq it processed resumes exactly: bizops-sync changes --since 1234 --follow')
-    .action(async (options: { since: string; follow?: boolean; type?: string[]; db?: string }) => {
+    .action(async (options: { since: string; follow?: boolean; type?: string[]; db?: string; connection?: string }) => {
       if (!/^\d+$/.test(options.since)) throw new UsageError(`--since: must be a whole number (a changelog seq), got "${options.since}"`);
       const shutdown = options.follow ? shutdownOnSignals() : undefined;
       try {
-        const events = changesJob(mirrorPath(options.db), { sinceSeq: Number(options.since), types: options.type, follow: options.follow, signal: shutdown?.signal });
+        const events = changesJob(mirrorPath(options.db, options.connection), { sinceSeq: Number(options.since), types: options.type, follow: options.follow, signal: shutdown?.signal });
         // Backpressure: a slow consumer makes the reading wait instead of lines piling up in memory.
         await writeLines(process.stdout, mapLines(events), { chunkChars: options.follow ? 0 : undefined });
       } finally {

@@ -5,21 +5,37 @@
  * Exit 0 when valid; a bad value is one line naming the key and the rule, exit 2.
  */
 import type { Command } from 'commander';
-import type { Config } from '../../src/config/schema.ts';
-import { ConfigError, maskConfig } from '../../src/config/load.ts';
+import type { Config, DeploymentConfig } from '../../src/config/schema.ts';
+import { ConfigError, maskDeployment } from '../../src/config/load.ts';
 import { compileEventFilter } from '../../src/notify/index.ts';
-import { configFromEnvironment } from '../shared.ts';
+import { deploymentFromEnvironment } from '../shared.ts';
 
 export function registerConfigCommands(program: Command): void {
   const config = program.command('config').description('inspect the configuration');
   config
     .command('check')
-    .description('validate the configuration and print it as JSON with secrets masked (exit 2 and one line naming the key when a value is bad)')
+    .description('validate the configuration and print it as JSON with secrets masked, every connection when the file names several (exit 2 and one line naming the key when a value is bad)')
     .action(() => {
-      const effective = configFromEnvironment();
-      checkBeyondSchema(effective);
-      process.stdout.write(`${JSON.stringify(maskConfig(effective), null, 2)}\n`);
+      const deployment = deploymentFromEnvironment();
+      checkDeployment(deployment);
+      process.stdout.write(`${JSON.stringify(maskDeployment(deployment), null, 2)}\n`);
     });
+}
+
+/**
+ * `checkBeyondSchema` for every connection of `deployment`; a problem of a named connection is
+ * named `connections.<name>.webhooks...`.
+ * @throws ConfigError naming the connection and key
+ */
+export function checkDeployment(deployment: DeploymentConfig): void {
+  for (const config of deployment.connections) {
+    try {
+      checkBeyondSchema(config);
+    } catch (error) {
+      if (!deployment.named || !(error instanceof ConfigError)) throw error;
+      throw new ConfigError(`connections.${config.connection}.${error.message}`);
+    }
+  }
 }
 
 /**

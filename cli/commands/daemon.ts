@@ -7,10 +7,10 @@
  * the process exits anyway 10 s after the signal (code 1, logged). A second Ctrl-C exits at once (130).
  */
 import type { Command } from 'commander';
-import { processLogger } from '../../jobs/context.ts';
+import { deploymentLogger } from '../../jobs/context.ts';
 import { startDaemon } from '../../jobs/daemon.ts';
-import { configFromEnvironment, shutdownOnSignals } from '../shared.ts';
-import { checkBeyondSchema, registerConfigCommands } from './config.ts';
+import { deploymentFromEnvironment, shutdownOnSignals } from '../shared.ts';
+import { checkDeployment, registerConfigCommands } from './config.ts';
 import { registerWebhookCommands } from './webhooks.ts';
 
 /** After a stop signal, the process exits within this long whatever happens, ms. */
@@ -19,7 +19,7 @@ const FORCED_EXIT_AFTER_MS = 10_000;
 export function registerDaemonCommands(program: Command): void {
   program
     .command('daemon')
-    .description('run unattended: scheduled incremental syncs and reconciliation, webhook delivery, a write worker, and an HTTP port with /healthz, /readyz, /metrics and the write API')
+    .description('run unattended, for every configured connection at once: scheduled incremental syncs and reconciliation, webhook delivery, a write worker, and one HTTP port with /healthz, /readyz, /metrics and the write API')
     .addHelpText(
       'after',
       `
@@ -36,9 +36,9 @@ Writes:
 Check the effective configuration first: bizops-sync config check`,
     )
     .action(async () => {
-      const config = configFromEnvironment();
-      checkBeyondSchema(config);
-      const logger = processLogger(config);
+      const deployment = deploymentFromEnvironment();
+      checkDeployment(deployment);
+      const logger = deploymentLogger(deployment);
       let stopped = false;
       // Listen before starting, so a signal that arrives during start-up still stops gracefully.
       const shutdown = shutdownOnSignals((signal) => {
@@ -50,7 +50,7 @@ Check the effective configuration first: bizops-sync config check`,
         }, FORCED_EXIT_AFTER_MS).unref();
       });
       try {
-        const daemon = await startDaemon(config, { logger });
+        const daemon = await startDaemon(deployment, { logger });
         if (!shutdown.signal.aborted) await new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
         await daemon.stop();
         stopped = true;

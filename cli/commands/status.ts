@@ -1,18 +1,41 @@
 /** `bizops-sync status [--json]`: per stream, rows, cursor, last run and last error. */
 import type { Command } from 'commander';
 import { readStatus, type MirrorStatus } from '../../jobs/status.ts';
+import { mirrorPaths } from '../../src/config/load.ts';
+import { MirrorMissingError } from '../../jobs/context.ts';
 import { mirrorPath } from '../shared.ts';
 
 export function registerStatusCommand(program: Command): void {
   program
     .command('status')
-    .description('show each stream (records mirrored, cursor, last run, last error, any run waiting to resume) and the writes by status')
-    .option('--json', 'print JSON instead of a table')
+    .description('show each stream (records mirrored, cursor, last run, last error, any run waiting to resume) and the writes by status; every connection when several are configured')
+    .option('--json', 'print JSON instead of a table (keyed by connection when several are shown)')
     .option('--db <path>', 'the mirror file (default: BIZOPS_DB or ./data/mirror.db)')
-    .action((options: { json?: boolean; db?: string }) => {
-      const dbPath = mirrorPath(options.db);
-      const status = readStatus(dbPath);
-      process.stdout.write(options.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
+    .option('--connection <name>', 'only this configured connection (default: every one)')
+    .action((options: { json?: boolean; db?: string; connection?: string }) => {
+      const { paths } = mirrorPaths();
+      if (options.db !== undefined || options.connection !== undefined || paths.length === 1) {
+        const status = readStatus(mirrorPath(options.db, options.connection));
+        process.stdout.write(options.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
+        return;
+      }
+      // Several connections: each one's status, read one after another (each its own file).
+      // A connection whose mirror does not exist yet is shown as such (exit 1), the others still are.
+      const statuses = paths.map(({ connection, dbPath }) => {
+        try {
+          return { connection, status: readStatus(dbPath) as MirrorStatus | { error: string } };
+        } catch (error) {
+          if (!(error instanceof MirrorMissingError)) throw error;
+          process.exitCode = 1;
+          return { connection, status: { error: error.message } };
+        }
+      });
+      if (options.json) {
+        process.stdout.write(`${JSON.stringify(Object.fromEntries(statuses.map(({ connection, status }) => [connection, status])), null, 2)}\n`);
+        return;
+      }
+      const section = (status: MirrorStatus | { error: string }) => ('error' in status ? `${status.error}\n` : formatStatus(status));
+      process.stdout.write(statuses.map(({ connection, status }) => `== connection ${connection} ==\n${section(status)}`).join('\n'));
     });
 }
 

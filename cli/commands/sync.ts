@@ -3,12 +3,12 @@
  * (one incremental pass).
  */
 import type { Command } from 'commander';
-import { processLogger } from '../../jobs/context.ts';
-import { runStreamsJob } from '../../jobs/run-streams.ts';
+import { connectionLogger, deploymentLogger } from '../../jobs/context.ts';
+import { runConnectionsJob } from '../../jobs/run-streams.ts';
 import { STREAM_NAMES } from '../../src/streams/definitions.ts';
 import type { RunReason, RunResult } from '../../src/sync/engine.ts';
 import { createProgressReporter } from '../progress.ts';
-import { configFromEnvironment, exitCodeForSignal, selectStreams, shutdownOnSignals } from '../shared.ts';
+import { CONNECTION_OPTION_HELP, deploymentFromEnvironment, exitCodeForSignal, selectConnections, selectStreams, shutdownOnSignals } from '../shared.ts';
 
 const COMMANDS: readonly { reason: RunReason; description: string }[] = [
   { reason: 'backfill', description: 'list every record of each stream into the mirror (a complete scan); resumes an interrupted backfill' },
@@ -22,27 +22,45 @@ export function registerSyncCommands(program: Command): void {
       .description(description)
       .option('--stream <name>', `only this stream: ${STREAM_NAMES.join(', ')}`)
       .option('--no-progress', 'log lines instead of progress bars, even on a terminal')
-      .action(async (options: { stream?: string; progress: boolean }) => runCommand(reason, options));
+      .option('--connection <name>', CONNECTION_OPTION_HELP)
+      .option('--all', 'every configured connection, concurrently (log lines instead of progress bars)')
+      .action(async (options: CommandOptions) => runCommand(reason, options));
   }
 }
 
-async function runCommand(reason: RunReason, options: { stream?: string; progress: boolean }): Promise<void> {
-  const config = configFromEnvironment();
-  const streams = selectStreams(config, options.stream);
+interface CommandOptions {
+  stream?: string;
+  progress: boolean;
+  connection?: string;
+  all?: boolean;
+}
+
+async function runCommand(reason: RunReason, options: CommandOptions): Promise<void> {
+  const deployment = deploymentFromEnvironment();
+  const configs = selectConnections(deployment, options);
+  const streams = new Map(configs.map((config) => [config.connection, selectStreams(config, options.stream)]));
   const shutdown = shutdownOnSignals();
-  const logger = processLogger(config);
-  const reporter = createProgressReporter(logger, options.progress && process.stderr.isTTY === true);
+  const logger = deploymentLogger(deployment);
+  // Bars for one connection on a terminal; several running at once log lines, each with its connection.
+  const interactive = configs.length === 1 && options.progress && process.stderr.isTTY === true;
+  const reporters = new Map(configs.map((config) => [config.connection, createProgressReporter(connectionLogger(logger, config, deployment.named), interactive)]));
   try {
-    let results: RunResult[];
+    let results: { connection: string; results: RunResult[] }[];
     try {
-      results = await runStreamsJob(config, streams, reason, { logger, signal: shutdown.signal, onProgress: (progress) => reporter.update(progress) });
+      results = await runConnectionsJob({ ...deployment, connections: configs }, (config) => streams.get(config.connection)!, reason, {
+        logger,
+        signal: shutdown.signal,
+        onProgress: (connection, progress) => reporters.get(connection)!.update(progress),
+      });
     } finally {
-      reporter.stop();
+      for (const reporter of reporters.values()) reporter.stop();
     }
-    for (const result of results) process.stdout.write(`${describeResult(result)}\n`);
+    const prefix = (connection: string) => (deployment.named ? `${connection}: ` : '');
+    for (const { connection, results: ran } of results) for (const result of ran) process.stdout.write(`${prefix(connection)}${describeResult(result)}\n`);
+    const flat = results.flatMap((entry) => entry.results);
     const signalExit = exitCodeForSignal(shutdown.received());
     if (signalExit !== undefined) process.exitCode = signalExit;
-    else if (results.some((r) => r.status === 'failed')) process.exitCode = 1;
+    else if (flat.some((r) => r.status === 'failed')) process.exitCode = 1;
   } finally {
     shutdown.dispose();
   }

@@ -15,7 +15,7 @@ import { enableWebhookEndpointJob, listWebhooksJob, replayFailedWebhooksJob, rep
 import type { Config, WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { safeUrl, type WebhookEndpointListing } from '../../src/notify/index.ts';
 import { UsageError } from '../program.ts';
-import { configFromEnvironment } from '../shared.ts';
+import { CONNECTION_OPTION_HELP, configFromEnvironment } from '../shared.ts';
 import { checkBeyondSchema } from './config.ts';
 
 export function registerWebhookCommands(program: Command): void {
@@ -28,8 +28,9 @@ export function registerWebhookCommands(program: Command): void {
     .command('list')
     .description('every endpoint with its cursor (last seq delivered), lag, failures and last error')
     .option('--json', 'print JSON instead of a table')
-    .action((options: { json?: boolean }) => {
-      const listing = listWebhooksJob(loadWebhookConfig());
+    .option('--connection <name>', CONNECTION_OPTION_HELP)
+    .action((options: { json?: boolean; connection?: string }) => {
+      const listing = listWebhooksJob(loadWebhookConfig(options.connection));
       if (options.json) process.stdout.write(`${JSON.stringify(listing, null, 2)}\n`);
       else process.stdout.write(formatListing(listing));
     });
@@ -38,8 +39,9 @@ export function registerWebhookCommands(program: Command): void {
     .command('send-test')
     .description('send one signed webhook.test event to every endpoint (or the one named), once, to check the URL and signature verification')
     .option('--endpoint <name>', 'only this endpoint')
-    .action(async (options: { endpoint?: string }) => {
-      const config = loadWebhookConfig();
+    .option('--connection <name>', CONNECTION_OPTION_HELP)
+    .action(async (options: { endpoint?: string; connection?: string }) => {
+      const config = loadWebhookConfig(options.connection);
       const endpoints = options.endpoint === undefined ? config.webhooks : [findEndpoint(config, options.endpoint)];
       if (endpoints.length === 0) throw new UsageError(noEndpointsMessage());
       let failed = 0;
@@ -59,13 +61,14 @@ export function registerWebhookCommands(program: Command): void {
     .option('--endpoint <name>', 'the endpoint (see webhooks list); required with --since')
     .option('--since <seq>', 're-send events with seq greater than this (0: the whole changelog)')
     .option('--failed', 're-send, once each, the events given up on after the retry schedule (all endpoints, or --endpoint); a 2xx clears one')
+    .option('--connection <name>', CONNECTION_OPTION_HELP)
     .addHelpText('after', '\nA running daemon picks a new cursor up within a second. Receivers that deduplicate on webhook-id will recognise re-sent events.')
-    .action(async (options: { endpoint?: string; since?: string; failed?: boolean }) => {
+    .action(async (options: { endpoint?: string; since?: string; failed?: boolean; connection?: string }) => {
       if (options.failed) {
         if (options.since !== undefined) throw new UsageError('--failed and --since: use one of them');
         let outcomes;
         try {
-          outcomes = await replayFailedWebhooksJob(loadWebhookConfig(), options.endpoint);
+          outcomes = await replayFailedWebhooksJob(loadWebhookConfig(options.connection), options.endpoint);
         } catch (error) {
           if (error instanceof MirrorMissingError) throw error;
           throw new UsageError((error as Error).message.replace(/^endpoint:/, '--endpoint:'));
@@ -83,7 +86,7 @@ export function registerWebhookCommands(program: Command): void {
       if (!/^\d+$/.test(options.since)) throw new UsageError(`--since: must be a whole number (a changelog seq), got "${options.since}"`);
       let result;
       try {
-        result = replayWebhooksJob(loadWebhookConfig(), options.endpoint, Number(options.since));
+        result = replayWebhooksJob(loadWebhookConfig(options.connection), options.endpoint, Number(options.since));
       } catch (error) {
         if (error instanceof MirrorMissingError) throw error;
         throw new UsageError((error as Error).message.replace(/^sinceSeq:/, '--since:'));
@@ -98,10 +101,12 @@ export function registerWebhookCommands(program: Command): void {
     .command('enable')
     .description('re-enable an endpoint disabled by a 410 Gone or by failing for disableAfterDays; delivery resumes where its cursor stands')
     .argument('<name>', 'the endpoint (see webhooks list)')
-    .action((name: string) => {
+    .option('--connection <name>', CONNECTION_OPTION_HELP)
+    .action((name: string, options: { connection?: string }) => {
+      const config = loadWebhookConfig(options.connection);
       let result;
       try {
-        result = enableWebhookEndpointJob(loadWebhookConfig(), name);
+        result = enableWebhookEndpointJob(config, name);
       } catch (error) {
         if (error instanceof MirrorMissingError) throw error;
         throw new UsageError((error as Error).message);
@@ -114,8 +119,8 @@ export function registerWebhookCommands(program: Command): void {
     });
 }
 
-function loadWebhookConfig(): Config {
-  const config = configFromEnvironment();
+function loadWebhookConfig(connection: string | undefined): Config {
+  const config = configFromEnvironment({}, connection);
   checkBeyondSchema(config);
   return config;
 }

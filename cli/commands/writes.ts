@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { UsageError } from '../program.ts';
 import type { Command } from 'commander';
 import type { Config } from '../../src/config/schema.ts';
-import { loadConfig } from '../../src/config/load.ts';
+import { CONNECTION_OPTION_HELP, configFromEnvironment } from '../shared.ts';
 import { processLogger, type ContextOptions } from '../../jobs/context.ts';
 import { enqueueWriteJob, readWrite, runWorkerJob } from '../../jobs/writes.ts';
 import type { Logger } from '../../src/logging/logger.ts';
@@ -84,12 +84,13 @@ export function registerWriteCommands(program: Command): void {
     .option('--idempotency-key <key>', 'the same key enqueued twice is one write')
     .option('--act-as <token-name>', 'the configured token the write acts as (default: default)')
     .option('--json', 'print { id, idempotencyKey, status, created } as JSON')
+    .option('--connection <name>', CONNECTION_OPTION_HELP)
     .addHelpText('after', `\nWrite kinds:\n${kinds}\n\nExample:\n  bizops-sync enqueue transaction.create --data '{"type":"INCOME","amount":1250,"description":"Catering"}'`)
-    .action(async (kind: string, options: { data?: string; file?: string; idempotencyKey?: string; actAs?: string; json?: boolean }) => {
-      const config = loadConfig();
+    .action(async (kind: string, options: { data?: string; file?: string; idempotencyKey?: string; actAs?: string; json?: boolean; connection?: string }) => {
+      const config = configFromEnvironment({}, options.connection);
       const logger = processLogger(config, { level: process.env.BIZOPS_LOG_LEVEL ?? 'warn' });
       try {
-        const result = await enqueueCommand(config, { kind, ...options, logger });
+        const result = await enqueueCommand(config, { kind, data: options.data, file: options.file, idempotencyKey: options.idempotencyKey, actAs: options.actAs, logger });
         process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${result.id}\n`);
       } catch (error) {
         if (error instanceof WriteValidationError) throw new UsageError(`invalid write, nothing queued: ${error.message}`);
@@ -101,9 +102,10 @@ export function registerWriteCommands(program: Command): void {
     .command('worker')
     .description('run a write worker: sends queued writes at the pace of the shared rate budget, until SIGTERM')
     .option('--concurrency <n>', 'writes in progress at once in this process (default 4)', parseConcurrency)
-    .action(async (options: { concurrency?: number }) => {
-      const config = loadConfig();
-      const logger = processLogger(config);
+    .option('--connection <name>', CONNECTION_OPTION_HELP)
+    .action(async (options: { concurrency?: number; connection?: string }) => {
+      const config = configFromEnvironment({}, options.connection);
+      const logger = processLogger(config).child(config.connection === 'default' ? {} : { connection: config.connection });
       const controller = new AbortController();
       const stop = (signal: NodeJS.Signals) => {
         if (controller.signal.aborted && signal === 'SIGINT') process.exit(130);
@@ -124,8 +126,9 @@ export function registerWriteCommands(program: Command): void {
     .description('show one write: status, outcome, error')
     .argument('<id>', 'the write id printed by enqueue')
     .option('--json', 'print JSON')
-    .action((id: string, options: { json?: boolean }) => {
-      const write = readWrite(loadConfig().dbPath, id);
+    .option('--connection <name>', CONNECTION_OPTION_HELP)
+    .action((id: string, options: { json?: boolean; connection?: string }) => {
+      const write = readWrite(configFromEnvironment({}, options.connection).dbPath, id);
       if (!write) throw new UsageError(`no write ${id}`);
       if (options.json) {
         process.stdout.write(`${JSON.stringify(write, null, 2)}\n`);

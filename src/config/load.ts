@@ -5,41 +5,214 @@
  * environment variable, the key and the rule (`ConfigError`), never a stack trace.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { configSchema, type Config } from './schema.ts';
+import { resolve } from 'node:path';
+import { CONNECTION_NAME, configSchema, PER_CONNECTION_KEYS, PROCESS_WIDE_KEYS, type Config, type DeploymentConfig } from './schema.ts';
 
 /** A configuration value that is missing or breaks a rule. The message names the key and the rule. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/**
+ * The caller did not name a connection and several are configured, or named one that is not
+ * configured. The message lists the configured names. The CLI reports it as a usage error (exit 2).
+ */
+export class ConnectionChoiceError extends Error {
+  override name = 'ConnectionChoiceError';
+  /** The configured connection names, in file order. */
+  readonly names: readonly string[];
+  constructor(message: string, names: readonly string[]) {
+    super(message);
+    this.names = names;
+  }
+}
+
 const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
 
 export interface LoadConfigOptions {
   env?: NodeJS.ProcessEnv;
-  /** Overrides applied last (CLI flags, tests). */
+  /** Overrides applied last, to every connection (CLI flags, tests). */
   overrides?: Record<string, unknown>;
+  /** `loadConfig` only: the connection to return (`--connection NAME`). Default: the only one. */
+  connection?: string;
 }
 
 /**
- * Builds the effective configuration from defaults, the file and the environment.
- * @throws ConfigError naming the key and the rule (e.g. `BIZOPS_BASE_URL: must be a URL`).
+ * Builds the effective configuration of one connection from defaults, the file and the environment:
+ * the one named by `options.connection`, else the only one.
+ * @throws ConfigError naming the key and the rule (e.g. `BIZOPS_BASE_URL (baseUrl): must be a URL`,
+ *   `connections.acme.baseUrl: must be a URL`)
+ * @throws ConnectionChoiceError when several connections are configured and none is named, or the
+ *   named one is not configured
  */
 export function loadConfig(options: LoadConfigOptions = {}): Config {
+  return chooseConnection(loadDeployment(options), options.connection);
+}
+
+/**
+ * The connection named `name` of `deployment`, or its only one when `name` is undefined.
+ * @throws ConnectionChoiceError listing the configured names
+ */
+export function chooseConnection(deployment: DeploymentConfig, name: string | undefined): Config {
+  const names = deployment.connections.map((config) => config.connection);
+  if (name === undefined) {
+    if (deployment.connections.length === 1) return deployment.connections[0]!;
+    throw new ConnectionChoiceError(`several connections are configured (${names.join(', ')}): choose one with --connection NAME`, names);
+  }
+  const found = deployment.connections.find((config) => config.connection === name);
+  if (!found) throw new ConnectionChoiceError(`--connection: no connection named "${name}"; configured: ${names.join(', ')}`, names);
+  return found;
+}
+
+/**
+ * Builds every connection of the deployment (docs/operations.md "Many companies").
+ *
+ * Without `connections` in the file, the file's top level and the environment are the one connection
+ * `default` (as before connections existed). With `connections` (an object keyed by connection
+ * name), each connection is the top level's per-connection keys (PER_CONNECTION_KEYS: defaults, the
+ * environment's BIZOPS_* values over the file's) deep-merged with its own entry, which wins; the
+ * process-wide keys (`redisUrl`, `http`) come from the top level only. `companyId` is required then,
+ * and `dbPath` defaults to `./data/<connection>.db`.
+ * @throws ConfigError naming the connection and key (`connections.acme.baseUrl: must be a URL`), two
+ *   connections on one mirror file, or one company budget (`companyId@host`) given two rate limits
+ */
+export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfig {
   const env = options.env ?? process.env;
   const fileConfig = readConfigFile(env.BIZOPS_CONFIG);
   const fromEnv = environmentOverrides(env);
-  const merged = deepMerge(deepMerge(fileConfig, fromEnv.values), options.overrides ?? {});
-  const parsed = configSchema.safeParse(merged);
+  if ('connection' in fileConfig) throw new ConfigError('connection: not a configuration key; name connections with a "connections" object, e.g. {"connections": {"acme": {...}}}');
+  if (fileConfig.connections === undefined) {
+    const merged = deepMerge(deepMerge(fileConfig, fromEnv.values), options.overrides ?? {});
+    const config = parseConnection('default', merged, (key) => {
+      const envName = fromEnv.source.get(key) ?? ENV_FOR_KEY[key];
+      return envName ? `${envName} (${key})` : key || 'configuration';
+    });
+    return { connections: [config], named: false };
+  }
+
+  const entries = fileConfig.connections;
+  if (!entries || typeof entries !== 'object' || Array.isArray(entries) || Object.keys(entries).length === 0) {
+    throw new ConfigError('connections: must be an object with at least one connection, keyed by name, e.g. {"acme": {"baseUrl": "...", "companyId": "acme"}}');
+  }
+  const { connections: _connections, ...fileTop } = fileConfig;
+  const top = deepMerge(fileTop, fromEnv.values);
+  const defaults: Record<string, unknown> = {};
+  for (const key of [...PER_CONNECTION_KEYS, ...PROCESS_WIDE_KEYS]) if (top[key] !== undefined) defaults[key] = top[key];
+  const configs: Config[] = [];
+  for (const [name, entry] of Object.entries(entries as Record<string, unknown>)) {
+    if (!CONNECTION_NAME.test(name)) {
+      throw new ConfigError(`connections: "${name}" is not a valid connection name (lowercase letters, digits, _ and - only, starting with a letter or digit)`);
+    }
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry)) throw new ConfigError(`connections.${name}: must be an object of the connection's keys (baseUrl, tokens, companyId, ...)`);
+    const own = entry as Record<string, unknown>;
+    for (const key of PROCESS_WIDE_KEYS) {
+      if (key in own) throw new ConfigError(`connections.${name}.${key}: is process-wide (one for the whole deployment); set it at the top level of the file`);
+    }
+    if ('connection' in own) throw new ConfigError(`connections.${name}.connection: not a key; the connection's name is its key under "connections"`);
+    const merged = deepMerge(deepMerge(defaults, own), options.overrides ?? {});
+    if (merged.companyId === undefined) {
+      throw new ConfigError(`connections.${name}.companyId: is required with "connections" (the key of the company's rate budget, spec §8; connections on one company share it)`);
+    }
+    merged.dbPath ??= `./data/${name}.db`;
+    configs.push(
+      parseConnection(name, merged, (key) => {
+        const label = `connections.${name}.${key}`;
+        // A value inherited from the environment names the variable too.
+        const envName = hasPath(own, key) ? undefined : fromEnv.source.get(key);
+        return envName ? `${envName} (${label})` : label;
+      }),
+    );
+  }
+  checkConnectionsApart(configs, (config, key) => (hasPath(entries[config.connection as keyof typeof entries] as Record<string, unknown>, key) ? '' : fromEnv.source.get(key) ?? ''));
+  return { connections: configs, named: true };
+}
+
+/** Validates one connection's merged values; `labelFor(key path)` names a key in the error. */
+function parseConnection(name: string, merged: Record<string, unknown>, labelFor: (key: string) => string): Config {
+  const parsed = configSchema.safeParse({ ...merged, connection: name });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const key = issue.path.join('.');
-    const envName = fromEnv.source.get(key) ?? ENV_FOR_KEY[key];
-    const label = envName ? `${envName} (${key})` : key || 'configuration';
     const given = issue.path.reduce<unknown>((node, part) => (node && typeof node === 'object' ? (node as Record<PropertyKey, unknown>)[part] : undefined), merged);
     const missing = issue.code === 'invalid_type' && given === undefined;
-    throw new ConfigError(`${label}: ${missing ? 'is required' : issue.message}`);
+    throw new ConfigError(`${labelFor(key)}: ${missing ? 'is required' : issue.message}`);
   }
-  return parsed.data;
+  const config = parsed.data;
+  config.dbPath = config.dbPath.replaceAll('{connection}', name);
+  return config;
+}
+
+/**
+ * Checks that connections do not collide: each has its own mirror file, and connections sharing a
+ * company budget (`companyId@host`, or one token under `rateLimit.scope: token`) give it one limit.
+ * `inheritedFrom(config, key)` names the environment variable a value came from, or ''.
+ * @throws ConfigError naming both connections and the key
+ */
+function checkConnectionsApart(configs: readonly Config[], inheritedFrom: (config: Config, key: string) => string): void {
+  const byFile = new Map<string, Config>();
+  const byBudget = new Map<string, Config>();
+  for (const config of configs) {
+    const file = config.dbPath === ':memory:' ? `:memory:${config.connection}` : resolve(config.dbPath);
+    const other = byFile.get(file);
+    if (other) {
+      const source = inheritedFrom(config, 'dbPath');
+      throw new ConfigError(
+        `connections.${other.connection}.dbPath and connections.${config.connection}.dbPath: both are ${config.dbPath}${source ? ` (from ${source})` : ''}; ` +
+          'each connection needs its own mirror file: set dbPath per connection, or put {connection} in it (e.g. /data/{connection}.db)',
+      );
+    }
+    byFile.set(file, config);
+    const host = new URL(config.baseUrl).host;
+    const keys = config.rateLimit.scope === 'company' ? [`company:${config.companyId}@${host}`] : Object.values(config.tokens).map((token) => `token:${token}@${host}`);
+    for (const key of keys) {
+      const sharing = byBudget.get(key);
+      if (sharing && (sharing.rateLimit.perMinute !== config.rateLimit.perMinute || sharing.rateLimit.windowMs !== config.rateLimit.windowMs)) {
+        const what = key.startsWith('company:') ? `company ${config.companyId} at ${host}` : `a token at ${host}`;
+        throw new ConfigError(
+          `connections.${config.connection}.rateLimit: ${what} is also connection ${sharing.connection}'s, with another limit ` +
+            `(${config.rateLimit.perMinute} per ${config.rateLimit.windowMs} ms vs ${sharing.rateLimit.perMinute} per ${sharing.rateLimit.windowMs} ms); one company has one budget (spec §8): give both the same rateLimit`,
+        );
+      }
+      byBudget.set(key, config);
+    }
+  }
+}
+
+/** True when `path` (dot-separated) is present in `object`. */
+function hasPath(object: Record<string, unknown> | undefined, path: string): boolean {
+  let node: unknown = object;
+  for (const part of path.split('.')) {
+    if (!node || typeof node !== 'object' || !(part in node)) return false;
+    node = (node as Record<string, unknown>)[part];
+  }
+  return true;
+}
+
+/**
+ * The mirror file of each connection, from the file and the environment, without validating the
+ * other keys (`status` and `changes` read a mirror without needing the API's settings). Falls back
+ * to `./data/mirror.db` for `default` when the file cannot be read.
+ */
+export function mirrorPaths(options: Pick<LoadConfigOptions, 'env'> = {}): { named: boolean; paths: { connection: string; dbPath: string }[] } {
+  const env = options.env ?? process.env;
+  let fileConfig: Record<string, unknown>;
+  try {
+    fileConfig = readConfigFile(env.BIZOPS_CONFIG);
+  } catch {
+    fileConfig = {};
+  }
+  const entries = fileConfig.connections;
+  const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
+  if (!entries || typeof entries !== 'object' || Array.isArray(entries) || Object.keys(entries).length === 0) {
+    const dbPath = text(env.BIZOPS_DB) ?? text(fileConfig.dbPath) ?? './data/mirror.db';
+    return { named: false, paths: [{ connection: 'default', dbPath: dbPath.replaceAll('{connection}', 'default') }] };
+  }
+  const paths = Object.entries(entries as Record<string, unknown>).map(([connection, entry]) => {
+    const own = entry && typeof entry === 'object' ? text((entry as Record<string, unknown>).dbPath) : undefined;
+    const dbPath = own ?? text(env.BIZOPS_DB) ?? text(fileConfig.dbPath) ?? `./data/${connection}.db`;
+    return { connection, dbPath: dbPath.replaceAll('{connection}', connection) };
+  });
+  return { named: true, paths };
 }
 
 /** Which environment variable sets which key, for error messages. */
@@ -166,6 +339,23 @@ export function maskConfig(config: Config): unknown {
     http: { ...config.http, writeApiKey: mask(config.http.writeApiKey) },
     webhooks: config.webhooks.map((w) => ({ ...w, secret: 'whsec_***', ...(w.previousSecret === undefined ? {} : { previousSecret: 'whsec_***' }) })),
   };
+}
+
+/**
+ * The deployment with every secret masked (`config check`): the one connection as `maskConfig`
+ * shows it, or `{ connections: { <name>: ... } }` when the file names its connections.
+ */
+export function maskDeployment(deployment: DeploymentConfig): unknown {
+  if (!deployment.named) return maskConfig(deployment.connections[0]!);
+  return { connections: Object.fromEntries(deployment.connections.map((config) => [config.connection, maskConfig(config)])) };
+}
+
+/** Every secret of every connection (tokens, webhook secrets): what loggers mask. */
+export function deploymentSecrets(configs: readonly Config[]): string[] {
+  return configs.flatMap((config) => [
+    ...Object.values(config.tokens),
+    ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret])]),
+  ]);
 }
 
 /**

@@ -35,6 +35,17 @@ const cronExpression = z
     if (problem) context.addIssue({ code: 'custom', message: problem });
   });
 
+/** A connection's name: `^[a-z0-9][a-z0-9_-]*$` (it appears in file names, metric labels and URLs). */
+export const CONNECTION_NAME = /^[a-z0-9][a-z0-9_-]*$/;
+
+/**
+ * The keys each connection has its own value of (the rest, `redisUrl` and `http`, are process-wide).
+ * Under `connections`, a top-level value of one of these is a default every connection inherits.
+ */
+export const PER_CONNECTION_KEYS = ['baseUrl', 'tokens', 'companyId', 'dbPath', 'rateLimit', 'api', 'sync', 'webhooks'] as const;
+/** Keys shared by every connection of a deployment: one Redis, one HTTP port. Top level only. */
+export const PROCESS_WIDE_KEYS = ['redisUrl', 'http'] as const;
+
 /** A registered stream's name (src/streams/definitions.ts): adding a stream there adds it here. */
 const streamName = z.enum(STREAM_NAMES, { error: (issue) => `"${String(issue.input)}" is not a stream; expected one of ${STREAM_NAMES.join(', ')}` });
 
@@ -96,13 +107,20 @@ const webhookEndpointSchema = z.object({
  */
 export const configSchema = z.object({
   /**
+   * The connection's name (docs/operations.md "Many companies"): the key under `connections` in the
+   * file, or `default` when the file has no `connections`. Set by load.ts, not by the user; it names
+   * the connection in logs, metrics (`connection` label), `status` and `--connection`.
+   */
+  connection: z.string().regex(CONNECTION_NAME, 'lowercase letters, digits, _ and - only, starting with a letter or digit').default('default'),
+  /**
    * `{base_url}` of spec §1, without `/api/public/v1`: the client adds the prefix, so a base URL
    * already holding it (or its start `/api/public`, or it and a resource path) would miss the API, every list would answer 404 and a stream marked
    * `unsupported` by that 404 would be skipped until it is probed again (docs/decisions.md).
    */
   baseUrl: z
     .url({ protocol: /^https?$/ })
-    .refine((url) => !API_PREFIX_IN_PATH.test(new URL(url).pathname), {
+    // URL.canParse first: zod runs refinements after a failed `url()` too, and `new URL` would throw a bare 'Invalid URL'.
+    .refine((url) => !URL.canParse(url) || !API_PREFIX_IN_PATH.test(new URL(url).pathname), {
       message: `must be the API's {base_url} without ${API_PREFIX} or a part of it (the client adds ${API_PREFIX} to every path); drop it and what follows it from the URL`,
     }),
   /** How each API request is bounded (docs/operations.md "Timeouts"). */
@@ -123,7 +141,10 @@ export const configSchema = z.object({
   tokens: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/), z.string().min(1)).refine((t) => 'default' in t, {
     message: 'a token named "default" is required (set BIZOPS_TOKEN or BIZOPS_TOKEN_FILE)',
   }),
-  /** The mirror's SQLite file (`BIZOPS_DB`). */
+  /**
+   * The mirror's SQLite file (`BIZOPS_DB`). `{connection}` in it is replaced by the connection's
+   * name. Default `./data/mirror.db`, or `./data/<connection>.db` when the file has `connections`.
+   */
   dbPath: z.string().min(1).default('./data/mirror.db'),
   /** Redis of the write queue and of the rate budget shared by every process (`REDIS_URL`); its password is masked when shown. */
   redisUrl: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').default('redis://127.0.0.1:6379'),
@@ -180,8 +201,19 @@ export const configSchema = z.object({
   webhooks: z.array(webhookEndpointSchema).default([]),
 });
 
-/** The validated configuration, defaults filled in (`loadConfig`). */
+/** The validated configuration of one connection, defaults filled in (`loadConfig`, `loadDeployment`). */
 export type Config = z.infer<typeof configSchema>;
+
+/**
+ * Every connection of one deployment (`loadDeployment`): one Config each, in the order of the
+ * file's `connections` object, sharing `redisUrl` and `http` (process-wide keys, equal in every one).
+ */
+export interface DeploymentConfig {
+  /** At least one. Without `connections` in the file: the one connection named `default`. */
+  connections: readonly Config[];
+  /** True when the file names its connections (`connections`); false for the single `default` one. */
+  named: boolean;
+}
 /** One validated webhook endpoint of `Config.webhooks` (`disableAfterDays` optional for library callers: default 5). */
 export type WebhookEndpointConfig = Omit<z.infer<typeof webhookEndpointSchema>, 'disableAfterDays'> & { disableAfterDays?: number };
 

@@ -9,6 +9,10 @@
  *   - the webhook dispatcher's `stats()`: deliveries, failures, lag in events and seconds.
  * Counters read from a source restart at 0 with the process, as Prometheus counters may.
  *
+ * Every series except prom-client's process metrics carries a `connection` label (the configured
+ * connection's name, `default` without `connections`; docs/operations.md "Many companies"), left out
+ * of the list below.
+ *
  * Metric names (all prefixed `bizops_`; `stream` is a configured stream of src/streams/definitions.ts):
  *   stream_last_success_timestamp_seconds{stream}   gauge, Unix seconds of the last successful run
  *   stream_cursor_timestamp_seconds{stream}         gauge, the cursor (server time) of incremental syncs
@@ -100,191 +104,189 @@ function unixSeconds(iso: string | null): number | undefined {
   return Number.isFinite(ms) ? ms / 1000 : undefined;
 }
 
+/** One connection's sources (`DaemonMetricsSources` without `processMetrics`) and its name, the `connection` label. */
+export interface ConnectionMetricsSources extends Omit<DaemonMetricsSources, 'processMetrics'> {
+  name: string;
+}
+
+/** Sources of a deployment of several connections: each series carries its connection's name. */
+export interface DeploymentMetricsSources {
+  connections: readonly ConnectionMetricsSources[];
+  /** Also export prom-client's default process metrics (default true). */
+  processMetrics?: boolean;
+}
+
 /** The daemon's metric registry; see the module comment for the names. */
 export class DaemonMetrics {
   readonly registry = new Registry();
-  readonly #changes: Counter<'stream'>;
-  readonly #runs: Counter<'stream' | 'reason' | 'status'>;
-  readonly #runErrors: Counter<'stream' | 'reason'>;
-  readonly #runDuration: Histogram<'stream' | 'reason'>;
-  readonly #skippedTicks: Counter<'stream'>;
-  readonly #incompleteScans: Counter<'stream' | 'reason'>;
-  readonly #rejected: Counter<'stream'>;
+  readonly #default: string;
+  readonly #changes: Counter<'connection' | 'stream'>;
+  readonly #runs: Counter<'connection' | 'stream' | 'reason' | 'status'>;
+  readonly #runErrors: Counter<'connection' | 'stream' | 'reason'>;
+  readonly #runDuration: Histogram<'connection' | 'stream' | 'reason'>;
+  readonly #skippedTicks: Counter<'connection' | 'stream'>;
+  readonly #incompleteScans: Counter<'connection' | 'stream' | 'reason'>;
+  readonly #rejected: Counter<'connection' | 'stream'>;
 
-  constructor(sources: DaemonMetricsSources) {
+  /**
+   * @param sources one connection's sources (labelled `connection="default"`), or every
+   *   connection's (`{ connections: [{ name, ... }] }`)
+   */
+  constructor(sources: DaemonMetricsSources | DeploymentMetricsSources) {
     const registers = [this.registry];
-    const { streams, store } = sources;
+    const connections: readonly ConnectionMetricsSources[] = 'connections' in sources ? sources.connections : [{ ...sources, name: 'default' }];
+    this.#default = connections[0]?.name ?? 'default';
     if (sources.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    /** Every (connection, stream) pair with its connection's sources. */
+    const streamsOf = function* (): Generator<{ connection: string; stream: StreamName; source: ConnectionMetricsSources }> {
+      for (const source of connections) for (const stream of source.streams) yield { connection: source.name, stream, source };
+    };
 
-    this.#changes = new Counter({ name: 'bizops_stream_changes_recorded_total', help: 'Changelog events appended by this process, per stream.', labelNames: ['stream'], registers });
-    this.#runs = new Counter({ name: 'bizops_stream_runs_total', help: 'Stream runs ended, by reason (backfill, sync, reconcile) and status.', labelNames: ['stream', 'reason', 'status'], registers });
-    this.#runErrors = new Counter({ name: 'bizops_stream_run_errors_total', help: 'Stream runs that failed (the checkpoint stands; the next run resumes).', labelNames: ['stream', 'reason'], registers });
+    this.#changes = new Counter({ name: 'bizops_stream_changes_recorded_total', help: 'Changelog events appended by this process, per stream.', labelNames: ['connection', 'stream'], registers });
+    this.#runs = new Counter({ name: 'bizops_stream_runs_total', help: 'Stream runs ended, by reason (backfill, sync, reconcile) and status.', labelNames: ['connection', 'stream', 'reason', 'status'], registers });
+    this.#runErrors = new Counter({ name: 'bizops_stream_run_errors_total', help: 'Stream runs that failed (the checkpoint stands; the next run resumes).', labelNames: ['connection', 'stream', 'reason'], registers });
     this.#runDuration = new Histogram({
       name: 'bizops_stream_run_duration_seconds',
       help: 'Wall-clock duration of stream runs, seconds.',
-      labelNames: ['stream', 'reason'],
+      labelNames: ['connection', 'stream', 'reason'],
       buckets: DURATION_BUCKETS_SECONDS,
       registers,
     });
-    this.#skippedTicks = new Counter({ name: 'bizops_stream_ticks_skipped_total', help: 'Schedule ticks skipped because the stream was still running.', labelNames: ['stream'], registers });
+    this.#skippedTicks = new Counter({ name: 'bizops_stream_ticks_skipped_total', help: 'Schedule ticks skipped because the stream was still running.', labelNames: ['connection', 'stream'], registers });
     this.#incompleteScans = new Counter({
       name: 'bizops_stream_incomplete_scans_total',
       help: 'Runs whose scan listed fewer distinct records than the list total (reason ended-early or unstable-order): no miss counted, cursor kept.',
-      labelNames: ['stream', 'reason'],
+      labelNames: ['connection', 'stream', 'reason'],
       registers,
     });
-    this.#rejected = new Counter({ name: 'bizops_records_rejected_total', help: 'Records quarantined because they failed their schema (record.rejected changes), per stream.', labelNames: ['stream'], registers });
-    for (const stream of streams) {
-      this.#rejected.inc({ stream }, 0);
-      this.#changes.inc({ stream }, 0);
-      for (const reason of ['ended-early', 'unstable-order'] as const) this.#incompleteScans.inc({ stream, reason }, 0);
-      this.#skippedTicks.inc({ stream }, 0);
-      for (const reason of ['backfill', 'sync', 'reconcile'] as const) this.#runErrors.inc({ stream, reason }, 0);
+    this.#rejected = new Counter({ name: 'bizops_records_rejected_total', help: 'Records quarantined because they failed their schema (record.rejected changes), per stream.', labelNames: ['connection', 'stream'], registers });
+    for (const { connection, stream } of streamsOf()) {
+      this.#rejected.inc({ connection, stream }, 0);
+      this.#changes.inc({ connection, stream }, 0);
+      for (const reason of ['ended-early', 'unstable-order'] as const) this.#incompleteScans.inc({ connection, stream, reason }, 0);
+      this.#skippedTicks.inc({ connection, stream }, 0);
+      for (const reason of ['backfill', 'sync', 'reconcile'] as const) this.#runErrors.inc({ connection, stream, reason }, 0);
     }
 
     new Gauge({
       name: 'bizops_stream_last_success_timestamp_seconds',
       help: 'Unix time of the last successful run of the stream.',
-      labelNames: ['stream'],
+      labelNames: ['connection', 'stream'],
       registers,
       collect() {
         this.reset();
-        for (const stream of streams) {
-          const at = unixSeconds(store.readSyncState(stream).lastSuccessAt);
-          if (at !== undefined) this.set({ stream }, at);
+        for (const { connection, stream, source } of streamsOf()) {
+          const at = unixSeconds(source.store.readSyncState(stream).lastSuccessAt);
+          if (at !== undefined) this.set({ connection, stream }, at);
         }
       },
     });
     new Gauge({
       name: 'bizops_stream_cursor_timestamp_seconds',
       help: 'The stream cursor (server time at the start of the last successful run), Unix seconds.',
-      labelNames: ['stream'],
+      labelNames: ['connection', 'stream'],
       registers,
       collect() {
         this.reset();
-        for (const stream of streams) {
-          const at = unixSeconds(store.readSyncState(stream).cursor);
-          if (at !== undefined) this.set({ stream }, at);
+        for (const { connection, stream, source } of streamsOf()) {
+          const at = unixSeconds(source.store.readSyncState(stream).cursor);
+          if (at !== undefined) this.set({ connection, stream }, at);
         }
       },
     });
     new Gauge({
       name: 'bizops_stream_supported',
       help: '1 while the stream can be listed; 0 after its list endpoint answered 404.',
-      labelNames: ['stream'],
+      labelNames: ['connection', 'stream'],
       registers,
       collect() {
-        for (const stream of streams) this.set({ stream }, store.readSyncState(stream).supported ? 1 : 0);
+        for (const { connection, stream, source } of streamsOf()) this.set({ connection, stream }, source.store.readSyncState(stream).supported ? 1 : 0);
       },
     });
     new Gauge({
       name: 'bizops_stream_records',
       help: 'Records in the mirror: state="live" (listed upstream) or "tombstoned".',
-      labelNames: ['stream', 'state'],
+      labelNames: ['connection', 'stream', 'state'],
       registers,
       collect() {
-        for (const stream of streams) {
-          const counts = store.countRecords(STREAMS[stream]);
-          this.set({ stream, state: 'live' }, counts.live);
-          this.set({ stream, state: 'tombstoned' }, counts.deleted);
+        for (const { connection, stream, source } of streamsOf()) {
+          const counts = source.store.countRecords(STREAMS[stream]);
+          this.set({ connection, stream, state: 'live' }, counts.live);
+          this.set({ connection, stream, state: 'tombstoned' }, counts.deleted);
         }
       },
     });
-    const pageTrust = sources.pageTrust;
-    if (pageTrust) {
+    if (connections.some((source) => source.pageTrust)) {
       new Gauge({
         name: 'bizops_records_quarantined',
         help: 'Records in rejected_records now (failed their schema; they leave when a run accepts them), per stream.',
-        labelNames: ['stream'],
+        labelNames: ['connection', 'stream'],
         registers,
         collect() {
-          for (const stream of streams) this.set({ stream }, pageTrust.countRejected(stream));
+          for (const { connection, stream, source } of streamsOf()) if (source.pageTrust) this.set({ connection, stream }, source.pageTrust.countRejected(stream));
         },
       });
       new Gauge({
         name: 'bizops_clock_skew_seconds',
         help: "How far the stream's record timestamps were seen to lag the cursor's clock (server Date), seconds; incremental syncs widen their overlap by it.",
-        labelNames: ['stream'],
+        labelNames: ['connection', 'stream'],
         registers,
         collect() {
-          for (const stream of streams) this.set({ stream }, pageTrust.recordClockLagSeconds(stream));
+          for (const { connection, stream, source } of streamsOf()) if (source.pageTrust) this.set({ connection, stream }, source.pageTrust.recordClockLagSeconds(stream));
         },
       });
     }
     new Gauge({
       name: 'bizops_changelog_last_seq',
       help: 'The highest changelog seq.',
+      labelNames: ['connection'],
       registers,
       collect() {
-        this.set(store.lastSeq());
+        for (const source of connections) this.set({ connection: source.name }, source.store.lastSeq());
       },
     });
 
-    const apiTotal = (pick: (stats: ApiClientStats) => number) => sources.apiClients.reduce((sum, client) => sum + pick(client.stats), 0);
-    new Counter({
-      name: 'bizops_api_requests_total',
-      help: 'API requests sent, retries and 429s included.',
-      registers,
-      collect() {
-        this.reset();
-        this.inc(apiTotal((stats) => stats.requests));
-      },
-    });
-    new Counter({
-      name: 'bizops_api_rate_limited_total',
-      help: 'API answers with status 429 (spec §7).',
-      registers,
-      collect() {
-        this.reset();
-        this.inc(apiTotal((stats) => stats.rateLimited));
-      },
-    });
-    new Counter({
-      name: 'bizops_api_retries_total',
-      help: 'API requests that were retries.',
-      registers,
-      collect() {
-        this.reset();
-        this.inc(apiTotal((stats) => stats.retries));
-      },
-    });
+    const apiTotal = (source: ConnectionMetricsSources, pick: (stats: ApiClientStats) => number) => source.apiClients.reduce((sum, client) => sum + pick(client.stats), 0);
+    const perConnectionCounter = (name: string, help: string, value: (source: ConnectionMetricsSources) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['connection'],
+        registers,
+        collect() {
+          this.reset();
+          for (const source of connections) this.inc({ connection: source.name }, value(source));
+        },
+      });
+    perConnectionCounter('bizops_api_requests_total', 'API requests sent, retries and 429s included.', (source) => apiTotal(source, (stats) => stats.requests));
+    perConnectionCounter('bizops_api_rate_limited_total', 'API answers with status 429 (spec §7).', (source) => apiTotal(source, (stats) => stats.rateLimited));
+    perConnectionCounter('bizops_api_retries_total', 'API requests that were retries.', (source) => apiTotal(source, (stats) => stats.retries));
     new Counter({
       name: 'bizops_rate_budget_granted_total',
-      help: 'Rate budget slots granted, by priority (write, incremental, backfill).',
-      labelNames: ['priority'],
+      help: "Rate budget slots granted, by priority (write, incremental, backfill); connections on one company show their shared budget's figures each.",
+      labelNames: ['connection', 'priority'],
       registers,
       collect() {
         this.reset();
-        const stats = sources.budget.stats();
-        for (const priority of PRIORITIES) this.inc({ priority }, stats.granted[priority]);
+        for (const source of connections) {
+          const stats = source.budget.stats();
+          for (const priority of PRIORITIES) this.inc({ connection: source.name, priority }, stats.granted[priority]);
+        }
       },
     });
-    new Counter({
-      name: 'bizops_rate_budget_wait_seconds_total',
-      help: 'Time requests spent waiting for the rate budget, seconds.',
-      registers,
-      collect() {
-        this.reset();
-        this.inc(sources.budget.stats().waitedMs / 1000);
-      },
-    });
-    new Counter({
-      name: 'bizops_rate_budget_pauses_total',
-      help: "Rate budget pauses after a 429's Retry-After.",
-      registers,
-      collect() {
-        this.reset();
-        this.inc(sources.budget.stats().pauses);
-      },
-    });
+    perConnectionCounter('bizops_rate_budget_wait_seconds_total', 'Time requests spent waiting for the rate budget, seconds.', (source) => source.budget.stats().waitedMs / 1000);
+    perConnectionCounter('bizops_rate_budget_pauses_total', "Rate budget pauses after a 429's Retry-After.", (source) => source.budget.stats().pauses);
 
-    const webhooks = sources.webhooks;
-    if (webhooks) {
+    const webhookSources = connections.filter((source) => source.webhooks);
+    if (webhookSources.length > 0) {
+      const eachEndpoint = function* (): Generator<{ connection: string; stats: WebhookStatsLike }> {
+        for (const source of webhookSources) for (const stats of source.webhooks!.stats()) yield { connection: source.name, stats };
+      };
       const perEndpoint = (name: string, help: string, type: 'counter' | 'gauge', pick: (stats: WebhookStatsLike) => number) => {
         const options = {
           name,
           help,
-          labelNames: ['endpoint'] as const,
+          labelNames: ['connection', 'endpoint'] as const,
           registers,
         };
         if (type === 'counter') {
@@ -292,7 +294,7 @@ export class DaemonMetrics {
             ...options,
             collect() {
               this.reset();
-              for (const stats of webhooks.stats()) this.inc({ endpoint: stats.name }, pick(stats));
+              for (const { connection, stats } of eachEndpoint()) this.inc({ connection, endpoint: stats.name }, pick(stats));
             },
           });
         } else {
@@ -300,7 +302,7 @@ export class DaemonMetrics {
             ...options,
             collect() {
               this.reset();
-              for (const stats of webhooks.stats()) this.set({ endpoint: stats.name }, pick(stats));
+              for (const { connection, stats } of eachEndpoint()) this.set({ connection, endpoint: stats.name }, pick(stats));
             },
           });
         }
@@ -315,41 +317,41 @@ export class DaemonMetrics {
       new Gauge({
         name: 'bizops_webhook_endpoint_disabled',
         help: '1 while the endpoint is disabled, by reason (gone: 410; failing: no 2xx for disableAfterDays); 0 with reason "none" while enabled.',
-        labelNames: ['endpoint', 'reason'] as const,
+        labelNames: ['connection', 'endpoint', 'reason'] as const,
         registers,
         collect() {
           this.reset();
-          for (const stats of webhooks.stats()) {
-            if (stats.enabled) this.set({ endpoint: stats.name, reason: 'none' }, 0);
-            else this.set({ endpoint: stats.name, reason: stats.disabledKind ?? 'gone' }, 1);
+          for (const { connection, stats } of eachEndpoint()) {
+            if (stats.enabled) this.set({ connection, endpoint: stats.name, reason: 'none' }, 0);
+            else this.set({ connection, endpoint: stats.name, reason: stats.disabledKind ?? 'gone' }, 1);
           }
         },
       });
     }
   }
 
-  /** Counts a finished run: its status, its error, its duration (ms). */
-  recordRun(result: RunResult, durationMs: number): void {
-    const labels = { stream: result.stream, reason: result.reason };
+  /** Counts a finished run of `connection` (default: the first connection): its status, its error, its duration (ms). */
+  recordRun(result: RunResult, durationMs: number, connection = this.#default): void {
+    const labels = { connection, stream: result.stream, reason: result.reason };
     this.#runs.inc({ ...labels, status: result.status });
     if (result.status === 'failed') this.#runErrors.inc(labels);
-    if (result.scan?.outcome === 'incomplete') this.#incompleteScans.inc({ stream: result.stream, reason: result.scan.reason ?? 'ended-early' });
+    if (result.scan?.outcome === 'incomplete') this.#incompleteScans.inc({ connection, stream: result.stream, reason: result.scan.reason ?? 'ended-early' });
     this.#runDuration.observe(labels, durationMs / 1000);
   }
 
-  /** Counts changelog events just appended (the engine's `onChanges`). */
-  recordChanges(changes: readonly AppendedChange[]): void {
+  /** Counts changelog events just appended by `connection`'s engine or worker (its `onChanges`). */
+  recordChanges(changes: readonly AppendedChange[], connection = this.#default): void {
     const perStream = new Map<string, number>();
     for (const change of changes) {
       perStream.set(change.stream, (perStream.get(change.stream) ?? 0) + 1);
-      if (change.type === RECORD_REJECTED) this.#rejected.inc({ stream: change.stream });
+      if (change.type === RECORD_REJECTED) this.#rejected.inc({ connection, stream: change.stream });
     }
-    for (const [stream, count] of perStream) this.#changes.inc({ stream }, count);
+    for (const [stream, count] of perStream) this.#changes.inc({ connection, stream }, count);
   }
 
-  /** Counts a schedule tick skipped because the stream was still running. */
-  recordSkippedTick(stream: StreamName, _reason: RunReason): void {
-    this.#skippedTicks.inc({ stream });
+  /** Counts a schedule tick of `connection` skipped because the stream was still running. */
+  recordSkippedTick(stream: StreamName, _reason: RunReason, connection = this.#default): void {
+    this.#skippedTicks.inc({ connection, stream });
   }
 
   /** The exposition text and its content type. @throws when a source fails (e.g. the database is closed). */

@@ -188,3 +188,34 @@ export class ReadinessProbe {
     return this.#verdict;
   }
 }
+
+/** `/readyz` of a deployment: the combined verdict and each connection's own. */
+export interface DeploymentReadinessVerdict extends ReadinessVerdict {
+  /** Each connection's verdict, by connection name. */
+  connections: Record<string, ReadinessVerdict>;
+}
+
+/**
+ * Combines the verdicts of every connection (docs/operations.md "Many companies"): ready when every
+ * connection is. With one connection its verdict is the whole answer (plus `connections`); with
+ * several, `reason` names the connections that are not ready, `status` is null, `checkedAt` the
+ * oldest check and `budget` the longest wait.
+ */
+export function combineReadiness(verdicts: Record<string, ReadinessVerdict>): DeploymentReadinessVerdict {
+  const entries = Object.entries(verdicts);
+  if (entries.length === 1) return { ...entries[0]![1], connections: verdicts };
+  const notReady = entries.filter(([, verdict]) => !verdict.ready);
+  const checked = entries.map(([, verdict]) => verdict.checkedAt);
+  const waits = entries.flatMap(([, verdict]) => (verdict.budget ? [verdict.budget.waitMs] : []));
+  return {
+    ready: notReady.length === 0,
+    reason:
+      notReady.length === 0
+        ? `all ${entries.length} connections are ready`
+        : `not ready: ${notReady.map(([name, verdict]) => `${name} (${verdict.reason})`).join('; ')}`,
+    status: null,
+    checkedAt: checked.includes(null) ? null : (checked as string[]).sort()[0]!,
+    ...(waits.length > 0 ? { budget: { waitMs: Math.max(...waits) } } : {}),
+    connections: verdicts,
+  };
+}

@@ -12,12 +12,15 @@ export const DEFAULT_QUEUE_NAME = 'bizops-writes';
 export const DEFAULT_QUEUE_PREFIX = 'bizops';
 
 /**
- * The queue of one deployment: `bizops-writes.<companyId>.<api host>`, so that workers of another
- * company or another API (staging next to production) on the same Redis never take its jobs.
+ * The queue of one connection: `bizops-writes.<companyId>.<api host>`, so that workers of another
+ * company or another API (staging next to production) on the same Redis never take its jobs. A named
+ * connection other than `default` appends `.<connection>`: two connections on one company keep their
+ * writes in their own mirrors, so each needs its own queue (a worker reads the write from its file).
  */
-export function deploymentQueueName(config: { companyId: string; baseUrl: string }): string {
+export function deploymentQueueName(config: { companyId: string; baseUrl: string; connection?: string }): string {
   const host = new URL(config.baseUrl).host.replace(/[^A-Za-z0-9.-]/g, '_');
-  return `bizops-writes.${config.companyId.replace(/[^A-Za-z0-9.-]/g, '_')}.${host}`;
+  const base = `bizops-writes.${config.companyId.replace(/[^A-Za-z0-9.-]/g, '_')}.${host}`;
+  return config.connection === undefined || config.connection === 'default' ? base : `${base}.${config.connection}`;
 }
 
 /** Where the queue lives. Tests give each run its own `prefix`. */

@@ -261,12 +261,12 @@ describe('WebhookDispatcher', () => {
     const disabledGauge = await metrics.registry.getSingleMetric('bizops_webhook_endpoint_disabled')!.get();
     expect(disabledGauge.values).toEqual(
       expect.arrayContaining([
-        { labels: { endpoint: 'down', reason: 'failing' }, value: 1 },
-        { labels: { endpoint: 'witness', reason: 'none' }, value: 0 },
+        { labels: { connection: 'default', endpoint: 'down', reason: 'failing' }, value: 1 },
+        { labels: { connection: 'default', endpoint: 'witness', reason: 'none' }, value: 0 },
       ]),
     );
     const failedGauge = await metrics.registry.getSingleMetric('bizops_webhook_failed_events')!.get();
-    expect(failedGauge.values).toEqual(expect.arrayContaining([{ labels: { endpoint: 'down' }, value: 1 }]));
+    expect(failedGauge.values).toEqual(expect.arrayContaining([{ labels: { connection: 'default', endpoint: 'down' }, value: 1 }]));
 
     // Nothing more is sent to it while disabled: once the witness has a later event, the disabled loop has had its turn.
     insertChanges(mirror.db, 1);

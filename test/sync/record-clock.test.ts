@@ -60,7 +60,7 @@ describe.each([
     const status = readStatus(ctx.config.dbPath).streams.find((s) => s.stream === 'deals')!;
     expect(status.recordClockLagSeconds).toBe(now);
     const metrics = new DaemonMetrics({ streams: ['deals'], store: ctx.store, pageTrust: pageTrustSource(ctx.store), apiClients: [ctx.client], budget: ctx.budgets, processMetrics: false });
-    expect((await metrics.render()).body).toContain(`bizops_clock_skew_seconds{stream="deals"} ${now}`);
+    expect((await metrics.render()).body).toContain(`bizops_clock_skew_seconds{connection="default",stream="deals"} ${now}`);
   });
 });
 

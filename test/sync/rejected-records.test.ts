@@ -42,8 +42,8 @@ describe('quarantined records', () => {
     expect(JSON.parse(rejectedChanges[0]!.data)).toMatchObject({ error: expect.stringMatching(/field status/) });
     expect(readStatus(ctx.config.dbPath).streams.find((s) => s.stream === 'deals')).toMatchObject({ rejected: 1, lastError: null });
     let exposition = (await metrics.render()).body;
-    expect(exposition).toMatch(/bizops_records_quarantined\{stream="deals"\} 1/);
-    expect(exposition).toMatch(/bizops_records_rejected_total\{stream="deals"\} 1/);
+    expect(exposition).toMatch(/bizops_records_quarantined\{connection="default",stream="deals"\} 1/);
+    expect(exposition).toMatch(/bizops_records_rejected_total\{connection="default",stream="deals"\} 1/);
 
     // Listed again, still invalid and unchanged: counted, no second change row.
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', rejected: 1, scan: { outcome: 'complete' } });
@@ -58,7 +58,7 @@ describe('quarantined records', () => {
     expect(changesOfType(ctx, 'deal.created').map((c) => c.record_id)).toContain(row!.recordId);
     expect(readStatus(ctx.config.dbPath).streams.find((s) => s.stream === 'deals')!.rejected).toBe(0);
     exposition = (await metrics.render()).body;
-    expect(exposition).toMatch(/bizops_records_quarantined\{stream="deals"\} 0/);
+    expect(exposition).toMatch(/bizops_records_quarantined\{connection="default",stream="deals"\} 0/);
   });
 
   it('a mirrored record that turns invalid is not tombstoned by the complete scans that list it invalid', async () => {

@@ -50,7 +50,7 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
     expect(state.cursor).toBe(cursor);
     expect(state.lastScan).toMatchObject({ outcome: 'incomplete', reason: 'ended-early' });
     expect(await metrics.registry.getSingleMetricAsString('bizops_stream_incomplete_scans_total')).toContain(
-      'bizops_stream_incomplete_scans_total{stream="transactions",reason="ended-early"} 2',
+      'bizops_stream_incomplete_scans_total{connection="default",stream="transactions",reason="ended-early"} 2',
     );
     expect(lines.filter((line) => line.includes('incomplete scan'))).toHaveLength(2);
 
