@@ -83,10 +83,10 @@ describe('LocalRateBudget against whole-second resets', () => {
     expect(sim.requests.filter((request) => request.status === 429)).toHaveLength(0);
     expect(client.stats.rateLimited).toBe(0);
     const counts = serverCounts(sim, windowMs);
-    // No window between the first (partial) and the last went unused waiting for a rounded-up reset
-    // (the old budget's 5, 0, 5, 0). That each is FULL is a timing figure, in bench/writes.ts: a
-    // loaded machine may stall a send past a window's end.
-    expect(counts.slice(1, -1).filter((count) => count === 0)).toEqual([]);
+    // That no window goes unused waiting for a rounded-up Reset (the old budget's 5, 0, 5, 0) is
+    // proven without a clock by the window-end tests above (the end is bounded by when answers
+    // arrived, never by Reset rounded up) and measured in bench/writes.ts: counting empty windows
+    // here failed at load average 10, when the machine itself stalled the sender for a second.
     expect(Math.max(...counts)).toBeLessThanOrEqual(limit);
     expect(counts.reduce((sum, count) => sum + count, 0)).toBe(8 * limit);
     // Every slot was ended by its answer.
