@@ -1,17 +1,22 @@
 /**
- * Benchmark: a 100,000-record backfill against a server returning ties in an unstable order
- * (issue 7 point 2).
+ * Benchmark: backfills against a server returning ties in an unstable order (issue 7 point 2).
  *
- * The simulator (in this process) creates transactions in bursts sharing one createdAt (mean 8 a
- * burst) and answers every list request with the `unstable-order` fault: records tying on createdAt
- * come back in a new order per request, so the records at a page boundary differ between requests.
- * The worker backfills through the scaled rate limit bench/backfill.ts uses (60 requests per 1 s),
- * then runs a reconciliation (a second complete scan, the one that could tombstone).
+ * The simulator (in this process) creates transactions in bursts sharing one createdAt and answers
+ * every list request with the `unstable-order` fault: records tying on createdAt come back in a new
+ * order per request, so the records at a page boundary differ between requests. The worker
+ * backfills through the scaled rate limit bench/backfill.ts uses (60 requests per 1 s), then runs a
+ * reconciliation (a second complete scan, the one that could tombstone). Two scenarios:
  *
- * Prints requests used / minimum (ceil(N/100) per scan), false deletions (goal 0), whether the
- * mirror equals the simulator's truth, and the scans' outcomes.
+ * - `short ties`: 100,000 records in bursts of 1 to 15 (mean 8), the issue's case.
+ * - `long ties`: 10,000 records in bursts of 1 to 299 (mean 150): runs longer than a page, which
+ *   no single answer can hold (docs/sync.md "Unstable order among ties").
  *
- * Run alone: `node bench/unstable-ties.ts` (prints JSON). `BENCH_TIES_N` overrides 100000.
+ * Prints, as min / median / max of 3 runs: requests used / minimum (ceil(N/100) per scan), tie
+ * re-reads, false deletions (goal 0), how many runs left the mirror equal to the simulator's truth
+ * after 2 runs (goal 3 of 3), and how many first scans were complete.
+ *
+ * Run alone: `node bench/unstable-ties.ts` (prints JSON). `BENCH_TIES_N` overrides 100000 (the
+ * short-ties scenario), `BENCH_TIES_RUNS` the 3 runs.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,17 +25,27 @@ import { startSimulator } from '@bizops-sync/simulator';
 import { openContext } from '../jobs/context.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { silentLogger } from '../src/logging/logger.ts';
+import { repeat, spread } from './runs.ts';
 
 const PAGE = 100;
 const LIMIT = 60;
 const WINDOW_MS = 1000;
 
-/** Runs the benchmark; figures keyed by what they measure. */
-export async function run(): Promise<Record<string, number | string>> {
-  const n = Number(process.env.BENCH_TIES_N ?? 100_000);
+interface Trial {
+  backfillRatio: number;
+  reconcileRatio: number;
+  reReads: number;
+  repeatedIds: number;
+  deletions: number;
+  equal: boolean;
+  firstComplete: boolean;
+}
+
+/** One backfill + reconciliation of `n` records created in bursts of mean `burst`. */
+async function trial(n: number, burst: number): Promise<Trial> {
   const simulator = await startSimulator({
     size: { transactions: n, deals: 0, onboardings: 0 },
-    createdInBursts: 8,
+    createdInBursts: burst,
     rateLimit: { limit: LIMIT, windowMs: WINDOW_MS },
   });
   simulator.faults.inject({ kind: 'unstable-order', times: Number.MAX_SAFE_INTEGER, match: { path: '/transactions' } });
@@ -53,28 +68,42 @@ export async function run(): Promise<Record<string, number | string>> {
     const truth = simulator.world.groundTruth('transactions') as { id: string }[];
     const rows = context.db.prepare('SELECT id, raw FROM transactions WHERE deleted_at IS NULL').all() as { id: string; raw: string }[];
     const mirrored = new Map(rows.map((row) => [row.id, row.raw]));
-    const equal = rows.length === truth.length && truth.every((record) => mirrored.get(record.id) === JSON.stringify(record));
-    const tiedIds = new Set<string>();
-    const times = new Map<string, number>();
-    for (const record of simulator.world.transactions) times.set(record.createdAt, (times.get(record.createdAt) ?? 0) + 1);
-    for (const record of simulator.world.transactions) if ((times.get(record.createdAt) ?? 0) > 1) tiedIds.add(record.id);
     return {
-      records: n,
-      'records sharing a createdAt (ties)': tiedIds.size,
-      'backfill: requests / minimum': (backfill.pages / minimum).toFixed(3),
-      'backfill: ids listed twice (unstable ties)': backfill.scan?.repeatedIds ?? 0,
-      'backfill: tie re-reads': backfill.scan?.reReads ?? 0,
-      'backfill: scan': backfill.scan?.outcome ?? '-',
-      'reconcile: requests / minimum': (reconcile.pages / minimum).toFixed(3),
-      'reconcile: scan': reconcile.scan?.outcome ?? '-',
-      'false deletions (goal 0)': deletions,
-      'mirror equals truth after 2 runs': equal ? 'yes' : 'NO',
+      backfillRatio: backfill.pages / minimum,
+      reconcileRatio: reconcile.pages / minimum,
+      reReads: backfill.scan?.reReads ?? 0,
+      repeatedIds: backfill.scan?.repeatedIds ?? 0,
+      deletions,
+      equal: rows.length === truth.length && truth.every((record) => mirrored.get(record.id) === JSON.stringify(record)),
+      firstComplete: backfill.scan?.outcome === 'complete',
     };
   } finally {
     await context.close();
     await simulator.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Runs the benchmark; figures keyed by what they measure. */
+export async function run(): Promise<Record<string, number | string>> {
+  const runs = Number(process.env.BENCH_TIES_RUNS ?? 3);
+  const scenarios = [
+    { name: 'short ties', n: Number(process.env.BENCH_TIES_N ?? 100_000), burst: 8 },
+    { name: 'long ties', n: 10_000, burst: 150 },
+  ];
+  const figures: Record<string, number | string> = { 'ranges are': `min / median / max of ${runs} runs` };
+  for (const { name, n, burst } of scenarios) {
+    const trials = await repeat(runs, () => trial(n, burst));
+    figures[`${name}: records, burst sizes`] = `${n}, 1 to ${2 * burst - 1}`;
+    figures[`${name}: backfill requests / minimum`] = spread(trials.map((t) => t.backfillRatio));
+    figures[`${name}: reconcile requests / minimum`] = spread(trials.map((t) => t.reconcileRatio));
+    figures[`${name}: backfill ids listed twice`] = spread(trials.map((t) => t.repeatedIds), 0);
+    figures[`${name}: backfill tie re-reads`] = spread(trials.map((t) => t.reReads), 0);
+    figures[`${name}: first scans complete`] = `${trials.filter((t) => t.firstComplete).length} of ${runs}`;
+    figures[`${name}: false deletions (goal 0)`] = trials.reduce((sum, t) => sum + t.deletions, 0);
+    figures[`${name}: mirror equals truth after 2 runs`] = `${trials.filter((t) => t.equal).length} of ${runs} (goal: all)`;
+  }
+  return figures;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) console.log(JSON.stringify(await run(), null, 2));

@@ -60,10 +60,11 @@ export interface RunCheckpoint {
   /** Items whose id an earlier page of this run already listed (ties in an unstable order, drift re-reads). */
   repeatedIds?: number;
   /**
-   * Page boundaries (the offset of the page that repeated ids) where a tie run may have hidden
-   * records, with how many ids each boundary still owes; re-read before the run ends.
+   * Stretches of positions `[from, to]` (offsets in the set being paged, both inclusive) each inside
+   * one run of ties, with how many of that run's records this scan has not listed yet; re-read
+   * before the run ends (src/sync/scan-check.ts `TieRegion`).
    */
-  tieBoundaries?: { offset: number; missing: number }[];
+  tieRegions?: { from: number; to: number; missing: number }[];
   /** Positions below this offset were read before a drift step-back: their repeats are expected. */
   driftReadsUntil?: number;
   /** The smallest `pagination.total` of this run's pages (records entering an incremental run's set grow the total past it). */

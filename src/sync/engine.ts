@@ -26,9 +26,10 @@
  *   resumes from it, re-fetching at most the page that was in flight.
  * - Scan completeness (src/sync/scan-check.ts): a scan that saw fewer distinct ids than the final
  *   `pagination.total` is incomplete. When ids came twice (ties returned in another order per
- *   request), the pages around each such boundary are re-read first (`reReadTies`); a scan still
- *   short is marked incomplete (last_scan, a warning, the metric): it counts no miss and leaves
- *   the cursor where it was.
+ *   request), each id's two positions mark a run of ties (a tie region, owing one record per
+ *   repeat), and the regions are re-read first, round by round, until the scan is whole
+ *   (`reReadTies`, bounded); a scan still short is marked incomplete (last_scan, a warning, the
+ *   metric): it counts no miss and leaves the cursor where it was.
  * - Endless lists: the paginator stops a list that says `hasMore` past its total or keeps repeating
  *   ids (EndlessListError); the run fails and nothing is tombstoned.
  * - Two-scan rule: only a complete scan that finished without error counts misses; a record missed
@@ -47,7 +48,7 @@ import type { ApiRecord } from '../streams/define-stream.ts';
 import { readAhead } from './read-ahead.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { lagsFromPage, lagsFromWrites } from './record-clock.ts';
-import { scanOutcome, tallyPage } from './scan-check.ts';
+import { creditFound, noteTie, regionAt, regionPages, requiredIds, scanOutcome, tallyPage } from './scan-check.ts';
 
 /** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
 export type RunReason = 'backfill' | 'sync' | 'reconcile';
@@ -130,6 +131,12 @@ export interface SyncEngineOptions {
    * `sync.unsupportedProbeSeconds`). Default 3600; 0 probes on every sync.
    */
   unsupportedProbeSeconds?: number;
+  /**
+   * Most rounds of tie re-reads at the end of one scan (docs/sync.md "Ties"): each round reads each
+   * tie region still owing records once, so no region is read in more rounds than this. A scan still
+   * short after them ends incomplete (a warning naming the bound). Default 20; an integer >= 1.
+   */
+  tieReReadRounds?: number;
 }
 
 /** Per-run options of `SyncEngine.run`. */
@@ -142,13 +149,16 @@ export interface RunOptions {
 
 const SECOND_MS = 1000;
 
-/** Rounds of tie re-reads before a scan still short of its total is left incomplete. */
-const TIE_REREAD_ROUNDS = 3;
+/** Default of `SyncEngineOptions.tieReReadRounds`. */
+const TIE_REREAD_ROUNDS = 20;
 
-/** What one run keeps in memory besides its checkpoint: the ids it listed. */
+/** What one run keeps in memory besides its checkpoint: the ids it listed, where. */
 interface RunMemory {
-  /** Ids listed by this process's part of the run (a resumed run starts empty). */
-  seen: Set<string>;
+  /**
+   * Ids listed by this process's part of the run (a resumed run starts empty), each with the
+   * position (offset in the set) it was first listed at.
+   */
+  positions: Map<string, number>;
 }
 
 /** True when a process with this pid exists on this host. */
@@ -171,8 +181,13 @@ export class SyncEngine {
   private readonly owner: string;
   private readonly rejectedRecords: RejectedRecords;
   private readonly recordClock: RecordClockStore;
+  private readonly tieReReadRounds: number;
 
+  /** @throws RangeError when `tieReReadRounds` is not an integer >= 1 */
   constructor(options: SyncEngineOptions) {
+    const rounds = options.tieReReadRounds ?? TIE_REREAD_ROUNDS;
+    if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`tieReReadRounds must be an integer >= 1, got ${String(options.tieReReadRounds)}`);
+    this.tieReReadRounds = rounds;
     this.options = options;
     this.client = options.client;
     this.store = options.store;
@@ -233,7 +248,7 @@ export class SyncEngine {
       // The checkpoint is first saved with the first page: a run that fails before any page leaves
       // nothing to resume.
       this.store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${run.reason}/${run.mode}` });
-      const memory: RunMemory = { seen: new Set() };
+      const memory: RunMemory = { positions: new Map() };
       await this.page(stream, run, result, memory, options);
       if (result.status === 'succeeded') {
         result.scan = await this.checkScan(stream, run, result, memory, options);
@@ -366,8 +381,10 @@ export class SyncEngine {
   /** One page: the cursor's server time (first page), then records, changelog and checkpoint in one transaction, then notification. */
   private commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, memory: RunMemory, options: RunOptions): void {
     const { page } = step;
-    const { fresh, repeated } = this.countIds(stream, memory, page);
-    tallyPage(run, page.offset, page.pagination.total, fresh, repeated);
+    // Repeats while re-reading after a drift step-back are expected, not ties.
+    const afterDrift = run.driftReadsUntil !== undefined && page.offset < run.driftReadsUntil;
+    const { fresh, repeated } = this.countIds(stream, memory, page, afterDrift ? undefined : run);
+    tallyPage(run, page.pagination.total, fresh, repeated);
     result.pages += 1;
     run.pages += 1;
     if (run.serverStartedAt === undefined) {
@@ -465,23 +482,44 @@ export class SyncEngine {
     this.logger.warn({ stream: stream.name, path: stream.request.path }, 'list endpoint not found (404): stream marked unsupported');
   }
 
+  /** A page's ids with their positions in the set (the page's offset plus the index in the answer); quarantined items with an id included. */
+  private positionedIds(stream: RegisteredStream, page: Page<ApiRecord>): { id: string; position: number }[] {
+    const rejected = [...(page.rejected ?? [])].sort((left, right) => left.index - right.index);
+    const out: { id: string; position: number }[] = [];
+    let index = 0;
+    let next = 0;
+    for (const item of page.items) {
+      while (next < rejected.length && rejected[next]!.index === index) {
+        next += 1;
+        index += 1;
+      }
+      out.push({ id: String(item[stream.key]), position: page.offset + index });
+      index += 1;
+    }
+    for (const item of rejected) {
+      const id = recordIdOf(item.raw, stream.key);
+      if (id !== null) out.push({ id, position: page.offset + item.index });
+    }
+    return out;
+  }
+
   /**
-   * Counts a page's ids this run listed before (`repeated`) and the rest (`fresh`), remembering the
-   * fresh ones. Quarantined items with an id count too: they were listed (docs/sync.md "Invalid records").
+   * Counts a page's ids this run listed before (`repeated`) and the rest (`fresh`), remembering
+   * where the fresh ones were. Quarantined items with an id count too: they were listed
+   * (docs/sync.md "Invalid records"). With `ties`, each repeat is a record of a tie run not listed
+   * yet: noted in the run's tie regions (scan-check.ts `noteTie`).
    */
-  private countIds(stream: RegisteredStream, memory: RunMemory, page: Page<ApiRecord>): { fresh: number; repeated: number } {
+  private countIds(stream: RegisteredStream, memory: RunMemory, page: Page<ApiRecord>, ties: RunCheckpoint | undefined): { fresh: number; repeated: number } {
     let fresh = 0;
     let repeated = 0;
-    const ids = page.items.map((item) => String(item[stream.key]));
-    for (const item of page.rejected ?? []) {
-      const id = recordIdOf(item.raw, stream.key);
-      if (id !== null) ids.push(id);
-    }
-    for (const id of ids) {
-      if (memory.seen.has(id)) repeated += 1;
-      else {
-        memory.seen.add(id);
+    for (const { id, position } of this.positionedIds(stream, page)) {
+      const first = memory.positions.get(id);
+      if (first === undefined) {
+        memory.positions.set(id, position);
         fresh += 1;
+      } else {
+        repeated += 1;
+        if (ties) noteTie(ties, first, position, 1);
       }
     }
     return { fresh, repeated };
@@ -497,62 +535,123 @@ export class SyncEngine {
 
   /**
    * At the end of the pages: is the scan complete (distinct ids >= the final total)? When it is short
-   * and ids came twice, re-reads the tie boundaries first (`reReadTies`).
+   * and ids came twice, re-reads the tie regions first (`reReadTies`).
    */
   private async checkScan(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, memory: RunMemory, options: RunOptions): Promise<ScanOutcome> {
     const total = run.lastTotal ?? 0;
-    let distinct = this.distinctIds(stream, run);
     let reReads = 0;
-    for (let round = 0; round < TIE_REREAD_ROUNDS && scanOutcome(run, distinct, reReads).outcome === 'incomplete' && (run.tieBoundaries ?? []).some((b) => b.missing > 0); round += 1) {
-      reReads += await this.reReadTies(stream, run, result, memory, options);
-      distinct = this.distinctIds(stream, run);
+    let rounds = 0;
+    let boundHit = false;
+    if (scanOutcome(run, this.distinctIds(stream, run), 0).outcome === 'incomplete' && (run.tieRegions ?? []).length > 0) {
+      ({ reads: reReads, rounds, boundHit } = await this.reReadTies(stream, run, result, memory, options));
     }
-    const outcome = scanOutcome(run, distinct, reReads);
+    const outcome = scanOutcome(run, this.distinctIds(stream, run), reReads);
     if (outcome.outcome === 'incomplete') {
       this.logger.warn(
-        { stream: stream.name, reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds, repeatedIds: outcome.repeatedIds, reReads },
-        'incomplete scan: it listed fewer distinct records than the list\'s total; no record is counted missing and the cursor stays',
+        { stream: stream.name, reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds, repeatedIds: outcome.repeatedIds, reReads, rounds },
+        boundHit
+          ? `incomplete scan: ties came back in another order per request and ${rounds} rounds of re-reads (${reReads} pages, the most one scan may spend) did not find every record; no record is counted missing, the cursor stays, and the next scan tries again`
+          : 'incomplete scan: it listed fewer distinct records than the list\'s total; no record is counted missing and the cursor stays',
       );
     } else if (reReads > 0) {
-      this.logger.info({ stream: stream.name, total, repeatedIds: outcome.repeatedIds, reReads }, 'ties came back in another order per request; re-reading their page boundaries completed the scan');
+      this.logger.info({ stream: stream.name, total, repeatedIds: outcome.repeatedIds, reReads, rounds }, 'ties came back in another order per request; re-reading their tie runs completed the scan');
     }
     return outcome;
   }
 
   /**
-   * One round of tie re-reads: for each boundary still owing records, reads the page centred on it
-   * (offset − 50, limit 100: a tie run of up to about 50 records on each side arrives whole, in one
-   * answer, whatever its order) and commits what it lists, counting the ids new to this run
-   * against what the boundary owes.
-   * @returns pages read
+   * Re-reads the tie regions (scan-check.ts `TieRegion`) until the scan has listed as many distinct
+   * ids as it must. Each round reads the regions still owing records, each with the pages centred
+   * on it (`regionPages`): a run of up to a page arrives whole in one answer whatever its order; a
+   * longer one arrives a page-sized random part at a time, so later rounds read it again until its
+   * debt is paid. Records new to the scan are credited to their region; ids listed at a new
+   * position widen and merge regions. When no region owes anything but the scan is still short (a
+   * record credited to a neighbouring run), or a round found nothing, the next one also reads the
+   * owing regions' neighbours; after another empty round, every region (a sweep). An empty sweep
+   * ends the re-reads, unless a region is longer than a page. At most `tieReReadRounds` rounds
+   * (SyncEngineOptions): no region is read in more rounds than that.
+   * @returns pages read, rounds, and whether the round bound stopped them
    */
-  private async reReadTies(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, memory: RunMemory, options: RunOptions): Promise<number> {
+  private async reReadTies(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, memory: RunMemory, options: RunOptions): Promise<{ reads: number; rounds: number; boundHit: boolean }> {
+    const total = run.lastTotal ?? 0;
+    const required = requiredIds(run);
+    let short = required - this.distinctIds(stream, run);
     let reads = 0;
-    for (const boundary of run.tieBoundaries ?? []) {
-      if (boundary.missing <= 0) continue;
-      const page = await this.fetchPage(stream, run, Math.max(0, boundary.offset - LIST_PAGE_LIMIT / 2), options.signal);
-      reads += 1;
-      result.pages += 1;
-      run.pages += 1;
-      const { fresh } = this.countIds(stream, memory, page);
-      boundary.missing -= fresh;
-      run.distinctIds = (run.distinctIds ?? 0) + fresh;
-      const changes = this.store.transaction(() => {
-        if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
-          throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
+    // How wide a round reads: the regions owing records; after a round that found nothing, those
+    // and their neighbours (a record credited to the nearest region may belong to the next one);
+    // after another, every region (a sweep). A round that finds something narrows again.
+    let reach: 'owing' | 'neighbours' | 'all' = 'owing';
+    for (let round = 1; ; round += 1) {
+      if (round > this.tieReReadRounds) return { reads, rounds: round - 1, boundHit: true };
+      const regions = run.tieRegions ?? [];
+      const owes = (index: number): boolean => (regions[index]?.missing ?? 0) > 0;
+      if (reach === 'owing' && !regions.some((_, index) => owes(index))) reach = 'neighbours';
+      let targets = reach === 'all' ? [...regions] : regions.filter((_, index) => owes(index) || (reach === 'neighbours' && (owes(index - 1) || owes(index + 1))));
+      if (targets.length === 0) {
+        reach = 'all';
+        targets = [...regions];
+      }
+      let found = 0;
+      for (const target of targets) {
+        for (const offset of regionPages(target, total)) {
+          // Regions merge as ids turn up at new positions: follow the target into its merged region.
+          const region = (run.tieRegions ?? []).includes(target) ? target : regionAt(run, target.from);
+          if (reach === 'owing' && (region === undefined || region.missing <= 0)) break;
+          const fresh = await this.reReadPage(stream, run, result, memory, offset, options);
+          reads += 1;
+          found += fresh;
+          short -= fresh;
+          if (short <= 0) {
+            // Counted from this process's memory: confirm with the scan's own count (exact across a resume).
+            short = required - this.distinctIds(stream, run);
+            if (short <= 0) return { reads, rounds: round, boundHit: false };
+          }
         }
-        const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
-        const appended = this.store.applyRecords(stream, page.items, { scanNumber });
-        this.rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
-        if (page.rejected && page.rejected.length > 0) appended.push(...this.rejectedRecords.quarantine(stream, page.rejected, { scanNumber }));
-        run.changes += appended.length;
-        this.store.saveRun(stream.name, run);
-        return appended;
-      });
-      result.changes += changes.length;
-      if (changes.length > 0) this.options.onChanges?.(changes);
+      }
+      if (found > 0) reach = 'owing';
+      else if (reach !== 'all') reach = reach === 'owing' ? 'neighbours' : 'all';
+      // Every region was read and nothing turned up: done, unless a region is longer than a page
+      // (each read of it is a random part of its run, so an empty round proves nothing there).
+      else if (!(run.tieRegions ?? []).some((region) => region.to - region.from + 1 > LIST_PAGE_LIMIT)) return { reads, rounds: round, boundHit: false };
     }
-    return reads;
+  }
+
+  /**
+   * Reads the page at `offset` again and commits what it lists; ids new to the scan are credited
+   * to their tie region, ids listed at another position than before widen the regions.
+   * @returns records new to the scan
+   */
+  private async reReadPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, memory: RunMemory, offset: number, options: RunOptions): Promise<number> {
+    const page = await this.fetchPage(stream, run, offset, options.signal);
+    result.pages += 1;
+    run.pages += 1;
+    let fresh = 0;
+    for (const { id, position } of this.positionedIds(stream, page)) {
+      const first = memory.positions.get(id);
+      if (first === undefined) {
+        memory.positions.set(id, position);
+        creditFound(run, position);
+        fresh += 1;
+      } else if (first !== position) {
+        noteTie(run, first, position, 0);
+      }
+    }
+    run.distinctIds = (run.distinctIds ?? 0) + fresh;
+    const changes = this.store.transaction(() => {
+      if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
+        throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
+      }
+      const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
+      const appended = this.store.applyRecords(stream, page.items, { scanNumber });
+      this.rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
+      if (page.rejected && page.rejected.length > 0) appended.push(...this.rejectedRecords.quarantine(stream, page.rejected, { scanNumber }));
+      run.changes += appended.length;
+      this.store.saveRun(stream.name, run);
+      return appended;
+    });
+    result.changes += changes.length;
+    if (changes.length > 0) this.options.onChanges?.(changes);
+    return fresh;
   }
 
   /**

@@ -13,36 +13,137 @@
  * pages enter its `updatedAfter` set at positions it already passed; they are not lost (their
  * `updatedAt` is after the run's cursor, so the next run lists them), and must not make every
  * incremental run under churn look incomplete.
+ *
+ * Tie regions. Records tying on `createdAt` form a run of consecutive positions, and a server with
+ * an unstable order shuffles each run anew per request, only within the run. So an id listed at two
+ * positions proves both lie in one run, and so does every position between them: such spans,
+ * merged where they overlap, are the run's *region*. Every position of the set is read once by the
+ * pages, so each repeat inside a run stands for exactly one record of that run not listed yet: a
+ * region owes as many records as repeats landed in it. A record found by a re-read is credited to
+ * the region holding its position (else the nearest: a record not listed yet belongs to a run that
+ * repeated, and so has a region). Bookkeeping per run, not per page boundary: a re-read page that
+ * covers two runs cannot pay one run's debt with the other's records.
  */
+import { LIST_PAGE_LIMIT } from '../client/paginate.ts';
 import type { RunCheckpoint, ScanOutcome } from '../mirror/store.ts';
 
 /**
- * Records one page's repeats in the checkpoint: a page that repeats ids outside a drift re-read
- * marks its boundary (its offset) as owing that many records, which a tie re-read looks for.
- * @param pageOffset the offset the page was requested at
+ * Positions `from..to` (both inclusive, offsets in the set being paged) known to lie inside one run
+ * of records tying on the sort field, and how many records of that run the scan has not listed yet.
+ */
+export interface TieRegion {
+  from: number;
+  to: number;
+  missing: number;
+}
+
+/**
+ * Records one page's counts in the checkpoint.
  * @param pageTotal the page's `pagination.total`
  * @param newIds items whose id this run had not listed before
  * @param repeatedIds items whose id an earlier page of this run listed
  */
-export function tallyPage(run: RunCheckpoint, pageOffset: number, pageTotal: number, newIds: number, repeatedIds: number): void {
+export function tallyPage(run: RunCheckpoint, pageTotal: number, newIds: number, repeatedIds: number): void {
   run.distinctIds = (run.distinctIds ?? 0) + newIds;
   run.lowestTotal = Math.min(run.lowestTotal ?? pageTotal, pageTotal);
-  if (repeatedIds === 0) return;
-  run.repeatedIds = (run.repeatedIds ?? 0) + repeatedIds;
-  if (run.driftReadsUntil !== undefined && pageOffset < run.driftReadsUntil) return;
-  run.tieBoundaries = [...(run.tieBoundaries ?? []), { offset: pageOffset, missing: repeatedIds }];
+  if (repeatedIds > 0) run.repeatedIds = (run.repeatedIds ?? 0) + repeatedIds;
+}
+
+/**
+ * Records that one id was listed at positions `first` and `second`: both, and every position
+ * between, lie in one tie run. Merges the regions this span overlaps into one and adds `missing`
+ * (1 for a repeat of the main pages: one record of the run not listed yet; 0 for a re-read, which
+ * reads positions already read once).
+ * @returns the region now holding the span
+ */
+export function noteTie(run: RunCheckpoint, first: number, second: number, missing: number): TieRegion {
+  const from = Math.min(first, second);
+  const to = Math.max(first, second);
+  const regions = run.tieRegions ?? [];
+  const merged: TieRegion = { from, to, missing };
+  const kept: TieRegion[] = [];
+  for (const region of regions) {
+    if (region.from <= to && region.to >= from) {
+      merged.from = Math.min(merged.from, region.from);
+      merged.to = Math.max(merged.to, region.to);
+      merged.missing += region.missing;
+    } else {
+      // Regions are disjoint, so one that misses the span also misses every region merged into it.
+      kept.push(region);
+    }
+  }
+  kept.push(merged);
+  kept.sort((left, right) => left.from - right.from);
+  run.tieRegions = kept;
+  return merged;
+}
+
+/**
+ * A re-read listed a record new to this scan at `position`: the region holding that position owes
+ * one record fewer; a position between regions is credited to the nearest one.
+ */
+export function creditFound(run: RunCheckpoint, position: number): void {
+  const region = regionAt(run, position);
+  if (region) region.missing -= 1;
+}
+
+/** The region holding `position`, else the nearest one (undefined when there is none). */
+export function regionAt(run: RunCheckpoint, position: number): TieRegion | undefined {
+  let best: TieRegion | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const region of run.tieRegions ?? []) {
+    const distance = position < region.from ? region.from - position : position > region.to ? position - region.to : 0;
+    if (distance < bestDistance) {
+      best = region;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/**
+ * Offsets of the pages that re-read a region. A region of at most a page gets one page centred on
+ * it: a run of up to 100 records around it then arrives whole in one answer, whatever its order. A
+ * longer region gets ceil(span / 100) pages spread evenly from its first position to its last,
+ * each wholly inside the run: every answer is then 100 of the run's records (a random part of it,
+ * since it cannot arrive whole), the most one request can bring. Offsets at or past `total` are
+ * left out.
+ */
+export function regionPages(region: Pick<TieRegion, 'from' | 'to'>, total: number): number[] {
+  const span = region.to - region.from + 1;
+  if (span <= LIST_PAGE_LIMIT) {
+    const centred = region.from - Math.floor((LIST_PAGE_LIMIT - span) / 2);
+    // Near the end of the list, centre within what exists.
+    return [Math.max(0, Math.min(centred, total - LIST_PAGE_LIMIT))].filter((offset) => offset < total);
+  }
+  const pages = Math.ceil(span / LIST_PAGE_LIMIT);
+  const last = region.to + 1 - LIST_PAGE_LIMIT;
+  const offsets: number[] = [];
+  for (let page = 0; page < pages; page += 1) {
+    const offset = region.from + Math.round(((last - region.from) * page) / (pages - 1));
+    if (offset < total) offsets.push(offset);
+  }
+  return offsets;
+}
+
+/**
+ * Distinct ids a scan must list to be complete: the final total, less (for an incremental run)
+ * the records that entered its set while it paged.
+ */
+export function requiredIds(run: RunCheckpoint): number {
+  const total = run.lastTotal ?? 0;
+  return run.mode === 'incremental' ? total - Math.max(0, total - (run.lowestTotal ?? total)) : total;
 }
 
 /**
  * The outcome of a finished scan.
  * @param distinctIds distinct ids the scan listed (for a complete scan: rows marked seen by it)
- * @param reReads pages re-read around tie boundaries
+ * @param reReads pages re-read around tie regions
  * @param now ISO time
  */
 export function scanOutcome(run: RunCheckpoint, distinctIds: number, reReads: number, now = new Date().toISOString()): ScanOutcome {
   const total = run.lastTotal ?? 0;
-  const entered = run.mode === 'incremental' ? Math.max(0, total - (run.lowestTotal ?? total)) : 0;
   const base = { mode: run.mode, total, distinctIds, repeatedIds: run.repeatedIds ?? 0, reReads, at: now };
-  if (distinctIds >= total - entered) return { outcome: 'complete', ...base };
-  return { outcome: 'incomplete', reason: (run.tieBoundaries?.length ?? 0) > 0 ? 'unstable-order' : 'ended-early', ...base };
+  if (distinctIds >= requiredIds(run)) return { outcome: 'complete', ...base };
+  return { outcome: 'incomplete', reason: (run.tieRegions?.length ?? 0) > 0 ? 'unstable-order' : 'ended-early', ...base };
 }

@@ -7,6 +7,8 @@ import type { Context } from '../../jobs/context.ts';
 import { DaemonMetrics } from '../../src/daemon/metrics.ts';
 import type { RateBudgetStats } from '../../src/client/rate-budget.ts';
 import { STREAM_NAMES, STREAMS } from '../../src/streams/definitions.ts';
+import { SyncEngine } from '../../src/sync/engine.ts';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { capturingLogger, expectMirrorEqualsGroundTruth, listRequests, runCli, syncFixtures, tempDir } from '../helpers.ts';
 
 const fixtures = syncFixtures();
@@ -94,9 +96,13 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
 });
 
 describe('unstable order among equal timestamps (issue 7.2)', () => {
+  // Deterministic where it matters: seeded data anchored to a fixed day, and a seeded unstable
+  // order (the same requests in the same sequence get the same orders), so nothing depends on luck.
+  const ANCHOR = Date.UTC(2026, 0, 1);
+
   async function tiedSimulator(transactions: number) {
-    const fixture = await fixtures.start({ size: { transactions }, createdInBursts: 8 });
-    fixture.sim.faults.inject({ kind: 'unstable-order', times: 1_000_000, match: LIST });
+    const fixture = await fixtures.start({ size: { transactions }, createdInBursts: 8, anchor: ANCHOR });
+    fixture.sim.faults.inject({ kind: 'unstable-order', seed: 5, times: 1_000_000, match: LIST });
     return fixture;
   }
 
@@ -126,19 +132,76 @@ describe('unstable order among equal timestamps (issue 7.2)', () => {
     expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 
-  it('tie runs longer than half a page: more re-read rounds or the next run still converge, with no deletion', async () => {
-    const fixture = await fixtures.start({ size: { transactions: 2_000 }, createdInBursts: 60 });
-    fixture.sim.faults.inject({ kind: 'unstable-order', times: 1_000_000, match: LIST });
-    const { sim, context } = fixture;
-    let runs = 0;
-    for (; runs < 2; ) {
-      runs += 1;
-      if ((await context.engine.run('transactions', 'backfill')).scan?.outcome === 'complete') break;
-    }
+  it('tie runs longer than a page (bursts of up to 299 equal createdAt, order seeded): the first scan lists every record, with no deletion', async () => {
+    // On the engine that kept its debt per page boundary, this seed left the mirror at 2,999 of
+    // 3,000 after two runs, neither of them complete.
+    const { sim, context } = await fixtures.start({ size: { transactions: 3_000 }, createdInBursts: 150, anchor: ANCHOR });
+    sim.faults.inject({ kind: 'unstable-order', seed: 2, times: 1_000_000, match: LIST });
+    const first = await context.engine.run('transactions', 'backfill');
+    expect(first.scan!.repeatedIds).toBeGreaterThan(300);
+    expect(first.scan).toMatchObject({ outcome: 'complete', total: 3_000, distinctIds: 3_000 });
     expectMirrorEqualsGroundTruth(context, sim, 'transactions');
     await context.engine.run('transactions', 'reconcile');
     await context.engine.run('transactions', 'reconcile');
     expect(countChanges(context, 'transaction.deleted')).toBe(0);
+    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+
+  /** Gives the transactions at positions [from, from + length) one createdAt: a run of ties. */
+  function tieRun(sim: RunningSimulator, from: number, length: number): void {
+    const records = sim.world.transactions;
+    const createdAt = records[from]!.createdAt;
+    for (const record of records.slice(from, from + length)) record.createdAt = createdAt;
+    sim.world.touch('transactions');
+    expect(records[from - 1]!.createdAt < createdAt && records[from + length]!.createdAt > createdAt).toBe(true);
+  }
+
+  it('a run of 250 equal createdAt across two page boundaries: the first scan lists every record (order seeded); later scans delete nothing', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 }, anchor: ANCHOR });
+    tieRun(sim, 120, 250);
+    sim.faults.inject({ kind: 'unstable-order', seed: 11, times: 1_000_000, match: LIST });
+    const first = await context.engine.run('transactions', 'backfill');
+    expect(first.status).toBe('succeeded');
+    // The fault bit: pages 100-399 each hold a random part of the run, so ids came twice.
+    expect(first.scan!.repeatedIds).toBeGreaterThan(20);
+    expect(first.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
+    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    expect(context.store.readSyncState('transactions').cursor).not.toBeNull();
+    // Every request beyond the 10 pages of the scan is a re-read, and they are few.
+    expect(listRequests(sim, '/transactions').length - 10).toBe(first.scan!.reReads);
+    expect(first.scan!.reReads).toBeLessThanOrEqual(30);
+    for (let scan = 0; scan < 3; scan += 1) {
+      const result = await context.engine.run('transactions', 'reconcile');
+      expect(result.scan).toMatchObject({ outcome: 'complete', distinctIds: 1_000 });
+      expect(result.tombstones).toBe(0);
+    }
+    expect(countChanges(context, 'transaction.deleted')).toBe(0);
+    expect(countChanges(context, 'transaction.created')).toBe(1_000);
+    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+
+  it('the re-reads are bounded: past the rounds bound the scan ends incomplete with a warning naming it, nothing is tombstoned, and the next run completes', async () => {
+    const { logger, lines } = capturingLogger();
+    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 }, anchor: ANCHOR });
+    tieRun(sim, 120, 250);
+    sim.faults.inject({ kind: 'unstable-order', seed: 11, times: 1_000_000, match: LIST });
+    const bounded = new SyncEngine({ client: context.client, store: context.store, logger, tieReReadRounds: 1 });
+    const first = await bounded.run('transactions', 'backfill');
+    expect(first.status).toBe('succeeded');
+    expect(first.scan).toMatchObject({ outcome: 'incomplete', reason: 'unstable-order', total: 1_000 });
+    expect(first.scan!.distinctIds).toBeLessThan(1_000);
+    // One round: the run's region (about 250 positions) is read by 3 pages inside it, plus one page
+    // per other region; never a second round.
+    expect(first.scan!.reReads).toBeGreaterThanOrEqual(3);
+    expect(first.scan!.reReads).toBeLessThanOrEqual(6);
+    expect(lines.filter((line) => line.includes('1 rounds of re-reads') && line.includes('the most one scan may spend'))).toHaveLength(1);
+    expect(context.store.readSyncState('transactions')).toMatchObject({ cursor: null, lastScan: { outcome: 'incomplete', reason: 'unstable-order' } });
+    expect(() => new SyncEngine({ client: context.client, store: context.store, tieReReadRounds: 0 })).toThrow(/tieReReadRounds must be an integer >= 1, got 0/);
+
+    const second = await context.engine.run('transactions', 'backfill');
+    expect(second.scan).toMatchObject({ outcome: 'complete', distinctIds: 1_000 });
+    expect(countChanges(context, 'transaction.deleted')).toBe(0);
+    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 
   it('a real deletion is still tombstoned under unstable ties (two complete scans)', async () => {

@@ -71,8 +71,10 @@ export type FaultKind =
   /**
    * A list page whose records tie on the sort field (same createdAt) gets those ties in a random
    * order, drawn again for every request: the records at a page boundary differ between requests.
+   * With `seed`, the orders come from one seeded generator per injected fault (the same requests in
+   * the same sequence get the same orders: deterministic tests); without, from Math.random.
    */
-  | { kind: 'unstable-order' }
+  | { kind: 'unstable-order'; seed?: number }
   /**
    * A list that never ends: every page says `hasMore: true`. Past the last record, `repeat` answers
    * the last page's records again; `past-total` answers records from the start again (wrapping).
@@ -141,6 +143,9 @@ export class FaultInjector {
     }
     if (fault.kind === 'truncate-list' && !(Number.isInteger(fault.atOffset) && fault.atOffset >= 0)) {
       throw new Error(`truncate-list fault needs atOffset, a non-negative integer, got ${String(fault.atOffset)}`);
+    }
+    if (fault.kind === 'unstable-order' && fault.seed !== undefined && !Number.isInteger(fault.seed)) {
+      throw new Error(`unstable-order fault seed must be an integer, got ${String(fault.seed)}`);
     }
     if (fault.kind === 'endless-list' && fault.mode !== 'repeat' && fault.mode !== 'past-total') {
       throw new Error(`endless-list fault needs mode "repeat" or "past-total", got ${String(fault.mode)}`);

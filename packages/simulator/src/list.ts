@@ -12,6 +12,7 @@
  * no other filter the page is a slice, otherwise one O(N) pass counts `total` and picks the page.
  */
 import type { ListFault } from './faults.ts';
+import { SeededRandom } from './random.ts';
 import { badRequest } from './http-error.ts';
 import type { TimestampedRecord } from './records.ts';
 
@@ -253,10 +254,13 @@ export function listPage<R extends TimestampedRecord>(
   };
 }
 
-/** Fisher-Yates shuffle of `items[from, to)` in place, with Math.random: a new order on every call. */
-function shuffleRange<T>(items: T[], from: number, to: number): void {
+/** The generator of each seeded `unstable-order` fault (keyed by the injected fault object). */
+const tieGenerators = new WeakMap<object, SeededRandom>();
+
+/** Fisher-Yates shuffle of `items[from, to)` in place with `random` (in [0, 1)): a new order on every call. */
+function shuffleRange<T>(items: T[], from: number, to: number, random: () => number): void {
   for (let index = to - 1; index > from; index -= 1) {
-    const other = from + Math.floor(Math.random() * (index - from + 1));
+    const other = from + Math.floor(random() * (index - from + 1));
     const swap = items[index] as T;
     items[index] = items[other] as T;
     items[other] = swap;
@@ -300,10 +304,16 @@ function faultyListPage<R extends TimestampedRecord>(
   let to = end;
   while (to < total && read(all[to] as R) === read(all[end - 1] as R)) to += 1;
   const window = all.slice(from, to);
+  let random = Math.random;
+  if (fault.seed !== undefined) {
+    let generator = tieGenerators.get(fault);
+    if (generator === undefined) tieGenerators.set(fault, (generator = new SeededRandom(fault.seed)));
+    random = () => (generator as SeededRandom).next();
+  }
   let runStart = 0;
   for (let index = 1; index <= window.length; index += 1) {
     if (index === window.length || read(window[index] as R) !== read(window[runStart] as R)) {
-      shuffleRange(window, runStart, index);
+      shuffleRange(window, runStart, index, random);
       runStart = index;
     }
   }

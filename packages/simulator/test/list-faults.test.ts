@@ -56,6 +56,23 @@ describe('list faults', () => {
     expect(pages.size).toBeGreaterThan(1);
   });
 
+  it('unstable-order with a seed: the same requests in the same sequence get the same orders; another seed, others', async () => {
+    const stable = simulator.world.transactions;
+    const boundary = [100, 200, 300, 400, 500].find((offset) => stable[offset - 1]?.createdAt === stable[offset]?.createdAt) as number;
+    const sequence = async (seed: number): Promise<string[]> => {
+      simulator.faults.clear();
+      simulator.faults.inject({ kind: 'unstable-order', seed, times: 1000, match: { path: '/transactions' } });
+      const orders: string[] = [];
+      for (let attempt = 0; attempt < 5; attempt += 1) orders.push(ids((await page(boundary - 100)).transactions).join(','));
+      return orders;
+    };
+    const first = await sequence(7);
+    expect(new Set(first).size).toBeGreaterThan(1);
+    expect(await sequence(7)).toEqual(first);
+    expect(await sequence(8)).not.toEqual(first);
+    expect(() => simulator.faults.inject({ kind: 'unstable-order', seed: 1.5 })).toThrow(/seed must be an integer/);
+  });
+
   it('endless-list repeat: past the end the last page comes again with hasMore true', async () => {
     simulator.faults.inject({ kind: 'endless-list', mode: 'repeat', times: 10, match: { path: '/transactions' } });
     const last = await page(500);
