@@ -7,6 +7,7 @@
  * configuration, 130 interrupted by Ctrl-C.
  */
 import { Command, CommanderError } from 'commander';
+import packageJson from '../package.json' with { type: 'json' };
 import { MirrorDamagedError, MirrorMissingError } from '../jobs/context.ts';
 import { MirrorNeedsMigrationError } from '../jobs/status.ts';
 import { ConfigError, ConnectionChoiceError } from '../src/config/load.ts';
@@ -45,6 +46,7 @@ Environment:
 
 Try it without an API: bizops-sync demo`,
     )
+    .version(packageJson.version, '-V, --version', 'print the version of bizops-sync')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerSyncCommands(program);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
@@ -27,6 +28,12 @@ describe('command line', { timeout: 120_000 }, () => {
     expect(result.stdout).toContain('BIZOPS_BASE_URL');
     const backfill = spawnSync(process.execPath, [BIN, 'backfill', '--help'], { env: cliEnv(), encoding: 'utf8' });
     expect(backfill.stdout).toContain('--stream');
+  });
+
+  it('--version prints the version of package.json and exits 0', () => {
+    const result = spawnSync(process.execPath, [BIN, '--version'], { env: cliEnv(), encoding: 'utf8' });
+    expect(result.status).toBe(0);
+    expect(result.stdout.trim()).toBe(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
   });
 
   it('a reader closing the pipe early (| head) ends the command quietly', () => {
