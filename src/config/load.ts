@@ -95,6 +95,9 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
     throw new ConfigError('connections: must be an object with at least one connection, keyed by name, e.g. {"acme": {"baseUrl": "...", "companyId": "acme"}}');
   }
   const { connections: _connections, ...fileTop } = fileConfig;
+  const topLevelKeys: readonly string[] = [...PER_CONNECTION_KEYS, ...PROCESS_WIDE_KEYS, 'connections'];
+  const unknownTopKey = Object.keys(fileTop).find((key) => !topLevelKeys.includes(key));
+  if (unknownTopKey !== undefined) throw new ConfigError(`${unknownTopKey}: not a configuration key; expected one of ${topLevelKeys.join(', ')}`);
   const top = deepMerge(fileTop, fromEnv.values);
   const defaults: Record<string, unknown> = {};
   for (const key of [...PER_CONNECTION_KEYS, ...PROCESS_WIDE_KEYS]) if (top[key] !== undefined) defaults[key] = top[key];
@@ -109,6 +112,9 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
       if (key in own) throw new ConfigError(`connections.${name}.${key}: is process-wide (one for the whole deployment); set it at the top level of the file`);
     }
     if ('connection' in own) throw new ConfigError(`connections.${name}.connection: not a key; the connection's name is its key under "connections"`);
+    // A misspelt key (`baseURL`) would otherwise be dropped and the top-level value used in silence.
+    const unknownKey = Object.keys(own).find((key) => !(PER_CONNECTION_KEYS as readonly string[]).includes(key));
+    if (unknownKey !== undefined) throw new ConfigError(`connections.${name}.${unknownKey}: not a key of a connection; expected one of ${PER_CONNECTION_KEYS.join(', ')}`);
     const merged = deepMerge(deepMerge(defaults, own), options.overrides ?? {});
     if (merged.companyId === undefined) {
       throw new ConfigError(`connections.${name}.companyId: is required with "connections" (the key of the company's rate budget, spec §8; connections on one company share it)`);

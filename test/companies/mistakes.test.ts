@@ -1,0 +1,51 @@
+/**
+ * The mistakes a user makes when configuring several connections (issue 11 point 2), as the CLI
+ * answers them: one line naming the connection and the key, exit 2 (configuration), never a silent
+ * fallback to another mirror file and never a stack trace.
+ */
+import { writeFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError, loadDeployment } from '../../src/config/load.ts';
+import { runCli, tempDir, type TempDir } from '../helpers.ts';
+
+let dir: TempDir | undefined;
+afterEach(() => {
+  dir?.remove();
+  dir = undefined;
+});
+
+/** Writes `content` (an object as JSON, a string as it is) as the configuration file; returns an environment naming it. */
+function withFile(content: unknown, env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  dir ??= tempDir();
+  const path = dir.file('bizops-sync.json');
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return { PATH: process.env.PATH, BIZOPS_CONFIG: path, ...env };
+}
+
+const two = {
+  baseUrl: 'http://127.0.0.1:4010',
+  connections: {
+    acme: { companyId: 'com_acme', tokens: { default: 'acme-token-value' } },
+    globex: { companyId: 'com_globex', tokens: { default: 'globex-token-value' } },
+  },
+};
+
+/** One line on stderr, no stack trace. */
+function expectOneLine(stderr: string): void {
+  expect(stderr.trim().split('\n')).toHaveLength(1);
+  expect(stderr).not.toMatch(/\n\s+at /);
+}
+
+describe('configuration mistakes with connections', () => {
+  it('a misspelt key inside a connection, or at the top level beside "connections", is refused naming the connection and the key', async () => {
+    const misspelt = { ...two, connections: { ...two.connections, globex: { ...two.connections.globex, baseURL: 'http://127.0.0.1:4020' } } };
+    expect(() => loadDeployment({ env: withFile(misspelt) })).toThrow(ConfigError);
+    expect(() => loadDeployment({ env: withFile(misspelt) })).toThrow(/^connections\.globex\.baseURL: not a key of a connection; expected one of baseUrl, tokens, companyId, /);
+    const checked = await runCli(['config', 'check'], withFile(misspelt));
+    expect(checked.code).toBe(2);
+    expectOneLine(checked.stderr);
+    expect(checked.stderr).toContain('connections.globex.baseURL: not a key of a connection');
+
+    expect(() => loadDeployment({ env: withFile({ ...two, sycn: { schedule: '* * * * *' } }) })).toThrow(/^sycn: not a configuration key; expected one of .*connections/);
+  });
+});
