@@ -3,7 +3,7 @@
  * turning SIGTERM / SIGINT into an AbortSignal for a graceful stop.
  */
 import type { Config, DeploymentConfig } from '../src/config/schema.ts';
-import { chooseConnection, ConnectionChoiceError, loadConfig, loadDeployment, mirrorPaths } from '../src/config/load.ts';
+import { chooseByConnectionName, chooseConnection, ConnectionChoiceError, loadConfig, loadDeployment, mirrorPaths } from '../src/config/load.ts';
 import { isStreamName, STREAM_NAMES, type StreamName } from '../src/streams/definitions.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -49,18 +49,13 @@ export function selectConnections(deployment: DeploymentConfig, options: { conne
  * The mirror file for commands that only read it (`status`, `changes`): `--db`, else the
  * connection's `dbPath` (BIZOPS_DB, the file), without requiring the API settings those commands
  * do not use.
- * @throws UsageError listing the names when several connections are configured and none is named
+ * @throws ConnectionChoiceError (exit 2) listing the names when several connections are configured
+ *   and none is named, or the named one is not configured; ConfigError for an unreadable
+ *   configuration file or two connections on one mirror file
  */
 export function mirrorPath(option: string | undefined, connection?: string): string {
   if (option) return option;
-  const { paths } = mirrorPaths();
-  if (connection === undefined) {
-    if (paths.length === 1) return paths[0]!.dbPath;
-    throw new UsageError(`several connections are configured (${paths.map((path) => path.connection).join(', ')}): choose one with --connection NAME`);
-  }
-  const found = paths.find((path) => path.connection === connection);
-  if (!found) throw new UsageError(`--connection: no connection named "${connection}"; configured: ${paths.map((path) => path.connection).join(', ')}`);
-  return found.dbPath;
+  return chooseByConnectionName(mirrorPaths().paths, connection).dbPath;
 }
 
 /** The streams a `--stream` option names (all configured streams when absent). */

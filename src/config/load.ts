@@ -54,12 +54,22 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
  * @throws ConnectionChoiceError listing the configured names
  */
 export function chooseConnection(deployment: DeploymentConfig, name: string | undefined): Config {
-  const names = deployment.connections.map((config) => config.connection);
+  return chooseByConnectionName(deployment.connections, name);
+}
+
+/**
+ * The item of `items` (connections, or their mirror paths: anything with a `connection` name) named
+ * `name`, or the only one when `name` is undefined.
+ * @throws ConnectionChoiceError listing the configured names when several are configured and none is
+ *   named, or none has that name
+ */
+export function chooseByConnectionName<T extends { connection: string }>(items: readonly T[], name: string | undefined): T {
+  const names = items.map((item) => item.connection);
   if (name === undefined) {
-    if (deployment.connections.length === 1) return deployment.connections[0]!;
+    if (items.length === 1) return items[0]!;
     throw new ConnectionChoiceError(`several connections are configured (${names.join(', ')}): choose one with --connection NAME`, names);
   }
-  const found = deployment.connections.find((config) => config.connection === name);
+  const found = items.find((item) => item.connection === name);
   if (!found) throw new ConnectionChoiceError(`--connection: no connection named "${name}"; configured: ${names.join(', ')}`, names);
   return found;
 }
@@ -155,19 +165,9 @@ function parseConnection(name: string, merged: Record<string, unknown>, labelFor
  * @throws ConfigError naming both connections and the key
  */
 function checkConnectionsApart(configs: readonly Config[], inheritedFrom: (config: Config, key: string) => string): void {
-  const byFile = new Map<string, Config>();
+  checkOwnMirrorFiles(configs.map((config) => ({ connection: config.connection, dbPath: config.dbPath, source: inheritedFrom(config, 'dbPath') })));
   const byBudget = new Map<string, Config>();
   for (const config of configs) {
-    const file = config.dbPath === ':memory:' ? `:memory:${config.connection}` : resolve(config.dbPath);
-    const other = byFile.get(file);
-    if (other) {
-      const source = inheritedFrom(config, 'dbPath');
-      throw new ConfigError(
-        `connections.${other.connection}.dbPath and connections.${config.connection}.dbPath: both are ${config.dbPath}${source ? ` (from ${source})` : ''}; ` +
-          'each connection needs its own mirror file: set dbPath per connection, or put {connection} in it (e.g. /data/{connection}.db)',
-      );
-    }
-    byFile.set(file, config);
     const host = new URL(config.baseUrl).host;
     const keys = config.rateLimit.scope === 'company' ? [`company:${config.companyId}@${host}`] : Object.values(config.tokens).map((token) => `token:${token}@${host}`);
     for (const key of keys) {
@@ -184,6 +184,27 @@ function checkConnectionsApart(configs: readonly Config[], inheritedFrom: (confi
   }
 }
 
+/**
+ * Checks that each connection has its own mirror file (`dbPath` resolved against the working
+ * directory; `:memory:` is each connection's own). `source` names the environment variable a path
+ * came from (`BIZOPS_DB`), or ''.
+ * @throws ConfigError naming both connections, the file and its source
+ */
+function checkOwnMirrorFiles(paths: readonly { connection: string; dbPath: string; source: string }[]): void {
+  const byFile = new Map<string, string>();
+  for (const { connection, dbPath, source } of paths) {
+    const file = dbPath === ':memory:' ? `:memory:${connection}` : resolve(dbPath);
+    const other = byFile.get(file);
+    if (other !== undefined) {
+      throw new ConfigError(
+        `connections.${other}.dbPath and connections.${connection}.dbPath: both are ${dbPath}${source ? ` (from ${source})` : ''}; ` +
+          'each connection needs its own mirror file: set dbPath per connection, or put {connection} in it (e.g. /data/{connection}.db)',
+      );
+    }
+    byFile.set(file, connection);
+  }
+}
+
 /** True when `path` (dot-separated) is present in `object`. */
 function hasPath(object: Record<string, unknown> | undefined, path: string): boolean {
   let node: unknown = object;
@@ -196,17 +217,15 @@ function hasPath(object: Record<string, unknown> | undefined, path: string): boo
 
 /**
  * The mirror file of each connection, from the file and the environment, without validating the
- * other keys (`status` and `changes` read a mirror without needing the API's settings). Falls back
- * to `./data/mirror.db` for `default` when the file cannot be read.
+ * other keys (`status` and `changes` read a mirror without needing the API's settings). Paths are
+ * as given, `{connection}` replaced; `named` is false for the single connection `default`.
+ * @throws ConfigError when the file named by BIZOPS_CONFIG is missing or not JSON (reading another
+ *   connection's mirror, or `./data/mirror.db`, would show the wrong data), or when two connections
+ *   share one mirror file (the message `config check` gives)
  */
 export function mirrorPaths(options: Pick<LoadConfigOptions, 'env'> = {}): { named: boolean; paths: { connection: string; dbPath: string }[] } {
   const env = options.env ?? process.env;
-  let fileConfig: Record<string, unknown>;
-  try {
-    fileConfig = readConfigFile(env.BIZOPS_CONFIG);
-  } catch {
-    fileConfig = {};
-  }
+  const fileConfig = readConfigFile(env.BIZOPS_CONFIG);
   const entries = fileConfig.connections;
   const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
   if (!entries || typeof entries !== 'object' || Array.isArray(entries) || Object.keys(entries).length === 0) {
@@ -215,10 +234,12 @@ export function mirrorPaths(options: Pick<LoadConfigOptions, 'env'> = {}): { nam
   }
   const paths = Object.entries(entries as Record<string, unknown>).map(([connection, entry]) => {
     const own = entry && typeof entry === 'object' ? text((entry as Record<string, unknown>).dbPath) : undefined;
-    const dbPath = own ?? text(env.BIZOPS_DB) ?? text(fileConfig.dbPath) ?? `./data/${connection}.db`;
-    return { connection, dbPath: dbPath.replaceAll('{connection}', connection) };
+    const fromEnv = own === undefined ? text(env.BIZOPS_DB) : undefined;
+    const dbPath = own ?? fromEnv ?? text(fileConfig.dbPath) ?? `./data/${connection}.db`;
+    return { connection, dbPath: dbPath.replaceAll('{connection}', connection), source: fromEnv === undefined ? '' : 'BIZOPS_DB' };
   });
-  return { named: true, paths };
+  checkOwnMirrorFiles(paths);
+  return { named: true, paths: paths.map(({ connection, dbPath }) => ({ connection, dbPath })) };
 }
 
 /** Which environment variable sets which key, for error messages. */

@@ -48,4 +48,31 @@ describe('configuration mistakes with connections', () => {
 
     expect(() => loadDeployment({ env: withFile({ ...two, sycn: { schedule: '* * * * *' } }) })).toThrow(/^sycn: not a configuration key; expected one of .*connections/);
   });
+
+  it('status and changes report an unreadable configuration file (exit 2) instead of reading ./data/mirror.db', async () => {
+    const broken = withFile('{"connections": {"acme": ');
+    for (const command of [['status'], ['changes'], ['status', '--connection', 'acme']]) {
+      const result = await runCli(command, broken);
+      expect(result.code, command.join(' ')).toBe(2);
+      expectOneLine(result.stderr);
+      expect(result.stderr).toMatch(/bizops-sync\.json: not valid JSON/);
+      expect(result.stderr).not.toContain('mirror.db');
+    }
+    const missing = await runCli(['status'], { PATH: process.env.PATH, BIZOPS_CONFIG: '/nonexistent/bizops-sync.json' });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('BIZOPS_CONFIG: file /nonexistent/bizops-sync.json does not exist');
+  });
+
+  it('status and changes of one connection refuse a mirror file every connection shares (BIZOPS_DB), as config check does', async () => {
+    const env = withFile(two, { BIZOPS_DB: '/data/mirror.db' });
+    const checked = await runCli(['config', 'check'], env);
+    expect(checked.code).toBe(2);
+    for (const command of [['status', '--connection', 'acme'], ['changes', '--connection', 'globex'], ['status']]) {
+      const result = await runCli(command, env);
+      expect(result.code, command.join(' ')).toBe(2);
+      expectOneLine(result.stderr);
+      expect(result.stderr).toBe(checked.stderr);
+      expect(result.stderr).toContain('connections.acme.dbPath and connections.globex.dbPath: both are /data/mirror.db (from BIZOPS_DB)');
+    }
+  });
 });
