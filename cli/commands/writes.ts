@@ -128,8 +128,12 @@ export function registerWriteCommands(program: Command): void {
     .option('--json', 'print JSON')
     .option('--connection <name>', CONNECTION_OPTION_HELP)
     .action((id: string, options: { json?: boolean; connection?: string }) => {
-      const write = readWrite(configFromEnvironment({}, options.connection).dbPath, id);
-      if (!write) throw new UsageError(`no write ${id}`);
+      const config = configFromEnvironment({}, options.connection);
+      const write = readWrite(config.dbPath, id);
+      if (!write) {
+        // Writes live in their connection's mirror: say which one was searched.
+        throw new UsageError(config.connection === 'default' ? `no write ${id} (mirror ${config.dbPath})` : `no write ${id} in connection ${config.connection} (mirror ${config.dbPath})`);
+      }
       if (options.json) {
         process.stdout.write(`${JSON.stringify(write, null, 2)}\n`);
         return;

@@ -75,4 +75,16 @@ describe('configuration mistakes with connections', () => {
       expect(result.stderr).toContain('connections.acme.dbPath and connections.globex.dbPath: both are /data/mirror.db (from BIZOPS_DB)');
     }
   });
+
+  it('a write or a webhook endpoint not found in the chosen connection is reported for that connection', async () => {
+    dir ??= tempDir();
+    const env = withFile(two, { BIZOPS_DB: `${dir.path}/{connection}.db` });
+    const write = await runCli(['write', 'wr_missing', '--connection', 'globex'], env);
+    expect(write.code).toBe(2);
+    expect(write.stderr.trim()).toBe(`bizops-sync: no write wr_missing in connection globex (mirror ${dir.path}/globex.db)`);
+    const hooks = await runCli(['webhooks', 'send-test', '--endpoint', 'crm', '--connection', 'acme'], env);
+    expect(hooks.code).toBe(2);
+    expectOneLine(hooks.stderr);
+    expect(hooks.stderr).toContain('connection acme has no webhook endpoint: add "webhooks" to connections.acme in the config file');
+  });
 });
