@@ -4,14 +4,20 @@
  * fallback to another mirror file and never a stack trace.
  */
 import { writeFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { RunningSimulator } from '@bizops-sync/simulator';
 import { ConfigError, loadDeployment } from '../../src/config/load.ts';
-import { runCli, tempDir, type TempDir } from '../helpers.ts';
+import { deploymentQueueName } from '../../src/writes/queue.ts';
+import { runCli, simulator, tempDir, type TempDir } from '../helpers.ts';
+import { REDIS_URL, requireRedis } from '../writes/support.ts';
 
 let dir: TempDir | undefined;
-afterEach(() => {
+let sim: RunningSimulator | undefined;
+afterEach(async () => {
+  await sim?.close();
   dir?.remove();
-  dir = undefined;
+  dir = sim = undefined;
 });
 
 /** Writes `content` (an object as JSON, a string as it is) as the configuration file; returns an environment naming it. */
@@ -86,5 +92,42 @@ describe('configuration mistakes with connections', () => {
     expect(hooks.code).toBe(2);
     expectOneLine(hooks.stderr);
     expect(hooks.stderr).toContain('connection acme has no webhook endpoint: add "webhooks" to connections.acme in the config file');
+  });
+
+  it('a token of one connection typed into a command on another is masked in the error line; enqueue log lines name the connection', async () => {
+    await requireRedis();
+    sim = await simulator({ companies: 2 });
+    dir ??= tempDir();
+    const [one, two] = [sim.company(1), sim.company(2)];
+    const env = withFile(
+      {
+        baseUrl: sim.url,
+        connections: {
+          acme: { companyId: one.id, tokens: { default: one.token }, dbPath: dir.file('acme.db') },
+          globex: { companyId: two.id, tokens: { default: two.token }, dbPath: dir.file('globex.db') },
+        },
+      },
+      { BIZOPS_LOG_FORMAT: 'json', BIZOPS_LOG_LEVEL: 'info' },
+    );
+    const enqueue = (...extra: string[]) => runCli(['enqueue', 'transaction.create', '--data', '{"type":"INCOME","amount":1250,"description":"Catering"}', '--connection', 'globex', ...extra], env);
+    const queueName = deploymentQueueName({ companyId: two.id, baseUrl: sim.url, connection: 'globex' });
+    try {
+      // acme's token given where a token name belongs, on globex: the error echoes what was given.
+      const mistaken = await enqueue('--act-as', one.token);
+      expect(mistaken.code).toBe(2);
+      expectOneLine(mistaken.stderr);
+      expect(mistaken.stderr).toContain('actAs: no token named "[redacted]"');
+      expect(mistaken.stderr).not.toContain(one.token);
+
+      const queued = await enqueue();
+      expect(queued.code).toBe(0);
+      const lines = queued.stderr.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines.find((line) => line.msg === 'write queued')).toMatchObject({ connection: 'globex', writeId: queued.stdout.trim() });
+    } finally {
+      const redis = new Redis(REDIS_URL);
+      const keys = await redis.keys(`*${queueName}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    }
   });
 });
