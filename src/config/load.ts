@@ -29,7 +29,9 @@ export class ConnectionChoiceError extends Error {
 
 const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
 
+/** Where `loadConfig` / `loadDeployment` read from, and what they return. */
 export interface LoadConfigOptions {
+  /** The environment (default `process.env`): BIZOPS_CONFIG names the file, BIZOPS_* set keys. */
   env?: NodeJS.ProcessEnv;
   /** Overrides applied last, to every connection (CLI flags, tests). */
   overrides?: Record<string, unknown>;
@@ -139,7 +141,9 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
       }),
     );
   }
-  checkConnectionsApart(configs, (config, key) => (hasPath(entries[config.connection as keyof typeof entries] as Record<string, unknown>, key) ? '' : fromEnv.source.get(key) ?? ''));
+  // A value the connection's own entry does not set came from the top level: name its variable, if any.
+  const ownEntry = (config: Config) => (entries as Record<string, Record<string, unknown>>)[config.connection];
+  checkConnectionsApart(configs, (config, key) => (hasPath(ownEntry(config), key) ? '' : (fromEnv.source.get(key) ?? '')));
   return { connections: configs, named: true };
 }
 
