@@ -5,6 +5,10 @@
 #     -e BIZOPS_BASE_URL=https://api.example.com -e BIZOPS_TOKEN=... bizops-sync
 #   docker exec bizops-sync node bin/bizops-sync.js status
 #
+# Several companies (a config file with "connections"): mount it as /app/config/bizops-sync.json and
+# give each connection its own file on the volume, -e 'BIZOPS_DB=/data/{connection}.db': the
+# BIZOPS_DB set below would be every connection's one file, which the configuration check refuses.
+#
 # Node 24 runs the TypeScript sources directly (type stripping): there is no build output, only
 # dependencies. better-sqlite3 ships prebuilt binaries for glibc x64/arm64, so no compiler is needed.
 #

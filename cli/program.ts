@@ -13,6 +13,7 @@ import { MirrorNeedsMigrationError } from '../jobs/status.ts';
 import { ConfigError, ConnectionChoiceError } from '../src/config/load.ts';
 import { BizopsApiError } from '../src/client/errors.ts';
 import { maskSecrets } from '../src/logging/logger.ts';
+import { configuredSecrets } from './shared.ts';
 import { registerSyncCommands } from './commands/sync.ts';
 import { registerStatusCommand } from './commands/status.ts';
 import { registerChangesCommand } from './commands/changes.ts';
@@ -59,27 +60,32 @@ Try it without an API: bizops-sync demo`,
   return program;
 }
 
-/** Prints an error as one line (secrets masked) and returns the exit code. */
+/**
+ * Prints an error as one line and returns the exit code. Masked in it: bearer tokens, webhook
+ * secrets, and every token of every connection of the loaded configuration (a token typed where a
+ * name belongs, `--act-as <token>`, is echoed by the error naming it).
+ */
 export function reportError(error: unknown): number {
+  const mask = (text: string) => maskSecrets(text, configuredSecrets());
   if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
   if (error instanceof UsageError || error instanceof ConnectionChoiceError) {
-    process.stderr.write(`bizops-sync: ${maskSecrets(error.message)}\n`);
+    process.stderr.write(`bizops-sync: ${mask(error.message)}\n`);
     return error instanceof UsageError ? error.exitCode : 2;
   }
   if (error instanceof ConfigError) {
-    process.stderr.write(`bizops-sync: configuration error: ${maskSecrets(error.message)}\n`);
+    process.stderr.write(`bizops-sync: configuration error: ${mask(error.message)}\n`);
     return 2;
   }
   if (error instanceof MirrorMissingError || error instanceof MirrorDamagedError || error instanceof MirrorNeedsMigrationError) {
-    process.stderr.write(`bizops-sync: ${maskSecrets(error.message)}\n`);
+    process.stderr.write(`bizops-sync: ${mask(error.message)}\n`);
     return 1;
   }
   if (error instanceof BizopsApiError) {
-    process.stderr.write(`bizops-sync: the API refused: ${maskSecrets(error.message)}\n`);
+    process.stderr.write(`bizops-sync: the API refused: ${mask(error.message)}\n`);
     return 1;
   }
   const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`bizops-sync: ${maskSecrets(message)}\n`);
-  if (process.env.BIZOPS_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${maskSecrets(error.stack)}\n`);
+  process.stderr.write(`bizops-sync: ${mask(message)}\n`);
+  if (process.env.BIZOPS_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${mask(error.stack)}\n`);
   return 1;
 }

@@ -3,12 +3,24 @@
  * turning SIGTERM / SIGINT into an AbortSignal for a graceful stop.
  */
 import type { Config, DeploymentConfig } from '../src/config/schema.ts';
-import { chooseConnection, ConnectionChoiceError, loadConfig, loadDeployment, mirrorPaths } from '../src/config/load.ts';
+import { chooseByConnectionName, chooseConnection, ConnectionChoiceError, deploymentSecrets, loadDeployment, mirrorPaths } from '../src/config/load.ts';
 import { isStreamName, STREAM_NAMES, type StreamName } from '../src/streams/definitions.ts';
 import { UsageError } from './usage-error.ts';
 
 /** The `--connection NAME` option's help text. */
 export const CONNECTION_OPTION_HELP = 'the configured connection to work on (default: the only one; required when the config file has several)';
+
+/** The secrets of the configuration this process loaded last (every connection's), for the error reporter. */
+let loadedSecrets: readonly string[] = [];
+
+/**
+ * Every token and webhook secret of every connection of the configuration loaded by
+ * `configFromEnvironment`, `connectionFromEnvironment` or `deploymentFromEnvironment` ([] before):
+ * what `reportError` masks in an error line, whichever connection the command worked on.
+ */
+export function configuredSecrets(): readonly string[] {
+  return loadedSecrets;
+}
 
 /**
  * Loads the configuration of one connection: `connection` (`--connection`), else the only one.
@@ -16,8 +28,20 @@ export const CONNECTION_OPTION_HELP = 'the configured connection to work on (def
  *   named, or the named one is not configured; ConfigError for a bad value
  */
 export function configFromEnvironment(overrides: Record<string, unknown> = {}, connection?: string): Config {
+  return connectionFromEnvironment(connection, overrides).config;
+}
+
+/**
+ * Loads the deployment and chooses one connection of it: `connection` (`--connection`), else the only
+ * one. The deployment comes too, for what spans every connection (a logger masking all their secrets,
+ * `deployment.named` for the `connection` field of log lines).
+ * @throws UsageError (exit 2) listing the configured names; ConfigError for a bad value
+ */
+export function connectionFromEnvironment(connection: string | undefined, overrides: Record<string, unknown> = {}): { config: Config; deployment: DeploymentConfig } {
+  const deployment = loadDeployment({ overrides });
+  loadedSecrets = deploymentSecrets(deployment.connections);
   try {
-    return loadConfig({ overrides, connection });
+    return { config: chooseConnection(deployment, connection), deployment };
   } catch (error) {
     if (error instanceof ConnectionChoiceError) throw new UsageError(error.message);
     throw error;
@@ -26,7 +50,9 @@ export function configFromEnvironment(overrides: Record<string, unknown> = {}, c
 
 /** Loads every connection of the deployment. @throws ConfigError for a bad value */
 export function deploymentFromEnvironment(): DeploymentConfig {
-  return loadDeployment();
+  const deployment = loadDeployment();
+  loadedSecrets = deploymentSecrets(deployment.connections);
+  return deployment;
 }
 
 /**
@@ -49,18 +75,13 @@ export function selectConnections(deployment: DeploymentConfig, options: { conne
  * The mirror file for commands that only read it (`status`, `changes`): `--db`, else the
  * connection's `dbPath` (BIZOPS_DB, the file), without requiring the API settings those commands
  * do not use.
- * @throws UsageError listing the names when several connections are configured and none is named
+ * @throws ConnectionChoiceError (exit 2) listing the names when several connections are configured
+ *   and none is named, or the named one is not configured; ConfigError for an unreadable
+ *   configuration file or two connections on one mirror file
  */
 export function mirrorPath(option: string | undefined, connection?: string): string {
   if (option) return option;
-  const { paths } = mirrorPaths();
-  if (connection === undefined) {
-    if (paths.length === 1) return paths[0]!.dbPath;
-    throw new UsageError(`several connections are configured (${paths.map((path) => path.connection).join(', ')}): choose one with --connection NAME`);
-  }
-  const found = paths.find((path) => path.connection === connection);
-  if (!found) throw new UsageError(`--connection: no connection named "${connection}"; configured: ${paths.map((path) => path.connection).join(', ')}`);
-  return found.dbPath;
+  return chooseByConnectionName(mirrorPaths().paths, connection).dbPath;
 }
 
 /** The streams a `--stream` option names (all configured streams when absent). */

@@ -223,17 +223,18 @@ export interface SharedParts {
  * in Redis when there is a connection, else in-process.
  */
 function rateBudgetsOn(config: Config, shared: SharedParts, owned: boolean): RateBudgets & { redis: Redis | null } {
-  const connection = shared.redis;
+  const redis = shared.redis;
+  /** The budget keys this connection spent from: its `stats()` sums these only. */
   const mine = new Set<string>();
   return {
-    shared: connection !== null,
-    redis: connection,
+    shared: redis !== null,
+    redis,
     budgetFor(tokenName) {
       const key = rateBudgetKey(config, config.rateLimit.scope === 'token' ? tokenName : 'default');
       let budget = shared.budgets.get(key);
       if (!budget) {
         const limits = { limit: config.rateLimit.perMinute, windowMs: config.rateLimit.windowMs };
-        budget = connection ? new RedisRateBudget({ redis: connection, key, prefix: shared.budgetPrefix, ...limits }) : new LocalRateBudget(limits);
+        budget = redis ? new RedisRateBudget({ redis, key, prefix: shared.budgetPrefix, ...limits }) : new LocalRateBudget(limits);
         shared.budgets.set(key, budget);
       }
       mine.add(key);
@@ -260,8 +261,8 @@ function rateBudgetsOn(config: Config, shared: SharedParts, owned: boolean): Rat
 async function closeSharedParts(shared: SharedParts): Promise<void> {
   for (const budget of shared.budgets.values()) await budget.close?.();
   shared.budgets.clear();
-  const connection = shared.redis;
-  if (connection) await connection.quit().catch(() => connection.disconnect());
+  const redis = shared.redis;
+  if (redis) await redis.quit().catch(() => redis.disconnect());
 }
 
 /**

@@ -26,6 +26,7 @@ import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/
 import { STREAMS } from '../src/streams/definitions.ts';
 import { deploymentLogger, openDeployment, Teardown, type Context, type ContextOptions, type WriteQueue } from './context.ts';
 
+/** How the daemon is started; everything else comes from the configuration. */
 export interface DaemonOptions {
   logger?: Logger;
   /** Retry timing of the sync's API client (tests shorten it). */
@@ -42,6 +43,7 @@ export interface DaemonOptions {
 
 /** What the daemon runs for one connection. */
 export interface RunningConnection {
+  /** The connection's name (`default` without `connections`). */
   name: string;
   context: Context;
   scheduler: StreamScheduler;
@@ -52,6 +54,10 @@ export interface RunningConnection {
   writes: WriteQueue | null;
 }
 
+/**
+ * A started daemon (`startDaemon`): its HTTP address, every connection's parts, and the first
+ * connection's parts at the top level (what callers of a single connection used before connections).
+ */
 export interface RunningDaemon {
   /** The HTTP server's base URL (`http://127.0.0.1:8080`). */
   url: string;
@@ -83,7 +89,8 @@ const CONNECTION_ROUTE = /^\/connections\/([^/]+)(\/writes(?:\/.*)?)$/;
  */
 export async function startDaemon(input: Config | DeploymentConfig, options: DaemonOptions = {}): Promise<RunningDaemon> {
   const deployment = asDeployment(input);
-  const process0 = deployment.connections[0]!;
+  // `http` is process-wide (the same in every connection): the first connection's is the process's.
+  const processWide = deployment.connections[0]!;
   const logger = options.logger ?? deploymentLogger(deployment);
   const opened = await openDeployment(deployment, { logger, clientRetry: options.clientRetry, checkMirror: true, redisKeys: options.redisKeys });
   const cleanups = new Teardown(logger);
@@ -142,8 +149,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
     }
 
     const http: RunningHttpServer = await startDaemonHttpServer({
-      host: process0.http.host,
-      port: process0.http.port,
+      host: processWide.http.host,
+      port: processWide.http.port,
       readiness: async () => combineReadiness(Object.fromEntries(await Promise.all(connections.map(async (connection) => [connection.name, await connection.readiness.current()] as const)))),
       metrics: () => metrics.render(),
       routeFirst: writeRoutes(connections),

@@ -10,7 +10,7 @@ export function registerStatusCommand(program: Command): void {
     .command('status')
     .description('show each stream (records mirrored, cursor, last run, last error, any run waiting to resume) and the writes by status; every connection when several are configured')
     .option('--json', 'print JSON instead of a table (keyed by connection when several are shown)')
-    .option('--db <path>', 'the mirror file (default: BIZOPS_DB or ./data/mirror.db)')
+    .option('--db <path>', 'the mirror file (default: the connection\'s dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)')
     .option('--connection <name>', 'only this configured connection (default: every one)')
     .action((options: { json?: boolean; db?: string; connection?: string }) => {
       const { paths } = mirrorPaths();

@@ -30,9 +30,10 @@ export function registerWebhookCommands(program: Command): void {
     .option('--json', 'print JSON instead of a table')
     .option('--connection <name>', CONNECTION_OPTION_HELP)
     .action((options: { json?: boolean; connection?: string }) => {
-      const listing = listWebhooksJob(loadWebhookConfig(options.connection));
+      const config = loadWebhookConfig(options.connection);
+      const listing = listWebhooksJob(config);
       if (options.json) process.stdout.write(`${JSON.stringify(listing, null, 2)}\n`);
-      else process.stdout.write(formatListing(listing));
+      else process.stdout.write(listing.length === 0 ? `${noEndpointsMessage(config)}\n` : formatListing(listing));
     });
 
   webhooks
@@ -43,7 +44,7 @@ export function registerWebhookCommands(program: Command): void {
     .action(async (options: { endpoint?: string; connection?: string }) => {
       const config = loadWebhookConfig(options.connection);
       const endpoints = options.endpoint === undefined ? config.webhooks : [findEndpoint(config, options.endpoint)];
-      if (endpoints.length === 0) throw new UsageError(noEndpointsMessage());
+      if (endpoints.length === 0) throw new UsageError(noEndpointsMessage(config));
       let failed = 0;
       for (const { endpoint, result } of await sendTestWebhooksJob(endpoints)) {
         const outcome = result.ok
@@ -125,20 +126,23 @@ function loadWebhookConfig(connection: string | undefined): Config {
   return config;
 }
 
-function noEndpointsMessage(): string {
+/** Why there is nothing to list or send: where endpoints are configured, for this connection when the file names several. */
+function noEndpointsMessage(config: Config): string {
+  if (config.connection !== 'default') {
+    return `connection ${config.connection} has no webhook endpoint: add "webhooks" to connections.${config.connection} in the config file (or at its top level, for every connection)`;
+  }
   return 'no webhook endpoint is configured: set BIZOPS_WEBHOOK_URL and BIZOPS_WEBHOOK_SECRET, or "webhooks" in the config file';
 }
 
 function findEndpoint(config: Config, name: string): WebhookEndpointConfig {
   const endpoint = config.webhooks.find((candidate) => candidate.name === name);
   if (endpoint) return endpoint;
-  if (config.webhooks.length === 0) throw new UsageError(noEndpointsMessage());
+  if (config.webhooks.length === 0) throw new UsageError(noEndpointsMessage(config));
   throw new UsageError(`--endpoint: no endpoint named "${name}"; configured: ${config.webhooks.map((candidate) => candidate.name).join(', ')}`);
 }
 
 /** A fixed-width table, one endpoint per line. */
 function formatListing(listing: readonly WebhookEndpointListing[]): string {
-  if (listing.length === 0) return `${noEndpointsMessage()}\n`;
   const header = ['NAME', 'URL', 'STATE', 'CURSOR', 'LAG', 'FAILING', 'GAVE UP', 'LAST STATUS', 'LAST ERROR'];
   const rows = listing.map((endpoint) => [
     endpoint.name,

@@ -15,8 +15,8 @@ import { readFileSync } from 'node:fs';
 import { UsageError } from '../program.ts';
 import type { Command } from 'commander';
 import type { Config } from '../../src/config/schema.ts';
-import { CONNECTION_OPTION_HELP, configFromEnvironment } from '../shared.ts';
-import { processLogger, type ContextOptions } from '../../jobs/context.ts';
+import { CONNECTION_OPTION_HELP, configFromEnvironment, connectionFromEnvironment } from '../shared.ts';
+import { connectionLogger, deploymentLogger, type ContextOptions } from '../../jobs/context.ts';
 import { enqueueWriteJob, readWrite, runWorkerJob } from '../../jobs/writes.ts';
 import type { Logger } from '../../src/logging/logger.ts';
 import { WRITE_KIND_NAMES, WRITE_KINDS, WriteValidationError, type EnqueueResult } from '../../src/writes/index.ts';
@@ -87,8 +87,8 @@ export function registerWriteCommands(program: Command): void {
     .option('--connection <name>', CONNECTION_OPTION_HELP)
     .addHelpText('after', `\nWrite kinds:\n${kinds}\n\nExample:\n  bizops-sync enqueue transaction.create --data '{"type":"INCOME","amount":1250,"description":"Catering"}'`)
     .action(async (kind: string, options: { data?: string; file?: string; idempotencyKey?: string; actAs?: string; json?: boolean; connection?: string }) => {
-      const config = configFromEnvironment({}, options.connection);
-      const logger = processLogger(config, { level: process.env.BIZOPS_LOG_LEVEL ?? 'warn' });
+      const { config, deployment } = connectionFromEnvironment(options.connection);
+      const logger = connectionLogger(deploymentLogger(deployment, { level: process.env.BIZOPS_LOG_LEVEL ?? 'warn' }), config, deployment.named);
       try {
         const result = await enqueueCommand(config, { kind, data: options.data, file: options.file, idempotencyKey: options.idempotencyKey, actAs: options.actAs, logger });
         process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${result.id}\n`);
@@ -104,8 +104,8 @@ export function registerWriteCommands(program: Command): void {
     .option('--concurrency <n>', 'writes in progress at once in this process (default 4)', parseConcurrency)
     .option('--connection <name>', CONNECTION_OPTION_HELP)
     .action(async (options: { concurrency?: number; connection?: string }) => {
-      const config = configFromEnvironment({}, options.connection);
-      const logger = processLogger(config).child(config.connection === 'default' ? {} : { connection: config.connection });
+      const { config, deployment } = connectionFromEnvironment(options.connection);
+      const logger = connectionLogger(deploymentLogger(deployment), config, deployment.named);
       const controller = new AbortController();
       const stop = (signal: NodeJS.Signals) => {
         if (controller.signal.aborted && signal === 'SIGINT') process.exit(130);
@@ -128,8 +128,12 @@ export function registerWriteCommands(program: Command): void {
     .option('--json', 'print JSON')
     .option('--connection <name>', CONNECTION_OPTION_HELP)
     .action((id: string, options: { json?: boolean; connection?: string }) => {
-      const write = readWrite(configFromEnvironment({}, options.connection).dbPath, id);
-      if (!write) throw new UsageError(`no write ${id}`);
+      const config = configFromEnvironment({}, options.connection);
+      const write = readWrite(config.dbPath, id);
+      if (!write) {
+        // Writes live in their connection's mirror: say which one was searched.
+        throw new UsageError(config.connection === 'default' ? `no write ${id} (mirror ${config.dbPath})` : `no write ${id} in connection ${config.connection} (mirror ${config.dbPath})`);
+      }
       if (options.json) {
         process.stdout.write(`${JSON.stringify(write, null, 2)}\n`);
         return;

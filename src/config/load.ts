@@ -29,7 +29,9 @@ export class ConnectionChoiceError extends Error {
 
 const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
 
+/** Where `loadConfig` / `loadDeployment` read from, and what they return. */
 export interface LoadConfigOptions {
+  /** The environment (default `process.env`): BIZOPS_CONFIG names the file, BIZOPS_* set keys. */
   env?: NodeJS.ProcessEnv;
   /** Overrides applied last, to every connection (CLI flags, tests). */
   overrides?: Record<string, unknown>;
@@ -54,12 +56,22 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
  * @throws ConnectionChoiceError listing the configured names
  */
 export function chooseConnection(deployment: DeploymentConfig, name: string | undefined): Config {
-  const names = deployment.connections.map((config) => config.connection);
+  return chooseByConnectionName(deployment.connections, name);
+}
+
+/**
+ * The item of `items` (connections, or their mirror paths: anything with a `connection` name) named
+ * `name`, or the only one when `name` is undefined.
+ * @throws ConnectionChoiceError listing the configured names when several are configured and none is
+ *   named, or none has that name
+ */
+export function chooseByConnectionName<T extends { connection: string }>(items: readonly T[], name: string | undefined): T {
+  const names = items.map((item) => item.connection);
   if (name === undefined) {
-    if (deployment.connections.length === 1) return deployment.connections[0]!;
+    if (items.length === 1) return items[0]!;
     throw new ConnectionChoiceError(`several connections are configured (${names.join(', ')}): choose one with --connection NAME`, names);
   }
-  const found = deployment.connections.find((config) => config.connection === name);
+  const found = items.find((item) => item.connection === name);
   if (!found) throw new ConnectionChoiceError(`--connection: no connection named "${name}"; configured: ${names.join(', ')}`, names);
   return found;
 }
@@ -95,6 +107,9 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
     throw new ConfigError('connections: must be an object with at least one connection, keyed by name, e.g. {"acme": {"baseUrl": "...", "companyId": "acme"}}');
   }
   const { connections: _connections, ...fileTop } = fileConfig;
+  const topLevelKeys: readonly string[] = [...PER_CONNECTION_KEYS, ...PROCESS_WIDE_KEYS, 'connections'];
+  const unknownTopKey = Object.keys(fileTop).find((key) => !topLevelKeys.includes(key));
+  if (unknownTopKey !== undefined) throw new ConfigError(`${unknownTopKey}: not a configuration key; expected one of ${topLevelKeys.join(', ')}`);
   const top = deepMerge(fileTop, fromEnv.values);
   const defaults: Record<string, unknown> = {};
   for (const key of [...PER_CONNECTION_KEYS, ...PROCESS_WIDE_KEYS]) if (top[key] !== undefined) defaults[key] = top[key];
@@ -109,6 +124,9 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
       if (key in own) throw new ConfigError(`connections.${name}.${key}: is process-wide (one for the whole deployment); set it at the top level of the file`);
     }
     if ('connection' in own) throw new ConfigError(`connections.${name}.connection: not a key; the connection's name is its key under "connections"`);
+    // A misspelt key (`baseURL`) would otherwise be dropped and the top-level value used in silence.
+    const unknownKey = Object.keys(own).find((key) => !(PER_CONNECTION_KEYS as readonly string[]).includes(key));
+    if (unknownKey !== undefined) throw new ConfigError(`connections.${name}.${unknownKey}: not a key of a connection; expected one of ${PER_CONNECTION_KEYS.join(', ')}`);
     const merged = deepMerge(deepMerge(defaults, own), options.overrides ?? {});
     if (merged.companyId === undefined) {
       throw new ConfigError(`connections.${name}.companyId: is required with "connections" (the key of the company's rate budget, spec §8; connections on one company share it)`);
@@ -123,7 +141,9 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
       }),
     );
   }
-  checkConnectionsApart(configs, (config, key) => (hasPath(entries[config.connection as keyof typeof entries] as Record<string, unknown>, key) ? '' : fromEnv.source.get(key) ?? ''));
+  // A value the connection's own entry does not set came from the top level: name its variable, if any.
+  const ownEntry = (config: Config) => (entries as Record<string, Record<string, unknown>>)[config.connection];
+  checkConnectionsApart(configs, (config, key) => (hasPath(ownEntry(config), key) ? '' : (fromEnv.source.get(key) ?? '')));
   return { connections: configs, named: true };
 }
 
@@ -149,19 +169,9 @@ function parseConnection(name: string, merged: Record<string, unknown>, labelFor
  * @throws ConfigError naming both connections and the key
  */
 function checkConnectionsApart(configs: readonly Config[], inheritedFrom: (config: Config, key: string) => string): void {
-  const byFile = new Map<string, Config>();
+  checkOwnMirrorFiles(configs.map((config) => ({ connection: config.connection, dbPath: config.dbPath, source: inheritedFrom(config, 'dbPath') })));
   const byBudget = new Map<string, Config>();
   for (const config of configs) {
-    const file = config.dbPath === ':memory:' ? `:memory:${config.connection}` : resolve(config.dbPath);
-    const other = byFile.get(file);
-    if (other) {
-      const source = inheritedFrom(config, 'dbPath');
-      throw new ConfigError(
-        `connections.${other.connection}.dbPath and connections.${config.connection}.dbPath: both are ${config.dbPath}${source ? ` (from ${source})` : ''}; ` +
-          'each connection needs its own mirror file: set dbPath per connection, or put {connection} in it (e.g. /data/{connection}.db)',
-      );
-    }
-    byFile.set(file, config);
     const host = new URL(config.baseUrl).host;
     const keys = config.rateLimit.scope === 'company' ? [`company:${config.companyId}@${host}`] : Object.values(config.tokens).map((token) => `token:${token}@${host}`);
     for (const key of keys) {
@@ -178,6 +188,27 @@ function checkConnectionsApart(configs: readonly Config[], inheritedFrom: (confi
   }
 }
 
+/**
+ * Checks that each connection has its own mirror file (`dbPath` resolved against the working
+ * directory; `:memory:` is each connection's own). `source` names the environment variable a path
+ * came from (`BIZOPS_DB`), or ''.
+ * @throws ConfigError naming both connections, the file and its source
+ */
+function checkOwnMirrorFiles(paths: readonly { connection: string; dbPath: string; source: string }[]): void {
+  const byFile = new Map<string, string>();
+  for (const { connection, dbPath, source } of paths) {
+    const file = dbPath === ':memory:' ? `:memory:${connection}` : resolve(dbPath);
+    const other = byFile.get(file);
+    if (other !== undefined) {
+      throw new ConfigError(
+        `connections.${other}.dbPath and connections.${connection}.dbPath: both are ${dbPath}${source ? ` (from ${source})` : ''}; ` +
+          'each connection needs its own mirror file: set dbPath per connection, or put {connection} in it (e.g. /data/{connection}.db)',
+      );
+    }
+    byFile.set(file, connection);
+  }
+}
+
 /** True when `path` (dot-separated) is present in `object`. */
 function hasPath(object: Record<string, unknown> | undefined, path: string): boolean {
   let node: unknown = object;
@@ -190,17 +221,15 @@ function hasPath(object: Record<string, unknown> | undefined, path: string): boo
 
 /**
  * The mirror file of each connection, from the file and the environment, without validating the
- * other keys (`status` and `changes` read a mirror without needing the API's settings). Falls back
- * to `./data/mirror.db` for `default` when the file cannot be read.
+ * other keys (`status` and `changes` read a mirror without needing the API's settings). Paths are
+ * as given, `{connection}` replaced; `named` is false for the single connection `default`.
+ * @throws ConfigError when the file named by BIZOPS_CONFIG is missing or not JSON (reading another
+ *   connection's mirror, or `./data/mirror.db`, would show the wrong data), or when two connections
+ *   share one mirror file (the message `config check` gives)
  */
 export function mirrorPaths(options: Pick<LoadConfigOptions, 'env'> = {}): { named: boolean; paths: { connection: string; dbPath: string }[] } {
   const env = options.env ?? process.env;
-  let fileConfig: Record<string, unknown>;
-  try {
-    fileConfig = readConfigFile(env.BIZOPS_CONFIG);
-  } catch {
-    fileConfig = {};
-  }
+  const fileConfig = readConfigFile(env.BIZOPS_CONFIG);
   const entries = fileConfig.connections;
   const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
   if (!entries || typeof entries !== 'object' || Array.isArray(entries) || Object.keys(entries).length === 0) {
@@ -209,10 +238,12 @@ export function mirrorPaths(options: Pick<LoadConfigOptions, 'env'> = {}): { nam
   }
   const paths = Object.entries(entries as Record<string, unknown>).map(([connection, entry]) => {
     const own = entry && typeof entry === 'object' ? text((entry as Record<string, unknown>).dbPath) : undefined;
-    const dbPath = own ?? text(env.BIZOPS_DB) ?? text(fileConfig.dbPath) ?? `./data/${connection}.db`;
-    return { connection, dbPath: dbPath.replaceAll('{connection}', connection) };
+    const fromEnv = own === undefined ? text(env.BIZOPS_DB) : undefined;
+    const dbPath = own ?? fromEnv ?? text(fileConfig.dbPath) ?? `./data/${connection}.db`;
+    return { connection, dbPath: dbPath.replaceAll('{connection}', connection), source: fromEnv === undefined ? '' : 'BIZOPS_DB' };
   });
-  return { named: true, paths };
+  checkOwnMirrorFiles(paths);
+  return { named: true, paths: paths.map(({ connection, dbPath }) => ({ connection, dbPath })) };
 }
 
 /** Which environment variable sets which key, for error messages. */

@@ -8,7 +8,6 @@ import { STREAM_NAMES } from '../streams/definitions.ts';
 
 /** The path prefix of every endpoint (spec §1 convention 1), which the client adds to `baseUrl`. */
 const API_PREFIX = '/api/public/v1';
-/** A base URL path that already ends in the prefix (with or without a trailing slash). */
 /**
  * A base URL path that already holds the API prefix (at its end or before a resource path, e.g.
  * `/api/public/v1/deals`) or its start `/api/public`: every request would miss the API.
@@ -148,7 +147,10 @@ export const configSchema = z.object({
   dbPath: z.string().min(1).default('./data/mirror.db'),
   /** Redis of the write queue and of the rate budget shared by every process (`REDIS_URL`); its password is masked when shown. */
   redisUrl: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').default('redis://127.0.0.1:6379'),
-  /** The company the tokens act for: the key of the shared rate budget (spec §8, per company). */
+  /**
+   * The company the tokens act for: the key of the shared rate budget (spec §8, per company).
+   * Required for each connection when the file has `connections` (load.ts); `default` otherwise.
+   */
   companyId: z.string().min(1).default('default'),
   /** The rate budget (docs/rate-budget.md, spec §8). */
   rateLimit: z

@@ -119,7 +119,8 @@ export interface DeploymentMetricsSources {
 /** The daemon's metric registry; see the module comment for the names. */
 export class DaemonMetrics {
   readonly registry = new Registry();
-  readonly #default: string;
+  /** The name `record*` calls without a connection count under: the first connection's (`default` alone). */
+  readonly #firstConnection: string;
   readonly #changes: Counter<'connection' | 'stream'>;
   readonly #runs: Counter<'connection' | 'stream' | 'reason' | 'status'>;
   readonly #runErrors: Counter<'connection' | 'stream' | 'reason'>;
@@ -135,7 +136,7 @@ export class DaemonMetrics {
   constructor(sources: DaemonMetricsSources | DeploymentMetricsSources) {
     const registers = [this.registry];
     const connections: readonly ConnectionMetricsSources[] = 'connections' in sources ? sources.connections : [{ ...sources, name: 'default' }];
-    this.#default = connections[0]?.name ?? 'default';
+    this.#firstConnection = connections[0]?.name ?? 'default';
     if (sources.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     /** Every (connection, stream) pair with its connection's sources. */
     const streamsOf = function* (): Generator<{ connection: string; stream: StreamName; source: ConnectionMetricsSources }> {
@@ -331,7 +332,7 @@ export class DaemonMetrics {
   }
 
   /** Counts a finished run of `connection` (default: the first connection): its status, its error, its duration (ms). */
-  recordRun(result: RunResult, durationMs: number, connection = this.#default): void {
+  recordRun(result: RunResult, durationMs: number, connection = this.#firstConnection): void {
     const labels = { connection, stream: result.stream, reason: result.reason };
     this.#runs.inc({ ...labels, status: result.status });
     if (result.status === 'failed') this.#runErrors.inc(labels);
@@ -340,7 +341,7 @@ export class DaemonMetrics {
   }
 
   /** Counts changelog events just appended by `connection`'s engine or worker (its `onChanges`). */
-  recordChanges(changes: readonly AppendedChange[], connection = this.#default): void {
+  recordChanges(changes: readonly AppendedChange[], connection = this.#firstConnection): void {
     const perStream = new Map<string, number>();
     for (const change of changes) {
       perStream.set(change.stream, (perStream.get(change.stream) ?? 0) + 1);
@@ -350,7 +351,7 @@ export class DaemonMetrics {
   }
 
   /** Counts a schedule tick of `connection` skipped because the stream was still running. */
-  recordSkippedTick(stream: StreamName, _reason: RunReason, connection = this.#default): void {
+  recordSkippedTick(stream: StreamName, _reason: RunReason, connection = this.#firstConnection): void {
     this.#skippedTicks.inc({ connection, stream });
   }
 

@@ -38,10 +38,17 @@ const REDACTED_PATHS = [
 /** Strings that look like credentials are masked even inside free text (error messages, URLs). */
 const SECRET_PATTERNS: RegExp[] = [/Bearer\s+[^\s"',]+/gi, /whsec_[A-Za-z0-9+/=]+/g];
 
-/** Masks bearer tokens and webhook secrets inside a string. */
-export function maskSecrets(text: string): string {
+/** Literal secrets shorter than this are not masked (they would mask ordinary words). */
+const MIN_LITERAL_SECRET_LENGTH = 4;
+
+/**
+ * Masks bearer tokens and webhook secrets inside a string, and each of `literals` (the configured
+ * tokens, which have no recognisable shape) wherever it appears, as `[redacted]`.
+ */
+export function maskSecrets(text: string, literals: readonly string[] = []): string {
   let out = text;
   for (const pattern of SECRET_PATTERNS) out = out.replace(pattern, (m) => (m.startsWith('whsec_') ? 'whsec_[redacted]' : 'Bearer [redacted]'));
+  for (const secret of literals) if (secret.length >= MIN_LITERAL_SECRET_LENGTH) out = out.split(secret).join('[redacted]');
   return out;
 }
 
@@ -59,18 +66,13 @@ export interface LoggerOptions {
  * @returns a pino logger whose output never contains the configured secrets.
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  const secrets = (options.secrets ?? []).filter((s) => s.length >= 4);
+  const secrets = options.secrets ?? [];
   const level = options.level ?? process.env.BIZOPS_LOG_LEVEL ?? 'info';
   const pretty = options.pretty ?? (process.env.BIZOPS_LOG_FORMAT === 'pretty' || (process.env.BIZOPS_LOG_FORMAT !== 'json' && process.stderr.isTTY === true));
   const sink = options.destination ?? pino.destination({ fd: 2, sync: true });
-  const scrub = (line: string): string => {
-    let out = maskSecrets(line);
-    for (const secret of secrets) out = out.split(secret).join('[redacted]');
-    return out;
-  };
   const destination: DestinationStream = {
     write(line: string) {
-      const clean = scrub(line);
+      const clean = maskSecrets(line, secrets);
       sink.write(pretty ? prettyLine(clean) : clean);
     },
   };
