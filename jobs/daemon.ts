@@ -226,7 +226,7 @@ function writeRoutes(connections: readonly RunningConnection[]): FirstRoute | un
     if (connections.length === 1) return connections[0]!.writes ? connections[0]!.writes.handleHttp(request, response) : false;
     // Answered only where the write API is on (a key configured), like the single connection's routes.
     if (!connections[0]!.context.config.http.writeApiKey) return false;
-    sendJsonError(response, 404, `several connections are configured: use /connections/{name}${url.pathname}`);
+    sendJsonError(response, 404, `several connections are configured (${connections.map((connection) => connection.name).join(', ')}): use /connections/{name}${url.pathname}`);
     return true;
   };
 }

@@ -122,7 +122,7 @@ describe('one daemon, two connections', () => {
       });
     const ambiguous = await post('/writes');
     expect(ambiguous.status).toBe(404);
-    expect(((await ambiguous.json()) as { error: string }).error).toBe('several connections are configured: use /connections/{name}/writes');
+    expect(((await ambiguous.json()) as { error: string }).error).toBe('several connections are configured (acme, globex): use /connections/{name}/writes');
     expect((await post('/connections/initech/writes')).status).toBe(404);
     const accepted = await post('/connections/globex/writes');
     expect(accepted.status).toBe(202);
