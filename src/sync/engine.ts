@@ -411,23 +411,7 @@ export class SyncEngine {
     }
     // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
     const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
-    const changes = this.store.transaction(() => {
-      // Renew the run lock with the page; a lock another process took over (ours expired while
-      // waiting) means that process now owns the checkpoint: stop without writing.
-      if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
-        throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
-      }
-      this.observeRecordClock(stream, page.items, offsetMs, run.pages === 1);
-      const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
-      const appended = this.store.applyRecords(stream, page.items, { scanNumber });
-      // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
-      this.rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
-      if (page.rejected && page.rejected.length > 0) appended.push(...this.rejectedRecords.quarantine(stream, page.rejected, { scanNumber }));
-      run.changes += appended.length;
-      this.store.saveRun(stream.name, run);
-      return appended;
-    });
-    result.changes += changes.length;
+    this.writePage(stream, run, page, result, () => this.observeRecordClock(stream, page.items, offsetMs, run.pages === 1));
     if (page.rejected && page.rejected.length > 0) {
       result.rejected += page.rejected.length;
       this.logger.warn(
@@ -435,7 +419,6 @@ export class SyncEngine {
         'list items failed their schema: quarantined in rejected_records; the rest of the page committed',
       );
     }
-    if (changes.length > 0) this.options.onChanges?.(changes);
     options.onProgress?.({
       stream: stream.name,
       reason: run.reason,
@@ -637,12 +620,27 @@ export class SyncEngine {
       }
     }
     run.distinctIds = (run.distinctIds ?? 0) + fresh;
+    this.writePage(stream, run, page, result);
+    return fresh;
+  }
+
+  /**
+   * Commits one page in one SQLite transaction: renews the run lock, runs `beforeApply` (the record
+   * clock's measurement), applies the records (mirror rows and their changelog rows), moves invalid
+   * items into quarantine and accepted ones out of it, and saves the checkpoint; then hands the
+   * appended changes to `onChanges`. Counts them in `result.changes` and `run.changes`.
+   * @throws Error when another process took over the stream's run lock (ours expired while waiting):
+   *   that process now owns the checkpoint, so nothing is written
+   */
+  private writePage(stream: RegisteredStream, run: RunCheckpoint, page: Page<ApiRecord>, result: RunResult, beforeApply?: () => void): void {
     const changes = this.store.transaction(() => {
       if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
         throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
       }
+      beforeApply?.();
       const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
       const appended = this.store.applyRecords(stream, page.items, { scanNumber });
+      // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
       this.rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
       if (page.rejected && page.rejected.length > 0) appended.push(...this.rejectedRecords.quarantine(stream, page.rejected, { scanNumber }));
       run.changes += appended.length;
@@ -651,7 +649,6 @@ export class SyncEngine {
     });
     result.changes += changes.length;
     if (changes.length > 0) this.options.onChanges?.(changes);
-    return fresh;
   }
 
   /**
