@@ -37,6 +37,8 @@ export interface RequestLogEntry {
   idempotencyKey: string | null;
   /** Start (ms epoch) of the rate-limit window that counted this request; absent when it was not counted (429, fault, no limit). */
   rateWindowStartMs?: number;
+  /** Separate writes that carried the body, when the `trickle-body` fault sent it (chunks of at most `chunkBytes`). */
+  bodyWrites?: number;
 }
 
 /**
@@ -111,8 +113,11 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   response.end(text);
 }
 
-/** Sends a JSON body `chunkBytes` at a time with `intervalMs` between chunks (the `trickle-body` fault); stops when the client goes away. */
-async function trickleJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>, clock: () => number, chunkBytes: number, intervalMs: number): Promise<void> {
+/**
+ * Sends a JSON body `chunkBytes` at a time with `intervalMs` between chunks (the `trickle-body`
+ * fault); stops when the client goes away. Calls `onWrite` after each chunk is written.
+ */
+async function trickleJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>, clock: () => number, chunkBytes: number, intervalMs: number, onWrite: () => void): Promise<void> {
   const bytes = Buffer.from(JSON.stringify(body));
   response.writeHead(status, {
     'Content-Type': 'application/json; charset=utf-8',
@@ -123,6 +128,7 @@ async function trickleJson(response: ServerResponse, status: number, body: unkno
   for (let start = 0; start < bytes.length; start += chunkBytes) {
     if (response.destroyed || response.socket?.destroyed !== false) return;
     response.write(bytes.subarray(start, start + chunkBytes));
+    onWrite();
     await sleep(intervalMs);
   }
   if (!response.destroyed) response.end();
@@ -309,7 +315,10 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
   }
   if (fault?.kind === 'trickle-body') {
     entry.status = status;
-    await trickleJson(response, status, body, { ...rateHeaders, ...extraHeaders }, clock, fault.chunkBytes ?? 50, fault.intervalMs ?? 200);
+    entry.bodyWrites = 0;
+    await trickleJson(response, status, body, { ...rateHeaders, ...extraHeaders }, clock, fault.chunkBytes ?? 50, fault.intervalMs ?? 200, () => {
+      entry.bodyWrites = (entry.bodyWrites ?? 0) + 1;
+    });
     return;
   }
   if (fault?.kind === 'no-date-header') {

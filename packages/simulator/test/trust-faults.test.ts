@@ -36,14 +36,15 @@ describe('page trust faults', () => {
     expect((await api(simulator, '/deals?limit=1')).headers.get('date')).toEqual(expect.any(String));
   });
 
-  it('trickle-body: the whole, valid body arrives in chunks of at most chunkBytes', async () => {
+  it('trickle-body: the whole, valid body is sent in writes of at most chunkBytes', async () => {
     simulator.faults.inject({ kind: 'trickle-body', chunkBytes: 40, intervalMs: 5, match: { path: '/deals' } });
     const response = await getChunks('/deals?limit=2');
     expect(response.status).toBe(200);
     const text = Buffer.concat(response.chunks).toString('utf8');
     expect(JSON.parse(text).content.deals).toHaveLength(2);
-    expect(response.chunks.length).toBeGreaterThanOrEqual(Math.ceil(text.length / 40));
-    expect(Math.max(...response.chunks.map((chunk) => chunk.length))).toBeLessThanOrEqual(40);
+    // Counted where they are made: a busy reader may find several writes in one read (TCP keeps no
+    // boundaries), so the chunks received say nothing certain.
+    expect(simulator.requests.at(-1)!.bodyWrites).toBe(Math.ceil(Buffer.byteLength(text) / 40));
   });
 
   it('invalid-item: the item at index gets the bad value, keeps its id, and the other items are untouched', async () => {
