@@ -88,19 +88,27 @@ describe('LocalRateBudget', () => {
     // ...this one 50 ms after: the clocks agree to within 50 ms, so the reset is ~300 ms away, not ~1200.
     rate.observe({ remaining: 0, resetAtMs: now + 300, serverNowMs: now - 50 });
     expect(rate.serverClockOffsetMs()).toBeGreaterThanOrEqual(-60);
+    // The budget's own plan (no clock reading after the fact): the window ends ~300 ms away plus the
+    // resume margin, not ~1200 ms away as the first Date header alone would say.
+    const planned = await rate.peek();
+    expect(planned.available).toBe(0);
+    expect(planned.nextSlotAtMs).toBeGreaterThanOrEqual(now + 300);
+    expect(planned.nextSlotAtMs).toBeLessThan(now + 700);
     await rate.acquire('write');
-    const waited = Date.now() - now;
-    expect(waited).toBeGreaterThanOrEqual(300);
-    expect(waited).toBeLessThan(700);
+    expect(Date.now() - now).toBeGreaterThanOrEqual(300);
   });
 
   it('counts down a positive `remaining` within the server window', async () => {
     const rate = budget(100, 60_000);
     const now = Date.now();
     rate.observe({ remaining: 2, resetAtMs: now + 500, serverNowMs: now });
+    // Two slots may go now, then none until the reset: the budget's plan, read without a clock race.
+    expect((await rate.peek()).available).toBe(2);
     await rate.acquire('incremental');
     await rate.acquire('incremental');
-    expect(Date.now() - now).toBeLessThan(200);
+    const spent = await rate.peek();
+    expect(spent.available).toBe(0);
+    expect(spent.nextSlotAtMs).toBeGreaterThanOrEqual(now + 500);
     await rate.acquire('incremental');
     expect(Date.now() - now).toBeGreaterThanOrEqual(500);
   });
