@@ -1,6 +1,8 @@
 /**
- * Entry point of the `bizops-sync` command (bin/bizops-sync.js imports this file). See program.ts.
+ * Entry point of the `bizops-sync` command (bin/bizops-sync.js imports this file). See program.ts:
+ * only the command being run is registered, and it loads its job when it runs.
  */
+import { buildProgram } from './program.ts';
 
 // `bizops-sync changes | head` closes our stdout early: that is the reader being done, not an error.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
@@ -9,11 +11,10 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 });
 
 try {
-  // `changes` is what downstream tails run, often for a long time: it loads only what it needs.
-  const program = process.argv[2] === 'changes' ? (await import('./changes-program.ts')).buildChangesProgram() : (await import('./program.ts')).buildProgram();
+  const program = await buildProgram(process.argv[2]);
   await program.parseAsync(process.argv);
 } catch (error) {
-  // The full program's error reporting, loaded when needed (one line, secrets masked, exit code).
-  const { reportError } = await import('./program.ts');
+  // One line, secrets masked, the exit code (also for --help and --version, which commander ends with an error).
+  const { reportError } = await import('./report-error.ts');
   process.exitCode = reportError(error);
 }

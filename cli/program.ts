@@ -1,32 +1,41 @@
 /**
- * The `bizops-sync` program (docs/operations.md "Commands"). Each command lives in cli/commands/
- * and runs a job from jobs/; this file only assembles them and turns errors into
- * one readable line (no stack trace for a bad configuration or an API refusal).
+ * The `bizops-sync` program (docs/operations.md "Commands"). Each command lives in cli/commands/ and
+ * runs a job from jobs/; this file only assembles them. Errors become one line in report-error.ts.
  *
- * Exit codes: 0 success (also after a graceful SIGTERM), 1 a run or command failed, 2 bad usage or
- * configuration, 130 interrupted by Ctrl-C.
+ * Loading: a command's module registers it (name, options, help) and imports little; its action
+ * imports the job it runs when it runs (`await import`), so that a command loads only its own parts
+ * (`status` no HTTP client, `sync` no write queue, only the daemon the metrics). `buildProgram`
+ * registers only the command the first argument names, or all of them (`--help`, no command, a
+ * misspelt one).
  */
-import { Command, CommanderError } from 'commander';
+import { Command } from 'commander';
 import packageJson from '../package.json' with { type: 'json' };
-import { MirrorDamagedError, MirrorMissingError } from '../jobs/context.ts';
-import { MirrorNeedsMigrationError } from '../jobs/status.ts';
-import { ConfigError, ConnectionChoiceError } from '../src/config/load.ts';
-import { BizopsApiError } from '../src/client/errors.ts';
-import { maskSecrets } from '../src/logging/logger.ts';
-import { configuredSecrets } from './shared.ts';
-import { registerSyncCommands } from './commands/sync.ts';
-import { registerStatusCommand } from './commands/status.ts';
-import { registerChangesCommand } from './commands/changes.ts';
-import { registerSimulateCommand } from './commands/simulate.ts';
-import { registerDemoCommand } from './commands/demo.ts';
-import { registerDaemonCommands } from './commands/daemon.ts';
-import { registerWriteCommands } from './commands/writes.ts';
-import { UsageError } from './usage-error.ts';
 
 export { UsageError } from './usage-error.ts';
 
-/** Builds the program with every command registered. */
-export function buildProgram(): Command {
+/** Adds one module's commands to the program. */
+type RegisterCommands = (program: Command) => void;
+
+/** Every command, in the order `--help` lists them: the names a module registers, and how to load it. */
+const COMMANDS: readonly { names: readonly string[]; load: () => Promise<RegisterCommands> }[] = [
+  { names: ['backfill', 'sync'], load: async () => (await import('./commands/sync.ts')).registerSyncCommands },
+  { names: ['status'], load: async () => (await import('./commands/status.ts')).registerStatusCommand },
+  { names: ['changes'], load: async () => (await import('./commands/changes.ts')).registerChangesCommand },
+  { names: ['daemon'], load: async () => (await import('./commands/daemon.ts')).registerDaemonCommand },
+  { names: ['config'], load: async () => (await import('./commands/config.ts')).registerConfigCommands },
+  { names: ['webhooks'], load: async () => (await import('./commands/webhooks.ts')).registerWebhookCommands },
+  { names: ['enqueue', 'worker', 'write'], load: async () => (await import('./commands/writes.ts')).registerWriteCommands },
+  { names: ['simulate'], load: async () => (await import('./commands/simulate.ts')).registerSimulateCommand },
+  { names: ['demo'], load: async () => (await import('./commands/demo.ts')).registerDemoCommand },
+];
+
+/**
+ * Builds the program: the command `commandName` names (with the others of its module), or every
+ * command when it names none (`--help`, `--version`, no argument, an unknown command, which commander
+ * then reports with its suggestion). Options and help of a command are the same either way.
+ * @param commandName the first argument (`process.argv[2]`)
+ */
+export async function buildProgram(commandName?: string): Promise<Command> {
   const program = new Command('bizops-sync')
     .description(
       "Keeps a local SQLite mirror of a company's transactions, deals and onboardings in step with the " +
@@ -50,42 +59,7 @@ Try it without an API: bizops-sync demo`,
     .version(packageJson.version, '-V, --version', 'print the version of bizops-sync')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  registerSyncCommands(program);
-  registerStatusCommand(program);
-  registerChangesCommand(program);
-  registerDaemonCommands(program);
-  registerWriteCommands(program);
-  registerSimulateCommand(program);
-  registerDemoCommand(program);
+  const named = COMMANDS.filter((command) => commandName !== undefined && command.names.includes(commandName));
+  for (const register of await Promise.all((named.length > 0 ? named : COMMANDS).map((command) => command.load()))) register(program);
   return program;
-}
-
-/**
- * Prints an error as one line and returns the exit code. Masked in it: bearer tokens, webhook
- * secrets, and every token of every connection of the loaded configuration (a token typed where a
- * name belongs, `--act-as <token>`, is echoed by the error naming it).
- */
-export function reportError(error: unknown): number {
-  const mask = (text: string) => maskSecrets(text, configuredSecrets());
-  if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
-  if (error instanceof UsageError || error instanceof ConnectionChoiceError) {
-    process.stderr.write(`bizops-sync: ${mask(error.message)}\n`);
-    return error instanceof UsageError ? error.exitCode : 2;
-  }
-  if (error instanceof ConfigError) {
-    process.stderr.write(`bizops-sync: configuration error: ${mask(error.message)}\n`);
-    return 2;
-  }
-  if (error instanceof MirrorMissingError || error instanceof MirrorDamagedError || error instanceof MirrorNeedsMigrationError) {
-    process.stderr.write(`bizops-sync: ${mask(error.message)}\n`);
-    return 1;
-  }
-  if (error instanceof BizopsApiError) {
-    process.stderr.write(`bizops-sync: the API refused: ${mask(error.message)}\n`);
-    return 1;
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`bizops-sync: ${mask(message)}\n`);
-  if (process.env.BIZOPS_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${mask(error.stack)}\n`);
-  return 1;
 }

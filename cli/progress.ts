@@ -1,8 +1,8 @@
 /**
  * Progress of long runs: a bar per stream on a terminal (cli-progress), a log line every few seconds
- * otherwise (containers, CI, pipes).
+ * otherwise (containers, CI, pipes). cli-progress is loaded only for bars.
  */
-import cliProgress from 'cli-progress';
+import type { SingleBar } from 'cli-progress';
 import type { Logger } from '../src/logging/logger.ts';
 import type { RunProgress } from '../src/sync/engine.ts';
 
@@ -15,8 +15,9 @@ export interface ProgressReporter {
  * @param interactive true for bars on stderr; false for log lines
  * @param logIntervalMs minimum time between log lines per stream, ms
  */
-export function createProgressReporter(logger: Logger, interactive = process.stderr.isTTY === true, logIntervalMs = 5000): ProgressReporter {
+export async function createProgressReporter(logger: Logger, interactive = process.stderr.isTTY === true, logIntervalMs = 5000): Promise<ProgressReporter> {
   if (interactive) {
+    const { default: cliProgress } = await import('cli-progress');
     const bars = new cliProgress.MultiBar(
       {
         stream: process.stderr,
@@ -27,7 +28,7 @@ export function createProgressReporter(logger: Logger, interactive = process.std
       },
       cliProgress.Presets.shades_classic,
     );
-    const byStream = new Map<string, cliProgress.SingleBar>();
+    const byStream = new Map<string, SingleBar>();
     return {
       update(progress) {
         const total = Math.max(progress.total, progress.records);

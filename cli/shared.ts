@@ -1,26 +1,15 @@
 /**
- * Helpers every command uses: loading the configuration, choosing streams, parsing options, and
- * turning SIGTERM / SIGINT into an AbortSignal for a graceful stop.
+ * Helpers every command uses: loading the configuration (its secrets then masked in any error line),
+ * choosing streams, parsing options, and turning SIGTERM / SIGINT into an AbortSignal for a graceful stop.
  */
 import type { Config, DeploymentConfig } from '../src/config/schema.ts';
 import { chooseByConnectionName, chooseConnection, ConnectionChoiceError, deploymentSecrets, loadDeployment, mirrorPaths } from '../src/config/load.ts';
 import { isStreamName, STREAM_NAMES, type StreamName } from '../src/streams/definitions.ts';
+import { maskInErrorLines } from './report-error.ts';
 import { UsageError } from './usage-error.ts';
 
 /** The `--connection NAME` option's help text. */
 export const CONNECTION_OPTION_HELP = 'the configured connection to work on (default: the only one; required when the config file has several)';
-
-/** The secrets of the configuration this process loaded last (every connection's), for the error reporter. */
-let loadedSecrets: readonly string[] = [];
-
-/**
- * Every token and webhook secret of every connection of the configuration loaded by
- * `configFromEnvironment`, `connectionFromEnvironment` or `deploymentFromEnvironment` ([] before):
- * what `reportError` masks in an error line, whichever connection the command worked on.
- */
-export function configuredSecrets(): readonly string[] {
-  return loadedSecrets;
-}
 
 /**
  * Loads the configuration of one connection: `connection` (`--connection`), else the only one.
@@ -39,7 +28,7 @@ export function configFromEnvironment(overrides: Record<string, unknown> = {}, c
  */
 export function connectionFromEnvironment(connection: string | undefined, overrides: Record<string, unknown> = {}): { config: Config; deployment: DeploymentConfig } {
   const deployment = loadDeployment({ overrides });
-  loadedSecrets = deploymentSecrets(deployment.connections);
+  maskInErrorLines(deploymentSecrets(deployment.connections));
   try {
     return { config: chooseConnection(deployment, connection), deployment };
   } catch (error) {
@@ -51,7 +40,7 @@ export function connectionFromEnvironment(connection: string | undefined, overri
 /** Loads every connection of the deployment. @throws ConfigError for a bad value */
 export function deploymentFromEnvironment(): DeploymentConfig {
   const deployment = loadDeployment();
-  loadedSecrets = deploymentSecrets(deployment.connections);
+  maskInErrorLines(deploymentSecrets(deployment.connections));
   return deployment;
 }
 

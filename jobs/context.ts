@@ -10,6 +10,9 @@
  *          -> write queue (intake, worker, HTTP routes: needs Redis)      built on demand
  *          -> webhook dispatcher (its own SQLite connection)              built on demand
  *
+ * What is built on demand is also loaded on demand (`await import`): a process that only syncs
+ * never loads BullMQ nor the webhook sender.
+ *
  * A deployment of several connections (companies) gets one Context per connection from
  * `openDeployment`, all on one set of SharedParts: one Redis connection and one rate budget per
  * company (`company:<companyId>@<host>`), so two connections on one company spend one budget.
@@ -19,7 +22,7 @@
  * queue stays off.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Config, DeploymentConfig } from '../src/config/schema.ts';
 import { deploymentSecrets, maskUrlPassword } from '../src/config/load.ts';
 import { ApiClient, type ApiClientOptions } from '../src/client/client.ts';
@@ -30,22 +33,20 @@ import { createLogger, type Logger } from '../src/logging/logger.ts';
 import type { MirrorDatabase } from '../src/mirror/database.ts';
 import { mirrorQuickCheck } from '../src/mirror/health.ts';
 import { MirrorStore, type AppendedChange } from '../src/mirror/store.ts';
-import { WebhookDispatcher, type WebhookDispatcherOptions } from '../src/notify/index.ts';
+import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { SyncEngine } from '../src/sync/engine.ts';
-import {
-  connectProducer,
-  deploymentQueueName,
-  handleWritesRequest,
-  startWriteWorker,
+import { connectProducer } from '../src/client/redis-connection.ts';
+// Types only: the write queue (BullMQ) and the webhook dispatcher are loaded when first asked for.
+import type {
+  EnqueueOptions,
+  EnqueueResult,
   WriteIntake,
-  type EnqueueOptions,
-  type EnqueueResult,
-  type WriteKindName,
-  type WritePayload,
-  type WriteQueueLocation,
-  type WriteRecord,
-  type WriteWorkerHandle,
-  type WriteWorkerOptions,
+  WriteKindName,
+  WritePayload,
+  WriteQueueLocation,
+  WriteRecord,
+  WriteWorkerHandle,
+  WriteWorkerOptions,
 } from '../src/writes/index.ts';
 import { classifyMirrorError, MirrorDamagedError, openMirrorFile } from './open-mirror.ts';
 
@@ -130,12 +131,16 @@ export interface Context {
   /** Adds a listener for change rows appended by this process's engine and write worker; returns its removal. */
   onChanges(listener: ChangeListener): () => void;
   /**
-   * The write queue, built on first use.
+   * The write queue, built (and its modules, BullMQ among them, loaded) on first use; later calls
+   * resolve to the same one.
    * @throws Error naming REDIS_URL when the budgets are not shared (Redis did not answer, or `rateBudget: 'local'`)
    */
-  writeQueue(): WriteQueue;
-  /** The webhook dispatcher for `config.webhooks` on its own SQLite connection, or null when none is configured. Not started. */
-  webhookDispatcher(options?: Pick<WebhookDispatcherOptions, 'pollMs' | 'timeoutMs' | 'scheduleMs' | 'jitterRatio' | 'stopGraceMs' | 'onAttempt'>): WebhookDispatcher | null;
+  writeQueue(): Promise<WriteQueue>;
+  /**
+   * The webhook dispatcher for `config.webhooks` on its own SQLite connection (its modules loaded on
+   * the first call), or null when none is configured. Not started.
+   */
+  webhookDispatcher(options?: Pick<WebhookDispatcherOptions, 'pollMs' | 'timeoutMs' | 'scheduleMs' | 'jitterRatio' | 'stopGraceMs' | 'onAttempt'>): Promise<WebhookDispatcher | null>;
   /** Another API client on the same budgets (the readiness probe's, without retries). Closed with the context. */
   apiClient(options?: Pick<ApiClientOptions, 'timeoutMs' | 'retry'> & { tokens?: Record<string, string>; budget?: ApiClientOptions['budget'] }): ApiClient;
   /** Releases everything built, last built first. Safe to call twice. */
@@ -360,11 +365,12 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       onChanges: notify,
     });
 
-    let writeQueue: WriteQueue | undefined;
-    const openWriteQueue = (): WriteQueue => {
+    let writeQueue: Promise<WriteQueue> | undefined;
+    const openWriteQueue = async (): Promise<WriteQueue> => {
       if (!budgets.redis) {
         throw new Error(`the write queue needs Redis, and REDIS_URL (${maskUrlPassword(config.redisUrl)}) did not answer when this process started`);
       }
+      const { deploymentQueueName, handleWritesRequest, startWriteWorker, WriteIntake } = await import('../src/writes/index.ts');
       const queue: WriteQueueLocation = {
         redis: budgets.redis,
         queueName: options.redisKeys?.queueName ?? deploymentQueueName(config),
@@ -415,8 +421,9 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         writeQueue ??= openWriteQueue();
         return writeQueue;
       },
-      webhookDispatcher(dispatcherOptions = {}) {
+      async webhookDispatcher(dispatcherOptions = {}) {
         if (config.webhooks.length === 0) return null;
+        const { WebhookDispatcher } = await import('../src/notify/index.ts');
         const dispatcherDb = openMirrorFile(config.dbPath);
         cleanups.add(() => {
           dispatcherDb.close();

@@ -105,9 +105,9 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       const config = context.config;
       // The write queue shares the rate budgets in Redis with every other process; without Redis the
       // daemon still syncs (the context warned once) and the write API stays off.
-      const writes = context.budgets.shared ? context.writeQueue() : null;
+      const writes = context.budgets.shared ? await context.writeQueue() : null;
       const worker = writes ? await writes.startWorker() : null;
-      const dispatcher: WebhookDispatcher | null = context.webhookDispatcher(options.webhooks);
+      const dispatcher: WebhookDispatcher | null = await context.webhookDispatcher(options.webhooks);
 
       // The probe never waits for a budget slot: a paused budget is reported (ready, with the wait), not waited on.
       const budget = context.budgets.budgetFor('default');

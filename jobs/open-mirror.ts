@@ -5,21 +5,11 @@
  * client, Redis, queues).
  */
 import { existsSync, statSync } from 'node:fs';
-import { ConfigError } from '../src/config/load.ts';
+import { ConfigError } from '../src/config/errors.ts';
 import { openMirror, type MirrorDatabase } from '../src/mirror/database.ts';
+import { MirrorDamagedError, MirrorMissingError } from './mirror-errors.ts';
 
-/** The mirror file a job reads does not exist yet: nothing has run. The message says what to run. */
-export class MirrorMissingError extends Error {
-  override name = 'MirrorMissingError';
-}
-
-/**
- * The mirror file exists but SQLite cannot read it (a damaged header or page, not a database at
- * all): a runtime failure (exit 1), not a configuration one. The message names the file and what to do.
- */
-export class MirrorDamagedError extends Error {
-  override name = 'MirrorDamagedError';
-}
+export { MirrorDamagedError, MirrorMissingError } from './mirror-errors.ts';
 
 /** SQLite result codes that mean the file itself is damaged (not the path or its permissions). */
 const DAMAGED_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT']);

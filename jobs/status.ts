@@ -9,7 +9,8 @@ import { RejectedRecords } from '../src/mirror/rejected-records.ts';
 import { MirrorStore, type ScanOutcome } from '../src/mirror/store.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { WriteStore } from '../src/writes/store.ts';
-import { classifyMirrorError, MirrorDamagedError, openExistingMirror } from './context.ts';
+import { MirrorDamagedError, MirrorNeedsMigrationError } from './mirror-errors.ts';
+import { classifyMirrorError, openExistingMirror } from './open-mirror.ts';
 
 /** One stream's line of `status`. Times are ISO 8601. */
 export interface StreamStatus {
@@ -63,10 +64,7 @@ export interface MirrorStatus {
   writes: Record<string, number>;
 }
 
-/** The mirror's schema is older than this build's: `status` reads, it never migrates. */
-export class MirrorNeedsMigrationError extends Error {
-  override name = 'MirrorNeedsMigrationError';
-}
+export { MirrorNeedsMigrationError } from './mirror-errors.ts';
 
 /**
  * Reads the status of every stream from the mirror at `dbPath`, opened READ-ONLY: `status` never

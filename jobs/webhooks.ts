@@ -15,7 +15,7 @@ import {
   type TestEventResult,
   type WebhookEndpointListing,
 } from '../src/notify/index.ts';
-import { openExistingMirror } from './context.ts';
+import { openExistingMirror } from './open-mirror.ts';
 
 const NO_MIRROR_HINT = 'start `bizops-sync daemon` (or run `bizops-sync backfill`) first';
 

@@ -1,12 +1,11 @@
 /**
- * Jobs of the write queue (the `enqueue`, `worker` and `write` commands). Wiring only: the intake,
- * the worker and the store of src/writes do the work.
+ * Jobs of the write queue (the `enqueue` and `worker` commands). Wiring only: the intake and the
+ * worker of src/writes do the work. `write ID` only reads the mirror: jobs/show-write.ts.
  */
-import { existsSync } from 'node:fs';
 import type { Config } from '../src/config/schema.ts';
 import type { Logger } from '../src/logging/logger.ts';
-import { WriteStore, type EnqueueOptions, type EnqueueResult, type WriteRecord } from '../src/writes/index.ts';
-import { openContext, openExistingMirror, type ContextOptions } from './context.ts';
+import type { EnqueueOptions, EnqueueResult } from '../src/writes/index.ts';
+import { openContext, type ContextOptions } from './context.ts';
 
 /**
  * `bizops-sync enqueue`: validates, stores and queues one write.
@@ -20,7 +19,8 @@ export async function enqueueWriteJob(
 ): Promise<EnqueueResult> {
   const context = await openContext(config, { ...options, rateBudget: 'required' });
   try {
-    return await context.writeQueue().enqueue(write.kind, write.payload, { idempotencyKey: write.idempotencyKey, actAs: write.actAs });
+    const queue = await context.writeQueue();
+    return await queue.enqueue(write.kind, write.payload, { idempotencyKey: write.idempotencyKey, actAs: write.actAs });
   } finally {
     await context.close();
   }
@@ -34,7 +34,8 @@ export async function enqueueWriteJob(
 export async function runWorkerJob(config: Config, options: { concurrency?: number; logger: Logger; signal: AbortSignal }): Promise<void> {
   const context = await openContext(config, { logger: options.logger, rateBudget: 'required' });
   try {
-    const worker = await context.writeQueue().startWorker({ concurrency: options.concurrency });
+    const queue = await context.writeQueue();
+    const worker = await queue.startWorker({ concurrency: options.concurrency });
     options.logger.info({ concurrency: options.concurrency ?? 4, requeued: worker.requeued.length, requeueFailed: worker.requeueFailed.length }, 'write worker started');
     await new Promise<void>((resolve) => {
       if (options.signal.aborted) resolve();
@@ -43,16 +44,5 @@ export async function runWorkerJob(config: Config, options: { concurrency?: numb
     options.logger.info('write worker stopping');
   } finally {
     await context.close();
-  }
-}
-
-/** `bizops-sync write ID`: one write as stored, or undefined (also when there is no mirror yet). */
-export function readWrite(dbPath: string, id: string): WriteRecord | undefined {
-  if (dbPath !== ':memory:' && !existsSync(dbPath)) return undefined;
-  const db = openExistingMirror(dbPath, { readonly: true });
-  try {
-    return new WriteStore(db).get(id);
-  } finally {
-    db.close();
   }
 }

@@ -1,7 +1,10 @@
-/** `bizops-sync changes [--since SEQ] [--follow]`: the changelog as JSON lines, for downstream tails. */
+/**
+ * `bizops-sync changes [--since SEQ] [--follow]`: the changelog as JSON lines, for downstream tails.
+ * Downstream tails run it for a long time: it loads the changelog reader and SQLite when it runs, and
+ * nothing of the worker (HTTP client, Redis, queues, metrics; docs/mirror.md "Reading the mirror downstream").
+ */
 import type { Command } from 'commander';
-import { changesJob } from '../../jobs/changes.ts';
-import { formatChangeLine } from '../../src/notify/changelog.ts';
+import type { ChangeEvent } from '../../src/notify/changelog.ts';
 import { writeLines } from '../line-writer.ts';
 import { UsageError } from '../usage-error.ts';
 import { CONNECTION_OPTION_HELP, mirrorPath, shutdownOnSignals } from '../shared.ts';
@@ -18,17 +21,18 @@ export function registerChangesCommand(program: Command): void {
     .addHelpText('after', '\nA consumer that remembers the last seq it processed resumes exactly: bizops-sync changes --since 1234 --follow')
     .action(async (options: { since: string; follow?: boolean; type?: string[]; db?: string; connection?: string }) => {
       if (!/^\d+$/.test(options.since)) throw new UsageError(`--since: must be a whole number (a changelog seq), got "${options.since}"`);
+      const [{ changesJob }, { formatChangeLine }] = await Promise.all([import('../../jobs/changes.ts'), import('../../src/notify/changelog.ts')]);
       const shutdown = options.follow ? shutdownOnSignals() : undefined;
       try {
         const events = changesJob(mirrorPath(options.db, options.connection), { sinceSeq: Number(options.since), types: options.type, follow: options.follow, signal: shutdown?.signal });
         // Backpressure: a slow consumer makes the reading wait instead of lines piling up in memory.
-        await writeLines(process.stdout, mapLines(events), { chunkChars: options.follow ? 0 : undefined });
+        await writeLines(process.stdout, mapLines(events, formatChangeLine), { chunkChars: options.follow ? 0 : undefined });
       } finally {
         shutdown?.dispose();
       }
     });
 }
 
-async function* mapLines(events: AsyncIterable<Parameters<typeof formatChangeLine>[0]>): AsyncGenerator<string, void, undefined> {
-  for await (const event of events) yield formatChangeLine(event);
+async function* mapLines(events: AsyncIterable<ChangeEvent>, format: (event: ChangeEvent) => string): AsyncGenerator<string, void, undefined> {
+  for await (const event of events) yield format(event);
 }

@@ -7,7 +7,8 @@
 import type { Command } from 'commander';
 import type { Config, DeploymentConfig } from '../../src/config/schema.ts';
 import { ConfigError, maskDeployment } from '../../src/config/load.ts';
-import { compileEventFilter } from '../../src/notify/index.ts';
+// The filter alone, not src/notify/index.ts: checking patterns needs no webhook sender.
+import { compileEventFilter } from '../../src/notify/event-filter.ts';
 import { deploymentFromEnvironment } from '../shared.ts';
 
 export function registerConfigCommands(program: Command): void {

@@ -1,22 +1,19 @@
 /**
- * `bizops-sync daemon` (issue 3): runs unattended until SIGTERM or SIGINT. Also registers its
- * companions `bizops-sync config check` and `bizops-sync webhooks list|send-test|replay`.
+ * `bizops-sync daemon` (issue 3): runs unattended until SIGTERM or SIGINT. The daemon's parts
+ * (scheduler, write queue, webhook dispatcher, metrics, HTTP port) are loaded when it starts.
  *
  * Shutdown: the first SIGTERM or SIGINT aborts runs (their checkpoints stand), stops the schedule,
  * the webhook dispatcher and the HTTP server, flushes the log and exits 0. Should anything hang,
  * the process exits anyway 10 s after the signal (code 1, logged). A second Ctrl-C exits at once (130).
  */
 import type { Command } from 'commander';
-import { deploymentLogger } from '../../jobs/context.ts';
-import { startDaemon } from '../../jobs/daemon.ts';
 import { deploymentFromEnvironment, shutdownOnSignals } from '../shared.ts';
-import { checkDeployment, registerConfigCommands } from './config.ts';
-import { registerWebhookCommands } from './webhooks.ts';
+import { checkDeployment } from './config.ts';
 
 /** After a stop signal, the process exits within this long whatever happens, ms. */
 const FORCED_EXIT_AFTER_MS = 10_000;
 
-export function registerDaemonCommands(program: Command): void {
+export function registerDaemonCommand(program: Command): void {
   program
     .command('daemon')
     .description('run unattended, for every configured connection at once: scheduled incremental syncs and reconciliation, webhook delivery, a write worker, and one HTTP port with /healthz, /readyz, /metrics and the write API')
@@ -38,6 +35,7 @@ Check the effective configuration first: bizops-sync config check`,
     .action(async () => {
       const deployment = deploymentFromEnvironment();
       checkDeployment(deployment);
+      const [{ deploymentLogger }, { startDaemon }] = await Promise.all([import('../../jobs/context.ts'), import('../../jobs/daemon.ts')]);
       const logger = deploymentLogger(deployment);
       let stopped = false;
       // Listen before starting, so a signal that arrives during start-up still stops gracefully.
@@ -59,6 +57,4 @@ Check the effective configuration first: bizops-sync config check`,
         shutdown.dispose();
       }
     });
-  registerConfigCommands(program);
-  registerWebhookCommands(program);
 }

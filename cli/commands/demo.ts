@@ -1,7 +1,5 @@
 /** `bizops-sync demo`: the simulator with churn plus the worker polling it, printing each change. */
 import type { Command } from 'commander';
-import { createLogger } from '../../src/logging/logger.ts';
-import { createProgressReporter } from '../progress.ts';
 import { exitCodeForSignal, integerOption, requireSimulatorInstalled, shutdownOnSignals } from '../shared.ts';
 
 export function registerDemoCommand(program: Command): void {
@@ -14,10 +12,14 @@ export function registerDemoCommand(program: Command): void {
     .action(async (options: { db: string; poll: number; duration: number }) => {
       // The demo job imports the simulator, which the production image does not have: load it when run.
       requireSimulatorInstalled('demo');
-      const { runDemo } = await import('../../jobs/demo.ts');
+      const [{ runDemo }, { createLogger }, { createProgressReporter }] = await Promise.all([
+        import('../../jobs/demo.ts'),
+        import('../../src/logging/logger.ts'),
+        import('../progress.ts'),
+      ]);
       const logger = createLogger({ level: process.env.BIZOPS_LOG_LEVEL ?? 'warn' });
       const shutdown = shutdownOnSignals();
-      const reporter = createProgressReporter(logger, process.stderr.isTTY === true);
+      const reporter = await createProgressReporter(logger, process.stderr.isTTY === true);
       try {
         await runDemo({
           dbPath: options.db,

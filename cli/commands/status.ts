@@ -1,8 +1,8 @@
-/** `bizops-sync status [--json]`: per stream, rows, cursor, last run and last error. */
+/** `bizops-sync status [--json]`: per stream, rows, cursor, last run and last error. Loads its job (SQLite, the mirror's stores) when it runs. */
 import type { Command } from 'commander';
-import { readStatus, type MirrorStatus } from '../../jobs/status.ts';
+import type { MirrorStatus } from '../../jobs/status.ts';
+import { MirrorMissingError } from '../../jobs/mirror-errors.ts';
 import { mirrorPaths } from '../../src/config/load.ts';
-import { MirrorMissingError } from '../../jobs/context.ts';
 import { mirrorPath } from '../shared.ts';
 
 export function registerStatusCommand(program: Command): void {
@@ -12,8 +12,9 @@ export function registerStatusCommand(program: Command): void {
     .option('--json', 'print JSON instead of a table (keyed by connection when several are shown)')
     .option('--db <path>', 'the mirror file (default: the connection\'s dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)')
     .option('--connection <name>', 'only this configured connection (default: every one)')
-    .action((options: { json?: boolean; db?: string; connection?: string }) => {
+    .action(async (options: { json?: boolean; db?: string; connection?: string }) => {
       const { paths } = mirrorPaths();
+      const { readStatus } = await import('../../jobs/status.ts');
       if (options.db !== undefined || options.connection !== undefined || paths.length === 1) {
         const status = readStatus(mirrorPath(options.db, options.connection));
         process.stdout.write(options.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));

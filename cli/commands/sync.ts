@@ -1,13 +1,10 @@
 /**
  * `bizops-sync backfill` (full refresh: a complete scan of each stream) and `bizops-sync sync`
- * (one incremental pass).
+ * (one incremental pass). The job and its parts are loaded when the command runs.
  */
 import type { Command } from 'commander';
-import { connectionLogger, deploymentLogger } from '../../jobs/context.ts';
-import { runConnectionsJob } from '../../jobs/run-streams.ts';
 import { STREAM_NAMES } from '../../src/streams/definitions.ts';
 import type { RunReason, RunResult } from '../../src/sync/engine.ts';
-import { createProgressReporter } from '../progress.ts';
 import { CONNECTION_OPTION_HELP, deploymentFromEnvironment, exitCodeForSignal, selectConnections, selectStreams, shutdownOnSignals } from '../shared.ts';
 
 const COMMANDS: readonly { reason: RunReason; description: string }[] = [
@@ -39,11 +36,19 @@ async function runCommand(reason: RunReason, options: CommandOptions): Promise<v
   const deployment = deploymentFromEnvironment();
   const configs = selectConnections(deployment, options);
   const streams = new Map(configs.map((config) => [config.connection, selectStreams(config, options.stream)]));
+  // The arguments and the configuration are good: load what runs them (the composition root, the API client, SQLite, Redis).
+  const [{ connectionLogger, deploymentLogger }, { runConnectionsJob }, { createProgressReporter }] = await Promise.all([
+    import('../../jobs/context.ts'),
+    import('../../jobs/run-streams.ts'),
+    import('../progress.ts'),
+  ]);
   const shutdown = shutdownOnSignals();
   const logger = deploymentLogger(deployment);
   // Bars for one connection on a terminal; several running at once log lines, each with its connection.
   const interactive = configs.length === 1 && options.progress && process.stderr.isTTY === true;
-  const reporters = new Map(configs.map((config) => [config.connection, createProgressReporter(connectionLogger(logger, config, deployment.named), interactive)]));
+  const reporters = new Map(
+    await Promise.all(configs.map(async (config) => [config.connection, await createProgressReporter(connectionLogger(logger, config, deployment.named), interactive)] as const)),
+  );
   try {
     let results: { connection: string; results: RunResult[] }[];
     try {

@@ -8,13 +8,14 @@
  *                                                   also re-enables a disabled endpoint
  *   webhooks replay --failed [--endpoint NAME]      re-send the events endpoints gave up on
  *   webhooks enable NAME                            re-enable a disabled endpoint where its cursor stands
+ *
+ * The jobs (and the webhook sender with them) are loaded when a command runs.
  */
 import type { Command } from 'commander';
-import { MirrorMissingError } from '../../jobs/context.ts';
-import { enableWebhookEndpointJob, listWebhooksJob, replayFailedWebhooksJob, replayWebhooksJob, sendTestWebhooksJob } from '../../jobs/webhooks.ts';
+import { MirrorMissingError } from '../../jobs/mirror-errors.ts';
 import type { Config, WebhookEndpointConfig } from '../../src/config/schema.ts';
-import { safeUrl, type WebhookEndpointListing } from '../../src/notify/index.ts';
-import { UsageError } from '../program.ts';
+import type { WebhookEndpointListing } from '../../src/notify/index.ts';
+import { UsageError } from '../usage-error.ts';
 import { CONNECTION_OPTION_HELP, configFromEnvironment } from '../shared.ts';
 import { checkBeyondSchema } from './config.ts';
 
@@ -29,11 +30,12 @@ export function registerWebhookCommands(program: Command): void {
     .description('every endpoint with its cursor (last seq delivered), lag, failures and last error')
     .option('--json', 'print JSON instead of a table')
     .option('--connection <name>', CONNECTION_OPTION_HELP)
-    .action((options: { json?: boolean; connection?: string }) => {
+    .action(async (options: { json?: boolean; connection?: string }) => {
       const config = loadWebhookConfig(options.connection);
+      const { listWebhooksJob, safeUrl } = await webhookJobs();
       const listing = listWebhooksJob(config);
       if (options.json) process.stdout.write(`${JSON.stringify(listing, null, 2)}\n`);
-      else process.stdout.write(listing.length === 0 ? `${noEndpointsMessage(config)}\n` : formatListing(listing));
+      else process.stdout.write(listing.length === 0 ? `${noEndpointsMessage(config)}\n` : formatListing(listing, safeUrl));
     });
 
   webhooks
@@ -45,6 +47,7 @@ export function registerWebhookCommands(program: Command): void {
       const config = loadWebhookConfig(options.connection);
       const endpoints = options.endpoint === undefined ? config.webhooks : [findEndpoint(config, options.endpoint)];
       if (endpoints.length === 0) throw new UsageError(noEndpointsMessage(config));
+      const { sendTestWebhooksJob, safeUrl } = await webhookJobs();
       let failed = 0;
       for (const { endpoint, result } of await sendTestWebhooksJob(endpoints)) {
         const outcome = result.ok
@@ -67,6 +70,7 @@ export function registerWebhookCommands(program: Command): void {
     .action(async (options: { endpoint?: string; since?: string; failed?: boolean; connection?: string }) => {
       if (options.failed) {
         if (options.since !== undefined) throw new UsageError('--failed and --since: use one of them');
+        const { replayFailedWebhooksJob } = await webhookJobs();
         let outcomes;
         try {
           outcomes = await replayFailedWebhooksJob(loadWebhookConfig(options.connection), options.endpoint);
@@ -85,6 +89,7 @@ export function registerWebhookCommands(program: Command): void {
       }
       if (options.endpoint === undefined || options.since === undefined) throw new UsageError('replay needs --endpoint NAME --since SEQ, or --failed [--endpoint NAME]');
       if (!/^\d+$/.test(options.since)) throw new UsageError(`--since: must be a whole number (a changelog seq), got "${options.since}"`);
+      const { replayWebhooksJob } = await webhookJobs();
       let result;
       try {
         result = replayWebhooksJob(loadWebhookConfig(options.connection), options.endpoint, Number(options.since));
@@ -103,8 +108,9 @@ export function registerWebhookCommands(program: Command): void {
     .description('re-enable an endpoint disabled by a 410 Gone or by failing for disableAfterDays; delivery resumes where its cursor stands')
     .argument('<name>', 'the endpoint (see webhooks list)')
     .option('--connection <name>', CONNECTION_OPTION_HELP)
-    .action((name: string, options: { connection?: string }) => {
+    .action(async (name: string, options: { connection?: string }) => {
       const config = loadWebhookConfig(options.connection);
+      const { enableWebhookEndpointJob } = await webhookJobs();
       let result;
       try {
         result = enableWebhookEndpointJob(config, name);
@@ -118,6 +124,12 @@ export function registerWebhookCommands(program: Command): void {
           : `${result.name}: was not disabled; its backoff is cleared\n`,
       );
     });
+}
+
+/** The webhook jobs, and the URL masking of the listings, loaded when a command runs. */
+async function webhookJobs() {
+  const [jobs, { safeUrl }] = await Promise.all([import('../../jobs/webhooks.ts'), import('../../src/notify/index.ts')]);
+  return { ...jobs, safeUrl };
 }
 
 function loadWebhookConfig(connection: string | undefined): Config {
@@ -142,7 +154,7 @@ function findEndpoint(config: Config, name: string): WebhookEndpointConfig {
 }
 
 /** A fixed-width table, one endpoint per line. */
-function formatListing(listing: readonly WebhookEndpointListing[]): string {
+function formatListing(listing: readonly WebhookEndpointListing[], safeUrl: (url: string) => string): string {
   const header = ['NAME', 'URL', 'STATE', 'CURSOR', 'LAG', 'FAILING', 'GAVE UP', 'LAST STATUS', 'LAST ERROR'];
   const rows = listing.map((endpoint) => [
     endpoint.name,

@@ -9,18 +9,20 @@
  *   bizops-sync write ID [--json]
  *       shows one write: status, outcome, error
  *
- * `registerWriteCommands(program)` adds them to the `bizops-sync` program.
+ * `registerWriteCommands(program)` adds them to the `bizops-sync` program. Each loads its job when it
+ * runs: `write` reads the mirror only; `enqueue` and `worker` load the write queue (BullMQ).
  */
 import { readFileSync } from 'node:fs';
-import { UsageError } from '../program.ts';
 import type { Command } from 'commander';
+import type { ContextOptions } from '../../jobs/context.ts';
 import type { Config } from '../../src/config/schema.ts';
-import { CONNECTION_OPTION_HELP, configFromEnvironment, connectionFromEnvironment } from '../shared.ts';
-import { connectionLogger, deploymentLogger, type ContextOptions } from '../../jobs/context.ts';
-import { enqueueWriteJob, readWrite, runWorkerJob } from '../../jobs/writes.ts';
 import type { Logger } from '../../src/logging/logger.ts';
-import { WRITE_KIND_NAMES, WRITE_KINDS, WriteValidationError, type EnqueueResult } from '../../src/writes/index.ts';
-
+import { WriteValidationError } from '../../src/writes/errors.ts';
+import type { EnqueueResult } from '../../src/writes/index.ts';
+// The kinds alone (their names and summaries for the help), not src/writes/index.ts with the queue.
+import { WRITE_KIND_NAMES, WRITE_KINDS } from '../../src/writes/kinds/index.ts';
+import { CONNECTION_OPTION_HELP, configFromEnvironment, connectionFromEnvironment } from '../shared.ts';
+import { UsageError } from '../usage-error.ts';
 
 /**
  * Reads the payload given as `--data JSON` or `--file F` (`-` for stdin).
@@ -63,6 +65,7 @@ export interface EnqueueCommandOptions {
  */
 export async function enqueueCommand(config: Config, options: EnqueueCommandOptions): Promise<EnqueueResult> {
   const payload = readPayloadArgument(options);
+  const { enqueueWriteJob } = await import('../../jobs/writes.ts');
   return enqueueWriteJob(config, { kind: options.kind, payload, idempotencyKey: options.idempotencyKey, actAs: options.actAs }, { logger: options.logger, redisKeys: options.redisKeys });
 }
 
@@ -88,6 +91,7 @@ export function registerWriteCommands(program: Command): void {
     .addHelpText('after', `\nWrite kinds:\n${kinds}\n\nExample:\n  bizops-sync enqueue transaction.create --data '{"type":"INCOME","amount":1250,"description":"Catering"}'`)
     .action(async (kind: string, options: { data?: string; file?: string; idempotencyKey?: string; actAs?: string; json?: boolean; connection?: string }) => {
       const { config, deployment } = connectionFromEnvironment(options.connection);
+      const { connectionLogger, deploymentLogger } = await import('../../jobs/context.ts');
       const logger = connectionLogger(deploymentLogger(deployment, { level: process.env.BIZOPS_LOG_LEVEL ?? 'warn' }), config, deployment.named);
       try {
         const result = await enqueueCommand(config, { kind, data: options.data, file: options.file, idempotencyKey: options.idempotencyKey, actAs: options.actAs, logger });
@@ -105,6 +109,7 @@ export function registerWriteCommands(program: Command): void {
     .option('--connection <name>', CONNECTION_OPTION_HELP)
     .action(async (options: { concurrency?: number; connection?: string }) => {
       const { config, deployment } = connectionFromEnvironment(options.connection);
+      const [{ connectionLogger, deploymentLogger }, { runWorkerJob }] = await Promise.all([import('../../jobs/context.ts'), import('../../jobs/writes.ts')]);
       const logger = connectionLogger(deploymentLogger(deployment), config, deployment.named);
       const controller = new AbortController();
       const stop = (signal: NodeJS.Signals) => {
@@ -127,8 +132,9 @@ export function registerWriteCommands(program: Command): void {
     .argument('<id>', 'the write id printed by enqueue')
     .option('--json', 'print JSON')
     .option('--connection <name>', CONNECTION_OPTION_HELP)
-    .action((id: string, options: { json?: boolean; connection?: string }) => {
+    .action(async (id: string, options: { json?: boolean; connection?: string }) => {
       const config = configFromEnvironment({}, options.connection);
+      const { readWrite } = await import('../../jobs/show-write.ts');
       const write = readWrite(config.dbPath, id);
       if (!write) {
         // Writes live in their connection's mirror: say which one was searched.

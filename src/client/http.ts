@@ -19,7 +19,7 @@
  */
 import { Pool } from 'undici';
 import { ConnectionError, RequestDeadlineError, type RequestDescription } from './errors.ts';
-import { maskSecrets } from '../logging/logger.ts';
+import { maskSecrets } from '../logging/mask.ts';
 
 /** Query values: arrays become repeated parameters, `undefined` is left out, booleans are `true`/`false`. */
 export type QueryValue = string | number | boolean | readonly string[] | undefined;

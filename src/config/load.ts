@@ -6,26 +6,11 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { ConfigError, ConnectionChoiceError } from './errors.ts';
 import { CONNECTION_NAME, configSchema, PER_CONNECTION_KEYS, PROCESS_WIDE_KEYS, type Config, type DeploymentConfig } from './schema.ts';
 
-/** A configuration value that is missing or breaks a rule. The message names the key and the rule. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-/**
- * The caller did not name a connection and several are configured, or named one that is not
- * configured. The message lists the configured names. The CLI reports it as a usage error (exit 2).
- */
-export class ConnectionChoiceError extends Error {
-  override name = 'ConnectionChoiceError';
-  /** The configured connection names, in file order. */
-  readonly names: readonly string[];
-  constructor(message: string, names: readonly string[]) {
-    super(message);
-    this.names = names;
-  }
-}
+// The errors live apart (no zod) so that the CLI's error reporting can name them without loading the schema.
+export { ConfigError, ConnectionChoiceError } from './errors.ts';
 
 const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
 

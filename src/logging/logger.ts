@@ -8,6 +8,7 @@
  * (default `info`).
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { maskSecrets } from './mask.ts';
 
 export type { Logger };
 
@@ -35,22 +36,7 @@ const REDACTED_PATHS = [
   '*.*.sensitiveData',
 ];
 
-/** Strings that look like credentials are masked even inside free text (error messages, URLs). */
-const SECRET_PATTERNS: RegExp[] = [/Bearer\s+[^\s"',]+/gi, /whsec_[A-Za-z0-9+/=]+/g];
-
-/** Literal secrets shorter than this are not masked (they would mask ordinary words). */
-const MIN_LITERAL_SECRET_LENGTH = 4;
-
-/**
- * Masks bearer tokens and webhook secrets inside a string, and each of `literals` (the configured
- * tokens, which have no recognisable shape) wherever it appears, as `[redacted]`.
- */
-export function maskSecrets(text: string, literals: readonly string[] = []): string {
-  let out = text;
-  for (const pattern of SECRET_PATTERNS) out = out.replace(pattern, (m) => (m.startsWith('whsec_') ? 'whsec_[redacted]' : 'Bearer [redacted]'));
-  for (const secret of literals) if (secret.length >= MIN_LITERAL_SECRET_LENGTH) out = out.split(secret).join('[redacted]');
-  return out;
-}
+export { maskSecrets } from './mask.ts';
 
 export interface LoggerOptions {
   level?: string;

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { MirrorDatabase } from './database.ts';
 import type { Statement } from 'better-sqlite3';
-import { maskSecrets } from '../logging/logger.ts';
+import { maskSecrets } from '../logging/mask.ts';
 import type { AppendedChange, MirrorStore } from './store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 

@@ -61,7 +61,7 @@ describe('the composition root', () => {
     expect(warnings[0]).not.toContain('hunter2');
     expect((await context.engine.run('deals', 'backfill')).status).toBe('succeeded');
     expect(context.budgets.stats().granted.backfill).toBe(1);
-    expect(() => context.writeQueue()).toThrow(/^the write queue needs Redis, and REDIS_URL \(redis:\/\/:\*\*\*@127\.0\.0\.1:\d+\) did not answer/);
+    await expect(context.writeQueue()).rejects.toThrow(/^the write queue needs Redis, and REDIS_URL \(redis:\/\/:\*\*\*@127\.0\.0\.1:\d+\) did not answer/);
   });
 
   it('change listeners hear every change the engine records, until removed', async () => {

@@ -84,7 +84,7 @@ describe('the transactions this worker creates', () => {
     const ctx = await openContext(config, { logger: silentLogger, redisKeys: { queuePrefix: bed.prefix, queueName: bed.queueName, budgetPrefix: bed.budgetPrefix } });
     try {
       expect((await ctx.engine.run('transactions', 'backfill')).status).toBe('succeeded');
-      const queue = ctx.writeQueue();
+      const queue = await ctx.writeQueue();
       await queue.startWorker({ concurrency: 1 });
       const { id } = await queue.enqueueWrite('transaction.create', { type: 'INCOME', amount: 1200, description: 'clock probe' });
       await waitFor(() => queue.getWrite(id)?.status === 'succeeded', 'the write to succeed');

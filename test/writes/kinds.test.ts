@@ -29,7 +29,7 @@ beforeAll(async () => {
     rateLimit: { perMinute: 1000, windowMs: 1000 },
   });
   context = await openContext(config, { logger: silentLogger, redisKeys: { queuePrefix: bed.prefix, queueName: bed.queueName, budgetPrefix: bed.budgetPrefix } });
-  runtime = context.writeQueue();
+  runtime = await context.writeQueue();
   await runtime.startWorker({ concurrency: 4 });
 });
 

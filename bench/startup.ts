@@ -1,0 +1,81 @@
+/**
+ * Benchmark: start-up of the `bizops-sync` command. Every command pays it before it does anything:
+ * a one-page `sync`, `status`, `write ID`, and a backfill's wall time against its rate bound.
+ *
+ * One simulator in this process (no rate limit; 40 deals, so a deals sync is one page); a mirror
+ * backfilled once by the command itself; then 5 rounds, each running once, as a user would
+ * (`node bin/bizops-sync.js ...`, a child process to its exit):
+ *   - floor:    `node -e 0`, Node's own start-up, what no command can go below;
+ *   - help:     `bizops-sync --help`, start-up and nothing else;
+ *   - status:   `bizops-sync status` on the existing mirror (read-only, no API);
+ *   - sync:     `bizops-sync sync --stream deals --no-progress`, one incremental page from the simulator
+ *               (Redis answers: the shared rate budget is used, as in production).
+ * Figures: each command's wall time, ms, as min / median / max of the 5 runs; its median over the
+ * floor's median (the ratio start-up chases: 1.0 is Node itself); and its peak RSS, MB (median).
+ * Rounds interleave the commands, so a burst of load on a shared machine hits all of them alike.
+ *
+ * Run alone: `node bench/startup.ts` (prints JSON).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startSimulator } from '@bizops-sync/simulator';
+import { machineLoad, runMeasured, spread } from './runs.ts';
+
+const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));
+const RUNS = 5;
+
+/** The commands measured, in the order each round runs them; `floor` first. */
+const COMMANDS: readonly { name: string; args: readonly string[] }[] = [
+  { name: 'floor', args: ['-e', '0'] },
+  { name: 'help', args: [BIN, '--help'] },
+  { name: 'status', args: [BIN, 'status'] },
+  { name: 'sync', args: [BIN, 'sync', '--stream', 'deals', '--no-progress'] },
+];
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+export async function run(): Promise<Record<string, number | string>> {
+  const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-startup-'));
+  const simulator = await startSimulator({ rateLimit: false, size: { transactions: 60, deals: 40, onboardings: 10 } });
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    BIZOPS_BASE_URL: simulator.url,
+    BIZOPS_TOKEN: String(simulator.tokens.admin),
+    BIZOPS_DB: join(dir, 'mirror.db'),
+    BIZOPS_RATE_LIMIT_PER_MIN: '100000',
+    BIZOPS_LOG_LEVEL: 'warn',
+    BIZOPS_LOG_FORMAT: 'json',
+  };
+  try {
+    // The mirror `status` reads and `sync` continues (not measured).
+    await runMeasured(process.execPath, [BIN, 'backfill', '--no-progress'], env);
+    const wall = new Map<string, number[]>(COMMANDS.map(({ name }) => [name, []]));
+    const rss = new Map<string, number[]>(COMMANDS.map(({ name }) => [name, []]));
+    for (let round = 0; round < RUNS; round += 1) {
+      for (const { name, args } of COMMANDS) {
+        const measured = await runMeasured(process.execPath, args, env);
+        wall.get(name)!.push(measured.wallMs);
+        rss.get(name)!.push(measured.peakRssMb);
+      }
+    }
+    const floor = median(wall.get('floor')!);
+    const figures: Record<string, number | string> = { machine: machineLoad(), runs: RUNS };
+    for (const { name } of COMMANDS) {
+      figures[`${name}: wall ms (min / median / max)`] = spread(wall.get(name)!, 0);
+      if (name !== 'floor') figures[`${name}: median / floor median`] = Number((median(wall.get(name)!) / floor).toFixed(2));
+      figures[`${name}: peak RSS MB (median)`] = Number(median(rss.get(name)!).toFixed(0));
+    }
+    return figures;
+  } finally {
+    await simulator.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) console.log(JSON.stringify(await run(), null, 2));
