@@ -59,4 +59,18 @@ describe('without the simulator package', () => {
     expect(check.stderr).toBe('bizops-sync: configuration error: BIZOPS_BASE_URL (baseUrl): is required\n');
     expect(check.status).toBe(2);
   });
+
+  it('every module of the product imports without it, except the demo job (it loads the simulator by design)', () => {
+    // Commands load their jobs when they run (docs/architecture.md), so --help alone no longer
+    // proves the jobs free of the simulator: import every module the image ships, as the image would.
+    const modules = ['bin', 'cli', 'jobs', 'src']
+      .flatMap((folder) => (readdirSync(installation.file(folder), { recursive: true }) as string[]).map((file) => join(folder, file)))
+      // The entry points run the program when imported: the tests above run them.
+      .filter((file) => /\.(ts|js)$/.test(file) && ![join('jobs', 'demo.ts'), join('bin', 'bizops-sync.js'), join('cli', 'main.ts')].includes(file));
+    expect(modules.length).toBeGreaterThan(50);
+    const script = `for (const file of ${JSON.stringify(modules)}) { try { await import('./' + file); } catch (error) { console.log(file + ': ' + error.message); } }`;
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: installation.path, env: { PATH: process.env.PATH, HOME: process.env.HOME }, encoding: 'utf8' });
+    expect(result.stdout).toBe('');
+    expect(result.status).toBe(0);
+  });
 });
