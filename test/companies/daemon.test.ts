@@ -154,10 +154,15 @@ describe('one daemon, two connections', () => {
 });
 
 describe('--connection', () => {
-  it('is required among several (a one-line usage error listing them, exit 2), must name a configured one, and config check shows each', async () => {
+  /** A simulator of two extra companies and the environment of a configuration naming them acme and globex. */
+  async function twoCompanies(): Promise<{ sim: RunningSimulator; dir: TempDir; env: ReturnType<typeof twoConnections> }> {
     sim = await startSimulator({ companies: 2, extraCompanySizes: SIZES, rateLimit: false });
     dir = tempDir('bizops-companies-');
-    const env = twoConnections(sim, dir);
+    return { sim, dir, env: twoConnections(sim, dir) };
+  }
+
+  it('is required among several (a one-line usage error listing them, exit 2) and must name a configured one', async () => {
+    const { env } = await twoCompanies();
     const missing = await runCli(['sync'], env);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe('bizops-sync: several connections are configured (acme, globex): choose one with --connection NAME, or --all\n');
@@ -168,8 +173,10 @@ describe('--connection', () => {
     const unknown = await runCli(['status', '--connection', 'initech'], env);
     expect(unknown).toMatchObject({ code: 2, stderr: 'bizops-sync: --connection: no connection named "initech"; configured: acme, globex\n' });
     expect((await runCli(['sync', '--all', '--connection', 'acme'], env)).stderr).toBe('bizops-sync: --all and --connection: use one of them\n');
+  });
 
-    // One connection synced alone: only its file is written.
+  it('syncs the named connection alone: only its file is written, and status shows the other as not synced yet', async () => {
+    const { sim, dir, env } = await twoCompanies();
     const acme = await runCli(['sync', '--connection', 'acme', '--stream', 'deals'], env);
     expect(acme.code).toBe(0);
     expect(acme.stdout).toMatch(/^acme: deals: succeeded/);
@@ -179,7 +186,10 @@ describe('--connection', () => {
     const statuses = await runCli(['status', '--json'], env);
     expect(statuses.code).toBe(1);
     expect(JSON.parse(statuses.stdout).globex.error).toMatch(/globex\.db/);
+  });
 
+  it('config check shows each connection with its secrets masked', async () => {
+    const { sim, env } = await twoCompanies();
     const check = await runCli(['config', 'check'], env);
     expect(check.code).toBe(0);
     const shown = JSON.parse(check.stdout) as { connections: Record<string, { tokens: Record<string, string>; companyId: string }> };
