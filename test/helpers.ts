@@ -149,12 +149,3 @@ export function syncFixtures(): { start(simulatorOptions?: SimulatorOptions, con
     },
   };
 }
-
-/** Requests the simulator accepted per window, first busy window to last, empty ones included. */
-export function serverCounts(sim: Pick<RunningSimulator, 'requests'>, windowMs: number): number[] {
-  const starts = sim.requests.filter((request) => request.rateWindowStartMs !== undefined).map((request) => request.rateWindowStartMs!);
-  const first = Math.min(...starts);
-  const counts = Array.from({ length: Math.round((Math.max(...starts) - first) / windowMs) + 1 }, () => 0);
-  for (const start of starts) counts[Math.round((start - first) / windowMs)]!++;
-  return counts;
-}

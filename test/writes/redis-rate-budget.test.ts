@@ -9,7 +9,7 @@ import { rateBudgetKey, RedisRateBudget, type RedisRateBudgetOptions } from '../
 import { ApiClient } from '../../src/client/client.ts';
 import { transactionListItemSchema } from '../../src/client/schemas.ts';
 import { startSimulator } from '@bizops-sync/simulator';
-import { serverCounts, waitFor } from '../helpers.ts';
+import { waitFor } from '../helpers.ts';
 import { REDIS_URL } from './support.ts';
 
 const opened: RedisRateBudget[] = [];
@@ -160,11 +160,9 @@ describe('RedisRateBudget', () => {
         ),
       );
       expect(sim.requests.filter((request) => request.status === 429)).toHaveLength(0);
-      // Per window as the SERVER counted them: none over the limit. Whether windows go unused or
-      // full is a timing figure, measured in bench/writes.ts (every window full, none skipped): a
-      // loaded machine may stall every sender past a window's end.
-      const counts = serverCounts(sim, windowMs);
-      expect(Math.max(...counts)).toBeLessThanOrEqual(limit);
+      // The server refuses (429) any request over the limit in its window, so 0 x 429 is the
+      // per-window bound as the server counted it; how full the windows are is a timing figure,
+      // measured in bench/writes.ts.
       // Slots were leased several at a time.
       const stats = processes.map((budget) => budget.stats());
       const granted = stats.reduce((sum, stat) => sum + stat.granted.backfill, 0);
