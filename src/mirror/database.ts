@@ -13,6 +13,21 @@ import { prepareStreamTables } from './stream-tables.ts';
 
 export type MirrorDatabase = Database.Database;
 
+const preparedStatements = new WeakMap<MirrorDatabase, Map<string, Database.Statement<unknown[]>>>();
+
+/**
+ * `sql` prepared once per connection and reused: compiling a statement cost more than running it,
+ * on every page of a backfill. The cache lives as long as the connection.
+ * @throws SqliteError when `sql` does not compile
+ */
+export function preparedStatement(db: MirrorDatabase, sql: string): Database.Statement<unknown[]> {
+  let cache = preparedStatements.get(db);
+  if (!cache) preparedStatements.set(db, (cache = new Map()));
+  let statement = cache.get(sql);
+  if (!statement) cache.set(sql, (statement = db.prepare<unknown[]>(sql)));
+  return statement;
+}
+
 /** Options of `openMirror`. */
 export interface OpenMirrorOptions {
   /** Open read-only (downstream readers, `changes`, `write`): no migration, no table check, no writes. */

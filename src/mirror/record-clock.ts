@@ -4,8 +4,7 @@
  * header, or this host's clock when the server sends none). Every statement on `record_clock` is
  * here; src/sync/record-clock.ts makes the observations and the engine widens its overlap by the lag.
  */
-import type { MirrorDatabase } from './database.ts';
-import type { Statement } from 'better-sqlite3';
+import { preparedStatement, type MirrorDatabase } from './database.ts';
 
 /** A stream's measured record clock lag. */
 export interface RecordClockLag {
@@ -22,25 +21,15 @@ export interface RecordClockLag {
 /** Reads and records the lag of each stream's record clock. */
 export class RecordClockStore {
   private readonly db: MirrorDatabase;
-  private readonly statements = new Map<string, Statement<unknown[]>>();
 
   constructor(db: MirrorDatabase) {
     this.db = db;
   }
 
-  /** `sql` prepared once per instance: compiling a statement cost more than running it, on every page. */
-  private statement(sql: string): Statement<unknown[]> {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = this.db.prepare<unknown[]>(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
-  }
 
   /** The stream's lag (zeros when nothing was observed). */
   read(stream: string): RecordClockLag {
-    const row = this.statement('SELECT lag_seconds, observations, last_observed_at, source FROM record_clock WHERE stream = ?').get(stream) as
+    const row = preparedStatement(this.db, 'SELECT lag_seconds, observations, last_observed_at, source FROM record_clock WHERE stream = ?').get(stream) as
       | { lag_seconds: number; observations: number; last_observed_at: string | null; source: 'list' | 'write' | null }
       | undefined;
     return row
@@ -67,8 +56,8 @@ export class RecordClockStore {
     const positive = lagsSeconds.filter((lag) => Number.isFinite(lag) && lag > 0);
     if (positive.length === 0) return this.read(stream).lagSeconds;
     const largest = Math.round(Math.max(...positive) * 1000) / 1000;
-    this
-      .statement(
+    preparedStatement(
+        this.db,
         `INSERT INTO record_clock (stream, lag_seconds, observations, last_observed_at, source) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (stream) DO UPDATE SET
            source = CASE WHEN excluded.lag_seconds > lag_seconds THEN excluded.source ELSE source END,

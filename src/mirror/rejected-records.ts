@@ -9,8 +9,7 @@
  * (`MirrorStore.transaction`), together with the records and the checkpoint.
  */
 import { createHash } from 'node:crypto';
-import type { MirrorDatabase } from './database.ts';
-import type { Statement } from 'better-sqlite3';
+import { preparedStatement, type MirrorDatabase } from './database.ts';
 import { maskSecrets } from '../logging/mask.ts';
 import type { AppendedChange, MirrorStore } from './store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
@@ -64,7 +63,6 @@ export function recordIdOf(raw: unknown, key: string): string | null {
 /** Reads and writes `rejected_records` on the mirror of a MirrorStore. */
 export class RejectedRecords {
   private readonly db: MirrorDatabase;
-  private readonly statements = new Map<string, Statement<unknown[]>>();
   private readonly store: MirrorStore;
 
   constructor(store: MirrorStore) {
@@ -72,15 +70,6 @@ export class RejectedRecords {
     this.db = store.db;
   }
 
-  /** `sql` prepared once per instance: compiling a statement cost more than running it, on every page. */
-  private statement(sql: string): Statement<unknown[]> {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = this.db.prepare<unknown[]>(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
-  }
 
   /**
    * Quarantines the invalid items of one page. A record not quarantined before, or quarantined with
@@ -92,14 +81,14 @@ export class RejectedRecords {
   quarantine(stream: StreamDefinition, items: readonly InvalidItem[], options: { scanNumber?: number; now?: string } = {}): AppendedChange[] {
     const now = options.now ?? new Date().toISOString();
     const appended: AppendedChange[] = [];
-    const select = this.statement('SELECT raw FROM rejected_records WHERE stream = ? AND record_key = ?');
-    const upsert = this.statement(
+    const select = preparedStatement(this.db, 'SELECT raw FROM rejected_records WHERE stream = ? AND record_key = ?');
+    const upsert = preparedStatement(this.db, 
       `INSERT INTO rejected_records (stream, record_key, record_id, raw, error, first_seen_at, last_seen_at, times_seen)
        VALUES (?, ?, ?, ?, ?, ?, ?, 1)
        ON CONFLICT (stream, record_key) DO UPDATE SET raw = excluded.raw, error = excluded.error, last_seen_at = excluded.last_seen_at, times_seen = times_seen + 1`,
     );
     const key = stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
-    const markSeen = this.statement(`UPDATE ${stream.table} SET last_seen_scan = ?, missed_scans = 0 WHERE ${key} = ? AND deleted_at IS NULL`);
+    const markSeen = preparedStatement(this.db, `UPDATE ${stream.table} SET last_seen_scan = ?, missed_scans = 0 WHERE ${key} = ? AND deleted_at IS NULL`);
     return this.store.transaction(() => {
       for (const item of items) {
         const clean = withoutSecrets(item.raw);
@@ -127,8 +116,8 @@ export class RejectedRecords {
   /** Removes the quarantine rows of records a run just accepted. @returns how many rows left */
   release(stream: string, recordIds: readonly string[]): number {
     if (recordIds.length === 0) return 0;
-    if (!this.statement('SELECT 1 FROM rejected_records WHERE stream = ? LIMIT 1').get(stream)) return 0;
-    const remove = this.statement('DELETE FROM rejected_records WHERE stream = ? AND record_key = ?');
+    if (!preparedStatement(this.db, 'SELECT 1 FROM rejected_records WHERE stream = ? LIMIT 1').get(stream)) return 0;
+    const remove = preparedStatement(this.db, 'DELETE FROM rejected_records WHERE stream = ? AND record_key = ?');
     let removed = 0;
     for (const id of recordIds) removed += remove.run(stream, id).changes;
     return removed;
@@ -141,8 +130,8 @@ export class RejectedRecords {
    */
   countListedOutsideMirror(stream: StreamDefinition, sinceIso: string): number {
     const key = stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
-    const row = this
-      .statement(
+    const row = preparedStatement(
+        this.db,
         `SELECT COUNT(*) AS n FROM rejected_records r
           WHERE r.stream = ? AND r.record_id IS NOT NULL AND r.last_seen_at >= ?
             AND NOT EXISTS (SELECT 1 FROM ${stream.table} t WHERE t.${key} = r.record_id AND t.deleted_at IS NULL)`,
@@ -153,15 +142,15 @@ export class RejectedRecords {
 
   /** How many records of `stream` are quarantined now. */
   count(stream: string): number {
-    return (this.statement('SELECT COUNT(*) AS n FROM rejected_records WHERE stream = ?').get(stream) as { n: number }).n;
+    return (preparedStatement(this.db, 'SELECT COUNT(*) AS n FROM rejected_records WHERE stream = ?').get(stream) as { n: number }).n;
   }
 
   /** The quarantined records, of one stream or all, oldest first. */
   list(stream?: string): RejectedRecord[] {
     const rows = (
       stream === undefined
-        ? this.statement('SELECT * FROM rejected_records ORDER BY first_seen_at, stream, record_key').all()
-        : this.statement('SELECT * FROM rejected_records WHERE stream = ? ORDER BY first_seen_at, record_key').all(stream)
+        ? preparedStatement(this.db, 'SELECT * FROM rejected_records ORDER BY first_seen_at, stream, record_key').all()
+        : preparedStatement(this.db, 'SELECT * FROM rejected_records WHERE stream = ? ORDER BY first_seen_at, record_key').all(stream)
     ) as { stream: string; record_id: string | null; raw: string; error: string; first_seen_at: string; last_seen_at: string; times_seen: number }[];
     return rows.map((row) => ({
       stream: row.stream,

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
-import type { MirrorDatabase } from './database.ts';
+import { preparedStatement, type MirrorDatabase } from './database.ts';
 import { contentHash, diffFields } from './change-detection.ts';
 import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
@@ -162,12 +162,7 @@ export class MirrorStore {
   }
 
   private prepare(sql: string): Statement<unknown[]> {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = this.db.prepare<unknown[]>(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
+    return preparedStatement(this.db, sql);
   }
 
   /**

@@ -7,9 +7,8 @@
  * the value the caller read. A `webhooks replay` run by another process while a delivery is in
  * flight therefore wins; the dispatcher sees that nothing changed and re-reads the cursor.
  */
-import type { Statement } from 'better-sqlite3';
 import { lastChangeSeq } from '../../mirror/changelog.ts';
-import type { MirrorDatabase } from '../../mirror/database.ts';
+import { preparedStatement, type MirrorDatabase } from '../../mirror/database.ts';
 import { encodeChangeData } from '../../mirror/changelog.ts';
 import { timeOrderedUuid } from '../../mirror/store.ts';
 
@@ -68,16 +67,6 @@ interface EndpointRow {
   failed_count: number;
 }
 
-const statements = new WeakMap<MirrorDatabase, Map<string, Statement>>();
-
-/** A prepared statement, cached per connection. */
-function statement(db: MirrorDatabase, sql: string): Statement {
-  let cache = statements.get(db);
-  if (!cache) statements.set(db, (cache = new Map()));
-  let prepared = cache.get(sql);
-  if (!prepared) cache.set(sql, (prepared = db.prepare(sql)));
-  return prepared;
-}
 
 /**
  * Ensures a row exists for a configured endpoint.
@@ -95,7 +84,7 @@ export function registerEndpoint(db: MirrorDatabase, name: string, url: string, 
   const at = now.toISOString();
   const register = db.transaction(() => {
     const created =
-      statement(db, 'INSERT INTO webhook_endpoints (name, url, delivered_seq, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING').run(
+      preparedStatement(db, 'INSERT INTO webhook_endpoints (name, url, delivered_seq, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING').run(
         name,
         url,
         lastChangeSeq(db),
@@ -103,7 +92,7 @@ export function registerEndpoint(db: MirrorDatabase, name: string, url: string, 
       ).changes === 1;
     const urlChanged =
       !created &&
-      statement(
+      preparedStatement(
         db,
         `UPDATE webhook_endpoints SET url = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL,
            disabled_kind = NULL, failing_since = NULL
@@ -118,13 +107,13 @@ export function registerEndpoint(db: MirrorDatabase, name: string, url: string, 
 
 /** The stored state of one endpoint, or undefined when it was never registered. */
 export function loadEndpoint(db: MirrorDatabase, name: string): WebhookEndpointState | undefined {
-  const row = statement(db, 'SELECT * FROM webhook_endpoints WHERE name = ?').get(name) as EndpointRow | undefined;
+  const row = preparedStatement(db, 'SELECT * FROM webhook_endpoints WHERE name = ?').get(name) as EndpointRow | undefined;
   return row ? toState(row) : undefined;
 }
 
 /** Every stored endpoint, by name. */
 export function loadAllEndpoints(db: MirrorDatabase): WebhookEndpointState[] {
-  return (statement(db, 'SELECT * FROM webhook_endpoints ORDER BY name').all() as EndpointRow[]).map(toState);
+  return (preparedStatement(db, 'SELECT * FROM webhook_endpoints ORDER BY name').all() as EndpointRow[]).map(toState);
 }
 
 /**
@@ -135,7 +124,7 @@ export function loadAllEndpoints(db: MirrorDatabase): WebhookEndpointState[] {
 export function recordDelivered(db: MirrorDatabase, name: string, expectedSeq: number, seq: number, status: number, now: Date = new Date()): boolean {
   const at = now.toISOString();
   return (
-    statement(
+    preparedStatement(
       db,
       `UPDATE webhook_endpoints
        SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL, last_attempt_at = ?, last_status = ?, last_success_at = ?,
@@ -150,7 +139,7 @@ export function recordDelivered(db: MirrorDatabase, name: string, expectedSeq: n
  * @returns false when the cursor no longer holds `expectedSeq`
  */
 export function recordSkipped(db: MirrorDatabase, name: string, expectedSeq: number, seq: number): boolean {
-  return statement(db, 'UPDATE webhook_endpoints SET delivered_seq = ? WHERE name = ? AND delivered_seq = ?').run(seq, name, expectedSeq).changes === 1;
+  return preparedStatement(db, 'UPDATE webhook_endpoints SET delivered_seq = ? WHERE name = ? AND delivered_seq = ?').run(seq, name, expectedSeq).changes === 1;
 }
 
 /** A failed delivery attempt as `recordFailure` stores it: the answer (or none) and when to retry. */
@@ -177,7 +166,7 @@ export interface FailureStreak {
  */
 export function recordFailure(db: MirrorDatabase, name: string, expectedSeq: number, attempt: FailedAttempt, now: Date = new Date()): FailureStreak | null {
   const at = now.toISOString();
-  const row = statement(
+  const row = preparedStatement(
     db,
     `UPDATE webhook_endpoints
      SET attempts = attempts + 1, next_attempt_at = ?, last_attempt_at = ?, last_status = ?, last_error = ?, last_error_at = ?,
@@ -212,13 +201,13 @@ export function giveUpEvent(db: MirrorDatabase, name: string, expectedSeq: numbe
   const at = now.toISOString();
   const giveUp = db.transaction((): boolean => {
     const moved =
-      statement(db, 'UPDATE webhook_endpoints SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL WHERE name = ? AND delivered_seq = ?').run(
+      preparedStatement(db, 'UPDATE webhook_endpoints SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL WHERE name = ? AND delivered_seq = ?').run(
         event.seq,
         name,
         expectedSeq,
       ).changes === 1;
     if (!moved) return false;
-    statement(
+    preparedStatement(
       db,
       `INSERT INTO webhook_failed_deliveries (endpoint, seq, event_id, type, attempts, last_status, last_error, failed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (endpoint, seq) DO UPDATE SET attempts = attempts + excluded.attempts, last_status = excluded.last_status,
@@ -254,7 +243,7 @@ export function disableEndpoint(db: MirrorDatabase, name: string, expectedSeq: n
   const disable = db.transaction((): number | null => {
     const before = loadEndpoint(db, name);
     const changed =
-      statement(
+      preparedStatement(
         db,
         `UPDATE webhook_endpoints
          SET disabled_at = ?, disabled_reason = ?, disabled_kind = ?, next_attempt_at = NULL
@@ -262,7 +251,7 @@ export function disableEndpoint(db: MirrorDatabase, name: string, expectedSeq: n
       ).run(at, disablement.reason, disablement.kind, name, expectedSeq).changes === 1;
     if (!changed) return null;
     if (disablement.goneStatus !== null) {
-      statement(
+      preparedStatement(
         db,
         `UPDATE webhook_endpoints SET last_attempt_at = ?, last_status = ?, last_error = ?, last_error_at = ?, failed_count = failed_count + 1,
            failing_since = COALESCE(failing_since, ?) WHERE name = ?`,
@@ -276,7 +265,7 @@ export function disableEndpoint(db: MirrorDatabase, name: string, expectedSeq: n
       failingSince: before?.failingSince ?? at,
       disabledAt: at,
     };
-    const result = statement(db, 'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)').run(
+    const result = preparedStatement(db, 'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)').run(
       `evt_${timeOrderedUuid(now.getTime())}`,
       ENDPOINT_DISABLED_EVENT,
       'webhooks',
@@ -298,7 +287,7 @@ export function enableEndpoint(db: MirrorDatabase, name: string): WebhookEndpoin
   const enable = db.transaction(() => {
     const before = loadEndpoint(db, name);
     if (!before) return undefined;
-    statement(
+    preparedStatement(
       db,
       `UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, disabled_kind = NULL, failing_since = NULL, attempts = 0, next_attempt_at = NULL
        WHERE name = ?`,
@@ -315,7 +304,7 @@ export function enableEndpoint(db: MirrorDatabase, name: string): WebhookEndpoin
  */
 export function resetCursor(db: MirrorDatabase, name: string, seq: number): boolean {
   return (
-    statement(
+    preparedStatement(
       db,
       `UPDATE webhook_endpoints SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL,
          disabled_kind = NULL, failing_since = NULL
@@ -337,7 +326,7 @@ export interface EndpointLag {
 /** The lag of a cursor at `deliveredSeq`. */
 export function endpointLag(db: MirrorDatabase, deliveredSeq: number, now: Date = new Date()): EndpointLag {
   const latestSeq = lastChangeSeq(db);
-  const oldest = statement(db, 'SELECT occurred_at FROM changes WHERE seq > ? ORDER BY seq LIMIT 1').get(deliveredSeq) as { occurred_at: string } | undefined;
+  const oldest = preparedStatement(db, 'SELECT occurred_at FROM changes WHERE seq > ? ORDER BY seq LIMIT 1').get(deliveredSeq) as { occurred_at: string } | undefined;
   const occurred = oldest ? Date.parse(oldest.occurred_at) : Number.NaN;
   return {
     lagEvents: Math.max(0, latestSeq - deliveredSeq),
