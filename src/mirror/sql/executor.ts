@@ -1,0 +1,61 @@
+/**
+ * The one way the mirror's modules talk to their database, whichever back end holds it: SQLite (the
+ * embedded default, src/mirror/sql/sqlite.ts) or PostgreSQL (src/mirror/sql/postgres.ts).
+ *
+ * Statements are written once, with `?` placeholders, in the SQL both engines understand
+ * (`INSERT ... ON CONFLICT`, `RETURNING`, `COUNT(*) FILTER (...)`); what differs lives in
+ * src/mirror/sql/dialect.ts. Every call is asynchronous: PostgreSQL answers over the network.
+ *
+ * Transactions: `transaction(fn)` runs `fn` in one transaction and hands it an executor bound to
+ * that transaction; every statement of the transaction must go through that executor (a statement
+ * on the outer connection waits until the transaction ends: calling it from inside `fn` deadlocks).
+ * A transaction body awaits only its executor: no network, no timers (on SQLite it holds the file's
+ * write lock while it runs). Calling `transaction` on a transaction's executor joins it.
+ */
+
+/** Which engine runs the statements (src/mirror/sql/dialect.ts holds what differs between them). */
+export type SqlDialect = 'sqlite' | 'postgres';
+
+/** A value bound to a `?` placeholder. Booleans are stored as 0/1, objects as JSON text, by the caller. */
+export type SqlValue = string | number | null;
+
+/** One row as the engine returns it: column name to value (INTEGER columns as numbers on both back ends). */
+export type SqlRow = Record<string, unknown>;
+
+/** What a statement changed. */
+export interface RunResult {
+  /** Rows inserted, updated or deleted by the statement. */
+  changes: number;
+}
+
+/** Runs statements on one connection or inside one transaction. */
+export interface SqlExecutor {
+  readonly dialect: SqlDialect;
+  /** True when bound to an open transaction (statements go into it; `transaction` joins it). */
+  readonly inTransaction: boolean;
+  /**
+   * Runs one statement (INSERT, UPDATE, DELETE, DDL).
+   * @throws the driver's error (SqliteError, pg DatabaseError) when the statement fails
+   */
+  run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult>;
+  /** The first row of a query, or undefined when it returns none. */
+  get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined>;
+  /** Every row of a query. */
+  all<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row[]>;
+  /** Runs several statements without parameters (migrations, DDL). */
+  exec(sql: string): Promise<void>;
+  /**
+   * Runs `fn` in one transaction (SQLite: `BEGIN IMMEDIATE`, taking the write lock at once) and
+   * commits when it resolves, rolls back when it throws (the error is rethrown). On an executor
+   * already in a transaction, runs `fn` in it.
+   */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+}
+
+/** A connection to the mirror: an executor that can be closed. */
+export interface SqlConnection extends SqlExecutor {
+  /** Where the mirror lives, for messages: a file path, or a PostgreSQL URL with its password masked. */
+  readonly location: string;
+  /** Closes the connection (waits for a transaction in progress). Safe to call twice. */
+  close(): Promise<void>;
+}
