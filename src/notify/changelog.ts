@@ -63,9 +63,9 @@ const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_
 
 /**
  * The highest changelog `seq`, 0 when the changelog is empty.
+ * Stage 1 of the port: the same query as src/mirror/changelog.ts `lastChangeSeq`, which takes a
+ * better-sqlite3 handle until the mirror's modules move onto the executor; one of them goes then.
  */
-// stage 1: the same query as src/mirror/changelog.ts `lastChangeSeq`, which takes a better-sqlite3
-// handle until the mirror's modules move onto the executor; use that one once it takes an executor.
 export async function latestChangeSeq(executor: SqlExecutor): Promise<number> {
   const row = await executor.get<{ seq: number }>('SELECT COALESCE(MAX(seq), 0) AS seq FROM changes');
   return Number(row?.seq ?? 0);
