@@ -322,6 +322,17 @@ describe('WebhookDispatcher', () => {
     expect(stats!.consecutiveFailures).toBeGreaterThanOrEqual(1);
   });
 
+  it('stop() while start() registers the endpoints: start() resolves without starting the loops, and the dispatcher stays stopped', async () => {
+    const target = await receiver();
+    const running = dispatcher({ endpoints: [endpoint('crm', target)] });
+    const starting = running.start();
+    await running.stop();
+    await starting;
+    // Had the loops started after stop(), the dispatcher would say "already running".
+    await expect(running.start()).rejects.toThrow(/^WebhookDispatcher\.start: already stopped$/);
+    expect(await loadEndpoint(mirror.connection, 'crm')).toMatchObject({ deliveredSeq: 0 });
+  });
+
   it('refuses bad configuration with the field name', () => {
     const base = { name: 'crm', url: 'http://127.0.0.1:9/hooks', secret: newSecret(), events: ['*'] };
     expect(() => new WebhookDispatcher({ connection: mirror.connection, endpoints: [base, base] })).toThrow(/endpoint name "crm" appears twice/);
