@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openMirror } from '../src/mirror/database.ts';
+import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { WebhookDispatcher } from '../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint } from '../src/notify/webhooks/endpoint-store.ts';
 
@@ -23,6 +24,7 @@ const EVENTS = 5000;
 export async function run(): Promise<Record<string, number | string>> {
   const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-webhooks-'));
   const db = openMirror(join(dir, 'mirror.db'));
+  const connection = sqliteConnection(db);
   let received = 0;
   const server = createServer((request, response) => {
     request.resume();
@@ -35,13 +37,13 @@ export async function run(): Promise<Record<string, number | string>> {
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
   const attemptMs: number[] = [];
   const dispatcher = new WebhookDispatcher({
-    db,
+    connection,
     endpoints: [{ name: 'bench', url, secret: `whsec_${randomBytes(32).toString('base64')}`, events: ['*'] }],
     pollMs: 1000,
     onAttempt: (attempt) => attemptMs.push(attempt.durationMs),
   });
   try {
-    dispatcher.start();
+    await dispatcher.start();
     const insert = db.prepare('INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)');
     db.transaction(() => {
       for (let index = 0; index < EVENTS; index += 1) {
@@ -52,7 +54,7 @@ export async function run(): Promise<Record<string, number | string>> {
     })();
     const started = performance.now();
     dispatcher.notify();
-    while (loadEndpoint(db, 'bench')!.deliveredSeq < EVENTS) await new Promise((resolve) => setTimeout(resolve, 5));
+    while ((await loadEndpoint(connection, 'bench'))!.deliveredSeq < EVENTS) await new Promise((resolve) => setTimeout(resolve, 5));
     const seconds = (performance.now() - started) / 1000;
     attemptMs.sort((a, b) => a - b);
     const percentile = (p: number) => attemptMs[Math.min(attemptMs.length - 1, Math.floor(p * attemptMs.length))] ?? 0;
@@ -68,7 +70,7 @@ export async function run(): Promise<Record<string, number | string>> {
   } finally {
     await dispatcher.stop();
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    db.close();
+    await connection.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -2,6 +2,7 @@
  * Job: the changelog for `bizops-sync changes`, read from the mirror file (src/notify/changelog.ts).
  */
 // The changelog module itself, not src/notify/index.ts: a reader need not load the webhook sender.
+import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/changelog.ts';
 import { openExistingMirror } from './open-mirror.ts';
 
@@ -18,20 +19,21 @@ export interface ChangesJobOptions {
 
 /**
  * Yields the changelog's events after `sinceSeq` in seq order (then, with `follow`, new ones as they
- * are recorded).
+ * are recorded), read one query of 1000 rows at a time when the consumer asks for more (a slow
+ * consumer holds the reading back; memory stays flat). Closes the mirror when the iteration ends.
  * @throws Error when the mirror does not exist, or an option is invalid
  */
 export async function* changesJob(dbPath: string, options: ChangesJobOptions): AsyncGenerator<ChangeEvent, void, undefined> {
-  const db = openExistingMirror(dbPath, { readonly: true });
+  const connection = sqliteConnection(openExistingMirror(dbPath, { readonly: true }));
   const types = options.types;
   try {
     if (options.follow) {
-      yield* followChanges(db, { sinceSeq: options.sinceSeq, signal: options.signal, types });
+      yield* followChanges(connection, { sinceSeq: options.sinceSeq, signal: options.signal, types });
       return;
     }
-    // One row at a time: the footprint stays flat however long the changelog is.
-    yield* iterateChanges(db, { sinceSeq: options.sinceSeq, types });
+    // One row decoded at a time: the footprint stays flat however long the changelog is.
+    yield* iterateChanges(connection, { sinceSeq: options.sinceSeq, types });
   } finally {
-    db.close();
+    await connection.close();
   }
 }

@@ -32,6 +32,7 @@ import { rateBudgetKey, RedisRateBudget } from '../src/client/redis-rate-budget.
 import { createLogger, type Logger } from '../src/logging/logger.ts';
 import type { MirrorDatabase } from '../src/mirror/database.ts';
 import { mirrorQuickCheck } from '../src/mirror/health.ts';
+import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { MirrorStore, type AppendedChange } from '../src/mirror/store.ts';
 import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { SyncEngine } from '../src/sync/engine.ts';
@@ -424,11 +425,9 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       async webhookDispatcher(dispatcherOptions = {}) {
         if (config.webhooks.length === 0) return null;
         const { WebhookDispatcher } = await import('../src/notify/index.ts');
-        const dispatcherDb = openMirrorFile(config.dbPath);
-        cleanups.add(() => {
-          dispatcherDb.close();
-        });
-        const dispatcher = new WebhookDispatcher({ db: dispatcherDb, endpoints: config.webhooks, logger, ...dispatcherOptions });
+        const dispatcherConnection = sqliteConnection(openMirrorFile(config.dbPath));
+        cleanups.add(() => dispatcherConnection.close());
+        const dispatcher = new WebhookDispatcher({ connection: dispatcherConnection, endpoints: config.webhooks, logger, ...dispatcherOptions });
         cleanups.add(() => dispatcher.stop());
         return dispatcher;
       },

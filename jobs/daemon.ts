@@ -159,7 +159,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
     cleanups.add(() => http.close());
 
     for (const connection of connections) {
-      connection.dispatcher?.start();
+      await connection.dispatcher?.start();
       cleanups.add(() => connection.dispatcher?.stop());
       connection.scheduler.start();
       cleanups.add(() => connection.scheduler.stop());

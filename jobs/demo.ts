@@ -6,7 +6,8 @@ import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { configSchema } from '../src/config/schema.ts';
 import type { Logger } from '../src/logging/logger.ts';
-import type { MirrorDatabase } from '../src/mirror/database.ts';
+import type { SqlExecutor } from '../src/mirror/sql/executor.ts';
+import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import type { AppendedChange } from '../src/mirror/store.ts';
 import { readChanges } from '../src/notify/index.ts';
 import { startSimulator } from '@bizops-sync/simulator';
@@ -52,9 +53,16 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     await simulator.close();
     throw error;
   });
+  // Each batch is described once the previous one printed: lines keep the changelog's order.
+  let printing = Promise.resolve();
   context.onChanges((changes) => {
     if (!live) return;
-    for (const change of changes) options.print(describeChange(change, context.db));
+    const connection = sqliteConnection(context.db);
+    printing = printing
+      .then(async () => {
+        for (const change of changes) options.print(await describeChange(change, connection));
+      })
+      .catch((error: unknown) => options.logger.warn({ err: error }, 'demo: could not describe a change'));
     printed += changes.length;
   });
   const deadline = options.durationSeconds > 0 ? Date.now() + options.durationSeconds * 1000 : Infinity;
@@ -73,6 +81,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       if (stop.aborted) break;
       await runStreams(context, STREAM_NAMES, 'sync', { signal: stop });
     }
+    await printing;
     options.print(`stopped: ${printed} changes printed; the mirror stays at ${options.dbPath} (try: bizops-sync status --db ${options.dbPath})`);
   } finally {
     await context.close();
@@ -81,8 +90,8 @@ export async function runDemo(options: DemoOptions): Promise<void> {
 }
 
 /** `09:41:07  deal.won               deal_000042  status OPEN -> WON, closedAt null -> 2026-...`. */
-function describeChange(change: AppendedChange, db: MirrorDatabase): string {
-  const [event] = readChanges(db, { sinceSeq: change.seq - 1, limit: 1 });
+async function describeChange(change: AppendedChange, executor: SqlExecutor): Promise<string> {
+  const [event] = await readChanges(executor, { sinceSeq: change.seq - 1, limit: 1 });
   const fields = Object.entries(event?.data.changes ?? {});
   const isNew = fields.length > 0 && fields.every(([, value]) => value.old === null);
   const summary = isNew

@@ -15,18 +15,24 @@ import {
   type TestEventResult,
   type WebhookEndpointListing,
 } from '../src/notify/index.ts';
+import { sqliteConnection, type SqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { openExistingMirror } from './open-mirror.ts';
 
 const NO_MIRROR_HINT = 'start `bizops-sync daemon` (or run `bizops-sync backfill`) first';
 
-/** Every endpoint with its cursor, lag and last error (`webhooks list`). @throws Error when the mirror does not exist */
-export function listWebhooksJob(config: Config): WebhookEndpointListing[] {
-  const db = openExistingMirror(config.dbPath, { readonly: true, hint: NO_MIRROR_HINT });
+/** Runs `work` on the mirror of `config`, closing it afterwards. @throws MirrorMissingError when the mirror does not exist */
+async function withMirror<T>(config: Config, options: { readonly?: boolean }, work: (connection: SqliteConnection) => Promise<T>): Promise<T> {
+  const connection = sqliteConnection(openExistingMirror(config.dbPath, { ...options, hint: NO_MIRROR_HINT }));
   try {
-    return listWebhookEndpoints(db, config);
+    return await work(connection);
   } finally {
-    db.close();
+    await connection.close();
   }
+}
+
+/** Every endpoint with its cursor, lag and last error (`webhooks list`). @throws Error when the mirror does not exist */
+export function listWebhooksJob(config: Config): Promise<WebhookEndpointListing[]> {
+  return withMirror(config, { readonly: true }, (connection) => listWebhookEndpoints(connection, config));
 }
 
 /** One signed `webhook.test` to each of `endpoints`, in order (`webhooks send-test`). */
@@ -40,38 +46,23 @@ export async function sendTestWebhooksJob(endpoints: readonly WebhookEndpointCon
  * Moves an endpoint's cursor back to `sinceSeq` (`webhooks replay`).
  * @throws Error when the mirror does not exist, the endpoint is unknown, or `sinceSeq` is ahead of its cursor
  */
-export function replayWebhooksJob(config: Config, endpointName: string, sinceSeq: number): ReplayResult {
+export function replayWebhooksJob(config: Config, endpointName: string, sinceSeq: number): Promise<ReplayResult> {
   const configured = config.webhooks.find((endpoint) => endpoint.name === endpointName);
-  const db = openExistingMirror(config.dbPath, { hint: NO_MIRROR_HINT });
-  try {
-    return replayWebhooks(db, configured ?? endpointName, sinceSeq);
-  } finally {
-    db.close();
-  }
+  return withMirror(config, {}, (connection) => replayWebhooks(connection, configured ?? endpointName, sinceSeq));
 }
 
 /**
  * Re-sends every event endpoints gave up on, or one endpoint's (`webhooks replay --failed`).
  * @throws Error when the mirror does not exist or `endpointName` is not configured
  */
-export async function replayFailedWebhooksJob(config: Config, endpointName?: string): Promise<FailedReplayOutcome[]> {
-  const db = openExistingMirror(config.dbPath, { hint: NO_MIRROR_HINT });
-  try {
-    return await replayFailedWebhooks(db, config.webhooks, endpointName === undefined ? {} : { endpoint: endpointName });
-  } finally {
-    db.close();
-  }
+export function replayFailedWebhooksJob(config: Config, endpointName?: string): Promise<FailedReplayOutcome[]> {
+  return withMirror(config, {}, (connection) => replayFailedWebhooks(connection, config.webhooks, endpointName === undefined ? {} : { endpoint: endpointName }));
 }
 
 /**
  * Re-enables a disabled endpoint where its cursor stands (`webhooks enable NAME`).
  * @throws Error when the mirror does not exist or the endpoint is not registered
  */
-export function enableWebhookEndpointJob(config: Config, endpointName: string): EnableResult {
-  const db = openExistingMirror(config.dbPath, { hint: NO_MIRROR_HINT });
-  try {
-    return enableWebhookEndpoint(db, endpointName);
-  } finally {
-    db.close();
-  }
+export function enableWebhookEndpointJob(config: Config, endpointName: string): Promise<EnableResult> {
+  return withMirror(config, {}, (connection) => enableWebhookEndpoint(connection, endpointName));
 }

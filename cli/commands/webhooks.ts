@@ -33,7 +33,7 @@ export function registerWebhookCommands(program: Command): void {
     .action(async (options: { json?: boolean; connection?: string }) => {
       const config = loadWebhookConfig(options.connection);
       const { listWebhooksJob, safeUrl } = await webhookJobs();
-      const listing = listWebhooksJob(config);
+      const listing = await listWebhooksJob(config);
       if (options.json) process.stdout.write(`${JSON.stringify(listing, null, 2)}\n`);
       else process.stdout.write(listing.length === 0 ? `${noEndpointsMessage(config)}\n` : formatListing(listing, safeUrl));
     });
@@ -92,7 +92,7 @@ export function registerWebhookCommands(program: Command): void {
       const { replayWebhooksJob } = await webhookJobs();
       let result;
       try {
-        result = replayWebhooksJob(loadWebhookConfig(options.connection), options.endpoint, Number(options.since));
+        result = await replayWebhooksJob(loadWebhookConfig(options.connection), options.endpoint, Number(options.since));
       } catch (error) {
         if (error instanceof MirrorMissingError) throw error;
         throw new UsageError((error as Error).message.replace(/^sinceSeq:/, '--since:'));
@@ -113,7 +113,7 @@ export function registerWebhookCommands(program: Command): void {
       const { enableWebhookEndpointJob } = await webhookJobs();
       let result;
       try {
-        result = enableWebhookEndpointJob(config, name);
+        result = await enableWebhookEndpointJob(config, name);
       } catch (error) {
         if (error instanceof MirrorMissingError) throw error;
         throw new UsageError((error as Error).message);

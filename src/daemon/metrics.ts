@@ -65,8 +65,8 @@ export interface DaemonMetricsSources {
   /** Every API client of the process (the sync's and the readiness probe's): their counters are summed. */
   apiClients: readonly { readonly stats: ApiClientStats }[];
   budget: { stats(): RateBudgetStats };
-  /** The webhook dispatcher; absent when no endpoint is configured. */
-  webhooks?: { stats(): readonly WebhookStatsLike[] } | null;
+  /** The webhook dispatcher; absent when no endpoint is configured. Its `stats()` reads the mirror (asynchronous). */
+  webhooks?: { stats(): readonly WebhookStatsLike[] | Promise<readonly WebhookStatsLike[]> } | null;
   /** The quarantine and the record clock (src/mirror/rejected-records.ts, record-clock.ts); absent: those gauges are not exported. */
   pageTrust?: { countRejected(stream: StreamName): number; recordClockLagSeconds(stream: StreamName): number };
   /** Also export prom-client's default process metrics (default true). */
@@ -280,8 +280,10 @@ export class DaemonMetrics {
 
     const webhookSources = connections.filter((source) => source.webhooks);
     if (webhookSources.length > 0) {
-      const eachEndpoint = function* (): Generator<{ connection: string; stats: WebhookStatsLike }> {
-        for (const source of webhookSources) for (const stats of source.webhooks!.stats()) yield { connection: source.name, stats };
+      const eachEndpoint = async (): Promise<{ connection: string; stats: WebhookStatsLike }[]> => {
+        const figures: { connection: string; stats: WebhookStatsLike }[] = [];
+        for (const source of webhookSources) for (const stats of await source.webhooks!.stats()) figures.push({ connection: source.name, stats });
+        return figures;
       };
       const perEndpoint = (name: string, help: string, type: 'counter' | 'gauge', pick: (stats: WebhookStatsLike) => number) => {
         const options = {
@@ -293,17 +295,19 @@ export class DaemonMetrics {
         if (type === 'counter') {
           new Counter({
             ...options,
-            collect() {
+            async collect() {
+              const figures = await eachEndpoint();
               this.reset();
-              for (const { connection, stats } of eachEndpoint()) this.inc({ connection, endpoint: stats.name }, pick(stats));
+              for (const { connection, stats } of figures) this.inc({ connection, endpoint: stats.name }, pick(stats));
             },
           });
         } else {
           new Gauge({
             ...options,
-            collect() {
+            async collect() {
+              const figures = await eachEndpoint();
               this.reset();
-              for (const { connection, stats } of eachEndpoint()) this.set({ connection, endpoint: stats.name }, pick(stats));
+              for (const { connection, stats } of figures) this.set({ connection, endpoint: stats.name }, pick(stats));
             },
           });
         }
@@ -320,9 +324,10 @@ export class DaemonMetrics {
         help: '1 while the endpoint is disabled, by reason (gone: 410; failing: no 2xx for disableAfterDays); 0 with reason "none" while enabled.',
         labelNames: ['connection', 'endpoint', 'reason'] as const,
         registers,
-        collect() {
+        async collect() {
+          const figures = await eachEndpoint();
           this.reset();
-          for (const { connection, stats } of eachEndpoint()) {
+          for (const { connection, stats } of figures) {
             if (stats.enabled) this.set({ connection, endpoint: stats.name, reason: 'none' }, 0);
             else this.set({ connection, endpoint: stats.name, reason: stats.disabledKind ?? 'gone' }, 1);
           }

@@ -7,10 +7,13 @@
  * stores the last seq it handled resumes exactly after it. SQLite has one writer at a time and
  * `seq` is AUTOINCREMENT, so rows become visible in seq order: a reader never sees seq 43 and later
  * a seq 42 that committed behind it.
+ *
+ * Every function reads through a `SqlExecutor` (src/mirror/sql/executor.ts), whichever back end holds
+ * the mirror, and is asynchronous.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog.ts';
-import type { MirrorDatabase } from '../mirror/database.ts';
+import { decodeChangeData, type ChangeData } from '../mirror/changelog.ts';
+import type { SqlExecutor, SqlValue } from '../mirror/sql/executor.ts';
 import { validateEventPattern } from './event-filter.ts';
 
 /** One changelog row. */
@@ -59,11 +62,21 @@ const MAX_LIMIT = 10_000;
 const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_at, data FROM changes';
 
 /**
+ * The highest changelog `seq`, 0 when the changelog is empty.
+ * Stage 1 of the port: the same query as src/mirror/changelog.ts `lastChangeSeq`, which takes a
+ * better-sqlite3 handle until the mirror's modules move onto the executor; one of them goes then.
+ */
+export async function latestChangeSeq(executor: SqlExecutor): Promise<number> {
+  const row = await executor.get<{ seq: number }>('SELECT COALESCE(MAX(seq), 0) AS seq FROM changes');
+  return Number(row?.seq ?? 0);
+}
+
+/**
  * Reads up to `limit` events after `sinceSeq`, in seq order, with `data` parsed.
- * @throws Error naming the option when `sinceSeq`, `limit` or a type pattern is invalid
+ * @throws Error naming the option when `sinceSeq`, `limit` or a type pattern is invalid (the promise rejects)
  * @throws Error naming the seq when a row's `data` is not valid JSON
  */
-export function readChanges(db: MirrorDatabase, options: ReadChangesOptions = {}): ChangeEvent[] {
+export async function readChanges(executor: SqlExecutor, options: ReadChangesOptions = {}): Promise<ChangeEvent[]> {
   const sinceSeq = checkSeq(options.sinceSeq ?? 0, 'sinceSeq');
   const limit = options.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
@@ -71,7 +84,7 @@ export function readChanges(db: MirrorDatabase, options: ReadChangesOptions = {}
   }
   const types = options.types ?? ['*'];
   const { clause, parameters } = typeClause(types);
-  const rows = db.prepare(`${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`).all(sinceSeq, ...parameters, limit) as ChangeRow[];
+  const rows = await executor.all<ChangeRow>(`${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`, [sinceSeq, ...parameters, limit]);
   return rows.map(toChangeEvent);
 }
 
@@ -87,27 +100,29 @@ export interface IterateChangesOptions {
 
 /**
  * Every event after `sinceSeq` up to the changelog's end, in seq order, decoded one row at a time:
- * memory stays the same whatever the changelog's length (one row in hand, no batch of events held).
+ * memory stays the same whatever the changelog's length (at most one query's `batchSize` raw rows
+ * and one decoded event in hand, never a batch of decoded events).
  * Each query reads `batchSize` rows and ends, so no read transaction stays open for the whole
- * changelog (the writer's WAL checkpoints go on while a long read runs).
- * @throws Error naming the option when an option is invalid; Error naming the seq when a row's `data` is not JSON
+ * changelog (the writer's WAL checkpoints go on while a long read runs). The next query runs only
+ * when the consumer asks for the next event, so a slow consumer holds the reading back.
+ * @throws Error naming the option when an option is invalid (at the first iteration); Error naming
+ *   the seq when a row's `data` is not JSON
  */
-export function* iterateChanges(db: MirrorDatabase, options: IterateChangesOptions = {}): Generator<ChangeEvent, void, undefined> {
+export async function* iterateChanges(executor: SqlExecutor, options: IterateChangesOptions = {}): AsyncGenerator<ChangeEvent, void, undefined> {
   let cursor = checkSeq(options.sinceSeq ?? 0, 'sinceSeq');
   const batchSize = options.batchSize ?? 1000;
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_LIMIT) {
     throw new Error(`batchSize: must be an integer from 1 to ${MAX_LIMIT}, got ${String(batchSize)}`);
   }
   const { clause, parameters } = typeClause(options.types ?? ['*']);
-  const statement = db.prepare(`${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`);
+  const sql = `${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`;
   for (;;) {
-    let rows = 0;
-    for (const row of statement.iterate(cursor, ...parameters, batchSize) as IterableIterator<ChangeRow>) {
-      rows += 1;
+    const rows = await executor.all<ChangeRow>(sql, [cursor, ...parameters, batchSize]);
+    for (const row of rows) {
       cursor = row.seq;
       yield toChangeEvent(row);
     }
-    if (rows < batchSize) return;
+    if (rows.length < batchSize) return;
   }
 }
 
@@ -131,14 +146,14 @@ export interface FollowChangesOptions {
  * connection or process writes (WAL: each query sees the latest committed rows).
  * @throws Error naming the option when an option is invalid (at the first iteration)
  */
-export async function* followChanges(db: MirrorDatabase, options: FollowChangesOptions = {}): AsyncGenerator<ChangeEvent, void, undefined> {
+export async function* followChanges(executor: SqlExecutor, options: FollowChangesOptions = {}): AsyncGenerator<ChangeEvent, void, undefined> {
   const pollMs = options.pollMs ?? 1000;
   if (!Number.isFinite(pollMs) || pollMs < 1) throw new Error(`pollMs: must be a positive number of milliseconds, got ${String(pollMs)}`);
   const batchSize = options.batchSize ?? 500;
-  let cursor = options.sinceSeq === undefined ? lastChangeSeq(db) : checkSeq(options.sinceSeq, 'sinceSeq');
+  let cursor = options.sinceSeq === undefined ? await latestChangeSeq(executor) : checkSeq(options.sinceSeq, 'sinceSeq');
   const signal = options.signal;
   while (!signal?.aborted) {
-    const events = readChanges(db, { sinceSeq: cursor, limit: batchSize, ...(options.types ? { types: options.types } : {}) });
+    const events = await readChanges(executor, { sinceSeq: cursor, limit: batchSize, ...(options.types ? { types: options.types } : {}) });
     for (const event of events) {
       if (signal?.aborted) return;
       cursor = event.seq;
@@ -201,12 +216,12 @@ function checkSeq(value: number, field: string): number {
 }
 
 /** SQL for a type filter; prefix wildcards use substr so that `_` and `%` in types stay literal. */
-function typeClause(types: readonly string[]): { clause: string; parameters: (string | number)[] } {
+function typeClause(types: readonly string[]): { clause: string; parameters: SqlValue[] } {
   if (types.length === 0) throw new Error('types: must list at least one event type pattern ("*" for all)');
   types.forEach((pattern, index) => validateEventPattern(pattern, `types[${index}]`));
   if (types.includes('*')) return { clause: '', parameters: [] };
   const parts: string[] = [];
-  const parameters: (string | number)[] = [];
+  const parameters: SqlValue[] = [];
   for (const pattern of types) {
     if (pattern.endsWith('.*')) {
       const prefix = pattern.slice(0, -1);

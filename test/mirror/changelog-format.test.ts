@@ -6,6 +6,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
+import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import { MirrorStore } from '../../src/mirror/store.ts';
 import { readChanges } from '../../src/notify/changelog.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
@@ -61,13 +62,13 @@ describe('the changelog format', () => {
     });
   });
 
-  it('reads version 1 and version 2 rows of one mirror alike: a created change gets every listed field as { old: null, new }', () => {
+  it('reads version 1 and version 2 rows of one mirror alike: a created change gets every listed field as { old: null, new }', async () => {
     const s = store();
     const old = { ...listed, id: 'txn_0', description: null };
     insertVersion1Row(s, old);
     s.applyRecords(transactionsStream, [listed]);
     s.applyRecords(onboardingsStream, [{ id: 'onb_1', onboardingStep: 2, user: { fullname: 'Ada' } }]);
-    const events = readChanges(s.db);
+    const events = await readChanges(sqliteConnection(s.db));
     expect(events.map((e) => [e.version, e.recordId])).toEqual([
       [1, 'txn_0'],
       [2, 'txn_1'],
@@ -103,9 +104,9 @@ describe('the changelog format', () => {
     const s = store();
     const target = await receiver();
     const secret = newSecret();
-    const dispatcher = new WebhookDispatcher({ db: s.db, endpoints: [{ name: 'crm', url: target.url, secret, events: ['*'] }], pollMs: 30, scheduleMs: [0, 20], jitterRatio: 0, timeoutMs: 2000, stopGraceMs: 100 });
+    const dispatcher = new WebhookDispatcher({ connection: sqliteConnection(s.db), endpoints: [{ name: 'crm', url: target.url, secret, events: ['*'] }], pollMs: 30, scheduleMs: [0, 20], jitterRatio: 0, timeoutMs: 2000, stopGraceMs: 100 });
     dispatchers.push(dispatcher);
-    dispatcher.start(); // a new endpoint starts at the end of the changelog: both rows come after it
+    await dispatcher.start(); // a new endpoint starts at the end of the changelog: both rows come after it
     insertVersion1Row(s, { ...listed, id: 'txn_0' });
     s.applyRecords(transactionsStream, [listed]);
     dispatcher.notify();

@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { openMirror } from '../../src/mirror/database.ts';
+import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import { listWebhookEndpoints, replayWebhooks, sendTestEvent } from '../../src/notify/webhooks/admin.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint, registerEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
@@ -13,8 +14,8 @@ const receiver = receiverFixture();
 beforeEach(() => {
   mirror = tempMirror();
 });
-afterEach(() => {
-  mirror.cleanup();
+afterEach(async () => {
+  await mirror.cleanup();
 });
 
 describe('listWebhookEndpoints', () => {
@@ -26,17 +27,20 @@ describe('listWebhookEndpoints', () => {
       { name: 'ok', url: ok.url, secret: newSecret(), events: ['*'] },
       { name: 'failing', url: failing.url, secret: newSecret(), events: ['deal.*'] },
     ];
-    registerEndpoint(mirror.db, 'retired', 'http://127.0.0.1:9/old');
-    const dispatcher = new WebhookDispatcher({ db: mirror.db, endpoints, pollMs: 20, scheduleMs: [0, 10, 10_000], jitterRatio: 0 });
-    dispatcher.start();
+    await registerEndpoint(mirror.connection, 'retired', 'http://127.0.0.1:9/old');
+    const dispatcher = new WebhookDispatcher({ connection: mirror.connection, endpoints, pollMs: 20, scheduleMs: [0, 10, 10_000], jitterRatio: 0 });
+    await dispatcher.start();
     insertChanges(mirror.db, 3, { types: ['deal.won'] });
     dispatcher.notify();
-    await waitFor(() => loadEndpoint(mirror.db, 'ok')?.deliveredSeq === 3 && loadEndpoint(mirror.db, 'failing')?.consecutiveFailures === 2, 'deliveries and failures');
+    await waitFor(
+      async () => (await loadEndpoint(mirror.connection, 'ok'))?.deliveredSeq === 3 && (await loadEndpoint(mirror.connection, 'failing'))?.consecutiveFailures === 2,
+      'deliveries and failures',
+    );
     await dispatcher.stop();
 
-    const readonly = openMirror(mirror.path, { readonly: true });
-    const listing = listWebhookEndpoints(readonly, { webhooks: [...endpoints, { name: 'new', url: ok.url, secret: newSecret(), events: ['*'] }] });
-    readonly.close();
+    const readonly = sqliteConnection(openMirror(mirror.path, { readonly: true }));
+    const listing = await listWebhookEndpoints(readonly, { webhooks: [...endpoints, { name: 'new', url: ok.url, secret: newSecret(), events: ['*'] }] });
+    await readonly.close();
     expect(listing.map((l) => l.name)).toEqual(['ok', 'failing', 'new', 'retired']);
     expect(listing[0]).toMatchObject({ configured: true, registered: true, enabled: true, deliveredSeq: 3, lagEvents: 0, lastStatus: 204, deliveredCount: 3, lastError: null });
     expect(listing[1]).toMatchObject({ events: ['deal.*'], enabled: true, deliveredSeq: 0, lagEvents: 3, consecutiveFailures: 2, lastStatus: 500, lastError: 'HTTP 500', failedCount: 2 });
@@ -72,20 +76,22 @@ describe('sendTestEvent', () => {
 });
 
 describe('replayWebhooks', () => {
-  it('moves the cursor back, clears the backoff, and refuses bad input with the field', () => {
+  it('moves the cursor back, clears the backoff, and refuses bad input with the field', async () => {
     insertChanges(mirror.db, 8);
-    registerEndpoint(mirror.db, 'crm', 'http://127.0.0.1:9/hooks');
+    await registerEndpoint(mirror.connection, 'crm', 'http://127.0.0.1:9/hooks');
     mirror.db.prepare("UPDATE webhook_endpoints SET attempts = 4, next_attempt_at = '2999-01-01T00:00:00.000Z' WHERE name = 'crm'").run();
-    expect(replayWebhooks(mirror.db, 'crm', 2)).toEqual({ name: 'crm', previousDeliveredSeq: 8, deliveredSeq: 2, reenabled: false, eventsToResend: 6 });
-    expect(loadEndpoint(mirror.db, 'crm')).toMatchObject({ deliveredSeq: 2, consecutiveFailures: 0, nextAttemptAt: null });
-    expect(() => replayWebhooks(mirror.db, 'crm', 5)).toThrow(/^sinceSeq: 5 is ahead of endpoint "crm"'s cursor \(2\)/);
-    expect(() => replayWebhooks(mirror.db, 'crm', -1)).toThrow(/^sinceSeq: must be a non-negative integer/);
-    expect(() => replayWebhooks(mirror.db, 'nobody', 0)).toThrow(/webhook endpoint "nobody" is not registered/);
+    expect(await replayWebhooks(mirror.connection, 'crm', 2)).toEqual({ name: 'crm', previousDeliveredSeq: 8, deliveredSeq: 2, reenabled: false, eventsToResend: 6 });
+    expect(await loadEndpoint(mirror.connection, 'crm')).toMatchObject({ deliveredSeq: 2, consecutiveFailures: 0, nextAttemptAt: null });
+    await expect(replayWebhooks(mirror.connection, 'crm', 5)).rejects.toThrow(/^sinceSeq: 5 is ahead of endpoint "crm"'s cursor \(2\)/);
+    await expect(replayWebhooks(mirror.connection, 'crm', -1)).rejects.toThrow(/^sinceSeq: must be a non-negative integer/);
+    await expect(replayWebhooks(mirror.connection, 'nobody', 0)).rejects.toThrow(/webhook endpoint "nobody" is not registered/);
+    // The refused replays changed nothing (the check and the move are one transaction).
+    expect(await loadEndpoint(mirror.connection, 'crm')).toMatchObject({ deliveredSeq: 2 });
   });
 
-  it('registers a configured endpoint the daemon has not seen yet, so history can be delivered', () => {
+  it('registers a configured endpoint the daemon has not seen yet, so history can be delivered', async () => {
     insertChanges(mirror.db, 4);
     const endpoint: WebhookEndpointConfig = { name: 'late', url: 'http://127.0.0.1:9/hooks', secret: newSecret(), events: ['*'] };
-    expect(replayWebhooks(mirror.db, endpoint, 0)).toMatchObject({ previousDeliveredSeq: 4, deliveredSeq: 0, eventsToResend: 4 });
+    expect(await replayWebhooks(mirror.connection, endpoint, 0)).toMatchObject({ previousDeliveredSeq: 4, deliveredSeq: 0, eventsToResend: 4 });
   });
 });

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { lastChangeSeq } from '../../src/mirror/changelog.ts';
-import { followChanges, formatChangeLine, iterateChanges, readChanges, type ChangeEvent } from '../../src/notify/changelog.ts';
+import { followChanges, formatChangeLine, iterateChanges, latestChangeSeq, readChanges, type ChangeEvent } from '../../src/notify/changelog.ts';
 import { insertChanges, tempMirror, type TempMirror } from './helpers.ts';
 
 let mirror: TempMirror;
@@ -11,10 +11,17 @@ beforeEach(() => {
 });
 afterEach(() => mirror.cleanup());
 
+/** Every event an async iteration yields, in order. */
+async function collect(events: AsyncIterable<ChangeEvent>): Promise<ChangeEvent[]> {
+  const all: ChangeEvent[] = [];
+  for await (const event of events) all.push(event);
+  return all;
+}
+
 describe('readChanges', () => {
-  it('returns typed rows with data parsed, after an exclusive sinceSeq, up to limit', () => {
+  it('returns typed rows with data parsed, after an exclusive sinceSeq, up to limit', async () => {
     const inserted = insertChanges(mirror.db, 5);
-    const events = readChanges(mirror.db, { sinceSeq: inserted[1]!.seq, limit: 2 });
+    const events = await readChanges(mirror.connection, { sinceSeq: inserted[1]!.seq, limit: 2 });
     expect(events.map((e) => e.seq)).toEqual([inserted[2]!.seq, inserted[3]!.seq]);
     expect(events[0]).toEqual({
       seq: inserted[2]!.seq,
@@ -28,40 +35,41 @@ describe('readChanges', () => {
       data: inserted[2]!.data,
     });
     expect(lastChangeSeq(mirror.db)).toBe(inserted[4]!.seq);
+    expect(await latestChangeSeq(mirror.connection)).toBe(inserted[4]!.seq);
   });
 
-  it('filters by exact type, prefix wildcard and *', () => {
+  it('filters by exact type, prefix wildcard and *', async () => {
     insertChanges(mirror.db, 6, { types: ['deal.won', 'deal.lost', 'transaction.created'] });
-    const types = (patterns: string[]) => readChanges(mirror.db, { types: patterns }).map((e) => e.type);
-    expect(types(['deal.won'])).toEqual(['deal.won', 'deal.won']);
-    expect(types(['deal.*'])).toEqual(['deal.won', 'deal.lost', 'deal.won', 'deal.lost']);
-    expect(types(['transaction.created', 'deal.lost'])).toEqual(['deal.lost', 'transaction.created', 'deal.lost', 'transaction.created']);
-    expect(types(['*'])).toHaveLength(6);
+    const types = async (patterns: string[]) => (await readChanges(mirror.connection, { types: patterns })).map((e) => e.type);
+    expect(await types(['deal.won'])).toEqual(['deal.won', 'deal.won']);
+    expect(await types(['deal.*'])).toEqual(['deal.won', 'deal.lost', 'deal.won', 'deal.lost']);
+    expect(await types(['transaction.created', 'deal.lost'])).toEqual(['deal.lost', 'transaction.created', 'deal.lost', 'transaction.created']);
+    expect(await types(['*'])).toHaveLength(6);
     // A prefix wildcard matches the dot boundary only.
-    expect(types(['dea.*'])).toEqual([]);
+    expect(await types(['dea.*'])).toEqual([]);
   });
 
-  it('limit applies to matching events', () => {
+  it('limit applies to matching events', async () => {
     insertChanges(mirror.db, 10, { types: ['deal.won', 'transaction.created'] });
-    expect(readChanges(mirror.db, { limit: 3, types: ['transaction.*'] }).map((e) => e.type)).toEqual(['transaction.created', 'transaction.created', 'transaction.created']);
+    expect((await readChanges(mirror.connection, { limit: 3, types: ['transaction.*'] })).map((e) => e.type)).toEqual(['transaction.created', 'transaction.created', 'transaction.created']);
   });
 
-  it('rejects bad options with the field name', () => {
-    expect(() => readChanges(mirror.db, { limit: 0 })).toThrow(/^limit: must be an integer from 1 to 10000/);
-    expect(() => readChanges(mirror.db, { sinceSeq: -1 })).toThrow(/^sinceSeq: must be a non-negative integer/);
-    expect(() => readChanges(mirror.db, { types: ['de*l'] })).toThrow(/^types\[0\]: "de\*l" is not an event type pattern/);
+  it('rejects bad options with the field name', async () => {
+    await expect(readChanges(mirror.connection, { limit: 0 })).rejects.toThrow(/^limit: must be an integer from 1 to 10000/);
+    await expect(readChanges(mirror.connection, { sinceSeq: -1 })).rejects.toThrow(/^sinceSeq: must be a non-negative integer/);
+    await expect(readChanges(mirror.connection, { types: ['de*l'] })).rejects.toThrow(/^types\[0\]: "de\*l" is not an event type pattern/);
   });
 
-  it('names the seq of a row whose data is not JSON', () => {
+  it('names the seq of a row whose data is not JSON', async () => {
     mirror.db.prepare("INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES ('evt_bad', 'deal.won', 'deals', 'd', '2025-01-01T00:00:00Z', '{oops')").run();
-    expect(() => readChanges(mirror.db)).toThrow(/changes row seq 1 \(event evt_bad\): data is not valid JSON/);
+    await expect(readChanges(mirror.connection)).rejects.toThrow(/changes row seq 1 \(event evt_bad\): data is not valid JSON/);
   });
 });
 
 describe('formatChangeLine', () => {
-  it('is one JSON line with the changelog column names', () => {
+  it('is one JSON line with the changelog column names', async () => {
     const [inserted] = insertChanges(mirror.db, 1);
-    const [event] = readChanges(mirror.db);
+    const [event] = await readChanges(mirror.connection);
     const line = formatChangeLine(event!);
     expect(line).not.toContain('\n');
     expect(Object.keys(JSON.parse(line))).toEqual(['seq', 'version', 'event_id', 'type', 'stream', 'record_id', 'occurred_at', 'data']);
@@ -90,9 +98,9 @@ describe('followChanges', () => {
     insertChanges(mirror.db, 4);
     const controller = new AbortController();
     const seen: number[] = [];
-    setTimeout(() => insertChanges(mirror.connect(), 2), 30);
+    setTimeout(() => insertChanges(mirror.connect().sqlite, 2), 30);
     // Aborted once both new events arrived: the loop must then end (the test's own timeout catches a hang).
-    for await (const event of followChanges(mirror.db, { pollMs: 10, signal: controller.signal })) {
+    for await (const event of followChanges(mirror.connection, { pollMs: 10, signal: controller.signal })) {
       seen.push(event.seq);
       if (seen.length === 2) controller.abort();
     }
@@ -101,12 +109,25 @@ describe('followChanges', () => {
 });
 
 describe('iterateChanges', () => {
-  it('yields the same events as readChanges, across query batches, with the type filter and an exclusive cursor', () => {
+  it('yields the same events as readChanges, across query batches, with the type filter and an exclusive cursor', async () => {
     insertChanges(mirror.db, 25, { types: ['deal.won', 'transaction.created'] });
-    const all = readChanges(mirror.db, { limit: 100 });
-    expect([...iterateChanges(mirror.db, { batchSize: 4 })]).toEqual(all);
-    expect([...iterateChanges(mirror.db, { sinceSeq: 20, batchSize: 2 })].map((e) => e.seq)).toEqual([21, 22, 23, 24, 25]);
-    expect([...iterateChanges(mirror.db, { types: ['deal.*'], batchSize: 3 })]).toEqual(all.filter((e) => e.type === 'deal.won'));
-    expect(() => [...iterateChanges(mirror.db, { batchSize: 0 })]).toThrow(/^batchSize: must be an integer/);
+    const all = await readChanges(mirror.connection, { limit: 100 });
+    expect(await collect(iterateChanges(mirror.connection, { batchSize: 4 }))).toEqual(all);
+    expect((await collect(iterateChanges(mirror.connection, { sinceSeq: 20, batchSize: 2 }))).map((e) => e.seq)).toEqual([21, 22, 23, 24, 25]);
+    expect(await collect(iterateChanges(mirror.connection, { types: ['deal.*'], batchSize: 3 }))).toEqual(all.filter((e) => e.type === 'deal.won'));
+    await expect(collect(iterateChanges(mirror.connection, { batchSize: 0 }))).rejects.toThrow(/^batchSize: must be an integer/);
+  });
+
+  it('reads the next query only when the consumer asks for more, and holds no transaction between queries', async () => {
+    insertChanges(mirror.db, 5);
+    const events = iterateChanges(mirror.connection, { batchSize: 2 });
+    expect((await events.next()).value).toMatchObject({ seq: 1 });
+    const writer = mirror.connect().sqlite;
+    // The paused reader holds no read snapshot: a checkpoint that must wait for every reader is not busy.
+    expect(writer.pragma('wal_checkpoint(TRUNCATE)')).toEqual([expect.objectContaining({ busy: 0 })]);
+    // Rows appended while the reader pauses are read by a later query (each query sees the latest commit).
+    insertChanges(writer, 2);
+    const rest = await collect(events);
+    expect(rest.map((e) => e.seq)).toEqual([2, 3, 4, 5, 6, 7]);
   });
 });

@@ -21,7 +21,7 @@ beforeEach(async () => {
 afterEach(async () => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await target.close();
-  mirror.cleanup();
+  await mirror.cleanup();
 });
 
 /** Starts the dispatcher in a child process and waits until it runs. */
@@ -53,11 +53,11 @@ describe('WebhookDispatcher after a crash', () => {
     const killed = new Promise((resolve) => first.once('exit', resolve));
     first.kill('SIGKILL');
     await killed;
-    expect(loadEndpoint(mirror.db, 'crm')?.deliveredSeq).toBe(5);
+    expect((await loadEndpoint(mirror.connection, 'crm'))?.deliveredSeq).toBe(5);
 
     hangOnSeq = null;
     await startDispatcherProcess([config]);
-    await waitFor(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 10, 'the cursor at 10 after restart');
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'crm'))?.deliveredSeq === 10, 'the cursor at 10 after restart');
 
     const ids = target.ids;
     expect([...new Set(ids)]).toEqual(events.map((e) => e.eventId));
@@ -69,7 +69,7 @@ describe('WebhookDispatcher after a crash', () => {
     for (const request of target.requests) expect(() => verifier.verify(request.body, request.headers as Record<string, string>)).not.toThrow();
   });
 
-  it('a dispatcher whose database handle is closed without stop() is replaced by a new one that resumes at the cursor', async () => {
+  it('a dispatcher whose database connection is closed without stop() is replaced by a new one that resumes at the cursor', async () => {
     const config: WebhookEndpointConfig = { name: 'crm', url: target.url, secret: newSecret(), events: ['*'] };
     let holdEventThree = true;
     let release: (() => void) | null = null;
@@ -79,17 +79,17 @@ describe('WebhookDispatcher after a crash', () => {
       return 'handled';
     };
     const crashed = mirror.connect();
-    const first = new WebhookDispatcher({ db: crashed, endpoints: [config], pollMs: 20, scheduleMs: [0, 20], jitterRatio: 0 });
-    first.start();
+    const first = new WebhookDispatcher({ connection: crashed, endpoints: [config], pollMs: 20, scheduleMs: [0, 20], jitterRatio: 0 });
+    await first.start();
     const events = insertChanges(mirror.db, 5);
     await waitFor(() => release !== null, 'event 3 in flight');
-    crashed.close(); // the process "dies": the answer to event 3 can no longer be recorded
+    await crashed.close(); // the process "dies": the answer to event 3 can no longer be recorded
     holdEventThree = false;
     release!();
 
-    const second = new WebhookDispatcher({ db: mirror.connect(), endpoints: [config], pollMs: 20, scheduleMs: [0, 20], jitterRatio: 0 });
-    second.start();
-    await waitFor(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 5, 'the cursor at 5');
+    const second = new WebhookDispatcher({ connection: mirror.connect(), endpoints: [config], pollMs: 20, scheduleMs: [0, 20], jitterRatio: 0 });
+    await second.start();
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'crm'))?.deliveredSeq === 5, 'the cursor at 5');
     await second.stop();
     await first.stop();
     expect(target.requests.map(seqOf)).toEqual([1, 2, 3, 3, 4, 5]);

@@ -18,7 +18,7 @@ beforeEach(() => {
 });
 afterEach(async () => {
   await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
-  mirror.cleanup();
+  await mirror.cleanup();
 });
 
 function endpoint(name: string, target: Receiver, events: string[] = ['*']): WebhookEndpointConfig {
@@ -30,7 +30,7 @@ function endpoint(name: string, target: Receiver, events: string[] = ['*']): Web
  * up on an event only after 1000 attempts unless the test sets `maxAttempts`.
  */
 function dispatcher(options: Partial<WebhookDispatcherOptions> & Pick<WebhookDispatcherOptions, 'endpoints'>): WebhookDispatcher {
-  const created = new WebhookDispatcher({ db: mirror.db, pollMs: 30, scheduleMs: [0, 20, 40, 80], maxAttempts: 1000, jitterRatio: 0, timeoutMs: 2000, stopGraceMs: 100, ...options });
+  const created = new WebhookDispatcher({ connection: mirror.connection, pollMs: 30, scheduleMs: [0, 20, 40, 80], maxAttempts: 1000, jitterRatio: 0, timeoutMs: 2000, stopGraceMs: 100, ...options });
   dispatchers.push(created);
   return created;
 }
@@ -41,8 +41,8 @@ describe('WebhookDispatcher', () => {
     const target = await receiver();
     const config = endpoint('crm', target);
     const running = dispatcher({ endpoints: [config] });
-    running.start();
-    expect(loadEndpoint(mirror.db, 'crm')?.deliveredSeq).toBe(3);
+    await running.start();
+    expect((await loadEndpoint(mirror.connection, 'crm'))?.deliveredSeq).toBe(3);
 
     const events = insertChanges(mirror.db, 20, { types: ['deal.won', 'transaction.created'] });
     running.notify();
@@ -55,15 +55,15 @@ describe('WebhookDispatcher', () => {
       expect(payload.data.seq).toBe(events[index]!.seq);
       expect(payload.data.record_id).toBe(events[index]!.recordId);
     });
-    await waitFor(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 23, 'cursor at 23');
-    expect(running.stats()[0]).toMatchObject({ name: 'crm', enabled: true, deliveries: 20, failures: 0, deliveredSeq: 23, lagEvents: 0, lagSeconds: 0 });
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'crm'))?.deliveredSeq === 23, 'cursor at 23');
+    expect((await running.stats())[0]).toMatchObject({ name: 'crm', enabled: true, deliveries: 20, failures: 0, deliveredSeq: 23, lagEvents: 0, lagSeconds: 0 });
   });
 
   it('notify() wakes the loops without waiting for the poll', async () => {
     const target = await receiver();
     // The poll is an hour: a delivery at all (the test times out long before) is the wake-up's doing.
     const running = dispatcher({ endpoints: [endpoint('crm', target)], pollMs: 3_600_000 });
-    running.start();
+    await running.start();
     await sleep(50); // most likely idle by now; if not, the event is delivered in the first round either way
     insertChanges(mirror.db, 1);
     running.notify();
@@ -84,21 +84,21 @@ describe('WebhookDispatcher', () => {
     await flaky.close(); // down: connection refused
 
     const running = dispatcher({ endpoints: [flakyConfig, endpoint('steady', steady), endpoint('hanging', hanging)], timeoutMs: 3_600_000 });
-    running.start();
+    await running.start();
     const events = insertChanges(mirror.db, 30);
     running.notify();
 
     // While flaky is refusing connections and hanging never answers, steady receives everything.
     await waitFor(() => steady.requests.length === 30, 'steady to receive all 30');
-    await waitFor(() => (loadEndpoint(mirror.db, 'flaky')?.consecutiveFailures ?? 0) >= 2, 'flaky to fail twice');
+    await waitFor(async () => ((await loadEndpoint(mirror.connection, 'flaky'))?.consecutiveFailures ?? 0) >= 2, 'flaky to fail twice');
     expect(steady.ids).toEqual(events.map((e) => e.eventId));
     expect(flaky.requests).toHaveLength(0);
     expect(hanging.requests).toHaveLength(1);
-    const whileDown = loadEndpoint(mirror.db, 'flaky')!;
+    const whileDown = (await loadEndpoint(mirror.connection, 'flaky'))!;
     expect(whileDown.deliveredSeq).toBe(0);
     expect(whileDown.consecutiveFailures).toBeGreaterThanOrEqual(2);
     expect(whileDown.lastError).toMatch(/ECONNREFUSED/);
-    expect(running.stats().find((s) => s.name === 'flaky')).toMatchObject({ lagEvents: 30, enabled: true });
+    expect((await running.stats()).find((s) => s.name === 'flaky')).toMatchObject({ lagEvents: 30, enabled: true });
 
     // Back, but answering 503 to its first 3 requests.
     flaky.handler = (request, response) => {
@@ -106,7 +106,7 @@ describe('WebhookDispatcher', () => {
     };
     await flaky.start(flakyPort);
     await waitFor(() => new Set(flaky.ids).size === 30, 'flaky to receive all 30');
-    await waitFor(() => loadEndpoint(mirror.db, 'flaky')?.deliveredSeq === 30, 'flaky cursor at 30');
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'flaky'))?.deliveredSeq === 30, 'flaky cursor at 30');
 
     // The first event was retried with the same webhook-id; arrivals never go back in seq.
     expect(flaky.ids.slice(0, 4)).toEqual(Array(4).fill(events[0]!.eventId));
@@ -120,7 +120,7 @@ describe('WebhookDispatcher', () => {
     // at all, and the receiver seeing its connection closed, is the grace period at work.
     await running.stop();
     await waitFor(() => hanging.requests[0] && hangingClosed, 'the hanging request aborted');
-    expect(loadEndpoint(mirror.db, 'hanging')?.deliveredSeq).toBe(0);
+    expect((await loadEndpoint(mirror.connection, 'hanging'))?.deliveredSeq).toBe(0);
   });
 
   it('410 Gone disables the endpoint at once, with a webhook.endpoint_disabled event, logs a warning without the secret, stops delivering; replay re-enables it', async () => {
@@ -131,11 +131,11 @@ describe('WebhookDispatcher', () => {
     // A second endpoint woken by the same notify(): once it has the new events, the disabled loop has had its turn too.
     const witness = await receiver();
     const running = dispatcher({ endpoints: [config, endpoint('witness', witness)], logger });
-    running.start();
+    await running.start();
     insertChanges(mirror.db, 3);
     running.notify();
-    await waitFor(() => loadEndpoint(mirror.db, 'gone')?.disabledAt !== null, 'the endpoint to be disabled');
-    const state = loadEndpoint(mirror.db, 'gone')!;
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'gone'))?.disabledAt !== null, 'the endpoint to be disabled');
+    const state = (await loadEndpoint(mirror.connection, 'gone'))!;
     expect(state.disabledReason).toMatch(/410/);
     expect(state.disabledKind).toBe('gone');
     expect(state.deliveredSeq).toBe(0);
@@ -144,14 +144,14 @@ describe('WebhookDispatcher', () => {
 
     insertChanges(mirror.db, 2); // seq 5 and 6: seq 4 is the webhook.endpoint_disabled change
     running.notify();
-    await waitFor(() => loadEndpoint(mirror.db, 'witness')?.deliveredSeq === 6, 'the witness endpoint to get the new events');
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'witness'))?.deliveredSeq === 6, 'the witness endpoint to get the new events');
     expect(witness.requests.map((request) => (JSON.parse(request.body) as { type: string }).type)[3]).toBe('webhook.endpoint_disabled');
     expect(target.requests).toHaveLength(1);
-    expect(running.stats()[0]).toMatchObject({ enabled: false, disabledKind: 'gone', lagEvents: 6 });
+    expect((await running.stats())[0]).toMatchObject({ enabled: false, disabledKind: 'gone', lagEvents: 6 });
 
     target.handler = () => undefined; // the receiver is back
-    expect(replayWebhooks(mirror.db, 'gone', 0)).toMatchObject({ reenabled: true, previousDeliveredSeq: 0, deliveredSeq: 0, eventsToResend: 6 });
-    await waitFor(() => loadEndpoint(mirror.db, 'gone')?.deliveredSeq === 6, 'all 6 delivered after re-enabling');
+    expect(await replayWebhooks(mirror.connection, 'gone', 0)).toMatchObject({ reenabled: true, previousDeliveredSeq: 0, deliveredSeq: 0, eventsToResend: 6 });
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'gone'))?.deliveredSeq === 6, 'all 6 delivered after re-enabling');
     expect(target.requests.slice(1).map(seqOf)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
@@ -160,16 +160,16 @@ describe('WebhookDispatcher', () => {
     const redirecting = await receiver();
     redirecting.handler = (_request, response) => void response.writeHead(302, { location: target.url }).end();
     const running = dispatcher({ endpoints: [endpoint('moved', redirecting)] });
-    running.start();
+    await running.start();
     insertChanges(mirror.db, 1);
     running.notify();
-    await waitFor(() => (loadEndpoint(mirror.db, 'moved')?.failedCount ?? 0) >= 3, 'three failed attempts recorded');
-    const state = loadEndpoint(mirror.db, 'moved')!;
+    await waitFor(async () => ((await loadEndpoint(mirror.connection, 'moved'))?.failedCount ?? 0) >= 3, 'three failed attempts recorded');
+    const state = (await loadEndpoint(mirror.connection, 'moved'))!;
     expect(state.deliveredSeq).toBe(0);
     expect(state.lastStatus).toBe(302);
     expect(state.lastError).toMatch(/redirect 302 not followed/);
     expect(target.requests).toHaveLength(0);
-    expect(running.stats()[0]!.failures).toBeGreaterThanOrEqual(3);
+    expect((await running.stats())[0]!.failures).toBeGreaterThanOrEqual(3);
   });
 
   it("honours the receiver's Retry-After when it is longer than the schedule", async () => {
@@ -178,7 +178,7 @@ describe('WebhookDispatcher', () => {
       if (request.index === 0) response.writeHead(503, { 'retry-after': '1' }).end();
     };
     const running = dispatcher({ endpoints: [endpoint('busy', target)] });
-    running.start();
+    await running.start();
     insertChanges(mirror.db, 1);
     running.notify();
     await waitFor(() => target.requests.length === 2, 'the retry', 20_000);
@@ -194,29 +194,29 @@ describe('WebhookDispatcher', () => {
     };
     const config = endpoint('stubborn', target);
     const running = dispatcher({ endpoints: [config], scheduleMs: [0, 10, 20], maxAttempts: 3 });
-    running.start();
+    await running.start();
     const events = insertChanges(mirror.db, 3);
     poisoned = events[0]!.eventId;
     running.notify();
-    await waitFor(() => loadEndpoint(mirror.db, 'stubborn')?.deliveredSeq === 3, 'the endpoint past the failing event');
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'stubborn'))?.deliveredSeq === 3, 'the endpoint past the failing event');
     expect(target.ids).toEqual([poisoned, poisoned, poisoned, events[1]!.eventId, events[2]!.eventId]);
-    expect(loadEndpoint(mirror.db, 'stubborn')).toMatchObject({ consecutiveFailures: 0, failedCount: 3, deliveredCount: 2, disabledAt: null, failingSince: null });
-    expect(listFailedDeliveries(mirror.db)).toEqual([
+    expect(await loadEndpoint(mirror.connection, 'stubborn')).toMatchObject({ consecutiveFailures: 0, failedCount: 3, deliveredCount: 2, disabledAt: null, failingSince: null });
+    expect(await listFailedDeliveries(mirror.connection)).toEqual([
       { endpoint: 'stubborn', seq: 1, eventId: poisoned, type: 'deal.updated', attempts: 3, lastStatus: 500, lastError: 'HTTP 500', failedAt: expect.any(String) },
     ]);
-    expect(running.stats()[0]).toMatchObject({ enabled: true, failedEvents: 1, lagEvents: 0 });
+    expect((await running.stats())[0]).toMatchObject({ enabled: true, failedEvents: 1, lagEvents: 0 });
 
     // Still failing: the replay keeps the row and counts the attempt.
-    expect(await replayFailedWebhooks(mirror.db, [config])).toMatchObject([{ endpoint: 'stubborn', seq: 1, result: 'failed', status: 500 }]);
-    expect(listFailedDeliveries(mirror.db, 'stubborn')[0]!.attempts).toBe(4);
+    expect(await replayFailedWebhooks(mirror.connection, [config])).toMatchObject([{ endpoint: 'stubborn', seq: 1, result: 'failed', status: 500 }]);
+    expect((await listFailedDeliveries(mirror.connection, 'stubborn'))[0]!.attempts).toBe(4);
     // Fixed: delivered once, with the original webhook-id and a valid signature; the row is cleared.
     poisoned = '';
-    expect(await replayFailedWebhooks(mirror.db, [config], { endpoint: 'stubborn' })).toMatchObject([{ seq: 1, eventId: events[0]!.eventId, result: 'delivered', status: 204 }]);
+    expect(await replayFailedWebhooks(mirror.connection, [config], { endpoint: 'stubborn' })).toMatchObject([{ seq: 1, eventId: events[0]!.eventId, result: 'delivered', status: 204 }]);
     const replayed = target.requests.at(-1)!;
     expect(replayed.headers['webhook-id']).toBe(events[0]!.eventId);
     expect(new Webhook(config.secret).verify(replayed.body, replayed.headers as Record<string, string>)).toMatchObject({ data: { seq: 1 } });
-    expect(listFailedDeliveries(mirror.db)).toEqual([]);
-    await expect(replayFailedWebhooks(mirror.db, [config], { endpoint: 'nobody' })).rejects.toThrow(/^endpoint: no configured endpoint named "nobody"/);
+    expect(await listFailedDeliveries(mirror.connection)).toEqual([]);
+    await expect(replayFailedWebhooks(mirror.connection, [config], { endpoint: 'nobody' })).rejects.toThrow(/^endpoint: no configured endpoint named "nobody"/);
   });
 
   it('an endpoint failing for disableAfterDays is disabled: a webhook.endpoint_disabled event reaches the others, metrics show it; enable resumes where it stood', async () => {
@@ -232,19 +232,19 @@ describe('WebhookDispatcher', () => {
       now,
     });
     const metrics = new DaemonMetrics({ streams: [], store: {} as never, apiClients: [], budget: {} as never, webhooks: running, processMetrics: false });
-    running.start();
+    await running.start();
     const [first] = insertChanges(mirror.db, 1);
     running.notify();
-    await waitFor(() => listFailedDeliveries(mirror.db, 'down').length === 1, 'the first event given up');
-    const failingSince = loadEndpoint(mirror.db, 'down')!.failingSince;
+    await waitFor(async () => (await listFailedDeliveries(mirror.connection, 'down')).length === 1, 'the first event given up');
+    const failingSince = (await loadEndpoint(mirror.connection, 'down'))!.failingSince;
     expect(failingSince).not.toBeNull();
-    expect(loadEndpoint(mirror.db, 'down')!.disabledAt).toBeNull();
+    expect((await loadEndpoint(mirror.connection, 'down'))!.disabledAt).toBeNull();
 
     offsetMs = 5 * 86_400_000 + 60_000; // five days and a minute later, still failing
     const [second] = insertChanges(mirror.db, 1);
     running.notify();
-    await waitFor(() => loadEndpoint(mirror.db, 'down')?.disabledAt, 'the endpoint disabled');
-    const state = loadEndpoint(mirror.db, 'down')!;
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'down'))?.disabledAt, 'the endpoint disabled');
+    const state = (await loadEndpoint(mirror.connection, 'down'))!;
     expect(state).toMatchObject({ disabledKind: 'failing', deliveredSeq: first!.seq, failingSince });
     expect(state.disabledReason).toMatch(/^no 2xx for 5 days/);
 
@@ -276,20 +276,20 @@ describe('WebhookDispatcher', () => {
 
     // Enabled again (the receiver fixed): it resumes with the event that was failing, in order.
     down.handler = () => undefined;
-    expect(enableWebhookEndpoint(mirror.db, 'down')).toMatchObject({ wasDisabled: true, deliveredSeq: first!.seq });
-    await waitFor(() => loadEndpoint(mirror.db, 'down')?.deliveredSeq === second!.seq + 2, 'down caught up');
+    expect(await enableWebhookEndpoint(mirror.connection, 'down')).toMatchObject({ wasDisabled: true, deliveredSeq: first!.seq });
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'down'))?.deliveredSeq === second!.seq + 2, 'down caught up');
     expect(down.requests.slice(attemptsWhenDisabled).map(seqOf)).toEqual([second!.seq, second!.seq + 1, second!.seq + 2]);
-    expect(loadEndpoint(mirror.db, 'down')).toMatchObject({ disabledAt: null, disabledKind: null, failingSince: null });
-    expect(() => enableWebhookEndpoint(mirror.db, 'nobody')).toThrow(/"nobody" is not registered/);
+    expect(await loadEndpoint(mirror.connection, 'down')).toMatchObject({ disabledAt: null, disabledKind: null, failingSince: null });
+    await expect(enableWebhookEndpoint(mirror.connection, 'nobody')).rejects.toThrow(/"nobody" is not registered/);
   });
 
   it("delivers only the event types the endpoint's filter selects and moves the cursor past the rest", async () => {
     const target = await receiver();
     const running = dispatcher({ endpoints: [endpoint('deals', target, ['deal.*', 'transaction.created'])] });
-    running.start();
+    await running.start();
     insertChanges(mirror.db, 12, { types: ['deal.won', 'onboarding.completed', 'transaction.created', 'transaction.updated'] });
     running.notify();
-    await waitFor(() => loadEndpoint(mirror.db, 'deals')?.deliveredSeq === 12, 'the cursor at the end');
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'deals'))?.deliveredSeq === 12, 'the cursor at the end');
     const types = target.requests.map((request) => (JSON.parse(request.body) as { type: string }).type);
     expect(types).toEqual(['deal.won', 'transaction.created', 'deal.won', 'transaction.created', 'deal.won', 'transaction.created']);
     expect(target.requests.map(seqOf)).toEqual([1, 3, 5, 7, 9, 11]);
@@ -298,11 +298,11 @@ describe('WebhookDispatcher', () => {
   it('replay re-sends from a seq with the same webhook-ids', async () => {
     const target = await receiver();
     const running = dispatcher({ endpoints: [endpoint('crm', target)] });
-    running.start();
+    await running.start();
     const events = insertChanges(mirror.db, 6);
     running.notify();
-    await waitFor(() => loadEndpoint(mirror.db, 'crm')?.deliveredSeq === 6, 'first delivery');
-    expect(replayWebhooks(mirror.db, 'crm', 3)).toMatchObject({ previousDeliveredSeq: 6, deliveredSeq: 3, reenabled: false, eventsToResend: 3 });
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'crm'))?.deliveredSeq === 6, 'first delivery');
+    expect(await replayWebhooks(mirror.connection, 'crm', 3)).toMatchObject({ previousDeliveredSeq: 6, deliveredSeq: 3, reenabled: false, eventsToResend: 3 });
     await waitFor(() => target.requests.length === 9, 'the replay');
     expect(target.ids.slice(6)).toEqual(events.slice(3).map((e) => e.eventId));
   });
@@ -311,22 +311,33 @@ describe('WebhookDispatcher', () => {
     const down = await receiver();
     down.handler = (_request, response) => void response.writeHead(503).end();
     const running = dispatcher({ endpoints: [endpoint('down', down)] });
-    running.start();
+    await running.start();
     const occurredAt = new Date(Date.now() - 90_000);
     insertChanges(mirror.db, 4, { occurredAt });
     running.notify();
-    await waitFor(() => (loadEndpoint(mirror.db, 'down')?.consecutiveFailures ?? 0) >= 1, 'a failed attempt recorded');
+    await waitFor(async () => ((await loadEndpoint(mirror.connection, 'down'))?.consecutiveFailures ?? 0) >= 1, 'a failed attempt recorded');
     // Measured at a given instant, so the figure does not depend on how long the test took.
-    const [stats] = running.stats(new Date(occurredAt.getTime() + 90_000));
+    const [stats] = await running.stats(new Date(occurredAt.getTime() + 90_000));
     expect(stats).toMatchObject({ name: 'down', deliveredSeq: 0, lagEvents: 4, enabled: true, lagSeconds: 90 });
     expect(stats!.consecutiveFailures).toBeGreaterThanOrEqual(1);
   });
 
+  it('stop() while start() registers the endpoints: start() resolves without starting the loops, and the dispatcher stays stopped', async () => {
+    const target = await receiver();
+    const running = dispatcher({ endpoints: [endpoint('crm', target)] });
+    const starting = running.start();
+    await running.stop();
+    await starting;
+    // Had the loops started after stop(), the dispatcher would say "already running".
+    await expect(running.start()).rejects.toThrow(/^WebhookDispatcher\.start: already stopped$/);
+    expect(await loadEndpoint(mirror.connection, 'crm')).toMatchObject({ deliveredSeq: 0 });
+  });
+
   it('refuses bad configuration with the field name', () => {
     const base = { name: 'crm', url: 'http://127.0.0.1:9/hooks', secret: newSecret(), events: ['*'] };
-    expect(() => new WebhookDispatcher({ db: mirror.db, endpoints: [base, base] })).toThrow(/endpoint name "crm" appears twice/);
-    expect(() => new WebhookDispatcher({ db: mirror.db, endpoints: [{ ...base, events: ['deal*'] }] })).toThrow(/webhooks\.crm\.events\[0\]/);
-    expect(() => new WebhookDispatcher({ db: mirror.db, endpoints: [base], scheduleMs: [] })).toThrow(/^scheduleMs/);
-    expect(() => new WebhookDispatcher({ db: mirror.db, endpoints: [base], pollMs: 0 })).toThrow(/^pollMs/);
+    expect(() => new WebhookDispatcher({ connection: mirror.connection, endpoints: [base, base] })).toThrow(/endpoint name "crm" appears twice/);
+    expect(() => new WebhookDispatcher({ connection: mirror.connection, endpoints: [{ ...base, events: ['deal*'] }] })).toThrow(/webhooks\.crm\.events\[0\]/);
+    expect(() => new WebhookDispatcher({ connection: mirror.connection, endpoints: [base], scheduleMs: [] })).toThrow(/^scheduleMs/);
+    expect(() => new WebhookDispatcher({ connection: mirror.connection, endpoints: [base], pollMs: 0 })).toThrow(/^pollMs/);
   });
 });

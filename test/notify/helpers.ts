@@ -1,6 +1,8 @@
 /**
- * Test helpers for src/notify: a real mirror file in a temp dir, changelog rows inserted with SQL
- * (as the sync engine would append them), and real node:http webhook receivers on 127.0.0.1.
+ * Test helpers for src/notify: a real mirror file in a temp dir (its better-sqlite3 handle for
+ * setting up and checking rows, and the asynchronous connection over it that the modules under test
+ * take), changelog rows inserted with SQL (as the sync engine would append them), and real
+ * node:http webhook receivers on 127.0.0.1.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,6 +13,7 @@ import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { createLogger, type Logger } from '../../src/logging/logger.ts';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
+import { sqliteConnection, type SqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import type { ChangeEvent } from '../../src/notify/changelog.ts';
 
 /** A fresh Standard Webhooks secret: whsec_ + base64 of 32 random bytes. */
@@ -21,28 +24,34 @@ export function newSecret(): string {
 export interface TempMirror {
   dir: string;
   path: string;
+  /** The better-sqlite3 handle: rows written and checked directly, as the sync engine's would be. */
   db: MirrorDatabase;
+  /** The asynchronous connection over `db` (src/mirror/sql/sqlite.ts), for the modules under test. */
+  connection: SqliteConnection;
   /** Opens another connection to the same file. */
-  connect(): MirrorDatabase;
-  cleanup(): void;
+  connect(): SqliteConnection;
+  /** Closes every connection and removes the directory. */
+  cleanup(): Promise<void>;
 }
 
 export function tempMirror(): TempMirror {
   const dir = mkdtempSync(join(tmpdir(), 'bizops-notify-'));
   const path = join(dir, 'mirror.db');
   const db = openMirror(path);
-  const connections: MirrorDatabase[] = [db];
+  const connection = sqliteConnection(db);
+  const connections: SqliteConnection[] = [connection];
   return {
     dir,
     path,
     db,
+    connection,
     connect() {
-      const extra = openMirror(path);
+      const extra = sqliteConnection(openMirror(path));
       connections.push(extra);
       return extra;
     },
-    cleanup() {
-      for (const connection of connections) if (connection.open) connection.close();
+    async cleanup() {
+      for (const opened of connections) await opened.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

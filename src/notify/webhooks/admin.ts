@@ -1,11 +1,12 @@
 /**
  * Webhook administration for the command line (`bizops-sync webhooks list|test|replay`): read and
  * adjust the endpoints' stored delivery state. The CLI wires these into commander; each works on
- * the mirror file while the daemon runs (its loops re-read the state every round).
+ * the mirror while the daemon runs (its loops re-read the state every round), through a
+ * `SqlExecutor` (src/mirror/sql/executor.ts).
  */
 import type { Dispatcher } from 'undici';
 import type { WebhookEndpointConfig } from '../../config/schema.ts';
-import type { MirrorDatabase } from '../../mirror/database.ts';
+import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
 import { readChanges } from '../changelog.ts';
 import { enableEndpoint, endpointLag, loadAllEndpoints, loadEndpoint, registerEndpoint, resetCursor } from './endpoint-store.ts';
@@ -55,13 +56,17 @@ export interface WebhookEndpointListing {
  * Every configured endpoint (in configuration order), then stored endpoints no longer configured.
  * Read-only: works on a read-only connection.
  */
-export function listWebhookEndpoints(db: MirrorDatabase, config: { webhooks: readonly WebhookEndpointConfig[] }, now: Date = new Date()): WebhookEndpointListing[] {
-  const stored = new Map(loadAllEndpoints(db).map((state) => [state.name, state]));
-  const failed = countFailedDeliveries(db);
+export async function listWebhookEndpoints(
+  executor: SqlExecutor,
+  config: { webhooks: readonly WebhookEndpointConfig[] },
+  now: Date = new Date(),
+): Promise<WebhookEndpointListing[]> {
+  const stored = new Map((await loadAllEndpoints(executor)).map((state) => [state.name, state]));
+  const failed = await countFailedDeliveries(executor);
   const listing: WebhookEndpointListing[] = [];
-  const describe = (name: string, configured: WebhookEndpointConfig | undefined): WebhookEndpointListing => {
+  const describe = async (name: string, configured: WebhookEndpointConfig | undefined): Promise<WebhookEndpointListing> => {
     const state = stored.get(name);
-    const lag = state ? endpointLag(db, state.deliveredSeq, now) : { lagEvents: 0, lagSeconds: 0 };
+    const lag = state ? await endpointLag(executor, state.deliveredSeq, now) : { lagEvents: 0, lagSeconds: 0 };
     return {
       name,
       url: configured?.url ?? state?.url ?? '',
@@ -88,9 +93,9 @@ export function listWebhookEndpoints(db: MirrorDatabase, config: { webhooks: rea
       failedCount: state?.failedCount ?? 0,
     };
   };
-  for (const endpoint of config.webhooks) listing.push(describe(endpoint.name, endpoint));
+  for (const endpoint of config.webhooks) listing.push(await describe(endpoint.name, endpoint));
   const configuredNames = new Set(config.webhooks.map((endpoint) => endpoint.name));
-  for (const name of stored.keys()) if (!configuredNames.has(name)) listing.push(describe(name, undefined));
+  for (const name of stored.keys()) if (!configuredNames.has(name)) listing.push(await describe(name, undefined));
   return listing;
 }
 
@@ -158,29 +163,28 @@ export interface ReplayResult {
  * @param endpoint the endpoint's name, or its configuration (which also registers an endpoint the
  *   daemon has not started with yet)
  * @param sinceSeq a seq at or before the endpoint's cursor (`sinceSeq` equal to the cursor only re-enables)
+ * The check of the cursor and its move happen in one transaction.
  * @throws Error when `sinceSeq` is not a non-negative integer, is ahead of the cursor, or the
- *   endpoint is unknown
+ *   endpoint is unknown (the promise rejects; nothing changed)
  */
-export function replayWebhooks(db: MirrorDatabase, endpoint: string | WebhookEndpointConfig, sinceSeq: number): ReplayResult {
+export async function replayWebhooks(executor: SqlExecutor, endpoint: string | WebhookEndpointConfig, sinceSeq: number): Promise<ReplayResult> {
   const name = typeof endpoint === 'string' ? endpoint : endpoint.name;
   if (!Number.isSafeInteger(sinceSeq) || sinceSeq < 0) throw new Error(`sinceSeq: must be a non-negative integer seq, got ${String(sinceSeq)}`);
-  return db
-    .transaction((): ReplayResult => {
-      const before = loadEndpoint(db, name) ?? (typeof endpoint === 'string' ? undefined : registerEndpoint(db, endpoint.name, endpoint.url).state);
-      if (!before) throw new Error(`webhook endpoint "${name}" is not registered: check the name (webhooks list), or start the daemon once with it configured`);
-      if (sinceSeq > before.deliveredSeq) {
-        throw new Error(`sinceSeq: ${sinceSeq} is ahead of endpoint "${name}"'s cursor (${before.deliveredSeq}); replay only moves the cursor back`);
-      }
-      resetCursor(db, name, sinceSeq);
-      return {
-        name,
-        previousDeliveredSeq: before.deliveredSeq,
-        deliveredSeq: sinceSeq,
-        reenabled: before.disabledAt !== null,
-        eventsToResend: endpointLag(db, sinceSeq).lagEvents,
-      };
-    })
-    .immediate();
+  return executor.transaction(async (tx): Promise<ReplayResult> => {
+    const before = (await loadEndpoint(tx, name)) ?? (typeof endpoint === 'string' ? undefined : (await registerEndpoint(tx, endpoint.name, endpoint.url)).state);
+    if (!before) throw new Error(`webhook endpoint "${name}" is not registered: check the name (webhooks list), or start the daemon once with it configured`);
+    if (sinceSeq > before.deliveredSeq) {
+      throw new Error(`sinceSeq: ${sinceSeq} is ahead of endpoint "${name}"'s cursor (${before.deliveredSeq}); replay only moves the cursor back`);
+    }
+    await resetCursor(tx, name, sinceSeq);
+    return {
+      name,
+      previousDeliveredSeq: before.deliveredSeq,
+      deliveredSeq: sinceSeq,
+      reenabled: before.disabledAt !== null,
+      eventsToResend: (await endpointLag(tx, sinceSeq)).lagEvents,
+    };
+  });
 }
 
 /** What `enableWebhookEndpoint` changed. */
@@ -198,10 +202,10 @@ export interface EnableResult {
  * Re-enables an endpoint disabled by a 410 Gone or by failing for `disableAfterDays`, where its
  * cursor stands, and clears its backoff and failure streak. A running dispatcher resumes within
  * its poll interval.
- * @throws Error when the endpoint is not registered
+ * @throws Error when the endpoint is not registered (the promise rejects)
  */
-export function enableWebhookEndpoint(db: MirrorDatabase, name: string): EnableResult {
-  const before = enableEndpoint(db, name);
+export async function enableWebhookEndpoint(executor: SqlExecutor, name: string): Promise<EnableResult> {
+  const before = await enableEndpoint(executor, name);
   if (!before) throw new Error(`webhook endpoint "${name}" is not registered: check the name (webhooks list)`);
   return { name, wasDisabled: before.disabledAt !== null, disabledReason: before.disabledReason, deliveredSeq: before.deliveredSeq };
 }
@@ -235,16 +239,16 @@ export interface ReplayFailedOptions {
  * @param endpoints the configured endpoints (their URL and secrets)
  * @throws Error when `options.endpoint` names no configured endpoint
  */
-export async function replayFailedWebhooks(db: MirrorDatabase, endpoints: readonly WebhookEndpointConfig[], options: ReplayFailedOptions = {}): Promise<FailedReplayOutcome[]> {
+export async function replayFailedWebhooks(executor: SqlExecutor, endpoints: readonly WebhookEndpointConfig[], options: ReplayFailedOptions = {}): Promise<FailedReplayOutcome[]> {
   const byName = new Map(endpoints.map((endpoint) => [endpoint.name, endpoint]));
   if (options.endpoint !== undefined && !byName.has(options.endpoint)) {
     throw new Error(`endpoint: no configured endpoint named "${options.endpoint}"; configured: ${endpoints.map((endpoint) => endpoint.name).join(', ') || 'none'}`);
   }
   const outcomes: FailedReplayOutcome[] = [];
   const signers = new Map<string, ReturnType<typeof signerForEndpoint>>();
-  for (const failed of listFailedDeliveries(db, options.endpoint)) {
+  for (const failed of await listFailedDeliveries(executor, options.endpoint)) {
     const endpoint = byName.get(failed.endpoint);
-    const [event] = readChanges(db, { sinceSeq: failed.seq - 1, limit: 1 });
+    const [event] = await readChanges(executor, { sinceSeq: failed.seq - 1, limit: 1 });
     if (!endpoint || !event || event.seq !== failed.seq) {
       outcomes.push({ endpoint: failed.endpoint, seq: failed.seq, eventId: failed.eventId, result: 'skipped', status: null, error: !endpoint ? 'endpoint not configured' : 'event no longer in the changelog' });
       continue;
@@ -256,10 +260,10 @@ export async function replayFailedWebhooks(db: MirrorDatabase, endpoints: readon
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     });
     if (outcome.ok) {
-      clearFailedDelivery(db, failed.endpoint, failed.seq);
+      await clearFailedDelivery(executor, failed.endpoint, failed.seq);
       outcomes.push({ endpoint: failed.endpoint, seq: failed.seq, eventId: failed.eventId, result: 'delivered', status: outcome.status, error: null });
     } else {
-      recordReplayFailure(db, failed.endpoint, failed.seq, outcome.status, outcome.error);
+      await recordReplayFailure(executor, failed.endpoint, failed.seq, outcome.status, outcome.error);
       outcomes.push({ endpoint: failed.endpoint, seq: failed.seq, eventId: failed.eventId, result: 'failed', status: outcome.status, error: outcome.error });
     }
   }

@@ -22,16 +22,17 @@
  *     receives changes from then on (`webhooks replay` delivers history). See endpoint-store.ts.
  *
  * Each loop wakes on `notify()` (the sync just committed changes) and otherwise polls every
- * `pollMs`, so changes written by another process are picked up too. All state lives in SQLite:
- * the loops re-read it every round, so a `webhooks replay` run from the CLI takes effect in the
- * running daemon. Run one dispatcher per mirror: two would both deliver (still at-least-once, but
- * duplicated).
+ * `pollMs`, so changes written by another process are picked up too. All state lives in the
+ * mirror (read and written through a `SqlExecutor`, src/mirror/sql/executor.ts): the loops re-read
+ * it every round, so a `webhooks replay` run from the CLI takes effect in the running daemon. Run
+ * one dispatcher per mirror: two would both deliver (still at-least-once, but duplicated).
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
 import { DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, type WebhookEndpointConfig } from '../../config/schema.ts';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
-import type { MirrorDatabase } from '../../mirror/database.ts';
+import type { SqlExecutor } from '../../mirror/sql/executor.ts';
+import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
 import { readChanges } from '../changelog.ts';
 import { compileEventFilter, type EventTypeFilter } from '../event-filter.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
@@ -43,8 +44,11 @@ import { Wakeup } from './wakeup.ts';
 
 /** Construction options of a WebhookDispatcher; validated by its constructor (which throws naming the option). */
 export interface WebhookDispatcherOptions {
-  /** The mirror. Prefer a connection of its own (`openMirror(path)`), not one the sync holds transactions on. */
-  db: MirrorDatabase;
+  /**
+   * The mirror. Prefer a connection of its own (`sqliteConnection(openMirror(path))`), not the one
+   * the sync holds transactions on. The dispatcher does not close it.
+   */
+  connection: SqlExecutor;
   /** The configured endpoints (src/config/schema.ts `webhooks`). */
   endpoints: readonly WebhookEndpointConfig[];
   logger?: Logger;
@@ -129,15 +133,15 @@ const MAX_ERROR_BACKOFF_MS = 60_000;
  * Delivers the changelog to the configured webhook endpoints (see the module comment for the
  * guarantees). Usage in the daemon:
  *
- *     const dispatcher = new WebhookDispatcher({ db: openMirror(config.dbPath), endpoints: config.webhooks, logger });
- *     dispatcher.start();
+ *     const dispatcher = new WebhookDispatcher({ connection: sqliteConnection(openMirror(config.dbPath)), endpoints: config.webhooks, logger });
+ *     await dispatcher.start();
  *     // after each sync transaction that appended changes:
  *     dispatcher.notify();
- *     // metrics: dispatcher.stats(); on SIGTERM:
+ *     // metrics: await dispatcher.stats(); on SIGTERM:
  *     await dispatcher.stop();
  */
 export class WebhookDispatcher {
-  readonly #db: MirrorDatabase;
+  readonly #connection: SqlExecutor;
   readonly #logger: Logger;
   readonly #pollMs: number;
   readonly #timeoutMs: number;
@@ -154,7 +158,7 @@ export class WebhookDispatcher {
   readonly #stopRequested = new AbortController();
   /** Aborted after the grace period of stop(): cancels requests still in flight. */
   readonly #abortInFlight = new AbortController();
-  #state: 'new' | 'running' | 'stopped' = 'new';
+  #state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
 
   /**
    * Validates every endpoint (unique name, event patterns, secret) without touching the network or
@@ -162,7 +166,7 @@ export class WebhookDispatcher {
    * @throws Error naming the option or the endpoint's field and the rule
    */
   constructor(options: WebhookDispatcherOptions) {
-    this.#db = options.db;
+    this.#connection = options.connection;
     this.#logger = (options.logger ?? silentLogger).child({ component: 'webhooks' });
     this.#pollMs = positive(options.pollMs ?? 1000, 'pollMs');
     this.#timeoutMs = positive(options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS, 'timeoutMs');
@@ -201,16 +205,24 @@ export class WebhookDispatcher {
 
   /**
    * Registers the endpoints in the database (a new one starts at the current end of the changelog)
-   * and starts one delivery loop per endpoint. Returns at once.
+   * and starts one delivery loop per endpoint. Resolves once the endpoints are registered and the
+   * loops started (it does not wait for deliveries).
    * @throws Error when called twice or after stop(), or when the database cannot be written
    */
-  start(): void {
+  async start(): Promise<void> {
     if (this.#state !== 'new') throw new Error(`WebhookDispatcher.start: already ${this.#state}`);
-    for (const endpoint of this.#endpoints) {
-      const { state, created, urlChanged } = registerEndpoint(this.#db, endpoint.name, endpoint.url);
-      if (created) this.#logger.info({ endpoint: endpoint.name, deliveredSeq: state.deliveredSeq }, 'webhook endpoint registered: it receives changes after this seq (use webhooks replay for history)');
-      if (urlChanged) this.#logger.info({ endpoint: endpoint.name, url: safeUrl(endpoint.url) }, 'webhook endpoint URL changed: backoff and 410 disablement cleared');
+    this.#state = 'starting';
+    try {
+      for (const endpoint of this.#endpoints) {
+        const { state, created, urlChanged } = await registerEndpoint(this.#connection, endpoint.name, endpoint.url);
+        if (created) this.#logger.info({ endpoint: endpoint.name, deliveredSeq: state.deliveredSeq }, 'webhook endpoint registered: it receives changes after this seq (use webhooks replay for history)');
+        if (urlChanged) this.#logger.info({ endpoint: endpoint.name, url: safeUrl(endpoint.url) }, 'webhook endpoint URL changed: backoff and 410 disablement cleared');
+      }
+    } catch (error) {
+      if (this.#state === 'starting') this.#state = 'new';
+      throw error;
     }
+    if (this.#state !== 'starting') return; // stop() was called while the endpoints were being registered
     this.#state = 'running';
     for (const endpoint of this.#endpoints) endpoint.loop = this.#run(endpoint);
   }
@@ -240,15 +252,16 @@ export class WebhookDispatcher {
 
   /**
    * Per-endpoint figures: deliveries and failures since start, cursor, lag in events and seconds.
-   * @throws Error when the database is closed
+   * @throws Error when the database is closed (the promise rejects)
    */
-  stats(now: Date = this.#now()): WebhookEndpointStats[] {
-    const failed = countFailedDeliveries(this.#db);
-    return this.#endpoints.map((endpoint) => {
-      const state = loadEndpoint(this.#db, endpoint.name);
+  async stats(now: Date = this.#now()): Promise<WebhookEndpointStats[]> {
+    const failed = await countFailedDeliveries(this.#connection);
+    const stats: WebhookEndpointStats[] = [];
+    for (const endpoint of this.#endpoints) {
+      const state = await loadEndpoint(this.#connection, endpoint.name);
       const deliveredSeq = state?.deliveredSeq ?? 0;
-      const lag = endpointLag(this.#db, deliveredSeq, now);
-      return {
+      const lag = await endpointLag(this.#connection, deliveredSeq, now);
+      stats.push({
         name: endpoint.name,
         enabled: state !== undefined && state.disabledAt === null,
         deliveries: endpoint.deliveries,
@@ -259,8 +272,9 @@ export class WebhookDispatcher {
         consecutiveFailures: state?.consecutiveFailures ?? 0,
         failedEvents: failed.get(endpoint.name) ?? 0,
         disabledKind: state?.disabledKind ?? null,
-      };
-    });
+      });
+    }
+    return stats;
   }
 
   get #stopping(): boolean {
@@ -276,7 +290,7 @@ export class WebhookDispatcher {
         waitMs = await this.#deliverPending(endpoint);
         consecutiveErrors = 0;
       } catch (error) {
-        if (!this.#db.open) {
+        if (connectionClosed(this.#connection)) {
           this.#logger.error({ endpoint: endpoint.name }, 'webhook delivery loop ended: the database connection is closed');
           return;
         }
@@ -295,16 +309,16 @@ export class WebhookDispatcher {
    * @returns how long to wait before the next round, ms (0: go on at once)
    */
   async #deliverPending(endpoint: EndpointRuntime): Promise<number> {
-    const db = this.#db;
-    let state = loadEndpoint(db, endpoint.name);
-    if (!state) state = registerEndpoint(db, endpoint.name, endpoint.url).state; // row removed behind our back
+    const connection = this.#connection;
+    let state = await loadEndpoint(connection, endpoint.name);
+    if (!state) state = (await registerEndpoint(connection, endpoint.name, endpoint.url)).state; // row removed behind our back
     if (state.disabledAt !== null) return this.#pollMs; // wait for `webhooks enable` or a replay
     if (state.nextAttemptAt !== null) {
       const dueInMs = Date.parse(state.nextAttemptAt) - this.#now().getTime();
       // Re-check at least every poll: a replay from another process clears the backoff.
       if (dueInMs > 0) return Math.min(dueInMs, this.#pollMs);
     }
-    const events = readChanges(db, { sinceSeq: state.deliveredSeq, limit: this.#batchSize });
+    const events = await readChanges(connection, { sinceSeq: state.deliveredSeq, limit: this.#batchSize });
     if (events.length === 0) return this.#pollMs;
 
     let cursor = state.deliveredSeq;
@@ -326,7 +340,7 @@ export class WebhookDispatcher {
         this.#report({ endpoint: endpoint.name, seq: event.seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
       }
       if (outcome.ok) {
-        if (!recordDelivered(db, endpoint.name, cursor, event.seq, outcome.status)) return 0; // cursor moved by a replay: re-read
+        if (!(await recordDelivered(connection, endpoint.name, cursor, event.seq, outcome.status))) return 0; // cursor moved by a replay: re-read
         endpoint.deliveries += 1;
         cursor = event.seq;
         skippedTo = null;
@@ -336,22 +350,22 @@ export class WebhookDispatcher {
       if (outcome.aborted) return 0; // stopping: not the receiver's failure, nothing recorded
       endpoint.failures += 1;
       if (skippedTo !== null) {
-        if (!recordSkipped(db, endpoint.name, cursor, skippedTo)) return 0;
+        if (!(await recordSkipped(connection, endpoint.name, cursor, skippedTo))) return 0;
         cursor = skippedTo;
       }
       if (outcome.gone) {
-        this.#disable(endpoint, cursor, { kind: 'gone', reason: outcome.error, goneStatus: 410, safeUrl: safeUrl(endpoint.url) }, event.seq);
+        await this.#disable(endpoint, cursor, { kind: 'gone', reason: outcome.error, goneStatus: 410, safeUrl: safeUrl(endpoint.url) }, event.seq);
         return this.#pollMs;
       }
       const now = this.#now();
       const giveUp = failures + 1 >= this.#maxAttempts;
       const retryInMs = giveUp ? 0 : nextRetryDelayMs(failures + 1, outcome.retryAfterMs, this.#retrySchedule);
-      const streak = recordFailure(db, endpoint.name, cursor, { status: outcome.status, error: outcome.error, retryInMs }, now);
+      const streak = await recordFailure(connection, endpoint.name, cursor, { status: outcome.status, error: outcome.error, retryInMs }, now);
       if (streak === null) return 0;
       const failingForMs = now.getTime() - Date.parse(streak.failingSince);
       if (failingForMs >= endpoint.disableAfterMs) {
         const reason = `no 2xx for ${formatDays(failingForMs)} (failing since ${streak.failingSince}; disableAfterDays ${formatDays(endpoint.disableAfterMs)}); last: ${outcome.error}`;
-        this.#disable(endpoint, cursor, { kind: 'failing', reason, goneStatus: null, safeUrl: safeUrl(endpoint.url) }, event.seq);
+        await this.#disable(endpoint, cursor, { kind: 'failing', reason, goneStatus: null, safeUrl: safeUrl(endpoint.url) }, event.seq);
         return this.#pollMs;
       }
       if (!giveUp) {
@@ -361,8 +375,8 @@ export class WebhookDispatcher {
         );
         return Math.min(retryInMs, this.#pollMs);
       }
-      const given = giveUpEvent(
-        db,
+      const given = await giveUpEvent(
+        connection,
         endpoint.name,
         cursor,
         { seq: event.seq, eventId: event.eventId, type: event.type, attempts: streak.attempts, lastStatus: outcome.status, lastError: outcome.error },
@@ -377,13 +391,13 @@ export class WebhookDispatcher {
       skippedTo = null;
       failures = 0;
     }
-    if (skippedTo !== null) recordSkipped(db, endpoint.name, cursor, skippedTo);
+    if (skippedTo !== null) await recordSkipped(connection, endpoint.name, cursor, skippedTo);
     return 0;
   }
 
   /** Disables the endpoint (appending the `webhook.endpoint_disabled` change) and wakes the others so they deliver it. */
-  #disable(endpoint: EndpointRuntime, cursor: number, disablement: Disablement, seq: number): void {
-    const changeSeq = disableEndpoint(this.#db, endpoint.name, cursor, disablement, this.#now());
+  async #disable(endpoint: EndpointRuntime, cursor: number, disablement: Disablement, seq: number): Promise<void> {
+    const changeSeq = await disableEndpoint(this.#connection, endpoint.name, cursor, disablement, this.#now());
     if (changeSeq === null) return;
     this.#logger.warn(
       { endpoint: endpoint.name, url: safeUrl(endpoint.url), seq, kind: disablement.kind, reason: disablement.reason, changeSeq },
@@ -411,6 +425,15 @@ export function safeUrl(url: string): string {
   } catch {
     return '[invalid URL]';
   }
+}
+
+/**
+ * True when the dispatcher's connection was closed under it (the loops cannot go on). Known for
+ * SQLite; a PostgreSQL pool's closing is recognised in stage 2 (until then such a loop retries with
+ * backoff until `stop()`).
+ */
+function connectionClosed(executor: SqlExecutor): boolean {
+  return executor instanceof SqliteConnection && !executor.sqlite.open;
 }
 
 /** `5 days`, `1.5 days`, `0.0001 days` (for reasons shown to operators). */

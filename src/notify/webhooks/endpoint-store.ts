@@ -1,16 +1,18 @@
 /**
  * The `webhook_endpoints` table (src/mirror/migrations/002_webhooks.ts): each endpoint's durable
- * cursor into the changelog and its delivery state. Every function is one SQL statement, so each
- * state change is atomic.
+ * cursor into the changelog and its delivery state. Every function is one SQL statement or one
+ * transaction (`executor.transaction`), so each state change is atomic. Every function runs through
+ * a `SqlExecutor` (src/mirror/sql/executor.ts), whichever back end holds the mirror; given a
+ * transaction's executor, it runs inside that transaction.
  *
  * Cursor writes are compare-and-set on `delivered_seq`: they apply only if the cursor still holds
  * the value the caller read. A `webhooks replay` run by another process while a delivery is in
  * flight therefore wins; the dispatcher sees that nothing changed and re-reads the cursor.
  */
-import { lastChangeSeq } from '../../mirror/changelog.ts';
-import { preparedStatement, type MirrorDatabase } from '../../mirror/database.ts';
 import { encodeChangeData } from '../../mirror/changelog.ts';
+import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { timeOrderedUuid } from '../../mirror/store.ts';
+import { latestChangeSeq } from '../changelog.ts';
 
 /** Why an endpoint is disabled: the receiver answered 410 Gone, or it kept failing for `disableAfterDays`. */
 export type DisabledKind = 'gone' | 'failing';
@@ -80,40 +82,48 @@ interface EndpointRow {
  * backoff and 410 disablement are cleared: a new URL is a new receiver. The cursor is kept.
  * @returns the stored state after the change, and whether the row was created or its URL changed
  */
-export function registerEndpoint(db: MirrorDatabase, name: string, url: string, now: Date = new Date()): { state: WebhookEndpointState; created: boolean; urlChanged: boolean } {
+export async function registerEndpoint(
+  executor: SqlExecutor,
+  name: string,
+  url: string,
+  now: Date = new Date(),
+): Promise<{ state: WebhookEndpointState; created: boolean; urlChanged: boolean }> {
   const at = now.toISOString();
-  const register = db.transaction(() => {
+  return executor.transaction(async (tx) => {
     const created =
-      preparedStatement(db, 'INSERT INTO webhook_endpoints (name, url, delivered_seq, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING').run(
-        name,
-        url,
-        lastChangeSeq(db),
-        at,
+      (
+        await tx.run('INSERT INTO webhook_endpoints (name, url, delivered_seq, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING', [
+          name,
+          url,
+          await latestChangeSeq(tx),
+          at,
+        ])
       ).changes === 1;
     const urlChanged =
       !created &&
-      preparedStatement(
-        db,
-        `UPDATE webhook_endpoints SET url = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL,
-           disabled_kind = NULL, failing_since = NULL
-         WHERE name = ? AND url <> ?`,
-      ).run(url, name, url).changes === 1;
-    const state = loadEndpoint(db, name);
+      (
+        await tx.run(
+          `UPDATE webhook_endpoints SET url = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL,
+             disabled_kind = NULL, failing_since = NULL
+           WHERE name = ? AND url <> ?`,
+          [url, name, url],
+        )
+      ).changes === 1;
+    const state = await loadEndpoint(tx, name);
     if (!state) throw new Error(`webhook endpoint ${name}: row missing right after registering it`);
     return { state, created, urlChanged };
   });
-  return db.inTransaction ? register() : register.immediate();
 }
 
 /** The stored state of one endpoint, or undefined when it was never registered. */
-export function loadEndpoint(db: MirrorDatabase, name: string): WebhookEndpointState | undefined {
-  const row = preparedStatement(db, 'SELECT * FROM webhook_endpoints WHERE name = ?').get(name) as EndpointRow | undefined;
+export async function loadEndpoint(executor: SqlExecutor, name: string): Promise<WebhookEndpointState | undefined> {
+  const row = await executor.get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE name = ?', [name]);
   return row ? toState(row) : undefined;
 }
 
 /** Every stored endpoint, by name. */
-export function loadAllEndpoints(db: MirrorDatabase): WebhookEndpointState[] {
-  return (preparedStatement(db, 'SELECT * FROM webhook_endpoints ORDER BY name').all() as EndpointRow[]).map(toState);
+export async function loadAllEndpoints(executor: SqlExecutor): Promise<WebhookEndpointState[]> {
+  return (await executor.all<EndpointRow>('SELECT * FROM webhook_endpoints ORDER BY name')).map(toState);
 }
 
 /**
@@ -121,25 +131,24 @@ export function loadAllEndpoints(db: MirrorDatabase): WebhookEndpointState[] {
  * covers any filtered-out events between `expectedSeq` and `seq`).
  * @returns false when the cursor no longer holds `expectedSeq` (moved by a replay): nothing changed
  */
-export function recordDelivered(db: MirrorDatabase, name: string, expectedSeq: number, seq: number, status: number, now: Date = new Date()): boolean {
+export async function recordDelivered(executor: SqlExecutor, name: string, expectedSeq: number, seq: number, status: number, now: Date = new Date()): Promise<boolean> {
   const at = now.toISOString();
-  return (
-    preparedStatement(
-      db,
-      `UPDATE webhook_endpoints
-       SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL, last_attempt_at = ?, last_status = ?, last_success_at = ?,
-           delivered_count = delivered_count + 1, failing_since = NULL
-       WHERE name = ? AND delivered_seq = ?`,
-    ).run(seq, at, status, at, name, expectedSeq).changes === 1
+  const result = await executor.run(
+    `UPDATE webhook_endpoints
+     SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL, last_attempt_at = ?, last_status = ?, last_success_at = ?,
+         delivered_count = delivered_count + 1, failing_since = NULL
+     WHERE name = ? AND delivered_seq = ?`,
+    [seq, at, status, at, name, expectedSeq],
   );
+  return result.changes === 1;
 }
 
 /**
  * Moves the cursor past events the endpoint's filter excludes (no delivery, no counters).
  * @returns false when the cursor no longer holds `expectedSeq`
  */
-export function recordSkipped(db: MirrorDatabase, name: string, expectedSeq: number, seq: number): boolean {
-  return preparedStatement(db, 'UPDATE webhook_endpoints SET delivered_seq = ? WHERE name = ? AND delivered_seq = ?').run(seq, name, expectedSeq).changes === 1;
+export async function recordSkipped(executor: SqlExecutor, name: string, expectedSeq: number, seq: number): Promise<boolean> {
+  return (await executor.run('UPDATE webhook_endpoints SET delivered_seq = ? WHERE name = ? AND delivered_seq = ?', [seq, name, expectedSeq])).changes === 1;
 }
 
 /** A failed delivery attempt as `recordFailure` stores it: the answer (or none) and when to retry. */
@@ -164,18 +173,16 @@ export interface FailureStreak {
  * @returns the streak after this failure, or null when the cursor no longer holds `expectedSeq`
  *   (nothing recorded)
  */
-export function recordFailure(db: MirrorDatabase, name: string, expectedSeq: number, attempt: FailedAttempt, now: Date = new Date()): FailureStreak | null {
+export async function recordFailure(executor: SqlExecutor, name: string, expectedSeq: number, attempt: FailedAttempt, now: Date = new Date()): Promise<FailureStreak | null> {
   const at = now.toISOString();
-  const row = preparedStatement(
-    db,
+  const row = await executor.get<{ attempts: number; failing_since: string }>(
     `UPDATE webhook_endpoints
      SET attempts = attempts + 1, next_attempt_at = ?, last_attempt_at = ?, last_status = ?, last_error = ?, last_error_at = ?,
          failed_count = failed_count + 1, failing_since = COALESCE(failing_since, ?)
      WHERE name = ? AND delivered_seq = ?
      RETURNING attempts, failing_since`,
-  ).get(new Date(now.getTime() + attempt.retryInMs).toISOString(), at, attempt.status, attempt.error, at, at, name, expectedSeq) as
-    | { attempts: number; failing_since: string }
-    | undefined;
+    [new Date(now.getTime() + attempt.retryInMs).toISOString(), at, attempt.status, attempt.error, at, at, name, expectedSeq],
+  );
   return row ? { attempts: row.attempts, failingSince: row.failing_since } : null;
 }
 
@@ -197,25 +204,22 @@ export interface GivenUpEvent {
  * only a 2xx ends it.
  * @returns false when the cursor no longer holds `expectedSeq` (moved by a replay): nothing changed
  */
-export function giveUpEvent(db: MirrorDatabase, name: string, expectedSeq: number, event: GivenUpEvent, now: Date = new Date()): boolean {
+export async function giveUpEvent(executor: SqlExecutor, name: string, expectedSeq: number, event: GivenUpEvent, now: Date = new Date()): Promise<boolean> {
   const at = now.toISOString();
-  const giveUp = db.transaction((): boolean => {
+  return executor.transaction(async (tx) => {
     const moved =
-      preparedStatement(db, 'UPDATE webhook_endpoints SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL WHERE name = ? AND delivered_seq = ?').run(
-        event.seq,
-        name,
-        expectedSeq,
-      ).changes === 1;
+      (await tx.run('UPDATE webhook_endpoints SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL WHERE name = ? AND delivered_seq = ?', [event.seq, name, expectedSeq]))
+        .changes === 1;
     if (!moved) return false;
-    preparedStatement(
-      db,
+    // The table is named in `attempts + excluded.attempts`: PostgreSQL finds a bare column ambiguous there.
+    await tx.run(
       `INSERT INTO webhook_failed_deliveries (endpoint, seq, event_id, type, attempts, last_status, last_error, failed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (endpoint, seq) DO UPDATE SET attempts = attempts + excluded.attempts, last_status = excluded.last_status,
+       ON CONFLICT (endpoint, seq) DO UPDATE SET attempts = webhook_failed_deliveries.attempts + excluded.attempts, last_status = excluded.last_status,
          last_error = excluded.last_error, failed_at = excluded.failed_at`,
-    ).run(name, event.seq, event.eventId, event.type, event.attempts, event.lastStatus, event.lastError, at);
+      [name, event.seq, event.eventId, event.type, event.attempts, event.lastStatus, event.lastError, at],
+    );
     return true;
   });
-  return db.inTransaction ? giveUp() : giveUp.immediate();
 }
 
 /** Why `disableEndpoint` disables an endpoint. */
@@ -238,24 +242,26 @@ export interface Disablement {
  * @returns the seq of the appended change, or null when the cursor no longer holds `expectedSeq`
  *   or the endpoint is already disabled (nothing changed)
  */
-export function disableEndpoint(db: MirrorDatabase, name: string, expectedSeq: number, disablement: Disablement, now: Date = new Date()): number | null {
+export async function disableEndpoint(executor: SqlExecutor, name: string, expectedSeq: number, disablement: Disablement, now: Date = new Date()): Promise<number | null> {
   const at = now.toISOString();
-  const disable = db.transaction((): number | null => {
-    const before = loadEndpoint(db, name);
+  return executor.transaction(async (tx): Promise<number | null> => {
+    const before = await loadEndpoint(tx, name);
     const changed =
-      preparedStatement(
-        db,
-        `UPDATE webhook_endpoints
-         SET disabled_at = ?, disabled_reason = ?, disabled_kind = ?, next_attempt_at = NULL
-         WHERE name = ? AND delivered_seq = ? AND disabled_at IS NULL`,
-      ).run(at, disablement.reason, disablement.kind, name, expectedSeq).changes === 1;
+      (
+        await tx.run(
+          `UPDATE webhook_endpoints
+           SET disabled_at = ?, disabled_reason = ?, disabled_kind = ?, next_attempt_at = NULL
+           WHERE name = ? AND delivered_seq = ? AND disabled_at IS NULL`,
+          [at, disablement.reason, disablement.kind, name, expectedSeq],
+        )
+      ).changes === 1;
     if (!changed) return null;
     if (disablement.goneStatus !== null) {
-      preparedStatement(
-        db,
+      await tx.run(
         `UPDATE webhook_endpoints SET last_attempt_at = ?, last_status = ?, last_error = ?, last_error_at = ?, failed_count = failed_count + 1,
            failing_since = COALESCE(failing_since, ?) WHERE name = ?`,
-      ).run(at, disablement.goneStatus, disablement.reason, at, at, name);
+        [at, disablement.goneStatus, disablement.reason, at, at, name],
+      );
     }
     const record = {
       endpoint: name,
@@ -265,17 +271,18 @@ export function disableEndpoint(db: MirrorDatabase, name: string, expectedSeq: n
       failingSince: before?.failingSince ?? at,
       disabledAt: at,
     };
-    const result = preparedStatement(db, 'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)').run(
+    // Plain SQL, as MirrorStore.appendChange writes a change: same columns, same `data` format.
+    const appended = await tx.get<{ seq: number }>('INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq', [
       `evt_${timeOrderedUuid(now.getTime())}`,
       ENDPOINT_DISABLED_EVENT,
       'webhooks',
       name,
       at,
       encodeChangeData({ record, changes: { enabled: { old: true, new: false } } }),
-    );
-    return Number(result.lastInsertRowid);
+    ]);
+    if (!appended) throw new Error(`webhook endpoint ${name}: the ${ENDPOINT_DISABLED_EVENT} change returned no seq`);
+    return Number(appended.seq);
   });
-  return db.inTransaction ? disable() : disable.immediate();
 }
 
 /**
@@ -283,18 +290,17 @@ export function disableEndpoint(db: MirrorDatabase, name: string, expectedSeq: n
  * clearing its backoff and failure streak.
  * @returns the state before, or undefined when the endpoint was never registered
  */
-export function enableEndpoint(db: MirrorDatabase, name: string): WebhookEndpointState | undefined {
-  const enable = db.transaction(() => {
-    const before = loadEndpoint(db, name);
+export async function enableEndpoint(executor: SqlExecutor, name: string): Promise<WebhookEndpointState | undefined> {
+  return executor.transaction(async (tx) => {
+    const before = await loadEndpoint(tx, name);
     if (!before) return undefined;
-    preparedStatement(
-      db,
+    await tx.run(
       `UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, disabled_kind = NULL, failing_since = NULL, attempts = 0, next_attempt_at = NULL
        WHERE name = ?`,
-    ).run(name);
+      [name],
+    );
     return before;
   });
-  return db.inTransaction ? enable() : enable.immediate();
 }
 
 /**
@@ -302,15 +308,14 @@ export function enableEndpoint(db: MirrorDatabase, name: string): WebhookEndpoin
  * Callers that check the current cursor first wrap both in one transaction.
  * @returns false when the endpoint was never registered
  */
-export function resetCursor(db: MirrorDatabase, name: string, seq: number): boolean {
-  return (
-    preparedStatement(
-      db,
-      `UPDATE webhook_endpoints SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL,
-         disabled_kind = NULL, failing_since = NULL
-       WHERE name = ?`,
-    ).run(seq, name).changes === 1
+export async function resetCursor(executor: SqlExecutor, name: string, seq: number): Promise<boolean> {
+  const result = await executor.run(
+    `UPDATE webhook_endpoints SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL,
+       disabled_kind = NULL, failing_since = NULL
+     WHERE name = ?`,
+    [seq, name],
   );
+  return result.changes === 1;
 }
 
 /** How far an endpoint is behind the changelog. */
@@ -324,9 +329,9 @@ export interface EndpointLag {
 }
 
 /** The lag of a cursor at `deliveredSeq`. */
-export function endpointLag(db: MirrorDatabase, deliveredSeq: number, now: Date = new Date()): EndpointLag {
-  const latestSeq = lastChangeSeq(db);
-  const oldest = preparedStatement(db, 'SELECT occurred_at FROM changes WHERE seq > ? ORDER BY seq LIMIT 1').get(deliveredSeq) as { occurred_at: string } | undefined;
+export async function endpointLag(executor: SqlExecutor, deliveredSeq: number, now: Date = new Date()): Promise<EndpointLag> {
+  const latestSeq = await latestChangeSeq(executor);
+  const oldest = await executor.get<{ occurred_at: string }>('SELECT occurred_at FROM changes WHERE seq > ? ORDER BY seq LIMIT 1', [deliveredSeq]);
   const occurred = oldest ? Date.parse(oldest.occurred_at) : Number.NaN;
   return {
     lagEvents: Math.max(0, latestSeq - deliveredSeq),

@@ -2,9 +2,10 @@
  * The `webhook_failed_deliveries` table (src/mirror/migrations/006_webhook_failures.ts): events an
  * endpoint gave up on after the last attempt of the retry schedule (rows are written by
  * endpoint-store.ts `giveUpEvent`). `webhooks replay --failed` reads them, re-sends each, and
- * deletes a row on its 2xx.
+ * deletes a row on its 2xx. Every function runs one statement through a `SqlExecutor`
+ * (src/mirror/sql/executor.ts), whichever back end holds the mirror.
  */
-import type { MirrorDatabase } from '../../mirror/database.ts';
+import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 
 /** One event an endpoint gave up on (times ISO 8601). */
 export interface FailedDelivery {
@@ -33,12 +34,11 @@ interface FailedDeliveryRow {
 }
 
 /** Failed deliveries, by endpoint then seq; only `endpoint`'s when given. */
-export function listFailedDeliveries(db: MirrorDatabase, endpoint?: string): FailedDelivery[] {
-  const rows = (
+export async function listFailedDeliveries(executor: SqlExecutor, endpoint?: string): Promise<FailedDelivery[]> {
+  const rows =
     endpoint === undefined
-      ? db.prepare('SELECT * FROM webhook_failed_deliveries ORDER BY endpoint, seq').all()
-      : db.prepare('SELECT * FROM webhook_failed_deliveries WHERE endpoint = ? ORDER BY seq').all(endpoint)
-  ) as FailedDeliveryRow[];
+      ? await executor.all<FailedDeliveryRow>('SELECT * FROM webhook_failed_deliveries ORDER BY endpoint, seq')
+      : await executor.all<FailedDeliveryRow>('SELECT * FROM webhook_failed_deliveries WHERE endpoint = ? ORDER BY seq', [endpoint]);
   return rows.map((row) => ({
     endpoint: row.endpoint,
     seq: row.seq,
@@ -52,23 +52,24 @@ export function listFailedDeliveries(db: MirrorDatabase, endpoint?: string): Fai
 }
 
 /** How many events each endpoint gave up on (endpoints with none are absent). */
-export function countFailedDeliveries(db: MirrorDatabase): Map<string, number> {
-  const rows = db.prepare('SELECT endpoint, COUNT(*) AS n FROM webhook_failed_deliveries GROUP BY endpoint').all() as { endpoint: string; n: number }[];
-  return new Map(rows.map((row) => [row.endpoint, row.n]));
+export async function countFailedDeliveries(executor: SqlExecutor): Promise<Map<string, number>> {
+  const rows = await executor.all<{ endpoint: string; n: number | string }>('SELECT endpoint, COUNT(*) AS n FROM webhook_failed_deliveries GROUP BY endpoint');
+  // Number(): PostgreSQL's COUNT is a bigint, which drivers may hand back as text.
+  return new Map(rows.map((row) => [row.endpoint, Number(row.n)]));
 }
 
 /** Deletes the row of an event re-sent with a 2xx. @returns false when it was already gone */
-export function clearFailedDelivery(db: MirrorDatabase, endpoint: string, seq: number): boolean {
-  return db.prepare('DELETE FROM webhook_failed_deliveries WHERE endpoint = ? AND seq = ?').run(endpoint, seq).changes === 1;
+export async function clearFailedDelivery(executor: SqlExecutor, endpoint: string, seq: number): Promise<boolean> {
+  return (await executor.run('DELETE FROM webhook_failed_deliveries WHERE endpoint = ? AND seq = ?', [endpoint, seq])).changes === 1;
 }
 
 /** Records one more failed attempt (a replay that did not get a 2xx) on a failed delivery. */
-export function recordReplayFailure(db: MirrorDatabase, endpoint: string, seq: number, status: number | null, error: string, now: Date = new Date()): void {
-  db.prepare('UPDATE webhook_failed_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?, failed_at = ? WHERE endpoint = ? AND seq = ?').run(
+export async function recordReplayFailure(executor: SqlExecutor, endpoint: string, seq: number, status: number | null, error: string, now: Date = new Date()): Promise<void> {
+  await executor.run('UPDATE webhook_failed_deliveries SET attempts = attempts + 1, last_status = ?, last_error = ?, failed_at = ? WHERE endpoint = ? AND seq = ?', [
     status,
     error,
     now.toISOString(),
     endpoint,
     seq,
-  );
+  ]);
 }
