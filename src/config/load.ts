@@ -7,10 +7,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, ConnectionChoiceError } from './errors.ts';
+import { maskUrlPassword } from './mask-url.ts';
 import { CONNECTION_NAME, configSchema, PER_CONNECTION_KEYS, PROCESS_WIDE_KEYS, type Config, type DeploymentConfig } from './schema.ts';
 
 // The errors live apart (no zod) so that the CLI's error reporting can name them without loading the schema.
 export { ConfigError, ConnectionChoiceError } from './errors.ts';
+export { maskUrlPassword } from './mask-url.ts';
 
 const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
 
@@ -372,20 +374,4 @@ export function deploymentSecrets(configs: readonly Config[]): string[] {
     ...Object.values(config.tokens),
     ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret])]),
   ]);
-}
-
-/**
- * `redis://user:secret@host:6379` -> `redis://user:***@host:6379` (also `https://user:secret@api...`
- * in BIZOPS_BASE_URL); URLs without a password unchanged. A text that is not a URL has anything
- * between `://` and the last `@` before the first `/` masked.
- */
-export function maskUrlPassword(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password === '') return url;
-    parsed.password = '***';
-    return parsed.toString().replace('%2A%2A%2A', '***');
-  } catch {
-    return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/]*@/i, '$1:***@');
-  }
 }
