@@ -428,10 +428,15 @@ export function maskDeployment(deployment: DeploymentConfig): unknown {
   return { connections: Object.fromEntries(deployment.connections.map((config) => [config.connection, maskConfig(config)])) };
 }
 
-/** Every secret of every connection (tokens, webhook secrets): what loggers mask. */
+/**
+ * Every secret of every connection (tokens, webhook secrets, a PostgreSQL mirror URL holding a
+ * password): what loggers and the CLI's error line mask. The URL whole, not its password alone: a
+ * short password (`postgres`) masked wherever it appears would garble every line naming the server.
+ */
 export function deploymentSecrets(configs: readonly Config[]): string[] {
   return configs.flatMap((config) => [
     ...Object.values(config.tokens),
+    ...(isPostgresUrl(config.dbPath) && parsePostgresLocation(config.dbPath).password !== '' ? [config.dbPath] : []),
     ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret])]),
   ]);
 }

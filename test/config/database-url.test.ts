@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, loadDeployment, maskConfig, mirrorPaths } from '../../src/config/load.ts';
+import { ConfigError, deploymentSecrets, loadConfig, loadDeployment, maskConfig, mirrorPaths } from '../../src/config/load.ts';
 import { tempDir, type TempDir } from '../helpers.ts';
 
 let dir: TempDir | undefined;
@@ -41,6 +41,9 @@ describe('a PostgreSQL mirror in the configuration', () => {
     // The same value in both is one mirror; a file path in dbPath is unchanged by the masking.
     expect(loadConfig({ env: withFile({}, { BIZOPS_DB: URL_WITH_PASSWORD, BIZOPS_DATABASE_URL: URL_WITH_PASSWORD }) }).dbPath).toContain('schema=default');
     expect((maskConfig(loadConfig({ env: withFile({ dbPath: './data/x.db' }) })) as { dbPath: string }).dbPath).toBe('./data/x.db');
+    // The URL holding a password is a secret the CLI's error line masks (whole: it also names the server).
+    expect(deploymentSecrets([config])).toContain('postgresql://sync:Pa55-word@db.internal/bizops');
+    expect(deploymentSecrets([loadConfig({ env: withFile({}, { BIZOPS_DB: 'postgres://sync@db/bizops' }) })])).toEqual(['default-token-value']);
     expect(mirrorPaths({ env: withFile({}, { BIZOPS_DATABASE_URL: URL_WITH_PASSWORD }) }).paths).toEqual([
       { connection: 'default', dbPath: 'postgres://sync:Pa55-word@db.internal:5432/bizops?schema=default' },
     ]);

@@ -149,6 +149,12 @@ describe('connecting to PostgreSQL', () => {
     expect(String(error)).not.toContain('S3cret-Pa55');
   });
 
+  it('is not mistaken for a SQLite file by the synchronous openMirror (no file named postgres: is created)', () => {
+    expect(() => openMirror('postgres://sync:pw-secret@127.0.0.1/db')).toThrow(
+      'postgres://sync:***@127.0.0.1/db is a PostgreSQL mirror, which this command cannot open yet (it opens SQLite files); give dbPath a file path',
+    );
+  });
+
   it('refuses a URL whose schema is not a schema name, and a reader of a mirror that does not exist', async () => {
     await expect(openMirrorConnection('postgres://u:pw-secret@127.0.0.1/db?schema=Acme;drop')).rejects.toThrow(
       'postgres://u:***@127.0.0.1/db?schema=Acme;drop: schema "Acme;drop" must be lowercase letters, digits, _ and -',
