@@ -119,7 +119,10 @@ export function numberPlaceholders(sql: string): string {
   return out;
 }
 
-/** Error codes of a connection that could not be made or was lost (not of a statement). */
+/** Network error codes of a socket that could not connect or was cut. */
+const NETWORK_CODES = /^(ECONN|ETIMEDOUT|ENOTFOUND|EAI_|EPIPE|EHOSTUNREACH|ENETUNREACH)/;
+
+/** True for an error of a connection that could not be made or was lost (not of a statement). */
 function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error instanceof pg.DatabaseError) {
@@ -127,7 +130,8 @@ function isConnectionError(error: unknown): boolean {
     // 08: connection exception; 28: invalid authorization; 3D000: no such database; 57P0x: shutting down.
     return code.startsWith('08') || code.startsWith('28') || code === '3D000' || code.startsWith('57P0');
   }
-  return true;
+  const code = (error as NodeJS.ErrnoException).code;
+  return error instanceof AggregateError || (typeof code === 'string' && NETWORK_CODES.test(code)) || /connection terminated/i.test(error.message);
 }
 
 /** What the two executors share: where the mirror is, and how to word an error. */
