@@ -7,10 +7,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, ConnectionChoiceError } from './errors.ts';
+import { maskUrlPassword } from './mask-url.ts';
+import { isOtherUrl, isPostgresUrl, parsePostgresLocation } from '../mirror/sql/postgres-location.ts';
 import { CONNECTION_NAME, configSchema, PER_CONNECTION_KEYS, PROCESS_WIDE_KEYS, type Config, type DeploymentConfig } from './schema.ts';
 
 // The errors live apart (no zod) so that the CLI's error reporting can name them without loading the schema.
 export { ConfigError, ConnectionChoiceError } from './errors.ts';
+export { maskUrlPassword } from './mask-url.ts';
 
 const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
 
@@ -144,7 +147,41 @@ function parseConnection(name: string, merged: Record<string, unknown>, labelFor
   }
   const config = parsed.data;
   config.dbPath = config.dbPath.replaceAll('{connection}', name);
+  checkMirrorLocation(config.dbPath, labelFor('dbPath'));
   return config;
+}
+
+/**
+ * Checks `dbPath` once `{connection}` is replaced: a PostgreSQL URL must be one the mirror can use
+ * (a valid URL, a valid `schema`); any other `scheme://` is a mistake, not a file name.
+ * @throws ConfigError naming `label`, with the URL's password masked
+ */
+function checkMirrorLocation(dbPath: string, label: string): void {
+  if (isPostgresUrl(dbPath)) {
+    try {
+      parsePostgresLocation(dbPath);
+    } catch (error) {
+      throw new ConfigError(`${label}: ${(error as Error).message}`);
+    }
+  } else if (isOtherUrl(dbPath)) {
+    throw new ConfigError(`${label}: ${maskUrlPassword(dbPath)} is neither a file path (SQLite) nor a postgres:// or postgresql:// URL (PostgreSQL)`);
+  }
+}
+
+/**
+ * The key of the mirror `dbPath` names, for finding two connections on one mirror: the absolute
+ * file path, or host, port, database and schema of a PostgreSQL URL (whoever logs in).
+ */
+function mirrorKey(dbPath: string, connection: string): string {
+  if (dbPath === ':memory:') return `:memory:${connection}`;
+  if (!isPostgresUrl(dbPath)) return resolve(dbPath);
+  try {
+    const { connectionString, schema } = parsePostgresLocation(dbPath);
+    const url = new URL(connectionString);
+    return `postgres://${url.hostname}:${url.port || '5432'}${url.pathname}?schema=${schema}`;
+  } catch {
+    return dbPath;
+  }
 }
 
 /**
@@ -175,19 +212,21 @@ function checkConnectionsApart(configs: readonly Config[], inheritedFrom: (confi
 
 /**
  * Checks that each connection has its own mirror file (`dbPath` resolved against the working
- * directory; `:memory:` is each connection's own). `source` names the environment variable a path
- * came from (`BIZOPS_DB`), or ''.
+ * directory; `:memory:` is each connection's own) or PostgreSQL schema (`mirrorKey`). `source`
+ * names the environment variable a path came from (`BIZOPS_DB`, `BIZOPS_DATABASE_URL`), or ''.
  * @throws ConfigError naming both connections, the file and its source
  */
 function checkOwnMirrorFiles(paths: readonly { connection: string; dbPath: string; source: string }[]): void {
   const byFile = new Map<string, string>();
   for (const { connection, dbPath, source } of paths) {
-    const file = dbPath === ':memory:' ? `:memory:${connection}` : resolve(dbPath);
+    const file = mirrorKey(dbPath, connection);
     const other = byFile.get(file);
     if (other !== undefined) {
       throw new ConfigError(
-        `connections.${other}.dbPath and connections.${connection}.dbPath: both are ${dbPath}${source ? ` (from ${source})` : ''}; ` +
-          'each connection needs its own mirror file: set dbPath per connection, or put {connection} in it (e.g. /data/{connection}.db)',
+        `connections.${other}.dbPath and connections.${connection}.dbPath: both are ${maskUrlPassword(dbPath)}${source ? ` (from ${source})` : ''}; ` +
+          (isPostgresUrl(dbPath)
+            ? 'each connection needs its own mirror: set dbPath per connection, or put {connection} in its schema (e.g. postgres://host/db?schema={connection})'
+            : 'each connection needs its own mirror file: set dbPath per connection, or put {connection} in it (e.g. /data/{connection}.db)'),
       );
     }
     byFile.set(file, connection);
@@ -217,18 +256,39 @@ export function mirrorPaths(options: Pick<LoadConfigOptions, 'env'> = {}): { nam
   const fileConfig = readConfigFile(env.BIZOPS_CONFIG);
   const entries = fileConfig.connections;
   const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
+  const fromEnvironment = mirrorFromEnvironment(env);
   if (!entries || typeof entries !== 'object' || Array.isArray(entries) || Object.keys(entries).length === 0) {
-    const dbPath = text(env.BIZOPS_DB) ?? text(fileConfig.dbPath) ?? './data/mirror.db';
+    const dbPath = fromEnvironment?.value ?? text(fileConfig.dbPath) ?? './data/mirror.db';
     return { named: false, paths: [{ connection: 'default', dbPath: dbPath.replaceAll('{connection}', 'default') }] };
   }
   const paths = Object.entries(entries as Record<string, unknown>).map(([connection, entry]) => {
     const own = entry && typeof entry === 'object' ? text((entry as Record<string, unknown>).dbPath) : undefined;
-    const fromEnv = own === undefined ? text(env.BIZOPS_DB) : undefined;
-    const dbPath = own ?? fromEnv ?? text(fileConfig.dbPath) ?? `./data/${connection}.db`;
-    return { connection, dbPath: dbPath.replaceAll('{connection}', connection), source: fromEnv === undefined ? '' : 'BIZOPS_DB' };
+    const fromEnv = own === undefined ? fromEnvironment : undefined;
+    const dbPath = own ?? fromEnv?.value ?? text(fileConfig.dbPath) ?? `./data/${connection}.db`;
+    return { connection, dbPath: dbPath.replaceAll('{connection}', connection), source: fromEnv?.name ?? '' };
   });
   checkOwnMirrorFiles(paths);
   return { named: true, paths: paths.map(({ connection, dbPath }) => ({ connection, dbPath })) };
+}
+
+/**
+ * The mirror the environment names: `BIZOPS_DB` (a file path or a PostgreSQL URL) or
+ * `BIZOPS_DATABASE_URL` (a PostgreSQL URL only), with the variable's name; undefined when neither
+ * is set (empty counts as unset).
+ * @throws ConfigError when both are set to different values, or BIZOPS_DATABASE_URL is not a
+ *   PostgreSQL URL
+ */
+function mirrorFromEnvironment(env: NodeJS.ProcessEnv): { name: string; value: string } | undefined {
+  const databaseUrl = env.BIZOPS_DATABASE_URL || undefined;
+  const db = env.BIZOPS_DB || undefined;
+  if (databaseUrl === undefined) return db === undefined ? undefined : { name: 'BIZOPS_DB', value: db };
+  if (!isPostgresUrl(databaseUrl)) {
+    throw new ConfigError(`BIZOPS_DATABASE_URL (dbPath): must be a postgres:// or postgresql:// URL (a SQLite file goes in BIZOPS_DB), got ${maskUrlPassword(databaseUrl)}`);
+  }
+  if (db !== undefined && db !== databaseUrl) {
+    throw new ConfigError(`BIZOPS_DB and BIZOPS_DATABASE_URL (dbPath): both are set, to different mirrors (${maskUrlPassword(db)}, ${maskUrlPassword(databaseUrl)}); set one`);
+  }
+  return { name: 'BIZOPS_DATABASE_URL', value: databaseUrl };
 }
 
 /** Which environment variable sets which key, for error messages. */
@@ -302,7 +362,8 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
       set(`tokens.${name}`, envName, value.trim());
     }
   }
-  if (env.BIZOPS_DB) set('dbPath', 'BIZOPS_DB', env.BIZOPS_DB);
+  const mirror = mirrorFromEnvironment(env);
+  if (mirror) set('dbPath', mirror.name, mirror.value);
   if (env.REDIS_URL) set('redisUrl', 'REDIS_URL', env.REDIS_URL);
   if (env.BIZOPS_COMPANY_ID) set('companyId', 'BIZOPS_COMPANY_ID', env.BIZOPS_COMPANY_ID);
   if (env.BIZOPS_RATE_LIMIT_PER_MIN) set('rateLimit.perMinute', 'BIZOPS_RATE_LIMIT_PER_MIN', number('BIZOPS_RATE_LIMIT_PER_MIN'));
@@ -352,6 +413,7 @@ export function maskConfig(config: Config): unknown {
     baseUrl: maskUrlPassword(config.baseUrl),
     tokens: Object.fromEntries(Object.keys(config.tokens).map((name) => [name, '***'])),
     redisUrl: maskUrlPassword(config.redisUrl),
+    dbPath: maskUrlPassword(config.dbPath),
     http: { ...config.http, writeApiKey: mask(config.http.writeApiKey) },
     webhooks: config.webhooks.map((w) => ({ ...w, secret: 'whsec_***', ...(w.previousSecret === undefined ? {} : { previousSecret: 'whsec_***' }) })),
   };
@@ -366,26 +428,15 @@ export function maskDeployment(deployment: DeploymentConfig): unknown {
   return { connections: Object.fromEntries(deployment.connections.map((config) => [config.connection, maskConfig(config)])) };
 }
 
-/** Every secret of every connection (tokens, webhook secrets): what loggers mask. */
+/**
+ * Every secret of every connection (tokens, webhook secrets, a PostgreSQL mirror URL holding a
+ * password): what loggers and the CLI's error line mask. The URL whole, not its password alone: a
+ * short password (`postgres`) masked wherever it appears would garble every line naming the server.
+ */
 export function deploymentSecrets(configs: readonly Config[]): string[] {
   return configs.flatMap((config) => [
     ...Object.values(config.tokens),
+    ...(isPostgresUrl(config.dbPath) && parsePostgresLocation(config.dbPath).password !== '' ? [config.dbPath] : []),
     ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret])]),
   ]);
-}
-
-/**
- * `redis://user:secret@host:6379` -> `redis://user:***@host:6379` (also `https://user:secret@api...`
- * in BIZOPS_BASE_URL); URLs without a password unchanged. A text that is not a URL has anything
- * between `://` and the last `@` before the first `/` masked.
- */
-export function maskUrlPassword(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password === '') return url;
-    parsed.password = '***';
-    return parsed.toString().replace('%2A%2A%2A', '***');
-  } catch {
-    return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/]*@/i, '$1:***@');
-  }
 }

@@ -141,8 +141,11 @@ export const configSchema = z.object({
     message: 'a token named "default" is required (set BIZOPS_TOKEN or BIZOPS_TOKEN_FILE)',
   }),
   /**
-   * The mirror's SQLite file (`BIZOPS_DB`). `{connection}` in it is replaced by the connection's
-   * name. Default `./data/mirror.db`, or `./data/<connection>.db` when the file has `connections`.
+   * The mirror: a SQLite file path, or a PostgreSQL URL `postgres://user:password@host:5432/db?schema=name`
+   * (docs/mirror.md "PostgreSQL"; schema default `bizops`) (`BIZOPS_DB`, or `BIZOPS_DATABASE_URL` for a
+   * URL). `{connection}` in it is replaced by the connection's name (`?schema={connection}`). Default
+   * `./data/mirror.db`, or `./data/<connection>.db` when the file has `connections`. Its password is
+   * masked when shown.
    */
   dbPath: z.string().min(1).default('./data/mirror.db'),
   /** Redis of the write queue and of the rate budget shared by every process (`REDIS_URL`); its password is masked when shown. */

@@ -8,7 +8,9 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 import { STREAM_LIST } from '../streams/definitions.ts';
+import { maskUrlPassword } from '../config/mask-url.ts';
 import { MIGRATIONS } from './migrations/index.ts';
+import { isPostgresUrl } from './sql/postgres-location.ts';
 import { prepareStreamTables } from './stream-tables.ts';
 
 export type MirrorDatabase = Database.Database;
@@ -40,9 +42,12 @@ export interface OpenMirrorOptions {
  * Opens (creating if needed) the mirror at `path`, applies pending migrations, and prepares the
  * stream tables (stream-tables.ts).
  * @throws Error naming the file when it cannot be opened, or when it was written by a newer
- *   bizops-sync; Error naming the table and column when a stream table disagrees with its definition
+ *   bizops-sync, or `path` is a PostgreSQL URL (src/mirror/open.ts opens those); Error naming the table and column when a stream table disagrees with its definition
  */
 export function openMirror(path: string, options: OpenMirrorOptions = {}): MirrorDatabase {
+  if (isPostgresUrl(path)) {
+    throw new Error(`${maskUrlPassword(path)} is a PostgreSQL mirror, which this command cannot open yet (it opens SQLite files); give dbPath a file path`);
+  }
   if (!options.readonly && path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   let db: MirrorDatabase;
   try {

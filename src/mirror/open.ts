@@ -1,0 +1,49 @@
+/**
+ * Opening the mirror wherever it lives (docs/mirror.md): a file path is a SQLite file
+ * (src/mirror/database.ts), a `postgres://` or `postgresql://` URL a schema of a PostgreSQL
+ * database (src/mirror/sql/postgres.ts). Either way the caller gets the one executor interface
+ * (src/mirror/sql/executor.ts), migrated and with every stream table in place.
+ */
+import type { StreamDefinition } from '../streams/define-stream.ts';
+import { STREAM_LIST } from '../streams/definitions.ts';
+import { openMirror } from './database.ts';
+import { migratePostgres } from './postgres-migrate.ts';
+import type { SqlConnection } from './sql/executor.ts';
+import { isPostgresUrl } from './sql/postgres-location.ts';
+import { openPostgresConnection } from './sql/postgres.ts';
+import { sqliteConnection } from './sql/sqlite.ts';
+import { preparePostgresStreamTables } from './stream-tables.ts';
+
+/** Options of `openMirrorConnection`. */
+export interface OpenMirrorConnectionOptions {
+  /**
+   * Open read-only (downstream readers, `changes`, `status`): no migration, no table check, no
+   * writes (SQLite: a read-only handle on an existing file; PostgreSQL: read-only transactions on an
+   * existing schema).
+   */
+  readonly?: boolean;
+  /** The streams whose tables must be in place. Default: every registered stream (src/streams/definitions.ts). */
+  streams?: readonly StreamDefinition[];
+}
+
+/**
+ * Opens the mirror at `location`: a SQLite file path (created when missing), or a PostgreSQL URL
+ * `postgres://user:password@host:5432/database?schema=name` (the schema created when missing,
+ * default `bizops`). Applies pending migrations and prepares the stream tables, unless read-only.
+ * @throws Error naming the file, or the URL with its password masked, when it cannot be opened or
+ *   reached, or was written by a newer bizops-sync; Error naming the table and column when a stream
+ *   table disagrees with its definition
+ */
+export async function openMirrorConnection(location: string, options: OpenMirrorConnectionOptions = {}): Promise<SqlConnection> {
+  if (!isPostgresUrl(location)) return sqliteConnection(openMirror(location, options));
+  const connection = await openPostgresConnection(location, { readonly: options.readonly ?? false });
+  if (options.readonly) return connection;
+  try {
+    await migratePostgres(connection);
+    await preparePostgresStreamTables(connection, options.streams ?? STREAM_LIST);
+  } catch (error) {
+    await connection.close();
+    throw error;
+  }
+  return connection;
+}

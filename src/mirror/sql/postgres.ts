@@ -1,0 +1,376 @@
+/**
+ * The PostgreSQL back end of the SQL executor (src/mirror/sql/executor.ts): a node-postgres pool
+ * behind the asynchronous interface every mirror module uses (docs/mirror.md "PostgreSQL").
+ *
+ * - Statements are written with `?` placeholders; each is rewritten once to `$1..$n` (outside quoted
+ *   strings, quoted identifiers and comments) and the rewrite cached per SQL text. A `?` is always a
+ *   placeholder there: the jsonb operators `?`, `?|`, `?&` cannot be written (use `jsonb_exists`).
+ * - One schema per mirror (postgres-location.ts): every pooled connection starts with its
+ *   `search_path` set to it, so the statements name tables unqualified, as on SQLite.
+ * - `int8` (BIGINT, COUNT(*)) and `numeric` (SUM of a bigint) come back as JS numbers, like SQLite's
+ *   INTEGER, through type parsers of this pool only (the driver's global ones are left alone).
+ *   The mirror's integers (cents, seqs, counts) stay far below 2^53.
+ * - A transaction holds one pooled connection from BEGIN to COMMIT, and first takes a
+ *   transaction-scoped advisory lock of the mirror's schema: writing transactions of every process
+ *   run one at a time per mirror, as SQLite's `BEGIN IMMEDIATE` makes them (a body that reads then
+ *   writes, e.g. a record and its previous version, sees no other transaction's commit in between).
+ *   A statement outside a transaction runs on any free pooled connection, at once.
+ * - Errors: a connection that cannot be made (refused, unknown host, authentication, missing
+ *   database) rejects with one message naming the URL with its password masked; the password never
+ *   appears in a message. A failing statement rejects with the driver's `DatabaseError`.
+ */
+import pg from 'pg';
+import type { RunResult, SqlConnection, SqlExecutor, SqlRow, SqlValue } from './executor.ts';
+import { parsePostgresLocation, quoteIdentifier } from './postgres-location.ts';
+
+/** `int8` and `numeric` as numbers, for this back end's pools only. */
+const NUMBER_TYPES = new pg.TypeOverrides();
+NUMBER_TYPES.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+NUMBER_TYPES.setTypeParser(pg.types.builtins.NUMERIC, (value: string) => Number(value));
+
+/**
+ * The first key of the advisory locks this project takes (`pg_advisory_xact_lock(class, hashtext(schema))`);
+ * the second is the schema's hash, so mirrors in one database do not wait on each other.
+ */
+export const ADVISORY_LOCK_CLASS = {
+  /** Held by every writing transaction (see the module header). */
+  transaction: 0x62697a74,
+  /** Held while creating the schema and migrating it (src/mirror/postgres-migrate.ts). */
+  migration: 0x62697a6d,
+} as const;
+
+/** The SQL taking the transaction-scoped advisory lock `lockClass` of `schema`. */
+export function advisoryLockStatement(lockClass: number, schema: string): string {
+  return `SELECT pg_advisory_xact_lock(${lockClass}, hashtext('${schema.replaceAll("'", "''")}'))`;
+}
+
+const rewrites = new Map<string, string>();
+
+/**
+ * `sql` with its `?` placeholders numbered `$1..$n`, skipping string literals (`'...'`, `E'...'`),
+ * quoted identifiers, dollar-quoted strings and comments. Cached per text (statements are a finite
+ * set written in the code; the cache is emptied past 2000 texts in case some are built at run time).
+ */
+export function numberPlaceholders(sql: string): string {
+  const cached = rewrites.get(sql);
+  if (cached !== undefined) return cached;
+  let out = '';
+  let number = 0;
+  let index = 0;
+  const length = sql.length;
+  while (index < length) {
+    const char = sql[index]!;
+    const next = sql[index + 1];
+    if (char === '?') {
+      out += `$${++number}`;
+      index += 1;
+    } else if (char === "'") {
+      const escapes = index > 0 && /[eE]/.test(sql[index - 1]!) && (index < 2 || !/[A-Za-z0-9_$]/.test(sql[index - 2]!));
+      let end = index + 1;
+      while (end < length) {
+        if (escapes && sql[end] === '\\') end += 2;
+        else if (sql[end] === "'") {
+          if (sql[end + 1] === "'") end += 2;
+          else break;
+        } else end += 1;
+      }
+      out += sql.slice(index, end + 1);
+      index = end + 1;
+    } else if (char === '"') {
+      const end = sql.indexOf('"', index + 1);
+      const stop = end === -1 ? length : end + 1;
+      out += sql.slice(index, stop);
+      index = stop;
+    } else if (char === '-' && next === '-') {
+      const end = sql.indexOf('\n', index);
+      const stop = end === -1 ? length : end + 1;
+      out += sql.slice(index, stop);
+      index = stop;
+    } else if (char === '/' && next === '*') {
+      let depth = 1;
+      let end = index + 2;
+      while (end < length && depth > 0) {
+        const pair = sql.slice(end, end + 2);
+        if (pair === '/*' || pair === '*/') {
+          depth += pair === '/*' ? 1 : -1;
+          end += 2;
+        } else end += 1;
+      }
+      out += sql.slice(index, end);
+      index = end;
+    } else if (char === '$' && (index === 0 || !/[A-Za-z0-9_]/.test(sql[index - 1]!))) {
+      const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(index));
+      if (tag) {
+        const end = sql.indexOf(tag[0], index + tag[0].length);
+        const stop = end === -1 ? length : end + tag[0].length;
+        out += sql.slice(index, stop);
+        index = stop;
+      } else {
+        out += char;
+        index += 1;
+      }
+    } else {
+      out += char;
+      index += 1;
+    }
+  }
+  if (rewrites.size >= 2000) rewrites.clear();
+  rewrites.set(sql, out);
+  return out;
+}
+
+/** Network error codes of a socket that could not connect or was cut. */
+const NETWORK_CODES = /^(ECONN|ETIMEDOUT|ENOTFOUND|EAI_|EPIPE|EHOSTUNREACH|ENETUNREACH)/;
+
+/** True for an error of a connection that could not be made or was lost (not of a statement). */
+function isConnectionError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error instanceof pg.DatabaseError) {
+    const code = error.code ?? '';
+    // 08: connection exception; 28: invalid authorization; 3D000: no such database; 57P0x: shutting down.
+    return code.startsWith('08') || code.startsWith('28') || code === '3D000' || code.startsWith('57P0');
+  }
+  const code = (error as NodeJS.ErrnoException).code;
+  return error instanceof AggregateError || (typeof code === 'string' && NETWORK_CODES.test(code)) || /connection terminated/i.test(error.message);
+}
+
+/** What the two executors share: where the mirror is, and how to word an error. */
+interface PostgresTarget {
+  readonly location: string;
+  readonly password: string;
+}
+
+/** `error`'s message with the password masked, should a driver ever echo it. */
+function withoutPassword(message: string, password: string): string {
+  return password === '' ? message : message.replaceAll(password, '***');
+}
+
+/**
+ * The error of a connection that could not be made: one line naming the masked URL, the driver's
+ * reason (every address tried, for a refused connection) and the cause kept.
+ */
+export function connectionError(target: PostgresTarget, error: unknown): Error {
+  const reasons =
+    error instanceof AggregateError && error.errors.length > 0
+      ? [...new Set(error.errors.map((inner: unknown) => (inner instanceof Error ? inner.message : String(inner))))].join('; ')
+      : error instanceof Error
+        ? error.message || (error as NodeJS.ErrnoException).code || error.name
+        : String(error);
+  return new Error(`cannot connect to the PostgreSQL mirror at ${target.location}: ${withoutPassword(reasons, target.password)}`, { cause: error });
+}
+
+/** Statements of one transaction, on the pooled client that holds it. */
+class PostgresTransaction implements SqlExecutor {
+  readonly dialect = 'postgres' as const;
+  readonly inTransaction = true;
+  readonly #client: pg.PoolClient;
+  readonly #target: PostgresTarget;
+  /** Set when the transaction has ended: later use is a bug. */
+  ended = false;
+
+  constructor(client: pg.PoolClient, target: PostgresTarget) {
+    this.#client = client;
+    this.#target = target;
+  }
+
+  async #query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
+    if (this.ended) throw new Error('this transaction has already ended: use the connection, or run the statement inside the transaction');
+    try {
+      return await this.#client.query(sql, parameters === undefined ? undefined : [...parameters]);
+    } catch (error) {
+      if (isConnectionError(error)) throw connectionError(this.#target, error);
+      throw error;
+    }
+  }
+
+  async run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {
+    return { changes: (await this.#query(numberPlaceholders(sql), parameters)).rowCount ?? 0 };
+  }
+
+  async get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined> {
+    return (await this.#query(numberPlaceholders(sql), parameters)).rows[0] as Row | undefined;
+  }
+
+  async all<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row[]> {
+    return (await this.#query(numberPlaceholders(sql), parameters)).rows as Row[];
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.#query(sql, undefined);
+  }
+
+  /** Inside a transaction: joins it. */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    return fn(this);
+  }
+}
+
+/** Options of `openPostgresConnection`. */
+export interface PostgresConnectionOptions {
+  /**
+   * Read-only (downstream readers, `changes`, `status`): the schema must exist (it is not created),
+   * every transaction is `READ ONLY` (`default_transaction_read_only`), no advisory lock is taken.
+   */
+  readonly?: boolean;
+  /** Most pooled connections at once (default 10). */
+  maxConnections?: number;
+}
+
+/**
+ * A connection to one PostgreSQL mirror (one schema of one database): a pool of connections behind
+ * the executor interface (module header). Build it with `openPostgresConnection(url)`.
+ */
+export class PostgresConnection implements SqlConnection, PostgresTarget {
+  readonly dialect = 'postgres' as const;
+  readonly inTransaction = false;
+  /** The URL with its password masked (`postgres://user:***@host/db?schema=acme`). */
+  readonly location: string;
+  /** The schema holding the mirror's tables. */
+  readonly schema: string;
+  readonly readonly: boolean;
+  readonly password: string;
+  readonly #pool: pg.Pool;
+  #closed = false;
+
+  /**
+   * A pool for `url`; no connection is made yet (`openPostgresConnection` makes one and prepares
+   * the schema).
+   * @throws Error naming the masked URL when it is not a valid PostgreSQL mirror URL
+   */
+  constructor(url: string, options: PostgresConnectionOptions = {}) {
+    const target = parsePostgresLocation(url);
+    this.location = target.location;
+    this.schema = target.schema;
+    this.password = target.password;
+    this.readonly = options.readonly ?? false;
+    // The driver lets the URL's `options` win over ours: move them over so search_path stays set.
+    const connection = new URL(target.connectionString);
+    const urlOptions = connection.searchParams.get('options');
+    connection.searchParams.delete('options');
+    const startup = [`-c search_path=${quoteIdentifier(this.schema)}`, ...(this.readonly ? ['-c default_transaction_read_only=on'] : []), ...(urlOptions ? [urlOptions] : [])];
+    this.#pool = new pg.Pool({
+      connectionString: connection.toString(),
+      options: startup.join(' '),
+      application_name: 'bizops-sync',
+      types: NUMBER_TYPES,
+      max: options.maxConnections ?? 10,
+    });
+    // An idle pooled connection lost (the server restarted): the pool drops it and the next
+    // statement connects afresh. Without a listener the error would end the process.
+    this.#pool.on('error', () => {});
+  }
+
+  /**
+   * A pooled client, or an error naming the masked URL when no connection can be made.
+   * @throws Error `cannot connect to the PostgreSQL mirror at <url>: <reason>`
+   */
+  async #client(): Promise<pg.PoolClient> {
+    if (this.#closed) throw new Error(`the PostgreSQL mirror connection to ${this.location} is closed`);
+    try {
+      return await this.#pool.connect();
+    } catch (error) {
+      throw connectionError(this, error);
+    }
+  }
+
+  /** Runs one query on a pooled client; a client whose connection broke is dropped from the pool. */
+  async #query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
+    const client = await this.#client();
+    let broken: Error | undefined;
+    try {
+      return await client.query(sql, parameters === undefined ? undefined : [...parameters]);
+    } catch (error) {
+      if (!(error instanceof pg.DatabaseError)) broken = error as Error;
+      if (isConnectionError(error)) throw connectionError(this, error);
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {
+    return { changes: (await this.#query(numberPlaceholders(sql), parameters)).rowCount ?? 0 };
+  }
+
+  async get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined> {
+    return (await this.#query(numberPlaceholders(sql), parameters)).rows[0] as Row | undefined;
+  }
+
+  async all<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row[]> {
+    return (await this.#query(numberPlaceholders(sql), parameters)).rows as Row[];
+  }
+
+  /** Runs several statements without parameters (one simple query). */
+  async exec(sql: string): Promise<void> {
+    await this.#query(sql, undefined);
+  }
+
+  /**
+   * Runs `fn` in one transaction on one pooled connection, after taking the mirror's transaction
+   * lock (module header; not on a read-only connection). Commits when `fn` resolves, rolls back when
+   * it throws (the error is rethrown).
+   * @throws Error naming the masked URL when no connection can be made; the driver's
+   *   `DatabaseError` when a statement or the commit fails; whatever `fn` throws
+   */
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const client = await this.#client();
+    const tx = new PostgresTransaction(client, this);
+    let broken: Error | undefined;
+    try {
+      try {
+        await client.query(this.readonly ? 'BEGIN' : `BEGIN; ${advisoryLockStatement(ADVISORY_LOCK_CLASS.transaction, this.schema)}`);
+      } catch (error) {
+        if (isConnectionError(error)) throw connectionError(this, error);
+        throw error;
+      }
+      const result = await fn(tx);
+      tx.ended = true;
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      tx.ended = true;
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackError) {
+        broken = rollbackError as Error;
+      }
+      throw error;
+    } finally {
+      tx.ended = true;
+      client.release(broken);
+    }
+  }
+
+  /** Closes every pooled connection once the transactions in progress have ended. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pool.end();
+  }
+}
+
+/**
+ * Opens the PostgreSQL mirror at `url` (`postgres://user:password@host:5432/database?schema=acme`):
+ * connects once (so a wrong URL fails here, with a clear message), and creates the schema when it is
+ * missing (not when read-only), under the migration lock so that two processes opening at once do
+ * not both create it. Migrating is src/mirror/postgres-migrate.ts's job.
+ * @throws Error naming the masked URL: not a PostgreSQL URL, bad schema name, no connection, or
+ *   (read-only) no such schema
+ */
+export async function openPostgresConnection(url: string, options: PostgresConnectionOptions = {}): Promise<PostgresConnection> {
+  const connection = new PostgresConnection(url, options);
+  try {
+    const exists = async (executor: SqlExecutor) => (await executor.get('SELECT 1 AS found FROM pg_namespace WHERE nspname = ?', [connection.schema])) !== undefined;
+    if (!(await exists(connection))) {
+      if (connection.readonly) throw new Error(`the PostgreSQL mirror at ${connection.location} has no schema ${connection.schema}: no mirror there yet`);
+      await connection.transaction(async (tx) => {
+        await tx.run(advisoryLockStatement(ADVISORY_LOCK_CLASS.migration, connection.schema));
+        if (!(await exists(tx))) await tx.exec(`CREATE SCHEMA ${quoteIdentifier(connection.schema)}`);
+      });
+    }
+  } catch (error) {
+    await connection.close();
+    throw error;
+  }
+  return connection;
+}

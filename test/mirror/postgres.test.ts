@@ -1,0 +1,254 @@
+/**
+ * The mirror on PostgreSQL (docs/mirror.md "PostgreSQL"): the same tables as a SQLite file after the
+ * same migrations, a version newer than this build refused, migrating from two openers at once,
+ * stream tables checked with the SQLite side's messages, connection errors naming the URL without
+ * its password, read-only openers.
+ */
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { openMirror } from '../../src/mirror/database.ts';
+import { MIGRATIONS } from '../../src/mirror/migrations/index.ts';
+import { openMirrorConnection } from '../../src/mirror/open.ts';
+import { migratePostgres, POSTGRES_SCHEMA_VERSION, postgresSchemaVersion } from '../../src/mirror/postgres-migrate.ts';
+import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
+import { parsePostgresLocation } from '../../src/mirror/sql/postgres-location.ts';
+import { numberPlaceholders, openPostgresConnection, type PostgresConnection } from '../../src/mirror/sql/postgres.ts';
+import { postgresColumns } from '../../src/mirror/stream-tables.ts';
+import { column, defineStream, listRequest } from '../../src/streams/define-stream.ts';
+import { STREAM_LIST } from '../../src/streams/definitions.ts';
+import { BACKENDS, freshPostgresUrl, freshSqlitePath, onTestServer, removeTestMirrors, TEST_POSTGRES_URL } from '../sql-backends.ts';
+
+const opened: SqlConnection[] = [];
+afterEach(async () => {
+  for (const connection of opened.splice(0)) await connection.close();
+  await removeTestMirrors();
+});
+
+async function openTracked(location: string, options: Parameters<typeof openMirrorConnection>[1] = {}): Promise<SqlConnection> {
+  const connection = await openMirrorConnection(location, options);
+  opened.push(connection);
+  return connection;
+}
+
+/** `name type [NOT NULL] [PK] [DEFAULT x]` per column, per table, of a SQLite file. */
+function sqliteSchema(path: string): Record<string, string[]> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[];
+    return Object.fromEntries(
+      tables.map(({ name }) => [
+        name,
+        (db.prepare(`PRAGMA table_info(${name})`).all() as { name: string; type: string; notnull: number; pk: number; dflt_value: string | null }[]).map(
+          (row) => `${row.name} ${row.type}${row.notnull || row.pk ? ' NOT NULL' : ''}${row.pk ? ' PK' : ''}${row.dflt_value === null ? '' : ` DEFAULT ${row.dflt_value}`}`,
+        ),
+      ]),
+    );
+  } finally {
+    db.close();
+  }
+}
+
+/** The same description of the PostgreSQL schema's tables, types named as the stream definitions name them. */
+async function postgresSchema(db: SqlConnection): Promise<Record<string, string[]>> {
+  const tables = await db.all<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name");
+  const described: Record<string, string[]> = {};
+  for (const { name } of tables) {
+    const defaults = new Map(
+      (await db.all<{ name: string; value: string | null }>('SELECT column_name AS name, column_default AS value FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?', [name])).map(
+        (row) => [row.name, row.value],
+      ),
+    );
+    described[name] = (await postgresColumns(db, name)).map((row) => {
+      const value = defaults.get(row.name)?.replace(/::[a-z ]+$/, '');
+      return `${row.name} ${row.type}${row.notNull || row.primaryKey ? ' NOT NULL' : ''}${row.primaryKey ? ' PK' : ''}${value ? ` DEFAULT ${value}` : ''}`;
+    });
+  }
+  return described;
+}
+
+describe('the mirror schema on PostgreSQL', () => {
+  it('has every table, column, key, default and index of a SQLite file after the same migrations', async () => {
+    const sqlitePath = freshSqlitePath();
+    const sqlite = openMirror(sqlitePath);
+    const sqliteIndexes = (sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name").all() as { name: string }[]).map((row) => row.name);
+    const userVersion = sqlite.pragma('user_version', { simple: true });
+    sqlite.close();
+
+    const db = await openTracked(await freshPostgresUrl());
+    const { schema_version: versionTable, ...tables } = await postgresSchema(db);
+    const expected = sqliteSchema(sqlitePath);
+    expect(Object.keys(tables).sort()).toEqual(Object.keys(expected).sort());
+    expect(tables).toEqual(expected);
+    expect(versionTable).toEqual(['version INTEGER NOT NULL PK', 'name TEXT NOT NULL', 'applied_at TEXT NOT NULL']);
+    const indexes = await db.all<{ name: string }>(
+      "SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND indexname NOT LIKE '%\\_pkey' AND indexname NOT LIKE '%\\_key' ORDER BY indexname",
+    );
+    expect(indexes.map((row) => row.name)).toEqual(sqliteIndexes);
+    expect(await postgresSchemaVersion(db)).toBe(userVersion);
+    expect(POSTGRES_SCHEMA_VERSION).toBe(userVersion);
+    expect((await db.all<{ version: number; name: string }>('SELECT version, name FROM schema_version ORDER BY version')).map((row) => row.version)).toEqual(MIGRATIONS.map((m) => m.version));
+    // The partial unique index means what SQLite's does: one write per created record of those kinds.
+    const write = (id: string, kind: string) =>
+      db.run("INSERT INTO writes (id, idempotency_key, kind, status, payload, payload_hash, remote_id, created_at, updated_at) VALUES (?, ?, ?, 'succeeded', '{}', 'h', 'txn_1', 'now', 'now')", [id, id, kind]);
+    await write('wr_1', 'transaction.create');
+    await write('wr_2', 'transaction.update');
+    await expect(write('wr_3', 'transaction.create')).rejects.toThrow(/writes_created_record/);
+    await expect(db.run("UPDATE writes SET status = 'lost' WHERE id = 'wr_1'")).rejects.toThrow(/check constraint/);
+  });
+
+  it('migrates once when two processes open a new mirror at the same time, and applies nothing on the next open', async () => {
+    const url = await freshPostgresUrl();
+    const [first, second] = await Promise.all([openTracked(url), openTracked(url)]);
+    expect(await first.get('SELECT COUNT(*) AS n FROM schema_version')).toEqual({ n: MIGRATIONS.length });
+    expect(await migratePostgres(second as PostgresConnection)).toEqual([]);
+  });
+
+  it('applies only the migrations a mirror lacks, and refuses a mirror newer than this build, naming it', async () => {
+    const url = await freshPostgresUrl();
+    const connection = await openPostgresConnection(url);
+    opened.push(connection);
+    expect(await migratePostgres(connection, MIGRATIONS.slice(0, 3))).toEqual([1, 2, 3]);
+    expect(await migratePostgres(connection)).toEqual([4, 5, 6]);
+    await connection.run("INSERT INTO schema_version (version, name, applied_at) VALUES (99, 'from the future', 'now')");
+    const { location } = parsePostgresLocation(url);
+    await expect(openMirrorConnection(url)).rejects.toThrow(`the mirror database ${location} is at schema version 99, newer than this bizops-sync (${POSTGRES_SCHEMA_VERSION}); upgrade bizops-sync`);
+    // A read-only opener does not migrate, so it does not refuse either (as on SQLite).
+    const reader = await openTracked(url, { readonly: true });
+    expect(await reader.get('SELECT COUNT(*) AS n FROM changes')).toEqual({ n: 0 });
+  });
+});
+
+describe('connecting to PostgreSQL', () => {
+  const withPassword = (url: string, port?: string, database?: string) => {
+    const parsed = new URL(url);
+    parsed.password = 'S3cret-Pa55';
+    if (port) parsed.port = port;
+    if (database) parsed.pathname = `/${database}`;
+    return parsed.toString();
+  };
+
+  it('names the URL with its password masked when nothing answers on the port', async () => {
+    const url = withPassword(TEST_POSTGRES_URL, '1');
+    const error = await openMirrorConnection(url).then(
+      () => undefined,
+      (reason: unknown) => reason as Error,
+    );
+    expect(error?.message).toMatch(/^cannot connect to the PostgreSQL mirror at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/postgres: .*ECONNREFUSED/);
+    expect(error?.message).not.toContain('S3cret-Pa55');
+    expect(JSON.stringify(error, Object.getOwnPropertyNames(error))).not.toContain('S3cret-Pa55');
+  });
+
+  it('names the URL with its password masked when the server refuses the login or the database', async () => {
+    const url = withPassword(TEST_POSTGRES_URL, undefined, 'no_such_database_here');
+    await expect(openMirrorConnection(url)).rejects.toThrow(/^cannot connect to the PostgreSQL mirror at postgres:\/\/postgres:\*\*\*@[^ ]+\/no_such_database_here: database "no_such_database_here" does not exist$/);
+    const bad = new URL(withPassword(TEST_POSTGRES_URL));
+    bad.username = 'no_such_role_here';
+    const error = await openMirrorConnection(bad.toString()).catch((reason: unknown) => reason as Error);
+    expect(String(error)).toMatch(/cannot connect to the PostgreSQL mirror at postgres:\/\/no_such_role_here:\*\*\*@.*role "no_such_role_here" does not exist/);
+    expect(String(error)).not.toContain('S3cret-Pa55');
+  });
+
+  it('is not mistaken for a SQLite file by the synchronous openMirror (no file named postgres: is created)', () => {
+    expect(() => openMirror('postgres://sync:pw-secret@127.0.0.1/db')).toThrow(
+      'postgres://sync:***@127.0.0.1/db is a PostgreSQL mirror, which this command cannot open yet (it opens SQLite files); give dbPath a file path',
+    );
+  });
+
+  it('refuses a URL whose schema is not a schema name, and a reader of a mirror that does not exist', async () => {
+    await expect(openMirrorConnection('postgres://u:pw-secret@127.0.0.1/db?schema=Acme;drop')).rejects.toThrow(
+      'postgres://u:***@127.0.0.1/db?schema=Acme;drop: schema "Acme;drop" must be lowercase letters, digits, _ and -',
+    );
+    const url = await freshPostgresUrl();
+    await expect(openMirrorConnection(url, { readonly: true })).rejects.toThrow(/^the PostgreSQL mirror at .* has no schema test_\w+: no mirror there yet$/);
+  });
+
+  it('keeps each mirror in its schema (named with a hyphen, as connections may be) and shows the URL masked', async () => {
+    const base = new URL(await freshPostgresUrl());
+    const schema = `${base.searchParams.get('schema')}-eu`;
+    base.searchParams.set('schema', schema);
+    try {
+      const db = await openTracked(withPassword(base.toString()));
+      expect(db.location).toBe(`postgres://postgres:***@${base.host}${base.pathname}?schema=${schema}`);
+      await db.run("INSERT INTO sync_state (stream) VALUES ('deals')");
+      expect(await db.get("SELECT current_schema() AS schema, (SELECT COUNT(*) FROM sync_state) AS n")).toEqual({ schema, n: 1 });
+      const reader = await openTracked(base.toString(), { readonly: true });
+      expect(await reader.get('SELECT stream FROM sync_state')).toEqual({ stream: 'deals' });
+      await expect(reader.run("INSERT INTO sync_state (stream) VALUES ('transactions')")).rejects.toThrow(/read-only transaction/);
+      await expect(reader.transaction((tx) => tx.run("DELETE FROM sync_state"))).rejects.toThrow(/read-only transaction/);
+    } finally {
+      for (const connection of opened.splice(0)) await connection.close();
+      await onTestServer((client) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+    }
+  });
+});
+
+/** A stream the mirror has never seen, as a fourth stream would be defined. */
+const invoicesStream = defineStream({
+  name: 'invoices',
+  request: listRequest('/invoices', 'invoices', { cursor: 'updatedAfter' }),
+  itemSchema: z.looseObject({ id: z.string(), total: z.int(), customer: z.looseObject({ name: z.string() }) }),
+  key: 'id',
+  columns: [column('id', 'TEXT', { primaryKey: true }), column('total', 'INTEGER', { notNull: true }), column('customer.name', 'TEXT'), column('rate', 'REAL')],
+  listedFields: ['id', 'total', 'customer.name', 'rate'],
+  changes: {
+    events: ['invoice.created', 'invoice.updated', 'invoice.deleted'],
+    classify: (previous) => (previous ? 'invoice.updated' : 'invoice.created'),
+    gone: 'invoice.deleted',
+  },
+});
+
+describe.each(BACKENDS)('stream tables on $name (the same messages on both back ends)', (backend) => {
+  const columnNames = async (db: SqlConnection, table: string) =>
+    db.dialect === 'sqlite' ? (await db.all<{ name: string }>(`PRAGMA table_info(${table})`)).map((row) => row.name) : (await postgresColumns(db, table)).map((row) => row.name);
+
+  it('creates a missing stream table from its definition and finds it in place on the next open', async () => {
+    const location = await backend.location();
+    const db = await openTracked(location, { streams: [...STREAM_LIST, invoicesStream] });
+    expect(await columnNames(db, 'invoices')).toEqual(['id', 'total', 'customer_name', 'rate', 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'deleted_at', 'last_seen_scan', 'missed_scans']);
+    await db.run("INSERT INTO invoices (id, total, rate, raw, content_hash, first_seen_at, synced_at) VALUES ('inv_1', 1250, 0.25, '{}', 'h', 'now', 'now')");
+    expect(await db.get('SELECT total, rate, missed_scans FROM invoices')).toEqual({ total: 1250, rate: 0.25, missed_scans: 0 });
+    await db.close();
+    await expect(openTracked(location, { streams: [...STREAM_LIST, invoicesStream] })).resolves.toBeDefined();
+  });
+
+  it('refuses a stream table column of another type, naming the table and the column; a reader is not checked', async () => {
+    const location = await backend.location();
+    const db = await openTracked(location);
+    await db.exec('ALTER TABLE deals DROP COLUMN value; ALTER TABLE deals ADD COLUMN value TEXT');
+    await expect(openMirrorConnection(location)).rejects.toThrow('mirror table deals: column value is TEXT, but the deals stream definition says INTEGER');
+    await expect(openTracked(location, { readonly: true })).resolves.toBeDefined();
+  });
+
+  it('adds a nullable column the table lacks; a missing NOT NULL column stops the open', async () => {
+    const location = await backend.location();
+    const db = await openTracked(location);
+    await db.exec('ALTER TABLE transactions DROP COLUMN irs_category');
+    const reopened = await openTracked(location);
+    expect(await columnNames(reopened, 'transactions')).toContain('irs_category');
+    await reopened.exec('ALTER TABLE transactions DROP COLUMN amount');
+    await expect(openMirrorConnection(location)).rejects.toThrow(
+      /^mirror table transactions: column amount is missing, and the transactions stream definition wants it INTEGER NOT NULL, which cannot be added/,
+    );
+  });
+});
+
+describe('stream tables on PostgreSQL only', () => {
+  it('names a type the definitions never use by its PostgreSQL name, and a primary key that moved', async () => {
+    const location = await freshPostgresUrl();
+    const db = await openTracked(location);
+    await db.exec('ALTER TABLE onboardings ALTER COLUMN onboarding_step TYPE integer');
+    await expect(openMirrorConnection(location)).rejects.toThrow('mirror table onboardings: column onboarding_step is INT4 NOT NULL, but the onboardings stream definition says INTEGER NOT NULL');
+    await db.exec('ALTER TABLE onboardings ALTER COLUMN onboarding_step TYPE bigint; ALTER TABLE onboardings DROP CONSTRAINT onboardings_pkey');
+    await expect(openMirrorConnection(location)).rejects.toThrow('mirror table onboardings: column id is TEXT NOT NULL, but the onboardings stream definition says TEXT PRIMARY KEY');
+  });
+});
+
+describe('numberPlaceholders', () => {
+  it('numbers ? outside strings, E-strings, quoted identifiers, dollar quotes and comments', () => {
+    expect(numberPlaceholders('SELECT ?, ? FROM t WHERE a = ?')).toBe('SELECT $1, $2 FROM t WHERE a = $3');
+    expect(numberPlaceholders("SELECT 'a?''b?', E'c\\'?', \"d?\" FROM t WHERE x = ?")).toBe("SELECT 'a?''b?', E'c\\'?', \"d?\" FROM t WHERE x = $1");
+    expect(numberPlaceholders('SELECT $$ ? $$, $tag$ ? $tag$, ? -- ?\n, /* ? /* ? */ ? */ ?')).toBe('SELECT $$ ? $$, $tag$ ? $tag$, $1 -- ?\n, /* ? /* ? */ ? */ $2');
+    expect(numberPlaceholders('SELECT (SELECT jsonb_array_elements_text(?::jsonb))')).toBe('SELECT (SELECT jsonb_array_elements_text($1::jsonb))');
+  });
+});

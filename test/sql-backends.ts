@@ -1,0 +1,102 @@
+/**
+ * The two back ends of the mirror for tests that run against both (`describe.each(BACKENDS)`): a
+ * SQLite file in a temp dir, and a fresh schema of the test PostgreSQL database
+ * (`BIZOPS_TEST_POSTGRES_URL`, default postgres://postgres@127.0.0.1:5432/postgres), dropped after
+ * the test by `removeTestMirrors` (call it in `afterEach`).
+ *
+ * PostgreSQL is a required part of the test environment, like Redis: when it does not answer, the
+ * test fails with a message naming the URL; it is never skipped.
+ */
+import { randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { maskUrlPassword } from '../src/config/mask-url.ts';
+import type { SqlConnection } from '../src/mirror/sql/executor.ts';
+import { openPostgresConnection } from '../src/mirror/sql/postgres.ts';
+import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
+import { tempDir } from './helpers.ts';
+
+/** The PostgreSQL server the tests use. */
+export const TEST_POSTGRES_URL = process.env.BIZOPS_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+
+/** Runs `sql` on the test server outside any mirror (creating and dropping schemas). */
+export async function onTestServer<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+  try {
+    await client.connect();
+  } catch (error) {
+    throw new Error(
+      `PostgreSQL does not answer at ${maskUrlPassword(TEST_POSTGRES_URL)} (${(error as Error).message || String(error)}): ` +
+        'the tests need it; start it (bash .ci/run does) or point BIZOPS_TEST_POSTGRES_URL at one',
+      { cause: error },
+    );
+  }
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * The URL of a fresh, not yet created schema on the test server (`?schema=test_<random>`), dropped
+ * by `removeTestMirrors`. Fails naming the URL when PostgreSQL does not answer.
+ */
+export async function freshPostgresUrl(): Promise<string> {
+  const schema = `test_${process.pid}_${randomBytes(6).toString('hex')}`;
+  await onTestServer(async () => {}); // fails here, clearly, when the server is down
+  cleanups.push(() => onTestServer(async (client) => void (await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`))));
+  const url = new URL(TEST_POSTGRES_URL);
+  url.searchParams.set('schema', schema);
+  return url.toString();
+}
+
+/** A fresh SQLite file path in a temp dir, removed by `removeTestMirrors`. */
+export function freshSqlitePath(): string {
+  const dir = tempDir('bizops-backend-');
+  cleanups.push(() => dir.remove());
+  return dir.file('mirror.db');
+}
+
+/** Closes the connections opened by `openBare` and drops every schema and file handed out. */
+export async function removeTestMirrors(): Promise<void> {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+}
+
+/** One back end, for `describe.each`. */
+export interface TestBackend {
+  name: 'sqlite' | 'postgres';
+  /** A fresh, empty mirror location: a file path or a PostgreSQL URL with its own schema. */
+  location(): Promise<string>;
+  /**
+   * A plain connection to `location` (no migration, no stream tables): a better-sqlite3 handle in
+   * WAL mode, or a pool on the schema (created). Closed by `removeTestMirrors`.
+   */
+  openBare(location: string): Promise<SqlConnection>;
+}
+
+export const BACKENDS: readonly TestBackend[] = [
+  {
+    name: 'sqlite',
+    location: async () => freshSqlitePath(),
+    openBare: async (location) => {
+      const database = new Database(location);
+      database.pragma('journal_mode = WAL');
+      database.pragma('busy_timeout = 5000');
+      const connection = sqliteConnection(database);
+      cleanups.push(() => connection.close());
+      return connection;
+    },
+  },
+  {
+    name: 'postgres',
+    location: freshPostgresUrl,
+    openBare: async (location) => {
+      const connection = await openPostgresConnection(location);
+      cleanups.push(() => connection.close());
+      return connection;
+    },
+  },
+];
