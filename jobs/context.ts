@@ -33,6 +33,7 @@ import { createLogger, type Logger } from '../src/logging/logger.ts';
 import type { MirrorDatabase } from '../src/mirror/database.ts';
 import { mirrorQuickCheck } from '../src/mirror/health.ts';
 import { MirrorStore, type AppendedChange } from '../src/mirror/store.ts';
+import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { SyncEngine } from '../src/sync/engine.ts';
 import { connectProducer } from '../src/client/redis-connection.ts';
@@ -337,7 +338,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
     const shared = options.shared ?? (await openSharedParts(config.redisUrl, logger, options.rateBudget ?? 'shared', options.redisKeys?.budgetPrefix));
     const budgets = rateBudgetsOn(config, shared, options.shared === undefined);
     cleanups.add(() => budgets.close());
-    const store = new MirrorStore(db);
+    const store = new MirrorStore(sqliteConnection(db));
     const listeners = new Set<ChangeListener>();
     const notify: ChangeListener = (changes) => {
       for (const listener of listeners) listener(changes);

@@ -10,7 +10,8 @@
  */
 import { readField, type ApiRecord } from '../streams/define-stream.ts';
 import { STREAM_LIST } from '../streams/definitions.ts';
-import type { MirrorDatabase } from './database.ts';
+import { preparedStatement, type MirrorDatabase } from './database.ts';
+import type { SqlExecutor } from './sql/executor.ts';
 
 /** One changed field: its value before and after (null when absent). */
 export interface FieldChange {
@@ -90,6 +91,13 @@ export function decodeChangeData(parsed: Record<string, unknown>, stream: string
 const LAST_SEQ_SQL = 'SELECT COALESCE(MAX(seq), 0) AS seq FROM changes';
 
 /** The highest changelog `seq`, 0 when the changelog is empty. */
-export function lastChangeSeq(db: MirrorDatabase): number {
-  return (db.prepare(LAST_SEQ_SQL).get() as { seq: number }).seq;
+export function lastChangeSeq(executor: SqlExecutor): Promise<number>;
+/**
+ * The same, synchronously on a better-sqlite3 handle: for the modules not on the SQL executor yet
+ * (stage 1 of the port to the asynchronous executor; goes when the last of them moves).
+ */
+export function lastChangeSeq(db: MirrorDatabase): number;
+export function lastChangeSeq(source: SqlExecutor | MirrorDatabase): Promise<number> | number {
+  if ('dialect' in source) return source.get<{ seq: number }>(LAST_SEQ_SQL).then((row) => Number(row?.seq ?? 0));
+  return (preparedStatement(source, LAST_SEQ_SQL).get() as { seq: number }).seq;
 }

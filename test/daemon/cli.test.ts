@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
+import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import { MirrorStore } from '../../src/mirror/store.ts';
 import { disableEndpoint, giveUpEvent, registerEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
 import { runCli, tempDir, type TempDir } from '../helpers.ts';
@@ -89,9 +90,9 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     const secret = newWebhookSecret();
     const dbPath = dir.file('mirror.db');
     const db = openMirror(dbPath);
-    const store = new MirrorStore(db);
-    for (let index = 0; index < 5; index += 1) store.appendChange({ type: 'deal.updated', stream: 'deals', recordId: `deal_${index}`, data: { record: { id: `deal_${index}` }, changes: {} } });
-    db.close();
+    const store = new MirrorStore(sqliteConnection(db));
+    for (let index = 0; index < 5; index += 1) await store.appendChange({ type: 'deal.updated', stream: 'deals', recordId: `deal_${index}`, data: { record: { id: `deal_${index}` }, changes: {} } });
+    await sqliteConnection(db).close();
     const env = cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_DB: dbPath, BIZOPS_WEBHOOK_URL: receiver.url, BIZOPS_WEBHOOK_SECRET: secret });
 
     const test = await runCli(['webhooks', 'send-test'], env);
@@ -130,14 +131,15 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     const secret = newWebhookSecret();
     const dbPath = dir.file('mirror.db');
     const db = openMirror(dbPath);
-    const store = new MirrorStore(db);
+    const store = new MirrorStore(sqliteConnection(db));
     registerEndpoint(db, 'env', receiver.url);
-    const changes = [0, 1, 2].map((index) => store.appendChange({ type: 'deal.updated', stream: 'deals', recordId: `deal_${index}`, data: { record: { id: `deal_${index}` }, changes: {} } }));
+    const changes = [];
+    for (const index of [0, 1, 2]) changes.push(await store.appendChange({ type: 'deal.updated', stream: 'deals', recordId: `deal_${index}`, data: { record: { id: `deal_${index}` }, changes: {} } }));
     // The state a dispatcher leaves: seq 1 and 2 given up on after the schedule, then disabled while failing seq 3.
     giveUpEvent(db, 'env', 0, { seq: 1, eventId: changes[0]!.eventId, type: 'deal.updated', attempts: 8, lastStatus: 503, lastError: 'HTTP 503' });
     giveUpEvent(db, 'env', 1, { seq: 2, eventId: changes[1]!.eventId, type: 'deal.updated', attempts: 8, lastStatus: 503, lastError: 'HTTP 503' });
     disableEndpoint(db, 'env', 2, { kind: 'failing', reason: 'no 2xx for 5 days', goneStatus: null, safeUrl: receiver.url });
-    db.close();
+    await sqliteConnection(db).close();
     const env = cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_DB: dbPath, BIZOPS_WEBHOOK_URL: receiver.url, BIZOPS_WEBHOOK_SECRET: secret });
 
     const before = await runCli(['webhooks', 'list', '--json'], env);
