@@ -115,6 +115,15 @@ export interface SyncState {
   lastScan: ScanOutcome | null;
 }
 
+/** A change row to append: its type, stream, record, time (ISO, default now) and `data` (changelog.ts `ChangeDataInput`). */
+export interface ChangeRowInput {
+  type: string;
+  stream: string;
+  recordId: string;
+  occurredAt?: string;
+  data: ChangeDataInput;
+}
+
 /** What the change detection needs of a stored row. */
 interface StoredState {
   content_hash: string;
@@ -180,18 +189,19 @@ export class MirrorStore {
    * Call inside `transaction` together with the checkpoint (alone, it runs in its own transaction).
    *
    * Cost per page: one SELECT for the stored hashes of the page's ids, one UPDATE marking the
-   * unchanged ones seen, then per new or changed record its INSERT or UPDATE and its change row
-   * (the stored `raw` is read only for a record whose hash differs, to diff it).
+   * unchanged ones seen, per new or changed record its INSERT or UPDATE (the stored `raw` is read
+   * only for a record whose hash differs, to diff it), and one multi-row INSERT of the page's
+   * change rows (`appendChanges`).
    * @returns the change rows appended, in order
    */
   async applyRecords(stream: StreamDefinition, records: readonly ApiRecord[], options: ApplyOptions = {}): Promise<AppendedChange[]> {
     const now = options.now ?? new Date().toISOString();
     const scan = options.scanNumber ?? null;
     const key = keyColumn(stream);
-    const appended: AppendedChange[] = [];
-    if (records.length === 0) return appended;
+    if (records.length === 0) return [];
     const ids = records.map((record) => String(record[stream.key]));
     return this.transaction(async (store) => {
+      const pending: ChangeRowInput[] = [];
       const stored = await store.storedStates(stream, ids);
       const unchanged: string[] = [];
       for (let index = 0; index < records.length; index += 1) {
@@ -212,7 +222,7 @@ export class MirrorStore {
         const type = stream.changes.classify(previous, record, Object.keys(changes));
         // A new record's change carries the record once (format version 2: no `{ old: null }` per field).
         const data = previous === undefined ? { record } : { record, changes };
-        appended.push(await store.appendChange({ type, stream: stream.name, recordId: id, occurredAt: now, data }));
+        pending.push({ type, stream: stream.name, recordId: id, occurredAt: now, data });
       }
       if (unchanged.length > 0) {
         await store.executor.run(
@@ -220,7 +230,7 @@ export class MirrorStore {
           [now, scan, JSON.stringify(unchanged)],
         );
       }
-      return appended;
+      return store.appendChanges(pending);
     });
   }
 
@@ -265,13 +275,41 @@ export class MirrorStore {
    * record). Call inside the transaction that wrote the record the change describes.
    * @returns the row appended, with the `seq` the database gave it (`RETURNING seq`)
    */
-  async appendChange(change: { type: string; stream: string; recordId: string; occurredAt?: string; data: ChangeDataInput }): Promise<AppendedChange> {
+  async appendChange(change: ChangeRowInput): Promise<AppendedChange> {
     const eventId = `evt_${timeOrderedUuid()}`;
     const row = await this.executor.get<{ seq: number }>(
       'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq',
       [eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data)],
     );
     return { seq: Number(row!.seq), eventId, type: change.type, stream: change.stream, recordId: change.recordId };
+  }
+
+  /**
+   * Appends change rows in the order given, as `appendChange` does one, in multi-row INSERTs of up
+   * to `CHANGE_ROWS_PER_INSERT` rows (one statement per page of a backfill instead of one per record).
+   * Call inside the transaction that wrote the records.
+   * @returns the rows appended, in the order given, with their `seq` (ascending in that order)
+   */
+  async appendChanges(changes: readonly ChangeRowInput[]): Promise<AppendedChange[]> {
+    const appended: AppendedChange[] = [];
+    for (let start = 0; start < changes.length; start += CHANGE_ROWS_PER_INSERT) {
+      const chunk = changes.slice(start, start + CHANGE_ROWS_PER_INSERT);
+      const parameters: SqlValue[] = [];
+      const rows: AppendedChange[] = [];
+      for (const change of chunk) {
+        const eventId = `evt_${timeOrderedUuid()}`;
+        parameters.push(eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data));
+        rows.push({ seq: 0, eventId, type: change.type, stream: change.stream, recordId: change.recordId });
+      }
+      // RETURNING lists rows in no promised order: each seq is matched to its row by event_id.
+      const returned = await this.executor.all<{ seq: number; event_id: string }>(changeRowsInsert(chunk.length), parameters);
+      const seqs = new Map(returned.map((row) => [row.event_id, Number(row.seq)]));
+      for (const row of rows) {
+        row.seq = seqs.get(row.eventId)!;
+        appended.push(row);
+      }
+    }
+    return appended;
   }
 
   /**
@@ -408,6 +446,21 @@ export class MirrorStore {
   lastSeq(): Promise<number> {
     return lastChangeSeq(this.executor);
   }
+}
+
+/** Most change rows in one INSERT of `appendChanges` (6 parameters each: far under SQLite's and PostgreSQL's limits). */
+const CHANGE_ROWS_PER_INSERT = 500;
+
+/** The multi-row INSERT of `count` change rows, by count: built once (the same text hits the prepared-statement cache). */
+const changeRowsInserts = new Map<number, string>();
+
+function changeRowsInsert(count: number): string {
+  let sql = changeRowsInserts.get(count);
+  if (sql === undefined) {
+    sql = `INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES ${Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?)').join(', ')} RETURNING seq, event_id`;
+    changeRowsInserts.set(count, sql);
+  }
+  return sql;
 }
 
 /** The INSERT (new record) or UPDATE (known record) writing `columns`, built once per set of columns. */
