@@ -30,6 +30,7 @@ import Database from 'better-sqlite3';
 import { startSimulator } from '@bizops-sync/simulator';
 import { transactionListItemSchema } from '../src/client/schemas.ts';
 import { openMirror } from '../src/mirror/database.ts';
+import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { MirrorStore, timeOrderedUuid } from '../src/mirror/store.ts';
 import { contentHash } from '../src/mirror/change-detection.ts';
 import type { ApiRecord } from '../src/streams/define-stream.ts';
@@ -86,21 +87,21 @@ async function pagesOf(n: number): Promise<string[]> {
 }
 
 /** Records per second through validation, change detection and the commit of `MirrorStore`. */
-function engineRate(pages: readonly string[], dir: string): number {
-  const db = openMirror(join(dir, `engine-${timeOrderedUuid()}.db`));
-  const store = new MirrorStore(db);
+async function engineRate(pages: readonly string[], dir: string): Promise<number> {
+  const connection = sqliteConnection(openMirror(join(dir, `engine-${timeOrderedUuid()}.db`)));
+  const store = new MirrorStore(connection);
   const started = performance.now();
   let offset = 0;
   for (const text of pages) {
     const items = (JSON.parse(text) as unknown[]).map((item) => transactionListItemSchema.parse(item));
     offset += items.length;
-    store.transaction(() => {
-      store.applyRecords(transactionsStream, items, { scanNumber: 1 });
-      store.saveRun('transactions', { mode: 'complete', reason: 'backfill', startedAt: '', offset, pages: 0, records: offset, changes: offset });
+    await store.transaction(async (tx) => {
+      await tx.applyRecords(transactionsStream, items, { scanNumber: 1 });
+      await tx.saveRun('transactions', { mode: 'complete', reason: 'backfill', startedAt: '', offset, pages: 0, records: offset, changes: offset });
     });
   }
   const seconds = (performance.now() - started) / 1000;
-  db.close();
+  await connection.close();
   return offset / seconds;
 }
 
@@ -153,7 +154,7 @@ export async function run(): Promise<Record<string, number | string>> {
   let rates: { engine: number; plain: number }[];
   try {
     // Alternate the two so that load from other processes falls on both alike.
-    rates = await repeat(RUNS, async () => ({ engine: engineRate(pages, dir), plain: plainRate(pages, dir) }));
+    rates = await repeat(RUNS, async () => ({ engine: await engineRate(pages, dir), plain: plainRate(pages, dir) }));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

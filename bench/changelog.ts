@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSimulator } from '@bizops-sync/simulator';
 import { openMirror } from '../src/mirror/database.ts';
+import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { MirrorStore } from '../src/mirror/store.ts';
 import type { ApiRecord } from '../src/streams/define-stream.ts';
 import { transactionsStream } from '../src/streams/definitions.ts';
@@ -36,15 +37,16 @@ async function bytesPerCreated(n: number): Promise<{ dataOverRaw: number; rowOve
   const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-bytes-'));
   try {
     const db = openMirror(join(dir, 'mirror.db'));
-    const store = new MirrorStore(db);
-    for (let offset = 0; offset < records.length; offset += PAGE) store.applyRecords(transactionsStream, records.slice(offset, offset + PAGE), { scanNumber: 1 });
+    const connection = sqliteConnection(db);
+    const store = new MirrorStore(connection);
+    for (let offset = 0; offset < records.length; offset += PAGE) await store.applyRecords(transactionsStream, records.slice(offset, offset + PAGE), { scanNumber: 1 });
     const changes = db
       .prepare(
         "SELECT AVG(length(data)) AS data, AVG(length(data) + length(event_id) + length(type) + length(stream) + length(record_id) + length(occurred_at) + 8) AS row FROM changes WHERE type = 'transaction.created'",
       )
       .get() as { data: number; row: number };
     const raw = (db.prepare('SELECT AVG(length(raw)) AS raw FROM transactions').get() as { raw: number }).raw;
-    db.close();
+    await connection.close();
     return { dataOverRaw: changes.data / raw, rowOverRaw: changes.row / raw, dataBytes: changes.data, rawBytes: raw };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -64,16 +66,17 @@ function syntheticTransaction(index: number): ApiRecord {
 }
 
 /** A mirror file holding `n` created transaction changes, written through the store. */
-function buildMirror(path: string, n: number): void {
+async function buildMirror(path: string, n: number): Promise<void> {
   const db = openMirror(path);
-  const store = new MirrorStore(db);
+  const connection = sqliteConnection(db);
+  const store = new MirrorStore(connection);
   for (let offset = 0; offset < n; offset += 1000) {
     const page: ApiRecord[] = [];
     for (let index = offset; index < Math.min(n, offset + 1000); index += 1) page.push(syntheticTransaction(index));
-    store.applyRecords(transactionsStream, page, { scanNumber: 1 });
+    await store.applyRecords(transactionsStream, page, { scanNumber: 1 });
   }
   db.pragma('wal_checkpoint(TRUNCATE)');
-  db.close();
+  await connection.close();
 }
 
 export async function run(): Promise<Record<string, number | string>> {
@@ -83,7 +86,7 @@ export async function run(): Promise<Record<string, number | string>> {
   try {
     const path = join(dir, 'mirror.db');
     const buildStarted = performance.now();
-    buildMirror(path, events);
+    await buildMirror(path, events);
     const buildSeconds = (performance.now() - buildStarted) / 1000;
     const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_LEVEL: 'warn' };
     const loadBefore = machineLoad();

@@ -338,7 +338,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
     const shared = options.shared ?? (await openSharedParts(config.redisUrl, logger, options.rateBudget ?? 'shared', options.redisKeys?.budgetPrefix));
     const budgets = rateBudgetsOn(config, shared, options.shared === undefined);
     cleanups.add(() => budgets.close());
-    const store = new MirrorStore(db);
+    const store = new MirrorStore(sqliteConnection(db));
     const listeners = new Set<ChangeListener>();
     const notify: ChangeListener = (changes) => {
       for (const listener of listeners) listener(changes);

@@ -23,7 +23,7 @@ import { apiReadinessCheck, combineReadiness, probeBudget, ReadinessProbe } from
 import { StreamScheduler } from '../src/daemon/scheduler.ts';
 import type { Logger } from '../src/logging/logger.ts';
 import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
-import { STREAMS } from '../src/streams/definitions.ts';
+import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { deploymentLogger, openDeployment, Teardown, type Context, type ContextOptions, type WriteQueue } from './context.ts';
 
 /** How the daemon is started; everything else comes from the configuration. */
@@ -127,13 +127,16 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         budget: context.budgets,
         webhooks: dispatcher,
       });
+      // Read now: the scheduler asks at start() which streams have a cursor (their first run is a sync).
+      const withCursor = new Set<StreamName>();
+      for (const stream of config.sync.streams) if ((await context.store.readSyncState(stream)).cursor !== null) withCursor.add(stream);
       const scheduler = new StreamScheduler({
         engine: context.engine,
         streams: config.sync.streams,
         schedule: config.sync.schedule,
         streamSchedules: config.sync.streamSchedules,
         reconcileSchedule: config.sync.reconcileSchedule,
-        hasCursor: (stream) => context.store.readSyncState(stream).cursor !== null,
+        hasCursor: (stream) => withCursor.has(stream),
         logger: context.logger,
         onRunFinished: (result, durationMs) => metrics.recordRun(result, durationMs, config.connection),
         onTickSkipped: (stream, reason) => metrics.recordSkippedTick(stream, reason, config.connection),

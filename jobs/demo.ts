@@ -72,8 +72,8 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     options.print('backfilling...');
     await runStreams(context, STREAM_NAMES, 'backfill', { signal: stop, onProgress: options.onProgress });
     options.onBackfillDone?.();
-    const counts = STREAM_NAMES.map((name) => `${context.store.countRecords(STREAMS[name]).live} ${name}`).join(', ');
-    options.print(`mirrored: ${counts} (changelog at seq ${context.store.lastSeq()})`);
+    const counts = (await Promise.all(STREAM_NAMES.map(async (name) => `${(await context.store.countRecords(STREAMS[name])).live} ${name}`))).join(', ');
+    options.print(`mirrored: ${counts} (changelog at seq ${await context.store.lastSeq()})`);
     options.print(`polling every ${options.pollSeconds} s; each change prints below. Ctrl-C to stop.`);
     live = true;
     while (!stop.aborted) {

@@ -6,6 +6,7 @@ import { SCHEMA_VERSION } from '../src/mirror/database.ts';
 import { mirrorQuickCheck } from '../src/mirror/health.ts';
 import { RecordClockStore } from '../src/mirror/record-clock.ts';
 import { RejectedRecords } from '../src/mirror/rejected-records.ts';
+import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { MirrorStore, type ScanOutcome } from '../src/mirror/store.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { WriteStore } from '../src/writes/store.ts';
@@ -76,8 +77,9 @@ export { MirrorNeedsMigrationError } from './mirror-errors.ts';
  *   the message then carries quick_check's findings); ConfigError when the path is unusable.
  *   A file whose damaged pages status does not need is READ: `quickCheck` names the problems.
  */
-export function readStatus(dbPath: string): MirrorStatus {
+export async function readStatus(dbPath: string): Promise<MirrorStatus> {
   const db = openExistingMirror(dbPath, { readonly: true });
+  const connection = sqliteConnection(db);
   let quickCheck: string | undefined;
   try {
     const version = db.pragma('user_version', { simple: true }) as number;
@@ -87,13 +89,14 @@ export function readStatus(dbPath: string): MirrorStatus {
       );
     }
     quickCheck = mirrorQuickCheck(db);
-    const store = new MirrorStore(db);
+    const store = new MirrorStore(connection);
     const rejected = new RejectedRecords(store);
-    const recordClock = new RecordClockStore(db);
-    const streams = Object.values(STREAMS).map((stream): StreamStatus => {
-      const state = store.readSyncState(stream.name);
-      const counts = store.countRecords(stream);
-      return {
+    const recordClock = new RecordClockStore(connection);
+    const streams: StreamStatus[] = [];
+    for (const stream of Object.values(STREAMS)) {
+      const state = await store.readSyncState(stream.name);
+      const counts = await store.countRecords(stream);
+      streams.push({
         stream: stream.name,
         supported: state.supported,
         records: counts.live,
@@ -115,19 +118,19 @@ export function readStatus(dbPath: string): MirrorStatus {
           ? null
           : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
             `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), a backfill at once`,
-        recordClockLagSeconds: recordClock.read(stream.name).lagSeconds,
-        rejected: rejected.count(stream.name),
+        recordClockLagSeconds: (await recordClock.read(stream.name)).lagSeconds,
+        rejected: await rejected.count(stream.name),
         inProgress: state.run
           ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }
           : null,
-      };
-    });
+      });
+    }
     const writes = Object.fromEntries(
-      Object.entries(new WriteStore(db).countByStatus())
+      Object.entries(await new WriteStore(db).countByStatus())
         .filter(([, count]) => count > 0)
         .sort(([a], [b]) => a.localeCompare(b)),
     );
-    return { database: dbPath, quickCheck, changelogSeq: store.lastSeq(), streams, writes };
+    return { database: dbPath, quickCheck, changelogSeq: await store.lastSeq(), streams, writes };
   } catch (error) {
     // A read-only open is lazy: a damaged header shows at the first statement, a damaged page at the
     // first read of it (quick_check may have listed it already: then the line names its findings).
@@ -140,6 +143,6 @@ export function readStatus(dbPath: string): MirrorStatus {
     }
     throw classified;
   } finally {
-    db.close();
+    await connection.close();
   }
 }

@@ -3,7 +3,8 @@
  *
  * Figures the daemon counts itself (runs, their errors and durations, changes recorded, skipped
  * ticks) are updated as they happen; figures kept elsewhere are read at scrape time:
- *   - the mirror (SQLite): records per stream, last success, cursor, changelog seq;
+ *   - the mirror (its SQL executor, asynchronous: prom-client awaits each `collect`): records per
+ *     stream, last success, cursor, changelog seq, quarantined records, record clock lag;
  *   - the API clients' `stats` and the rate budget's `stats()` (spec §8): requests, 429s, retries,
  *     slots granted per priority, time spent waiting for the budget;
  *   - the webhook dispatcher's `stats()`: deliveries, failures, lag in events and seconds.
@@ -58,9 +59,9 @@ import type { RunReason, RunResult } from '../sync/engine.ts';
 export interface DaemonMetricsSources {
   streams: readonly StreamName[];
   store: {
-    readSyncState(stream: StreamName): SyncState;
-    countRecords(stream: StreamDefinition): { live: number; deleted: number };
-    lastSeq(): number;
+    readSyncState(stream: StreamName): Promise<SyncState>;
+    countRecords(stream: StreamDefinition): Promise<{ live: number; deleted: number }>;
+    lastSeq(): Promise<number>;
   };
   /** Every API client of the process (the sync's and the readiness probe's): their counters are summed. */
   apiClients: readonly { readonly stats: ApiClientStats }[];
@@ -68,7 +69,7 @@ export interface DaemonMetricsSources {
   /** The webhook dispatcher; absent when no endpoint is configured. Its `stats()` reads the mirror (asynchronous). */
   webhooks?: { stats(): readonly WebhookStatsLike[] | Promise<readonly WebhookStatsLike[]> } | null;
   /** The quarantine and the record clock (src/mirror/rejected-records.ts, record-clock.ts); absent: those gauges are not exported. */
-  pageTrust?: { countRejected(stream: StreamName): number; recordClockLagSeconds(stream: StreamName): number };
+  pageTrust?: { countRejected(stream: StreamName): Promise<number>; recordClockLagSeconds(stream: StreamName): Promise<number> };
   /** Also export prom-client's default process metrics (default true). */
   processMetrics?: boolean;
 }
@@ -76,8 +77,8 @@ export interface DaemonMetricsSources {
 /** `DaemonMetricsSources.pageTrust` read from the mirror of `store`: quarantined records and record clock lag per stream. */
 export function pageTrustSource(store: MirrorStore): NonNullable<DaemonMetricsSources['pageTrust']> {
   const rejected = new RejectedRecords(store);
-  const recordClock = new RecordClockStore(store.db);
-  return { countRejected: (stream) => rejected.count(stream), recordClockLagSeconds: (stream) => recordClock.read(stream).lagSeconds };
+  const recordClock = new RecordClockStore(store.executor);
+  return { countRejected: (stream) => rejected.count(stream), recordClockLagSeconds: async (stream) => (await recordClock.read(stream)).lagSeconds };
 }
 
 /** The dispatcher's per-endpoint figures used here (src/notify `WebhookEndpointStats`). */
@@ -174,10 +175,10 @@ export class DaemonMetrics {
       help: 'Unix time of the last successful run of the stream.',
       labelNames: ['connection', 'stream'],
       registers,
-      collect() {
+      async collect() {
         this.reset();
         for (const { connection, stream, source } of streamsOf()) {
-          const at = unixSeconds(source.store.readSyncState(stream).lastSuccessAt);
+          const at = unixSeconds((await source.store.readSyncState(stream)).lastSuccessAt);
           if (at !== undefined) this.set({ connection, stream }, at);
         }
       },
@@ -187,10 +188,10 @@ export class DaemonMetrics {
       help: 'The stream cursor (server time at the start of the last successful run), Unix seconds.',
       labelNames: ['connection', 'stream'],
       registers,
-      collect() {
+      async collect() {
         this.reset();
         for (const { connection, stream, source } of streamsOf()) {
-          const at = unixSeconds(source.store.readSyncState(stream).cursor);
+          const at = unixSeconds((await source.store.readSyncState(stream)).cursor);
           if (at !== undefined) this.set({ connection, stream }, at);
         }
       },
@@ -200,8 +201,8 @@ export class DaemonMetrics {
       help: '1 while the stream can be listed; 0 after its list endpoint answered 404.',
       labelNames: ['connection', 'stream'],
       registers,
-      collect() {
-        for (const { connection, stream, source } of streamsOf()) this.set({ connection, stream }, source.store.readSyncState(stream).supported ? 1 : 0);
+      async collect() {
+        for (const { connection, stream, source } of streamsOf()) this.set({ connection, stream }, (await source.store.readSyncState(stream)).supported ? 1 : 0);
       },
     });
     new Gauge({
@@ -209,9 +210,9 @@ export class DaemonMetrics {
       help: 'Records in the mirror: state="live" (listed upstream) or "tombstoned".',
       labelNames: ['connection', 'stream', 'state'],
       registers,
-      collect() {
+      async collect() {
         for (const { connection, stream, source } of streamsOf()) {
-          const counts = source.store.countRecords(STREAMS[stream]);
+          const counts = await source.store.countRecords(STREAMS[stream]);
           this.set({ connection, stream, state: 'live' }, counts.live);
           this.set({ connection, stream, state: 'tombstoned' }, counts.deleted);
         }
@@ -223,8 +224,8 @@ export class DaemonMetrics {
         help: 'Records in rejected_records now (failed their schema; they leave when a run accepts them), per stream.',
         labelNames: ['connection', 'stream'],
         registers,
-        collect() {
-          for (const { connection, stream, source } of streamsOf()) if (source.pageTrust) this.set({ connection, stream }, source.pageTrust.countRejected(stream));
+        async collect() {
+          for (const { connection, stream, source } of streamsOf()) if (source.pageTrust) this.set({ connection, stream }, await source.pageTrust.countRejected(stream));
         },
       });
       new Gauge({
@@ -232,8 +233,8 @@ export class DaemonMetrics {
         help: "How far the stream's record timestamps were seen to lag the cursor's clock (server Date), seconds; incremental syncs widen their overlap by it.",
         labelNames: ['connection', 'stream'],
         registers,
-        collect() {
-          for (const { connection, stream, source } of streamsOf()) if (source.pageTrust) this.set({ connection, stream }, source.pageTrust.recordClockLagSeconds(stream));
+        async collect() {
+          for (const { connection, stream, source } of streamsOf()) if (source.pageTrust) this.set({ connection, stream }, await source.pageTrust.recordClockLagSeconds(stream));
         },
       });
     }
@@ -242,8 +243,8 @@ export class DaemonMetrics {
       help: 'The highest changelog seq.',
       labelNames: ['connection'],
       registers,
-      collect() {
-        for (const source of connections) this.set({ connection: source.name }, source.store.lastSeq());
+      async collect() {
+        for (const source of connections) this.set({ connection: source.name }, await source.store.lastSeq());
       },
     });
 

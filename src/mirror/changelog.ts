@@ -10,7 +10,7 @@
  */
 import { readField, type ApiRecord } from '../streams/define-stream.ts';
 import { STREAM_LIST } from '../streams/definitions.ts';
-import type { MirrorDatabase } from './database.ts';
+import type { SqlExecutor } from './sql/executor.ts';
 
 /** One changed field: its value before and after (null when absent). */
 export interface FieldChange {
@@ -90,6 +90,7 @@ export function decodeChangeData(parsed: Record<string, unknown>, stream: string
 const LAST_SEQ_SQL = 'SELECT COALESCE(MAX(seq), 0) AS seq FROM changes';
 
 /** The highest changelog `seq`, 0 when the changelog is empty. */
-export function lastChangeSeq(db: MirrorDatabase): number {
-  return (db.prepare(LAST_SEQ_SQL).get() as { seq: number }).seq;
+export async function lastChangeSeq(executor: SqlExecutor): Promise<number> {
+  const row = await executor.get<{ seq: number }>(LAST_SEQ_SQL);
+  return Number(row?.seq ?? 0);
 }

@@ -4,7 +4,7 @@
  * header, or this host's clock when the server sends none). Every statement on `record_clock` is
  * here; src/sync/record-clock.ts makes the observations and the engine widens its overlap by the lag.
  */
-import { preparedStatement, type MirrorDatabase } from './database.ts';
+import type { SqlExecutor } from './sql/executor.ts';
 
 /** A stream's measured record clock lag. */
 export interface RecordClockLag {
@@ -20,20 +20,21 @@ export interface RecordClockLag {
 
 /** Reads and records the lag of each stream's record clock. */
 export class RecordClockStore {
-  private readonly db: MirrorDatabase;
+  private readonly executor: SqlExecutor;
 
-  constructor(db: MirrorDatabase) {
-    this.db = db;
+  /** @param executor a connection, or a transaction's executor (the statements then join it) */
+  constructor(executor: SqlExecutor) {
+    this.executor = executor;
   }
 
-
   /** The stream's lag (zeros when nothing was observed). */
-  read(stream: string): RecordClockLag {
-    const row = preparedStatement(this.db, 'SELECT lag_seconds, observations, last_observed_at, source FROM record_clock WHERE stream = ?').get(stream) as
-      | { lag_seconds: number; observations: number; last_observed_at: string | null; source: 'list' | 'write' | null }
-      | undefined;
+  async read(stream: string): Promise<RecordClockLag> {
+    const row = await this.executor.get<{ lag_seconds: number; observations: number; last_observed_at: string | null; source: 'list' | 'write' | null }>(
+      'SELECT lag_seconds, observations, last_observed_at, source FROM record_clock WHERE stream = ?',
+      [stream],
+    );
     return row
-      ? { lagSeconds: row.lag_seconds, observations: row.observations, lastObservedAt: row.last_observed_at, source: row.source }
+      ? { lagSeconds: Number(row.lag_seconds), observations: Number(row.observations), lastObservedAt: row.last_observed_at, source: row.source }
       : { lagSeconds: 0, observations: 0, lastObservedAt: null, source: null };
   }
 
@@ -42,9 +43,9 @@ export class RecordClockStore {
    * by the same server, so a lag seen on one (deals carry `updatedAt`) holds for the others
    * (transaction list items carry no timestamps to measure it).
    */
-  largest(): number {
-    const row = this.db.prepare('SELECT MAX(lag_seconds) AS lag FROM record_clock').get() as { lag: number | null } | undefined;
-    return row?.lag ?? 0;
+  async largest(): Promise<number> {
+    const row = await this.executor.get<{ lag: number | null }>('SELECT MAX(lag_seconds) AS lag FROM record_clock');
+    return Number(row?.lag ?? 0);
   }
 
   /**
@@ -52,20 +53,20 @@ export class RecordClockStore {
    * (a lower bound of the true lag; widening the overlap by too much costs re-reads, never events).
    * @returns the stream's lag after this observation, seconds
    */
-  observe(stream: string, lagsSeconds: readonly number[], source: 'list' | 'write', now = new Date().toISOString()): number {
+  async observe(stream: string, lagsSeconds: readonly number[], source: 'list' | 'write', now = new Date().toISOString()): Promise<number> {
     const positive = lagsSeconds.filter((lag) => Number.isFinite(lag) && lag > 0);
-    if (positive.length === 0) return this.read(stream).lagSeconds;
+    if (positive.length === 0) return (await this.read(stream)).lagSeconds;
     const largest = Math.round(Math.max(...positive) * 1000) / 1000;
-    preparedStatement(
-        this.db,
-        `INSERT INTO record_clock (stream, lag_seconds, observations, last_observed_at, source) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (stream) DO UPDATE SET
-           source = CASE WHEN excluded.lag_seconds > lag_seconds THEN excluded.source ELSE source END,
-           lag_seconds = MAX(lag_seconds, excluded.lag_seconds),
-           observations = observations + excluded.observations,
-           last_observed_at = excluded.last_observed_at`,
-      )
-      .run(stream, largest, positive.length, now, source);
-    return this.read(stream).lagSeconds;
+    // The stored row is named by its table (record_clock.x): PostgreSQL finds a bare name ambiguous with `excluded`.
+    await this.executor.run(
+      `INSERT INTO record_clock (stream, lag_seconds, observations, last_observed_at, source) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (stream) DO UPDATE SET
+         source = CASE WHEN excluded.lag_seconds > record_clock.lag_seconds THEN excluded.source ELSE record_clock.source END,
+         lag_seconds = CASE WHEN excluded.lag_seconds > record_clock.lag_seconds THEN excluded.lag_seconds ELSE record_clock.lag_seconds END,
+         observations = record_clock.observations + excluded.observations,
+         last_observed_at = excluded.last_observed_at`,
+      [stream, largest, positive.length, now, source],
+    );
+    return (await this.read(stream)).lagSeconds;
   }
 }

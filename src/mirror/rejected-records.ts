@@ -9,7 +9,6 @@
  * (`MirrorStore.transaction`), together with the records and the checkpoint.
  */
 import { createHash } from 'node:crypto';
-import { preparedStatement, type MirrorDatabase } from './database.ts';
 import { maskSecrets } from '../logging/mask.ts';
 import type { AppendedChange, MirrorStore } from './store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
@@ -60,16 +59,13 @@ export function recordIdOf(raw: unknown, key: string): string | null {
   return typeof id === 'string' && id !== '' ? id : null;
 }
 
-/** Reads and writes `rejected_records` on the mirror of a MirrorStore. */
+/** Reads and writes `rejected_records` on the mirror of a MirrorStore (joining its transaction when it is bound to one). */
 export class RejectedRecords {
-  private readonly db: MirrorDatabase;
   private readonly store: MirrorStore;
 
   constructor(store: MirrorStore) {
     this.store = store;
-    this.db = store.db;
   }
-
 
   /**
    * Quarantines the invalid items of one page. A record not quarantined before, or quarantined with
@@ -78,29 +74,31 @@ export class RejectedRecords {
    * the two-scan rule does not tombstone a record that is still listed.
    * @returns the change rows appended
    */
-  quarantine(stream: StreamDefinition, items: readonly InvalidItem[], options: { scanNumber?: number; now?: string } = {}): AppendedChange[] {
+  quarantine(stream: StreamDefinition, items: readonly InvalidItem[], options: { scanNumber?: number; now?: string } = {}): Promise<AppendedChange[]> {
     const now = options.now ?? new Date().toISOString();
-    const appended: AppendedChange[] = [];
-    const select = preparedStatement(this.db, 'SELECT raw FROM rejected_records WHERE stream = ? AND record_key = ?');
-    const upsert = preparedStatement(this.db, 
-      `INSERT INTO rejected_records (stream, record_key, record_id, raw, error, first_seen_at, last_seen_at, times_seen)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 1)
-       ON CONFLICT (stream, record_key) DO UPDATE SET raw = excluded.raw, error = excluded.error, last_seen_at = excluded.last_seen_at, times_seen = times_seen + 1`,
-    );
     const key = stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
-    const markSeen = preparedStatement(this.db, `UPDATE ${stream.table} SET last_seen_scan = ?, missed_scans = 0 WHERE ${key} = ? AND deleted_at IS NULL`);
-    return this.store.transaction(() => {
+    return this.store.transaction(async (store) => {
+      const sql = store.executor;
+      const appended: AppendedChange[] = [];
       for (const item of items) {
         const clean = withoutSecrets(item.raw);
         const rawText = maskSecrets(JSON.stringify(clean) ?? 'null');
         const recordId = recordIdOf(item.raw, stream.key);
         const recordKey = recordId ?? `raw:${createHash('sha256').update(rawText).digest('hex')}`;
-        const previous = select.get(stream.name, recordKey) as { raw: string } | undefined;
-        upsert.run(stream.name, recordKey, recordId, rawText, maskSecrets(item.error), now, now);
-        if (recordId !== null && options.scanNumber !== undefined) markSeen.run(options.scanNumber, recordId);
+        const previous = await sql.get<{ raw: string }>('SELECT raw FROM rejected_records WHERE stream = ? AND record_key = ?', [stream.name, recordKey]);
+        await sql.run(
+          `INSERT INTO rejected_records (stream, record_key, record_id, raw, error, first_seen_at, last_seen_at, times_seen)
+           VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+           ON CONFLICT (stream, record_key) DO UPDATE SET raw = excluded.raw, error = excluded.error, last_seen_at = excluded.last_seen_at,
+             times_seen = rejected_records.times_seen + 1`,
+          [stream.name, recordKey, recordId, rawText, maskSecrets(item.error), now, now],
+        );
+        if (recordId !== null && options.scanNumber !== undefined) {
+          await sql.run(`UPDATE ${stream.table} SET last_seen_scan = ?, missed_scans = 0 WHERE ${key} = ? AND deleted_at IS NULL`, [options.scanNumber, recordId]);
+        }
         if (previous?.raw === rawText) continue;
         appended.push(
-          this.store.appendChange({
+          await store.appendChange({
             type: RECORD_REJECTED,
             stream: stream.name,
             recordId: recordKey,
@@ -114,12 +112,12 @@ export class RejectedRecords {
   }
 
   /** Removes the quarantine rows of records a run just accepted. @returns how many rows left */
-  release(stream: string, recordIds: readonly string[]): number {
+  async release(stream: string, recordIds: readonly string[]): Promise<number> {
     if (recordIds.length === 0) return 0;
-    if (!preparedStatement(this.db, 'SELECT 1 FROM rejected_records WHERE stream = ? LIMIT 1').get(stream)) return 0;
-    const remove = preparedStatement(this.db, 'DELETE FROM rejected_records WHERE stream = ? AND record_key = ?');
+    const sql = this.store.executor;
+    if (!(await sql.get('SELECT 1 AS found FROM rejected_records WHERE stream = ? LIMIT 1', [stream]))) return 0;
     let removed = 0;
-    for (const id of recordIds) removed += remove.run(stream, id).changes;
+    for (const id of recordIds) removed += (await sql.run('DELETE FROM rejected_records WHERE stream = ? AND record_key = ?', [stream, id])).changes;
     return removed;
   }
 
@@ -128,30 +126,30 @@ export class RejectedRecords {
    * start) and have no live row in the mirror: a complete scan listed them, though its seen marks
    * (on mirror rows) cannot count them (docs/sync.md "Scan completeness").
    */
-  countListedOutsideMirror(stream: StreamDefinition, sinceIso: string): number {
+  async countListedOutsideMirror(stream: StreamDefinition, sinceIso: string): Promise<number> {
     const key = stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
-    const row = preparedStatement(
-        this.db,
-        `SELECT COUNT(*) AS n FROM rejected_records r
-          WHERE r.stream = ? AND r.record_id IS NOT NULL AND r.last_seen_at >= ?
-            AND NOT EXISTS (SELECT 1 FROM ${stream.table} t WHERE t.${key} = r.record_id AND t.deleted_at IS NULL)`,
-      )
-      .get(stream.name, sinceIso) as { n: number };
-    return row.n;
+    const row = await this.store.executor.get<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM rejected_records r
+        WHERE r.stream = ? AND r.record_id IS NOT NULL AND r.last_seen_at >= ?
+          AND NOT EXISTS (SELECT 1 FROM ${stream.table} t WHERE t.${key} = r.record_id AND t.deleted_at IS NULL)`,
+      [stream.name, sinceIso],
+    );
+    return Number(row!.n);
   }
 
   /** How many records of `stream` are quarantined now. */
-  count(stream: string): number {
-    return (preparedStatement(this.db, 'SELECT COUNT(*) AS n FROM rejected_records WHERE stream = ?').get(stream) as { n: number }).n;
+  async count(stream: string): Promise<number> {
+    const row = await this.store.executor.get<{ n: number }>('SELECT COUNT(*) AS n FROM rejected_records WHERE stream = ?', [stream]);
+    return Number(row!.n);
   }
 
   /** The quarantined records, of one stream or all, oldest first. */
-  list(stream?: string): RejectedRecord[] {
-    const rows = (
+  async list(stream?: string): Promise<RejectedRecord[]> {
+    type Row = { stream: string; record_id: string | null; raw: string; error: string; first_seen_at: string; last_seen_at: string; times_seen: number };
+    const rows =
       stream === undefined
-        ? preparedStatement(this.db, 'SELECT * FROM rejected_records ORDER BY first_seen_at, stream, record_key').all()
-        : preparedStatement(this.db, 'SELECT * FROM rejected_records WHERE stream = ? ORDER BY first_seen_at, record_key').all(stream)
-    ) as { stream: string; record_id: string | null; raw: string; error: string; first_seen_at: string; last_seen_at: string; times_seen: number }[];
+        ? await this.store.executor.all<Row>('SELECT * FROM rejected_records ORDER BY first_seen_at, stream, record_key')
+        : await this.store.executor.all<Row>('SELECT * FROM rejected_records WHERE stream = ? ORDER BY first_seen_at, record_key', [stream]);
     return rows.map((row) => ({
       stream: row.stream,
       recordId: row.record_id,
@@ -159,7 +157,7 @@ export class RejectedRecords {
       error: row.error,
       firstSeenAt: row.first_seen_at,
       lastSeenAt: row.last_seen_at,
-      timesSeen: row.times_seen,
+      timesSeen: Number(row.times_seen),
     }));
   }
 }

@@ -1,13 +1,14 @@
 /**
  * The mirror's writer: records, their change rows and the sync state, each change committed in the
- * same SQLite transaction as the record it describes (docs/mirror.md).
+ * same transaction as the record it describes (docs/mirror.md). Runs on any back end through the
+ * SQL executor (src/mirror/sql/executor.ts); every method is asynchronous.
  *
  * Data flow for one page: validated records -> `applyRecords` (hash compare, upsert, changelog row)
  * and `saveRun` (the checkpoint) inside one `transaction` -> the caller notifies downstream.
  */
 import { randomUUID } from 'node:crypto';
-import type { Statement } from 'better-sqlite3';
-import { preparedStatement, type MirrorDatabase } from './database.ts';
+import { jsonArrayValues } from './sql/dialect.ts';
+import type { SqlExecutor, SqlValue } from './sql/executor.ts';
 import { contentHash, diffFields } from './change-detection.ts';
 import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
@@ -114,6 +115,15 @@ export interface SyncState {
   lastScan: ScanOutcome | null;
 }
 
+/** A change row to append: its type, stream, record, time (ISO, default now) and `data` (changelog.ts `ChangeDataInput`). */
+export interface ChangeRowInput {
+  type: string;
+  stream: string;
+  recordId: string;
+  occurredAt?: string;
+  data: ChangeDataInput;
+}
+
 /** What the change detection needs of a stored row. */
 interface StoredState {
   content_hash: string;
@@ -138,53 +148,61 @@ function keyColumn(stream: StreamDefinition): string {
   return stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
 }
 
-/** SQLite accepts numbers, strings, null; booleans become 0/1 and objects JSON text. */
-function toColumnValue(value: unknown): string | number | null {
+/** Columns hold numbers, strings, null; booleans become 0/1 and objects JSON text. */
+function toColumnValue(value: unknown): SqlValue {
   if (value === undefined || value === null) return null;
   if (typeof value === 'boolean') return value ? 1 : 0;
   if (typeof value === 'number' || typeof value === 'string') return value;
   return JSON.stringify(value);
 }
 
-/** Writes records, changes and sync state for the streams of one mirror file. */
+/** The INSERT or UPDATE of a stream row writing a set of columns, by table, kind and columns: built once. */
+const upsertStatements = new Map<string, string>();
+
+/**
+ * Writes records, changes and sync state for the streams of one mirror, through `executor` (a
+ * connection, or a transaction: a store built on a transaction's executor joins it).
+ */
 export class MirrorStore {
-  readonly db: MirrorDatabase;
-  private readonly statements = new Map<string, Statement<unknown[]>>();
+  readonly executor: SqlExecutor;
 
-  constructor(db: MirrorDatabase) {
-    this.db = db;
+  constructor(executor: SqlExecutor) {
+    this.executor = executor;
   }
 
-  /** Runs `fn` in one immediate SQLite transaction (nested calls join the outer one). */
-  transaction<T>(fn: () => T): T {
-    if (this.db.inTransaction) return fn();
-    return this.db.transaction(fn).immediate();
-  }
-
-  private prepare(sql: string): Statement<unknown[]> {
-    return preparedStatement(this.db, sql);
+  /**
+   * Runs `fn` in one transaction (SQLite: `BEGIN IMMEDIATE`), handing it a store bound to that
+   * transaction: every statement of `fn` must go through that store (or its `executor`); the
+   * store `fn` was called on waits until the transaction ends. Commits when `fn` resolves, rolls
+   * back when it throws (the error is rethrown). Called on a store already in a transaction, joins it.
+   * `fn` awaits only statements: no HTTP, no timers (src/mirror/sql/executor.ts).
+   */
+  transaction<T>(fn: (store: MirrorStore) => Promise<T>): Promise<T> {
+    if (this.executor.inTransaction) return fn(this);
+    return this.executor.transaction((tx) => fn(new MirrorStore(tx)));
   }
 
   /**
    * Applies validated records of one stream. A record whose listed fields hash the same as the
    * stored row is only marked seen (no event: no-op suppression); a new, changed or reappearing
    * record is upserted and gets one changelog row, typed by `stream.classify`.
-   * Call inside `transaction` together with the checkpoint.
+   * Call inside `transaction` together with the checkpoint (alone, it runs in its own transaction).
    *
    * Cost per page: one SELECT for the stored hashes of the page's ids, one UPDATE marking the
-   * unchanged ones seen, then per new or changed record its INSERT or UPDATE and its change row
-   * (the stored `raw` is read only for a record whose hash differs, to diff it).
+   * unchanged ones seen, per new or changed record its INSERT or UPDATE (the stored `raw` is read
+   * only for a record whose hash differs, to diff it), and one multi-row INSERT of the page's
+   * change rows (`appendChanges`).
    * @returns the change rows appended, in order
    */
-  applyRecords(stream: StreamDefinition, records: readonly ApiRecord[], options: ApplyOptions = {}): AppendedChange[] {
+  async applyRecords(stream: StreamDefinition, records: readonly ApiRecord[], options: ApplyOptions = {}): Promise<AppendedChange[]> {
     const now = options.now ?? new Date().toISOString();
     const scan = options.scanNumber ?? null;
     const key = keyColumn(stream);
-    const appended: AppendedChange[] = [];
-    if (records.length === 0) return appended;
+    if (records.length === 0) return [];
     const ids = records.map((record) => String(record[stream.key]));
-    return this.transaction(() => {
-      const stored = this.storedStates(stream, ids);
+    return this.transaction(async (store) => {
+      const pending: ChangeRowInput[] = [];
+      const stored = await store.storedStates(stream, ids);
       const unchanged: string[] = [];
       for (let index = 0; index < records.length; index += 1) {
         const record = records[index]!;
@@ -196,46 +214,49 @@ export class MirrorStore {
           continue;
         }
         // A tombstoned record that is listed again counts as new (created / started again).
-        const previous = state && state.deleted_at === null ? this.storedRecord(stream, key, id) : undefined;
+        const previous = state && state.deleted_at === null ? await store.storedRecord(stream, key, id) : undefined;
         const changes = diffFields(previous, record, stream.listedFields);
-        this.upsert(stream, record, id, hash, now, scan, state !== undefined);
+        await store.upsert(stream, record, id, hash, now, scan, state !== undefined);
         // A second copy of this id later in the same page compares with what was just written.
         stored.set(id, { content_hash: hash, deleted_at: null });
         const type = stream.changes.classify(previous, record, Object.keys(changes));
         // A new record's change carries the record once (format version 2: no `{ old: null }` per field).
         const data = previous === undefined ? { record } : { record, changes };
-        appended.push(this.appendChange({ type, stream: stream.name, recordId: id, occurredAt: now, data }));
+        pending.push({ type, stream: stream.name, recordId: id, occurredAt: now, data });
       }
       if (unchanged.length > 0) {
-        this.prepare(
-          `UPDATE ${stream.table} SET synced_at = ?, last_seen_scan = COALESCE(?, last_seen_scan), missed_scans = 0 WHERE ${key} IN (SELECT value FROM json_each(?))`,
-        ).run(now, scan, JSON.stringify(unchanged));
+        await store.executor.run(
+          `UPDATE ${stream.table} SET synced_at = ?, last_seen_scan = COALESCE(?, last_seen_scan), missed_scans = 0 WHERE ${key} IN ${jsonArrayValues(store.executor.dialect)}`,
+          [now, scan, JSON.stringify(unchanged)],
+        );
       }
-      return appended;
+      return store.appendChanges(pending);
     });
   }
 
   /** The stored hash and tombstone of each of `ids` that the stream's table holds: one SELECT. */
-  private storedStates(stream: StreamDefinition, ids: readonly string[]): Map<string, StoredState> {
-    const rows = this.prepare(
-      `SELECT ${keyColumn(stream)} AS id, content_hash, deleted_at FROM ${stream.table} WHERE ${keyColumn(stream)} IN (SELECT value FROM json_each(?))`,
-    ).all(JSON.stringify(ids)) as (StoredState & { id: string })[];
+  private async storedStates(stream: StreamDefinition, ids: readonly string[]): Promise<Map<string, StoredState>> {
+    const key = keyColumn(stream);
+    const rows = await this.executor.all<StoredState & { id: string }>(
+      `SELECT ${key} AS id, content_hash, deleted_at FROM ${stream.table} WHERE ${key} IN ${jsonArrayValues(this.executor.dialect)}`,
+      [JSON.stringify(ids)],
+    );
     const states = new Map<string, StoredState>();
     for (const row of rows) states.set(row.id, { content_hash: row.content_hash, deleted_at: row.deleted_at });
     return states;
   }
 
   /** The record as last stored (its `raw`), for the diff of a changed record. */
-  private storedRecord(stream: StreamDefinition, key: string, id: string): ApiRecord {
-    const row = this.prepare(`SELECT raw FROM ${stream.table} WHERE ${key} = ?`).get(id) as { raw: string };
-    return JSON.parse(row.raw) as ApiRecord;
+  private async storedRecord(stream: StreamDefinition, key: string, id: string): Promise<ApiRecord> {
+    const row = await this.executor.get<{ raw: string }>(`SELECT raw FROM ${stream.table} WHERE ${key} = ?`, [id]);
+    return JSON.parse(row!.raw) as ApiRecord;
   }
 
-  private upsert(stream: StreamDefinition, record: ApiRecord, id: string, hash: string, now: string, scan: number | null, exists: boolean): void {
+  private async upsert(stream: StreamDefinition, record: ApiRecord, id: string, hash: string, now: string, scan: number | null, exists: boolean): Promise<void> {
     // Only the columns whose field the record carries are written: a list page must not erase what
     // a write response added (a transaction's counterpartyName), while a field present as null is cleared.
     const present: string[] = [];
-    const values: (string | number | null)[] = [];
+    const values: SqlValue[] = [];
     for (const mapping of stream.columns) {
       const value = readField(record, mapping.field);
       if (value === undefined || (exists && mapping.primaryKey)) continue;
@@ -243,38 +264,52 @@ export class MirrorStore {
       values.push(toColumnValue(value));
     }
     const raw = JSON.stringify(record);
-    const statement = this.upsertStatement(stream, present, exists);
-    if (exists) statement.run(...values, raw, hash, now, scan, id);
-    else statement.run(...values, raw, hash, now, now, scan);
-  }
-
-  /** The INSERT (new record) or UPDATE (known record) writing `columns`, prepared once per set of columns. */
-  private upsertStatement(stream: StreamDefinition, columns: readonly string[], exists: boolean): Statement<unknown[]> {
-    const cacheKey = `${stream.table}:${exists ? 'update' : 'insert'}:${columns.join(',')}`;
-    let statement = this.statements.get(cacheKey);
-    if (statement) return statement;
-    if (exists) {
-      const assignments = [...columns.map((c) => `${c} = ?`), 'raw = ?', 'content_hash = ?', 'synced_at = ?', 'deleted_at = NULL', 'last_seen_scan = COALESCE(?, last_seen_scan)', 'missed_scans = 0'];
-      statement = this.db.prepare<unknown[]>(`UPDATE ${stream.table} SET ${assignments.join(', ')} WHERE ${keyColumn(stream)} = ?`);
-    } else {
-      const all = [...columns, 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'last_seen_scan'];
-      statement = this.db.prepare<unknown[]>(`INSERT INTO ${stream.table} (${all.join(', ')}) VALUES (${all.map(() => '?').join(', ')})`);
-    }
-    this.statements.set(cacheKey, statement);
-    return statement;
+    const sql = upsertStatement(stream, present, exists);
+    if (exists) await this.executor.run(sql, [...values, raw, hash, now, scan, id]);
+    else await this.executor.run(sql, [...values, raw, hash, now, now, scan]);
   }
 
   /**
    * Appends one row to the changelog with a fresh, stable `event_id` (`evt_<uuid v7>`), its `data`
    * in format version 2 (src/mirror/changelog.ts `encodeChangeData`; leave `changes` out for a new
    * record). Call inside the transaction that wrote the record the change describes.
+   * @returns the row appended, with the `seq` the database gave it (`RETURNING seq`)
    */
-  appendChange(change: { type: string; stream: string; recordId: string; occurredAt?: string; data: ChangeDataInput }): AppendedChange {
+  async appendChange(change: ChangeRowInput): Promise<AppendedChange> {
     const eventId = `evt_${timeOrderedUuid()}`;
-    const result = this.prepare(
-      'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)',
-    ).run(eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data));
-    return { seq: Number(result.lastInsertRowid), eventId, type: change.type, stream: change.stream, recordId: change.recordId };
+    const row = await this.executor.get<{ seq: number }>(
+      'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq',
+      [eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data)],
+    );
+    return { seq: Number(row!.seq), eventId, type: change.type, stream: change.stream, recordId: change.recordId };
+  }
+
+  /**
+   * Appends change rows in the order given, as `appendChange` does one, in multi-row INSERTs of up
+   * to `CHANGE_ROWS_PER_INSERT` rows (one statement per page of a backfill instead of one per record).
+   * Call inside the transaction that wrote the records.
+   * @returns the rows appended, in the order given, with their `seq` (ascending in that order)
+   */
+  async appendChanges(changes: readonly ChangeRowInput[]): Promise<AppendedChange[]> {
+    const appended: AppendedChange[] = [];
+    for (let start = 0; start < changes.length; start += CHANGE_ROWS_PER_INSERT) {
+      const chunk = changes.slice(start, start + CHANGE_ROWS_PER_INSERT);
+      const parameters: SqlValue[] = [];
+      const rows: AppendedChange[] = [];
+      for (const change of chunk) {
+        const eventId = `evt_${timeOrderedUuid()}`;
+        parameters.push(eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data));
+        rows.push({ seq: 0, eventId, type: change.type, stream: change.stream, recordId: change.recordId });
+      }
+      // RETURNING lists rows in no promised order: each seq is matched to its row by event_id.
+      const returned = await this.executor.all<{ seq: number; event_id: string }>(changeRowsInsert(chunk.length), parameters);
+      const seqs = new Map(returned.map((row) => [row.event_id, Number(row.seq)]));
+      for (const row of rows) {
+        row.seq = seqs.get(row.eventId)!;
+        appended.push(row);
+      }
+    }
+    return appended;
   }
 
   /**
@@ -287,38 +322,41 @@ export class MirrorStore {
    * @param scanStartedAt ISO local time the scan began
    * @returns the tombstone changes appended
    */
-  recordMisses(stream: StreamDefinition, scanNumber: number, scanStartedAt: string, now = new Date().toISOString()): AppendedChange[] {
-    return this.transaction(() => {
-      this.prepare(
+  recordMisses(stream: StreamDefinition, scanNumber: number, scanStartedAt: string, now = new Date().toISOString()): Promise<AppendedChange[]> {
+    return this.transaction(async (store) => {
+      await store.executor.run(
         `UPDATE ${stream.table} SET missed_scans = missed_scans + 1
          WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ?`,
-      ).run(scanNumber, scanStartedAt);
+        [scanNumber, scanStartedAt],
+      );
       const key = keyColumn(stream);
-      const gone = this.prepare(`SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2 ORDER BY ${key}`).all() as {
-        id: string;
-        raw: string;
-      }[];
-      const tombstone = this.prepare(`UPDATE ${stream.table} SET deleted_at = ? WHERE ${key} = ?`);
-      return gone.map((row) => {
-        tombstone.run(now, row.id);
-        return this.appendChange({
-          type: stream.changes.gone,
-          stream: stream.name,
-          recordId: row.id,
-          occurredAt: now,
-          data: { record: JSON.parse(row.raw) as unknown, changes: { deletedAt: { old: null, new: now } } },
-        });
-      });
+      const gone = await store.executor.all<{ id: string; raw: string }>(
+        `SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2 ORDER BY ${key}`,
+      );
+      const appended: AppendedChange[] = [];
+      for (const row of gone) {
+        await store.executor.run(`UPDATE ${stream.table} SET deleted_at = ? WHERE ${key} = ?`, [now, row.id]);
+        appended.push(
+          await store.appendChange({
+            type: stream.changes.gone,
+            stream: stream.name,
+            recordId: row.id,
+            occurredAt: now,
+            data: { record: JSON.parse(row.raw) as unknown, changes: { deletedAt: { old: null, new: now } } },
+          }),
+        );
+      }
+      return appended;
     });
   }
 
   /** The stream's sync state (a default row when it never ran). */
-  readSyncState(stream: StreamName): SyncState {
-    const row = this.prepare('SELECT * FROM sync_state WHERE stream = ?').get(stream) as Record<string, unknown> | undefined;
+  async readSyncState(stream: StreamName): Promise<SyncState> {
+    const row = await this.executor.get('SELECT * FROM sync_state WHERE stream = ?', [stream]);
     return {
       stream,
       cursor: (row?.cursor as string | null) ?? null,
-      supported: row ? row.supported === 1 : true,
+      supported: row ? Number(row.supported) === 1 : true,
       run: row?.run ? (JSON.parse(row.run as string) as RunCheckpoint) : null,
       scanNumber: (row?.scan_number as number | undefined) ?? 0,
       lastRunStartedAt: (row?.last_run_started_at as string | null) ?? null,
@@ -334,19 +372,19 @@ export class MirrorStore {
   }
 
   /** Updates some columns of the stream's `sync_state` row (inserting it when missing). */
-  updateSyncState(stream: StreamName, fields: Partial<Record<SyncStateColumn, string | number | null>>): void {
-    this.prepare('INSERT INTO sync_state (stream) VALUES (?) ON CONFLICT(stream) DO NOTHING').run(stream);
+  async updateSyncState(stream: StreamName, fields: Partial<Record<SyncStateColumn, string | number | null>>): Promise<void> {
+    await this.executor.run('INSERT INTO sync_state (stream) VALUES (?) ON CONFLICT (stream) DO NOTHING', [stream]);
     const entries = Object.entries(fields);
     if (entries.length === 0) return;
-    this.prepare(`UPDATE sync_state SET ${entries.map(([column]) => `${column} = ?`).join(', ')} WHERE stream = ?`).run(
+    await this.executor.run(`UPDATE sync_state SET ${entries.map(([column]) => `${column} = ?`).join(', ')} WHERE stream = ?`, [
       ...entries.map(([, value]) => value ?? null),
       stream,
-    );
+    ]);
   }
 
   /** Saves (or clears, with null) the checkpoint of the stream's run in progress. */
-  saveRun(stream: StreamName, run: RunCheckpoint | null): void {
-    this.updateSyncState(stream, { run: run ? JSON.stringify(run) : null });
+  saveRun(stream: StreamName, run: RunCheckpoint | null): Promise<void> {
+    return this.updateSyncState(stream, { run: run ? JSON.stringify(run) : null });
   }
 
   /**
@@ -354,57 +392,91 @@ export class MirrorStore {
    * never run one stream at once. A lock whose holder stopped renewing it is taken over.
    * @returns true when `owner` now holds the lock
    */
-  acquireRunLock(stream: StreamName, owner: string, expiresAt: string, now = new Date().toISOString()): boolean {
-    return this.transaction(() => {
-      this.prepare('INSERT INTO sync_state (stream) VALUES (?) ON CONFLICT(stream) DO NOTHING').run(stream);
-      const result = this.prepare(
+  acquireRunLock(stream: StreamName, owner: string, expiresAt: string, now = new Date().toISOString()): Promise<boolean> {
+    return this.transaction(async (store) => {
+      await store.executor.run('INSERT INTO sync_state (stream) VALUES (?) ON CONFLICT (stream) DO NOTHING', [stream]);
+      const result = await store.executor.run(
         'UPDATE sync_state SET lock_owner = ?, lock_expires_at = ? WHERE stream = ? AND (lock_owner IS NULL OR lock_owner = ? OR lock_expires_at < ?)',
-      ).run(owner, expiresAt, stream, owner, now);
+        [owner, expiresAt, stream, owner, now],
+      );
       return result.changes === 1;
     });
   }
 
   /** Who holds the stream's run lock, if anyone. */
-  runLockHolder(stream: StreamName): { owner: string; expiresAt: string } | undefined {
-    const row = this.prepare('SELECT lock_owner, lock_expires_at FROM sync_state WHERE stream = ? AND lock_owner IS NOT NULL').get(stream) as
-      | { lock_owner: string; lock_expires_at: string }
-      | undefined;
+  async runLockHolder(stream: StreamName): Promise<{ owner: string; expiresAt: string } | undefined> {
+    const row = await this.executor.get<{ lock_owner: string; lock_expires_at: string }>(
+      'SELECT lock_owner, lock_expires_at FROM sync_state WHERE stream = ? AND lock_owner IS NOT NULL',
+      [stream],
+    );
     return row ? { owner: row.lock_owner, expiresAt: row.lock_expires_at } : undefined;
   }
 
   /** Takes the run lock from `previousOwner` (known dead), if it still holds it. */
-  takeOverRunLock(stream: StreamName, previousOwner: string, owner: string, expiresAt: string): boolean {
-    const result = this.prepare('UPDATE sync_state SET lock_owner = ?, lock_expires_at = ? WHERE stream = ? AND lock_owner = ?').run(
+  async takeOverRunLock(stream: StreamName, previousOwner: string, owner: string, expiresAt: string): Promise<boolean> {
+    const result = await this.executor.run('UPDATE sync_state SET lock_owner = ?, lock_expires_at = ? WHERE stream = ? AND lock_owner = ?', [
       owner,
       expiresAt,
       stream,
       previousOwner,
-    );
+    ]);
     return result.changes === 1;
   }
 
   /** Releases the run lock if `owner` holds it. */
-  releaseRunLock(stream: StreamName, owner: string): void {
-    this.prepare('UPDATE sync_state SET lock_owner = NULL, lock_expires_at = NULL WHERE stream = ? AND lock_owner = ?').run(stream, owner);
+  async releaseRunLock(stream: StreamName, owner: string): Promise<void> {
+    await this.executor.run('UPDATE sync_state SET lock_owner = NULL, lock_expires_at = NULL WHERE stream = ? AND lock_owner = ?', [stream, owner]);
   }
 
   /** Rows per stream table: live (listed upstream) and tombstoned. */
-  countRecords(stream: StreamDefinition): { live: number; deleted: number } {
-    const row = this.prepare(
+  async countRecords(stream: StreamDefinition): Promise<{ live: number; deleted: number }> {
+    const row = await this.executor.get<{ live: number; deleted: number }>(
       `SELECT COUNT(*) FILTER (WHERE deleted_at IS NULL) AS live, COUNT(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM ${stream.table}`,
-    ).get() as { live: number; deleted: number };
-    return row;
+    );
+    return { live: Number(row!.live), deleted: Number(row!.deleted) };
   }
 
   /** Distinct records complete scan `scanNumber` has listed so far (rows marked seen by it). */
-  countSeenInScan(stream: StreamDefinition, scanNumber: number): number {
-    return (this.prepare(`SELECT COUNT(*) AS n FROM ${stream.table} WHERE last_seen_scan = ?`).get(scanNumber) as { n: number }).n;
+  async countSeenInScan(stream: StreamDefinition, scanNumber: number): Promise<number> {
+    const row = await this.executor.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${stream.table} WHERE last_seen_scan = ?`, [scanNumber]);
+    return Number(row!.n);
   }
 
   /** The highest changelog `seq` (0 when empty). */
-  lastSeq(): number {
-    return lastChangeSeq(this.db);
+  lastSeq(): Promise<number> {
+    return lastChangeSeq(this.executor);
   }
+}
+
+/** Most change rows in one INSERT of `appendChanges` (6 parameters each: far under SQLite's and PostgreSQL's limits). */
+const CHANGE_ROWS_PER_INSERT = 500;
+
+/** The multi-row INSERT of `count` change rows, by count: built once (the same text hits the prepared-statement cache). */
+const changeRowsInserts = new Map<number, string>();
+
+function changeRowsInsert(count: number): string {
+  let sql = changeRowsInserts.get(count);
+  if (sql === undefined) {
+    sql = `INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES ${Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?)').join(', ')} RETURNING seq, event_id`;
+    changeRowsInserts.set(count, sql);
+  }
+  return sql;
+}
+
+/** The INSERT (new record) or UPDATE (known record) writing `columns`, built once per set of columns. */
+function upsertStatement(stream: StreamDefinition, columns: readonly string[], exists: boolean): string {
+  const cacheKey = `${stream.table}:${exists ? 'update' : 'insert'}:${columns.join(',')}`;
+  let sql = upsertStatements.get(cacheKey);
+  if (sql !== undefined) return sql;
+  if (exists) {
+    const assignments = [...columns.map((c) => `${c} = ?`), 'raw = ?', 'content_hash = ?', 'synced_at = ?', 'deleted_at = NULL', 'last_seen_scan = COALESCE(?, last_seen_scan)', 'missed_scans = 0'];
+    sql = `UPDATE ${stream.table} SET ${assignments.join(', ')} WHERE ${keyColumn(stream)} = ?`;
+  } else {
+    const all = [...columns, 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'last_seen_scan'];
+    sql = `INSERT INTO ${stream.table} (${all.join(', ')}) VALUES (${all.map(() => '?').join(', ')})`;
+  }
+  upsertStatements.set(cacheKey, sql);
+  return sql;
 }
 
 export type SyncStateColumn =

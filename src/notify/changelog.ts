@@ -12,7 +12,7 @@
  * the mirror, and is asynchronous.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeChangeData, type ChangeData } from '../mirror/changelog.ts';
+import { decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog.ts';
 import type { SqlExecutor, SqlValue } from '../mirror/sql/executor.ts';
 import { validateEventPattern } from './event-filter.ts';
 
@@ -61,15 +61,8 @@ interface ChangeRow {
 const MAX_LIMIT = 10_000;
 const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_at, data FROM changes';
 
-/**
- * The highest changelog `seq`, 0 when the changelog is empty.
- * Stage 1 of the port: the same query as src/mirror/changelog.ts `lastChangeSeq`, which takes a
- * better-sqlite3 handle until the mirror's modules move onto the executor; one of them goes then.
- */
-export async function latestChangeSeq(executor: SqlExecutor): Promise<number> {
-  const row = await executor.get<{ seq: number }>('SELECT COALESCE(MAX(seq), 0) AS seq FROM changes');
-  return Number(row?.seq ?? 0);
-}
+/** The highest changelog `seq`, 0 when the changelog is empty. */
+export const latestChangeSeq = lastChangeSeq;
 
 /**
  * Reads up to `limit` events after `sinceSeq`, in seq order, with `data` parsed.

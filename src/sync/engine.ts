@@ -5,7 +5,7 @@
  *
  *   paginateByOffset (src/client/paginate.ts: next offset, drift step-back, endless-list guards, repeated ids)
  *     -> client.listPage (hook layers: rate budget, HTTP, retries; then envelope and item validation)
- *     -> store.applyRecords + store.saveRun in ONE SQLite transaction (records, changelog, checkpoint)
+ *     -> store.applyRecords + store.saveRun in ONE transaction (records, changelog, checkpoint: store.transaction)
  *     -> onChanges (wake the webhook dispatcher) and onProgress (progress bar, logs)
  *
  * How the rules are kept:
@@ -180,7 +180,6 @@ export class SyncEngine {
   private readonly options: SyncEngineOptions;
   private readonly owner: string;
   private readonly rejectedRecords: RejectedRecords;
-  private readonly recordClock: RecordClockStore;
   private readonly tieReReadRounds: number;
 
   /** @throws RangeError when `tieReReadRounds` is not an integer >= 1 */
@@ -192,7 +191,6 @@ export class SyncEngine {
     this.client = options.client;
     this.store = options.store;
     this.rejectedRecords = new RejectedRecords(options.store);
-    this.recordClock = new RecordClockStore(options.store.db);
     this.logger = options.logger ?? silentLogger;
     this.overlapMs = (options.overlapSeconds ?? 120) * SECOND_MS;
     this.owner = options.owner ?? `${hostname()}:${process.pid}`;
@@ -210,7 +208,7 @@ export class SyncEngine {
    */
   async run(streamName: StreamName | string, reason: RunReason, options: RunOptions = {}): Promise<RunResult> {
     const stream = streamByName(streamName);
-    const state = this.store.readSyncState(stream.name);
+    const state = await this.store.readSyncState(stream.name);
     const wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
     const result: RunResult = {
       stream: stream.name,
@@ -230,7 +228,7 @@ export class SyncEngine {
       result.status = 'unsupported';
       return result;
     }
-    if (!this.acquireLock(stream.name)) {
+    if (!(await this.acquireLock(stream.name))) {
       result.status = 'busy';
       this.logger.info({ stream: stream.name }, 'another process is running this stream; skipped');
       return result;
@@ -242,17 +240,17 @@ export class SyncEngine {
         result.resumed = true;
         this.logger.info({ stream: stream.name, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
       } else {
-        run = this.newRun(stream, wantComplete ? 'complete' : 'incremental', reason, state.cursor, state.scanNumber);
+        run = await this.newRun(stream, wantComplete ? 'complete' : 'incremental', reason, state.cursor, state.scanNumber);
       }
       result.mode = run.mode;
       // The checkpoint is first saved with the first page: a run that fails before any page leaves
       // nothing to resume.
-      this.store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${run.reason}/${run.mode}` });
+      await this.store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${run.reason}/${run.mode}` });
       const memory: RunMemory = { positions: new Map() };
       await this.page(stream, run, result, memory, options);
       if (result.status === 'succeeded') {
         result.scan = await this.checkScan(stream, run, result, memory, options);
-        this.finish(stream, run, result, result.scan);
+        await this.finish(stream, run, result, result.scan);
       }
     } catch (error) {
       const err = error as Error;
@@ -262,12 +260,12 @@ export class SyncEngine {
       } else {
         result.status = 'failed';
         result.error = err;
-        this.store.updateSyncState(stream.name, { last_error: err.message, last_run_finished_at: new Date().toISOString() });
+        await this.store.updateSyncState(stream.name, { last_error: err.message, last_run_finished_at: new Date().toISOString() });
         this.logger.error({ stream: stream.name, err: { message: err.message, name: err.name } }, 'run failed; its checkpoint stands');
       }
     } finally {
       clearInterval(renewal);
-      this.store.releaseRunLock(stream.name, this.owner);
+      await this.store.releaseRunLock(stream.name, this.owner);
     }
     return result;
   }
@@ -282,14 +280,15 @@ export class SyncEngine {
   private keepLockWhileRunning(stream: StreamName): NodeJS.Timeout {
     const everyMs = Math.max(10, Math.floor(this.lockTtlMs() / 3));
     const timer = setInterval(() => {
-      try {
-        if (!this.store.acquireRunLock(stream, this.owner, this.lockExpiry())) {
-          this.logger.warn({ stream }, 'another process took over this stream\'s run lock; this run stops at its next page');
-        }
-      } catch (error) {
-        // A busy or closed database: the next renewal, or the page's commit, tries again.
-        this.logger.warn({ stream, err: { message: (error as Error).message } }, 'could not renew the run lock');
-      }
+      this.store.acquireRunLock(stream, this.owner, this.lockExpiry()).then(
+        (held) => {
+          if (!held) this.logger.warn({ stream }, 'another process took over this stream\'s run lock; this run stops at its next page');
+        },
+        (error: unknown) => {
+          // A busy or closed database: the next renewal, or the page's commit, tries again.
+          this.logger.warn({ stream, err: { message: (error as Error).message } }, 'could not renew the run lock');
+        },
+      );
     }, everyMs);
     timer.unref();
     return timer;
@@ -309,14 +308,14 @@ export class SyncEngine {
     return Date.now() - Date.parse(lastProbeAt) >= intervalMs;
   }
 
-  private newRun(stream: RegisteredStream, mode: RunCheckpoint['mode'], reason: RunReason, cursor: string | null, scanNumber: number): RunCheckpoint {
+  private async newRun(stream: RegisteredStream, mode: RunCheckpoint['mode'], reason: RunReason, cursor: string | null, scanNumber: number): Promise<RunCheckpoint> {
     const lookbackMs = stream.request.lookbackSeconds === undefined ? this.overlapMs : stream.request.lookbackSeconds * SECOND_MS;
     const run: RunCheckpoint = { mode, reason, startedAt: new Date().toISOString(), offset: 0, pages: 0, records: 0, changes: 0 };
     if (mode === 'incremental' && cursor) {
       // The overlap is widened by how far the server's record clock was seen to lag the cursor's, on
       // any stream (docs/sync.md "Record clock"): a change made just after the last run carries an
       // updatedAt that much older than the moment it was made.
-      const lagMs = Math.ceil(this.recordClock.largest()) * SECOND_MS;
+      const lagMs = Math.ceil(await new RecordClockStore(this.store.executor).largest()) * SECOND_MS;
       run.updatedAfter = new Date(Date.parse(cursor) - lookbackMs - lagMs).toISOString();
     }
     if (mode === 'complete') run.scanNumber = scanNumber + 1;
@@ -327,9 +326,9 @@ export class SyncEngine {
    * Takes the stream's run lock. A lock held by a process of this host that no longer exists
    * (killed mid-run) is taken over at once instead of waiting for it to expire.
    */
-  private acquireLock(stream: StreamName): boolean {
-    if (this.store.acquireRunLock(stream, this.owner, this.lockExpiry())) return true;
-    const holder = this.store.runLockHolder(stream);
+  private async acquireLock(stream: StreamName): Promise<boolean> {
+    if (await this.store.acquireRunLock(stream, this.owner, this.lockExpiry())) return true;
+    const holder = await this.store.runLockHolder(stream);
     if (!holder) return this.store.acquireRunLock(stream, this.owner, this.lockExpiry());
     const [host, pid] = [holder.owner.slice(0, holder.owner.lastIndexOf(':')), Number(holder.owner.slice(holder.owner.lastIndexOf(':') + 1))];
     if (host !== hostname() || !Number.isInteger(pid) || processAlive(pid)) return false;
@@ -368,10 +367,10 @@ export class SyncEngine {
     });
     try {
       // The next page is fetched while this one commits (one page ahead, never the first: read-ahead.ts).
-      for await (const step of readAhead(pages, { isLast: (step) => step.done })) this.commitPage(stream, run, result, step, memory, options);
+      for await (const step of readAhead(pages, { isLast: (step) => step.done })) await this.commitPage(stream, run, result, step, memory, options);
     } catch (error) {
       if (error instanceof NotFoundError && request.unsupportedOn404 && run.pages === 0) {
-        this.markUnsupported(stream, result);
+        await this.markUnsupported(stream, result);
         return;
       }
       throw error;
@@ -379,7 +378,7 @@ export class SyncEngine {
   }
 
   /** One page: the cursor's server time (first page), then records, changelog and checkpoint in one transaction, then notification. */
-  private commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, memory: RunMemory, options: RunOptions): void {
+  private async commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, memory: RunMemory, options: RunOptions): Promise<void> {
     const { page } = step;
     // Repeats while re-reading after a drift step-back are expected, not ties.
     const afterDrift = run.driftReadsUntil !== undefined && page.offset < run.driftReadsUntil;
@@ -411,7 +410,14 @@ export class SyncEngine {
     }
     // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
     const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
-    this.writePage(stream, run, page, result, () => this.observeRecordClock(stream, page.items, offsetMs, run.pages === 1));
+    const firstPage = run.pages === 1;
+    const clock = await this.writePage(stream, run, page, result, (store) => this.observeRecordClock(store, stream, page.items, offsetMs, firstPage));
+    if (clock && clock.after > clock.before) {
+      this.logger.warn(
+        { stream: stream.name, lagSeconds: clock.after, previousLagSeconds: clock.before },
+        "the records' clock lags the cursor's clock: incremental syncs widen their updatedAfter overlap by this much",
+      );
+    }
     if (page.rejected && page.rejected.length > 0) {
       result.rejected += page.rejected.length;
       this.logger.warn(
@@ -433,34 +439,32 @@ export class SyncEngine {
 
   /**
    * Measures the lag of the stream's record clock from this page's changed records (and, on a run's
-   * first page, from the writes finished since the last success) and records it; warns when it grew.
-   * Call inside the page's transaction, before its records are applied.
+   * first page, from the writes finished since the last success) and records it. Call inside the
+   * page's transaction (`store` bound to it), before its records are applied; the caller warns when
+   * the lag grew (after the commit: a transaction body awaits only statements).
+   * @returns the stream's lag before and after, seconds
    */
-  private observeRecordClock(stream: RegisteredStream, records: readonly ApiRecord[], offsetMs: number, firstPage: boolean): void {
-    const before = this.recordClock.read(stream.name).lagSeconds;
-    this.recordClock.observe(stream.name, lagsFromPage(this.store.db, stream, records, offsetMs), 'list');
+  private async observeRecordClock(store: MirrorStore, stream: RegisteredStream, records: readonly ApiRecord[], offsetMs: number, firstPage: boolean): Promise<{ before: number; after: number }> {
+    const recordClock = new RecordClockStore(store.executor);
+    const before = (await recordClock.read(stream.name)).lagSeconds;
+    await recordClock.observe(stream.name, await lagsFromPage(store.executor, stream, records, offsetMs), 'list');
     if (firstPage) {
-      const since = this.store.readSyncState(stream.name).lastSuccessAt ?? new Date(0).toISOString();
-      this.recordClock.observe(stream.name, lagsFromWrites(this.store.db, stream.name, since, offsetMs), 'write');
+      const since = (await store.readSyncState(stream.name)).lastSuccessAt ?? new Date(0).toISOString();
+      await recordClock.observe(stream.name, await lagsFromWrites(store.executor, stream.name, since, offsetMs), 'write');
     }
-    const after = this.recordClock.read(stream.name).lagSeconds;
-    if (after > before) {
-      this.logger.warn(
-        { stream: stream.name, lagSeconds: after, previousLagSeconds: before },
-        "the records' clock lags the cursor's clock: incremental syncs widen their updatedAfter overlap by this much",
-      );
-    }
+    const after = (await recordClock.read(stream.name)).lagSeconds;
+    return { before, after };
   }
 
-  private markUnsupported(stream: RegisteredStream, result: RunResult): void {
+  private async markUnsupported(stream: RegisteredStream, result: RunResult): Promise<void> {
     result.status = 'unsupported';
-    this.store.transaction(() => {
-      this.store.updateSyncState(stream.name, {
+    await this.store.transaction(async (store) => {
+      await store.updateSyncState(stream.name, {
         supported: 0,
         last_error: `${stream.request.path} answered 404: the stream is unsupported by this server; records arrive from write responses only`,
         last_run_finished_at: new Date().toISOString(),
       });
-      this.store.saveRun(stream.name, null);
+      await store.saveRun(stream.name, null);
     });
     this.logger.warn({ stream: stream.name, path: stream.request.path }, 'list endpoint not found (404): stream marked unsupported');
   }
@@ -509,9 +513,9 @@ export class SyncEngine {
   }
 
   /** Distinct ids the run listed: for a complete scan the rows it marked seen (exact across a resume), else the run's tally. */
-  private distinctIds(stream: RegisteredStream, run: RunCheckpoint): number {
+  private async distinctIds(stream: RegisteredStream, run: RunCheckpoint): Promise<number> {
     if (run.mode === 'complete' && run.scanNumber !== undefined) {
-      return this.store.countSeenInScan(stream, run.scanNumber) + this.rejectedRecords.countListedOutsideMirror(stream, run.startedAt);
+      return (await this.store.countSeenInScan(stream, run.scanNumber)) + (await this.rejectedRecords.countListedOutsideMirror(stream, run.startedAt));
     }
     return run.distinctIds ?? 0;
   }
@@ -525,10 +529,10 @@ export class SyncEngine {
     let reReads = 0;
     let rounds = 0;
     let boundHit = false;
-    if (scanOutcome(run, this.distinctIds(stream, run), 0).outcome === 'incomplete' && (run.tieRegions ?? []).length > 0) {
+    if (scanOutcome(run, await this.distinctIds(stream, run), 0).outcome === 'incomplete' && (run.tieRegions ?? []).length > 0) {
       ({ reads: reReads, rounds, boundHit } = await this.reReadTies(stream, run, result, memory, options));
     }
-    const outcome = scanOutcome(run, this.distinctIds(stream, run), reReads);
+    const outcome = scanOutcome(run, await this.distinctIds(stream, run), reReads);
     if (outcome.outcome === 'incomplete') {
       this.logger.warn(
         { stream: stream.name, reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds, repeatedIds: outcome.repeatedIds, reReads, rounds },
@@ -558,7 +562,7 @@ export class SyncEngine {
   private async reReadTies(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, memory: RunMemory, options: RunOptions): Promise<{ reads: number; rounds: number; boundHit: boolean }> {
     const total = run.lastTotal ?? 0;
     const required = requiredIds(run);
-    let short = required - this.distinctIds(stream, run);
+    let short = required - (await this.distinctIds(stream, run));
     let reads = 0;
     // How wide a round reads: the regions owing records; after a round that found nothing, those
     // and their neighbours (a record credited to the nearest region may belong to the next one);
@@ -586,7 +590,7 @@ export class SyncEngine {
           short -= fresh;
           if (short <= 0) {
             // Counted from this process's memory: confirm with the scan's own count (exact across a resume).
-            short = required - this.distinctIds(stream, run);
+            short = required - (await this.distinctIds(stream, run));
             if (short <= 0) return { reads, rounds: round, boundHit: false };
           }
         }
@@ -620,35 +624,48 @@ export class SyncEngine {
       }
     }
     run.distinctIds = (run.distinctIds ?? 0) + fresh;
-    this.writePage(stream, run, page, result);
+    await this.writePage(stream, run, page, result);
     return fresh;
   }
 
   /**
-   * Commits one page in one SQLite transaction: renews the run lock, runs `beforeApply` (the record
-   * clock's measurement), applies the records (mirror rows and their changelog rows), moves invalid
-   * items into quarantine and accepted ones out of it, and saves the checkpoint; then hands the
-   * appended changes to `onChanges`. Counts them in `result.changes` and `run.changes`.
+   * Commits one page in one transaction (`store.transaction`): renews the run lock, runs
+   * `beforeApply` (the record clock's measurement) on the transaction's store, applies the records
+   * (mirror rows and their changelog rows), moves invalid items into quarantine and accepted ones
+   * out of it, and saves the checkpoint; then hands the appended changes to `onChanges`. Counts them
+   * in `result.changes` and `run.changes`.
+   * @returns what `beforeApply` returned (undefined without one)
    * @throws Error when another process took over the stream's run lock (ours expired while waiting):
    *   that process now owns the checkpoint, so nothing is written
    */
-  private writePage(stream: RegisteredStream, run: RunCheckpoint, page: Page<ApiRecord>, result: RunResult, beforeApply?: () => void): void {
-    const changes = this.store.transaction(() => {
-      if (!this.store.acquireRunLock(stream.name, this.owner, this.lockExpiry())) {
-        throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
-      }
-      beforeApply?.();
-      const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
-      const appended = this.store.applyRecords(stream, page.items, { scanNumber });
-      // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
-      this.rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
-      if (page.rejected && page.rejected.length > 0) appended.push(...this.rejectedRecords.quarantine(stream, page.rejected, { scanNumber }));
-      run.changes += appended.length;
-      this.store.saveRun(stream.name, run);
-      return appended;
-    });
+  private async writePage<T>(stream: RegisteredStream, run: RunCheckpoint, page: Page<ApiRecord>, result: RunResult, beforeApply?: (store: MirrorStore) => Promise<T>): Promise<T | undefined> {
+    let measured: T | undefined;
+    const changesBefore = run.changes;
+    let changes: AppendedChange[];
+    try {
+      changes = await this.store.transaction(async (store) => {
+        if (!(await store.acquireRunLock(stream.name, this.owner, this.lockExpiry()))) {
+          throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
+        }
+        measured = await beforeApply?.(store);
+        const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
+        const appended = await store.applyRecords(stream, page.items, { scanNumber });
+        // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
+        const rejectedRecords = new RejectedRecords(store);
+        await rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
+        if (page.rejected && page.rejected.length > 0) appended.push(...(await rejectedRecords.quarantine(stream, page.rejected, { scanNumber })));
+        run.changes = changesBefore + appended.length;
+        await store.saveRun(stream.name, run);
+        return appended;
+      });
+    } catch (error) {
+      // Rolled back: the checkpoint in memory must not count changes that were not stored.
+      run.changes = changesBefore;
+      throw error;
+    }
     result.changes += changes.length;
     if (changes.length > 0) this.options.onChanges?.(changes);
+    return measured;
   }
 
   /**
@@ -656,12 +673,12 @@ export class SyncEngine {
    * cursor; the state. An incomplete scan (docs/sync.md "Scan completeness") counts no miss and
    * keeps the cursor; its scan number is still used up.
    */
-  private finish(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, scan: ScanOutcome): void {
+  private async finish(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, scan: ScanOutcome): Promise<void> {
     const complete = scan.outcome === 'complete';
-    const tombstones = this.store.transaction(() => {
-      const appended = complete && run.mode === 'complete' && run.scanNumber !== undefined ? this.store.recordMisses(stream, run.scanNumber, run.startedAt) : [];
+    const tombstones = await this.store.transaction(async (store) => {
+      const appended = complete && run.mode === 'complete' && run.scanNumber !== undefined ? await store.recordMisses(stream, run.scanNumber, run.startedAt) : [];
       const now = new Date().toISOString();
-      this.store.updateSyncState(stream.name, {
+      await store.updateSyncState(stream.name, {
         ...(complete ? { cursor: run.serverStartedAt ?? null } : {}),
         last_scan: JSON.stringify(scan),
         supported: 1,
@@ -673,7 +690,7 @@ export class SyncEngine {
         last_run_records: run.records,
         last_run_changes: run.changes + appended.length,
       });
-      this.store.saveRun(stream.name, null);
+      await store.saveRun(stream.name, null);
       return appended;
     });
     result.tombstones = tombstones.length;

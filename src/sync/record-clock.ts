@@ -21,16 +21,17 @@
  * lag. The engine widens every stream's overlap by the lag measured on it; the reconciliation (a
  * complete scan, no `updatedAfter`) finds whatever a lag larger than the overlap hid.
  */
-import type { MirrorDatabase } from '../mirror/database.ts';
+import { jsonArrayValues, jsonPath, jsonTextField } from '../mirror/sql/dialect.ts';
+import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import type { ApiRecord, StreamDefinition } from '../streams/define-stream.ts';
 
 /** Lags below this, seconds, are measurement noise (module comment). */
 export const MIN_LAG_SECONDS = 1;
 
-/** Where a write's response keeps the timestamp of the record it created or changed, per stream (JSON paths into `writes.result`). */
-const WRITE_TIMESTAMPS: Record<string, { kind: string; path: string }[]> = {
-  transactions: [{ kind: 'transaction.create', path: '$.transaction.createdAt' }],
-  deals: [{ kind: 'deal.close', path: '$.deal.updatedAt' }],
+/** Where a write's response keeps the timestamp of the record it created or changed, per stream (field paths into `writes.result`). */
+const WRITE_TIMESTAMPS: Record<string, { kind: string; path: readonly string[] }[]> = {
+  transactions: [{ kind: 'transaction.create', path: ['transaction', 'createdAt'] }],
+  deals: [{ kind: 'deal.close', path: ['deal', 'updatedAt'] }],
 };
 
 /** The stream table's column holding `updatedAt`, when the stream has one. */
@@ -43,15 +44,16 @@ function updatedAtColumn(stream: StreamDefinition): string | undefined {
  * before the page is applied (it reads the stored versions).
  * @param offsetMs the cursor's clock minus ours at the page (server `Date` minus local receipt time; 0 without a `Date`)
  */
-export function lagsFromPage(db: MirrorDatabase, stream: StreamDefinition, records: readonly ApiRecord[], offsetMs: number): number[] {
+export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefinition, records: readonly ApiRecord[], offsetMs: number): Promise<number[]> {
   const column = updatedAtColumn(stream);
   if (!column) return [];
   const stamped = records.filter((record) => typeof record.updatedAt === 'string');
   if (stamped.length === 0) return [];
   const key = stream.columns.find((c) => c.primaryKey)?.column ?? 'id';
-  const rows = db
-    .prepare(`SELECT ${key} AS id, synced_at, ${column} AS updated_at FROM ${stream.table} WHERE deleted_at IS NULL AND ${key} IN (${stamped.map(() => '?').join(', ')})`)
-    .all(...stamped.map((record) => String(record[stream.key]))) as { id: string; synced_at: string; updated_at: string | null }[];
+  const rows = await executor.all<{ id: string; synced_at: string; updated_at: string | null }>(
+    `SELECT ${key} AS id, synced_at, ${column} AS updated_at FROM ${stream.table} WHERE deleted_at IS NULL AND ${key} IN ${jsonArrayValues(executor.dialect)}`,
+    [JSON.stringify(stamped.map((record) => String(record[stream.key])))],
+  );
   const stored = new Map(rows.map((row) => [row.id, row]));
   const lags: number[] = [];
   for (const record of stamped) {
@@ -68,12 +70,13 @@ export function lagsFromPage(db: MirrorDatabase, stream: StreamDefinition, recor
  * `stream`, seconds (only those >= MIN_LAG_SECONDS).
  * @param offsetMs the cursor's clock minus ours (as for `lagsFromPage`)
  */
-export function lagsFromWrites(db: MirrorDatabase, stream: string, sinceIso: string, offsetMs: number): number[] {
+export async function lagsFromWrites(executor: SqlExecutor, stream: string, sinceIso: string, offsetMs: number): Promise<number[]> {
   const lags: number[] = [];
   for (const { kind, path } of WRITE_TIMESTAMPS[stream] ?? []) {
-    const rows = db
-      .prepare(`SELECT finished_at, json_extract(result, ?) AS stamp FROM writes WHERE kind = ? AND status = 'succeeded' AND finished_at > ? AND result IS NOT NULL`)
-      .all(path, kind, sinceIso) as { finished_at: string; stamp: unknown }[];
+    const rows = await executor.all<{ finished_at: string; stamp: unknown }>(
+      `SELECT finished_at, ${jsonTextField(executor.dialect, 'result')} AS stamp FROM writes WHERE kind = ? AND status = 'succeeded' AND finished_at > ? AND result IS NOT NULL`,
+      [jsonPath(executor.dialect, path), kind, sinceIso],
+    );
     for (const row of rows) {
       if (typeof row.stamp !== 'string') continue;
       const lag = (Date.parse(row.finished_at) + offsetMs - Date.parse(row.stamp)) / 1000;

@@ -216,7 +216,7 @@ export class WriteEngine {
     return this.succeed(write, kind, payload, response);
   }
 
-  private succeed(write: WriteRecord, kind: WriteKind, payload: unknown, response: ApiResponse<unknown>): WriteProcessResult {
+  private async succeed(write: WriteRecord, kind: WriteKind, payload: unknown, response: ApiResponse<unknown>): Promise<WriteProcessResult> {
     const content = response.content;
     const outcome: WriteOutcome = {
       status: 'succeeded',
@@ -227,7 +227,7 @@ export class WriteEngine {
     };
     const through = kind.writeThrough && this.writeThrough ? { stream: kind.writeThrough.stream, record: kind.writeThrough.record(content) } : undefined;
     try {
-      return this.finish(write, outcome, through);
+      return await this.finish(write, outcome, through);
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
       // A ledger lookup gave this record to a look-alike write; this response is the authoritative claim.
@@ -425,7 +425,7 @@ export class WriteEngine {
     return { matches, complete };
   }
 
-  private retryOrGiveUp(writeId: string, reason: string, jobRun: JobRun): WriteProcessResult {
+  private async retryOrGiveUp(writeId: string, reason: string, jobRun: JobRun): Promise<WriteProcessResult> {
     if (jobRun.run < jobRun.maxRuns) return { action: 'retry', reason };
     const write = this.store.get(writeId);
     if (!write) return { action: 'skipped', reason: `no write ${writeId}` };
@@ -433,24 +433,29 @@ export class WriteEngine {
   }
 
   /** Records the outcome (with its change row and write-through) and tells `onChanges`. */
-  private finish(
+  private async finish(
     write: WriteRecord,
     outcome: WriteOutcome,
     through?: { stream: Parameters<WriteThroughHook>[1]; record: Record<string, unknown> },
-  ): WriteProcessResult {
+  ): Promise<WriteProcessResult> {
     const hook = this.writeThrough;
     const guardedHook: WriteThroughHook | undefined = hook
-      ? (db, stream, record) => {
+      ? async (executor, stream, record) => {
           // A savepoint: a record the mirror refuses must not undo the write's recorded outcome.
+          await executor.exec('SAVEPOINT write_through');
           try {
-            return db.transaction(() => hook(db, stream, record))();
+            const changes = await hook(executor, stream, record);
+            await executor.exec('RELEASE write_through');
+            return changes;
           } catch (error) {
+            await executor.exec('ROLLBACK TO write_through');
+            await executor.exec('RELEASE write_through');
             this.logger.error({ writeId: write.id, stream, error: describe(error) }, 'mirror write-through failed; the next sync will mirror the record');
             return [];
           }
         }
       : undefined;
-    const finished = this.store.finish(write.id, outcome, through && guardedHook ? { hook: guardedHook, ...through } : undefined);
+    const finished = await this.store.finish(write.id, outcome, through && guardedHook ? { hook: guardedHook, ...through } : undefined);
     if (!finished) return { action: 'skipped', reason: 'finished meanwhile by another run' };
     const log = outcome.status === 'succeeded' ? this.logger.info.bind(this.logger) : this.logger.warn.bind(this.logger);
     log({ writeId: write.id, kind: write.kind, status: outcome.status, outcome: outcome.outcome, httpStatus: outcome.httpStatus ?? undefined }, `write ${outcome.status}`);

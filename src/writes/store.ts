@@ -14,6 +14,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { MirrorDatabase } from '../mirror/database.ts';
+import type { SqlExecutor } from '../mirror/sql/executor.ts';
+import { sqliteConnection } from '../mirror/sql/sqlite.ts';
 import { MirrorStore, type AppendedChange } from '../mirror/store.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
@@ -71,7 +73,7 @@ export interface WriteOutcome {
 }
 
 /** Writes a response record into the mirror; returns the change rows it appended. Runs inside the outcome's transaction. */
-export type WriteThroughHook = (db: MirrorDatabase, stream: StreamName, record: Record<string, unknown>) => AppendedChange[];
+export type WriteThroughHook = (executor: SqlExecutor, stream: StreamName, record: Record<string, unknown>) => Promise<AppendedChange[]>;
 
 interface WriteRow {
   id: string;
@@ -135,15 +137,7 @@ function decode(row: WriteRow): WriteRecord {
 
 /** The default write-through: the mirror store's own upsert + changelog (src/mirror/store.ts `applyRecords`). */
 export function defaultWriteThrough(streams: Record<StreamName, Parameters<MirrorStore['applyRecords']>[0]>): WriteThroughHook {
-  const stores = new WeakMap<MirrorDatabase, MirrorStore>();
-  return (db, stream, record) => {
-    let store = stores.get(db);
-    if (!store) {
-      store = new MirrorStore(db);
-      stores.set(db, store);
-    }
-    return store.applyRecords(streams[stream], [record]);
-  };
+  return (executor, stream, record) => new MirrorStore(executor).applyRecords(streams[stream], [record]);
 }
 
 /**
@@ -153,11 +147,9 @@ export function defaultWriteThrough(streams: Record<StreamName, Parameters<Mirro
  */
 export class WriteStore {
   readonly db: MirrorDatabase;
-  private readonly mirror: MirrorStore;
 
   constructor(db: MirrorDatabase) {
     this.db = db;
-    this.mirror = new MirrorStore(db);
   }
 
   get(id: string): WriteRecord | undefined {
@@ -225,8 +217,8 @@ export class WriteStore {
     id: string,
     outcome: WriteOutcome,
     writeThrough?: { hook: WriteThroughHook; stream: StreamName; record: Record<string, unknown> },
-  ): { write: WriteRecord; changes: AppendedChange[] } | undefined {
-    return this.mirror.transaction(() => {
+  ): Promise<{ write: WriteRecord; changes: AppendedChange[] } | undefined> {
+    return new MirrorStore(sqliteConnection(this.db)).transaction(async (mirror) => {
       const before = this.get(id);
       if (!before || TERMINAL_STATUSES.includes(before.status)) return undefined;
       const now = new Date().toISOString();
@@ -249,7 +241,7 @@ export class WriteStore {
       const write = this.get(id)!;
       const changes: AppendedChange[] = [];
       changes.push(
-        this.mirror.appendChange({
+        await mirror.appendChange({
           type: WRITE_EVENT_TYPES[outcome.status],
           stream: 'writes',
           recordId: id,
@@ -257,7 +249,7 @@ export class WriteStore {
           data: { record: publicWrite(write), changes: { status: { old: before.status, new: outcome.status } } },
         }),
       );
-      if (writeThrough && outcome.status === 'succeeded') changes.push(...writeThrough.hook(this.db, writeThrough.stream, writeThrough.record));
+      if (writeThrough && outcome.status === 'succeeded') changes.push(...(await writeThrough.hook(mirror.executor, writeThrough.stream, writeThrough.record)));
       return { write, changes };
     });
   }

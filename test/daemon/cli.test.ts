@@ -90,9 +90,9 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     const secret = newWebhookSecret();
     const dbPath = dir.file('mirror.db');
     const db = openMirror(dbPath);
-    const store = new MirrorStore(db);
-    for (let index = 0; index < 5; index += 1) store.appendChange({ type: 'deal.updated', stream: 'deals', recordId: `deal_${index}`, data: { record: { id: `deal_${index}` }, changes: {} } });
-    db.close();
+    const store = new MirrorStore(sqliteConnection(db));
+    for (let index = 0; index < 5; index += 1) await store.appendChange({ type: 'deal.updated', stream: 'deals', recordId: `deal_${index}`, data: { record: { id: `deal_${index}` }, changes: {} } });
+    await sqliteConnection(db).close();
     const env = cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_DB: dbPath, BIZOPS_WEBHOOK_URL: receiver.url, BIZOPS_WEBHOOK_SECRET: secret });
 
     const test = await runCli(['webhooks', 'send-test'], env);
@@ -131,10 +131,11 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     const secret = newWebhookSecret();
     const dbPath = dir.file('mirror.db');
     const db = openMirror(dbPath);
-    const store = new MirrorStore(db);
     const connection = sqliteConnection(db);
+    const store = new MirrorStore(connection);
     await registerEndpoint(connection, 'env', receiver.url);
-    const changes = [0, 1, 2].map((index) => store.appendChange({ type: 'deal.updated', stream: 'deals', recordId: `deal_${index}`, data: { record: { id: `deal_${index}` }, changes: {} } }));
+    const changes = [];
+    for (const index of [0, 1, 2]) changes.push(await store.appendChange({ type: 'deal.updated', stream: 'deals', recordId: `deal_${index}`, data: { record: { id: `deal_${index}` }, changes: {} } }));
     // The state a dispatcher leaves: seq 1 and 2 given up on after the schedule, then disabled while failing seq 3.
     await giveUpEvent(connection, 'env', 0, { seq: 1, eventId: changes[0]!.eventId, type: 'deal.updated', attempts: 8, lastStatus: 503, lastError: 'HTTP 503' });
     await giveUpEvent(connection, 'env', 1, { seq: 2, eventId: changes[1]!.eventId, type: 'deal.updated', attempts: 8, lastStatus: 503, lastError: 'HTTP 503' });

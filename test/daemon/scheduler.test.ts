@@ -42,12 +42,13 @@ describe('StreamScheduler', () => {
     const deleted = (sim.world.groundTruth('deals')[7] as { id: string }).id;
     const results: RunResult[] = [];
     const afterReconcile: { deletedAt: string | null; events: number }[] = [];
+    const withCursor = (await ctx.store.readSyncState('deals')).cursor !== null;
     scheduler = new StreamScheduler({
       engine: ctx.engine,
       streams: ['deals'],
       schedule: NEVER,
       reconcileSchedule: '*/1 * * * * *',
-      hasCursor: (stream) => ctx.store.readSyncState(stream).cursor !== null,
+      hasCursor: () => withCursor,
       onRunFinished: (result) => {
         results.push(result);
         // Deleted upstream right after the backfill saw it, before any reconciliation starts.

@@ -20,7 +20,7 @@ const dispatchers: WebhookDispatcher[] = [];
 const receiver = receiverFixture();
 afterEach(async () => {
   await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
-  db?.close();
+  if (db) await sqliteConnection(db).close();
   dir?.remove();
   db = dir = undefined;
 });
@@ -28,7 +28,7 @@ afterEach(async () => {
 function store(): MirrorStore {
   dir = tempDir();
   db = openMirror(dir.file('mirror.db'));
-  return new MirrorStore(db);
+  return new MirrorStore(sqliteConnection(db));
 }
 
 const listed = { id: 'txn_1', type: 'EXPENSE', status: 'PENDING', amount: -1250, description: 'Paper', date: '2026-11-20' };
@@ -39,23 +39,23 @@ const fullCreated = (record: Record<string, unknown>) => ({
 });
 
 /** A created change as version 1 stored it: every field again as `{ old: null, new }`. */
-function insertVersion1Row(s: MirrorStore, record: Record<string, unknown>): void {
-  s.db
+function insertVersion1Row(record: Record<string, unknown>): void {
+  db!
     .prepare("INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, 'transaction.created', 'transactions', ?, '2026-11-20T10:00:00.000Z', ?)")
     .run(`evt_v1_${String(record.id)}`, record.id, JSON.stringify(fullCreated(record)));
 }
 
-function storedData(s: MirrorStore, seq: number): string {
-  return (s.db.prepare('SELECT data FROM changes WHERE seq = ?').get(seq) as { data: string }).data;
+function storedData(seq: number): string {
+  return (db!.prepare('SELECT data FROM changes WHERE seq = ?').get(seq) as { data: string }).data;
 }
 
 describe('the changelog format', () => {
-  it('stores a created change with the record once and a version, an update with its changed fields only', () => {
+  it('stores a created change with the record once and a version, an update with its changed fields only', async () => {
     const s = store();
-    const [created] = s.applyRecords(transactionsStream, [{ ...listed, extra: 'kept in raw' }]);
-    expect(JSON.parse(storedData(s, created!.seq))).toEqual({ version: 2, record: { ...listed, extra: 'kept in raw' } });
-    const [updated] = s.applyRecords(transactionsStream, [{ ...listed, status: 'CONFIRMED' }]);
-    expect(JSON.parse(storedData(s, updated!.seq))).toEqual({
+    const [created] = await s.applyRecords(transactionsStream, [{ ...listed, extra: 'kept in raw' }]);
+    expect(JSON.parse(storedData(created!.seq))).toEqual({ version: 2, record: { ...listed, extra: 'kept in raw' } });
+    const [updated] = await s.applyRecords(transactionsStream, [{ ...listed, status: 'CONFIRMED' }]);
+    expect(JSON.parse(storedData(updated!.seq))).toEqual({
       version: 2,
       record: { ...listed, status: 'CONFIRMED' },
       changes: { status: { old: 'PENDING', new: 'CONFIRMED' } },
@@ -65,10 +65,10 @@ describe('the changelog format', () => {
   it('reads version 1 and version 2 rows of one mirror alike: a created change gets every listed field as { old: null, new }', async () => {
     const s = store();
     const old = { ...listed, id: 'txn_0', description: null };
-    insertVersion1Row(s, old);
-    s.applyRecords(transactionsStream, [listed]);
-    s.applyRecords(onboardingsStream, [{ id: 'onb_1', onboardingStep: 2, user: { fullname: 'Ada' } }]);
-    const events = await readChanges(sqliteConnection(s.db));
+    insertVersion1Row(old);
+    await s.applyRecords(transactionsStream, [listed]);
+    await s.applyRecords(onboardingsStream, [{ id: 'onb_1', onboardingStep: 2, user: { fullname: 'Ada' } }]);
+    const events = await readChanges(sqliteConnection(db!));
     expect(events.map((e) => [e.version, e.recordId])).toEqual([
       [1, 'txn_0'],
       [2, 'txn_1'],
@@ -82,9 +82,9 @@ describe('the changelog format', () => {
 
   it('`changes --since 0` prints mixed rows as JSON lines with a version and the full data of each', async () => {
     const s = store();
-    insertVersion1Row(s, { ...listed, id: 'txn_0' });
-    s.applyRecords(transactionsStream, [listed]);
-    s.applyRecords(transactionsStream, [{ ...listed, status: 'VOIDED' }]);
+    insertVersion1Row({ ...listed, id: 'txn_0' });
+    await s.applyRecords(transactionsStream, [listed]);
+    await s.applyRecords(transactionsStream, [{ ...listed, status: 'VOIDED' }]);
     const result = await runCli(['changes', '--since', '0', '--db', dir!.file('mirror.db')], { PATH: process.env.PATH, HOME: process.env.HOME });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -104,11 +104,11 @@ describe('the changelog format', () => {
     const s = store();
     const target = await receiver();
     const secret = newSecret();
-    const dispatcher = new WebhookDispatcher({ connection: sqliteConnection(s.db), endpoints: [{ name: 'crm', url: target.url, secret, events: ['*'] }], pollMs: 30, scheduleMs: [0, 20], jitterRatio: 0, timeoutMs: 2000, stopGraceMs: 100 });
+    const dispatcher = new WebhookDispatcher({ connection: sqliteConnection(db!), endpoints: [{ name: 'crm', url: target.url, secret, events: ['*'] }], pollMs: 30, scheduleMs: [0, 20], jitterRatio: 0, timeoutMs: 2000, stopGraceMs: 100 });
     dispatchers.push(dispatcher);
     await dispatcher.start(); // a new endpoint starts at the end of the changelog: both rows come after it
-    insertVersion1Row(s, { ...listed, id: 'txn_0' });
-    s.applyRecords(transactionsStream, [listed]);
+    insertVersion1Row({ ...listed, id: 'txn_0' });
+    await s.applyRecords(transactionsStream, [listed]);
     dispatcher.notify();
     await waitFor(() => target.requests.length === 2, 'two deliveries');
     const payloads = target.requests.map((request) => new Webhook(secret).verify(request.body, request.headers as Record<string, string>) as { data: Record<string, unknown> });

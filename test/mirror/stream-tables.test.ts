@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
+import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import { MirrorStore } from '../../src/mirror/store.ts';
 import { column, defineStream, listRequest } from '../../src/streams/define-stream.ts';
 import { STREAM_LIST } from '../../src/streams/definitions.ts';
@@ -51,7 +52,7 @@ function columnsOf(db: MirrorDatabase, table: string): string[] {
 }
 
 describe('stream tables', () => {
-  it('creates a missing stream table from its definition, and the store mirrors records into it', () => {
+  it('creates a missing stream table from its definition, and the store mirrors records into it', async () => {
     const db = opened(openMirror(mirrorFile(), { streams: [...STREAM_LIST, invoicesStream] }));
     expect(columnsOf(db, 'invoices')).toEqual([
       'id TEXT PK',
@@ -65,13 +66,13 @@ describe('stream tables', () => {
       'last_seen_scan INTEGER',
       'missed_scans INTEGER NOT NULL',
     ]);
-    const store = new MirrorStore(db);
-    const [created] = store.applyRecords(invoicesStream, [{ id: 'inv_1', total: 1250, customer: { name: 'Acme' } }]);
+    const store = new MirrorStore(sqliteConnection(db));
+    const [created] = await store.applyRecords(invoicesStream, [{ id: 'inv_1', total: 1250, customer: { name: 'Acme' } }]);
     expect(created).toMatchObject({ type: 'invoice.created', stream: 'invoices', recordId: 'inv_1' });
-    expect(store.applyRecords(invoicesStream, [{ id: 'inv_1', total: 1300, customer: { name: 'Acme' } }]).map((change) => change.type)).toEqual(['invoice.updated']);
+    expect((await store.applyRecords(invoicesStream, [{ id: 'inv_1', total: 1300, customer: { name: 'Acme' } }])).map((change) => change.type)).toEqual(['invoice.updated']);
     expect(db.prepare('SELECT total, customer_name FROM invoices').get()).toEqual({ total: 1300, customer_name: 'Acme' });
     // Opening again finds the table as the definition wants it.
-    db.close();
+    await sqliteConnection(db).close();
     expect(() => opened(openMirror(dir!.file('mirror.db'), { streams: [...STREAM_LIST, invoicesStream] }))).not.toThrow();
   });
 

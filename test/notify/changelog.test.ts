@@ -34,7 +34,7 @@ describe('readChanges', () => {
       version: 1,
       data: inserted[2]!.data,
     });
-    expect(lastChangeSeq(mirror.db)).toBe(inserted[4]!.seq);
+    expect(await lastChangeSeq(mirror.connection)).toBe(inserted[4]!.seq);
     expect(await latestChangeSeq(mirror.connection)).toBe(inserted[4]!.seq);
   });
 

@@ -34,14 +34,14 @@ describe('backfill', () => {
   it('a second sync with nothing changed upstream records zero changes and sends one request per stream', async () => {
     const { sim, context } = await fixtures.start({ size: { transactions: 1_500, deals: 400, onboardings: 60 } });
     for (const stream of ['transactions', 'deals', 'onboardings'] as const) await context.engine.run(stream, 'backfill');
-    const seqBefore = context.store.lastSeq();
+    const seqBefore = await context.store.lastSeq();
     const requestsBefore = sim.requests.length;
     for (const stream of ['transactions', 'deals', 'onboardings'] as const) {
       const result = await context.engine.run(stream, 'sync');
       expect(result.status).toBe('succeeded');
       expect(result.changes).toBe(0);
     }
-    expect(context.store.lastSeq()).toBe(seqBefore);
+    expect(await context.store.lastSeq()).toBe(seqBefore);
     const after = sim.requests.slice(requestsBefore);
     expect(after.map((r) => r.path).sort()).toEqual(
       ['/api/public/v1/deals', '/api/public/v1/employee-onboardings', '/api/public/v1/transactions'].sort(),
@@ -55,7 +55,7 @@ describe('backfill', () => {
   it('an incremental sync records each upstream change once, typed by what changed', async () => {
     const { sim, context } = await fixtures.start({ size: { transactions: 300, deals: 120, onboardings: 20 } });
     for (const stream of ['transactions', 'deals', 'onboardings'] as const) await context.engine.run(stream, 'backfill');
-    const seq = context.store.lastSeq();
+    const seq = await context.store.lastSeq();
     const deals = sim.world.groundTruth('deals') as { id: string; status: string; stageId: string }[];
     const open = deals.filter((d) => d.status === 'OPEN');
     sim.world.updateDeal(open[0]!.id, { status: 'WON', wonLostReason: 'signed', closedAt: new Date().toISOString() });

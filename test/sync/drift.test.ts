@@ -79,7 +79,7 @@ describe('offset drift, ties and leaves', () => {
   it('three deals sharing an updatedAt across a page boundary are all mirrored, exactly once', async () => {
     const { sim, context } = await fixtures.start({ size: { deals: 250 } });
     await context.engine.run('deals', 'backfill');
-    const seq = context.store.lastSeq();
+    const seq = await context.store.lastSeq();
     // Positions 99, 100 and 101 in createdAt order straddle the first page boundary.
     const ordered = (sim.world.groundTruth('deals') as { id: string; createdAt: string; title: string }[])
       .slice()

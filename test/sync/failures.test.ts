@@ -32,8 +32,8 @@ describe('failures mid-run', () => {
     expect(result.error?.message).toMatch(/GET \/transactions/);
     expect(result.error?.message).toMatch(/offset=200/);
     expect(rowCount(ctx)).toBe(200);
-    expect(ctx.store.readSyncState('transactions').run?.offset).toBe(200);
-    expect(ctx.store.readSyncState('transactions').lastError).toMatch(/transactions/);
+    expect((await ctx.store.readSyncState('transactions')).run?.offset).toBe(200);
+    expect((await ctx.store.readSyncState('transactions')).lastError).toMatch(/transactions/);
     sim.faults.clear();
     const resumed = await ctx.engine.run('transactions', 'backfill');
     expect(resumed).toMatchObject({ status: 'succeeded', resumed: true, pages: 8 });
@@ -72,7 +72,7 @@ describe('failures mid-run', () => {
     sim.faults.inject({ match: { path: '/api/public/v1/deals' }, kind: 'status', status: 404, body: { message: 'Not found' }, times: 100 });
     const result = await ctx.engine.run('deals', 'backfill');
     expect(result.status).toBe('unsupported');
-    expect(ctx.store.readSyncState('deals').supported).toBe(false);
+    expect((await ctx.store.readSyncState('deals')).supported).toBe(false);
     const requests = listRequests(sim, '/deals').length;
     expect((await ctx.engine.run('deals', 'sync')).status).toBe('unsupported');
     expect(listRequests(sim, '/deals')).toHaveLength(requests);

@@ -34,7 +34,7 @@ describe.each([
     const { sim, context: ctx } = await fixtures.start({ size: { deals: 40, transactions: 5 }, ...simulatorOptions }, { sync: { overlapSeconds: 2 } });
     if (noDate) sim.faults.inject({ kind: 'no-date-header', times: 10_000 });
     expect((await ctx.engine.run('deals', 'backfill')).status).toBe('succeeded');
-    expect(new RecordClockStore(ctx.db).read('deals').lagSeconds).toBe(0);
+    expect((await new RecordClockStore(ctx.store.executor).read('deals')).lagSeconds).toBe(0);
 
     // Nothing measured yet: a change made now carries an updatedAt 30 s old, behind cursor - overlap.
     const missed = renameDeals(sim, 0, 3, 'first');
@@ -43,7 +43,7 @@ describe.each([
 
     // The complete scan finds them, and their old versions' last sighting measures the lag.
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 3 });
-    const lag = new RecordClockStore(ctx.db).read('deals');
+    const lag = await new RecordClockStore(ctx.store.executor).read('deals');
     expect(lag).toMatchObject({ source: 'list', observations: 3 });
     expect(lag.lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
     expect(lag.lagSeconds).toBeLessThanOrEqual(LAG_SECONDS + 1);
@@ -55,9 +55,9 @@ describe.each([
     expectMirrorEqualsGroundTruth(ctx, sim, 'deals');
 
     // The later sync may have measured a little more (the largest lag seen stands).
-    const now = new RecordClockStore(ctx.db).read('deals').lagSeconds;
+    const now = (await new RecordClockStore(ctx.store.executor).read('deals')).lagSeconds;
     expect(now).toBeGreaterThanOrEqual(lag.lagSeconds);
-    const status = readStatus(ctx.config.dbPath).streams.find((s) => s.stream === 'deals')!;
+    const status = (await readStatus(ctx.config.dbPath)).streams.find((s) => s.stream === 'deals')!;
     expect(status.recordClockLagSeconds).toBe(now);
     const metrics = new DaemonMetrics({ streams: ['deals'], store: ctx.store, pageTrust: pageTrustSource(ctx.store), apiClients: [ctx.client], budget: ctx.budgets, processMetrics: false });
     expect((await metrics.render()).body).toContain(`bizops_clock_skew_seconds{connection="default",stream="deals"} ${now}`);
@@ -72,7 +72,7 @@ describe('a record clock in step', () => {
     expect(await ctx.engine.run('deals', 'sync')).toMatchObject({ status: 'succeeded', changes: 3 });
     for (const id of changed) expect(title(ctx, id)).toBe(`renamed ${id}`);
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 0 });
-    expect(new RecordClockStore(ctx.db).read('deals')).toMatchObject({ lagSeconds: 0, observations: 0 });
+    expect(await new RecordClockStore(ctx.store.executor).read('deals')).toMatchObject({ lagSeconds: 0, observations: 0 });
   });
 });
 
@@ -90,7 +90,7 @@ describe('the transactions this worker creates', () => {
       await waitFor(() => queue.getWrite(id)?.status === 'succeeded', 'the write to succeed');
 
       expect((await ctx.engine.run('transactions', 'sync')).status).toBe('succeeded');
-      const lag = new RecordClockStore(ctx.db).read('transactions');
+      const lag = await new RecordClockStore(ctx.store.executor).read('transactions');
       expect(lag.source).toBe('write');
       expect(lag.lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
       expect(lag.lagSeconds).toBeLessThanOrEqual(LAG_SECONDS + 1);
@@ -115,9 +115,9 @@ describe('one server, one record clock', () => {
     expect((await ctx.engine.run('deals', 'backfill')).status).toBe('succeeded');
     renameDeals(sim, 0, 3, 'renamed');
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 3 });
-    expect(new RecordClockStore(ctx.db).read('deals').lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
+    expect((await new RecordClockStore(ctx.store.executor).read('deals')).lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
     // Transaction list items carry no timestamps: the transactions stream itself measured nothing.
-    expect(new RecordClockStore(ctx.db).read('transactions').lagSeconds).toBe(0);
+    expect((await new RecordClockStore(ctx.store.executor).read('transactions')).lagSeconds).toBe(0);
 
     expect((await ctx.engine.run('transactions', 'sync')).status).toBe('succeeded');
     const target = sim.world.transactions.find((t) => t.status !== 'VOIDED')!;

@@ -31,7 +31,7 @@ describe('quarantined records', () => {
     // The quarantined item was listed: the scan is complete (its id counts), the cursor moves on.
     expect(first).toMatchObject({ status: 'succeeded', records: 29, rejected: 1, scan: { outcome: 'complete' } });
     expect(liveDeals(ctx)).toBe(29);
-    const [row] = new RejectedRecords(ctx.store).list('deals');
+    const [row] = await new RejectedRecords(ctx.store).list('deals');
     expect(row).toMatchObject({ stream: 'deals', recordId: expect.stringMatching(/^deal_/), timesSeen: 1 });
     expect(row!.error).toMatch(/item 2 field status/);
     expect(row!.raw).toMatchObject({ id: row!.recordId, status: { state: 'WON' } });
@@ -40,23 +40,23 @@ describe('quarantined records', () => {
     expect(rejectedChanges.map((c) => c.record_id)).toEqual([row!.recordId]);
     expect(rejectedChanges[0]!.data).not.toContain('DE-secret-iban');
     expect(JSON.parse(rejectedChanges[0]!.data)).toMatchObject({ error: expect.stringMatching(/field status/) });
-    expect(readStatus(ctx.config.dbPath).streams.find((s) => s.stream === 'deals')).toMatchObject({ rejected: 1, lastError: null });
+    expect((await readStatus(ctx.config.dbPath)).streams.find((s) => s.stream === 'deals')).toMatchObject({ rejected: 1, lastError: null });
     let exposition = (await metrics.render()).body;
     expect(exposition).toMatch(/bizops_records_quarantined\{connection="default",stream="deals"\} 1/);
     expect(exposition).toMatch(/bizops_records_rejected_total\{connection="default",stream="deals"\} 1/);
 
     // Listed again, still invalid and unchanged: counted, no second change row.
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', rejected: 1, scan: { outcome: 'complete' } });
-    expect(new RejectedRecords(ctx.store).list('deals')[0]!.timesSeen).toBe(2);
+    expect((await new RejectedRecords(ctx.store).list('deals'))[0]!.timesSeen).toBe(2);
     expect(changesOfType(ctx, 'record.rejected')).toHaveLength(1);
 
     // The API serves it valid again: the next run that lists it accepts it and empties the quarantine.
     sim.faults.clear();
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', rejected: 0 });
     expect(liveDeals(ctx)).toBe(30);
-    expect(new RejectedRecords(ctx.store).count('deals')).toBe(0);
+    expect(await new RejectedRecords(ctx.store).count('deals')).toBe(0);
     expect(changesOfType(ctx, 'deal.created').map((c) => c.record_id)).toContain(row!.recordId);
-    expect(readStatus(ctx.config.dbPath).streams.find((s) => s.stream === 'deals')!.rejected).toBe(0);
+    expect((await readStatus(ctx.config.dbPath)).streams.find((s) => s.stream === 'deals')!.rejected).toBe(0);
     exposition = (await metrics.render()).body;
     expect(exposition).toMatch(/bizops_records_quarantined\{connection="default",stream="deals"\} 0/);
   });
@@ -68,7 +68,7 @@ describe('quarantined records', () => {
     for (let scan = 0; scan < 3; scan++) expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', rejected: 1, tombstones: 0, scan: { outcome: 'complete' } });
     expect(liveDeals(ctx)).toBe(30);
     expect(changesOfType(ctx, 'deal.deleted')).toHaveLength(0);
-    expect(new RejectedRecords(ctx.store).count('deals')).toBe(1);
+    expect(await new RejectedRecords(ctx.store).count('deals')).toBe(1);
   });
 
   it('incremental syncs go on past a quarantined record: later changes are mirrored', async () => {

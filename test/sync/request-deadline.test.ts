@@ -35,7 +35,7 @@ describe('the whole-request deadline', () => {
     expect(result.error?.message).toMatch(/deadline of 500 ms .*GET \/deals/);
     // The first attempt and the 4 retries of the test context's retry policy.
     expect(listRequests(sim, '/deals')).toHaveLength(5);
-    expect(context.store.readSyncState('deals').lastError).toMatch(/DEADLINE/);
+    expect((await context.store.readSyncState('deals')).lastError).toMatch(/DEADLINE/);
   });
 
   it('the run lock is renewed while a page is in flight: another process stays busy past the lock lifetime', async () => {
@@ -46,13 +46,13 @@ describe('the whole-request deadline', () => {
     sim.faults.inject({ kind: 'latency', ms: 4000, match: { path: '/deals' } });
     const running = slow.run('deals', 'backfill');
     await waitFor(() => listRequests(sim, '/deals').length === 1, 'the slow page to be in flight');
-    const firstExpiry = Date.parse(context.store.runLockHolder('deals')!.expiresAt);
+    const firstExpiry = Date.parse((await context.store.runLockHolder('deals'))!.expiresAt);
     // Past the time the first lock would have lapsed without renewal, with the page still in flight.
     await waitFor(() => Date.now() > firstExpiry + lockTtlMs, 'the unrenewed lock to have lapsed');
     expect(sim.requests.filter((r) => r.path.endsWith('/deals') && r.status === 0)).toHaveLength(1);
-    expect(context.store.runLockHolder('deals')!.owner).toBe('other-host.example:4242');
+    expect((await context.store.runLockHolder('deals'))!.owner).toBe('other-host.example:4242');
     expect((await context.engine.run('deals', 'sync')).status).toBe('busy');
     expect(await running).toMatchObject({ status: 'succeeded', records: 30 });
-    expect(context.store.runLockHolder('deals')).toBeUndefined();
+    expect(await context.store.runLockHolder('deals')).toBeUndefined();
   });
 });

@@ -26,17 +26,17 @@ describe('the run lock', () => {
   it('busy: a live process of this host holds the stream, so the run sends nothing and leaves its lock alone', async () => {
     const { sim, context } = await fixtures.start({ size: { deals: 20 } });
     const holder = `${hostname()}:${process.ppid}`; // the test runner's parent: alive for the whole test
-    expect(context.store.acquireRunLock('deals', holder, FUTURE)).toBe(true);
+    expect(await context.store.acquireRunLock('deals', holder, FUTURE)).toBe(true);
     const result = await context.engine.run('deals', 'backfill');
     expect(result).toMatchObject({ status: 'busy', pages: 0 });
     expect(listRequests(sim, '/deals')).toHaveLength(0);
-    expect(context.store.runLockHolder('deals')).toEqual({ owner: holder, expiresAt: FUTURE });
+    expect(await context.store.runLockHolder('deals')).toEqual({ owner: holder, expiresAt: FUTURE });
     expect(rowCount(context.db, 'deals')).toBe(0);
   });
 
   it('busy too when the holder is on another host and its lock has not expired', async () => {
     const { sim, context } = await fixtures.start({ size: { deals: 20 } });
-    context.store.acquireRunLock('deals', 'other-host.example:4242', FUTURE);
+    await context.store.acquireRunLock('deals', 'other-host.example:4242', FUTURE);
     expect((await context.engine.run('deals', 'sync')).status).toBe('busy');
     expect(listRequests(sim, '/deals')).toHaveLength(0);
   });
@@ -45,16 +45,16 @@ describe('the run lock', () => {
     const { logger, lines } = capturingLogger();
     const { context } = await fixtures.start({ size: { deals: 20 } }, {}, { logger });
     const dead = `${hostname()}:${deadPid()}`;
-    context.store.acquireRunLock('deals', dead, FUTURE);
+    await context.store.acquireRunLock('deals', dead, FUTURE);
     const result = await context.engine.run('deals', 'backfill');
     expect(result).toMatchObject({ status: 'succeeded', records: 20 });
     expect(lines.some((line) => line.includes('taking over the run lock of a process that died') && line.includes(dead))).toBe(true);
-    expect(context.store.runLockHolder('deals')).toBeUndefined();
+    expect(await context.store.runLockHolder('deals')).toBeUndefined();
   });
 
   it('takeover: an expired lock of another host is free', async () => {
     const { context } = await fixtures.start({ size: { deals: 20 } });
-    context.store.acquireRunLock('deals', 'other-host.example:4242', new Date(Date.now() - 1000).toISOString());
+    await context.store.acquireRunLock('deals', 'other-host.example:4242', new Date(Date.now() - 1000).toISOString());
     expect((await context.engine.run('deals', 'backfill')).status).toBe('succeeded');
   });
 
@@ -73,8 +73,8 @@ describe('the run lock', () => {
     // dropped): only page 1's records and checkpoint stand.
     expect(listRequests(sim, '/transactions')).toHaveLength(3);
     expect(rowCount(context.db, 'transactions')).toBe(100);
-    expect(context.store.readSyncState('transactions').run).toMatchObject({ offset: 100, pages: 1 });
+    expect((await context.store.readSyncState('transactions')).run).toMatchObject({ offset: 100, pages: 1 });
     // The lock stays the other process's: ours was never released over it.
-    expect(context.store.runLockHolder('transactions')?.owner).toBe(thief);
+    expect((await context.store.runLockHolder('transactions'))?.owner).toBe(thief);
   });
 });

@@ -18,8 +18,8 @@ function countChanges(ctx: Context, type: string): number {
   return (ctx.db.prepare('SELECT COUNT(*) AS n FROM changes WHERE type = ?').get(type) as { n: number }).n;
 }
 
-function liveRows(ctx: Context): number {
-  return ctx.store.countRecords(STREAMS.transactions).live;
+async function liveRows(ctx: Context): Promise<number> {
+  return (await ctx.store.countRecords(STREAMS.transactions)).live;
 }
 
 describe('a complete scan that ends early is not complete (issue 7.1)', () => {
@@ -28,8 +28,8 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
     const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } }, {}, { logger });
     const first = await context.engine.run('transactions', 'backfill');
     expect(first.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
-    const cursor = context.store.readSyncState('transactions').cursor;
-    const seqBefore = context.store.lastSeq();
+    const cursor = (await context.store.readSyncState('transactions')).cursor;
+    const seqBefore = await context.store.lastSeq();
 
     sim.faults.inject({ kind: 'truncate-list', atOffset: 400, times: 1_000, match: LIST });
     const metrics = new DaemonMetrics({
@@ -47,8 +47,8 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
       metrics.recordRun(result, 10);
     }
     expect(countChanges(context, 'transaction.deleted')).toBe(0);
-    expect(liveRows(context)).toBe(1_000);
-    const state = context.store.readSyncState('transactions');
+    expect(await liveRows(context)).toBe(1_000);
+    const state = await context.store.readSyncState('transactions');
     expect(state.cursor).toBe(cursor);
     expect(state.lastScan).toMatchObject({ outcome: 'incomplete', reason: 'ended-early' });
     expect(await metrics.registry.getSingleMetricAsString('bizops_stream_incomplete_scans_total')).toContain(
@@ -59,7 +59,7 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
     sim.faults.clear();
     const recovered = await context.engine.run('transactions', 'reconcile');
     expect(recovered.scan?.outcome).toBe('complete');
-    expect(context.store.lastSeq()).toBe(seqBefore);
+    expect(await context.store.lastSeq()).toBe(seqBefore);
     expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 
@@ -76,7 +76,7 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
       expect(result.tombstones).toBe(0);
     }
     expect(countChanges(context, 'transaction.deleted')).toBe(0);
-    expect(liveRows(context)).toBe(1_000);
+    expect(await liveRows(context)).toBe(1_000);
   });
 
   it('status shows the incomplete scan (the CLI reads the mirror)', async () => {
@@ -85,7 +85,7 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
     const result = await context.engine.run('transactions', 'backfill');
     expect(result.scan).toMatchObject({ outcome: 'incomplete', reason: 'ended-early' });
     // A first backfill that is incomplete leaves no cursor: the next sync is a complete scan again.
-    expect(context.store.readSyncState('transactions').cursor).toBeNull();
+    expect((await context.store.readSyncState('transactions')).cursor).toBeNull();
     const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_DB: dir.file('mirror.db') };
     const json = await runCli(['status', '--json'], env);
     expect(json.code).toBe(0);
@@ -117,7 +117,7 @@ describe('unstable order among equal timestamps (issue 7.2)', () => {
     }
     expect(runs).toBeLessThanOrEqual(2);
     expectMirrorEqualsGroundTruth(context, sim, 'transactions');
-    const last = context.store.readSyncState('transactions').lastScan;
+    const last = (await context.store.readSyncState('transactions')).lastScan;
     expect(last).toMatchObject({ outcome: 'complete', total: 3_000, distinctIds: 3_000 });
     // The fault did bite: ids came twice, and boundaries were re-read.
     expect(last!.repeatedIds).toBeGreaterThan(0);
@@ -166,7 +166,7 @@ describe('unstable order among equal timestamps (issue 7.2)', () => {
     expect(first.scan!.repeatedIds).toBeGreaterThan(20);
     expect(first.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
     expectMirrorEqualsGroundTruth(context, sim, 'transactions');
-    expect(context.store.readSyncState('transactions').cursor).not.toBeNull();
+    expect((await context.store.readSyncState('transactions')).cursor).not.toBeNull();
     // Every request beyond the 10 pages of the scan is a re-read, and they are few.
     expect(listRequests(sim, '/transactions').length - 10).toBe(first.scan!.reReads);
     expect(first.scan!.reReads).toBeLessThanOrEqual(30);
@@ -195,7 +195,7 @@ describe('unstable order among equal timestamps (issue 7.2)', () => {
     expect(first.scan!.reReads).toBeGreaterThanOrEqual(3);
     expect(first.scan!.reReads).toBeLessThanOrEqual(6);
     expect(lines.filter((line) => line.includes('1 rounds of re-reads') && line.includes('the most one scan may spend'))).toHaveLength(1);
-    expect(context.store.readSyncState('transactions')).toMatchObject({ cursor: null, lastScan: { outcome: 'incomplete', reason: 'unstable-order' } });
+    expect(await context.store.readSyncState('transactions')).toMatchObject({ cursor: null, lastScan: { outcome: 'incomplete', reason: 'unstable-order' } });
     expect(() => new SyncEngine({ client: context.client, store: context.store, tieReReadRounds: 0 })).toThrow(/tieReReadRounds must be an integer >= 1, got 0/);
 
     const second = await context.engine.run('transactions', 'backfill');
@@ -251,7 +251,7 @@ describe('hasMore forever (issue 7.3)', () => {
         expect(listRequests(sim, '/transactions').length - before).toBeLessThanOrEqual(12);
       }
       expect(countChanges(context, 'transaction.deleted')).toBe(0);
-      expect(liveRows(context)).toBe(1_000);
+      expect(await liveRows(context)).toBe(1_000);
     });
   }
 

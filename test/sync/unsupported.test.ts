@@ -49,16 +49,16 @@ describe('an unsupported stream', () => {
     world.faults.clear();
     expect((await context.engine.run('deals', 'sync')).status).toBe('unsupported');
     expect(listRequests(world, '/deals')).toHaveLength(probes);
-    const deals = readStatus(context.config.dbPath).streams.find((s) => s.stream === 'deals')!;
+    const deals = (await readStatus(context.config.dbPath)).streams.find((s) => s.stream === 'deals')!;
     expect(deals.supported).toBe(false);
     expect(deals.skipped).toMatch(/unsupported since .*\/deals answered 404.*sync\.unsupportedProbeSeconds/);
 
     // The last probe an hour ago: the next sync asks again, finds the list, and mirrors it.
-    context.store.updateSyncState('deals', { last_run_started_at: new Date(Date.now() - 3_600_000).toISOString() });
+    await context.store.updateSyncState('deals', { last_run_started_at: new Date(Date.now() - 3_600_000).toISOString() });
     const probed = await context.engine.run('deals', 'sync');
     expect(probed).toMatchObject({ status: 'succeeded', records: 25 });
     expect(listRequests(world, '/deals')).toHaveLength(probes + 1);
-    const after = readStatus(context.config.dbPath).streams.find((s) => s.stream === 'deals')!;
+    const after = (await readStatus(context.config.dbPath)).streams.find((s) => s.stream === 'deals')!;
     expect(after).toMatchObject({ supported: true, skipped: null, records: 25, lastError: null });
   });
 
@@ -70,7 +70,7 @@ describe('an unsupported stream', () => {
     expect((await context.engine.run('deals', 'sync')).status).toBe('unsupported');
     expect((await context.engine.run('deals', 'sync')).status).toBe('unsupported');
     expect(listRequests(world, '/deals')).toHaveLength(3);
-    expect(context.store.readSyncState('deals').supported).toBe(false);
+    expect((await context.store.readSyncState('deals')).supported).toBe(false);
   });
 
   it('the CLI: sync after a 404 reports the stream unsupported, status shows the reason', async () => {

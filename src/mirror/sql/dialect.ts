@@ -12,3 +12,26 @@ import type { SqlDialect } from './executor.ts';
 export function jsonArrayValues(dialect: SqlDialect): string {
   return dialect === 'sqlite' ? '(SELECT value FROM json_each(?))' : '(SELECT jsonb_array_elements_text(?::jsonb))';
 }
+
+/**
+ * An expression reading the text at a path inside the JSON text of `column`, the path bound to its
+ * one `?` as `jsonPath(dialect, fields)` gives it: SQLite `json_extract(column, '$.a.b')`, PostgreSQL
+ * `(column::jsonb #>> '{a,b}')`. NULL when the path is absent. On SQLite a number or boolean at the
+ * path comes back as such (json_extract), on PostgreSQL as text: compare only string fields.
+ * @param column a column name (or qualified name) of the statement, never user input
+ */
+export function jsonTextField(dialect: SqlDialect, column: string): string {
+  return dialect === 'sqlite' ? `json_extract(${column}, ?)` : `(${column}::jsonb #>> ?)`;
+}
+
+/**
+ * The parameter naming a path for `jsonTextField`: `['transaction', 'createdAt']` is `$.transaction.createdAt`
+ * on SQLite, `{transaction,createdAt}` on PostgreSQL.
+ * @throws Error naming the field when a field name is empty or holds a character the path syntax would read (`.`, `,`, quotes, braces, brackets, `$`)
+ */
+export function jsonPath(dialect: SqlDialect, fields: readonly string[]): string {
+  for (const field of fields) {
+    if (field === '' || /[.,"'{}[\]$\s]/.test(field)) throw new Error(`jsonPath: field "${field}" must be a plain name (no dots, commas, quotes, braces, brackets, $ or spaces)`);
+  }
+  return dialect === 'sqlite' ? `$.${fields.join('.')}` : `{${fields.join(',')}}`;
+}
