@@ -363,6 +363,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       logger,
       overlapSeconds: config.sync.overlapSeconds,
       unsupportedProbeSeconds: config.sync.unsupportedProbeSeconds,
+      leaseSeconds: config.sync.leaseSeconds,
       onChanges: notify,
     });
 
