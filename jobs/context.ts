@@ -141,7 +141,7 @@ export interface Context {
    * The webhook dispatcher for `config.webhooks` on its own SQLite connection (its modules loaded on
    * the first call), or null when none is configured. Not started.
    */
-  webhookDispatcher(options?: Pick<WebhookDispatcherOptions, 'pollMs' | 'timeoutMs' | 'scheduleMs' | 'jitterRatio' | 'stopGraceMs' | 'onAttempt'>): Promise<WebhookDispatcher | null>;
+  webhookDispatcher(options?: Pick<WebhookDispatcherOptions, 'pollMs' | 'timeoutMs' | 'scheduleMs' | 'jitterRatio' | 'stopGraceMs' | 'onAttempt' | 'fence'>): Promise<WebhookDispatcher | null>;
   /** Another API client on the same budgets (the readiness probe's, without retries). Closed with the context. */
   apiClient(options?: Pick<ApiClientOptions, 'timeoutMs' | 'retry'> & { tokens?: Record<string, string>; budget?: ApiClientOptions['budget'] }): ApiClient;
   /** Releases everything built, last built first. Safe to call twice. */
