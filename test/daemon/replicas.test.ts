@@ -10,7 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
-import { simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
+import { runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
 import { cliEnv, newWebhookSecret, spawnDaemon, terminate, WebhookReceiver, type DaemonProcess } from './helpers.ts';
 
 let sim: RunningSimulator | undefined;
@@ -121,6 +121,11 @@ describe('two daemons on one mirror (replicas)', () => {
     expect(hooks.ids()).toEqual(events.map((event) => event.event_id));
     expect(events.filter((event) => event.record_id === other.id && event.type === 'deal.updated')).toHaveLength(1);
     for (const request of hooks.received) expect(() => new Webhook(secret).verify(request.body, request.headers as Record<string, string>)).not.toThrow();
+
+    // `bizops-sync sync` beside the daemon uses the same lease: busy, nothing sent.
+    const cli = await runCli(['sync', '--stream', 'deals'], env);
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toMatch(/deals: busy \(sync, [a-z ]+\), 0 pages, 0 records, 0 changes/);
 
     // A graceful stop releases the leases: free for the next daemon at once.
     expect((await terminate(second)).code).toBe(0);
