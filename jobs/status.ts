@@ -7,6 +7,7 @@ import { mirrorQuickCheck } from '../src/mirror/health.ts';
 import { RecordClockStore } from '../src/mirror/record-clock.ts';
 import { RejectedRecords } from '../src/mirror/rejected-records.ts';
 import { MirrorStore, type ScanOutcome } from '../src/mirror/store.ts';
+import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { WriteStore } from '../src/writes/store.ts';
 import { MirrorDamagedError, MirrorNeedsMigrationError } from './mirror-errors.ts';
@@ -76,7 +77,7 @@ export { MirrorNeedsMigrationError } from './mirror-errors.ts';
  *   the message then carries quick_check's findings); ConfigError when the path is unusable.
  *   A file whose damaged pages status does not need is READ: `quickCheck` names the problems.
  */
-export function readStatus(dbPath: string): MirrorStatus {
+export async function readStatus(dbPath: string): Promise<MirrorStatus> {
   const db = openExistingMirror(dbPath, { readonly: true });
   let quickCheck: string | undefined;
   try {
@@ -123,7 +124,7 @@ export function readStatus(dbPath: string): MirrorStatus {
       };
     });
     const writes = Object.fromEntries(
-      Object.entries(new WriteStore(db).countByStatus())
+      Object.entries(await new WriteStore(sqliteConnection(db)).countByStatus())
         .filter(([, count]) => count > 0)
         .sort(([a], [b]) => a.localeCompare(b)),
     );

@@ -16,21 +16,22 @@ export function registerStatusCommand(program: Command): void {
       const { paths } = mirrorPaths();
       const { readStatus } = await import('../../jobs/status.ts');
       if (options.db !== undefined || options.connection !== undefined || paths.length === 1) {
-        const status = readStatus(mirrorPath(options.db, options.connection));
+        const status = await readStatus(mirrorPath(options.db, options.connection));
         process.stdout.write(options.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
         return;
       }
       // Several connections: each one's status, read one after another (each its own file).
       // A connection whose mirror does not exist yet is shown as such (exit 1), the others still are.
-      const statuses = paths.map(({ connection, dbPath }) => {
+      const statuses: { connection: string; status: MirrorStatus | { error: string } }[] = [];
+      for (const { connection, dbPath } of paths) {
         try {
-          return { connection, status: readStatus(dbPath) as MirrorStatus | { error: string } };
+          statuses.push({ connection, status: await readStatus(dbPath) });
         } catch (error) {
           if (!(error instanceof MirrorMissingError)) throw error;
           process.exitCode = 1;
-          return { connection, status: { error: error.message } };
+          statuses.push({ connection, status: { error: error.message } });
         }
-      });
+      }
       if (options.json) {
         process.stdout.write(`${JSON.stringify(Object.fromEntries(statuses.map(({ connection, status }) => [connection, status])), null, 2)}\n`);
         return;

@@ -200,7 +200,7 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
     expect(exit.code).toBe(0);
     expect(first.logs.some((entry) => entry.msg === 'daemon stopped')).toBe(true);
 
-    const interrupted = readStatus(dir.file('mirror.db')).streams.find((stream) => stream.stream === 'transactions')!;
+    const interrupted = (await readStatus(dir.file('mirror.db'))).streams.find((stream) => stream.stream === 'transactions')!;
     expect(interrupted.cursor).toBeNull();
     expect(interrupted.inProgress).toMatchObject({ reason: 'backfill', mode: 'complete' });
     const checkpointOffset = interrupted.inProgress!.offset;
@@ -209,7 +209,7 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
 
     const before = listRequests(sim, '/transactions').length;
     const second = start(env);
-    await waitFor(() => readStatus(dir!.file('mirror.db')).streams.every((stream) => stream.cursor !== null && stream.inProgress === null), 'the resumed backfill to finish', 60_000, 100);
+    await waitFor(async () => (await readStatus(dir!.file('mirror.db'))).streams.every((stream) => stream.cursor !== null && stream.inProgress === null), 'the resumed backfill to finish', 60_000, 100);
     const resumedAt = new URLSearchParams(listRequests(sim, '/transactions')[before]!.query).get('offset');
     expect(Number(resumedAt)).toBe(checkpointOffset);
     expect(second.logs.some((entry) => entry.msg === 'resuming an unfinished run from its checkpoint' && entry.stream === 'transactions')).toBe(true);

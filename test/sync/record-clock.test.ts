@@ -57,7 +57,7 @@ describe.each([
     // The later sync may have measured a little more (the largest lag seen stands).
     const now = new RecordClockStore(ctx.db).read('deals').lagSeconds;
     expect(now).toBeGreaterThanOrEqual(lag.lagSeconds);
-    const status = readStatus(ctx.config.dbPath).streams.find((s) => s.stream === 'deals')!;
+    const status = (await readStatus(ctx.config.dbPath)).streams.find((s) => s.stream === 'deals')!;
     expect(status.recordClockLagSeconds).toBe(now);
     const metrics = new DaemonMetrics({ streams: ['deals'], store: ctx.store, pageTrust: pageTrustSource(ctx.store), apiClients: [ctx.client], budget: ctx.budgets, processMetrics: false });
     expect((await metrics.render()).body).toContain(`bizops_clock_skew_seconds{connection="default",stream="deals"} ${now}`);
@@ -87,7 +87,7 @@ describe('the transactions this worker creates', () => {
       const queue = await ctx.writeQueue();
       await queue.startWorker({ concurrency: 1 });
       const { id } = await queue.enqueueWrite('transaction.create', { type: 'INCOME', amount: 1200, description: 'clock probe' });
-      await waitFor(() => queue.getWrite(id)?.status === 'succeeded', 'the write to succeed');
+      await waitFor(async () => (await queue.getWrite(id))?.status === 'succeeded', 'the write to succeed');
 
       expect((await ctx.engine.run('transactions', 'sync')).status).toBe('succeeded');
       const lag = new RecordClockStore(ctx.db).read('transactions');

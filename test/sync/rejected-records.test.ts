@@ -40,7 +40,7 @@ describe('quarantined records', () => {
     expect(rejectedChanges.map((c) => c.record_id)).toEqual([row!.recordId]);
     expect(rejectedChanges[0]!.data).not.toContain('DE-secret-iban');
     expect(JSON.parse(rejectedChanges[0]!.data)).toMatchObject({ error: expect.stringMatching(/field status/) });
-    expect(readStatus(ctx.config.dbPath).streams.find((s) => s.stream === 'deals')).toMatchObject({ rejected: 1, lastError: null });
+    expect((await readStatus(ctx.config.dbPath)).streams.find((s) => s.stream === 'deals')).toMatchObject({ rejected: 1, lastError: null });
     let exposition = (await metrics.render()).body;
     expect(exposition).toMatch(/bizops_records_quarantined\{connection="default",stream="deals"\} 1/);
     expect(exposition).toMatch(/bizops_records_rejected_total\{connection="default",stream="deals"\} 1/);
@@ -56,7 +56,7 @@ describe('quarantined records', () => {
     expect(liveDeals(ctx)).toBe(30);
     expect(new RejectedRecords(ctx.store).count('deals')).toBe(0);
     expect(changesOfType(ctx, 'deal.created').map((c) => c.record_id)).toContain(row!.recordId);
-    expect(readStatus(ctx.config.dbPath).streams.find((s) => s.stream === 'deals')!.rejected).toBe(0);
+    expect((await readStatus(ctx.config.dbPath)).streams.find((s) => s.stream === 'deals')!.rejected).toBe(0);
     exposition = (await metrics.render()).body;
     expect(exposition).toMatch(/bizops_records_quarantined\{connection="default",stream="deals"\} 0/);
   });

@@ -49,7 +49,7 @@ describe('an unsupported stream', () => {
     world.faults.clear();
     expect((await context.engine.run('deals', 'sync')).status).toBe('unsupported');
     expect(listRequests(world, '/deals')).toHaveLength(probes);
-    const deals = readStatus(context.config.dbPath).streams.find((s) => s.stream === 'deals')!;
+    const deals = (await readStatus(context.config.dbPath)).streams.find((s) => s.stream === 'deals')!;
     expect(deals.supported).toBe(false);
     expect(deals.skipped).toMatch(/unsupported since .*\/deals answered 404.*sync\.unsupportedProbeSeconds/);
 
@@ -58,7 +58,7 @@ describe('an unsupported stream', () => {
     const probed = await context.engine.run('deals', 'sync');
     expect(probed).toMatchObject({ status: 'succeeded', records: 25 });
     expect(listRequests(world, '/deals')).toHaveLength(probes + 1);
-    const after = readStatus(context.config.dbPath).streams.find((s) => s.stream === 'deals')!;
+    const after = (await readStatus(context.config.dbPath)).streams.find((s) => s.stream === 'deals')!;
     expect(after).toMatchObject({ supported: true, skipped: null, records: 25, lastError: null });
   });
 

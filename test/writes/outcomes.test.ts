@@ -149,7 +149,7 @@ describe('idempotency keys', () => {
 
 describe('durability at intake', () => {
   it('a write stored while Redis refuses the job is reported, marked, and queued by the startup sweep', async () => {
-    const broken = new WriteIntake({ db: bed.db, queue: { redis: 'redis://127.0.0.1:1', prefix: bed.prefix, queueName: bed.queueName }, enqueueTimeoutMs: 300 });
+    const broken = new WriteIntake({ connection: bed.connection, queue: { redis: 'redis://127.0.0.1:1', prefix: bed.prefix, queueName: bed.queueName }, enqueueTimeoutMs: 300 });
     let error: unknown;
     try {
       await broken.enqueueWrite('transaction.create', { type: 'INCOME', amount: 2500, description: 'Stored while Redis was down' }, { idempotencyKey: 'redis-down-1' });
@@ -161,7 +161,7 @@ describe('durability at intake', () => {
     expect(error).toBeInstanceOf(WriteQueueError);
     const writeId = (error as WriteQueueError).writeId;
     expect((error as Error).message).toMatch(/stored but could not be queued/);
-    const stored = stack.intake.getWrite(writeId);
+    const stored = await stack.intake.getWrite(writeId);
     expect(stored).toMatchObject({ status: 'queued', enqueueError: expect.any(String) });
     // Not in BullMQ, so nothing can run it until the sweep queues it (at the next worker start).
     expect(await stack.intake.queue.getJob(writeId)).toBeUndefined();
@@ -174,7 +174,7 @@ describe('durability at intake', () => {
 
   it('a write acting as a token this worker does not have fails naming actAs, and nothing is sent', async () => {
     // Enqueued by a process that had the token (its intake knows no token list here); this worker has not.
-    const intake = new WriteIntake({ db: bed.db, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
+    const intake = new WriteIntake({ connection: bed.connection, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
     const { id } = await intake.enqueueWrite('timeclock.clock_in', {}, { actAs: 'front_desk' });
     await intake.close();
     const write = await stack.finished(id);
@@ -187,11 +187,11 @@ describe('durability at intake', () => {
     // The dead worker's request landed; it died before recording the answer, and BullMQ lost the job.
     const description = `Landed before the crash ${Date.now()}`;
     const landed = sim.world.createTransaction({ type: 'INCOME', amount: 4321, description, date: '2026-05-05T00:00:00.000Z' });
-    const intake = new WriteIntake({ db: bed.db, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
+    const intake = new WriteIntake({ connection: bed.connection, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
     const { id } = await intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 4321, description, date: '2026-05-05' });
     await intake.queue.remove(id);
     await intake.close();
-    new WriteStore(bed.db).markSending(id);
+    await new WriteStore(bed.connection).markSending(id);
     stack = await writeStack(sim, bed);
     expect(stack.worker.requeued).toEqual([id]);
     const write = await stack.finished(id);
