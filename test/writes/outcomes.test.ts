@@ -1,10 +1,12 @@
 /**
  * Outcomes the write engine must get right (docs/writes.md): responses lost after the write
  * committed, 409 on a second clock-in, 5xx, idempotency keys, Redis refusing a job, and a write left
- * `sending` by a dead worker. Real simulator over HTTP, real Redis, real SQLite.
+ * `sending` by a dead worker, a mirror write-through that fails. Real simulator over HTTP, real
+ * Redis, real SQLite.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
+import { STREAMS } from '../../src/streams/definitions.ts';
 import { IdempotencyConflictError, WriteIntake, WriteQueueError, WriteStore } from '../../src/writes/index.ts';
 import { waitFor } from '../helpers.ts';
 import { simulator, writeStack, writeTestBed, REDIS_URL, type WriteStack, type WriteTestBed } from './support.ts';
@@ -32,6 +34,29 @@ function posts(path: string): number {
 function adminAddress(): string {
   return sim.world.data.emailAddresses.find((address) => address.employeeId === sim.world.employeeForRole('admin').id)!.address;
 }
+
+describe('the mirror write-through', () => {
+  it('a write-through that fails halfway is undone alone: the outcome and its change row stand, the half-written record does not', async () => {
+    await stack.close();
+    stack = await writeStack(sim, bed, {
+      worker: {
+        // Writes the record and its change row, then fails: everything it wrote must be rolled back.
+        writeThrough: async (mirror, stream, record) => {
+          await mirror.applyRecords(STREAMS[stream], [record]);
+          throw new Error('the mirror refused the record');
+        },
+      },
+    });
+    const description = `Write-through refused ${Date.now()}`;
+    const { id } = await stack.intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 4200, description, date: '2026-04-02' });
+    const write = await stack.finished(id);
+    expect(write).toMatchObject({ status: 'succeeded', remoteId: expect.any(String) });
+    expect(sim.world.transactions.filter((transaction) => transaction.description === description)).toHaveLength(1);
+    expect(bed.db.prepare("SELECT type FROM changes WHERE stream = 'writes' AND record_id = ?").all(id)).toEqual([{ type: 'write.succeeded' }]);
+    expect(bed.db.prepare('SELECT COUNT(*) AS n FROM transactions WHERE id = ?').get(write.remoteId)).toEqual({ n: 0 });
+    expect(bed.db.prepare("SELECT COUNT(*) AS n FROM changes WHERE stream = 'transactions' AND record_id = ?").get(write.remoteId)).toEqual({ n: 0 });
+  });
+});
 
 describe('a response lost after the write committed', () => {
   it('transaction.create: reconciled from the ledger, exactly one transaction, never re-sent', async () => {
