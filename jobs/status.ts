@@ -2,6 +2,7 @@
  * Job: the mirror's status per stream and the writes by status (the `status` command; the daemon
  * tests read it too). Reads the mirror only: no API settings needed.
  */
+import { Leases, type LeaseState } from '../src/mirror/leases.ts';
 import { SCHEMA_VERSION } from '../src/mirror/database.ts';
 import { mirrorQuickCheck } from '../src/mirror/health.ts';
 import { RecordClockStore } from '../src/mirror/record-clock.ts';
@@ -63,6 +64,8 @@ export interface MirrorStatus {
   streams: StreamStatus[];
   /** Writes by status (`failed`, `needs_review`, `queued`, `sending`, `succeeded`), only the statuses that occur. */
   writes: Record<string, number>;
+  /** Who holds which lease (docs/operations.md "Running two daemons (replicas)"): the `leases` table, by name. */
+  leases: LeaseState[];
 }
 
 export { MirrorNeedsMigrationError } from './mirror-errors.ts';
@@ -130,7 +133,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
         .filter(([, count]) => count > 0)
         .sort(([a], [b]) => a.localeCompare(b)),
     );
-    return { database: dbPath, quickCheck, changelogSeq: await store.lastSeq(), streams, writes };
+    return { database: dbPath, quickCheck, changelogSeq: await store.lastSeq(), streams, writes, leases: await new Leases(connection).list() };
   } catch (error) {
     // A read-only open is lazy: a damaged header shows at the first statement, a damaged page at the
     // first read of it (quick_check may have listed it already: then the line names its findings).

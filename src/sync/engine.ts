@@ -102,6 +102,11 @@ export interface RunResult {
    * a reason (docs/sync.md "Scan completeness"). Absent for other statuses.
    */
   scan?: ScanOutcome;
+  /**
+   * For `busy`: who holds the stream's lease and until when (ISO, the database's clock): a holder
+   * that died keeps the stream until then (docs/sync.md "Resumable").
+   */
+  heldBy?: { holder: string | null; expiresAt: string | null };
   error?: Error;
 }
 
@@ -232,7 +237,9 @@ export class SyncEngine {
     const acquired = this.running.has(stream.name) ? undefined : await this.leases.acquire(streamLeaseName(stream.name), this.leaseHolder);
     if (!acquired) {
       result.status = 'busy';
-      this.logger.info({ stream: stream.name }, 'another process (or run) holds this stream\'s lease; skipped');
+      const held = await this.leases.state(streamLeaseName(stream.name));
+      result.heldBy = { holder: held?.holder ?? null, expiresAt: held?.expiresAt ?? null };
+      this.logger.info({ stream: stream.name, ...result.heldBy }, 'another process (or run) holds this stream\'s lease; skipped');
       return result;
     }
     if (acquired.previousHolder !== undefined) {

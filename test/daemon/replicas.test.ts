@@ -110,6 +110,8 @@ describe('two daemons on one mirror (replicas)', () => {
       expect(row.fence).toBeGreaterThan(before.find((old) => old.name === row.name)!.fence);
     }
     expect(second.logs.some((line) => line.msg === 'lease taken over: its holder stopped renewing it' && line.previousHolder === firstHolder)).toBe(true);
+    const status = await runCli(['status'], env);
+    expect(status.stdout).toContain(`leases: stream:deals held by ${after[0]!.holder} (fence ${after[0]!.fence}, until `);
 
     // A later change upstream is synced and delivered by the survivor.
     const other = sim.world.groundTruth('deals')[5] as { id: string };

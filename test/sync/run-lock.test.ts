@@ -22,7 +22,7 @@ describe('the stream lease', () => {
     const leases = new Leases(context.store.executor, 3600);
     await leases.acquire('stream:deals', OTHER);
     const result = await context.engine.run('deals', 'backfill');
-    expect(result).toMatchObject({ status: 'busy', pages: 0 });
+    expect(result).toMatchObject({ status: 'busy', pages: 0, heldBy: { holder: OTHER, expiresAt: (await leases.state('stream:deals'))!.expiresAt } });
     expect(listRequests(sim, '/deals')).toHaveLength(0);
     expect(await leases.state('stream:deals')).toMatchObject({ holder: OTHER, fence: 1, free: false });
     expect(rowCount(context.db, 'deals')).toBe(0);
