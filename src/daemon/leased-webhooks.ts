@@ -26,6 +26,8 @@ export class LeasedWebhookDelivery {
   readonly #options: LeasedWebhookDeliveryOptions;
   readonly #logger: Logger;
   #current: WebhookDispatcher | null = null;
+  /** The lease of the latest `begin`, until `end`. */
+  #holding: HeldLease | null = null;
   #standby: Promise<WebhookDispatcher> | undefined;
   /** Begins and ends run one after another, in the order called. */
   #queue: Promise<void> = Promise.resolve();
@@ -40,19 +42,34 @@ export class LeasedWebhookDelivery {
     return this.#current !== null;
   }
 
-  /** Starts delivering under `lease` (after any earlier `end`). Errors are logged: the next hold tries again. */
-  begin(lease: HeldLease): Promise<void> {
+  /**
+   * Starts delivering under `lease` (after any earlier `end`). A start that fails (the database
+   * busy or away) is logged and tried again after `retryMs` (default 1000) until it starts or `end`
+   * is called.
+   */
+  begin(lease: HeldLease, retryMs = 1000): Promise<void> {
+    this.#holding = lease;
     return this.#enqueue(async () => {
+      if (this.#holding !== lease) return; // ended (or taken again) meanwhile
       await this.#stopCurrent();
       const dispatcher = await this.#options.create((tx) => this.#options.confirm(tx, lease));
+      try {
+        await dispatcher.start();
+      } catch (error) {
+        await dispatcher.stop();
+        setTimeout(() => {
+          if (this.#holding === lease && this.#current === null) void this.begin(lease, retryMs);
+        }, retryMs).unref();
+        throw error;
+      }
       this.#current = dispatcher;
-      await dispatcher.start();
       this.#logger.info({ fence: lease.fence }, 'webhook delivery started: this daemon holds the webhooks lease');
     });
   }
 
   /** Stops delivering (the lease was lost or released). */
   end(): Promise<void> {
+    this.#holding = null;
     return this.#enqueue(() => this.#stopCurrent());
   }
 
