@@ -133,4 +133,49 @@ describe('two daemons on one mirror (replicas)', () => {
     expect((await terminate(second)).code).toBe(0);
     expect((await leaseRows()).every((row) => row.holder === null)).toBe(true);
   });
+
+  it('SIGKILL the holder in the middle of a backfill: the other resumes its checkpoint; the mirror equals the ground truth, no change twice', async () => {
+    sim = await simulator({ size: { transactions: 4_000, deals: 10, onboardings: 3 }, rateLimit: { limit: 10, windowMs: 500 } });
+    dir = tempDir();
+    const location = dir.file('mirror.db');
+    const env = cliEnv({
+      BIZOPS_BASE_URL: sim.url,
+      BIZOPS_TOKEN: String(sim.tokens.admin),
+      BIZOPS_DB: location,
+      BIZOPS_HTTP_PORT: '0',
+      BIZOPS_SCHEDULE: '*/1 * * * * *',
+      BIZOPS_RATE_LIMIT_PER_MIN: '10',
+      BIZOPS_RATE_WINDOW_MS: '500',
+      BIZOPS_LEASE_SECONDS: '3',
+    });
+    const first = spawnDaemon(env);
+    daemons.push(first);
+    const firstUrl = await first.url;
+    await waitFor(async () => (await leasesHeld(firstUrl)).length === 3, 'the first daemon to hold every stream', 30_000);
+    const second = spawnDaemon(env);
+    daemons.push(second);
+    const secondUrl = await second.url;
+    await waitFor(() => sim!.requests.filter((request) => request.path.endsWith('/transactions')).length >= 12, 'a few backfill pages', 60_000);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await waitFor(async () => (await leasesHeld(secondUrl)).length === 3, 'the second daemon to take every stream over', 60_000);
+    const resumed = await waitFor(
+      () => second.logs.find((line) => line.msg === 'run finished' && line.stream === 'transactions'),
+      'the second daemon to finish the transactions backfill',
+      120_000,
+    );
+    expect(resumed).toMatchObject({ mode: 'complete' });
+    expect(second.logs.some((line) => line.msg === 'resuming an unfinished run from its checkpoint' && line.stream === 'transactions')).toBe(true);
+
+    const db = await openMirrorConnection(location, { readonly: true });
+    connections.push(db);
+    const rows = await db.all<{ id: string; raw: string }>('SELECT id, raw FROM transactions WHERE deleted_at IS NULL ORDER BY id');
+    const truth = sim.world.groundTruth('transactions') as { id: string }[];
+    expect(rows).toHaveLength(truth.length);
+    const byId = new Map(rows.map((row) => [row.id, JSON.parse(row.raw) as unknown]));
+    for (const record of truth) expect(byId.get(record.id)).toEqual(record);
+    // One transaction.created per record: neither daemon wrote a page the other had written.
+    expect(await db.get("SELECT COUNT(*) AS total, COUNT(DISTINCT record_id) AS records FROM changes WHERE stream = 'transactions'")).toEqual({ total: 4_000, records: 4_000 });
+    expect((await terminate(second)).code).toBe(0);
+  });
 });
