@@ -182,8 +182,8 @@ export class SyncEngine {
   private readonly options: SyncEngineOptions;
   private readonly leaseHolder: string;
   private readonly leases: Leases;
-  /** The lease of each stream this engine is running now (one run per stream per engine). */
-  private readonly running = new Map<StreamName, HeldLease>();
+  /** The lease of each stream this engine is running now (null while it is being taken): one run per stream per engine. */
+  private readonly running = new Map<StreamName, HeldLease | null>();
   private readonly rejectedRecords: RejectedRecords;
   private readonly tieReReadRounds: number;
 
@@ -234,7 +234,15 @@ export class SyncEngine {
       result.status = 'unsupported';
       return result;
     }
-    const acquired = this.running.has(stream.name) ? undefined : await this.leases.acquire(streamLeaseName(stream.name), this.leaseHolder);
+    let acquired: Awaited<ReturnType<Leases['acquire']>>;
+    if (!this.running.has(stream.name)) {
+      this.running.set(stream.name, null); // claimed before the first await: a second run of it here is busy
+      try {
+        acquired = await this.leases.acquire(streamLeaseName(stream.name), this.leaseHolder);
+      } finally {
+        if (!acquired) this.running.delete(stream.name);
+      }
+    }
     if (!acquired) {
       result.status = 'busy';
       const held = await this.leases.state(streamLeaseName(stream.name));
@@ -290,7 +298,11 @@ export class SyncEngine {
       clearInterval(renewal);
       this.running.delete(stream.name);
       // A lease this run took is given back; one the process held before (a daemon's) stays held.
-      if (acquired.taken) await this.leases.release(acquired.lease);
+      if (acquired.taken) {
+        await this.leases.release(acquired.lease).catch((error: unknown) => {
+          this.logger.warn({ stream: stream.name, err: { message: (error as Error).message } }, 'could not release the stream\'s lease; it lapses on its own');
+        });
+      }
     }
     return result;
   }
