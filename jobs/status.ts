@@ -1,17 +1,21 @@
 /**
  * Job: the mirror's status per stream and the writes by status (the `status` command; the daemon
- * tests read it too). Reads the mirror only: no API settings needed.
+ * tests read it too). Reads the mirror only: no API settings needed. Works on both back ends:
+ * SQLite (schema version `PRAGMA user_version`, health `PRAGMA quick_check`) and PostgreSQL (schema
+ * version from `schema_version`, health: every table of the mirror present in its schema).
  */
 import { SCHEMA_VERSION } from '../src/mirror/database.ts';
-import { mirrorQuickCheck } from '../src/mirror/health.ts';
+import { mirrorQuickCheck, postgresTablesCheck } from '../src/mirror/health.ts';
+import { postgresSchemaVersion } from '../src/mirror/postgres-migrate.ts';
 import { RecordClockStore } from '../src/mirror/record-clock.ts';
 import { RejectedRecords } from '../src/mirror/rejected-records.ts';
-import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
+import type { SqlConnection } from '../src/mirror/sql/executor.ts';
+import { SqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { MirrorStore, type ScanOutcome } from '../src/mirror/store.ts';
-import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
+import { STREAM_LIST, STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { WriteStore } from '../src/writes/store.ts';
 import { MirrorDamagedError, MirrorNeedsMigrationError } from './mirror-errors.ts';
-import { classifyMirrorError, openExistingMirror } from './open-mirror.ts';
+import { classifyMirrorError, mirrorLocation, openExistingMirror } from './open-mirror.ts';
 
 /** One stream's line of `status`. Times are ISO 8601. */
 export interface StreamStatus {
@@ -56,8 +60,15 @@ export interface StreamStatus {
 
 /** What `status --json` prints. */
 export interface MirrorStatus {
+  /** Where the mirror is: the file path, or the PostgreSQL URL with its password masked. */
   database: string;
-  /** `PRAGMA quick_check` of the file: `ok`, or the problems SQLite found (docs/operations.md "A damaged mirror"). */
+  /** The back end holding the mirror. */
+  backend: 'sqlite' | 'postgres';
+  /**
+   * The mirror's health: `ok`, or what is wrong. SQLite: `PRAGMA quick_check` of the file (the
+   * problems SQLite found; docs/operations.md "A damaged mirror"). PostgreSQL: every table of the
+   * mirror is in its schema (`missing tables: ...` otherwise); the server keeps its storage consistent.
+   */
   quickCheck: string;
   changelogSeq: number;
   streams: StreamStatus[];
@@ -68,9 +79,9 @@ export interface MirrorStatus {
 export { MirrorNeedsMigrationError } from './mirror-errors.ts';
 
 /**
- * Reads the status of every stream from the mirror at `dbPath`, opened READ-ONLY: `status` never
- * migrates nor writes the file (a daemon may be writing it).
- * @throws MirrorMissingError when the file does not exist (nothing has run yet)
+ * Reads the status of every stream from the mirror at `dbPath` (a file path or a PostgreSQL URL),
+ * opened READ-ONLY: `status` never migrates nor writes the mirror (a daemon may be writing it).
+ * @throws MirrorMissingError when the file, or the PostgreSQL schema, does not exist (nothing has run yet)
  * @throws MirrorNeedsMigrationError when the file's schema is older than this bizops-sync's
  *   (`bizops-sync sync` or the daemon migrates it)
  * @throws MirrorDamagedError when SQLite cannot read the file (its header, or a page status reads:
@@ -78,17 +89,17 @@ export { MirrorNeedsMigrationError } from './mirror-errors.ts';
  *   A file whose damaged pages status does not need is READ: `quickCheck` names the problems.
  */
 export async function readStatus(dbPath: string): Promise<MirrorStatus> {
-  const db = openExistingMirror(dbPath, { readonly: true });
-  const connection = sqliteConnection(db);
+  const connection = await openExistingMirror(dbPath, { readonly: true });
+  const location = mirrorLocation(dbPath);
   let quickCheck: string | undefined;
   try {
-    const version = db.pragma('user_version', { simple: true }) as number;
+    const version = await schemaVersion(connection);
     if (version < SCHEMA_VERSION) {
       throw new MirrorNeedsMigrationError(
-        `the mirror ${dbPath} is at schema version ${version}, this bizops-sync reads version ${SCHEMA_VERSION}; \`status\` does not migrate it: run \`bizops-sync sync\` (or start the daemon) once`,
+        `the mirror ${location} is at schema version ${version}, this bizops-sync reads version ${SCHEMA_VERSION}; \`status\` does not migrate it: run \`bizops-sync sync\` (or start the daemon) once`,
       );
     }
-    quickCheck = mirrorQuickCheck(db);
+    quickCheck = connection instanceof SqliteConnection ? mirrorQuickCheck(connection.sqlite) : await postgresTablesCheck(connection, STREAM_LIST.map((stream) => stream.table));
     const store = new MirrorStore(connection);
     const rejected = new RejectedRecords(store);
     const recordClock = new RecordClockStore(connection);
@@ -126,11 +137,11 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
       });
     }
     const writes = Object.fromEntries(
-      Object.entries(await new WriteStore(db).countByStatus())
+      Object.entries(await new WriteStore((connection as SqliteConnection).sqlite).countByStatus())
         .filter(([, count]) => count > 0)
         .sort(([a], [b]) => a.localeCompare(b)),
     );
-    return { database: dbPath, quickCheck, changelogSeq: await store.lastSeq(), streams, writes };
+    return { database: location, backend: connection.dialect, quickCheck, changelogSeq: await store.lastSeq(), streams, writes };
   } catch (error) {
     // A read-only open is lazy: a damaged header shows at the first statement, a damaged page at the
     // first read of it (quick_check may have listed it already: then the line names its findings).
@@ -145,4 +156,10 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
   } finally {
     await connection.close();
   }
+}
+
+/** The mirror's schema version: SQLite `PRAGMA user_version`, PostgreSQL the largest `schema_version` row. */
+async function schemaVersion(connection: SqlConnection): Promise<number> {
+  if (connection instanceof SqliteConnection) return connection.sqlite.pragma('user_version', { simple: true }) as number;
+  return postgresSchemaVersion(connection);
 }
