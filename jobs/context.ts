@@ -109,7 +109,8 @@ export interface WriteQueue {
   enqueueWrite<K extends WriteKindName>(kind: K, payload: WritePayload<K>, options?: EnqueueOptions): Promise<EnqueueResult>;
   /** The same for input not typed at compile time (CLI, HTTP). */
   enqueue(kind: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult>;
-  getWrite(id: string): WriteRecord | undefined;
+  /** The write with this id, or undefined. */
+  getWrite(id: string): Promise<WriteRecord | undefined>;
   /** `POST /writes`, `GET /writes/{id}`; resolves false when not one of them or `http.writeApiKey` is unset. */
   handleHttp(request: IncomingMessage, response: ServerResponse): Promise<boolean>;
   /**
@@ -396,7 +397,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         queueName: options.redisKeys?.queueName ?? deploymentQueueName(config),
         prefix: options.redisKeys?.queuePrefix,
       };
-      const intake = new WriteIntake({ db: (connection as SqliteConnection).sqlite, queue, tokenNames: Object.keys(config.tokens), logger });
+      const intake = new WriteIntake({ connection, queue, tokenNames: Object.keys(config.tokens), logger });
       cleanups.add(() => intake.close());
       return {
         intake,
@@ -408,7 +409,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
           // SQLite: its own connection, so the worker's transactions never wait behind the sync's.
           const workerConnection = await partConnection();
           const worker = await startWriteWorker({
-            db: (workerConnection as SqliteConnection).sqlite,
+            connection: workerConnection,
             // The worker's own connection (maxRetriesPerRequest: null); the producer's fails fast.
             queue: { ...queue, workerRedis: config.redisUrl },
             api: { baseUrl: config.baseUrl, tokens: config.tokens, budget: (tokenName) => budgets.budgetFor(tokenName), retry: options.clientRetry },

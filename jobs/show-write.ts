@@ -1,8 +1,7 @@
 /**
  * Job: one write as stored (the `write ID` command). Reads the mirror only, like `status`: it loads
- * SQLite and the writes table, nothing of the queue or the API client.
+ * the mirror and the writes table, nothing of the queue or the API client.
  */
-import type { SqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { WriteStore, type WriteRecord } from '../src/writes/store.ts';
 import { mirrorExists, openMirrorAt } from './open-mirror.ts';
 
@@ -11,7 +10,7 @@ export async function readWrite(dbPath: string, id: string): Promise<WriteRecord
   if (!(await mirrorExists(dbPath))) return undefined;
   const connection = await openMirrorAt(dbPath, { readonly: true });
   try {
-    return new WriteStore((connection as SqliteConnection).sqlite).get(id);
+    return await new WriteStore(connection).get(id);
   } finally {
     await connection.close();
   }

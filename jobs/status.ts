@@ -137,7 +137,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
       });
     }
     const writes = Object.fromEntries(
-      Object.entries(await new WriteStore((connection as SqliteConnection).sqlite).countByStatus())
+      Object.entries(await new WriteStore(connection).countByStatus())
         .filter(([, count]) => count > 0)
         .sort(([a], [b]) => a.localeCompare(b)),
     );
