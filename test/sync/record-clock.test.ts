@@ -78,7 +78,7 @@ describe('a record clock in step', () => {
 
 describe('the transactions this worker creates', () => {
   it('measure the lag of the transactions stream (whose list items carry no timestamps), and the next sync sees a change made after it', async () => {
-    const bed = writeTestBed();
+    const bed = await writeTestBed();
     const sim = await simulator({ size: { transactions: 30, deals: 5 }, recordClockLagMs: LAG_SECONDS * 1000 });
     const config = testConfig(sim, bed.dbPath, { redisUrl: REDIS_URL, sync: { overlapSeconds: 2 } });
     const ctx = await openContext(config, { logger: silentLogger, redisKeys: { queuePrefix: bed.prefix, queueName: bed.queueName, budgetPrefix: bed.budgetPrefix } });
