@@ -4,8 +4,9 @@
  * test/notify and test/writes so). Helpers that hand out a mirror (testConfig, tempMirror,
  * writeTestBed, the CLI and worker fixtures) pass the path they would use through
  * `testMirrorLocation`: unchanged on SQLite, a PostgreSQL URL with a fresh schema of its own on
- * PostgreSQL (the same URL for the same path, so a CLI and a context share the mirror). The schemas
- * are dropped after each test (test/postgres-setup.ts).
+ * PostgreSQL (the same URL for the same path, so a CLI and a context share the mirror). A schema
+ * handed out during a test is dropped after it, one handed out in a `beforeAll` after the file
+ * (test/postgres-setup.ts).
  *
  * PostgreSQL not answering fails the test with a message naming the URL (the mirror's open says
  * `cannot connect to the PostgreSQL mirror at <url>`; dropping says `PostgreSQL does not answer at
@@ -21,8 +22,14 @@ export const TEST_MIRROR_BACKEND: 'sqlite' | 'postgres' = process.env.BIZOPS_TES
 /** The PostgreSQL server the tests use. */
 export const TEST_POSTGRES_URL = process.env.BIZOPS_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
-const locations = new Map<string, string>();
-const schemas: string[] = [];
+/** Schemas handed out, by path, and whether a test (rather than a `beforeAll`) asked for them. */
+const handedOut = new Map<string, { schema: string; location: string; inTest: boolean }>();
+let inTest = false;
+
+/** Marks the start and end of a test (test/postgres-setup.ts): schemas handed out meanwhile live until its end. */
+export function markTest(running: boolean): void {
+  inTest = running;
+}
 
 /** A schema name no other test (nor test process) uses. */
 export function uniqueTestSchema(): string {
@@ -39,24 +46,31 @@ export function testSchemaUrl(schema: string): string {
 /**
  * Where the mirror a test would keep in the file `filePath` lives in this run: `filePath` itself
  * (SQLite), or a PostgreSQL URL of a fresh schema (not yet created), the same one for the same path
- * until the end of the test.
+ * until it is dropped.
  */
 export function testMirrorLocation(filePath: string): string {
   if (TEST_MIRROR_BACKEND === 'sqlite') return filePath;
-  let location = locations.get(filePath);
-  if (location === undefined) {
+  let entry = handedOut.get(filePath);
+  if (entry === undefined) {
     const schema = uniqueTestSchema();
-    schemas.push(schema);
-    location = testSchemaUrl(schema);
-    locations.set(filePath, location);
+    entry = { schema, location: testSchemaUrl(schema), inTest };
+    handedOut.set(filePath, entry);
   }
-  return location;
+  return entry.location;
 }
 
-/** Drops every schema `testMirrorLocation` handed out (after each test). */
-export async function dropTestMirrors(): Promise<void> {
-  locations.clear();
-  const dropped = schemas.splice(0);
+/**
+ * Drops the schemas `testMirrorLocation` handed out during the test (`scope: 'test'`, after each
+ * test), or all of them (`scope: 'file'`, after the file).
+ * @throws Error naming the URL when PostgreSQL does not answer
+ */
+export async function dropTestMirrors(scope: 'test' | 'file'): Promise<void> {
+  const dropped: string[] = [];
+  for (const [path, entry] of handedOut) {
+    if (scope === 'test' && !entry.inTest) continue;
+    handedOut.delete(path);
+    dropped.push(entry.schema);
+  }
   if (dropped.length === 0) return;
   const client = new pg.Client({ connectionString: TEST_POSTGRES_URL });
   try {
