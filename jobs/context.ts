@@ -30,9 +30,8 @@ import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
 import { PRIORITIES, type RateBudget, type RateBudgetStats } from '../src/client/rate-budget.ts';
 import { rateBudgetKey, RedisRateBudget } from '../src/client/redis-rate-budget.ts';
 import { createLogger, type Logger } from '../src/logging/logger.ts';
-import { mirrorQuickCheck } from '../src/mirror/health.ts';
+import { mirrorHealthCheck } from '../src/mirror/health.ts';
 import type { SqlConnection } from '../src/mirror/sql/executor.ts';
-import { SqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { MirrorStore, type AppendedChange } from '../src/mirror/store.ts';
 import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { SyncEngine } from '../src/sync/engine.ts';
@@ -331,10 +330,10 @@ export async function openContext(config: Config, options: ContextOptions = {}):
     // The mirror first: a path, file or server that cannot be used fails before any other connection is opened.
     const connection = await openMirrorAt(config.dbPath);
     cleanups.add(() => connection.close());
-    if (options.checkMirror && connection instanceof SqliteConnection) {
+    if (options.checkMirror && connection.dialect === 'sqlite') {
       let quickCheck: string;
       try {
-        quickCheck = mirrorQuickCheck(connection.sqlite);
+        quickCheck = await mirrorHealthCheck(connection);
       } catch (error) {
         throw classifyMirrorError(config.dbPath, error);
       }

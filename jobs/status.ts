@@ -4,18 +4,18 @@
  * SQLite (schema version `PRAGMA user_version`, health `PRAGMA quick_check`) and PostgreSQL (schema
  * version from `schema_version`, health: every table of the mirror present in its schema).
  */
-import { SCHEMA_VERSION } from '../src/mirror/database.ts';
-import { mirrorQuickCheck, postgresTablesCheck } from '../src/mirror/health.ts';
-import { postgresSchemaVersion } from '../src/mirror/postgres-migrate.ts';
+import { MIGRATIONS } from '../src/mirror/migrations/index.ts';
+import { mirrorHealthCheck, mirrorSchemaVersion } from '../src/mirror/health.ts';
 import { RecordClockStore } from '../src/mirror/record-clock.ts';
 import { RejectedRecords } from '../src/mirror/rejected-records.ts';
-import type { SqlConnection } from '../src/mirror/sql/executor.ts';
-import { SqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { MirrorStore, type ScanOutcome } from '../src/mirror/store.ts';
-import { STREAM_LIST, STREAMS, type StreamName } from '../src/streams/definitions.ts';
+import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { WriteStore } from '../src/writes/store.ts';
 import { MirrorDamagedError, MirrorNeedsMigrationError } from './mirror-errors.ts';
 import { classifyMirrorError, mirrorLocation, openExistingMirror } from './open-mirror.ts';
+
+/** The schema version this build reads: its last migration's (both back ends number them alike). */
+const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
 
 /** One stream's line of `status`. Times are ISO 8601. */
 export interface StreamStatus {
@@ -93,13 +93,13 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
   const location = mirrorLocation(dbPath);
   let quickCheck: string | undefined;
   try {
-    const version = await schemaVersion(connection);
+    const version = await mirrorSchemaVersion(connection);
     if (version < SCHEMA_VERSION) {
       throw new MirrorNeedsMigrationError(
         `the mirror ${location} is at schema version ${version}, this bizops-sync reads version ${SCHEMA_VERSION}; \`status\` does not migrate it: run \`bizops-sync sync\` (or start the daemon) once`,
       );
     }
-    quickCheck = connection instanceof SqliteConnection ? mirrorQuickCheck(connection.sqlite) : await postgresTablesCheck(connection, STREAM_LIST.map((stream) => stream.table));
+    quickCheck = await mirrorHealthCheck(connection);
     const store = new MirrorStore(connection);
     const rejected = new RejectedRecords(store);
     const recordClock = new RecordClockStore(connection);
@@ -156,10 +156,4 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
   } finally {
     await connection.close();
   }
-}
-
-/** The mirror's schema version: SQLite `PRAGMA user_version`, PostgreSQL the largest `schema_version` row. */
-async function schemaVersion(connection: SqlConnection): Promise<number> {
-  if (connection instanceof SqliteConnection) return connection.sqlite.pragma('user_version', { simple: true }) as number;
-  return postgresSchemaVersion(connection);
 }

@@ -4,8 +4,11 @@
  * anything is written next to it. PostgreSQL: `status` checks that every table of the mirror is in
  * its schema (`postgresTablesCheck`).
  */
+import { STREAM_LIST } from '../streams/definitions.ts';
 import type { MirrorDatabase } from './database.ts';
-import type { SqlExecutor } from './sql/executor.ts';
+import { postgresSchemaVersion } from './postgres-migrate.ts';
+import type { SqlConnection, SqlExecutor } from './sql/executor.ts';
+import { SqliteConnection } from './sql/sqlite.ts';
 
 /** At most this many problems are kept from `PRAGMA quick_check` (SQLite lists one per row). */
 const MAX_PROBLEMS = 5;
@@ -44,4 +47,25 @@ export async function postgresTablesCheck(executor: SqlExecutor, streamTables: r
   const present = new Set(rows.map((row) => row.table_name));
   const missing = [...MIRROR_TABLES, ...streamTables].filter((table) => !present.has(table)).sort();
   return missing.length === 0 ? 'ok' : `missing tables: ${missing.join(', ')}`;
+}
+
+/**
+ * The health of the mirror behind `connection`, whichever back end: SQLite `mirrorQuickCheck` (the
+ * whole file read), PostgreSQL `postgresTablesCheck` for the mirror's own tables and every
+ * registered stream's.
+ * @returns `ok`, or what is wrong, one line
+ * @throws SqliteError when the SQLite file cannot be read at all; the driver's error when the server cannot be asked
+ */
+export async function mirrorHealthCheck(connection: SqlConnection): Promise<string> {
+  if (connection instanceof SqliteConnection) return mirrorQuickCheck(connection.sqlite);
+  return postgresTablesCheck(connection, STREAM_LIST.map((stream) => stream.table));
+}
+
+/**
+ * The schema version of the mirror behind `connection`: SQLite `PRAGMA user_version`, PostgreSQL the
+ * largest `schema_version` row (0 when none).
+ */
+export async function mirrorSchemaVersion(connection: SqlConnection): Promise<number> {
+  if (connection instanceof SqliteConnection) return connection.sqlite.pragma('user_version', { simple: true }) as number;
+  return postgresSchemaVersion(connection);
 }
