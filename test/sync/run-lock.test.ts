@@ -6,12 +6,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LeaseLostError, Leases } from '../../src/mirror/leases.ts';
+import type { SqlExecutor } from '../../src/mirror/sql/executor.ts';
 import { capturingLogger, listRequests, syncFixtures, waitFor } from '../helpers.ts';
 
 const fixtures = syncFixtures();
 
-function rowCount(db: { prepare(sql: string): { get(): unknown } }, table: string): number {
-  return (db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+async function rowCount(executor: SqlExecutor, table: string): Promise<number> {
+  return (await executor.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))!.n;
 }
 
 const OTHER = 'other-host.example:4242:0badf00d';
@@ -25,7 +26,7 @@ describe('the stream lease', () => {
     expect(result).toMatchObject({ status: 'busy', pages: 0, heldBy: { holder: OTHER, expiresAt: (await leases.state('stream:deals'))!.expiresAt } });
     expect(listRequests(sim, '/deals')).toHaveLength(0);
     expect(await leases.state('stream:deals')).toMatchObject({ holder: OTHER, fence: 1, free: false });
-    expect(rowCount(context.db, 'deals')).toBe(0);
+    expect(await rowCount(context.connection, 'deals')).toBe(0);
     expect((await context.engine.run('deals', 'sync')).status).toBe('busy');
   });
 
@@ -45,23 +46,27 @@ describe('the stream lease', () => {
 
   it('lost: when another process takes the lease over mid-run, the run stops before writing its next page; the checkpoint stays as that process found it', async () => {
     const { sim, context } = await fixtures.start({ size: { transactions: 350 } });
-    const leases = new Leases(context.store.executor, 3600);
+    const leases = new Leases(context.connection, 3600);
+    let stolen: Promise<unknown> | undefined;
     const result = await context.engine.run('transactions', 'backfill', {
       onProgress: (progress) => {
-        // Our lease expired while we waited; another process took the stream over.
+        // Our lease expired while we waited; another process took the stream over. Sent here
+        // (onProgress is not awaited), awaited below: on PostgreSQL it lands while the engine waits
+        // for the next page over HTTP, before that page's transaction confirms the fence.
         if (progress.pages === 1) {
-          context.db.prepare("UPDATE leases SET expires_at = '2000-01-01T00:00:00.000Z' WHERE name = ?").run('stream:transactions');
-          void leases.acquire('stream:transactions', OTHER);
+          // One statement: what a takeover of the expired lease writes (the next fence, its holder).
+          stolen = context.connection.run("UPDATE leases SET holder = ?, fence = fence + 1, expires_at = '2999-01-01T00:00:00.000Z' WHERE name = ?", [OTHER, 'stream:transactions']);
         }
       },
     });
+    await stolen;
     expect(result.status).toBe('failed');
     expect(result.error).toBeInstanceOf(LeaseLostError);
     expect(result.error?.message).toBe("transactions: another process took over this stream's lease (fence 1 is no longer current); stopping without writing");
     // Page 2 was fetched but not written (and page 3 read ahead while page 2 would commit, then
     // dropped): only page 1's records and checkpoint stand.
     expect(listRequests(sim, '/transactions')).toHaveLength(3);
-    expect(rowCount(context.db, 'transactions')).toBe(100);
+    expect(await rowCount(context.connection, 'transactions')).toBe(100);
     const state = await context.store.readSyncState('transactions');
     expect(state.run).toMatchObject({ offset: 100, pages: 1 });
     // Nothing of the stopped run is written: the stream's state is the other process's now.
