@@ -1,6 +1,7 @@
 /**
  * Two daemons on one mirror and one Redis (docs/operations.md "Running two daemons (replicas)"),
- * as real `bizops-sync daemon` processes against the simulator: each stream, and the webhook
+ * as real `bizops-sync daemon` processes against the simulator, on a SQLite file and on a
+ * PostgreSQL schema: each stream, and the webhook
  * delivery, is run by the one holding its lease; SIGKILL the holder and the other takes every lease
  * over (within about one lease length: waited on, never timed) and goes on syncing and delivering
  * from where the dead one committed. Killed while idle, no event is lost, doubled or reordered.
@@ -11,6 +12,7 @@ import type { RunningSimulator } from '@bizops-sync/simulator';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
+import { BACKENDS, removeTestMirrors } from '../sql-backends.ts';
 import { cliEnv, newWebhookSecret, spawnDaemon, terminate, WebhookReceiver, type DaemonProcess } from './helpers.ts';
 
 let sim: RunningSimulator | undefined;
@@ -23,6 +25,7 @@ afterEach(async () => {
   for (const daemon of daemons.splice(0)) if (daemon.child.exitCode === null && daemon.child.signalCode === null) daemon.child.kill('SIGKILL');
   for (const receiver of receivers.splice(0)) await receiver.close();
   for (const connection of connections.splice(0)) await connection.close();
+  await removeTestMirrors();
   await sim?.close();
   dir?.remove();
   sim = dir = undefined;
@@ -37,11 +40,11 @@ async function leasesHeld(url: string): Promise<string[]> {
   return body.leases ?? [];
 }
 
-describe('two daemons on one mirror (replicas)', () => {
+describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backend) => {
   it('each lease is held by one daemon; SIGKILL the holder and the other takes every stream and the webhooks over, syncing and delivering every change once, in order', async () => {
     sim = await simulator({ size: { transactions: 40, deals: 20, onboardings: 5 } });
     dir = tempDir();
-    const location = dir.file('mirror.db');
+    const location = await backend.location();
     const secret = newWebhookSecret();
     const hooks = await new WebhookReceiver().start();
     receivers.push(hooks);
@@ -137,7 +140,7 @@ describe('two daemons on one mirror (replicas)', () => {
   it('SIGKILL the holder in the middle of a backfill: the other resumes its checkpoint; the mirror equals the ground truth, no change twice', async () => {
     sim = await simulator({ size: { transactions: 4_000, deals: 10, onboardings: 3 }, rateLimit: { limit: 10, windowMs: 500 } });
     dir = tempDir();
-    const location = dir.file('mirror.db');
+    const location = await backend.location();
     const env = cliEnv({
       BIZOPS_BASE_URL: sim.url,
       BIZOPS_TOKEN: String(sim.tokens.admin),
