@@ -318,7 +318,9 @@ export class MirrorStore {
    * by two consecutive complete scans is tombstoned (`deleted_at`) with a `stream.changes.gone`
    * change. Records first seen after the scan began (e.g. written through from a write) are not
    * counted as missed: the scan could not have listed them. (`<=`: a record first seen in the very
-   * millisecond the scan began was seen by an earlier run, and must count.)
+   * millisecond the scan began was seen by an earlier run, and must count.) Few statements
+   * however many records are gone: the tombstones in one UPDATE, their change rows in multi-row
+   * INSERTs of up to 500 (`appendChanges`), in key order.
    * @param scanStartedAt ISO local time the scan began
    * @returns the tombstone changes appended
    */
@@ -333,20 +335,21 @@ export class MirrorStore {
       const gone = await store.executor.all<{ id: string; raw: string }>(
         `SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2 ORDER BY ${key}`,
       );
-      const appended: AppendedChange[] = [];
-      for (const row of gone) {
-        await store.executor.run(`UPDATE ${stream.table} SET deleted_at = ? WHERE ${key} = ?`, [now, row.id]);
-        appended.push(
-          await store.appendChange({
-            type: stream.changes.gone,
-            stream: stream.name,
-            recordId: row.id,
-            occurredAt: now,
-            data: { record: JSON.parse(row.raw) as unknown, changes: { deletedAt: { old: null, new: now } } },
-          }),
-        );
-      }
-      return appended;
+      if (gone.length === 0) return [];
+      // One UPDATE and one multi-row INSERT of change rows however many records are gone.
+      await store.executor.run(`UPDATE ${stream.table} SET deleted_at = ? WHERE ${key} IN ${jsonArrayValues(store.executor.dialect)}`, [
+        now,
+        JSON.stringify(gone.map((row) => row.id)),
+      ]);
+      return store.appendChanges(
+        gone.map((row) => ({
+          type: stream.changes.gone,
+          stream: stream.name,
+          recordId: row.id,
+          occurredAt: now,
+          data: { record: JSON.parse(row.raw) as unknown, changes: { deletedAt: { old: null, new: now } } },
+        })),
+      );
     });
   }
 

@@ -110,6 +110,24 @@ describe.each(BACKENDS)('the mirror store on $name', (backend) => {
     });
   });
 
+  it('tombstones every record two complete scans missed, with one change each in key order', async () => {
+    const store = await open();
+    const started = new Date(Date.now() + 1000).toISOString();
+    const ids = ['txn_c', 'txn_a', 'txn_kept', 'txn_b'];
+    await store.applyRecords(transactionsStream, ids.map((id) => ({ ...listed, id })), { scanNumber: 1 });
+    for (const scan of [2, 3]) {
+      await store.applyRecords(transactionsStream, [{ ...listed, id: 'txn_kept' }], { scanNumber: scan });
+      const gone = await store.recordMisses(transactionsStream, scan, started, '2026-11-23T00:00:00.000Z');
+      expect(gone.map((change) => [change.type, change.recordId])).toEqual(scan === 2 ? [] : [['transaction.deleted', 'txn_a'], ['transaction.deleted', 'txn_b'], ['transaction.deleted', 'txn_c']]);
+    }
+    expect(await connection.all('SELECT id, deleted_at FROM transactions ORDER BY id')).toEqual([
+      { id: 'txn_a', deleted_at: '2026-11-23T00:00:00.000Z' },
+      { id: 'txn_b', deleted_at: '2026-11-23T00:00:00.000Z' },
+      { id: 'txn_c', deleted_at: '2026-11-23T00:00:00.000Z' },
+      { id: 'txn_kept', deleted_at: null },
+    ]);
+  });
+
   it('compares a second copy of an id in one page with the first, and keeps what the first wrote', async () => {
     const store = await open();
     const withWrite = { ...listed, counterpartyName: 'Acme' };
