@@ -10,6 +10,12 @@
  * SQLite records/s, plus the records/s of each. The simulator serves both alike (its world is built
  * once), so its share of the time dilutes the ratio the same way for both.
  *
+ *
+ * Second figure, the commit path alone (no HTTP, no simulator): the same records, pre-fetched and
+ * parsed by zod per page, each page applied (`MirrorStore.applyRecords`) and checkpointed
+ * (`saveRun`) in one transaction, into each back end; PostgreSQL records/s over SQLite records/s.
+ * This is where PostgreSQL's round trip per statement shows undiluted.
+ *
  * Environment: `BENCH_POSTGRES_N`; `BENCH_POSTGRES_URL` (default
  * postgres://postgres@127.0.0.1:5432/postgres; each run gets its own schema, dropped afterwards).
  * Run alone: `node bench/postgres.ts` (prints JSON).
@@ -22,6 +28,7 @@ import pg from 'pg';
 import { startSimulator, type RunningSimulator } from '@bizops-sync/simulator';
 import { ApiClient } from '../src/client/client.ts';
 import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
+import { transactionListItemSchema } from '../src/client/schemas.ts';
 import { openMirrorConnection } from '../src/mirror/open.ts';
 import { MirrorStore, timeOrderedUuid } from '../src/mirror/store.ts';
 import { transactionsStream } from '../src/streams/definitions.ts';
@@ -29,6 +36,7 @@ import { SyncEngine } from '../src/sync/engine.ts';
 import { machineLoad, repeat, spread } from './runs.ts';
 
 const RUNS = 3;
+const PAGE = 100;
 
 /** Backfills the simulator's transactions into the mirror at `location`; records per second of the run. */
 async function backfillRate(simulator: RunningSimulator, location: string): Promise<number> {
@@ -48,6 +56,35 @@ async function backfillRate(simulator: RunningSimulator, location: string): Prom
     return result.records / seconds;
   } finally {
     await client.close();
+    await connection.close();
+  }
+}
+
+/** The simulator's transactions as JSON text per page of 100, the way they arrive. */
+function pagesOf(simulator: RunningSimulator): string[] {
+  const records = simulator.world.groundTruth('transactions');
+  const pages: string[] = [];
+  for (let offset = 0; offset < records.length; offset += PAGE) pages.push(JSON.stringify(records.slice(offset, offset + PAGE)));
+  return pages;
+}
+
+/** Records per second of validation, change detection and the page commit of `MirrorStore` at `location`. */
+async function commitRate(pages: readonly string[], location: string): Promise<number> {
+  const connection = await openMirrorConnection(location, { streams: [transactionsStream] });
+  try {
+    const store = new MirrorStore(connection);
+    const started = performance.now();
+    let offset = 0;
+    for (const text of pages) {
+      const items = (JSON.parse(text) as unknown[]).map((item) => transactionListItemSchema.parse(item));
+      offset += items.length;
+      await store.transaction(async (tx) => {
+        await tx.applyRecords(transactionsStream, items, { scanNumber: 1 });
+        await tx.saveRun('transactions', { mode: 'complete', reason: 'backfill', startedAt: '', offset, pages: 0, records: offset, changes: offset });
+      });
+    }
+    return offset / ((performance.now() - started) / 1000);
+  } finally {
     await connection.close();
   }
 }
@@ -74,10 +111,16 @@ export async function run(): Promise<Record<string, number | string>> {
   const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: false });
   const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-postgres-'));
   let rates: { sqlite: number; postgres: number }[];
+  let commits: { sqlite: number; postgres: number }[];
   try {
     rates = await repeat(RUNS, async () => ({
       sqlite: await backfillRate(simulator, join(dir, `mirror-${timeOrderedUuid()}.db`)),
       postgres: await inFreshSchema(serverUrl, (location) => backfillRate(simulator, location)),
+    }));
+    const pages = pagesOf(simulator);
+    commits = await repeat(RUNS, async () => ({
+      sqlite: await commitRate(pages, join(dir, `commit-${timeOrderedUuid()}.db`)),
+      postgres: await inFreshSchema(serverUrl, (location) => commitRate(pages, location)),
     }));
   } finally {
     await simulator.close();
@@ -88,6 +131,9 @@ export async function run(): Promise<Record<string, number | string>> {
     'PostgreSQL records/s / SQLite records/s': spread(rates.map((r) => r.postgres / r.sqlite)),
     'PostgreSQL records/s': spread(rates.map((r) => r.postgres), 0),
     'SQLite records/s': spread(rates.map((r) => r.sqlite), 0),
+    'commit path: PostgreSQL / SQLite records/s': spread(commits.map((r) => r.postgres / r.sqlite)),
+    'commit path: PostgreSQL records/s': spread(commits.map((r) => r.postgres), 0),
+    'commit path: SQLite records/s': spread(commits.map((r) => r.sqlite), 0),
     machine: `${loadAtStart} at start, ${machineLoad()} at end`,
   };
 }
