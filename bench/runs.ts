@@ -28,24 +28,26 @@ export function machineLoad(): string {
 
 /**
  * Runs a child process to its end under `/usr/bin/time`, discarding its stdout (read as fast as it
- * comes), and returns its peak resident set size (the kernel's maxrss, MB) and wall time.
+ * comes), and returns its peak resident set size (the kernel's maxrss, MB), wall time, and CPU time
+ * (user + system, ms, in steps of 10 ms): on a shared machine the wall time stretches with the
+ * load, the CPU time much less.
  * @throws Error when the child exits non-zero
  */
-export function runMeasured(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<{ peakRssMb: number; wallMs: number; stdoutBytes: number }> {
+export function runMeasured(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<{ peakRssMb: number; wallMs: number; cpuMs: number; stdoutBytes: number }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn('/usr/bin/time', ['-f', 'maxrss_kb=%M', command, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('/usr/bin/time', ['-f', 'maxrss_kb=%M cpu_s=%U+%S', command, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdoutBytes = 0;
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdoutBytes += chunk.length));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     child.on('close', (code) => {
-      const match = /maxrss_kb=(\d+)/.exec(stderr);
+      const match = /maxrss_kb=(\d+) cpu_s=([\d.]+)\+([\d.]+)/.exec(stderr);
       if (code !== 0 || !match) {
         reject(new Error(`${command} ${args.join(' ')} exited with ${String(code)}: ${stderr.slice(-500)}`));
         return;
       }
-      resolve({ peakRssMb: Number(match[1]) / 1024, wallMs: performance.now() - started, stdoutBytes });
+      resolve({ peakRssMb: Number(match[1]) / 1024, wallMs: performance.now() - started, cpuMs: (Number(match[2]) + Number(match[3])) * 1000, stdoutBytes });
     });
   });
 }

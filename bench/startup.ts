@@ -11,7 +11,9 @@
  *   - sync:     `bizops-sync sync --stream deals --no-progress`, one incremental page from the simulator
  *               (Redis answers: the shared rate budget is used, as in production).
  * Figures: each command's wall time, ms, as min / median / max of the 5 runs; its median over the
- * floor's median (the ratio start-up chases: 1.0 is Node itself); and its peak RSS, MB (median).
+ * floor's median (the ratio start-up chases: 1.0 is Node itself); its CPU time (user + system, ms,
+ * median; it stretches much less than the wall time when other processes share the CPUs, so it is
+ * the figure to compare across runs on a loaded machine); and its peak RSS, MB (median).
  * Rounds interleave the commands, so a burst of load on a shared machine hits all of them alike.
  *
  * Run alone: `node bench/startup.ts` (prints JSON).
@@ -57,11 +59,13 @@ export async function run(): Promise<Record<string, number | string>> {
     await runMeasured(process.execPath, [BIN, 'backfill', '--no-progress'], env);
     const wall = new Map<string, number[]>(COMMANDS.map(({ name }) => [name, []]));
     const rss = new Map<string, number[]>(COMMANDS.map(({ name }) => [name, []]));
+    const cpu = new Map<string, number[]>(COMMANDS.map(({ name }) => [name, []]));
     for (let round = 0; round < RUNS; round += 1) {
       for (const { name, args } of COMMANDS) {
         const measured = await runMeasured(process.execPath, args, env);
         wall.get(name)!.push(measured.wallMs);
         rss.get(name)!.push(measured.peakRssMb);
+        cpu.get(name)!.push(measured.cpuMs);
       }
     }
     const floor = median(wall.get('floor')!);
@@ -69,6 +73,7 @@ export async function run(): Promise<Record<string, number | string>> {
     for (const { name } of COMMANDS) {
       figures[`${name}: wall ms (min / median / max)`] = spread(wall.get(name)!, 0);
       if (name !== 'floor') figures[`${name}: median / floor median`] = Number((median(wall.get(name)!) / floor).toFixed(2));
+      figures[`${name}: CPU ms (median)`] = Number(median(cpu.get(name)!).toFixed(0));
       figures[`${name}: peak RSS MB (median)`] = Number(median(rss.get(name)!).toFixed(0));
     }
     return figures;

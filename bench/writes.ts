@@ -72,7 +72,7 @@ async function throughput(processCount: number, setting: ThroughputSetting): Pro
   const simulator = await startSimulator({ rateLimit: { limit, windowMs }, size: { transactions: 100, deals: 10, onboardings: 5, customers: 10 } });
   const bed = writeTestBed();
   const queue = { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName };
-  const intake = new WriteIntake({ db: bed.db, queue });
+  const intake = new WriteIntake({ connection: bed.connection, queue });
   const workers: WorkerProcess[] = [];
   try {
     for (let index = 0; index < writes; index++) {
@@ -166,8 +166,8 @@ async function priority(): Promise<PriorityResult> {
   // Two budget instances on one Redis key, as two processes (the sync, a write worker) would have.
   const sync = await openContext(config, { logger: silentLogger, redisKeys: { budgetPrefix: bed.budgetPrefix } });
   const writeBudget = new RedisRateBudget({ redis: REDIS_URL, key: rateBudgetKey(config), limit: PRIORITY_LIMIT, windowMs: PRIORITY_WINDOW_MS, prefix: bed.budgetPrefix });
-  const intake = new WriteIntake({ db: bed.db, queue });
-  const worker = await startWriteWorker({ db: bed.db, queue, api: { baseUrl: simulator.url, tokens: { default: simulator.tokens.admin }, budget: writeBudget }, concurrency: 2 });
+  const intake = new WriteIntake({ connection: bed.connection, queue });
+  const worker = await startWriteWorker({ connection: bed.connection, queue, api: { baseUrl: simulator.url, tokens: { default: simulator.tokens.admin }, budget: writeBudget }, concurrency: 2 });
   const slots: number[] = [];
   let backfillDone = false;
   try {
@@ -179,7 +179,7 @@ async function priority(): Promise<PriorityResult> {
     while (!backfillDone && slots.length < PRIORITY_SAMPLES) {
       const enqueuedAt = Date.now();
       const { id } = await intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 500 + slots.length, description: `priority #${slots.length}` });
-      while (intake.getWrite(id)?.status !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 10));
+      while ((await intake.getWrite(id))?.status !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 10));
       const arrived = simulator.requests.find((request) => request.method === 'POST' && request.at >= enqueuedAt)!.at;
       // Backfill pages that reached the server between the enqueue and the write: 0 = the write took
       // the next slot, 1 = the one after (a page already granted or in flight when it was enqueued).

@@ -107,7 +107,8 @@ export interface WriteQueue {
   enqueueWrite<K extends WriteKindName>(kind: K, payload: WritePayload<K>, options?: EnqueueOptions): Promise<EnqueueResult>;
   /** The same for input not typed at compile time (CLI, HTTP). */
   enqueue(kind: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult>;
-  getWrite(id: string): WriteRecord | undefined;
+  /** The write with this id, or undefined. */
+  getWrite(id: string): Promise<WriteRecord | undefined>;
   /** `POST /writes`, `GET /writes/{id}`; resolves false when not one of them or `http.writeApiKey` is unset. */
   handleHttp(request: IncomingMessage, response: ServerResponse): Promise<boolean>;
   /** Starts a write worker in this process, on its own API client and SQLite connection; the context's `close` stops it. */
@@ -377,7 +378,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         queueName: options.redisKeys?.queueName ?? deploymentQueueName(config),
         prefix: options.redisKeys?.queuePrefix,
       };
-      const intake = new WriteIntake({ db, queue, tokenNames: Object.keys(config.tokens), logger });
+      const intake = new WriteIntake({ connection: sqliteConnection(db), queue, tokenNames: Object.keys(config.tokens), logger });
       cleanups.add(() => intake.close());
       return {
         intake,
@@ -387,12 +388,10 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         handleHttp: (request, response) => handleWritesRequest(request, response, { intake, writeApiKey: config.http.writeApiKey, logger }),
         async startWorker(workerOptions = {}) {
           // Its own connection: the worker's transactions never wait behind the sync's.
-          const workerDb = openMirrorFile(config.dbPath);
-          cleanups.add(() => {
-            workerDb.close();
-          });
+          const workerConnection = sqliteConnection(openMirrorFile(config.dbPath));
+          cleanups.add(() => workerConnection.close());
           const worker = await startWriteWorker({
-            db: workerDb,
+            connection: workerConnection,
             // The worker's own connection (maxRetriesPerRequest: null); the producer's fails fast.
             queue: { ...queue, workerRedis: config.redisUrl },
             api: { baseUrl: config.baseUrl, tokens: config.tokens, budget: (tokenName) => budgets.budgetFor(tokenName), retry: options.clientRetry },

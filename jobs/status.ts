@@ -126,7 +126,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
       });
     }
     const writes = Object.fromEntries(
-      Object.entries(await new WriteStore(db).countByStatus())
+      Object.entries(await new WriteStore(connection).countByStatus())
         .filter(([, count]) => count > 0)
         .sort(([a], [b]) => a.localeCompare(b)),
     );

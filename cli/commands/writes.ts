@@ -135,7 +135,7 @@ export function registerWriteCommands(program: Command): void {
     .action(async (id: string, options: { json?: boolean; connection?: string }) => {
       const config = configFromEnvironment({}, options.connection);
       const { readWrite } = await import('../../jobs/show-write.ts');
-      const write = readWrite(config.dbPath, id);
+      const write = await readWrite(config.dbPath, id);
       if (!write) {
         // Writes live in their connection's mirror: say which one was searched.
         throw new UsageError(config.connection === 'default' ? `no write ${id} (mirror ${config.dbPath})` : `no write ${id} in connection ${config.connection} (mirror ${config.dbPath})`);

@@ -17,7 +17,7 @@
  * Redirects are never followed. Error messages name the method, path and system error code, never a
  * header (so never the bearer token).
  */
-import { Pool } from 'undici';
+import { Pool } from './undici-pool.ts';
 import { ConnectionError, RequestDeadlineError, type RequestDescription } from './errors.ts';
 import { maskSecrets } from '../logging/mask.ts';
 

@@ -34,7 +34,7 @@
  * key AND commits later than the lookup window.
  *
  * Outcomes are recorded with their change row (`write.succeeded`, `write.failed`,
- * `write.needs_review`) and the mirror write-through in one SQLite transaction (store.ts).
+ * `write.needs_review`) and the mirror write-through in one transaction (store.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
@@ -126,8 +126,11 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** A unique-constraint violation: SQLite `SQLITE_CONSTRAINT_UNIQUE`, PostgreSQL SQLSTATE 23505. */
 function isUniqueViolation(error: unknown): boolean {
-  return error instanceof Error && 'code' in error && String((error as { code: unknown }).code).startsWith('SQLITE_CONSTRAINT');
+  if (!(error instanceof Error) || !('code' in error)) return false;
+  const code = String((error as { code: unknown }).code);
+  return code.startsWith('SQLITE_CONSTRAINT') || code === '23505';
 }
 
 const listItemSchema = z.looseObject({ id: z.string() });
@@ -167,10 +170,10 @@ export class WriteEngine {
    * Runs write `writeId` one step towards its outcome.
    * @returns `finished` (terminal status recorded), `retry` (BullMQ should run it again), or `skipped`
    *   (already terminal, or unknown)
-   * @throws only on storage failures (SQLite), which leave the row as it was for the next run
+   * @throws only on storage failures (the database driver's error), which leave the row as it was for the next run
    */
   async process(writeId: string, jobRun: JobRun): Promise<WriteProcessResult> {
-    const write = this.store.get(writeId);
+    const write = await this.store.get(writeId);
     if (!write) return { action: 'skipped', reason: `no write ${writeId} in the writes table` };
     if (write.status !== 'queued' && write.status !== 'sending') return { action: 'skipped', reason: `already ${write.status}` };
     if (!isWriteKindName(write.kind)) return this.finish(write, { status: 'failed', outcome: `unknown write kind ${write.kind}` });
@@ -202,9 +205,9 @@ export class WriteEngine {
         token: write.actAs,
         headers: { 'idempotency-key': idempotencyKeyHeader(write.id) },
         hooks: {
-          beforeRequest: () => {
+          beforeRequest: async () => {
             // After the budget's slot, before the bytes leave: from here the outcome may be ambiguous.
-            if (!this.store.markSending(write.id)) throw new WriteAlreadyFinishedError(`write ${write.id} finished meanwhile`);
+            if (!(await this.store.markSending(write.id))) throw new WriteAlreadyFinishedError(`write ${write.id} finished meanwhile`);
             slots++;
           },
         },
@@ -265,28 +268,28 @@ export class WriteEngine {
     }
     if (error instanceof RateLimitError) {
       // The server processed nothing (spec §7); waiting for the budget is not a failed attempt.
-      this.store.markRetrying(write.id, message, 429);
+      await this.store.markRetrying(write.id, message, 429);
       const retryAfterMs = error.retryAfter !== undefined && error.retryAfter > 0 ? Math.round(error.retryAfter * 1000) : 1000;
       return { action: 'delay', delayMs: retryAfterMs, reason: `rate limited (429): ${message}` };
     }
     if (!slotTaken || provablyUnprocessed(error)) {
-      this.store.markRetrying(write.id, message, status ?? null);
+      await this.store.markRetrying(write.id, message, status ?? null);
       return this.retryOrGiveUp(write.id, `not processed by the server: ${message}`, jobRun);
     }
     return this.resolveAmbiguous(write, kind, payload, `the outcome is unknown: ${message}`, status ?? null, jobRun);
   }
 
-  private resolveAmbiguous(
+  private async resolveAmbiguous(
     write: WriteRecord,
     kind: WriteKind,
     payload: unknown,
     reason: string,
     httpStatus: number | null,
     jobRun: JobRun,
-  ): Promise<WriteProcessResult> | WriteProcessResult {
+  ): Promise<WriteProcessResult> {
     const ambiguity = kind.ambiguity;
     if (ambiguity.resolve === 'resend') {
-      this.store.markRetrying(write.id, reason, httpStatus);
+      await this.store.markRetrying(write.id, reason, httpStatus);
       return this.retryOrGiveUp(write.id, `${reason}; safe to send again`, jobRun);
     }
     if (ambiguity.resolve === 'park') {
@@ -312,7 +315,7 @@ export class WriteEngine {
     httpStatus: number | null,
     jobRun: JobRun,
   ): Promise<WriteProcessResult> {
-    const sentAtMs = Date.parse(this.store.get(write.id)?.sendingAt ?? write.sendingAt ?? write.createdAt);
+    const sentAtMs = Date.parse((await this.store.get(write.id))?.sendingAt ?? write.sendingAt ?? write.createdAt);
     // The request ended now (an answer, a reset, our timeout), or at the latest at its deadline.
     const endedAtMs = Math.min(Date.now(), sentAtMs + this.requestTimeoutMs);
     const lookUntilMs = endedAtMs + this.lookupWindowMs;
@@ -329,7 +332,7 @@ export class WriteEngine {
       pass = await this.lookInLedger(write, lookup, payload, reason, httpStatus, jobRun, sentAtMs);
       lookupsDone++;
       if (!('matches' in pass)) return pass;
-      const unclaimed = pass.matches.filter((item) => !this.store.isClaimed(write.kind, String(item.id), write.id));
+      const unclaimed = await this.unclaimed(write, pass.matches);
       if (unclaimed.length > 0 || !pass.complete) break;
       const now = Date.now();
       if (now >= lookUntilMs && lookupsDone >= this.lookups) break;
@@ -338,12 +341,12 @@ export class WriteEngine {
       waitMs = intervalMs;
     }
     const { matches, complete } = pass;
-    const candidates = matches.filter((item) => !this.store.isClaimed(write.kind, String(item.id), write.id));
+    const candidates = await this.unclaimed(write, matches);
     if (candidates.length === 0) {
       if (!complete) {
         return this.finish(write, { status: 'needs_review', outcome: `${reason}; the ledger is too long to search (${this.maxPages} pages)`, error: reason, httpStatus });
       }
-      this.store.markRetrying(write.id, `${reason}; not in the ledger, so it did not land: sending again`, httpStatus);
+      await this.store.markRetrying(write.id, `${reason}; not in the ledger, so it did not land: sending again`, httpStatus);
       return this.retryOrGiveUp(write.id, `${reason}; not found in the ledger`, jobRun);
     }
     if (candidates.length > 1) {
@@ -356,7 +359,7 @@ export class WriteEngine {
       });
     }
     const found = candidates[0]!;
-    const lookalikes = this.store.unfinishedOfKind(write.kind, write.id).filter((other) => {
+    const lookalikes = (await this.store.unfinishedOfKind(write.kind, write.id)).filter((other) => {
       const otherPayload = kind.payloadSchema.safeParse(other.payload);
       return otherPayload.success && lookup.matches(found, otherPayload.data);
     });
@@ -376,7 +379,7 @@ export class WriteEngine {
       httpStatus,
     };
     try {
-      return this.finish(write, outcome, lookup.stream && this.writeThrough ? { stream: lookup.stream, record: found } : undefined);
+      return await this.finish(write, outcome, lookup.stream && this.writeThrough ? { stream: lookup.stream, record: found } : undefined);
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
       return this.finish(write, { status: 'needs_review', outcome: `${reason}; ledger record ${String(found.id)} was claimed by another write meanwhile`, error: reason, httpStatus });
@@ -425,9 +428,16 @@ export class WriteEngine {
     return { matches, complete };
   }
 
+  /** The ledger items no other write of this kind has claimed as the record it created. */
+  private async unclaimed(write: WriteRecord, items: readonly Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
+    const free: Record<string, unknown>[] = [];
+    for (const item of items) if (!(await this.store.isClaimed(write.kind, String(item.id), write.id))) free.push(item);
+    return free;
+  }
+
   private async retryOrGiveUp(writeId: string, reason: string, jobRun: JobRun): Promise<WriteProcessResult> {
     if (jobRun.run < jobRun.maxRuns) return { action: 'retry', reason };
-    const write = this.store.get(writeId);
+    const write = await this.store.get(writeId);
     if (!write) return { action: 'skipped', reason: `no write ${writeId}` };
     return this.finish(write, { status: 'failed', outcome: `gave up after ${jobRun.run} attempts`, error: write.error ?? reason, httpStatus: write.httpStatus });
   }
@@ -439,24 +449,12 @@ export class WriteEngine {
     through?: { stream: Parameters<WriteThroughHook>[1]; record: Record<string, unknown> },
   ): Promise<WriteProcessResult> {
     const hook = this.writeThrough;
-    const guardedHook: WriteThroughHook | undefined = hook
-      ? async (executor, stream, record) => {
-          // A savepoint: a record the mirror refuses must not undo the write's recorded outcome.
-          await executor.exec('SAVEPOINT write_through');
-          try {
-            const changes = await hook(executor, stream, record);
-            await executor.exec('RELEASE write_through');
-            return changes;
-          } catch (error) {
-            await executor.exec('ROLLBACK TO write_through');
-            await executor.exec('RELEASE write_through');
-            this.logger.error({ writeId: write.id, stream, error: describe(error) }, 'mirror write-through failed; the next sync will mirror the record');
-            return [];
-          }
-        }
-      : undefined;
-    const finished = await this.store.finish(write.id, outcome, through && guardedHook ? { hook: guardedHook, ...through } : undefined);
+    const finished = await this.store.finish(write.id, outcome, through && hook ? { hook, ...through } : undefined);
     if (!finished) return { action: 'skipped', reason: 'finished meanwhile by another run' };
+    if (finished.writeThroughError !== undefined) {
+      // Rolled back to its savepoint (store.ts); the outcome and its change row stand.
+      this.logger.error({ writeId: write.id, stream: through?.stream, error: describe(finished.writeThroughError) }, 'mirror write-through failed; the next sync will mirror the record');
+    }
     const log = outcome.status === 'succeeded' ? this.logger.info.bind(this.logger) : this.logger.warn.bind(this.logger);
     log({ writeId: write.id, kind: write.kind, status: outcome.status, outcome: outcome.outcome, httpStatus: outcome.httpStatus ?? undefined }, `write ${outcome.status}`);
     if (finished.changes.length > 0) this.onChanges?.(finished.changes);

@@ -112,7 +112,7 @@ export async function handleWritesRequest(request: IncomingMessage, response: Se
       sendJson(response, 400, { error: 'the write id in /writes/{id} has a malformed %-escape (each % must be followed by two hex digits of UTF-8)' });
       return true;
     }
-    const write = deps.intake.getWrite(id);
+    const write = await deps.intake.getWrite(id);
     if (!write) sendJson(response, 404, { error: `no write ${id}` });
     else sendJson(response, 200, { write: publicWrite(write) });
     return true;

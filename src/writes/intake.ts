@@ -1,19 +1,19 @@
 /**
  * Intake: where a write enters the queue (docs/writes.md). Validation first (an invalid write is
  * refused with a field-level message; nothing is stored or queued), then the `writes` row with status
- * `queued` (durable in SQLite), then the BullMQ job (job id = write id). An acknowledged write is
+ * `queued` (durable in the mirror database), then the BullMQ job (job id = write id). An acknowledged write is
  * therefore never lost: if Redis refuses the job, the row says so (`enqueue_error`) and the startup
  * sweep (`requeueMissing`) or the same idempotency key queues it later.
  *
- *   const intake = new WriteIntake({ db, queue: { redis: config.redisUrl }, tokenNames: Object.keys(config.tokens) });
+ *   const intake = new WriteIntake({ connection: sqliteConnection(db), queue: { redis: config.redisUrl }, tokenNames: Object.keys(config.tokens) });
  *   const { id } = await intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 1250, description: 'Catering' });
- *   intake.getWrite(id)?.status; // 'queued' -> 'sending' -> 'succeeded'
+ *   (await intake.getWrite(id))?.status; // 'queued' -> 'sending' -> 'succeeded'
  *   await intake.close();
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { silentLogger, type Logger } from '../logging/logger.ts';
-import type { MirrorDatabase } from '../mirror/database.ts';
+import type { SqlConnection } from '../mirror/sql/executor.ts';
 import { IdempotencyConflictError, WriteQueueError, WriteValidationError } from './errors.ts';
 import type { WriteKindName, WritePayload } from './kinds/index.ts';
 import { openWriteQueue, writeJobOptions, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './queue.ts';
@@ -41,10 +41,10 @@ export interface EnqueueResult {
   created: boolean;
 }
 
-/** Construction options of a WriteIntake: the mirror database, where the BullMQ queue lives, and limits. */
+/** Construction options of a WriteIntake: the mirror connection, where the BullMQ queue lives, and limits. */
 export interface WriteIntakeOptions {
-  /** The mirror database (the `writes` table of migration 003). */
-  db: MirrorDatabase;
+  /** The mirror's connection (the `writes` table of migration 003); SQLite: `sqliteConnection(handle)`. Stays the caller's. */
+  connection: SqlConnection;
   queue: WriteQueueLocation;
   /** Names of the configured tokens; when given, `actAs` must be one of them. */
   tokenNames?: readonly string[];
@@ -62,7 +62,7 @@ const TOKEN_NAME = /^[A-Za-z0-9_.-]+$/;
 
 /**
  * Where writes enter: validates (spec §4, §8 limits), stores the `writes` row, then queues the BullMQ
- * job, as described in this module's header. Owns a WriteStore on the given database and the queue
+ * job, as described in this module's header. Owns a WriteStore on the given connection and the queue
  * connection it opened (`close()` releases the latter).
  */
 export class WriteIntake {
@@ -75,7 +75,7 @@ export class WriteIntake {
   private readonly logger: Logger;
 
   constructor(options: WriteIntakeOptions) {
-    this.store = new WriteStore(options.db);
+    this.store = new WriteStore(options.connection);
     const opened = openWriteQueue(options.queue);
     this.queue = opened.queue;
     this.closeQueue = opened.close;
@@ -102,17 +102,17 @@ export class WriteIntake {
     const actAs = this.checkActAs(validated.kind, options.actAs);
     const idempotencyKey = this.checkIdempotencyKey(validated.kind, options.idempotencyKey);
     for (;;) {
-      const existing = this.store.findByIdempotencyKey(idempotencyKey);
+      const existing = await this.store.findByIdempotencyKey(idempotencyKey);
       if (existing) {
         if (existing.kind !== validated.kind) throw new IdempotencyConflictError(idempotencyKey, existing.id, `kind (${existing.kind})`);
         if (existing.payloadHash !== payloadHash(validated.payload)) throw new IdempotencyConflictError(idempotencyKey, existing.id, 'payload');
         if (existing.actAs !== actAs) throw new IdempotencyConflictError(idempotencyKey, existing.id, `actAs (${existing.actAs})`);
         // Stored earlier while Redis was down: this call is the retry that queues it.
         if (existing.enqueueError !== null && (existing.status === 'queued' || existing.status === 'sending')) await this.addJob(existing.id, existing.kind, idempotencyKey);
-        return { id: existing.id, idempotencyKey, status: this.store.get(existing.id)?.status ?? existing.status, created: false };
+        return { id: existing.id, idempotencyKey, status: (await this.store.get(existing.id))?.status ?? existing.status, created: false };
       }
       const id = `wr_${randomUUID()}`;
-      const stored = this.store.insert({ id, idempotencyKey, kind: validated.kind, payload: validated.payload, actAs });
+      const stored = await this.store.insert({ id, idempotencyKey, kind: validated.kind, payload: validated.payload, actAs });
       if (!stored) continue; // a concurrent enqueue took the key first: answer with its write
       await this.addJob(id, validated.kind, idempotencyKey);
       this.logger.info({ writeId: id, kind: validated.kind, actAs }, 'write queued');
@@ -121,7 +121,7 @@ export class WriteIntake {
   }
 
   /** The write with this id, or undefined. */
-  getWrite(id: string): WriteRecord | undefined {
+  getWrite(id: string): Promise<WriteRecord | undefined> {
     return this.store.get(id);
   }
 
@@ -139,11 +139,11 @@ export class WriteIntake {
   async requeueMissing(): Promise<{ requeued: string[]; failed: { writeId: string; error: string }[] }> {
     const requeued: string[] = [];
     const failed: { writeId: string; error: string }[] = [];
-    for (const write of this.store.unfinished()) {
+    for (const write of await this.store.unfinished()) {
       const job = await this.queue.getJob(write.id);
       const state = job ? await job.getState() : 'missing';
       if (PENDING_JOB_STATES.has(state)) {
-        if (write.enqueueError !== null) this.store.setEnqueueError(write.id, null);
+        if (write.enqueueError !== null) await this.store.setEnqueueError(write.id, null);
         continue;
       }
       try {
@@ -154,19 +154,19 @@ export class WriteIntake {
         if (!PENDING_JOB_STATES.has(afterState)) throw new Error(`its job is still ${afterState} after the add`);
       } catch (error) {
         const message = `could not re-queue (job ${state}): ${error instanceof Error ? error.message : String(error)}`;
-        this.store.setEnqueueError(write.id, message);
+        await this.store.setEnqueueError(write.id, message);
         failed.push({ writeId: write.id, error: message });
         this.logger.error({ writeId: write.id, kind: write.kind, status: write.status, jobState: state, error: message }, 'write NOT re-queued by the startup sweep');
         continue;
       }
-      this.store.setEnqueueError(write.id, null);
+      await this.store.setEnqueueError(write.id, null);
       requeued.push(write.id);
       this.logger.warn({ writeId: write.id, kind: write.kind, status: write.status, jobState: state }, 'write re-queued by the startup sweep');
     }
     return { requeued, failed };
   }
 
-  /** Closes the queue connection (when the intake opened it). The database stays open. */
+  /** Closes the queue connection (when the intake opened it). The mirror connection stays open. */
   async close(): Promise<void> {
     await this.closeQueue();
   }
@@ -200,10 +200,10 @@ export class WriteIntake {
           timer = setTimeout(() => reject(new Error(`Redis did not accept the job within ${this.enqueueTimeoutMs} ms`)), this.enqueueTimeoutMs);
         }),
       ]);
-      this.store.setEnqueueError(id, null);
+      await this.store.setEnqueueError(id, null);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      this.store.setEnqueueError(id, message);
+      await this.store.setEnqueueError(id, message);
       this.logger.error({ writeId: id, kind, error: message }, 'write stored but not queued');
       throw new WriteQueueError(id, idempotencyKey, error);
     } finally {

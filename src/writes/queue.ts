@@ -1,7 +1,7 @@
 /**
  * The write queue on BullMQ (docs/writes.md; bullmq + ioredis). One job per write; the job id
  * IS the write id, so adding a write twice is one job. The job carries only the write's id and kind:
- * the `writes` row in SQLite is the source of truth for the payload and the status.
+ * the `writes` row in the mirror is the source of truth for the payload and the status.
  */
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';

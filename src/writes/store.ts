@@ -10,12 +10,13 @@
  *
  * A terminal status, its `write.succeeded` / `write.failed` / `write.needs_review` change row
  * (stream `writes`, record_id = the write id) and the write-through of the response into the mirror
- * commit in ONE SQLite transaction; a row already terminal is never finished twice.
+ * commit in ONE transaction; a row already terminal is never finished twice.
+ *
+ * Statements go through a SqlExecutor (src/mirror/sql/executor.ts): written once for SQLite and
+ * PostgreSQL (`ON CONFLICT`, `COALESCE`, savepoints), every method asynchronous.
  */
 import { createHash } from 'node:crypto';
-import type { MirrorDatabase } from '../mirror/database.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
-import { sqliteConnection } from '../mirror/sql/sqlite.ts';
 import { MirrorStore, type AppendedChange } from '../mirror/store.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
@@ -72,8 +73,12 @@ export interface WriteOutcome {
   remoteId?: string | null;
 }
 
-/** Writes a response record into the mirror; returns the change rows it appended. Runs inside the outcome's transaction. */
-export type WriteThroughHook = (executor: SqlExecutor, stream: StreamName, record: Record<string, unknown>) => Promise<AppendedChange[]>;
+/**
+ * Writes a response record into the mirror through `mirror`, a mirror store bound to the outcome's
+ * transaction; returns the change rows it appended. Runs inside a savepoint of that transaction
+ * (`WriteStore.finish`): what it throws undoes only its own statements.
+ */
+export type WriteThroughHook = (mirror: MirrorStore, stream: StreamName, record: Record<string, unknown>) => Promise<AppendedChange[]> | AppendedChange[];
 
 interface WriteRow {
   id: string;
@@ -137,28 +142,56 @@ function decode(row: WriteRow): WriteRecord {
 
 /** The default write-through: the mirror store's own upsert + changelog (src/mirror/store.ts `applyRecords`). */
 export function defaultWriteThrough(streams: Record<StreamName, Parameters<MirrorStore['applyRecords']>[0]>): WriteThroughHook {
-  return (executor, stream, record) => new MirrorStore(executor).applyRecords(streams[stream], [record]);
+  return async (mirror, stream, record) => await mirror.applyRecords(streams[stream], [record]);
+}
+
+/** What `WriteStore.finish` did: the write after the update and every change row appended. */
+export interface FinishedWrite {
+  write: WriteRecord;
+  changes: AppendedChange[];
+  /**
+   * What the write-through threw, when it did: its statements were rolled back (to a savepoint), the
+   * outcome and its change row were still recorded. The caller logs it; the next sync mirrors the record.
+   */
+  writeThroughError?: unknown;
 }
 
 /**
- * Every statement on the `writes` table (migration 003) over one mirror database, and the changelog
- * row of each outcome, committed with the status in one SQLite transaction (see this module's header).
- * Methods throw SqliteError on storage failures.
+ * Every statement on the `writes` table (migration 003) over one mirror connection (SQLite or
+ * PostgreSQL, src/mirror/sql/executor.ts), and the changelog row of each outcome, committed with the
+ * status in one transaction (see this module's header). Every method is asynchronous and rejects with
+ * the driver's error (SqliteError, pg DatabaseError) on storage failures.
  */
 export class WriteStore {
-  readonly db: MirrorDatabase;
-
-  constructor(db: MirrorDatabase) {
-    this.db = db;
+  readonly executor: SqlExecutor;
+  /** @param executor a connection, or a transaction's executor (the store then joins that transaction) */
+  constructor(executor: SqlExecutor) {
+    this.executor = executor;
   }
 
-  get(id: string): WriteRecord | undefined {
-    const row = this.db.prepare('SELECT * FROM writes WHERE id = ?').get(id) as WriteRow | undefined;
+  /**
+   * Runs `fn` in one transaction, handing it a store bound to that transaction (every statement of
+   * `fn` must go through it: src/mirror/sql/executor.ts). On a store already bound to a transaction,
+   * `fn` joins it. `fn` awaits only the store: no network, no timers.
+   */
+  transaction<T>(fn: (store: WriteStore) => Promise<T>): Promise<T> {
+    return this.executor.transaction((tx) => fn(new WriteStore(tx)));
+  }
+
+  /** The mirror store writing into the same transaction as this store (the change rows, the write-through). */
+  private mirrorStore(): MirrorStore {
+    return new MirrorStore(this.executor);
+  }
+
+  /** The write with this id, or undefined. */
+  async get(id: string): Promise<WriteRecord | undefined> {
+    const row = await this.executor.get<WriteRow>('SELECT * FROM writes WHERE id = ?', [id]);
     return row ? decode(row) : undefined;
   }
 
-  findByIdempotencyKey(key: string): (WriteRecord & { payloadHash: string }) | undefined {
-    const row = this.db.prepare('SELECT * FROM writes WHERE idempotency_key = ?').get(key) as WriteRow | undefined;
+  /** The write stored under idempotency key `key`, with the hash of its payload (`payloadHash`), or undefined. */
+  async findByIdempotencyKey(key: string): Promise<(WriteRecord & { payloadHash: string }) | undefined> {
+    const row = await this.executor.get<WriteRow>('SELECT * FROM writes WHERE idempotency_key = ?', [key]);
     return row ? { ...decode(row), payloadHash: row.payload_hash } : undefined;
   }
 
@@ -167,20 +200,19 @@ export class WriteStore {
    * @returns the stored write, or undefined when the idempotency key is already taken (a concurrent
    *   enqueue won: read it with `findByIdempotencyKey`)
    */
-  insert(write: { id: string; idempotencyKey: string; kind: string; payload: Record<string, unknown>; actAs: string }): WriteRecord | undefined {
+  async insert(write: { id: string; idempotencyKey: string; kind: string; payload: Record<string, unknown>; actAs: string }): Promise<WriteRecord | undefined> {
     const now = new Date().toISOString();
-    const result = this.db
-      .prepare(
-        `INSERT INTO writes (id, idempotency_key, kind, status, payload, payload_hash, acting_as, created_at, updated_at)
-         VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING`,
-      )
-      .run(write.id, write.idempotencyKey, write.kind, JSON.stringify(write.payload), payloadHash(write.payload), write.actAs, now, now);
-    return result.changes === 1 ? this.get(write.id) : undefined;
+    const result = await this.executor.run(
+      `INSERT INTO writes (id, idempotency_key, kind, status, payload, payload_hash, acting_as, created_at, updated_at)
+       VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING`,
+      [write.id, write.idempotencyKey, write.kind, JSON.stringify(write.payload), payloadHash(write.payload), write.actAs, now, now],
+    );
+    return result.changes === 1 ? await this.get(write.id) : undefined;
   }
 
   /** Notes (or clears, with null) that the row is stored but its queue job could not be added. */
-  setEnqueueError(id: string, message: string | null): void {
-    this.db.prepare('UPDATE writes SET enqueue_error = ?, updated_at = ? WHERE id = ?').run(message, new Date().toISOString(), id);
+  async setEnqueueError(id: string, message: string | null): Promise<void> {
+    await this.executor.run('UPDATE writes SET enqueue_error = ?, updated_at = ? WHERE id = ?', [message, new Date().toISOString(), id]);
   }
 
   /**
@@ -188,46 +220,48 @@ export class WriteStore {
    * on, a worker that finds the row in this state cannot know whether the server received it.
    * @returns false when the row is already terminal (nothing must be sent)
    */
-  markSending(id: string): boolean {
+  async markSending(id: string): Promise<boolean> {
     const now = new Date().toISOString();
-    const result = this.db
-      .prepare(
-        `UPDATE writes SET status = 'sending', attempts = attempts + 1, sending_at = ?, updated_at = ?
-         WHERE id = ? AND status IN ('queued', 'sending')`,
-      )
-      .run(now, now, id);
+    const result = await this.executor.run(
+      `UPDATE writes SET status = 'sending', attempts = attempts + 1, sending_at = ?, updated_at = ?
+       WHERE id = ? AND status IN ('queued', 'sending')`,
+      [now, now, id],
+    );
     return result.changes === 1;
   }
 
   /** Back to `queued` after a failure that is provably safe to retry; keeps the error for `GET /writes/{id}`. */
-  markRetrying(id: string, error: string, httpStatus: number | null): void {
-    this.db
-      .prepare(`UPDATE writes SET status = 'queued', error = ?, http_status = ?, updated_at = ? WHERE id = ? AND status IN ('queued', 'sending')`)
-      .run(error, httpStatus, new Date().toISOString(), id);
+  async markRetrying(id: string, error: string, httpStatus: number | null): Promise<void> {
+    await this.executor.run(`UPDATE writes SET status = 'queued', error = ?, http_status = ?, updated_at = ? WHERE id = ? AND status IN ('queued', 'sending')`, [
+      error,
+      httpStatus,
+      new Date().toISOString(),
+      id,
+    ]);
   }
 
   /**
    * Ends a write: terminal status, its change row, and the write-through into the mirror, in one
-   * transaction. A row already terminal is left alone.
+   * transaction. A row already terminal is left alone. The write-through runs in a savepoint: a
+   * record the mirror refuses does not undo the outcome (`writeThroughError` says what it threw).
    * @param writeThrough records to upsert into the mirror (only for `succeeded`)
    * @returns the write after the update and every change row appended, or undefined when it was already terminal
-   * @throws SqliteError (constraint `writes_created_record`) when `remoteId` is already claimed by another write
+   * @throws the driver's unique-constraint error (SQLite `SQLITE_CONSTRAINT_UNIQUE`, PostgreSQL 23505;
+   *   index `writes_created_record`) when `remoteId` is already claimed by another write: nothing is recorded
    */
   finish(
     id: string,
     outcome: WriteOutcome,
     writeThrough?: { hook: WriteThroughHook; stream: StreamName; record: Record<string, unknown> },
-  ): Promise<{ write: WriteRecord; changes: AppendedChange[] } | undefined> {
-    return new MirrorStore(sqliteConnection(this.db)).transaction(async (mirror) => {
-      const before = this.get(id);
+  ): Promise<FinishedWrite | undefined> {
+    return this.transaction(async (store) => {
+      const before = await store.get(id);
       if (!before || TERMINAL_STATUSES.includes(before.status)) return undefined;
       const now = new Date().toISOString();
-      this.db
-        .prepare(
-          `UPDATE writes SET status = ?, outcome = ?, result = ?, error = ?, http_status = COALESCE(?, http_status),
-             remote_id = COALESCE(?, remote_id), finished_at = ?, updated_at = ? WHERE id = ?`,
-        )
-        .run(
+      await store.executor.run(
+        `UPDATE writes SET status = ?, outcome = ?, result = ?, error = ?, http_status = COALESCE(?, http_status),
+           remote_id = COALESCE(?, remote_id), finished_at = ?, updated_at = ? WHERE id = ?`,
+        [
           outcome.status,
           outcome.outcome,
           outcome.result === undefined ? null : JSON.stringify(outcome.result),
@@ -237,8 +271,10 @@ export class WriteStore {
           now,
           now,
           id,
-        );
-      const write = this.get(id)!;
+        ],
+      );
+      const write = (await store.get(id))!;
+      const mirror = store.mirrorStore();
       const changes: AppendedChange[] = [];
       changes.push(
         await mirror.appendChange({
@@ -249,36 +285,48 @@ export class WriteStore {
           data: { record: publicWrite(write), changes: { status: { old: before.status, new: outcome.status } } },
         }),
       );
-      if (writeThrough && outcome.status === 'succeeded') changes.push(...(await writeThrough.hook(mirror.executor, writeThrough.stream, writeThrough.record)));
-      return { write, changes };
+      if (!writeThrough || outcome.status !== 'succeeded') return { write, changes };
+      // A savepoint (standard SQL, both back ends): a record the mirror refuses must not undo the outcome.
+      await store.executor.exec('SAVEPOINT write_through');
+      try {
+        const appended = await writeThrough.hook(mirror, writeThrough.stream, writeThrough.record);
+        await store.executor.exec('RELEASE SAVEPOINT write_through');
+        return { write, changes: [...changes, ...appended] };
+      } catch (error) {
+        await store.executor.exec('ROLLBACK TO SAVEPOINT write_through');
+        await store.executor.exec('RELEASE SAVEPOINT write_through');
+        return { write, changes, writeThroughError: error };
+      }
     });
   }
 
   /** True when a write other than `exceptWriteId` already holds `remoteId` as the record it created. */
-  isClaimed(kind: string, remoteId: string, exceptWriteId: string): boolean {
-    const row = this.db.prepare('SELECT id FROM writes WHERE kind = ? AND remote_id = ? AND id <> ?').get(kind, remoteId, exceptWriteId);
+  async isClaimed(kind: string, remoteId: string, exceptWriteId: string): Promise<boolean> {
+    const row = await this.executor.get('SELECT id FROM writes WHERE kind = ? AND remote_id = ? AND id <> ?', [kind, remoteId, exceptWriteId]);
     return row !== undefined;
   }
 
   /** Writes of `kind` not finished yet, other than `exceptWriteId` (to spot look-alikes in flight). */
-  unfinishedOfKind(kind: string, exceptWriteId: string): WriteRecord[] {
-    const rows = this.db
-      .prepare(`SELECT * FROM writes WHERE kind = ? AND status IN ('queued', 'sending') AND id <> ? ORDER BY created_at`)
-      .all(kind, exceptWriteId) as WriteRow[];
+  async unfinishedOfKind(kind: string, exceptWriteId: string): Promise<WriteRecord[]> {
+    const rows = await this.executor.all<WriteRow>(`SELECT * FROM writes WHERE kind = ? AND status IN ('queued', 'sending') AND id <> ? ORDER BY created_at`, [
+      kind,
+      exceptWriteId,
+    ]);
     return rows.map(decode);
   }
 
   /** Every write not finished yet (`queued` or `sending`), oldest first: what the startup sweep checks. */
-  unfinished(): WriteRecord[] {
-    const rows = this.db.prepare(`SELECT * FROM writes WHERE status IN ('queued', 'sending') ORDER BY created_at`).all() as WriteRow[];
+  async unfinished(): Promise<WriteRecord[]> {
+    const rows = await this.executor.all<WriteRow>(`SELECT * FROM writes WHERE status IN ('queued', 'sending') ORDER BY created_at`);
     return rows.map(decode);
   }
 
   /** Counts by status (for `status` output and metrics). */
-  countByStatus(): Record<WriteStatus, number> {
+  async countByStatus(): Promise<Record<WriteStatus, number>> {
     const counts: Record<WriteStatus, number> = { queued: 0, sending: 0, succeeded: 0, failed: 0, needs_review: 0 };
-    const rows = this.db.prepare('SELECT status, COUNT(*) AS n FROM writes GROUP BY status').all() as { status: WriteStatus; n: number }[];
-    for (const row of rows) counts[row.status] = row.n;
+    const rows = await this.executor.all<{ status: WriteStatus; n: number | string }>('SELECT status, COUNT(*) AS n FROM writes GROUP BY status');
+    // Number(): PostgreSQL's COUNT(*) is a bigint, which a driver may hand over as text.
+    for (const row of rows) counts[row.status] = Number(row.n);
     return counts;
   }
 }

@@ -1,10 +1,10 @@
 /**
  * The write worker (docs/writes.md): a BullMQ Worker running the write engine, usable inside the
  * daemon and in extra `bizops-sync worker` processes. Every process shares the one rate budget (pass a
- * `RedisRateBudget`), the queue in Redis and the `writes` table in the SQLite file.
+ * `RedisRateBudget`), the queue in Redis and the `writes` table in the mirror database.
  *
  *   const worker = await startWriteWorker({
- *     db, queue: { redis: config.redisUrl },
+ *     connection: sqliteConnection(openMirror(path)), queue: { redis: config.redisUrl },
  *     api: { baseUrl: config.baseUrl, tokens: config.tokens, budget },
  *     concurrency: 4, logger,
  *   });
@@ -26,7 +26,7 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { ApiClient, type ApiClientOptions } from '../client/client.ts';
 import type { BudgetSource } from '../client/hooks.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
-import type { MirrorDatabase } from '../mirror/database.ts';
+import type { SqlConnection } from '../mirror/sql/executor.ts';
 import type { AppendedChange } from '../mirror/store.ts';
 import { STREAMS } from '../streams/definitions.ts';
 import { WriteEngine, type WriteProcessResult } from './engine.ts';
@@ -34,10 +34,13 @@ import { WriteIntake } from './intake.ts';
 import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, redisConnection, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './queue.ts';
 import { defaultWriteThrough, WriteStore, type WriteThroughHook } from './store.ts';
 
-/** Options of `startWriteWorker`: the database, the queue, how to reach the API, and BullMQ tuning. */
+/** Options of `startWriteWorker`: the mirror connection, the queue, how to reach the API, and BullMQ tuning. */
 export interface WriteWorkerOptions {
-  /** The mirror database (the `writes` table, the changelog, the stream tables for write-through). */
-  db: MirrorDatabase;
+  /**
+   * The mirror's connection (the `writes` table, the changelog, the stream tables for write-through);
+   * SQLite: `sqliteConnection(handle)`, best on a handle of its own. Stays the caller's.
+   */
+  connection: SqlConnection;
   queue: WriteQueueLocation;
   /**
    * How to reach the API. The worker builds its own ApiClient on `budget` (so that closing the
@@ -96,7 +99,7 @@ export interface WriteWorkerHandle {
   stats(): WriteWorkerStats;
   /**
    * Stops taking jobs, cancels waits for a budget slot (those jobs run again later), lets requests in
-   * flight finish, and closes the connections it opened. The database and the budget stay open.
+   * flight finish, and closes the connections it opened. The mirror connection and the budget stay open.
    */
   close(): Promise<void>;
 }
@@ -112,7 +115,7 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
   // One retry layer for writes: BullMQ's job attempts (with backoff). The client retries only 429s,
   // which are waits for the budget, never attempts the server processed.
   const client = new ApiClient({ ...options.api, retry: { ...options.api.retry, maxRetries: 0 }, budgetWaitSignal: shutdown.signal, logger });
-  const store = new WriteStore(options.db);
+  const store = new WriteStore(options.connection);
   const engine = new WriteEngine({
     store,
     client,
@@ -129,7 +132,7 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
   let requeued: string[] = [];
   let requeueFailed: { writeId: string; error: string }[] = [];
   if (options.sweepOnStart ?? true) {
-    const intake = new WriteIntake({ db: options.db, queue: options.queue, retrySchedule: options.retrySchedule, logger });
+    const intake = new WriteIntake({ connection: options.connection, queue: options.queue, retrySchedule: options.retrySchedule, logger });
     try {
       ({ requeued, failed: requeueFailed } = await intake.requeueMissing());
     } finally {

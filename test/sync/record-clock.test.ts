@@ -87,7 +87,7 @@ describe('the transactions this worker creates', () => {
       const queue = await ctx.writeQueue();
       await queue.startWorker({ concurrency: 1 });
       const { id } = await queue.enqueueWrite('transaction.create', { type: 'INCOME', amount: 1200, description: 'clock probe' });
-      await waitFor(() => queue.getWrite(id)?.status === 'succeeded', 'the write to succeed');
+      await waitFor(async () => (await queue.getWrite(id))?.status === 'succeeded', 'the write to succeed');
 
       expect((await ctx.engine.run('transactions', 'sync')).status).toBe('succeeded');
       const lag = await new RecordClockStore(ctx.store.executor).read('transactions');

@@ -47,7 +47,7 @@ describe('enqueueCommand', () => {
     const redisKeys = { queuePrefix: bed.prefix, queueName: bed.queueName, budgetPrefix: bed.budgetPrefix };
     const result = await enqueueCommand(config, { kind: 'transaction.create', data: '{"type":"INCOME","amount":300,"description":"From the CLI"}', redisKeys, logger: silentLogger });
     expect(result).toMatchObject({ id: expect.stringMatching(/^wr_/), status: 'queued', created: true });
-    expect(new WriteStore(bed.db).get(result.id)).toMatchObject({ kind: 'transaction.create', payload: { amount: 300 } });
+    expect(await new WriteStore(bed.connection).get(result.id)).toMatchObject({ kind: 'transaction.create', payload: { amount: 300 } });
     expect(await countKeys(`${bed.prefix}:${bed.queueName}:${result.id}`)).toBe(1);
   });
 

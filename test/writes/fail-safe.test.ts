@@ -78,7 +78,7 @@ describe('a worker stopped while its write waits for a budget slot', () => {
     const job = await first.intake.queue.getJob(id);
     expect(await job!.getState()).toBe('delayed');
     expect(job!.attemptsMade).toBe(0);
-    expect(first.intake.getWrite(id)).toMatchObject({ status: 'queued', attempts: 0 });
+    expect(await first.intake.getWrite(id)).toMatchObject({ status: 'queued', attempts: 0 });
     expect(transactionPosts()).toHaveLength(0);
 
     await first.budget.reset();
@@ -115,7 +115,7 @@ describe('SIGTERM to a worker process while its write waits for a budget slot', 
     const job = await stack.intake.queue.getJob(id);
     expect(await job!.getState()).toBe('delayed');
     expect(job!.attemptsMade).toBe(0);
-    expect(stack.intake.getWrite(id)).toMatchObject({ status: 'queued', attempts: 0 });
+    expect(await stack.intake.getWrite(id)).toMatchObject({ status: 'queued', attempts: 0 });
     expect(transactionPosts()).toHaveLength(0);
 
     await spent.reset();

@@ -41,8 +41,8 @@ afterAll(async () => {
 
 async function finished(id: string): Promise<WriteRecord> {
   let write: WriteRecord | undefined;
-  await waitFor(() => {
-    write = runtime.getWrite(id);
+  await waitFor(async () => {
+    write = await runtime.getWrite(id);
     return write !== undefined && !['queued', 'sending'].includes(write.status);
   }, `write ${id} to finish`);
   return write!;

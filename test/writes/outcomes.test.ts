@@ -1,10 +1,12 @@
 /**
  * Outcomes the write engine must get right (docs/writes.md): responses lost after the write
  * committed, 409 on a second clock-in, 5xx, idempotency keys, Redis refusing a job, and a write left
- * `sending` by a dead worker. Real simulator over HTTP, real Redis, real SQLite.
+ * `sending` by a dead worker, a mirror write-through that fails. Real simulator over HTTP, real
+ * Redis, real SQLite.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
+import { STREAMS } from '../../src/streams/definitions.ts';
 import { IdempotencyConflictError, WriteIntake, WriteQueueError, WriteStore } from '../../src/writes/index.ts';
 import { waitFor } from '../helpers.ts';
 import { simulator, writeStack, writeTestBed, REDIS_URL, type WriteStack, type WriteTestBed } from './support.ts';
@@ -32,6 +34,29 @@ function posts(path: string): number {
 function adminAddress(): string {
   return sim.world.data.emailAddresses.find((address) => address.employeeId === sim.world.employeeForRole('admin').id)!.address;
 }
+
+describe('the mirror write-through', () => {
+  it('a write-through that fails halfway is undone alone: the outcome and its change row stand, the half-written record does not', async () => {
+    await stack.close();
+    stack = await writeStack(sim, bed, {
+      worker: {
+        // Writes the record and its change row, then fails: everything it wrote must be rolled back.
+        writeThrough: async (mirror, stream, record) => {
+          await mirror.applyRecords(STREAMS[stream], [record]);
+          throw new Error('the mirror refused the record');
+        },
+      },
+    });
+    const description = `Write-through refused ${Date.now()}`;
+    const { id } = await stack.intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 4200, description, date: '2026-04-02' });
+    const write = await stack.finished(id);
+    expect(write).toMatchObject({ status: 'succeeded', remoteId: expect.any(String) });
+    expect(sim.world.transactions.filter((transaction) => transaction.description === description)).toHaveLength(1);
+    expect(bed.db.prepare("SELECT type FROM changes WHERE stream = 'writes' AND record_id = ?").all(id)).toEqual([{ type: 'write.succeeded' }]);
+    expect(bed.db.prepare('SELECT COUNT(*) AS n FROM transactions WHERE id = ?').get(write.remoteId)).toEqual({ n: 0 });
+    expect(bed.db.prepare("SELECT COUNT(*) AS n FROM changes WHERE stream = 'transactions' AND record_id = ?").get(write.remoteId)).toEqual({ n: 0 });
+  });
+});
 
 describe('a response lost after the write committed', () => {
   it('transaction.create: reconciled from the ledger, exactly one transaction, never re-sent', async () => {
@@ -149,7 +174,7 @@ describe('idempotency keys', () => {
 
 describe('durability at intake', () => {
   it('a write stored while Redis refuses the job is reported, marked, and queued by the startup sweep', async () => {
-    const broken = new WriteIntake({ db: bed.db, queue: { redis: 'redis://127.0.0.1:1', prefix: bed.prefix, queueName: bed.queueName }, enqueueTimeoutMs: 300 });
+    const broken = new WriteIntake({ connection: bed.connection, queue: { redis: 'redis://127.0.0.1:1', prefix: bed.prefix, queueName: bed.queueName }, enqueueTimeoutMs: 300 });
     let error: unknown;
     try {
       await broken.enqueueWrite('transaction.create', { type: 'INCOME', amount: 2500, description: 'Stored while Redis was down' }, { idempotencyKey: 'redis-down-1' });
@@ -161,7 +186,7 @@ describe('durability at intake', () => {
     expect(error).toBeInstanceOf(WriteQueueError);
     const writeId = (error as WriteQueueError).writeId;
     expect((error as Error).message).toMatch(/stored but could not be queued/);
-    const stored = stack.intake.getWrite(writeId);
+    const stored = await stack.intake.getWrite(writeId);
     expect(stored).toMatchObject({ status: 'queued', enqueueError: expect.any(String) });
     // Not in BullMQ, so nothing can run it until the sweep queues it (at the next worker start).
     expect(await stack.intake.queue.getJob(writeId)).toBeUndefined();
@@ -174,7 +199,7 @@ describe('durability at intake', () => {
 
   it('a write acting as a token this worker does not have fails naming actAs, and nothing is sent', async () => {
     // Enqueued by a process that had the token (its intake knows no token list here); this worker has not.
-    const intake = new WriteIntake({ db: bed.db, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
+    const intake = new WriteIntake({ connection: bed.connection, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
     const { id } = await intake.enqueueWrite('timeclock.clock_in', {}, { actAs: 'front_desk' });
     await intake.close();
     const write = await stack.finished(id);
@@ -187,11 +212,11 @@ describe('durability at intake', () => {
     // The dead worker's request landed; it died before recording the answer, and BullMQ lost the job.
     const description = `Landed before the crash ${Date.now()}`;
     const landed = sim.world.createTransaction({ type: 'INCOME', amount: 4321, description, date: '2026-05-05T00:00:00.000Z' });
-    const intake = new WriteIntake({ db: bed.db, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
+    const intake = new WriteIntake({ connection: bed.connection, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
     const { id } = await intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 4321, description, date: '2026-05-05' });
     await intake.queue.remove(id);
     await intake.close();
-    new WriteStore(bed.db).markSending(id);
+    await new WriteStore(bed.connection).markSending(id);
     stack = await writeStack(sim, bed);
     expect(stack.worker.requeued).toEqual([id]);
     const write = await stack.finished(id);

@@ -32,7 +32,7 @@ let processes: WorkerProcess[] = [];
 async function setUp(limit: number, simulatorOptions: SimulatorOptions = {}): Promise<void> {
   sim = await simulator({ rateLimit: { limit, windowMs: WINDOW_MS }, ...simulatorOptions });
   bed = writeTestBed();
-  intake = new WriteIntake({ db: bed.db, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName }, retrySchedule: { attempts: 6, backoffMs: 50 } });
+  intake = new WriteIntake({ connection: bed.connection, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName }, retrySchedule: { attempts: 6, backoffMs: 50 } });
 }
 
 function workerOptions(limit: number, overrides: Partial<WorkerProcessOptions> = {}): WorkerProcessOptions {
@@ -63,8 +63,8 @@ async function enqueueTransactions(count: number, tag: string): Promise<string[]
   return ids;
 }
 
-function allWrites(ids: readonly string[]): WriteRecord[] {
-  return ids.map((id) => intake.getWrite(id)!);
+async function allWrites(ids: readonly string[]): Promise<WriteRecord[]> {
+  return Promise.all(ids.map(async (id) => (await intake.getWrite(id))!));
 }
 
 /** Waits (polling one cheap COUNT, so the simulator in this process stays responsive) until no write is unfinished. */
@@ -158,7 +158,7 @@ describe('worker processes sharing one rate budget', () => {
       'requests in flight',
     );
     await doomed.kill();
-    const inFlightAtKill = allWrites(ids).filter((write) => write.status === 'sending').length;
+    const inFlightAtKill = (await allWrites(ids)).filter((write) => write.status === 'sending').length;
     expect(inFlightAtKill).toBeGreaterThan(0);
 
     const survivor = await spawnWorkerProcess(options);

@@ -17,7 +17,7 @@ let redis: Redis;
 
 beforeEach(() => {
   bed = writeTestBed();
-  intake = new WriteIntake({ db: bed.db, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
+  intake = new WriteIntake({ connection: bed.connection, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
   redis = new Redis(REDIS_URL);
 });
 
@@ -51,13 +51,13 @@ describe('the startup sweep', () => {
     const blocked = await intake.requeueMissing();
     expect(blocked.requeued).toEqual([]);
     expect(blocked.failed).toEqual([{ writeId: id, error: expect.stringMatching(/^could not re-queue \(job failed\): .*locked/) }]);
-    expect(intake.getWrite(id)).toMatchObject({ status: 'queued', enqueueError: expect.stringMatching(/could not re-queue/) });
+    expect(await intake.getWrite(id)).toMatchObject({ status: 'queued', enqueueError: expect.stringMatching(/could not re-queue/) });
     expect(await (await intake.queue.getJob(id))!.getState()).toBe('failed');
 
     await redis.del(lockKey);
     const freed = await intake.requeueMissing();
     expect(freed).toEqual({ requeued: [id], failed: [] });
-    expect(intake.getWrite(id)).toMatchObject({ status: 'queued', enqueueError: null });
+    expect(await intake.getWrite(id)).toMatchObject({ status: 'queued', enqueueError: null });
     expect(await (await intake.queue.getJob(id))!.getState()).toBe('waiting');
   });
 });

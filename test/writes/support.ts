@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import { beforeAll } from 'vitest';
 import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
+import { sqliteConnection, type SqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 import { connectProducer, startWriteWorker, WriteIntake, type WriteRecord, type WriteWorkerHandle, type WriteWorkerOptions } from '../../src/writes/index.ts';
 import { waitFor } from '../helpers.ts';
@@ -52,7 +53,10 @@ export function maxInAnyWindow(timestamps: readonly number[], windowMs: number):
 export interface WriteTestBed {
   dir: string;
   dbPath: string;
+  /** The mirror's better-sqlite3 handle: tests read state through it. */
   db: MirrorDatabase;
+  /** The asynchronous connection over `db` that the intake, the worker and the stores use. */
+  connection: SqliteConnection;
   /** BullMQ prefix and rate-budget prefix unique to this test. */
   prefix: string;
   budgetPrefix: string;
@@ -64,6 +68,7 @@ export function writeTestBed(): WriteTestBed {
   const dir = mkdtempSync(join(tmpdir(), 'bizops-writes-'));
   const dbPath = join(dir, 'mirror.db');
   const db = openMirror(dbPath);
+  const connection = sqliteConnection(db);
   const id = randomUUID().slice(0, 8);
   const prefix = `test-writes-${id}`;
   const budgetPrefix = `test-rate-${id}`;
@@ -71,11 +76,12 @@ export function writeTestBed(): WriteTestBed {
     dir,
     dbPath,
     db,
+    connection,
     prefix,
     budgetPrefix,
     queueName: 'writes',
     async cleanup() {
-      db.close();
+      await connection.close();
       rmSync(dir, { recursive: true, force: true });
       await deleteKeys(`${prefix}:*`);
       await deleteKeys(`${budgetPrefix}:*`);
@@ -136,10 +142,10 @@ export async function writeStack(
 ): Promise<WriteStack> {
   const queue = { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName };
   const tokens = options.tokens ?? { default: sim.tokens.admin, employee: sim.tokens.employee };
-  const intake = new WriteIntake({ db: bed.db, queue, tokenNames: Object.keys(tokens), retrySchedule: { attempts: 6, backoffMs: 50 } });
+  const intake = new WriteIntake({ connection: bed.connection, queue, tokenNames: Object.keys(tokens), retrySchedule: { attempts: 6, backoffMs: 50 } });
   const budget = new RedisRateBudget({ redis: REDIS_URL, key: 'company:A', limit: options.limit ?? 1000, windowMs: options.windowMs ?? 1000, prefix: bed.budgetPrefix });
   const worker = await startWriteWorker({
-    db: bed.db,
+    connection: bed.connection,
     queue,
     api: { baseUrl: sim.url, tokens, budget, timeoutMs: options.timeoutMs ?? 5000, retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 } },
     concurrency: 4,
@@ -154,8 +160,8 @@ export async function writeStack(
     budget,
     async finished(id, timeoutMs = 10_000) {
       let write: WriteRecord | undefined;
-      await waitFor(() => {
-        write = intake.getWrite(id);
+      await waitFor(async () => {
+        write = await intake.getWrite(id);
         return write !== undefined && !['queued', 'sending'].includes(write.status);
       }, `write ${id} to finish`, timeoutMs);
       return write!;
