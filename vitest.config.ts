@@ -1,16 +1,48 @@
 import { defineConfig } from 'vitest/config';
 
+/** The suites that run against PostgreSQL too (issue 11 point 1): every mirror contract they test holds on both back ends. */
+const BOTH_BACK_ENDS = ['test/sync/**/*.test.ts', 'test/notify/**/*.test.ts', 'test/writes/**/*.test.ts'];
+
+/**
+ * Tests of those suites that are about SQLite itself, so they run in the `sqlite` project only:
+ * - test/writes/redis-down.test.ts: runs the CLI on a mirror file and reads the file with
+ *   better-sqlite3 to show nothing was stored, and re-runs test/writes/http.test.ts in a child vitest.
+ */
+const SQLITE_ONLY = ['test/writes/redis-down.test.ts'];
+
 export default defineConfig({
   test: {
-    // The workspace packages' own tests (packages/simulator/test) run with the product's.
-    include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
     // A hang guard, not a speed check: a test that spawns the CLI several times took over 30 s on a
     // 2-core machine running five other busy processes (load average 10); none waits on time.
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Test files start their own simulator on port 0 and their own SQLite files, so they can run in parallel;
-    // two workers match the 2-core CI machine.
+    // Test files start their own simulator on port 0 and their own mirrors (a SQLite file, a
+    // PostgreSQL schema), so they can run in parallel; two workers for both projects together match
+    // the 2-core CI machine.
     pool: 'forks',
     maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: {
+          // Every test on SQLite (the default back end). The workspace packages' own tests
+          // (packages/simulator/test) run with the product's.
+          name: 'sqlite',
+          include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          // The sync, notify and writes suites again with every mirror in a fresh PostgreSQL schema
+          // (test/test-mirror.ts; BIZOPS_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres).
+          name: 'postgres',
+          include: BOTH_BACK_ENDS,
+          exclude: SQLITE_ONLY,
+          env: { BIZOPS_TEST_MIRROR: 'postgres' },
+          setupFiles: ['test/postgres-setup.ts'],
+        },
+      },
+    ],
   },
 });

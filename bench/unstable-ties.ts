@@ -64,9 +64,9 @@ async function trial(n: number, burst: number): Promise<Trial> {
     if (backfill.status !== 'succeeded' || reconcile.status !== 'succeeded') {
       throw new Error(`runs ended ${backfill.status} / ${reconcile.status}: ${backfill.error?.message ?? reconcile.error?.message ?? ''}`);
     }
-    const deletions = (context.db.prepare("SELECT COUNT(*) AS n FROM changes WHERE type = 'transaction.deleted'").get() as { n: number }).n;
+    const deletions = ((await context.connection.get("SELECT COUNT(*) AS n FROM changes WHERE type = 'transaction.deleted'")) as { n: number }).n;
     const truth = simulator.world.groundTruth('transactions') as { id: string }[];
-    const rows = context.db.prepare('SELECT id, raw FROM transactions WHERE deleted_at IS NULL').all() as { id: string; raw: string }[];
+    const rows = (await context.connection.all('SELECT id, raw FROM transactions WHERE deleted_at IS NULL')) as { id: string; raw: string }[];
     const mirrored = new Map(rows.map((row) => [row.id, row.raw]));
     return {
       backfillRatio: backfill.pages / minimum,

@@ -70,7 +70,7 @@ function countsPerServerWindow(simulator: RunningSimulator, windowMs: number): n
 async function throughput(processCount: number, setting: ThroughputSetting): Promise<ThroughputResult> {
   const { limit, windowMs, writes } = setting;
   const simulator = await startSimulator({ rateLimit: { limit, windowMs }, size: { transactions: 100, deals: 10, onboardings: 5, customers: 10 } });
-  const bed = writeTestBed();
+  const bed = await writeTestBed();
   const queue = { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName };
   const intake = new WriteIntake({ connection: bed.connection, queue });
   const workers: WorkerProcess[] = [];
@@ -95,8 +95,8 @@ async function throughput(processCount: number, setting: ThroughputSetting): Pro
         }),
       );
     }
-    const unfinished = bed.db.prepare("SELECT COUNT(*) AS n FROM writes WHERE status IN ('queued', 'sending')");
-    while ((unfinished.get() as { n: number }).n > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+    const unfinished = "SELECT COUNT(*) AS n FROM writes WHERE status IN ('queued', 'sending')";
+    while ((await bed.connection.get<{ n: number }>(unfinished))!.n > 0) await new Promise((resolve) => setTimeout(resolve, 200));
     const seconds = (performance.now() - started) / 1000;
     const counts = countsPerServerWindow(simulator, windowMs);
     // The windows strictly between the first busy one (a partial start) and the last (the remainder).
@@ -154,7 +154,7 @@ async function priority(): Promise<PriorityResult> {
     rateLimit: { limit: PRIORITY_LIMIT, windowMs: PRIORITY_WINDOW_MS },
     size: { transactions: BACKFILL_RECORDS, deals: 10, onboardings: 5, customers: 10 },
   });
-  const bed = writeTestBed();
+  const bed = await writeTestBed();
   const queue = { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName };
   const config = configSchema.parse({
     baseUrl: simulator.url,

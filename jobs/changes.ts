@@ -1,8 +1,8 @@
 /**
- * Job: the changelog for `bizops-sync changes`, read from the mirror file (src/notify/changelog.ts).
+ * Job: the changelog for `bizops-sync changes`, read from the mirror (a SQLite file or a PostgreSQL
+ * schema; src/notify/changelog.ts).
  */
 // The changelog module itself, not src/notify/index.ts: a reader need not load the webhook sender.
-import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/changelog.ts';
 import { openExistingMirror } from './open-mirror.ts';
 
@@ -24,7 +24,7 @@ export interface ChangesJobOptions {
  * @throws Error when the mirror does not exist, or an option is invalid
  */
 export async function* changesJob(dbPath: string, options: ChangesJobOptions): AsyncGenerator<ChangeEvent, void, undefined> {
-  const connection = sqliteConnection(openExistingMirror(dbPath, { readonly: true }));
+  const connection = await openExistingMirror(dbPath, { readonly: true });
   const types = options.types;
   try {
     if (options.follow) {

@@ -3,12 +3,12 @@
  * job (jobs/*.ts) opens a Context, uses it, and closes it; nothing under src/ builds another part.
  *
  *   config -> logger
- *          -> mirror (SQLite: records, changelog, sync state, writes)
+ *          -> mirror (SQLite file or PostgreSQL schema: records, changelog, sync state, writes)
  *          -> rate budgets (Redis, shared by every process; in-process when Redis does not answer)
  *          -> API client (the budgets and retries as layers around one request function)
  *          -> sync engine
  *          -> write queue (intake, worker, HTTP routes: needs Redis)      built on demand
- *          -> webhook dispatcher (its own SQLite connection)              built on demand
+ *          -> webhook dispatcher (SQLite: its own connection; PostgreSQL: the pool)  built on demand
  *
  * What is built on demand is also loaded on demand (`await import`): a process that only syncs
  * never loads BullMQ nor the webhook sender.
@@ -30,9 +30,8 @@ import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
 import { PRIORITIES, type RateBudget, type RateBudgetStats } from '../src/client/rate-budget.ts';
 import { rateBudgetKey, RedisRateBudget } from '../src/client/redis-rate-budget.ts';
 import { createLogger, type Logger } from '../src/logging/logger.ts';
-import type { MirrorDatabase } from '../src/mirror/database.ts';
-import { mirrorQuickCheck } from '../src/mirror/health.ts';
-import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
+import { mirrorHealthCheck } from '../src/mirror/health.ts';
+import type { SqlConnection } from '../src/mirror/sql/executor.ts';
 import { MirrorStore, type AppendedChange } from '../src/mirror/store.ts';
 import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { SyncEngine } from '../src/sync/engine.ts';
@@ -49,7 +48,7 @@ import type {
   WriteWorkerHandle,
   WriteWorkerOptions,
 } from '../src/writes/index.ts';
-import { classifyMirrorError, MirrorDamagedError, openMirrorFile } from './open-mirror.ts';
+import { classifyMirrorError, MirrorDamagedError, openMirrorAt } from './open-mirror.ts';
 
 /** Hears the change rows a part of this process appended (the sync engine, the write worker). */
 export type ChangeListener = (changes: readonly AppendedChange[]) => void;
@@ -70,8 +69,10 @@ export interface ContextOptions {
   /** Retry timing of the API clients (tests shorten it). */
   clientRetry?: ApiClientOptions['retry'];
   /**
-   * Run `PRAGMA quick_check` on the mirror before anything else opens (the daemon does): a damaged
-   * file refuses to start with MirrorDamagedError. Default false (it reads the whole file).
+   * SQLite: run `PRAGMA quick_check` on the mirror file before anything else opens (the daemon
+   * does): a damaged file refuses to start with MirrorDamagedError. Default false (it reads the
+   * whole file). PostgreSQL keeps its own storage consistent: there the open itself (connected,
+   * migrated, stream tables checked) is the start-up check.
    */
   checkMirror?: boolean;
   /** Redis key names: tests give each run its own. Defaults: budgets `bizops:rate`, queue `bizops` / `deploymentQueueName(config)`. */
@@ -111,7 +112,10 @@ export interface WriteQueue {
   getWrite(id: string): Promise<WriteRecord | undefined>;
   /** `POST /writes`, `GET /writes/{id}`; resolves false when not one of them or `http.writeApiKey` is unset. */
   handleHttp(request: IncomingMessage, response: ServerResponse): Promise<boolean>;
-  /** Starts a write worker in this process, on its own API client and SQLite connection; the context's `close` stops it. */
+  /**
+   * Starts a write worker in this process, on its own API client and mirror connection (SQLite: its
+   * own handle on the file; PostgreSQL: the context's pool); the context's `close` stops it.
+   */
   startWorker(options?: Partial<Pick<WriteWorkerOptions, 'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'ambiguousSettleMs' | 'writeThrough'>>): Promise<WriteWorkerHandle>;
 }
 
@@ -123,8 +127,11 @@ export interface WriteQueue {
 export interface Context {
   config: Config;
   logger: Logger;
-  /** This process's connection to the mirror (migrated, stream tables checked). */
-  db: MirrorDatabase;
+  /**
+   * This process's connection to the mirror (migrated, stream tables checked): a SQLite file, or a
+   * pool on a PostgreSQL schema (docs/mirror.md "PostgreSQL").
+   */
+  connection: SqlConnection;
   store: MirrorStore;
   budgets: RateBudgets;
   /** The sync's API client (token `default`). */
@@ -139,8 +146,9 @@ export interface Context {
    */
   writeQueue(): Promise<WriteQueue>;
   /**
-   * The webhook dispatcher for `config.webhooks` on its own SQLite connection (its modules loaded on
-   * the first call), or null when none is configured. Not started.
+   * The webhook dispatcher for `config.webhooks` (its modules loaded on the first call), or null when
+   * none is configured. Not started. SQLite: on its own connection to the file; PostgreSQL: on the
+   * context's pool.
    */
   webhookDispatcher(options?: Pick<WebhookDispatcherOptions, 'pollMs' | 'timeoutMs' | 'scheduleMs' | 'jitterRatio' | 'stopGraceMs' | 'onAttempt'>): Promise<WebhookDispatcher | null>;
   /** Another API client on the same budgets (the readiness probe's, without retries). Closed with the context. */
@@ -176,7 +184,7 @@ export function connectionLogger(logger: Logger, config: Config, named: boolean)
 }
 
 // Re-exported: opening a mirror for reading lives apart so that readers need not load the worker.
-export { classifyMirrorError, MirrorDamagedError, MirrorMissingError, openExistingMirror, openMirrorFile } from './open-mirror.ts';
+export { classifyMirrorError, MirrorDamagedError, MirrorMissingError, mirrorLocation, openExistingMirror, openMirrorAt } from './open-mirror.ts';
 
 /**
  * Connects to Redis at `redisUrl` for the rate budgets and the write queue's producer, or returns
@@ -319,15 +327,13 @@ export async function openContext(config: Config, options: ContextOptions = {}):
   const cleanups = new Teardown(logger);
   const close = () => cleanups.run();
   try {
-    // The mirror first: a path or file that cannot be used fails before any connection is opened.
-    const db = openMirrorFile(config.dbPath);
-    cleanups.add(() => {
-      db.close();
-    });
-    if (options.checkMirror) {
+    // The mirror first: a path, file or server that cannot be used fails before any other connection is opened.
+    const connection = await openMirrorAt(config.dbPath);
+    cleanups.add(() => connection.close());
+    if (options.checkMirror && connection.dialect === 'sqlite') {
       let quickCheck: string;
       try {
-        quickCheck = mirrorQuickCheck(db);
+        quickCheck = await mirrorHealthCheck(connection);
       } catch (error) {
         throw classifyMirrorError(config.dbPath, error);
       }
@@ -335,11 +341,23 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         throw new MirrorDamagedError(`the mirror ${config.dbPath} is damaged (PRAGMA quick_check: ${quickCheck}); restore it from a backup, or move it away and run \`bizops-sync backfill\``);
       }
     }
+    /**
+     * A connection for a part that runs its own transactions beside the sync's (the write worker,
+     * the webhook dispatcher). SQLite: a handle of its own on the file (a handle's transactions run
+     * one at a time). PostgreSQL: the context's pool, whose transactions each take a pooled
+     * connection of their own (docs/decisions.md); closed with the context.
+     */
+    const partConnection = async (): Promise<SqlConnection> => {
+      if (connection.dialect !== 'sqlite') return connection;
+      const own = await openMirrorAt(config.dbPath);
+      cleanups.add(() => own.close());
+      return own;
+    };
     // A deployment's connections share Redis and the budget map (openDeployment); alone, the context owns them.
     const shared = options.shared ?? (await openSharedParts(config.redisUrl, logger, options.rateBudget ?? 'shared', options.redisKeys?.budgetPrefix));
     const budgets = rateBudgetsOn(config, shared, options.shared === undefined);
     cleanups.add(() => budgets.close());
-    const store = new MirrorStore(sqliteConnection(db));
+    const store = new MirrorStore(connection);
     const listeners = new Set<ChangeListener>();
     const notify: ChangeListener = (changes) => {
       for (const listener of listeners) listener(changes);
@@ -378,7 +396,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         queueName: options.redisKeys?.queueName ?? deploymentQueueName(config),
         prefix: options.redisKeys?.queuePrefix,
       };
-      const intake = new WriteIntake({ connection: sqliteConnection(db), queue, tokenNames: Object.keys(config.tokens), logger });
+      const intake = new WriteIntake({ connection, queue, tokenNames: Object.keys(config.tokens), logger });
       cleanups.add(() => intake.close());
       return {
         intake,
@@ -387,9 +405,8 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         getWrite: (id) => intake.getWrite(id),
         handleHttp: (request, response) => handleWritesRequest(request, response, { intake, writeApiKey: config.http.writeApiKey, logger }),
         async startWorker(workerOptions = {}) {
-          // Its own connection: the worker's transactions never wait behind the sync's.
-          const workerConnection = sqliteConnection(openMirrorFile(config.dbPath));
-          cleanups.add(() => workerConnection.close());
+          // SQLite: its own connection, so the worker's transactions never wait behind the sync's.
+          const workerConnection = await partConnection();
           const worker = await startWriteWorker({
             connection: workerConnection,
             // The worker's own connection (maxRetriesPerRequest: null); the producer's fails fast.
@@ -408,7 +425,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
     return {
       config,
       logger,
-      db,
+      connection,
       store,
       budgets,
       client,
@@ -424,9 +441,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       async webhookDispatcher(dispatcherOptions = {}) {
         if (config.webhooks.length === 0) return null;
         const { WebhookDispatcher } = await import('../src/notify/index.ts');
-        const dispatcherConnection = sqliteConnection(openMirrorFile(config.dbPath));
-        cleanups.add(() => dispatcherConnection.close());
-        const dispatcher = new WebhookDispatcher({ connection: dispatcherConnection, endpoints: config.webhooks, logger, ...dispatcherOptions });
+        const dispatcher = new WebhookDispatcher({ connection: await partConnection(), endpoints: config.webhooks, logger, ...dispatcherOptions });
         cleanups.add(() => dispatcher.stop());
         return dispatcher;
       },

@@ -24,7 +24,7 @@ import { StreamScheduler } from '../src/daemon/scheduler.ts';
 import type { Logger } from '../src/logging/logger.ts';
 import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
-import { deploymentLogger, openDeployment, Teardown, type Context, type ContextOptions, type WriteQueue } from './context.ts';
+import { deploymentLogger, mirrorLocation, openDeployment, Teardown, type Context, type ContextOptions, type WriteQueue } from './context.ts';
 
 /** How the daemon is started; everything else comes from the configuration. */
 export interface DaemonOptions {
@@ -168,7 +168,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       cleanups.add(() => connection.scheduler.stop());
       const config = connection.context.config;
       connection.context.logger.info(
-        { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), database: config.dbPath },
+        { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), database: mirrorLocation(config.dbPath) },
         deployment.named ? 'connection started' : 'daemon started',
       );
     }

@@ -1,23 +1,25 @@
 /**
- * Job: the demo. Starts the simulator with churn, backfills it into a fresh SQLite file, then polls
- * every few seconds and prints each change as it is recorded, until stopped.
+ * Job: the demo. Starts the simulator with churn, backfills it into a fresh mirror (a SQLite file,
+ * or a PostgreSQL schema when `--db` is a postgres:// URL), then polls every few seconds and prints
+ * each change as it is recorded, until stopped.
  */
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { configSchema } from '../src/config/schema.ts';
 import type { Logger } from '../src/logging/logger.ts';
 import type { SqlExecutor } from '../src/mirror/sql/executor.ts';
-import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
+import { isPostgresUrl, quoteIdentifier } from '../src/mirror/sql/postgres-location.ts';
+import { PostgresConnection } from '../src/mirror/sql/postgres.ts';
 import type { AppendedChange } from '../src/mirror/store.ts';
 import { readChanges } from '../src/notify/index.ts';
 import { startSimulator } from '@bizops-sync/simulator';
 import { STREAM_NAMES, STREAMS } from '../src/streams/definitions.ts';
 import type { RunProgress } from '../src/sync/engine.ts';
-import { openContext } from './context.ts';
+import { mirrorLocation, openContext } from './context.ts';
 import { runStreams } from './run-streams.ts';
 
 export interface DemoOptions {
-  /** The mirror file; deleted first so that every demo starts fresh. */
+  /** The mirror: a file (deleted first), or a PostgreSQL URL (its schema dropped first), so that every demo starts fresh. */
   dbPath: string;
   /** Seconds between polls. */
   pollSeconds: number;
@@ -34,7 +36,8 @@ export interface DemoOptions {
 
 /** Runs the demo until `signal` aborts or the duration passes. */
 export async function runDemo(options: DemoOptions): Promise<void> {
-  for (const suffix of ['', '-wal', '-shm']) rmSync(`${options.dbPath}${suffix}`, { force: true });
+  await removeMirror(options.dbPath);
+  const location = mirrorLocation(options.dbPath);
   const simulator = await startSimulator({
     size: { transactions: 2000, deals: 300, onboardings: 40 },
     rateLimit: { limit: 600, windowMs: 60_000 },
@@ -57,10 +60,9 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   let printing = Promise.resolve();
   context.onChanges((changes) => {
     if (!live) return;
-    const connection = sqliteConnection(context.db);
     printing = printing
       .then(async () => {
-        for (const change of changes) options.print(await describeChange(change, connection));
+        for (const change of changes) options.print(await describeChange(change, context.connection));
       })
       .catch((error: unknown) => options.logger.warn({ err: error }, 'demo: could not describe a change'));
     printed += changes.length;
@@ -68,7 +70,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   const deadline = options.durationSeconds > 0 ? Date.now() + options.durationSeconds * 1000 : Infinity;
   const stop = AbortSignal.any([options.signal, AbortSignal.timeout(Math.min(2 ** 31 - 1, deadline - Date.now()))]);
   try {
-    options.print(`simulator: ${simulator.url} (churn: 3 changes every 1.5 s)  mirror: ${options.dbPath}`);
+    options.print(`simulator: ${simulator.url} (churn: 3 changes every 1.5 s)  mirror: ${location}`);
     options.print('backfilling...');
     await runStreams(context, STREAM_NAMES, 'backfill', { signal: stop, onProgress: options.onProgress });
     options.onBackfillDone?.();
@@ -82,7 +84,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       await runStreams(context, STREAM_NAMES, 'sync', { signal: stop });
     }
     await printing;
-    options.print(`stopped: ${printed} changes printed; the mirror stays at ${options.dbPath} (try: bizops-sync status --db ${options.dbPath})`);
+    options.print(`stopped: ${printed} changes printed; the mirror stays at ${location} (try: bizops-sync status --db ${isPostgresUrl(options.dbPath) ? "'<the URL>'" : options.dbPath})`);
   } finally {
     await context.close();
     await simulator.close();
@@ -102,4 +104,18 @@ async function describeChange(change: AppendedChange, executor: SqlExecutor): Pr
         .join(', ');
   const clock = new Date().toISOString().slice(11, 19);
   return `${clock}  #${String(change.seq).padEnd(6)} ${change.type.padEnd(24)} ${change.recordId.padEnd(18)} ${summary}`;
+}
+
+/** Removes the demo's previous mirror: the SQLite file and its WAL, or the PostgreSQL schema with its tables. */
+async function removeMirror(dbPath: string): Promise<void> {
+  if (!isPostgresUrl(dbPath)) {
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${dbPath}${suffix}`, { force: true });
+    return;
+  }
+  const connection = new PostgresConnection(dbPath, { maxConnections: 1 });
+  try {
+    await connection.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(connection.schema)} CASCADE`);
+  } finally {
+    await connection.close();
+  }
 }

@@ -1,12 +1,20 @@
 /**
- * Opening an existing mirror file for a job that only reads or administers it, and turning SQLite's
- * open failures into one line a person can act on. Kept apart from context.ts (which re-exports it)
- * so that a reader such as `bizops-sync changes` loads SQLite and nothing of the worker (HTTP
- * client, Redis, queues).
+ * Opening the mirror for a job, wherever it lives (a SQLite file path, or a PostgreSQL URL:
+ * src/mirror/open.ts), and turning open failures into one line a person can act on. Kept apart
+ * from context.ts (which re-exports it) so that a reader such as `bizops-sync changes` loads the
+ * mirror and nothing of the worker (HTTP client, Redis, queues).
+ *
+ * Every message names the mirror by `mirrorLocation(dbPath)`: a file path as it is, a PostgreSQL
+ * URL with its password masked.
  */
 import { existsSync, statSync } from 'node:fs';
 import { ConfigError } from '../src/config/errors.ts';
-import { openMirror, type MirrorDatabase } from '../src/mirror/database.ts';
+import { maskUrlPassword } from '../src/config/mask-url.ts';
+import { openMirrorConnection } from '../src/mirror/open.ts';
+import { postgresSchemaVersion } from '../src/mirror/postgres-migrate.ts';
+import type { SqlConnection } from '../src/mirror/sql/executor.ts';
+import { isPostgresUrl } from '../src/mirror/sql/postgres-location.ts';
+import { PostgresConnection } from '../src/mirror/sql/postgres.ts';
 import { MirrorDamagedError, MirrorMissingError } from './mirror-errors.ts';
 
 export { MirrorDamagedError, MirrorMissingError } from './mirror-errors.ts';
@@ -14,26 +22,34 @@ export { MirrorDamagedError, MirrorMissingError } from './mirror-errors.ts';
 /** SQLite result codes that mean the file itself is damaged (not the path or its permissions). */
 const DAMAGED_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT']);
 
+/** The mirror's location for messages and logs: a file path as it is, a PostgreSQL URL with its password masked. */
+export function mirrorLocation(dbPath: string): string {
+  return maskUrlPassword(dbPath);
+}
+
 /**
- * Opens the mirror at `dbPath`, turning every failure into one line a person can act on:
- * - a path that cannot hold the mirror (a directory, a read-only or pseudo file system such as
- *   /proc, a missing permission): `ConfigError` naming BIZOPS_DB (exit 2);
- * - a file SQLite cannot read (`file is not a database`, `database disk image is malformed`):
- *   `MirrorDamagedError` (exit 1).
+ * Opens the mirror at `dbPath` (migrated, stream tables in place unless read-only), turning every
+ * failure into one line a person can act on:
+ * - SQLite: a path that cannot hold the mirror (a directory, a read-only or pseudo file system such
+ *   as /proc, a missing permission): `ConfigError` naming BIZOPS_DB (exit 2); a file SQLite cannot
+ *   read (`file is not a database`, `database disk image is malformed`): `MirrorDamagedError` (exit 1).
+ * - PostgreSQL: a server that does not answer, a refused login, a missing database: Error
+ *   `cannot connect to the PostgreSQL mirror at <URL, password masked>: <reason>`.
  * Other errors (a mirror written by a newer bizops-sync, a stream table that disagrees) pass as they are.
  */
-export function openMirrorFile(dbPath: string, options: { readonly?: boolean } = {}): MirrorDatabase {
+export async function openMirrorAt(dbPath: string, options: { readonly?: boolean } = {}): Promise<SqlConnection> {
+  if (isPostgresUrl(dbPath)) return openMirrorConnection(dbPath, { readonly: options.readonly ?? false });
   if (dbPath !== ':memory:' && existsSync(dbPath) && statSync(dbPath).isDirectory()) {
     throw new ConfigError(`BIZOPS_DB (dbPath): ${dbPath} is a directory; give the path of the mirror's file, e.g. ${dbPath.replace(/\/+$/, '')}/mirror.db`);
   }
   try {
-    return openMirror(dbPath, { readonly: options.readonly ?? false });
+    return await openMirrorConnection(dbPath, { readonly: options.readonly ?? false });
   } catch (error) {
     throw classifyMirrorError(dbPath, error);
   }
 }
 
-/** The error `openMirrorFile` throws for `error` from SQLite (see there). */
+/** The error `openMirrorAt` throws for `error` from SQLite (see there); other errors pass as they are. */
 export function classifyMirrorError(dbPath: string, error: unknown): unknown {
   const code = (error as { code?: unknown }).code ?? (error as { cause?: { code?: unknown } }).cause?.code;
   const message = error instanceof Error ? error.message : String(error);
@@ -47,12 +63,29 @@ export function classifyMirrorError(dbPath: string, error: unknown): unknown {
 }
 
 /**
- * Opens the mirror file at `dbPath` for a job that only reads or administers it (`status`, `changes`,
- * `write`, `webhooks`): no API settings needed.
- * @throws MirrorMissingError `no mirror at <path> yet: run \`bizops-sync backfill\` first` when the file does not exist
- * @throws ConfigError / MirrorDamagedError as `openMirrorFile`
+ * True when a mirror exists at `dbPath`: the SQLite file exists; the PostgreSQL schema exists and
+ * holds a migrated mirror (a `schema_version` row). Connects to PostgreSQL once to ask.
+ * @throws Error naming the masked URL when PostgreSQL does not answer
  */
-export function openExistingMirror(dbPath: string, options: { readonly?: boolean; hint?: string } = {}): MirrorDatabase {
-  if (dbPath !== ':memory:' && !existsSync(dbPath)) throw new MirrorMissingError(`no mirror at ${dbPath} yet: ${options.hint ?? 'run `bizops-sync backfill` first'}`);
-  return openMirrorFile(dbPath, { readonly: options.readonly ?? false });
+export async function mirrorExists(dbPath: string): Promise<boolean> {
+  if (!isPostgresUrl(dbPath)) return dbPath === ':memory:' || existsSync(dbPath);
+  const probe = new PostgresConnection(dbPath, { readonly: true, maxConnections: 1 });
+  try {
+    const schema = await probe.get('SELECT 1 AS found FROM pg_namespace WHERE nspname = ?', [probe.schema]);
+    return schema !== undefined && (await postgresSchemaVersion(probe)) > 0;
+  } finally {
+    await probe.close();
+  }
+}
+
+/**
+ * Opens the existing mirror at `dbPath` for a job that only reads or administers it (`status`,
+ * `changes`, `write`, `webhooks`): no API settings needed, nothing created.
+ * @throws MirrorMissingError `no mirror at <location> yet: run \`bizops-sync backfill\` first` when
+ *   the file, or the PostgreSQL schema, does not exist (the URL's password masked)
+ * @throws ConfigError / MirrorDamagedError / Error as `openMirrorAt`
+ */
+export async function openExistingMirror(dbPath: string, options: { readonly?: boolean; hint?: string } = {}): Promise<SqlConnection> {
+  if (!(await mirrorExists(dbPath))) throw new MirrorMissingError(`no mirror at ${mirrorLocation(dbPath)} yet: ${options.hint ?? 'run `bizops-sync backfill` first'}`);
+  return openMirrorAt(dbPath, { readonly: options.readonly ?? false });
 }

@@ -1,17 +1,21 @@
 /**
  * Job: the mirror's status per stream and the writes by status (the `status` command; the daemon
- * tests read it too). Reads the mirror only: no API settings needed.
+ * tests read it too). Reads the mirror only: no API settings needed. Works on both back ends:
+ * SQLite (schema version `PRAGMA user_version`, health `PRAGMA quick_check`) and PostgreSQL (schema
+ * version from `schema_version`, health: every table of the mirror present in its schema).
  */
-import { SCHEMA_VERSION } from '../src/mirror/database.ts';
-import { mirrorQuickCheck } from '../src/mirror/health.ts';
+import { MIGRATIONS } from '../src/mirror/migrations/index.ts';
+import { mirrorHealthCheck, mirrorSchemaVersion } from '../src/mirror/health.ts';
 import { RecordClockStore } from '../src/mirror/record-clock.ts';
 import { RejectedRecords } from '../src/mirror/rejected-records.ts';
-import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { MirrorStore, type ScanOutcome } from '../src/mirror/store.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { WriteStore } from '../src/writes/store.ts';
 import { MirrorDamagedError, MirrorNeedsMigrationError } from './mirror-errors.ts';
-import { classifyMirrorError, openExistingMirror } from './open-mirror.ts';
+import { classifyMirrorError, mirrorLocation, openExistingMirror } from './open-mirror.ts';
+
+/** The schema version this build reads: its last migration's (both back ends number them alike). */
+const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
 
 /** One stream's line of `status`. Times are ISO 8601. */
 export interface StreamStatus {
@@ -56,8 +60,15 @@ export interface StreamStatus {
 
 /** What `status --json` prints. */
 export interface MirrorStatus {
+  /** Where the mirror is: the file path, or the PostgreSQL URL with its password masked. */
   database: string;
-  /** `PRAGMA quick_check` of the file: `ok`, or the problems SQLite found (docs/operations.md "A damaged mirror"). */
+  /** The back end holding the mirror. */
+  backend: 'sqlite' | 'postgres';
+  /**
+   * The mirror's health: `ok`, or what is wrong. SQLite: `PRAGMA quick_check` of the file (the
+   * problems SQLite found; docs/operations.md "A damaged mirror"). PostgreSQL: every table of the
+   * mirror is in its schema (`missing tables: ...` otherwise); the server keeps its storage consistent.
+   */
   quickCheck: string;
   changelogSeq: number;
   streams: StreamStatus[];
@@ -68,9 +79,9 @@ export interface MirrorStatus {
 export { MirrorNeedsMigrationError } from './mirror-errors.ts';
 
 /**
- * Reads the status of every stream from the mirror at `dbPath`, opened READ-ONLY: `status` never
- * migrates nor writes the file (a daemon may be writing it).
- * @throws MirrorMissingError when the file does not exist (nothing has run yet)
+ * Reads the status of every stream from the mirror at `dbPath` (a file path or a PostgreSQL URL),
+ * opened READ-ONLY: `status` never migrates nor writes the mirror (a daemon may be writing it).
+ * @throws MirrorMissingError when the file, or the PostgreSQL schema, does not exist (nothing has run yet)
  * @throws MirrorNeedsMigrationError when the file's schema is older than this bizops-sync's
  *   (`bizops-sync sync` or the daemon migrates it)
  * @throws MirrorDamagedError when SQLite cannot read the file (its header, or a page status reads:
@@ -78,17 +89,17 @@ export { MirrorNeedsMigrationError } from './mirror-errors.ts';
  *   A file whose damaged pages status does not need is READ: `quickCheck` names the problems.
  */
 export async function readStatus(dbPath: string): Promise<MirrorStatus> {
-  const db = openExistingMirror(dbPath, { readonly: true });
-  const connection = sqliteConnection(db);
+  const connection = await openExistingMirror(dbPath, { readonly: true });
+  const location = mirrorLocation(dbPath);
   let quickCheck: string | undefined;
   try {
-    const version = db.pragma('user_version', { simple: true }) as number;
+    const version = await mirrorSchemaVersion(connection);
     if (version < SCHEMA_VERSION) {
       throw new MirrorNeedsMigrationError(
-        `the mirror ${dbPath} is at schema version ${version}, this bizops-sync reads version ${SCHEMA_VERSION}; \`status\` does not migrate it: run \`bizops-sync sync\` (or start the daemon) once`,
+        `the mirror ${location} is at schema version ${version}, this bizops-sync reads version ${SCHEMA_VERSION}; \`status\` does not migrate it: run \`bizops-sync sync\` (or start the daemon) once`,
       );
     }
-    quickCheck = mirrorQuickCheck(db);
+    quickCheck = await mirrorHealthCheck(connection);
     const store = new MirrorStore(connection);
     const rejected = new RejectedRecords(store);
     const recordClock = new RecordClockStore(connection);
@@ -130,7 +141,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
         .filter(([, count]) => count > 0)
         .sort(([a], [b]) => a.localeCompare(b)),
     );
-    return { database: dbPath, quickCheck, changelogSeq: await store.lastSeq(), streams, writes };
+    return { database: location, backend: connection.dialect, quickCheck, changelogSeq: await store.lastSeq(), streams, writes };
   } catch (error) {
     // A read-only open is lazy: a damaged header shows at the first statement, a damaged page at the
     // first read of it (quick_check may have listed it already: then the line names its findings).

@@ -1,6 +1,6 @@
 /**
  * Jobs of webhook administration (the `webhooks list|send-test|replay|enable` commands). Wiring only:
- * src/notify/webhooks/admin.ts does the work, on the mirror file while the daemon runs.
+ * src/notify/webhooks/admin.ts does the work, on the mirror (file or PostgreSQL schema) while the daemon runs.
  */
 import type { Config, WebhookEndpointConfig } from '../src/config/schema.ts';
 import {
@@ -15,14 +15,14 @@ import {
   type TestEventResult,
   type WebhookEndpointListing,
 } from '../src/notify/index.ts';
-import { sqliteConnection, type SqliteConnection } from '../src/mirror/sql/sqlite.ts';
+import type { SqlConnection } from '../src/mirror/sql/executor.ts';
 import { openExistingMirror } from './open-mirror.ts';
 
 const NO_MIRROR_HINT = 'start `bizops-sync daemon` (or run `bizops-sync backfill`) first';
 
 /** Runs `work` on the mirror of `config`, closing it afterwards. @throws MirrorMissingError when the mirror does not exist */
-async function withMirror<T>(config: Config, options: { readonly?: boolean }, work: (connection: SqliteConnection) => Promise<T>): Promise<T> {
-  const connection = sqliteConnection(openExistingMirror(config.dbPath, { ...options, hint: NO_MIRROR_HINT }));
+async function withMirror<T>(config: Config, options: { readonly?: boolean }, work: (connection: SqlConnection) => Promise<T>): Promise<T> {
+  const connection = await openExistingMirror(config.dbPath, { ...options, hint: NO_MIRROR_HINT });
   try {
     return await work(connection);
   } finally {

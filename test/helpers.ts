@@ -1,5 +1,6 @@
 /**
- * Shared test wiring: a simulator over real HTTP, a real SQLite file in a temp dir, and a context
+ * Shared test wiring: a simulator over real HTTP, a real mirror (a SQLite file in a temp dir, or a
+ * fresh PostgreSQL schema under BIZOPS_TEST_MIRROR=postgres: test/test-mirror.ts), and a context
  * built the way the CLI builds it.
  */
 import { spawn } from 'node:child_process';
@@ -13,6 +14,9 @@ import { openContext, type Context, type ContextOptions } from '../jobs/context.
 import { createLogger, silentLogger, type Logger } from '../src/logging/logger.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
+import { testMirrorLocation } from './test-mirror.ts';
+
+export { TEST_MIRROR_BACKEND, testMirrorLocation } from './test-mirror.ts';
 
 /**
  * Polls `probe` every `intervalMs` until it returns a truthy value, and returns that value. Errors
@@ -65,12 +69,15 @@ export function simulator(options: SimulatorOptions = {}): Promise<RunningSimula
   return startSimulator({ rateLimit: false, ...options });
 }
 
-/** Configuration pointing at `sim` with the admin token and a mirror file. */
+/**
+ * Configuration pointing at `sim` with the admin token and the mirror at `dbPath` (a file; under
+ * BIZOPS_TEST_MIRROR=postgres the PostgreSQL schema `testMirrorLocation(dbPath)` stands for it).
+ */
 export function testConfig(sim: RunningSimulator, dbPath: string, overrides: Record<string, unknown> = {}): Config {
   return configSchema.parse({
     baseUrl: sim.url,
     tokens: { default: String(sim.tokens.admin) },
-    dbPath,
+    dbPath: testMirrorLocation(dbPath),
     rateLimit: { perMinute: 100_000, windowMs: 60_000 },
     ...overrides,
   });
@@ -99,10 +106,10 @@ export function listRequests(sim: RunningSimulator, path: string) {
 }
 
 /** Every live mirror row equals the simulator's ground truth, field by field (raw and typed columns). */
-export function expectMirrorEqualsGroundTruth(ctx: Pick<Context, 'db'>, simulation: RunningSimulator, stream: StreamName): void {
+export async function expectMirrorEqualsGroundTruth(ctx: Pick<Context, 'connection'>, simulation: RunningSimulator, stream: StreamName): Promise<void> {
   const definition = STREAMS[stream];
   const truth = simulation.world.groundTruth(stream) as Record<string, unknown>[];
-  const rows = ctx.db.prepare(`SELECT * FROM ${definition.table} WHERE deleted_at IS NULL ORDER BY id`).all() as Record<string, unknown>[];
+  const rows = await ctx.connection.all<Record<string, unknown>>(`SELECT * FROM ${definition.table} WHERE deleted_at IS NULL ORDER BY id`);
   expect(rows.length).toBe(truth.length);
   const byId = new Map(rows.map((row) => [row.id as string, row]));
   for (const record of truth) {

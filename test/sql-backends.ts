@@ -16,8 +16,9 @@ import { openPostgresConnection } from '../src/mirror/sql/postgres.ts';
 import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { tempDir } from './helpers.ts';
 
-/** The PostgreSQL server the tests use. */
-export const TEST_POSTGRES_URL = process.env.BIZOPS_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+import { TEST_POSTGRES_URL } from './test-mirror.ts';
+
+export { TEST_POSTGRES_URL } from './test-mirror.ts';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 

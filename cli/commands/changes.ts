@@ -16,7 +16,7 @@ export function registerChangesCommand(program: Command): void {
     .option('--since <seq>', 'only events after this seq (exclusive); default 0, from the start', '0')
     .option('--follow', 'keep printing new events as they are recorded, until Ctrl-C')
     .option('--type <pattern...>', 'only these event types: deal.won, deal.*, ... (repeatable)')
-    .option('--db <path>', 'the mirror file (default: the connection\'s dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)')
+    .option('--db <path>', 'the mirror: a file, or a postgres:// URL (default: the connection\'s dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)')
     .option('--connection <name>', CONNECTION_OPTION_HELP)
     .addHelpText('after', '\nA consumer that remembers the last seq it processed resumes exactly: bizops-sync changes --since 1234 --follow')
     .action(async (options: { since: string; follow?: boolean; type?: string[]; db?: string; connection?: string }) => {

@@ -10,7 +10,7 @@ export function registerStatusCommand(program: Command): void {
     .command('status')
     .description('show each stream (records mirrored, cursor, last run, last error, any run waiting to resume) and the writes by status; every connection when several are configured')
     .option('--json', 'print JSON instead of a table (keyed by connection when several are shown)')
-    .option('--db <path>', 'the mirror file (default: the connection\'s dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)')
+    .option('--db <path>', 'the mirror: a file, or a postgres:// URL (default: the connection\'s dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)')
     .option('--connection <name>', 'only this configured connection (default: every one)')
     .action(async (options: { json?: boolean; db?: string; connection?: string }) => {
       const { paths } = mirrorPaths();
@@ -44,7 +44,13 @@ export function registerStatusCommand(program: Command): void {
 /** A readable table of the status. */
 function formatStatus(status: MirrorStatus): string {
   const lines = [`mirror: ${status.database} (changelog at seq ${status.changelogSeq})`];
-  if (status.quickCheck !== 'ok') lines.push(`WARNING: the mirror is damaged (PRAGMA quick_check: ${status.quickCheck}); restore it from a backup, or move it away and run \`bizops-sync backfill\``);
+  if (status.quickCheck !== 'ok') {
+    lines.push(
+      status.backend === 'postgres'
+        ? `WARNING: the mirror's schema is incomplete (${status.quickCheck}); run \`bizops-sync sync\` (or start the daemon) to create what is missing`
+        : `WARNING: the mirror is damaged (PRAGMA quick_check: ${status.quickCheck}); restore it from a backup, or move it away and run \`bizops-sync backfill\``,
+    );
+  }
   lines.push('');
   const header = ['stream', 'records', 'tombstoned', 'cursor', 'last success', 'last run', 'last error'];
   const rows = status.streams.map((s) => [

@@ -15,6 +15,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ContextOptions } from '../../jobs/context.ts';
+import { maskUrlPassword } from '../../src/config/mask-url.ts';
 import type { Config } from '../../src/config/schema.ts';
 import type { Logger } from '../../src/logging/logger.ts';
 import { WriteValidationError } from '../../src/writes/errors.ts';
@@ -138,7 +139,8 @@ export function registerWriteCommands(program: Command): void {
       const write = await readWrite(config.dbPath, id);
       if (!write) {
         // Writes live in their connection's mirror: say which one was searched.
-        throw new UsageError(config.connection === 'default' ? `no write ${id} (mirror ${config.dbPath})` : `no write ${id} in connection ${config.connection} (mirror ${config.dbPath})`);
+        const mirror = maskUrlPassword(config.dbPath);
+        throw new UsageError(config.connection === 'default' ? `no write ${id} (mirror ${mirror})` : `no write ${id} in connection ${config.connection} (mirror ${mirror})`);
       }
       if (options.json) {
         process.stdout.write(`${JSON.stringify(write, null, 2)}\n`);

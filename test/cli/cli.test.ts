@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
+import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { BIN, expectMirrorEqualsGroundTruth, listRequests, runCli, simulator, tempDir, type TempDir } from '../helpers.ts';
 
@@ -88,7 +89,7 @@ describe('command line', { timeout: 120_000 }, () => {
     expect(second.stdout).toMatch(/transactions: succeeded \(backfill, complete scan, resumed\)/);
     const db = openMirror(dir.file('mirror.db'));
     try {
-      expectMirrorEqualsGroundTruth({ db }, sim, 'transactions');
+      await expectMirrorEqualsGroundTruth({ connection: sqliteConnection(db) }, sim, 'transactions');
       expect(db.prepare('SELECT COUNT(*) AS total, COUNT(DISTINCT record_id) AS records FROM changes').get()).toEqual({ total: 4_000, records: 4_000 });
     } finally {
       db.close();

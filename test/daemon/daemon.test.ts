@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { readStatus } from '../../jobs/status.ts';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
+import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { STREAM_NAMES } from '../../src/streams/definitions.ts';
 import { expectMirrorEqualsGroundTruth, listRequests, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
@@ -217,7 +218,7 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
 
     const db = openMirror(dir.file('mirror.db'), { readonly: true });
     try {
-      for (const stream of STREAM_NAMES) expectMirrorEqualsGroundTruth({ db }, sim, stream);
+      for (const stream of STREAM_NAMES) await expectMirrorEqualsGroundTruth({ connection: sqliteConnection(db) }, sim, stream);
       const duplicates = db.prepare("SELECT record_id FROM changes WHERE type = 'transaction.created' GROUP BY record_id HAVING COUNT(*) > 1").all();
       expect(duplicates).toEqual([]);
     } finally {

@@ -26,12 +26,12 @@ afterEach(async () => {
 /** Never within a test's lifetime. */
 const NEVER = '0 0 1 1 *';
 
-function dealRow(ctx: Context, id: string): { deleted_at: string | null } | undefined {
-  return ctx.db.prepare('SELECT deleted_at FROM deals WHERE id = ?').get(id) as { deleted_at: string | null } | undefined;
+async function dealRow(ctx: Context, id: string): Promise<{ deleted_at: string | null } | undefined> {
+  return (await ctx.connection.get('SELECT deleted_at FROM deals WHERE id = ?', [id])) as { deleted_at: string | null } | undefined;
 }
 
-function deletedEvents(ctx: Context, id: string): number {
-  return (ctx.db.prepare("SELECT COUNT(*) AS n FROM changes WHERE type = 'deal.deleted' AND record_id = ?").get(id) as { n: number }).n;
+async function deletedEvents(ctx: Context, id: string): Promise<number> {
+  return ((await ctx.connection.get("SELECT COUNT(*) AS n FROM changes WHERE type = 'deal.deleted' AND record_id = ?", [id])) as { n: number }).n;
 }
 
 describe('StreamScheduler', () => {
@@ -41,7 +41,8 @@ describe('StreamScheduler', () => {
     const ctx = (context = await testContext(testConfig(sim, dir.file('mirror.db'))));
     const deleted = (sim.world.groundTruth('deals')[7] as { id: string }).id;
     const results: RunResult[] = [];
-    const afterReconcile: { deletedAt: string | null; events: number }[] = [];
+    // Read as each reconciliation finishes (the queries start in the callback), awaited below.
+    const afterReconcile: Promise<{ deletedAt: string | null; events: number }>[] = [];
     const withCursor = (await ctx.store.readSyncState('deals')).cursor !== null;
     scheduler = new StreamScheduler({
       engine: ctx.engine,
@@ -53,7 +54,7 @@ describe('StreamScheduler', () => {
         results.push(result);
         // Deleted upstream right after the backfill saw it, before any reconciliation starts.
         if (result.reason === 'backfill') sim!.world.deleteRecord('deals', deleted);
-        if (result.reason === 'reconcile') afterReconcile.push({ deletedAt: dealRow(ctx, deleted)?.deleted_at ?? null, events: deletedEvents(ctx, deleted) });
+        if (result.reason === 'reconcile') afterReconcile.push(Promise.all([dealRow(ctx, deleted), deletedEvents(ctx, deleted)]).then(([row, events]) => ({ deletedAt: row?.deleted_at ?? null, events })));
       },
     });
     scheduler.start();
@@ -64,9 +65,10 @@ describe('StreamScheduler', () => {
       ['reconcile', 'succeeded', 'complete'],
     ]);
     // First complete scan missing it: still live, no event. Second: tombstoned, one deal.deleted.
-    expect(afterReconcile[0]).toEqual({ deletedAt: null, events: 0 });
-    expect(afterReconcile[1]!.deletedAt).not.toBeNull();
-    expect(afterReconcile[1]!.events).toBe(1);
+    const [first, second] = await Promise.all(afterReconcile.slice(0, 2));
+    expect(first).toEqual({ deletedAt: null, events: 0 });
+    expect(second!.deletedAt).not.toBeNull();
+    expect(second!.events).toBe(1);
     expect(results[2]!.tombstones).toBe(1);
     // Reconciliation spends the lowest priority of the rate budget.
     expect(ctx.budgets.stats().granted.incremental).toBe(0);
@@ -155,7 +157,7 @@ describe('reconciliation (engine level)', () => {
 
     const firstMiss = await ctx.engine.run('deals', 'reconcile');
     expect(firstMiss).toMatchObject({ status: 'succeeded', tombstones: 0 });
-    expect(dealRow(ctx, gone)!.deleted_at).toBeNull();
+    expect((await dealRow(ctx, gone))!.deleted_at).toBeNull();
 
     // The next scan fails on its third page (a 500 from then on, beyond the client's retries).
     const failed = await ctx.engine.run('deals', 'reconcile', {
@@ -166,14 +168,14 @@ describe('reconciliation (engine level)', () => {
     sim.faults.clear();
     expect(failed.status).toBe('failed');
     expect(failed.pages).toBe(2);
-    expect(dealRow(ctx, gone)!.deleted_at).toBeNull();
-    expect(deletedEvents(ctx, gone)).toBe(0);
-    expect((ctx.db.prepare("SELECT COUNT(*) AS n FROM changes WHERE type = 'deal.deleted'").get() as { n: number }).n).toBe(0);
+    expect((await dealRow(ctx, gone))!.deleted_at).toBeNull();
+    expect(await deletedEvents(ctx, gone)).toBe(0);
+    expect(((await ctx.connection.get("SELECT COUNT(*) AS n FROM changes WHERE type = 'deal.deleted'")) as { n: number }).n).toBe(0);
 
     // Resumed from its checkpoint and completed: the second complete scan that misses it.
     const resumed = await ctx.engine.run('deals', 'reconcile');
     expect(resumed).toMatchObject({ status: 'succeeded', resumed: true, tombstones: 1 });
-    expect(dealRow(ctx, gone)!.deleted_at).not.toBeNull();
-    expect(deletedEvents(ctx, gone)).toBe(1);
+    expect((await dealRow(ctx, gone))!.deleted_at).not.toBeNull();
+    expect(await deletedEvents(ctx, gone)).toBe(1);
   });
 });

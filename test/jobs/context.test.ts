@@ -22,7 +22,7 @@ const contexts: Context[] = [];
 
 beforeEach(async () => {
   sim = await simulator({ size: { transactions: 30, deals: 5, onboardings: 3 } });
-  bed = writeTestBed();
+  bed = await writeTestBed();
   config = configSchema.parse({ baseUrl: sim.url, tokens: { default: sim.tokens.admin, hr: sim.tokens.hr }, dbPath: bed.dbPath, redisUrl: REDIS_URL });
 });
 

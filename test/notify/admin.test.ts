@@ -1,8 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
-import { openMirror } from '../../src/mirror/database.ts';
-import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
+import { openMirrorConnection } from '../../src/mirror/open.ts';
 import { listWebhookEndpoints, replayWebhooks, sendTestEvent } from '../../src/notify/webhooks/admin.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint, registerEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
@@ -11,8 +10,8 @@ import { waitFor } from '../helpers.ts';
 
 let mirror: TempMirror;
 const receiver = receiverFixture();
-beforeEach(() => {
-  mirror = tempMirror();
+beforeEach(async () => {
+  mirror = await tempMirror();
 });
 afterEach(async () => {
   await mirror.cleanup();
@@ -30,7 +29,7 @@ describe('listWebhookEndpoints', () => {
     await registerEndpoint(mirror.connection, 'retired', 'http://127.0.0.1:9/old');
     const dispatcher = new WebhookDispatcher({ connection: mirror.connection, endpoints, pollMs: 20, scheduleMs: [0, 10, 10_000], jitterRatio: 0 });
     await dispatcher.start();
-    insertChanges(mirror.db, 3, { types: ['deal.won'] });
+    await insertChanges(mirror.connection, 3, { types: ['deal.won'] });
     dispatcher.notify();
     await waitFor(
       async () => (await loadEndpoint(mirror.connection, 'ok'))?.deliveredSeq === 3 && (await loadEndpoint(mirror.connection, 'failing'))?.consecutiveFailures === 2,
@@ -38,7 +37,7 @@ describe('listWebhookEndpoints', () => {
     );
     await dispatcher.stop();
 
-    const readonly = sqliteConnection(openMirror(mirror.path, { readonly: true }));
+    const readonly = await openMirrorConnection(mirror.path, { readonly: true });
     const listing = await listWebhookEndpoints(readonly, { webhooks: [...endpoints, { name: 'new', url: ok.url, secret: newSecret(), events: ['*'] }] });
     await readonly.close();
     expect(listing.map((l) => l.name)).toEqual(['ok', 'failing', 'new', 'retired']);
@@ -77,9 +76,9 @@ describe('sendTestEvent', () => {
 
 describe('replayWebhooks', () => {
   it('moves the cursor back, clears the backoff, and refuses bad input with the field', async () => {
-    insertChanges(mirror.db, 8);
+    await insertChanges(mirror.connection, 8);
     await registerEndpoint(mirror.connection, 'crm', 'http://127.0.0.1:9/hooks');
-    mirror.db.prepare("UPDATE webhook_endpoints SET attempts = 4, next_attempt_at = '2999-01-01T00:00:00.000Z' WHERE name = 'crm'").run();
+    (await mirror.connection.run("UPDATE webhook_endpoints SET attempts = 4, next_attempt_at = '2999-01-01T00:00:00.000Z' WHERE name = 'crm'"));
     expect(await replayWebhooks(mirror.connection, 'crm', 2)).toEqual({ name: 'crm', previousDeliveredSeq: 8, deliveredSeq: 2, reenabled: false, eventsToResend: 6 });
     expect(await loadEndpoint(mirror.connection, 'crm')).toMatchObject({ deliveredSeq: 2, consecutiveFailures: 0, nextAttemptAt: null });
     await expect(replayWebhooks(mirror.connection, 'crm', 5)).rejects.toThrow(/^sinceSeq: 5 is ahead of endpoint "crm"'s cursor \(2\)/);
@@ -90,7 +89,7 @@ describe('replayWebhooks', () => {
   });
 
   it('registers a configured endpoint the daemon has not seen yet, so history can be delivered', async () => {
-    insertChanges(mirror.db, 4);
+    await insertChanges(mirror.connection, 4);
     const endpoint: WebhookEndpointConfig = { name: 'late', url: 'http://127.0.0.1:9/hooks', secret: newSecret(), events: ['*'] };
     expect(await replayWebhooks(mirror.connection, endpoint, 0)).toMatchObject({ previousDeliveredSeq: 4, deliveredSeq: 0, eventsToResend: 4 });
   });

@@ -15,7 +15,7 @@ let target: Receiver;
 const children: ChildProcess[] = [];
 
 beforeEach(async () => {
-  mirror = tempMirror();
+  mirror = await tempMirror();
   target = await new Receiver().start();
 });
 afterEach(async () => {
@@ -48,7 +48,7 @@ describe('WebhookDispatcher after a crash', () => {
 
     const first = await startDispatcherProcess([config]);
     // Written by this process, picked up by the child's poll (no notify across processes).
-    const events = insertChanges(mirror.db, 10);
+    const events = await insertChanges(mirror.connection, 10);
     await waitFor(() => target.requests.some((request) => seqOf(request) === 6), 'event 6 in flight');
     const killed = new Promise((resolve) => first.once('exit', resolve));
     first.kill('SIGKILL');
@@ -78,16 +78,16 @@ describe('WebhookDispatcher after a crash', () => {
       release = () => void response.writeHead(204).end();
       return 'handled';
     };
-    const crashed = mirror.connect();
+    const crashed = (await mirror.connect());
     const first = new WebhookDispatcher({ connection: crashed, endpoints: [config], pollMs: 20, scheduleMs: [0, 20], jitterRatio: 0 });
     await first.start();
-    const events = insertChanges(mirror.db, 5);
+    const events = await insertChanges(mirror.connection, 5);
     await waitFor(() => release !== null, 'event 3 in flight');
     await crashed.close(); // the process "dies": the answer to event 3 can no longer be recorded
     holdEventThree = false;
     release!();
 
-    const second = new WebhookDispatcher({ connection: mirror.connect(), endpoints: [config], pollMs: 20, scheduleMs: [0, 20], jitterRatio: 0 });
+    const second = new WebhookDispatcher({ connection: (await mirror.connect()), endpoints: [config], pollMs: 20, scheduleMs: [0, 20], jitterRatio: 0 });
     await second.start();
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'crm'))?.deliveredSeq === 5, 'the cursor at 5');
     await second.stop();

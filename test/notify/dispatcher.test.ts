@@ -13,8 +13,8 @@ let mirror: TempMirror;
 const receiver = receiverFixture();
 const dispatchers: WebhookDispatcher[] = [];
 
-beforeEach(() => {
-  mirror = tempMirror();
+beforeEach(async () => {
+  mirror = await tempMirror();
 });
 afterEach(async () => {
   await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
@@ -37,14 +37,14 @@ function dispatcher(options: Partial<WebhookDispatcherOptions> & Pick<WebhookDis
 
 describe('WebhookDispatcher', () => {
   it('delivers every event in order, signed, with the event_id as webhook-id; a new endpoint starts at the end of the changelog', async () => {
-    insertChanges(mirror.db, 3); // history before the endpoint exists: not delivered
+    await insertChanges(mirror.connection, 3); // history before the endpoint exists: not delivered
     const target = await receiver();
     const config = endpoint('crm', target);
     const running = dispatcher({ endpoints: [config] });
     await running.start();
     expect((await loadEndpoint(mirror.connection, 'crm'))?.deliveredSeq).toBe(3);
 
-    const events = insertChanges(mirror.db, 20, { types: ['deal.won', 'transaction.created'] });
+    const events = await insertChanges(mirror.connection, 20, { types: ['deal.won', 'transaction.created'] });
     running.notify();
     await waitFor(() => target.requests.length === 20, '20 deliveries');
     expect(target.ids).toEqual(events.map((e) => e.eventId));
@@ -65,7 +65,7 @@ describe('WebhookDispatcher', () => {
     const running = dispatcher({ endpoints: [endpoint('crm', target)], pollMs: 3_600_000 });
     await running.start();
     await sleep(50); // most likely idle by now; if not, the event is delivered in the first round either way
-    insertChanges(mirror.db, 1);
+    await insertChanges(mirror.connection, 1);
     running.notify();
     await waitFor(() => target.requests.length === 1, 'the delivery after notify');
   });
@@ -85,7 +85,7 @@ describe('WebhookDispatcher', () => {
 
     const running = dispatcher({ endpoints: [flakyConfig, endpoint('steady', steady), endpoint('hanging', hanging)], timeoutMs: 3_600_000 });
     await running.start();
-    const events = insertChanges(mirror.db, 30);
+    const events = await insertChanges(mirror.connection, 30);
     running.notify();
 
     // While flaky is refusing connections and hanging never answers, steady receives everything.
@@ -132,7 +132,7 @@ describe('WebhookDispatcher', () => {
     const witness = await receiver();
     const running = dispatcher({ endpoints: [config, endpoint('witness', witness)], logger });
     await running.start();
-    insertChanges(mirror.db, 3);
+    await insertChanges(mirror.connection, 3);
     running.notify();
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'gone'))?.disabledAt !== null, 'the endpoint to be disabled');
     const state = (await loadEndpoint(mirror.connection, 'gone'))!;
@@ -142,7 +142,7 @@ describe('WebhookDispatcher', () => {
     expect(lines.some((line) => line.includes('"level":"warn"') && line.includes('410 Gone') && line.includes('"endpoint":"gone"'))).toBe(true);
     expect(lines.join('')).not.toContain(config.secret.slice(6));
 
-    insertChanges(mirror.db, 2); // seq 5 and 6: seq 4 is the webhook.endpoint_disabled change
+    await insertChanges(mirror.connection, 2); // seq 5 and 6: seq 4 is the webhook.endpoint_disabled change
     running.notify();
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'witness'))?.deliveredSeq === 6, 'the witness endpoint to get the new events');
     expect(witness.requests.map((request) => (JSON.parse(request.body) as { type: string }).type)[3]).toBe('webhook.endpoint_disabled');
@@ -161,7 +161,7 @@ describe('WebhookDispatcher', () => {
     redirecting.handler = (_request, response) => void response.writeHead(302, { location: target.url }).end();
     const running = dispatcher({ endpoints: [endpoint('moved', redirecting)] });
     await running.start();
-    insertChanges(mirror.db, 1);
+    await insertChanges(mirror.connection, 1);
     running.notify();
     await waitFor(async () => ((await loadEndpoint(mirror.connection, 'moved'))?.failedCount ?? 0) >= 3, 'three failed attempts recorded');
     const state = (await loadEndpoint(mirror.connection, 'moved'))!;
@@ -179,7 +179,7 @@ describe('WebhookDispatcher', () => {
     };
     const running = dispatcher({ endpoints: [endpoint('busy', target)] });
     await running.start();
-    insertChanges(mirror.db, 1);
+    await insertChanges(mirror.connection, 1);
     running.notify();
     await waitFor(() => target.requests.length === 2, 'the retry', 20_000);
     // A lower bound only: a slow machine can only widen the gap. The schedule alone would retry after 20 ms.
@@ -195,7 +195,7 @@ describe('WebhookDispatcher', () => {
     const config = endpoint('stubborn', target);
     const running = dispatcher({ endpoints: [config], scheduleMs: [0, 10, 20], maxAttempts: 3 });
     await running.start();
-    const events = insertChanges(mirror.db, 3);
+    const events = await insertChanges(mirror.connection, 3);
     poisoned = events[0]!.eventId;
     running.notify();
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'stubborn'))?.deliveredSeq === 3, 'the endpoint past the failing event');
@@ -233,7 +233,7 @@ describe('WebhookDispatcher', () => {
     });
     const metrics = new DaemonMetrics({ streams: [], store: {} as never, apiClients: [], budget: {} as never, webhooks: running, processMetrics: false });
     await running.start();
-    const [first] = insertChanges(mirror.db, 1);
+    const [first] = await insertChanges(mirror.connection, 1);
     running.notify();
     await waitFor(async () => (await listFailedDeliveries(mirror.connection, 'down')).length === 1, 'the first event given up');
     const failingSince = (await loadEndpoint(mirror.connection, 'down'))!.failingSince;
@@ -241,7 +241,7 @@ describe('WebhookDispatcher', () => {
     expect((await loadEndpoint(mirror.connection, 'down'))!.disabledAt).toBeNull();
 
     offsetMs = 5 * 86_400_000 + 60_000; // five days and a minute later, still failing
-    const [second] = insertChanges(mirror.db, 1);
+    const [second] = await insertChanges(mirror.connection, 1);
     running.notify();
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'down'))?.disabledAt, 'the endpoint disabled');
     const state = (await loadEndpoint(mirror.connection, 'down'))!;
@@ -269,7 +269,7 @@ describe('WebhookDispatcher', () => {
     expect(failedGauge.values).toEqual(expect.arrayContaining([{ labels: { connection: 'default', endpoint: 'down' }, value: 1 }]));
 
     // Nothing more is sent to it while disabled: once the witness has a later event, the disabled loop has had its turn.
-    insertChanges(mirror.db, 1);
+    await insertChanges(mirror.connection, 1);
     running.notify();
     await waitFor(() => witness.requests.length === 4, 'the witness to get a later event');
     expect(down.requests).toHaveLength(attemptsWhenDisabled);
@@ -287,7 +287,7 @@ describe('WebhookDispatcher', () => {
     const target = await receiver();
     const running = dispatcher({ endpoints: [endpoint('deals', target, ['deal.*', 'transaction.created'])] });
     await running.start();
-    insertChanges(mirror.db, 12, { types: ['deal.won', 'onboarding.completed', 'transaction.created', 'transaction.updated'] });
+    await insertChanges(mirror.connection, 12, { types: ['deal.won', 'onboarding.completed', 'transaction.created', 'transaction.updated'] });
     running.notify();
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'deals'))?.deliveredSeq === 12, 'the cursor at the end');
     const types = target.requests.map((request) => (JSON.parse(request.body) as { type: string }).type);
@@ -299,7 +299,7 @@ describe('WebhookDispatcher', () => {
     const target = await receiver();
     const running = dispatcher({ endpoints: [endpoint('crm', target)] });
     await running.start();
-    const events = insertChanges(mirror.db, 6);
+    const events = await insertChanges(mirror.connection, 6);
     running.notify();
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'crm'))?.deliveredSeq === 6, 'first delivery');
     expect(await replayWebhooks(mirror.connection, 'crm', 3)).toMatchObject({ previousDeliveredSeq: 6, deliveredSeq: 3, reenabled: false, eventsToResend: 3 });
@@ -313,7 +313,7 @@ describe('WebhookDispatcher', () => {
     const running = dispatcher({ endpoints: [endpoint('down', down)] });
     await running.start();
     const occurredAt = new Date(Date.now() - 90_000);
-    insertChanges(mirror.db, 4, { occurredAt });
+    await insertChanges(mirror.connection, 4, { occurredAt });
     running.notify();
     await waitFor(async () => ((await loadEndpoint(mirror.connection, 'down'))?.consecutiveFailures ?? 0) >= 1, 'a failed attempt recorded');
     // Measured at a given instant, so the figure does not depend on how long the test took.

@@ -1,8 +1,8 @@
 /**
- * Test helpers for src/notify: a real mirror file in a temp dir (its better-sqlite3 handle for
- * setting up and checking rows, and the asynchronous connection over it that the modules under test
- * take), changelog rows inserted with SQL (as the sync engine would append them), and real
- * node:http webhook receivers on 127.0.0.1.
+ * Test helpers for src/notify: a real mirror (a file in a temp dir, or a fresh PostgreSQL schema
+ * under BIZOPS_TEST_MIRROR=postgres: test/test-mirror.ts) opened through the executor the modules
+ * under test take, changelog rows inserted with SQL (as the sync engine would append them), and
+ * real node:http webhook receivers on 127.0.0.1.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,9 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { createLogger, type Logger } from '../../src/logging/logger.ts';
-import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
-import { sqliteConnection, type SqliteConnection } from '../../src/mirror/sql/sqlite.ts';
+import { openMirrorConnection } from '../../src/mirror/open.ts';
+import type { SqlConnection, SqlExecutor } from '../../src/mirror/sql/executor.ts';
 import type { ChangeEvent } from '../../src/notify/changelog.ts';
+import { testMirrorLocation } from '../test-mirror.ts';
 
 /** A fresh Standard Webhooks secret: whsec_ + base64 of 32 random bytes. */
 export function newSecret(): string {
@@ -23,30 +24,28 @@ export function newSecret(): string {
 
 export interface TempMirror {
   dir: string;
+  /** Where the mirror is: the file in `dir`, or a PostgreSQL URL (`testMirrorLocation`). */
   path: string;
-  /** The better-sqlite3 handle: rows written and checked directly, as the sync engine's would be. */
-  db: MirrorDatabase;
-  /** The asynchronous connection over `db` (src/mirror/sql/sqlite.ts), for the modules under test. */
-  connection: SqliteConnection;
-  /** Opens another connection to the same file. */
-  connect(): SqliteConnection;
+  /** The mirror's connection: rows written and checked directly, as the sync engine's would be, and given to the modules under test. */
+  connection: SqlConnection;
+  /** Opens another connection to the same mirror. */
+  connect(): Promise<SqlConnection>;
   /** Closes every connection and removes the directory. */
   cleanup(): Promise<void>;
 }
 
-export function tempMirror(): TempMirror {
+/** A fresh, migrated mirror for one test. */
+export async function tempMirror(): Promise<TempMirror> {
   const dir = mkdtempSync(join(tmpdir(), 'bizops-notify-'));
-  const path = join(dir, 'mirror.db');
-  const db = openMirror(path);
-  const connection = sqliteConnection(db);
-  const connections: SqliteConnection[] = [connection];
+  const path = testMirrorLocation(join(dir, 'mirror.db'));
+  const connection = await openMirrorConnection(path);
+  const connections: SqlConnection[] = [connection];
   return {
     dir,
     path,
-    db,
     connection,
-    connect() {
-      const extra = sqliteConnection(openMirror(path));
+    async connect() {
+      const extra = await openMirrorConnection(path);
       connections.push(extra);
       return extra;
     },
@@ -64,11 +63,11 @@ export type InsertedChange = ChangeEvent;
  * Appends `count` rows to `changes` like the sync engine does; types cycle through `types`.
  * @returns the rows with their seq
  */
-export function insertChanges(db: MirrorDatabase, count: number, options: { types?: string[]; occurredAt?: Date } = {}): InsertedChange[] {
+export async function insertChanges(executor: SqlExecutor, count: number, options: { types?: string[]; occurredAt?: Date } = {}): Promise<InsertedChange[]> {
   const types = options.types ?? ['deal.updated'];
-  const insert = db.prepare('INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)');
+  const insert = 'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq';
   const rows: InsertedChange[] = [];
-  db.transaction(() => {
+  await executor.transaction(async (tx) => {
     for (let index = 0; index < count; index += 1) {
       const type = types[index % types.length]!;
       const stream = `${type.split('.')[0]}s`;
@@ -76,10 +75,10 @@ export function insertChanges(db: MirrorDatabase, count: number, options: { type
       const occurredAt = (options.occurredAt ?? new Date()).toISOString();
       const data = { record: { id: recordId, title: `record ${index}`, value: index * 100 }, changes: { value: { old: null, new: index * 100 } } };
       const eventId = `evt_${randomUUID()}`;
-      const result = insert.run(eventId, type, stream, recordId, occurredAt, JSON.stringify(data));
-      rows.push({ seq: Number(result.lastInsertRowid), eventId, type, stream, recordId, occurredAt, data });
+      const inserted = await tx.get<{ seq: number }>(insert, [eventId, type, stream, recordId, occurredAt, JSON.stringify(data)]);
+      rows.push({ seq: inserted!.seq, eventId, type, stream, recordId, occurredAt, data });
     }
-  })();
+  });
   return rows;
 }
 

@@ -9,7 +9,7 @@ describe('backfill', () => {
     for (const stream of ['transactions', 'deals', 'onboardings'] as const) {
       const result = await context.engine.run(stream, 'backfill');
       expect(result.status).toBe('succeeded');
-      expectMirrorEqualsGroundTruth(context, sim, stream);
+      await expectMirrorEqualsGroundTruth(context, sim, stream);
     }
     const sent = {
       transactions: listRequests(sim, '/transactions').length,
@@ -23,7 +23,7 @@ describe('backfill', () => {
     // Every request asked for the maximum page size.
     for (const request of sim.requests) expect(new URLSearchParams(request.query).get('limit')).toBe('100');
     // One change per record: all created.
-    const changes = context.db.prepare('SELECT type, COUNT(*) AS n FROM changes GROUP BY type ORDER BY type').all();
+    const changes = (await context.connection.all('SELECT type, COUNT(*) AS n FROM changes GROUP BY type ORDER BY type'));
     expect(changes).toEqual([
       { type: 'deal.created', n: 1_000 },
       { type: 'onboarding.started', n: 150 },
@@ -65,7 +65,7 @@ describe('backfill', () => {
     const pending = transactions.find((t) => t.status === 'PENDING' && t.id !== created.id)!;
     sim.world.updateTransaction(pending.id, { status: 'VOIDED' });
     for (const stream of ['transactions', 'deals', 'onboardings'] as const) await context.engine.run(stream, 'sync');
-    const newChanges = context.db.prepare('SELECT type, record_id FROM changes WHERE seq > ? ORDER BY seq').all(seq) as { type: string; record_id: string }[];
+    const newChanges = (await context.connection.all('SELECT type, record_id FROM changes WHERE seq > ? ORDER BY seq', [seq])) as { type: string; record_id: string }[];
     expect(newChanges).toEqual(
       expect.arrayContaining([
         { type: 'deal.won', record_id: open[0]!.id },
@@ -75,8 +75,8 @@ describe('backfill', () => {
       ]),
     );
     expect(newChanges).toHaveLength(4);
-    const won = context.db.prepare('SELECT data FROM changes WHERE seq > ? AND type = ?').get(seq, 'deal.won') as { data: string };
+    const won = (await context.connection.get('SELECT data FROM changes WHERE seq > ? AND type = ?', [seq, 'deal.won'])) as { data: string };
     expect(JSON.parse(won.data).changes.status).toEqual({ old: 'OPEN', new: 'WON' });
-    for (const stream of ['transactions', 'deals'] as const) expectMirrorEqualsGroundTruth(context, sim, stream);
+    for (const stream of ['transactions', 'deals'] as const) await expectMirrorEqualsGroundTruth(context, sim, stream);
   });
 });

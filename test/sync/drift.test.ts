@@ -8,8 +8,8 @@ function ids(rows: unknown[]): string[] {
   return (rows as { id: string }[]).map((row) => row.id);
 }
 
-function mirroredIds(ctx: Context, table: string): string[] {
-  return ids(ctx.db.prepare(`SELECT id FROM ${table} WHERE deleted_at IS NULL`).all());
+async function mirroredIds(ctx: Context, table: string): Promise<string[]> {
+  return ids((await ctx.connection.all(`SELECT id FROM ${table} WHERE deleted_at IS NULL`)));
 }
 
 describe('offset drift, ties and leaves', () => {
@@ -34,15 +34,13 @@ describe('offset drift, ties and leaves', () => {
       },
     });
     expect(result.status).toBe('succeeded');
-    const mirrored = new Set(mirroredIds(context, 'onboardings'));
+    const mirrored = new Set(await mirroredIds(context, 'onboardings'));
     const untouched = before.filter((id) => !touched.has(id));
     const missed = untouched.filter((id) => !mirrored.has(id));
     expect(missed).toEqual([]);
     expect(result.driftStepBacks).toBeGreaterThan(0);
     // Exactly once: one row and one `started` event per record.
-    const duplicates = context.db
-      .prepare("SELECT record_id, COUNT(*) AS n FROM changes WHERE type = 'onboarding.started' GROUP BY record_id HAVING n > 1")
-      .all();
+    const duplicates = (await context.connection.all("SELECT record_id, COUNT(*) AS n FROM changes WHERE type = 'onboarding.started' GROUP BY record_id HAVING COUNT(*) > 1"));
     expect(duplicates).toEqual([]);
   });
 
@@ -65,14 +63,12 @@ describe('offset drift, ties and leaves', () => {
       },
     });
     expect(result.status).toBe('succeeded');
-    const mirrored = new Set(mirroredIds(context, 'transactions'));
+    const mirrored = new Set(await mirroredIds(context, 'transactions'));
     expect(before.filter((id) => !removed.has(id) && !mirrored.has(id))).toEqual([]);
     await context.engine.run('transactions', 'sync');
-    const afterSync = new Set(mirroredIds(context, 'transactions'));
+    const afterSync = new Set(await mirroredIds(context, 'transactions'));
     expect(inserted.filter((id) => !afterSync.has(id))).toEqual([]);
-    const duplicates = context.db
-      .prepare("SELECT record_id, COUNT(*) AS n FROM changes WHERE type = 'transaction.created' GROUP BY record_id HAVING n > 1")
-      .all();
+    const duplicates = (await context.connection.all("SELECT record_id, COUNT(*) AS n FROM changes WHERE type = 'transaction.created' GROUP BY record_id HAVING COUNT(*) > 1"));
     expect(duplicates).toEqual([]);
   });
 
@@ -94,13 +90,11 @@ describe('offset drift, ties and leaves', () => {
     const result = await context.engine.run('deals', 'sync');
     expect(result.status).toBe('succeeded');
     expect(result.pages).toBeGreaterThan(1);
-    const renamed = context.db
-      .prepare("SELECT record_id, COUNT(*) AS n FROM changes WHERE seq > ? AND type = 'deal.updated' AND data LIKE '%(renamed)%' GROUP BY record_id")
-      .all(seq) as { record_id: string; n: number }[];
+    const renamed = (await context.connection.all("SELECT record_id, COUNT(*) AS n FROM changes WHERE seq > ? AND type = 'deal.updated' AND data LIKE '%(renamed)%' GROUP BY record_id", [seq])) as { record_id: string; n: number }[];
     expect(renamed.map((r) => r.record_id).sort()).toEqual(tied.map((d) => d.id).sort());
     expect(renamed.every((r) => r.n === 1)).toBe(true);
     for (const deal of tied) {
-      const row = context.db.prepare('SELECT title, updated_at FROM deals WHERE id = ?').get(deal.id) as { title: string; updated_at: string };
+      const row = (await context.connection.get('SELECT title, updated_at FROM deals WHERE id = ?', [deal.id])) as { title: string; updated_at: string };
       expect(row).toEqual({ title: `${deal.title} (renamed)`, updated_at: stamp });
     }
   });
@@ -110,15 +104,15 @@ describe('offset drift, ties and leaves', () => {
     await context.engine.run('onboardings', 'backfill');
     const [leaving] = ids(sim.world.groundTruth('onboardings'));
     sim.world.completeOnboarding(leaving!);
-    const completed = () => context.db.prepare("SELECT record_id FROM changes WHERE type = 'onboarding.completed'").all();
+    const completed = () => context.connection.all("SELECT record_id FROM changes WHERE type = 'onboarding.completed'");
     await context.engine.run('onboardings', 'sync');
-    expect(completed()).toEqual([]);
-    expect(mirroredIds(context, 'onboardings')).toContain(leaving);
+    expect(await completed()).toEqual([]);
+    expect(await mirroredIds(context, 'onboardings')).toContain(leaving);
     await context.engine.run('onboardings', 'sync');
-    expect(completed()).toEqual([{ record_id: leaving }]);
-    expect(mirroredIds(context, 'onboardings')).not.toContain(leaving);
+    expect(await completed()).toEqual([{ record_id: leaving }]);
+    expect(await mirroredIds(context, 'onboardings')).not.toContain(leaving);
     await context.engine.run('onboardings', 'sync');
-    expect(completed()).toHaveLength(1);
+    expect(await completed()).toHaveLength(1);
   });
 
   it('a scan that fails on its third page tombstones nothing and does not count as a scan', async () => {
@@ -127,18 +121,15 @@ describe('offset drift, ties and leaves', () => {
     const gone = ids(sim.world.groundTruth('onboardings')).slice(0, 3);
     for (const id of gone) sim.world.completeOnboarding(id);
     await context.engine.run('onboardings', 'sync'); // first miss
-    // The third page and every retry of it answer 500.
-    const failed = await context.engine.run('onboardings', 'sync', {
-      onProgress: (progress) => {
-        if (progress.pages === 2) sim.faults.inject({ match: { path: '/api/public/v1/employee-onboardings' }, kind: 'status', status: 500, times: 1000 });
-      },
-    });
+    // The third page (offset 200) and every retry of it answer 500, however early it is read ahead.
+    sim.faults.inject({ match: { path: '/api/public/v1/employee-onboardings', query: { offset: '200' } }, kind: 'status', status: 500, times: 1000 });
+    const failed = await context.engine.run('onboardings', 'sync');
     expect(failed.pages).toBe(2);
     expect(failed.status).toBe('failed');
-    expect(context.db.prepare("SELECT COUNT(*) AS n FROM changes WHERE type = 'onboarding.completed'").get()).toEqual({ n: 0 });
+    expect((await context.connection.get("SELECT COUNT(*) AS n FROM changes WHERE type = 'onboarding.completed'"))).toEqual({ n: 0 });
     sim.faults.clear();
     await context.engine.run('onboardings', 'sync'); // resumes the failed scan: the second complete miss
-    const completed = context.db.prepare("SELECT record_id FROM changes WHERE type = 'onboarding.completed' ORDER BY record_id").all();
+    const completed = (await context.connection.all("SELECT record_id FROM changes WHERE type = 'onboarding.completed' ORDER BY record_id"));
     expect(completed).toEqual(gone.sort().map((id) => ({ record_id: id })));
   });
 });

@@ -12,44 +12,44 @@ async function setup(transactions = 1_000): Promise<SyncFixture> {
 }
 
 /** Injects `fault` once the run has committed `pages` pages. */
-function afterPages(sim: RunningSimulator, pages: number, fault: Parameters<RunningSimulator['faults']['inject']>[0]) {
-  return (progress: { pages: number }) => {
-    if (progress.pages === pages) sim.faults.inject(fault);
-  };
+/**
+ * `fault` on every request for the page at `offset` (onwards of page `offset / 100 + 1`), injected
+ * before the run: the page a read-ahead fetches early fails as surely as one fetched late.
+ */
+function atOffset(sim: RunningSimulator, offset: number, fault: Parameters<RunningSimulator['faults']['inject']>[0]): void {
+  sim.faults.inject({ ...fault, match: { ...fault.match, query: { offset: String(offset) } } });
 }
 
-function rowCount(ctx: Context): number {
-  return (ctx.db.prepare('SELECT COUNT(*) AS n FROM transactions').get() as { n: number }).n;
+async function rowCount(ctx: Context): Promise<number> {
+  return ((await ctx.connection.get('SELECT COUNT(*) AS n FROM transactions')) as { n: number }).n;
 }
 
 describe('failures mid-run', () => {
   it('a malformed JSON page stops the run with a message naming the path and offset; the mirror holds only checkpointed pages', async () => {
     const { sim, context: ctx } = await setup();
-    const result = await ctx.engine.run('transactions', 'backfill', {
-      onProgress: afterPages(sim, 2, { match: { path: TRANSACTIONS_PATH }, kind: 'malformed-json', times: 100 }),
-    });
+    atOffset(sim, 200, { match: { path: TRANSACTIONS_PATH }, kind: 'malformed-json', times: 100 });
+    const result = await ctx.engine.run('transactions', 'backfill');
     expect(result.status).toBe('failed');
     expect(result.error?.message).toMatch(/GET \/transactions/);
     expect(result.error?.message).toMatch(/offset=200/);
-    expect(rowCount(ctx)).toBe(200);
+    expect(await rowCount(ctx)).toBe(200);
     expect((await ctx.store.readSyncState('transactions')).run?.offset).toBe(200);
     expect((await ctx.store.readSyncState('transactions')).lastError).toMatch(/transactions/);
     sim.faults.clear();
     const resumed = await ctx.engine.run('transactions', 'backfill');
     expect(resumed).toMatchObject({ status: 'succeeded', resumed: true, pages: 8 });
-    expect(rowCount(ctx)).toBe(1_000);
+    expect(await rowCount(ctx)).toBe(1_000);
   });
 
   it('a page whose items mostly fail validation stops the run naming the item and the field; nothing of that page is stored', async () => {
     const { sim, context: ctx } = await setup();
-    const result = await ctx.engine.run('transactions', 'backfill', {
-      onProgress: afterPages(sim, 3, { match: { path: TRANSACTIONS_PATH }, kind: 'invalid-item', count: 51, times: 100 }),
-    });
+    atOffset(sim, 300, { match: { path: TRANSACTIONS_PATH }, kind: 'invalid-item', count: 51, times: 100 });
+    const result = await ctx.engine.run('transactions', 'backfill');
     expect(result.status).toBe('failed');
     expect(result.error?.message).toMatch(/51 of 100 items fail the schema, the page is refused as a whole; first: item 0 field status/);
     expect(result.error?.message).toMatch(/offset=300/);
-    expect(rowCount(ctx)).toBe(300);
-    expect(ctx.db.prepare('SELECT COUNT(*) AS n FROM rejected_records').get()).toEqual({ n: 0 });
+    expect(await rowCount(ctx)).toBe(300);
+    expect((await ctx.connection.get('SELECT COUNT(*) AS n FROM rejected_records'))).toEqual({ n: 0 });
   });
 
   it('a burst of 500s and a connection reset mid-body are retried and the run completes', async () => {
@@ -61,10 +61,10 @@ describe('failures mid-run', () => {
       },
     });
     expect(result.status).toBe('succeeded');
-    expect(rowCount(ctx)).toBe(1_000);
+    expect(await rowCount(ctx)).toBe(1_000);
     const statuses = listRequests(sim, '/transactions').map((r) => r.status);
     expect(statuses.filter((s) => s === 500)).toHaveLength(3);
-    expect(ctx.db.prepare('SELECT COUNT(DISTINCT record_id) AS n, COUNT(*) AS total FROM changes').get()).toEqual({ n: 1_000, total: 1_000 });
+    expect((await ctx.connection.get('SELECT COUNT(DISTINCT record_id) AS n, COUNT(*) AS total FROM changes'))).toEqual({ n: 1_000, total: 1_000 });
   });
 
   it('deals answering 404 mark the stream unsupported instead of failing', async () => {
@@ -122,9 +122,8 @@ describe('secrets', () => {
     const { logger, lines } = capturingLogger();
     const context = await testContext(testConfig(sim, dir.file('mirror.db')), { logger });
     onTestFinished(() => context.close());
-    await context.engine.run('transactions', 'backfill', {
-      onProgress: afterPages(sim, 1, { match: { path: TRANSACTIONS_PATH }, kind: 'status', status: 503, times: 2 }),
-    });
+    atOffset(sim, 100, { match: { path: TRANSACTIONS_PATH }, kind: 'status', status: 503, times: 2 });
+    await context.engine.run('transactions', 'backfill');
     sim.faults.inject({ match: { path: TRANSACTIONS_PATH }, kind: 'malformed-json', times: 100 });
     const failed = await context.engine.run('transactions', 'backfill');
     expect(failed.status).toBe('failed');

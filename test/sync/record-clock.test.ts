@@ -19,7 +19,7 @@ import { REDIS_URL, writeTestBed } from '../writes/support.ts';
 const fixtures = syncFixtures();
 const LAG_SECONDS = 30;
 
-const title = (ctx: Context, id: string) => (ctx.db.prepare('SELECT title FROM deals WHERE id = ?').get(id) as { title: string }).title;
+const title = async (ctx: Context, id: string) => ((await ctx.connection.get('SELECT title FROM deals WHERE id = ?', [id])) as { title: string }).title;
 
 /** Renames `count` deals from `from` upstream (as another user would), returning their ids. */
 function renameDeals(sim: RunningSimulator, from: number, count: number, label: string): string[] {
@@ -39,7 +39,7 @@ describe.each([
     // Nothing measured yet: a change made now carries an updatedAt 30 s old, behind cursor - overlap.
     const missed = renameDeals(sim, 0, 3, 'first');
     expect(await ctx.engine.run('deals', 'sync')).toMatchObject({ status: 'succeeded', changes: 0 });
-    expect(title(ctx, missed[0]!)).not.toMatch(/^first/);
+    expect(await title(ctx, missed[0]!)).not.toMatch(/^first/);
 
     // The complete scan finds them, and their old versions' last sighting measures the lag.
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 3 });
@@ -51,8 +51,8 @@ describe.each([
     // From now on a change made after a sync is seen by the next sync.
     const seen = renameDeals(sim, 10, 4, 'second');
     expect(await ctx.engine.run('deals', 'sync')).toMatchObject({ status: 'succeeded', changes: 4 });
-    for (const id of seen) expect(title(ctx, id)).toBe(`second ${id}`);
-    expectMirrorEqualsGroundTruth(ctx, sim, 'deals');
+    for (const id of seen) expect(await title(ctx, id)).toBe(`second ${id}`);
+    await expectMirrorEqualsGroundTruth(ctx, sim, 'deals');
 
     // The later sync may have measured a little more (the largest lag seen stands).
     const now = (await new RecordClockStore(ctx.store.executor).read('deals')).lagSeconds;
@@ -70,7 +70,7 @@ describe('a record clock in step', () => {
     expect((await ctx.engine.run('deals', 'backfill')).status).toBe('succeeded');
     const changed = renameDeals(sim, 0, 3, 'renamed');
     expect(await ctx.engine.run('deals', 'sync')).toMatchObject({ status: 'succeeded', changes: 3 });
-    for (const id of changed) expect(title(ctx, id)).toBe(`renamed ${id}`);
+    for (const id of changed) expect(await title(ctx, id)).toBe(`renamed ${id}`);
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 0 });
     expect(await new RecordClockStore(ctx.store.executor).read('deals')).toMatchObject({ lagSeconds: 0, observations: 0 });
   });
@@ -78,7 +78,7 @@ describe('a record clock in step', () => {
 
 describe('the transactions this worker creates', () => {
   it('measure the lag of the transactions stream (whose list items carry no timestamps), and the next sync sees a change made after it', async () => {
-    const bed = writeTestBed();
+    const bed = await writeTestBed();
     const sim = await simulator({ size: { transactions: 30, deals: 5 }, recordClockLagMs: LAG_SECONDS * 1000 });
     const config = testConfig(sim, bed.dbPath, { redisUrl: REDIS_URL, sync: { overlapSeconds: 2 } });
     const ctx = await openContext(config, { logger: silentLogger, redisKeys: { queuePrefix: bed.prefix, queueName: bed.queueName, budgetPrefix: bed.budgetPrefix } });
@@ -99,7 +99,7 @@ describe('the transactions this worker creates', () => {
       const target = sim.world.transactions.find((t) => t.status !== 'VOIDED')!;
       sim.world.updateTransaction(target.id, { status: 'VOIDED' });
       expect(await ctx.engine.run('transactions', 'sync')).toMatchObject({ status: 'succeeded', changes: 1 });
-      expect((ctx.db.prepare('SELECT status FROM transactions WHERE id = ?').get(target.id) as { status: string }).status).toBe('VOIDED');
+      expect(((await ctx.connection.get('SELECT status FROM transactions WHERE id = ?', [target.id])) as { status: string }).status).toBe('VOIDED');
     } finally {
       await ctx.close();
       await sim.close();
@@ -123,6 +123,6 @@ describe('one server, one record clock', () => {
     const target = sim.world.transactions.find((t) => t.status !== 'VOIDED')!;
     sim.world.updateTransaction(target.id, { status: 'VOIDED' });
     expect(await ctx.engine.run('transactions', 'sync')).toMatchObject({ status: 'succeeded', changes: 1 });
-    expectMirrorEqualsGroundTruth(ctx, sim, 'transactions');
+    await expectMirrorEqualsGroundTruth(ctx, sim, 'transactions');
   });
 });

@@ -8,12 +8,12 @@ import { readStatus } from '../../jobs/status.ts';
 import type { Context } from '../../jobs/context.ts';
 import { DaemonMetrics, pageTrustSource } from '../../src/daemon/metrics.ts';
 import { RejectedRecords } from '../../src/mirror/rejected-records.ts';
-import { runCli, simulator, syncFixtures, tempDir } from '../helpers.ts';
+import { runCli, simulator, syncFixtures, tempDir, testMirrorLocation } from '../helpers.ts';
 
 const fixtures = syncFixtures();
 
-const liveDeals = (ctx: Context) => (ctx.db.prepare('SELECT COUNT(*) AS n FROM deals WHERE deleted_at IS NULL').get() as { n: number }).n;
-const changesOfType = (ctx: Context, type: string) => ctx.db.prepare('SELECT record_id, data FROM changes WHERE type = ? ORDER BY seq').all(type) as { record_id: string; data: string }[];
+const liveDeals = async (ctx: Context) => ((await ctx.connection.get('SELECT COUNT(*) AS n FROM deals WHERE deleted_at IS NULL')) as { n: number }).n;
+const changesOfType = async (ctx: Context, type: string) => (await ctx.connection.all('SELECT record_id, data FROM changes WHERE type = ? ORDER BY seq', [type])) as { record_id: string; data: string }[];
 
 function metricsOf(ctx: Context): DaemonMetrics {
   const metrics = new DaemonMetrics({ streams: ['deals'], store: ctx.store, pageTrust: pageTrustSource(ctx.store), apiClients: [ctx.client], budget: ctx.budgets, processMetrics: false });
@@ -30,13 +30,13 @@ describe('quarantined records', () => {
     const first = await ctx.engine.run('deals', 'backfill');
     // The quarantined item was listed: the scan is complete (its id counts), the cursor moves on.
     expect(first).toMatchObject({ status: 'succeeded', records: 29, rejected: 1, scan: { outcome: 'complete' } });
-    expect(liveDeals(ctx)).toBe(29);
+    expect(await liveDeals(ctx)).toBe(29);
     const [row] = await new RejectedRecords(ctx.store).list('deals');
     expect(row).toMatchObject({ stream: 'deals', recordId: expect.stringMatching(/^deal_/), timesSeen: 1 });
     expect(row!.error).toMatch(/item 2 field status/);
     expect(row!.raw).toMatchObject({ id: row!.recordId, status: { state: 'WON' } });
     expect(JSON.stringify(row!.raw)).not.toContain('DE-secret-iban');
-    const rejectedChanges = changesOfType(ctx, 'record.rejected');
+    const rejectedChanges = await changesOfType(ctx, 'record.rejected');
     expect(rejectedChanges.map((c) => c.record_id)).toEqual([row!.recordId]);
     expect(rejectedChanges[0]!.data).not.toContain('DE-secret-iban');
     expect(JSON.parse(rejectedChanges[0]!.data)).toMatchObject({ error: expect.stringMatching(/field status/) });
@@ -48,14 +48,14 @@ describe('quarantined records', () => {
     // Listed again, still invalid and unchanged: counted, no second change row.
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', rejected: 1, scan: { outcome: 'complete' } });
     expect((await new RejectedRecords(ctx.store).list('deals'))[0]!.timesSeen).toBe(2);
-    expect(changesOfType(ctx, 'record.rejected')).toHaveLength(1);
+    expect(await changesOfType(ctx, 'record.rejected')).toHaveLength(1);
 
     // The API serves it valid again: the next run that lists it accepts it and empties the quarantine.
     sim.faults.clear();
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', rejected: 0 });
-    expect(liveDeals(ctx)).toBe(30);
+    expect(await liveDeals(ctx)).toBe(30);
     expect(await new RejectedRecords(ctx.store).count('deals')).toBe(0);
-    expect(changesOfType(ctx, 'deal.created').map((c) => c.record_id)).toContain(row!.recordId);
+    expect((await changesOfType(ctx, 'deal.created')).map((c) => c.record_id)).toContain(row!.recordId);
     expect((await readStatus(ctx.config.dbPath)).streams.find((s) => s.stream === 'deals')!.rejected).toBe(0);
     exposition = (await metrics.render()).body;
     expect(exposition).toMatch(/bizops_records_quarantined\{connection="default",stream="deals"\} 0/);
@@ -66,8 +66,8 @@ describe('quarantined records', () => {
     expect((await ctx.engine.run('deals', 'backfill')).status).toBe('succeeded');
     sim.faults.inject({ kind: 'invalid-item', index: 0, times: 100, match: { path: '/deals' } });
     for (let scan = 0; scan < 3; scan++) expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', rejected: 1, tombstones: 0, scan: { outcome: 'complete' } });
-    expect(liveDeals(ctx)).toBe(30);
-    expect(changesOfType(ctx, 'deal.deleted')).toHaveLength(0);
+    expect(await liveDeals(ctx)).toBe(30);
+    expect(await changesOfType(ctx, 'deal.deleted')).toHaveLength(0);
     expect(await new RejectedRecords(ctx.store).count('deals')).toBe(1);
   });
 
@@ -83,7 +83,7 @@ describe('quarantined records', () => {
     // Both are listed again (the overlap); the first item stays invalid, the other commits.
     const next = await ctx.engine.run('deals', 'sync');
     expect(next.status).toBe('succeeded');
-    const title = (ctx.db.prepare('SELECT title FROM deals WHERE id = ?').get(good!.id) as { title: string }).title;
+    const title = ((await ctx.connection.get('SELECT title FROM deals WHERE id = ?', [good!.id])) as { title: string }).title;
     expect(title).toBe('renamed after');
   });
 });
@@ -93,7 +93,7 @@ describe('the CLI', () => {
     const sim = await simulator({ size: { deals: 12, transactions: 5, onboardings: 3 } });
     const dir = tempDir();
     try {
-      const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_FORMAT: 'json', BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dir.file('mirror.db') };
+      const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_FORMAT: 'json', BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: testMirrorLocation(dir.file('mirror.db')) };
       sim.faults.inject({ kind: 'invalid-item', index: 4, times: 100, match: { path: '/deals' } });
       const backfill = await runCli(['backfill', '--stream', 'deals', '--no-progress'], env);
       expect(backfill.code).toBe(0);

@@ -23,7 +23,7 @@ describe('the whole-request deadline', () => {
     expect(listRequests(sim, '/deals')).toHaveLength(2);
     expect(context.client.stats.retries).toBe(1);
     expect(lines.some((line) => line.includes('API request failed: retrying') && line.includes('DEADLINE'))).toBe(true);
-    expect((context.db.prepare('SELECT COUNT(*) AS n FROM deals').get() as { n: number }).n).toBe(30);
+    expect(((await context.connection.get('SELECT COUNT(*) AS n FROM deals')) as { n: number }).n).toBe(30);
   });
 
   it('a server that always trickles fails the run with a RequestDeadlineError after the retries, instead of hanging', async () => {

@@ -6,12 +6,13 @@
 import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
+import type { SqlExecutor } from '../../src/mirror/sql/executor.ts';
 import { capturingLogger, listRequests, syncFixtures } from '../helpers.ts';
 
 const fixtures = syncFixtures();
 
-function rowCount(db: { prepare(sql: string): { get(): unknown } }, table: string): number {
-  return (db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+async function rowCount(executor: SqlExecutor, table: string): Promise<number> {
+  return (await executor.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))!.n;
 }
 
 /** The pid of a process that has exited (so no process of this host has it, for now). */
@@ -31,7 +32,7 @@ describe('the run lock', () => {
     expect(result).toMatchObject({ status: 'busy', pages: 0 });
     expect(listRequests(sim, '/deals')).toHaveLength(0);
     expect(await context.store.runLockHolder('deals')).toEqual({ owner: holder, expiresAt: FUTURE });
-    expect(rowCount(context.db, 'deals')).toBe(0);
+    expect(await rowCount(context.connection, 'deals')).toBe(0);
   });
 
   it('busy too when the holder is on another host and its lock has not expired', async () => {
@@ -61,18 +62,22 @@ describe('the run lock', () => {
   it('lost: when another process takes the lock mid-run, the run stops before writing its next page; the checkpoint stays as that process found it', async () => {
     const { sim, context } = await fixtures.start({ size: { transactions: 350 } });
     const thief = 'other-host.example:4242';
+    let stolen: Promise<unknown> | undefined;
     const result = await context.engine.run('transactions', 'backfill', {
       onProgress: (progress) => {
         // Our lock expired while we waited; another process took the stream over.
-        if (progress.pages === 1) context.db.prepare('UPDATE sync_state SET lock_owner = ?, lock_expires_at = ? WHERE stream = ?').run(thief, FUTURE, 'transactions');
+        // Sent here (onProgress is not awaited), awaited below: on PostgreSQL it lands while the
+        // engine waits for the next page over HTTP, before that page's transaction checks the lock.
+        if (progress.pages === 1) stolen = context.connection.run('UPDATE sync_state SET lock_owner = ?, lock_expires_at = ? WHERE stream = ?', [thief, FUTURE, 'transactions']);
       },
     });
+    await stolen;
     expect(result.status).toBe('failed');
     expect(result.error?.message).toBe("transactions: another process took over this stream's run lock; stopping without writing");
     // Page 2 was fetched but not written (and page 3 read ahead while page 2 would commit, then
     // dropped): only page 1's records and checkpoint stand.
     expect(listRequests(sim, '/transactions')).toHaveLength(3);
-    expect(rowCount(context.db, 'transactions')).toBe(100);
+    expect(await rowCount(context.connection, 'transactions')).toBe(100);
     expect((await context.store.readSyncState('transactions')).run).toMatchObject({ offset: 100, pages: 1 });
     // The lock stays the other process's: ours was never released over it.
     expect((await context.store.runLockHolder('transactions'))?.owner).toBe(thief);

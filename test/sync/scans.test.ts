@@ -9,13 +9,13 @@ import type { RateBudgetStats } from '../../src/client/rate-budget.ts';
 import { STREAM_NAMES, STREAMS } from '../../src/streams/definitions.ts';
 import { SyncEngine } from '../../src/sync/engine.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { capturingLogger, expectMirrorEqualsGroundTruth, listRequests, runCli, syncFixtures, tempDir } from '../helpers.ts';
+import { capturingLogger, expectMirrorEqualsGroundTruth, listRequests, runCli, syncFixtures, tempDir, testMirrorLocation } from '../helpers.ts';
 
 const fixtures = syncFixtures();
 const LIST = { path: '/transactions', method: 'GET' };
 
-function countChanges(ctx: Context, type: string): number {
-  return (ctx.db.prepare('SELECT COUNT(*) AS n FROM changes WHERE type = ?').get(type) as { n: number }).n;
+async function countChanges(ctx: Context, type: string): Promise<number> {
+  return ((await ctx.connection.get('SELECT COUNT(*) AS n FROM changes WHERE type = ?', [type])) as { n: number }).n;
 }
 
 async function liveRows(ctx: Context): Promise<number> {
@@ -46,7 +46,7 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
       expect(result.tombstones).toBe(0);
       metrics.recordRun(result, 10);
     }
-    expect(countChanges(context, 'transaction.deleted')).toBe(0);
+    expect(await countChanges(context, 'transaction.deleted')).toBe(0);
     expect(await liveRows(context)).toBe(1_000);
     const state = await context.store.readSyncState('transactions');
     expect(state.cursor).toBe(cursor);
@@ -60,7 +60,7 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
     const recovered = await context.engine.run('transactions', 'reconcile');
     expect(recovered.scan?.outcome).toBe('complete');
     expect(await context.store.lastSeq()).toBe(seqBefore);
-    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 
   it('a cut page that also rewrites the total (earlier pages said more): the run stops, nothing is tombstoned', async () => {
@@ -75,7 +75,7 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
       expect(result.error?.message).toMatch(/repeated \d+ ids already listed/);
       expect(result.tombstones).toBe(0);
     }
-    expect(countChanges(context, 'transaction.deleted')).toBe(0);
+    expect(await countChanges(context, 'transaction.deleted')).toBe(0);
     expect(await liveRows(context)).toBe(1_000);
   });
 
@@ -86,7 +86,7 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
     expect(result.scan).toMatchObject({ outcome: 'incomplete', reason: 'ended-early' });
     // A first backfill that is incomplete leaves no cursor: the next sync is a complete scan again.
     expect((await context.store.readSyncState('transactions')).cursor).toBeNull();
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_DB: dir.file('mirror.db') };
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_DB: testMirrorLocation(dir.file('mirror.db')) };
     const json = await runCli(['status', '--json'], env);
     expect(json.code).toBe(0);
     const stream = (JSON.parse(json.stdout) as { streams: { stream: string; lastScan: { outcome: string; reason: string; total: number } }[] }).streams[0];
@@ -116,7 +116,7 @@ describe('unstable order among equal timestamps (issue 7.2)', () => {
       if (result.scan?.outcome === 'complete') break;
     }
     expect(runs).toBeLessThanOrEqual(2);
-    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
     const last = (await context.store.readSyncState('transactions')).lastScan;
     expect(last).toMatchObject({ outcome: 'complete', total: 3_000, distinctIds: 3_000 });
     // The fault did bite: ids came twice, and boundaries were re-read.
@@ -127,9 +127,9 @@ describe('unstable order among equal timestamps (issue 7.2)', () => {
       const result = await context.engine.run('transactions', 'reconcile');
       expect(result.tombstones).toBe(0);
     }
-    expect(countChanges(context, 'transaction.deleted')).toBe(0);
-    expect(countChanges(context, 'transaction.created')).toBe(3_000);
-    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    expect(await countChanges(context, 'transaction.deleted')).toBe(0);
+    expect(await countChanges(context, 'transaction.created')).toBe(3_000);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 
   it('tie runs longer than a page (bursts of up to 299 equal createdAt, order seeded): the first scan lists every record, with no deletion', async () => {
@@ -140,11 +140,11 @@ describe('unstable order among equal timestamps (issue 7.2)', () => {
     const first = await context.engine.run('transactions', 'backfill');
     expect(first.scan!.repeatedIds).toBeGreaterThan(300);
     expect(first.scan).toMatchObject({ outcome: 'complete', total: 3_000, distinctIds: 3_000 });
-    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
     await context.engine.run('transactions', 'reconcile');
     await context.engine.run('transactions', 'reconcile');
-    expect(countChanges(context, 'transaction.deleted')).toBe(0);
-    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    expect(await countChanges(context, 'transaction.deleted')).toBe(0);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 
   /** Gives the transactions at positions [from, from + length) one createdAt: a run of ties. */
@@ -165,7 +165,7 @@ describe('unstable order among equal timestamps (issue 7.2)', () => {
     // The fault bit: pages 100-399 each hold a random part of the run, so ids came twice.
     expect(first.scan!.repeatedIds).toBeGreaterThan(20);
     expect(first.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
-    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
     expect((await context.store.readSyncState('transactions')).cursor).not.toBeNull();
     // Every request beyond the 10 pages of the scan is a re-read, and they are few.
     expect(listRequests(sim, '/transactions').length - 10).toBe(first.scan!.reReads);
@@ -175,9 +175,9 @@ describe('unstable order among equal timestamps (issue 7.2)', () => {
       expect(result.scan).toMatchObject({ outcome: 'complete', distinctIds: 1_000 });
       expect(result.tombstones).toBe(0);
     }
-    expect(countChanges(context, 'transaction.deleted')).toBe(0);
-    expect(countChanges(context, 'transaction.created')).toBe(1_000);
-    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    expect(await countChanges(context, 'transaction.deleted')).toBe(0);
+    expect(await countChanges(context, 'transaction.created')).toBe(1_000);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 
   it('the re-reads are bounded: past the rounds bound the scan ends incomplete with a warning naming it, nothing is tombstoned, and the next run completes', async () => {
@@ -200,8 +200,8 @@ describe('unstable order among equal timestamps (issue 7.2)', () => {
 
     const second = await context.engine.run('transactions', 'backfill');
     expect(second.scan).toMatchObject({ outcome: 'complete', distinctIds: 1_000 });
-    expect(countChanges(context, 'transaction.deleted')).toBe(0);
-    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    expect(await countChanges(context, 'transaction.deleted')).toBe(0);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 
   it('a real deletion is still tombstoned under unstable ties (two complete scans)', async () => {
@@ -212,8 +212,8 @@ describe('unstable order among equal timestamps (issue 7.2)', () => {
     await context.engine.run('transactions', 'reconcile');
     const second = await context.engine.run('transactions', 'reconcile');
     expect(second.tombstones).toBe(1);
-    expect(countChanges(context, 'transaction.deleted')).toBe(1);
-    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    expect(await countChanges(context, 'transaction.deleted')).toBe(1);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 });
 
@@ -231,7 +231,7 @@ describe('incremental runs', () => {
     });
     expect(result.scan).toMatchObject({ outcome: 'complete', mode: 'incremental' });
     await context.engine.run('transactions', 'sync');
-    expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 });
 
@@ -250,7 +250,7 @@ describe('hasMore forever (issue 7.3)', () => {
         // 10 pages of records, then at most two pages past the total.
         expect(listRequests(sim, '/transactions').length - before).toBeLessThanOrEqual(12);
       }
-      expect(countChanges(context, 'transaction.deleted')).toBe(0);
+      expect(await countChanges(context, 'transaction.deleted')).toBe(0);
       expect(await liveRows(context)).toBe(1_000);
     });
   }
@@ -260,7 +260,7 @@ describe('hasMore forever (issue 7.3)', () => {
     sim.faults.inject({ kind: 'endless-list', mode: 'repeat', times: 1_000_000, match: LIST });
     const dir = tempDir();
     onTestFinished(() => dir.remove());
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_FORMAT: 'json', BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dir.file('m.db') };
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_FORMAT: 'json', BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: testMirrorLocation(dir.file('m.db')) };
     const result = await runCli(['backfill', '--stream', 'transactions', '--no-progress'], env);
     expect(result.code).toBe(1);
     const line = result.stdout.split('\n').find((l) => l.startsWith('transactions:'));

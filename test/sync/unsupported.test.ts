@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { readStatus } from '../../jobs/status.ts';
-import { listRequests, runCli, simulator, syncFixtures, tempDir, type TempDir } from '../helpers.ts';
+import { listRequests, runCli, simulator, syncFixtures, tempDir, type TempDir, testMirrorLocation } from '../helpers.ts';
 
 const fixtures = syncFixtures();
 let sim: RunningSimulator | undefined;
@@ -26,7 +26,7 @@ describe('a base URL holding the API prefix', () => {
   it.each(['/api/public/v1', '/api/public/v1/', '/api/public', '/API/public/v1/deals'])('is refused by sync with exit 2 and a message naming the key and the rule (%s); nothing is sent', async (suffix) => {
     sim = await simulator({ size: { deals: 5, transactions: 5 } });
     dir = tempDir();
-    const env = cliEnv({ BIZOPS_BASE_URL: `${sim.url}${suffix}`, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dir.file('mirror.db') });
+    const env = cliEnv({ BIZOPS_BASE_URL: `${sim.url}${suffix}`, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: testMirrorLocation(dir.file('mirror.db')) });
     const result = await runCli(['sync'], env);
     expect(result.code).toBe(2);
     expect(result.stderr.trim()).toMatch(/^bizops-sync: configuration error: BIZOPS_BASE_URL \(baseUrl\): must be the API's \{base_url\} without \/api\/public\/v1/);
@@ -76,7 +76,7 @@ describe('an unsupported stream', () => {
   it('the CLI: sync after a 404 reports the stream unsupported, status shows the reason', async () => {
     sim = await simulator({ size: { deals: 5, transactions: 5, onboardings: 3 } });
     dir = tempDir();
-    const env = cliEnv({ BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dir.file('mirror.db') });
+    const env = cliEnv({ BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: testMirrorLocation(dir.file('mirror.db')) });
     sim.faults.inject(DEALS_404);
     const sync = await runCli(['sync', '--stream', 'deals'], env);
     expect(sync.code).toBe(0);

@@ -20,7 +20,7 @@ let config: Config;
 
 beforeEach(async () => {
   sim = await simulator();
-  bed = writeTestBed();
+  bed = await writeTestBed();
   config = configSchema.parse({ baseUrl: sim.url, tokens: { default: sim.tokens.admin }, dbPath: bed.dbPath, redisUrl: REDIS_URL });
 });
 
@@ -54,7 +54,7 @@ describe('enqueueCommand', () => {
   it('refuses an invalid payload before anything is stored', async () => {
     const redisKeys = { queuePrefix: bed.prefix, queueName: bed.queueName, budgetPrefix: bed.budgetPrefix };
     await expect(enqueueCommand(config, { kind: 'domain.purchase', data: '{"domain":"x.com"}', redisKeys, logger: silentLogger })).rejects.toThrow(WriteValidationError);
-    expect(bed.db.prepare('SELECT COUNT(*) AS n FROM writes').get()).toEqual({ n: 0 });
+    expect((await bed.connection.get('SELECT COUNT(*) AS n FROM writes'))).toEqual({ n: 0 });
     expect(await countKeys(`${bed.prefix}:*`)).toBe(0);
   });
 });

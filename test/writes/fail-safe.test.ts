@@ -22,7 +22,7 @@ const stacks: WriteStack[] = [];
 
 beforeEach(async () => {
   sim = await simulator();
-  bed = writeTestBed();
+  bed = await writeTestBed();
 });
 
 afterEach(async () => {

@@ -47,7 +47,7 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
 
 beforeEach(async () => {
   sim = await simulator();
-  bed = writeTestBed();
+  bed = await writeTestBed();
   stack = await writeStack(sim, bed);
 });
 
@@ -97,7 +97,7 @@ describe('POST /writes and GET /writes/{id}', () => {
     ]);
     expect((await call('POST', '/writes', '{not json')).status).toBe(400);
     expect((await call('POST', '/writes', [1])).status).toBe(400);
-    expect(bed.db.prepare('SELECT COUNT(*) AS n FROM writes').get()).toEqual({ n: 0 });
+    expect((await bed.connection.get('SELECT COUNT(*) AS n FROM writes'))).toEqual({ n: 0 });
   });
 
   it('requires the bearer key; answers 404 for an unknown write and 405 for other methods', async () => {
@@ -128,7 +128,7 @@ describe('POST /writes and GET /writes/{id}', () => {
       expect(response.status, contentType).toBe(415);
       expect(response.body.error).toMatch(/application\/json/);
     }
-    expect(bed.db.prepare('SELECT COUNT(*) AS n FROM writes').get()).toEqual({ n: 0 });
+    expect((await bed.connection.get('SELECT COUNT(*) AS n FROM writes'))).toEqual({ n: 0 });
     const accepted = await call('POST', '/writes', body, { authorization: `Bearer ${KEY}`, 'content-type': 'Application/JSON; charset=utf-8' });
     expect(accepted.status).toBe(202);
   });

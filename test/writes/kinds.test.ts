@@ -20,7 +20,7 @@ let runtime: WriteQueue;
 
 beforeAll(async () => {
   sim = await simulator();
-  bed = writeTestBed();
+  bed = await writeTestBed();
   config = configSchema.parse({
     baseUrl: sim.url,
     tokens: { default: sim.tokens.admin, employee: sim.tokens.employee, hr: sim.tokens.hr },
@@ -53,13 +53,13 @@ async function jobCount(): Promise<number> {
   return Object.values(counts).reduce((sum, n) => sum + n, 0);
 }
 
-function writeRows(): number {
-  return (bed.db.prepare('SELECT COUNT(*) AS n FROM writes').get() as { n: number }).n;
+async function writeRows(): Promise<number> {
+  return ((await bed.connection.get('SELECT COUNT(*) AS n FROM writes')) as { n: number }).n;
 }
 
 /** Enqueues `payload` and expects a WriteValidationError naming every `fields` entry; nothing stored or queued. */
 async function expectRefused(kind: string, payload: unknown, fields: string[], rule?: RegExp): Promise<void> {
-  const rowsBefore = writeRows();
+  const rowsBefore = await writeRows();
   const jobsBefore = await jobCount();
   const error = await runtime.enqueue(kind, payload).then(
     () => undefined,
@@ -70,7 +70,7 @@ async function expectRefused(kind: string, payload: unknown, fields: string[], r
   expect(message.startsWith(`${kind}: `)).toBe(true);
   for (const field of fields) expect(message).toContain(`${field}: `);
   if (rule) expect(message).toMatch(rule);
-  expect(writeRows()).toBe(rowsBefore);
+  expect(await writeRows()).toBe(rowsBefore);
   expect(await jobCount()).toBe(jobsBefore);
 }
 
@@ -82,13 +82,13 @@ describe('transaction.create (spec §4.7)', () => {
     expect(write).toMatchObject({ status: 'succeeded', outcome: 'Transaction created', httpStatus: 200, attempts: 1 });
     const inWorld = sim.world.transactions.find((transaction) => transaction.id === write.remoteId);
     expect(inWorld).toMatchObject({ type: 'EXPENSE', amount: -4200, description: 'Walk-in freezer repair', taxQuarter: 1 });
-    const mirrored = bed.db.prepare('SELECT amount, description, counterparty_name FROM transactions WHERE id = ?').get(write.remoteId) as Record<string, unknown>;
+    const mirrored = (await bed.connection.get('SELECT amount, description, counterparty_name FROM transactions WHERE id = ?', [write.remoteId])) as Record<string, unknown>;
     expect(mirrored).toMatchObject({ amount: -4200, description: 'Walk-in freezer repair' });
-    const change = bed.db.prepare("SELECT event_id, type, data FROM changes WHERE stream = 'writes' AND record_id = ?").get(id) as { event_id: string; type: string; data: string };
+    const change = (await bed.connection.get("SELECT event_id, type, data FROM changes WHERE stream = 'writes' AND record_id = ?", [id])) as { event_id: string; type: string; data: string };
     expect(change.type).toBe('write.succeeded');
     expect(change.event_id).toMatch(/^evt_/);
     expect(JSON.parse(change.data)).toMatchObject({ record: { id, status: 'succeeded', kind: 'transaction.create' }, changes: { status: { new: 'succeeded' } } });
-    expect(bed.db.prepare("SELECT COUNT(*) AS n FROM changes WHERE stream = 'transactions' AND record_id = ?").get(write.remoteId)).toEqual({ n: 1 });
+    expect((await bed.connection.get("SELECT COUNT(*) AS n FROM changes WHERE stream = 'transactions' AND record_id = ?", [write.remoteId]))).toEqual({ n: 1 });
   });
 
   it('refuses amount below 1, non-integer cents, taxQuarter 5, a bad date, an unknown field', async () => {
@@ -129,9 +129,9 @@ describe('timeclock.clock_in (spec §4.19)', () => {
 
   it('refuses a body and an unknown acting token', async () => {
     await expectRefused('timeclock.clock_in', { at: '2026-01-01T09:00:00Z' }, ['at'], /not a field/);
-    const rows = writeRows();
+    const rows = await writeRows();
     await expect(runtime.enqueueWrite('timeclock.clock_in', {}, { actAs: 'nobody' })).rejects.toThrow('actAs: no token named "nobody" is configured');
-    expect(writeRows()).toBe(rows);
+    expect(await writeRows()).toBe(rows);
   });
 });
 
@@ -142,7 +142,7 @@ describe('deal.close (spec §4.6)', () => {
     const write = await finished(id);
     expect(write).toMatchObject({ status: 'succeeded', remoteId: deal.id });
     expect(sim.world.deals.find((candidate) => candidate.id === deal.id)).toMatchObject({ status: 'WON', wonLostReason: 'Signed' });
-    expect(bed.db.prepare('SELECT status, won_lost_reason FROM deals WHERE id = ?').get(deal.id)).toEqual({ status: 'WON', won_lost_reason: 'Signed' });
+    expect((await bed.connection.get('SELECT status, won_lost_reason FROM deals WHERE id = ?', [deal.id]))).toEqual({ status: 'WON', won_lost_reason: 'Signed' });
   });
 
   it('refuses an unknown status and markContactAsCustomer on LOST', async () => {
@@ -167,7 +167,7 @@ describe('email.send (spec §4.5)', () => {
     const write = await finished(id);
     expect(write).toMatchObject({ status: 'failed', httpStatus: 403, attempts: 1 });
     expect(write.error).toMatch(/not an address you own/);
-    const change = bed.db.prepare("SELECT type FROM changes WHERE stream = 'writes' AND record_id = ?").get(id);
+    const change = (await bed.connection.get("SELECT type FROM changes WHERE stream = 'writes' AND record_id = ?", [id]));
     expect(change).toEqual({ type: 'write.failed' });
   });
 

@@ -17,7 +17,7 @@ let stack: WriteStack;
 
 beforeEach(async () => {
   sim = await simulator();
-  bed = writeTestBed();
+  bed = await writeTestBed();
   stack = await writeStack(sim, bed);
 });
 
@@ -52,9 +52,9 @@ describe('the mirror write-through', () => {
     const write = await stack.finished(id);
     expect(write).toMatchObject({ status: 'succeeded', remoteId: expect.any(String) });
     expect(sim.world.transactions.filter((transaction) => transaction.description === description)).toHaveLength(1);
-    expect(bed.db.prepare("SELECT type FROM changes WHERE stream = 'writes' AND record_id = ?").all(id)).toEqual([{ type: 'write.succeeded' }]);
-    expect(bed.db.prepare('SELECT COUNT(*) AS n FROM transactions WHERE id = ?').get(write.remoteId)).toEqual({ n: 0 });
-    expect(bed.db.prepare("SELECT COUNT(*) AS n FROM changes WHERE stream = 'transactions' AND record_id = ?").get(write.remoteId)).toEqual({ n: 0 });
+    expect((await bed.connection.all("SELECT type FROM changes WHERE stream = 'writes' AND record_id = ?", [id]))).toEqual([{ type: 'write.succeeded' }]);
+    expect((await bed.connection.get('SELECT COUNT(*) AS n FROM transactions WHERE id = ?', [write.remoteId]))).toEqual({ n: 0 });
+    expect((await bed.connection.get("SELECT COUNT(*) AS n FROM changes WHERE stream = 'transactions' AND record_id = ?", [write.remoteId]))).toEqual({ n: 0 });
   });
 });
 
@@ -72,8 +72,8 @@ describe('a response lost after the write committed', () => {
     expect(posts('/transactions')).toBe(1);
     expect(write.attempts).toBe(1);
     // Written through from the ledger item, with its change row.
-    expect(bed.db.prepare('SELECT amount FROM transactions WHERE id = ?').get(write.remoteId)).toEqual({ amount: 9900 });
-    expect(bed.db.prepare("SELECT type FROM changes WHERE stream = 'writes' AND record_id = ?").get(id)).toEqual({ type: 'write.succeeded' });
+    expect((await bed.connection.get('SELECT amount FROM transactions WHERE id = ?', [write.remoteId]))).toEqual({ amount: 9900 });
+    expect((await bed.connection.get("SELECT type FROM changes WHERE stream = 'writes' AND record_id = ?", [id]))).toEqual({ type: 'write.succeeded' });
   });
 
   it('email.send: not sent again; parked as needs_review with a status saying why', async () => {
@@ -87,7 +87,7 @@ describe('a response lost after the write committed', () => {
     await waitFor(async () => (await stack.intake.queue.getJob(id))?.getState().then((state) => state === 'completed'), `write ${id}'s job to complete`);
     expect(posts('/emails')).toBe(1);
     expect(sim.world.data.emails.filter((email) => email.subject === 'Lost once')).toHaveLength(1);
-    expect(bed.db.prepare("SELECT type FROM changes WHERE stream = 'writes' AND record_id = ?").get(id)).toEqual({ type: 'write.needs_review' });
+    expect((await bed.connection.get("SELECT type FROM changes WHERE stream = 'writes' AND record_id = ?", [id]))).toEqual({ type: 'write.needs_review' });
   });
 
   it('domain.purchase: never sent again after sending', async () => {
@@ -157,7 +157,7 @@ describe('idempotency keys', () => {
     const again = await stack.intake.enqueueWrite('transaction.create', { description: 'Once only', amount: 777, type: 'INCOME' }, { idempotencyKey: 'order-42' });
     expect(again).toMatchObject({ id: a.id, created: false });
     await stack.finished(a.id);
-    expect(bed.db.prepare("SELECT COUNT(*) AS n FROM writes WHERE idempotency_key = 'order-42'").get()).toEqual({ n: 1 });
+    expect((await bed.connection.get("SELECT COUNT(*) AS n FROM writes WHERE idempotency_key = 'order-42'"))).toEqual({ n: 1 });
     expect(sim.world.transactions.filter((transaction) => transaction.description === 'Once only')).toHaveLength(1);
     expect(posts('/transactions')).toBe(1);
   });

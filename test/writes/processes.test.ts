@@ -31,7 +31,7 @@ let processes: WorkerProcess[] = [];
 
 async function setUp(limit: number, simulatorOptions: SimulatorOptions = {}): Promise<void> {
   sim = await simulator({ rateLimit: { limit, windowMs: WINDOW_MS }, ...simulatorOptions });
-  bed = writeTestBed();
+  bed = await writeTestBed();
   intake = new WriteIntake({ connection: bed.connection, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName }, retrySchedule: { attempts: 6, backoffMs: 50 } });
 }
 
@@ -69,8 +69,8 @@ async function allWrites(ids: readonly string[]): Promise<WriteRecord[]> {
 
 /** Waits (polling one cheap COUNT, so the simulator in this process stays responsive) until no write is unfinished. */
 async function allFinished(ids: readonly string[], timeoutMs: number): Promise<WriteRecord[]> {
-  const unfinished = bed.db.prepare("SELECT COUNT(*) AS n FROM writes WHERE status IN ('queued', 'sending')");
-  await waitFor(() => (unfinished.get() as { n: number }).n === 0, `${ids.length} writes to finish`, timeoutMs, 200);
+  const unfinished = "SELECT COUNT(*) AS n FROM writes WHERE status IN ('queued', 'sending')";
+  await waitFor(async () => (await bed.connection.get<{ n: number }>(unfinished))!.n === 0, `${ids.length} writes to finish`, timeoutMs, 200);
   return allWrites(ids);
 }
 

@@ -15,8 +15,8 @@ let bed: WriteTestBed;
 let intake: WriteIntake;
 let redis: Redis;
 
-beforeEach(() => {
-  bed = writeTestBed();
+beforeEach(async () => {
+  bed = await writeTestBed();
   intake = new WriteIntake({ connection: bed.connection, queue: { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName } });
   redis = new Redis(REDIS_URL);
 });

@@ -1,6 +1,7 @@
 /**
  * Shared wiring of the write tests: a real Redis (unique queue prefix per test, removed afterwards),
- * the simulator over real HTTP, a real SQLite file in a temp dir.
+ * the simulator over real HTTP, a real mirror (a SQLite file in a temp dir, or a fresh PostgreSQL
+ * schema under BIZOPS_TEST_MIRROR=postgres: test/test-mirror.ts).
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -12,11 +13,12 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { beforeAll } from 'vitest';
 import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
-import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
-import { sqliteConnection, type SqliteConnection } from '../../src/mirror/sql/sqlite.ts';
+import { openMirrorConnection } from '../../src/mirror/open.ts';
+import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 import { connectProducer, startWriteWorker, WriteIntake, type WriteRecord, type WriteWorkerHandle, type WriteWorkerOptions } from '../../src/writes/index.ts';
 import { waitFor } from '../helpers.ts';
+import { testMirrorLocation } from '../test-mirror.ts';
 import type { WorkerProcessOptions } from './fixtures/worker-process.ts';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -49,14 +51,13 @@ export function maxInAnyWindow(timestamps: readonly number[], windowMs: number):
   return max;
 }
 
-/** A world for one test: temp dir + SQLite mirror + unique Redis prefix; `cleanup` removes all of it. */
+/** A world for one test: temp dir + mirror + unique Redis prefix; `cleanup` removes all of it. */
 export interface WriteTestBed {
   dir: string;
+  /** Where the mirror is: a file in `dir`, or a PostgreSQL URL (`testMirrorLocation`). */
   dbPath: string;
-  /** The mirror's better-sqlite3 handle: tests read state through it. */
-  db: MirrorDatabase;
-  /** The asynchronous connection over `db` that the intake, the worker and the stores use. */
-  connection: SqliteConnection;
+  /** The mirror's connection: the intake, the worker and the stores use it, and tests read state through it. */
+  connection: SqlConnection;
   /** BullMQ prefix and rate-budget prefix unique to this test. */
   prefix: string;
   budgetPrefix: string;
@@ -64,18 +65,17 @@ export interface WriteTestBed {
   cleanup(): Promise<void>;
 }
 
-export function writeTestBed(): WriteTestBed {
+/** A fresh test bed (the mirror migrated). */
+export async function writeTestBed(): Promise<WriteTestBed> {
   const dir = mkdtempSync(join(tmpdir(), 'bizops-writes-'));
-  const dbPath = join(dir, 'mirror.db');
-  const db = openMirror(dbPath);
-  const connection = sqliteConnection(db);
+  const dbPath = testMirrorLocation(join(dir, 'mirror.db'));
+  const connection = await openMirrorConnection(dbPath);
   const id = randomUUID().slice(0, 8);
   const prefix = `test-writes-${id}`;
   const budgetPrefix = `test-rate-${id}`;
   return {
     dir,
     dbPath,
-    db,
     connection,
     prefix,
     budgetPrefix,

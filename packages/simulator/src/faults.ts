@@ -14,6 +14,11 @@ export interface FaultMatch {
    * (`/transactions` or `/api/public/v1/transactions`). A RegExp is tested against both forms.
    */
   path?: string | RegExp;
+  /**
+   * Query parameters the request must carry with exactly these values (`{ offset: '200' }`: that
+   * page only, however early a reader asks for it); others are not looked at.
+   */
+  query?: Record<string, string>;
 }
 
 interface FaultBase {
@@ -94,10 +99,11 @@ export type Fault = FaultBase & FaultKind;
 
 const API_PREFIX = '/api/public/v1';
 
-function matches(fault: Fault, method: string, pathname: string): boolean {
+function matches(fault: Fault, method: string, pathname: string, query: URLSearchParams): boolean {
   const match = fault.match;
   if (!match) return true;
   if (match.method && match.method.toUpperCase() !== method.toUpperCase()) return false;
+  if (match.query && !Object.entries(match.query).every(([name, value]) => query.get(name) === value)) return false;
   if (match.path === undefined) return true;
   const relative = pathname.startsWith(API_PREFIX) ? pathname.slice(API_PREFIX.length) || '/' : pathname;
   if (typeof match.path === 'string') {
@@ -164,8 +170,8 @@ export class FaultInjector {
   }
 
   /** Takes (and counts down) the first fault matching this request, if any. */
-  take(method: string, pathname: string): Fault | undefined {
-    const index = this.pending.findIndex((entry) => matches(entry.fault, method, pathname));
+  take(method: string, pathname: string, query: URLSearchParams = new URLSearchParams()): Fault | undefined {
+    const index = this.pending.findIndex((entry) => matches(entry.fault, method, pathname, query));
     if (index < 0) return undefined;
     const entry = this.pending[index] as { fault: Fault; remaining: number };
     entry.remaining -= 1;

@@ -187,7 +187,7 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
     idempotencyKey: typeof request.headers['idempotency-key'] === 'string' ? request.headers['idempotency-key'] : null,
   };
   dependencies.requests.push(entry);
-  const fault: Fault | undefined = faults.take(method, url.pathname);
+  const fault: Fault | undefined = faults.take(method, url.pathname, url.searchParams);
   if (fault?.kind === 'refuse') {
     request.socket.destroy();
     return;
