@@ -58,15 +58,16 @@ export class RecordClockStore {
     if (positive.length === 0) return (await this.read(stream)).lagSeconds;
     const largest = Math.round(Math.max(...positive) * 1000) / 1000;
     // The stored row is named by its table (record_clock.x): PostgreSQL finds a bare name ambiguous with `excluded`.
-    await this.executor.run(
+    const row = await this.executor.get<{ lag_seconds: number }>(
       `INSERT INTO record_clock (stream, lag_seconds, observations, last_observed_at, source) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (stream) DO UPDATE SET
          source = CASE WHEN excluded.lag_seconds > record_clock.lag_seconds THEN excluded.source ELSE record_clock.source END,
          lag_seconds = CASE WHEN excluded.lag_seconds > record_clock.lag_seconds THEN excluded.lag_seconds ELSE record_clock.lag_seconds END,
          observations = record_clock.observations + excluded.observations,
-         last_observed_at = excluded.last_observed_at`,
+         last_observed_at = excluded.last_observed_at
+       RETURNING lag_seconds`,
       [stream, largest, positive.length, now, source],
     );
-    return (await this.read(stream)).lagSeconds;
+    return Number(row!.lag_seconds);
   }
 }

@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { maskSecrets } from '../logging/mask.ts';
+import { jsonArrayValues } from './sql/dialect.ts';
 import type { AppendedChange, MirrorStore } from './store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 
@@ -114,11 +115,9 @@ export class RejectedRecords {
   /** Removes the quarantine rows of records a run just accepted. @returns how many rows left */
   async release(stream: string, recordIds: readonly string[]): Promise<number> {
     if (recordIds.length === 0) return 0;
+    // One statement per page whatever its size (usually deleting nothing).
     const sql = this.store.executor;
-    if (!(await sql.get('SELECT 1 AS found FROM rejected_records WHERE stream = ? LIMIT 1', [stream]))) return 0;
-    let removed = 0;
-    for (const id of recordIds) removed += (await sql.run('DELETE FROM rejected_records WHERE stream = ? AND record_key = ?', [stream, id])).changes;
-    return removed;
+    return (await sql.run(`DELETE FROM rejected_records WHERE stream = ? AND record_key IN ${jsonArrayValues(sql.dialect)}`, [stream, JSON.stringify(recordIds)])).changes;
   }
 
   /**

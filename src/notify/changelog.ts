@@ -11,10 +11,10 @@
  * Every function reads through a `SqlExecutor` (src/mirror/sql/executor.ts), whichever back end holds
  * the mirror, and is asynchronous.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog.ts';
-import type { SqlExecutor, SqlValue } from '../mirror/sql/executor.ts';
+import { CHANGES_CHANNEL, type Listening, type SqlExecutor, type SqlValue } from '../mirror/sql/executor.ts';
 import { validateEventPattern } from './event-filter.ts';
+import { Wakeup } from './webhooks/wakeup.ts';
 
 /** One changelog row. */
 export interface ChangeEvent {
@@ -136,7 +136,10 @@ export interface FollowChangesOptions {
 /**
  * Tails the changelog: yields every event after `sinceSeq` in seq order, then waits `pollMs` and
  * yields rows appended since, until `signal` aborts. Works on its own connection while another
- * connection or process writes (WAL: each query sees the latest committed rows).
+ * connection or process writes (WAL: each query sees the latest committed rows). On PostgreSQL it
+ * also listens for the writers' notifications (executor.ts `listen`) and reads as soon as one
+ * arrives; polling stays the fallback (a missed notification only delays). When listening cannot
+ * start, it polls.
  * @throws Error naming the option when an option is invalid (at the first iteration)
  */
 export async function* followChanges(executor: SqlExecutor, options: FollowChangesOptions = {}): AsyncGenerator<ChangeEvent, void, undefined> {
@@ -145,19 +148,36 @@ export async function* followChanges(executor: SqlExecutor, options: FollowChang
   const batchSize = options.batchSize ?? 500;
   let cursor = options.sinceSeq === undefined ? await latestChangeSeq(executor) : checkSeq(options.sinceSeq, 'sinceSeq');
   const signal = options.signal;
-  while (!signal?.aborted) {
-    const events = await readChanges(executor, { sinceSeq: cursor, limit: batchSize, ...(options.types ? { types: options.types } : {}) });
-    for (const event of events) {
-      if (signal?.aborted) return;
-      cursor = event.seq;
-      yield event;
+  const wakeup = new Wakeup();
+  // Listening starts before the first read: a change committed in between is read or wakes the wait.
+  const listening = await listenForChanges(executor, () => wakeup.wake());
+  try {
+    while (!signal?.aborted) {
+      const events = await readChanges(executor, { sinceSeq: cursor, limit: batchSize, ...(options.types ? { types: options.types } : {}) });
+      for (const event of events) {
+        if (signal?.aborted) return;
+        cursor = event.seq;
+        yield event;
+      }
+      if (events.length === batchSize) continue;
+      await wakeup.wait(pollMs, signal);
     }
-    if (events.length === batchSize) continue;
-    try {
-      await sleep(pollMs, undefined, signal ? { signal } : {});
-    } catch {
-      return; // aborted while waiting
-    }
+  } finally {
+    await listening?.close();
+  }
+}
+
+/**
+ * Calls `onChange` whenever a transaction that appended change rows commits in the mirror behind
+ * `executor`, when its back end can tell (PostgreSQL `LISTEN`, executor.ts `listen`); undefined when
+ * it cannot (SQLite, or listening failed: the caller polls, as it does anyway).
+ */
+export async function listenForChanges(executor: SqlExecutor, onChange: () => void): Promise<Listening | undefined> {
+  if (!executor.listen) return undefined;
+  try {
+    return await executor.listen(CHANGES_CHANNEL, onChange);
+  } catch {
+    return undefined; // polling stays: a reader that cannot listen is only slower to notice
   }
 }
 

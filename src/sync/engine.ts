@@ -480,13 +480,16 @@ export class SyncEngine {
    */
   private async observeRecordClock(store: MirrorStore, stream: RegisteredStream, records: readonly ApiRecord[], offsetMs: number, firstPage: boolean): Promise<{ before: number; after: number }> {
     const recordClock = new RecordClockStore(store.executor);
+    // One read, then a write only when a lag was measured (it returns the lag after it).
     const before = (await recordClock.read(stream.name)).lagSeconds;
-    await recordClock.observe(stream.name, await lagsFromPage(store.executor, stream, records, offsetMs), 'list');
+    let after = before;
+    const fromPage = await lagsFromPage(store.executor, stream, records, offsetMs);
+    if (fromPage.length > 0) after = await recordClock.observe(stream.name, fromPage, 'list');
     if (firstPage) {
       const since = (await store.readSyncState(stream.name)).lastSuccessAt ?? new Date(0).toISOString();
-      await recordClock.observe(stream.name, await lagsFromWrites(store.executor, stream.name, since, offsetMs), 'write');
+      const fromWrites = await lagsFromWrites(store.executor, stream.name, since, offsetMs);
+      if (fromWrites.length > 0) after = await recordClock.observe(stream.name, fromWrites, 'write');
     }
-    const after = (await recordClock.read(stream.name)).lagSeconds;
     return { before, after };
   }
 

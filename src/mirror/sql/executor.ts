@@ -50,7 +50,31 @@ export interface SqlExecutor {
    * already in a transaction, runs `fn` in it.
    */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /**
+   * Tells readers waiting on this mirror (`listen`) that change rows were appended: call after
+   * appending them. PostgreSQL: inside a transaction, one `pg_notify` sent with its COMMIT (no extra
+   * round trip, once per transaction however often called; nothing on rollback); outside one, sent
+   * at once. SQLite: nothing (its readers poll).
+   */
+  changesAppended(): Promise<void>;
+  /**
+   * PostgreSQL connections only (absent on SQLite and on a transaction's executor): calls `onNotify`
+   * whenever a transaction of this mirror (same schema, any process) that appended change rows
+   * commits, through a connection of its own running `LISTEN`. A notification can be missed (the
+   * listening connection lost and made again: `onNotify` is then called once), so a reader keeps
+   * polling as the fallback. Resolves once listening.
+   * @throws Error naming the masked URL when the listening connection cannot be made
+   */
+  listen?(channel: string, onNotify: () => void): Promise<Listening>;
 }
+
+/** A `listen` in progress: `close()` stops it (safe to call twice). */
+export interface Listening {
+  close(): Promise<void>;
+}
+
+/** The channel of `changesAppended` notifications (payload: the mirror's schema). */
+export const CHANGES_CHANNEL = 'bizops_changes';
 
 /** A connection to the mirror: an executor that can be closed. */
 export interface SqlConnection extends SqlExecutor {

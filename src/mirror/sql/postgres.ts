@@ -15,13 +15,18 @@
  *   run one at a time per mirror, as SQLite's `BEGIN IMMEDIATE` makes them (a body that reads then
  *   writes, e.g. a record and its previous version, sees no other transaction's commit in between).
  *   A statement outside a transaction runs on any free pooled connection, at once.
+ * - Wake-ups: a transaction that appended change rows (`changesAppended`) sends
+ *   `SELECT pg_notify('bizops_changes', <schema>)` in the same message as its COMMIT; `listen` hands
+ *   those notifications to readers (`changes --follow`, the webhook dispatcher) through a connection
+ *   of its own (postgres-listen.ts). Readers still poll: a notification only wakes them early.
  * - Errors: a connection that cannot be made (refused, unknown host, authentication, missing
  *   database) rejects with one message naming the URL with its password masked; the password never
  *   appears in a message. A failing statement rejects with the driver's `DatabaseError`.
  */
 import pg from 'pg';
-import type { RunResult, SqlConnection, SqlExecutor, SqlRow, SqlValue } from './executor.ts';
+import { CHANGES_CHANNEL, type Listening, type RunResult, type SqlConnection, type SqlExecutor, type SqlRow, type SqlValue } from './executor.ts';
 import { parsePostgresLocation, quoteIdentifier } from './postgres-location.ts';
+import { listenOnPostgres } from './postgres-listen.ts';
 
 /** `int8` and `numeric` as numbers, for this back end's pools only. */
 const NUMBER_TYPES = new pg.TypeOverrides();
@@ -167,6 +172,8 @@ class PostgresTransaction implements SqlExecutor {
   readonly #target: PostgresTarget;
   /** Set when the transaction has ended: later use is a bug. */
   ended = false;
+  /** Set by `changesAppended`: the COMMIT goes with a `pg_notify`. */
+  notifyAtCommit = false;
 
   constructor(client: pg.PoolClient, target: PostgresTarget) {
     this.#client = client;
@@ -203,6 +210,17 @@ class PostgresTransaction implements SqlExecutor {
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return fn(this);
   }
+
+  /** The COMMIT will carry one `pg_notify` (however often this is called). */
+  changesAppended(): Promise<void> {
+    this.notifyAtCommit = true;
+    return Promise.resolve();
+  }
+}
+
+/** `SELECT pg_notify(<channel>, <schema>)` as a literal statement, sent in one message with the COMMIT. */
+function notifyStatement(schema: string): string {
+  return `SELECT pg_notify('${CHANGES_CHANNEL}', '${schema.replaceAll("'", "''")}')`;
 }
 
 /** Options of `openPostgresConnection`. */
@@ -230,6 +248,9 @@ export class PostgresConnection implements SqlConnection, PostgresTarget {
   readonly readonly: boolean;
   readonly password: string;
   readonly #pool: pg.Pool;
+  /** The pool's connection settings, for the listening connections of `listen`. */
+  readonly #clientConfig: pg.ClientConfig;
+  readonly #listening = new Set<Listening>();
   #closed = false;
 
   /**
@@ -248,13 +269,8 @@ export class PostgresConnection implements SqlConnection, PostgresTarget {
     const urlOptions = connection.searchParams.get('options');
     connection.searchParams.delete('options');
     const startup = [`-c search_path=${quoteIdentifier(this.schema)}`, ...(this.readonly ? ['-c default_transaction_read_only=on'] : []), ...(urlOptions ? [urlOptions] : [])];
-    this.#pool = new pg.Pool({
-      connectionString: connection.toString(),
-      options: startup.join(' '),
-      application_name: 'bizops-sync',
-      types: NUMBER_TYPES,
-      max: options.maxConnections ?? 10,
-    });
+    this.#clientConfig = { connectionString: connection.toString(), options: startup.join(' '), application_name: 'bizops-sync', types: NUMBER_TYPES };
+    this.#pool = new pg.Pool({ ...this.#clientConfig, max: options.maxConnections ?? 10 });
     // An idle pooled connection lost (the server restarted): the pool drops it and the next
     // statement connects afresh. Without a listener the error would end the process.
     this.#pool.on('error', () => {});
@@ -325,7 +341,8 @@ export class PostgresConnection implements SqlConnection, PostgresTarget {
       }
       const result = await fn(tx);
       tx.ended = true;
-      await client.query('COMMIT');
+      // One message either way: the notification is delivered when (and only if) the COMMIT succeeds.
+      await client.query(tx.notifyAtCommit ? `${notifyStatement(this.schema)}; COMMIT` : 'COMMIT');
       return result;
     } catch (error) {
       tx.ended = true;
@@ -341,10 +358,41 @@ export class PostgresConnection implements SqlConnection, PostgresTarget {
     }
   }
 
-  /** Closes every pooled connection once the transactions in progress have ended. Safe to call twice. */
+  /** Outside a transaction (a statement that appended change rows committed on its own): notifies at once. */
+  async changesAppended(): Promise<void> {
+    await this.#query(notifyStatement(this.schema), undefined);
+  }
+
+  /**
+   * Calls `onNotify` on every notification on `channel` from a transaction of this mirror (payload:
+   * its schema), through a connection of its own (postgres-listen.ts; executor.ts `listen`). Closed
+   * with the connection at the latest.
+   * @throws Error naming the masked URL when the listening connection cannot be made
+   */
+  async listen(channel: string, onNotify: () => void): Promise<Listening> {
+    if (this.#closed) throw new Error(`the PostgreSQL mirror connection to ${this.location} is closed`);
+    const listening = await listenOnPostgres({
+      client: this.#clientConfig,
+      channel,
+      payload: this.schema,
+      onNotify,
+      connectionError: (error) => connectionError(this, error),
+    });
+    this.#listening.add(listening);
+    return {
+      close: async () => {
+        this.#listening.delete(listening);
+        await listening.close();
+      },
+    };
+  }
+
+  /** Closes the listening connections, then every pooled connection once the transactions in progress have ended. Safe to call twice. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (const listening of [...this.#listening]) await listening.close();
+    this.#listening.clear();
     await this.#pool.end();
   }
 }

@@ -77,6 +77,11 @@ class SqliteStatements implements SqlExecutor {
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return fn(this);
   }
+
+  /** SQLite has no notifications: its readers poll (executor.ts). */
+  changesAppended(): Promise<void> {
+    return Promise.resolve();
+  }
 }
 
 /** A promise of `work()`'s result, rejected (never thrown synchronously) when it throws. */

@@ -21,8 +21,10 @@
  *   - An endpoint configured for the first time starts at the current end of the changelog; it
  *     receives changes from then on (`webhooks replay` delivers history). See endpoint-store.ts.
  *
- * Each loop wakes on `notify()` (the sync just committed changes) and otherwise polls every
- * `pollMs`, so changes written by another process are picked up too. All state lives in the
+ * Each loop wakes on `notify()` (the sync just committed changes), on PostgreSQL also on the
+ * notification of every commit that appended changes (any process: src/notify/changelog.ts
+ * `listenForChanges`), and otherwise polls every `pollMs`, so changes written by another process
+ * are picked up too. All state lives in the
  * mirror (read and written through a `SqlExecutor`, src/mirror/sql/executor.ts): the loops re-read
  * it every round, so a `webhooks replay` run from the CLI takes effect in the running daemon. Run
  * one dispatcher per mirror: two would both deliver (still at-least-once, but duplicated). The
@@ -35,9 +37,9 @@ import { Agent, type Dispatcher } from 'undici';
 import { DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, type WebhookEndpointConfig } from '../../config/schema.ts';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
 import { LeaseLostError } from '../../mirror/leases.ts';
-import type { SqlExecutor } from '../../mirror/sql/executor.ts';
+import type { Listening, SqlExecutor } from '../../mirror/sql/executor.ts';
 import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
-import { readChanges } from '../changelog.ts';
+import { listenForChanges, readChanges } from '../changelog.ts';
 import { compileEventFilter, type EventTypeFilter } from '../event-filter.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
 import { disableEndpoint, endpointLag, giveUpEvent, loadEndpoint, recordDelivered, recordFailure, recordSkipped, registerEndpoint, type Disablement } from './endpoint-store.ts';
@@ -171,6 +173,8 @@ export class WebhookDispatcher {
   /** Aborted after the grace period of stop(): cancels requests still in flight. */
   readonly #abortInFlight = new AbortController();
   #state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
+  /** The PostgreSQL notifications waking the loops (none on SQLite). */
+  #listening: Listening | undefined;
 
   /**
    * Validates every endpoint (unique name, event patterns, secret) without touching the network or
@@ -236,6 +240,14 @@ export class WebhookDispatcher {
       throw error;
     }
     if (this.#state !== 'starting') return; // stop() was called while the endpoints were being registered
+    // PostgreSQL: woken by every commit that appended changes, from any process (polling stays the fallback).
+    const listening = await listenForChanges(this.#connection, () => this.notify());
+    if (this.#state !== 'starting') {
+      await listening?.close();
+      return;
+    }
+    if (this.#connection.listen && !listening) this.#logger.warn({ pollMs: this.#pollMs }, 'cannot listen for change notifications: polling only');
+    this.#listening = listening;
     this.#state = 'running';
     for (const endpoint of this.#endpoints) endpoint.loop = this.#run(endpoint);
   }
@@ -259,6 +271,7 @@ export class WebhookDispatcher {
     const grace = setTimeout(() => this.#abortInFlight.abort(), this.#stopGraceMs);
     await Promise.allSettled(loops);
     clearTimeout(grace);
+    await this.#listening?.close();
     if (this.#ownsHttp) await this.#http.destroy().catch(() => undefined);
     if (wasRunning) this.#logger.debug('webhook dispatcher stopped');
   }

@@ -281,6 +281,7 @@ export async function disableEndpoint(executor: SqlExecutor, name: string, expec
       encodeChangeData({ record, changes: { enabled: { old: true, new: false } } }),
     ]);
     if (!appended) throw new Error(`webhook endpoint ${name}: the ${ENDPOINT_DISABLED_EVENT} change returned no seq`);
+    await tx.changesAppended();
     return Number(appended.seq);
   });
 }

@@ -1,0 +1,168 @@
+/**
+ * The mirror store's page commit on both back ends (test/sql-backends.ts): one page mixing new,
+ * changed, unchanged and tombstoned-then-relisted records, written in a constant number of
+ * statements whatever the page's size, with only the columns each record carries.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { openMirrorConnection } from '../../src/mirror/open.ts';
+import type { SqlConnection, SqlExecutor, SqlValue } from '../../src/mirror/sql/executor.ts';
+import { MirrorStore } from '../../src/mirror/store.ts';
+import { transactionsStream } from '../../src/streams/definitions.ts';
+import { BACKENDS, removeTestMirrors } from '../sql-backends.ts';
+
+const opened: SqlConnection[] = [];
+afterEach(async () => {
+  for (const connection of opened.splice(0)) await connection.close();
+  await removeTestMirrors();
+});
+
+const listed = { id: 'txn_1', type: 'EXPENSE', status: 'PENDING', amount: -1250, description: 'Paper', date: '2026-11-20' };
+
+/** An executor passing every statement to `inner`, counting them (a transaction's too). */
+class CountingExecutor implements SqlExecutor {
+  statements = 0;
+  readonly #inner: SqlExecutor;
+  readonly #counter: { statements: number };
+
+  constructor(inner: SqlExecutor, counter?: { statements: number }) {
+    this.#inner = inner;
+    this.#counter = counter ?? this;
+  }
+  get dialect() {
+    return this.#inner.dialect;
+  }
+  get inTransaction() {
+    return this.#inner.inTransaction;
+  }
+  run(sql: string, parameters?: readonly SqlValue[]) {
+    this.#counter.statements += 1;
+    return this.#inner.run(sql, parameters);
+  }
+  get<Row>(sql: string, parameters?: readonly SqlValue[]) {
+    this.#counter.statements += 1;
+    return this.#inner.get<Row>(sql, parameters);
+  }
+  all<Row>(sql: string, parameters?: readonly SqlValue[]) {
+    this.#counter.statements += 1;
+    return this.#inner.all<Row>(sql, parameters);
+  }
+  exec(sql: string) {
+    this.#counter.statements += 1;
+    return this.#inner.exec(sql);
+  }
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    return this.#inner.transaction((tx) => fn(new CountingExecutor(tx, this.#counter)));
+  }
+  /** Not a statement of its own: PostgreSQL sends it with the COMMIT. */
+  changesAppended() {
+    return this.#inner.changesAppended();
+  }
+}
+
+describe.each(BACKENDS)('the mirror store on $name', (backend) => {
+  let connection: SqlConnection;
+  async function open(): Promise<MirrorStore> {
+    connection = await openMirrorConnection(await backend.location(), { streams: [transactionsStream] });
+    opened.push(connection);
+    return new MirrorStore(connection);
+  }
+
+  it('commits a page of new, changed, unchanged and relisted records, keeping the columns a record does not carry', async () => {
+    const store = await open();
+    const started = new Date(Date.now() + 1000).toISOString();
+    const gone = { ...listed, id: 'txn_gone', description: 'Gone' };
+    const written = { ...listed, id: 'txn_written', counterpartyName: 'Acme', irsCategory: 'SUPPLIES' };
+    await store.applyRecords(transactionsStream, [listed, gone, written], { scanNumber: 1 });
+    // Two complete scans miss txn_gone: tombstoned.
+    await store.applyRecords(transactionsStream, [listed, written], { scanNumber: 2 });
+    await store.recordMisses(transactionsStream, 2, started);
+    await store.applyRecords(transactionsStream, [listed, written], { scanNumber: 3 });
+    expect((await store.recordMisses(transactionsStream, 3, started)).map((change) => change.recordId)).toEqual(['txn_gone']);
+
+    // One page: unchanged, changed without the write's fields, relisted, new.
+    const changed = { ...listed, id: 'txn_written', status: 'CONFIRMED' };
+    const fresh = { ...listed, id: 'txn_new', amount: -99 };
+    const appended = await store.applyRecords(transactionsStream, [listed, changed, gone, fresh], { scanNumber: 4 });
+    expect(appended.map((change) => [change.type, change.recordId])).toEqual([
+      ['transaction.confirmed', 'txn_written'],
+      ['transaction.created', 'txn_gone'],
+      ['transaction.created', 'txn_new'],
+    ]);
+    expect(appended.map((change) => change.seq)).toEqual([...appended.map((change) => change.seq)].sort((a, b) => a - b));
+    const rows = await connection.all(
+      'SELECT id, status, amount, counterparty_name, irs_category, deleted_at, missed_scans, last_seen_scan FROM transactions ORDER BY id',
+    );
+    expect(rows).toEqual([
+      { id: 'txn_1', status: 'PENDING', amount: -1250, counterparty_name: null, irs_category: null, deleted_at: null, missed_scans: 0, last_seen_scan: 4 },
+      { id: 'txn_gone', status: 'PENDING', amount: -1250, counterparty_name: null, irs_category: null, deleted_at: null, missed_scans: 0, last_seen_scan: 4 },
+      { id: 'txn_new', status: 'PENDING', amount: -99, counterparty_name: null, irs_category: null, deleted_at: null, missed_scans: 0, last_seen_scan: 4 },
+      { id: 'txn_written', status: 'CONFIRMED', amount: -1250, counterparty_name: 'Acme', irs_category: 'SUPPLIES', deleted_at: null, missed_scans: 0, last_seen_scan: 4 },
+    ]);
+    const data = await connection.get<{ data: string }>('SELECT data FROM changes WHERE seq = ?', [appended[0]!.seq]);
+    expect(JSON.parse(data!.data).changes).toEqual({ status: { old: 'PENDING', new: 'CONFIRMED' } });
+    // A record written without a scan keeps the scan that last listed it; first_seen_at never moves.
+    const firstSeen = await connection.get<{ first_seen_at: string }>('SELECT first_seen_at FROM transactions WHERE id = ?', ['txn_written']);
+    await store.applyRecords(transactionsStream, [{ ...changed, amount: -1 }]);
+    expect(await connection.get('SELECT first_seen_at, last_seen_scan, amount FROM transactions WHERE id = ?', ['txn_written'])).toEqual({
+      first_seen_at: firstSeen!.first_seen_at,
+      last_seen_scan: 4,
+      amount: -1,
+    });
+  });
+
+  it('tombstones every record two complete scans missed, with one change each in key order', async () => {
+    const store = await open();
+    const started = new Date(Date.now() + 1000).toISOString();
+    const ids = ['txn_c', 'txn_a', 'txn_kept', 'txn_b'];
+    await store.applyRecords(transactionsStream, ids.map((id) => ({ ...listed, id })), { scanNumber: 1 });
+    for (const scan of [2, 3]) {
+      await store.applyRecords(transactionsStream, [{ ...listed, id: 'txn_kept' }], { scanNumber: scan });
+      const gone = await store.recordMisses(transactionsStream, scan, started, '2026-11-23T00:00:00.000Z');
+      expect(gone.map((change) => [change.type, change.recordId])).toEqual(scan === 2 ? [] : [['transaction.deleted', 'txn_a'], ['transaction.deleted', 'txn_b'], ['transaction.deleted', 'txn_c']]);
+    }
+    expect(await connection.all('SELECT id, deleted_at FROM transactions ORDER BY id')).toEqual([
+      { id: 'txn_a', deleted_at: '2026-11-23T00:00:00.000Z' },
+      { id: 'txn_b', deleted_at: '2026-11-23T00:00:00.000Z' },
+      { id: 'txn_c', deleted_at: '2026-11-23T00:00:00.000Z' },
+      { id: 'txn_kept', deleted_at: null },
+    ]);
+  });
+
+  it('compares a second copy of an id in one page with the first, and keeps what the first wrote', async () => {
+    const store = await open();
+    const withWrite = { ...listed, counterpartyName: 'Acme' };
+    const appended = await store.applyRecords(transactionsStream, [withWrite, { ...listed, id: 'txn_2' }, { ...listed, status: 'CONFIRMED' }, withWrite], { scanNumber: 1 });
+    expect(appended.map((change) => [change.type, change.recordId])).toEqual([
+      ['transaction.created', 'txn_1'],
+      ['transaction.created', 'txn_2'],
+      ['transaction.confirmed', 'txn_1'],
+      ['transaction.updated', 'txn_1'],
+    ]);
+    expect(await connection.get('SELECT status, counterparty_name FROM transactions WHERE id = ?', ['txn_1'])).toEqual({ status: 'PENDING', counterparty_name: 'Acme' });
+    expect(await connection.get('SELECT COUNT(*) AS n FROM changes')).toEqual({ n: 4 });
+  });
+
+  it('writes a page in the same number of statements whatever its size on PostgreSQL, one more per record on SQLite (new records, then changed ones)', async () => {
+    await open();
+    const counting = new CountingExecutor(connection);
+    const store = new MirrorStore(counting);
+    const page = (size: number, from: number, status: string) =>
+      Array.from({ length: size }, (_, index) => ({ ...listed, id: `txn_${from + index}`, status }));
+    const statementsFor = async (records: ReturnType<typeof page>) => {
+      counting.statements = 0;
+      await store.transaction(async (tx) => {
+        await tx.applyRecords(transactionsStream, records, { scanNumber: 1 });
+        await tx.saveRun('transactions', { mode: 'complete', reason: 'backfill', startedAt: '', offset: 0, pages: 1, records: records.length, changes: records.length });
+      });
+      return counting.statements;
+    };
+    // PostgreSQL: one multi-row upsert per page; SQLite: the prepared upsert per record (no round trips to save).
+    const perRecord = backend.name === 'sqlite' ? 1 : 0;
+    const small = await statementsFor(page(3, 0, 'PENDING'));
+    expect(await statementsFor(page(300, 1000, 'PENDING'))).toBe(small + 297 * perRecord);
+    const changedSmall = await statementsFor(page(3, 0, 'CONFIRMED'));
+    expect(await statementsFor(page(300, 1000, 'CONFIRMED'))).toBe(changedSmall + 297 * perRecord);
+    expect(await connection.get("SELECT COUNT(*) AS n FROM transactions WHERE status = 'CONFIRMED'")).toEqual({ n: 303 });
+    expect(await connection.get('SELECT COUNT(*) AS n FROM changes')).toEqual({ n: 606 });
+  });
+});
