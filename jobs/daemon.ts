@@ -4,25 +4,33 @@
  *
  *   context (logger, mirror, rate budgets, API client, sync engine)
  *     -> write queue (intake, worker, POST /writes) when Redis answers; off otherwise (one warning)
- *     -> webhook dispatcher (its own SQLite connection), woken by every change the process records
+ *     -> lease keeper (src/daemon/lease-keeper.ts): the mirror's `stream:<stream>` and `webhooks`
+ *        leases, so that a replica on the same mirror runs what this daemon does not hold
+ *     -> webhook delivery while holding `webhooks` (a dispatcher on its own connection, fenced),
+ *        woken by every change the process records
  *     -> readiness probe (an API client without retries, on the same budgets)
- *     -> scheduler (node-cron: incremental syncs, reconciliation, a backfill at start where needed)
+ *     -> scheduler (node-cron: incremental syncs, reconciliation, a backfill at start where needed;
+ *        only the streams whose lease this daemon holds; a stream taken over runs at once)
  * and once for the process:
  *     -> metrics (src/daemon/metrics.ts), a `connection` label on every per-connection series
  *     -> HTTP server (/healthz, /readyz of every connection, /metrics; the write API first)
  *
  * `stop()` undoes it in order: abort runs (checkpoints stand) and stop cron, stop the dispatcher,
- * close the HTTP server, close the context's parts, flush the log.
+ * release the leases (a replica takes them at its next round), close the HTTP server, close the
+ * context's parts, flush the log.
  */
 import type { ServerResponse } from 'node:http';
 import type { Config, DeploymentConfig } from '../src/config/schema.ts';
 import type { ApiClientOptions } from '../src/client/client.ts';
 import { startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from '../src/daemon/http-server.ts';
 import { DaemonMetrics, pageTrustSource, type ConnectionMetricsSources } from '../src/daemon/metrics.ts';
+import { LeaseKeeper } from '../src/daemon/lease-keeper.ts';
+import { LeasedWebhookDelivery } from '../src/daemon/leased-webhooks.ts';
 import { apiReadinessCheck, combineReadiness, probeBudget, ReadinessProbe } from '../src/daemon/readiness.ts';
+import { confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE } from '../src/mirror/leases.ts';
 import { StreamScheduler } from '../src/daemon/scheduler.ts';
 import type { Logger } from '../src/logging/logger.ts';
-import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
+import type { WebhookDispatcherOptions } from '../src/notify/index.ts';
 import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { deploymentLogger, mirrorLocation, openDeployment, Teardown, type Context, type ContextOptions, type WriteQueue } from './context.ts';
 
@@ -48,10 +56,12 @@ export interface RunningConnection {
   context: Context;
   scheduler: StreamScheduler;
   readiness: ReadinessProbe;
-  /** Null when the connection has no webhook endpoint. */
-  dispatcher: WebhookDispatcher | null;
+  /** Null when the connection has no webhook endpoint. Delivers only while `leases` holds `webhooks`. */
+  dispatcher: LeasedWebhookDelivery | null;
   /** Null when Redis did not answer (the write API and worker are off). */
   writes: WriteQueue | null;
+  /** The connection's leases: which streams (and whether the webhooks) this daemon runs. */
+  leases: LeaseKeeper;
 }
 
 /**
@@ -67,7 +77,7 @@ export interface RunningDaemon {
   context: Context;
   scheduler: StreamScheduler;
   readiness: ReadinessProbe;
-  dispatcher: WebhookDispatcher | null;
+  dispatcher: LeasedWebhookDelivery | null;
   metrics: DaemonMetrics;
   /** Graceful stop (module comment). Safe to call twice. */
   stop(): Promise<void>;
@@ -107,7 +117,15 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       // daemon still syncs (the context warned once) and the write API stays off.
       const writes = context.budgets.shared ? await context.writeQueue() : null;
       const worker = writes ? await writes.startWorker() : null;
-      const dispatcher: WebhookDispatcher | null = await context.webhookDispatcher(options.webhooks);
+      const leases = new Leases(context.store.executor, config.sync.leaseSeconds);
+      const dispatcher =
+        config.webhooks.length === 0
+          ? null
+          : new LeasedWebhookDelivery({
+              create: async (fence) => (await context.webhookDispatcher({ ...options.webhooks, fence }))!,
+              confirm: (tx, lease) => confirmLease(tx, lease, leases.seconds),
+              logger: context.logger,
+            });
 
       // The probe never waits for a budget slot: a paused budget is reported (ready, with the wait), not waited on.
       const budget = context.budgets.budgetFor('default');
@@ -118,6 +136,21 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         cacheMs: config.http.readinessCacheSeconds * 1000,
         timeoutMs,
       });
+      // The same holder as the engine's runs (PROCESS_LEASE_HOLDER): a run renews the lease the keeper holds.
+      const keeper: LeaseKeeper = new LeaseKeeper({
+        leases,
+        holder: PROCESS_LEASE_HOLDER,
+        names: [...config.sync.streams.map(streamLeaseName), ...(dispatcher ? [WEBHOOKS_LEASE] : [])],
+        logger: context.logger,
+        onAcquired: (lease) => {
+          if (lease.name === WEBHOOKS_LEASE) void dispatcher?.begin(lease);
+          // A stream taken over (from a replica that died) runs at once, resuming its checkpoint.
+          else if (lease.name.startsWith('stream:')) scheduler.trigger(lease.name.slice('stream:'.length) as StreamName, 'sync');
+        },
+        onLost: (name) => {
+          if (name === WEBHOOKS_LEASE) void dispatcher?.end();
+        },
+      });
       metricSources.push({
         name: config.connection,
         streams: config.sync.streams,
@@ -126,12 +159,14 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         apiClients: worker ? [context.client, probeClient, worker.client] : [context.client, probeClient],
         budget: context.budgets,
         webhooks: dispatcher,
+        leases: keeper,
       });
       // Read now: the scheduler asks at start() which streams have a cursor (their first run is a sync).
       const withCursor = new Set<StreamName>();
       for (const stream of config.sync.streams) if ((await context.store.readSyncState(stream)).cursor !== null) withCursor.add(stream);
       const scheduler = new StreamScheduler({
         engine: context.engine,
+        mayRun: (stream) => keeper.holds(streamLeaseName(stream)),
         streams: config.sync.streams,
         schedule: config.sync.schedule,
         streamSchedules: config.sync.streamSchedules,
@@ -141,7 +176,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         onRunFinished: (result, durationMs) => metrics.recordRun(result, durationMs, config.connection),
         onTickSkipped: (stream, reason) => metrics.recordSkippedTick(stream, reason, config.connection),
       });
-      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes });
+      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes, leases: keeper });
     }
     const metrics = new DaemonMetrics({ connections: metricSources, processMetrics: options.processMetrics });
     for (const { name, context, dispatcher } of connections) {
@@ -154,7 +189,10 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
     const http: RunningHttpServer = await startDaemonHttpServer({
       host: processWide.http.host,
       port: processWide.http.port,
-      readiness: async () => combineReadiness(Object.fromEntries(await Promise.all(connections.map(async (connection) => [connection.name, await connection.readiness.current()] as const)))),
+      readiness: async () =>
+        combineReadiness(
+          Object.fromEntries(await Promise.all(connections.map(async (connection) => [connection.name, { ...(await connection.readiness.current()), leases: connection.leases.held() }] as const))),
+        ),
       metrics: () => metrics.render(),
       routeFirst: writeRoutes(connections),
       logger,
@@ -162,13 +200,18 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
     cleanups.add(() => http.close());
 
     for (const connection of connections) {
-      await connection.dispatcher?.start();
-      cleanups.add(() => connection.dispatcher?.stop());
+      // Leases first (the first round takes every free one: webhook delivery starts if `webhooks`
+      // is among them); released last, after the runs and the delivery stopped.
+      await connection.leases.start();
+      // Endpoints registered before the first run: a new endpoint starts at the changelog's end as it is now.
+      await connection.dispatcher?.settled();
+      cleanups.add(() => connection.leases.stop());
+      cleanups.add(() => connection.dispatcher?.end());
       connection.scheduler.start();
       cleanups.add(() => connection.scheduler.stop());
       const config = connection.context.config;
       connection.context.logger.info(
-        { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), database: mirrorLocation(config.dbPath) },
+        { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), database: mirrorLocation(config.dbPath), leases: connection.leases.held() },
         deployment.named ? 'connection started' : 'daemon started',
       );
     }

@@ -4,6 +4,7 @@
  * SQLite (schema version `PRAGMA user_version`, health `PRAGMA quick_check`) and PostgreSQL (schema
  * version from `schema_version`, health: every table of the mirror present in its schema).
  */
+import { Leases, type LeaseState } from '../src/mirror/leases.ts';
 import { MIGRATIONS } from '../src/mirror/migrations/index.ts';
 import { mirrorHealthCheck, mirrorSchemaVersion } from '../src/mirror/health.ts';
 import { RecordClockStore } from '../src/mirror/record-clock.ts';
@@ -74,6 +75,8 @@ export interface MirrorStatus {
   streams: StreamStatus[];
   /** Writes by status (`failed`, `needs_review`, `queued`, `sending`, `succeeded`), only the statuses that occur. */
   writes: Record<string, number>;
+  /** Who holds which lease (docs/operations.md "Running two daemons (replicas)"): the `leases` table, by name. */
+  leases: LeaseState[];
 }
 
 export { MirrorNeedsMigrationError } from './mirror-errors.ts';
@@ -141,7 +144,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
         .filter(([, count]) => count > 0)
         .sort(([a], [b]) => a.localeCompare(b)),
     );
-    return { database: location, backend: connection.dialect, quickCheck, changelogSeq: await store.lastSeq(), streams, writes };
+    return { database: location, backend: connection.dialect, quickCheck, changelogSeq: await store.lastSeq(), streams, writes, leases: await new Leases(connection).list() };
   } catch (error) {
     // A read-only open is lazy: a damaged header shows at the first statement, a damaged page at the
     // first read of it (quick_check may have listed it already: then the line names its findings).

@@ -81,6 +81,8 @@ function formatStatus(status: MirrorStatus): string {
       lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);
     }
   }
+  const held = status.leases.filter((lease) => !lease.free);
+  if (held.length > 0) lines.push('', `leases: ${held.map((lease) => `${lease.name} held by ${lease.holder} (fence ${lease.fence}, until ${lease.expiresAt})`).join('; ')}`);
   const writes = Object.entries(status.writes);
   lines.push('', `writes: ${writes.length ? writes.map(([state, count]) => `${count} ${state}`).join(', ') : 'none'}`);
   if (status.writes.needs_review) lines.push('  writes needing review: bizops-sync write ID shows why');

@@ -85,6 +85,7 @@ function describeResult(result: RunResult): string {
     result.rejected ? `${result.rejected} invalid records quarantined (status shows them)` : '',
     result.status === 'unsupported' ? 'the server has no list endpoint for this stream' : '',
     result.status === 'interrupted' ? 'checkpoint saved; run again to resume' : '',
+    result.heldBy ? `held by ${result.heldBy.holder ?? '?'} until ${result.heldBy.expiresAt ?? '?'} (a holder that died keeps it until then)` : '',
     result.error ? `error: ${result.error.message}` : '',
   ].filter(Boolean);
   return extra.length ? `${base}; ${extra.join('; ')}` : base;

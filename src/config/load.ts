@@ -301,6 +301,7 @@ const ENV_FOR_KEY: Record<string, string> = {
   'rateLimit.perMinute': 'BIZOPS_RATE_LIMIT_PER_MIN',
   'sync.schedule': 'BIZOPS_SCHEDULE',
   'sync.unsupportedProbeSeconds': 'BIZOPS_UNSUPPORTED_PROBE_SECONDS',
+  'sync.leaseSeconds': 'BIZOPS_LEASE_SECONDS',
   'api.requestDeadlineSeconds': 'BIZOPS_REQUEST_DEADLINE_SECONDS',
   'sync.reconcileSchedule': 'BIZOPS_RECONCILE_SCHEDULE',
   'http.host': 'BIZOPS_HTTP_HOST',
@@ -370,6 +371,10 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_RATE_WINDOW_MS) set('rateLimit.windowMs', 'BIZOPS_RATE_WINDOW_MS', number('BIZOPS_RATE_WINDOW_MS'));
   if (env.BIZOPS_OVERLAP_SECONDS) set('sync.overlapSeconds', 'BIZOPS_OVERLAP_SECONDS', number('BIZOPS_OVERLAP_SECONDS'));
   if (env.BIZOPS_UNSUPPORTED_PROBE_SECONDS) set('sync.unsupportedProbeSeconds', 'BIZOPS_UNSUPPORTED_PROBE_SECONDS', number('BIZOPS_UNSUPPORTED_PROBE_SECONDS'));
+  if (env.BIZOPS_LEASE_SECONDS) {
+    const raw = env.BIZOPS_LEASE_SECONDS.trim();
+    set('sync.leaseSeconds', 'BIZOPS_LEASE_SECONDS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
+  }
   if (env.BIZOPS_REQUEST_DEADLINE_SECONDS) {
     const raw = env.BIZOPS_REQUEST_DEADLINE_SECONDS.trim();
     set('api.requestDeadlineSeconds', 'BIZOPS_REQUEST_DEADLINE_SECONDS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);

@@ -182,6 +182,12 @@ export const configSchema = z.object({
        * seconds; 0 asks on every sync. A backfill or reconciliation always asks.
        */
       unsupportedProbeSeconds: z.number().int().min(0).default(3600),
+      /**
+       * How long a stream's or the webhook delivery's lease lasts without renewal, seconds
+       * (docs/operations.md "Running two daemons (replicas)"): a replica takes a dead daemon's
+       * streams and webhooks within about this long. Renewed every third of it. Default 30.
+       */
+      leaseSeconds: z.number().positive().max(3600).default(30),
       /** Streams to run. Default: every registered stream. */
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
     })

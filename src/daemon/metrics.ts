@@ -72,6 +72,8 @@ export interface DaemonMetricsSources {
   pageTrust?: { countRejected(stream: StreamName): Promise<number>; recordClockLagSeconds(stream: StreamName): Promise<number> };
   /** Also export prom-client's default process metrics (default true). */
   processMetrics?: boolean;
+  /** The leases this daemon competes for, and which it holds (src/daemon/lease-keeper.ts); absent: `bizops_leases_held` is not exported. */
+  leases?: { readonly names: readonly string[]; holds(name: string): boolean };
 }
 
 /** `DaemonMetricsSources.pageTrust` read from the mirror of `store`: quarantined records and record clock lag per stream. */
@@ -235,6 +237,18 @@ export class DaemonMetrics {
         registers,
         async collect() {
           for (const { connection, stream, source } of streamsOf()) if (source.pageTrust) this.set({ connection, stream }, await source.pageTrust.recordClockLagSeconds(stream));
+        },
+      });
+    }
+    if (connections.some((source) => source.leases)) {
+      new Gauge({
+        name: 'bizops_leases_held',
+        help: 'Leases this daemon holds (1) or leaves to a replica (0): stream:<stream> and webhooks (docs/operations.md "Running two daemons (replicas)").',
+        labelNames: ['connection', 'lease'],
+        registers,
+        collect() {
+          this.reset();
+          for (const source of connections) for (const lease of source.leases?.names ?? []) this.set({ connection: source.name, lease }, source.leases!.holds(lease) ? 1 : 0);
         },
       });
     }

@@ -34,6 +34,11 @@ export interface ReadinessVerdict {
   checkedAt: string | null;
   /** Present when the rate budget is paused or spent, or the probe was answered 429: how long before requests go out again, ms. */
   budget?: { waitMs: number };
+  /**
+   * The daemon's: the leases it holds (`stream:<stream>`, `webhooks`); the others are a replica's
+   * (docs/operations.md "Running two daemons (replicas)"). A daemon holding none is ready: it stands by.
+   */
+  leases?: string[];
 }
 
 /**

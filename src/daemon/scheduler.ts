@@ -12,8 +12,10 @@
  *
  * One run per stream at a time in this process: a sync tick that finds its stream running is
  * skipped (the next tick comes soon); a reconciliation that finds it running is queued and starts
- * when the current run ends, so a frequent sync never starves it. The engine's SQLite run lock
- * (re-entrant for its owner, so no help inside one process) keeps other processes out.
+ * when the current run ends, so a frequent sync never starves it. The engine's stream lease
+ * (src/mirror/leases.ts; re-entrant for its holder, so no help inside one process) keeps other
+ * processes out. Beside a replica, `mayRun` (the daemon's lease keeper) lets a tick run only a
+ * stream whose lease this daemon holds; the others are left to the replica holding them.
  */
 import { createTask, type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import { cronExpressionProblem } from '../config/schema.ts';
@@ -47,10 +49,15 @@ export interface StreamSchedulerOptions {
   onRunFinished?: (result: RunResult, durationMs: number) => void;
   /** Called when a sync tick is skipped because its stream is still running (metrics). */
   onTickSkipped?: (stream: StreamName, reason: RunReason) => void;
+  /**
+   * Whether this process may run `stream` now (the daemon: it holds the stream's lease). A tick of
+   * a stream it may not run is left to the process that may (`standby`). Default: always.
+   */
+  mayRun?: (stream: StreamName) => boolean;
 }
 
-/** What `trigger` did with a request to run. */
-export type TriggerOutcome = 'started' | 'skipped' | 'queued' | 'stopped';
+/** What `trigger` did with a request to run (`standby`: another process holds the stream's lease). */
+export type TriggerOutcome = 'started' | 'skipped' | 'queued' | 'stopped' | 'standby';
 
 interface StreamSlot {
   running: Promise<void> | null;
@@ -146,6 +153,10 @@ export class StreamScheduler {
     const slot = this.#slots.get(stream);
     if (!slot) throw new Error(`stream "${stream}" is not scheduled; scheduled: ${[...this.#slots.keys()].join(', ')}`);
     if (this.#state !== 'running') return 'stopped';
+    if (this.#options.mayRun && !this.#options.mayRun(stream)) {
+      this.#logger.debug({ stream, reason }, 'tick left to the replica holding the stream\'s lease');
+      return 'standby';
+    }
     if (slot.running) {
       if (reason === 'reconcile' && slot.reason !== 'reconcile') {
         slot.reconcileQueued = true;

@@ -396,47 +396,6 @@ export class MirrorStore {
     return this.updateSyncState(stream, { run: run ? JSON.stringify(run) : null });
   }
 
-  /**
-   * Takes (or renews) the stream's run lock for `owner` until `expiresAt`, so that two processes
-   * never run one stream at once. A lock whose holder stopped renewing it is taken over.
-   * @returns true when `owner` now holds the lock
-   */
-  acquireRunLock(stream: StreamName, owner: string, expiresAt: string, now = new Date().toISOString()): Promise<boolean> {
-    return this.transaction(async (store) => {
-      await store.executor.run('INSERT INTO sync_state (stream) VALUES (?) ON CONFLICT (stream) DO NOTHING', [stream]);
-      const result = await store.executor.run(
-        'UPDATE sync_state SET lock_owner = ?, lock_expires_at = ? WHERE stream = ? AND (lock_owner IS NULL OR lock_owner = ? OR lock_expires_at < ?)',
-        [owner, expiresAt, stream, owner, now],
-      );
-      return result.changes === 1;
-    });
-  }
-
-  /** Who holds the stream's run lock, if anyone. */
-  async runLockHolder(stream: StreamName): Promise<{ owner: string; expiresAt: string } | undefined> {
-    const row = await this.executor.get<{ lock_owner: string; lock_expires_at: string }>(
-      'SELECT lock_owner, lock_expires_at FROM sync_state WHERE stream = ? AND lock_owner IS NOT NULL',
-      [stream],
-    );
-    return row ? { owner: row.lock_owner, expiresAt: row.lock_expires_at } : undefined;
-  }
-
-  /** Takes the run lock from `previousOwner` (known dead), if it still holds it. */
-  async takeOverRunLock(stream: StreamName, previousOwner: string, owner: string, expiresAt: string): Promise<boolean> {
-    const result = await this.executor.run('UPDATE sync_state SET lock_owner = ?, lock_expires_at = ? WHERE stream = ? AND lock_owner = ?', [
-      owner,
-      expiresAt,
-      stream,
-      previousOwner,
-    ]);
-    return result.changes === 1;
-  }
-
-  /** Releases the run lock if `owner` holds it. */
-  async releaseRunLock(stream: StreamName, owner: string): Promise<void> {
-    await this.executor.run('UPDATE sync_state SET lock_owner = NULL, lock_expires_at = NULL WHERE stream = ? AND lock_owner = ?', [stream, owner]);
-  }
-
   /** Rows per stream table: live (listed upstream) and tombstoned. */
   async countRecords(stream: StreamDefinition): Promise<{ live: number; deleted: number }> {
     const row = await this.executor.get<{ live: number; deleted: number }>(

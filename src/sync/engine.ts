@@ -35,12 +35,12 @@
  * - Two-scan rule: only a complete scan that finished without error counts misses; a record missed
  *   by two consecutive complete scans is tombstoned (src/mirror/store.ts `recordMisses`).
  */
-import { hostname } from 'node:os';
 import type { ApiClient } from '../client/client.ts';
 import { NotFoundError } from '../client/errors.ts';
 import { LIST_PAGE_LIMIT, paginateByOffset, type Page, type PageStep } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
+import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
 import { RecordClockStore } from '../mirror/record-clock.ts';
 import { recordIdOf, RejectedRecords } from '../mirror/rejected-records.ts';
 import type { AppendedChange, MirrorStore, RunCheckpoint, ScanOutcome } from '../mirror/store.ts';
@@ -102,6 +102,11 @@ export interface RunResult {
    * a reason (docs/sync.md "Scan completeness"). Absent for other statuses.
    */
   scan?: ScanOutcome;
+  /**
+   * For `busy`: who holds the stream's lease and until when (ISO, the database's clock): a holder
+   * that died keeps the stream until then (docs/sync.md "Resumable").
+   */
+  heldBy?: { holder: string | null; expiresAt: string | null };
   error?: Error;
 }
 
@@ -122,10 +127,17 @@ export interface SyncEngineOptions {
   overlapSeconds?: number;
   /** Called after each commit that appended changes (e.g. to wake the webhook dispatcher). */
   onChanges?: (changes: readonly AppendedChange[]) => void;
-  /** Identifies this process in the run lock (default `host:pid`). */
-  owner?: string;
-  /** How long a run lock lasts without renewal, ms (renewed every page, and by a timer while a page is in flight). Default 5 minutes. */
-  lockTtlMs?: number;
+  /**
+   * Who holds the stream leases this engine takes (src/mirror/leases.ts). Default: this process
+   * (`PROCESS_LEASE_HOLDER`), the holder the daemon's lease keeper uses too, so a run inside a daemon
+   * holding the stream's lease renews that lease instead of being refused.
+   */
+  leaseHolder?: string;
+  /**
+   * How long a stream lease lasts without renewal, seconds (config `sync.leaseSeconds`; renewed by
+   * every page commit, and by a timer every third of it while a page is in flight). Default 30.
+   */
+  leaseSeconds?: number;
   /**
    * An `unsupported` stream is probed again by a sync at most this often, seconds (config
    * `sync.unsupportedProbeSeconds`). Default 3600; 0 probes on every sync.
@@ -161,16 +173,6 @@ interface RunMemory {
   positions: Map<string, number>;
 }
 
-/** True when a process with this pid exists on this host. */
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Runs streams into the mirror. One instance can run several streams concurrently (one run per stream). */
 export class SyncEngine {
   private readonly client: ApiClient;
@@ -178,7 +180,10 @@ export class SyncEngine {
   private readonly logger: Logger;
   private readonly overlapMs: number;
   private readonly options: SyncEngineOptions;
-  private readonly owner: string;
+  private readonly leaseHolder: string;
+  private readonly leases: Leases;
+  /** The lease of each stream this engine is running now (null while it is being taken): one run per stream per engine. */
+  private readonly running = new Map<StreamName, HeldLease | null>();
   private readonly rejectedRecords: RejectedRecords;
   private readonly tieReReadRounds: number;
 
@@ -193,7 +198,8 @@ export class SyncEngine {
     this.rejectedRecords = new RejectedRecords(options.store);
     this.logger = options.logger ?? silentLogger;
     this.overlapMs = (options.overlapSeconds ?? 120) * SECOND_MS;
-    this.owner = options.owner ?? `${hostname()}:${process.pid}`;
+    this.leaseHolder = options.leaseHolder ?? PROCESS_LEASE_HOLDER;
+    this.leases = new Leases(options.store.executor, options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
   }
 
   /**
@@ -208,8 +214,8 @@ export class SyncEngine {
    */
   async run(streamName: StreamName | string, reason: RunReason, options: RunOptions = {}): Promise<RunResult> {
     const stream = streamByName(streamName);
-    const state = await this.store.readSyncState(stream.name);
-    const wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
+    const seen = await this.store.readSyncState(stream.name);
+    let wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || seen.cursor === null;
     const result: RunResult = {
       stream: stream.name,
       reason,
@@ -223,18 +229,38 @@ export class SyncEngine {
       rejected: 0,
       driftStepBacks: 0,
     };
-    if (reason === 'sync' && !state.supported && !this.probeDue(state.lastRunStartedAt)) {
+    if (reason === 'sync' && !seen.supported && !this.probeDue(seen.lastRunStartedAt)) {
       // Probed recently (the last run's start is the last probe): skip until the next probe is due.
       result.status = 'unsupported';
       return result;
     }
-    if (!(await this.acquireLock(stream.name))) {
+    let acquired: Awaited<ReturnType<Leases['acquire']>>;
+    if (!this.running.has(stream.name)) {
+      this.running.set(stream.name, null); // claimed before the first await: a second run of it here is busy
+      try {
+        acquired = await this.leases.acquire(streamLeaseName(stream.name), this.leaseHolder);
+      } finally {
+        if (!acquired) this.running.delete(stream.name);
+      }
+    }
+    if (!acquired) {
       result.status = 'busy';
-      this.logger.info({ stream: stream.name }, 'another process is running this stream; skipped');
+      const held = await this.leases.state(streamLeaseName(stream.name));
+      result.heldBy = { holder: held?.holder ?? null, expiresAt: held?.expiresAt ?? null };
+      this.logger.info({ stream: stream.name, ...result.heldBy }, 'another process (or run) holds this stream\'s lease; skipped');
       return result;
     }
-    const renewal = this.keepLockWhileRunning(stream.name);
+    if (acquired.previousHolder !== undefined) {
+      this.logger.info({ stream: stream.name, previousHolder: acquired.previousHolder, fence: acquired.lease.fence }, 'took over the stream\'s lease: its holder stopped renewing it');
+    }
+    this.running.set(stream.name, acquired.lease);
+    const renewal = this.keepLeaseWhileRunning(stream.name, acquired.lease);
     try {
+      // Read again under the lease: the previous holder may have committed more since (a replica
+      // taking over a dead daemon's stream resumes from its last committed checkpoint).
+      const state = await this.store.readSyncState(stream.name);
+      wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
+      result.mode = wantComplete ? 'complete' : 'incremental';
       let run = state.run;
       if (run && (run.mode === 'complete' || !wantComplete)) {
         result.resumed = true;
@@ -245,7 +271,7 @@ export class SyncEngine {
       result.mode = run.mode;
       // The checkpoint is first saved with the first page: a run that fails before any page leaves
       // nothing to resume.
-      await this.store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${run.reason}/${run.mode}` });
+      await this.fenced(stream.name, (store) => store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${run.reason}/${run.mode}` }));
       const memory: RunMemory = { positions: new Map() };
       await this.page(stream, run, result, memory, options);
       if (result.status === 'succeeded') {
@@ -257,6 +283,11 @@ export class SyncEngine {
       if (options.signal?.aborted) {
         result.status = 'interrupted';
         this.logger.info({ stream: stream.name }, 'run interrupted; its checkpoint stands and the next run resumes from it');
+      } else if (err instanceof LeaseLostError) {
+        // The stream's state is the new holder's now: nothing of this run is written.
+        result.status = 'failed';
+        result.error = err;
+        this.logger.warn({ stream: stream.name, fence: err.lease.fence }, err.message);
       } else {
         result.status = 'failed';
         result.error = err;
@@ -265,37 +296,58 @@ export class SyncEngine {
       }
     } finally {
       clearInterval(renewal);
-      await this.store.releaseRunLock(stream.name, this.owner);
+      this.running.delete(stream.name);
+      // A lease this run took is given back; one the process held before (a daemon's) stays held.
+      if (acquired.taken) {
+        await this.leases.release(acquired.lease).catch((error: unknown) => {
+          this.logger.warn({ stream: stream.name, err: { message: (error as Error).message } }, 'could not release the stream\'s lease; it lapses on its own');
+        });
+      }
     }
     return result;
   }
 
   /**
-   * Renews the stream's run lock every third of its lifetime while the run lasts, so it never lapses
+   * Runs `fn` in one transaction that first confirms the stream's lease (its fence still current,
+   * src/mirror/leases.ts `confirmLease`, renewing it): a run whose lease another process took over
+   * writes nothing.
+   * @throws LeaseLostError naming the stream when the fence is no longer current (rolled back)
+   */
+  private fenced<T>(stream: StreamName, fn: (store: MirrorStore) => Promise<T>): Promise<T> {
+    const lease = this.running.get(stream);
+    if (!lease) return Promise.reject(new Error(`${stream}: no lease held for this run`));
+    return this.store.transaction(async (store) => {
+      try {
+        await confirmLease(store.executor, lease, this.leases.seconds);
+      } catch (error) {
+        if (error instanceof LeaseLostError) {
+          throw new LeaseLostError(lease, `${stream}: another process took over this stream's lease (fence ${lease.fence} is no longer current); stopping without writing`);
+        }
+        throw error;
+      }
+      return fn(store);
+    });
+  }
+
+  /**
+   * Renews the stream's lease every third of its length while the run lasts, so it never lapses
    * while a page is in flight (a slow or trickled page, a long wait for a rate-budget slot): another
-   * process can take a lock over only when its holder stopped renewing it, i.e. died. A renewal
-   * that finds the lock taken over changes nothing; the next page's commit then stops the run.
+   * process can take it over only when its holder stopped renewing it (died, or hung past the
+   * lease). A renewal that finds the lease taken over changes nothing; the next page's commit then
+   * stops the run (its fence is no longer current).
    * @returns the timer, for `clearInterval`
    */
-  private keepLockWhileRunning(stream: StreamName): NodeJS.Timeout {
-    const everyMs = Math.max(10, Math.floor(this.lockTtlMs() / 3));
+  private keepLeaseWhileRunning(stream: StreamName, lease: HeldLease): NodeJS.Timeout {
+    const everyMs = Math.max(10, Math.floor((this.leases.seconds * SECOND_MS) / 3));
     const timer = setInterval(() => {
-      this.store.acquireRunLock(stream, this.owner, this.lockExpiry()).then(
-        (held) => {
-          if (!held) this.logger.warn({ stream }, 'another process took over this stream\'s run lock; this run stops at its next page');
-        },
-        (error: unknown) => {
-          // A busy or closed database: the next renewal, or the page's commit, tries again.
-          this.logger.warn({ stream, err: { message: (error as Error).message } }, 'could not renew the run lock');
-        },
-      );
+      this.leases.renew(lease).catch((error: unknown) => {
+        if (error instanceof LeaseLostError) this.logger.warn({ stream, fence: lease.fence }, 'another process took over this stream\'s lease; this run stops at its next page');
+        // A busy or closed database: the next renewal, or the page's commit, tries again.
+        else this.logger.warn({ stream, err: { message: (error as Error).message } }, 'could not renew the stream\'s lease');
+      });
     }, everyMs);
     timer.unref();
     return timer;
-  }
-
-  private lockTtlMs(): number {
-    return this.options.lockTtlMs ?? 5 * 60 * SECOND_MS;
   }
 
   /**
@@ -320,24 +372,6 @@ export class SyncEngine {
     }
     if (mode === 'complete') run.scanNumber = scanNumber + 1;
     return run;
-  }
-
-  /**
-   * Takes the stream's run lock. A lock held by a process of this host that no longer exists
-   * (killed mid-run) is taken over at once instead of waiting for it to expire.
-   */
-  private async acquireLock(stream: StreamName): Promise<boolean> {
-    if (await this.store.acquireRunLock(stream, this.owner, this.lockExpiry())) return true;
-    const holder = await this.store.runLockHolder(stream);
-    if (!holder) return this.store.acquireRunLock(stream, this.owner, this.lockExpiry());
-    const [host, pid] = [holder.owner.slice(0, holder.owner.lastIndexOf(':')), Number(holder.owner.slice(holder.owner.lastIndexOf(':') + 1))];
-    if (host !== hostname() || !Number.isInteger(pid) || processAlive(pid)) return false;
-    this.logger.info({ stream, previousOwner: holder.owner }, 'taking over the run lock of a process that died');
-    return this.store.takeOverRunLock(stream, holder.owner, this.owner, this.lockExpiry());
-  }
-
-  private lockExpiry(): string {
-    return new Date(Date.now() + this.lockTtlMs()).toISOString();
   }
 
   /** Fetches (and validates) the run's page at `offset`; `createdBefore` is read at each call (set after the first page). */
@@ -461,7 +495,7 @@ export class SyncEngine {
 
   private async markUnsupported(stream: RegisteredStream, result: RunResult): Promise<void> {
     result.status = 'unsupported';
-    await this.store.transaction(async (store) => {
+    await this.fenced(stream.name, async (store) => {
       await store.updateSyncState(stream.name, {
         supported: 0,
         last_error: `${stream.request.path} answered 404: the stream is unsupported by this server; records arrive from write responses only`,
@@ -632,24 +666,21 @@ export class SyncEngine {
   }
 
   /**
-   * Commits one page in one transaction (`store.transaction`): renews the run lock, runs
+   * Commits one page in one transaction (`fenced`): confirms and renews the stream's lease, runs
    * `beforeApply` (the record clock's measurement) on the transaction's store, applies the records
    * (mirror rows and their changelog rows), moves invalid items into quarantine and accepted ones
    * out of it, and saves the checkpoint; then hands the appended changes to `onChanges`. Counts them
    * in `result.changes` and `run.changes`.
    * @returns what `beforeApply` returned (undefined without one)
-   * @throws Error when another process took over the stream's run lock (ours expired while waiting):
-   *   that process now owns the checkpoint, so nothing is written
+   * @throws LeaseLostError when another process took over the stream's lease (ours expired while
+   *   waiting): that process now owns the checkpoint, so nothing is written
    */
   private async writePage<T>(stream: RegisteredStream, run: RunCheckpoint, page: Page<ApiRecord>, result: RunResult, beforeApply?: (store: MirrorStore) => Promise<T>): Promise<T | undefined> {
     let measured: T | undefined;
     const changesBefore = run.changes;
     let changes: AppendedChange[];
     try {
-      changes = await this.store.transaction(async (store) => {
-        if (!(await store.acquireRunLock(stream.name, this.owner, this.lockExpiry()))) {
-          throw new Error(`${stream.name}: another process took over this stream's run lock; stopping without writing`);
-        }
+      changes = await this.fenced(stream.name, async (store) => {
         measured = await beforeApply?.(store);
         const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
         const appended = await store.applyRecords(stream, page.items, { scanNumber });
@@ -678,7 +709,7 @@ export class SyncEngine {
    */
   private async finish(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, scan: ScanOutcome): Promise<void> {
     const complete = scan.outcome === 'complete';
-    const tombstones = await this.store.transaction(async (store) => {
+    const tombstones = await this.fenced(stream.name, async (store) => {
       const appended = complete && run.mode === 'complete' && run.scanNumber !== undefined ? await store.recordMisses(stream, run.scanNumber, run.startedAt) : [];
       const now = new Date().toISOString();
       await store.updateSyncState(stream.name, {

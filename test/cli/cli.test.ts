@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
 import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { BIN, expectMirrorEqualsGroundTruth, listRequests, runCli, simulator, tempDir, type TempDir } from '../helpers.ts';
+import { BIN, expectMirrorEqualsGroundTruth, listRequests, runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
 
 
 let sim: RunningSimulator | undefined;
@@ -71,6 +71,8 @@ describe('command line', { timeout: 120_000 }, () => {
       BIZOPS_DB: dir.file('mirror.db'),
       BIZOPS_RATE_LIMIT_PER_MIN: '10',
       BIZOPS_RATE_WINDOW_MS: '500',
+      // The killed run's stream lease lapses after 1 s (docs/sync.md "Resumable"): until then the stream is busy.
+      BIZOPS_LEASE_SECONDS: '1',
     });
     const child = spawn(process.execPath, [BIN, 'backfill', '--stream', 'transactions', '--no-progress'], { env, stdio: 'ignore' });
     await new Promise<void>((resolve) => {
@@ -84,7 +86,10 @@ describe('command line', { timeout: 120_000 }, () => {
     });
     await new Promise((resolve) => child.on('exit', resolve));
     // The kill landed mid-backfill: the second run says it resumed (a finished first run would not leave a checkpoint).
-    const second = await runCli(['backfill', '--stream', 'transactions', '--no-progress'], env);
+    const second = await waitFor(async () => {
+      const attempt = await runCli(['backfill', '--stream', 'transactions', '--no-progress'], env);
+      return attempt.stdout.includes('transactions: busy') ? undefined : attempt;
+    }, 'the killed run\'s lease to lapse', 60_000);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/transactions: succeeded \(backfill, complete scan, resumed\)/);
     const db = openMirror(dir.file('mirror.db'));

@@ -109,7 +109,7 @@ describe('the mirror schema on PostgreSQL', () => {
     const connection = await openPostgresConnection(url);
     opened.push(connection);
     expect(await migratePostgres(connection, MIGRATIONS.slice(0, 3))).toEqual([1, 2, 3]);
-    expect(await migratePostgres(connection)).toEqual([4, 5, 6]);
+    expect(await migratePostgres(connection)).toEqual(MIGRATIONS.slice(3).map((migration) => migration.version));
     await connection.run("INSERT INTO schema_version (version, name, applied_at) VALUES (99, 'from the future', 'now')");
     const { location } = parsePostgresLocation(url);
     await expect(openMirrorConnection(url)).rejects.toThrow(`the mirror database ${location} is at schema version 99, newer than this bizops-sync (${POSTGRES_SCHEMA_VERSION}); upgrade bizops-sync`);

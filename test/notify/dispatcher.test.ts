@@ -6,6 +6,7 @@ import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
 import { enableWebhookEndpoint, replayFailedWebhooks, replayWebhooks } from '../../src/notify/webhooks/admin.ts';
 import { listFailedDeliveries } from '../../src/notify/webhooks/failed-deliveries.ts';
 import { DaemonMetrics } from '../../src/daemon/metrics.ts';
+import { confirmLease, Leases, WEBHOOKS_LEASE } from '../../src/mirror/leases.ts';
 import { capturingLogger, insertChanges, newSecret, receiverFixture, seqOf, sleep, tempMirror, type Receiver, type TempMirror } from './helpers.ts';
 import { waitFor } from '../helpers.ts';
 
@@ -339,5 +340,29 @@ describe('WebhookDispatcher', () => {
     expect(() => new WebhookDispatcher({ connection: mirror.connection, endpoints: [{ ...base, events: ['deal*'] }] })).toThrow(/webhooks\.crm\.events\[0\]/);
     expect(() => new WebhookDispatcher({ connection: mirror.connection, endpoints: [base], scheduleMs: [] })).toThrow(/^scheduleMs/);
     expect(() => new WebhookDispatcher({ connection: mirror.connection, endpoints: [base], pollMs: 0 })).toThrow(/^pollMs/);
+  });
+});
+
+describe('WebhookDispatcher under the webhooks lease (fence)', () => {
+  it('a dispatcher whose lease was taken over moves no cursor again: the event in flight may arrive once more, and its loop ends', async () => {
+    const { logger, lines } = capturingLogger();
+    const leases = new Leases(mirror.connection, 3600);
+    const lease = (await leases.acquire(WEBHOOKS_LEASE, 'host-a:1:aa'))!.lease;
+    const target = await receiver();
+    const running = dispatcher({ endpoints: [endpoint('crm', target)], logger, fence: (tx) => confirmLease(tx, lease, 3600) });
+    await running.start();
+    const events = await insertChanges(mirror.connection, 5);
+    // While the 2nd event is in flight, another process takes the lease over (ours had expired).
+    target.handler = async (request) => {
+      if (request.index !== 1) return;
+      await mirror.connection.run("UPDATE leases SET expires_at = '2000-01-01T00:00:00.000Z' WHERE name = ?", [WEBHOOKS_LEASE]);
+      await leases.acquire(WEBHOOKS_LEASE, 'host-b:2:bb');
+    };
+    running.notify();
+    await waitFor(() => lines.some((line) => line.includes('webhook delivery stops: another process took over the webhooks lease')), 'the loop to end');
+    // Delivered: events 1 and 2; the cursor moved past event 1 only (the 2nd's move was refused).
+    expect(target.ids).toEqual([events[0]!.eventId, events[1]!.eventId]);
+    expect((await loadEndpoint(mirror.connection, 'crm'))?.deliveredSeq).toBe(events[0]!.seq);
+    expect(await leases.state(WEBHOOKS_LEASE)).toMatchObject({ holder: 'host-b:2:bb', fence: 2 });
   });
 });

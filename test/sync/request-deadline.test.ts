@@ -1,10 +1,11 @@
 /**
  * A whole-request deadline (issue 7 point 5): a body trickled in small chunks, each pause shorter
  * than undici's between-chunk timeouts, is cut off at `api.requestDeadlineSeconds` and retried like
- * any timeout; and the run lock never lapses while a page is in flight.
+ * any timeout; and the stream lease never lapses while a page is in flight.
  */
 import { describe, expect, it } from 'vitest';
 import { RequestDeadlineError } from '../../src/client/errors.ts';
+import { Leases } from '../../src/mirror/leases.ts';
 import { SyncEngine } from '../../src/sync/engine.ts';
 import { capturingLogger, listRequests, syncFixtures, waitFor } from '../helpers.ts';
 
@@ -38,21 +39,24 @@ describe('the whole-request deadline', () => {
     expect((await context.store.readSyncState('deals')).lastError).toMatch(/DEADLINE/);
   });
 
-  it('the run lock is renewed while a page is in flight: another process stays busy past the lock lifetime', async () => {
+  it('the stream lease is renewed while a page is in flight: another process stays busy past the lease length', async () => {
     const { sim, context } = await fixtures.start({ size: { deals: 30 } });
-    const lockTtlMs = 300;
-    // A process on another host, whose lock lasts 300 ms unless renewed.
-    const slow = new SyncEngine({ client: context.client, store: context.store, owner: 'other-host.example:4242', lockTtlMs });
+    const leaseSeconds = 0.3;
+    const leases = new Leases(context.store.executor);
+    // Another process, whose lease lasts 300 ms unless renewed.
+    const slow = new SyncEngine({ client: context.client, store: context.store, leaseHolder: 'other-host.example:4242:abcd', leaseSeconds });
     sim.faults.inject({ kind: 'latency', ms: 4000, match: { path: '/deals' } });
     const running = slow.run('deals', 'backfill');
     await waitFor(() => listRequests(sim, '/deals').length === 1, 'the slow page to be in flight');
-    const firstExpiry = Date.parse((await context.store.runLockHolder('deals'))!.expiresAt);
-    // Past the time the first lock would have lapsed without renewal, with the page still in flight.
-    await waitFor(() => Date.now() > firstExpiry + lockTtlMs, 'the unrenewed lock to have lapsed');
+    // SQLite: the database's clock is this host's.
+    const firstExpiry = Date.parse((await leases.state('stream:deals'))!.expiresAt!);
+    // Past the time the first lease would have lapsed without renewal, with the page still in flight.
+    await waitFor(() => Date.now() > firstExpiry + leaseSeconds * 1000, 'the unrenewed lease to have lapsed');
     expect(sim.requests.filter((r) => r.path.endsWith('/deals') && r.status === 0)).toHaveLength(1);
-    expect((await context.store.runLockHolder('deals'))!.owner).toBe('other-host.example:4242');
+    expect(await leases.state('stream:deals')).toMatchObject({ holder: 'other-host.example:4242:abcd', fence: 1, free: false });
     expect((await context.engine.run('deals', 'sync')).status).toBe('busy');
     expect(await running).toMatchObject({ status: 'succeeded', records: 30 });
-    expect(await context.store.runLockHolder('deals')).toBeUndefined();
+    // Released at the end of the run, its fence kept.
+    expect(await leases.state('stream:deals')).toMatchObject({ holder: null, fence: 1, free: true });
   });
 });

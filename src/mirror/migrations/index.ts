@@ -12,12 +12,14 @@ import { sql as writes } from './003_writes.ts';
 import { sql as scanOutcome } from './004_scan_outcome.ts';
 import { sql as pageTrust } from './005_page_trust.ts';
 import { sql as webhookFailures } from './006_webhook_failures.ts';
+import { sql as leases } from './007_leases.ts';
 import { sql as mirrorOnPostgres } from './postgres/001_mirror.ts';
 import { sql as webhooksOnPostgres } from './postgres/002_webhooks.ts';
 import { sql as writesOnPostgres } from './postgres/003_writes.ts';
 import { sql as scanOutcomeOnPostgres } from './postgres/004_scan_outcome.ts';
 import { sql as pageTrustOnPostgres } from './postgres/005_page_trust.ts';
 import { sql as webhookFailuresOnPostgres } from './postgres/006_webhook_failures.ts';
+import { sql as leasesOnPostgres } from './postgres/007_leases.ts';
 
 export interface Migration {
   version: number;
@@ -35,4 +37,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: 'scan-outcome', sql: scanOutcome, postgres: scanOutcomeOnPostgres },
   { version: 5, name: 'page trust: rejected records, record clock', sql: pageTrust, postgres: pageTrustOnPostgres },
   { version: 6, name: 'webhook failures', sql: webhookFailures, postgres: webhookFailuresOnPostgres },
+  { version: 7, name: 'leases', sql: leases, postgres: leasesOnPostgres },
 ];

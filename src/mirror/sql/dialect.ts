@@ -35,3 +35,23 @@ export function jsonPath(dialect: SqlDialect, fields: readonly string[]): string
   }
   return dialect === 'sqlite' ? `$.${fields.join('.')}` : `{${fields.join(',')}}`;
 }
+
+/**
+ * The database's clock now, as ISO 8601 text in UTC with milliseconds (`2026-11-23T21:30:00.123Z`):
+ * SQLite's `strftime(... 'now')` (this host's clock; one SQLite file has one host), PostgreSQL's
+ * `clock_timestamp()` (the server's clock, whichever host asks). No parameter. Leases judge expiry
+ * by it (src/mirror/leases.ts), so that two hosts' clocks never decide who holds what.
+ */
+export function databaseNow(dialect: SqlDialect): string {
+  return dialect === 'sqlite' ? "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')" : `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+}
+
+/**
+ * The database's clock plus a number of seconds bound to its one `?` (a number, fractions allowed),
+ * in the format of `databaseNow`.
+ */
+export function databaseNowPlusSeconds(dialect: SqlDialect): string {
+  return dialect === 'sqlite'
+    ? "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('%+.3f seconds', ?))"
+    : `to_char((clock_timestamp() + make_interval(secs => ?::double precision)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+}

@@ -27,12 +27,16 @@
  * are picked up too. All state lives in the
  * mirror (read and written through a `SqlExecutor`, src/mirror/sql/executor.ts): the loops re-read
  * it every round, so a `webhooks replay` run from the CLI takes effect in the running daemon. Run
- * one dispatcher per mirror: two would both deliver (still at-least-once, but duplicated).
+ * one dispatcher per mirror: two would both deliver (still at-least-once, but duplicated). The
+ * daemon runs one only while it holds the mirror's `webhooks` lease (src/mirror/leases.ts) and gives
+ * it the lease's `fence`: every cursor move then confirms the fence in its own transaction, so a
+ * dispatcher that lost the lease (paused past it) stops before it moves a cursor again.
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
 import { DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, type WebhookEndpointConfig } from '../../config/schema.ts';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
+import { LeaseLostError } from '../../mirror/leases.ts';
 import type { Listening, SqlExecutor } from '../../mirror/sql/executor.ts';
 import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
 import { listenForChanges, readChanges } from '../changelog.ts';
@@ -78,6 +82,13 @@ export interface WebhookDispatcherOptions {
   maxAttempts?: number;
   /** The clock of retry times, failure streaks and disabling (tests move it forward). Default: the system clock. */
   now?: () => Date;
+  /**
+   * Run first inside the transaction of every write the dispatcher makes (cursor moves, failures,
+   * disabling, registering), with that transaction's executor: throws `LeaseLostError` when this
+   * dispatcher may no longer write (the daemon's `confirmLease` of the `webhooks` lease). The write
+   * rolls back and every loop ends. Default: none (one dispatcher per mirror is the caller's care).
+   */
+  fence?: (tx: SqlExecutor) => Promise<void>;
 }
 
 /** One delivery attempt, for metrics. */
@@ -155,6 +166,7 @@ export class WebhookDispatcher {
   readonly #onAttempt: ((attempt: WebhookAttemptRecord) => void) | undefined;
   readonly #maxAttempts: number;
   readonly #now: () => Date;
+  readonly #fence: ((tx: SqlExecutor) => Promise<void>) | undefined;
   readonly #endpoints: EndpointRuntime[];
   /** Aborted by stop(): ends the loops' waits. */
   readonly #stopRequested = new AbortController();
@@ -189,6 +201,7 @@ export class WebhookDispatcher {
     this.#onAttempt = options.onAttempt;
     this.#maxAttempts = positive(options.maxAttempts ?? this.#retrySchedule.scheduleMs.length, 'maxAttempts');
     this.#now = options.now ?? (() => new Date());
+    this.#fence = options.fence;
     const names = new Set<string>();
     this.#endpoints = options.endpoints.map((endpoint) => {
       if (names.has(endpoint.name)) throw new Error(`webhooks: endpoint name "${endpoint.name}" appears twice; names must be unique`);
@@ -218,7 +231,7 @@ export class WebhookDispatcher {
     this.#state = 'starting';
     try {
       for (const endpoint of this.#endpoints) {
-        const { state, created, urlChanged } = await registerEndpoint(this.#connection, endpoint.name, endpoint.url);
+        const { state, created, urlChanged } = await this.#write((executor) => registerEndpoint(executor, endpoint.name, endpoint.url));
         if (created) this.#logger.info({ endpoint: endpoint.name, deliveredSeq: state.deliveredSeq }, 'webhook endpoint registered: it receives changes after this seq (use webhooks replay for history)');
         if (urlChanged) this.#logger.info({ endpoint: endpoint.name, url: safeUrl(endpoint.url) }, 'webhook endpoint URL changed: backoff and 410 disablement cleared');
       }
@@ -303,6 +316,10 @@ export class WebhookDispatcher {
         waitMs = await this.#deliverPending(endpoint);
         consecutiveErrors = 0;
       } catch (error) {
+        if (error instanceof LeaseLostError) {
+          this.#logger.warn({ endpoint: endpoint.name, fence: error.lease.fence }, 'webhook delivery stops: another process took over the webhooks lease');
+          return;
+        }
         if (connectionClosed(this.#connection)) {
           this.#logger.error({ endpoint: endpoint.name }, 'webhook delivery loop ended: the database connection is closed');
           return;
@@ -324,7 +341,7 @@ export class WebhookDispatcher {
   async #deliverPending(endpoint: EndpointRuntime): Promise<number> {
     const connection = this.#connection;
     let state = await loadEndpoint(connection, endpoint.name);
-    if (!state) state = (await registerEndpoint(connection, endpoint.name, endpoint.url)).state; // row removed behind our back
+    if (!state) state = (await this.#write((executor) => registerEndpoint(executor, endpoint.name, endpoint.url))).state; // row removed behind our back
     if (state.disabledAt !== null) return this.#pollMs; // wait for `webhooks enable` or a replay
     if (state.nextAttemptAt !== null) {
       const dueInMs = Date.parse(state.nextAttemptAt) - this.#now().getTime();
@@ -353,7 +370,7 @@ export class WebhookDispatcher {
         this.#report({ endpoint: endpoint.name, seq: event.seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
       }
       if (outcome.ok) {
-        if (!(await recordDelivered(connection, endpoint.name, cursor, event.seq, outcome.status))) return 0; // cursor moved by a replay: re-read
+        if (!(await this.#write((executor) => recordDelivered(executor, endpoint.name, cursor, event.seq, outcome.status)))) return 0; // cursor moved by a replay: re-read
         endpoint.deliveries += 1;
         cursor = event.seq;
         skippedTo = null;
@@ -363,7 +380,8 @@ export class WebhookDispatcher {
       if (outcome.aborted) return 0; // stopping: not the receiver's failure, nothing recorded
       endpoint.failures += 1;
       if (skippedTo !== null) {
-        if (!(await recordSkipped(connection, endpoint.name, cursor, skippedTo))) return 0;
+        const to = skippedTo;
+        if (!(await this.#write((executor) => recordSkipped(executor, endpoint.name, cursor, to)))) return 0;
         cursor = skippedTo;
       }
       if (outcome.gone) {
@@ -373,7 +391,7 @@ export class WebhookDispatcher {
       const now = this.#now();
       const giveUp = failures + 1 >= this.#maxAttempts;
       const retryInMs = giveUp ? 0 : nextRetryDelayMs(failures + 1, outcome.retryAfterMs, this.#retrySchedule);
-      const streak = await recordFailure(connection, endpoint.name, cursor, { status: outcome.status, error: outcome.error, retryInMs }, now);
+      const streak = await this.#write((executor) => recordFailure(executor, endpoint.name, cursor, { status: outcome.status, error: outcome.error, retryInMs }, now));
       if (streak === null) return 0;
       const failingForMs = now.getTime() - Date.parse(streak.failingSince);
       if (failingForMs >= endpoint.disableAfterMs) {
@@ -388,12 +406,14 @@ export class WebhookDispatcher {
         );
         return Math.min(retryInMs, this.#pollMs);
       }
-      const given = await giveUpEvent(
-        connection,
-        endpoint.name,
+      const given = await this.#write((executor) =>
+        giveUpEvent(
+          executor,
+          endpoint.name,
         cursor,
-        { seq: event.seq, eventId: event.eventId, type: event.type, attempts: streak.attempts, lastStatus: outcome.status, lastError: outcome.error },
-        now,
+          { seq: event.seq, eventId: event.eventId, type: event.type, attempts: streak.attempts, lastStatus: outcome.status, lastError: outcome.error },
+          now,
+        ),
       );
       if (!given) return 0;
       this.#logger.error(
@@ -404,13 +424,30 @@ export class WebhookDispatcher {
       skippedTo = null;
       failures = 0;
     }
-    if (skippedTo !== null) await recordSkipped(connection, endpoint.name, cursor, skippedTo);
+    if (skippedTo !== null) {
+      const to = skippedTo;
+      await this.#write((executor) => recordSkipped(executor, endpoint.name, cursor, to));
+    }
     return 0;
+  }
+
+  /**
+   * Runs one write of the dispatcher (an endpoint-store function) on its connection; with a `fence`,
+   * in one transaction that runs the fence first.
+   * @throws LeaseLostError from the fence (the write rolled back)
+   */
+  #write<T>(write: (executor: SqlExecutor) => Promise<T>): Promise<T> {
+    const fence = this.#fence;
+    if (!fence) return write(this.#connection);
+    return this.#connection.transaction(async (tx) => {
+      await fence(tx);
+      return write(tx);
+    });
   }
 
   /** Disables the endpoint (appending the `webhook.endpoint_disabled` change) and wakes the others so they deliver it. */
   async #disable(endpoint: EndpointRuntime, cursor: number, disablement: Disablement, seq: number): Promise<void> {
-    const changeSeq = await disableEndpoint(this.#connection, endpoint.name, cursor, disablement, this.#now());
+    const changeSeq = await this.#write((executor) => disableEndpoint(executor, endpoint.name, cursor, disablement, this.#now()));
     if (changeSeq === null) return;
     this.#logger.warn(
       { endpoint: endpoint.name, url: safeUrl(endpoint.url), seq, kind: disablement.kind, reason: disablement.reason, changeSeq },

@@ -1,0 +1,144 @@
+/**
+ * The daemon's leases (docs/operations.md "Running two daemons (replicas)"): for one connection's
+ * mirror, the daemon competes for `stream:<stream>` of each stream it runs and for `webhooks` when
+ * endpoints are configured (src/mirror/leases.ts). Every third of the lease length, one round:
+ *
+ *   held     -> renew (fence kept); a renewal that finds the lease taken over drops it (`onLost`)
+ *   not held -> acquire when free or expired (fence + 1: `onAcquired`)
+ *
+ * So a daemon that holds nothing takes a dead peer's leases at most a lease length plus a third of
+ * it after the peer's last renewal, and a live holder never lets its leases lapse. `stop()` releases
+ * every lease held, so a peer takes them over at its next round instead of waiting for expiry.
+ */
+import { silentLogger, type Logger } from '../logging/logger.ts';
+import { LeaseLostError, type HeldLease, type Leases } from '../mirror/leases.ts';
+
+/** Construction options of a LeaseKeeper. */
+export interface LeaseKeeperOptions {
+  /** The mirror's leases and their length. */
+  leases: Leases;
+  /** This process's holder name (the sync engine's `leaseHolder`, so its runs renew the same leases). */
+  holder: string;
+  /** The leases to compete for. */
+  names: readonly string[];
+  logger?: Logger;
+  /** Called when a lease was taken (after a round's acquire). Must not throw. */
+  onAcquired?: (lease: HeldLease) => void;
+  /** Called when a held lease was found taken over, or released by `stop()`. Must not throw. */
+  onLost?: (name: string) => void;
+}
+
+/** Holds and renews a set of leases; see the module comment. Start once, stop once. */
+export class LeaseKeeper {
+  readonly #options: LeaseKeeperOptions;
+  readonly #logger: Logger;
+  readonly #held = new Map<string, HeldLease>();
+  #timer: NodeJS.Timeout | undefined;
+  #round: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(options: LeaseKeeperOptions) {
+    this.#options = options;
+    this.#logger = (options.logger ?? silentLogger).child({ component: 'leases' });
+  }
+
+  /** Milliseconds between rounds: a third of the lease. */
+  get intervalMs(): number {
+    return Math.max(10, Math.floor((this.#options.leases.seconds * 1000) / 3));
+  }
+
+  /** Runs the first round (taking every free lease) and schedules the next ones. */
+  async start(): Promise<void> {
+    await this.#runRound();
+    this.#schedule();
+  }
+
+  /** True when this daemon holds lease `name` (as of its last round). */
+  holds(name: string): boolean {
+    return this.#held.has(name);
+  }
+
+  /** The lease `name` as held, or undefined. */
+  lease(name: string): HeldLease | undefined {
+    return this.#held.get(name);
+  }
+
+  /** The names of the leases held, sorted. */
+  held(): string[] {
+    return [...this.#held.keys()].sort();
+  }
+
+  /** Every lease this keeper competes for. */
+  get names(): readonly string[] {
+    return this.#options.names;
+  }
+
+  /** Stops the rounds and releases every lease held (`onLost` for each). Safe to call twice. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#round;
+    for (const [name, lease] of [...this.#held]) {
+      this.#held.delete(name);
+      this.#notify(() => this.#options.onLost?.(name));
+      try {
+        await this.#options.leases.release(lease);
+      } catch (error) {
+        this.#logger.warn({ lease: name, err: { message: (error as Error).message } }, 'could not release a lease; it lapses on its own');
+      }
+    }
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      void this.#runRound().finally(() => this.#schedule());
+    }, this.intervalMs);
+    this.#timer.unref();
+  }
+
+  #runRound(): Promise<void> {
+    this.#round = this.#roundOnce();
+    return this.#round;
+  }
+
+  async #roundOnce(): Promise<void> {
+    const { leases, holder } = this.#options;
+    for (const name of this.#options.names) {
+      if (this.#stopped) return;
+      const held = this.#held.get(name);
+      try {
+        if (held) {
+          await leases.renew(held);
+          continue;
+        }
+        const acquired = await leases.acquire(name, holder);
+        if (!acquired || this.#stopped) continue;
+        this.#held.set(name, acquired.lease);
+        this.#logger.info(
+          { lease: name, fence: acquired.lease.fence, ...(acquired.previousHolder ? { previousHolder: acquired.previousHolder } : {}) },
+          acquired.previousHolder ? 'lease taken over: its holder stopped renewing it' : 'lease acquired',
+        );
+        this.#notify(() => this.#options.onAcquired?.(acquired.lease));
+      } catch (error) {
+        if (error instanceof LeaseLostError) {
+          this.#held.delete(name);
+          this.#logger.warn({ lease: name, fence: held?.fence }, 'lease lost: another process took it over');
+          this.#notify(() => this.#options.onLost?.(name));
+        } else {
+          // The database is busy or away: the next round tries again; fences keep writes safe meanwhile.
+          this.#logger.warn({ lease: name, err: { message: (error as Error).message } }, 'could not renew or acquire a lease');
+        }
+      }
+    }
+  }
+
+  #notify(callback: () => void): void {
+    try {
+      callback();
+    } catch (error) {
+      this.#logger.error({ err: error }, 'a lease callback threw');
+    }
+  }
+}

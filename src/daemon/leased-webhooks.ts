@@ -1,0 +1,108 @@
+/**
+ * Webhook delivery while this daemon holds the mirror's `webhooks` lease (docs/operations.md
+ * "Running two daemons (replicas)"): the lease keeper calls `begin` when it takes the lease and
+ * `end` when it loses it; `begin` starts a new dispatcher whose every cursor move confirms the
+ * lease's fence (src/notify/webhooks/dispatcher.ts `fence`), `end` stops it. A dispatcher cannot be
+ * started twice, so each hold gets a fresh one. Between holds, `stats()` reads the mirror through a
+ * dispatcher that is never started (the endpoints' cursors and lags are the replica's then).
+ */
+import { silentLogger, type Logger } from '../logging/logger.ts';
+import type { HeldLease } from '../mirror/leases.ts';
+import type { SqlExecutor } from '../mirror/sql/executor.ts';
+import type { WebhookDispatcher } from '../notify/index.ts';
+import type { WebhookEndpointStats } from '../notify/webhooks/dispatcher.ts';
+
+/** Construction options of LeasedWebhookDelivery. */
+export interface LeasedWebhookDeliveryOptions {
+  /** A new, not started dispatcher; `fence` is its `WebhookDispatcherOptions.fence` (none for the stand-by one). */
+  create(fence?: (tx: SqlExecutor) => Promise<void>): Promise<WebhookDispatcher>;
+  /** Confirms `lease` inside a transaction (src/mirror/leases.ts `confirmLease` with the lease length). */
+  confirm(tx: SqlExecutor, lease: HeldLease): Promise<void>;
+  logger?: Logger;
+}
+
+/** One connection's webhook delivery under its lease; see the module comment. */
+export class LeasedWebhookDelivery {
+  readonly #options: LeasedWebhookDeliveryOptions;
+  readonly #logger: Logger;
+  #current: WebhookDispatcher | null = null;
+  /** The lease of the latest `begin`, until `end`. */
+  #holding: HeldLease | null = null;
+  #standby: Promise<WebhookDispatcher> | undefined;
+  /** Begins and ends run one after another, in the order called. */
+  #queue: Promise<void> = Promise.resolve();
+
+  constructor(options: LeasedWebhookDeliveryOptions) {
+    this.#options = options;
+    this.#logger = (options.logger ?? silentLogger).child({ component: 'webhooks' });
+  }
+
+  /** True while a dispatcher delivers (this daemon holds the `webhooks` lease). */
+  get delivering(): boolean {
+    return this.#current !== null;
+  }
+
+  /**
+   * Starts delivering under `lease` (after any earlier `end`). A start that fails (the database
+   * busy or away) is logged and tried again after `retryMs` (default 1000) until it starts or `end`
+   * is called.
+   */
+  begin(lease: HeldLease, retryMs = 1000): Promise<void> {
+    this.#holding = lease;
+    return this.#enqueue(async () => {
+      if (this.#holding !== lease) return; // ended (or taken again) meanwhile
+      await this.#stopCurrent();
+      const dispatcher = await this.#options.create((tx) => this.#options.confirm(tx, lease));
+      try {
+        await dispatcher.start();
+      } catch (error) {
+        await dispatcher.stop();
+        setTimeout(() => {
+          if (this.#holding === lease && this.#current === null) void this.begin(lease, retryMs);
+        }, retryMs).unref();
+        throw error;
+      }
+      this.#current = dispatcher;
+      this.#logger.info({ fence: lease.fence }, 'webhook delivery started: this daemon holds the webhooks lease');
+    });
+  }
+
+  /** Stops delivering (the lease was lost or released). */
+  end(): Promise<void> {
+    this.#holding = null;
+    return this.#enqueue(() => this.#stopCurrent());
+  }
+
+  /** Resolves when every `begin` and `end` called so far is done (the endpoints registered, the loops started or stopped). */
+  settled(): Promise<void> {
+    return this.#queue;
+  }
+
+  /** Wakes the delivering dispatcher, if any. Never throws. */
+  notify(): void {
+    this.#current?.notify();
+  }
+
+  /** Per-endpoint figures, from the delivering dispatcher or, standing by, from the mirror. */
+  async stats(): Promise<WebhookEndpointStats[]> {
+    const current = this.#current;
+    if (current) return current.stats();
+    this.#standby ??= this.#options.create();
+    return (await this.#standby).stats();
+  }
+
+  async #stopCurrent(): Promise<void> {
+    const current = this.#current;
+    this.#current = null;
+    if (!current) return;
+    await current.stop();
+    this.#logger.info('webhook delivery stopped: the webhooks lease is not held');
+  }
+
+  #enqueue(step: () => Promise<void>): Promise<void> {
+    this.#queue = this.#queue.then(step).catch((error: unknown) => {
+      this.#logger.error({ err: error }, 'starting or stopping webhook delivery failed');
+    });
+    return this.#queue;
+  }
+}

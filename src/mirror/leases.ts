@@ -1,0 +1,197 @@
+/**
+ * Leases with fencing tokens in the mirror (`leases` table, migration 7): what lets two daemons (or
+ * a daemon and `bizops-sync sync`) share one mirror while each stream, and the webhook delivery, is
+ * run by one process at a time (docs/operations.md "Running two daemons (replicas)").
+ *
+ * - A lease is named (`stream:<stream>`, `webhooks`), held by one `holder` (a process: `leaseHolder`)
+ *   until `expires_at`, and carries a `fence`: a number that grows by one every time the lease
+ *   changes hands and never goes back.
+ * - `acquire` takes a lease that is free (released, or never taken) or expired, bumping its fence;
+ *   a lease its holder already holds is renewed instead, keeping its fence (re-entrant per holder).
+ * - `renew` (a timer, every third of the lease) and every fenced write (`confirmLease`, inside the
+ *   write's own transaction) update the row `WHERE name = ? AND holder = ? AND fence = ?`: no row
+ *   means someone took the lease over, and `LeaseLostError` rolls the write back. A holder whose
+ *   lease expired but which nobody took yet still matches its fence, so it may go on: the fence,
+ *   not the clock, decides. On PostgreSQL the fenced UPDATE locks the row until the write commits,
+ *   so a takeover waits for that commit (and then sees the renewed expiry: no takeover); on SQLite
+ *   the write holds the file's lock.
+ * - Expiry is judged by ONE clock, the database's (src/mirror/sql/dialect.ts `databaseNow`): the
+ *   server's on PostgreSQL, this host's on SQLite. Two hosts' clocks never decide.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { databaseNow, databaseNowPlusSeconds } from './sql/dialect.ts';
+import type { SqlExecutor } from './sql/executor.ts';
+
+/** The default lease length, seconds (config `sync.leaseSeconds`). */
+export const DEFAULT_LEASE_SECONDS = 30;
+
+/** This process's holder name: `<host>:<pid>:<8 hex>`; the random part keeps a reused pid from passing as its predecessor. */
+export const PROCESS_LEASE_HOLDER = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+
+/** A lease held: its name, holder and the fence it was taken with. */
+export interface HeldLease {
+  readonly name: string;
+  readonly holder: string;
+  readonly fence: number;
+}
+
+/** One row of `leases`, decoded (times ISO 8601 by the database's clock). */
+export interface LeaseState {
+  name: string;
+  /** Null when released. */
+  holder: string | null;
+  fence: number;
+  expiresAt: string | null;
+  acquiredAt: string | null;
+  renewedAt: string | null;
+  /** True when `expiresAt` is past by the database's clock (or the lease is released): another holder may take it. */
+  free: boolean;
+}
+
+/** What `acquire` did. */
+export interface Acquired {
+  lease: HeldLease;
+  /** True when the lease changed hands (fence bumped); false when `holder` held it already and renewed it. */
+  taken: boolean;
+  /** On a takeover of an expired lease: who held it before (for the log). */
+  previousHolder?: string;
+}
+
+/**
+ * The lease `lease` names is no longer held with its fence: another holder took it over (or it was
+ * released). A write checked with `confirmLease` is rolled back; the work stops.
+ */
+export class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+  readonly lease: HeldLease;
+
+  constructor(lease: HeldLease, message = `lease ${lease.name}: lost (fence ${lease.fence} is no longer current: another process took it over)`) {
+    super(message);
+    this.lease = lease;
+  }
+}
+
+interface LeaseRow {
+  name: string;
+  holder: string | null;
+  fence: number;
+  expires_at: string | null;
+  acquired_at: string | null;
+  renewed_at: string | null;
+  free: number;
+}
+
+/**
+ * Checks, inside the caller's transaction (`executor` bound to it), that `lease` still holds its
+ * fence, and renews it for `seconds`. Call it first in every transaction that writes under the lease:
+ * on PostgreSQL the row stays locked until the commit, so no takeover slips in between.
+ * @throws LeaseLostError when another holder took the lease (the caller's transaction rolls back)
+ */
+export async function confirmLease(executor: SqlExecutor, lease: HeldLease, seconds: number): Promise<void> {
+  const dialect = executor.dialect;
+  const result = await executor.run(
+    `UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? AND fence = ?`,
+    [seconds, lease.name, lease.holder, lease.fence],
+  );
+  if (result.changes !== 1) throw new LeaseLostError(lease);
+}
+
+/** The leases of one mirror, through `executor`, each `seconds` long. */
+export class Leases {
+  readonly executor: SqlExecutor;
+  readonly seconds: number;
+
+  /** @throws RangeError when `seconds` is not a positive number */
+  constructor(executor: SqlExecutor, seconds: number = DEFAULT_LEASE_SECONDS) {
+    if (!(Number.isFinite(seconds) && seconds > 0)) throw new RangeError(`leaseSeconds must be a positive number, got ${String(seconds)}`);
+    this.executor = executor;
+    this.seconds = seconds;
+  }
+
+  /**
+   * Takes lease `name` for `holder`: renews it when `holder` holds it already (same fence), else
+   * takes it when it is free or expired by the database's clock (fence + 1).
+   * @returns the lease held, or undefined when another holder's lease has not expired
+   */
+  async acquire(name: string, holder: string): Promise<Acquired | undefined> {
+    const dialect = this.executor.dialect;
+    const renewed = await this.executor.get<{ fence: number }>(
+      `UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? RETURNING fence`,
+      [this.seconds, name, holder],
+    );
+    if (renewed) return { lease: { name, holder, fence: Number(renewed.fence) }, taken: false };
+    const before = await this.state(name);
+    const taken = await this.executor.get<{ fence: number }>(
+      `INSERT INTO leases (name, holder, fence, expires_at, acquired_at, renewed_at)
+       VALUES (?, ?, 1, ${databaseNowPlusSeconds(dialect)}, ${databaseNow(dialect)}, ${databaseNow(dialect)})
+       ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, fence = leases.fence + 1, expires_at = excluded.expires_at,
+         acquired_at = excluded.acquired_at, renewed_at = excluded.renewed_at
+       WHERE leases.holder IS NULL OR leases.expires_at IS NULL OR leases.expires_at < ${databaseNow(dialect)}
+       RETURNING fence`,
+      [name, holder, this.seconds],
+    );
+    if (!taken) return undefined;
+    const previousHolder = before?.holder ?? undefined;
+    return { lease: { name, holder, fence: Number(taken.fence) }, taken: true, ...(previousHolder !== undefined && previousHolder !== holder ? { previousHolder } : {}) };
+  }
+
+  /**
+   * Extends `lease` by the lease length, keeping its fence.
+   * @throws LeaseLostError when another holder took it over (or it was released)
+   */
+  renew(lease: HeldLease): Promise<void> {
+    return confirmLease(this.executor, lease, this.seconds);
+  }
+
+  /**
+   * Gives `lease` up (holder and expiry cleared, the fence kept) so that another holder may take it
+   * at once. Nothing happens when it was taken over already.
+   * @returns true when it was released
+   */
+  async release(lease: HeldLease): Promise<boolean> {
+    const result = await this.executor.run('UPDATE leases SET holder = NULL, expires_at = NULL WHERE name = ? AND holder = ? AND fence = ?', [
+      lease.name,
+      lease.holder,
+      lease.fence,
+    ]);
+    return result.changes === 1;
+  }
+
+  /** Lease `name` as stored, or undefined when never taken. */
+  async state(name: string): Promise<LeaseState | undefined> {
+    const row = await this.executor.get<LeaseRow>(`${this.selectLeases()} WHERE name = ?`, [name]);
+    return row ? decode(row) : undefined;
+  }
+
+  /** Every lease of the mirror, by name. */
+  async list(): Promise<LeaseState[]> {
+    return (await this.executor.all<LeaseRow>(`${this.selectLeases()} ORDER BY name`)).map(decode);
+  }
+
+  private selectLeases(): string {
+    const now = databaseNow(this.executor.dialect);
+    return `SELECT name, holder, fence, expires_at, acquired_at, renewed_at,
+      CASE WHEN holder IS NULL OR expires_at IS NULL OR expires_at < ${now} THEN 1 ELSE 0 END AS free FROM leases`;
+  }
+}
+
+function decode(row: LeaseRow): LeaseState {
+  return {
+    name: row.name,
+    holder: row.holder,
+    fence: Number(row.fence),
+    expiresAt: row.expires_at,
+    acquiredAt: row.acquired_at,
+    renewedAt: row.renewed_at,
+    free: Number(row.free) === 1,
+  };
+}
+
+/** The lease name of a stream's runs. */
+export function streamLeaseName(stream: string): string {
+  return `stream:${stream}`;
+}
+
+/** The lease name of webhook delivery. */
+export const WEBHOOKS_LEASE = 'webhooks';

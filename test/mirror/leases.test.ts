@@ -1,0 +1,115 @@
+/**
+ * Leases with fencing tokens (src/mirror/leases.ts, migration 7) on both back ends: acquire, renew,
+ * expiry by the database's clock, takeover bumping the fence, and a stale fence refused inside a
+ * commit (its transaction rolled back).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { confirmLease, LeaseLostError, Leases } from '../../src/mirror/leases.ts';
+import { openMirrorConnection } from '../../src/mirror/open.ts';
+import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
+import { waitFor } from '../helpers.ts';
+import { BACKENDS, removeTestMirrors } from '../sql-backends.ts';
+
+const opened: SqlConnection[] = [];
+
+afterEach(async () => {
+  for (const connection of opened.splice(0)) await connection.close();
+  await removeTestMirrors();
+});
+
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+describe.each(BACKENDS)('leases on $name', (backend) => {
+  /** Two connections to one migrated mirror: two processes. */
+  async function twoConnections(): Promise<[SqlConnection, SqlConnection]> {
+    const location = await backend.location();
+    const first = await openMirrorConnection(location);
+    opened.push(first);
+    const second = await openMirrorConnection(location);
+    opened.push(second);
+    return [first, second];
+  }
+
+  /** Moves the lease's expiry into the past, as if its holder stopped renewing it long ago. */
+  async function expire(connection: SqlConnection, name: string): Promise<void> {
+    await connection.run("UPDATE leases SET expires_at = '2000-01-01T00:00:00.000Z' WHERE name = ?", [name]);
+  }
+
+  it('acquire takes a free lease with fence 1; another holder is refused; its holder renews it keeping the fence', async () => {
+    const [a, b] = await twoConnections();
+    const mine = new Leases(a, 30);
+    const theirs = new Leases(b, 30);
+    const taken = await mine.acquire('stream:deals', 'host-a:1:aa');
+    expect(taken).toEqual({ lease: { name: 'stream:deals', holder: 'host-a:1:aa', fence: 1 }, taken: true });
+    expect(await theirs.acquire('stream:deals', 'host-b:2:bb')).toBeUndefined();
+    expect(await mine.acquire('stream:deals', 'host-a:1:aa')).toEqual({ lease: { name: 'stream:deals', holder: 'host-a:1:aa', fence: 1 }, taken: false });
+    await mine.renew(taken!.lease);
+    const state = (await theirs.state('stream:deals'))!;
+    expect(state).toMatchObject({ name: 'stream:deals', holder: 'host-a:1:aa', fence: 1, free: false });
+    expect(state.expiresAt).toMatch(ISO_MS);
+    expect(state.acquiredAt).toMatch(ISO_MS);
+    // About 30 s ahead of the database's clock (never judged by a test's clock: only its order).
+    expect(state.expiresAt! > state.renewedAt!).toBe(true);
+    expect(await theirs.state('webhooks')).toBeUndefined();
+  });
+
+  it('an expired lease is taken over with the next fence; the old holder then loses it: renew and release refuse', async () => {
+    const [a, b] = await twoConnections();
+    const mine = new Leases(a, 30);
+    const theirs = new Leases(b, 30);
+    const old = (await mine.acquire('webhooks', 'host-a:1:aa'))!.lease;
+    await expire(b, 'webhooks');
+    expect((await theirs.state('webhooks'))!.free).toBe(true);
+    const takeover = await theirs.acquire('webhooks', 'host-b:2:bb');
+    expect(takeover).toEqual({ lease: { name: 'webhooks', holder: 'host-b:2:bb', fence: 2 }, taken: true, previousHolder: 'host-a:1:aa' });
+    await expect(mine.renew(old)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(mine.renew(old)).rejects.toThrow('lease webhooks: lost (fence 1 is no longer current: another process took it over)');
+    expect(await mine.release(old)).toBe(false);
+    expect(await mine.acquire('webhooks', 'host-a:1:aa')).toBeUndefined();
+    expect((await mine.state('webhooks'))!).toMatchObject({ holder: 'host-b:2:bb', fence: 2, free: false });
+  });
+
+  it('a lease expires by the database clock when its holder stops renewing it (a short lease, waited on)', async () => {
+    const [a, b] = await twoConnections();
+    await new Leases(a, 0.2).acquire('stream:transactions', 'host-a:1:aa');
+    const theirs = new Leases(b, 0.2);
+    const taken = await waitFor(() => theirs.acquire('stream:transactions', 'host-b:2:bb'), 'the unrenewed lease to expire and be taken');
+    expect(taken.lease.fence).toBe(2);
+  });
+
+  it('a holder whose lease expired but was not taken keeps it: the fence, not the clock, decides', async () => {
+    const [a] = await twoConnections();
+    const leases = new Leases(a, 30);
+    const lease = (await leases.acquire('stream:deals', 'host-a:1:aa'))!.lease;
+    await expire(a, 'stream:deals');
+    await leases.renew(lease);
+    expect(await leases.state('stream:deals')).toMatchObject({ holder: 'host-a:1:aa', fence: 1, free: false });
+  });
+
+  it('release frees the lease at once for another holder, who gets the next fence', async () => {
+    const [a, b] = await twoConnections();
+    const lease = (await new Leases(a).acquire('stream:onboardings', 'host-a:1:aa'))!.lease;
+    expect(await new Leases(a).release(lease)).toBe(true);
+    expect(await new Leases(b).state('stream:onboardings')).toMatchObject({ holder: null, fence: 1, expiresAt: null, free: true });
+    expect(await new Leases(b).acquire('stream:onboardings', 'host-b:2:bb')).toEqual({ lease: { name: 'stream:onboardings', holder: 'host-b:2:bb', fence: 2 }, taken: true });
+  });
+
+  it('a commit checked with a stale fence is refused and rolled back; with the current fence it commits', async () => {
+    const [a, b] = await twoConnections();
+    const old = (await new Leases(a).acquire('stream:deals', 'host-a:1:aa'))!.lease;
+    const writeUnder = (connection: SqlConnection, lease: typeof old, cursor: string) =>
+      connection.transaction(async (tx) => {
+        await tx.run('INSERT INTO sync_state (stream) VALUES (?) ON CONFLICT (stream) DO NOTHING', ['deals']);
+        await tx.run('UPDATE sync_state SET cursor = ? WHERE stream = ?', [cursor, 'deals']);
+        await confirmLease(tx, lease, 30);
+      });
+    await writeUnder(a, old, '2026-01-01T00:00:00.000Z');
+    await expire(b, 'stream:deals');
+    const current = (await new Leases(b).acquire('stream:deals', 'host-b:2:bb'))!.lease;
+    await expect(writeUnder(a, old, '2026-06-01T00:00:00.000Z')).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await b.get('SELECT cursor FROM sync_state WHERE stream = ?', ['deals'])).toEqual({ cursor: '2026-01-01T00:00:00.000Z' });
+    await writeUnder(b, current, '2026-07-01T00:00:00.000Z');
+    expect(await a.get('SELECT cursor FROM sync_state WHERE stream = ?', ['deals'])).toEqual({ cursor: '2026-07-01T00:00:00.000Z' });
+    expect((await new Leases(a).list()).map((lease) => [lease.name, lease.holder, lease.fence])).toEqual([['stream:deals', 'host-b:2:bb', 2]]);
+  });
+});
