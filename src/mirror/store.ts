@@ -332,9 +332,12 @@ export class MirrorStore {
         [scanNumber, scanStartedAt],
       );
       const key = keyColumn(stream);
-      const gone = await store.executor.all<{ id: string; raw: string }>(
-        `SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2 ORDER BY ${key}`,
-      );
+      // Sorted here, not by ORDER BY: with it SQLite walks the key's index and looks up every row
+      // (293 ms at 100,000 records when none is gone, the largest part of a backfill's finish);
+      // without it, one table scan (~30 ms). Byte order of UTF-8, SQLite's BINARY collation.
+      const gone = (
+        await store.executor.all<{ id: string; raw: string }>(`SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2`)
+      ).sort((a, b) => Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))));
       if (gone.length === 0) return [];
       // One UPDATE and one multi-row INSERT of change rows however many records are gone.
       await store.executor.run(`UPDATE ${stream.table} SET deleted_at = ? WHERE ${key} IN ${jsonArrayValues(store.executor.dialect)}`, [
