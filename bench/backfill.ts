@@ -28,17 +28,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { startSimulator } from '@bizops-sync/simulator';
-import { transactionListItemSchema } from '../src/client/schemas.ts';
 import { openMirror } from '../src/mirror/database.ts';
-import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
-import { MirrorStore, timeOrderedUuid } from '../src/mirror/store.ts';
+import { timeOrderedUuid } from '../src/mirror/store.ts';
 import { contentHash } from '../src/mirror/change-detection.ts';
 import type { ApiRecord } from '../src/streams/define-stream.ts';
 import { transactionsStream } from '../src/streams/definitions.ts';
+import { commitRate, jsonPages, PAGE } from './commit-rate.ts';
 import { machineLoad, repeat, runMeasured, spread } from './runs.ts';
 
 const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));
-const PAGE = 100;
 const RUNS = 3;
 /** The scaled rate limit: high enough that the worker's own speed decides the wall time. */
 const LIMIT = 600;
@@ -81,28 +79,7 @@ async function pagesOf(n: number): Promise<string[]> {
   const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: false });
   const records = simulator.world.groundTruth('transactions');
   await simulator.close();
-  const pages: string[] = [];
-  for (let offset = 0; offset < records.length; offset += PAGE) pages.push(JSON.stringify(records.slice(offset, offset + PAGE)));
-  return pages;
-}
-
-/** Records per second through validation, change detection and the commit of `MirrorStore`. */
-async function engineRate(pages: readonly string[], dir: string): Promise<number> {
-  const connection = sqliteConnection(openMirror(join(dir, `engine-${timeOrderedUuid()}.db`)));
-  const store = new MirrorStore(connection);
-  const started = performance.now();
-  let offset = 0;
-  for (const text of pages) {
-    const items = (JSON.parse(text) as unknown[]).map((item) => transactionListItemSchema.parse(item));
-    offset += items.length;
-    await store.transaction(async (tx) => {
-      await tx.applyRecords(transactionsStream, items, { scanNumber: 1 });
-      await tx.saveRun('transactions', { mode: 'complete', reason: 'backfill', startedAt: '', offset, pages: 0, records: offset, changes: offset });
-    });
-  }
-  const seconds = (performance.now() - started) / 1000;
-  await connection.close();
-  return offset / seconds;
+  return jsonPages(records);
 }
 
 /**
@@ -154,7 +131,7 @@ export async function run(): Promise<Record<string, number | string>> {
   let rates: { engine: number; plain: number }[];
   try {
     // Alternate the two so that load from other processes falls on both alike.
-    rates = await repeat(RUNS, async () => ({ engine: await engineRate(pages, dir), plain: plainRate(pages, dir) }));
+    rates = await repeat(RUNS, async () => ({ engine: await commitRate(pages, join(dir, `engine-${timeOrderedUuid()}.db`)), plain: plainRate(pages, dir) }));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

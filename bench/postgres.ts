@@ -28,15 +28,14 @@ import pg from 'pg';
 import { startSimulator, type RunningSimulator } from '@bizops-sync/simulator';
 import { ApiClient } from '../src/client/client.ts';
 import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
-import { transactionListItemSchema } from '../src/client/schemas.ts';
 import { openMirrorConnection } from '../src/mirror/open.ts';
 import { MirrorStore, timeOrderedUuid } from '../src/mirror/store.ts';
 import { transactionsStream } from '../src/streams/definitions.ts';
 import { SyncEngine } from '../src/sync/engine.ts';
+import { commitRate, jsonPages } from './commit-rate.ts';
 import { machineLoad, repeat, spread } from './runs.ts';
 
 const RUNS = 3;
-const PAGE = 100;
 
 /** Backfills the simulator's transactions into the mirror at `location`; records per second of the run. */
 async function backfillRate(simulator: RunningSimulator, location: string): Promise<number> {
@@ -56,35 +55,6 @@ async function backfillRate(simulator: RunningSimulator, location: string): Prom
     return result.records / seconds;
   } finally {
     await client.close();
-    await connection.close();
-  }
-}
-
-/** The simulator's transactions as JSON text per page of 100, the way they arrive. */
-function pagesOf(simulator: RunningSimulator): string[] {
-  const records = simulator.world.groundTruth('transactions');
-  const pages: string[] = [];
-  for (let offset = 0; offset < records.length; offset += PAGE) pages.push(JSON.stringify(records.slice(offset, offset + PAGE)));
-  return pages;
-}
-
-/** Records per second of validation, change detection and the page commit of `MirrorStore` at `location`. */
-async function commitRate(pages: readonly string[], location: string): Promise<number> {
-  const connection = await openMirrorConnection(location, { streams: [transactionsStream] });
-  try {
-    const store = new MirrorStore(connection);
-    const started = performance.now();
-    let offset = 0;
-    for (const text of pages) {
-      const items = (JSON.parse(text) as unknown[]).map((item) => transactionListItemSchema.parse(item));
-      offset += items.length;
-      await store.transaction(async (tx) => {
-        await tx.applyRecords(transactionsStream, items, { scanNumber: 1 });
-        await tx.saveRun('transactions', { mode: 'complete', reason: 'backfill', startedAt: '', offset, pages: 0, records: offset, changes: offset });
-      });
-    }
-    return offset / ((performance.now() - started) / 1000);
-  } finally {
     await connection.close();
   }
 }
@@ -117,7 +87,7 @@ export async function run(): Promise<Record<string, number | string>> {
       sqlite: await backfillRate(simulator, join(dir, `mirror-${timeOrderedUuid()}.db`)),
       postgres: await inFreshSchema(serverUrl, (location) => backfillRate(simulator, location)),
     }));
-    const pages = pagesOf(simulator);
+    const pages = jsonPages(simulator.world.groundTruth('transactions'));
     commits = await repeat(RUNS, async () => ({
       sqlite: await commitRate(pages, join(dir, `commit-${timeOrderedUuid()}.db`)),
       postgres: await inFreshSchema(serverUrl, (location) => commitRate(pages, location)),

@@ -7,51 +7,27 @@
  * PostgreSQL is a required part of the test environment, like Redis: when it does not answer, the
  * test fails with a message naming the URL; it is never skipped.
  */
-import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import pg from 'pg';
-import { maskUrlPassword } from '../src/config/mask-url.ts';
 import type { SqlConnection } from '../src/mirror/sql/executor.ts';
 import { openPostgresConnection } from '../src/mirror/sql/postgres.ts';
 import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { tempDir } from './helpers.ts';
 
-import { TEST_POSTGRES_URL } from './test-mirror.ts';
+import { onTestServer, testSchemaUrl, uniqueTestSchema } from './test-mirror.ts';
 
-export { TEST_POSTGRES_URL } from './test-mirror.ts';
+export { onTestServer, TEST_POSTGRES_URL } from './test-mirror.ts';
 
 const cleanups: (() => Promise<void> | void)[] = [];
-
-/** Runs `sql` on the test server outside any mirror (creating and dropping schemas). */
-export async function onTestServer<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: TEST_POSTGRES_URL });
-  try {
-    await client.connect();
-  } catch (error) {
-    throw new Error(
-      `PostgreSQL does not answer at ${maskUrlPassword(TEST_POSTGRES_URL)} (${(error as Error).message || String(error)}): ` +
-        'the tests need it; start it (bash .ci/run does) or point BIZOPS_TEST_POSTGRES_URL at one',
-      { cause: error },
-    );
-  }
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /**
  * The URL of a fresh, not yet created schema on the test server (`?schema=test_<random>`), dropped
  * by `removeTestMirrors`. Fails naming the URL when PostgreSQL does not answer.
  */
 export async function freshPostgresUrl(): Promise<string> {
-  const schema = `test_${process.pid}_${randomBytes(6).toString('hex')}`;
+  const schema = uniqueTestSchema();
   await onTestServer(async () => {}); // fails here, clearly, when the server is down
   cleanups.push(() => onTestServer(async (client) => void (await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`))));
-  const url = new URL(TEST_POSTGRES_URL);
-  url.searchParams.set('schema', schema);
-  return url.toString();
+  return testSchemaUrl(schema);
 }
 
 /** A fresh SQLite file path in a temp dir, removed by `removeTestMirrors`. */

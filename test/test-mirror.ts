@@ -72,14 +72,28 @@ export async function dropTestMirrors(scope: 'test' | 'file'): Promise<void> {
     dropped.push(entry.schema);
   }
   if (dropped.length === 0) return;
+  await onTestServer(async (client) => {
+    for (const schema of dropped) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  });
+}
+
+/**
+ * Runs `work` with a client of the test server, outside any mirror (creating and dropping schemas).
+ * @throws Error naming the URL when PostgreSQL does not answer
+ */
+export async function onTestServer<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: TEST_POSTGRES_URL });
   try {
     await client.connect();
   } catch (error) {
-    throw new Error(`PostgreSQL does not answer at ${maskUrlPassword(TEST_POSTGRES_URL)} (${(error as Error).message || String(error)}): the tests need it; start it or point BIZOPS_TEST_POSTGRES_URL at one`, { cause: error });
+    throw new Error(
+      `PostgreSQL does not answer at ${maskUrlPassword(TEST_POSTGRES_URL)} (${(error as Error).message || String(error)}): ` +
+        'the tests need it; start it (bash .ci/run does) or point BIZOPS_TEST_POSTGRES_URL at one',
+      { cause: error },
+    );
   }
   try {
-    for (const schema of dropped) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    return await work(client);
   } finally {
     await client.end();
   }

@@ -61,8 +61,6 @@ interface ChangeRow {
 const MAX_LIMIT = 10_000;
 const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_at, data FROM changes';
 
-/** The highest changelog `seq`, 0 when the changelog is empty. */
-export const latestChangeSeq = lastChangeSeq;
 
 /**
  * Reads up to `limit` events after `sinceSeq`, in seq order, with `data` parsed.
@@ -146,7 +144,7 @@ export async function* followChanges(executor: SqlExecutor, options: FollowChang
   const pollMs = options.pollMs ?? 1000;
   if (!Number.isFinite(pollMs) || pollMs < 1) throw new Error(`pollMs: must be a positive number of milliseconds, got ${String(pollMs)}`);
   const batchSize = options.batchSize ?? 500;
-  let cursor = options.sinceSeq === undefined ? await latestChangeSeq(executor) : checkSeq(options.sinceSeq, 'sinceSeq');
+  let cursor = options.sinceSeq === undefined ? await lastChangeSeq(executor) : checkSeq(options.sinceSeq, 'sinceSeq');
   const signal = options.signal;
   const wakeup = new Wakeup();
   // Listening starts before the first read: a change committed in between is read or wakes the wait.

@@ -164,8 +164,34 @@ export function connectionError(target: PostgresTarget, error: unknown): Error {
   return new Error(`cannot connect to the PostgreSQL mirror at ${target.location}: ${withoutPassword(reasons, target.password)}`, { cause: error });
 }
 
+/**
+ * `run`, `get`, `all` and `exec` of both executors (a transaction's and the pool's), on the one
+ * `query` each provides: `?` placeholders numbered, the driver's result read.
+ */
+abstract class PostgresStatements {
+  /** Sends one query (`parameters` undefined: a simple query, several statements allowed). */
+  protected abstract query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult>;
+
+  async run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {
+    return { changes: (await this.query(numberPlaceholders(sql), parameters)).rowCount ?? 0 };
+  }
+
+  async get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined> {
+    return (await this.query(numberPlaceholders(sql), parameters)).rows[0] as Row | undefined;
+  }
+
+  async all<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row[]> {
+    return (await this.query(numberPlaceholders(sql), parameters)).rows as Row[];
+  }
+
+  /** Runs several statements without parameters (one simple query). */
+  async exec(sql: string): Promise<void> {
+    await this.query(sql, undefined);
+  }
+}
+
 /** Statements of one transaction, on the pooled client that holds it. */
-class PostgresTransaction implements SqlExecutor {
+class PostgresTransaction extends PostgresStatements implements SqlExecutor {
   readonly dialect = 'postgres' as const;
   readonly inTransaction = true;
   readonly #client: pg.PoolClient;
@@ -176,11 +202,12 @@ class PostgresTransaction implements SqlExecutor {
   notifyAtCommit = false;
 
   constructor(client: pg.PoolClient, target: PostgresTarget) {
+    super();
     this.#client = client;
     this.#target = target;
   }
 
-  async #query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
+  protected async query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
     if (this.ended) throw new Error('this transaction has already ended: use the connection, or run the statement inside the transaction');
     try {
       return await this.#client.query(sql, parameters === undefined ? undefined : [...parameters]);
@@ -190,21 +217,6 @@ class PostgresTransaction implements SqlExecutor {
     }
   }
 
-  async run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {
-    return { changes: (await this.#query(numberPlaceholders(sql), parameters)).rowCount ?? 0 };
-  }
-
-  async get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined> {
-    return (await this.#query(numberPlaceholders(sql), parameters)).rows[0] as Row | undefined;
-  }
-
-  async all<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row[]> {
-    return (await this.#query(numberPlaceholders(sql), parameters)).rows as Row[];
-  }
-
-  async exec(sql: string): Promise<void> {
-    await this.#query(sql, undefined);
-  }
 
   /** Inside a transaction: joins it. */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
@@ -238,7 +250,7 @@ export interface PostgresConnectionOptions {
  * A connection to one PostgreSQL mirror (one schema of one database): a pool of connections behind
  * the executor interface (module header). Build it with `openPostgresConnection(url)`.
  */
-export class PostgresConnection implements SqlConnection, PostgresTarget {
+export class PostgresConnection extends PostgresStatements implements SqlConnection, PostgresTarget {
   readonly dialect = 'postgres' as const;
   readonly inTransaction = false;
   /** The URL with its password masked (`postgres://user:***@host/db?schema=acme`). */
@@ -259,6 +271,7 @@ export class PostgresConnection implements SqlConnection, PostgresTarget {
    * @throws Error naming the masked URL when it is not a valid PostgreSQL mirror URL
    */
   constructor(url: string, options: PostgresConnectionOptions = {}) {
+    super();
     const target = parsePostgresLocation(url);
     this.location = target.location;
     this.schema = target.schema;
@@ -290,7 +303,7 @@ export class PostgresConnection implements SqlConnection, PostgresTarget {
   }
 
   /** Runs one query on a pooled client; a client whose connection broke is dropped from the pool. */
-  async #query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
+  protected async query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
     const client = await this.#client();
     let broken: Error | undefined;
     try {
@@ -304,22 +317,6 @@ export class PostgresConnection implements SqlConnection, PostgresTarget {
     }
   }
 
-  async run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {
-    return { changes: (await this.#query(numberPlaceholders(sql), parameters)).rowCount ?? 0 };
-  }
-
-  async get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined> {
-    return (await this.#query(numberPlaceholders(sql), parameters)).rows[0] as Row | undefined;
-  }
-
-  async all<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row[]> {
-    return (await this.#query(numberPlaceholders(sql), parameters)).rows as Row[];
-  }
-
-  /** Runs several statements without parameters (one simple query). */
-  async exec(sql: string): Promise<void> {
-    await this.#query(sql, undefined);
-  }
 
   /**
    * Runs `fn` in one transaction on one pooled connection, after taking the mirror's transaction
@@ -360,7 +357,7 @@ export class PostgresConnection implements SqlConnection, PostgresTarget {
 
   /** Outside a transaction (a statement that appended change rows committed on its own): notifies at once. */
   async changesAppended(): Promise<void> {
-    await this.#query(notifyStatement(this.schema), undefined);
+    await this.query(notifyStatement(this.schema), undefined);
   }
 
   /**

@@ -12,7 +12,7 @@
 import { encodeChangeData } from '../../mirror/changelog.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { timeOrderedUuid } from '../../mirror/store.ts';
-import { latestChangeSeq } from '../changelog.ts';
+import { lastChangeSeq } from '../../mirror/changelog.ts';
 
 /** Why an endpoint is disabled: the receiver answered 410 Gone, or it kept failing for `disableAfterDays`. */
 export type DisabledKind = 'gone' | 'failing';
@@ -95,7 +95,7 @@ export async function registerEndpoint(
         await tx.run('INSERT INTO webhook_endpoints (name, url, delivered_seq, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING', [
           name,
           url,
-          await latestChangeSeq(tx),
+          await lastChangeSeq(tx),
           at,
         ])
       ).changes === 1;
@@ -331,7 +331,7 @@ export interface EndpointLag {
 
 /** The lag of a cursor at `deliveredSeq`. */
 export async function endpointLag(executor: SqlExecutor, deliveredSeq: number, now: Date = new Date()): Promise<EndpointLag> {
-  const latestSeq = await latestChangeSeq(executor);
+  const latestSeq = await lastChangeSeq(executor);
   const oldest = await executor.get<{ occurred_at: string }>('SELECT occurred_at FROM changes WHERE seq > ? ORDER BY seq LIMIT 1', [deliveredSeq]);
   const occurred = oldest ? Date.parse(oldest.occurred_at) : Number.NaN;
   return {
