@@ -16,5 +16,5 @@ try {
 } catch (error) {
   // One line, secrets masked, the exit code (also for --help and --version, which commander ends with an error).
   const { reportError } = await import('./report-error.ts');
-  process.exitCode = reportError(error);
+  process.exitCode = await reportError(error);
 }

@@ -3,7 +3,7 @@
  * schema; src/notify/changelog.ts).
  */
 // The changelog module itself, not src/notify/index.ts: a reader need not load the webhook sender.
-import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/changelog.ts';
+import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/index.ts';
 import { openExistingMirror } from './open-mirror.ts';
 
 /** Options of `changesJob`: an exclusive seq cursor, a type filter, and whether to tail. */
