@@ -147,10 +147,17 @@ export async function writeStack(
   const worker = await startWriteWorker({
     connection: bed.connection,
     queue,
-    api: { baseUrl: sim.url, tokens, budget, timeoutMs: options.timeoutMs ?? 5000, retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 } },
+    api: {
+      baseUrl: sim.url,
+      tokens,
+      budget,
+      timeoutMs: options.timeoutMs ?? 5000,
+      requestDeadlineMs: options.timeoutMs ?? 2000,
+      retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 },
+    },
     concurrency: 4,
     ambiguousSettleMs: 50,
-    ledgerLookupWindowMs: 200,
+    ledgerSettleMs: 200,
     retrySchedule: { attempts: 6, backoffMs: 50 },
     ...options.worker,
   });
