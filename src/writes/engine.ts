@@ -536,7 +536,7 @@ export class WriteEngine {
           httpStatus: created.httpStatus,
           remoteId: created.remoteId,
           error: write.error,
-          events: [{ type: WRITE_DUPLICATED, data: { ledgerIds: ids } }],
+          events: [WRITE_DUPLICATED],
         },
         run,
       );

@@ -37,7 +37,8 @@ const TERMINAL_STATUSES: readonly WriteStatus[] = ['succeeded', 'failed', 'needs
 
 /**
  * Emitted beside `write.needs_review` when a write turned out to have been applied twice (a late
- * commit of an ambiguous send found after the write was sent again): `data.ledgerIds` names both records.
+ * commit of an ambiguous send found after the write was sent again): `data.record` is the write,
+ * whose `result.ledgerIds` names both records.
  */
 export const WRITE_DUPLICATED = 'write.duplicated';
 
@@ -90,8 +91,8 @@ export interface WriteOutcome {
   error?: string | null;
   httpStatus?: number | null;
   remoteId?: string | null;
-  /** Further change rows of the write (stream `writes`) appended with it, e.g. `write.duplicated`. */
-  events?: { type: string; data: Record<string, unknown> }[];
+  /** Types of further change rows of the write (stream `writes`, `data.record` = the write) appended with it, e.g. `write.duplicated`. */
+  events?: string[];
 }
 
 /**
@@ -384,8 +385,8 @@ export class WriteStore {
           data: { record: publicWrite(write), changes: { status: { old: before.status, new: outcome.status } } },
         }),
       );
-      for (const event of outcome.events ?? []) {
-        changes.push(await mirror.appendChange({ type: event.type, stream: 'writes', recordId: id, occurredAt: now, data: { record: publicWrite(write), ...event.data } }));
+      for (const type of outcome.events ?? []) {
+        changes.push(await mirror.appendChange({ type, stream: 'writes', recordId: id, occurredAt: now, data: { record: publicWrite(write) } }));
       }
       if (!writeThrough || outcome.status !== 'succeeded') return { write, changes };
       // A savepoint (standard SQL, both back ends): a record the mirror refuses must not undo the outcome.

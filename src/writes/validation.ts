@@ -83,9 +83,10 @@ export function validateWritePayload(kind: unknown, payload: unknown): { kind: W
   const parsed = writeKind(kind).payloadSchema.safeParse(payload, { reportInput: true });
   const textIssues = textRuleIssues(payload);
   if (!parsed.success || textIssues.length > 0) {
-    // One rule per field: the first broken one (zod goes on checking after a failed check).
+    // One rule per field: the first broken one (zod goes on checking after a failed check); a control
+    // character is named first, being what a caller must fix whatever the field's other rules.
     const seen = new Set<string>();
-    const issues = [...(parsed.success ? [] : parsed.error.issues.flatMap(describeIssue)), ...textIssues].filter((issue) => !seen.has(issue.field) && seen.add(issue.field));
+    const issues = [...textIssues, ...(parsed.success ? [] : parsed.error.issues.flatMap(describeIssue))].filter((issue) => !seen.has(issue.field) && seen.add(issue.field));
     throw new WriteValidationError(kind, issues);
   }
   return { kind, payload: parsed.data as Record<string, unknown> };
