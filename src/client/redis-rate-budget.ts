@@ -668,7 +668,7 @@ export class RedisRateBudget implements RateBudget {
             this.counters.redisGaveUp++;
             this.outageSince = undefined;
             const reason = error instanceof Error ? error.message : String(error);
-            this.line.rejectAll(new Error(`the shared rate budget: Redis did not answer for ${Math.round(this.redisWaitMs / 1000)} s (rateLimit.redisWaitSeconds): ${reason}`, { cause: error }));
+            this.line.rejectAll(new Error(`the shared rate budget: Redis did not answer for ${this.redisWaitMs / 1000} s (rateLimit.redisWaitSeconds): ${reason}`, { cause: error }));
             continue;
           }
           await this.sleepUnlessWoken(Math.min(this.maxPollMs, this.redisWaitMs - (now - this.outageSince)));

@@ -120,7 +120,7 @@ export interface WriteWorkerHandle {
 
 /**
  * Starts a write worker.
- * @throws when Redis cannot be reached for the startup sweep
+ * @throws when Redis cannot be reached for the start-up sweep
  */
 export async function startWriteWorker(options: WriteWorkerOptions): Promise<WriteWorkerHandle> {
   const logger = options.logger ?? silentLogger;
