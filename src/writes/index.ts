@@ -7,9 +7,9 @@
  *
  * The face of src/writes/ for jobs/ and cli/: the errors and the `writes` table (`WriteStore`),
  * which `status` and `write ID` read without loading the kinds' schemas or the queue. The write
- * kinds (src/writes/kinds/index.ts) and the queue (intake, BullMQ, the worker, `POST /writes`:
- * src/writes/queue/index.ts) have faces of their own.
+ * kinds (src/writes/kinds/index.ts) and the queue (intake, BullMQ, the worker and its sweeper,
+ * `POST /writes`: src/writes/queue/index.ts) have faces of their own.
  */
 export type { WriteKindName, WritePayload } from './kinds/index.ts';
-export { IdempotencyConflictError, WriteQueueError, WriteValidationError, type WriteFieldIssue } from './errors.ts';
-export { WriteStore, type WriteRecord, type WriteStatus } from './store.ts';
+export { IdempotencyConflictError, WriteValidationError, type WriteFieldIssue } from './errors.ts';
+export { WRITE_DUPLICATED, WriteStore, type WriteRecord, type WriteStatus } from './store.ts';
