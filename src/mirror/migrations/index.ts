@@ -13,6 +13,7 @@ import { sql as scanOutcome } from './004_scan_outcome.ts';
 import { sql as pageTrust } from './005_page_trust.ts';
 import { sql as webhookFailures } from './006_webhook_failures.ts';
 import { sql as leases } from './007_leases.ts';
+import { sql as webhookDelivery } from './008_webhook_delivery.ts';
 import { sql as mirrorOnPostgres } from './postgres/001_mirror.ts';
 import { sql as webhooksOnPostgres } from './postgres/002_webhooks.ts';
 import { sql as writesOnPostgres } from './postgres/003_writes.ts';
@@ -20,6 +21,7 @@ import { sql as scanOutcomeOnPostgres } from './postgres/004_scan_outcome.ts';
 import { sql as pageTrustOnPostgres } from './postgres/005_page_trust.ts';
 import { sql as webhookFailuresOnPostgres } from './postgres/006_webhook_failures.ts';
 import { sql as leasesOnPostgres } from './postgres/007_leases.ts';
+import { sql as webhookDeliveryOnPostgres } from './postgres/008_webhook_delivery.ts';
 
 export interface Migration {
   version: number;
@@ -38,4 +40,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: 'page trust: rejected records, record clock', sql: pageTrust, postgres: pageTrustOnPostgres },
   { version: 6, name: 'webhook failures', sql: webhookFailures, postgres: webhookFailuresOnPostgres },
   { version: 7, name: 'leases', sql: leases, postgres: leasesOnPostgres },
+  { version: 8, name: 'webhook delivery by record: held events, attempts', sql: webhookDelivery, postgres: webhookDeliveryOnPostgres },
 ];
