@@ -16,7 +16,8 @@ import { sql as scanOutcome } from './004_scan_outcome.ts';
 import { sql as pageTrust } from './005_page_trust.ts';
 import { sql as webhookFailures } from './006_webhook_failures.ts';
 import { sql as leases } from './007_leases.ts';
-import { sql as webhookDelivery } from './008_webhook_delivery.ts';
+import { sql as writeClaims } from './008_write_claims.ts';
+import { sql as webhookDelivery } from './009_webhook_delivery.ts';
 
 /** One migration: its version (`PRAGMA user_version` / `schema_version.version`), a name, its one text. */
 export interface Migration {
@@ -34,5 +35,6 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: 'page trust: rejected records, record clock', sql: pageTrust },
   { version: 6, name: 'webhook failures', sql: webhookFailures },
   { version: 7, name: 'leases', sql: leases },
-  { version: 8, name: 'webhook delivery by record: held events, attempts', sql: webhookDelivery },
+  { version: 8, name: 'write claims', sql: writeClaims },
+  { version: 9, name: 'webhook delivery by record: held events, attempts', sql: webhookDelivery },
 ];

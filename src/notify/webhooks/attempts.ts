@@ -1,5 +1,5 @@
 /**
- * The `webhook_attempts` table (src/mirror/migrations/008_webhook_delivery.ts): every delivery
+ * The `webhook_attempts` table (src/mirror/migrations/009_webhook_delivery.ts): every delivery
  * attempt, kept for `DEFAULT_ATTEMPT_RETAIN_DAYS` (pruned by age with the changelog's retention,
  * src/notify/retention.ts): when it left, the answer's status, the latency and the first 1 KiB of
  * the answer's body. `bizops-sync webhooks attempts EVENT_ID` and `webhooks list` read it. Every

@@ -1,5 +1,5 @@
 /**
- * The `webhook_held_events` table (src/mirror/migrations/008_webhook_delivery.ts): per endpoint, the
+ * The `webhook_held_events` table (src/mirror/migrations/009_webhook_delivery.ts): per endpoint, the
  * events held back behind a failing event of the same record (docs/webhooks.md "Ordering"). The
  * endpoint's cursor moves past them; each leaves the table when delivered or given up on. Every
  * function runs through a `SqlExecutor` (src/mirror/sql/executor.ts), whichever back end holds the

@@ -1,5 +1,5 @@
 /**
- * Migration 8: webhook delivery by record (docs/webhooks.md "Ordering", src/notify/webhooks/).
+ * Migration 9: webhook delivery by record (docs/webhooks.md "Ordering", src/notify/webhooks/).
  *
  * `webhook_held_events` holds, per endpoint, the events held back behind a failing event of the same
  * record: the failing event itself (its retry count and time) and every later event of that record
