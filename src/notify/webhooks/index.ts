@@ -6,6 +6,7 @@
 export { safeUrl, WebhookDispatcher, type WebhookDispatcherOptions } from './dispatcher.ts';
 export {
   enableWebhookEndpoint,
+  listEventAttempts,
   listWebhookEndpoints,
   replayFailedWebhooks,
   replayWebhooks,
@@ -16,3 +17,4 @@ export {
   type TestEventResult,
   type WebhookEndpointListing,
 } from './admin.ts';
+export type { WebhookAttempt } from './attempts.ts';
