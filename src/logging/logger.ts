@@ -32,6 +32,8 @@ const REDACTED_PATHS = [
   '*.*.previousSecret',
   'writeApiKey',
   '*.writeApiKey',
+  'readApiKey',
+  '*.readApiKey',
   'sensitiveData',
   '*.sensitiveData',
   '*.*.sensitiveData',
