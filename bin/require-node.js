@@ -3,6 +3,7 @@
 // would die on the first import with ERR_UNKNOWN_FILE_EXTENSION. bin/bizops-sync.js imports it
 // first; the npm scripts run it before their command (`node bin/require-node.js && ...`).
 // Plain JavaScript that every Node.js since 14 parses: no TypeScript, no newer syntax or API.
+/* global process, URL */
 import { readFileSync } from 'node:fs';
 
 const engines = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines || {};
