@@ -17,6 +17,11 @@
  *   the write holds the file's lock.
  * - Expiry is judged by ONE clock, the database's (src/mirror/sql/dialect.ts `databaseNow`): the
  *   server's on PostgreSQL, this host's on SQLite. Two hosts' clocks never decide.
+ * - Before an action that leaves the process (an API request, a webhook), the holder asks its own
+ *   clock how long the lease surely lasts (`leaseTimeLeftMs`): from the moment its last renewal that
+ *   succeeded was SENT, plus the lease length, by this process's monotonic clock (which runs on while
+ *   the process is paused). A holder that was paused past its lease therefore sends nothing before
+ *   it renewed the lease (and learnt whether another process took it over).
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -34,6 +39,34 @@ export interface HeldLease {
   readonly name: string;
   readonly holder: string;
   readonly fence: number;
+  /**
+   * Until when this process surely holds the lease, ms by its monotonic clock (`performance.now()`):
+   * when its last renewal that succeeded was sent, plus the lease length. Kept by `Leases.acquire`
+   * and `Leases.renew`, and by `noteLeaseConfirmed` after a commit that confirmed it; 0 once a
+   * renewal found it taken over (for good: the fence never comes back); undefined when unknown.
+   * Read it with `leaseTimeLeftMs`.
+   */
+  validUntil?: number;
+}
+
+/**
+ * How long this process surely still holds `lease`, ms (0 when that time is past, or unknown), by
+ * its monotonic clock (the module comment). Check it right before an action that must not happen
+ * without the lease (an API request of a stream's run, a webhook delivery); when it is short, renew
+ * first (`Leases.renew`: LeaseLostError when another process took it over meanwhile).
+ */
+export function leaseTimeLeftMs(lease: HeldLease, now = performance.now()): number {
+  return lease.validUntil === undefined ? 0 : Math.max(0, lease.validUntil - now);
+}
+
+/**
+ * Records that a statement renewing `lease` for `seconds` (`confirmLease`) was sent at `sentAt`
+ * (`performance.now()` ms, read before the transaction began) and committed: the lease then surely
+ * lasts until `sentAt` plus the lease length. Never shortens what an earlier renewal gave.
+ */
+export function noteLeaseConfirmed(lease: HeldLease, sentAt: number, seconds: number): void {
+  if (lease.validUntil === 0) return; // found taken over meanwhile (confirmLease)
+  lease.validUntil = Math.max(lease.validUntil ?? 0, sentAt + seconds * 1000);
 }
 
 /** One row of `leases`, decoded (times ISO 8601 by the database's clock). */
@@ -94,7 +127,11 @@ export async function confirmLease(executor: SqlExecutor, lease: HeldLease, seco
     `UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? AND fence = ?`,
     [seconds, lease.name, lease.holder, lease.fence],
   );
-  if (result.changes !== 1) throw new LeaseLostError(lease);
+  if (result.changes !== 1) {
+    // Lost for good (the fence never comes back): every later `leaseTimeLeftMs` says 0.
+    lease.validUntil = 0;
+    throw new LeaseLostError(lease);
+  }
 }
 
 /** The leases of one mirror, through `executor`, each `seconds` long. */
@@ -116,12 +153,14 @@ export class Leases {
    */
   async acquire(name: string, holder: string): Promise<Acquired | undefined> {
     const dialect = this.executor.dialect;
+    const sentAt = performance.now();
     const renewed = await this.executor.get<{ fence: number }>(
       `UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? RETURNING fence`,
       [this.seconds, name, holder],
     );
-    if (renewed) return { lease: { name, holder, fence: Number(renewed.fence) }, taken: false };
+    if (renewed) return { lease: { name, holder, fence: Number(renewed.fence), validUntil: sentAt + this.seconds * 1000 }, taken: false };
     const before = await this.state(name);
+    const takenAt = performance.now();
     const taken = await this.executor.get<{ fence: number }>(
       `INSERT INTO leases (name, holder, fence, expires_at, acquired_at, renewed_at)
        VALUES (?, ?, 1, ${databaseNowPlusSeconds(dialect)}, ${databaseNow(dialect)}, ${databaseNow(dialect)})
@@ -133,15 +172,31 @@ export class Leases {
     );
     if (!taken) return undefined;
     const previousHolder = before?.holder ?? undefined;
-    return { lease: { name, holder, fence: Number(taken.fence) }, taken: true, ...(previousHolder !== undefined && previousHolder !== holder ? { previousHolder } : {}) };
+    return { lease: { name, holder, fence: Number(taken.fence), validUntil: takenAt + this.seconds * 1000 }, taken: true, ...(previousHolder !== undefined && previousHolder !== holder ? { previousHolder } : {}) };
   }
 
   /**
-   * Extends `lease` by the lease length, keeping its fence.
+   * Extends `lease` by the lease length, keeping its fence (and its `validUntil`: `leaseTimeLeftMs`).
    * @throws LeaseLostError when another holder took it over (or it was released)
    */
-  renew(lease: HeldLease): Promise<void> {
-    return confirmLease(this.executor, lease, this.seconds);
+  async renew(lease: HeldLease): Promise<void> {
+    const sentAt = performance.now();
+    await confirmLease(this.executor, lease, this.seconds);
+    // Inside a transaction the renewal counts only once it commits: its caller notes it then.
+    if (!this.executor.inTransaction) noteLeaseConfirmed(lease, sentAt, this.seconds);
+  }
+
+  /**
+   * Makes sure this process holds `lease` for at least `minimumMs` more by its own clock
+   * (`leaseTimeLeftMs`) before an action that must not happen without it (an API request of a
+   * stream's run, a webhook delivery): when less is left (the renewal timer fell behind, the process
+   * was paused), renews it first, one statement.
+   * @param minimumMs default a third of the lease: a holder whose timer renews every third always has more
+   * @throws LeaseLostError when another holder took it over (or it was released): do not act
+   */
+  async ensureHeld(lease: HeldLease, minimumMs = (this.seconds * 1000) / 3): Promise<void> {
+    if (leaseTimeLeftMs(lease) > minimumMs) return;
+    await this.renew(lease);
   }
 
   /**

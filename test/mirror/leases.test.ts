@@ -4,7 +4,7 @@
  * commit (its transaction rolled back).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { confirmLease, LeaseLostError, Leases } from '../../src/mirror/leases.ts';
+import { confirmLease, LeaseLostError, Leases, leaseTimeLeftMs, noteLeaseConfirmed } from '../../src/mirror/leases.ts';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { waitFor } from '../helpers.ts';
@@ -40,9 +40,9 @@ describe.each(BACKENDS)('leases on $name', (backend) => {
     const mine = new Leases(a, 30);
     const theirs = new Leases(b, 30);
     const taken = await mine.acquire('stream:deals', 'host-a:1:aa');
-    expect(taken).toEqual({ lease: { name: 'stream:deals', holder: 'host-a:1:aa', fence: 1 }, taken: true });
+    expect(taken).toEqual({ lease: { name: 'stream:deals', holder: 'host-a:1:aa', fence: 1, validUntil: expect.any(Number) }, taken: true });
     expect(await theirs.acquire('stream:deals', 'host-b:2:bb')).toBeUndefined();
-    expect(await mine.acquire('stream:deals', 'host-a:1:aa')).toEqual({ lease: { name: 'stream:deals', holder: 'host-a:1:aa', fence: 1 }, taken: false });
+    expect(await mine.acquire('stream:deals', 'host-a:1:aa')).toEqual({ lease: { name: 'stream:deals', holder: 'host-a:1:aa', fence: 1, validUntil: expect.any(Number) }, taken: false });
     await mine.renew(taken!.lease);
     const state = (await theirs.state('stream:deals'))!;
     expect(state).toMatchObject({ name: 'stream:deals', holder: 'host-a:1:aa', fence: 1, free: false });
@@ -61,12 +61,40 @@ describe.each(BACKENDS)('leases on $name', (backend) => {
     await expire(b, 'webhooks');
     expect((await theirs.state('webhooks'))!.free).toBe(true);
     const takeover = await theirs.acquire('webhooks', 'host-b:2:bb');
-    expect(takeover).toEqual({ lease: { name: 'webhooks', holder: 'host-b:2:bb', fence: 2 }, taken: true, previousHolder: 'host-a:1:aa' });
+    expect(takeover).toEqual({ lease: { name: 'webhooks', holder: 'host-b:2:bb', fence: 2, validUntil: expect.any(Number) }, taken: true, previousHolder: 'host-a:1:aa' });
     await expect(mine.renew(old)).rejects.toBeInstanceOf(LeaseLostError);
     await expect(mine.renew(old)).rejects.toThrow('lease webhooks: lost (fence 1 is no longer current: another process took it over)');
     expect(await mine.release(old)).toBe(false);
     expect(await mine.acquire('webhooks', 'host-a:1:aa')).toBeUndefined();
     expect((await mine.state('webhooks'))!).toMatchObject({ holder: 'host-b:2:bb', fence: 2, free: false });
+  });
+
+  it('how long a lease surely lasts by this process\'s clock (leaseTimeLeftMs): a lease length from the last renewal sent; ensureHeld renews a short one, and refuses once another holder took it', async () => {
+    const [a, b] = await twoConnections();
+    const mine = new Leases(a, 30);
+    const theirs = new Leases(b, 30);
+    const lease = (await mine.acquire('webhooks', 'host-a:1:aa'))!.lease;
+    const left = leaseTimeLeftMs(lease);
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(30_000);
+    expect(leaseTimeLeftMs({ name: 'webhooks', holder: 'host-a:1:aa', fence: 1 })).toBe(0);
+    // As if this process had been paused past its lease: the clock says nothing is left.
+    lease.validUntil = performance.now() - 1;
+    expect(leaseTimeLeftMs(lease)).toBe(0);
+    await mine.ensureHeld(lease);
+    expect(leaseTimeLeftMs(lease)).toBeGreaterThan(20_000);
+    // Enough left: ensureHeld sends nothing (an expired row would be renewed by a renewal).
+    await expire(b, 'webhooks');
+    await mine.ensureHeld(lease);
+    expect((await theirs.state('webhooks'))!.free).toBe(true);
+    // Taken over meanwhile: with time left by our clock the action would go; with none, it is refused.
+    await theirs.acquire('webhooks', 'host-b:2:bb');
+    lease.validUntil = performance.now() - 1;
+    await expect(mine.ensureHeld(lease)).rejects.toBeInstanceOf(LeaseLostError);
+    expect(leaseTimeLeftMs(lease)).toBe(0);
+    // Lost for good: a later renewal noted after a commit does not bring it back.
+    noteLeaseConfirmed(lease, performance.now(), 30);
+    expect(leaseTimeLeftMs(lease)).toBe(0);
   });
 
   it('a lease expires by the database clock when its holder stops renewing it (a short lease, waited on)', async () => {
@@ -91,7 +119,7 @@ describe.each(BACKENDS)('leases on $name', (backend) => {
     const lease = (await new Leases(a).acquire('stream:onboardings', 'host-a:1:aa'))!.lease;
     expect(await new Leases(a).release(lease)).toBe(true);
     expect(await new Leases(b).state('stream:onboardings')).toMatchObject({ holder: null, fence: 1, expiresAt: null, free: true });
-    expect(await new Leases(b).acquire('stream:onboardings', 'host-b:2:bb')).toEqual({ lease: { name: 'stream:onboardings', holder: 'host-b:2:bb', fence: 2 }, taken: true });
+    expect(await new Leases(b).acquire('stream:onboardings', 'host-b:2:bb')).toEqual({ lease: { name: 'stream:onboardings', holder: 'host-b:2:bb', fence: 2, validUntil: expect.any(Number) }, taken: true });
   });
 
   it('a commit checked with a stale fence is refused and rolled back; with the current fence it commits', async () => {

@@ -238,6 +238,13 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
 
   const delay = dependencies.latencyMs + (fault?.kind === 'latency' ? fault.ms : 0);
   if (delay > 0) await sleep(delay);
+  if (fault?.kind === 'hold') {
+    // A test's gate: nothing is read from the world before it opens (the answer reflects that moment).
+    await fault.until.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
   if (fault?.kind === 'slow-commit') {
     // Hold the request until the client gives up (its timeout closes the connection), then commit later.
     if (!request.socket.destroyed) await new Promise<void>((resolve) => request.socket.once('close', () => resolve()));
