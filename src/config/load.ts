@@ -390,6 +390,7 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_HTTP_HOST) set('http.host', 'BIZOPS_HTTP_HOST', env.BIZOPS_HTTP_HOST);
   if (env.BIZOPS_READINESS_CACHE_SECONDS) set('http.readinessCacheSeconds', 'BIZOPS_READINESS_CACHE_SECONDS', number('BIZOPS_READINESS_CACHE_SECONDS'));
   if (env.BIZOPS_WRITE_API_KEY) set('http.writeApiKey', 'BIZOPS_WRITE_API_KEY', env.BIZOPS_WRITE_API_KEY);
+  if (env.BIZOPS_READ_API_KEY) set('http.readApiKey', 'BIZOPS_READ_API_KEY', env.BIZOPS_READ_API_KEY);
   if (env.BIZOPS_WEBHOOK_URL || env.BIZOPS_WEBHOOK_SECRET) {
     const endpoint: Record<string, unknown> = { name: 'env', url: env.BIZOPS_WEBHOOK_URL, secret: env.BIZOPS_WEBHOOK_SECRET, events: ['*'] };
     if (env.BIZOPS_WEBHOOK_PREVIOUS_SECRET) endpoint.previousSecret = env.BIZOPS_WEBHOOK_PREVIOUS_SECRET;
@@ -424,7 +425,7 @@ export function maskConfig(config: Config): unknown {
     tokens: Object.fromEntries(Object.keys(config.tokens).map((name) => [name, '***'])),
     redisUrl: maskUrlPassword(config.redisUrl),
     dbPath: maskUrlPassword(config.dbPath),
-    http: { ...config.http, writeApiKey: mask(config.http.writeApiKey) },
+    http: { ...config.http, writeApiKey: mask(config.http.writeApiKey), readApiKey: mask(config.http.readApiKey) },
     webhooks: config.webhooks.map((w) => ({ ...w, secret: 'whsec_***', ...(w.previousSecret === undefined ? {} : { previousSecret: 'whsec_***' }) })),
   };
 }
@@ -439,7 +440,7 @@ export function maskDeployment(deployment: DeploymentConfig): unknown {
 }
 
 /**
- * Every secret of every connection (tokens, webhook secrets, a PostgreSQL mirror URL holding a
+ * Every secret of every connection (tokens, webhook secrets, the read key, a PostgreSQL mirror URL holding a
  * password): what loggers and the CLI's error line mask. The URL whole, not its password alone: a
  * short password (`postgres`) masked wherever it appears would garble every line naming the server.
  */
@@ -447,6 +448,7 @@ export function deploymentSecrets(configs: readonly Config[]): string[] {
   return configs.flatMap((config) => [
     ...Object.values(config.tokens),
     ...(isPostgresUrl(config.dbPath) && parsePostgresLocation(config.dbPath).password !== '' ? [config.dbPath] : []),
+    ...(config.http.readApiKey === undefined ? [] : [config.http.readApiKey]),
     ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret])]),
   ]);
 }

@@ -198,7 +198,7 @@ export const configSchema = z.object({
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
     })
     .prefault({}),
-  /** The daemon's HTTP port: /healthz, /readyz, /metrics and the write API (docs/operations.md "The HTTP port"). */
+  /** The daemon's HTTP port: /healthz, /readyz, /metrics, the write API and the read routes (docs/operations.md "The HTTP port"). */
   http: z
     .object({
       /** Address to bind: 127.0.0.1 by default, 0.0.0.0 in the image. */
@@ -212,6 +212,11 @@ export const configSchema = z.object({
       readinessCacheSeconds: z.number().int().min(1).max(3600).default(30),
       /** Bearer key required by `POST /writes` and `GET /writes/{id}`; the write routes are off when unset. */
       writeApiKey: z.string().min(16, 'must be at least 16 characters').optional(),
+      /**
+       * Bearer key of the read routes (the changelog over HTTP, named consumers, event schemas:
+       * src/daemon/read-access.ts); the read routes are off when unset. At least 16 characters.
+       */
+      readApiKey: z.string().min(16, 'must be at least 16 characters').optional(),
     })
     .prefault({}),
   /** Webhook endpoints receiving every matching changelog event (docs/webhooks.md); `BIZOPS_WEBHOOK_URL` + `_SECRET` define one named `env`. */

@@ -6,8 +6,9 @@
  *   GET /metrics   Prometheus text exposition format (metrics.ts)
  *
  * `HEAD` is answered like `GET` without a body. Other paths are 404, other methods 405, both JSON.
- * A `routeFirst` handler (the write API of src/writes) sees every request before these routes and
- * returns true when it answered.
+ * A `routeFirst` handler (the write API of src/writes, the routes behind the read key of
+ * read-access.ts: `firstRouteOf` chains them) sees every request before these routes and returns
+ * true when it answered.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -16,6 +17,19 @@ import type { ReadinessVerdict } from './readiness.ts';
 
 /** A handler given the first look at every request; resolves true when it answered. */
 export type FirstRoute = (request: IncomingMessage, response: ServerResponse) => Promise<boolean>;
+
+/**
+ * One `FirstRoute` trying each of `routes` in order until one answers (undefined ones skipped):
+ * e.g. the write API, then the routes behind the read key (read-access.ts).
+ */
+export function firstRouteOf(...routes: readonly (FirstRoute | undefined)[]): FirstRoute | undefined {
+  const present = routes.filter((route): route is FirstRoute => route !== undefined);
+  if (present.length <= 1) return present[0];
+  return async (request, response) => {
+    for (const route of present) if (await route(request, response)) return true;
+    return false;
+  };
+}
 
 /** Options of `startDaemonHttpServer`: the address to bind and the sources behind `/readyz` and `/metrics`. */
 export interface DaemonHttpServerOptions {

@@ -31,6 +31,8 @@ const REDACTED_PATHS = [
   '*.*.previousSecret',
   'writeApiKey',
   '*.writeApiKey',
+  'readApiKey',
+  '*.readApiKey',
   'sensitiveData',
   '*.sensitiveData',
   '*.*.sensitiveData',

@@ -1,7 +1,8 @@
 /**
  * Migrating a PostgreSQL mirror (docs/mirror.md "PostgreSQL"): the migrations of
- * src/mirror/migrations/index.ts, their `postgres` text, applied in order, each in its own
- * transaction with its row in `schema_version` (PostgreSQL has no `PRAGMA user_version`).
+ * src/mirror/migrations/index.ts, each one's text translated for PostgreSQL (`postgresDdl`,
+ * src/mirror/sql/postgres-ddl.ts), applied in order, each in its own transaction with its row in
+ * `schema_version` (PostgreSQL has no `PRAGMA user_version`).
  *
  * `schema_version` holds one row per applied migration: `version`, `name`, `applied_at` (ISO 8601);
  * the mirror's version is the largest. Every migrating transaction first takes the schema's
@@ -10,6 +11,7 @@
  */
 import { MIGRATIONS, type Migration } from './migrations/index.ts';
 import type { SqlExecutor } from './sql/executor.ts';
+import { postgresDdl } from './sql/postgres-ddl.ts';
 import { ADVISORY_LOCK_CLASS, advisoryLockStatement, type PostgresConnection } from './sql/postgres.ts';
 
 /** The schema version this build writes: the last migration's. */
@@ -38,8 +40,9 @@ export async function postgresSchemaVersion(executor: SqlExecutor): Promise<numb
  * @param migrations the list to apply (default: this build's; tests pass others)
  * @returns the versions applied, in order (empty when the mirror was up to date)
  * @throws Error when the mirror's version is newer than this build knows (`... newer than this
- *   bizops-sync (6); upgrade bizops-sync`), or the driver's error of a failing migration (that
- *   migration rolled back, the earlier ones kept)
+ *   bizops-sync (6); upgrade bizops-sync`), the translation's error when a migration's text holds
+ *   what PostgreSQL would read otherwise (`migration 8 (name): ...`), or the driver's error of a
+ *   failing migration (that migration rolled back, the earlier ones kept)
  */
 export async function migratePostgres(connection: PostgresConnection, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
   const latest = migrations.at(-1)?.version ?? 0;
@@ -54,7 +57,7 @@ export async function migratePostgres(connection: PostgresConnection, migrations
       }
       const migration = migrations.find((candidate) => candidate.version > current);
       if (!migration) return undefined;
-      await tx.exec(migration.postgres);
+      await tx.exec(postgresDdl(migration.sql, `migration ${migration.version} (${migration.name})`));
       await tx.run('INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)', [migration.version, migration.name, new Date().toISOString()]);
       return migration.version;
     });

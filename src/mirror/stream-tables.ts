@@ -11,10 +11,12 @@
  *
  * Both back ends share the comparison (`planStreamTable`) and its messages: SQLite reads a table
  * with `PRAGMA table_info`, PostgreSQL with `information_schema.columns` and `pg_index`. On
- * PostgreSQL the definition's types are stored as TEXT -> text, INTEGER -> bigint, REAL -> double
- * precision, and named back the same way in messages (another type shows as its own name: INT4).
+ * PostgreSQL the definition's types are stored as the type map says (src/mirror/sql/column-types.ts:
+ * TEXT -> text, INTEGER -> bigint, REAL -> double precision, as in the migrations), and named back
+ * the same way in messages (another type shows as its own name: INT4).
  */
 import type { MirrorDatabase } from './database.ts';
+import { POSTGRES_TYPE_NAMES, STORED_TYPE } from './sql/column-types.ts';
 import type { SqlDialect, SqlExecutor } from './sql/executor.ts';
 import type { ColumnDefinition, ColumnType, StreamDefinition } from '../streams/define-stream.ts';
 
@@ -47,15 +49,6 @@ const BOOKKEEPING_COLUMNS: readonly WantedColumn[] = [
   { column: 'last_seen_scan', type: 'INTEGER', notNull: false, primaryKey: false },
   { column: 'missed_scans', type: 'INTEGER', notNull: true, primaryKey: false, defaultValue: '0' },
 ];
-
-/** How each back end stores a definition's column type. */
-const STORED_TYPE: Record<SqlDialect, Record<ColumnType, string>> = {
-  sqlite: { TEXT: 'TEXT', INTEGER: 'INTEGER', REAL: 'REAL' },
-  postgres: { TEXT: 'text', INTEGER: 'bigint', REAL: 'double precision' },
-};
-
-/** PostgreSQL's type names (`udt_name`) of the stored types, named back as the definition's. */
-const POSTGRES_TYPE_NAMES: Record<string, ColumnType> = { text: 'TEXT', int8: 'INTEGER', float8: 'REAL' };
 
 /**
  * A column as a table has it, in the definition's words: `type` is TEXT, INTEGER or REAL when the

@@ -4,7 +4,6 @@
  * stream tables checked with the SQLite side's messages, connection errors naming the URL without
  * its password, read-only openers.
  */
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { openMirror } from '../../src/mirror/database.ts';
@@ -18,6 +17,7 @@ import { postgresColumns } from '../../src/mirror/stream-tables.ts';
 import { column, defineStream, listRequest } from '../../src/streams/define-stream.ts';
 import { STREAM_LIST } from '../../src/streams/definitions.ts';
 import { BACKENDS, freshPostgresUrl, freshSqlitePath, onTestServer, removeTestMirrors, TEST_POSTGRES_URL } from '../sql-backends.ts';
+import { postgresSchema, sqliteSchema } from './schema-description.ts';
 
 const opened: SqlConnection[] = [];
 afterEach(async () => {
@@ -29,42 +29,6 @@ async function openTracked(location: string, options: Parameters<typeof openMirr
   const connection = await openMirrorConnection(location, options);
   opened.push(connection);
   return connection;
-}
-
-/** `name type [NOT NULL] [PK] [DEFAULT x]` per column, per table, of a SQLite file. */
-function sqliteSchema(path: string): Record<string, string[]> {
-  const db = new Database(path, { readonly: true });
-  try {
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[];
-    return Object.fromEntries(
-      tables.map(({ name }) => [
-        name,
-        (db.prepare(`PRAGMA table_info(${name})`).all() as { name: string; type: string; notnull: number; pk: number; dflt_value: string | null }[]).map(
-          (row) => `${row.name} ${row.type}${row.notnull || row.pk ? ' NOT NULL' : ''}${row.pk ? ' PK' : ''}${row.dflt_value === null ? '' : ` DEFAULT ${row.dflt_value}`}`,
-        ),
-      ]),
-    );
-  } finally {
-    db.close();
-  }
-}
-
-/** The same description of the PostgreSQL schema's tables, types named as the stream definitions name them. */
-async function postgresSchema(db: SqlConnection): Promise<Record<string, string[]>> {
-  const tables = await db.all<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name");
-  const described: Record<string, string[]> = {};
-  for (const { name } of tables) {
-    const defaults = new Map(
-      (await db.all<{ name: string; value: string | null }>('SELECT column_name AS name, column_default AS value FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?', [name])).map(
-        (row) => [row.name, row.value],
-      ),
-    );
-    described[name] = (await postgresColumns(db, name)).map((row) => {
-      const value = defaults.get(row.name)?.replace(/::[a-z ]+$/, '');
-      return `${row.name} ${row.type}${row.notNull || row.primaryKey ? ' NOT NULL' : ''}${row.primaryKey ? ' PK' : ''}${value ? ` DEFAULT ${value}` : ''}`;
-    });
-  }
-  return described;
 }
 
 describe('the mirror schema on PostgreSQL', () => {
