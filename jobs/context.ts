@@ -116,7 +116,9 @@ export interface WriteQueue {
    * Starts a write worker in this process, on its own API client and mirror connection (SQLite: its
    * own handle on the file; PostgreSQL: the context's pool); the context's `close` stops it.
    */
-  startWorker(options?: Partial<Pick<WriteWorkerOptions, 'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'ambiguousSettleMs' | 'writeThrough'>>): Promise<WriteWorkerHandle>;
+  startWorker(
+    options?: Partial<Pick<WriteWorkerOptions, 'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'ambiguousSettleMs' | 'writeThrough' | 'sweepIntervalMs' | 'claimSeconds' | 'ledgerSettleMs'>>,
+  ): Promise<WriteWorkerHandle>;
 }
 
 /**
@@ -249,7 +251,9 @@ function rateBudgetsOn(config: Config, shared: SharedParts, owned: boolean): Rat
       let budget = shared.budgets.get(key);
       if (!budget) {
         const limits = { limit: config.rateLimit.perMinute, windowMs: config.rateLimit.windowMs };
-        budget = redis ? new RedisRateBudget({ redis, key, prefix: shared.budgetPrefix, ...limits }) : new LocalRateBudget(limits);
+        budget = redis
+          ? new RedisRateBudget({ redis, key, prefix: shared.budgetPrefix, redisWaitMs: Math.round(config.rateLimit.redisWaitSeconds * 1000), ...limits })
+          : new LocalRateBudget(limits);
         shared.budgets.set(key, budget);
       }
       mine.add(key);
@@ -416,7 +420,17 @@ export async function openContext(config: Config, options: ContextOptions = {}):
             connection: workerConnection,
             // The worker's own connection (maxRetriesPerRequest: null); the producer's fails fast.
             queue: { ...queue, workerRedis: config.redisUrl },
-            api: { baseUrl: config.baseUrl, tokens: config.tokens, budget: (tokenName) => budgets.budgetFor(tokenName), retry: options.clientRetry },
+            api: {
+              baseUrl: config.baseUrl,
+              tokens: config.tokens,
+              budget: (tokenName) => budgets.budgetFor(tokenName),
+              retry: options.clientRetry,
+              // The same request deadline as every other client of the process.
+              requestDeadlineMs: Math.round(config.api.requestDeadlineSeconds * 1000),
+            },
+            sweepIntervalMs: Math.round(config.writes.sweepSeconds * 1000),
+            claimSeconds: config.writes.claimSeconds,
+            ledgerSettleMs: Math.round(config.writes.ledgerSettleSeconds * 1000),
             logger,
             onChanges: notify,
             ...workerOptions,
@@ -446,7 +460,9 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       async webhookDispatcher(dispatcherOptions = {}) {
         if (config.webhooks.length === 0) return null;
         const { WebhookDispatcher } = await import('../src/notify/index.ts');
-        const dispatcher = new WebhookDispatcher({ connection: await partConnection(), endpoints: config.webhooks, logger, ...dispatcherOptions });
+        // A delivery is bounded by the request deadline too (api.requestDeadlineSeconds), when it is the shorter.
+        const timeoutMs = Math.min(15_000, Math.round(config.api.requestDeadlineSeconds * 1000));
+        const dispatcher = new WebhookDispatcher({ connection: await partConnection(), endpoints: config.webhooks, logger, timeoutMs, ...dispatcherOptions });
         cleanups.add(() => dispatcher.stop());
         return dispatcher;
       },

@@ -9,7 +9,7 @@ import { openContext, type ContextOptions } from './context.ts';
 
 /**
  * `bizops-sync enqueue`: validates, stores and queues one write.
- * @throws WriteValidationError (nothing queued), IdempotencyConflictError, WriteQueueError;
+ * @throws WriteValidationError (nothing queued), IdempotencyConflictError;
  *   RedisUnavailableError naming REDIS_URL when Redis does not answer (nothing stored)
  */
 export async function enqueueWriteJob(

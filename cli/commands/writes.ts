@@ -62,7 +62,7 @@ export interface EnqueueCommandOptions {
 
 /**
  * `bizops-sync enqueue`: reads the payload argument, then validates, stores and queues one write.
- * @throws UsageError (bad arguments), WriteValidationError (nothing queued), IdempotencyConflictError, WriteQueueError
+ * @throws UsageError (bad arguments), WriteValidationError (nothing queued), IdempotencyConflictError
  */
 export async function enqueueCommand(config: Config, options: EnqueueCommandOptions): Promise<EnqueueResult> {
   const payload = readPayloadArgument(options);

@@ -26,6 +26,14 @@
  *   priority, retries rank above first attempts (their own sorted set).
  * - Every decision is one atomic Lua script using Redis's own clock (`TIME`), so the processes' clocks
  *   do not need to agree: an answer is timed when Redis records it (never earlier than its receipt).
+ * - Redis away (docs/rate-budget.md "When Redis is away"): a process that cannot reach Redis grants
+ *   nothing; its waiters keep waiting (Redis is asked again every poll) for at most `redisWaitMs`,
+ *   then fail with one error naming the outage. When Redis answers again WITHOUT the budget's state
+ *   (restarted empty, flushed, failed over to a replica that lacked it), the requests sent before the
+ *   loss may still count at the server, so for one window nothing is granted but one probe at a time
+ *   until an answer's `X-RateLimit-Remaining`/`-Reset` tells what the server's window holds (a
+ *   server that sends none: the window passes first). The loss is seen by a marker (`epoch`) every
+ *   process remembers.
  *
  * Keys (one budget = one hash tag, so the keys live in one Redis Cluster slot):
  *   {prefix}:{key}:log       grants (sorted set: score = grant time ms, member = slot id) for sliding-log pacing
@@ -34,6 +42,7 @@
  *   {prefix}:{key}:flight    slots in flight (sorted set: score = lapse time ms, member = slot id)
  *   {prefix}:{key}:demand:{priority}         waiting first attempts
  *   {prefix}:{key}:demand:{priority}:retry   waiting retries (rank above the first attempts of their priority)
+ *   {prefix}:{key}:epoch     the budget's identity (hash: id, at; recoverUntil and probes after a loss)
  *
  *   const budget = new RedisRateBudget({ redis: 'redis://127.0.0.1:6379', key: rateBudgetKey(config), limit: 60 });
  *   const slot = await budget.acquire('write');
@@ -81,6 +90,11 @@ export interface RedisRateBudgetOptions {
   leaseHoldMs?: number;
   /** A slot never ended (its process died) stops counting as in flight after this, ms. Default 2 windows + 60 s. */
   slotTtlMs?: number;
+  /**
+   * How long waiters wait for Redis when it stops answering, ms (config `rateLimit.redisWaitSeconds`),
+   * before they fail; nothing is granted meanwhile. Default 60000.
+   */
+  redisWaitMs?: number;
 }
 
 /** `stats()` of a RedisRateBudget: the contract's counters, for THIS process. */
@@ -93,6 +107,10 @@ export interface RedisRateBudgetStats extends RateBudgetStats {
   heldUsed: number;
   /** Answers and releases not recorded because Redis did not answer. */
   observeFailures: number;
+  /** Times this process found the budget's state lost in Redis (and waited for the server's word). */
+  stateLosses: number;
+  /** Waits for Redis that ended in failing the waiters (`redisWaitMs` passed). */
+  redisGaveUp: number;
 }
 
 /**
@@ -118,13 +136,15 @@ export function rateBudgetKey(
 /**
  * One step of the budget, atomically (the rules of server-window.ts, in Lua).
  * KEYS: log, pause, window, flight, then the demand sets by rank: write:retry, write,
- *   incremental:retry, incremental, backfill:retry, backfill
+ *   incremental:retry, incremental, backfill:retry, backfill, then epoch
  * ARGV: 1 limit, 2 sliding window ms, 3 rank (0: none), 4 waiter id, 5 demand ttl ms, 6 slots wanted,
  *   7 slot id prefix, 8 configured window ms, 9 resume margin ms, 10 slot ttl ms, 11 mode
  *   (acquire | flush | peek), 12 n, 13 extra slots to lease ahead when nobody else waits and the
- *   window has twice that room, then n records of 6: slot id, reset ms, remaining, limit,
+ *   window has twice that room, 14 the epoch this process saw last ('' for none), 15 a new epoch id
+ *   (used when the marker is missing), then n records of 6: slot id, reset ms, remaining, limit,
  *   Date ms (each '' when absent), kind (obs | sent | unsent)
- * Returns { slots granted, wait ms (hint), redis now ms, slots available, in flight, paused until }.
+ * Returns { slots granted, wait ms (hint), redis now ms, slots available, in flight, paused until,
+ *   epoch, 1 when this call found the state lost }.
  */
 const STEP_SCRIPT = `
 local t = redis.call('TIME')
@@ -143,6 +163,25 @@ local mode = ARGV[11]
 local n = tonumber(ARGV[12])
 local extra = tonumber(ARGV[13])
 local log, pauseKey, win, flight = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local epochKey = KEYS[11]
+local knownEpoch, newEpoch = ARGV[14], ARGV[15]
+
+-- The budget's memory: a process that saw another epoch (or none where it saw one) knows it was lost.
+local epoch = redis.call('HGET', epochKey, 'id')
+local lostNow = 0
+if not epoch then
+  epoch = newEpoch
+  redis.call('HSET', epochKey, 'id', epoch, 'at', now)
+  if knownEpoch ~= '' then
+    redis.call('HSET', epochKey, 'recoverUntil', now + sliding)
+    lostNow = 1
+  end
+elseif knownEpoch ~= '' and knownEpoch ~= epoch then
+  -- Re-created after a loss by a process that did not know: the window from then on is recovery.
+  local at = tonumber(redis.call('HGET', epochKey, 'at') or '0')
+  if redis.call('HSETNX', epochKey, 'recoverUntil', at + sliding) == 1 then lostNow = 1 end
+end
+local recoverUntil = tonumber(redis.call('HGET', epochKey, 'recoverUntil') or '0')
 
 local function num(field)
   local v = redis.call('HGET', win, field)
@@ -155,7 +194,7 @@ local changed = false
 
 redis.call('ZREMRANGEBYSCORE', flight, '-inf', now)
 for i = 0, n - 1 do
-  local b = 14 + i * 6
+  local b = 16 + i * 6
   local slot, r, rem, lim, date, kind = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
   if kind == 'obs' then
     if slot ~= '' then redis.call('ZREM', flight, slot) end
@@ -230,14 +269,24 @@ else
     waitMs = tonumber(oldest[2]) + sliding + 1 - now
   end
 end
-if mode ~= 'acquire' then return { 0, waitMs, now, slots, inflight, paused } end
+-- Recovering from a loss, before any answer told the server's window: one probe at a time.
+local recovering = paused <= now and recoverUntil > now and resetAt == nil
+if recovering then
+  local probes = tonumber(redis.call('HGET', epochKey, 'probes') or '0')
+  if probes >= 1 or inflight > 0 then
+    slots, waitMs = 0, math.min(recoverUntil - now, 250)
+  elseif slots > 1 then
+    slots = 1
+  end
+end
+if mode ~= 'acquire' then return { 0, waitMs, now, slots, inflight, paused, epoch, lostNow } end
 
 local own = KEYS[4 + rank]
 local function wait(ms)
   redis.call('ZADD', own, now + ttl, waiter)
   redis.call('PEXPIRE', own, ttl * 2)
   if ms < 1 then ms = 1 end
-  return { 0, ms, now, slots, inflight, paused }
+  return { 0, ms, now, slots, inflight, paused, epoch, lostNow }
 end
 if slots <= 0 then return wait(waitMs) end
 for r = 1, rank - 1 do
@@ -246,7 +295,8 @@ for r = 1, rank - 1 do
   if redis.call('ZCARD', key) > 0 then return wait(5) end
 end
 local granted = math.min(want, slots)
-if extra > 0 and slots - granted >= 2 * extra then
+if recovering then redis.call('HINCRBY', epochKey, 'probes', granted) end
+if extra > 0 and not recovering and slots - granted >= 2 * extra then
   -- Lease ahead only when no other waiter, of any priority in any process, could want those slots.
   local others = 0
   for r = 1, 6 do
@@ -265,7 +315,7 @@ end
 redis.call('PEXPIRE', log, sliding + 1000)
 redis.call('PEXPIRE', flight, slotTtl + 1000)
 redis.call('ZREM', own, waiter)
-return { granted, 0, now, slots - granted, inflight + granted, paused }
+return { granted, 0, now, slots - granted, inflight + granted, paused, epoch, lostNow }
 `;
 
 /** KEYS: pause, window. ARGV: duration ms. Extends (never shortens) the pause to Redis now + duration and forgets the learned window. */
@@ -285,7 +335,7 @@ return current
 /** KEYS: demand key. ARGV: waiter. */
 const WITHDRAW_SCRIPT = `return redis.call('ZREM', KEYS[1], ARGV[1])`;
 
-type StepResult = [granted: number, waitMs: number, redisNowMs: number, available: number, inFlight: number, pausedUntilRedisMs: number];
+type StepResult = [granted: number, waitMs: number, redisNowMs: number, available: number, inFlight: number, pausedUntilRedisMs: number, epoch: string, lostNow: number];
 
 type BudgetRedis = Redis & {
   bizopsRateStep(...args: (string | number)[]): Promise<StepResult>;
@@ -318,7 +368,7 @@ export class RedisRateBudget implements RateBudget {
   private readonly redis: BudgetRedis;
   private readonly ownsConnection: boolean;
   /** `demand` in rank order: each priority's retries, then its first attempts (see STEP_SCRIPT). */
-  private readonly keys: { log: string; pause: string; window: string; flight: string; demand: string[] };
+  private readonly keys: { log: string; pause: string; window: string; flight: string; demand: string[]; epoch: string };
   private readonly demandTtlMs: number;
   private readonly maxPollMs: number;
   private readonly maxLease: number;
@@ -338,15 +388,22 @@ export class RedisRateBudget implements RateBudget {
   private pumping = false;
   /** Wakes a pump sleeping between polls (an answer may have freed a slot, or a waiter arrived). */
   private wake: (() => void) | undefined;
-  private readonly counters: RateBudgetStats & { leaseCalls: number; heldUsed: number; observeFailures: number } = {
+  private readonly counters: RateBudgetStats & { leaseCalls: number; heldUsed: number; observeFailures: number; stateLosses: number; redisGaveUp: number } = {
     granted: { write: 0, incremental: 0, backfill: 0 },
     waitedMs: 0,
     pauses: 0,
     leaseCalls: 0,
     heldUsed: 0,
     observeFailures: 0,
+    stateLosses: 0,
+    redisGaveUp: 0,
   };
   private closed = false;
+  readonly redisWaitMs: number;
+  /** The budget's epoch in Redis as this process last saw it ('' before the first step). */
+  private epoch = '';
+  /** When Redis stopped answering this process's steps (ms epoch), while it does not answer. */
+  private outageSince: number | undefined;
 
   /** @throws RangeError when `limit`, `windowMs`, a margin or `maxLease` is not valid, or `key` is empty */
   constructor(options: RedisRateBudgetOptions) {
@@ -367,6 +424,7 @@ export class RedisRateBudget implements RateBudget {
     if (!Number.isInteger(this.leaseAhead) || this.leaseAhead < 0) throw new RangeError(`RedisRateBudget option leaseAhead must be an integer >= 0, got ${String(options.leaseAhead)}`);
     this.leaseHoldMs = options.leaseHoldMs ?? 100;
     this.slotTtlMs = positiveInteger(options.slotTtlMs ?? 2 * this.windowMs + 60_000, 'slotTtlMs');
+    this.redisWaitMs = positiveInteger(options.redisWaitMs ?? 60_000, 'redisWaitMs');
     const base = `${options.prefix ?? 'bizops:rate'}:{${this.key}}`;
     this.keys = {
       log: `${base}:log`,
@@ -374,12 +432,15 @@ export class RedisRateBudget implements RateBudget {
       window: `${base}:window`,
       flight: `${base}:flight`,
       demand: PRIORITIES.flatMap((priority) => [`${base}:demand:${priority}:retry`, `${base}:demand:${priority}`]),
+      epoch: `${base}:epoch`,
     };
+    // A connection of our own fails a command after one reconnect attempt instead of holding it for
+    // ever: the waiting for Redis is this budget's, bounded by `redisWaitMs`.
     this.ownsConnection = typeof options.redis === 'string';
-    const client = typeof options.redis === 'string' ? new Redis(options.redis) : options.redis;
+    const client = typeof options.redis === 'string' ? new Redis(options.redis, { maxRetriesPerRequest: 1, disconnectTimeout: 200 }) : options.redis;
     // Failures surface through `acquire`; without a listener ioredis prints every reconnect error.
     if (typeof options.redis === 'string') client.on('error', () => undefined);
-    client.defineCommand('bizopsRateStep', { numberOfKeys: 10, lua: STEP_SCRIPT });
+    client.defineCommand('bizopsRateStep', { numberOfKeys: 11, lua: STEP_SCRIPT });
     client.defineCommand('bizopsRatePause', { numberOfKeys: 2, lua: PAUSE_SCRIPT });
     client.defineCommand('bizopsRateWithdraw', { numberOfKeys: 1, lua: WITHDRAW_SCRIPT });
     this.redis = client as BudgetRedis;
@@ -474,6 +535,8 @@ export class RedisRateBudget implements RateBudget {
       leaseCalls: this.counters.leaseCalls,
       heldUsed: this.counters.heldUsed,
       observeFailures: this.counters.observeFailures,
+      stateLosses: this.counters.stateLosses,
+      redisGaveUp: this.counters.redisGaveUp,
     };
   }
 
@@ -486,7 +549,8 @@ export class RedisRateBudget implements RateBudget {
 
   /** Deletes this budget's keys (tests, or resetting a deployment). */
   async reset(): Promise<void> {
-    await this.redis.del(this.keys.log, this.keys.pause, this.keys.window, this.keys.flight, ...this.keys.demand);
+    await this.redis.del(this.keys.log, this.keys.pause, this.keys.window, this.keys.flight, this.keys.epoch, ...this.keys.demand);
+    this.epoch = '';
   }
 
   /** Rejects this process's waiters, sends what is pending, and closes the connection when the budget opened it. */
@@ -526,12 +590,13 @@ export class RedisRateBudget implements RateBudget {
     const records = this.pending;
     this.pending = [];
     try {
-      return await this.redis.bizopsRateStep(
+      const result = await this.redis.bizopsRateStep(
         this.keys.log,
         this.keys.pause,
         this.keys.window,
         this.keys.flight,
         ...this.keys.demand,
+        this.keys.epoch,
         this.limit,
         this.effectiveWindowMs,
         rank,
@@ -546,8 +611,17 @@ export class RedisRateBudget implements RateBudget {
         records.length,
         // Only writes lease ahead: a held slot of a lower priority would go out ahead of a write waiting in another process.
         mode === 'acquire' && rank <= 2 ? this.leaseAhead : 0,
+        this.epoch,
+        `${this.processId}:${Date.now()}`,
         ...records.flat(),
       );
+      if (Number(result[7]) === 1) {
+        this.counters.stateLosses++;
+        // Slots leased ahead were granted under the lost state: none of them may go out now.
+        this.returnHeld();
+      }
+      this.epoch = String(result[6]);
+      return result;
     } catch (error) {
       this.counters.observeFailures += records.length;
       throw error;
@@ -585,8 +659,19 @@ export class RedisRateBudget implements RateBudget {
         let result: StepResult;
         try {
           result = await this.step('acquire', head.rank, prefix, want);
+          this.outageSince = undefined;
         } catch (error) {
-          this.line.rejectAll(error, head.priority);
+          // Redis does not answer: nothing is granted. Wait for it (asking every poll) up to redisWaitMs.
+          const now = Date.now();
+          this.outageSince ??= now;
+          if (now - this.outageSince >= this.redisWaitMs) {
+            this.counters.redisGaveUp++;
+            this.outageSince = undefined;
+            const reason = error instanceof Error ? error.message : String(error);
+            this.line.rejectAll(new Error(`the shared rate budget: Redis did not answer for ${this.redisWaitMs / 1000} s (rateLimit.redisWaitSeconds): ${reason}`, { cause: error }));
+            continue;
+          }
+          await this.sleepUnlessWoken(Math.min(this.maxPollMs, this.redisWaitMs - (now - this.outageSince)));
           continue;
         }
         const [granted, waitMs] = result;
@@ -596,23 +681,26 @@ export class RedisRateBudget implements RateBudget {
           const slot: RateSlot = { id: `${prefix}:${index}`, priority: head.priority };
           if (!this.grant(head.priority, slot)) this.hold(slot); // leased ahead, or its waiter gave up meanwhile
         }
-        if (granted === 0) {
-          // A little jitter so that processes woken by the same expiry do not all ask in the same ms.
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(done, Math.min(this.maxPollMs, waitMs) + Math.floor(Math.random() * 3));
-            function done() {
-              clearTimeout(timer);
-              resolve();
-            }
-            this.wake = done;
-          });
-          this.wake = undefined;
-        }
+        // A little jitter so that processes woken by the same expiry do not all ask in the same ms.
+        if (granted === 0) await this.sleepUnlessWoken(Math.min(this.maxPollMs, waitMs) + Math.floor(Math.random() * 3));
       }
     } finally {
       this.pumping = false;
       await this.withdraw();
     }
+  }
+
+  /** Sleeps `ms`, or less when `wake` is called (an answer freed a slot, a waiter arrived or left). */
+  private async sleepUnlessWoken(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.max(1, ms));
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+    this.wake = undefined;
   }
 
   /** Keeps a slot for the next `acquire` for up to `leaseHoldMs`, then gives it back unused. */

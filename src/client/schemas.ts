@@ -114,6 +114,43 @@ export interface ItemSchema<T> {
   safeParse(input: unknown): { success: true; data: T } | { success: false; error: z.ZodError };
 }
 
+/** The path of the first string holding U+0000 anywhere in `value`, or undefined when none does. */
+function nulCharacterPath(value: unknown, path: (string | number)[] = []): (string | number)[] | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (Array.isArray(value)) {
+    for (const [index, item] of value.entries()) {
+      const found = nulCharacterPath(item, [...path, index]);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (value && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const found = nulCharacterPath(item, [...path, key]);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * `schema`, also refusing an item with the NUL character (U+0000) in any string: a PostgreSQL
+ * mirror cannot store it (text columns refuse it), so such a record is an invalid item, quarantined
+ * like any other (docs/sync.md "Invalid records") instead of failing its page and every later run.
+ * Refused on SQLite too, so that both back ends hold the same records.
+ */
+export function storableItems<T>(schema: ItemSchema<T>): ItemSchema<T> {
+  return {
+    safeParse(input) {
+      const parsed = schema.safeParse(input);
+      if (!parsed.success) return parsed;
+      const path = nulCharacterPath(input);
+      if (!path) return parsed;
+      return { success: false, error: new z.ZodError([{ code: 'custom', path, message: 'must not contain the NUL character (U+0000): the mirror cannot store it', input }]) };
+    },
+  };
+}
+
 /** `content.pagination` of every list response (spec §1 Pagination). */
 export const paginationSchema = z.looseObject({
   /** Items across all pages. */

@@ -304,6 +304,10 @@ const ENV_FOR_KEY: Record<string, string> = {
   'sync.leaseSeconds': 'BIZOPS_LEASE_SECONDS',
   'sync.databaseWaitSeconds': 'BIZOPS_DATABASE_WAIT_SECONDS',
   'api.requestDeadlineSeconds': 'BIZOPS_REQUEST_DEADLINE_SECONDS',
+  'rateLimit.redisWaitSeconds': 'BIZOPS_REDIS_WAIT_SECONDS',
+  'writes.sweepSeconds': 'BIZOPS_WRITES_SWEEP_SECONDS',
+  'writes.claimSeconds': 'BIZOPS_WRITES_CLAIM_SECONDS',
+  'writes.ledgerSettleSeconds': 'BIZOPS_LEDGER_SETTLE_SECONDS',
   'sync.reconcileSchedule': 'BIZOPS_RECONCILE_SCHEDULE',
   'http.host': 'BIZOPS_HTTP_HOST',
   'http.port': 'BIZOPS_HTTP_PORT',
@@ -383,6 +387,15 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_REQUEST_DEADLINE_SECONDS) {
     const raw = env.BIZOPS_REQUEST_DEADLINE_SECONDS.trim();
     set('api.requestDeadlineSeconds', 'BIZOPS_REQUEST_DEADLINE_SECONDS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
+  }
+  for (const [key, name] of [
+    ['rateLimit.redisWaitSeconds', 'BIZOPS_REDIS_WAIT_SECONDS'],
+    ['writes.sweepSeconds', 'BIZOPS_WRITES_SWEEP_SECONDS'],
+    ['writes.claimSeconds', 'BIZOPS_WRITES_CLAIM_SECONDS'],
+    ['writes.ledgerSettleSeconds', 'BIZOPS_LEDGER_SETTLE_SECONDS'],
+  ] as const) {
+    const raw = env[name]?.trim();
+    if (raw) set(key, name, /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
   }
   if (env.BIZOPS_SCHEDULE) set('sync.schedule', 'BIZOPS_SCHEDULE', env.BIZOPS_SCHEDULE);
   if (env.BIZOPS_RECONCILE_SCHEDULE) set('sync.reconcileSchedule', 'BIZOPS_RECONCILE_SCHEDULE', env.BIZOPS_RECONCILE_SCHEDULE);

@@ -164,6 +164,11 @@ export const configSchema = z.object({
       windowMs: z.number().int().positive().default(60_000),
       /** Budget key: one per company (default) or one per token (spec §8 "also described as per API key"). */
       scope: z.enum(['company', 'token']).default('company'),
+      /**
+       * How long a request waits for Redis (the shared budget) when Redis stops answering mid-run,
+       * seconds, before it fails (docs/rate-budget.md "When Redis is away"): nothing is sent meanwhile.
+       */
+      redisWaitSeconds: z.number().positive().max(3600).default(60),
     })
     .prefault({}),
   /** When and what the sync runs (docs/sync.md, docs/operations.md "Schedules"). */
@@ -196,6 +201,24 @@ export const configSchema = z.object({
       databaseWaitSeconds: z.number().min(0).max(3600).default(60),
       /** Streams to run. Default: every registered stream. */
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
+    })
+    .prefault({}),
+  /** The write queue (docs/writes.md). */
+  writes: z
+    .object({
+      /**
+       * How often every process running writes sweeps the `writes` table for unfinished writes whose
+       * queue job is gone or whose claim expired, and queues them again, seconds (also on every Redis reconnect).
+       */
+      sweepSeconds: z.number().positive().max(3600).default(5),
+      /** How long a run's claim on a write lasts unless renewed (every third of it), seconds: a dead worker's writes are taken over after this. */
+      claimSeconds: z.number().min(1).max(3600).default(30),
+      /**
+       * Ledger lookups of a transaction whose outcome is unknown go on until the request deadline plus
+       * this long after the send (a server may commit late), and after a re-send the ledger is watched
+       * this long again, seconds.
+       */
+      ledgerSettleSeconds: z.number().min(0).max(3600).default(60),
     })
     .prefault({}),
   /** The daemon's HTTP port: /healthz, /readyz, /metrics, the write API and the read routes (docs/operations.md "The HTTP port"). */

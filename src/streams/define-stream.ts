@@ -8,7 +8,7 @@
  * and its event names, so a definition's `classify` reads typed records and can only name the
  * events the definition declares.
  */
-import type { ItemSchema } from '../client/schemas.ts';
+import { storableItems, type ItemSchema } from '../client/schemas.ts';
 
 /** A record as the API returned it, validated by its stream's item schema. */
 export type ApiRecord = Record<string, unknown>;
@@ -117,7 +117,8 @@ export function defineStream<T extends ApiRecord, const Name extends string, con
     if (!fields.has(field)) throw new Error(`stream ${definition.name}: listed field ${field} has no column`);
   }
   if (!definition.changes.events.includes(definition.changes.gone)) throw new Error(`stream ${definition.name}: changes.gone must be one of changes.events`);
-  return { ...definition, table: definition.name };
+  // A record the mirror cannot store (a NUL character) is an invalid item, quarantined, never fatal to its stream.
+  return { ...definition, itemSchema: storableItems(definition.itemSchema), table: definition.name };
 }
 
 /**

@@ -2,9 +2,12 @@
  * The write engine: runs ONE write of any kind to its outcome (docs/writes.md, spec §4, §7).
  * Every kind is data (src/writes/kinds/); the rules here are the same for all of them:
  *
- * 1. A write found `sending` was interrupted after its request may have gone out (a worker killed
- *    mid-job, whose job BullMQ's stalled-job check handed to another worker): its outcome is
- *    ambiguous, so it is resolved (step 4), never blindly sent again.
+ * 0. A run first takes the write's CLAIM (src/writes/store.ts: a token and an expiry on the row, in
+ *    one conditional UPDATE) and renews it while it runs; a write claimed by another live run is
+ *    left alone (`skipped`). Only the holder marks it sending, retrying or finished.
+ * 1. A write found `sending` was interrupted after its request may have gone out (its previous
+ *    holder died, so its claim expired): its outcome is ambiguous, so it is resolved (step 4),
+ *    never blindly sent again.
  * 2. Otherwise it is sent through the ApiClient with priority `write`, the client retry policy of its
  *    kind (`safe` for idempotent kinds and clock-in, `unsent-only` for the others), the acting
  *    token and an `Idempotency-Key` header derived from the write id (`idempotencyKeyHeader`: the
@@ -22,20 +25,24 @@
  *    - ambiguous (a reset or timeout after sending, a 5xx): step 4.
  * 4. Ambiguous outcomes follow the kind's `ambiguity`: `resend` (idempotent kinds: retried),
  *    `ledger-lookup` (transaction.create: looked up in the ledger several times, spread until the
- *    request deadline has passed a second time after the send (`ledgerLookupWindowMs`), because a
+ *    request deadline plus a settle time (`ledgerSettleMs`) have passed since the send, because a
  *    slow server may commit after our timeout; found once -> `succeeded`; never found -> sent again,
- *    with the same Idempotency-Key; more than one candidate, a ledger too long to search, or lookups
- *    that keep failing -> `needs_review` with the reason), `park` (`needs_review` with the reason).
+ *    with the same Idempotency-Key, and after that re-send the ledger is watched for another settle
+ *    time: a late commit of the first send turning up makes it `needs_review` naming both records,
+ *    with a `write.duplicated` change; more than one candidate, a ledger too long to search, or
+ *    lookups that keep failing -> `needs_review` with the reason), `park` (`needs_review` with the reason).
  *
  * What is guaranteed: a write is never sent again while its outcome is unknown; it is sent again
  * only when the failure proves the server never processed it, or (ledger-lookup kinds) when the
- * ledger still lacks it after the lookup window. A server that honours the Idempotency-Key applies
- * it at most once per key even then. Not guaranteed: exactly once against a server that ignores the
- * key AND commits later than the lookup window.
+ * ledger still lacks it after the lookup window. `succeeded` is recorded only over exactly one
+ * effect. A server that honours the Idempotency-Key applies it at most once per key even then. Not
+ * guaranteed: exactly once against a server that ignores the key AND commits later than the request
+ * deadline plus the settle time (such a duplicate is reported when the watch after the re-send sees it).
  *
  * Outcomes are recorded with their change row (`write.succeeded`, `write.failed`,
  * `write.needs_review`) and the mirror write-through in one transaction (store.ts).
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { ApiClient, ApiResponse } from '../client/client.ts';
@@ -44,8 +51,8 @@ import type { RetryPolicy } from '../client/retry.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { AppendedChange } from '../mirror/store.ts';
 import { isWriteKindName, writeKind, type LedgerLookup, type RetrySafety, type WriteKind } from './kinds/index.ts';
-import type { WriteOutcome, WriteRecord, WriteStore, WriteThroughHook } from './store.ts';
-import { fieldPath } from './validation.ts';
+import { WRITE_DUPLICATED, type WriteOutcome, type WriteRecord, type WriteStore, type WriteThroughHook } from './store.ts';
+import { fieldPath, textRuleIssues } from './validation.ts';
 
 /** What the engine did with a write; `retry` asks BullMQ to run the job again later (with backoff). */
 export type WriteProcessResult =
@@ -75,10 +82,21 @@ export interface JobRun {
   signal?: AbortSignal;
 }
 
+/** A job run holding the write's claim: its token, and a signal that also aborts when the claim is lost. */
+interface ClaimedRun extends JobRun {
+  token: string;
+}
+
 /** Delay of a job put back because the worker is stopping, ms (any live worker picks it up after). */
 const SHUTDOWN_DELAY_MS = 1000;
 
-/** Construction options of a WriteEngine: its store, client and the ledger-lookup limits. */
+/** Default claim length, seconds: renewed every third of it while the run lives. */
+export const DEFAULT_CLAIM_SECONDS = 30;
+
+/** Default settle time after the request deadline during which ledger lookups go on, ms (config `writes.ledgerSettleSeconds`). */
+export const DEFAULT_LEDGER_SETTLE_MS = 60_000;
+
+/** Construction options of a WriteEngine: its store, client, the claim and the ledger-lookup limits. */
 export interface WriteEngineOptions {
   store: WriteStore;
   /** The API client (its rate budget a layer of it); the engine adds its `sending` mark to each write request. */
@@ -86,21 +104,23 @@ export interface WriteEngineOptions {
   logger?: Logger;
   /** Mirror write-through of successful responses; null turns it off. */
   writeThrough: WriteThroughHook | null;
-  /** Wait before looking for an ambiguous write's record, so a request still in flight can land, ms. Default 2000. */
+  /** How long a run's claim on a write lasts unless renewed (renewed every third of it), seconds. Default 30. */
+  claimSeconds?: number;
+  /** Wait before the first look for an ambiguous write's record, so a request still in flight can land, ms. Default 2000. */
   ambiguousSettleMs?: number;
   /** How far before the send a ledger lookup starts looking (clock skew between us and the server), ms. Default 10 minutes. */
   ledgerLookbackMs?: number;
   /** Pages of 100 a ledger lookup reads at most before giving up to review. Default 20. */
   ledgerMaxPages?: number;
-  /** The client's request deadline (ApiClientOptions.timeoutMs), ms. Default 30000. */
-  requestTimeoutMs?: number;
+  /** The client's deadline of one whole request (config `api.requestDeadlineSeconds`), ms. Default 60000. */
+  requestDeadlineMs?: number;
   /**
-   * Ledger lookups of an ambiguous write go on until this long after the request ended (its answer,
-   * or at the latest the send + the request deadline): a server may commit after our timeout, ms.
-   * Default: the request deadline.
+   * Ledger lookups of an ambiguous write go on until the request deadline plus this long after the
+   * send (a server may commit after our deadline); after a re-send the ledger is watched this long
+   * again for a late commit of the first send (config `writes.ledgerSettleSeconds`), ms. Default 60000.
    */
-  ledgerLookupWindowMs?: number;
-  /** Ledger lookups spread over that window, at least. Default 4. */
+  ledgerSettleMs?: number;
+  /** Ledger lookups spread over each window, at least. Default 4. */
   ledgerLookups?: number;
   /** Hears every change row appended (to wake the webhook dispatcher). */
   onChanges?: (changes: AppendedChange[]) => void;
@@ -111,9 +131,9 @@ function clientRetryPolicy(safety: RetrySafety): RetryPolicy {
   return safety === 'idempotent' || safety === 'conflict-means-done' ? 'safe' : 'unsent-only';
 }
 
-/** Thrown from the `sending` mark when the write was finished meanwhile: the request is not sent. */
-class WriteAlreadyFinishedError extends Error {
-  override name = 'WriteAlreadyFinishedError';
+/** Thrown from the `sending` mark when this run no longer holds the write's claim: the request is not sent. */
+class WriteClaimLostError extends Error {
+  override name = 'WriteClaimLostError';
 }
 
 /** True when the failure proves the server never processed the request. */
@@ -136,6 +156,40 @@ function isUniqueViolation(error: unknown): boolean {
 const listItemSchema = z.looseObject({ id: z.string() });
 
 /**
+ * Keeps a run's claim alive: renews it every third of its length; when a renewal finds the claim
+ * gone (it expired and another run took it), `signal` aborts so the run's waits stop.
+ */
+class ClaimKeeper {
+  readonly #lost = new AbortController();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(store: WriteStore, writeId: string, token: string, seconds: number, logger: Logger) {
+    this.#timer = setInterval(
+      () => {
+        store.renewClaim(writeId, token, seconds).then(
+          (held) => {
+            if (held || this.#lost.signal.aborted) return;
+            logger.error({ writeId }, 'write claim lost (it expired and another run took it): this run stops');
+            this.#lost.abort(new Error(`the claim on write ${writeId} was lost`));
+          },
+          (error: unknown) => logger.warn({ writeId, error: describe(error) }, 'could not renew the write claim; trying again'),
+        );
+      },
+      Math.max(50, Math.floor((seconds * 1000) / 3)),
+    );
+    this.#timer.unref();
+  }
+
+  get signal(): AbortSignal {
+    return this.#lost.signal;
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}
+
+/**
  * Runs one stored write (by id) one step towards its outcome, following the rules in this module's
  * header (docs/writes.md, spec §4, §7). The write worker calls `process` once per run of the write's queue job.
  */
@@ -144,11 +198,12 @@ export class WriteEngine {
   private readonly client: ApiClient;
   private readonly logger: Logger;
   private readonly writeThrough: WriteThroughHook | null;
+  private readonly claimSeconds: number;
   private readonly settleMs: number;
   private readonly lookbackMs: number;
   private readonly maxPages: number;
-  private readonly requestTimeoutMs: number;
-  private readonly lookupWindowMs: number;
+  private readonly requestDeadlineMs: number;
+  private readonly ledgerSettleMs: number;
   private readonly lookups: number;
   private readonly onChanges: ((changes: AppendedChange[]) => void) | undefined;
 
@@ -157,42 +212,68 @@ export class WriteEngine {
     this.client = options.client;
     this.logger = options.logger ?? silentLogger;
     this.writeThrough = options.writeThrough;
+    this.claimSeconds = options.claimSeconds ?? DEFAULT_CLAIM_SECONDS;
+    if (!(Number.isFinite(this.claimSeconds) && this.claimSeconds > 0)) throw new RangeError(`claimSeconds must be a positive number, got ${String(options.claimSeconds)}`);
     this.settleMs = options.ambiguousSettleMs ?? 2000;
     this.lookbackMs = options.ledgerLookbackMs ?? 10 * 60_000;
     this.maxPages = options.ledgerMaxPages ?? 20;
-    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
-    this.lookupWindowMs = options.ledgerLookupWindowMs ?? this.requestTimeoutMs;
+    this.requestDeadlineMs = options.requestDeadlineMs ?? 60_000;
+    this.ledgerSettleMs = options.ledgerSettleMs ?? DEFAULT_LEDGER_SETTLE_MS;
     this.lookups = Math.max(1, options.ledgerLookups ?? 4);
     this.onChanges = options.onChanges;
   }
 
   /**
-   * Runs write `writeId` one step towards its outcome.
-   * @returns `finished` (terminal status recorded), `retry` (BullMQ should run it again), or `skipped`
-   *   (already terminal, or unknown)
+   * Runs write `writeId` one step towards its outcome, under a claim on its row.
+   * @returns `finished` (terminal status recorded), `retry` (BullMQ should run it again), `delay`, or
+   *   `skipped` (already terminal, unknown, or claimed by another live run)
    * @throws only on storage failures (the database driver's error), which leave the row as it was for the next run
    */
   async process(writeId: string, jobRun: JobRun): Promise<WriteProcessResult> {
-    const write = await this.store.get(writeId);
-    if (!write) return { action: 'skipped', reason: `no write ${writeId} in the writes table` };
-    if (write.status !== 'queued' && write.status !== 'sending') return { action: 'skipped', reason: `already ${write.status}` };
-    if (!isWriteKindName(write.kind)) return this.finish(write, { status: 'failed', outcome: `unknown write kind ${write.kind}` });
+    const token = randomUUID();
+    const write = await this.store.claim(writeId, token, this.claimSeconds);
+    if (!write) {
+      const current = await this.store.get(writeId);
+      if (!current) return { action: 'skipped', reason: `no write ${writeId} in the writes table` };
+      if (current.status !== 'queued' && current.status !== 'sending') return { action: 'skipped', reason: `already ${current.status}` };
+      return { action: 'skipped', reason: `claimed by another run (until ${current.claimExpiresAt ?? '?'})` };
+    }
+    const keeper = new ClaimKeeper(this.store, writeId, token, this.claimSeconds, this.logger);
+    const signal = jobRun.signal ? AbortSignal.any([jobRun.signal, keeper.signal]) : keeper.signal;
+    try {
+      return await this.run(write, { ...jobRun, signal, token });
+    } finally {
+      keeper.stop();
+      // A finished write's claim was cleared with its outcome; any other result gives it up for the next run.
+      await this.store.releaseClaim(writeId, token);
+    }
+  }
+
+  private async run(write: WriteRecord, run: ClaimedRun): Promise<WriteProcessResult> {
+    if (!isWriteKindName(write.kind)) return this.finish(write, { status: 'failed', outcome: `unknown write kind ${write.kind}` }, run);
     const kind = writeKind(write.kind);
     const parsed = kind.payloadSchema.safeParse(write.payload);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      return this.finish(write, { status: 'failed', outcome: `the stored payload no longer validates: ${issue ? `${fieldPath(issue.path)}: ${issue.message}` : 'invalid'}` });
+    const textIssue = textRuleIssues(write.payload)[0];
+    if (!parsed.success || textIssue) {
+      const issue = parsed.success ? undefined : parsed.error.issues[0];
+      const broken = issue ? `${fieldPath(issue.path)}: ${issue.message}` : textIssue ? `${textIssue.field}: ${textIssue.rule}` : 'invalid';
+      return this.finish(write, { status: 'failed', outcome: `the stored payload no longer validates: ${broken}` }, run);
     }
     const payload = parsed.data;
     if (write.status === 'sending') {
-      const reason = 'a previous attempt stopped after its request may have reached the server (worker stopped before recording the outcome)';
-      return this.resolveAmbiguous(write, kind, payload, reason, null, jobRun);
+      if (write.remoteId !== null && write.ambiguousSince !== null && kind.ambiguity.resolve === 'ledger-lookup') {
+        // A re-send created a record; the watch for a late commit of the first send was cut short.
+        const created = { remoteId: write.remoteId, result: write.result, httpStatus: write.httpStatus ?? 200, outcome: write.outcome ?? 'applied' };
+        return this.watchAfterResend(write, kind, kind.ambiguity.lookup, payload, created, Date.parse(write.updatedAt), run);
+      }
+      const reason = 'a previous run stopped after its request may have reached the server (its worker stopped or died before recording the outcome)';
+      return this.resolveAmbiguous(write, kind, payload, reason, null, run);
     }
-    return this.send(write, kind, payload, jobRun);
+    return this.send(write, kind, payload, run);
   }
 
-  private async send(write: WriteRecord, kind: WriteKind, payload: unknown, jobRun: JobRun): Promise<WriteProcessResult> {
-    let slots = 0;
+  private async send(write: WriteRecord, kind: WriteKind, payload: unknown, run: ClaimedRun): Promise<WriteProcessResult> {
+    let sentAt: string | undefined;
     let response: ApiResponse<unknown>;
     try {
       response = await this.client.request({
@@ -207,19 +288,19 @@ export class WriteEngine {
         hooks: {
           beforeRequest: async () => {
             // After the budget's slot, before the bytes leave: from here the outcome may be ambiguous.
-            if (!(await this.store.markSending(write.id))) throw new WriteAlreadyFinishedError(`write ${write.id} finished meanwhile`);
-            slots++;
+            if (!(await this.store.markSending(write.id, run.token))) throw new WriteClaimLostError(`write ${write.id}: this run no longer holds its claim (finished or taken over meanwhile)`);
+            sentAt = new Date().toISOString();
           },
         },
       });
     } catch (error) {
-      if (error instanceof WriteAlreadyFinishedError) return { action: 'skipped', reason: error.message };
-      return this.handleFailure(write, kind, payload, error, slots > 0, jobRun);
+      if (error instanceof WriteClaimLostError) return { action: 'skipped', reason: error.message };
+      return this.handleFailure(write, kind, payload, error, sentAt, run);
     }
-    return this.succeed(write, kind, payload, response);
+    return this.succeed(write, kind, payload, response, run);
   }
 
-  private async succeed(write: WriteRecord, kind: WriteKind, payload: unknown, response: ApiResponse<unknown>): Promise<WriteProcessResult> {
+  private async succeed(write: WriteRecord, kind: WriteKind, payload: unknown, response: ApiResponse<unknown>, run: ClaimedRun): Promise<WriteProcessResult> {
     const content = response.content;
     const outcome: WriteOutcome = {
       status: 'succeeded',
@@ -229,82 +310,121 @@ export class WriteEngine {
       remoteId: kind.remoteId(content, payload) ?? null,
     };
     const through = kind.writeThrough && this.writeThrough ? { stream: kind.writeThrough.stream, record: kind.writeThrough.record(content) } : undefined;
+    if (write.ambiguousSince !== null && kind.ambiguity.resolve === 'ledger-lookup' && outcome.remoteId) {
+      // A re-send after an ambiguous send: `succeeded` only once the ledger shows one effect.
+      const created = { remoteId: outcome.remoteId, result: content, httpStatus: response.status, outcome: outcome.outcome };
+      try {
+        if (!(await this.store.markResent(write.id, run.token, created))) return this.claimLost(write, `re-sent, created ${outcome.remoteId}`);
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        return this.finish(write, { ...outcome, status: 'needs_review', remoteId: null, outcome: `re-sent after an ambiguous send; record ${outcome.remoteId} is also claimed by another write (ledger lookup): review it` }, run);
+      }
+      return this.watchAfterResend(write, kind, kind.ambiguity.lookup, payload, created, Date.now(), run);
+    }
     try {
-      return await this.finish(write, outcome, through);
+      return await this.finish(write, outcome, run, through);
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
       // A ledger lookup gave this record to a look-alike write; this response is the authoritative claim.
       this.logger.error({ writeId: write.id, remoteId: outcome.remoteId }, 'the created record was already claimed by another write after a ledger lookup');
-      return this.finish(write, { ...outcome, remoteId: null, outcome: `${outcome.outcome}; record ${outcome.remoteId} is also claimed by another write (ledger lookup): review it` }, through);
+      return this.finish(write, { ...outcome, remoteId: null, outcome: `${outcome.outcome}; record ${outcome.remoteId} is also claimed by another write (ledger lookup): review it` }, run, through);
     }
   }
 
-  private async handleFailure(
-    write: WriteRecord,
-    kind: WriteKind,
-    payload: unknown,
-    error: unknown,
-    slotTaken: boolean,
-    jobRun: JobRun,
-  ): Promise<WriteProcessResult> {
+  private async handleFailure(write: WriteRecord, kind: WriteKind, payload: unknown, error: unknown, sentAt: string | undefined, run: ClaimedRun): Promise<WriteProcessResult> {
     const message = describe(error);
     const status = error instanceof BizopsApiError ? error.status : undefined;
     if (error instanceof ConflictError && kind.conflictOutcome) {
-      return this.finish(write, { status: 'succeeded', outcome: kind.conflictOutcome, result: { conflict: message }, httpStatus: 409 });
+      return this.finish(write, { status: 'succeeded', outcome: kind.conflictOutcome, result: { conflict: message }, httpStatus: 409 }, run);
     }
     if (error instanceof UnknownTokenError) {
-      return this.finish(write, { status: 'failed', outcome: `actAs: no token named "${write.actAs}" is configured`, error: message });
+      return this.finish(write, { status: 'failed', outcome: `actAs: no token named "${write.actAs}" is configured`, error: message }, run);
     }
     if (error instanceof InvalidResponseError && status !== undefined && status >= 200 && status < 300) {
       // The server applied it (2xx); only its answer was unreadable. Never send it again.
-      return this.finish(write, { status: 'succeeded', outcome: `applied (HTTP ${status}), but the response did not validate`, error: message, httpStatus: status });
+      return this.finish(write, { status: 'succeeded', outcome: `applied (HTTP ${status}), but the response did not validate`, error: message, httpStatus: status }, run);
     }
     if (error instanceof BizopsApiError && status !== undefined && status >= 400 && status < 500 && status !== 429) {
-      return this.finish(write, { status: 'failed', outcome: `refused by the API (HTTP ${status})`, error: message, httpStatus: status });
+      return this.finish(write, { status: 'failed', outcome: `refused by the API (HTTP ${status})`, error: message, httpStatus: status }, run);
     }
-    if (!slotTaken && jobRun.signal?.aborted) {
+    if (sentAt === undefined && run.signal?.aborted) {
       // Stopped while waiting for a budget slot: nothing was sent; no job attempt is spent.
       return { action: 'delay', delayMs: SHUTDOWN_DELAY_MS, reason: 'the worker stopped while the write waited for a budget slot' };
     }
     if (error instanceof RateLimitError) {
       // The server processed nothing (spec §7); waiting for the budget is not a failed attempt.
-      await this.store.markRetrying(write.id, message, 429);
+      await this.store.markRetrying(write.id, run.token, message, 429);
       const retryAfterMs = error.retryAfter !== undefined && error.retryAfter > 0 ? Math.round(error.retryAfter * 1000) : 1000;
       return { action: 'delay', delayMs: retryAfterMs, reason: `rate limited (429): ${message}` };
     }
-    if (!slotTaken || provablyUnprocessed(error)) {
-      await this.store.markRetrying(write.id, message, status ?? null);
-      return this.retryOrGiveUp(write.id, `not processed by the server: ${message}`, jobRun);
+    if (sentAt === undefined || provablyUnprocessed(error)) {
+      await this.store.markRetrying(write.id, run.token, message, status ?? null);
+      return this.retryOrGiveUp(write.id, `not processed by the server: ${message}`, run);
     }
-    return this.resolveAmbiguous(write, kind, payload, `the outcome is unknown: ${message}`, status ?? null, jobRun);
+    await this.store.markAmbiguous(write.id, run.token, sentAt);
+    return this.resolveAmbiguous(write, kind, payload, `the outcome is unknown: ${message}`, status ?? null, run);
   }
 
-  private async resolveAmbiguous(
-    write: WriteRecord,
-    kind: WriteKind,
-    payload: unknown,
-    reason: string,
-    httpStatus: number | null,
-    jobRun: JobRun,
-  ): Promise<WriteProcessResult> {
+  private async resolveAmbiguous(write: WriteRecord, kind: WriteKind, payload: unknown, reason: string, httpStatus: number | null, run: ClaimedRun): Promise<WriteProcessResult> {
     const ambiguity = kind.ambiguity;
     if (ambiguity.resolve === 'resend') {
-      await this.store.markRetrying(write.id, reason, httpStatus);
-      return this.retryOrGiveUp(write.id, `${reason}; safe to send again`, jobRun);
+      await this.store.markRetrying(write.id, run.token, reason, httpStatus);
+      return this.retryOrGiveUp(write.id, `${reason}; safe to send again`, run);
     }
     if (ambiguity.resolve === 'park') {
       this.logger.warn({ writeId: write.id, kind: write.kind, reason }, 'write parked for review');
-      return this.finish(write, { status: 'needs_review', outcome: ambiguity.reason, error: reason, httpStatus });
+      return this.finish(write, { status: 'needs_review', outcome: ambiguity.reason, error: reason, httpStatus }, run);
     }
-    return this.resolveByLedger(write, kind, ambiguity.lookup, payload, reason, httpStatus, jobRun);
+    return this.resolveByLedger(write, kind, ambiguity.lookup, payload, reason, httpStatus, run);
+  }
+
+  /**
+   * Looks in the ledger `lookups` times at least, spread until `untilMs`, the first after `firstWaitMs`;
+   * stops early when `enough` says the matches settle it.
+   * @returns the last pass, or the result to return (a shutdown, a lookup that failed for good)
+   */
+  private async lookRepeatedly(
+    write: WriteRecord,
+    lookup: LedgerLookup<unknown>,
+    payload: unknown,
+    sentAtMs: number,
+    untilMs: number,
+    firstWaitMs: number,
+    enough: (unclaimed: Record<string, unknown>[]) => boolean,
+    onFailure: (message: string, status: number | undefined) => Promise<WriteProcessResult>,
+    run: ClaimedRun,
+  ): Promise<{ unclaimed: Record<string, unknown>[]; complete: boolean } | WriteProcessResult> {
+    const intervalMs = Math.max(1, Math.ceil(Math.max(0, untilMs - Date.now() - firstWaitMs) / Math.max(1, this.lookups - 1)));
+    let waitMs = firstWaitMs;
+    let lookupsDone = 0;
+    for (;;) {
+      try {
+        await sleep(waitMs, undefined, { signal: run.signal });
+      } catch {
+        return { action: 'delay', delayMs: SHUTDOWN_DELAY_MS, reason: 'the worker stopped (or lost the claim) during the ledger lookups; the next run looks again' };
+      }
+      const pass = await this.lookInLedger(write, lookup, payload, sentAtMs, run);
+      lookupsDone++;
+      if ('error' in pass) {
+        if (run.signal?.aborted) return { action: 'delay', delayMs: SHUTDOWN_DELAY_MS, reason: 'the worker stopped during a ledger lookup; the next run looks again' };
+        return onFailure(pass.error, pass.status);
+      }
+      const unclaimed = await this.unclaimed(write, pass.matches);
+      if (enough(unclaimed) || !pass.complete) return { unclaimed, complete: pass.complete };
+      const now = Date.now();
+      if (now >= untilMs && lookupsDone >= this.lookups) return { unclaimed, complete: true };
+      // Resolving long after the window (a worker restarted much later): one lookup tells.
+      if (lookupsDone === 1 && now >= untilMs) return { unclaimed, complete: true };
+      waitMs = intervalMs;
+    }
   }
 
   /**
    * Looks for the record an ambiguous write may have created (kind's `ledger-lookup`): first after
-   * `settleMs`, then again, `ledgerLookups` times in all at least, until `ledgerLookupWindowMs` has
-   * passed since the request ended (its answer, or at the latest its deadline): a slow server
-   * commits after our timeout. Only then does "not found" mean it did not land. A shutdown during the waits delays the job (the row
-   * stays `sending`: the next run looks again).
+   * `ambiguousSettleMs`, then again, `ledgerLookups` times in all at least, until the request
+   * deadline plus `ledgerSettleMs` have passed since the send: a slow server commits after our
+   * deadline. Only then does "not found" mean it did not land. A shutdown during the waits delays
+   * the job (the row stays `sending`: the next run looks again).
    */
   private async resolveByLedger(
     write: WriteRecord,
@@ -313,63 +433,43 @@ export class WriteEngine {
     payload: unknown,
     reason: string,
     httpStatus: number | null,
-    jobRun: JobRun,
+    run: ClaimedRun,
   ): Promise<WriteProcessResult> {
     const sentAtMs = Date.parse((await this.store.get(write.id))?.sendingAt ?? write.sendingAt ?? write.createdAt);
-    // The request ended now (an answer, a reset, our timeout), or at the latest at its deadline.
-    const endedAtMs = Math.min(Date.now(), sentAtMs + this.requestTimeoutMs);
-    const lookUntilMs = endedAtMs + this.lookupWindowMs;
-    const intervalMs = Math.max(1, Math.ceil(this.lookupWindowMs / Math.max(1, this.lookups - 1)));
-    let waitMs = this.settleMs;
-    let pass: { matches: Record<string, unknown>[]; complete: boolean } | WriteProcessResult;
-    let lookupsDone = 0;
-    for (;;) {
-      try {
-        await sleep(waitMs, undefined, { signal: jobRun.signal });
-      } catch {
-        return { action: 'delay', delayMs: SHUTDOWN_DELAY_MS, reason: 'the worker stopped during the ledger lookups; the next run looks again' };
-      }
-      pass = await this.lookInLedger(write, lookup, payload, reason, httpStatus, jobRun, sentAtMs);
-      lookupsDone++;
-      if (!('matches' in pass)) return pass;
-      const unclaimed = await this.unclaimed(write, pass.matches);
-      if (unclaimed.length > 0 || !pass.complete) break;
-      const now = Date.now();
-      if (now >= lookUntilMs && lookupsDone >= this.lookups) break;
-      // Resolving long after the send (a worker restarted): the window is over, one lookup tells.
-      if (lookupsDone === 1 && now - lookUntilMs > this.lookupWindowMs) break;
-      waitMs = intervalMs;
-    }
-    const { matches, complete } = pass;
-    const candidates = await this.unclaimed(write, matches);
+    const lookUntilMs = sentAtMs + this.requestDeadlineMs + this.ledgerSettleMs;
+    const review = (outcome: string): Promise<WriteProcessResult> => this.finish(write, { status: 'needs_review', outcome, error: reason, httpStatus }, run);
+    const pass = await this.lookRepeatedly(
+      write,
+      lookup,
+      payload,
+      sentAtMs,
+      lookUntilMs,
+      this.settleMs,
+      (unclaimed) => unclaimed.length > 0,
+      async (message, status) => {
+        if ((status !== undefined && status >= 400 && status < 500 && status !== 429) || run.run >= run.maxRuns) {
+          return review(`${reason}; could not look for it in the ledger: ${message}`);
+        }
+        // The row stays `sending`: the next run looks again instead of sending.
+        return { action: 'retry', reason: `ledger lookup failed: ${message}` };
+      },
+      run,
+    );
+    if (!('unclaimed' in pass)) return pass;
+    const candidates = pass.unclaimed;
     if (candidates.length === 0) {
-      if (!complete) {
-        return this.finish(write, { status: 'needs_review', outcome: `${reason}; the ledger is too long to search (${this.maxPages} pages)`, error: reason, httpStatus });
-      }
-      await this.store.markRetrying(write.id, `${reason}; not in the ledger, so it did not land: sending again`, httpStatus);
-      return this.retryOrGiveUp(write.id, `${reason}; not found in the ledger`, jobRun);
+      if (!pass.complete) return review(`${reason}; the ledger is too long to search (${this.maxPages} pages)`);
+      if (!(await this.store.markRetrying(write.id, run.token, `${reason}; not in the ledger, so it did not land: sending again`, httpStatus))) return this.claimLost(write, 'not found in the ledger');
+      return this.retryOrGiveUp(write.id, `${reason}; not found in the ledger`, run);
     }
     if (candidates.length > 1) {
       const ids = candidates.map((item) => String(item.id)).join(', ');
-      return this.finish(write, {
-        status: 'needs_review',
-        outcome: `${reason}; ${candidates.length} ledger records match this write (${ids}) and none can be told apart: check which one it created`,
-        error: reason,
-        httpStatus,
-      });
+      return review(`${reason}; ${candidates.length} ledger records match this write (${ids}) and none can be told apart: check which one it created`);
     }
     const found = candidates[0]!;
-    const lookalikes = (await this.store.unfinishedOfKind(write.kind, write.id)).filter((other) => {
-      const otherPayload = kind.payloadSchema.safeParse(other.payload);
-      return otherPayload.success && lookup.matches(found, otherPayload.data);
-    });
+    const lookalikes = await this.lookalikes(write, kind, lookup, found);
     if (lookalikes.length > 0) {
-      return this.finish(write, {
-        status: 'needs_review',
-        outcome: `${reason}; ledger record ${String(found.id)} matches this write and ${lookalikes.length} other unfinished write(s) with the same fields (${lookalikes.map((w) => w.id).join(', ')})`,
-        error: reason,
-        httpStatus,
-      });
+      return review(`${reason}; ledger record ${String(found.id)} matches this write and ${lookalikes.length} other unfinished write(s) with the same fields (${lookalikes.join(', ')})`);
     }
     const outcome: WriteOutcome = {
       status: 'succeeded',
@@ -379,11 +479,88 @@ export class WriteEngine {
       httpStatus,
     };
     try {
-      return await this.finish(write, outcome, lookup.stream && this.writeThrough ? { stream: lookup.stream, record: found } : undefined);
+      return await this.finish(write, outcome, run, lookup.stream && this.writeThrough ? { stream: lookup.stream, record: found } : undefined);
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
-      return this.finish(write, { status: 'needs_review', outcome: `${reason}; ledger record ${String(found.id)} was claimed by another write meanwhile`, error: reason, httpStatus });
+      return review(`${reason}; ledger record ${String(found.id)} was claimed by another write meanwhile`);
     }
+  }
+
+  /**
+   * After a re-send created `created.remoteId`: watches the ledger for `ledgerSettleMs` more (from
+   * `resentAtMs`) for another record matching the write, a late commit of the ambiguous first send.
+   * One found: `needs_review` naming both records, with a `write.duplicated` change. None:
+   * `succeeded` over the re-send's record.
+   */
+  private async watchAfterResend(
+    write: WriteRecord,
+    kind: WriteKind,
+    lookup: LedgerLookup<unknown>,
+    payload: unknown,
+    created: { remoteId: string; result: unknown; httpStatus: number; outcome: string },
+    resentAtMs: number,
+    run: ClaimedRun,
+  ): Promise<WriteProcessResult> {
+    const firstSentMs = Date.parse(write.ambiguousSince ?? write.createdAt);
+    const others = (unclaimed: Record<string, unknown>[]) => unclaimed.filter((item) => String(item.id) !== created.remoteId);
+    const pass = await this.lookRepeatedly(
+      write,
+      lookup,
+      payload,
+      firstSentMs,
+      resentAtMs + this.ledgerSettleMs,
+      this.settleMs,
+      (unclaimed) => others(unclaimed).length > 0,
+      async (message) => {
+        if (run.run < run.maxRuns) return { action: 'retry', reason: `ledger lookup after the re-send failed: ${message}` };
+        return this.finish(write, { status: 'needs_review', outcome: `re-sent after an ambiguous send and created ${created.remoteId}, but the ledger could not be checked for the first send: ${message}`, result: created.result, httpStatus: created.httpStatus }, run);
+      },
+      run,
+    );
+    if (!('unclaimed' in pass)) return pass;
+    const duplicates = others(pass.unclaimed);
+    if (duplicates.length > 0) {
+      const ids = [...duplicates.map((item) => String(item.id)), created.remoteId];
+      const lookalikes = await this.lookalikes(write, kind, lookup, duplicates[0]!);
+      const why =
+        lookalikes.length > 0
+          ? ` (or one of them belongs to another unfinished write with the same fields: ${lookalikes.join(', ')})`
+          : '';
+      this.logger.error({ writeId: write.id, ledgerIds: ids }, 'write applied twice: the first, ambiguous send committed late');
+      return this.finish(
+        write,
+        {
+          status: 'needs_review',
+          outcome: `applied twice: the first send committed late and the re-send created another record; ledger records ${ids.join(' and ')}${why}: reverse one`,
+          result: { ...(created.result as Record<string, unknown>), ledgerIds: ids },
+          httpStatus: created.httpStatus,
+          remoteId: created.remoteId,
+          error: write.error,
+          events: [WRITE_DUPLICATED],
+        },
+        run,
+      );
+    }
+    if (!pass.complete) {
+      return this.finish(write, { status: 'needs_review', outcome: `re-sent after an ambiguous send and created ${created.remoteId}, but the ledger is too long to check for the first send (${this.maxPages} pages)`, result: created.result, httpStatus: created.httpStatus }, run);
+    }
+    const record = kind.writeThrough && this.writeThrough ? kind.writeThrough.record(created.result) : undefined;
+    return this.finish(
+      write,
+      { status: 'succeeded', outcome: `${created.outcome} (re-sent after an ambiguous send; the ledger shows one record)`, result: created.result, httpStatus: created.httpStatus, remoteId: created.remoteId },
+      run,
+      record && kind.writeThrough ? { stream: kind.writeThrough.stream, record } : undefined,
+    );
+  }
+
+  /** Ids of the other unfinished writes of this kind whose payload `found` would match too. */
+  private async lookalikes(write: WriteRecord, kind: WriteKind, lookup: LedgerLookup<unknown>, found: Record<string, unknown>): Promise<string[]> {
+    return (await this.store.unfinishedOfKind(write.kind, write.id))
+      .filter((other) => {
+        const otherPayload = kind.payloadSchema.safeParse(other.payload);
+        return otherPayload.success && lookup.matches(found, otherPayload.data);
+      })
+      .map((other) => other.id);
   }
 
   /** One pass through the ledger list: the items matching the write, and whether the list was read to its end. */
@@ -391,11 +568,9 @@ export class WriteEngine {
     write: WriteRecord,
     lookup: LedgerLookup<unknown>,
     payload: unknown,
-    reason: string,
-    httpStatus: number | null,
-    jobRun: JobRun,
     sentAtMs: number,
-  ): Promise<{ matches: Record<string, unknown>[]; complete: boolean } | WriteProcessResult> {
+    run: ClaimedRun,
+  ): Promise<{ matches: Record<string, unknown>[]; complete: boolean } | { error: string; status: number | undefined }> {
     const createdAfter = new Date(sentAtMs - this.lookbackMs).toISOString();
     const matches: Record<string, unknown>[] = [];
     let complete = true;
@@ -407,7 +582,7 @@ export class WriteEngine {
         query: lookup.query(payload, createdAfter),
         priority: 'write',
         token: write.actAs,
-        signal: jobRun.signal,
+        signal: run.signal,
       })) {
         for (const item of page.items) if (lookup.matches(item, payload)) matches.push(item);
         if (++pages >= this.maxPages && page.pagination.hasMore) {
@@ -416,14 +591,7 @@ export class WriteEngine {
         }
       }
     } catch (error) {
-      if (jobRun.signal?.aborted) return { action: 'delay', delayMs: SHUTDOWN_DELAY_MS, reason: 'the worker stopped during a ledger lookup; the next run looks again' };
-      const message = describe(error);
-      const status = error instanceof BizopsApiError ? error.status : undefined;
-      if ((status !== undefined && status >= 400 && status < 500 && status !== 429) || jobRun.run >= jobRun.maxRuns) {
-        return this.finish(write, { status: 'needs_review', outcome: `${reason}; could not look for it in the ledger: ${message}`, error: reason, httpStatus });
-      }
-      // The row stays `sending`: the next run looks again instead of sending.
-      return { action: 'retry', reason: `ledger lookup failed: ${message}` };
+      return { error: describe(error), status: error instanceof BizopsApiError ? error.status : undefined };
     }
     return { matches, complete };
   }
@@ -435,22 +603,33 @@ export class WriteEngine {
     return free;
   }
 
-  private async retryOrGiveUp(writeId: string, reason: string, jobRun: JobRun): Promise<WriteProcessResult> {
-    if (jobRun.run < jobRun.maxRuns) return { action: 'retry', reason };
+  private async retryOrGiveUp(writeId: string, reason: string, run: ClaimedRun): Promise<WriteProcessResult> {
+    if (run.run < run.maxRuns) return { action: 'retry', reason };
     const write = await this.store.get(writeId);
     if (!write) return { action: 'skipped', reason: `no write ${writeId}` };
-    return this.finish(write, { status: 'failed', outcome: `gave up after ${jobRun.run} attempts`, error: write.error ?? reason, httpStatus: write.httpStatus });
+    return this.finish(write, { status: 'failed', outcome: `gave up after ${run.run} attempts`, error: write.error ?? reason, httpStatus: write.httpStatus }, run);
   }
 
-  /** Records the outcome (with its change row and write-through) and tells `onChanges`. */
+  /** This run lost the write's claim before it could record `what`: logged; the holder decides the outcome. */
+  private claimLost(write: WriteRecord, what: string): WriteProcessResult {
+    this.logger.error({ writeId: write.id, kind: write.kind, seen: what }, 'write claim lost before the outcome was recorded; the run holding it now resolves the write');
+    return { action: 'skipped', reason: `the claim was lost before recording: ${what}` };
+  }
+
+  /** Records the outcome (with its change rows and write-through) for the claim's holder and tells `onChanges`. */
   private async finish(
     write: WriteRecord,
     outcome: WriteOutcome,
+    run: ClaimedRun,
     through?: { stream: Parameters<WriteThroughHook>[1]; record: Record<string, unknown> },
   ): Promise<WriteProcessResult> {
     const hook = this.writeThrough;
-    const finished = await this.store.finish(write.id, outcome, through && hook ? { hook, ...through } : undefined);
-    if (!finished) return { action: 'skipped', reason: 'finished meanwhile by another run' };
+    const finished = await this.store.finish(write.id, run.token, outcome, through && hook ? { hook, ...through } : undefined);
+    if (!finished) {
+      const current = await this.store.get(write.id);
+      if (current && (current.status === 'queued' || current.status === 'sending')) return this.claimLost(write, `${outcome.status}: ${outcome.outcome}`);
+      return { action: 'skipped', reason: 'finished meanwhile by another run' };
+    }
     if (finished.writeThroughError !== undefined) {
       // Rolled back to its savepoint (store.ts); the outcome and its change row stand.
       this.logger.error({ writeId: write.id, stream: through?.stream, error: describe(finished.writeThroughError) }, 'mirror write-through failed; the next sync will mirror the record');

@@ -44,24 +44,3 @@ export class IdempotencyConflictError extends Error {
     this.existingWriteId = existingWriteId;
   }
 }
-
-/**
- * The write was stored (status `queued`, durable) but adding its job to the queue failed (Redis
- * unavailable). It is not lost: enqueueing again with the same idempotency key, or the startup sweep
- * (`WriteIntake.requeueMissing`), queues it.
- */
-export class WriteQueueError extends Error {
-  override name = 'WriteQueueError';
-  readonly writeId: string;
-  readonly idempotencyKey: string;
-
-  constructor(writeId: string, idempotencyKey: string, cause: unknown) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
-    super(
-      `write ${writeId} is stored but could not be queued (${reason}); it is queued by the next startup sweep, or enqueue again with idempotency key "${idempotencyKey}"`,
-      { cause },
-    );
-    this.writeId = writeId;
-    this.idempotencyKey = idempotencyKey;
-  }
-}

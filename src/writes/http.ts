@@ -2,11 +2,13 @@
  * The write API on the daemon's HTTP port (docs/writes.md; config `http.writeApiKey`):
  *
  *   POST /writes        body `{ kind, payload, idempotencyKey?, actAs? }` (or header `Idempotency-Key`)
- *                       202 `{ write: { id, idempotencyKey, status } }` for a new write,
- *                       200 with the existing write when the idempotency key already names it,
- *                       400 `{ error, issues: [{ field, rule }] }` when invalid (nothing queued),
- *                       409 when the key names a different write, 503 when stored but not queued,
- *                       415 when the Content-Type is not application/json
+ *                       202 `{ write: { id, idempotencyKey, status } }` for a new write (accepted:
+ *                       stored; `write.enqueueError` says when Redis did not take its job yet, which
+ *                       the sweeper then queues), 200 with the existing write when the idempotency key
+ *                       already names it, 400 `{ error, issues: [{ field, rule }] }` when invalid
+ *                       (nothing kept), 409 when the key names a different write (nothing kept),
+ *                       503 when the mirror did not store it (nothing kept), 415 when the
+ *                       Content-Type is not application/json
  *   GET  /writes/{id}   200 `{ write }` (status, outcome, result, error, ...), 404, or 400 for a
  *                       malformed %-escape in {id}
  *
@@ -18,7 +20,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { silentLogger, type Logger } from '../logging/logger.ts';
-import { IdempotencyConflictError, WriteQueueError, WriteValidationError } from './errors.ts';
+import { IdempotencyConflictError, WriteValidationError } from './errors.ts';
 import type { WriteIntake } from './intake.ts';
 import { publicWrite } from './store.ts';
 
@@ -151,14 +153,15 @@ export async function handleWritesRequest(request: IncomingMessage, response: Se
       idempotencyKey: key as string | undefined,
       actAs: actAs as string | undefined,
     });
-    sendJson(response, result.created ? 202 : 200, { write: { id: result.id, idempotencyKey: result.idempotencyKey, status: result.status } });
+    const write = { id: result.id, idempotencyKey: result.idempotencyKey, status: result.status, ...(result.enqueueError === undefined ? {} : { enqueueError: result.enqueueError }) };
+    sendJson(response, result.created ? 202 : 200, { write });
   } catch (error) {
     if (error instanceof WriteValidationError) sendJson(response, 400, { error: error.message, issues: error.issues });
     else if (error instanceof IdempotencyConflictError) sendJson(response, 409, { error: error.message, existingWriteId: error.existingWriteId });
-    else if (error instanceof WriteQueueError) sendJson(response, 503, { error: error.message, write: { id: error.writeId, idempotencyKey: error.idempotencyKey } });
     else {
-      logger.error({ error: error instanceof Error ? error.message : String(error) }, 'POST /writes failed');
-      sendJson(response, 500, { error: 'internal error; see the daemon log' });
+      // Only the mirror's insert (or a read before it) can fail here: once stored, a write is answered as accepted.
+      logger.error({ error: error instanceof Error ? error.message : String(error) }, 'POST /writes: the write could not be stored');
+      sendJson(response, 503, { error: 'not accepted: the write could not be stored (see the daemon log); nothing was kept, send it again (with the same Idempotency-Key)' }, { 'retry-after': '5' });
     }
   }
   return true;

@@ -1,9 +1,11 @@
 /**
  * Intake: where a write enters the queue (docs/writes.md). Validation first (an invalid write is
  * refused with a field-level message; nothing is stored or queued), then the `writes` row with status
- * `queued` (durable in the mirror database), then the BullMQ job (job id = write id). An acknowledged write is
- * therefore never lost: if Redis refuses the job, the row says so (`enqueue_error`) and the startup
- * sweep (`requeueMissing`) or the same idempotency key queues it later.
+ * `queued` (durable in the mirror database: from here the write is ACCEPTED), then the BullMQ job
+ * (job id = write id). Every answer is honest: either nothing was kept and the call throws, or the
+ * write is kept and the call answers it (accepted). If Redis refuses the job, the row says so
+ * (`enqueue_error`, also in the answer) and the sweeper of any process running writes
+ * (src/writes/sweeper.ts), or the same idempotency key sent again, queues it later.
  *
  *   const intake = new WriteIntake({ connection: sqliteConnection(db), queue: { redis: config.redisUrl }, tokenNames: Object.keys(config.tokens) });
  *   const { id } = await intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 1250, description: 'Catering' });
@@ -14,10 +16,11 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { SqlConnection } from '../mirror/sql/executor.ts';
-import { IdempotencyConflictError, WriteQueueError, WriteValidationError } from './errors.ts';
+import { IdempotencyConflictError, WriteValidationError } from './errors.ts';
 import type { WriteKindName, WritePayload } from './kinds/index.ts';
 import { openWriteQueue, writeJobOptions, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './queue.ts';
 import { payloadHash, WriteStore, type WriteRecord, type WriteStatus } from './store.ts';
+import { WriteSweeper, type SweepResult } from './sweeper.ts';
 import { validateWritePayload } from './validation.ts';
 
 /** Per-write options of `WriteIntake.enqueueWrite` / `enqueue`. */
@@ -39,6 +42,11 @@ export interface EnqueueResult {
   status: WriteStatus;
   /** False when the idempotency key named an existing write, which is returned instead. */
   created: boolean;
+  /**
+   * Set when the write is kept but its queue job could not be added now (Redis did not answer): it
+   * is accepted all the same, and the sweeper (or the same idempotency key sent again) queues it.
+   */
+  enqueueError?: string;
 }
 
 /** Construction options of a WriteIntake: the mirror connection, where the BullMQ queue lives, and limits. */
@@ -53,9 +61,6 @@ export interface WriteIntakeOptions {
   enqueueTimeoutMs?: number;
   logger?: Logger;
 }
-
-/** BullMQ job states in which the job will still run: the write needs no re-queue. */
-const PENDING_JOB_STATES: ReadonlySet<string> = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
 const TOKEN_NAME = /^[A-Za-z0-9_.-]+$/;
@@ -86,11 +91,12 @@ export class WriteIntake {
   }
 
   /**
-   * Validates, stores and queues a write (typed by kind).
+   * Validates, stores and queues a write (typed by kind). Once stored the write is accepted, even
+   * when Redis refuses its job (`enqueueError` in the answer; the sweeper queues it later).
    * @returns the write's id, idempotency key and status
    * @throws WriteValidationError (`transaction.create: amount: must be at least 1 (cents)`): nothing stored or queued
-   * @throws IdempotencyConflictError when the key names a write with another kind, payload or `actAs`
-   * @throws WriteQueueError when the row is stored but Redis refused the job (not lost: see the class)
+   * @throws IdempotencyConflictError when the key names a write with another kind, payload or `actAs`: nothing stored
+   * @throws the database driver's error when the row could not be stored: nothing kept
    */
   enqueueWrite<K extends WriteKindName>(kind: K, payload: WritePayload<K>, options: EnqueueOptions = {}): Promise<EnqueueResult> {
     return this.enqueue(kind, payload, options);
@@ -107,16 +113,19 @@ export class WriteIntake {
         if (existing.kind !== validated.kind) throw new IdempotencyConflictError(idempotencyKey, existing.id, `kind (${existing.kind})`);
         if (existing.payloadHash !== payloadHash(validated.payload)) throw new IdempotencyConflictError(idempotencyKey, existing.id, 'payload');
         if (existing.actAs !== actAs) throw new IdempotencyConflictError(idempotencyKey, existing.id, `actAs (${existing.actAs})`);
-        // Stored earlier while Redis was down: this call is the retry that queues it.
-        if (existing.enqueueError !== null && (existing.status === 'queued' || existing.status === 'sending')) await this.addJob(existing.id, existing.kind, idempotencyKey);
-        return { id: existing.id, idempotencyKey, status: (await this.store.get(existing.id))?.status ?? existing.status, created: false };
+        // Stored earlier while Redis was down: this call is a retry that may queue it.
+        const enqueueError =
+          existing.enqueueError !== null && (existing.status === 'queued' || existing.status === 'sending') ? await this.addJob(existing.id, existing.kind, true) : undefined;
+        const status = (await this.store.get(existing.id))?.status ?? existing.status;
+        return { id: existing.id, idempotencyKey, status, created: false, ...(enqueueError === undefined ? {} : { enqueueError }) };
       }
       const id = `wr_${randomUUID()}`;
       const stored = await this.store.insert({ id, idempotencyKey, kind: validated.kind, payload: validated.payload, actAs });
       if (!stored) continue; // a concurrent enqueue took the key first: answer with its write
-      await this.addJob(id, validated.kind, idempotencyKey);
-      this.logger.info({ writeId: id, kind: validated.kind, actAs }, 'write queued');
-      return { id, idempotencyKey, status: 'queued', created: true };
+      // Stored: accepted from here on, whatever Redis says.
+      const enqueueError = await this.addJob(id, validated.kind);
+      this.logger.info({ writeId: id, kind: validated.kind, actAs, ...(enqueueError === undefined ? {} : { enqueueError }) }, enqueueError === undefined ? 'write queued' : 'write accepted; the sweeper queues it');
+      return { id, idempotencyKey, status: 'queued', created: true, ...(enqueueError === undefined ? {} : { enqueueError }) };
     }
   }
 
@@ -126,44 +135,13 @@ export class WriteIntake {
   }
 
   /**
-   * The startup sweep: every write still `queued` or `sending` whose job is missing from BullMQ (Redis
-   * refused it, Redis lost it, or BullMQ gave up on a stalled job) is queued again. A write found
-   * `sending` keeps that status, so the worker treats its outcome as possibly ambiguous.
-   *
-   * A finished job still holding the write's id must be removed first (BullMQ ignores an `add` whose
-   * job id exists). When that removal fails (the job is locked by a worker, Redis refused) or the job
-   * is not waiting afterwards, the write is NOT counted as re-queued: its `enqueue_error` says why
-   * (`bizops-sync write ID` shows it), the failure is logged, and it is listed in `failed`.
-   * @returns the ids queued again, and the writes that could not be
+   * One sweep (src/writes/sweeper.ts): every unfinished write nobody holds a claim on whose job is
+   * missing from BullMQ (Redis refused it, Redis lost it, or BullMQ gave up on a stalled job) is
+   * queued again. A write that could not be is listed in `failed`, its `enqueue_error` says why.
+   * @throws the Redis or database error when either does not answer
    */
-  async requeueMissing(): Promise<{ requeued: string[]; failed: { writeId: string; error: string }[] }> {
-    const requeued: string[] = [];
-    const failed: { writeId: string; error: string }[] = [];
-    for (const write of await this.store.unfinished()) {
-      const job = await this.queue.getJob(write.id);
-      const state = job ? await job.getState() : 'missing';
-      if (PENDING_JOB_STATES.has(state)) {
-        if (write.enqueueError !== null) await this.store.setEnqueueError(write.id, null);
-        continue;
-      }
-      try {
-        if (job) await job.remove();
-        await this.queue.add('write', { writeId: write.id, kind: write.kind }, writeJobOptions(write.id, this.retrySchedule));
-        const after = await this.queue.getJob(write.id);
-        const afterState = after ? await after.getState() : 'missing';
-        if (!PENDING_JOB_STATES.has(afterState)) throw new Error(`its job is still ${afterState} after the add`);
-      } catch (error) {
-        const message = `could not re-queue (job ${state}): ${error instanceof Error ? error.message : String(error)}`;
-        await this.store.setEnqueueError(write.id, message);
-        failed.push({ writeId: write.id, error: message });
-        this.logger.error({ writeId: write.id, kind: write.kind, status: write.status, jobState: state, error: message }, 'write NOT re-queued by the startup sweep');
-        continue;
-      }
-      await this.store.setEnqueueError(write.id, null);
-      requeued.push(write.id);
-      this.logger.warn({ writeId: write.id, kind: write.kind, status: write.status, jobState: state }, 'write re-queued by the startup sweep');
-    }
-    return { requeued, failed };
+  requeueMissing(): Promise<SweepResult> {
+    return new WriteSweeper({ store: this.store, queue: this.queue, retrySchedule: this.retrySchedule, logger: this.logger }).sweep();
   }
 
   /** Closes the queue connection (when the intake opened it). The mirror connection stays open. */
@@ -190,8 +168,11 @@ export class WriteIntake {
     return key;
   }
 
-  /** Adds the job; on failure marks the row and throws WriteQueueError. */
-  private async addJob(id: string, kind: string, idempotencyKey: string): Promise<void> {
+  /**
+   * Adds the write's job (waiting at most `enqueueTimeoutMs`).
+   * @returns undefined when added, else why not (also noted on the row; the sweeper queues it later)
+   */
+  private async addJob(id: string, kind: string, clearError = false): Promise<string | undefined> {
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
@@ -200,12 +181,14 @@ export class WriteIntake {
           timer = setTimeout(() => reject(new Error(`Redis did not accept the job within ${this.enqueueTimeoutMs} ms`)), this.enqueueTimeoutMs);
         }),
       ]);
-      await this.store.setEnqueueError(id, null);
+      if (clearError) await this.store.setEnqueueError(id, null).catch(() => undefined);
+      return undefined;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      await this.store.setEnqueueError(id, message);
-      this.logger.error({ writeId: id, kind, error: message }, 'write stored but not queued');
-      throw new WriteQueueError(id, idempotencyKey, error);
+      // Best effort: the sweeper finds the write by its missing job, noted or not.
+      await this.store.setEnqueueError(id, message).catch(() => undefined);
+      this.logger.warn({ writeId: id, kind, error: message }, 'write stored (accepted) but not queued yet: the sweeper queues it');
+      return message;
     } finally {
       if (timer) clearTimeout(timer);
     }

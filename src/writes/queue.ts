@@ -75,18 +75,19 @@ export function writeJobOptions(writeId: string, schedule: WriteRetrySchedule = 
   };
 }
 
-/** Opens the write queue (producer side). Close it with `closeWriteQueue`. */
-export function openWriteQueue(location: WriteQueueLocation): { queue: Queue<WriteJobData>; close(): Promise<void> } {
+/** Opens the write queue (producer side) on its connection (`client`); `close()` closes both (the connection only when it opened it). */
+export function openWriteQueue(location: WriteQueueLocation): { queue: Queue<WriteJobData>; client: Redis; close(): Promise<void> } {
   const { client, owned } = redisConnection(location.redis, 'producer');
   const queue = new Queue<WriteJobData>(location.queueName ?? DEFAULT_QUEUE_NAME, {
     connection: client,
     prefix: location.prefix ?? DEFAULT_QUEUE_PREFIX,
   });
-  // Connection errors surface through the command that fails (the intake's WriteQueueError); without a
+  // Connection errors surface through the command that fails (the intake notes them on the row); without a
   // listener BullMQ prints each one as a raw stack trace.
   queue.on('error', () => undefined);
   return {
     queue,
+    client,
     async close() {
       await queue.close();
       if (owned) await client.quit().catch(() => client.disconnect());

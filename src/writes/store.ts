@@ -8,6 +8,12 @@
  *     ^                                  │
  *     └──── a provably safe retry ───────┘
  *
+ * Claims (migration 8): a run of a write takes a claim on its row (a token and an expiry by the
+ * database's clock, in one conditional UPDATE) before it sends anything; only the claim's holder may
+ * mark the row sending, retrying or finished. A second run of the same write (a re-added job, a
+ * second worker, a replica) finds it claimed and leaves it alone; an expired claim means its holder
+ * died, and the next run resolves the row from its status (`sending`: the outcome is ambiguous).
+ *
  * A terminal status, its `write.succeeded` / `write.failed` / `write.needs_review` change row
  * (stream `writes`, record_id = the write id) and the write-through of the response into the mirror
  * commit in ONE transaction; a row already terminal is never finished twice.
@@ -16,6 +22,7 @@
  * PostgreSQL (`ON CONFLICT`, `COALESCE`, savepoints), every method asynchronous.
  */
 import { createHash } from 'node:crypto';
+import { databaseNow, databaseNowPlusSeconds } from '../mirror/sql/dialect.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { MirrorStore, type AppendedChange } from '../mirror/store.ts';
 import type { StreamName } from '../streams/definitions.ts';
@@ -27,6 +34,13 @@ export type TerminalWriteStatus = 'succeeded' | 'failed' | 'needs_review';
 
 /** `TerminalWriteStatus` as a list: a row in one of these is never finished twice. */
 const TERMINAL_STATUSES: readonly WriteStatus[] = ['succeeded', 'failed', 'needs_review'];
+
+/**
+ * Emitted beside `write.needs_review` when a write turned out to have been applied twice (a late
+ * commit of an ambiguous send found after the write was sent again): `data.record` is the write,
+ * whose `result.ledgerIds` names both records.
+ */
+export const WRITE_DUPLICATED = 'write.duplicated';
 
 /** Change types emitted per terminal status (stream `writes`). */
 const WRITE_EVENT_TYPES: Record<TerminalWriteStatus, string> = {
@@ -58,6 +72,12 @@ export interface WriteRecord {
   /** Set while the row is stored but its queue job could not be added. */
   enqueueError: string | null;
   sendingAt: string | null;
+  /** Token of the run holding the claim on the row (migration 8); null when nobody holds it. Internal. */
+  claimToken: string | null;
+  /** When that claim lapses unless renewed (the database's clock, ISO 8601 UTC). Internal. */
+  claimExpiresAt: string | null;
+  /** When the first send whose outcome stayed unknown left (ISO 8601); kept through re-sends. Internal. */
+  ambiguousSince: string | null;
   createdAt: string;
   updatedAt: string;
   finishedAt: string | null;
@@ -71,6 +91,8 @@ export interface WriteOutcome {
   error?: string | null;
   httpStatus?: number | null;
   remoteId?: string | null;
+  /** Types of further change rows of the write (stream `writes`, `data.record` = the write) appended with it, e.g. `write.duplicated`. */
+  events?: string[];
 }
 
 /**
@@ -96,6 +118,9 @@ interface WriteRow {
   attempts: number;
   enqueue_error: string | null;
   sending_at: string | null;
+  claim_token: string | null;
+  claim_expires_at: string | null;
+  ambiguous_since: string | null;
   created_at: string;
   updated_at: string;
   finished_at: string | null;
@@ -134,6 +159,9 @@ function decode(row: WriteRow): WriteRecord {
     attempts: row.attempts,
     enqueueError: row.enqueue_error,
     sendingAt: row.sending_at,
+    claimToken: row.claim_token,
+    claimExpiresAt: row.claim_expires_at,
+    ambiguousSince: row.ambiguous_since,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     finishedAt: row.finished_at,
@@ -216,41 +244,108 @@ export class WriteStore {
   }
 
   /**
-   * Records that a budget slot was granted and the request is about to go out (`sending`): from now
-   * on, a worker that finds the row in this state cannot know whether the server received it.
-   * @returns false when the row is already terminal (nothing must be sent)
+   * Takes the claim on write `id` for the run holding `token`, for `seconds` (the database's clock),
+   * in one conditional UPDATE: only when the write is unfinished and nobody holds a live claim on it.
+   * A claim is what allows a run to send, retry or finish the write (docs/writes.md "Claims").
+   * @returns the write as claimed (its status says where the last run stopped), or undefined when it
+   *   is finished, unknown, or claimed by another run
    */
-  async markSending(id: string): Promise<boolean> {
-    const now = new Date().toISOString();
+  async claim(id: string, token: string, seconds: number): Promise<WriteRecord | undefined> {
+    const dialect = this.executor.dialect;
+    const row = await this.executor.get<WriteRow>(
+      `UPDATE writes SET claim_token = ?, claim_expires_at = ${databaseNowPlusSeconds(dialect)}
+       WHERE id = ? AND status IN ('queued', 'sending')
+         AND (claim_token IS NULL OR claim_expires_at IS NULL OR claim_expires_at < ${databaseNow(dialect)})
+       RETURNING *`,
+      [token, seconds, id],
+    );
+    return row ? decode(row) : undefined;
+  }
+
+  /**
+   * Extends the claim `token` holds on write `id` by `seconds` from now (the database's clock).
+   * @returns false when the claim is no longer held by `token` (it expired and another run took it, or the write finished)
+   */
+  async renewClaim(id: string, token: string, seconds: number): Promise<boolean> {
     const result = await this.executor.run(
-      `UPDATE writes SET status = 'sending', attempts = attempts + 1, sending_at = ?, updated_at = ?
-       WHERE id = ? AND status IN ('queued', 'sending')`,
-      [now, now, id],
+      `UPDATE writes SET claim_expires_at = ${databaseNowPlusSeconds(this.executor.dialect)} WHERE id = ? AND claim_token = ? AND status IN ('queued', 'sending')`,
+      [seconds, id, token],
     );
     return result.changes === 1;
   }
 
-  /** Back to `queued` after a failure that is provably safe to retry; keeps the error for `GET /writes/{id}`. */
-  async markRetrying(id: string, error: string, httpStatus: number | null): Promise<void> {
-    await this.executor.run(`UPDATE writes SET status = 'queued', error = ?, http_status = ?, updated_at = ? WHERE id = ? AND status IN ('queued', 'sending')`, [
-      error,
-      httpStatus,
-      new Date().toISOString(),
-      id,
-    ]);
+  /** Gives up the claim `token` holds on write `id` (another run may take it at once); nothing when it is not held. */
+  async releaseClaim(id: string, token: string): Promise<void> {
+    await this.executor.run('UPDATE writes SET claim_token = NULL, claim_expires_at = NULL WHERE id = ? AND claim_token = ?', [id, token]);
+  }
+
+  /**
+   * Records, for the holder of claim `token`, that a budget slot was granted and the request is about
+   * to go out (`sending`): from now on, a run that finds the row in this state cannot know whether
+   * the server received it.
+   * @returns false when `token` no longer holds the claim or the row is terminal (nothing must be sent)
+   */
+  async markSending(id: string, token: string): Promise<boolean> {
+    const now = new Date().toISOString();
+    const result = await this.executor.run(
+      `UPDATE writes SET status = 'sending', attempts = attempts + 1, sending_at = ?, updated_at = ?
+       WHERE id = ? AND claim_token = ? AND status IN ('queued', 'sending')`,
+      [now, now, id, token],
+    );
+    return result.changes === 1;
+  }
+
+  /**
+   * Back to `queued` (for the holder of claim `token`) after a failure that is provably safe to
+   * retry; keeps the error for `GET /writes/{id}`.
+   * @returns false when `token` no longer holds the claim
+   */
+  async markRetrying(id: string, token: string, error: string, httpStatus: number | null): Promise<boolean> {
+    const result = await this.executor.run(
+      `UPDATE writes SET status = 'queued', error = ?, http_status = ?, updated_at = ? WHERE id = ? AND claim_token = ? AND status IN ('queued', 'sending')`,
+      [error, httpStatus, new Date().toISOString(), id, token],
+    );
+    return result.changes === 1;
+  }
+
+  /**
+   * Notes (for the holder of claim `token`) that a send's outcome is unknown, at `sentAt` (ISO 8601),
+   * unless an earlier ambiguous send is noted already (the earliest one is kept).
+   */
+  async markAmbiguous(id: string, token: string, sentAt: string): Promise<void> {
+    await this.executor.run('UPDATE writes SET ambiguous_since = COALESCE(ambiguous_since, ?) WHERE id = ? AND claim_token = ?', [sentAt, id, token]);
+  }
+
+  /**
+   * Keeps what a re-send created (status stays `sending`: the write is not `succeeded` until the
+   * ledger shows that the earlier ambiguous send did not land too): `remote_id` (which claims the
+   * record, index `writes_created_record`), the response content and its HTTP status.
+   * @returns false when `token` no longer holds the claim
+   * @throws the driver's unique-constraint error when another write already claims `remoteId`
+   */
+  async markResent(id: string, token: string, created: { remoteId: string; result: unknown; httpStatus: number; outcome: string }): Promise<boolean> {
+    const result = await this.executor.run(
+      `UPDATE writes SET remote_id = ?, result = ?, http_status = ?, outcome = ?, updated_at = ? WHERE id = ? AND claim_token = ? AND status = 'sending'`,
+      [created.remoteId, JSON.stringify(created.result), created.httpStatus, created.outcome, new Date().toISOString(), id, token],
+    );
+    return result.changes === 1;
   }
 
   /**
    * Ends a write: terminal status, its change row, and the write-through into the mirror, in one
-   * transaction. A row already terminal is left alone. The write-through runs in a savepoint: a
+   * transaction, for the holder of claim `token` (the claim is cleared). A row already terminal, or
+   * claimed by another run, is left alone; `token` null finishes a row nobody holds a live claim on
+   * (tests, tools). The write-through runs in a savepoint: a
    * record the mirror refuses does not undo the outcome (`writeThroughError` says what it threw).
    * @param writeThrough records to upsert into the mirror (only for `succeeded`)
-   * @returns the write after the update and every change row appended, or undefined when it was already terminal
+   * @returns the write after the update and every change row appended, or undefined when it was
+   *   already terminal or `token` does not hold its claim
    * @throws the driver's unique-constraint error (SQLite `SQLITE_CONSTRAINT_UNIQUE`, PostgreSQL 23505;
    *   index `writes_created_record`) when `remoteId` is already claimed by another write: nothing is recorded
    */
   finish(
     id: string,
+    token: string | null,
     outcome: WriteOutcome,
     writeThrough?: { hook: WriteThroughHook; stream: StreamName; record: Record<string, unknown> },
   ): Promise<FinishedWrite | undefined> {
@@ -258,9 +353,12 @@ export class WriteStore {
       const before = await store.get(id);
       if (!before || TERMINAL_STATUSES.includes(before.status)) return undefined;
       const now = new Date().toISOString();
-      await store.executor.run(
+      const dialect = store.executor.dialect;
+      const holder = token === null ? `(claim_token IS NULL OR claim_expires_at < ${databaseNow(dialect)})` : 'claim_token = ?';
+      const updated = await store.executor.run(
         `UPDATE writes SET status = ?, outcome = ?, result = ?, error = ?, http_status = COALESCE(?, http_status),
-           remote_id = COALESCE(?, remote_id), finished_at = ?, updated_at = ? WHERE id = ?`,
+           remote_id = COALESCE(?, remote_id), finished_at = ?, updated_at = ?, claim_token = NULL, claim_expires_at = NULL
+         WHERE id = ? AND status IN ('queued', 'sending') AND ${holder}`,
         [
           outcome.status,
           outcome.outcome,
@@ -271,8 +369,10 @@ export class WriteStore {
           now,
           now,
           id,
+          ...(token === null ? [] : [token]),
         ],
       );
+      if (updated.changes !== 1) return undefined;
       const write = (await store.get(id))!;
       const mirror = store.mirrorStore();
       const changes: AppendedChange[] = [];
@@ -285,6 +385,9 @@ export class WriteStore {
           data: { record: publicWrite(write), changes: { status: { old: before.status, new: outcome.status } } },
         }),
       );
+      for (const type of outcome.events ?? []) {
+        changes.push(await mirror.appendChange({ type, stream: 'writes', recordId: id, occurredAt: now, data: { record: publicWrite(write) } }));
+      }
       if (!writeThrough || outcome.status !== 'succeeded') return { write, changes };
       // A savepoint (standard SQL, both back ends): a record the mirror refuses must not undo the outcome.
       await store.executor.exec('SAVEPOINT write_through');
@@ -315,9 +418,20 @@ export class WriteStore {
     return rows.map(decode);
   }
 
-  /** Every write not finished yet (`queued` or `sending`), oldest first: what the startup sweep checks. */
+  /** Every write not finished yet (`queued` or `sending`), oldest first. */
   async unfinished(): Promise<WriteRecord[]> {
     const rows = await this.executor.all<WriteRow>(`SELECT * FROM writes WHERE status IN ('queued', 'sending') ORDER BY created_at`);
+    return rows.map(decode);
+  }
+
+  /**
+   * Unfinished writes nobody holds a live claim on (never claimed, released, or expired by the
+   * database's clock), oldest first: what the sweeper checks.
+   */
+  async unclaimed(): Promise<WriteRecord[]> {
+    const rows = await this.executor.all<WriteRow>(
+      `SELECT * FROM writes WHERE status IN ('queued', 'sending') AND (claim_token IS NULL OR claim_expires_at < ${databaseNow(this.executor.dialect)}) ORDER BY created_at`,
+    );
     return rows.map(decode);
   }
 
@@ -332,7 +446,7 @@ export class WriteStore {
 }
 
 /** The write as callers see it (`GET /writes/{id}`, change rows): everything but internal bookkeeping. */
-export function publicWrite(write: WriteRecord): Omit<WriteRecord, 'enqueueError' | 'sendingAt'> & { enqueueError?: string } {
-  const { enqueueError, sendingAt: _sendingAt, ...rest } = write;
+export function publicWrite(write: WriteRecord): Omit<WriteRecord, 'enqueueError' | 'sendingAt' | 'claimToken' | 'claimExpiresAt' | 'ambiguousSince'> & { enqueueError?: string } {
+  const { enqueueError, sendingAt: _sendingAt, claimToken: _claimToken, claimExpiresAt: _claimExpiresAt, ambiguousSince: _ambiguousSince, ...rest } = write;
   return enqueueError ? { ...rest, enqueueError } : rest;
 }

@@ -1,10 +1,45 @@
 /**
  * Payload validation at intake (docs/writes.md: an invalid write is refused with a field-level
- * message and never queued). Turns zod issues into `field: rule` lines.
+ * message and never queued). Turns zod issues into `field: rule` lines, and applies the text rules
+ * every string field shares (no control characters, a length cap: `textRuleIssues`).
  */
 import type { z } from 'zod';
 import { WriteValidationError, type WriteFieldIssue } from './errors.ts';
 import { isWriteKindName, WRITE_KIND_NAMES, writeKind, type WriteKindName } from './kinds/index.ts';
+
+/**
+ * Control characters refused in every text field of every write kind: U+0000 to U+001F except tab,
+ * line feed and carriage return (a NUL cannot even be stored in a PostgreSQL mirror).
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL_CHARACTER = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/;
+
+/**
+ * Longest text, in characters, of a field whose length the spec leaves open (docs/writes.md
+ * "Intake"); fields with a limit of their own (a transaction's `description`: 1000) keep theirs.
+ */
+export const MAX_TEXT_CHARACTERS = 10_000;
+
+/**
+ * The text rules of every string anywhere in a payload (every field of every kind, nested ones and
+ * array items included): no control characters, at most MAX_TEXT_CHARACTERS characters.
+ * @returns one issue per broken field, `[]` when none
+ */
+export function textRuleIssues(payload: unknown, path: readonly PropertyKey[] = []): WriteFieldIssue[] {
+  if (typeof payload === 'string') {
+    const field = fieldPath(path) || 'payload';
+    const control = CONTROL_CHARACTER.exec(payload);
+    if (control) {
+      const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+      return [{ field, rule: `must not contain control characters (U+0000 to U+001F other than tab, CR and LF; found U+${code})` }];
+    }
+    if (payload.length > MAX_TEXT_CHARACTERS) return [{ field, rule: `must be at most ${MAX_TEXT_CHARACTERS} characters` }];
+    return [];
+  }
+  if (Array.isArray(payload)) return payload.flatMap((item, index) => textRuleIssues(item, [...path, index]));
+  if (payload && typeof payload === 'object') return Object.entries(payload).flatMap(([key, value]) => textRuleIssues(value, [...path, key]));
+  return [];
+}
 
 /** `ratings[0].score` from a zod path. */
 export function fieldPath(path: readonly PropertyKey[]): string {
@@ -46,10 +81,12 @@ export function validateWritePayload(kind: unknown, payload: unknown): { kind: W
     throw new WriteValidationError(String(kind), [{ field: 'kind', rule: `must be one of ${WRITE_KIND_NAMES.join(', ')}` }]);
   }
   const parsed = writeKind(kind).payloadSchema.safeParse(payload, { reportInput: true });
-  if (!parsed.success) {
-    // One rule per field: the first broken one (zod goes on checking after a failed check).
+  const textIssues = textRuleIssues(payload);
+  if (!parsed.success || textIssues.length > 0) {
+    // One rule per field: the first broken one (zod goes on checking after a failed check); a control
+    // character is named first, being what a caller must fix whatever the field's other rules.
     const seen = new Set<string>();
-    const issues = parsed.error.issues.flatMap(describeIssue).filter((issue) => !seen.has(issue.field) && seen.add(issue.field));
+    const issues = [...textIssues, ...(parsed.success ? [] : parsed.error.issues.flatMap(describeIssue))].filter((issue) => !seen.has(issue.field) && seen.add(issue.field));
     throw new WriteValidationError(kind, issues);
   }
   return { kind, payload: parsed.data as Record<string, unknown> };

@@ -11,11 +11,15 @@
  *   ...
  *   await worker.close();
  *
- * Crash safety: a worker SIGKILLed mid-job loses its BullMQ lock; the stalled-job check of any live
- * worker puts the job back and it runs again. The `writes` row tells the rerun where the last run
- * stopped (`queued`: nothing was sent; `sending`: maybe sent, so the outcome is resolved, not resent
- * blindly). What that guarantees is in src/writes/engine.ts: never sent again while the outcome is
- * unknown, and at most once per Idempotency-Key where the server honours the key.
+ * The `writes` row is the truth; BullMQ only dispatches. Each run of a job takes the write's claim
+ * on its row first (src/writes/store.ts), so a second run of the same write (a job re-added after
+ * Redis lost it, a second worker, a replica) leaves it alone. The worker's sweeper
+ * (src/writes/sweeper.ts) re-queues, at start, on an interval and on every Redis reconnect, the
+ * unfinished writes whose job is gone or whose claim expired. A worker SIGKILLed mid-job leaves its
+ * claim to expire; the row tells the next run where the last one stopped (`queued`: nothing was
+ * sent; `sending`: maybe sent, so the outcome is resolved, not resent blindly). What that guarantees
+ * is in src/writes/engine.ts: never sent again while the outcome is unknown, and at most once per
+ * Idempotency-Key where the server honours the key.
  *
  * Retries: one layer, BullMQ's job attempts. The worker's client retries only 429s (waits for the
  * budget). A 429 the client gave up on, or a shutdown while a job waits for a budget slot or
@@ -30,9 +34,9 @@ import type { SqlConnection } from '../mirror/sql/executor.ts';
 import type { AppendedChange } from '../mirror/store.ts';
 import { STREAMS } from '../streams/definitions.ts';
 import { WriteEngine, type WriteProcessResult } from './engine.ts';
-import { WriteIntake } from './intake.ts';
-import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, redisConnection, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './queue.ts';
+import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, openWriteQueue, redisConnection, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './queue.ts';
 import { defaultWriteThrough, WriteStore, type WriteThroughHook } from './store.ts';
+import { WriteSweeper } from './sweeper.ts';
 
 /** Options of `startWriteWorker`: the mirror connection, the queue, how to reach the API, and BullMQ tuning. */
 export interface WriteWorkerOptions {
@@ -46,8 +50,10 @@ export interface WriteWorkerOptions {
    * How to reach the API. The worker builds its own ApiClient on `budget` (so that closing the
    * worker cancels only its own waits for a slot); `budget` stays the caller's (shared by every
    * client of the process). A function gives the budget per token name (config `rateLimit.scope: 'token'`).
+   * `requestDeadlineMs` (config `api.requestDeadlineSeconds`) bounds each whole request, as for the
+   * sync, and the ledger lookups of an ambiguous write span it.
    */
-  api: Pick<ApiClientOptions, 'baseUrl' | 'tokens' | 'timeoutMs' | 'retry'> & { budget: BudgetSource };
+  api: Pick<ApiClientOptions, 'baseUrl' | 'tokens' | 'timeoutMs' | 'requestDeadlineMs' | 'retry'> & { budget: BudgetSource };
   /** Jobs run at once in this process. Default 4. */
   concurrency?: number;
   logger?: Logger;
@@ -56,21 +62,27 @@ export interface WriteWorkerOptions {
    * deals). Default: the mirror store's upsert (`MirrorStore.applyRecords`). null turns it off.
    */
   writeThrough?: WriteThroughHook | null;
-  /** See WriteEngineOptions. */
+  /** See WriteEngineOptions (`ledgerSettleMs`: config `writes.ledgerSettleSeconds`; `claimSeconds`: `writes.claimSeconds`). */
   ambiguousSettleMs?: number;
   ledgerLookbackMs?: number;
-  ledgerLookupWindowMs?: number;
+  ledgerSettleMs?: number;
   ledgerLookups?: number;
+  claimSeconds?: number;
   /** BullMQ lock of a running job, ms; a killed worker's job is re-run after it expires. Default 30000. */
   lockDurationMs?: number;
   /** How often stalled jobs are looked for, ms. Default 30000. */
   stalledIntervalMs?: number;
-  /** Times a job may stall (its worker died) before BullMQ fails it; the startup sweep re-queues it then. Default 5. */
+  /** Times a job may stall (its worker died) before BullMQ fails it; the sweeper re-queues it then. Default 5. */
   maxStalledCount?: number;
-  /** Backoff of BullMQ retries for jobs re-queued by the sweep (new jobs take theirs from the intake). */
+  /** Backoff of BullMQ retries for jobs re-queued by the sweeper (new jobs take theirs from the intake). */
   retrySchedule?: WriteRetrySchedule;
-  /** Run the startup sweep (re-queue `queued`/`sending` rows missing from BullMQ) before starting. Default true. */
-  sweepOnStart?: boolean;
+  /**
+   * The sweeper (src/writes/sweeper.ts): a sweep before the worker starts, then every
+   * `sweepIntervalMs` (config `writes.sweepSeconds`, default 5000) and on every Redis reconnect.
+   * `sweep: false` turns it off (tests of the queue alone).
+   */
+  sweep?: boolean;
+  sweepIntervalMs?: number;
   /** Hears every change row appended (to wake the webhook dispatcher). */
   onChanges?: (changes: AppendedChange[]) => void;
 }
@@ -92,10 +104,12 @@ export interface WriteWorkerHandle {
   readonly worker: Worker<WriteJobData>;
   /** The worker's own API client (tests read its stats). */
   readonly client: ApiClient;
-  /** Writes re-queued by the startup sweep. */
+  /** Writes re-queued by the start-up sweep. */
   readonly requeued: readonly string[];
-  /** Writes the startup sweep could NOT re-queue (their `enqueue_error` says why; logged as errors). */
+  /** Writes the start-up sweep could NOT re-queue (their `enqueue_error` says why; logged as errors). */
   readonly requeueFailed: readonly { writeId: string; error: string }[];
+  /** The worker's sweeper (null when `sweep: false`). */
+  readonly sweeper: WriteSweeper | null;
   stats(): WriteWorkerStats;
   /**
    * Stops taking jobs, cancels waits for a budget slot (those jobs run again later), lets requests in
@@ -106,7 +120,7 @@ export interface WriteWorkerHandle {
 
 /**
  * Starts a write worker.
- * @throws when Redis cannot be reached for the startup sweep
+ * @throws when Redis cannot be reached for the start-up sweep
  */
 export async function startWriteWorker(options: WriteWorkerOptions): Promise<WriteWorkerHandle> {
   const logger = options.logger ?? silentLogger;
@@ -123,25 +137,39 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
     writeThrough: options.writeThrough === undefined ? defaultWriteThrough(STREAMS) : options.writeThrough,
     ambiguousSettleMs: options.ambiguousSettleMs,
     ledgerLookbackMs: options.ledgerLookbackMs,
-    requestTimeoutMs: options.api.timeoutMs,
-    ledgerLookupWindowMs: options.ledgerLookupWindowMs,
+    requestDeadlineMs: options.api.requestDeadlineMs,
+    ledgerSettleMs: options.ledgerSettleMs,
     ledgerLookups: options.ledgerLookups,
+    claimSeconds: options.claimSeconds,
     onChanges: options.onChanges,
   });
 
+  const { client: connection, owned } = redisConnection(options.queue.workerRedis ?? options.queue.redis, 'worker');
   let requeued: string[] = [];
   let requeueFailed: { writeId: string; error: string }[] = [];
-  if (options.sweepOnStart ?? true) {
-    const intake = new WriteIntake({ connection: options.connection, queue: options.queue, retrySchedule: options.retrySchedule, logger });
+  let sweeper: WriteSweeper | null = null;
+  let producer: ReturnType<typeof openWriteQueue> | undefined;
+  if (options.sweep ?? true) {
+    producer = openWriteQueue(options.queue);
+    sweeper = new WriteSweeper({
+      store,
+      queue: producer.queue,
+      retrySchedule: options.retrySchedule,
+      intervalMs: options.sweepIntervalMs,
+      // A reconnect of either connection may follow a Redis restart that lost every job.
+      reconnects: [connection, producer.client],
+      logger,
+    });
     try {
-      ({ requeued, failed: requeueFailed } = await intake.requeueMissing());
-    } finally {
-      await intake.close();
+      ({ requeued, failed: requeueFailed } = await sweeper.sweep());
+    } catch (error) {
+      await producer.close();
+      if (owned) connection.disconnect();
+      throw error;
     }
   }
 
   const counters: Omit<WriteWorkerStats, 'requests'> = { finished: 0, retried: 0, delayed: 0, skipped: 0 };
-  const { client: connection, owned } = redisConnection(options.queue.workerRedis ?? options.queue.redis, 'worker');
   const worker = new Worker<WriteJobData>(
     options.queue.queueName ?? DEFAULT_QUEUE_NAME,
     async (job: Job<WriteJobData>, token?: string) => {
@@ -184,9 +212,10 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
   );
   worker.on('error', (error) => logger.error({ error: error.message }, 'write worker error'));
   worker.on('failed', (job, error) => {
-    if (job && error.name !== 'UnrecoverableError' && /stalled/i.test(error.message)) logger.error({ writeId: job.data.writeId, error: error.message }, 'write job failed by stalling; the startup sweep re-queues it');
+    if (job && error.name !== 'UnrecoverableError' && /stalled/i.test(error.message)) logger.error({ writeId: job.data.writeId, error: error.message }, 'write job failed by stalling; the sweeper re-queues it');
   });
   await worker.waitUntilReady();
+  sweeper?.start();
 
   let closing: Promise<void> | undefined;
   return {
@@ -194,12 +223,15 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
     client,
     requeued,
     requeueFailed,
+    sweeper,
     stats: () => ({ ...counters, requests: client.stats.requests }),
     close() {
       closing ??= (async () => {
         shutdown.abort(new Error('write worker is closing'));
+        await sweeper?.stop();
         await worker.close();
         await client.close();
+        await producer?.close();
         if (owned) await connection.quit().catch(() => connection.disconnect());
       })();
       return closing;

@@ -27,7 +27,7 @@ describe('configuration', () => {
     const config = loadConfig({ env: { ...base, BIZOPS_CONFIG: dir.file('c.json'), BIZOPS_RATE_LIMIT_PER_MIN: '90' } });
     expect(config.baseUrl).toBe('http://127.0.0.1:4010');
     expect(config.dbPath).toBe('/file/mirror.db');
-    expect(config.rateLimit).toEqual({ perMinute: 90, windowMs: 60_000, scope: 'company' });
+    expect(config.rateLimit).toEqual({ perMinute: 90, windowMs: 60_000, scope: 'company', redisWaitSeconds: 60 });
     expect(config.sync.overlapSeconds).toBe(10);
   });
 

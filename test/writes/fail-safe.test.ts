@@ -43,7 +43,7 @@ function transactionPosts() {
 
 describe('a slow commit (the server commits after the client gave up)', () => {
   it('is found by the spread ledger lookups, not sent again: one transaction, never two', async () => {
-    const stack = await open({ timeoutMs: 300, worker: { ambiguousSettleMs: 50, ledgerLookupWindowMs: 3000, ledgerLookups: 6 } });
+    const stack = await open({ timeoutMs: 300, worker: { ambiguousSettleMs: 50, ledgerSettleMs: 3000, ledgerLookups: 6 } });
     // Commits 500 ms after the client's timeout closed the connection: later than the first lookup.
     sim.faults.inject({ kind: 'slow-commit', ms: 500, match: { method: 'POST', path: '/transactions' } });
     const description = `Slow commit ${Date.now()}`;

@@ -138,19 +138,34 @@ export interface WriteStack {
 export async function writeStack(
   sim: RunningSimulator,
   bed: WriteTestBed,
-  options: { limit?: number; windowMs?: number; timeoutMs?: number; worker?: Partial<WriteWorkerOptions>; tokens?: Record<string, string> } = {},
+  options: { limit?: number; windowMs?: number; timeoutMs?: number; worker?: Partial<WriteWorkerOptions>; tokens?: Record<string, string>; redisUrl?: string; redisWaitMs?: number } = {},
 ): Promise<WriteStack> {
-  const queue = { redis: REDIS_URL, prefix: bed.prefix, queueName: bed.queueName };
+  const redisUrl = options.redisUrl ?? REDIS_URL;
+  const queue = { redis: redisUrl, prefix: bed.prefix, queueName: bed.queueName };
   const tokens = options.tokens ?? { default: sim.tokens.admin, employee: sim.tokens.employee };
   const intake = new WriteIntake({ connection: bed.connection, queue, tokenNames: Object.keys(tokens), retrySchedule: { attempts: 6, backoffMs: 50 } });
-  const budget = new RedisRateBudget({ redis: REDIS_URL, key: 'company:A', limit: options.limit ?? 1000, windowMs: options.windowMs ?? 1000, prefix: bed.budgetPrefix });
+  const budget = new RedisRateBudget({
+    redis: redisUrl,
+    key: 'company:A',
+    limit: options.limit ?? 1000,
+    windowMs: options.windowMs ?? 1000,
+    prefix: bed.budgetPrefix,
+    redisWaitMs: options.redisWaitMs,
+  });
   const worker = await startWriteWorker({
     connection: bed.connection,
     queue,
-    api: { baseUrl: sim.url, tokens, budget, timeoutMs: options.timeoutMs ?? 5000, retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 } },
+    api: {
+      baseUrl: sim.url,
+      tokens,
+      budget,
+      timeoutMs: options.timeoutMs ?? 5000,
+      requestDeadlineMs: options.timeoutMs ?? 2000,
+      retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 },
+    },
     concurrency: 4,
     ambiguousSettleMs: 50,
-    ledgerLookupWindowMs: 200,
+    ledgerSettleMs: 200,
     retrySchedule: { attempts: 6, backoffMs: 50 },
     ...options.worker,
   });

@@ -71,6 +71,13 @@ export type FaultKind =
    */
   | { kind: 'slow-commit'; ms?: number }
   /**
+   * A commit that comes late whatever the client does: run the handler (the write commits) `ms`
+   * after the request arrived (default 0) and, with `afterNextMatch`, only once the NEXT request
+   * matching this fault's `match` has run its handler (a re-send committed first). The answer goes
+   * out if the client is still there.
+   */
+  | { kind: 'late-commit'; ms?: number; afterNextMatch?: boolean }
+  /**
    * A list page (spec §1 Pagination) that reaches `atOffset` ends there with `hasMore: false`, while
    * `pagination.total` still counts every record (a gateway cutting a list short). Pages at or past
    * `atOffset` are empty with `hasMore: false`. Other endpoints answer normally. With `cutTotal`,
@@ -123,6 +130,25 @@ function matches(fault: Fault, method: string, pathname: string, query: URLSearc
 /** The pending faults of one simulator, checked in injection order against each API request. */
 export class FaultInjector {
   private readonly pending: { fault: Fault; remaining: number }[] = [];
+  private readonly commitWaiters: { match: Fault; after: number; resolve(): void }[] = [];
+  private handled = 0;
+
+  /** The server calls this after a request's handler ran (its write committed): wakes `nextCommit` waiters it matches. */
+  noteCommit(method: string, pathname: string, query: URLSearchParams = new URLSearchParams()): void {
+    const sequence = ++this.handled;
+    for (let index = this.commitWaiters.length - 1; index >= 0; index--) {
+      const waiter = this.commitWaiters[index]!;
+      if (sequence > waiter.after && matches(waiter.match, method, pathname, query)) {
+        this.commitWaiters.splice(index, 1);
+        waiter.resolve();
+      }
+    }
+  }
+
+  /** Resolves once a request handled after this call matches `fault.match` (the `late-commit` fault's `afterNextMatch`). */
+  nextCommit(fault: Fault): Promise<void> {
+    return new Promise((resolve) => this.commitWaiters.push({ match: fault, after: this.handled, resolve }));
+  }
 
   /**
    * Queues a fault for the next matching request(s).
@@ -140,6 +166,7 @@ export class FaultInjector {
       'hold',
       'refuse',
       'slow-commit',
+      'late-commit',
       'no-date-header',
       'trickle-body',
       'invalid-item',

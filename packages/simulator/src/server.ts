@@ -245,6 +245,13 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
       () => undefined,
     );
   }
+  if (fault?.kind === 'late-commit') {
+    // Commit late, whatever the client does: `ms` after arrival, and after the next matching request's commit.
+    const waitMs = entry.at + (fault.ms ?? 0) - Date.now();
+    const next = fault.afterNextMatch ? faults.nextCommit(fault) : undefined;
+    if (waitMs > 0) await sleep(waitMs);
+    if (next) await next;
+  }
   if (fault?.kind === 'slow-commit') {
     // Hold the request until the client gives up (its timeout closes the connection), then commit later.
     if (!request.socket.destroyed) await new Promise<void>((resolve) => request.socket.once('close', () => resolve()));
@@ -285,6 +292,7 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
       world,
       listFault: isListFault(fault) ? fault : undefined,
     });
+    faults.noteCommit(method, url.pathname, url.searchParams);
     if (fault?.kind === 'invalid-record') corruptFirstRecord(result.content);
     if (fault?.kind === 'invalid-item') corruptListItems(result.content, fault.index ?? 0, fault.count ?? 1, fault.field ?? 'status', 'value' in fault ? fault.value : 12345);
     body = result;

@@ -123,6 +123,20 @@ describe('fault injection', () => {
     expect(simulator.world.transactions.some((record) => record.description === 'slow commit')).toBe(true);
   });
 
+  it('late-commit with afterNextMatch: the first request commits only after the next matching one did, and still answers', async () => {
+    const before = simulator.world.transactions.length;
+    simulator.faults.inject({ kind: 'late-commit', afterNextMatch: true, match: { method: 'POST', path: '/transactions' } });
+    const post = (description: string) => fetch(url('/transactions'), { method: 'POST', headers: headers(), body: JSON.stringify({ type: 'INCOME', amount: 5, description }) });
+    const logged = simulator.requests.length;
+    const first = post('late first');
+    await waitUntil(() => simulator.requests.length > logged);
+    expect(simulator.world.transactions.length).toBe(before);
+    expect((await post('second')).status).toBe(200);
+    expect((await first).status).toBe(200);
+    const descriptions = simulator.world.transactions.slice(before).map((record) => record.description);
+    expect(descriptions).toEqual(['second', 'late first']);
+  });
+
   it('refuse: the socket closes before the request is processed', async () => {
     const before = simulator.world.transactions.length;
     simulator.faults.inject({ kind: 'refuse', match: { method: 'POST' } });

@@ -16,6 +16,7 @@ import { sql as scanOutcome } from './004_scan_outcome.ts';
 import { sql as pageTrust } from './005_page_trust.ts';
 import { sql as webhookFailures } from './006_webhook_failures.ts';
 import { sql as leases } from './007_leases.ts';
+import { sql as writeClaims } from './008_write_claims.ts';
 
 /** One migration: its version (`PRAGMA user_version` / `schema_version.version`), a name, its one text. */
 export interface Migration {
@@ -33,4 +34,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: 'page trust: rejected records, record clock', sql: pageTrust },
   { version: 6, name: 'webhook failures', sql: webhookFailures },
   { version: 7, name: 'leases', sql: leases },
+  { version: 8, name: 'write claims', sql: writeClaims },
 ];
