@@ -17,11 +17,13 @@
  *   the write holds the file's lock.
  * - Expiry is judged by ONE clock, the database's (src/mirror/sql/dialect.ts `databaseNow`): the
  *   server's on PostgreSQL, this host's on SQLite. Two hosts' clocks never decide.
- * - Before an action that leaves the process (an API request, a webhook), the holder asks its own
- *   clock how long the lease surely lasts (`leaseTimeLeftMs`): from the moment its last renewal that
- *   succeeded was SENT, plus the lease length, by this process's monotonic clock (which runs on while
- *   the process is paused). A holder that was paused past its lease therefore sends nothing before
- *   it renewed the lease (and learnt whether another process took it over).
+ * - A holder that must not act past its lease even when nobody took it over yet (a webhook request
+ *   cannot be fenced once it has left) asks `leaseKnownValid`: the lease's known expiry, carried to
+ *   this process's monotonic clock from the moment its last renewal was sent (module
+ *   `knownDeadlines` below), so a process paused (SIGSTOP, a VM stall) past its lease knows it
+ *   lapsed the moment it runs again, before any round trip. `leaseTimeLeftMs` says how long is left,
+ *   and `Leases.ensureHeld` renews a lease with little left before such an action (a stream's page
+ *   request) and refuses one another holder took.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -39,34 +41,6 @@ export interface HeldLease {
   readonly name: string;
   readonly holder: string;
   readonly fence: number;
-  /**
-   * Until when this process surely holds the lease, ms by its monotonic clock (`performance.now()`):
-   * when its last renewal that succeeded was sent, plus the lease length. Kept by `Leases.acquire`
-   * and `Leases.renew`, and by `noteLeaseConfirmed` after a commit that confirmed it; 0 once a
-   * renewal found it taken over (for good: the fence never comes back); undefined when unknown.
-   * Read it with `leaseTimeLeftMs`.
-   */
-  validUntil?: number;
-}
-
-/**
- * How long this process surely still holds `lease`, ms (0 when that time is past, or unknown), by
- * its monotonic clock (the module comment). Check it right before an action that must not happen
- * without the lease (an API request of a stream's run, a webhook delivery); when it is short, renew
- * first (`Leases.renew`: LeaseLostError when another process took it over meanwhile).
- */
-export function leaseTimeLeftMs(lease: HeldLease, now = performance.now()): number {
-  return lease.validUntil === undefined ? 0 : Math.max(0, lease.validUntil - now);
-}
-
-/**
- * Records that a statement renewing `lease` for `seconds` (`confirmLease`) was sent at `sentAt`
- * (`performance.now()` ms, read before the transaction began) and committed: the lease then surely
- * lasts until `sentAt` plus the lease length. Never shortens what an earlier renewal gave.
- */
-export function noteLeaseConfirmed(lease: HeldLease, sentAt: number, seconds: number): void {
-  if (lease.validUntil === 0) return; // found taken over meanwhile (confirmLease)
-  lease.validUntil = Math.max(lease.validUntil ?? 0, sentAt + seconds * 1000);
 }
 
 /** One row of `leases`, decoded (times ISO 8601 by the database's clock). */
@@ -116,6 +90,57 @@ interface LeaseRow {
 }
 
 /**
+ * The known expiry of each lease this process took or renewed outside a transaction, as a
+ * `performance.now()` deadline: the time the renewing statement was SENT plus the lease length.
+ * The database set `expires_at` to its own now + the length when it ran the statement, which is
+ * after the send, so this deadline is never later than the database's expiry (clocks running at
+ * the same rate; the monotonic clock keeps counting while the process is stopped). A renewal inside
+ * a transaction is not counted (the transaction may still roll back); the lease keeper renews
+ * outside one every third of the lease. Keyed by name, holder and fence.
+ */
+const knownDeadlines = new Map<string, number>();
+
+function deadlineKey(lease: HeldLease): string {
+  return `${lease.name}\u0000${lease.holder}\u0000${lease.fence}`;
+}
+
+/**
+ * True while `lease` is known to be unexpired by the database's clock: this process took or renewed
+ * it (outside a transaction) less than its length ago, counted from when the renewal was sent.
+ * False for a lease never renewed by this process, released, or lapsed (e.g. the process was
+ * paused past it). Costs no round trip: check it right before an action that cannot be fenced.
+ * @param nowMs `performance.now()` (tests)
+ */
+export function leaseKnownValid(lease: HeldLease, nowMs: number = performance.now()): boolean {
+  const deadline = knownDeadlines.get(deadlineKey(lease));
+  return deadline !== undefined && nowMs < deadline;
+}
+
+/**
+ * How long `lease` is still known to be unexpired, ms (0 when `leaseKnownValid` is false): what is
+ * left of its known expiry by this process's monotonic clock.
+ * @param nowMs `performance.now()` (tests)
+ */
+export function leaseTimeLeftMs(lease: HeldLease, nowMs: number = performance.now()): number {
+  const deadline = knownDeadlines.get(deadlineKey(lease));
+  return deadline === undefined ? 0 : Math.max(0, deadline - nowMs);
+}
+
+function noteRenewal(lease: HeldLease, sentAtMs: number, seconds: number): void {
+  knownDeadlines.set(deadlineKey(lease), Math.max(knownDeadlines.get(deadlineKey(lease)) ?? 0, sentAtMs + seconds * 1000));
+}
+
+/**
+ * Records that a transaction which confirmed `lease` for `seconds` (`confirmLease` inside it) has
+ * COMMITTED: its renewal now counts for `leaseKnownValid`, from `sentAtMs` (`performance.now()`
+ * read before the transaction began). Call only after the commit (a rolled-back renewal renewed
+ * nothing). Never shortens what an earlier renewal gave.
+ */
+export function noteLeaseConfirmed(lease: HeldLease, sentAtMs: number, seconds: number): void {
+  noteRenewal(lease, sentAtMs, seconds);
+}
+
+/**
  * Checks, inside the caller's transaction (`executor` bound to it), that `lease` still holds its
  * fence, and renews it for `seconds`. Call it first in every transaction that writes under the lease:
  * on PostgreSQL the row stays locked until the commit, so no takeover slips in between.
@@ -123,15 +148,16 @@ interface LeaseRow {
  */
 export async function confirmLease(executor: SqlExecutor, lease: HeldLease, seconds: number): Promise<void> {
   const dialect = executor.dialect;
+  const sentAtMs = performance.now();
   const result = await executor.run(
     `UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? AND fence = ?`,
     [seconds, lease.name, lease.holder, lease.fence],
   );
   if (result.changes !== 1) {
-    // Lost for good (the fence never comes back): every later `leaseTimeLeftMs` says 0.
-    lease.validUntil = 0;
+    knownDeadlines.delete(deadlineKey(lease));
     throw new LeaseLostError(lease);
   }
+  if (!executor.inTransaction) noteRenewal(lease, sentAtMs, seconds);
 }
 
 /** The leases of one mirror, through `executor`, each `seconds` long. */
@@ -153,14 +179,17 @@ export class Leases {
    */
   async acquire(name: string, holder: string): Promise<Acquired | undefined> {
     const dialect = this.executor.dialect;
-    const sentAt = performance.now();
+    const sentAtMs = performance.now();
+    const noted = (lease: HeldLease): HeldLease => {
+      if (!this.executor.inTransaction) noteRenewal(lease, sentAtMs, this.seconds);
+      return lease;
+    };
     const renewed = await this.executor.get<{ fence: number }>(
       `UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? RETURNING fence`,
       [this.seconds, name, holder],
     );
-    if (renewed) return { lease: { name, holder, fence: Number(renewed.fence), validUntil: sentAt + this.seconds * 1000 }, taken: false };
+    if (renewed) return { lease: noted({ name, holder, fence: Number(renewed.fence) }), taken: false };
     const before = await this.state(name);
-    const takenAt = performance.now();
     const taken = await this.executor.get<{ fence: number }>(
       `INSERT INTO leases (name, holder, fence, expires_at, acquired_at, renewed_at)
        VALUES (?, ?, 1, ${databaseNowPlusSeconds(dialect)}, ${databaseNow(dialect)}, ${databaseNow(dialect)})
@@ -172,26 +201,24 @@ export class Leases {
     );
     if (!taken) return undefined;
     const previousHolder = before?.holder ?? undefined;
-    return { lease: { name, holder, fence: Number(taken.fence), validUntil: takenAt + this.seconds * 1000 }, taken: true, ...(previousHolder !== undefined && previousHolder !== holder ? { previousHolder } : {}) };
+    // Sent after the renewal attempt above: the INSERT's own send time would be later, so this deadline is the safer one.
+    return { lease: noted({ name, holder, fence: Number(taken.fence) }), taken: true, ...(previousHolder !== undefined && previousHolder !== holder ? { previousHolder } : {}) };
   }
 
   /**
-   * Extends `lease` by the lease length, keeping its fence (and its `validUntil`: `leaseTimeLeftMs`).
+   * Extends `lease` by the lease length, keeping its fence.
    * @throws LeaseLostError when another holder took it over (or it was released)
    */
-  async renew(lease: HeldLease): Promise<void> {
-    const sentAt = performance.now();
-    await confirmLease(this.executor, lease, this.seconds);
-    // Inside a transaction the renewal counts only once it commits: its caller notes it then.
-    if (!this.executor.inTransaction) noteLeaseConfirmed(lease, sentAt, this.seconds);
+  renew(lease: HeldLease): Promise<void> {
+    return confirmLease(this.executor, lease, this.seconds);
   }
 
   /**
    * Makes sure this process holds `lease` for at least `minimumMs` more by its own clock
    * (`leaseTimeLeftMs`) before an action that must not happen without it (an API request of a
-   * stream's run, a webhook delivery): when less is left (the renewal timer fell behind, the process
-   * was paused), renews it first, one statement.
-   * @param minimumMs default a third of the lease: a holder whose timer renews every third always has more
+   * stream's run): when less is left (the renewal timer fell behind, the process was paused),
+   * renews it first, one statement. Nothing is sent when enough is left.
+   * @param minimumMs default a third of the lease: a holder whose timer renews every third has more
    * @throws LeaseLostError when another holder took it over (or it was released): do not act
    */
   async ensureHeld(lease: HeldLease, minimumMs = (this.seconds * 1000) / 3): Promise<void> {
@@ -205,6 +232,7 @@ export class Leases {
    * @returns true when it was released
    */
   async release(lease: HeldLease): Promise<boolean> {
+    knownDeadlines.delete(deadlineKey(lease));
     const result = await this.executor.run('UPDATE leases SET holder = NULL, expires_at = NULL WHERE name = ? AND holder = ? AND fence = ?', [
       lease.name,
       lease.holder,

@@ -4,7 +4,7 @@
  * commit (its transaction rolled back).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { confirmLease, LeaseLostError, Leases, leaseTimeLeftMs, noteLeaseConfirmed } from '../../src/mirror/leases.ts';
+import { confirmLease, LeaseLostError, leaseKnownValid, Leases, leaseTimeLeftMs, noteLeaseConfirmed } from '../../src/mirror/leases.ts';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { waitFor } from '../helpers.ts';
@@ -40,9 +40,9 @@ describe.each(BACKENDS)('leases on $name', (backend) => {
     const mine = new Leases(a, 30);
     const theirs = new Leases(b, 30);
     const taken = await mine.acquire('stream:deals', 'host-a:1:aa');
-    expect(taken).toEqual({ lease: { name: 'stream:deals', holder: 'host-a:1:aa', fence: 1, validUntil: expect.any(Number) }, taken: true });
+    expect(taken).toEqual({ lease: { name: 'stream:deals', holder: 'host-a:1:aa', fence: 1 }, taken: true });
     expect(await theirs.acquire('stream:deals', 'host-b:2:bb')).toBeUndefined();
-    expect(await mine.acquire('stream:deals', 'host-a:1:aa')).toEqual({ lease: { name: 'stream:deals', holder: 'host-a:1:aa', fence: 1, validUntil: expect.any(Number) }, taken: false });
+    expect(await mine.acquire('stream:deals', 'host-a:1:aa')).toEqual({ lease: { name: 'stream:deals', holder: 'host-a:1:aa', fence: 1 }, taken: false });
     await mine.renew(taken!.lease);
     const state = (await theirs.state('stream:deals'))!;
     expect(state).toMatchObject({ name: 'stream:deals', holder: 'host-a:1:aa', fence: 1, free: false });
@@ -61,7 +61,7 @@ describe.each(BACKENDS)('leases on $name', (backend) => {
     await expire(b, 'webhooks');
     expect((await theirs.state('webhooks'))!.free).toBe(true);
     const takeover = await theirs.acquire('webhooks', 'host-b:2:bb');
-    expect(takeover).toEqual({ lease: { name: 'webhooks', holder: 'host-b:2:bb', fence: 2, validUntil: expect.any(Number) }, taken: true, previousHolder: 'host-a:1:aa' });
+    expect(takeover).toEqual({ lease: { name: 'webhooks', holder: 'host-b:2:bb', fence: 2 }, taken: true, previousHolder: 'host-a:1:aa' });
     await expect(mine.renew(old)).rejects.toBeInstanceOf(LeaseLostError);
     await expect(mine.renew(old)).rejects.toThrow('lease webhooks: lost (fence 1 is no longer current: another process took it over)');
     expect(await mine.release(old)).toBe(false);
@@ -77,24 +77,28 @@ describe.each(BACKENDS)('leases on $name', (backend) => {
     const left = leaseTimeLeftMs(lease);
     expect(left).toBeGreaterThan(0);
     expect(left).toBeLessThanOrEqual(30_000);
-    expect(leaseTimeLeftMs({ name: 'webhooks', holder: 'host-a:1:aa', fence: 1 })).toBe(0);
-    // As if this process had been paused past its lease: the clock says nothing is left.
-    lease.validUntil = performance.now() - 1;
-    expect(leaseTimeLeftMs(lease)).toBe(0);
-    await mine.ensureHeld(lease);
-    expect(leaseTimeLeftMs(lease)).toBeGreaterThan(20_000);
+    expect(leaseTimeLeftMs({ name: 'webhooks', holder: 'host-a:1:aa', fence: 7 })).toBe(0);
+    // As if this process had been paused past its lease: its clock says nothing is left.
+    const later = performance.now() + 30_001;
+    expect(leaseTimeLeftMs(lease, later)).toBe(0);
+    expect(leaseKnownValid(lease, later)).toBe(false);
+    // ensureHeld renews a lease with less than a third left (here: a lease of 30 s renewed as one of 90 s ago).
+    const short = new Leases(a, 90);
+    await short.ensureHeld(lease);
+    expect(leaseTimeLeftMs(lease)).toBeGreaterThan(60_000);
     // Enough left: ensureHeld sends nothing (an expired row would be renewed by a renewal).
     await expire(b, 'webhooks');
     await mine.ensureHeld(lease);
     expect((await theirs.state('webhooks'))!.free).toBe(true);
-    // Taken over meanwhile: with time left by our clock the action would go; with none, it is refused.
+    // Taken over meanwhile: with little left by our clock, ensureHeld asks, and refuses.
     await theirs.acquire('webhooks', 'host-b:2:bb');
-    lease.validUntil = performance.now() - 1;
-    await expect(mine.ensureHeld(lease)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(short.ensureHeld(lease, 90_000)).rejects.toBeInstanceOf(LeaseLostError);
     expect(leaseTimeLeftMs(lease)).toBe(0);
-    // Lost for good: a later renewal noted after a commit does not bring it back.
-    noteLeaseConfirmed(lease, performance.now(), 30);
-    expect(leaseTimeLeftMs(lease)).toBe(0);
+    // A commit that confirmed a lease counts once noted (the engine notes it after the commit).
+    const other = (await theirs.acquire('stream:deals', 'host-b:2:bb'))!.lease;
+    const before = leaseTimeLeftMs(other);
+    noteLeaseConfirmed(other, performance.now() + 5_000, 30);
+    expect(leaseTimeLeftMs(other)).toBeGreaterThan(before);
   });
 
   it('a lease expires by the database clock when its holder stops renewing it (a short lease, waited on)', async () => {
@@ -119,7 +123,7 @@ describe.each(BACKENDS)('leases on $name', (backend) => {
     const lease = (await new Leases(a).acquire('stream:onboardings', 'host-a:1:aa'))!.lease;
     expect(await new Leases(a).release(lease)).toBe(true);
     expect(await new Leases(b).state('stream:onboardings')).toMatchObject({ holder: null, fence: 1, expiresAt: null, free: true });
-    expect(await new Leases(b).acquire('stream:onboardings', 'host-b:2:bb')).toEqual({ lease: { name: 'stream:onboardings', holder: 'host-b:2:bb', fence: 2, validUntil: expect.any(Number) }, taken: true });
+    expect(await new Leases(b).acquire('stream:onboardings', 'host-b:2:bb')).toEqual({ lease: { name: 'stream:onboardings', holder: 'host-b:2:bb', fence: 2 }, taken: true });
   });
 
   it('a commit checked with a stale fence is refused and rolled back; with the current fence it commits', async () => {
