@@ -333,6 +333,7 @@ const ENV_FOR_KEY: Record<string, string> = {
   'sync.schedule': 'BIZOPS_SCHEDULE',
   'sync.unsupportedProbeSeconds': 'BIZOPS_UNSUPPORTED_PROBE_SECONDS',
   'sync.leaseSeconds': 'BIZOPS_LEASE_SECONDS',
+  'sync.databaseWaitSeconds': 'BIZOPS_DATABASE_WAIT_SECONDS',
   'api.requestDeadlineSeconds': 'BIZOPS_REQUEST_DEADLINE_SECONDS',
   'rateLimit.redisWaitSeconds': 'BIZOPS_REDIS_WAIT_SECONDS',
   'writes.sweepSeconds': 'BIZOPS_WRITES_SWEEP_SECONDS',
@@ -409,6 +410,10 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_LEASE_SECONDS) {
     const raw = env.BIZOPS_LEASE_SECONDS.trim();
     set('sync.leaseSeconds', 'BIZOPS_LEASE_SECONDS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
+  }
+  if (env.BIZOPS_DATABASE_WAIT_SECONDS) {
+    const raw = env.BIZOPS_DATABASE_WAIT_SECONDS.trim();
+    set('sync.databaseWaitSeconds', 'BIZOPS_DATABASE_WAIT_SECONDS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
   }
   if (env.BIZOPS_REQUEST_DEADLINE_SECONDS) {
     const raw = env.BIZOPS_REQUEST_DEADLINE_SECONDS.trim();
