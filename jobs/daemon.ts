@@ -13,16 +13,19 @@
  *        only the streams whose lease this daemon holds; a stream taken over runs at once)
  * and once for the process:
  *     -> metrics (src/daemon/metrics.ts), a `connection` label on every per-connection series
- *     -> HTTP server (/healthz, /readyz of every connection, /metrics; the write API first)
+ *     -> HTTP server (/healthz, /readyz of every connection, /metrics; first the write API, then the
+ *        operator console behind the read key: src/console/)
  *
  * `stop()` undoes it in order: abort runs (checkpoints stand) and stop cron, stop the dispatcher,
  * release the leases (a replica takes them at its next round), close the HTTP server, close the
  * context's parts, flush the log.
  */
 import type { ServerResponse } from 'node:http';
-import type { Config, DeploymentConfig } from '../src/config/index.ts';
+import { deploymentSecrets, type Config, type DeploymentConfig } from '../src/config/index.ts';
+import { consoleRoutes, RecentRuns, type ConsoleConnection } from '../src/console/index.ts';
 import type { ApiClientOptions } from '../src/client/index.ts';
 import {
+  firstRouteOf,
   startDaemonHttpServer,
   DaemonMetrics,
   pageTrustSource,
@@ -71,6 +74,8 @@ export interface RunningConnection {
   writes: WriteQueue | null;
   /** The connection's leases: which streams (and whether the webhooks) this daemon runs. */
   leases: LeaseKeeper;
+  /** The runs the scheduler finished lately (the console's "Recent runs"). */
+  runs: RecentRuns;
 }
 
 /**
@@ -171,6 +176,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         leases: keeper,
       });
       // Read now: the scheduler asks at start() which streams have a cursor (their first run is a sync).
+      const runs = new RecentRuns();
       const withCursor = new Set<StreamName>();
       for (const stream of config.sync.streams) if ((await context.store.readSyncState(stream)).cursor !== null) withCursor.add(stream);
       const scheduler = new StreamScheduler({
@@ -182,10 +188,13 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         reconcileSchedule: config.sync.reconcileSchedule,
         hasCursor: (stream) => withCursor.has(stream),
         logger: context.logger,
-        onRunFinished: (result, durationMs) => metrics.recordRun(result, durationMs, config.connection),
+        onRunFinished: (result, durationMs) => {
+          metrics.recordRun(result, durationMs, config.connection);
+          runs.record(result, durationMs);
+        },
         onTickSkipped: (stream, reason) => metrics.recordSkippedTick(stream, reason, config.connection),
       });
-      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes, leases: keeper });
+      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes, leases: keeper, runs });
     }
     const metrics = new DaemonMetrics({ connections: metricSources, processMetrics: options.processMetrics });
     for (const { name, context, dispatcher } of connections) {
@@ -203,7 +212,16 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
           Object.fromEntries(await Promise.all(connections.map(async (connection) => [connection.name, { ...(await connection.readiness.current()), leases: connection.leases.held() }] as const))),
         ),
       metrics: () => metrics.render(),
-      routeFirst: writeRoutes(connections),
+      routeFirst: firstRouteOf(
+        writeRoutes(connections),
+        consoleRoutes({
+          readKey: processWide.http.readApiKey,
+          writeKey: processWide.http.writeApiKey,
+          connections: connections.map(consoleConnection),
+          secrets: deploymentSecrets(deployment.connections),
+          logger,
+        }),
+      ),
       logger,
     });
     cleanups.add(() => http.close());
@@ -253,6 +271,21 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
     await cleanup();
     throw error;
   }
+}
+
+/** What the operator console (src/console/) reads of a running connection. */
+function consoleConnection(connection: RunningConnection): ConsoleConnection {
+  const config = connection.context.config;
+  return {
+    name: connection.name,
+    executor: connection.context.store.executor,
+    webhooks: config.webhooks,
+    streams: config.sync.streams,
+    runs: connection.runs,
+    activeRuns: () => connection.scheduler.activeRuns(),
+    heldLeases: () => connection.leases.held(),
+    afterAction: () => connection.dispatcher?.notify(),
+  };
 }
 
 /**

@@ -2,70 +2,21 @@
  * Job: the mirror's status per stream and the writes by status (the `status` command; the daemon
  * tests read it too). Reads the mirror only: no API settings needed. Works on both back ends:
  * SQLite (schema version `PRAGMA user_version`, health `PRAGMA quick_check`) and PostgreSQL (schema
- * version from `schema_version`, health: every table of the mirror present in its schema).
+ * version from `schema_version`, health: every table of the mirror present in its schema). What it
+ * reports of the streams, writes and leases is src/status/'s report, the one the daemon's console shows.
  */
-import {
-  Leases,
-  MIGRATIONS,
-  mirrorHealthCheck,
-  mirrorSchemaVersion,
-  RecordClockStore,
-  RejectedRecords,
-  MirrorStore,
-  type LeaseState,
-  type ScanOutcome,
-} from '../src/mirror/index.ts';
-import { STREAMS, type StreamName } from '../src/streams/index.ts';
-import { WriteStore } from '../src/writes/index.ts';
+import { MIGRATIONS, mirrorHealthCheck, mirrorSchemaVersion } from '../src/mirror/index.ts';
+import { readMirrorReport, type MirrorReport } from '../src/status/index.ts';
 import { MirrorDamagedError, MirrorNeedsMigrationError } from './mirror-errors.ts';
 import { classifyMirrorError, mirrorLocation, openExistingMirror } from './open-mirror.ts';
+
+export type { StreamStatus, WriteNeedingReview } from '../src/status/index.ts';
 
 /** The schema version this build reads: its last migration's (both back ends number them alike). */
 const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
 
-/** One stream's line of `status`. Times are ISO 8601. */
-export interface StreamStatus {
-  stream: StreamName;
-  supported: boolean;
-  /** Live rows (listed upstream) and tombstoned rows. */
-  records: number;
-  tombstoned: number;
-  /** ISO server time: the next incremental run asks updatedAfter = cursor - overlap. */
-  cursor: string | null;
-  completeScans: number;
-  lastRun: {
-    mode: string | null;
-    startedAt: string | null;
-    finishedAt: string | null;
-    succeededAt: string | null;
-    requests: number | null;
-    records: number | null;
-    changes: number | null;
-  };
-  lastError: string | null;
-  /**
-   * How the last finished run's scan ended (docs/sync.md "Scan completeness"): `complete`, or
-   * `incomplete` with a reason and counts (no miss counted, cursor kept). Null before one finished.
-   */
-  lastScan: ScanOutcome | null;
-  /**
-   * Why incremental syncs skip the stream, or null when they do not: an `unsupported` stream (its
-   * list answered 404) is asked again by a sync at most every `sync.unsupportedProbeSeconds`.
-   */
-  skipped: string | null;
-  /**
-   * How far the stream's record timestamps were seen to lag the cursor's clock, seconds (0: no lag
-   * seen); incremental syncs widen their overlap by it (docs/sync.md "Record clock").
-   */
-  recordClockLagSeconds: number;
-  /** Records quarantined because they failed their schema (`rejected_records`; docs/operations.md "Quarantined records"). */
-  rejected: number;
-  /** The unfinished run a restart will resume, if any. */
-  inProgress: { reason: string; mode: string; offset: number; total: number | null; records: number } | null;
-}
-
-/** What `status --json` prints. */
-export interface MirrorStatus {
+/** What `status --json` prints: where the mirror is, its health, and its report (src/status/). */
+export interface MirrorStatus extends MirrorReport {
   /** Where the mirror is: the file path, or the PostgreSQL URL with its password masked. */
   database: string;
   /** The back end holding the mirror. */
@@ -76,12 +27,6 @@ export interface MirrorStatus {
    * mirror is in its schema (`missing tables: ...` otherwise); the server keeps its storage consistent.
    */
   quickCheck: string;
-  changelogSeq: number;
-  streams: StreamStatus[];
-  /** Writes by status (`failed`, `needs_review`, `queued`, `sending`, `succeeded`), only the statuses that occur. */
-  writes: Record<string, number>;
-  /** Who holds which lease (docs/operations.md "Running two daemons (replicas)"): the `leases` table, by name. */
-  leases: LeaseState[];
 }
 
 export { MirrorNeedsMigrationError } from './mirror-errors.ts';
@@ -108,48 +53,8 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
       );
     }
     quickCheck = await mirrorHealthCheck(connection);
-    const store = new MirrorStore(connection);
-    const rejected = new RejectedRecords(store);
-    const recordClock = new RecordClockStore(connection);
-    const streams: StreamStatus[] = [];
-    for (const stream of Object.values(STREAMS)) {
-      const state = await store.readSyncState(stream.name);
-      const counts = await store.countRecords(stream);
-      streams.push({
-        stream: stream.name,
-        supported: state.supported,
-        records: counts.live,
-        tombstoned: counts.deleted,
-        cursor: state.cursor,
-        completeScans: state.scanNumber,
-        lastRun: {
-          mode: state.lastRunMode,
-          startedAt: state.lastRunStartedAt,
-          finishedAt: state.lastRunFinishedAt,
-          succeededAt: state.lastSuccessAt,
-          requests: state.lastRunRequests,
-          records: state.lastRunRecords,
-          changes: state.lastRunChanges,
-        },
-        lastError: state.lastError,
-        lastScan: state.lastScan,
-        skipped: state.supported
-          ? null
-          : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
-            `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), a backfill at once`,
-        recordClockLagSeconds: (await recordClock.read(stream.name)).lagSeconds,
-        rejected: await rejected.count(stream.name),
-        inProgress: state.run
-          ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }
-          : null,
-      });
-    }
-    const writes = Object.fromEntries(
-      Object.entries(await new WriteStore(connection).countByStatus())
-        .filter(([, count]) => count > 0)
-        .sort(([a], [b]) => a.localeCompare(b)),
-    );
-    return { database: location, backend: connection.dialect, quickCheck, changelogSeq: await store.lastSeq(), streams, writes, leases: await new Leases(connection).list() };
+    const report = await readMirrorReport(connection);
+    return { database: location, backend: connection.dialect, quickCheck, ...report };
   } catch (error) {
     // A read-only open is lazy: a damaged header shows at the first statement, a damaged page at the
     // first read of it (quick_check may have listed it already: then the line names its findings).

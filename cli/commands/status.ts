@@ -85,6 +85,10 @@ function formatStatus(status: MirrorStatus): string {
   if (held.length > 0) lines.push('', `leases: ${held.map((lease) => `${lease.name} held by ${lease.holder} (fence ${lease.fence}, until ${lease.expiresAt})`).join('; ')}`);
   const writes = Object.entries(status.writes);
   lines.push('', `writes: ${writes.length ? writes.map(([state, count]) => `${count} ${state}`).join(', ') : 'none'}`);
-  if (status.writes.needs_review) lines.push('  writes needing review: bizops-sync write ID shows why');
+  if (status.writes.needs_review) {
+    const listed = status.writesNeedingReview.map((write) => write.id);
+    const more = status.writes.needs_review - listed.length;
+    lines.push(`  writes needing review: ${listed.join(', ')}${more > 0 ? ` and ${more} more` : ''} (bizops-sync write ID shows why)`);
+  }
   return `${lines.join('\n')}\n`;
 }

@@ -435,6 +435,15 @@ export class WriteStore {
     return rows.map(decode);
   }
 
+  /**
+   * The writes in `status`, most recently changed first, at most `limit` (e.g. the writes needing
+   * review that `status` and the console list).
+   */
+  async listByStatus(status: WriteStatus, limit: number): Promise<WriteRecord[]> {
+    const rows = await this.executor.all<WriteRow>('SELECT * FROM writes WHERE status = ? ORDER BY updated_at DESC, id DESC LIMIT ?', [status, limit]);
+    return rows.map(decode);
+  }
+
   /** Counts by status (for `status` output and metrics). */
   async countByStatus(): Promise<Record<WriteStatus, number>> {
     const counts: Record<WriteStatus, number> = { queued: 0, sending: 0, succeeded: 0, failed: 0, needs_review: 0 };

@@ -1,0 +1,315 @@
+/**
+ * The operator's console on the daemon's HTTP port (docs/operations.md "Operator console"): a web
+ * page at `/` showing, per connection, each stream (cursor, last runs, lag, quarantined records,
+ * unsupported state), each webhook endpoint (state, lag, failures, recent attempts), the writes by
+ * status with those needing review, and the leases; and two actions of the `webhooks` commands as
+ * buttons (replay, enable).
+ *
+ *   GET  /                        the page (401: the sign-in form); `?refresh=N` seconds, 0: none
+ *   GET  /console.json            the same data as JSON (scripts)
+ *   GET  /console/console.css     the stylesheet
+ *   POST /console/sign-in         form: key (the read key), writeKey (optional: the action buttons)
+ *   POST /console/sign-out        form: csrf
+ *   POST /console/webhooks/replay form: csrf, connection, endpoint, since (`webhooks replay --since`)
+ *   POST /console/webhooks/enable form: csrf, connection, endpoint (`webhooks enable`)
+ *
+ * Behind the read key (`http.readApiKey`, shared with the other read routes: read-access.ts): a
+ * script sends `Authorization: Bearer <key>`; a browser signs in with a form (POST: the key never
+ * travels in a URL, is never logged or shown back) and gets a session cookie (HttpOnly,
+ * SameSite=Strict, a random id, expiring: console-sessions.ts). Without a read key the console is
+ * off: `consoleRoutes` returns undefined and `/` is the server's 404. The actions need the write key
+ * (`http.writeApiKey`) given at sign-in, and each form carries the session's CSRF token; a POST
+ * whose `Origin` is another site is refused.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseCookie, stringifySetCookie } from 'cookie';
+import { bearerKeyMatches, sendJson } from '../daemon/read-access.ts';
+import type { FirstRoute } from '../daemon/http-server.ts';
+import { silentLogger, type Logger } from '../logging/logger.ts';
+import { maskSecrets } from '../logging/mask.ts';
+import { enableWebhookEndpoint, replayWebhooks } from '../notify/webhooks/admin.ts';
+import { CONSOLE_PATHS, renderConsole, renderMessage, renderSignIn } from './console-page.ts';
+import { ConsoleSessions, secretEquals, type ConsoleSession } from './console-sessions.ts';
+import { gatherSnapshot, type ConsoleConnection } from './console-snapshot.ts';
+import { CONSOLE_CSS } from './console-style.ts';
+
+/** The session cookie's name. */
+export const CONSOLE_COOKIE = 'bizops_console';
+
+/** How long a console session lasts after sign-in, seconds (8 hours: a working day). */
+export const CONSOLE_SESSION_SECONDS = 8 * 3600;
+
+/** Default seconds between the page's refreshes. */
+export const CONSOLE_REFRESH_SECONDS = 30;
+
+/** Largest form body read, bytes (a sign-in or an action is a few hundred). */
+const MAX_FORM_BYTES = 8 * 1024;
+
+/** What `consoleRoutes` serves. */
+export interface ConsoleRoutesOptions {
+  /** config `http.readApiKey`; undefined (or empty) turns the console off. */
+  readKey: string | undefined;
+  /** config `http.writeApiKey`; undefined: the action buttons are off. */
+  writeKey: string | undefined;
+  /** Every connection the daemon runs, in configuration order. */
+  connections: readonly ConsoleConnection[];
+  /** Literal secrets masked in everything shown (config `deploymentSecrets`). The two keys are added. */
+  secrets: readonly string[];
+  /** Session lifetime, seconds. Default `CONSOLE_SESSION_SECONDS`. */
+  sessionSeconds?: number;
+  /** Seconds between the page's refreshes (`?refresh=N` overrides, 0: none). Default 30. */
+  refreshSeconds?: number;
+  logger?: Logger;
+}
+
+/** Security headers of every HTML answer: nothing loads from elsewhere, no framing, no referrer. */
+const HTML_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'cache-control': 'no-store',
+  'content-security-policy': "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on the console's own forms.
+  'referrer-policy': 'same-origin',
+};
+
+/** A refused request the console answers with a message (an HTML page or a notice). */
+class ConsoleRefusal extends Error {
+  readonly status: number;
+
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/**
+ * The console's routes, for the server's `routeFirst` chain (http-server.ts `firstRouteOf`), or
+ * undefined when no read key is configured (the console is off). Resolves false for paths it does
+ * not serve.
+ */
+export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undefined {
+  const readKey = options.readKey;
+  if (!readKey) return undefined;
+  const writeKey = options.writeKey || undefined;
+  const logger = (options.logger ?? silentLogger).child({ component: 'console' });
+  const sessions = new ConsoleSessions({ seconds: options.sessionSeconds ?? CONSOLE_SESSION_SECONDS });
+  const secrets = [...options.secrets, readKey, ...(writeKey ? [writeKey] : [])];
+  const defaultRefresh = options.refreshSeconds ?? CONSOLE_REFRESH_SECONDS;
+  const paths = new Set<string>(Object.values(CONSOLE_PATHS));
+
+  const snapshots = async (now: Date) => Promise.all(options.connections.map((connection) => gatherSnapshot(connection, secrets, now)));
+
+  /** The session of the request's cookie, if live. */
+  const sessionOf = (request: IncomingMessage): ConsoleSession | undefined => sessions.get(parseCookie(request.headers.cookie ?? '')[CONSOLE_COOKIE]);
+
+  const signInPage = async (response: ServerResponse, status: number, error?: string, headers: Record<string, string | string[]> = {}) =>
+    sendHtml(response, status, await renderSignIn({ error, writeKeyConfigured: writeKey !== undefined }), headers);
+
+  const sessionCookie = (request: IncomingMessage, value: string, maxAge: number) =>
+    stringifySetCookie({
+      name: CONSOLE_COOKIE,
+      value,
+      httpOnly: true,
+      sameSite: 'strict',
+      path: '/',
+      maxAge,
+      // Behind a TLS-terminating proxy the browser speaks HTTPS: the cookie then never travels in clear.
+      secure: request.headers['x-forwarded-proto'] === 'https',
+    });
+
+  const signIn = async (request: IncomingMessage, response: ServerResponse) => {
+    const form = await readForm(request);
+    const key = form.get('key') ?? '';
+    const givenWriteKey = form.get('writeKey') ?? '';
+    const remote = request.socket.remoteAddress;
+    if (key === '' || !secretEquals(key, readKey)) {
+      logger.warn({ remote }, 'console sign-in refused: wrong read key');
+      return signInPage(
+        response,
+        401,
+        key === ''
+          ? 'Enter the read key.'
+          : 'Sign-in refused: that is not the read key. Use the value of BIZOPS_READ_API_KEY (http.readApiKey) the daemon runs with.',
+      );
+    }
+    if (givenWriteKey !== '' && (!writeKey || !secretEquals(givenWriteKey, writeKey))) {
+      logger.warn({ remote }, 'console sign-in refused: wrong write key');
+      return signInPage(
+        response,
+        401,
+        writeKey
+          ? 'Sign-in refused: the write key is wrong. Leave it empty to sign in without the action buttons.'
+          : 'Sign-in refused: this daemon has no write key (http.writeApiKey), so the console has no actions. Leave the write key empty.',
+      );
+    }
+    const session = sessions.create(givenWriteKey !== '');
+    logger.info({ remote, actions: session.mayAct }, 'console sign-in');
+    response.writeHead(303, { location: CONSOLE_PATHS.page, 'set-cookie': sessionCookie(request, session.id, sessions.seconds), 'cache-control': 'no-store' });
+    response.end();
+  };
+
+  const signOut = async (request: IncomingMessage, response: ServerResponse) => {
+    const session = sessionOf(request);
+    const form = await readForm(request);
+    if (session) {
+      checkCsrf(form, session);
+      sessions.delete(session.id);
+    }
+    response.writeHead(303, { location: CONSOLE_PATHS.page, 'set-cookie': sessionCookie(request, '', 0), 'cache-control': 'no-store' });
+    response.end();
+  };
+
+  const act = async (request: IncomingMessage, response: ServerResponse, path: string) => {
+    const session = sessionOf(request);
+    if (!session) return signInPage(response, 401, 'Your session has ended: sign in again.');
+    const form = await readForm(request);
+    checkCsrf(form, session);
+    if (!session.mayAct) throw new ConsoleRefusal(403, 'Actions need the write key: sign out, then sign in with the write key too.');
+    const connectionName = form.get('connection') ?? '';
+    const connection = options.connections.find((candidate) => candidate.name === connectionName);
+    if (!connection) throw new ConsoleRefusal(400, `connection: no connection named "${connectionName}"`);
+    const endpoint = form.get('endpoint') ?? '';
+    try {
+      if (path === CONSOLE_PATHS.replay) {
+        const since = form.get('since') ?? '';
+        if (!/^\d+$/.test(since)) throw new Error(`since: a seq is a whole number from 0, got "${since}"`);
+        const configured = connection.webhooks.find((candidate) => candidate.name === endpoint);
+        const result = await replayWebhooks(connection.executor, configured ?? endpoint, Number(since));
+        logger.info({ connection: connection.name, endpoint, sinceSeq: result.deliveredSeq, previousDeliveredSeq: result.previousDeliveredSeq }, 'console action: webhook replay');
+        session.notice = {
+          kind: 'ok',
+          text: `Replay of ${endpoint}: the events after seq ${result.deliveredSeq} are sent again (${result.eventsToResend} in the changelog; the endpoint's filter applies)${result.reenabled ? '; the endpoint is enabled again' : ''}.`,
+        };
+      } else {
+        const result = await enableWebhookEndpoint(connection.executor, endpoint);
+        logger.info({ connection: connection.name, endpoint, wasDisabled: result.wasDisabled }, 'console action: webhook endpoint enabled');
+        session.notice = {
+          kind: 'ok',
+          text: result.wasDisabled
+            ? `${endpoint} is enabled again; delivery resumes after seq ${result.deliveredSeq}.`
+            : `${endpoint} was not disabled; its backoff and failure streak are cleared.`,
+        };
+      }
+      connection.afterAction?.();
+    } catch (error) {
+      session.notice = { kind: 'error', text: `${path === CONSOLE_PATHS.replay ? 'Replay' : 'Enable'} of ${endpoint} refused: ${maskSecrets((error as Error).message, secrets)}` };
+    }
+    response.writeHead(303, { location: CONSOLE_PATHS.page, 'cache-control': 'no-store' });
+    response.end();
+  };
+
+  const page = async (request: IncomingMessage, response: ServerResponse, url: URL, asJson: boolean) => {
+    const bearer = request.headers.authorization !== undefined;
+    if (bearer && !bearerKeyMatches(request, readKey)) {
+      return sendJson(response, 401, { error: 'Authorization: missing or wrong bearer key; send Authorization: Bearer <http.readApiKey>' }, { 'www-authenticate': 'Bearer' });
+    }
+    const session = bearer ? undefined : sessionOf(request);
+    if (!bearer && !session) {
+      if (asJson) return sendJson(response, 401, { error: 'sign in at / or send Authorization: Bearer <http.readApiKey>' }, { 'www-authenticate': 'Bearer' });
+      return signInPage(response, 401);
+    }
+    const now = new Date();
+    const connections = await snapshots(now);
+    if (asJson) return sendJson(response, 200, { generatedAt: now.toISOString(), connections });
+    const notice = session?.notice;
+    if (session) delete session.notice;
+    const html = await renderConsole({
+      connections,
+      now,
+      refreshSeconds: refreshSeconds(url, defaultRefresh),
+      csrfToken: session?.csrfToken ?? null,
+      mayAct: session?.mayAct ?? false,
+      writeKeyConfigured: writeKey !== undefined,
+      ...(notice ? { notice } : {}),
+    });
+    return sendHtml(response, 200, html);
+  };
+
+  return async (request, response) => {
+    const url = new URL(request.url ?? '/', 'http://daemon.local');
+    const path = url.pathname;
+    if (!paths.has(path)) return false;
+    const method = request.method ?? 'GET';
+    const posting = path === CONSOLE_PATHS.signIn || path === CONSOLE_PATHS.signOut || path === CONSOLE_PATHS.replay || path === CONSOLE_PATHS.enable;
+    if (posting ? method !== 'POST' : method !== 'GET' && method !== 'HEAD') {
+      sendJson(response, 405, { error: `${path} answers ${posting ? 'POST' : 'GET and HEAD'} only` }, { allow: posting ? 'POST' : 'GET, HEAD' });
+      return true;
+    }
+    try {
+      if (path === CONSOLE_PATHS.stylesheet) {
+        response.writeHead(200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
+        response.end(method === 'HEAD' ? undefined : CONSOLE_CSS);
+      } else if (path === CONSOLE_PATHS.page || path === CONSOLE_PATHS.json) {
+        await page(request, response, url, path === CONSOLE_PATHS.json);
+      } else {
+        if (!sameOrigin(request)) throw new ConsoleRefusal(403, 'Refused: the form was sent from another site.');
+        if (path === CONSOLE_PATHS.signIn) await signIn(request, response);
+        else if (path === CONSOLE_PATHS.signOut) await signOut(request, response);
+        else await act(request, response, path);
+      }
+    } catch (error) {
+      if (!(error instanceof ConsoleRefusal)) throw error;
+      logger.warn({ path, status: error.status, reason: error.message }, 'console request refused');
+      sendHtml(response, error.status, await renderMessage(error.message));
+    }
+    return true;
+  };
+}
+
+/** `?refresh=N`: 0 for none, else 5 to 3600 seconds; the default when absent or not a number. */
+function refreshSeconds(url: URL, fallback: number): number {
+  const asked = url.searchParams.get('refresh');
+  if (asked === null || !/^\d+$/.test(asked)) return fallback;
+  const seconds = Number(asked);
+  return seconds === 0 ? 0 : Math.min(3600, Math.max(5, seconds));
+}
+
+/** The form's CSRF token must be the session's. @throws ConsoleRefusal 403 otherwise */
+function checkCsrf(form: URLSearchParams, session: ConsoleSession): void {
+  const token = form.get('csrf') ?? '';
+  if (token === '' || !secretEquals(token, session.csrfToken)) {
+    throw new ConsoleRefusal(403, 'Refused: the form is out of date or came from elsewhere (no valid CSRF token). Reload the console and try again.');
+  }
+}
+
+/**
+ * False when the browser says the POST came from another origin (`Origin` not this host): a second
+ * guard beside SameSite=Strict and the CSRF token. A request without `Origin` (not a browser's
+ * form) passes; behind a proxy, `X-Forwarded-Host` names the host the browser saw.
+ */
+function sameOrigin(request: IncomingMessage): boolean {
+  const origin = request.headers.origin;
+  if (origin === undefined) return true;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return false;
+  }
+  const forwarded = request.headers['x-forwarded-host'];
+  const hosts = [request.headers.host, ...(Array.isArray(forwarded) ? forwarded : forwarded ? forwarded.split(',') : [])].map((value) => value?.trim());
+  return hosts.includes(host);
+}
+
+/**
+ * Reads an `application/x-www-form-urlencoded` body (at most 8 KiB).
+ * @throws ConsoleRefusal 415 for another content type, 413 for a larger body
+ */
+async function readForm(request: IncomingMessage): Promise<URLSearchParams> {
+  const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') throw new ConsoleRefusal(415, 'Refused: the console takes forms (application/x-www-form-urlencoded) only.');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_FORM_BYTES) throw new ConsoleRefusal(413, 'Refused: the form is larger than 8 KiB.');
+    chunks.push(chunk);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+}
+
+function sendHtml(response: ServerResponse, status: number, text: string, headers: Record<string, string | string[]> = {}): void {
+  response.writeHead(status, { ...HTML_HEADERS, 'content-length': String(Buffer.byteLength(text)), ...headers });
+  response.end(response.req?.method === 'HEAD' ? undefined : text);
+}

@@ -1,0 +1,150 @@
+/**
+ * What the mirror says of itself, gathered in one place for every reader: the `status` command
+ * (jobs/status.ts adds where the mirror is and its health) and the operator's console of the daemon
+ * (src/console/). Per stream: rows, cursor and its age, the last run, the last error, the scan's
+ * outcome, an unsupported stream, the record clock's lag, quarantined records, a run waiting to
+ * resume; the writes by status and those needing review; the leases. Reads only, through a
+ * `SqlExecutor` (src/mirror/sql/executor.ts): works on a read-only connection, on both back ends.
+ */
+import { Leases, type LeaseState } from '../mirror/leases.ts';
+import { MirrorStore, type ScanOutcome } from '../mirror/mirror-store.ts';
+import { RecordClockStore } from '../mirror/record-clock-store.ts';
+import { RejectedRecords } from '../mirror/rejected-records.ts';
+import type { SqlExecutor } from '../mirror/sql/executor.ts';
+import { STREAMS, type StreamName } from '../streams/definitions.ts';
+import { WriteStore } from '../writes/write-store.ts';
+
+/** One stream's line of `status`. Times are ISO 8601. */
+export interface StreamStatus {
+  stream: StreamName;
+  supported: boolean;
+  /** Live rows (listed upstream) and tombstoned rows. */
+  records: number;
+  tombstoned: number;
+  /** ISO server time: the next incremental run asks updatedAfter = cursor - overlap. */
+  cursor: string | null;
+  /**
+   * How far the mirror may be behind the API, seconds: now − `cursor` (a change made upstream after
+   * the cursor is not mirrored before the next run). Null before the first complete run.
+   */
+  lagSeconds: number | null;
+  completeScans: number;
+  lastRun: {
+    mode: string | null;
+    startedAt: string | null;
+    finishedAt: string | null;
+    succeededAt: string | null;
+    requests: number | null;
+    records: number | null;
+    changes: number | null;
+  };
+  lastError: string | null;
+  /**
+   * How the last finished run's scan ended (docs/sync.md "Scan completeness"): `complete`, or
+   * `incomplete` with a reason and counts (no miss counted, cursor kept). Null before one finished.
+   */
+  lastScan: ScanOutcome | null;
+  /**
+   * Why incremental syncs skip the stream, or null when they do not: an `unsupported` stream (its
+   * list answered 404) is asked again by a sync at most every `sync.unsupportedProbeSeconds`.
+   */
+  skipped: string | null;
+  /**
+   * How far the stream's record timestamps were seen to lag the cursor's clock, seconds (0: no lag
+   * seen); incremental syncs widen their overlap by it (docs/sync.md "Record clock").
+   */
+  recordClockLagSeconds: number;
+  /** Records quarantined because they failed their schema (`rejected_records`; docs/operations.md "Quarantined records"). */
+  rejected: number;
+  /** The unfinished run a restart will resume, if any. */
+  inProgress: { reason: string; mode: string; offset: number; total: number | null; records: number } | null;
+}
+
+/** A write parked as `needs_review` (docs/writes.md): what a person must look at. Times are ISO 8601. */
+export interface WriteNeedingReview {
+  id: string;
+  kind: string;
+  /** How it ended, in one line (why it was parked). */
+  outcome: string | null;
+  error: string | null;
+  createdAt: string;
+  /** When it was parked. */
+  updatedAt: string;
+}
+
+/** What the mirror says of itself (`readMirrorReport`). */
+export interface MirrorReport {
+  /** The changelog's last seq (0 when empty). */
+  changelogSeq: number;
+  /** Every registered stream, in the registry's order. */
+  streams: StreamStatus[];
+  /** Writes by status (`failed`, `needs_review`, `queued`, `sending`, `succeeded`), only the statuses that occur. */
+  writes: Record<string, number>;
+  /** The writes needing review, newest first, at most `needsReviewLimit` of them (`writes.needs_review` counts them all). */
+  writesNeedingReview: WriteNeedingReview[];
+  /** Who holds which lease (docs/operations.md "Running two daemons (replicas)"): the `leases` table, by name. */
+  leases: LeaseState[];
+}
+
+/** Options of `readMirrorReport`. */
+export interface MirrorReportOptions {
+  /** Most writes needing review listed (`writesNeedingReview`). Default 20. */
+  needsReviewLimit?: number;
+  /** The time `lagSeconds` is measured at. Default now. */
+  now?: Date;
+}
+
+/**
+ * Reads the report of the mirror behind `executor` (read-only statements only).
+ * @throws the driver's error when a statement fails (a damaged SQLite page, a PostgreSQL outage)
+ */
+export async function readMirrorReport(executor: SqlExecutor, options: MirrorReportOptions = {}): Promise<MirrorReport> {
+  const now = options.now ?? new Date();
+  const store = new MirrorStore(executor);
+  const rejected = new RejectedRecords(store);
+  const recordClock = new RecordClockStore(executor);
+  const streams: StreamStatus[] = [];
+  for (const stream of Object.values(STREAMS)) {
+    const state = await store.readSyncState(stream.name);
+    const counts = await store.countRecords(stream);
+    streams.push({
+      stream: stream.name,
+      supported: state.supported,
+      records: counts.live,
+      tombstoned: counts.deleted,
+      cursor: state.cursor,
+      lagSeconds: state.cursor === null ? null : Math.max(0, Math.round((now.getTime() - Date.parse(state.cursor)) / 1000)),
+      completeScans: state.scanNumber,
+      lastRun: {
+        mode: state.lastRunMode,
+        startedAt: state.lastRunStartedAt,
+        finishedAt: state.lastRunFinishedAt,
+        succeededAt: state.lastSuccessAt,
+        requests: state.lastRunRequests,
+        records: state.lastRunRecords,
+        changes: state.lastRunChanges,
+      },
+      lastError: state.lastError,
+      lastScan: state.lastScan,
+      skipped: state.supported
+        ? null
+        : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
+          `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), a backfill at once`,
+      recordClockLagSeconds: (await recordClock.read(stream.name)).lagSeconds,
+      rejected: await rejected.count(stream.name),
+      inProgress: state.run
+        ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }
+        : null,
+    });
+  }
+  const writeStore = new WriteStore(executor);
+  const writes = Object.fromEntries(
+    Object.entries(await writeStore.countByStatus())
+      .filter(([, count]) => count > 0)
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
+  const writesNeedingReview = writes.needs_review
+    ? (await writeStore.listByStatus('needs_review', options.needsReviewLimit ?? 20)).map(({ id, kind, outcome, error, createdAt, updatedAt }) => ({ id, kind, outcome, error, createdAt, updatedAt }))
+    : [];
+  return { changelogSeq: await store.lastSeq(), streams, writes, writesNeedingReview, leases: await new Leases(executor).list() };
+}
