@@ -101,7 +101,7 @@ function plainRate(pages: readonly string[], dir: string): number {
     const now = new Date().toISOString();
     for (const row of rows) {
       const raw = JSON.stringify(row);
-      insert.run(row.id, row.type, row.status, row.amount, row.description, row.date, raw, contentHash(row, transactionsStream.listedFields), now, now);
+      insert.run(row.id, row.type, row.status, row.amount, row.description, row.date, raw, contentHash(row, raw), now, now);
       change.run(`evt_${timeOrderedUuid()}`, row.id, now, raw);
     }
   });
