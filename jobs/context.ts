@@ -332,7 +332,10 @@ export async function openContext(config: Config, options: ContextOptions = {}):
   const close = () => cleanups.run();
   try {
     // The mirror first: a path, file or server that cannot be used fails before any other connection is opened.
-    const connection = await openMirrorAt(config.dbPath);
+    // PostgreSQL: a process paused inside a transaction has its session ended after a third of a
+    // lease, so the other replicas go on (src/mirror/sql/postgres.ts idleInTransactionTimeoutMs).
+    const idleInTransactionTimeoutMs = Math.round((config.sync.leaseSeconds * 1000) / 3);
+    const connection = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs });
     cleanups.add(() => connection.close());
     if (options.checkMirror && connection.dialect === 'sqlite') {
       let quickCheck: string;
@@ -353,7 +356,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
      */
     const partConnection = async (): Promise<SqlConnection> => {
       if (connection.dialect !== 'sqlite') return connection;
-      const own = await openMirrorAt(config.dbPath);
+      const own = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs });
       cleanups.add(() => own.close());
       return own;
     };
@@ -387,6 +390,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       overlapSeconds: config.sync.overlapSeconds,
       unsupportedProbeSeconds: config.sync.unsupportedProbeSeconds,
       leaseSeconds: config.sync.leaseSeconds,
+      databaseWaitSeconds: config.sync.databaseWaitSeconds,
       onChanges: notify,
     });
 

@@ -37,8 +37,8 @@ export function mirrorLocation(dbPath: string): string {
  *   `cannot connect to the PostgreSQL mirror at <URL, password masked>: <reason>`.
  * Other errors (a mirror written by a newer bizops-sync, a stream table that disagrees) pass as they are.
  */
-export async function openMirrorAt(dbPath: string, options: { readonly?: boolean } = {}): Promise<SqlConnection> {
-  if (isPostgresUrl(dbPath)) return openMirrorConnection(dbPath, { readonly: options.readonly ?? false });
+export async function openMirrorAt(dbPath: string, options: { readonly?: boolean; idleInTransactionTimeoutMs?: number } = {}): Promise<SqlConnection> {
+  if (isPostgresUrl(dbPath)) return openMirrorConnection(dbPath, { readonly: options.readonly ?? false, idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs });
   if (dbPath !== ':memory:' && existsSync(dbPath) && statSync(dbPath).isDirectory()) {
     throw new ConfigError(`BIZOPS_DB (dbPath): ${dbPath} is a directory; give the path of the mirror's file, e.g. ${dbPath.replace(/\/+$/, '')}/mirror.db`);
   }

@@ -38,11 +38,9 @@ const cronExpression = z
 export const CONNECTION_NAME = /^[a-z0-9][a-z0-9_-]*$/;
 
 /**
- * The keys each connection has its own value of (the rest, `redisUrl` and `http`, are process-wide).
- * Under `connections`, a top-level value of one of these is a default every connection inherits.
+ * Keys shared by every connection of a deployment: one Redis, one HTTP port. Top level only. Every
+ * other key of the schema but `connection` is a connection's own (PER_CONNECTION_KEYS).
  */
-export const PER_CONNECTION_KEYS = ['baseUrl', 'tokens', 'companyId', 'dbPath', 'rateLimit', 'api', 'sync', 'webhooks'] as const;
-/** Keys shared by every connection of a deployment: one Redis, one HTTP port. Top level only. */
 export const PROCESS_WIDE_KEYS = ['redisUrl', 'http'] as const;
 
 /** A registered stream's name (src/streams/definitions.ts): adding a stream there adds it here. */
@@ -111,7 +109,7 @@ const webhookEndpointSchema = z.object({
 });
 
 /**
- * The configuration (docs: README "Configuration"): every key with its rule and built-in default.
+ * The configuration (docs/configuration.md): every key with its rule and built-in default.
  * Environment variables and the JSON file are merged onto these defaults by load.ts, which names
  * the variable, the key and the rule when a value breaks one. Times are ms unless the key says
  * seconds; schedules are node-cron expressions (5 fields, or 6 with seconds first).
@@ -205,6 +203,12 @@ export const configSchema = z.object({
        * streams and webhooks within about this long. Renewed every third of it. Default 30.
        */
       leaseSeconds: z.number().positive().max(3600).default(30),
+      /**
+       * How long a run waits for the mirror's database when it is away (a PostgreSQL restart or
+       * failover), seconds, before it fails; it then goes on from its checkpoint (docs/sync.md
+       * "When the database goes away"). 0: no wait. Default 60.
+       */
+      databaseWaitSeconds: z.number().min(0).max(3600).default(60),
       /** Streams to run. Default: every registered stream. */
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
     })
@@ -251,6 +255,15 @@ export const configSchema = z.object({
   /** Webhook endpoints receiving every matching changelog event (docs/webhooks.md); `BIZOPS_WEBHOOK_URL` + `_SECRET` define one named `env`. */
   webhooks: z.array(webhookEndpointSchema).default([]),
 });
+
+/**
+ * The keys each connection has its own value of: every key of the schema but `connection` (set by
+ * the loader) and the process-wide ones. Under `connections`, a top-level value of one of these is a
+ * default every connection inherits. Derived from the schema, so a key added there is a connection's own.
+ */
+export const PER_CONNECTION_KEYS: readonly string[] = Object.keys(configSchema.shape).filter(
+  (key) => key !== 'connection' && !(PROCESS_WIDE_KEYS as readonly string[]).includes(key),
+);
 
 /** The validated configuration of one connection, defaults filled in (`loadConfig`, `loadDeployment`). */
 export type Config = z.infer<typeof configSchema>;

@@ -68,7 +68,7 @@ describe('bizops-sync config check', { timeout: 120_000 }, () => {
     const fromFile = await runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));
     expect(fromFile.code).toBe(2);
     expect(fromFile.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(fromFile.stderr).toMatch(/^bizops-sync: configuration error: sync\.streamSchedules\.deals: "0 25 \* \* \*" is not a valid cron expression \(hour/);
+    expect(fromFile.stderr).toMatch(/^bizops-sync: configuration error: sync\.streamSchedules\.deals \(in .*bizops-sync\.json\): "0 25 \* \* \*" is not a valid cron expression \(hour/);
 
     writeFileSync(file, JSON.stringify({ webhooks: [{ name: 'crm', url: 'https://crm.example.com/h', secret: newWebhookSecret(), events: ['deal won'] }] }));
     const badPattern = await runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));

@@ -48,14 +48,18 @@ describe('the stream lease', () => {
     const { sim, context } = await fixtures.start({ size: { transactions: 350 } });
     const leases = new Leases(context.connection, 3600);
     let stolen: Promise<unknown> | undefined;
+    // Page 2's answer is held at the simulator until the takeover below has committed.
+    let takenOver: () => void = () => undefined;
+    sim.faults.inject({ kind: 'hold', until: new Promise<void>((resolve) => (takenOver = resolve)), match: { method: 'GET', path: '/transactions', query: { offset: '100' } } });
     const result = await context.engine.run('transactions', 'backfill', {
       onProgress: (progress) => {
-        // Our lease expired while we waited; another process took the stream over. Sent here
-        // (onProgress is not awaited), awaited below: on PostgreSQL it lands while the engine waits
-        // for the next page over HTTP, before that page's transaction confirms the fence.
+        // Our lease expired while we waited; another process took the stream over, while the
+        // engine waits for page 2 over HTTP, before that page's transaction confirms the fence.
         if (progress.pages === 1) {
           // One statement: what a takeover of the expired lease writes (the next fence, its holder).
-          stolen = context.connection.run("UPDATE leases SET holder = ?, fence = fence + 1, expires_at = '2999-01-01T00:00:00.000Z' WHERE name = ?", [OTHER, 'stream:transactions']);
+          stolen = context.connection
+            .run("UPDATE leases SET holder = ?, fence = fence + 1, expires_at = '2999-01-01T00:00:00.000Z' WHERE name = ?", [OTHER, 'stream:transactions'])
+            .finally(() => takenOver());
         }
       },
     });
@@ -76,10 +80,19 @@ describe('the stream lease', () => {
   });
 
   it('one run per stream per engine: a second run of a stream this engine is running is busy', async () => {
-    const { context } = await fixtures.start({ size: { deals: 20 } });
-    const first = context.engine.run('deals', 'backfill');
+    const { sim, context } = await fixtures.start({ size: { deals: 20 } });
+    // The first run's page is held at the server (far longer than any test), so the first run is
+    // surely running when the second starts: no race between the two, whatever the machine's load.
+    sim.faults.inject({ match: { path: '/deals' }, kind: 'latency', ms: 600_000, times: 1 });
+    const stop = new AbortController();
+    const first = context.engine.run('deals', 'backfill', { signal: stop.signal });
+    await waitFor(() => listRequests(sim, '/deals').length === 1, 'the first run to ask for its page');
     const second = await context.engine.run('deals', 'backfill');
     expect(second.status).toBe('busy');
-    expect((await first).status).toBe('succeeded');
+    expect(listRequests(sim, '/deals')).toHaveLength(1);
+    // Stopped, the first run gives the stream back: the next run takes it and completes.
+    stop.abort(new Error('test: stop the held run'));
+    expect((await first).status).toBe('interrupted');
+    expect(await context.engine.run('deals', 'backfill')).toMatchObject({ status: 'succeeded', records: 20 });
   });
 });
