@@ -32,7 +32,6 @@ import { openMirror } from '../src/mirror/database.ts';
 import { timeOrderedUuid } from '../src/mirror/store.ts';
 import { contentHash } from '../src/mirror/change-detection.ts';
 import type { ApiRecord } from '../src/streams/define-stream.ts';
-import { transactionsStream } from '../src/streams/definitions.ts';
 import { commitRate, jsonPages, PAGE } from './commit-rate.ts';
 import { machineLoad, repeat, runMeasured, spread } from './runs.ts';
 
