@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, ConnectionChoiceError } from './errors.ts';
-import { maskUrlPassword } from './mask-url.ts';
+import { maskUrlPassword } from '../logging/mask-url.ts';
 import { isOtherUrl, isPostgresUrl, parsePostgresLocation } from '../mirror/sql/postgres-location.ts';
 import { configErrorMap } from './issue-wording.ts';
 import { CONNECTION_NAME, configSchema, PER_CONNECTION_KEYS, PROCESS_WIDE_KEYS, type Config, type DeploymentConfig } from './schema.ts';
@@ -15,7 +15,6 @@ import { describeUnknownKey, findUnknownKey, nearestKey } from './unknown-keys.t
 
 // The errors live apart (no zod) so that the CLI's error reporting can name them without loading the schema.
 export { ConfigError, ConnectionChoiceError } from './errors.ts';
-export { maskUrlPassword } from './mask-url.ts';
 
 const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
 
