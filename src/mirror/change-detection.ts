@@ -17,7 +17,7 @@
  *     not as an update of every record that carries it.
  */
 import { hash } from 'node:crypto';
-import type { FieldChanges } from './changelog.ts';
+import type { FieldChanges } from './changelog-format.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 
 /** How deep nested objects are walked into field paths (`user.email` is depth 2); deeper objects compare whole. */

@@ -11,7 +11,7 @@ import { jsonArrayValues } from './sql/dialect.ts';
 import type { SqlExecutor, SqlValue } from './sql/executor.ts';
 import { contentHash, declaredFieldPaths, diffRecord, fieldPaths } from './change-detection.ts';
 import { FIELD_ADDED_EVENT, registerFields } from './field-registry.ts';
-import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog.ts';
+import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog-format.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
