@@ -4,7 +4,7 @@
  *
  * The same simulated backfill of `BENCH_POSTGRES_N` (default 100,000) transactions, rate limit off,
  * through the sync engine in this process (HTTP to the simulator, zod validation, change detection,
- * the page commit of src/sync/engine.ts: run lock, record clock, records, changelog, quarantine,
+ * the page commit of src/sync/sync-engine.ts: run lock, record clock, records, changelog, quarantine,
  * checkpoint), once into a fresh SQLite file and once into a fresh PostgreSQL schema, alternated so
  * that load from other processes falls on both alike. The figure is PostgreSQL records/s over
  * SQLite records/s, plus the records/s of each. The simulator serves both alike (its world is built
@@ -29,9 +29,9 @@ import { startSimulator, type RunningSimulator } from '@bizops-sync/simulator';
 import { ApiClient } from '../src/client/client.ts';
 import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
 import { openMirrorConnection } from '../src/mirror/open.ts';
-import { MirrorStore, timeOrderedUuid } from '../src/mirror/store.ts';
+import { MirrorStore, timeOrderedUuid } from '../src/mirror/mirror-store.ts';
 import { transactionsStream } from '../src/streams/definitions.ts';
-import { SyncEngine } from '../src/sync/engine.ts';
+import { SyncEngine } from '../src/sync/sync-engine.ts';
 import { commitRate, jsonPages } from './commit-rate.ts';
 import { machineLoad, repeat, spread } from './runs.ts';
 

@@ -8,13 +8,9 @@
  * URL with its password masked.
  */
 import { existsSync, statSync } from 'node:fs';
-import { ConfigError } from '../src/config/errors.ts';
-import { maskUrlPassword } from '../src/config/mask-url.ts';
-import { openMirrorConnection } from '../src/mirror/open.ts';
-import { postgresSchemaVersion } from '../src/mirror/postgres-migrate.ts';
-import type { SqlConnection } from '../src/mirror/sql/executor.ts';
-import { isPostgresUrl } from '../src/mirror/sql/postgres-location.ts';
-import { PostgresConnection } from '../src/mirror/sql/postgres.ts';
+import { ConfigError } from '../src/config/index.ts';
+import { maskUrlPassword } from '../src/logging/index.ts';
+import { openMirrorConnection, postgresSchemaVersion, isPostgresUrl, PostgresConnection, type SqlConnection } from '../src/mirror/index.ts';
 import { MirrorDamagedError, MirrorMissingError } from './mirror-errors.ts';
 
 export { MirrorDamagedError, MirrorMissingError } from './mirror-errors.ts';

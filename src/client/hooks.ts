@@ -1,6 +1,6 @@
 /**
  * The hook points of the API client, in the manner of Octokit's `hook.before/after/error/wrap`:
- * layers are sets of hooks registered around the one request function (http.ts), never code in
+ * layers are sets of hooks registered around the one request function (http-transport.ts), never code in
  * callers. The client runs, for every attempt of a request:
  *
  *   beforeRequest   every layer in order (client layers, then the request's own), then the HTTP send
@@ -15,8 +15,8 @@
  * goes out: the write worker marks a write `sending` in a `beforeRequest` it passes with that one
  * request, after the budget granted the slot and before the bytes leave.
  */
-import type { RateLimitError, RequestDescription } from './errors.ts';
-import type { HttpResponse } from './http.ts';
+import type { RateLimitError, RequestDescription } from './api-errors.ts';
+import type { HttpResponse } from './http-transport.ts';
 import type { Priority, RateBudget, RateLimitObservation, RateSlot } from './rate-budget.ts';
 
 /** What a hook knows of the attempt it runs around. */

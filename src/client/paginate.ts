@@ -26,7 +26,7 @@
  *   of page it was (`frontier`: positions read for the first time; `gap`: positions read before,
  *   plus the gap's) and the paging state after it, for a checkpoint (`PagingState`).
  */
-import { EndlessListError } from './errors.ts';
+import { EndlessListError } from './api-errors.ts';
 import type { Pagination } from './schemas.ts';
 
 /** Page size of every list request: the maximum, for the fewest requests (spec §1 Pagination, §8). */

@@ -50,12 +50,12 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ApiClientStats } from '../client/client.ts';
 import { PRIORITIES, type RateBudgetStats } from '../client/rate-budget.ts';
-import { RecordClockStore } from '../mirror/record-clock.ts';
+import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RECORD_REJECTED, RejectedRecords } from '../mirror/rejected-records.ts';
-import type { AppendedChange, MirrorStore, SyncState } from '../mirror/store.ts';
+import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 import { STREAMS, type StreamName } from '../streams/definitions.ts';
-import type { RunReason, RunResult } from '../sync/engine.ts';
+import type { RunReason, RunResult } from '../sync/sync-engine.ts';
 
 /** Where scrape-time figures come from. */
 export interface DaemonMetricsSources {
@@ -70,7 +70,7 @@ export interface DaemonMetricsSources {
   budget: { stats(): RateBudgetStats };
   /** The webhook dispatcher; absent when no endpoint is configured. Its `stats()` reads the mirror (asynchronous). */
   webhooks?: { stats(): readonly WebhookStatsLike[] | Promise<readonly WebhookStatsLike[]> } | null;
-  /** The quarantine and the record clock (src/mirror/rejected-records.ts, record-clock.ts); absent: those gauges are not exported. */
+  /** The quarantine and the record clock (src/mirror/rejected-records.ts, record-clock-store.ts); absent: those gauges are not exported. */
   pageTrust?: { countRejected(stream: StreamName): Promise<number>; recordClockLagSeconds(stream: StreamName): Promise<number> };
   /** Also export prom-client's default process metrics (default true). */
   processMetrics?: boolean;

@@ -1,12 +1,12 @@
 /**
- * The write API on the daemon's HTTP port (src/writes/http.ts) over real HTTP: bearer key, routes off
+ * The write API on the daemon's HTTP port (src/writes/queue/write-routes.ts) over real HTTP: bearer key, routes off
  * without a key, 202 / 200 / 400 / 401 / 404 / 405 / 409, and the write reaching the simulator.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { handleWritesRequest } from '../../src/writes/index.ts';
+import { handleWritesRequest } from '../../src/writes/queue/index.ts';
 import { simulator, writeStack, writeTestBed, type WriteStack, type WriteTestBed } from './support.ts';
 
 const KEY = 'write-key-0123456789abcdef';

@@ -24,7 +24,7 @@
 import { createHash } from 'node:crypto';
 import { databaseNow, databaseNowPlusSeconds } from '../mirror/sql/dialect.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
-import { MirrorStore, type AppendedChange } from '../mirror/store.ts';
+import { MirrorStore, type AppendedChange } from '../mirror/mirror-store.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
 /** Status of a write row; see the lifecycle in this module's header. */
@@ -168,7 +168,7 @@ function decode(row: WriteRow): WriteRecord {
   };
 }
 
-/** The default write-through: the mirror store's own upsert + changelog (src/mirror/store.ts `applyRecords`). */
+/** The default write-through: the mirror store's own upsert + changelog (src/mirror/mirror-store.ts `applyRecords`). */
 export function defaultWriteThrough(streams: Record<StreamName, Parameters<MirrorStore['applyRecords']>[0]>): WriteThroughHook {
   return async (mirror, stream, record) => await mirror.applyRecords(streams[stream], [record]);
 }

@@ -5,10 +5,10 @@
  */
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { redisConnection } from '../client/redis-connection.ts';
+import { redisConnection } from '../../client/redis-connection.ts';
 
 // The Redis connections live apart (no BullMQ) so that a sync, which shares the rate budget in Redis, never loads the queue.
-export { connectProducer, PRODUCER_REDIS_OPTIONS, redisConnection, WORKER_REDIS_OPTIONS } from '../client/redis-connection.ts';
+export { connectProducer, PRODUCER_REDIS_OPTIONS, redisConnection, WORKER_REDIS_OPTIONS } from '../../client/redis-connection.ts';
 
 /** Default BullMQ queue name (the daemon and CLI use a per-deployment name: `deploymentQueueName`). */
 export const DEFAULT_QUEUE_NAME = 'bizops-writes';
@@ -50,7 +50,7 @@ export interface WriteJobData {
 
 /**
  * BullMQ retries of a write job. The processor throws (and so asks for a retry) only when sending
- * again is provably safe for the kind (src/writes/engine.ts); every other outcome completes the job.
+ * again is provably safe for the kind (src/writes/write-engine.ts); every other outcome completes the job.
  */
 export interface WriteRetrySchedule {
   /** Job attempts in all, the first included. Default 8. */

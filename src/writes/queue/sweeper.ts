@@ -8,7 +8,7 @@
  *   a failover, a flush) or finished (BullMQ gave up on a stalled job) is queued again;
  * - a row whose claim expired (its holder died) is queued again the same way: the run that takes it
  *   resolves it from its status (`sending`: by the kind's rule for ambiguous outcomes, never a blind
- *   re-send; src/writes/engine.ts).
+ *   re-send; src/writes/write-engine.ts).
  *
  * Rows a live run holds are left alone. Queueing is idempotent (job id = write id), so sweeps in
  * several processes at once are harmless. No restart is ever needed for an acknowledged write to be sent.
@@ -20,9 +20,9 @@
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { silentLogger, type Logger } from '../logging/logger.ts';
-import { writeJobOptions, type WriteJobData, type WriteRetrySchedule } from './queue.ts';
-import type { WriteStore } from './store.ts';
+import { silentLogger, type Logger } from '../../logging/logger.ts';
+import { writeJobOptions, type WriteJobData, type WriteRetrySchedule } from './write-queue.ts';
+import type { WriteStore } from '../write-store.ts';
 
 /** BullMQ job states in which the job will still run: the write needs no re-queue. */
 const PENDING_JOB_STATES: ReadonlySet<string> = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);

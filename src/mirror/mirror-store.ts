@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { jsonArrayValues } from './sql/dialect.ts';
 import type { SqlExecutor, SqlValue } from './sql/executor.ts';
 import { contentHash, diffFields } from './change-detection.ts';
-import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog.ts';
+import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog-format.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
@@ -281,7 +281,7 @@ export class MirrorStore {
 
   /**
    * Appends one row to the changelog with a fresh, stable `event_id` (`evt_<uuid v7>`), its `data`
-   * in format version 2 (src/mirror/changelog.ts `encodeChangeData`; leave `changes` out for a new
+   * in format version 2 (src/mirror/changelog-format.ts `encodeChangeData`; leave `changes` out for a new
    * record). Call inside the transaction that wrote the record the change describes. Wakes the
    * mirror's listeners at its commit (executor.ts `changesAppended`).
    * @returns the row appended, with the `seq` the database gave it (`RETURNING seq`)
