@@ -50,7 +50,9 @@ Environment:
   BIZOPS_TOKEN               bearer token (or BIZOPS_TOKEN_FILE: a file holding it)
   BIZOPS_DB                  the mirror's SQLite file (default ./data/mirror.db)
   REDIS_URL                  Redis for the write queue and the shared rate budget (default redis://127.0.0.1:6379)
-  BIZOPS_RATE_LIMIT_PER_MIN  requests per minute for the company (default 60, spec §8)
+  BIZOPS_RATE_LIMIT_PER_MIN  the most requests this deployment sends per window (minute) of the API: a
+                             ceiling, also when the server says more remain (the company's limit may be
+                             shared with other integrations); a lower server limit wins (default 60, spec §8)
   BIZOPS_CONFIG              a JSON configuration file (default config/bizops-sync.json when present);
                              its "connections" object names several companies (--connection NAME)
 
