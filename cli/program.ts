@@ -59,9 +59,22 @@ Environment:
 Try it without an API: bizops-sync demo`,
     )
     .version(packageJson.version, '-V, --version', 'print the version of bizops-sync')
-    .showHelpAfterError('(run with --help for usage)')
+    // Commander's own errors (an unknown option or command, a missing argument) as every error of
+    // bizops-sync: one line with its prefix; its suggestion ("Did you mean sync?") kept on the line.
+    // Set before the commands are registered: each inherits it.
+    .configureOutput({ outputError: (message, write) => write(`${commanderErrorLine(message)}\n`) })
     .exitOverride();
   const named = COMMANDS.filter((command) => commandName !== undefined && command.names.includes(commandName));
   for (const register of await Promise.all((named.length > 0 ? named : COMMANDS).map((command) => command.load()))) register(program);
   return program;
+}
+
+/**
+ * One of commander's error messages (`error: unknown option '--bogus'`, possibly followed by
+ * `(Did you mean sync?)` on a line of its own) as the one line bizops-sync prints:
+ * `bizops-sync: unknown option '--bogus'; --help shows the usage`.
+ */
+export function commanderErrorLine(message: string): string {
+  const text = message.replace(/^error: /, '').trim().replace(/\s*\n\s*/g, ' ');
+  return `bizops-sync: ${text}; --help shows the usage`;
 }
