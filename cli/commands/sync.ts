@@ -3,9 +3,9 @@
  * (one incremental pass). The job and its parts are loaded when the command runs.
  */
 import type { Command } from 'commander';
-import { STREAM_NAMES } from '../../src/streams/definitions.ts';
-import type { RunReason, RunResult } from '../../src/sync/engine.ts';
-import { withMirrorPath } from '../../src/config/load.ts';
+import { STREAM_NAMES } from '../../src/streams/index.ts';
+import type { RunReason, RunResult } from '../../src/sync/index.ts';
+import { withMirrorPath } from '../../src/config/index.ts';
 import { UsageError } from '../usage-error.ts';
 import { CONNECTION_OPTION_HELP, deploymentFromEnvironment, EXIT_BUSY, exitCodeForSignal, selectConnections, selectStreams, shutdownOnSignals } from '../shared.ts';
 
