@@ -16,4 +16,4 @@ export {
   withMirrorPath,
   type LoadConfigOptions,
 } from './load.ts';
-export { ConfigError, ConnectionChoiceError } from './errors.ts';
+export { ConfigError, ConnectionChoiceError } from './config-errors.ts';
