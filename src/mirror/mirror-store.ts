@@ -67,10 +67,23 @@ export interface RunCheckpoint {
    * before the run ends (src/sync/scan-check.ts `TieRegion`).
    */
   tieRegions?: { from: number; to: number; missing: number }[];
-  /** Positions below this offset were read before a drift step-back: their repeats are expected. */
-  driftReadsUntil?: number;
+  /**
+   * Where the pagination stands (src/client/paginate.ts `PagingState`): the first position never
+   * read, the gaps records removed meanwhile may have let unread ones slide into, and whether the
+   * end was reached. Absent in checkpoints of earlier versions (`offset` is then the frontier).
+   */
+  paging?: { frontier: number; gaps: { from: number; to: number }[]; ended: boolean };
   /** The smallest `pagination.total` of this run's pages (records entering an incremental run's set grow the total past it). */
   lowestTotal?: number;
+  /** Records removed from the set (drops of the total) while the run paged to the end of the list. */
+  removedWhileReading?: number;
+  /** Records removed from the set after the run reached the end of the list (while it re-read drift gaps and ties). */
+  removedAfterEnd?: number;
+  /**
+   * Records that may have slid into drift gaps (below positions already read): those gap pages found
+   * new there, or every position of a gap inside a run of ties (src/sync/scan-check.ts `listedThenRemoved`).
+   */
+  slidFound?: number;
 }
 
 /**
@@ -316,7 +329,7 @@ export class MirrorStore {
 
   /**
    * Appends one row to the changelog with a fresh, stable `event_id` (`evt_<uuid v7>`), its `data`
-   * in format version 2 (src/mirror/changelog.ts `encodeChangeData`; leave `changes` out for a new
+   * in format version 2 (src/mirror/changelog-format.ts `encodeChangeData`; leave `changes` out for a new
    * record). Call inside the transaction that wrote the record the change describes. Wakes the
    * mirror's listeners at its commit (executor.ts `changesAppended`).
    * @returns the row appended, with the `seq` the database gave it (`RETURNING seq`)
