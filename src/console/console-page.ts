@@ -218,6 +218,9 @@ function streamNotes(streams: readonly StreamStatus[]): Fragment {
     }
     if (s.skipped) notes.push(`${s.stream}: skipped by syncs: ${s.skipped}`);
     if (s.recordClockLagSeconds > 0) notes.push(`${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it`);
+    if (s.undeclaredFields.length > 0) {
+      notes.push(`${s.stream}: fields the spec does not show (kept in raw, compared like any other): ${s.undeclaredFields.map((f) => `${f.field} (since ${time(f.firstSeenAt)}, e.g. ${f.exampleRecordId})`).join(', ')}`);
+    }
     if (s.rejected > 0) notes.push(`${s.stream}: ${count(s.rejected, 'record')} quarantined in rejected_records (they failed the schema)`);
     if (s.inProgress) notes.push(`${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);
   }

@@ -6,6 +6,7 @@
  * resume; the writes by status and those needing review; the leases. Reads only, through a
  * `SqlExecutor` (src/mirror/sql/executor.ts): works on a read-only connection, on both back ends.
  */
+import { listUndeclaredFields } from '../mirror/field-registry.ts';
 import { Leases, type LeaseState } from '../mirror/leases.ts';
 import { MirrorStore, type ScanOutcome } from '../mirror/mirror-store.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
@@ -56,6 +57,11 @@ export interface StreamStatus {
   recordClockLagSeconds: number;
   /** Records quarantined because they failed their schema (`rejected_records`; docs/operations.md "Quarantined records"). */
   rejected: number;
+  /**
+   * Fields the stream's records carried that its definition does not declare (the field registry,
+   * docs/mirror.md "Fields the spec does not show"): kept in `raw` and compared like any other.
+   */
+  undeclaredFields: { field: string; firstSeenAt: string; exampleRecordId: string }[];
   /** The unfinished run a restart will resume, if any. */
   inProgress: { reason: string; mode: string; offset: number; total: number | null; records: number } | null;
 }
@@ -132,6 +138,7 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
           `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), a backfill at once`,
       recordClockLagSeconds: (await recordClock.read(stream.name)).lagSeconds,
       rejected: await rejected.count(stream.name),
+      undeclaredFields: (await listUndeclaredFields(executor, stream.name)).map(({ field, firstSeenAt, exampleRecordId }) => ({ field, firstSeenAt, exampleRecordId })),
       inProgress: state.run
         ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }
         : null,
