@@ -196,17 +196,21 @@ ${shown.map((stream) => {
 <td>${time(stream.cursor)}</td>
 <td>${stream.lagSeconds === null ? '-' : duration(stream.lagSeconds)}</td>
 <td>${time(run.succeededAt)}</td>
-<td>${run.mode
-      ? run.finishedAt
-        ? `${run.mode}: ${count(run.requests ?? 0, 'request')}, ${count(run.records ?? 0, 'record')}, ${count(run.changes ?? 0, 'change')}; ended ${time(run.finishedAt)}`
-        : `${run.mode}: in progress since ${time(run.startedAt)}`
-      : '-'}</td>
+<td>${lastRun(run)}</td>
 <td class="num${stream.rejected > 0 ? ' bad' : ''}">${stream.rejected}</td>
 <td class="error-text">${stream.lastError ?? ''}</td>
 </tr>`;
   })}
 </tbody>
 </table>`;
+}
+
+/** The "Last run" cell: the counts of a finished run; a run still going (or stopped) has none of its own yet. */
+function lastRun(run: StreamStatus['lastRun']): string {
+  if (!run.mode) return '-';
+  if (run.state === 'running') return `${run.mode}: in progress since ${time(run.startedAt)}`;
+  if (run.state === 'unfinished') return `${run.mode}: stopped before its end (started ${time(run.startedAt)}; the next run resumes it)`;
+  return `${run.mode}: ${count(run.requests ?? 0, 'request')}, ${count(run.records ?? 0, 'record')}, ${count(run.changes ?? 0, 'change')}; ended ${time(run.finishedAt)}`;
 }
 
 /** The remarks `status` prints under its table, for the streams they concern. */

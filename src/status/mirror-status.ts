@@ -7,7 +7,7 @@
  * `SqlExecutor` (src/mirror/sql/executor.ts): works on a read-only connection, on both back ends.
  */
 import { listUndeclaredFields } from '../mirror/field-registry.ts';
-import { Leases, type LeaseState } from '../mirror/leases.ts';
+import { Leases, streamLeaseName, type LeaseState } from '../mirror/leases.ts';
 import { MirrorStore, type ScanOutcome } from '../mirror/mirror-store.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
@@ -38,6 +38,12 @@ export interface StreamStatus {
     requests: number | null;
     records: number | null;
     changes: number | null;
+    /**
+     * `running`: started and not finished, the stream's lease held (its counts are the previous
+     * run's, not this one's); `unfinished`: started and not finished, nobody holding the lease (the
+     * process stopped; the next run resumes it); `finished`; null before any run.
+     */
+    state: 'running' | 'unfinished' | 'finished' | null;
   };
   lastError: string | null;
   /**
@@ -110,8 +116,12 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
   const rejected = new RejectedRecords(store);
   const recordClock = new RecordClockStore(executor);
   const streams: StreamStatus[] = [];
+  const leases = await new Leases(executor).list();
+  const held = new Set(leases.filter((lease) => !lease.free).map((lease) => lease.name));
   for (const stream of Object.values(STREAMS)) {
     const state = await store.readSyncState(stream.name);
+    const started = state.lastRunStartedAt;
+    const ended = started !== null && state.lastRunFinishedAt !== null && state.lastRunFinishedAt >= started;
     const counts = await store.countRecords(stream);
     streams.push({
       stream: stream.name,
@@ -129,6 +139,7 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
         requests: state.lastRunRequests,
         records: state.lastRunRecords,
         changes: state.lastRunChanges,
+        state: started === null ? null : ended ? 'finished' : held.has(streamLeaseName(stream.name)) ? 'running' : 'unfinished',
       },
       lastError: state.lastError,
       lastScan: state.lastScan,
@@ -153,5 +164,5 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
   const writesNeedingReview = writes.needs_review
     ? (await writeStore.listByStatus('needs_review', options.needsReviewLimit ?? 20)).map(({ id, kind, outcome, error, createdAt, updatedAt }) => ({ id, kind, outcome, error, createdAt, updatedAt }))
     : [];
-  return { changelogSeq: await store.lastSeq(), streams, writes, writesNeedingReview, leases: await new Leases(executor).list() };
+  return { changelogSeq: await store.lastSeq(), streams, writes, writesNeedingReview, leases };
 }

@@ -19,6 +19,7 @@ import {
 import type { RequestHooks } from '../../src/client/hooks.ts';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
 import { transactionListItemSchema, transactionSchema } from '../../src/client/schemas.ts';
+import { waitFor } from '../helpers.ts';
 import { closedPort, sendEnvelope, sendJson, startTestServer, transactionItem, transactionPage, type Handler, type TestServer } from './test-server.ts';
 
 const TOKEN = 'tok_live_5b0c1f9e7d2a';
@@ -125,7 +126,8 @@ describe('ApiClient.request', () => {
     await expect(domain).rejects.toMatchObject({ status: 403, err: 'Contact support to buy domains above 500 USD', message: expect.stringContaining('Purchase limit exceeded') });
     const missing = client.request({ method: 'GET', path: '/domains/dom_1', contentSchema: z.unknown(), priority: 'incremental', retry: 'safe' });
     await expect(missing).rejects.toBeInstanceOf(NotFoundError);
-    await expect(missing).rejects.toThrow('Not found (GET /domains/dom_1)');
+    // A 404 names the whole URL, base included: a wrong base URL shows in it.
+    await expect(missing).rejects.toThrow(`Not found (HTTP 404 from ${server.url}/api/public/v1/domains/dom_1)`);
     expect(server.requests).toHaveLength(2);
   });
 
@@ -372,8 +374,9 @@ describe('ApiClient and the rate budget', () => {
     });
     const { client, budget } = clientFor(server.url, { retry: { maxRetries: 0, minTimeoutMs: 10, maxTimeoutMs: 20 } });
     const first = client.request({ method: 'POST', path: '/transactions', body: {}, contentSchema: z.unknown(), priority: 'write', retry: 'none' });
-    // A second caller sharing the budget arrives while the pause is on: it must wait too.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // A second caller sharing the budget arrives while the pause is on (once the 429 was read, however
+    // long that took on a loaded machine): it must wait too.
+    await waitFor(() => budget.stats().pauses === 1, 'the 429 to pause the budget');
     const second = client.request({ method: 'GET', path: '/campaigns/c1', contentSchema: z.unknown(), priority: 'incremental', retry: 'safe' });
     await Promise.all([first, second]);
     const limitedAt = server.requests[0]?.atMs as number;
