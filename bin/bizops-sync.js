@@ -4,13 +4,16 @@
 // run's length; 16 keeps it flat at a small cost in collections (docs/operations.md "Memory").
 // The `bizops-sync` command. Node 24 runs the TypeScript sources directly (type stripping),
 // so there is no build step between a clone and a run.
-import { enableCompileCache } from 'node:module';
+// First, before anything a Node.js older than 24 cannot load: one line and exit 2 on an older one.
+import './require-node.js';
 
 // Node's compile cache (os.tmpdir()/node-compile-cache, or NODE_COMPILE_CACHE): from the second run
 // on, each source's stripped text and compiled code come from it, so a command does not load the
 // TypeScript stripper at all (a third of a bare start-up). Entries are keyed by the file's content (an
 // edited file is stripped again); a directory that cannot be written leaves the cache off, silently;
 // NODE_DISABLE_COMPILE_CACHE=1 turns it off (docs/operations.md "Start-up").
+// Imported once the version is known good (Node 20 has no enableCompileCache).
+const { enableCompileCache } = await import('node:module');
 enableCompileCache();
 // Imported after: a static import would load the sources before the cache is on.
 await import('../cli/main.ts');

@@ -2,6 +2,7 @@
  * Entry point of the `bizops-sync` command (bin/bizops-sync.js imports this file). See program.ts:
  * only the command being run is registered, and it loads its job when it runs.
  */
+import { logSettingsFromEnvironment } from '../src/logging/settings.ts';
 import { buildProgram } from './program.ts';
 
 // `bizops-sync changes | head` closes our stdout early: that is the reader being done, not an error.
@@ -11,6 +12,9 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 });
 
 try {
+  // BIZOPS_LOG_LEVEL / BIZOPS_LOG_FORMAT: one line and exit 2 for a bad value, whichever command runs (help still shows).
+  const asksForHelp = process.argv.length <= 2 || process.argv.slice(2).some((argument) => ['--help', '-h', '--version', '-V', 'help'].includes(argument));
+  if (!asksForHelp) logSettingsFromEnvironment();
   const program = await buildProgram(process.argv[2]);
   await program.parseAsync(process.argv);
 } catch (error) {

@@ -152,7 +152,7 @@ export interface Context {
    * none is configured. Not started. SQLite: on its own connection to the file; PostgreSQL: on the
    * context's pool.
    */
-  webhookDispatcher(options?: Pick<WebhookDispatcherOptions, 'pollMs' | 'timeoutMs' | 'scheduleMs' | 'jitterRatio' | 'stopGraceMs' | 'onAttempt' | 'fence'>): Promise<WebhookDispatcher | null>;
+  webhookDispatcher(options?: Pick<WebhookDispatcherOptions, 'pollMs' | 'timeoutMs' | 'scheduleMs' | 'jitterRatio' | 'stopGraceMs' | 'onAttempt' | 'fence' | 'mayDeliver'>): Promise<WebhookDispatcher | null>;
   /** Another API client on the same budgets (the readiness probe's, without retries). Closed with the context. */
   apiClient(options?: Pick<ApiClientOptions, 'timeoutMs' | 'retry'> & { tokens?: Record<string, string>; budget?: ApiClientOptions['budget'] }): ApiClient;
   /** Releases everything built, last built first. Safe to call twice. */

@@ -122,7 +122,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         config.webhooks.length === 0
           ? null
           : new LeasedWebhookDelivery({
-              create: async (fence) => (await context.webhookDispatcher({ ...options.webhooks, fence }))!,
+              create: async (lease) => (await context.webhookDispatcher({ ...options.webhooks, ...lease }))!,
               confirm: (tx, lease) => confirmLease(tx, lease, leases.seconds),
               logger: context.logger,
             });

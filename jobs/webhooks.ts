@@ -1,10 +1,11 @@
 /**
- * Jobs of webhook administration (the `webhooks list|send-test|replay|enable` commands). Wiring only:
+ * Jobs of webhook administration (the `webhooks list|attempts|send-test|replay|enable` commands). Wiring only:
  * src/notify/webhooks/admin.ts does the work, on the mirror (file or PostgreSQL schema) while the daemon runs.
  */
 import type { Config, WebhookEndpointConfig } from '../src/config/schema.ts';
 import {
   enableWebhookEndpoint,
+  listEventAttempts,
   listWebhookEndpoints,
   replayFailedWebhooks,
   replayWebhooks,
@@ -13,6 +14,7 @@ import {
   type FailedReplayOutcome,
   type ReplayResult,
   type TestEventResult,
+  type WebhookAttempt,
   type WebhookEndpointListing,
 } from '../src/notify/index.ts';
 import type { SqlConnection } from '../src/mirror/sql/executor.ts';
@@ -30,9 +32,20 @@ async function withMirror<T>(config: Config, options: { readonly?: boolean }, wo
   }
 }
 
-/** Every endpoint with its cursor, lag and last error (`webhooks list`). @throws Error when the mirror does not exist */
-export function listWebhooksJob(config: Config): Promise<WebhookEndpointListing[]> {
-  return withMirror(config, { readonly: true }, (connection) => listWebhookEndpoints(connection, config));
+/**
+ * Every endpoint with its cursor, lag, last error and its latest `attempts` attempts (`webhooks list`).
+ * @throws Error when the mirror does not exist
+ */
+export function listWebhooksJob(config: Config, attempts = 3): Promise<WebhookEndpointListing[]> {
+  return withMirror(config, { readonly: true }, (connection) => listWebhookEndpoints(connection, config, { attempts }));
+}
+
+/**
+ * Every kept attempt of one event (`webhooks attempts EVENT_ID`).
+ * @throws Error when the mirror does not exist or `eventId` is not an event id
+ */
+export function eventAttemptsJob(config: Config, eventId: string): Promise<WebhookAttempt[]> {
+  return withMirror(config, { readonly: true }, (connection) => listEventAttempts(connection, eventId));
 }
 
 /** One signed `webhook.test` to each of `endpoints`, in order (`webhooks send-test`). */

@@ -79,6 +79,8 @@ export function testConfig(sim: RunningSimulator, dbPath: string, overrides: Rec
     tokens: { default: String(sim.tokens.admin) },
     dbPath: testMirrorLocation(dbPath),
     rateLimit: { perMinute: 100_000, windowMs: 60_000 },
+    // The tests' Redis (README "Development"): REDIS_URL when set.
+    ...(process.env.REDIS_URL ? { redisUrl: process.env.REDIS_URL } : {}),
     ...overrides,
   });
 }

@@ -2,7 +2,8 @@
  * `bizops-sync webhooks list|send-test|replay`: webhook endpoint administration (jobs/webhooks.ts).
  * Each works on the mirror file while the daemon runs (the dispatcher re-reads its state every round).
  *
- *   webhooks list [--json]                          every endpoint: cursor, lag, failures, last error
+ *   webhooks list [--json] [--attempts N]           every endpoint: cursor, lag, held events, failures, its latest attempts
+ *   webhooks attempts EVENT_ID [--json]             every kept attempt of one event, at every endpoint
  *   webhooks send-test [--endpoint NAME]            one signed `webhook.test` event to each (or one) endpoint
  *   webhooks replay --endpoint NAME --since SEQ     re-send every event after SEQ (same webhook-id);
  *                                                   also re-enables a disabled endpoint
@@ -14,7 +15,7 @@
 import type { Command } from 'commander';
 import { MirrorMissingError } from '../../jobs/mirror-errors.ts';
 import type { Config, WebhookEndpointConfig } from '../../src/config/schema.ts';
-import type { WebhookEndpointListing } from '../../src/notify/index.ts';
+import type { WebhookAttempt, WebhookEndpointListing } from '../../src/notify/index.ts';
 import { UsageError } from '../usage-error.ts';
 import { CONNECTION_OPTION_HELP, configFromEnvironment } from '../shared.ts';
 import { checkBeyondSchema } from './config.ts';
@@ -27,15 +28,45 @@ export function registerWebhookCommands(program: Command): void {
 
   webhooks
     .command('list')
-    .description('every endpoint with its cursor (last seq delivered), lag, failures and last error')
+    .description('every endpoint with its cursor (last seq delivered), lag, held and failed events, last error, and its latest attempts')
     .option('--json', 'print JSON instead of a table')
+    .option('--attempts <count>', 'latest attempts shown per endpoint (0 to 100)', '3')
     .option('--connection <name>', CONNECTION_OPTION_HELP)
-    .action(async (options: { json?: boolean; connection?: string }) => {
+    .action(async (options: { json?: boolean; attempts: string; connection?: string }) => {
+      if (!/^\d+$/.test(options.attempts) || Number(options.attempts) > 100) throw new UsageError(`--attempts: must be a whole number from 0 to 100, got "${options.attempts}"`);
       const config = loadWebhookConfig(options.connection);
       const { listWebhooksJob, safeUrl } = await webhookJobs();
-      const listing = await listWebhooksJob(config);
+      const listing = await listWebhooksJob(config, Number(options.attempts));
       if (options.json) process.stdout.write(`${JSON.stringify(listing, null, 2)}\n`);
       else process.stdout.write(listing.length === 0 ? `${noEndpointsMessage(config)}\n` : formatListing(listing, safeUrl));
+    });
+
+  webhooks
+    .command('attempts')
+    .description('every kept delivery attempt of one event, at every endpoint: when, answer status, latency, error, the first 1 KiB of the answer')
+    .argument('<event-id>', 'the event id (evt_...): the webhook-id header, or event_id in `bizops-sync changes`')
+    .option('--json', 'print JSON instead of lines')
+    .option('--connection <name>', CONNECTION_OPTION_HELP)
+    .addHelpText('after', '\nAttempts are kept for 7 days.')
+    .action(async (eventId: string, options: { json?: boolean; connection?: string }) => {
+      const config = loadWebhookConfig(options.connection);
+      const { eventAttemptsJob } = await webhookJobs();
+      let attempts;
+      try {
+        attempts = await eventAttemptsJob(config, eventId);
+      } catch (error) {
+        if (error instanceof MirrorMissingError) throw error;
+        throw new UsageError((error as Error).message);
+      }
+      if (options.json) {
+        process.stdout.write(`${JSON.stringify(attempts, null, 2)}\n`);
+        return;
+      }
+      if (attempts.length === 0) {
+        process.stdout.write(`no attempts kept for ${eventId} (never sent, filtered out by every endpoint, or older than 7 days)\n`);
+        return;
+      }
+      for (const attempt of attempts) process.stdout.write(`${formatAttempt(attempt)}\n`);
     });
 
   webhooks
@@ -153,21 +184,37 @@ function findEndpoint(config: Config, name: string): WebhookEndpointConfig {
   throw new UsageError(`--endpoint: no endpoint named "${name}"; configured: ${config.webhooks.map((candidate) => candidate.name).join(', ')}`);
 }
 
-/** A fixed-width table, one endpoint per line. */
+/**
+ * One attempt on one line: `crm #2 2026-11-21T09:41:07.120Z seq 42 HTTP 422 in 87 ms: failed: HTTP 422; answer: {"error":"..."}`.
+ */
+function formatAttempt(attempt: WebhookAttempt): string {
+  const status = attempt.status === null ? 'no answer' : `HTTP ${attempt.status}`;
+  const seq = attempt.seq === null ? '' : ` seq ${attempt.seq}`;
+  const error = attempt.error === null ? '' : `: ${attempt.error}`;
+  const answer = attempt.response ? `; answer: ${JSON.stringify(attempt.response)}` : '';
+  return `${attempt.endpoint} #${attempt.attempt} ${attempt.attemptedAt}${seq} ${status} in ${Math.round(attempt.latencyMs)} ms: ${attempt.outcome}${error}${answer}`;
+}
+
+/** A fixed-width table, one endpoint per line, then each endpoint's latest attempts. */
 function formatListing(listing: readonly WebhookEndpointListing[], safeUrl: (url: string) => string): string {
-  const header = ['NAME', 'URL', 'STATE', 'CURSOR', 'LAG', 'FAILING', 'GAVE UP', 'LAST STATUS', 'LAST ERROR'];
+  const header = ['NAME', 'URL', 'STATE', 'CURSOR', 'LAG', 'HELD', 'FAILING', 'GAVE UP', 'LAST STATUS', 'LAST ERROR'];
   const rows = listing.map((endpoint) => [
     endpoint.name,
     endpoint.url ? safeUrl(endpoint.url) : '-',
     !endpoint.configured ? 'not configured' : !endpoint.registered ? 'not started' : endpoint.enabled ? 'enabled' : `disabled (${endpoint.disabledKind ?? 'gone'})`,
     endpoint.deliveredSeq === null ? '-' : String(endpoint.deliveredSeq),
     `${endpoint.lagEvents} events / ${Math.round(endpoint.lagSeconds)} s`,
-    endpoint.consecutiveFailures > 0 ? `${endpoint.consecutiveFailures}x, next ${endpoint.nextAttemptAt ?? '-'}` : '-',
+    endpoint.heldEvents > 0 ? `${endpoint.heldEvents} events` : '-',
+    endpoint.consecutiveFailures > 0 ? `${endpoint.consecutiveFailures}x${endpoint.nextAttemptAt ? `, paused until ${endpoint.nextAttemptAt}` : ''}` : '-',
     endpoint.failedEvents > 0 ? `${endpoint.failedEvents} events` : '-',
     endpoint.lastStatus === null ? '-' : String(endpoint.lastStatus),
     endpoint.lastError ?? '-',
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   const line = (cells: string[]) => `${cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ')}\n`;
-  return line(header) + rows.map(line).join('');
+  const attempts = listing
+    .filter((endpoint) => endpoint.recentAttempts.length > 0)
+    .map((endpoint) => `\nlatest attempts of ${endpoint.name}:\n${endpoint.recentAttempts.map((attempt) => `  ${formatAttempt(attempt)}\n`).join('')}`)
+    .join('');
+  return line(header) + rows.map(line).join('') + attempts;
 }

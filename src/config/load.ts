@@ -9,7 +9,9 @@ import { resolve } from 'node:path';
 import { ConfigError, ConnectionChoiceError } from './errors.ts';
 import { maskUrlPassword } from './mask-url.ts';
 import { isOtherUrl, isPostgresUrl, parsePostgresLocation } from '../mirror/sql/postgres-location.ts';
+import { configErrorMap } from './issue-wording.ts';
 import { CONNECTION_NAME, configSchema, PER_CONNECTION_KEYS, PROCESS_WIDE_KEYS, type Config, type DeploymentConfig } from './schema.ts';
+import { describeUnknownKey, findUnknownKey, nearestKey } from './unknown-keys.ts';
 
 // The errors live apart (no zod) so that the CLI's error reporting can name them without loading the schema.
 export { ConfigError, ConnectionChoiceError } from './errors.ts';
@@ -79,12 +81,18 @@ export function chooseByConnectionName<T extends { connection: string }>(items: 
 export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfig {
   const env = options.env ?? process.env;
   const fileConfig = readConfigFile(env.BIZOPS_CONFIG);
+  const fileName = env.BIZOPS_CONFIG ?? DEFAULT_CONFIG_FILE;
   const fromEnv = environmentOverrides(env);
   if ('connection' in fileConfig) throw new ConfigError('connection: not a configuration key; name connections with a "connections" object, e.g. {"connections": {"acme": {...}}}');
   if (fileConfig.connections === undefined) {
+    checkTopLevelKeys(fileConfig, fileName);
     const merged = deepMerge(deepMerge(fileConfig, fromEnv.values), options.overrides ?? {});
     const config = parseConnection('default', merged, (key) => {
-      const envName = fromEnv.source.get(key) ?? ENV_FOR_KEY[key];
+      const fromEnvironment = fromEnv.source.get(key);
+      if (fromEnvironment) return `${fromEnvironment} (${key})`;
+      // A value the file set is named there; a missing one with the variable that sets it.
+      if (key !== '' && hasPath(fileConfig, key)) return `${key} (in ${fileName})`;
+      const envName = ENV_FOR_KEY[key];
       return envName ? `${envName} (${key})` : key || 'configuration';
     });
     return { connections: [config], named: false };
@@ -95,9 +103,7 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
     throw new ConfigError('connections: must be an object with at least one connection, keyed by name, e.g. {"acme": {"baseUrl": "...", "companyId": "acme"}}');
   }
   const { connections: _connections, ...fileTop } = fileConfig;
-  const topLevelKeys: readonly string[] = [...PER_CONNECTION_KEYS, ...PROCESS_WIDE_KEYS, 'connections'];
-  const unknownTopKey = Object.keys(fileTop).find((key) => !topLevelKeys.includes(key));
-  if (unknownTopKey !== undefined) throw new ConfigError(`${unknownTopKey}: not a configuration key; expected one of ${topLevelKeys.join(', ')}`);
+  checkTopLevelKeys(fileTop, fileName);
   const top = deepMerge(fileTop, fromEnv.values);
   const defaults: Record<string, unknown> = {};
   for (const key of [...PER_CONNECTION_KEYS, ...PROCESS_WIDE_KEYS]) if (top[key] !== undefined) defaults[key] = top[key];
@@ -113,8 +119,15 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
     }
     if ('connection' in own) throw new ConfigError(`connections.${name}.connection: not a key; the connection's name is its key under "connections"`);
     // A misspelt key (`baseURL`) would otherwise be dropped and the top-level value used in silence.
-    const unknownKey = Object.keys(own).find((key) => !(PER_CONNECTION_KEYS as readonly string[]).includes(key));
-    if (unknownKey !== undefined) throw new ConfigError(`connections.${name}.${unknownKey}: not a key of a connection; expected one of ${PER_CONNECTION_KEYS.join(', ')}`);
+    const unknownKey = Object.keys(own).find((key) => !PER_CONNECTION_KEYS.includes(key));
+    if (unknownKey !== undefined) {
+      const nearest = nearestKey(unknownKey, PER_CONNECTION_KEYS);
+      throw new ConfigError(
+        describeUnknownKey({ path: `connections.${name}.${unknownKey}`, suggestion: nearest === undefined ? undefined : `connections.${name}.${nearest}`, known: PER_CONNECTION_KEYS }, fileName),
+      );
+    }
+    const unknownDeeper = findUnknownKey(configSchema, own, `connections.${name}`);
+    if (unknownDeeper) throw new ConfigError(describeUnknownKey(unknownDeeper, fileName));
     const merged = deepMerge(deepMerge(defaults, own), options.overrides ?? {});
     if (merged.companyId === undefined) {
       throw new ConfigError(`connections.${name}.companyId: is required with "connections" (the key of the company's rate budget, spec §8; connections on one company share it)`);
@@ -135,9 +148,23 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
   return { connections: configs, named: true };
 }
 
+/**
+ * Refuses a key of the file's top level (and below it: `sync.schedul`) that the schema does not
+ * know, naming the nearest known one; `connections` is known here, its entries are checked apart.
+ * A misspelt key would otherwise be dropped and its default used in silence.
+ * @throws ConfigError `unknown key webhook in config.json; did you mean webhooks?`
+ */
+function checkTopLevelKeys(fileTop: Record<string, unknown>, fileName: string): void {
+  const unknown = findUnknownKey(configSchema, fileTop, '', ['connection', 'connections']);
+  if (!unknown) return;
+  const known = [...unknown.known, ...(unknown.path.includes('.') ? [] : ['connections'])];
+  const nearest = unknown.path.includes('.') ? undefined : nearestKey(unknown.path, known);
+  throw new ConfigError(describeUnknownKey({ ...unknown, known, suggestion: unknown.suggestion ?? nearest }, fileName));
+}
+
 /** Validates one connection's merged values; `labelFor(key path)` names a key in the error. */
 function parseConnection(name: string, merged: Record<string, unknown>, labelFor: (key: string) => string): Config {
-  const parsed = configSchema.safeParse({ ...merged, connection: name });
+  const parsed = configSchema.safeParse({ ...merged, connection: name }, { error: configErrorMap });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const key = issue.path.join('.');
@@ -298,7 +325,12 @@ const ENV_FOR_KEY: Record<string, string> = {
   'tokens.default': 'BIZOPS_TOKEN',
   dbPath: 'BIZOPS_DB',
   redisUrl: 'REDIS_URL',
+  companyId: 'BIZOPS_COMPANY_ID',
   'rateLimit.perMinute': 'BIZOPS_RATE_LIMIT_PER_MIN',
+  'rateLimit.windowMs': 'BIZOPS_RATE_WINDOW_MS',
+  'sync.overlapSeconds': 'BIZOPS_OVERLAP_SECONDS',
+  'http.writeApiKey': 'BIZOPS_WRITE_API_KEY',
+  'http.readApiKey': 'BIZOPS_READ_API_KEY',
   'sync.schedule': 'BIZOPS_SCHEDULE',
   'sync.unsupportedProbeSeconds': 'BIZOPS_UNSUPPORTED_PROBE_SECONDS',
   'sync.leaseSeconds': 'BIZOPS_LEASE_SECONDS',

@@ -38,11 +38,9 @@ const cronExpression = z
 export const CONNECTION_NAME = /^[a-z0-9][a-z0-9_-]*$/;
 
 /**
- * The keys each connection has its own value of (the rest, `redisUrl` and `http`, are process-wide).
- * Under `connections`, a top-level value of one of these is a default every connection inherits.
+ * Keys shared by every connection of a deployment: one Redis, one HTTP port. Top level only. Every
+ * other key of the schema but `connection` is a connection's own (PER_CONNECTION_KEYS).
  */
-export const PER_CONNECTION_KEYS = ['baseUrl', 'tokens', 'companyId', 'dbPath', 'rateLimit', 'api', 'sync', 'webhooks'] as const;
-/** Keys shared by every connection of a deployment: one Redis, one HTTP port. Top level only. */
 export const PROCESS_WIDE_KEYS = ['redisUrl', 'http'] as const;
 
 /** A registered stream's name (src/streams/definitions.ts): adding a stream there adds it here. */
@@ -92,6 +90,18 @@ const webhookEndpointSchema = z.object({
    * allowed (tests scale time down).
    */
   disableAfterDays: z.number().positive().default(5), // DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS
+  /**
+   * Requests in flight at once (docs/webhooks.md "Ordering"): events of different records go out
+   * side by side, those of one record one at a time. A receiver answering in 100 ms gets up to
+   * 160 events a second with the default 16.
+   */
+  maxInFlight: z.number().int().min(1).max(256).default(16), // DEFAULT_MAX_IN_FLIGHT
+  /**
+   * `record` (default): events of one record arrive in changelog order and a failing event holds
+   * back only its record's later events. `endpoint`: every event in changelog order, one request at
+   * a time, a failing event holding back every later one.
+   */
+  ordering: z.enum(['record', 'endpoint'], { error: 'must be "record" (by record, in parallel) or "endpoint" (strict order, one at a time)' }).default('record'),
 }).superRefine((endpoint, context) => {
   if (endpoint.previousSecret !== undefined && endpoint.previousSecretExpiresAt === undefined) {
     context.addIssue({ code: 'custom', path: ['previousSecretExpiresAt'], message: 'is required with previousSecret (when the old secret stops being signed with)' });
@@ -99,7 +109,7 @@ const webhookEndpointSchema = z.object({
 });
 
 /**
- * The configuration (docs: README "Configuration"): every key with its rule and built-in default.
+ * The configuration (docs/configuration.md): every key with its rule and built-in default.
  * Environment variables and the JSON file are merged onto these defaults by load.ts, which names
  * the variable, the key and the rule when a value breaks one. Times are ms unless the key says
  * seconds; schedules are node-cron expressions (5 fields, or 6 with seconds first).
@@ -240,6 +250,15 @@ export const configSchema = z.object({
   webhooks: z.array(webhookEndpointSchema).default([]),
 });
 
+/**
+ * The keys each connection has its own value of: every key of the schema but `connection` (set by
+ * the loader) and the process-wide ones. Under `connections`, a top-level value of one of these is a
+ * default every connection inherits. Derived from the schema, so a key added there is a connection's own.
+ */
+export const PER_CONNECTION_KEYS: readonly string[] = Object.keys(configSchema.shape).filter(
+  (key) => key !== 'connection' && !(PROCESS_WIDE_KEYS as readonly string[]).includes(key),
+);
+
 /** The validated configuration of one connection, defaults filled in (`loadConfig`, `loadDeployment`). */
 export type Config = z.infer<typeof configSchema>;
 
@@ -253,8 +272,15 @@ export interface DeploymentConfig {
   /** True when the file names its connections (`connections`); false for the single `default` one. */
   named: boolean;
 }
-/** One validated webhook endpoint of `Config.webhooks` (`disableAfterDays` optional for library callers: default 5). */
-export type WebhookEndpointConfig = Omit<z.infer<typeof webhookEndpointSchema>, 'disableAfterDays'> & { disableAfterDays?: number };
+/**
+ * One validated webhook endpoint of `Config.webhooks` (`disableAfterDays`, `maxInFlight` and
+ * `ordering` optional for library callers: defaults 5, 16 and `record`).
+ */
+export type WebhookEndpointConfig = Omit<z.infer<typeof webhookEndpointSchema>, 'disableAfterDays' | 'maxInFlight' | 'ordering'> & {
+  disableAfterDays?: number;
+  maxInFlight?: number;
+  ordering?: 'record' | 'endpoint';
+};
 
 /** Default of an endpoint's `disableAfterDays`. */
 export const DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS = 5;

@@ -5,20 +5,37 @@
  * lease's fence (src/notify/webhooks/dispatcher.ts `fence`), `end` stops it. A dispatcher cannot be
  * started twice, so each hold gets a fresh one. Between holds, `stats()` reads the mirror through a
  * dispatcher that is never started (the endpoints' cursors and lags are the replica's then).
+ *
+ * A request cannot be fenced once it has left, so before each one the dispatcher asks `mayDeliver`:
+ * true only while the lease is known to be unexpired by the database's clock (src/mirror/leases.ts
+ * `leaseKnownValid`: its last renewal, sent less than a lease length ago). A daemon paused past its
+ * lease (SIGSTOP, a stalled VM) therefore sends nothing when it wakes, even before its lease keeper
+ * learns that a replica took the lease over; if nobody did, the next renewal lets it go on.
  */
 import { silentLogger, type Logger } from '../logging/logger.ts';
-import type { HeldLease } from '../mirror/leases.ts';
+import { leaseKnownValid, type HeldLease } from '../mirror/leases.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import type { WebhookDispatcher } from '../notify/index.ts';
 import type { WebhookEndpointStats } from '../notify/webhooks/dispatcher.ts';
 
 /** Construction options of LeasedWebhookDelivery. */
 export interface LeasedWebhookDeliveryOptions {
-  /** A new, not started dispatcher; `fence` is its `WebhookDispatcherOptions.fence` (none for the stand-by one). */
-  create(fence?: (tx: SqlExecutor) => Promise<void>): Promise<WebhookDispatcher>;
+  /**
+   * A new, not started dispatcher with these `WebhookDispatcherOptions` `fence` and `mayDeliver`
+   * (none for the stand-by one, which only reads).
+   */
+  create(lease?: DeliveryUnderLease): Promise<WebhookDispatcher>;
   /** Confirms `lease` inside a transaction (src/mirror/leases.ts `confirmLease` with the lease length). */
   confirm(tx: SqlExecutor, lease: HeldLease): Promise<void>;
   logger?: Logger;
+}
+
+/** What a dispatcher delivering under the lease is given (`WebhookDispatcherOptions`). */
+export interface DeliveryUnderLease {
+  /** Confirms the lease's fence inside each of the dispatcher's writes. */
+  fence(tx: SqlExecutor): Promise<void>;
+  /** True while the lease is known to be unexpired: asked before each request leaves. */
+  mayDeliver(): boolean;
 }
 
 /** One connection's webhook delivery under its lease; see the module comment. */
@@ -52,7 +69,10 @@ export class LeasedWebhookDelivery {
     return this.#enqueue(async () => {
       if (this.#holding !== lease) return; // ended (or taken again) meanwhile
       await this.#stopCurrent();
-      const dispatcher = await this.#options.create((tx) => this.#options.confirm(tx, lease));
+      const dispatcher = await this.#options.create({
+        fence: (tx) => this.#options.confirm(tx, lease),
+        mayDeliver: () => this.#holding === lease && leaseKnownValid(lease),
+      });
       try {
         await dispatcher.start();
       } catch (error) {

@@ -39,7 +39,9 @@
  *   webhook_failures_total{endpoint}                counter, failed delivery attempts
  *   webhook_lag_events{endpoint}                    gauge, changelog events not yet delivered
  *   webhook_lag_seconds{endpoint}                   gauge, age of the oldest undelivered event
- *   webhook_consecutive_failures{endpoint}          gauge, failed attempts in a row for the next event
+ *   webhook_consecutive_failures{endpoint}          gauge, failed attempts in a row (any event) since the last 2xx
+ *   webhook_held_events{endpoint}                   gauge, events held back behind a failing event of their record
+ *   webhook_in_flight{endpoint}                     gauge, delivery requests in flight
  *   webhook_endpoint_enabled{endpoint}              gauge, 0 while disabled (410 Gone, or failing too long)
  *   webhook_endpoint_disabled{endpoint,reason}      gauge, 1 while disabled, reason `gone` or `failing`; 0 with reason `none` while enabled
  *   webhook_failed_events{endpoint}                 gauge, events given up on after the retry schedule, not yet re-sent
@@ -94,6 +96,10 @@ export interface WebhookStatsLike {
   consecutiveFailures: number;
   /** Events given up on and not yet re-sent. */
   failedEvents?: number;
+  /** Events held back behind a failing event of their record. */
+  heldEvents?: number;
+  /** Requests in flight. */
+  inFlight?: number;
   /** `gone` or `failing` while disabled; null while enabled. */
   disabledKind?: string | null;
 }
@@ -331,7 +337,9 @@ export class DaemonMetrics {
       perEndpoint('bizops_webhook_failures_total', 'Failed webhook delivery attempts, by endpoint.', 'counter', (stats) => stats.failures);
       perEndpoint('bizops_webhook_lag_events', 'Changelog events not yet delivered to the endpoint.', 'gauge', (stats) => stats.lagEvents);
       perEndpoint('bizops_webhook_lag_seconds', 'Age of the oldest event not yet delivered to the endpoint, seconds.', 'gauge', (stats) => stats.lagSeconds);
-      perEndpoint('bizops_webhook_consecutive_failures', 'Failed attempts in a row for the endpoint\'s next event.', 'gauge', (stats) => stats.consecutiveFailures);
+      perEndpoint('bizops_webhook_consecutive_failures', 'Failed attempts in a row (any event) since the endpoint\'s last 2xx.', 'gauge', (stats) => stats.consecutiveFailures);
+      perEndpoint('bizops_webhook_held_events', 'Events held back behind a failing event of their record (retried on the schedule).', 'gauge', (stats) => stats.heldEvents ?? 0);
+      perEndpoint('bizops_webhook_in_flight', 'Webhook requests in flight to the endpoint.', 'gauge', (stats) => stats.inFlight ?? 0);
       perEndpoint('bizops_webhook_endpoint_enabled', '1 while the endpoint receives events; 0 while disabled (410 Gone, or failing too long).', 'gauge', (stats) => (stats.enabled ? 1 : 0));
       perEndpoint('bizops_webhook_failed_events', 'Events the endpoint gave up on after the retry schedule, not yet re-sent (webhooks replay --failed).', 'gauge', (stats) => stats.failedEvents ?? 0);
       new Gauge({

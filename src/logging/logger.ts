@@ -9,6 +9,7 @@
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { maskSecrets } from './mask.ts';
+import { logSettingsFromEnvironment } from './settings.ts';
 
 export type { Logger };
 
@@ -51,12 +52,14 @@ export interface LoggerOptions {
 
 /**
  * Creates the process logger.
+ * @throws ConfigError when BIZOPS_LOG_LEVEL or BIZOPS_LOG_FORMAT holds a value it does not accept
  * @returns a pino logger whose output never contains the configured secrets.
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const secrets = options.secrets ?? [];
-  const level = options.level ?? process.env.BIZOPS_LOG_LEVEL ?? 'info';
-  const pretty = options.pretty ?? (process.env.BIZOPS_LOG_FORMAT === 'pretty' || (process.env.BIZOPS_LOG_FORMAT !== 'json' && process.stderr.isTTY === true));
+  const fromEnvironment = logSettingsFromEnvironment();
+  const level = options.level ?? fromEnvironment.level ?? 'info';
+  const pretty = options.pretty ?? (fromEnvironment.format === 'pretty' || (fromEnvironment.format !== 'json' && process.stderr.isTTY === true));
   const sink = options.destination ?? pino.destination({ fd: 2, sync: true });
   const destination: DestinationStream = {
     write(line: string) {

@@ -17,6 +17,11 @@
  *   the write holds the file's lock.
  * - Expiry is judged by ONE clock, the database's (src/mirror/sql/dialect.ts `databaseNow`): the
  *   server's on PostgreSQL, this host's on SQLite. Two hosts' clocks never decide.
+ * - A holder that must not act past its lease even when nobody took it over yet (a webhook request
+ *   cannot be fenced once it has left) asks `leaseKnownValid`: the lease's known expiry, carried to
+ *   this process's monotonic clock from the moment its last renewal was sent (module
+ *   `knownDeadlines` below), so a process paused (SIGSTOP, a VM stall) past its lease knows it
+ *   lapsed the moment it runs again, before any round trip.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -83,6 +88,37 @@ interface LeaseRow {
 }
 
 /**
+ * The known expiry of each lease this process took or renewed outside a transaction, as a
+ * `performance.now()` deadline: the time the renewing statement was SENT plus the lease length.
+ * The database set `expires_at` to its own now + the length when it ran the statement, which is
+ * after the send, so this deadline is never later than the database's expiry (clocks running at
+ * the same rate; the monotonic clock keeps counting while the process is stopped). A renewal inside
+ * a transaction is not counted (the transaction may still roll back); the lease keeper renews
+ * outside one every third of the lease. Keyed by name, holder and fence.
+ */
+const knownDeadlines = new Map<string, number>();
+
+function deadlineKey(lease: HeldLease): string {
+  return `${lease.name}\u0000${lease.holder}\u0000${lease.fence}`;
+}
+
+/**
+ * True while `lease` is known to be unexpired by the database's clock: this process took or renewed
+ * it (outside a transaction) less than its length ago, counted from when the renewal was sent.
+ * False for a lease never renewed by this process, released, or lapsed (e.g. the process was
+ * paused past it). Costs no round trip: check it right before an action that cannot be fenced.
+ * @param nowMs `performance.now()` (tests)
+ */
+export function leaseKnownValid(lease: HeldLease, nowMs: number = performance.now()): boolean {
+  const deadline = knownDeadlines.get(deadlineKey(lease));
+  return deadline !== undefined && nowMs < deadline;
+}
+
+function noteRenewal(lease: HeldLease, sentAtMs: number, seconds: number): void {
+  knownDeadlines.set(deadlineKey(lease), sentAtMs + seconds * 1000);
+}
+
+/**
  * Checks, inside the caller's transaction (`executor` bound to it), that `lease` still holds its
  * fence, and renews it for `seconds`. Call it first in every transaction that writes under the lease:
  * on PostgreSQL the row stays locked until the commit, so no takeover slips in between.
@@ -90,11 +126,16 @@ interface LeaseRow {
  */
 export async function confirmLease(executor: SqlExecutor, lease: HeldLease, seconds: number): Promise<void> {
   const dialect = executor.dialect;
+  const sentAtMs = performance.now();
   const result = await executor.run(
     `UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? AND fence = ?`,
     [seconds, lease.name, lease.holder, lease.fence],
   );
-  if (result.changes !== 1) throw new LeaseLostError(lease);
+  if (result.changes !== 1) {
+    knownDeadlines.delete(deadlineKey(lease));
+    throw new LeaseLostError(lease);
+  }
+  if (!executor.inTransaction) noteRenewal(lease, sentAtMs, seconds);
 }
 
 /** The leases of one mirror, through `executor`, each `seconds` long. */
@@ -116,11 +157,16 @@ export class Leases {
    */
   async acquire(name: string, holder: string): Promise<Acquired | undefined> {
     const dialect = this.executor.dialect;
+    const sentAtMs = performance.now();
+    const noted = (lease: HeldLease): HeldLease => {
+      if (!this.executor.inTransaction) noteRenewal(lease, sentAtMs, this.seconds);
+      return lease;
+    };
     const renewed = await this.executor.get<{ fence: number }>(
       `UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? RETURNING fence`,
       [this.seconds, name, holder],
     );
-    if (renewed) return { lease: { name, holder, fence: Number(renewed.fence) }, taken: false };
+    if (renewed) return { lease: noted({ name, holder, fence: Number(renewed.fence) }), taken: false };
     const before = await this.state(name);
     const taken = await this.executor.get<{ fence: number }>(
       `INSERT INTO leases (name, holder, fence, expires_at, acquired_at, renewed_at)
@@ -133,7 +179,8 @@ export class Leases {
     );
     if (!taken) return undefined;
     const previousHolder = before?.holder ?? undefined;
-    return { lease: { name, holder, fence: Number(taken.fence) }, taken: true, ...(previousHolder !== undefined && previousHolder !== holder ? { previousHolder } : {}) };
+    // Sent after the renewal attempt above: the INSERT's own send time would be later, so this deadline is the safer one.
+    return { lease: noted({ name, holder, fence: Number(taken.fence) }), taken: true, ...(previousHolder !== undefined && previousHolder !== holder ? { previousHolder } : {}) };
   }
 
   /**
@@ -150,6 +197,7 @@ export class Leases {
    * @returns true when it was released
    */
   async release(lease: HeldLease): Promise<boolean> {
+    knownDeadlines.delete(deadlineKey(lease));
     const result = await this.executor.run('UPDATE leases SET holder = NULL, expires_at = NULL WHERE name = ? AND holder = ? AND fence = ?', [
       lease.name,
       lease.holder,

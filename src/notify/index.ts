@@ -7,6 +7,7 @@ export { compileEventFilter } from './event-filter.ts';
 export { WebhookDispatcher, type WebhookDispatcherOptions } from './webhooks/dispatcher.ts';
 export {
   enableWebhookEndpoint,
+  listEventAttempts,
   listWebhookEndpoints,
   replayFailedWebhooks,
   replayWebhooks,
@@ -18,3 +19,4 @@ export {
   type WebhookEndpointListing,
 } from './webhooks/admin.ts';
 export { safeUrl } from './webhooks/dispatcher.ts';
+export type { WebhookAttempt } from './webhooks/attempts.ts';

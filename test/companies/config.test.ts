@@ -87,7 +87,7 @@ describe('named connections', () => {
   it('errors name the connection and the key (and the variable a bad inherited value came from)', () => {
     const attempt = (content: unknown, env: Record<string, string> = {}) => () => loadDeployment({ env: withFile(content, env) });
     const bad = (patch: Record<string, unknown>) => ({ ...two, connections: { ...two.connections, acme: { ...two.connections.acme, ...patch } } });
-    expect(attempt(bad({ baseUrl: 'not a url' }))).toThrow(/^connections\.acme\.baseUrl: Invalid URL/);
+    expect(attempt(bad({ baseUrl: 'not a url' }))).toThrow(/^connections\.acme\.baseUrl: must be a URL \(http:\/\/ or https:\/\/\)$/);
     expect(attempt(bad({ sync: { schedule: 'every minute' } }))).toThrow(/^connections\.acme\.sync\.schedule: "every minute" is not a valid cron expression/);
     expect(attempt(bad({ tokens: {} }))).toThrow('connections.acme.tokens: a token named "default" is required');
     expect(attempt(bad({ http: { port: 1 } }))).toThrow('connections.acme.http: is process-wide (one for the whole deployment); set it at the top level of the file');

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, maskConfig } from '../../src/config/load.ts';
 import { Writable } from 'node:stream';
@@ -47,7 +47,7 @@ describe('configuration', () => {
     dir = tempDir();
     writeFileSync(dir.file('c.json'), JSON.stringify({ sync: { streams: ['deals', 'invoices'] } }));
     expect(() => loadConfig({ env: { ...base, BIZOPS_CONFIG: dir!.file('c.json') } })).toThrow(
-      'sync.streams.1: "invoices" is not a stream; expected one of transactions, deals, onboardings',
+      `sync.streams.1 (in ${dir.file('c.json')}): "invoices" is not a stream; expected one of transactions, deals, onboardings`,
     );
   });
 
@@ -111,5 +111,86 @@ describe('configuration', () => {
     logger.info({ previousSecret: previousBody }, 'bare value under the key');
     expect(lines.join('')).not.toContain(previousBody);
     expect(lines.join('')).toContain('[redacted]');
+  });
+});
+
+describe('typos and bad values in the configuration', () => {
+  /** Loads `content` as the configuration file; returns the ConfigError's message, or '' when it loads. */
+  const messageFor = (content: unknown, env: Record<string, string> = {}) => {
+    dir ??= tempDir();
+    writeFileSync(dir.file('c.json'), JSON.stringify(content));
+    try {
+      loadConfig({ env: { ...base, BIZOPS_CONFIG: dir.file('c.json'), ...env } });
+      return '';
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return (error as Error).message;
+    }
+  };
+
+  it('an unknown key is an error naming the key, the file and the nearest known key, at every depth', () => {
+    const secret = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
+    expect(messageFor({ webhook: [] })).toMatch(/^unknown key webhook in .*c\.json; did you mean webhooks\?$/);
+    expect(messageFor({ sync: { schedul: '* * * * *' } })).toMatch(/^unknown key sync\.schedul in .*; did you mean sync\.schedule\?$/);
+    expect(messageFor({ rateLimit: { perMinit: 5 } })).toMatch(/^unknown key rateLimit\.perMinit in .*; did you mean rateLimit\.perMinute\?$/);
+    expect(messageFor({ baseURL: 'http://x' })).toMatch(/did you mean baseUrl\?$/);
+    expect(messageFor({ connectons: {} })).toMatch(/did you mean connections\?$/);
+    expect(messageFor({ sync: { streamSchedules: { deal: '* * * * *' } } })).toMatch(/^unknown key sync\.streamSchedules\.deal in .*; did you mean sync\.streamSchedules\.deals\?$/);
+    expect(messageFor({ webhooks: [{ name: 'crm', url: 'http://127.0.0.1:9/h', secret, event: ['*'] }] })).toMatch(/^unknown key webhooks\.0\.event in .*; did you mean webhooks\.0\.events\?$/);
+    // Nothing near: the known keys of that object are listed instead.
+    expect(messageFor({ colour: 'blue' })).toMatch(/^unknown key colour in .*; expected one of baseUrl, .*webhooks, connections$/);
+    expect(messageFor({ http: { colour: 'blue' } })).toMatch(/^unknown key http\.colour in .*; expected one of host, port, /);
+  });
+
+  it('every key the schema has is known: the effective configuration config check prints loads back as a file', async () => {
+    const checked = await runCli(['config', 'check'], { ...process.env, ...base, BIZOPS_CONFIG: '' });
+    expect(checked.code, checked.stderr).toBe(0);
+    const { connection: _connection, tokens: _tokens, ...effective } = JSON.parse(checked.stdout) as Record<string, unknown>;
+    expect(messageFor(effective)).toBe('');
+    // So is the shipped file of defaults.
+    expect(messageFor(JSON.parse(readFileSync(new URL('../../config/bizops-sync.json', import.meta.url), 'utf8')))).toBe('');
+  });
+
+  it('bad values read as rules, never in zod wording', () => {
+    const zodWording = /Invalid (input|option|string|URL|ISO|key|element)|expected \w+, received|Too (small|big)|Unrecognized/;
+    const cases: [unknown, Record<string, string>, string][] = [
+      [{}, { BIZOPS_RATE_LIMIT_PER_MIN: 'abc' }, 'BIZOPS_RATE_LIMIT_PER_MIN (rateLimit.perMinute): must be a number, got "abc"'],
+      [{ rateLimit: { perMinute: 1.5 } }, {}, 'must be a whole number, got 1.5'],
+      [{ rateLimit: { perMinute: 0 } }, {}, 'rateLimit.perMinute (in '],
+      [{ rateLimit: { perMinute: 0 } }, {}, 'must be greater than 0'],
+      [{ rateLimit: { scope: 'team' } }, {}, 'must be one of "company", "token", got "team"'],
+      [{ http: { port: 70_000 } }, {}, 'must be at most 65535'],
+      [{ sync: [] }, {}, 'sync (in '],
+      [{ sync: [] }, {}, 'must be an object, got a list'],
+      [{ tokens: { 'front desk': 'x' } }, {}, 'tokens.front desk (in '],
+      [{ webhooks: [{ name: 'crm', url: 'ftp://x', secret: 'whsec_QQ==' }] }, {}, 'webhooks.0.url (in '],
+      [{}, { BIZOPS_BASE_URL: 'not a url' }, 'BIZOPS_BASE_URL (baseUrl): must be a URL (http:// or https://)'],
+      [{}, { BIZOPS_HTTP_PORT: 'eighty' }, 'must be a number, got "eighty"'],
+      [{}, { BIZOPS_REQUEST_DEADLINE_SECONDS: '0' }, 'must be greater than 0'],
+    ];
+    for (const [content, env, expected] of cases) {
+      const message = messageFor(content, env);
+      expect(message, JSON.stringify({ content, env })).toContain(expected);
+      expect(message).not.toMatch(zodWording);
+    }
+  });
+
+  it('config check refuses a misspelt key and a bad BIZOPS_LOG_LEVEL or BIZOPS_LOG_FORMAT with one line and exit 2, whichever command', async () => {
+    dir = tempDir();
+    writeFileSync(dir.file('c.json'), JSON.stringify({ webhook: [] }));
+    const typo = await runCli(['config', 'check'], { ...process.env, ...base, BIZOPS_CONFIG: dir.file('c.json') });
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(/^bizops-sync: configuration error: unknown key webhook in .*c\.json; did you mean webhooks\?\n$/);
+
+    const env = { ...process.env, ...base, BIZOPS_CONFIG: '', BIZOPS_DB: dir.file('m.db') };
+    for (const command of [['config', 'check'], ['status']]) {
+      const level = await runCli(command, { ...env, BIZOPS_LOG_LEVEL: 'verbose' });
+      expect(level.code, level.stderr).toBe(2);
+      expect(level.stderr).toBe('bizops-sync: configuration error: BIZOPS_LOG_LEVEL: "verbose" is not a log level; expected one of fatal, error, warn, info, debug, trace, silent\n');
+      const format = await runCli(command, { ...env, BIZOPS_LOG_FORMAT: 'xml' });
+      expect(format.code, format.stderr).toBe(2);
+      expect(format.stderr).toBe('bizops-sync: configuration error: BIZOPS_LOG_FORMAT: "xml" is not a log format; expected json or pretty\n');
+    }
+    expect(() => createLogger({ level: undefined, destination: new Writable({ write: (_c, _e, cb) => cb() }) })).not.toThrow();
   });
 });

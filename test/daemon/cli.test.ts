@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
 import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import { MirrorStore } from '../../src/mirror/store.ts';
-import { disableEndpoint, giveUpEvent, registerEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
+import { disableEndpoint, registerEndpoint, resetCursor } from '../../src/notify/webhooks/endpoint-store.ts';
+import { insertFailedDelivery } from '../../src/notify/webhooks/failed-deliveries.ts';
 import { runCli, tempDir, type TempDir } from '../helpers.ts';
 import { cliEnv, newWebhookSecret, WebhookReceiver } from './helpers.ts';
 
@@ -67,7 +68,7 @@ describe('bizops-sync config check', { timeout: 120_000 }, () => {
     const fromFile = await runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));
     expect(fromFile.code).toBe(2);
     expect(fromFile.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(fromFile.stderr).toMatch(/^bizops-sync: configuration error: sync\.streamSchedules\.deals: "0 25 \* \* \*" is not a valid cron expression \(hour/);
+    expect(fromFile.stderr).toMatch(/^bizops-sync: configuration error: sync\.streamSchedules\.deals \(in .*bizops-sync\.json\): "0 25 \* \* \*" is not a valid cron expression \(hour/);
 
     writeFileSync(file, JSON.stringify({ webhooks: [{ name: 'crm', url: 'https://crm.example.com/h', secret: newWebhookSecret(), events: ['deal won'] }] }));
     const badPattern = await runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));
@@ -137,8 +138,10 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     const changes = [];
     for (const index of [0, 1, 2]) changes.push(await store.appendChange({ type: 'deal.updated', stream: 'deals', recordId: `deal_${index}`, data: { record: { id: `deal_${index}` }, changes: {} } }));
     // The state a dispatcher leaves: seq 1 and 2 given up on after the schedule, then disabled while failing seq 3.
-    await giveUpEvent(connection, 'env', 0, { seq: 1, eventId: changes[0]!.eventId, type: 'deal.updated', attempts: 8, lastStatus: 503, lastError: 'HTTP 503' });
-    await giveUpEvent(connection, 'env', 1, { seq: 2, eventId: changes[1]!.eventId, type: 'deal.updated', attempts: 8, lastStatus: 503, lastError: 'HTTP 503' });
+    const failedAt = new Date().toISOString();
+    await insertFailedDelivery(connection, { endpoint: 'env', seq: 1, eventId: changes[0]!.eventId, type: 'deal.updated', attempts: 8, lastStatus: 503, lastError: 'HTTP 503', failedAt });
+    await insertFailedDelivery(connection, { endpoint: 'env', seq: 2, eventId: changes[1]!.eventId, type: 'deal.updated', attempts: 8, lastStatus: 503, lastError: 'HTTP 503', failedAt });
+    await resetCursor(connection, 'env', 2);
     await disableEndpoint(connection, 'env', 2, { kind: 'failing', reason: 'no 2xx for 5 days', goneStatus: null, safeUrl: receiver.url });
     await connection.close();
     const env = cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_DB: dbPath, BIZOPS_WEBHOOK_URL: receiver.url, BIZOPS_WEBHOOK_SECRET: secret });

@@ -24,7 +24,7 @@ describe('listWebhookEndpoints', () => {
     failing.handler = (_request, response) => void response.writeHead(500).end();
     const endpoints: WebhookEndpointConfig[] = [
       { name: 'ok', url: ok.url, secret: newSecret(), events: ['*'] },
-      { name: 'failing', url: failing.url, secret: newSecret(), events: ['deal.*'] },
+      { name: 'failing', url: failing.url, secret: newSecret(), events: ['deal.*'], ordering: 'endpoint' },
     ];
     await registerEndpoint(mirror.connection, 'retired', 'http://127.0.0.1:9/old');
     const dispatcher = new WebhookDispatcher({ connection: mirror.connection, endpoints, pollMs: 20, scheduleMs: [0, 10, 10_000], jitterRatio: 0 });
@@ -42,8 +42,16 @@ describe('listWebhookEndpoints', () => {
     await readonly.close();
     expect(listing.map((l) => l.name)).toEqual(['ok', 'failing', 'new', 'retired']);
     expect(listing[0]).toMatchObject({ configured: true, registered: true, enabled: true, deliveredSeq: 3, lagEvents: 0, lastStatus: 204, deliveredCount: 3, lastError: null });
-    expect(listing[1]).toMatchObject({ events: ['deal.*'], enabled: true, deliveredSeq: 0, lagEvents: 3, consecutiveFailures: 2, lastStatus: 500, lastError: 'HTTP 500', failedCount: 2 });
+    // Strict order: the first event held back for its retries, the two after it waiting.
+    expect(listing[1]).toMatchObject({ events: ['deal.*'], enabled: true, ordering: 'endpoint', maxInFlight: 1, deliveredSeq: 1, heldEvents: 1, lagEvents: 3, consecutiveFailures: 2, lastStatus: 500, lastError: 'HTTP 500', failedCount: 2 });
     expect(listing[1]!.nextAttemptAt).not.toBeNull();
+    // Its attempts, newest first: when, status, latency, the answer's first bytes.
+    expect(listing[1]!.recentAttempts).toMatchObject([
+      { endpoint: 'failing', seq: 1, attempt: 2, outcome: 'failed', status: 500, error: 'HTTP 500' },
+      { endpoint: 'failing', seq: 1, attempt: 1, outcome: 'failed', status: 500, error: 'HTTP 500' },
+    ]);
+    expect(listing[0]).toMatchObject({ ordering: 'record', maxInFlight: 16, heldEvents: 0 });
+    expect(listing[0]!.recentAttempts).toHaveLength(3);
     expect(listing[2]).toMatchObject({ configured: true, registered: false, deliveredSeq: null, lagEvents: 0 });
     expect(listing[3]).toMatchObject({ configured: false, registered: true, url: 'http://127.0.0.1:9/old', events: null });
   });

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
+import { loadHeldEvents } from '../../src/notify/webhooks/held-events.ts';
 import { enableWebhookEndpoint, replayFailedWebhooks, replayWebhooks } from '../../src/notify/webhooks/admin.ts';
 import { listFailedDeliveries } from '../../src/notify/webhooks/failed-deliveries.ts';
 import { DaemonMetrics } from '../../src/daemon/metrics.ts';
@@ -22,8 +23,13 @@ afterEach(async () => {
   await mirror.cleanup();
 });
 
-function endpoint(name: string, target: Receiver, events: string[] = ['*']): WebhookEndpointConfig {
-  return { name, url: target.url, secret: newSecret(), events };
+function endpoint(name: string, target: Receiver, events: string[] = ['*'], options: Pick<WebhookEndpointConfig, 'ordering' | 'maxInFlight'> = {}): WebhookEndpointConfig {
+  return { name, url: target.url, secret: newSecret(), events, ...options };
+}
+
+/** The endpoint's held-back events' seqs. */
+async function heldSeqs(name: string): Promise<number[]> {
+  return (await loadHeldEvents(mirror.connection, name)).map((held) => held.seq);
 }
 
 /**
@@ -37,7 +43,7 @@ function dispatcher(options: Partial<WebhookDispatcherOptions> & Pick<WebhookDis
 }
 
 describe('WebhookDispatcher', () => {
-  it('delivers every event in order, signed, with the event_id as webhook-id; a new endpoint starts at the end of the changelog', async () => {
+  it('delivers every event once, signed, with the event_id as webhook-id; a new endpoint starts at the end of the changelog', async () => {
     await insertChanges(mirror.connection, 3); // history before the endpoint exists: not delivered
     const target = await receiver();
     const config = endpoint('crm', target);
@@ -48,14 +54,16 @@ describe('WebhookDispatcher', () => {
     const events = await insertChanges(mirror.connection, 20, { types: ['deal.won', 'transaction.created'] });
     running.notify();
     await waitFor(() => target.requests.length === 20, '20 deliveries');
-    expect(target.ids).toEqual(events.map((e) => e.eventId));
+    // Twenty records: side by side, so arrivals need not follow the changelog; each exactly once.
+    expect([...target.ids].sort()).toEqual(events.map((e) => e.eventId).sort());
     const verifier = new Webhook(config.secret);
-    target.requests.forEach((request, index) => {
+    for (const request of target.requests) {
       const payload = verifier.verify(request.body, request.headers as Record<string, string>) as { type: string; data: { seq: number; record_id: string } };
-      expect(payload.type).toBe(events[index]!.type);
-      expect(payload.data.seq).toBe(events[index]!.seq);
-      expect(payload.data.record_id).toBe(events[index]!.recordId);
-    });
+      const event = events.find((candidate) => candidate.eventId === request.headers['webhook-id'])!;
+      expect(payload.type).toBe(event.type);
+      expect(payload.data.seq).toBe(event.seq);
+      expect(payload.data.record_id).toBe(event.recordId);
+    }
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'crm'))?.deliveredSeq === 23, 'cursor at 23');
     expect((await running.stats())[0]).toMatchObject({ name: 'crm', enabled: true, deliveries: 20, failures: 0, deliveredSeq: 23, lagEvents: 0, lagSeconds: 0 });
   });
@@ -71,7 +79,7 @@ describe('WebhookDispatcher', () => {
     await waitFor(() => target.requests.length === 1, 'the delivery after notify');
   });
 
-  it('a receiver down (refused, then 503) gets every event in order once back, same webhook-id on retries; other endpoints keep receiving; a hanging one holds nobody up', async () => {
+  it('strict order (ordering endpoint): a receiver down (refused, then 503) gets every event in order once back, same webhook-id on retries; other endpoints keep receiving; a hanging one holds nobody up', async () => {
     const flaky = await receiver();
     const steady = await receiver();
     const hanging = await receiver();
@@ -81,7 +89,7 @@ describe('WebhookDispatcher', () => {
       return 'handled'; // accepts the request and never answers
     };
     const flakyPort = flaky.port;
-    const flakyConfig = endpoint('flaky', flaky);
+    const flakyConfig = endpoint('flaky', flaky, ['*'], { ordering: 'endpoint' });
     await flaky.close(); // down: connection refused
 
     const running = dispatcher({ endpoints: [flakyConfig, endpoint('steady', steady), endpoint('hanging', hanging)], timeoutMs: 3_600_000 });
@@ -92,11 +100,15 @@ describe('WebhookDispatcher', () => {
     // While flaky is refusing connections and hanging never answers, steady receives everything.
     await waitFor(() => steady.requests.length === 30, 'steady to receive all 30');
     await waitFor(async () => ((await loadEndpoint(mirror.connection, 'flaky'))?.consecutiveFailures ?? 0) >= 2, 'flaky to fail twice');
-    expect(steady.ids).toEqual(events.map((e) => e.eventId));
+    expect([...steady.ids].sort()).toEqual(events.map((e) => e.eventId).sort());
     expect(flaky.requests).toHaveLength(0);
-    expect(hanging.requests).toHaveLength(1);
+    // Every hanging request holds a place of its own: the others go on (16 in flight at most).
+    expect(hanging.requests.length).toBeGreaterThanOrEqual(1);
+    expect(hanging.requests.length).toBeLessThanOrEqual(16);
     const whileDown = (await loadEndpoint(mirror.connection, 'flaky'))!;
-    expect(whileDown.deliveredSeq).toBe(0);
+    // The failing first event is held back; in strict order nothing after it goes out.
+    expect(whileDown.deliveredSeq).toBe(1);
+    expect(await heldSeqs('flaky')).toEqual([1]);
     expect(whileDown.consecutiveFailures).toBeGreaterThanOrEqual(2);
     expect(whileDown.lastError).toMatch(/ECONNREFUSED/);
     expect((await running.stats()).find((s) => s.name === 'flaky')).toMatchObject({ lagEvents: 30, enabled: true });
@@ -128,7 +140,7 @@ describe('WebhookDispatcher', () => {
     const target = await receiver();
     target.handler = (_request, response) => void response.writeHead(410).end();
     const { logger, lines } = capturingLogger();
-    const config = endpoint('gone', target);
+    const config = endpoint('gone', target, ['*'], { ordering: 'endpoint' });
     // A second endpoint woken by the same notify(): once it has the new events, the disabled loop has had its turn too.
     const witness = await receiver();
     const running = dispatcher({ endpoints: [config, endpoint('witness', witness)], logger });
@@ -146,7 +158,7 @@ describe('WebhookDispatcher', () => {
     await insertChanges(mirror.connection, 2); // seq 5 and 6: seq 4 is the webhook.endpoint_disabled change
     running.notify();
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'witness'))?.deliveredSeq === 6, 'the witness endpoint to get the new events');
-    expect(witness.requests.map((request) => (JSON.parse(request.body) as { type: string }).type)[3]).toBe('webhook.endpoint_disabled');
+    expect(witness.requests.map((request) => (JSON.parse(request.body) as { type: string }).type)).toContain('webhook.endpoint_disabled');
     expect(target.requests).toHaveLength(1);
     expect((await running.stats())[0]).toMatchObject({ enabled: false, disabledKind: 'gone', lagEvents: 6 });
 
@@ -166,7 +178,8 @@ describe('WebhookDispatcher', () => {
     running.notify();
     await waitFor(async () => ((await loadEndpoint(mirror.connection, 'moved'))?.failedCount ?? 0) >= 3, 'three failed attempts recorded');
     const state = (await loadEndpoint(mirror.connection, 'moved'))!;
-    expect(state.deliveredSeq).toBe(0);
+    // Held back for its retries: the cursor passes it, the held events keep it.
+    expect(await heldSeqs('moved')).toEqual([1]);
     expect(state.lastStatus).toBe(302);
     expect(state.lastError).toMatch(/redirect 302 not followed/);
     expect(target.requests).toHaveLength(0);
@@ -187,7 +200,7 @@ describe('WebhookDispatcher', () => {
     expect(target.requests[1]!.at - target.requests[0]!.at).toBeGreaterThanOrEqual(950);
   });
 
-  it('gives up on an event after the last attempt of the schedule: records it as failed and moves on in order; replay --failed re-sends it', async () => {
+  it('gives up on an event after the last attempt of the schedule: records it as failed, the other records never wait for it; replay --failed re-sends it', async () => {
     const target = await receiver();
     let poisoned = '';
     target.handler = (request, response) => {
@@ -199,13 +212,18 @@ describe('WebhookDispatcher', () => {
     const events = await insertChanges(mirror.connection, 3);
     poisoned = events[0]!.eventId;
     running.notify();
-    await waitFor(async () => (await loadEndpoint(mirror.connection, 'stubborn'))?.deliveredSeq === 3, 'the endpoint past the failing event');
-    expect(target.ids).toEqual([poisoned, poisoned, poisoned, events[1]!.eventId, events[2]!.eventId]);
-    expect(await loadEndpoint(mirror.connection, 'stubborn')).toMatchObject({ consecutiveFailures: 0, failedCount: 3, deliveredCount: 2, disabledAt: null, failingSince: null });
+    await waitFor(async () => (await listFailedDeliveries(mirror.connection)).length === 1 && (await loadEndpoint(mirror.connection, 'stubborn'))?.deliveredSeq === 3, 'the failing event given up');
+    expect(target.ids.filter((id) => id === poisoned)).toHaveLength(3);
+    // The other two records went out at once: before the poisoned event's second attempt.
+    expect(target.ids.indexOf(events[1]!.eventId)).toBeLessThan(target.ids.lastIndexOf(poisoned));
+    expect(target.ids.indexOf(events[2]!.eventId)).toBeLessThan(target.ids.lastIndexOf(poisoned));
+    expect(target.ids).toHaveLength(5);
+    expect(await loadEndpoint(mirror.connection, 'stubborn')).toMatchObject({ failedCount: 3, deliveredCount: 2, disabledAt: null });
+    expect(await heldSeqs('stubborn')).toEqual([]);
     expect(await listFailedDeliveries(mirror.connection)).toEqual([
       { endpoint: 'stubborn', seq: 1, eventId: poisoned, type: 'deal.updated', attempts: 3, lastStatus: 500, lastError: 'HTTP 500', failedAt: expect.any(String) },
     ]);
-    expect((await running.stats())[0]).toMatchObject({ enabled: true, failedEvents: 1, lagEvents: 0 });
+    expect((await running.stats())[0]).toMatchObject({ enabled: true, failedEvents: 1, heldEvents: 0, lagEvents: 0 });
 
     // Still failing: the replay keeps the row and counts the attempt.
     expect(await replayFailedWebhooks(mirror.connection, [config])).toMatchObject([{ endpoint: 'stubborn', seq: 1, result: 'failed', status: 500 }]);
@@ -227,7 +245,7 @@ describe('WebhookDispatcher', () => {
     down.handler = (_request, response) => void response.writeHead(503).end();
     const witness = await receiver();
     const running = dispatcher({
-      endpoints: [{ ...endpoint('down', down), disableAfterDays: 5 }, endpoint('witness', witness)],
+      endpoints: [{ ...endpoint('down', down, ['*'], { ordering: 'endpoint' }), disableAfterDays: 5 }, endpoint('witness', witness)],
       scheduleMs: [0, 10],
       maxAttempts: 2,
       now,
@@ -236,7 +254,7 @@ describe('WebhookDispatcher', () => {
     await running.start();
     const [first] = await insertChanges(mirror.connection, 1);
     running.notify();
-    await waitFor(async () => (await listFailedDeliveries(mirror.connection, 'down')).length === 1, 'the first event given up');
+    await waitFor(async () => (await listFailedDeliveries(mirror.connection, 'down'))[0]?.seq === first!.seq, 'the first event given up');
     const failingSince = (await loadEndpoint(mirror.connection, 'down'))!.failingSince;
     expect(failingSince).not.toBeNull();
     expect((await loadEndpoint(mirror.connection, 'down'))!.disabledAt).toBeNull();
@@ -246,12 +264,14 @@ describe('WebhookDispatcher', () => {
     running.notify();
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'down'))?.disabledAt, 'the endpoint disabled');
     const state = (await loadEndpoint(mirror.connection, 'down'))!;
-    expect(state).toMatchObject({ disabledKind: 'failing', deliveredSeq: first!.seq, failingSince });
+    // The event failing when it was disabled is held back (the cursor passes it): enable retries it first.
+    expect(state).toMatchObject({ disabledKind: 'failing', deliveredSeq: second!.seq, failingSince });
+    expect(await heldSeqs('down')).toEqual([second!.seq]);
     expect(state.disabledReason).toMatch(/^no 2xx for 5 days/);
 
     // The others receive the event (seq after the second change), signed like any other.
     await waitFor(() => witness.requests.length === 3, 'the witness to get both changes and the disabled event');
-    const disabledEvent = JSON.parse(witness.requests[2]!.body) as { type: string; data: { seq: number; stream: string; record_id: string; record: Record<string, unknown> } };
+    const disabledEvent = JSON.parse(witness.requests.find((request) => seqOf(request) === second!.seq + 1)!.body) as { type: string; data: { seq: number; stream: string; record_id: string; record: Record<string, unknown> } };
     expect(disabledEvent).toMatchObject({
       type: 'webhook.endpoint_disabled',
       data: { seq: second!.seq + 1, stream: 'webhooks', record_id: 'down', record: { endpoint: 'down', url: down.url, kind: 'failing', failingSince } },
@@ -277,7 +297,7 @@ describe('WebhookDispatcher', () => {
 
     // Enabled again (the receiver fixed): it resumes with the event that was failing, in order.
     down.handler = () => undefined;
-    expect(await enableWebhookEndpoint(mirror.connection, 'down')).toMatchObject({ wasDisabled: true, deliveredSeq: first!.seq });
+    expect(await enableWebhookEndpoint(mirror.connection, 'down')).toMatchObject({ wasDisabled: true, deliveredSeq: second!.seq });
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'down'))?.deliveredSeq === second!.seq + 2, 'down caught up');
     expect(down.requests.slice(attemptsWhenDisabled).map(seqOf)).toEqual([second!.seq, second!.seq + 1, second!.seq + 2]);
     expect(await loadEndpoint(mirror.connection, 'down')).toMatchObject({ disabledAt: null, disabledKind: null, failingSince: null });
@@ -319,7 +339,7 @@ describe('WebhookDispatcher', () => {
     await waitFor(async () => ((await loadEndpoint(mirror.connection, 'down'))?.consecutiveFailures ?? 0) >= 1, 'a failed attempt recorded');
     // Measured at a given instant, so the figure does not depend on how long the test took.
     const [stats] = await running.stats(new Date(occurredAt.getTime() + 90_000));
-    expect(stats).toMatchObject({ name: 'down', deliveredSeq: 0, lagEvents: 4, enabled: true, lagSeconds: 90 });
+    expect(stats).toMatchObject({ name: 'down', lagEvents: 4, enabled: true, lagSeconds: 90 });
     expect(stats!.consecutiveFailures).toBeGreaterThanOrEqual(1);
   });
 
@@ -349,7 +369,7 @@ describe('WebhookDispatcher under the webhooks lease (fence)', () => {
     const leases = new Leases(mirror.connection, 3600);
     const lease = (await leases.acquire(WEBHOOKS_LEASE, 'host-a:1:aa'))!.lease;
     const target = await receiver();
-    const running = dispatcher({ endpoints: [endpoint('crm', target)], logger, fence: (tx) => confirmLease(tx, lease, 3600) });
+    const running = dispatcher({ endpoints: [endpoint('crm', target, ['*'], { ordering: 'endpoint' })], logger, fence: (tx) => confirmLease(tx, lease, 3600) });
     await running.start();
     const events = await insertChanges(mirror.connection, 5);
     // While the 2nd event is in flight, another process takes the lease over (ours had expired).

@@ -76,10 +76,19 @@ describe('the stream lease', () => {
   });
 
   it('one run per stream per engine: a second run of a stream this engine is running is busy', async () => {
-    const { context } = await fixtures.start({ size: { deals: 20 } });
-    const first = context.engine.run('deals', 'backfill');
+    const { sim, context } = await fixtures.start({ size: { deals: 20 } });
+    // The first run's page is held at the server (far longer than any test), so the first run is
+    // surely running when the second starts: no race between the two, whatever the machine's load.
+    sim.faults.inject({ match: { path: '/deals' }, kind: 'latency', ms: 600_000, times: 1 });
+    const stop = new AbortController();
+    const first = context.engine.run('deals', 'backfill', { signal: stop.signal });
+    await waitFor(() => listRequests(sim, '/deals').length === 1, 'the first run to ask for its page');
     const second = await context.engine.run('deals', 'backfill');
     expect(second.status).toBe('busy');
-    expect((await first).status).toBe('succeeded');
+    expect(listRequests(sim, '/deals')).toHaveLength(1);
+    // Stopped, the first run gives the stream back: the next run takes it and completes.
+    stop.abort(new Error('test: stop the held run'));
+    expect((await first).status).toBe('interrupted');
+    expect(await context.engine.run('deals', 'backfill')).toMatchObject({ status: 'succeeded', records: 20 });
   });
 });

@@ -17,6 +17,7 @@ import { sql as pageTrust } from './005_page_trust.ts';
 import { sql as webhookFailures } from './006_webhook_failures.ts';
 import { sql as leases } from './007_leases.ts';
 import { sql as writeClaims } from './008_write_claims.ts';
+import { sql as webhookDelivery } from './009_webhook_delivery.ts';
 
 /** One migration: its version (`PRAGMA user_version` / `schema_version.version`), a name, its one text. */
 export interface Migration {
@@ -35,4 +36,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: 'webhook failures', sql: webhookFailures },
   { version: 7, name: 'leases', sql: leases },
   { version: 8, name: 'write claims', sql: writeClaims },
+  { version: 9, name: 'webhook delivery by record: held events, attempts', sql: webhookDelivery },
 ];

@@ -9,8 +9,10 @@ import type { WebhookEndpointConfig } from '../../config/schema.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
 import { readChanges } from '../changelog.ts';
+import { insertAttempts, latestAttempts, listAttemptsOfEvent, type WebhookAttempt } from './attempts.ts';
 import { enableEndpoint, endpointLag, loadAllEndpoints, loadEndpoint, registerEndpoint, resetCursor } from './endpoint-store.ts';
 import { clearFailedDelivery, countFailedDeliveries, listFailedDeliveries, recordReplayFailure } from './failed-deliveries.ts';
+import { dropHeldEventsAfter, loadHeldEvents, retryHeldEventsNow } from './held-events.ts';
 import { buildTestWebhookMessage, buildWebhookMessage, signerForEndpoint } from './signing.ts';
 
 /** One line of `webhooks list`. Times are ISO 8601. */
@@ -32,16 +34,28 @@ export interface WebhookEndpointListing {
   failingSince: string | null;
   /** Events given up on after the retry schedule and not yet re-sent (`webhooks replay --failed`). */
   failedEvents: number;
+  /** Events held back behind a failing event of their record (retried on the schedule). */
+  heldEvents: number;
+  /** `record` (events of one record in order, records in parallel) or `endpoint` (strict order); null when not configured. */
+  ordering: 'record' | 'endpoint' | null;
+  /** Requests in flight at once; null when not configured. */
+  maxInFlight: number | null;
+  /** The latest attempts (newest first, at most `attempts` of `listWebhookEndpoints`). */
+  recentAttempts: WebhookAttempt[];
   /** Event type patterns from the configuration; null when not configured. */
   events: string[] | null;
   /** The cursor: last changes.seq delivered or skipped; null when not registered. */
   deliveredSeq: number | null;
-  /** MAX(changes.seq) − deliveredSeq; 0 when not registered (it will start at the end). */
+  /** MAX(changes.seq) − deliveredSeq, plus the events held back; 0 when not registered (it will start at the end). */
   lagEvents: number;
   /** now − occurred_at of the oldest undelivered event, seconds. */
   lagSeconds: number;
-  /** Consecutive failed attempts for the next event (a stuck endpoint keeps counting). */
+  /** Failed attempts in a row, any event, since the last 2xx (a stuck endpoint keeps counting). */
   consecutiveFailures: number;
+  /**
+   * When the endpoint next tries: while it counts as down (a streak of failures), its next new
+   * event; otherwise the earliest retry of an event held back. Null when nothing waits.
+   */
   nextAttemptAt: string | null;
   lastAttemptAt: string | null;
   lastStatus: number | null;
@@ -52,21 +66,30 @@ export interface WebhookEndpointListing {
   failedCount: number;
 }
 
+/** Options of `listWebhookEndpoints`. */
+export interface ListWebhookEndpointsOptions {
+  /** How many of each endpoint's latest attempts to include (`recentAttempts`). Default 3. */
+  attempts?: number;
+  now?: Date;
+}
+
 /**
- * Every configured endpoint (in configuration order), then stored endpoints no longer configured.
- * Read-only: works on a read-only connection.
+ * Every configured endpoint (in configuration order), then stored endpoints no longer configured,
+ * each with its latest attempts. Read-only: works on a read-only connection.
  */
 export async function listWebhookEndpoints(
   executor: SqlExecutor,
   config: { webhooks: readonly WebhookEndpointConfig[] },
-  now: Date = new Date(),
+  options: ListWebhookEndpointsOptions = {},
 ): Promise<WebhookEndpointListing[]> {
+  const now = options.now ?? new Date();
   const stored = new Map((await loadAllEndpoints(executor)).map((state) => [state.name, state]));
   const failed = await countFailedDeliveries(executor);
   const listing: WebhookEndpointListing[] = [];
   const describe = async (name: string, configured: WebhookEndpointConfig | undefined): Promise<WebhookEndpointListing> => {
     const state = stored.get(name);
-    const lag = state ? await endpointLag(executor, state.deliveredSeq, now) : { lagEvents: 0, lagSeconds: 0 };
+    const held = state ? await loadHeldEvents(executor, name) : [];
+    const lag = state ? await endpointLag(executor, state.deliveredSeq, now, held[0]?.seq) : { lagEvents: 0, lagSeconds: 0 };
     return {
       name,
       url: configured?.url ?? state?.url ?? '',
@@ -78,12 +101,16 @@ export async function listWebhookEndpoints(
       disabledKind: state?.disabledKind ?? null,
       failingSince: state?.failingSince ?? null,
       failedEvents: failed.get(name) ?? 0,
+      heldEvents: held.length,
+      ordering: configured ? (configured.ordering ?? 'record') : null,
+      maxInFlight: configured ? (configured.ordering === 'endpoint' ? 1 : (configured.maxInFlight ?? 16)) : null,
+      recentAttempts: state ? await latestAttempts(executor, name, options.attempts ?? 3) : [],
       events: configured ? [...configured.events] : null,
       deliveredSeq: state?.deliveredSeq ?? null,
-      lagEvents: lag.lagEvents,
+      lagEvents: lag.lagEvents + held.length,
       lagSeconds: lag.lagSeconds,
       consecutiveFailures: state?.consecutiveFailures ?? 0,
-      nextAttemptAt: state?.nextAttemptAt ?? null,
+      nextAttemptAt: state?.nextAttemptAt ?? earliestRetry(held),
       lastAttemptAt: state?.lastAttemptAt ?? null,
       lastStatus: state?.lastStatus ?? null,
       lastSuccessAt: state?.lastSuccessAt ?? null,
@@ -97,6 +124,13 @@ export async function listWebhookEndpoints(
   const configuredNames = new Set(config.webhooks.map((endpoint) => endpoint.name));
   for (const name of stored.keys()) if (!configuredNames.has(name)) listing.push(await describe(name, undefined));
   return listing;
+}
+
+/** The earliest retry time among held-back events (ISO 8601), or null. */
+function earliestRetry(held: readonly { nextAttemptAt: string | null }[]): string | null {
+  let earliest: string | null = null;
+  for (const event of held) if (event.nextAttemptAt !== null && (earliest === null || event.nextAttemptAt < earliest)) earliest = event.nextAttemptAt;
+  return earliest;
 }
 
 /** The answer to a test event. */
@@ -177,6 +211,8 @@ export async function replayWebhooks(executor: SqlExecutor, endpoint: string | W
       throw new Error(`sinceSeq: ${sinceSeq} is ahead of endpoint "${name}"'s cursor (${before.deliveredSeq}); replay only moves the cursor back`);
     }
     await resetCursor(tx, name, sinceSeq);
+    // Events held back after the seq are sent again in order with the rest.
+    await dropHeldEventsAfter(tx, name, sinceSeq);
     return {
       name,
       previousDeliveredSeq: before.deliveredSeq,
@@ -200,12 +236,17 @@ export interface EnableResult {
 
 /**
  * Re-enables an endpoint disabled by a 410 Gone or by failing for `disableAfterDays`, where its
- * cursor stands, and clears its backoff and failure streak. A running dispatcher resumes within
+ * cursor stands, and clears its backoff and failure streak; its held-back events are tried again at once. A running dispatcher resumes within
  * its poll interval.
  * @throws Error when the endpoint is not registered (the promise rejects)
  */
 export async function enableWebhookEndpoint(executor: SqlExecutor, name: string): Promise<EnableResult> {
-  const before = await enableEndpoint(executor, name);
+  const before = await executor.transaction(async (tx) => {
+    const state = await enableEndpoint(tx, name);
+    // The events held back are tried again at once, their schedules starting over.
+    if (state) await retryHeldEventsNow(tx, name);
+    return state;
+  });
   if (!before) throw new Error(`webhook endpoint "${name}" is not registered: check the name (webhooks list)`);
   return { name, wasDisabled: before.disabledAt !== null, disabledReason: before.disabledReason, deliveredSeq: before.deliveredSeq };
 }
@@ -255,10 +296,26 @@ export async function replayFailedWebhooks(executor: SqlExecutor, endpoints: rea
     }
     let signer = signers.get(endpoint.name);
     if (!signer) signers.set(endpoint.name, (signer = signerForEndpoint(endpoint)));
+    const attemptedAt = new Date().toISOString();
     const outcome = await deliverWebhook(endpoint.url, buildWebhookMessage(event), signer, {
       timeoutMs: options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS,
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     });
+    await insertAttempts(executor, [
+      {
+        endpoint: failed.endpoint,
+        seq: failed.seq,
+        eventId: failed.eventId,
+        type: failed.type,
+        attempt: failed.attempts + 1,
+        attemptedAt,
+        outcome: outcome.ok ? 'delivered' : outcome.gone ? 'gone' : 'failed',
+        status: outcome.status,
+        latencyMs: outcome.durationMs,
+        error: outcome.ok ? null : outcome.error,
+        response: outcome.response,
+      },
+    ]);
     if (outcome.ok) {
       await clearFailedDelivery(executor, failed.endpoint, failed.seq);
       outcomes.push({ endpoint: failed.endpoint, seq: failed.seq, eventId: failed.eventId, result: 'delivered', status: outcome.status, error: null });
@@ -268,4 +325,14 @@ export async function replayFailedWebhooks(executor: SqlExecutor, endpoints: rea
     }
   }
   return outcomes;
+}
+
+/**
+ * Every kept attempt of one event at every endpoint (`webhooks attempts EVENT_ID`), by endpoint then
+ * time. Empty when the event was never attempted, or its attempts are older than the retention.
+ * @throws Error naming `EVENT_ID` when it is not an event id (`evt_...`, or `test_...` for a test event)
+ */
+export async function listEventAttempts(executor: SqlExecutor, eventId: string): Promise<WebhookAttempt[]> {
+  if (!/^(evt|test)_[0-9a-f-]{8,}$/i.test(eventId)) throw new Error(`EVENT_ID: "${eventId}" is not an event id; expected evt_ followed by a UUID (the webhook-id header, or event_id in changes)`);
+  return listAttemptsOfEvent(executor, eventId);
 }

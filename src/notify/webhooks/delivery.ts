@@ -3,7 +3,8 @@
  * failure, or "gone" (Standard Webhooks delivery rules; spec §6 leaves outbound events unspecified).
  *
  * Rules:
- *   - only a 2xx answer is success; the body is discarded
+ *   - only a 2xx answer is success; the first 1 KiB of the answer's body is kept for the attempt's
+ *     record (`webhooks attempts`), the rest is read and discarded
  *   - redirects are NOT followed: a 3xx is a failure (the receiver must be configured with its final URL)
  *   - 410 Gone means the receiver wants no more deliveries: `gone: true` (the dispatcher disables the endpoint)
  *   - every other answer, a refused connection, a reset or a timeout is a retryable failure, with the
@@ -28,12 +29,20 @@ export interface DeliveryOptions {
   now?: () => Date;
 }
 
+/** Bytes of an answer's body kept with an attempt (`DeliveryOutcome.response`). */
+export const RESPONSE_EXCERPT_BYTES = 1024;
+
+/** Most bytes of an answer's body read (to reuse the connection); a longer body closes it. */
+const MAX_DRAIN_BYTES = 64 * 1024;
+
 /** A delivery the receiver answered with a 2xx. */
 export interface DeliverySuccess {
   ok: true;
   /** The 2xx status. */
   status: number;
   durationMs: number;
+  /** The first 1 KiB of the answer's body (UTF-8; a character cut at the end is replaced), '' when empty. */
+  response: string;
 }
 
 /** A delivery that failed: a non-2xx answer (3xx included), no answer, or an abort; see the module rules. */
@@ -50,6 +59,8 @@ export interface DeliveryFailure {
   /** True when `signal` aborted the attempt (shutdown), not the receiver. */
   aborted: boolean;
   durationMs: number;
+  /** The first 1 KiB of the answer's body; null without an answer. */
+  response: string | null;
 }
 
 /** What `deliverWebhook` returns; narrow on `ok`. */
@@ -76,10 +87,10 @@ export async function deliverWebhook(url: string, message: WebhookMessage, signe
       bodyTimeout: timeoutMs,
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     });
-    // Drain (bounded) so the keep-alive connection can be reused; the content is not needed.
-    await response.body.dump({ limit: 64 * 1024, signal }).catch(() => undefined);
+    // Read (bounded) so the keep-alive connection can be reused; the first 1 KiB is kept.
+    const excerpt = await readExcerpt(response.body);
     const status = response.statusCode;
-    if (status >= 200 && status < 300) return { ok: true, status, durationMs: elapsed() };
+    if (status >= 200 && status < 300) return { ok: true, status, durationMs: elapsed(), response: excerpt };
     const header = (name: string) => response.headers[name];
     let error = `HTTP ${status}`;
     if (status >= 300 && status < 400) {
@@ -96,6 +107,7 @@ export async function deliverWebhook(url: string, message: WebhookMessage, signe
       gone: status === 410,
       aborted: false,
       durationMs: elapsed(),
+      response: excerpt,
     };
   } catch (error) {
     const aborted = options.signal?.aborted === true;
@@ -108,8 +120,36 @@ export async function deliverWebhook(url: string, message: WebhookMessage, signe
       gone: false,
       aborted,
       durationMs: elapsed(),
+      response: null,
     };
   }
+}
+
+/**
+ * The first `RESPONSE_EXCERPT_BYTES` of a body, reading on to at most 64 KiB so that the connection
+ * can be reused (a longer body, or one that fails midway, is abandoned: the connection closes).
+ */
+async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let read = 0;
+  try {
+    for await (const chunk of body) {
+      if (keptBytes < RESPONSE_EXCERPT_BYTES) {
+        const part = chunk.subarray(0, RESPONSE_EXCERPT_BYTES - keptBytes);
+        kept.push(part);
+        keptBytes += part.length;
+      }
+      read += chunk.length;
+      if (read > MAX_DRAIN_BYTES) {
+        body.destroy();
+        break;
+      }
+    }
+  } catch {
+    // The answer's status already counts; a body cut short only shortens the excerpt.
+  }
+  return Buffer.concat(kept).toString('utf8');
 }
 
 function describeNetworkError(error: unknown): string {

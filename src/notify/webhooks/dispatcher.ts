@@ -3,14 +3,19 @@
  * every configured webhook endpoint as signed Standard Webhooks messages (spec §6 leaves outbound
  * events unspecified; see signing.ts for the wire format).
  *
- * Guarantees, per endpoint:
- *   - At-least-once: the durable cursor (`webhook_endpoints.delivered_seq`) advances only after a
- *     2xx, in the same statement that records the attempt. A crash re-sends at most the event in
- *     flight, with the same `webhook-id` (the event's `event_id`), so receivers deduplicate on it.
- *   - In order: one request in flight per endpoint; event n+1 is not sent before event n got a 2xx
- *     or was given up on. After the last attempt of the retry schedule (`maxAttempts`, 8 with the
- *     Standard Webhooks schedule, about 27 h) the event is recorded in `webhook_failed_deliveries`
- *     and the endpoint moves on; `webhooks replay --failed` re-sends such events later.
+ * Guarantees, per endpoint (the loop itself: endpoint-delivery.ts):
+ *   - At-least-once: the durable cursor (`webhook_endpoints.delivered_seq`) moves past an event only
+ *     once it is delivered (2xx), filtered out, given up on, or held back in `webhook_held_events`
+ *     (written in the same transaction). A crash re-sends at most the events that were in flight or
+ *     waiting in memory, with the same `webhook-id` (the event's `event_id`): receivers deduplicate on it.
+ *   - By record, in parallel: up to `maxInFlight` requests at once (default 16); the events of one
+ *     record (stream and id) go one at a time in changelog order and never overtake each other. A
+ *     failing event holds back only the later events of its record; it is retried on the retry
+ *     schedule and, after its last attempt (`maxAttempts`, 8 with the Standard Webhooks schedule,
+ *     about 27 h), recorded in `webhook_failed_deliveries` (`webhooks replay --failed` re-sends it)
+ *     and its record moves on. `ordering: 'endpoint'` keeps the strict order of the whole endpoint
+ *     (one request at a time; a failing event holds back every later one).
+ *   - Every attempt is kept in `webhook_attempts` (time, status, latency, the answer's first 1 KiB).
  *   - An endpoint without a 2xx for `disableAfterDays` (per endpoint, default 5) is disabled and a
  *     `webhook.endpoint_disabled` change is appended, which the other endpoints receive.
  *   - Independent: one loop per endpoint, so a dead or slow endpoint never holds up another, nor
@@ -30,23 +35,28 @@
  * one dispatcher per mirror: two would both deliver (still at-least-once, but duplicated). The
  * daemon runs one only while it holds the mirror's `webhooks` lease (src/mirror/leases.ts) and gives
  * it the lease's `fence`: every cursor move then confirms the fence in its own transaction, so a
- * dispatcher that lost the lease (paused past it) stops before it moves a cursor again.
+ * dispatcher that lost the lease (paused past it) stops before it moves a cursor again; and
+ * `mayDeliver`, asked right before each request leaves, so a holder whose lease lapsed (paused past
+ * it, even before anyone took it over) sends nothing more.
  */
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
 import { DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, type WebhookEndpointConfig } from '../../config/schema.ts';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
-import { LeaseLostError } from '../../mirror/leases.ts';
 import type { Listening, SqlExecutor } from '../../mirror/sql/executor.ts';
-import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
-import { listenForChanges, readChanges } from '../changelog.ts';
-import { compileEventFilter, type EventTypeFilter } from '../event-filter.ts';
-import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
-import { disableEndpoint, endpointLag, giveUpEvent, loadEndpoint, recordDelivered, recordFailure, recordSkipped, registerEndpoint, type Disablement } from './endpoint-store.ts';
+import { listenForChanges } from '../changelog.ts';
+import { compileEventFilter } from '../event-filter.ts';
+import { DEFAULT_DELIVERY_TIMEOUT_MS } from './delivery.ts';
+import { EndpointDelivery, safeUrl, type DeliveryEnvironment, type WebhookOrdering } from './endpoint-delivery.ts';
+import { endpointLag, loadEndpoint, registerEndpoint } from './endpoint-store.ts';
 import { countFailedDeliveries } from './failed-deliveries.ts';
-import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, nextRetryDelayMs, validateSchedule, type WebhookRetrySchedule } from './retry-schedule.ts';
-import { buildWebhookMessage, signerForEndpoint, type WebhookSigner } from './signing.ts';
-import { Wakeup } from './wakeup.ts';
+import { loadHeldEvents } from './held-events.ts';
+import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, validateSchedule, type WebhookRetrySchedule } from './retry-schedule.ts';
+import { signerForEndpoint } from './signing.ts';
+
+export { safeUrl } from './endpoint-delivery.ts';
+
+/** Requests in flight per endpoint unless its `maxInFlight` says otherwise. */
+export const DEFAULT_MAX_IN_FLIGHT = 16;
 
 /** Construction options of a WebhookDispatcher; validated by its constructor (which throws naming the option). */
 export interface WebhookDispatcherOptions {
@@ -72,13 +82,13 @@ export interface WebhookDispatcherOptions {
   random?: () => number;
   /** On `stop()`, how long an in-flight request may finish before it is aborted, ms. Default 2000. */
   stopGraceMs?: number;
-  /** Changes read per round, per endpoint. Default 100. */
+  /** Changes read per query, per endpoint. Default 100. */
   batchSize?: number;
   /** The undici dispatcher for deliveries; by default the dispatcher owns a keep-alive Agent and closes it on stop. */
   httpDispatcher?: Dispatcher;
   /** Called after every attempt (for metrics: counters, latency histograms). Must not throw. */
   onAttempt?: (attempt: WebhookAttemptRecord) => void;
-  /** Attempts per event before it is given up on (recorded as failed; the endpoint moves on). Default: `scheduleMs.length` (8). */
+  /** Attempts per event before it is given up on (recorded as failed; its record moves on). Default: `scheduleMs.length` (8). */
   maxAttempts?: number;
   /** The clock of retry times, failure streaks and disabling (tests move it forward). Default: the system clock. */
   now?: () => Date;
@@ -89,6 +99,12 @@ export interface WebhookDispatcherOptions {
    * rolls back and every loop ends. Default: none (one dispatcher per mirror is the caller's care).
    */
   fence?: (tx: SqlExecutor) => Promise<void>;
+  /**
+   * Asked right before each request leaves: false sends nothing now (the loops ask again shortly).
+   * The daemon answers whether the `webhooks` lease is known to be unexpired (src/mirror/leases.ts
+   * `leaseKnownValid`). Default: always true.
+   */
+  mayDeliver?: () => boolean;
 }
 
 /** One delivery attempt, for metrics. */
@@ -110,37 +126,25 @@ export interface WebhookEndpointStats {
   deliveries: number;
   /** Failed attempts by this dispatcher since `start()`. */
   failures: number;
-  /** The endpoint's cursor (last seq delivered or skipped). */
+  /** The endpoint's cursor (every event at or below it delivered, skipped, given up on or held back). */
   deliveredSeq: number;
-  /** MAX(changes.seq) − deliveredSeq. */
+  /** MAX(changes.seq) − deliveredSeq, plus the events held back. */
   lagEvents: number;
-  /** now − occurred_at of the oldest undelivered event, seconds (0 when caught up). */
+  /** now − occurred_at of the oldest undelivered event (held back or after the cursor), seconds (0 when caught up). */
   lagSeconds: number;
-  /** Consecutive failed attempts for the next event. */
+  /** Failed attempts in a row, any event, since the last 2xx. */
   consecutiveFailures: number;
   /** Events given up on and not yet re-sent (`webhook_failed_deliveries`). */
   failedEvents: number;
+  /** Events held back behind a failing event of their record (`webhook_held_events`). */
+  heldEvents: number;
+  /** Requests in flight now (0 when this dispatcher does not deliver). */
+  inFlight: number;
   /** Why the endpoint is disabled (`gone`: 410, `failing`: no 2xx for disableAfterDays); null while enabled. */
   disabledKind: 'gone' | 'failing' | null;
 }
 
-interface EndpointRuntime {
-  name: string;
-  url: string;
-  filter: EventTypeFilter;
-  signer: WebhookSigner;
-  /** Disabled after failing this long without a 2xx, ms. */
-  disableAfterMs: number;
-  wakeup: Wakeup;
-  deliveries: number;
-  failures: number;
-  loop: Promise<void> | null;
-}
-
 const DAY_MS = 86_400_000;
-
-/** Longest pause after an unexpected error (database busy, corrupt row) before the loop tries again, ms. */
-const MAX_ERROR_BACKOFF_MS = 60_000;
 
 /**
  * Delivers the changelog to the configured webhook endpoints (see the module comment for the
@@ -157,17 +161,12 @@ export class WebhookDispatcher {
   readonly #connection: SqlExecutor;
   readonly #logger: Logger;
   readonly #pollMs: number;
-  readonly #timeoutMs: number;
   readonly #stopGraceMs: number;
-  readonly #batchSize: number;
-  readonly #retrySchedule: WebhookRetrySchedule;
   readonly #http: Dispatcher;
   readonly #ownsHttp: boolean;
-  readonly #onAttempt: ((attempt: WebhookAttemptRecord) => void) | undefined;
-  readonly #maxAttempts: number;
-  readonly #now: () => Date;
   readonly #fence: ((tx: SqlExecutor) => Promise<void>) | undefined;
-  readonly #endpoints: EndpointRuntime[];
+  readonly #endpoints: EndpointDelivery[];
+  readonly #loops: Promise<void>[] = [];
   /** Aborted by stop(): ends the loops' waits. */
   readonly #stopRequested = new AbortController();
   /** Aborted after the grace period of stop(): cancels requests still in flight. */
@@ -177,46 +176,75 @@ export class WebhookDispatcher {
   #listening: Listening | undefined;
 
   /**
-   * Validates every endpoint (unique name, event patterns, secret) without touching the network or
-   * the database.
+   * Validates every endpoint (unique name, event patterns, secret, maxInFlight) without touching
+   * the network or the database.
    * @throws Error naming the option or the endpoint's field and the rule
    */
   constructor(options: WebhookDispatcherOptions) {
     this.#connection = options.connection;
     this.#logger = (options.logger ?? silentLogger).child({ component: 'webhooks' });
     this.#pollMs = positive(options.pollMs ?? 1000, 'pollMs');
-    this.#timeoutMs = positive(options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS, 'timeoutMs');
+    const timeoutMs = positive(options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS, 'timeoutMs');
     this.#stopGraceMs = nonNegative(options.stopGraceMs ?? 2000, 'stopGraceMs');
-    this.#batchSize = positive(options.batchSize ?? 100, 'batchSize');
+    const batchSize = positive(options.batchSize ?? 100, 'batchSize');
     const jitterRatio = options.jitterRatio ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.jitterRatio;
     if (!(jitterRatio >= 0 && jitterRatio <= 1)) throw new Error(`jitterRatio: must be between 0 and 1, got ${String(jitterRatio)}`);
-    this.#retrySchedule = {
+    const retrySchedule: WebhookRetrySchedule = {
       scheduleMs: validateSchedule(options.scheduleMs ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.scheduleMs),
       jitterRatio,
       maxRetryAfterMs: nonNegative(options.maxRetryAfterMs ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.maxRetryAfterMs, 'maxRetryAfterMs'),
       random: options.random ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.random,
     };
     this.#ownsHttp = options.httpDispatcher === undefined;
-    this.#http = options.httpDispatcher ?? new Agent({ connect: { timeout: this.#timeoutMs }, keepAliveTimeout: 10_000 });
-    this.#onAttempt = options.onAttempt;
-    this.#maxAttempts = positive(options.maxAttempts ?? this.#retrySchedule.scheduleMs.length, 'maxAttempts');
-    this.#now = options.now ?? (() => new Date());
+    this.#http = options.httpDispatcher ?? new Agent({ connect: { timeout: timeoutMs }, keepAliveTimeout: 10_000 });
+    const onAttempt = options.onAttempt;
+    const maxAttempts = positive(options.maxAttempts ?? retrySchedule.scheduleMs.length, 'maxAttempts');
+    const now = options.now ?? (() => new Date());
     this.#fence = options.fence;
+    const mayDeliver = options.mayDeliver ?? (() => true);
+    const environment: DeliveryEnvironment = {
+      connection: this.#connection,
+      logger: this.#logger,
+      pollMs: this.#pollMs,
+      timeoutMs,
+      batchSize,
+      retrySchedule,
+      maxAttempts,
+      http: this.#http,
+      now,
+      write: (work) => this.#write(work),
+      mayDeliver,
+      report: (attempt) => {
+        try {
+          onAttempt?.(attempt);
+        } catch (error) {
+          this.#logger.error({ err: error }, 'webhook onAttempt callback threw');
+        }
+      },
+      stopSignal: this.#stopRequested.signal,
+      abortSignal: this.#abortInFlight.signal,
+      notifyAll: () => this.notify(),
+    };
     const names = new Set<string>();
     this.#endpoints = options.endpoints.map((endpoint) => {
       if (names.has(endpoint.name)) throw new Error(`webhooks: endpoint name "${endpoint.name}" appears twice; names must be unique`);
       names.add(endpoint.name);
-      return {
-        name: endpoint.name,
-        url: endpoint.url,
-        filter: compileEventFilter(endpoint.events, `webhooks.${endpoint.name}.events`),
-        signer: signerForEndpoint(endpoint),
-        disableAfterMs: positive(endpoint.disableAfterDays ?? DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, `webhooks.${endpoint.name}.disableAfterDays`) * DAY_MS,
-        wakeup: new Wakeup(),
-        deliveries: 0,
-        failures: 0,
-        loop: null,
-      };
+      const ordering: WebhookOrdering = endpoint.ordering ?? 'record';
+      if (ordering !== 'record' && ordering !== 'endpoint') throw new Error(`webhooks.${endpoint.name}.ordering: must be "record" or "endpoint", got ${String(ordering)}`);
+      const maxInFlight = endpoint.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+      if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new Error(`webhooks.${endpoint.name}.maxInFlight: must be a positive integer, got ${String(maxInFlight)}`);
+      return new EndpointDelivery(
+        {
+          name: endpoint.name,
+          url: endpoint.url,
+          filter: compileEventFilter(endpoint.events, `webhooks.${endpoint.name}.events`),
+          signer: signerForEndpoint(endpoint),
+          disableAfterMs: positive(endpoint.disableAfterDays ?? DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, `webhooks.${endpoint.name}.disableAfterDays`) * DAY_MS,
+          maxInFlight: ordering === 'endpoint' ? 1 : maxInFlight,
+          ordering,
+        },
+        environment,
+      );
     });
   }
 
@@ -230,10 +258,10 @@ export class WebhookDispatcher {
     if (this.#state !== 'new') throw new Error(`WebhookDispatcher.start: already ${this.#state}`);
     this.#state = 'starting';
     try {
-      for (const endpoint of this.#endpoints) {
-        const { state, created, urlChanged } = await this.#write((executor) => registerEndpoint(executor, endpoint.name, endpoint.url));
-        if (created) this.#logger.info({ endpoint: endpoint.name, deliveredSeq: state.deliveredSeq }, 'webhook endpoint registered: it receives changes after this seq (use webhooks replay for history)');
-        if (urlChanged) this.#logger.info({ endpoint: endpoint.name, url: safeUrl(endpoint.url) }, 'webhook endpoint URL changed: backoff and 410 disablement cleared');
+      for (const { settings } of this.#endpoints) {
+        const { state, created, urlChanged } = await this.#write((executor) => registerEndpoint(executor, settings.name, settings.url));
+        if (created) this.#logger.info({ endpoint: settings.name, deliveredSeq: state.deliveredSeq }, 'webhook endpoint registered: it receives changes after this seq (use webhooks replay for history)');
+        if (urlChanged) this.#logger.info({ endpoint: settings.name, url: safeUrl(settings.url) }, 'webhook endpoint URL changed: backoff and 410 disablement cleared');
       }
     } catch (error) {
       if (this.#state === 'starting') this.#state = 'new';
@@ -249,27 +277,26 @@ export class WebhookDispatcher {
     if (this.#connection.listen && !listening) this.#logger.warn({ pollMs: this.#pollMs }, 'cannot listen for change notifications: polling only');
     this.#listening = listening;
     this.#state = 'running';
-    for (const endpoint of this.#endpoints) endpoint.loop = this.#run(endpoint);
+    for (const endpoint of this.#endpoints) this.#loops.push(endpoint.run());
   }
 
   /** Wakes every loop now (the sync calls this after committing changes). Cheap; never blocks or throws. */
   notify(): void {
-    for (const endpoint of this.#endpoints) endpoint.wakeup.wake();
+    for (const endpoint of this.#endpoints) endpoint.notify();
   }
 
   /**
    * Stops gracefully: loops finish their current step; a request still in flight after
    * `stopGraceMs` is aborted (its event stays undelivered and is sent again, same webhook-id, after
-   * restart). All state is already in SQLite. Safe to call twice.
+   * restart). What was delivered is written before it resolves. Safe to call twice.
    */
   async stop(): Promise<void> {
     if (this.#state === 'stopped') return;
     const wasRunning = this.#state === 'running';
     this.#state = 'stopped';
     this.#stopRequested.abort();
-    const loops = this.#endpoints.map((endpoint) => endpoint.loop ?? Promise.resolve());
     const grace = setTimeout(() => this.#abortInFlight.abort(), this.#stopGraceMs);
-    await Promise.allSettled(loops);
+    await Promise.allSettled(this.#loops);
     clearTimeout(grace);
     await this.#listening?.close();
     if (this.#ownsHttp) await this.#http.destroy().catch(() => undefined);
@@ -277,158 +304,34 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Per-endpoint figures: deliveries and failures since start, cursor, lag in events and seconds.
+   * Per-endpoint figures: deliveries and failures since start, cursor, held events, lag in events and seconds.
    * @throws Error when the database is closed (the promise rejects)
    */
-  async stats(now: Date = this.#now()): Promise<WebhookEndpointStats[]> {
+  async stats(now: Date = new Date()): Promise<WebhookEndpointStats[]> {
     const failed = await countFailedDeliveries(this.#connection);
     const stats: WebhookEndpointStats[] = [];
     for (const endpoint of this.#endpoints) {
-      const state = await loadEndpoint(this.#connection, endpoint.name);
+      const name = endpoint.settings.name;
+      const state = await loadEndpoint(this.#connection, name);
       const deliveredSeq = state?.deliveredSeq ?? 0;
-      const lag = await endpointLag(this.#connection, deliveredSeq, now);
+      const held = await loadHeldEvents(this.#connection, name);
+      const lag = await endpointLag(this.#connection, deliveredSeq, now, held[0]?.seq);
       stats.push({
-        name: endpoint.name,
+        name,
         enabled: state !== undefined && state.disabledAt === null,
         deliveries: endpoint.deliveries,
         failures: endpoint.failures,
         deliveredSeq,
-        lagEvents: lag.lagEvents,
+        lagEvents: lag.lagEvents + held.length,
         lagSeconds: lag.lagSeconds,
         consecutiveFailures: state?.consecutiveFailures ?? 0,
-        failedEvents: failed.get(endpoint.name) ?? 0,
+        failedEvents: failed.get(name) ?? 0,
+        heldEvents: held.length,
+        inFlight: endpoint.inFlight,
         disabledKind: state?.disabledKind ?? null,
       });
     }
     return stats;
-  }
-
-  get #stopping(): boolean {
-    return this.#stopRequested.signal.aborted;
-  }
-
-  /** One endpoint's loop: deliver what is pending, then wait for a wake-up, the poll, or a retry time. */
-  async #run(endpoint: EndpointRuntime): Promise<void> {
-    let consecutiveErrors = 0;
-    while (!this.#stopping) {
-      let waitMs: number;
-      try {
-        waitMs = await this.#deliverPending(endpoint);
-        consecutiveErrors = 0;
-      } catch (error) {
-        if (error instanceof LeaseLostError) {
-          this.#logger.warn({ endpoint: endpoint.name, fence: error.lease.fence }, 'webhook delivery stops: another process took over the webhooks lease');
-          return;
-        }
-        if (connectionClosed(this.#connection)) {
-          this.#logger.error({ endpoint: endpoint.name }, 'webhook delivery loop ended: the database connection is closed');
-          return;
-        }
-        consecutiveErrors += 1;
-        waitMs = Math.min(this.#pollMs * 2 ** (consecutiveErrors - 1), MAX_ERROR_BACKOFF_MS);
-        this.#logger.error({ endpoint: endpoint.name, err: error, retryInMs: waitMs }, 'webhook delivery loop error');
-      }
-      if (this.#stopping) return;
-      if (waitMs <= 0) await yieldToEventLoop();
-      else await endpoint.wakeup.wait(waitMs, this.#stopRequested.signal);
-    }
-  }
-
-  /**
-   * Delivers the endpoint's pending events in order, up to one batch.
-   * @returns how long to wait before the next round, ms (0: go on at once)
-   */
-  async #deliverPending(endpoint: EndpointRuntime): Promise<number> {
-    const connection = this.#connection;
-    let state = await loadEndpoint(connection, endpoint.name);
-    if (!state) state = (await this.#write((executor) => registerEndpoint(executor, endpoint.name, endpoint.url))).state; // row removed behind our back
-    if (state.disabledAt !== null) return this.#pollMs; // wait for `webhooks enable` or a replay
-    if (state.nextAttemptAt !== null) {
-      const dueInMs = Date.parse(state.nextAttemptAt) - this.#now().getTime();
-      // Re-check at least every poll: a replay from another process clears the backoff.
-      if (dueInMs > 0) return Math.min(dueInMs, this.#pollMs);
-    }
-    const events = await readChanges(connection, { sinceSeq: state.deliveredSeq, limit: this.#batchSize });
-    if (events.length === 0) return this.#pollMs;
-
-    let cursor = state.deliveredSeq;
-    let failures = state.consecutiveFailures;
-    let skippedTo: number | null = null;
-    for (const event of events) {
-      if (this.#stopping) break;
-      if (!endpoint.filter(event.type)) {
-        skippedTo = event.seq;
-        continue;
-      }
-      const message = buildWebhookMessage(event);
-      const outcome = await deliverWebhook(endpoint.url, message, endpoint.signer, {
-        timeoutMs: this.#timeoutMs,
-        dispatcher: this.#http,
-        signal: this.#abortInFlight.signal,
-      });
-      if (outcome.ok || !outcome.aborted) {
-        this.#report({ endpoint: endpoint.name, seq: event.seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
-      }
-      if (outcome.ok) {
-        if (!(await this.#write((executor) => recordDelivered(executor, endpoint.name, cursor, event.seq, outcome.status)))) return 0; // cursor moved by a replay: re-read
-        endpoint.deliveries += 1;
-        cursor = event.seq;
-        skippedTo = null;
-        failures = 0;
-        continue;
-      }
-      if (outcome.aborted) return 0; // stopping: not the receiver's failure, nothing recorded
-      endpoint.failures += 1;
-      if (skippedTo !== null) {
-        const to = skippedTo;
-        if (!(await this.#write((executor) => recordSkipped(executor, endpoint.name, cursor, to)))) return 0;
-        cursor = skippedTo;
-      }
-      if (outcome.gone) {
-        await this.#disable(endpoint, cursor, { kind: 'gone', reason: outcome.error, goneStatus: 410, safeUrl: safeUrl(endpoint.url) }, event.seq);
-        return this.#pollMs;
-      }
-      const now = this.#now();
-      const giveUp = failures + 1 >= this.#maxAttempts;
-      const retryInMs = giveUp ? 0 : nextRetryDelayMs(failures + 1, outcome.retryAfterMs, this.#retrySchedule);
-      const streak = await this.#write((executor) => recordFailure(executor, endpoint.name, cursor, { status: outcome.status, error: outcome.error, retryInMs }, now));
-      if (streak === null) return 0;
-      const failingForMs = now.getTime() - Date.parse(streak.failingSince);
-      if (failingForMs >= endpoint.disableAfterMs) {
-        const reason = `no 2xx for ${formatDays(failingForMs)} (failing since ${streak.failingSince}; disableAfterDays ${formatDays(endpoint.disableAfterMs)}); last: ${outcome.error}`;
-        await this.#disable(endpoint, cursor, { kind: 'failing', reason, goneStatus: null, safeUrl: safeUrl(endpoint.url) }, event.seq);
-        return this.#pollMs;
-      }
-      if (!giveUp) {
-        this.#logger.warn(
-          { endpoint: endpoint.name, seq: event.seq, eventId: event.eventId, status: outcome.status, error: outcome.error, consecutiveFailures: streak.attempts, retryInMs },
-          'webhook delivery failed; will retry',
-        );
-        return Math.min(retryInMs, this.#pollMs);
-      }
-      const given = await this.#write((executor) =>
-        giveUpEvent(
-          executor,
-          endpoint.name,
-        cursor,
-          { seq: event.seq, eventId: event.eventId, type: event.type, attempts: streak.attempts, lastStatus: outcome.status, lastError: outcome.error },
-          now,
-        ),
-      );
-      if (!given) return 0;
-      this.#logger.error(
-        { endpoint: endpoint.name, seq: event.seq, eventId: event.eventId, type: event.type, attempts: streak.attempts, status: outcome.status, error: outcome.error },
-        'webhook event given up after the last attempt of the retry schedule; the endpoint moves on (webhooks replay --failed re-sends it)',
-      );
-      cursor = event.seq;
-      skippedTo = null;
-      failures = 0;
-    }
-    if (skippedTo !== null) {
-      const to = skippedTo;
-      await this.#write((executor) => recordSkipped(executor, endpoint.name, cursor, to));
-    }
-    return 0;
   }
 
   /**
@@ -438,58 +341,12 @@ export class WebhookDispatcher {
    */
   #write<T>(write: (executor: SqlExecutor) => Promise<T>): Promise<T> {
     const fence = this.#fence;
-    if (!fence) return write(this.#connection);
+    if (!fence) return this.#connection.transaction(write);
     return this.#connection.transaction(async (tx) => {
       await fence(tx);
       return write(tx);
     });
   }
-
-  /** Disables the endpoint (appending the `webhook.endpoint_disabled` change) and wakes the others so they deliver it. */
-  async #disable(endpoint: EndpointRuntime, cursor: number, disablement: Disablement, seq: number): Promise<void> {
-    const changeSeq = await this.#write((executor) => disableEndpoint(executor, endpoint.name, cursor, disablement, this.#now()));
-    if (changeSeq === null) return;
-    this.#logger.warn(
-      { endpoint: endpoint.name, url: safeUrl(endpoint.url), seq, kind: disablement.kind, reason: disablement.reason, changeSeq },
-      disablement.kind === 'gone'
-        ? 'webhook endpoint disabled: the receiver answered 410 Gone; webhooks enable (or replay) re-enables it'
-        : 'webhook endpoint disabled: failing for longer than disableAfterDays; webhooks enable (or replay) re-enables it',
-    );
-    this.notify();
-  }
-
-  #report(attempt: WebhookAttemptRecord): void {
-    try {
-      this.#onAttempt?.(attempt);
-    } catch (error) {
-      this.#logger.error({ err: error }, 'webhook onAttempt callback threw');
-    }
-  }
-}
-
-/** The URL without credentials or query string, for logs. */
-export function safeUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}`;
-  } catch {
-    return '[invalid URL]';
-  }
-}
-
-/**
- * True when the dispatcher's connection was closed under it (the loops cannot go on). Known for
- * SQLite; a PostgreSQL pool's closing is recognised in stage 2 (until then such a loop retries with
- * backoff until `stop()`).
- */
-function connectionClosed(executor: SqlExecutor): boolean {
-  return executor instanceof SqliteConnection && !executor.sqlite.open;
-}
-
-/** `5 days`, `1.5 days`, `0.0001 days` (for reasons shown to operators). */
-function formatDays(ms: number): string {
-  const days = ms / DAY_MS;
-  return `${Number(days.toPrecision(3))} day${days === 1 ? '' : 's'}`;
 }
 
 function positive(value: number, field: string): number {

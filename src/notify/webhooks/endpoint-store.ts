@@ -10,7 +10,7 @@
  * flight therefore wins; the dispatcher sees that nothing changed and re-reads the cursor.
  */
 import { encodeChangeData } from '../../mirror/changelog.ts';
-import type { SqlExecutor } from '../../mirror/sql/executor.ts';
+import type { SqlExecutor, SqlValue } from '../../mirror/sql/executor.ts';
 import { timeOrderedUuid } from '../../mirror/store.ts';
 import { lastChangeSeq } from '../../mirror/changelog.ts';
 
@@ -127,99 +127,59 @@ export async function loadAllEndpoints(executor: SqlExecutor): Promise<WebhookEn
 }
 
 /**
- * Records a 2xx for the event at `seq` and moves the cursor to it, in one statement (the cursor
- * covers any filtered-out events between `expectedSeq` and `seq`).
+ * What the dispatcher learned since its last write for one endpoint (`recordProgress`): the new
+ * cursor, the attempts' counts, the last attempt, and the endpoint's failure streak as it now stands.
+ */
+export interface EndpointProgress {
+  /** The new cursor: every event at or below it is delivered, filtered out, given up on or held back. */
+  deliveredSeq: number;
+  /** 2xx answers since the last write. */
+  delivered: number;
+  /** Failed attempts since the last write. */
+  failed: number;
+  /** The latest attempt since the last write, if any (its status: null without an answer). */
+  lastAttempt?: { at: string; status: number | null };
+  /** The latest failed attempt since the last write, if any. */
+  lastError?: { at: string; error: string };
+  /** The latest 2xx since the last write (ISO 8601). */
+  lastSuccessAt?: string;
+  /** Failed attempts in a row, any event, since the last 2xx (the endpoint's streak). */
+  consecutiveFailures: number;
+  /** First failed attempt since the last 2xx; null while the endpoint answers. */
+  failingSince: string | null;
+  /** Until when the endpoint sends no new event (a streak of failures pauses it); null: no pause. */
+  nextAttemptAt: string | null;
+}
+
+/**
+ * Writes an endpoint's progress (module `EndpointProgress`) in one statement, compare-and-set on
+ * the cursor.
  * @returns false when the cursor no longer holds `expectedSeq` (moved by a replay): nothing changed
  */
-export async function recordDelivered(executor: SqlExecutor, name: string, expectedSeq: number, seq: number, status: number, now: Date = new Date()): Promise<boolean> {
-  const at = now.toISOString();
-  const result = await executor.run(
-    `UPDATE webhook_endpoints
-     SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL, last_attempt_at = ?, last_status = ?, last_success_at = ?,
-         delivered_count = delivered_count + 1, failing_since = NULL
-     WHERE name = ? AND delivered_seq = ?`,
-    [seq, at, status, at, name, expectedSeq],
-  );
+export async function recordProgress(executor: SqlExecutor, name: string, expectedSeq: number, progress: EndpointProgress): Promise<boolean> {
+  const sets = [
+    'delivered_seq = ?',
+    'delivered_count = delivered_count + ?',
+    'failed_count = failed_count + ?',
+    'attempts = ?',
+    'failing_since = ?',
+    'next_attempt_at = ?',
+  ];
+  const values: SqlValue[] = [progress.deliveredSeq, progress.delivered, progress.failed, progress.consecutiveFailures, progress.failingSince, progress.nextAttemptAt];
+  if (progress.lastAttempt) {
+    sets.push('last_attempt_at = ?', 'last_status = ?');
+    values.push(progress.lastAttempt.at, progress.lastAttempt.status);
+  }
+  if (progress.lastError) {
+    sets.push('last_error = ?', 'last_error_at = ?');
+    values.push(progress.lastError.error, progress.lastError.at);
+  }
+  if (progress.lastSuccessAt !== undefined) {
+    sets.push('last_success_at = ?');
+    values.push(progress.lastSuccessAt);
+  }
+  const result = await executor.run(`UPDATE webhook_endpoints SET ${sets.join(', ')} WHERE name = ? AND delivered_seq = ?`, [...values, name, expectedSeq]);
   return result.changes === 1;
-}
-
-/**
- * Moves the cursor past events the endpoint's filter excludes (no delivery, no counters).
- * @returns false when the cursor no longer holds `expectedSeq`
- */
-export async function recordSkipped(executor: SqlExecutor, name: string, expectedSeq: number, seq: number): Promise<boolean> {
-  return (await executor.run('UPDATE webhook_endpoints SET delivered_seq = ? WHERE name = ? AND delivered_seq = ?', [seq, name, expectedSeq])).changes === 1;
-}
-
-/** A failed delivery attempt as `recordFailure` stores it: the answer (or none) and when to retry. */
-export interface FailedAttempt {
-  status: number | null;
-  error: string;
-  /** ms from `now` until the next attempt. */
-  retryInMs: number;
-}
-
-/** What `recordFailure` returns: the endpoint's failure streak after this attempt. */
-export interface FailureStreak {
-  /** Failed attempts in a row for this event, this one included. */
-  attempts: number;
-  /** First failed attempt since the last 2xx (ISO 8601). */
-  failingSince: string;
-}
-
-/**
- * Records a failed attempt for the next event after `expectedSeq` and when to retry it; starts the
- * endpoint's failure streak (`failing_since`) when it is the first failure since a 2xx.
- * @returns the streak after this failure, or null when the cursor no longer holds `expectedSeq`
- *   (nothing recorded)
- */
-export async function recordFailure(executor: SqlExecutor, name: string, expectedSeq: number, attempt: FailedAttempt, now: Date = new Date()): Promise<FailureStreak | null> {
-  const at = now.toISOString();
-  const row = await executor.get<{ attempts: number; failing_since: string }>(
-    `UPDATE webhook_endpoints
-     SET attempts = attempts + 1, next_attempt_at = ?, last_attempt_at = ?, last_status = ?, last_error = ?, last_error_at = ?,
-         failed_count = failed_count + 1, failing_since = COALESCE(failing_since, ?)
-     WHERE name = ? AND delivered_seq = ?
-     RETURNING attempts, failing_since`,
-    [new Date(now.getTime() + attempt.retryInMs).toISOString(), at, attempt.status, attempt.error, at, at, name, expectedSeq],
-  );
-  return row ? { attempts: row.attempts, failingSince: row.failing_since } : null;
-}
-
-/** The event an endpoint gives up on (`giveUpEvent`). */
-export interface GivenUpEvent {
-  seq: number;
-  eventId: string;
-  type: string;
-  /** Attempts made, the last one included. */
-  attempts: number;
-  lastStatus: number | null;
-  lastError: string;
-}
-
-/**
- * Gives up on the event at `event.seq` after the last attempt of the retry schedule: records it in
- * `webhook_failed_deliveries` (for `webhooks replay --failed`) and moves the cursor past it (and any
- * filtered-out events before it), in one transaction. The failure streak (`failing_since`) is kept:
- * only a 2xx ends it.
- * @returns false when the cursor no longer holds `expectedSeq` (moved by a replay): nothing changed
- */
-export async function giveUpEvent(executor: SqlExecutor, name: string, expectedSeq: number, event: GivenUpEvent, now: Date = new Date()): Promise<boolean> {
-  const at = now.toISOString();
-  return executor.transaction(async (tx) => {
-    const moved =
-      (await tx.run('UPDATE webhook_endpoints SET delivered_seq = ?, attempts = 0, next_attempt_at = NULL WHERE name = ? AND delivered_seq = ?', [event.seq, name, expectedSeq]))
-        .changes === 1;
-    if (!moved) return false;
-    // The table is named in `attempts + excluded.attempts`: PostgreSQL finds a bare column ambiguous there.
-    await tx.run(
-      `INSERT INTO webhook_failed_deliveries (endpoint, seq, event_id, type, attempts, last_status, last_error, failed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (endpoint, seq) DO UPDATE SET attempts = webhook_failed_deliveries.attempts + excluded.attempts, last_status = excluded.last_status,
-         last_error = excluded.last_error, failed_at = excluded.failed_at`,
-      [name, event.seq, event.eventId, event.type, event.attempts, event.lastStatus, event.lastError, at],
-    );
-    return true;
-  });
 }
 
 /** Why `disableEndpoint` disables an endpoint. */
@@ -329,10 +289,14 @@ export interface EndpointLag {
   latestSeq: number;
 }
 
-/** The lag of a cursor at `deliveredSeq`. */
-export async function endpointLag(executor: SqlExecutor, deliveredSeq: number, now: Date = new Date()): Promise<EndpointLag> {
+/**
+ * The lag of a cursor at `deliveredSeq`.
+ * @param oldestHeldSeq the endpoint's oldest held-back event, if any: the lag in seconds counts from it when it is older
+ */
+export async function endpointLag(executor: SqlExecutor, deliveredSeq: number, now: Date = new Date(), oldestHeldSeq?: number): Promise<EndpointLag> {
   const latestSeq = await lastChangeSeq(executor);
-  const oldest = await executor.get<{ occurred_at: string }>('SELECT occurred_at FROM changes WHERE seq > ? ORDER BY seq LIMIT 1', [deliveredSeq]);
+  const from = oldestHeldSeq === undefined ? deliveredSeq : Math.min(deliveredSeq, oldestHeldSeq - 1);
+  const oldest = await executor.get<{ occurred_at: string }>('SELECT occurred_at FROM changes WHERE seq > ? ORDER BY seq LIMIT 1', [from]);
   const occurred = oldest ? Date.parse(oldest.occurred_at) : Number.NaN;
   return {
     lagEvents: Math.max(0, latestSeq - deliveredSeq),

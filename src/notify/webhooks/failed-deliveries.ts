@@ -73,3 +73,17 @@ export async function recordReplayFailure(executor: SqlExecutor, endpoint: strin
     seq,
   ]);
 }
+
+/**
+ * Records an event given up on after the last attempt of the retry schedule (a row already there,
+ * from an earlier give-up of the same event, adds the attempts and takes the latest answer).
+ */
+export async function insertFailedDelivery(executor: SqlExecutor, failed: FailedDelivery): Promise<void> {
+  // The table is named in `attempts + excluded.attempts`: PostgreSQL finds a bare column ambiguous there.
+  await executor.run(
+    `INSERT INTO webhook_failed_deliveries (endpoint, seq, event_id, type, attempts, last_status, last_error, failed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (endpoint, seq) DO UPDATE SET attempts = webhook_failed_deliveries.attempts + excluded.attempts, last_status = excluded.last_status,
+       last_error = excluded.last_error, failed_at = excluded.failed_at`,
+    [failed.endpoint, failed.seq, failed.eventId, failed.type, failed.attempts, failed.lastStatus, failed.lastError, failed.failedAt],
+  );
+}

@@ -1,0 +1,118 @@
+/**
+ * The `webhook_attempts` table (src/mirror/migrations/009_webhook_delivery.ts): every delivery
+ * attempt, kept for `DEFAULT_ATTEMPT_RETAIN_DAYS` (pruned by age with the changelog's retention,
+ * src/notify/retention.ts): when it left, the answer's status, the latency and the first 1 KiB of
+ * the answer's body. `bizops-sync webhooks attempts EVENT_ID` and `webhooks list` read it. Every
+ * function runs through a `SqlExecutor` (src/mirror/sql/executor.ts).
+ */
+import type { SqlExecutor, SqlValue } from '../../mirror/sql/executor.ts';
+
+/** How long attempts are kept, days: longer than the retry schedule (about 27.5 h), with a week to look into a failure. */
+export const DEFAULT_ATTEMPT_RETAIN_DAYS = 7;
+
+/** What became of one attempt: a 2xx, another answer or none (retried), or a 410 (the endpoint disabled). */
+export type AttemptOutcome = 'delivered' | 'failed' | 'gone';
+
+/** One delivery attempt (times ISO 8601). */
+export interface WebhookAttempt {
+  endpoint: string;
+  /** changes.seq; null for a `webhook.test`. */
+  seq: number | null;
+  /** The webhook-id sent (the event's `event_id`). */
+  eventId: string;
+  type: string;
+  /** 1 for the first attempt of this event at this endpoint. */
+  attempt: number;
+  /** When the request left. */
+  attemptedAt: string;
+  outcome: AttemptOutcome;
+  /** HTTP status; null without an answer (refused, reset, timeout). */
+  status: number | null;
+  latencyMs: number;
+  /** One line for a failure; null on a 2xx. */
+  error: string | null;
+  /** The first 1 KiB of the answer's body; null without an answer. */
+  response: string | null;
+}
+
+interface AttemptRow {
+  endpoint: string;
+  seq: number | null;
+  event_id: string;
+  type: string;
+  attempt: number;
+  attempted_at: string;
+  outcome: string;
+  status: number | null;
+  latency_ms: number;
+  error: string | null;
+  response: string | null;
+}
+
+/** Most attempts in one multi-row INSERT (11 parameters each). */
+const ROWS_PER_INSERT = 500;
+
+/** Stores attempts, in the order given. */
+export async function insertAttempts(executor: SqlExecutor, attempts: readonly WebhookAttempt[]): Promise<void> {
+  for (let start = 0; start < attempts.length; start += ROWS_PER_INSERT) {
+    const chunk = attempts.slice(start, start + ROWS_PER_INSERT);
+    const parameters: SqlValue[] = [];
+    for (const attempt of chunk) {
+      parameters.push(
+        attempt.endpoint,
+        attempt.seq,
+        attempt.eventId,
+        attempt.type,
+        attempt.attempt,
+        attempt.attemptedAt,
+        attempt.outcome,
+        attempt.status,
+        attempt.latencyMs,
+        attempt.error,
+        attempt.response,
+      );
+    }
+    await executor.run(
+      `INSERT INTO webhook_attempts (endpoint, seq, event_id, type, attempt, attempted_at, outcome, status, latency_ms, error, response)
+       VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+      parameters,
+    );
+  }
+}
+
+/** Every kept attempt of one event (its `event_id`), by endpoint then time. */
+export async function listAttemptsOfEvent(executor: SqlExecutor, eventId: string): Promise<WebhookAttempt[]> {
+  const rows = await executor.all<AttemptRow>('SELECT * FROM webhook_attempts WHERE event_id = ? ORDER BY endpoint, id', [eventId]);
+  return rows.map(toAttempt);
+}
+
+/** The latest `limit` attempts of one endpoint, newest first. */
+export async function latestAttempts(executor: SqlExecutor, endpoint: string, limit: number): Promise<WebhookAttempt[]> {
+  const rows = await executor.all<AttemptRow>('SELECT * FROM webhook_attempts WHERE endpoint = ? ORDER BY id DESC LIMIT ?', [endpoint, limit]);
+  return rows.map(toAttempt);
+}
+
+/**
+ * Deletes attempts made before `before` (ISO 8601), at most `limit` rows (small batches keep the
+ * writer's lock short).
+ * @returns how many were deleted
+ */
+export async function pruneAttempts(executor: SqlExecutor, before: string, limit: number): Promise<number> {
+  return (await executor.run('DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE attempted_at < ? ORDER BY id LIMIT ?)', [before, limit])).changes;
+}
+
+function toAttempt(row: AttemptRow): WebhookAttempt {
+  return {
+    endpoint: row.endpoint,
+    seq: row.seq === null ? null : Number(row.seq),
+    eventId: row.event_id,
+    type: row.type,
+    attempt: Number(row.attempt),
+    attemptedAt: row.attempted_at,
+    outcome: row.outcome as AttemptOutcome,
+    status: row.status === null ? null : Number(row.status),
+    latencyMs: Number(row.latency_ms),
+    error: row.error,
+    response: row.response,
+  };
+}

@@ -1,0 +1,714 @@
+/**
+ * One endpoint's delivery loop (the dispatcher runs one per endpoint; docs/webhooks.md "Ordering").
+ *
+ * Events go out by record: up to `maxInFlight` requests at once, the events of one record (its
+ * stream and id, its "lane") one at a time in changelog order. A failing event is held back with
+ * the later events of its record (`webhook_held_events`, held-events.ts) and retried on the retry
+ * schedule; every other record goes on. With `ordering: 'endpoint'` every event is in one lane:
+ * one request at a time, in changelog order, a failing event holding back every later one.
+ *
+ * State, all in the mirror:
+ *   - the cursor (`webhook_endpoints.delivered_seq`): every event at or below it is delivered,
+ *     filtered out, given up on, or held back. In memory the loop keeps the events after the
+ *     cursor it has read (`#active`, at most `MAX_ACTIVE`) and where its reading stands
+ *     (`#frontier`); the cursor it writes is the last seq before the oldest event still active.
+ *   - the held events, their attempts and retry times;
+ *   - the endpoint's failure streak: failed attempts in a row of any event since the last 2xx.
+ *     After `STALL_AFTER_FAILURES` the endpoint is taken for down: no new event goes out (held
+ *     ones still retry on their own schedules) except one probe when the streak's own retry
+ *     time comes (`next_attempt_at`); any 2xx ends the streak. A dead receiver therefore gets a
+ *     few requests per schedule step, not the whole changelog parked.
+ *
+ * What a round does: settles the answers that arrived (each attempt kept in `webhook_attempts`),
+ * writes them with the new cursor in ONE fenced transaction (compare-and-set on the cursor: a
+ * `webhooks replay` from another process wins, and the loop starts again from the stored state),
+ * reads more of the changelog when fewer events are ready than requests may be in flight, and
+ * starts requests. A crash re-sends at most the events that were active (same webhook-id).
+ *
+ * Before each request leaves, `mayDeliver()` is asked (the daemon: is the `webhooks` lease known
+ * to be unexpired?); when it says no, nothing is sent until it says yes again.
+ */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { Dispatcher } from 'undici';
+import type { Logger } from '../../logging/logger.ts';
+import { LeaseLostError } from '../../mirror/leases.ts';
+import type { SqlExecutor } from '../../mirror/sql/executor.ts';
+import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
+import { readChanges, type ChangeEvent } from '../changelog.ts';
+import type { EventTypeFilter } from '../event-filter.ts';
+import { insertAttempts, type WebhookAttempt } from './attempts.ts';
+import { deliverWebhook, type DeliveryOutcome } from './delivery.ts';
+import { disableEndpoint, loadEndpoint, recordProgress, registerEndpoint, type Disablement, type WebhookEndpointState } from './endpoint-store.ts';
+import { insertFailedDelivery, type FailedDelivery } from './failed-deliveries.ts';
+import { deleteHeldEvents, insertHeldEvents, loadHeldEvents, recordHeldFailure, recordLane, type HeldEvent } from './held-events.ts';
+import { nextRetryDelayMs, type WebhookRetrySchedule } from './retry-schedule.ts';
+import { buildWebhookMessage, type WebhookSigner } from './signing.ts';
+import { Wakeup } from './wakeup.ts';
+
+/** How an endpoint orders its events: by record (default) or all of them (one request at a time). */
+export type WebhookOrdering = 'record' | 'endpoint';
+
+/** Failed attempts in a row (any event, no 2xx between) after which the endpoint counts as down. */
+export const STALL_AFTER_FAILURES = 5;
+
+/** Most events after the cursor a loop keeps in memory (ready, waiting behind their record, or in flight). */
+const MAX_ACTIVE = 2000;
+
+/** Settled answers are written at least this often while requests are in flight, ms... */
+const FLUSH_EVERY_MS = 100;
+
+/** ...or once this many attempts wait to be written. */
+const FLUSH_EVERY_ATTEMPTS = 200;
+
+/** Longest pause after an unexpected error (database busy, corrupt row) before the loop tries again, ms. */
+const MAX_ERROR_BACKOFF_MS = 60_000;
+
+/** One endpoint as the loop needs it. */
+export interface EndpointSettings {
+  name: string;
+  url: string;
+  filter: EventTypeFilter;
+  signer: WebhookSigner;
+  /** Disabled after failing this long without a 2xx, ms. */
+  disableAfterMs: number;
+  /** Requests at once (1 with `ordering: 'endpoint'`). */
+  maxInFlight: number;
+  ordering: WebhookOrdering;
+}
+
+/** What every endpoint's loop shares (the dispatcher's). */
+export interface DeliveryEnvironment {
+  connection: SqlExecutor;
+  logger: Logger;
+  pollMs: number;
+  timeoutMs: number;
+  batchSize: number;
+  retrySchedule: WebhookRetrySchedule;
+  maxAttempts: number;
+  http: Dispatcher;
+  now(): Date;
+  /** Runs a write in a fenced transaction (dispatcher `#write`). @throws LeaseLostError */
+  write<T>(work: (executor: SqlExecutor) => Promise<T>): Promise<T>;
+  /** Asked right before each request leaves; false: send nothing now. */
+  mayDeliver(): boolean;
+  /** Reports an attempt (metrics). Never throws. */
+  report(attempt: { endpoint: string; seq: number; type: string; ok: boolean; status: number | null; durationMs: number }): void;
+  /** Aborted by the dispatcher's stop(): the loop ends. */
+  stopSignal: AbortSignal;
+  /** Aborted after stop()'s grace period: requests still in flight are cancelled. */
+  abortSignal: AbortSignal;
+  /** Wakes every endpoint (after a `webhook.endpoint_disabled` change was appended). */
+  notifyAll(): void;
+}
+
+/** An event after the cursor, in memory: waiting for its turn, or in flight. */
+interface ActiveEvent {
+  event: ChangeEvent;
+  lane: string;
+  sending: boolean;
+}
+
+/** An answer that arrived, settled by the loop in its next round. */
+interface Arrival {
+  generation: number;
+  attemptedAt: string;
+  outcome: DeliveryOutcome;
+  /** The event sent: from the window (`active`) or a held one. */
+  source: { kind: 'active'; entry: ActiveEvent } | { kind: 'held'; held: HeldEvent; event: ChangeEvent | null };
+}
+
+/** What the loop has settled and not yet written (`#flush`). */
+class PendingWrites {
+  attempts: WebhookAttempt[] = [];
+  holds: HeldEvent[] = [];
+  heldFailures: { seq: number; attempts: number; nextAttemptAt: string; status: number | null; error: string }[] = [];
+  releases: number[] = [];
+  givenUp: FailedDelivery[] = [];
+  delivered = 0;
+  failed = 0;
+  lastAttempt: { at: string; status: number | null } | undefined;
+  lastError: { at: string; error: string } | undefined;
+  lastSuccessAt: string | undefined;
+
+  get empty(): boolean {
+    return this.attempts.length === 0 && this.holds.length === 0 && this.heldFailures.length === 0 && this.releases.length === 0 && this.givenUp.length === 0;
+  }
+}
+
+/** The cursor moved under the loop (a replay): roll the write back and start again from the stored state. */
+class CursorMovedError extends Error {}
+
+/** One endpoint's loop; see the module comment. */
+export class EndpointDelivery {
+  readonly settings: EndpointSettings;
+  /** Events delivered with a 2xx since start. */
+  deliveries = 0;
+  /** Failed attempts since start. */
+  failures = 0;
+  readonly #env: DeliveryEnvironment;
+  readonly #wakeup = new Wakeup();
+  readonly #inFlightRequests = new Set<Promise<void>>();
+  #cursor = 0;
+  #frontier = 0;
+  #active: ActiveEvent[] = [];
+  /** Held events by lane, each lane in seq order (its head first). */
+  #held = new Map<string, HeldEvent[]>();
+  /** Held events whose request is in flight. */
+  readonly #heldSending = new Set<number>();
+  #inFlight = 0;
+  #arrivals: Arrival[] = [];
+  #pending = new PendingWrites();
+  #streak = { failures: 0, failingSince: null as string | null, pausedUntil: null as string | null };
+  #disabled = false;
+  #disabling: Disablement | null = null;
+  #generation = 0;
+  #loaded = false;
+  /** When the stored state was last read (ms, local clock). */
+  #stateReadAt = 0;
+  /** True when the changelog may hold events past `#frontier` (a notify, a poll, or a full read). */
+  #mayHaveMore = true;
+  /** When the changelog was last read (ms, local clock): it is read again at least every poll. */
+  #lastReadAt = 0;
+  /** When settled answers were last written (ms, local clock). */
+  #flushedAt = 0;
+
+  constructor(settings: EndpointSettings, env: DeliveryEnvironment) {
+    this.settings = settings;
+    this.#env = env;
+  }
+
+  /** Wakes the loop (new changes); cheap, never throws. */
+  notify(): void {
+    this.#mayHaveMore = true;
+    this.#wakeup.wake();
+  }
+
+  /** Requests in flight now. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /**
+   * Runs until the dispatcher stops (then lets the requests in flight end, within the dispatcher's
+   * grace, and writes what they settled) or the lease is lost.
+   */
+  async run(): Promise<void> {
+    const env = this.#env;
+    let consecutiveErrors = 0;
+    let leaseLost = false;
+    while (!env.stopSignal.aborted) {
+      let waitMs: number;
+      try {
+        waitMs = await this.#round();
+        consecutiveErrors = 0;
+      } catch (error) {
+        if (error instanceof LeaseLostError) {
+          env.logger.warn({ endpoint: this.settings.name, fence: error.lease.fence }, 'webhook delivery stops: another process took over the webhooks lease');
+          leaseLost = true;
+          break;
+        }
+        if (connectionClosed(env.connection)) {
+          env.logger.error({ endpoint: this.settings.name }, 'webhook delivery loop ended: the database connection is closed');
+          return;
+        }
+        consecutiveErrors += 1;
+        waitMs = Math.min(env.pollMs * 2 ** (consecutiveErrors - 1), MAX_ERROR_BACKOFF_MS);
+        this.#loaded = false; // read the stored state again
+        env.logger.error({ endpoint: this.settings.name, err: error, retryInMs: waitMs }, 'webhook delivery loop error');
+      }
+      if (env.stopSignal.aborted) break;
+      if (waitMs <= 0) await yieldToEventLoop();
+      else await this.#wakeup.wait(waitMs, env.stopSignal);
+    }
+    // Stopping: the requests in flight end (aborted after the grace period); what they settled is written.
+    await Promise.allSettled([...this.#inFlightRequests]);
+    if (leaseLost || !this.#loaded) return;
+    try {
+      this.#settleArrivals();
+      if (!this.#pending.empty || this.#nextCursor() !== this.#cursor) await this.#flush();
+    } catch (error) {
+      if (!(error instanceof LeaseLostError) && !(error instanceof CursorMovedError)) env.logger.warn({ endpoint: this.settings.name, err: error }, 'could not record the last webhook deliveries; they are sent again');
+    }
+  }
+
+  /** One round (module comment). @returns how long to wait before the next, ms (0: at once) */
+  async #round(): Promise<number> {
+    const env = this.#env;
+    if (!this.#loaded) await this.#load();
+    this.#settleArrivals();
+    if (this.#flushDue()) {
+      if (!(await this.#flush())) return 0;
+    }
+    if (this.#disabling) {
+      const disablement = this.#disabling;
+      this.#disabling = null;
+      await this.#disable(disablement);
+    }
+    // The stored state, at most once per poll: a replay, `webhooks enable` or the other process's view.
+    if (Date.now() - this.#stateReadAt >= env.pollMs && this.#inFlight === 0 && this.#arrivals.length === 0) {
+      if (!(await this.#refreshState())) return 0;
+    }
+    if (this.#disabled) return env.pollMs;
+    if (this.#arrivals.length > 0) return 0;
+
+    const nowMs = env.now().getTime();
+    if (!env.mayDeliver()) return Math.min(env.pollMs, 100);
+    const nextHeldMs = await this.#startHeld(nowMs);
+    const pausedMs = this.#pausedForMs(nowMs);
+    if (pausedMs === 0) {
+      const limit = this.#streak.failures >= STALL_AFTER_FAILURES ? 1 : this.settings.maxInFlight;
+      await this.#refill();
+      this.#startActive(limit);
+      // Room for more and more to read: go on at once.
+      if (this.#inFlight < limit && this.#mayHaveMore && this.#active.length < MAX_ACTIVE && !(this.settings.ordering === 'endpoint' && this.#held.size > 0)) return 0;
+    }
+    if (this.#arrivals.length > 0) return 0;
+    // Answers in flight wake the loop; otherwise the next retry, the end of a pause, or the poll.
+    return Math.max(1, Math.min(nextHeldMs, pausedMs === 0 ? Number.POSITIVE_INFINITY : pausedMs, env.pollMs));
+  }
+
+  /** Reads the stored state afresh: the cursor, the streak, the held events; forgets what is in memory. */
+  async #load(): Promise<void> {
+    const env = this.#env;
+    let state = await loadEndpoint(env.connection, this.settings.name);
+    if (!state) state = (await env.write((executor) => registerEndpoint(executor, this.settings.name, this.settings.url))).state; // row removed behind our back
+    this.#adopt(state);
+    this.#held = new Map();
+    for (const held of await loadHeldEvents(env.connection, this.settings.name)) this.#holdInMemory(held);
+    this.#loaded = true;
+  }
+
+  #adopt(state: WebhookEndpointState): void {
+    this.#generation += 1; // answers to requests sent before are ignored
+    this.#cursor = state.deliveredSeq;
+    this.#frontier = state.deliveredSeq;
+    this.#active = [];
+    this.#heldSending.clear();
+    this.#arrivals = [];
+    this.#pending = new PendingWrites();
+    this.#streak = { failures: state.consecutiveFailures, failingSince: state.failingSince, pausedUntil: state.nextAttemptAt };
+    this.#disabled = state.disabledAt !== null;
+    this.#mayHaveMore = true;
+    this.#stateReadAt = Date.now();
+  }
+
+  /**
+   * Re-reads the endpoint's row: a moved cursor (replay), a cleared pause or disablement (enable)
+   * makes the loop start again from the stored state. Called with nothing in flight or unwritten.
+   * @returns false when the loop started again
+   */
+  async #refreshState(): Promise<boolean> {
+    const env = this.#env;
+    const state = await loadEndpoint(env.connection, this.settings.name);
+    this.#stateReadAt = Date.now();
+    if (
+      !state ||
+      state.deliveredSeq !== this.#cursor ||
+      (state.disabledAt !== null) !== this.#disabled ||
+      state.consecutiveFailures !== this.#streak.failures ||
+      state.nextAttemptAt !== this.#streak.pausedUntil
+    ) {
+      await this.#load();
+      return false;
+    }
+    // Held events: retry times cleared by `webhooks enable`, rows dropped by a replay.
+    this.#held = new Map();
+    for (const held of await loadHeldEvents(env.connection, this.settings.name)) this.#holdInMemory(held);
+    return true;
+  }
+
+  /** ms until the endpoint's pause ends (a streak of failures), 0 when not paused. */
+  #pausedForMs(nowMs: number): number {
+    if (this.#streak.failures < STALL_AFTER_FAILURES || this.#streak.pausedUntil === null) return 0;
+    // While down, one probe at a time.
+    if (this.#active.some((entry) => entry.sending)) return this.#env.pollMs;
+    return Math.max(0, Date.parse(this.#streak.pausedUntil) - nowMs);
+  }
+
+  /** Reads more of the changelog when fewer events are ready than may be in flight. */
+  async #refill(): Promise<void> {
+    const env = this.#env;
+    if (this.settings.ordering === 'endpoint' && this.#held.size > 0) return; // everything waits behind the held event
+    const ready = this.#readyCount();
+    if (ready >= this.settings.maxInFlight || this.#active.length >= MAX_ACTIVE) return;
+    if (!this.#mayHaveMore && Date.now() - this.#lastReadAt < env.pollMs) return;
+    const limit = Math.min(env.batchSize, MAX_ACTIVE - this.#active.length);
+    const events = await readChanges(env.connection, { sinceSeq: this.#frontier, limit });
+    this.#lastReadAt = Date.now();
+    this.#mayHaveMore = events.length === limit;
+    const heldAt = env.now().toISOString();
+    for (const event of events) {
+      this.#frontier = event.seq;
+      if (!this.settings.filter(event.type)) continue; // filtered out: the cursor passes it
+      const lane = this.#laneOf(event);
+      if (this.settings.ordering === 'record' && this.#held.has(lane)) {
+        this.#hold(event, lane, heldAt);
+        continue;
+      }
+      this.#active.push({ event, lane, sending: false });
+    }
+  }
+
+  /** Events that could go out now: the first active event of each lane, not in flight, its lane not held. */
+  #readyCount(): number {
+    const seen = new Set<string>();
+    let ready = 0;
+    for (const entry of this.#active) {
+      if (seen.has(entry.lane)) continue;
+      seen.add(entry.lane);
+      if (!entry.sending && !this.#held.has(entry.lane)) ready += 1;
+    }
+    return ready;
+  }
+
+  #laneOf(event: { stream: string; recordId: string }): string {
+    return this.settings.ordering === 'endpoint' ? '' : recordLane(event.stream, event.recordId);
+  }
+
+  /** Holds `event` back behind its lane's held events (written with the next flush). */
+  #hold(event: ChangeEvent, lane: string, heldAt: string): void {
+    const held: HeldEvent = {
+      endpoint: this.settings.name,
+      seq: event.seq,
+      eventId: event.eventId,
+      type: event.type,
+      stream: event.stream,
+      recordId: event.recordId,
+      attempts: 0,
+      nextAttemptAt: null,
+      heldAt,
+      lastStatus: null,
+      lastError: null,
+    };
+    this.#pending.holds.push(held);
+    this.#holdInMemory(held, lane);
+  }
+
+  #holdInMemory(held: HeldEvent, lane = this.#laneOf(held)): void {
+    let rows = this.#held.get(lane);
+    if (!rows) this.#held.set(lane, (rows = []));
+    rows.push(held);
+    rows.sort((a, b) => a.seq - b.seq);
+  }
+
+  /** Starts the held events that are due (each lane's head). @returns ms until the next one is due */
+  async #startHeld(nowMs: number): Promise<number> {
+    let nextDueMs = Number.POSITIVE_INFINITY;
+    const due: HeldEvent[] = [];
+    for (const rows of this.#held.values()) {
+      const head = rows[0]!;
+      if (this.#heldSending.has(head.seq)) continue;
+      const at = head.nextAttemptAt === null ? nowMs : Date.parse(head.nextAttemptAt);
+      if (at > nowMs) nextDueMs = Math.min(nextDueMs, at - nowMs);
+      else due.push(head);
+    }
+    due.sort((a, b) => a.seq - b.seq);
+    for (const held of due) {
+      if (this.#inFlight >= this.settings.maxInFlight) break;
+      const [event] = await readChanges(this.#env.connection, { sinceSeq: held.seq - 1, limit: 1 });
+      this.#send({ kind: 'held', held, event: event?.seq === held.seq ? event : null });
+    }
+    return nextDueMs;
+  }
+
+  /** Starts ready active events, oldest first, while fewer than `limit` requests are in flight. */
+  #startActive(limit: number): void {
+    const seen = new Set<string>();
+    for (const entry of this.#active) {
+      if (this.#inFlight >= limit) return;
+      if (seen.has(entry.lane)) continue; // an earlier event of its record goes first
+      seen.add(entry.lane);
+      if (entry.sending || this.#held.has(entry.lane)) continue;
+      this.#send({ kind: 'active', entry });
+    }
+  }
+
+  /** Sends one event unless the lease says no; its answer arrives in `#arrivals`. */
+  #send(source: Arrival['source']): void {
+    const env = this.#env;
+    const event = source.kind === 'active' ? source.entry.event : source.event;
+    const generation = this.#generation;
+    const attemptedAt = env.now().toISOString();
+    if (event === null) {
+      // A held event no longer in the changelog: nothing to send; it is given up on.
+      const outcome: DeliveryOutcome = { ok: false, status: null, error: 'the event is no longer in the changelog', retryAfterMs: null, gone: false, aborted: false, durationMs: 0, response: null };
+      this.#arrivals.push({ generation, attemptedAt, outcome, source });
+      return;
+    }
+    if (!env.mayDeliver()) return; // checked right before the request leaves
+    if (source.kind === 'active') source.entry.sending = true;
+    else this.#heldSending.add(source.held.seq);
+    this.#inFlight += 1;
+    const request = deliverWebhook(this.settings.url, buildWebhookMessage(event), this.settings.signer, { timeoutMs: env.timeoutMs, dispatcher: env.http, signal: env.abortSignal }).then(
+      (outcome) => {
+        this.#inFlight -= 1;
+        this.#inFlightRequests.delete(request);
+        this.#arrivals.push({ generation, attemptedAt, outcome, source });
+        this.#wakeup.wake();
+      },
+    );
+    this.#inFlightRequests.add(request);
+  }
+
+  /** Settles the answers that arrived, in arrival order (module comment). */
+  #settleArrivals(): void {
+    const arrivals = this.#arrivals;
+    this.#arrivals = [];
+    for (const arrival of arrivals) {
+      if (arrival.generation !== this.#generation) continue; // sent before the loop started again
+      const { outcome, source } = arrival;
+      if (source.kind === 'active') source.entry.sending = false;
+      else this.#heldSending.delete(source.held.seq);
+      if (!outcome.ok && outcome.aborted) continue; // stopping: not the receiver's failure, nothing recorded
+      const event = source.kind === 'active' ? source.entry.event : source.held;
+      const seq = event.seq;
+      const attempt = source.kind === 'active' ? 1 : source.held.attempts + 1;
+      const noEvent = source.kind === 'held' && source.event === null;
+      if (!noEvent) {
+        this.#env.report({ endpoint: this.settings.name, seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
+        this.#pending.attempts.push({
+          endpoint: this.settings.name,
+          seq,
+          eventId: event.eventId,
+          type: event.type,
+          attempt,
+          attemptedAt: arrival.attemptedAt,
+          outcome: outcome.ok ? 'delivered' : outcome.gone ? 'gone' : 'failed',
+          status: outcome.status,
+          latencyMs: outcome.durationMs,
+          error: outcome.ok ? null : outcome.error,
+          response: outcome.response,
+        });
+        this.#pending.lastAttempt = { at: arrival.attemptedAt, status: outcome.status };
+      }
+      if (outcome.ok) {
+        this.deliveries += 1;
+        this.#pending.delivered += 1;
+        this.#pending.lastSuccessAt = arrival.attemptedAt;
+        this.#streak = { failures: 0, failingSince: null, pausedUntil: null };
+        this.#done(source);
+        continue;
+      }
+      const now = this.#env.now();
+      if (!noEvent) {
+        this.failures += 1;
+        this.#pending.failed += 1;
+        this.#pending.lastError = { at: arrival.attemptedAt, error: outcome.error };
+        this.#streak.failures += 1;
+        this.#streak.failingSince ??= arrival.attemptedAt;
+      }
+      if (outcome.gone) {
+        // Disabled at once; the event stays where it is (the cursor before it), as do the others.
+        this.#disabling ??= { kind: 'gone', reason: outcome.error, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
+        continue;
+      }
+      const giveUp = noEvent || attempt >= this.#env.maxAttempts;
+      const retryInMs = giveUp ? 0 : nextRetryDelayMs(attempt, outcome.retryAfterMs, this.#env.retrySchedule);
+      if (this.#streak.failures >= STALL_AFTER_FAILURES) {
+        const pauseMs = nextRetryDelayMs(this.#streak.failures - STALL_AFTER_FAILURES + 1, outcome.retryAfterMs, this.#env.retrySchedule);
+        this.#streak.pausedUntil = new Date(now.getTime() + pauseMs).toISOString();
+      }
+      const failingForMs = this.#streak.failingSince === null ? 0 : now.getTime() - Date.parse(this.#streak.failingSince);
+      if (giveUp) {
+        this.#giveUp(source, attempt, outcome.status, outcome.error, now);
+      } else {
+        this.#retryLater(source, arrival.attemptedAt, attempt, new Date(now.getTime() + retryInMs).toISOString(), outcome.status, outcome.error);
+        this.#env.logger.warn(
+          { endpoint: this.settings.name, seq, eventId: event.eventId, status: outcome.status, error: outcome.error, attempt, consecutiveFailures: this.#streak.failures, retryInMs },
+          'webhook delivery failed; will retry',
+        );
+      }
+      if (failingForMs >= this.settings.disableAfterMs) {
+        const reason = `no 2xx for ${formatDays(failingForMs)} (failing since ${this.#streak.failingSince}; disableAfterDays ${formatDays(this.settings.disableAfterMs)}); last: ${outcome.error}`;
+        this.#disabling ??= { kind: 'failing', reason, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
+      }
+    }
+  }
+
+  /** The event is delivered (or given up on): it leaves the window, or its lane's held events. */
+  #done(source: Arrival['source']): void {
+    if (source.kind === 'active') {
+      this.#active.splice(this.#active.indexOf(source.entry), 1);
+      return;
+    }
+    this.#pending.releases.push(source.held.seq);
+    const lane = this.#laneOf(source.held);
+    const rows = (this.#held.get(lane) ?? []).filter((held) => held.seq !== source.held.seq);
+    if (rows.length === 0) this.#held.delete(lane);
+    else this.#held.set(lane, rows);
+  }
+
+  #giveUp(source: Arrival['source'], attempts: number, status: number | null, error: string, now: Date): void {
+    const event = source.kind === 'active' ? source.entry.event : source.held;
+    this.#pending.givenUp.push({ endpoint: this.settings.name, seq: event.seq, eventId: event.eventId, type: event.type, attempts, lastStatus: status, lastError: error, failedAt: now.toISOString() });
+    this.#env.logger.error(
+      { endpoint: this.settings.name, seq: event.seq, eventId: event.eventId, type: event.type, attempts, status, error },
+      'webhook event given up after the last attempt of the retry schedule; its record moves on (webhooks replay --failed re-sends it)',
+    );
+    this.#done(source);
+  }
+
+  /** Holds a failed event back until `nextAttemptAt`, with the later active events of its record. */
+  #retryLater(source: Arrival['source'], heldAt: string, attempts: number, nextAttemptAt: string, status: number | null, error: string): void {
+    if (source.kind === 'held') {
+      source.held.attempts = attempts;
+      source.held.nextAttemptAt = nextAttemptAt;
+      source.held.lastStatus = status;
+      source.held.lastError = error;
+      this.#pending.heldFailures.push({ seq: source.held.seq, attempts, nextAttemptAt, status, error });
+      return;
+    }
+    const { entry } = source;
+    this.#active.splice(this.#active.indexOf(entry), 1);
+    const head: HeldEvent = {
+      endpoint: this.settings.name,
+      seq: entry.event.seq,
+      eventId: entry.event.eventId,
+      type: entry.event.type,
+      stream: entry.event.stream,
+      recordId: entry.event.recordId,
+      attempts,
+      nextAttemptAt,
+      heldAt,
+      lastStatus: status,
+      lastError: error,
+    };
+    this.#pending.holds.push(head);
+    this.#holdInMemory(head, entry.lane);
+    // By record: the later events of the record wait in the table too, so the cursor passes them.
+    // By endpoint: every later event waits in memory (the lane is held: nothing more is read).
+    if (this.settings.ordering === 'record') {
+      const followers = this.#active.filter((other) => other.lane === entry.lane);
+      this.#active = this.#active.filter((other) => other.lane !== entry.lane);
+      for (const follower of followers) this.#hold(follower.event, follower.lane, heldAt);
+    }
+  }
+
+  /**
+   * True when what was settled should be written now: a held event or a give-up (state a restart
+   * must find), a disablement to follow, nothing in flight (idle), `FLUSH_EVERY_ATTEMPTS` attempts
+   * waiting, or `FLUSH_EVERY_MS` since the last write. Otherwise the writes of several answers go
+   * in one transaction: a crash then re-sends at most those answers' events (at-least-once).
+   */
+  #flushDue(): boolean {
+    const pending = this.#pending;
+    if (pending.empty && this.#nextCursor() === this.#cursor) return false;
+    return (
+      pending.holds.length > 0 ||
+      pending.heldFailures.length > 0 ||
+      pending.releases.length > 0 ||
+      pending.givenUp.length > 0 ||
+      this.#disabling !== null ||
+      this.#inFlight === 0 ||
+      pending.attempts.length >= FLUSH_EVERY_ATTEMPTS ||
+      Date.now() - this.#flushedAt >= FLUSH_EVERY_MS
+    );
+  }
+
+  /** The cursor to write: the last seq before the oldest active event, or the frontier when none is. */
+  #nextCursor(): number {
+    return this.#active.length > 0 ? this.#active[0]!.event.seq - 1 : this.#frontier;
+  }
+
+  /**
+   * Writes what was settled, with the new cursor and the streak, in one fenced transaction.
+   * @returns false when the cursor had moved (a replay): the loop starts again from the stored state
+   */
+  async #flush(): Promise<boolean> {
+    const pending = this.#pending;
+    this.#pending = new PendingWrites();
+    const cursor = this.#nextCursor();
+    const name = this.settings.name;
+    try {
+      await this.#env.write(async (tx) => {
+        await insertHeldEvents(tx, pending.holds);
+        for (const failure of pending.heldFailures) await recordHeldFailure(tx, name, failure.seq, failure);
+        for (const failed of pending.givenUp) await insertFailedDelivery(tx, failed);
+        await deleteHeldEvents(tx, name, [...pending.releases, ...pending.givenUp.map((failed) => failed.seq)]);
+        await insertAttempts(tx, pending.attempts);
+        const moved = await recordProgress(tx, name, this.#cursor, {
+          deliveredSeq: cursor,
+          delivered: pending.delivered,
+          failed: pending.failed,
+          ...(pending.lastAttempt ? { lastAttempt: pending.lastAttempt } : {}),
+          ...(pending.lastError ? { lastError: pending.lastError } : {}),
+          ...(pending.lastSuccessAt ? { lastSuccessAt: pending.lastSuccessAt } : {}),
+          consecutiveFailures: this.#streak.failures,
+          failingSince: this.#streak.failingSince,
+          nextAttemptAt: this.#streak.failures >= STALL_AFTER_FAILURES ? this.#streak.pausedUntil : null,
+        });
+        if (!moved) throw new CursorMovedError();
+      });
+    } catch (error) {
+      if (!(error instanceof CursorMovedError)) {
+        this.#restore(pending);
+        throw error;
+      }
+      this.#env.logger.info({ endpoint: name }, 'webhook endpoint cursor moved by another process (a replay): delivery resumes from it');
+      await this.#load();
+      return false;
+    }
+    this.#cursor = cursor;
+    this.#flushedAt = Date.now();
+    if (this.#streak.failures < STALL_AFTER_FAILURES) this.#streak.pausedUntil = null;
+    return true;
+  }
+
+  /** A write that failed (database busy): what it held is written with the next one. */
+  #restore(pending: PendingWrites): void {
+    const next = this.#pending;
+    pending.attempts.push(...next.attempts);
+    pending.holds.push(...next.holds);
+    pending.heldFailures.push(...next.heldFailures);
+    pending.releases.push(...next.releases);
+    pending.givenUp.push(...next.givenUp);
+    pending.delivered += next.delivered;
+    pending.failed += next.failed;
+    pending.lastAttempt = next.lastAttempt ?? pending.lastAttempt;
+    pending.lastError = next.lastError ?? pending.lastError;
+    pending.lastSuccessAt = next.lastSuccessAt ?? pending.lastSuccessAt;
+    this.#pending = pending;
+  }
+
+  /** Disables the endpoint (appending the `webhook.endpoint_disabled` change) and wakes the others so they deliver it. */
+  async #disable(disablement: Disablement): Promise<void> {
+    const env = this.#env;
+    const changeSeq = await env.write((executor) => disableEndpoint(executor, this.settings.name, this.#cursor, disablement, env.now()));
+    this.#disabled = true;
+    if (changeSeq === null) return;
+    env.logger.warn(
+      { endpoint: this.settings.name, url: safeUrl(this.settings.url), kind: disablement.kind, reason: disablement.reason, changeSeq },
+      disablement.kind === 'gone'
+        ? 'webhook endpoint disabled: the receiver answered 410 Gone; webhooks enable (or replay) re-enables it'
+        : 'webhook endpoint disabled: failing for longer than disableAfterDays; webhooks enable (or replay) re-enables it',
+    );
+    env.notifyAll();
+  }
+}
+
+/** The URL without credentials or query string, for logs. */
+export function safeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return '[invalid URL]';
+  }
+}
+
+const DAY_MS = 86_400_000;
+
+/** `5 days`, `1.5 days`, `0.0001 days` (for reasons shown to operators). */
+function formatDays(ms: number): string {
+  const days = ms / DAY_MS;
+  return `${Number(days.toPrecision(3))} day${days === 1 ? '' : 's'}`;
+}
+
+/**
+ * True when the loop's connection was closed under it (the loop cannot go on). Known for SQLite
+ * (`sqlite.open`); a PostgreSQL pool's closing is not recognised (such a loop retries with backoff
+ * until `stop()`).
+ */
+function connectionClosed(executor: SqlExecutor): boolean {
+  return executor instanceof SqliteConnection && !executor.sqlite.open;
+}
