@@ -12,6 +12,26 @@ const importsOf = (folders) => ({
   message: 'dependencies go cli/ -> jobs/ -> src/ only (docs/architecture.md "Dependency direction")',
 });
 
+/**
+ * jobs/ and cli/ see a folder of src/ only through its face, the folder's index.ts (a nested folder
+ * such as src/writes/queue/ has its own): `../src/writes/index.ts`, never `../src/writes/write-store.ts`.
+ * Type-only imports count too.
+ */
+const PAST_A_FACE = '^(\\.\\./)+src/(?!(.+/)?index\\.ts$)';
+const pastAFace = {
+  regex: PAST_A_FACE,
+  message: "import src/ through the folder's face, its index.ts (docs/architecture.md \"Folder faces\"); add the name to the face if it is missing",
+};
+
+/**
+ * `no-restricted-imports` reads static imports and re-exports only; the same rules for `import(...)`
+ * (jobs/ and cli/ load some faces on demand). esquery's regex literals cannot hold a `/`, hence `[\\x2F]`.
+ */
+const dynamicImportRule = (pattern, message) => ({
+  selector: `ImportExpression[source.value=/${pattern.replaceAll('/', '[\\x2F]')}/]`,
+  message,
+});
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'data/', 'coverage/'] },
   js.configs.recommended,
@@ -24,10 +44,23 @@ export default tseslint.config(
   },
   {
     files: ['src/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [importsOf(['cli', 'jobs', 'test', 'bench'])] }] },
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [importsOf(['cli', 'jobs', 'test', 'bench'])] }],
+      'no-restricted-syntax': ['error', dynamicImportRule(importsOf(['cli', 'jobs', 'test', 'bench']).regex, importsOf([]).message)],
+    },
   },
   {
     files: ['jobs/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [importsOf(['cli', 'test', 'bench'])] }] },
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [importsOf(['cli', 'test', 'bench']), pastAFace] }],
+      'no-restricted-syntax': ['error', dynamicImportRule(importsOf(['cli', 'test', 'bench']).regex, importsOf([]).message), dynamicImportRule(PAST_A_FACE, pastAFace.message)],
+    },
+  },
+  {
+    files: ['cli/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [pastAFace] }],
+      'no-restricted-syntax': ['error', dynamicImportRule(PAST_A_FACE, pastAFace.message)],
+    },
   },
 );

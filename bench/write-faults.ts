@@ -21,7 +21,8 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer } from 'node:http';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { handleWritesRequest, WriteIntake, type WriteRecord } from '../src/writes/index.ts';
+import type { WriteRecord } from '../src/writes/index.ts';
+import { handleWritesRequest, WriteIntake } from '../src/writes/queue/index.ts';
 import { requireRedis, simulator, writeStack, writeTestBed, type WriteStack, type WriteTestBed } from '../test/writes/support.ts';
 import { startOwnRedis, type OwnRedis } from '../test/writes/own-redis.ts';
 

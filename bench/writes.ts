@@ -27,7 +27,7 @@ import { openContext } from '../jobs/context.ts';
 import { silentLogger } from '../src/logging/logger.ts';
 import { rateBudgetKey, RedisRateBudget } from '../src/client/redis-rate-budget.ts';
 import { startSimulator, type RunningSimulator } from '@bizops-sync/simulator';
-import { startWriteWorker, WriteIntake } from '../src/writes/index.ts';
+import { startWriteWorker, WriteIntake } from '../src/writes/queue/index.ts';
 import { REDIS_URL, requireRedis, spawnWorkerProcess, writeTestBed, type WorkerProcess } from '../test/writes/support.ts';
 
 /** A throughput setting: `limit` per `windowMs`, `writes` in all. */

@@ -2,7 +2,7 @@
  * Entry point of the `bizops-sync` command (bin/bizops-sync.js imports this file). See program.ts:
  * only the command being run is registered, and it loads its job when it runs.
  */
-import { logSettingsFromEnvironment } from '../src/logging/settings.ts';
+import { logSettingsFromEnvironment } from '../src/logging/index.ts';
 import { buildProgram } from './program.ts';
 
 // `bizops-sync changes | head` closes our stdout early: that is the reader being done, not an error.
@@ -20,5 +20,5 @@ try {
 } catch (error) {
   // One line, secrets masked, the exit code (also for --help and --version, which commander ends with an error).
   const { reportError } = await import('./report-error.ts');
-  process.exitCode = reportError(error);
+  process.exitCode = await reportError(error);
 }

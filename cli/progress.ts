@@ -3,8 +3,8 @@
  * otherwise (containers, CI, pipes). cli-progress is loaded only for bars.
  */
 import type { SingleBar } from 'cli-progress';
-import type { Logger } from '../src/logging/logger.ts';
-import type { RunProgress } from '../src/sync/engine.ts';
+import type { Logger } from '../src/logging/index.ts';
+import type { RunProgress } from '../src/sync/index.ts';
 
 export interface ProgressReporter {
   update(progress: RunProgress): void;

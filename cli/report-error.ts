@@ -5,14 +5,15 @@
  * Exit codes: 0 success (also after a graceful SIGTERM, and after --help), 1 a run or command
  * failed, 2 bad usage or configuration, 130 interrupted by Ctrl-C.
  *
- * It recognises errors by class; every class it names lives in a small module of its own (no zod,
- * SQLite, pino), so that reporting costs nothing a command did not load already.
+ * It recognises errors by class, from the faces of their folders. The faces it imports load nothing
+ * a command has not loaded already (the configuration, the masking); the API client's face (undici,
+ * ioredis) is loaded only for an error none of those classes is, which a command that talked to the
+ * API has loaded anyway.
  */
 import { CommanderError } from 'commander';
 import { MirrorDamagedError, MirrorMissingError, MirrorNeedsMigrationError } from '../jobs/mirror-errors.ts';
-import { BizopsApiError } from '../src/client/errors.ts';
-import { ConfigError, ConnectionChoiceError } from '../src/config/errors.ts';
-import { maskSecrets } from '../src/logging/mask.ts';
+import { ConfigError, ConnectionChoiceError } from '../src/config/index.ts';
+import { maskSecrets } from '../src/logging/index.ts';
 import { UsageError } from './usage-error.ts';
 
 /** The secrets of the configuration this process loaded last (every connection's). */
@@ -27,12 +28,12 @@ export function maskInErrorLines(secrets: readonly string[]): void {
 }
 
 /**
- * Prints an error as one line on stderr and returns the exit code. Masked in it: bearer tokens,
+ * Prints an error as one line on stderr and resolves to the exit code. Masked in it: bearer tokens,
  * webhook secrets, and every token of every connection of the loaded configuration (a token typed
  * where a name belongs, `--act-as <token>`, is echoed by the error naming it). `BIZOPS_DEBUG=1`
  * adds the stack trace of an unexpected error.
  */
-export function reportError(error: unknown): number {
+export async function reportError(error: unknown): Promise<number> {
   const mask = (text: string) => maskSecrets(text, configuredSecrets);
   if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
   if (error instanceof UsageError || error instanceof ConnectionChoiceError) {
@@ -47,6 +48,7 @@ export function reportError(error: unknown): number {
     process.stderr.write(`bizops-sync: ${mask(error.message)}\n`);
     return 1;
   }
+  const { BizopsApiError } = await import('../src/client/index.ts');
   if (error instanceof BizopsApiError) {
     process.stderr.write(`bizops-sync: the API refused: ${mask(error.message)}\n`);
     return 1;

@@ -2,9 +2,17 @@
  * Helpers every command uses: loading the configuration (its secrets then masked in any error line),
  * choosing streams, parsing options, and turning SIGTERM / SIGINT into an AbortSignal for a graceful stop.
  */
-import type { Config, DeploymentConfig } from '../src/config/schema.ts';
-import { chooseByConnectionName, chooseConnection, ConnectionChoiceError, deploymentSecrets, loadDeployment, mirrorPaths } from '../src/config/load.ts';
-import { isStreamName, STREAM_NAMES, type StreamName } from '../src/streams/definitions.ts';
+import {
+  chooseByConnectionName,
+  chooseConnection,
+  ConnectionChoiceError,
+  deploymentSecrets,
+  loadDeployment,
+  mirrorPaths,
+  type Config,
+  type DeploymentConfig,
+} from '../src/config/index.ts';
+import { isStreamName, STREAM_NAMES, type StreamName } from '../src/streams/index.ts';
 import { maskInErrorLines } from './report-error.ts';
 import { UsageError } from './usage-error.ts';
 

@@ -2,8 +2,8 @@
  * Job: the changelog for `bizops-sync changes`, read from the mirror (a SQLite file or a PostgreSQL
  * schema; src/notify/changelog.ts).
  */
-// The changelog module itself, not src/notify/index.ts: a reader need not load the webhook sender.
-import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/changelog.ts';
+// The notify face: the changelog reader, without the webhook sender (src/notify/webhooks/).
+import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/index.ts';
 import { openExistingMirror } from './open-mirror.ts';
 
 /** Options of `changesJob`: an exclusive seq cursor, a type filter, and whether to tail. */

@@ -23,31 +23,25 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
-import type { Config, DeploymentConfig } from '../src/config/schema.ts';
-import { deploymentSecrets, maskUrlPassword } from '../src/config/load.ts';
-import { ApiClient, type ApiClientOptions } from '../src/client/client.ts';
-import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
-import { PRIORITIES, type RateBudget, type RateBudgetStats } from '../src/client/rate-budget.ts';
-import { rateBudgetKey, RedisRateBudget } from '../src/client/redis-rate-budget.ts';
-import { createLogger, type Logger } from '../src/logging/logger.ts';
-import { mirrorHealthCheck } from '../src/mirror/health.ts';
-import type { SqlConnection } from '../src/mirror/sql/executor.ts';
-import { MirrorStore, type AppendedChange } from '../src/mirror/store.ts';
-import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/index.ts';
-import { SyncEngine } from '../src/sync/engine.ts';
-import { connectProducer } from '../src/client/redis-connection.ts';
+import { deploymentSecrets, type Config, type DeploymentConfig } from '../src/config/index.ts';
+import {
+  ApiClient,
+  LocalRateBudget,
+  PRIORITIES,
+  rateBudgetKey,
+  RedisRateBudget,
+  connectProducer,
+  type ApiClientOptions,
+  type RateBudget,
+  type RateBudgetStats,
+} from '../src/client/index.ts';
+import { createLogger, maskUrlPassword, type Logger } from '../src/logging/index.ts';
+import { mirrorHealthCheck, MirrorStore, type SqlConnection, type AppendedChange } from '../src/mirror/index.ts';
+import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/webhooks/index.ts';
+import { SyncEngine } from '../src/sync/index.ts';
 // Types only: the write queue (BullMQ) and the webhook dispatcher are loaded when first asked for.
-import type {
-  EnqueueOptions,
-  EnqueueResult,
-  WriteIntake,
-  WriteKindName,
-  WritePayload,
-  WriteQueueLocation,
-  WriteRecord,
-  WriteWorkerHandle,
-  WriteWorkerOptions,
-} from '../src/writes/index.ts';
+import type { WriteKindName, WritePayload, WriteRecord } from '../src/writes/index.ts';
+import type { EnqueueOptions, EnqueueResult, WriteIntake, WriteQueueLocation, WriteWorkerHandle, WriteWorkerOptions } from '../src/writes/queue/index.ts';
 import { classifyMirrorError, MirrorDamagedError, openMirrorAt } from './open-mirror.ts';
 
 /** Hears the change rows a part of this process appended (the sync engine, the write worker). */
@@ -332,7 +326,10 @@ export async function openContext(config: Config, options: ContextOptions = {}):
   const close = () => cleanups.run();
   try {
     // The mirror first: a path, file or server that cannot be used fails before any other connection is opened.
-    const connection = await openMirrorAt(config.dbPath);
+    // PostgreSQL: a process paused inside a transaction has its session ended after a third of a
+    // lease, so the other replicas go on (src/mirror/sql/postgres.ts idleInTransactionTimeoutMs).
+    const idleInTransactionTimeoutMs = Math.round((config.sync.leaseSeconds * 1000) / 3);
+    const connection = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs });
     cleanups.add(() => connection.close());
     if (options.checkMirror && connection.dialect === 'sqlite') {
       let quickCheck: string;
@@ -353,7 +350,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
      */
     const partConnection = async (): Promise<SqlConnection> => {
       if (connection.dialect !== 'sqlite') return connection;
-      const own = await openMirrorAt(config.dbPath);
+      const own = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs });
       cleanups.add(() => own.close());
       return own;
     };
@@ -387,6 +384,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       overlapSeconds: config.sync.overlapSeconds,
       unsupportedProbeSeconds: config.sync.unsupportedProbeSeconds,
       leaseSeconds: config.sync.leaseSeconds,
+      databaseWaitSeconds: config.sync.databaseWaitSeconds,
       onChanges: notify,
     });
 
@@ -395,7 +393,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       if (!budgets.redis) {
         throw new Error(`the write queue needs Redis, and REDIS_URL (${maskUrlPassword(config.redisUrl)}) did not answer when this process started`);
       }
-      const { deploymentQueueName, handleWritesRequest, startWriteWorker, WriteIntake } = await import('../src/writes/index.ts');
+      const { deploymentQueueName, handleWritesRequest, startWriteWorker, WriteIntake } = await import('../src/writes/queue/index.ts');
       const queue: WriteQueueLocation = {
         redis: budgets.redis,
         queueName: options.redisKeys?.queueName ?? deploymentQueueName(config),
@@ -455,7 +453,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       },
       async webhookDispatcher(dispatcherOptions = {}) {
         if (config.webhooks.length === 0) return null;
-        const { WebhookDispatcher } = await import('../src/notify/index.ts');
+        const { WebhookDispatcher } = await import('../src/notify/webhooks/index.ts');
         // A delivery is bounded by the request deadline too (api.requestDeadlineSeconds), when it is the shorter.
         const timeoutMs = Math.min(15_000, Math.round(config.api.requestDeadlineSeconds * 1000));
         const dispatcher = new WebhookDispatcher({ connection: await partConnection(), endpoints: config.webhooks, logger, timeoutMs, ...dispatcherOptions });

@@ -20,18 +20,27 @@
  * context's parts, flush the log.
  */
 import type { ServerResponse } from 'node:http';
-import type { Config, DeploymentConfig } from '../src/config/schema.ts';
-import type { ApiClientOptions } from '../src/client/client.ts';
-import { startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from '../src/daemon/http-server.ts';
-import { DaemonMetrics, pageTrustSource, type ConnectionMetricsSources } from '../src/daemon/metrics.ts';
-import { LeaseKeeper } from '../src/daemon/lease-keeper.ts';
-import { LeasedWebhookDelivery } from '../src/daemon/leased-webhooks.ts';
-import { apiReadinessCheck, combineReadiness, probeBudget, ReadinessProbe } from '../src/daemon/readiness.ts';
-import { confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE } from '../src/mirror/leases.ts';
-import { StreamScheduler } from '../src/daemon/scheduler.ts';
-import type { Logger } from '../src/logging/logger.ts';
-import type { WebhookDispatcherOptions } from '../src/notify/index.ts';
-import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
+import type { Config, DeploymentConfig } from '../src/config/index.ts';
+import type { ApiClientOptions } from '../src/client/index.ts';
+import {
+  startDaemonHttpServer,
+  DaemonMetrics,
+  pageTrustSource,
+  LeaseKeeper,
+  LeasedWebhookDelivery,
+  apiReadinessCheck,
+  combineReadiness,
+  probeBudget,
+  ReadinessProbe,
+  StreamScheduler,
+  type FirstRoute,
+  type RunningHttpServer,
+  type ConnectionMetricsSources,
+} from '../src/daemon/index.ts';
+import { confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE } from '../src/mirror/index.ts';
+import type { Logger } from '../src/logging/index.ts';
+import type { WebhookDispatcherOptions } from '../src/notify/webhooks/index.ts';
+import { STREAMS, type StreamName } from '../src/streams/index.ts';
 import { deploymentLogger, mirrorLocation, openDeployment, Teardown, type Context, type ContextOptions, type WriteQueue } from './context.ts';
 
 /** How the daemon is started; everything else comes from the configuration. */

@@ -5,16 +5,13 @@
  */
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { configSchema } from '../src/config/schema.ts';
-import type { Logger } from '../src/logging/logger.ts';
-import type { SqlExecutor } from '../src/mirror/sql/executor.ts';
-import { isPostgresUrl, quoteIdentifier } from '../src/mirror/sql/postgres-location.ts';
-import { PostgresConnection } from '../src/mirror/sql/postgres.ts';
-import type { AppendedChange } from '../src/mirror/store.ts';
+import { configSchema } from '../src/config/index.ts';
+import type { Logger } from '../src/logging/index.ts';
+import { isPostgresUrl, quoteIdentifier, PostgresConnection, type SqlExecutor, type AppendedChange } from '../src/mirror/index.ts';
 import { readChanges } from '../src/notify/index.ts';
 import { startSimulator } from '@bizops-sync/simulator';
-import { STREAM_NAMES, STREAMS } from '../src/streams/definitions.ts';
-import type { RunProgress } from '../src/sync/engine.ts';
+import { STREAM_NAMES, STREAMS } from '../src/streams/index.ts';
+import type { RunProgress } from '../src/sync/index.ts';
 import { mirrorLocation, openContext } from './context.ts';
 import { runStreams } from './run-streams.ts';
 

@@ -8,13 +8,9 @@
  * URL with its password masked.
  */
 import { existsSync, statSync } from 'node:fs';
-import { ConfigError } from '../src/config/errors.ts';
-import { maskUrlPassword } from '../src/config/mask-url.ts';
-import { openMirrorConnection } from '../src/mirror/open.ts';
-import { postgresSchemaVersion } from '../src/mirror/postgres-migrate.ts';
-import type { SqlConnection } from '../src/mirror/sql/executor.ts';
-import { isPostgresUrl } from '../src/mirror/sql/postgres-location.ts';
-import { PostgresConnection } from '../src/mirror/sql/postgres.ts';
+import { ConfigError } from '../src/config/index.ts';
+import { maskUrlPassword } from '../src/logging/index.ts';
+import { openMirrorConnection, postgresSchemaVersion, isPostgresUrl, PostgresConnection, type SqlConnection } from '../src/mirror/index.ts';
 import { MirrorDamagedError, MirrorMissingError } from './mirror-errors.ts';
 
 export { MirrorDamagedError, MirrorMissingError } from './mirror-errors.ts';
@@ -37,8 +33,8 @@ export function mirrorLocation(dbPath: string): string {
  *   `cannot connect to the PostgreSQL mirror at <URL, password masked>: <reason>`.
  * Other errors (a mirror written by a newer bizops-sync, a stream table that disagrees) pass as they are.
  */
-export async function openMirrorAt(dbPath: string, options: { readonly?: boolean } = {}): Promise<SqlConnection> {
-  if (isPostgresUrl(dbPath)) return openMirrorConnection(dbPath, { readonly: options.readonly ?? false });
+export async function openMirrorAt(dbPath: string, options: { readonly?: boolean; idleInTransactionTimeoutMs?: number } = {}): Promise<SqlConnection> {
+  if (isPostgresUrl(dbPath)) return openMirrorConnection(dbPath, { readonly: options.readonly ?? false, idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs });
   if (dbPath !== ':memory:' && existsSync(dbPath) && statSync(dbPath).isDirectory()) {
     throw new ConfigError(`BIZOPS_DB (dbPath): ${dbPath} is a directory; give the path of the mirror's file, e.g. ${dbPath.replace(/\/+$/, '')}/mirror.db`);
   }

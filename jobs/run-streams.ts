@@ -3,10 +3,10 @@
  * (the `backfill` and `sync` commands, and the demo).
  * Wiring only: the engine does the work.
  */
-import type { Config, DeploymentConfig } from '../src/config/schema.ts';
-import type { Logger } from '../src/logging/logger.ts';
-import type { StreamName } from '../src/streams/definitions.ts';
-import type { RunOptions, RunProgress, RunReason, RunResult } from '../src/sync/engine.ts';
+import type { Config, DeploymentConfig } from '../src/config/index.ts';
+import type { Logger } from '../src/logging/index.ts';
+import type { StreamName } from '../src/streams/index.ts';
+import type { RunOptions, RunProgress, RunReason, RunResult } from '../src/sync/index.ts';
 import { openDeployment, type Context } from './context.ts';
 
 /**

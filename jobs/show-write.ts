@@ -2,7 +2,7 @@
  * Job: one write as stored (the `write ID` command). Reads the mirror only, like `status`: it loads
  * the mirror and the writes table, nothing of the queue or the API client.
  */
-import { WriteStore, type WriteRecord } from '../src/writes/store.ts';
+import { WriteStore, type WriteRecord } from '../src/writes/index.ts';
 import { mirrorExists, openMirrorAt } from './open-mirror.ts';
 
 /** `bizops-sync write ID`: one write as stored, or undefined (also when there is no mirror yet). */

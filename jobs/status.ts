@@ -4,14 +4,19 @@
  * SQLite (schema version `PRAGMA user_version`, health `PRAGMA quick_check`) and PostgreSQL (schema
  * version from `schema_version`, health: every table of the mirror present in its schema).
  */
-import { Leases, type LeaseState } from '../src/mirror/leases.ts';
-import { MIGRATIONS } from '../src/mirror/migrations/index.ts';
-import { mirrorHealthCheck, mirrorSchemaVersion } from '../src/mirror/health.ts';
-import { RecordClockStore } from '../src/mirror/record-clock.ts';
-import { RejectedRecords } from '../src/mirror/rejected-records.ts';
-import { MirrorStore, type ScanOutcome } from '../src/mirror/store.ts';
-import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
-import { WriteStore } from '../src/writes/store.ts';
+import {
+  Leases,
+  MIGRATIONS,
+  mirrorHealthCheck,
+  mirrorSchemaVersion,
+  RecordClockStore,
+  RejectedRecords,
+  MirrorStore,
+  type LeaseState,
+  type ScanOutcome,
+} from '../src/mirror/index.ts';
+import { STREAMS, type StreamName } from '../src/streams/index.ts';
+import { WriteStore } from '../src/writes/index.ts';
 import { MirrorDamagedError, MirrorNeedsMigrationError } from './mirror-errors.ts';
 import { classifyMirrorError, mirrorLocation, openExistingMirror } from './open-mirror.ts';
 

@@ -2,7 +2,7 @@
  * Jobs of webhook administration (the `webhooks list|attempts|send-test|replay|enable` commands). Wiring only:
  * src/notify/webhooks/admin.ts does the work, on the mirror (file or PostgreSQL schema) while the daemon runs.
  */
-import type { Config, WebhookEndpointConfig } from '../src/config/schema.ts';
+import type { Config, WebhookEndpointConfig } from '../src/config/index.ts';
 import {
   enableWebhookEndpoint,
   listEventAttempts,
@@ -16,8 +16,8 @@ import {
   type TestEventResult,
   type WebhookAttempt,
   type WebhookEndpointListing,
-} from '../src/notify/index.ts';
-import type { SqlConnection } from '../src/mirror/sql/executor.ts';
+} from '../src/notify/webhooks/index.ts';
+import type { SqlConnection } from '../src/mirror/index.ts';
 import { openExistingMirror } from './open-mirror.ts';
 
 const NO_MIRROR_HINT = 'start `bizops-sync daemon` (or run `bizops-sync backfill`) first';

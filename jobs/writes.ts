@@ -2,9 +2,9 @@
  * Jobs of the write queue (the `enqueue` and `worker` commands). Wiring only: the intake and the
  * worker of src/writes do the work. `write ID` only reads the mirror: jobs/show-write.ts.
  */
-import type { Config } from '../src/config/schema.ts';
-import type { Logger } from '../src/logging/logger.ts';
-import type { EnqueueOptions, EnqueueResult } from '../src/writes/index.ts';
+import type { Config } from '../src/config/index.ts';
+import type { Logger } from '../src/logging/index.ts';
+import type { EnqueueOptions, EnqueueResult } from '../src/writes/queue/index.ts';
 import { openContext, type ContextOptions } from './context.ts';
 
 /**

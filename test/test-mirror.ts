@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { maskUrlPassword } from '../src/config/mask-url.ts';
+import { maskUrlPassword } from '../src/logging/mask-url.ts';
 
 /** The back end of this test run's mirrors. */
 export const TEST_MIRROR_BACKEND: 'sqlite' | 'postgres' = process.env.BIZOPS_TEST_MIRROR === 'postgres' ? 'postgres' : 'sqlite';

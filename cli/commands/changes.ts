@@ -4,7 +4,7 @@
  * nothing of the worker (HTTP client, Redis, queues, metrics; docs/mirror.md "Reading the mirror downstream").
  */
 import type { Command } from 'commander';
-import type { ChangeEvent } from '../../src/notify/changelog.ts';
+import type { ChangeEvent } from '../../src/notify/index.ts';
 import { writeLines } from '../line-writer.ts';
 import { UsageError } from '../usage-error.ts';
 import { CONNECTION_OPTION_HELP, mirrorPath, shutdownOnSignals } from '../shared.ts';
@@ -21,7 +21,7 @@ export function registerChangesCommand(program: Command): void {
     .addHelpText('after', '\nA consumer that remembers the last seq it processed resumes exactly: bizops-sync changes --since 1234 --follow')
     .action(async (options: { since: string; follow?: boolean; type?: string[]; db?: string; connection?: string }) => {
       if (!/^\d+$/.test(options.since)) throw new UsageError(`--since: must be a whole number (a changelog seq), got "${options.since}"`);
-      const [{ changesJob }, { formatChangeLine }] = await Promise.all([import('../../jobs/changes.ts'), import('../../src/notify/changelog.ts')]);
+      const [{ changesJob }, { formatChangeLine }] = await Promise.all([import('../../jobs/changes.ts'), import('../../src/notify/index.ts')]);
       const shutdown = options.follow ? shutdownOnSignals() : undefined;
       try {
         const events = changesJob(mirrorPath(options.db, options.connection), { sinceSeq: Number(options.since), types: options.type, follow: options.follow, signal: shutdown?.signal });

@@ -5,10 +5,9 @@
  * Exit 0 when valid; a bad value is one line naming the key and the rule, exit 2.
  */
 import type { Command } from 'commander';
-import type { Config, DeploymentConfig } from '../../src/config/schema.ts';
-import { ConfigError, maskDeployment } from '../../src/config/load.ts';
-// The filter alone, not src/notify/index.ts: checking patterns needs no webhook sender.
-import { compileEventFilter } from '../../src/notify/event-filter.ts';
+import { ConfigError, maskDeployment, type Config, type DeploymentConfig } from '../../src/config/index.ts';
+// The notify face holds the filter without the webhook sender (src/notify/webhooks/): checking patterns needs none.
+import { compileEventFilter } from '../../src/notify/index.ts';
 import { deploymentFromEnvironment } from '../shared.ts';
 
 export function registerConfigCommands(program: Command): void {

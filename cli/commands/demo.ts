@@ -14,7 +14,7 @@ export function registerDemoCommand(program: Command): void {
       requireSimulatorInstalled('demo');
       const [{ runDemo }, { createLogger }, { createProgressReporter }] = await Promise.all([
         import('../../jobs/demo.ts'),
-        import('../../src/logging/logger.ts'),
+        import('../../src/logging/index.ts'),
         import('../progress.ts'),
       ]);
       const logger = createLogger({ level: process.env.BIZOPS_LOG_LEVEL ?? 'warn' });

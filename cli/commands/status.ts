@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { MirrorStatus } from '../../jobs/status.ts';
 import { MirrorMissingError } from '../../jobs/mirror-errors.ts';
-import { mirrorPaths } from '../../src/config/load.ts';
+import { mirrorPaths } from '../../src/config/index.ts';
 import { mirrorPath } from '../shared.ts';
 
 export function registerStatusCommand(program: Command): void {

@@ -3,8 +3,8 @@
  * (one incremental pass). The job and its parts are loaded when the command runs.
  */
 import type { Command } from 'commander';
-import { STREAM_NAMES } from '../../src/streams/definitions.ts';
-import type { RunReason, RunResult } from '../../src/sync/engine.ts';
+import { STREAM_NAMES } from '../../src/streams/index.ts';
+import type { RunReason, RunResult } from '../../src/sync/index.ts';
 import { CONNECTION_OPTION_HELP, deploymentFromEnvironment, exitCodeForSignal, selectConnections, selectStreams, shutdownOnSignals } from '../shared.ts';
 
 const COMMANDS: readonly { reason: RunReason; description: string }[] = [

@@ -14,8 +14,8 @@
  */
 import type { Command } from 'commander';
 import { MirrorMissingError } from '../../jobs/mirror-errors.ts';
-import type { Config, WebhookEndpointConfig } from '../../src/config/schema.ts';
-import type { WebhookAttempt, WebhookEndpointListing } from '../../src/notify/index.ts';
+import type { Config, WebhookEndpointConfig } from '../../src/config/index.ts';
+import type { WebhookAttempt, WebhookEndpointListing } from '../../src/notify/webhooks/index.ts';
 import { UsageError } from '../usage-error.ts';
 import { CONNECTION_OPTION_HELP, configFromEnvironment } from '../shared.ts';
 import { checkBeyondSchema } from './config.ts';
@@ -159,7 +159,7 @@ export function registerWebhookCommands(program: Command): void {
 
 /** The webhook jobs, and the URL masking of the listings, loaded when a command runs. */
 async function webhookJobs() {
-  const [jobs, { safeUrl }] = await Promise.all([import('../../jobs/webhooks.ts'), import('../../src/notify/index.ts')]);
+  const [jobs, { safeUrl }] = await Promise.all([import('../../jobs/webhooks.ts'), import('../../src/notify/webhooks/index.ts')]);
   return { ...jobs, safeUrl };
 }
 

@@ -15,13 +15,12 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ContextOptions } from '../../jobs/context.ts';
-import { maskUrlPassword } from '../../src/config/mask-url.ts';
-import type { Config } from '../../src/config/schema.ts';
-import type { Logger } from '../../src/logging/logger.ts';
-import { WriteValidationError } from '../../src/writes/errors.ts';
-import type { EnqueueResult } from '../../src/writes/index.ts';
-// The kinds alone (their names and summaries for the help), not src/writes/index.ts with the queue.
+import { maskUrlPassword, type Logger } from '../../src/logging/index.ts';
+import type { Config } from '../../src/config/index.ts';
+import { WriteValidationError } from '../../src/writes/index.ts';
+// The kinds (their names and summaries for the help), without the queue (src/writes/queue/).
 import { WRITE_KIND_NAMES, WRITE_KINDS } from '../../src/writes/kinds/index.ts';
+import type { EnqueueResult } from '../../src/writes/queue/index.ts';
 import { CONNECTION_OPTION_HELP, configFromEnvironment, connectionFromEnvironment } from '../shared.ts';
 import { UsageError } from '../usage-error.ts';
 

@@ -113,6 +113,8 @@ export interface ListOptions<T> {
    * is still refused (docs/sync.md "Invalid records").
    */
   invalidItems?: 'throw' | 'collect';
+  /** This request's own hooks, after the client's layers (hooks.ts), e.g. a lease check right before it leaves. */
+  hooks?: RequestHooks;
 }
 
 /** Counters of requests sent, for `status` output and benchmarks. */
@@ -279,6 +281,7 @@ export class ApiClient {
       retry: 'safe',
       token: options.token,
       signal: options.signal,
+      hooks: options.hooks,
     });
     const rawItems = response.content[options.itemsKey] as unknown[];
     const items: T[] = [];

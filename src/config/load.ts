@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, ConnectionChoiceError } from './errors.ts';
-import { maskUrlPassword } from './mask-url.ts';
+import { maskUrlPassword } from '../logging/mask-url.ts';
 import { isOtherUrl, isPostgresUrl, parsePostgresLocation } from '../mirror/sql/postgres-location.ts';
 import { configErrorMap } from './issue-wording.ts';
 import { CONNECTION_NAME, configSchema, PER_CONNECTION_KEYS, PROCESS_WIDE_KEYS, type Config, type DeploymentConfig } from './schema.ts';
@@ -15,7 +15,6 @@ import { describeUnknownKey, findUnknownKey, nearestKey } from './unknown-keys.t
 
 // The errors live apart (no zod) so that the CLI's error reporting can name them without loading the schema.
 export { ConfigError, ConnectionChoiceError } from './errors.ts';
-export { maskUrlPassword } from './mask-url.ts';
 
 const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
 
@@ -334,6 +333,7 @@ const ENV_FOR_KEY: Record<string, string> = {
   'sync.schedule': 'BIZOPS_SCHEDULE',
   'sync.unsupportedProbeSeconds': 'BIZOPS_UNSUPPORTED_PROBE_SECONDS',
   'sync.leaseSeconds': 'BIZOPS_LEASE_SECONDS',
+  'sync.databaseWaitSeconds': 'BIZOPS_DATABASE_WAIT_SECONDS',
   'api.requestDeadlineSeconds': 'BIZOPS_REQUEST_DEADLINE_SECONDS',
   'rateLimit.redisWaitSeconds': 'BIZOPS_REDIS_WAIT_SECONDS',
   'writes.sweepSeconds': 'BIZOPS_WRITES_SWEEP_SECONDS',
@@ -410,6 +410,10 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_LEASE_SECONDS) {
     const raw = env.BIZOPS_LEASE_SECONDS.trim();
     set('sync.leaseSeconds', 'BIZOPS_LEASE_SECONDS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
+  }
+  if (env.BIZOPS_DATABASE_WAIT_SECONDS) {
+    const raw = env.BIZOPS_DATABASE_WAIT_SECONDS.trim();
+    set('sync.databaseWaitSeconds', 'BIZOPS_DATABASE_WAIT_SECONDS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
   }
   if (env.BIZOPS_REQUEST_DEADLINE_SECONDS) {
     const raw = env.BIZOPS_REQUEST_DEADLINE_SECONDS.trim();

@@ -203,6 +203,12 @@ export const configSchema = z.object({
        * streams and webhooks within about this long. Renewed every third of it. Default 30.
        */
       leaseSeconds: z.number().positive().max(3600).default(30),
+      /**
+       * How long a run waits for the mirror's database when it is away (a PostgreSQL restart or
+       * failover), seconds, before it fails; it then goes on from its checkpoint (docs/sync.md
+       * "When the database goes away"). 0: no wait. Default 60.
+       */
+      databaseWaitSeconds: z.number().min(0).max(3600).default(60),
       /** Streams to run. Default: every registered stream. */
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
     })

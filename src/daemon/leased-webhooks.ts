@@ -15,7 +15,7 @@
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { leaseKnownValid, type HeldLease } from '../mirror/leases.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
-import type { WebhookDispatcher } from '../notify/index.ts';
+import type { WebhookDispatcher } from '../notify/webhooks/index.ts';
 import type { WebhookEndpointStats } from '../notify/webhooks/dispatcher.ts';
 
 /** Construction options of LeasedWebhookDelivery. */

@@ -7,9 +7,22 @@
  * or an interactive terminal gives one readable line per event instead. Level from `BIZOPS_LOG_LEVEL`
  * (default `info`).
  */
-import { pino, type Logger, type DestinationStream } from 'pino';
+import { createRequire } from 'node:module';
+import type { Logger, DestinationStream } from 'pino';
 import { maskSecrets } from './mask.ts';
 import { logSettingsFromEnvironment } from './settings.ts';
+
+type Pino = typeof import('pino');
+let loadedPino: Pino['pino'] | undefined;
+
+/**
+ * pino, loaded when the first logger is made rather than when this module is: the logging face
+ * (src/logging/index.ts) is imported by commands that never log (`status`, the CLI's error line),
+ * and pino's modules cost them about 15 ms of start-up (docs/operations.md "Start-up").
+ */
+function loadPino(): Pino['pino'] {
+  return (loadedPino ??= (createRequire(import.meta.url)('pino') as Pino).pino);
+}
 
 export type { Logger };
 
@@ -60,20 +73,20 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const fromEnvironment = logSettingsFromEnvironment();
   const level = options.level ?? fromEnvironment.level ?? 'info';
   const pretty = options.pretty ?? (fromEnvironment.format === 'pretty' || (fromEnvironment.format !== 'json' && process.stderr.isTTY === true));
-  const sink = options.destination ?? pino.destination({ fd: 2, sync: true });
+  const sink = options.destination ?? loadPino().destination({ fd: 2, sync: true });
   const destination: DestinationStream = {
     write(line: string) {
       const clean = maskSecrets(line, secrets);
       sink.write(pretty ? prettyLine(clean) : clean);
     },
   };
-  return pino(
+  return loadPino()(
     {
       level,
       base: undefined,
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       formatters: { level: (label) => ({ level: label }) },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: loadPino().stdTimeFunctions.isoTime,
     },
     destination,
   );
@@ -94,5 +107,19 @@ function prettyLine(line: string): string {
   }
 }
 
-/** A logger that writes nothing, for library callers who pass none. */
-export const silentLogger: Logger = pino({ level: 'silent' });
+let silent: Logger | undefined;
+
+/**
+ * A logger that writes nothing, for library callers who pass none. A pino logger made on first use
+ * (pino is loaded then, as for `createLogger`): every property read and write goes to it.
+ */
+export const silentLogger: Logger = new Proxy({} as Logger, {
+  get(_target, property) {
+    const logger = (silent ??= loadPino()({ level: 'silent' }));
+    const value: unknown = Reflect.get(logger, property, logger);
+    return typeof value === 'function' ? value.bind(logger) : value;
+  },
+  set(_target, property, value) {
+    return Reflect.set((silent ??= loadPino()({ level: 'silent' })), property, value);
+  },
+});

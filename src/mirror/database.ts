@@ -8,7 +8,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 import { STREAM_LIST } from '../streams/definitions.ts';
-import { maskUrlPassword } from '../config/mask-url.ts';
+import { maskUrlPassword } from '../logging/mask-url.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import { isPostgresUrl } from './sql/postgres-location.ts';
 import { prepareStreamTables } from './stream-tables.ts';

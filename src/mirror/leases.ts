@@ -21,7 +21,9 @@
  *   cannot be fenced once it has left) asks `leaseKnownValid`: the lease's known expiry, carried to
  *   this process's monotonic clock from the moment its last renewal was sent (module
  *   `knownDeadlines` below), so a process paused (SIGSTOP, a VM stall) past its lease knows it
- *   lapsed the moment it runs again, before any round trip.
+ *   lapsed the moment it runs again, before any round trip. `leaseTimeLeftMs` says how long is left,
+ *   and `Leases.ensureHeld` renews a lease with little left before such an action (a stream's page
+ *   request) and refuses one another holder took.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -114,8 +116,28 @@ export function leaseKnownValid(lease: HeldLease, nowMs: number = performance.no
   return deadline !== undefined && nowMs < deadline;
 }
 
+/**
+ * How long `lease` is still known to be unexpired, ms (0 when `leaseKnownValid` is false): what is
+ * left of its known expiry by this process's monotonic clock.
+ * @param nowMs `performance.now()` (tests)
+ */
+export function leaseTimeLeftMs(lease: HeldLease, nowMs: number = performance.now()): number {
+  const deadline = knownDeadlines.get(deadlineKey(lease));
+  return deadline === undefined ? 0 : Math.max(0, deadline - nowMs);
+}
+
 function noteRenewal(lease: HeldLease, sentAtMs: number, seconds: number): void {
-  knownDeadlines.set(deadlineKey(lease), sentAtMs + seconds * 1000);
+  knownDeadlines.set(deadlineKey(lease), Math.max(knownDeadlines.get(deadlineKey(lease)) ?? 0, sentAtMs + seconds * 1000));
+}
+
+/**
+ * Records that a transaction which confirmed `lease` for `seconds` (`confirmLease` inside it) has
+ * COMMITTED: its renewal now counts for `leaseKnownValid`, from `sentAtMs` (`performance.now()`
+ * read before the transaction began). Call only after the commit (a rolled-back renewal renewed
+ * nothing). Never shortens what an earlier renewal gave.
+ */
+export function noteLeaseConfirmed(lease: HeldLease, sentAtMs: number, seconds: number): void {
+  noteRenewal(lease, sentAtMs, seconds);
 }
 
 /**
@@ -189,6 +211,19 @@ export class Leases {
    */
   renew(lease: HeldLease): Promise<void> {
     return confirmLease(this.executor, lease, this.seconds);
+  }
+
+  /**
+   * Makes sure this process holds `lease` for at least `minimumMs` more by its own clock
+   * (`leaseTimeLeftMs`) before an action that must not happen without it (an API request of a
+   * stream's run): when less is left (the renewal timer fell behind, the process was paused),
+   * renews it first, one statement. Nothing is sent when enough is left.
+   * @param minimumMs default a third of the lease: a holder whose timer renews every third has more
+   * @throws LeaseLostError when another holder took it over (or it was released): do not act
+   */
+  async ensureHeld(lease: HeldLease, minimumMs = (this.seconds * 1000) / 3): Promise<void> {
+    if (leaseTimeLeftMs(lease) > minimumMs) return;
+    await this.renew(lease);
   }
 
   /**

@@ -24,6 +24,11 @@ export interface OpenMirrorConnectionOptions {
   readonly?: boolean;
   /** The streams whose tables must be in place. Default: every registered stream (src/streams/definitions.ts). */
   streams?: readonly StreamDefinition[];
+  /**
+   * PostgreSQL: `idle_in_transaction_session_timeout` of the pool's connections, ms (src/mirror/sql/postgres.ts
+   * `PostgresConnectionOptions`); the commands and the daemon give a third of `sync.leaseSeconds`.
+   */
+  idleInTransactionTimeoutMs?: number;
 }
 
 /**
@@ -36,7 +41,7 @@ export interface OpenMirrorConnectionOptions {
  */
 export async function openMirrorConnection(location: string, options: OpenMirrorConnectionOptions = {}): Promise<SqlConnection> {
   if (!isPostgresUrl(location)) return sqliteConnection(openMirror(location, options));
-  const connection = await openPostgresConnection(location, { readonly: options.readonly ?? false });
+  const connection = await openPostgresConnection(location, { readonly: options.readonly ?? false, idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs });
   if (options.readonly) return connection;
   try {
     await migratePostgres(connection);

@@ -15,7 +15,7 @@
  * TEXT -> text, INTEGER -> bigint, REAL -> double precision, as in the migrations), and named back
  * the same way in messages (another type shows as its own name: INT4).
  */
-import type { MirrorDatabase } from './database.ts';
+import type Database from 'better-sqlite3';
 import { POSTGRES_TYPE_NAMES, STORED_TYPE } from './sql/column-types.ts';
 import type { SqlDialect, SqlExecutor } from './sql/executor.ts';
 import type { ColumnDefinition, ColumnType, StreamDefinition } from '../streams/define-stream.ts';
@@ -128,7 +128,7 @@ function outcome(plan: StreamTablePlan): string {
 }
 
 /** The stream table's columns in a SQLite file (`PRAGMA table_info`). */
-function sqliteColumns(db: MirrorDatabase, table: string): ExistingColumn[] {
+function sqliteColumns(db: Database.Database, table: string): ExistingColumn[] {
   const rows = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string; type: string; notnull: number; pk: number }[];
   return rows.map((row) => ({ name: row.name, type: row.type.toUpperCase(), notNull: row.notnull === 1, primaryKey: row.pk > 0 }));
 }
@@ -139,7 +139,7 @@ function sqliteColumns(db: MirrorDatabase, table: string): ExistingColumn[] {
  * @returns what it did, for the log: `created`, `added <columns>` or `unchanged`
  * @throws Error `mirror table <table>: column <column> ...` when the table disagrees with the definition
  */
-function prepareStreamTable(db: MirrorDatabase, stream: StreamDefinition): string {
+function prepareStreamTable(db: Database.Database, stream: StreamDefinition): string {
   const plan = planStreamTable(stream, sqliteColumns(db, stream.table), 'sqlite');
   for (const statement of plan.statements) db.exec(statement);
   return outcome(plan);
@@ -150,7 +150,7 @@ function prepareStreamTable(db: MirrorDatabase, stream: StreamDefinition): strin
  * place or not at all.
  * @throws Error naming the table and the column, as `prepareStreamTable`
  */
-export function prepareStreamTables(db: MirrorDatabase, streams: readonly StreamDefinition[]): void {
+export function prepareStreamTables(db: Database.Database, streams: readonly StreamDefinition[]): void {
   db.transaction(() => {
     for (const stream of streams) prepareStreamTable(db, stream);
   }).immediate();

@@ -40,10 +40,11 @@ import { NotFoundError } from '../client/errors.ts';
 import { LIST_PAGE_LIMIT, paginateByOffset, type Page, type PageStep } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
-import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
+import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
+import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import { RecordClockStore } from '../mirror/record-clock.ts';
 import { recordIdOf, RejectedRecords } from '../mirror/rejected-records.ts';
-import type { AppendedChange, MirrorStore, RunCheckpoint, ScanOutcome } from '../mirror/store.ts';
+import type { AppendedChange, MirrorStore, RunCheckpoint, ScanOutcome, SyncState } from '../mirror/store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { readAhead } from './read-ahead.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
@@ -149,6 +150,15 @@ export interface SyncEngineOptions {
    * short after them ends incomplete (a warning naming the bound). Default 20; an integer >= 1.
    */
   tieReReadRounds?: number;
+  /**
+   * How long a run waits for the mirror's database when it is away (a PostgreSQL restart or
+   * failover, sessions ended by an administrator), seconds (config `sync.databaseWaitSeconds`): each
+   * step that failed with `DatabaseUnavailableError` (taking the lease, a page's commit, the end of
+   * the run) is tried again until the database answers, then the run goes on from its checkpoint; a
+   * step still failing after this long fails the run (its checkpoint stands). Default 60; 0 does
+   * not wait. docs/sync.md "When the database goes away".
+   */
+  databaseWaitSeconds?: number;
 }
 
 /** Per-run options of `SyncEngine.run`. */
@@ -160,6 +170,9 @@ export interface RunOptions {
 }
 
 const SECOND_MS = 1000;
+
+/** Default of `SyncEngineOptions.databaseWaitSeconds` (config `sync.databaseWaitSeconds`). */
+export const DEFAULT_DATABASE_WAIT_SECONDS = 60;
 
 /** Default of `SyncEngineOptions.tieReReadRounds`. */
 const TIE_REREAD_ROUNDS = 20;
@@ -184,8 +197,11 @@ export class SyncEngine {
   private readonly leases: Leases;
   /** The lease of each stream this engine is running now (null while it is being taken): one run per stream per engine. */
   private readonly running = new Map<StreamName, HeldLease | null>();
+  /** The abort signal of each stream's run in progress (waits for the database end with it). */
+  private readonly signals = new Map<StreamName, AbortSignal | undefined>();
   private readonly rejectedRecords: RejectedRecords;
   private readonly tieReReadRounds: number;
+  private readonly databaseWaitMs: number;
 
   /** @throws RangeError when `tieReReadRounds` is not an integer >= 1 */
   constructor(options: SyncEngineOptions) {
@@ -200,6 +216,29 @@ export class SyncEngine {
     this.overlapMs = (options.overlapSeconds ?? 120) * SECOND_MS;
     this.leaseHolder = options.leaseHolder ?? PROCESS_LEASE_HOLDER;
     this.leases = new Leases(options.store.executor, options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
+    this.databaseWaitMs = (options.databaseWaitSeconds ?? DEFAULT_DATABASE_WAIT_SECONDS) * SECOND_MS;
+  }
+
+  /**
+   * Runs `step` (statements on the mirror, or a transaction), trying it again while the database is
+   * away, for at most `databaseWaitSeconds` (src/mirror/sql/wait-for-database.ts). Only for steps
+   * that may run twice: a transaction cut off at its COMMIT may have committed.
+   * @throws the last DatabaseUnavailableError after the wait; any other error of `step` at once
+   */
+  private database<T>(stream: StreamName, step: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    let warned = false;
+    return whileDatabaseAway(step, {
+      waitMs: this.databaseWaitMs,
+      signal,
+      onWait: (error) => {
+        if (warned) return;
+        warned = true;
+        this.logger.warn(
+          { stream, err: { message: error.message }, waitSeconds: this.databaseWaitMs / SECOND_MS },
+          "the mirror's database is unavailable; waiting for it, then the run goes on from its checkpoint",
+        );
+      },
+    });
   }
 
   /**
@@ -214,7 +253,12 @@ export class SyncEngine {
    */
   async run(streamName: StreamName | string, reason: RunReason, options: RunOptions = {}): Promise<RunResult> {
     const stream = streamByName(streamName);
-    const seen = await this.store.readSyncState(stream.name);
+    let seen: SyncState;
+    try {
+      seen = await this.database(stream.name, () => this.store.readSyncState(stream.name), options.signal);
+    } catch (error) {
+      return this.failedBeforeStart(stream, reason, error as Error);
+    }
     let wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || seen.cursor === null;
     const result: RunResult = {
       stream: stream.name,
@@ -238,14 +282,16 @@ export class SyncEngine {
     if (!this.running.has(stream.name)) {
       this.running.set(stream.name, null); // claimed before the first await: a second run of it here is busy
       try {
-        acquired = await this.leases.acquire(streamLeaseName(stream.name), this.leaseHolder);
+        acquired = await this.database(stream.name, () => this.leases.acquire(streamLeaseName(stream.name), this.leaseHolder), options.signal);
+      } catch (error) {
+        return this.failedBeforeStart(stream, reason, error as Error);
       } finally {
         if (!acquired) this.running.delete(stream.name);
       }
     }
     if (!acquired) {
       result.status = 'busy';
-      const held = await this.leases.state(streamLeaseName(stream.name));
+      const held = await this.leases.state(streamLeaseName(stream.name)).catch(() => undefined);
       result.heldBy = { holder: held?.holder ?? null, expiresAt: held?.expiresAt ?? null };
       this.logger.info({ stream: stream.name, ...result.heldBy }, 'another process (or run) holds this stream\'s lease; skipped');
       return result;
@@ -254,11 +300,12 @@ export class SyncEngine {
       this.logger.info({ stream: stream.name, previousHolder: acquired.previousHolder, fence: acquired.lease.fence }, 'took over the stream\'s lease: its holder stopped renewing it');
     }
     this.running.set(stream.name, acquired.lease);
+    this.signals.set(stream.name, options.signal);
     const renewal = this.keepLeaseWhileRunning(stream.name, acquired.lease);
     try {
       // Read again under the lease: the previous holder may have committed more since (a replica
       // taking over a dead daemon's stream resumes from its last committed checkpoint).
-      const state = await this.store.readSyncState(stream.name);
+      const state = await this.database(stream.name, () => this.store.readSyncState(stream.name), options.signal);
       wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
       result.mode = wantComplete ? 'complete' : 'incremental';
       let run = state.run;
@@ -266,7 +313,8 @@ export class SyncEngine {
         result.resumed = true;
         this.logger.info({ stream: stream.name, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
       } else {
-        run = await this.newRun(stream, wantComplete ? 'complete' : 'incremental', reason, state.cursor, state.scanNumber);
+        const mode = wantComplete ? 'complete' : 'incremental';
+        run = await this.database(stream.name, () => this.newRun(stream, mode, reason, state.cursor, state.scanNumber), options.signal);
       }
       result.mode = run.mode;
       // The checkpoint is first saved with the first page: a run that fails before any page leaves
@@ -291,12 +339,14 @@ export class SyncEngine {
       } else {
         result.status = 'failed';
         result.error = err;
-        await this.store.updateSyncState(stream.name, { last_error: err.message, last_run_finished_at: new Date().toISOString() });
+        // Best effort: the database may be what failed.
+        await this.store.updateSyncState(stream.name, { last_error: err.message, last_run_finished_at: new Date().toISOString() }).catch(() => undefined);
         this.logger.error({ stream: stream.name, err: { message: err.message, name: err.name } }, 'run failed; its checkpoint stands');
       }
     } finally {
       clearInterval(renewal);
       this.running.delete(stream.name);
+      this.signals.delete(stream.name);
       // A lease this run took is given back; one the process held before (a daemon's) stays held.
       if (acquired.taken) {
         await this.leases.release(acquired.lease).catch((error: unknown) => {
@@ -316,17 +366,65 @@ export class SyncEngine {
   private fenced<T>(stream: StreamName, fn: (store: MirrorStore) => Promise<T>): Promise<T> {
     const lease = this.running.get(stream);
     if (!lease) return Promise.reject(new Error(`${stream}: no lease held for this run`));
-    return this.store.transaction(async (store) => {
-      try {
-        await confirmLease(store.executor, lease, this.leases.seconds);
-      } catch (error) {
-        if (error instanceof LeaseLostError) {
-          throw new LeaseLostError(lease, `${stream}: another process took over this stream's lease (fence ${lease.fence} is no longer current); stopping without writing`);
-        }
-        throw error;
+    return this.database(
+      stream,
+      async () => {
+        const sentAt = performance.now();
+        const result = await this.store.transaction(async (store) => {
+          try {
+            await confirmLease(store.executor, lease, this.leases.seconds);
+          } catch (error) {
+            if (error instanceof LeaseLostError) {
+              throw new LeaseLostError(lease, `${stream}: another process took over this stream's lease (fence ${lease.fence} is no longer current); stopping without writing`);
+            }
+            throw error;
+          }
+          return fn(store);
+        });
+        // Committed: the renewal inside it counts (leases.ts `leaseTimeLeftMs`).
+        noteLeaseConfirmed(lease, sentAt, this.leases.seconds);
+        return result;
+      },
+      this.signals.get(stream),
+    );
+  }
+
+  /**
+   * Makes sure the run still holds its stream's lease right before one of its requests leaves (a
+   * `beforeRequest` hook, after the rate budget's wait): with less than a third of the lease left by
+   * this process's clock (a paused process, a renewal timer that fell behind), renews it first.
+   * @throws LeaseLostError when another process took the stream over: the request is not sent
+   */
+  private async leaseBeforeRequest(stream: StreamName): Promise<void> {
+    const lease = this.running.get(stream);
+    if (!lease) throw new Error(`${stream}: no lease held for this run`);
+    try {
+      await this.database(stream, () => this.leases.ensureHeld(lease), this.signals.get(stream));
+    } catch (error) {
+      if (error instanceof LeaseLostError) {
+        throw new LeaseLostError(lease, `${stream}: another process took over this stream's lease (fence ${lease.fence} is no longer current); no request is sent`);
       }
-      return fn(store);
-    });
+      throw error;
+    }
+  }
+
+  /** The result of a run that failed before it took its lease (the database stayed away): nothing was written. */
+  private failedBeforeStart(stream: RegisteredStream, reason: RunReason, error: Error): RunResult {
+    this.logger.error({ stream: stream.name, err: { message: error.message, name: error.name } }, 'run failed before it started; nothing was written');
+    return {
+      stream: stream.name,
+      reason,
+      mode: 'incremental',
+      status: 'failed',
+      resumed: false,
+      pages: 0,
+      records: 0,
+      changes: 0,
+      tombstones: 0,
+      rejected: 0,
+      driftStepBacks: 0,
+      error,
+    };
   }
 
   /**
@@ -385,6 +483,7 @@ export class SyncEngine {
       priority,
       signal,
       invalidItems: 'collect',
+      hooks: { beforeRequest: () => this.leaseBeforeRequest(stream.name) },
       query: { ...request.filters, sortBy: request.sort.by, sortOrder: request.sort.order, updatedAfter: run.updatedAfter, createdBefore: run.createdBefore },
     });
   }
@@ -552,7 +651,8 @@ export class SyncEngine {
   /** Distinct ids the run listed: for a complete scan the rows it marked seen (exact across a resume), else the run's tally. */
   private async distinctIds(stream: RegisteredStream, run: RunCheckpoint): Promise<number> {
     if (run.mode === 'complete' && run.scanNumber !== undefined) {
-      return (await this.store.countSeenInScan(stream, run.scanNumber)) + (await this.rejectedRecords.countListedOutsideMirror(stream, run.startedAt));
+      const scanNumber = run.scanNumber;
+      return this.database(stream.name, async () => (await this.store.countSeenInScan(stream, scanNumber)) + (await this.rejectedRecords.countListedOutsideMirror(stream, run.startedAt)), this.signals.get(stream.name));
     }
     return run.distinctIds ?? 0;
   }

@@ -4,7 +4,7 @@
  * commit (its transaction rolled back).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { confirmLease, LeaseLostError, Leases } from '../../src/mirror/leases.ts';
+import { confirmLease, LeaseLostError, leaseKnownValid, Leases, leaseTimeLeftMs, noteLeaseConfirmed } from '../../src/mirror/leases.ts';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { waitFor } from '../helpers.ts';
@@ -67,6 +67,38 @@ describe.each(BACKENDS)('leases on $name', (backend) => {
     expect(await mine.release(old)).toBe(false);
     expect(await mine.acquire('webhooks', 'host-a:1:aa')).toBeUndefined();
     expect((await mine.state('webhooks'))!).toMatchObject({ holder: 'host-b:2:bb', fence: 2, free: false });
+  });
+
+  it('how long a lease surely lasts by this process\'s clock (leaseTimeLeftMs): a lease length from the last renewal sent; ensureHeld renews a short one, and refuses once another holder took it', async () => {
+    const [a, b] = await twoConnections();
+    const mine = new Leases(a, 30);
+    const theirs = new Leases(b, 30);
+    const lease = (await mine.acquire('webhooks', 'host-a:1:aa'))!.lease;
+    const left = leaseTimeLeftMs(lease);
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(30_000);
+    expect(leaseTimeLeftMs({ name: 'webhooks', holder: 'host-a:1:aa', fence: 7 })).toBe(0);
+    // As if this process had been paused past its lease: its clock says nothing is left.
+    const later = performance.now() + 30_001;
+    expect(leaseTimeLeftMs(lease, later)).toBe(0);
+    expect(leaseKnownValid(lease, later)).toBe(false);
+    // ensureHeld renews a lease with less than a third left (here: a lease of 30 s renewed as one of 90 s ago).
+    const short = new Leases(a, 90);
+    await short.ensureHeld(lease);
+    expect(leaseTimeLeftMs(lease)).toBeGreaterThan(60_000);
+    // Enough left: ensureHeld sends nothing (an expired row would be renewed by a renewal).
+    await expire(b, 'webhooks');
+    await mine.ensureHeld(lease);
+    expect((await theirs.state('webhooks'))!.free).toBe(true);
+    // Taken over meanwhile: with little left by our clock, ensureHeld asks, and refuses.
+    await theirs.acquire('webhooks', 'host-b:2:bb');
+    await expect(short.ensureHeld(lease, 90_000)).rejects.toBeInstanceOf(LeaseLostError);
+    expect(leaseTimeLeftMs(lease)).toBe(0);
+    // A commit that confirmed a lease counts once noted (the engine notes it after the commit).
+    const other = (await theirs.acquire('stream:deals', 'host-b:2:bb'))!.lease;
+    const before = leaseTimeLeftMs(other);
+    noteLeaseConfirmed(other, performance.now() + 5_000, 30);
+    expect(leaseTimeLeftMs(other)).toBeGreaterThan(before);
   });
 
   it('a lease expires by the database clock when its holder stops renewing it (a short lease, waited on)', async () => {

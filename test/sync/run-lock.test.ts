@@ -48,14 +48,18 @@ describe('the stream lease', () => {
     const { sim, context } = await fixtures.start({ size: { transactions: 350 } });
     const leases = new Leases(context.connection, 3600);
     let stolen: Promise<unknown> | undefined;
+    // Page 2's answer is held at the simulator until the takeover below has committed.
+    let takenOver: () => void = () => undefined;
+    sim.faults.inject({ kind: 'hold', until: new Promise<void>((resolve) => (takenOver = resolve)), match: { method: 'GET', path: '/transactions', query: { offset: '100' } } });
     const result = await context.engine.run('transactions', 'backfill', {
       onProgress: (progress) => {
-        // Our lease expired while we waited; another process took the stream over. Sent here
-        // (onProgress is not awaited), awaited below: on PostgreSQL it lands while the engine waits
-        // for the next page over HTTP, before that page's transaction confirms the fence.
+        // Our lease expired while we waited; another process took the stream over, while the
+        // engine waits for page 2 over HTTP, before that page's transaction confirms the fence.
         if (progress.pages === 1) {
           // One statement: what a takeover of the expired lease writes (the next fence, its holder).
-          stolen = context.connection.run("UPDATE leases SET holder = ?, fence = fence + 1, expires_at = '2999-01-01T00:00:00.000Z' WHERE name = ?", [OTHER, 'stream:transactions']);
+          stolen = context.connection
+            .run("UPDATE leases SET holder = ?, fence = fence + 1, expires_at = '2999-01-01T00:00:00.000Z' WHERE name = ?", [OTHER, 'stream:transactions'])
+            .finally(() => takenOver());
         }
       },
     });

@@ -7,8 +7,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { RejectedRecords } from '../../src/mirror/rejected-records.ts';
-import { MAX_TEXT_CHARACTERS, WRITE_KIND_NAMES, WriteIntake, WriteValidationError, type WriteKindName } from '../../src/writes/index.ts';
-import { validateWritePayload } from '../../src/writes/validation.ts';
+import { WriteValidationError, type WriteKindName } from '../../src/writes/index.ts';
+import { WRITE_KIND_NAMES } from '../../src/writes/kinds/index.ts';
+import { WriteIntake } from '../../src/writes/queue/index.ts';
+import { MAX_TEXT_CHARACTERS, validateWritePayload } from '../../src/writes/validation.ts';
 import { syncFixtures } from '../helpers.ts';
 import { REDIS_URL, writeTestBed } from './support.ts';
 

@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { handleWritesRequest } from '../../src/writes/index.ts';
+import { handleWritesRequest } from '../../src/writes/queue/index.ts';
 import { simulator, writeStack, writeTestBed, type WriteStack, type WriteTestBed } from './support.ts';
 
 const KEY = 'write-key-0123456789abcdef';

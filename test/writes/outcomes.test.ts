@@ -7,7 +7,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { STREAMS } from '../../src/streams/definitions.ts';
-import { IdempotencyConflictError, WriteIntake, WriteStore } from '../../src/writes/index.ts';
+import { IdempotencyConflictError, WriteStore } from '../../src/writes/index.ts';
+import { WriteIntake } from '../../src/writes/queue/index.ts';
 import { waitFor } from '../helpers.ts';
 import { simulator, writeStack, writeTestBed, REDIS_URL, type WriteStack, type WriteTestBed } from './support.ts';
 

@@ -9,7 +9,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator, SimulatorOptions } from '@bizops-sync/simulator';
-import { WriteIntake, type WriteRecord } from '../../src/writes/index.ts';
+import type { WriteRecord } from '../../src/writes/index.ts';
+import { WriteIntake } from '../../src/writes/queue/index.ts';
 import {
   simulator,
   spawnWorkerProcess,

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { WriteIntake } from '../../src/writes/index.ts';
+import { WriteIntake } from '../../src/writes/queue/index.ts';
 import { REDIS_URL, writeTestBed, type WriteTestBed } from './support.ts';
 
 let bed: WriteTestBed;

@@ -43,6 +43,11 @@ export type FaultKind =
   | { kind: 'lose-response-after-commit' }
   /** Delay the response by `ms` (on top of `latencyMs`). */
   | { kind: 'latency'; ms: number }
+  /**
+   * Hold the request until `until` settles, then answer it as usual (the handler runs then): a test's
+   * gate, to have something happen (a database stopped, a process paused) while a request is in flight.
+   */
+  | { kind: 'hold'; until: Promise<unknown> }
   /** Destroy the socket immediately, before reading or processing the request. */
   | { kind: 'refuse' }
   /** Answer normally but without a `Date` header (a proxy that strips it). The handler runs. */
@@ -158,6 +163,7 @@ export class FaultInjector {
       'invalid-record',
       'lose-response-after-commit',
       'latency',
+      'hold',
       'refuse',
       'slow-commit',
       'late-commit',
@@ -174,6 +180,7 @@ export class FaultInjector {
     if (fault.kind === 'status' && !(Number.isInteger(fault.status) && fault.status >= 100 && fault.status <= 599)) {
       throw new Error(`status fault needs an HTTP status 100..599, got ${String(fault.status)}`);
     }
+    if (fault.kind === 'hold' && !(fault.until instanceof Promise)) throw new Error('hold fault needs until, a Promise');
     if (fault.kind === 'truncate-list' && !(Number.isInteger(fault.atOffset) && fault.atOffset >= 0)) {
       throw new Error(`truncate-list fault needs atOffset, a non-negative integer, got ${String(fault.atOffset)}`);
     }

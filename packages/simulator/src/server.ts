@@ -238,6 +238,13 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
 
   const delay = dependencies.latencyMs + (fault?.kind === 'latency' ? fault.ms : 0);
   if (delay > 0) await sleep(delay);
+  if (fault?.kind === 'hold') {
+    // A test's gate: nothing is read from the world before it opens (the answer reflects that moment).
+    await fault.until.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
   if (fault?.kind === 'late-commit') {
     // Commit late, whatever the client does: `ms` after arrival, and after the next matching request's commit.
     const waitMs = entry.at + (fault.ms ?? 0) - Date.now();

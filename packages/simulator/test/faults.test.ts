@@ -37,6 +37,26 @@ describe('fault injection', () => {
     expect((await api(simulator, `/deals/${dealId}/close`, { method: 'POST', body: { status: 'OPEN' } })).status).toBe(200);
   });
 
+  it('hold: the matching request is answered only once the gate opens, with the world as it is then', async () => {
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    simulator.faults.inject({ kind: 'hold', until: gate, match: { path: '/deals', query: { offset: '0' } } });
+    let answered = false;
+    const held = api(simulator, '/deals?offset=0&limit=1&sortBy=createdAt&sortOrder=asc').then((response) => {
+      answered = true;
+      return response;
+    });
+    // Other requests pass meanwhile.
+    expect((await api(simulator, '/deals?offset=1&limit=1')).status).toBe(200);
+    expect(answered).toBe(false);
+    const first = simulator.world.deals[0]!;
+    simulator.world.updateDeal(first.id, { title: 'Changed while held' });
+    open();
+    const response = await held;
+    expect(response.status).toBe(200);
+    expect((response.body.content as { deals: { title: string }[] }).deals[0]!.title).toBe('Changed while held');
+  });
+
   it('rate-limit: 429 with the Retry-After header verbatim (seconds or HTTP date)', async () => {
     simulator.faults.inject({ kind: 'rate-limit', retryAfter: '2' });
     const seconds = await api(simulator, '/transactions');

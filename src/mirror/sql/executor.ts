@@ -76,6 +76,19 @@ export interface Listening {
 /** The channel of `changesAppended` notifications (payload: the mirror's schema). */
 export const CHANGES_CHANNEL = 'bizops_changes';
 
+/**
+ * The mirror's database does not answer, or the connection to it broke (PostgreSQL: refused,
+ * terminated by an administrator or a failover, shut down, starting up, a session ended by its
+ * `idle_in_transaction_session_timeout`). Transient: a transaction it interrupted rolled back (a
+ * COMMIT cut off may have committed), and the same work may be tried again once the database
+ * answers; the next statement takes a fresh connection. The sync engine waits for the database a
+ * bounded time (docs/sync.md "When the database goes away"). The message names the mirror (a
+ * PostgreSQL URL with its password masked) and the driver's reason.
+ */
+export class DatabaseUnavailableError extends Error {
+  override name = 'DatabaseUnavailableError';
+}
+
 /** A connection to the mirror: an executor that can be closed. */
 export interface SqlConnection extends SqlExecutor {
   /** Where the mirror lives, for messages: a file path, or a PostgreSQL URL with its password masked. */

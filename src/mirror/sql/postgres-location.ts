@@ -9,7 +9,7 @@
  * one database, each in its own schema (`?schema={connection}` in the configuration). Every other
  * query parameter (`sslmode`, `application_name`, ...) is the driver's (node-postgres).
  */
-import { maskUrlPassword } from '../../config/mask-url.ts';
+import { maskUrlPassword } from '../../logging/mask-url.ts';
 
 /** The schema of a mirror whose URL names none. */
 export const DEFAULT_POSTGRES_SCHEMA = 'bizops';

@@ -24,7 +24,7 @@
  *   appears in a message. A failing statement rejects with the driver's `DatabaseError`.
  */
 import pg from 'pg';
-import { CHANGES_CHANNEL, type Listening, type RunResult, type SqlConnection, type SqlExecutor, type SqlRow, type SqlValue } from './executor.ts';
+import { CHANGES_CHANNEL, DatabaseUnavailableError, type Listening, type RunResult, type SqlConnection, type SqlExecutor, type SqlRow, type SqlValue } from './executor.ts';
 import { parsePostgresLocation, quoteIdentifier } from './postgres-location.ts';
 import { listenOnPostgres } from './postgres-listen.ts';
 
@@ -127,16 +127,33 @@ export function numberPlaceholders(sql: string): string {
 /** Network error codes of a socket that could not connect or was cut. */
 const NETWORK_CODES = /^(ECONN|ETIMEDOUT|ENOTFOUND|EAI_|EPIPE|EHOSTUNREACH|ENETUNREACH)/;
 
+/**
+ * SQLSTATEs of a database that is away for now: 08 connection exception; 57P01 admin shutdown (also
+ * `pg_terminate_backend`), 57P02 crash shutdown, 57P03 cannot connect now (starting up); 25P03 a
+ * session ended by `idle_in_transaction_session_timeout`; 53300 too many connections.
+ */
+function transientCode(code: string): boolean {
+  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '25P03' || code === '53300';
+}
+
+/** The driver's words for a connection that is gone (no SQLSTATE: the socket closed). */
+const LOST_CONNECTION = /connection terminated|not queryable|connection error|terminating connection/i;
+
+/** True when `error` means the database is away for now (refused, cut, shutting down, starting up): worth trying again. */
+function isTransientError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error instanceof pg.DatabaseError) return transientCode(error.code ?? '');
+  const code = (error as NodeJS.ErrnoException).code;
+  return error instanceof AggregateError || (typeof code === 'string' && NETWORK_CODES.test(code)) || LOST_CONNECTION.test(error.message);
+}
+
 /** True for an error of a connection that could not be made or was lost (not of a statement). */
 function isConnectionError(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  if (error instanceof pg.DatabaseError) {
-    const code = error.code ?? '';
-    // 08: connection exception; 28: invalid authorization; 3D000: no such database; 57P0x: shutting down.
-    return code.startsWith('08') || code.startsWith('28') || code === '3D000' || code.startsWith('57P0');
-  }
-  const code = (error as NodeJS.ErrnoException).code;
-  return error instanceof AggregateError || (typeof code === 'string' && NETWORK_CODES.test(code)) || /connection terminated/i.test(error.message);
+  if (isTransientError(error)) return true;
+  if (!(error instanceof pg.DatabaseError)) return false;
+  // 28: invalid authorization; 3D000: no such database.
+  const code = error.code ?? '';
+  return code.startsWith('28') || code === '3D000';
 }
 
 /** What the two executors share: where the mirror is, and how to word an error. */
@@ -151,17 +168,54 @@ function withoutPassword(message: string, password: string): string {
 }
 
 /**
- * The error of a connection that could not be made: one line naming the masked URL, the driver's
- * reason (every address tried, for a refused connection) and the cause kept.
+ * The error of a connection that could not be made (`phase` `connect`) or broke under a statement
+ * (`lost`): one line naming the masked URL, the driver's reason (every address tried, for a refused
+ * connection) and the cause kept. A transient one (the database away for now) is a
+ * `DatabaseUnavailableError`: the work may be tried again.
  */
-export function connectionError(target: PostgresTarget, error: unknown): Error {
+export function connectionError(target: PostgresTarget, error: unknown, phase: 'connect' | 'lost' = 'connect'): Error {
   const reasons =
     error instanceof AggregateError && error.errors.length > 0
       ? [...new Set(error.errors.map((inner: unknown) => (inner instanceof Error ? inner.message : String(inner))))].join('; ')
       : error instanceof Error
         ? error.message || (error as NodeJS.ErrnoException).code || error.name
         : String(error);
-  return new Error(`cannot connect to the PostgreSQL mirror at ${target.location}: ${withoutPassword(reasons, target.password)}`, { cause: error });
+  const what = phase === 'connect' ? `cannot connect to the PostgreSQL mirror at ${target.location}` : `lost the connection to the PostgreSQL mirror at ${target.location}`;
+  const message = `${what}: ${withoutPassword(reasons, target.password)}`;
+  return isTransientError(error) ? new DatabaseUnavailableError(message, { cause: error }) : new Error(message, { cause: error });
+}
+
+/**
+ * A pooled client checked out of the pool, with an `error` listener for as long as it is out: the
+ * pool listens only to its idle clients, so a connection that breaks while checked out (its backend
+ * terminated between two statements of a transaction) would otherwise emit an unhandled `error`
+ * and end the process. The error is kept: the next statement fails with it (a
+ * `DatabaseUnavailableError`), and the client is destroyed at release instead of going back.
+ */
+class CheckedOutClient {
+  readonly client: pg.PoolClient;
+  /** The error the connection broke with while checked out, if it did. */
+  lost: Error | undefined;
+  readonly #onError = (error: Error): void => {
+    this.lost ??= error;
+  };
+
+  constructor(client: pg.PoolClient) {
+    this.client = client;
+    client.on('error', this.#onError);
+  }
+
+  /** Sends one query; a connection already lost fails at once with its error. */
+  query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
+    if (this.lost) return Promise.reject(this.lost);
+    return this.client.query(sql, parameters === undefined ? undefined : [...parameters]);
+  }
+
+  /** Gives the client back; `broken` (or a lost connection) destroys it instead. */
+  release(broken?: Error): void {
+    this.client.removeListener('error', this.#onError);
+    this.client.release(broken ?? this.lost);
+  }
 }
 
 /**
@@ -194,14 +248,14 @@ abstract class PostgresStatements {
 class PostgresTransaction extends PostgresStatements implements SqlExecutor {
   readonly dialect = 'postgres' as const;
   readonly inTransaction = true;
-  readonly #client: pg.PoolClient;
+  readonly #client: CheckedOutClient;
   readonly #target: PostgresTarget;
   /** Set when the transaction has ended: later use is a bug. */
   ended = false;
   /** Set by `changesAppended`: the COMMIT goes with a `pg_notify`. */
   notifyAtCommit = false;
 
-  constructor(client: pg.PoolClient, target: PostgresTarget) {
+  constructor(client: CheckedOutClient, target: PostgresTarget) {
     super();
     this.#client = client;
     this.#target = target;
@@ -210,13 +264,12 @@ class PostgresTransaction extends PostgresStatements implements SqlExecutor {
   protected async query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
     if (this.ended) throw new Error('this transaction has already ended: use the connection, or run the statement inside the transaction');
     try {
-      return await this.#client.query(sql, parameters === undefined ? undefined : [...parameters]);
+      return await this.#client.query(sql, parameters);
     } catch (error) {
-      if (isConnectionError(error)) throw connectionError(this.#target, error);
+      if (isConnectionError(error)) throw connectionError(this.#target, error, 'lost');
       throw error;
     }
   }
-
 
   /** Inside a transaction: joins it. */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
@@ -244,7 +297,20 @@ export interface PostgresConnectionOptions {
   readonly?: boolean;
   /** Most pooled connections at once (default 10). */
   maxConnections?: number;
+  /**
+   * `idle_in_transaction_session_timeout` of every pooled connection, ms (0: none). Default
+   * `DEFAULT_IDLE_IN_TRANSACTION_MS`; the daemon and the commands give a third of `sync.leaseSeconds`.
+   * A process paused (SIGSTOP, a VM pause) inside a transaction holds the mirror's transaction lock:
+   * the server ends its session after this long, so the other processes go on and its leases lapse
+   * as they would on SQLite (docs/operations.md "Running two daemons (replicas)"). A transaction body
+   * awaits only its statements, so a live one is never idle that long. The URL's `options` may set
+   * another value (`?options=-c idle_in_transaction_session_timeout=...`).
+   */
+  idleInTransactionTimeoutMs?: number;
 }
+
+/** Default of `PostgresConnectionOptions.idleInTransactionTimeoutMs`: a third of the default lease (30 s). */
+export const DEFAULT_IDLE_IN_TRANSACTION_MS = 10_000;
 
 /**
  * A connection to one PostgreSQL mirror (one schema of one database): a pool of connections behind
@@ -281,7 +347,13 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
     const connection = new URL(target.connectionString);
     const urlOptions = connection.searchParams.get('options');
     connection.searchParams.delete('options');
-    const startup = [`-c search_path=${quoteIdentifier(this.schema)}`, ...(this.readonly ? ['-c default_transaction_read_only=on'] : []), ...(urlOptions ? [urlOptions] : [])];
+    const idleMs = Math.max(0, Math.round(options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_MS));
+    const startup = [
+      `-c search_path=${quoteIdentifier(this.schema)}`,
+      ...(this.readonly ? ['-c default_transaction_read_only=on'] : []),
+      `-c idle_in_transaction_session_timeout=${idleMs}`,
+      ...(urlOptions ? [urlOptions] : []),
+    ];
     this.#clientConfig = { connectionString: connection.toString(), options: startup.join(' '), application_name: 'bizops-sync', types: NUMBER_TYPES };
     this.#pool = new pg.Pool({ ...this.#clientConfig, max: options.maxConnections ?? 10 });
     // An idle pooled connection lost (the server restarted): the pool drops it and the next
@@ -290,13 +362,15 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
   }
 
   /**
-   * A pooled client, or an error naming the masked URL when no connection can be made.
-   * @throws Error `cannot connect to the PostgreSQL mirror at <url>: <reason>`
+   * A pooled client, checked out with an error listener (`CheckedOutClient`), or an error naming the
+   * masked URL when no connection can be made.
+   * @throws DatabaseUnavailableError `cannot connect to the PostgreSQL mirror at <url>: <reason>`
+   *   when the server does not answer (Error when it refuses the login or has no such database)
    */
-  async #client(): Promise<pg.PoolClient> {
+  async #checkOut(): Promise<CheckedOutClient> {
     if (this.#closed) throw new Error(`the PostgreSQL mirror connection to ${this.location} is closed`);
     try {
-      return await this.#pool.connect();
+      return new CheckedOutClient(await this.#pool.connect());
     } catch (error) {
       throw connectionError(this, error);
     }
@@ -304,49 +378,55 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
 
   /** Runs one query on a pooled client; a client whose connection broke is dropped from the pool. */
   protected async query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
-    const client = await this.#client();
+    const client = await this.#checkOut();
     let broken: Error | undefined;
     try {
-      return await client.query(sql, parameters === undefined ? undefined : [...parameters]);
+      return await client.query(sql, parameters);
     } catch (error) {
-      if (!(error instanceof pg.DatabaseError)) broken = error as Error;
-      if (isConnectionError(error)) throw connectionError(this, error);
+      if (!(error instanceof pg.DatabaseError) || isConnectionError(error)) broken = error as Error;
+      if (isConnectionError(error)) throw connectionError(this, error, 'lost');
       throw error;
     } finally {
       client.release(broken);
     }
   }
 
-
   /**
    * Runs `fn` in one transaction on one pooled connection, after taking the mirror's transaction
    * lock (module header; not on a read-only connection). Commits when `fn` resolves, rolls back when
    * it throws (the error is rethrown).
-   * @throws Error naming the masked URL when no connection can be made; the driver's
+   * @throws DatabaseUnavailableError naming the masked URL when no connection can be made or it
+   *   broke (the transaction rolled back; a COMMIT cut off may have committed); the driver's
    *   `DatabaseError` when a statement or the commit fails; whatever `fn` throws
    */
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    const client = await this.#client();
+    const client = await this.#checkOut();
     const tx = new PostgresTransaction(client, this);
     let broken: Error | undefined;
-    try {
+    const send = async (sql: string): Promise<void> => {
       try {
-        await client.query(this.readonly ? 'BEGIN' : `BEGIN; ${advisoryLockStatement(ADVISORY_LOCK_CLASS.transaction, this.schema)}`);
+        await client.query(sql, undefined);
       } catch (error) {
-        if (isConnectionError(error)) throw connectionError(this, error);
+        if (isConnectionError(error)) throw connectionError(this, error, 'lost');
         throw error;
       }
+    };
+    try {
+      await send(this.readonly ? 'BEGIN' : `BEGIN; ${advisoryLockStatement(ADVISORY_LOCK_CLASS.transaction, this.schema)}`);
       const result = await fn(tx);
       tx.ended = true;
       // One message either way: the notification is delivered when (and only if) the COMMIT succeeds.
-      await client.query(tx.notifyAtCommit ? `${notifyStatement(this.schema)}; COMMIT` : 'COMMIT');
+      await send(tx.notifyAtCommit ? `${notifyStatement(this.schema)}; COMMIT` : 'COMMIT');
       return result;
     } catch (error) {
       tx.ended = true;
-      try {
-        await client.query('ROLLBACK');
-      } catch (rollbackError) {
-        broken = rollbackError as Error;
+      if (client.lost) broken = client.lost;
+      else {
+        try {
+          await client.query('ROLLBACK', undefined);
+        } catch (rollbackError) {
+          broken = rollbackError as Error;
+        }
       }
       throw error;
     } finally {

@@ -1,7 +1,7 @@
 /**
  * Masking the password of a URL before it is shown (configuration output, logs, error messages).
- * Kept apart from the configuration loader so that modules that only show a URL (the PostgreSQL
- * mirror connection) need not load the configuration schema.
+ * Beside mask.ts, without pino or the configuration schema, so that every module that shows a URL
+ * (the configuration, the PostgreSQL mirror connection, the CLI) masks it at no loading cost.
  */
 
 /**

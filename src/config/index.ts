@@ -1,0 +1,18 @@
+/**
+ * The configuration (docs/configuration.md): every key with its rule and default (schema.ts),
+ * loaded from the defaults, the JSON file and the environment (load.ts), and the errors that name
+ * a bad key (errors.ts). The face of src/config/ for jobs/ and cli/.
+ */
+export { configSchema, type Config, type DeploymentConfig, type WebhookEndpointConfig } from './schema.ts';
+export {
+  chooseByConnectionName,
+  chooseConnection,
+  deploymentSecrets,
+  loadConfig,
+  loadDeployment,
+  maskConfig,
+  maskDeployment,
+  mirrorPaths,
+  type LoadConfigOptions,
+} from './load.ts';
+export { ConfigError, ConnectionChoiceError } from './errors.ts';

@@ -1,0 +1,12 @@
+/**
+ * The daemon's parts (docs/operations.md): the stream scheduler, the lease keeper and the leased
+ * webhook delivery (replicas), the readiness probe, the metrics (prom-client), and the HTTP server
+ * with its routes. The face of src/daemon/ for jobs/ (jobs/daemon.ts assembles them).
+ */
+export { StreamScheduler, type StreamSchedulerOptions } from './scheduler.ts';
+export { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.ts';
+export { LeasedWebhookDelivery, type LeasedWebhookDeliveryOptions } from './leased-webhooks.ts';
+export { apiReadinessCheck, combineReadiness, probeBudget, ReadinessProbe } from './readiness.ts';
+export { DaemonMetrics, pageTrustSource, type ConnectionMetricsSources } from './metrics.ts';
+export { firstRouteOf, startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from './http-server.ts';
+export { readRoutes, type ReadRoute, type ReadRoutesOptions } from './read-access.ts';

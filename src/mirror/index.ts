@@ -1,0 +1,16 @@
+/**
+ * The mirror (docs/mirror.md): opening it wherever it lives (a SQLite file or a PostgreSQL schema),
+ * migrated and checked; the stores of its tables; leases; its health and schema version. The face
+ * of src/mirror/ for jobs/ and cli/.
+ */
+export { openMirrorConnection, type OpenMirrorConnectionOptions } from './open.ts';
+export type { SqlConnection, SqlExecutor } from './sql/executor.ts';
+export { isPostgresUrl, quoteIdentifier } from './sql/postgres-location.ts';
+export { PostgresConnection } from './sql/postgres.ts';
+export { postgresSchemaVersion } from './postgres-migrate.ts';
+export { MIGRATIONS } from './migrations/index.ts';
+export { mirrorHealthCheck, mirrorSchemaVersion } from './health.ts';
+export { MirrorStore, type AppendedChange, type ScanOutcome } from './store.ts';
+export { confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE, type LeaseState } from './leases.ts';
+export { RecordClockStore } from './record-clock.ts';
+export { RejectedRecords } from './rejected-records.ts';

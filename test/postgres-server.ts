@@ -1,0 +1,150 @@
+/**
+ * A PostgreSQL server of a test's own, for tests that must terminate its connections, restart it or
+ * stop it (the shared test server on 5432 is never touched that way: other test files use it at the
+ * same time). `startPostgresServer()` runs initdb into a temp dir and starts `postgres` on a free
+ * port, as the `postgres` user when this process is root (`runuser`; the server refuses to run as
+ * root); `stop()` shuts it down and removes the dir.
+ *
+ * Binaries: /usr/lib/postgresql/15/bin, or BIZOPS_TEST_POSTGRES_BIN. Failing to start throws, naming
+ * the step and its output; nothing is skipped.
+ */
+import { execFile } from 'node:child_process';
+import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+
+const run = promisify(execFile);
+const BIN = process.env.BIZOPS_TEST_POSTGRES_BIN || '/usr/lib/postgresql/15/bin';
+const AS_ROOT = process.getuid?.() === 0;
+
+/** A running PostgreSQL server of one test. */
+export interface TestPostgresServer {
+  port: number;
+  /** `postgres://postgres@127.0.0.1:<port>/postgres`. */
+  url: string;
+  /** The URL of a mirror in schema `schema` on this server. */
+  mirrorUrl(schema?: string): string;
+  /**
+   * Ends the backends of every connection named `bizops-sync` (application_name) with
+   * `pg_terminate_backend`, as a failover or an administrator would.
+   * @returns how many were ended
+   */
+  terminateBackends(): Promise<number>;
+  /** Stops the server (fast shutdown: connections are ended) and leaves it stopped. */
+  shutdown(): Promise<void>;
+  /** Starts it again on the same port and data after `shutdown`. */
+  start(): Promise<void>;
+  /** Stops it for good and removes its data. Safe to call twice. */
+  stop(): Promise<void>;
+  /** Runs one statement as the superuser on a connection of its own. */
+  query<Row extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, parameters?: unknown[]): Promise<Row[]>;
+}
+
+/** A TCP port nobody listens on now (the OS picks it). */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Runs a PostgreSQL binary, as the postgres user when root. */
+async function pgBinary(name: string, args: string[]): Promise<void> {
+  const [file, argv] = AS_ROOT ? ['runuser', ['-u', 'postgres', '--', join(BIN, name), ...args]] : [join(BIN, name), args];
+  try {
+    await run(file, argv, { timeout: 60_000 });
+  } catch (error) {
+    const failure = error as Error & { stdout?: string; stderr?: string };
+    throw new Error(`${name} ${args.join(' ')} failed: ${failure.message} ${failure.stderr ?? ''}`, { cause: error });
+  }
+}
+
+/**
+ * Starts a fresh PostgreSQL server on a free port (initdb into a temp dir, trust authentication,
+ * fsync off: a test's data need not survive a power cut).
+ */
+export async function startPostgresServer(): Promise<TestPostgresServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'bizops-pg-'));
+  if (AS_ROOT) chownSync(dir, Number((await run('id', ['-u', 'postgres'])).stdout.trim()), Number((await run('id', ['-g', 'postgres'])).stdout.trim()));
+  const data = join(dir, 'data');
+  const log = join(dir, 'server.log');
+  await pgBinary('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+  let port = await freePort();
+  const url = () => `postgres://postgres@127.0.0.1:${port}/postgres`;
+  let running = false;
+  let removed = false;
+  const start = async () => {
+    const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=60`;
+    try {
+      await pgBinary('pg_ctl', ['-D', data, '-o', options, '-l', log, '-w', '-t', '60', 'start']);
+    } catch (error) {
+      let output = '';
+      try {
+        output = readFileSync(log, 'utf8').slice(-2000);
+      } catch {
+        // no log yet
+      }
+      throw new Error(`${(error as Error).message}\nserver log:\n${output}`, { cause: error });
+    }
+    running = true;
+  };
+  const shutdown = async () => {
+    if (!running) return;
+    running = false;
+    await pgBinary('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+  };
+  const query = async <Row extends pg.QueryResultRow>(sql: string, parameters?: unknown[]): Promise<Row[]> => {
+    const client = new pg.Client({ connectionString: url(), application_name: 'bizops-test-admin' });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      return (await client.query<Row>(sql, parameters)).rows;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+  try {
+    await start();
+  } catch (error) {
+    // Another process took the port between the probe and the start: once more on another.
+    port = await freePort();
+    try {
+      await start();
+    } catch {
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    }
+  }
+  return {
+    get port() {
+      return port;
+    },
+    get url() {
+      return url();
+    },
+    mirrorUrl: (schema = 'bizops') => `${url()}?schema=${schema}`,
+    async terminateBackends() {
+      const rows = await query<{ ended: boolean }>("SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name = 'bizops-sync' AND pid <> pg_backend_pid()");
+      return rows.filter((row) => row.ended).length;
+    },
+    shutdown,
+    start,
+    async stop() {
+      if (removed) return;
+      removed = true;
+      if (running) {
+        running = false;
+        await pgBinary('pg_ctl', ['-D', data, '-m', 'immediate', '-w', '-t', '60', 'stop']).catch(() => undefined);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+    query,
+  };
+}
