@@ -29,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { startSimulator } from '@bizops-sync/simulator';
 import { openMirror } from '../src/mirror/database.ts';
-import { timeOrderedUuid } from '../src/mirror/store.ts';
+import { timeOrderedUuid } from '../src/mirror/mirror-store.ts';
 import { contentHash } from '../src/mirror/change-detection.ts';
 import type { ApiRecord } from '../src/streams/define-stream.ts';
 import { transactionsStream } from '../src/streams/definitions.ts';

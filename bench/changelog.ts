@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { startSimulator } from '@bizops-sync/simulator';
 import { openMirror } from '../src/mirror/database.ts';
 import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
-import { MirrorStore } from '../src/mirror/store.ts';
+import { MirrorStore } from '../src/mirror/mirror-store.ts';
 import type { ApiRecord } from '../src/streams/define-stream.ts';
 import { transactionsStream } from '../src/streams/definitions.ts';
 import { machineLoad, repeat, runMeasured, spread } from './runs.ts';

@@ -4,7 +4,7 @@
  */
 import { transactionListItemSchema } from '../src/client/schemas.ts';
 import { openMirrorConnection } from '../src/mirror/open.ts';
-import { MirrorStore } from '../src/mirror/store.ts';
+import { MirrorStore } from '../src/mirror/mirror-store.ts';
 import { transactionsStream } from '../src/streams/definitions.ts';
 
 /** Records per page, as the sync asks for them. */

@@ -29,9 +29,9 @@ import { startSimulator, type RunningSimulator } from '@bizops-sync/simulator';
 import { ApiClient } from '../src/client/client.ts';
 import { LocalRateBudget } from '../src/client/local-rate-budget.ts';
 import { openMirrorConnection } from '../src/mirror/open.ts';
-import { MirrorStore, timeOrderedUuid } from '../src/mirror/store.ts';
+import { MirrorStore, timeOrderedUuid } from '../src/mirror/mirror-store.ts';
 import { transactionsStream } from '../src/streams/definitions.ts';
-import { SyncEngine } from '../src/sync/engine.ts';
+import { SyncEngine } from '../src/sync/sync-engine.ts';
 import { commitRate, jsonPages } from './commit-rate.ts';
 import { machineLoad, repeat, spread } from './runs.ts';
 

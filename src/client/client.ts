@@ -15,9 +15,9 @@
  */
 import { z } from 'zod';
 import { maskSecrets, silentLogger, type Logger } from '../logging/logger.ts';
-import { ConnectionError, InvalidResponseError, MalformedResponseError, UnknownTokenError, errorForStatus, type RequestDescription } from './errors.ts';
+import { ConnectionError, InvalidResponseError, MalformedResponseError, UnknownTokenError, errorForStatus, type RequestDescription } from './api-errors.ts';
 import { rateBudgetHooks, type AttemptContext, type BudgetSource, type RequestHooks } from './hooks.ts';
-import { createHttpTransport, describeRequest, type HttpResponse, type HttpTransport } from './http.ts';
+import { createHttpTransport, describeRequest, type HttpResponse, type HttpTransport } from './http-transport.ts';
 import type { Priority, RateLimitObservation } from './rate-budget.ts';
 import { parseRetryAfter, withRetry, type RetryPolicy } from './retry.ts';
 import { LIST_PAGE_LIMIT, paginateByOffset, type Page, type RejectedItem } from './paginate.ts';

@@ -15,8 +15,8 @@
  * goes out: the write worker marks a write `sending` in a `beforeRequest` it passes with that one
  * request, after the budget granted the slot and before the bytes leave.
  */
-import type { RateLimitError, RequestDescription } from './errors.ts';
-import type { HttpResponse } from './http.ts';
+import type { RateLimitError, RequestDescription } from './api-errors.ts';
+import type { HttpResponse } from './http-transport.ts';
 import type { Priority, RateBudget, RateLimitObservation, RateSlot } from './rate-budget.ts';
 
 /** What a hook knows of the attempt it runs around. */

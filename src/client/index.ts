@@ -19,7 +19,7 @@ export {
   RequestDeadlineError,
   ServerError,
   UnknownTokenError,
-} from './errors.ts';
+} from './api-errors.ts';
 export { PRIORITIES, type Priority, type RateBudget, type RateBudgetStats } from './rate-budget.ts';
 export { LocalRateBudget, type LocalRateBudgetOptions } from './local-rate-budget.ts';
 export { rateBudgetKey, RedisRateBudget, type RedisRateBudgetOptions } from './redis-rate-budget.ts';

@@ -16,7 +16,7 @@
  *   many unseen records slid below the offset (records were removed), so the next page is read
  *   that much earlier (docs/sync.md "Offset drift"). Re-read records cost a request, never an event.
  */
-import { EndlessListError } from './errors.ts';
+import { EndlessListError } from './api-errors.ts';
 import type { Pagination } from './schemas.ts';
 
 /** Page size of every list request: the maximum, for the fewest requests (spec §1 Pagination, §8). */

@@ -15,7 +15,7 @@
  */
 import pRetry from 'p-retry';
 import type { Logger } from '../logging/logger.ts';
-import { BizopsApiError, ConnectionError, MalformedResponseError, RateLimitError, ServerError, type RequestDescription } from './errors.ts';
+import { BizopsApiError, ConnectionError, MalformedResponseError, RateLimitError, ServerError, type RequestDescription } from './api-errors.ts';
 import type { RetryEvent } from './hooks.ts';
 
 /** Which failures of a request may be sent again (module comment). */

@@ -15,4 +15,4 @@ export {
   mirrorPaths,
   type LoadConfigOptions,
 } from './load.ts';
-export { ConfigError, ConnectionChoiceError } from './errors.ts';
+export { ConfigError, ConnectionChoiceError } from './config-errors.ts';

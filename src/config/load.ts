@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ConfigError, ConnectionChoiceError } from './errors.ts';
+import { ConfigError, ConnectionChoiceError } from './config-errors.ts';
 import { maskUrlPassword } from '../logging/mask-url.ts';
 import { isOtherUrl, isPostgresUrl, parsePostgresLocation } from '../mirror/sql/postgres-location.ts';
 import { configErrorMap } from './issue-wording.ts';
@@ -14,7 +14,7 @@ import { CONNECTION_NAME, configSchema, PER_CONNECTION_KEYS, PROCESS_WIDE_KEYS, 
 import { describeUnknownKey, findUnknownKey, nearestKey } from './unknown-keys.ts';
 
 // The errors live apart (no zod) so that the CLI's error reporting can name them without loading the schema.
-export { ConfigError, ConnectionChoiceError } from './errors.ts';
+export { ConfigError, ConnectionChoiceError } from './config-errors.ts';
 
 const DEFAULT_CONFIG_FILE = 'config/bizops-sync.json';
 

@@ -50,12 +50,12 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ApiClientStats } from '../client/client.ts';
 import { PRIORITIES, type RateBudgetStats } from '../client/rate-budget.ts';
-import { RecordClockStore } from '../mirror/record-clock.ts';
+import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RECORD_REJECTED, RejectedRecords } from '../mirror/rejected-records.ts';
-import type { AppendedChange, MirrorStore, SyncState } from '../mirror/store.ts';
+import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 import { STREAMS, type StreamName } from '../streams/definitions.ts';
-import type { RunReason, RunResult } from '../sync/engine.ts';
+import type { RunReason, RunResult } from '../sync/sync-engine.ts';
 
 /** Where scrape-time figures come from. */
 export interface DaemonMetricsSources {

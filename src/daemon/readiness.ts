@@ -21,7 +21,7 @@ import {
   PermissionError,
   RateLimitError,
   ServerError,
-} from '../client/errors.ts';
+} from '../client/api-errors.ts';
 
 /** What `/readyz` answers (as JSON), 200 when `ready`, else 503. */
 export interface ReadinessVerdict {

@@ -21,7 +21,7 @@ import { createTask, type Logger as CronLogger, type ScheduledTask } from 'node-
 import { cronExpressionProblem } from '../config/schema.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { StreamName } from '../streams/definitions.ts';
-import type { RunOptions, RunReason, RunResult } from '../sync/engine.ts';
+import type { RunOptions, RunReason, RunResult } from '../sync/sync-engine.ts';
 
 /** The part of the sync engine the scheduler drives. */
 export interface StreamRunner {

@@ -3,7 +3,7 @@
  * (docs/configuration.md "Not configuration keys"). Its own module, without pino, so that the CLI
  * checks them at start for every command at no loading cost.
  */
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../config/config-errors.ts';
 
 /** The levels `BIZOPS_LOG_LEVEL` accepts, most severe first (pino's, plus `silent`). */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -3,7 +3,7 @@
  * field-level diff for the changelog's `data.changes`.
  */
 import { hash } from 'node:crypto';
-import type { FieldChanges } from './changelog.ts';
+import type { FieldChanges } from './changelog-format.ts';
 import { readField, type ApiRecord } from '../streams/define-stream.ts';
 
 

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { maskSecrets } from '../logging/mask.ts';
 import { jsonArrayValues } from './sql/dialect.ts';
-import type { AppendedChange, MirrorStore } from './store.ts';
+import type { AppendedChange, MirrorStore } from './mirror-store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 
 /** The change type appended when a record is first quarantined, or quarantined again with other content. */

@@ -3,5 +3,5 @@
  * endpoints. The face of src/notify/ for jobs/ and cli/; the webhooks have their own
  * (src/notify/webhooks/index.ts), so that reading changes or checking a filter loads no webhook sender.
  */
-export { followChanges, formatChangeLine, iterateChanges, readChanges, type ChangeEvent } from './changelog.ts';
+export { followChanges, formatChangeLine, iterateChanges, readChanges, type ChangeEvent } from './changelog-reader.ts';
 export { compileEventFilter } from './event-filter.ts';

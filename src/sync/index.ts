@@ -2,4 +2,4 @@
  * The sync (docs/sync.md): `SyncEngine` runs a stream's backfill, incremental sync or
  * reconciliation into the mirror. The face of src/sync/ for jobs/ and cli/.
  */
-export { SyncEngine, type RunOptions, type RunProgress, type RunReason, type RunResult, type SyncEngineOptions } from './engine.ts';
+export { SyncEngine, type RunOptions, type RunProgress, type RunReason, type RunResult, type SyncEngineOptions } from './sync-engine.ts';

@@ -25,7 +25,7 @@
  * covers two runs cannot pay one run's debt with the other's records.
  */
 import { LIST_PAGE_LIMIT } from '../client/paginate.ts';
-import type { RunCheckpoint, ScanOutcome } from '../mirror/store.ts';
+import type { RunCheckpoint, ScanOutcome } from '../mirror/mirror-store.ts';
 
 /**
  * Positions `from..to` (both inclusive, offsets in the set being paged) known to lie inside one run

@@ -11,5 +11,5 @@
  * `POST /writes`: src/writes/queue/index.ts) have faces of their own.
  */
 export type { WriteKindName, WritePayload } from './kinds/index.ts';
-export { IdempotencyConflictError, WriteValidationError, type WriteFieldIssue } from './errors.ts';
-export { WRITE_DUPLICATED, WriteStore, type WriteRecord, type WriteStatus } from './store.ts';
+export { IdempotencyConflictError, WriteValidationError, type WriteFieldIssue } from './write-errors.ts';
+export { WRITE_DUPLICATED, WriteStore, type WriteRecord, type WriteStatus } from './write-store.ts';

@@ -4,7 +4,7 @@
  * every string field shares (no control characters, a length cap: `textRuleIssues`).
  */
 import type { z } from 'zod';
-import { WriteValidationError, type WriteFieldIssue } from './errors.ts';
+import { WriteValidationError, type WriteFieldIssue } from './write-errors.ts';
 import { isWriteKindName, WRITE_KIND_NAMES, writeKind, type WriteKindName } from './kinds/index.ts';
 
 /**

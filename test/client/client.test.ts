@@ -15,7 +15,7 @@ import {
   RateLimitError,
   ServerError,
   UnknownTokenError,
-} from '../../src/client/errors.ts';
+} from '../../src/client/api-errors.ts';
 import type { RequestHooks } from '../../src/client/hooks.ts';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
 import { transactionListItemSchema, transactionSchema } from '../../src/client/schemas.ts';

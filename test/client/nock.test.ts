@@ -7,7 +7,7 @@ import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ApiClient } from '../../src/client/client.ts';
-import { InvalidResponseError } from '../../src/client/errors.ts';
+import { InvalidResponseError } from '../../src/client/api-errors.ts';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
 import { onboardingSchema } from '../../src/client/schemas.ts';
 

@@ -6,7 +6,7 @@ import {
   NotFoundError,
   RateLimitError,
   ServerError,
-} from '../../src/client/errors.ts';
+} from '../../src/client/api-errors.ts';
 import { isRetryable, parseRetryAfter } from '../../src/client/retry.ts';
 
 const request = { method: 'GET', path: '/transactions' };

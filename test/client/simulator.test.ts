@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ApiClient } from '../../src/client/client.ts';
-import { ConnectionError, InvalidResponseError } from '../../src/client/errors.ts';
+import { ConnectionError, InvalidResponseError } from '../../src/client/api-errors.ts';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
 import { dealSchema, onboardingSchema, transactionListItemSchema } from '../../src/client/schemas.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';

@@ -42,7 +42,7 @@ describe('undici Pool without undici index', () => {
   it('sends a request over HTTP while undici index and fetch stay unloaded', async () => {
     const outcome = await runInNewProcess(`
       import { createRequire } from 'node:module';
-      const { createHttpTransport } = await import('./src/client/http.ts');
+      const { createHttpTransport } = await import('./src/client/http-transport.ts');
       const transport = createHttpTransport({ baseUrl: process.env.ORIGIN + '/api' });
       const response = await transport.send({ method: 'GET', path: '/deals', query: { limit: 1 } });
       await transport.close();

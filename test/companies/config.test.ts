@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, ConnectionChoiceError, loadConfig, loadDeployment, maskDeployment, mirrorPaths } from '../../src/config/load.ts';
-import { deploymentQueueName } from '../../src/writes/queue.ts';
+import { deploymentQueueName } from '../../src/writes/queue/write-queue.ts';
 import { tempDir, type TempDir } from '../helpers.ts';
 
 let dir: TempDir | undefined;

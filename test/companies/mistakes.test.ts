@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { ConfigError, loadDeployment } from '../../src/config/load.ts';
-import { deploymentQueueName } from '../../src/writes/queue.ts';
+import { deploymentQueueName } from '../../src/writes/queue/write-queue.ts';
 import { runCli, simulator, tempDir, type TempDir } from '../helpers.ts';
 import { REDIS_URL, requireRedis } from '../writes/support.ts';
 

@@ -6,7 +6,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
 import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
-import { MirrorStore } from '../../src/mirror/store.ts';
+import { MirrorStore } from '../../src/mirror/mirror-store.ts';
 import { disableEndpoint, registerEndpoint, resetCursor } from '../../src/notify/webhooks/endpoint-store.ts';
 import { insertFailedDelivery } from '../../src/notify/webhooks/failed-deliveries.ts';
 import { runCli, tempDir, type TempDir } from '../helpers.ts';

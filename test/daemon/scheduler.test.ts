@@ -7,7 +7,7 @@ import type { Context } from '../../jobs/context.ts';
 import { StreamScheduler } from '../../src/daemon/scheduler.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import type { StreamName } from '../../src/streams/definitions.ts';
-import type { RunResult } from '../../src/sync/engine.ts';
+import type { RunResult } from '../../src/sync/sync-engine.ts';
 import { simulator, tempDir, testConfig, testContext, type TempDir, waitFor } from '../helpers.ts';
 
 let sim: RunningSimulator | undefined;

@@ -9,7 +9,7 @@ import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
 import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
 import { configSchema, type Config } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
-import type { AppendedChange } from '../../src/mirror/store.ts';
+import type { AppendedChange } from '../../src/mirror/mirror-store.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { closedPort } from '../client/test-server.ts';
 import { capturingLogger } from '../helpers.ts';

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection, SqlExecutor, SqlValue } from '../../src/mirror/sql/executor.ts';
-import { MirrorStore } from '../../src/mirror/store.ts';
+import { MirrorStore } from '../../src/mirror/mirror-store.ts';
 import { transactionsStream } from '../../src/streams/definitions.ts';
 import { BACKENDS, removeTestMirrors } from '../sql-backends.ts';
 

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
 import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
-import { MirrorStore } from '../../src/mirror/store.ts';
+import { MirrorStore } from '../../src/mirror/mirror-store.ts';
 import { column, defineStream, listRequest } from '../../src/streams/define-stream.ts';
 import { STREAM_LIST } from '../../src/streams/definitions.ts';
 import { tempDir, type TempDir } from '../helpers.ts';

@@ -7,7 +7,7 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
-import { MirrorStore, type AppendedChange } from '../../src/mirror/store.ts';
+import { MirrorStore, type AppendedChange } from '../../src/mirror/mirror-store.ts';
 import { enableWebhookEndpoint } from '../../src/notify/webhooks/admin.ts';
 import { listAttemptsOfEvent } from '../../src/notify/webhooks/attempts.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from '../../src/notify/webhooks/dispatcher.ts';

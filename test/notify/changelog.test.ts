@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteConnection } from '../../src/mirror/sql/sqlite.ts';
-import { lastChangeSeq } from '../../src/mirror/changelog.ts';
-import { followChanges, formatChangeLine, iterateChanges, readChanges, type ChangeEvent } from '../../src/notify/changelog.ts';
+import { lastChangeSeq } from '../../src/mirror/changelog-format.ts';
+import { followChanges, formatChangeLine, iterateChanges, readChanges, type ChangeEvent } from '../../src/notify/changelog-reader.ts';
 import { insertChanges, tempMirror, type TempMirror } from './helpers.ts';
 
 let mirror: TempMirror;

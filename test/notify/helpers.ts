@@ -14,7 +14,7 @@ import { afterEach } from 'vitest';
 import { createLogger, type Logger } from '../../src/logging/logger.ts';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection, SqlExecutor } from '../../src/mirror/sql/executor.ts';
-import type { ChangeEvent } from '../../src/notify/changelog.ts';
+import type { ChangeEvent } from '../../src/notify/changelog-reader.ts';
 import { testMirrorLocation } from '../test-mirror.ts';
 
 /** A fresh Standard Webhooks secret: whsec_ + base64 of 32 random bytes. */

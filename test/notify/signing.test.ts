@@ -1,6 +1,6 @@
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import type { ChangeEvent } from '../../src/notify/changelog.ts';
+import type { ChangeEvent } from '../../src/notify/changelog-reader.ts';
 import { buildTestWebhookMessage, buildWebhookMessage, signerForEndpoint, WebhookSigner } from '../../src/notify/webhooks/signing.ts';
 import { newSecret } from './helpers.ts';
 

@@ -10,7 +10,7 @@ import type { RunningSimulator } from '@bizops-sync/simulator';
 import type { Context } from '../../jobs/context.ts';
 import { readStatus } from '../../jobs/status.ts';
 import { DaemonMetrics, pageTrustSource } from '../../src/daemon/metrics.ts';
-import { RecordClockStore } from '../../src/mirror/record-clock.ts';
+import { RecordClockStore } from '../../src/mirror/record-clock-store.ts';
 import { openContext } from '../../jobs/context.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { expectMirrorEqualsGroundTruth, simulator, syncFixtures, testConfig, waitFor } from '../helpers.ts';

@@ -4,9 +4,9 @@
  * any timeout; and the stream lease never lapses while a page is in flight.
  */
 import { describe, expect, it } from 'vitest';
-import { RequestDeadlineError } from '../../src/client/errors.ts';
+import { RequestDeadlineError } from '../../src/client/api-errors.ts';
 import { Leases } from '../../src/mirror/leases.ts';
-import { SyncEngine } from '../../src/sync/engine.ts';
+import { SyncEngine } from '../../src/sync/sync-engine.ts';
 import { capturingLogger, listRequests, syncFixtures, waitFor } from '../helpers.ts';
 
 const fixtures = syncFixtures();

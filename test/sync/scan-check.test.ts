@@ -4,7 +4,7 @@
  * the simulator in scans.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import type { RunCheckpoint } from '../../src/mirror/store.ts';
+import type { RunCheckpoint } from '../../src/mirror/mirror-store.ts';
 import { creditFound, noteTie, regionPages, scanOutcome } from '../../src/sync/scan-check.ts';
 
 function checkpoint(): RunCheckpoint {

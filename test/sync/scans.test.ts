@@ -7,7 +7,7 @@ import type { Context } from '../../jobs/context.ts';
 import { DaemonMetrics } from '../../src/daemon/metrics.ts';
 import type { RateBudgetStats } from '../../src/client/rate-budget.ts';
 import { STREAM_NAMES, STREAMS } from '../../src/streams/definitions.ts';
-import { SyncEngine } from '../../src/sync/engine.ts';
+import { SyncEngine } from '../../src/sync/sync-engine.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { capturingLogger, expectMirrorEqualsGroundTruth, listRequests, runCli, syncFixtures, tempDir, testMirrorLocation } from '../helpers.ts';
 

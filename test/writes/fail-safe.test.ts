@@ -12,7 +12,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
-import { idempotencyKeyHeader } from '../../src/writes/engine.ts';
+import { idempotencyKeyHeader } from '../../src/writes/write-engine.ts';
 import { waitFor } from '../helpers.ts';
 import { REDIS_URL, simulator, spawnWorkerProcess, writeStack, writeTestBed, type WriteStack, type WriteTestBed } from './support.ts';
 

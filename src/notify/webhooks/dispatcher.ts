@@ -43,7 +43,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, type WebhookEndpointConfig } from '../../config/schema.ts';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
 import type { Listening, SqlExecutor } from '../../mirror/sql/executor.ts';
-import { listenForChanges } from '../changelog.ts';
+import { listenForChanges } from '../changelog-reader.ts';
 import { compileEventFilter } from '../event-filter.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS } from './delivery.ts';
 import { EndpointDelivery, safeUrl, type DeliveryEnvironment, type WebhookOrdering } from './endpoint-delivery.ts';

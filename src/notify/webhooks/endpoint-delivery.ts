@@ -34,7 +34,7 @@ import type { Logger } from '../../logging/logger.ts';
 import { LeaseLostError } from '../../mirror/leases.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
-import { readChanges, type ChangeEvent } from '../changelog.ts';
+import { readChanges, type ChangeEvent } from '../changelog-reader.ts';
 import type { EventTypeFilter } from '../event-filter.ts';
 import { insertAttempts, type WebhookAttempt } from './attempts.ts';
 import { deliverWebhook, type DeliveryOutcome } from './delivery.ts';

@@ -9,10 +9,10 @@
  * the value the caller read. A `webhooks replay` run by another process while a delivery is in
  * flight therefore wins; the dispatcher sees that nothing changed and re-reads the cursor.
  */
-import { encodeChangeData } from '../../mirror/changelog.ts';
+import { encodeChangeData } from '../../mirror/changelog-format.ts';
 import type { SqlExecutor, SqlValue } from '../../mirror/sql/executor.ts';
-import { timeOrderedUuid } from '../../mirror/store.ts';
-import { lastChangeSeq } from '../../mirror/changelog.ts';
+import { timeOrderedUuid } from '../../mirror/mirror-store.ts';
+import { lastChangeSeq } from '../../mirror/changelog-format.ts';
 
 /** Why an endpoint is disabled: the receiver answered 410 Gone, or it kept failing for `disableAfterDays`. */
 export type DisabledKind = 'gone' | 'failing';

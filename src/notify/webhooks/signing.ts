@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import type { ChangeEvent } from '../changelog.ts';
+import type { ChangeEvent } from '../changelog-reader.ts';
 
 /** What is sent for one event: the id and the exact body bytes that are signed. */
 export interface WebhookMessage {

@@ -6,8 +6,8 @@
  * - `startWriteWorker(options)` -> `{ close() }` (with its sweeper: `WriteSweeper`).
  * - `handleWritesRequest(request, response, { intake, writeApiKey })`: `POST /writes`, `GET /writes/{id}`.
  */
-export { WriteIntake, type EnqueueOptions, type EnqueueResult } from '../intake.ts';
-export { startWriteWorker, type WriteWorkerHandle, type WriteWorkerOptions } from '../worker.ts';
-export { DEFAULT_SWEEP_INTERVAL_MS, WriteSweeper, type SweepResult, type WriteSweeperOptions } from '../sweeper.ts';
-export { connectProducer, deploymentQueueName, type WriteQueueLocation } from '../queue.ts';
-export { handleWritesRequest } from '../http.ts';
+export { WriteIntake, type EnqueueOptions, type EnqueueResult } from './intake.ts';
+export { startWriteWorker, type WriteWorkerHandle, type WriteWorkerOptions } from './worker.ts';
+export { DEFAULT_SWEEP_INTERVAL_MS, WriteSweeper, type SweepResult, type WriteSweeperOptions } from './sweeper.ts';
+export { connectProducer, deploymentQueueName, type WriteQueueLocation } from './write-queue.ts';
+export { handleWritesRequest } from './write-routes.ts';

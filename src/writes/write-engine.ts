@@ -46,12 +46,12 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { ApiClient, ApiResponse } from '../client/client.ts';
-import { BizopsApiError, ConflictError, ConnectionError, InvalidResponseError, RateLimitError, UnknownTokenError } from '../client/errors.ts';
+import { BizopsApiError, ConflictError, ConnectionError, InvalidResponseError, RateLimitError, UnknownTokenError } from '../client/api-errors.ts';
 import type { RetryPolicy } from '../client/retry.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
-import type { AppendedChange } from '../mirror/store.ts';
+import type { AppendedChange } from '../mirror/mirror-store.ts';
 import { isWriteKindName, writeKind, type LedgerLookup, type RetrySafety, type WriteKind } from './kinds/index.ts';
-import { WRITE_DUPLICATED, type WriteOutcome, type WriteRecord, type WriteStore, type WriteThroughHook } from './store.ts';
+import { WRITE_DUPLICATED, type WriteOutcome, type WriteRecord, type WriteStore, type WriteThroughHook } from './write-store.ts';
 import { fieldPath, textRuleIssues } from './validation.ts';
 
 /** What the engine did with a write; `retry` asks BullMQ to run the job again later (with backoff). */

@@ -14,14 +14,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import { silentLogger, type Logger } from '../logging/logger.ts';
-import type { SqlConnection } from '../mirror/sql/executor.ts';
-import { IdempotencyConflictError, WriteValidationError } from './errors.ts';
-import type { WriteKindName, WritePayload } from './kinds/index.ts';
-import { openWriteQueue, writeJobOptions, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './queue.ts';
-import { payloadHash, WriteStore, type WriteRecord, type WriteStatus } from './store.ts';
+import { silentLogger, type Logger } from '../../logging/logger.ts';
+import type { SqlConnection } from '../../mirror/sql/executor.ts';
+import { IdempotencyConflictError, WriteValidationError } from '../write-errors.ts';
+import type { WriteKindName, WritePayload } from '../kinds/index.ts';
+import { openWriteQueue, writeJobOptions, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './write-queue.ts';
+import { payloadHash, WriteStore, type WriteRecord, type WriteStatus } from '../write-store.ts';
 import { WriteSweeper, type SweepResult } from './sweeper.ts';
-import { validateWritePayload } from './validation.ts';
+import { validateWritePayload } from '../validation.ts';
 
 /** Per-write options of `WriteIntake.enqueueWrite` / `enqueue`. */
 export interface EnqueueOptions {

@@ -18,7 +18,7 @@
  * header (so never the bearer token).
  */
 import { Pool } from './undici-pool.ts';
-import { ConnectionError, RequestDeadlineError, type RequestDescription } from './errors.ts';
+import { ConnectionError, RequestDeadlineError, type RequestDescription } from './api-errors.ts';
 import { maskSecrets } from '../logging/mask.ts';
 
 /** Query values: arrays become repeated parameters, `undefined` is left out, booleans are `true`/`false`. */

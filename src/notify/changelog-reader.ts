@@ -11,7 +11,7 @@
  * Every function reads through a `SqlExecutor` (src/mirror/sql/executor.ts), whichever back end holds
  * the mirror, and is asynchronous.
  */
-import { decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog.ts';
+import { decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog-format.ts';
 import { CHANGES_CHANNEL, type Listening, type SqlExecutor, type SqlValue } from '../mirror/sql/executor.ts';
 import { validateEventPattern } from './event-filter.ts';
 import { Wakeup } from './webhooks/wakeup.ts';

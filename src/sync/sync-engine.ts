@@ -36,19 +36,19 @@
  *   by two consecutive complete scans is tombstoned (src/mirror/store.ts `recordMisses`).
  */
 import type { ApiClient } from '../client/client.ts';
-import { NotFoundError } from '../client/errors.ts';
+import { NotFoundError } from '../client/api-errors.ts';
 import { LIST_PAGE_LIMIT, paginateByOffset, type Page, type PageStep } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
-import { RecordClockStore } from '../mirror/record-clock.ts';
+import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { recordIdOf, RejectedRecords } from '../mirror/rejected-records.ts';
-import type { AppendedChange, MirrorStore, RunCheckpoint, ScanOutcome, SyncState } from '../mirror/store.ts';
+import type { AppendedChange, MirrorStore, RunCheckpoint, ScanOutcome, SyncState } from '../mirror/mirror-store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { readAhead } from './read-ahead.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
-import { lagsFromPage, lagsFromWrites } from './record-clock.ts';
+import { lagsFromPage, lagsFromWrites } from './record-clock-lags.ts';
 import { creditFound, noteTie, regionAt, regionPages, requiredIds, scanOutcome, tallyPage } from './scan-check.ts';
 
 /** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */

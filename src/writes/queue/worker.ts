@@ -27,15 +27,15 @@
  * a final `failed` ends the job with `UnrecoverableError` (no retry); `needs_review` completes it.
  */
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
-import { ApiClient, type ApiClientOptions } from '../client/client.ts';
-import type { BudgetSource } from '../client/hooks.ts';
-import { silentLogger, type Logger } from '../logging/logger.ts';
-import type { SqlConnection } from '../mirror/sql/executor.ts';
-import type { AppendedChange } from '../mirror/store.ts';
-import { STREAMS } from '../streams/definitions.ts';
-import { WriteEngine, type WriteProcessResult } from './engine.ts';
-import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, openWriteQueue, redisConnection, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './queue.ts';
-import { defaultWriteThrough, WriteStore, type WriteThroughHook } from './store.ts';
+import { ApiClient, type ApiClientOptions } from '../../client/client.ts';
+import type { BudgetSource } from '../../client/hooks.ts';
+import { silentLogger, type Logger } from '../../logging/logger.ts';
+import type { SqlConnection } from '../../mirror/sql/executor.ts';
+import type { AppendedChange } from '../../mirror/mirror-store.ts';
+import { STREAMS } from '../../streams/definitions.ts';
+import { WriteEngine, type WriteProcessResult } from '../write-engine.ts';
+import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, openWriteQueue, redisConnection, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './write-queue.ts';
+import { defaultWriteThrough, WriteStore, type WriteThroughHook } from '../write-store.ts';
 import { WriteSweeper } from './sweeper.ts';
 
 /** Options of `startWriteWorker`: the mirror connection, the queue, how to reach the API, and BullMQ tuning. */

@@ -24,7 +24,7 @@
 import { createHash } from 'node:crypto';
 import { databaseNow, databaseNowPlusSeconds } from '../mirror/sql/dialect.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
-import { MirrorStore, type AppendedChange } from '../mirror/store.ts';
+import { MirrorStore, type AppendedChange } from '../mirror/mirror-store.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
 /** Status of a write row; see the lifecycle in this module's header. */

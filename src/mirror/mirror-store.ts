@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { jsonArrayValues } from './sql/dialect.ts';
 import type { SqlExecutor, SqlValue } from './sql/executor.ts';
 import { contentHash, diffFields } from './change-detection.ts';
-import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog.ts';
+import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog-format.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 import type { StreamName } from '../streams/definitions.ts';
 

@@ -5,10 +5,10 @@
  */
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { redisConnection } from '../client/redis-connection.ts';
+import { redisConnection } from '../../client/redis-connection.ts';
 
 // The Redis connections live apart (no BullMQ) so that a sync, which shares the rate budget in Redis, never loads the queue.
-export { connectProducer, PRODUCER_REDIS_OPTIONS, redisConnection, WORKER_REDIS_OPTIONS } from '../client/redis-connection.ts';
+export { connectProducer, PRODUCER_REDIS_OPTIONS, redisConnection, WORKER_REDIS_OPTIONS } from '../../client/redis-connection.ts';
 
 /** Default BullMQ queue name (the daemon and CLI use a per-deployment name: `deploymentQueueName`). */
 export const DEFAULT_QUEUE_NAME = 'bizops-writes';

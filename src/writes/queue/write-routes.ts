@@ -19,10 +19,10 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { silentLogger, type Logger } from '../logging/logger.ts';
-import { IdempotencyConflictError, WriteValidationError } from './errors.ts';
+import { silentLogger, type Logger } from '../../logging/logger.ts';
+import { IdempotencyConflictError, WriteValidationError } from '../write-errors.ts';
 import type { WriteIntake } from './intake.ts';
-import { publicWrite } from './store.ts';
+import { publicWrite } from '../write-store.ts';
 
 /** What `handleWritesRequest` needs: the intake that queues writes and the bearer key guarding the routes. */
 export interface WritesHttpDependencies {

@@ -20,9 +20,9 @@
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { silentLogger, type Logger } from '../logging/logger.ts';
-import { writeJobOptions, type WriteJobData, type WriteRetrySchedule } from './queue.ts';
-import type { WriteStore } from './store.ts';
+import { silentLogger, type Logger } from '../../logging/logger.ts';
+import { writeJobOptions, type WriteJobData, type WriteRetrySchedule } from './write-queue.ts';
+import type { WriteStore } from '../write-store.ts';
 
 /** BullMQ job states in which the job will still run: the write needs no re-queue. */
 const PENDING_JOB_STATES: ReadonlySet<string> = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
