@@ -4,7 +4,7 @@
  *
  * The same simulated backfill of `BENCH_POSTGRES_N` (default 100,000) transactions, rate limit off,
  * through the sync engine in this process (HTTP to the simulator, zod validation, change detection,
- * the page commit of src/sync/engine.ts: run lock, record clock, records, changelog, quarantine,
+ * the page commit of src/sync/sync-engine.ts: run lock, record clock, records, changelog, quarantine,
  * checkpoint), once into a fresh SQLite file and once into a fresh PostgreSQL schema, alternated so
  * that load from other processes falls on both alike. The figure is PostgreSQL records/s over
  * SQLite records/s, plus the records/s of each. The simulator serves both alike (its world is built

@@ -1,6 +1,6 @@
 /**
  * Job: the changelog for `bizops-sync changes`, read from the mirror (a SQLite file or a PostgreSQL
- * schema; src/notify/changelog.ts).
+ * schema; src/notify/changelog-reader.ts).
  */
 // The notify face: the changelog reader, without the webhook sender (src/notify/webhooks/).
 import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/index.ts';

@@ -190,7 +190,7 @@ export { classifyMirrorError, MirrorDamagedError, MirrorMissingError, mirrorLoca
 async function connectRedis(redisUrl: string, logger: Logger, mode: 'shared' | 'required'): Promise<Redis | null> {
   let redis: Redis;
   try {
-    // A producer connection (src/writes/queue.ts): commands fail at once while Redis is down, never queue.
+    // A producer connection (src/writes/queue/write-queue.ts): commands fail at once while Redis is down, never queue.
     redis = await connectProducer(redisUrl);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);

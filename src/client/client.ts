@@ -5,9 +5,9 @@
  *
  *   retry (retry.ts, on p-retry: policy per request; `onRetry`, and `onRateLimit` on a 429)
  *     -> beforeRequest hooks (the rate budget's slot, then the request's own hooks)
- *       -> http (http.ts: one undici keep-alive pool; socket failures become ConnectionError)
+ *       -> http (http-transport.ts: one undici keep-alive pool; socket failures become ConnectionError)
  *         -> afterResponse hooks (the rate budget reads the server's rate-limit headers)
- *           -> error mapping (status -> typed error of errors.ts with headers, request id, raw body)
+ *           -> error mapping (status -> typed error of api-errors.ts with headers, request id, raw body)
  *             -> envelope and schema validation (schemas.ts; InvalidResponseError names the field)
  *
  * Bearer tokens never appear in log lines or error messages: they live only in the Authorization
@@ -182,7 +182,7 @@ function invalidResponse(request: RequestDescription, detail: string, response: 
 
 /**
  * The API client (spec §1, §5, §7, §8): requests through the rate budget and the retry policy over one
- * keep-alive pool, answers validated, failures mapped to the typed errors of errors.ts (see this
+ * keep-alive pool, answers validated, failures mapped to the typed errors of api-errors.ts (see this
  * module's header for the layers).
  */
 export class ApiClient {
@@ -219,7 +219,7 @@ export class ApiClient {
   /**
    * Sends one API request through the layers (this module's header) and returns the validated
    * envelope.
-   * @throws a typed error of errors.ts: the status's class for a 4xx/5xx (with the server's
+   * @throws a typed error of api-errors.ts: the status's class for a 4xx/5xx (with the server's
    *   `message`, `err`, `retryAfter`, the response headers, request id and raw body),
    *   `ConnectionError` when no response arrived, `InvalidResponseError` when the body is not JSON,
    *   has no `content`, or `content` fails `contentSchema`; `UnknownTokenError` for a token name

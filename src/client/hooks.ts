@@ -1,6 +1,6 @@
 /**
  * The hook points of the API client, in the manner of Octokit's `hook.before/after/error/wrap`:
- * layers are sets of hooks registered around the one request function (http.ts), never code in
+ * layers are sets of hooks registered around the one request function (http-transport.ts), never code in
  * callers. The client runs, for every attempt of a request:
  *
  *   beforeRequest   every layer in order (client layers, then the request's own), then the HTTP send

@@ -1,5 +1,5 @@
 /**
- * Connections to Redis (ioredis) for the shared rate budget and the write queue (src/writes/queue.ts
+ * Connections to Redis (ioredis) for the shared rate budget and the write queue (src/writes/queue/write-queue.ts
  * re-exports these): a producer connection fails fast, a worker connection waits. Its own module,
  * without BullMQ, so that a process that only syncs loads no queue library.
  */

@@ -1,7 +1,7 @@
 /**
  * undici's `Pool` with its request API, loaded without the rest of undici. `import { Pool } from
  * 'undici'` evaluates undici's whole index: fetch, WebSocket, EventSource, the caches, the mock
- * agents and more. The sync's transport (http.ts) needs the pool and `pool.request()` only, and
+ * agents and more. The sync's transport (http-transport.ts) needs the pool and `pool.request()` only, and
  * loading them alone takes about half the CPU time (docs/decisions.md "Start-up"): every command
  * that talks to the API pays it before its first request.
  *

@@ -1,7 +1,7 @@
 /**
  * The configuration (docs/configuration.md): every key with its rule and default (schema.ts),
  * loaded from the defaults, the JSON file and the environment (load.ts), and the errors that name
- * a bad key (errors.ts). The face of src/config/ for jobs/ and cli/.
+ * a bad key (config-errors.ts). The face of src/config/ for jobs/ and cli/.
  */
 export { configSchema, type Config, type DeploymentConfig, type WebhookEndpointConfig } from './schema.ts';
 export {

@@ -70,7 +70,7 @@ export interface DaemonMetricsSources {
   budget: { stats(): RateBudgetStats };
   /** The webhook dispatcher; absent when no endpoint is configured. Its `stats()` reads the mirror (asynchronous). */
   webhooks?: { stats(): readonly WebhookStatsLike[] | Promise<readonly WebhookStatsLike[]> } | null;
-  /** The quarantine and the record clock (src/mirror/rejected-records.ts, record-clock.ts); absent: those gauges are not exported. */
+  /** The quarantine and the record clock (src/mirror/rejected-records.ts, record-clock-store.ts); absent: those gauges are not exported. */
   pageTrust?: { countRejected(stream: StreamName): Promise<number>; recordClockLagSeconds(stream: StreamName): Promise<number> };
   /** Also export prom-client's default process metrics (default true). */
   processMetrics?: boolean;

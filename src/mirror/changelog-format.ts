@@ -1,7 +1,7 @@
 /**
  * The changelog's shape and its end (docs/mirror.md "The changelog: `changes`"): what a change row's
  * `data` holds, how it is written and read back, and the highest `seq`, here and nowhere else. Rows
- * are appended by the mirror store (store.ts `appendChange`) and read by src/notify/changelog.ts.
+ * are appended by the mirror store (store.ts `appendChange`) and read by src/notify/changelog-reader.ts.
  *
  * Stored formats of `data` (both can be in one mirror; readers get `ChangeData` from either):
  *   version 1 (no `version` key): `{ record, changes }`, a new record with every listed field as `{ old: null, new }`

@@ -268,7 +268,7 @@ export class MirrorStore {
 
   /**
    * Appends one row to the changelog with a fresh, stable `event_id` (`evt_<uuid v7>`), its `data`
-   * in format version 2 (src/mirror/changelog.ts `encodeChangeData`; leave `changes` out for a new
+   * in format version 2 (src/mirror/changelog-format.ts `encodeChangeData`; leave `changes` out for a new
    * record). Call inside the transaction that wrote the record the change describes. Wakes the
    * mirror's listeners at its commit (executor.ts `changesAppended`).
    * @returns the row appended, with the `seq` the database gave it (`RETURNING seq`)

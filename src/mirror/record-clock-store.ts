@@ -2,7 +2,7 @@
  * The record clock of each stream (docs/sync.md "Record clock"): how far its records' timestamps
  * (`updatedAt`, `createdAt`) lag the clock the stream's cursor is taken from (the server's `Date`
  * header, or this host's clock when the server sends none). Every statement on `record_clock` is
- * here; src/sync/record-clock.ts makes the observations and the engine widens its overlap by the lag.
+ * here; src/sync/record-clock-lags.ts makes the observations and the engine widens its overlap by the lag.
  */
 import type { SqlExecutor } from './sql/executor.ts';
 

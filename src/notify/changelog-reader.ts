@@ -30,7 +30,7 @@ export interface ChangeEvent {
   /** ISO 8601: when the mirror recorded the change. */
   occurredAt: string;
   /**
-   * The format version the row's `data` was stored in (src/mirror/changelog.ts): 1 (older rows) or
+   * The format version the row's `data` was stored in (src/mirror/changelog-format.ts): 1 (older rows) or
    * 2. `data` reads the same for both: a new record's `changes` are derived when not stored.
    * Always set by `readChanges`; an event built by hand without it counts as 1.
    */

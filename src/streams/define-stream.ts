@@ -1,6 +1,6 @@
 /**
  * What a stream is: DATA, in the manner of Airbyte's declarative streams. One engine
- * (src/sync/engine.ts) runs every stream, and the mirror (src/mirror/) stores every stream, from its
+ * (src/sync/sync-engine.ts) runs every stream, and the mirror (src/mirror/) stores every stream, from its
  * definition alone: the list request, the record's key and schema, its mirror table and columns, the
  * fields that make up its content, and how its changes are named.
  *

@@ -1,7 +1,7 @@
 /**
  * Scan completeness (docs/sync.md "Scan completeness"): what one run's pages say about whether it
  * listed the whole set it paged through. Pure bookkeeping over the run's checkpoint; the engine
- * (src/sync/engine.ts) feeds it each page and asks it at the end.
+ * (src/sync/sync-engine.ts) feeds it each page and asks it at the end.
  *
  * The rule: a scan is complete when it saw at least as many distinct ids as the final page's
  * `pagination.total`. Otherwise it is incomplete, and the reason is `unstable-order` when ids came

@@ -33,7 +33,7 @@
  * - Endless lists: the paginator stops a list that says `hasMore` past its total or keeps repeating
  *   ids (EndlessListError); the run fails and nothing is tombstoned.
  * - Two-scan rule: only a complete scan that finished without error counts misses; a record missed
- *   by two consecutive complete scans is tombstoned (src/mirror/store.ts `recordMisses`).
+ *   by two consecutive complete scans is tombstoned (src/mirror/mirror-store.ts `recordMisses`).
  */
 import type { ApiClient } from '../client/client.ts';
 import { NotFoundError } from '../client/api-errors.ts';

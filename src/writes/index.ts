@@ -1,7 +1,7 @@
 /**
  * The writes (docs/writes.md; spec §4, §7, §8): every mutation of the API, validated at intake,
  * queued durably (`writes` row in the mirror, then BullMQ job), sent at the pace of the shared rate
- * budget (never sent again while its outcome is unknown: src/writes/engine.ts), its outcome recorded
+ * budget (never sent again while its outcome is unknown: src/writes/write-engine.ts), its outcome recorded
  * and emitted as a change (`write.succeeded`, `write.failed`, `write.needs_review`) and written
  * through into the mirror.
  *

@@ -2,7 +2,7 @@
  * The write engine: runs ONE write of any kind to its outcome (docs/writes.md, spec §4, §7).
  * Every kind is data (src/writes/kinds/); the rules here are the same for all of them:
  *
- * 0. A run first takes the write's CLAIM (src/writes/store.ts: a token and an expiry on the row, in
+ * 0. A run first takes the write's CLAIM (src/writes/write-store.ts: a token and an expiry on the row, in
  *    one conditional UPDATE) and renews it while it runs; a write claimed by another live run is
  *    left alone (`skipped`). Only the holder marks it sending, retrying or finished.
  * 1. A write found `sending` was interrupted after its request may have gone out (its previous

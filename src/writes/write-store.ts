@@ -168,7 +168,7 @@ function decode(row: WriteRow): WriteRecord {
   };
 }
 
-/** The default write-through: the mirror store's own upsert + changelog (src/mirror/store.ts `applyRecords`). */
+/** The default write-through: the mirror store's own upsert + changelog (src/mirror/mirror-store.ts `applyRecords`). */
 export function defaultWriteThrough(streams: Record<StreamName, Parameters<MirrorStore['applyRecords']>[0]>): WriteThroughHook {
   return async (mirror, stream, record) => await mirror.applyRecords(streams[stream], [record]);
 }

@@ -1,5 +1,5 @@
 /**
- * The write API on the daemon's HTTP port (src/writes/http.ts) over real HTTP: bearer key, routes off
+ * The write API on the daemon's HTTP port (src/writes/queue/write-routes.ts) over real HTTP: bearer key, routes off
  * without a key, 202 / 200 / 400 / 401 / 404 / 405 / 409, and the write reaching the simulator.
  */
 import { createServer, type Server } from 'node:http';

@@ -1,7 +1,7 @@
 /**
  * Migration 3: the write queue's durable record (docs/writes.md, docs/mirror.md "`writes`"). One row per accepted
  * write, inserted with status `queued` BEFORE its BullMQ job is added, so an acknowledged write is
- * never lost (src/writes/store.ts owns every statement on this table).
+ * never lost (src/writes/write-store.ts owns every statement on this table).
  *
  *   id                 `wr_<uuid>`; also the BullMQ job id
  *   idempotency_key    the caller's key (or a generated one): the same key is one write

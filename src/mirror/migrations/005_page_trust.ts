@@ -15,7 +15,7 @@
  *
  * `record_clock`: how far a stream's record timestamps (`updatedAt`, `createdAt`) lag the clock its
  * cursor is taken from (the server's `Date`, or ours when there is none), measured from the records
- * themselves (src/sync/record-clock.ts); the engine widens the `updatedAfter` overlap by it.
+ * themselves (src/sync/record-clock-lags.ts); the engine widens the `updatedAfter` overlap by it.
  *
  *   stream             the stream
  *   lag_seconds        the largest lag observed (>= 0), seconds

@@ -2,7 +2,7 @@
  * Migration 8: claims on writes, and the first ambiguous send (docs/writes.md "Claims"). The `writes` row is the truth of who may
  * send a write: a run of the write (a BullMQ job, a second worker, a replica) takes a claim on the
  * row in one conditional UPDATE before it sends anything, and only the claim's holder may mark the
- * row sending, retrying or finished (src/writes/store.ts owns every statement on the table).
+ * row sending, retrying or finished (src/writes/write-store.ts owns every statement on the table).
  *
  *   claim_token        random token of the run holding the claim; null when nobody holds it
  *   claim_expires_at   when the claim lapses unless renewed (the database's clock, ISO 8601 UTC with

@@ -27,7 +27,7 @@
  *     receives changes from then on (`webhooks replay` delivers history). See endpoint-store.ts.
  *
  * Each loop wakes on `notify()` (the sync just committed changes), on PostgreSQL also on the
- * notification of every commit that appended changes (any process: src/notify/changelog.ts
+ * notification of every commit that appended changes (any process: src/notify/changelog-reader.ts
  * `listenForChanges`), and otherwise polls every `pollMs`, so changes written by another process
  * are picked up too. All state lives in the
  * mirror (read and written through a `SqlExecutor`, src/mirror/sql/executor.ts): the loops re-read

@@ -1,6 +1,6 @@
 /**
  * The write kinds (docs/writes.md, spec §4): one declarative description per mutation of the API,
- * all run by one engine (src/writes/engine.ts). Add a kind by describing it in its own file and
+ * all run by one engine (src/writes/write-engine.ts). Add a kind by describing it in its own file and
  * listing it here.
  *
  * | kind                      | request                                   | retry safety        | ambiguous outcome | mirror       |

@@ -1,6 +1,6 @@
 /**
  * What a write kind is: DATA, in the manner of Airbyte's declarative connectors. One engine
- * (src/writes/engine.ts) runs every kind; a kind only describes its payload rules, its request, its
+ * (src/writes/write-engine.ts) runs every kind; a kind only describes its payload rules, its request, its
  * response, how safe it is to send again, how an ambiguous outcome is resolved and what it writes
  * through into the mirror (docs/writes.md, spec §4, §7, §8).
  */

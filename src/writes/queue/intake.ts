@@ -5,7 +5,7 @@
  * (job id = write id). Every answer is honest: either nothing was kept and the call throws, or the
  * write is kept and the call answers it (accepted). If Redis refuses the job, the row says so
  * (`enqueue_error`, also in the answer) and the sweeper of any process running writes
- * (src/writes/sweeper.ts), or the same idempotency key sent again, queues it later.
+ * (src/writes/queue/sweeper.ts), or the same idempotency key sent again, queues it later.
  *
  *   const intake = new WriteIntake({ connection: sqliteConnection(db), queue: { redis: config.redisUrl }, tokenNames: Object.keys(config.tokens) });
  *   const { id } = await intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 1250, description: 'Catering' });
@@ -135,7 +135,7 @@ export class WriteIntake {
   }
 
   /**
-   * One sweep (src/writes/sweeper.ts): every unfinished write nobody holds a claim on whose job is
+   * One sweep (src/writes/queue/sweeper.ts): every unfinished write nobody holds a claim on whose job is
    * missing from BullMQ (Redis refused it, Redis lost it, or BullMQ gave up on a stalled job) is
    * queued again. A write that could not be is listed in `failed`, its `enqueue_error` says why.
    * @throws the Redis or database error when either does not answer

@@ -12,13 +12,13 @@
  *   await worker.close();
  *
  * The `writes` row is the truth; BullMQ only dispatches. Each run of a job takes the write's claim
- * on its row first (src/writes/store.ts), so a second run of the same write (a job re-added after
+ * on its row first (src/writes/write-store.ts), so a second run of the same write (a job re-added after
  * Redis lost it, a second worker, a replica) leaves it alone. The worker's sweeper
- * (src/writes/sweeper.ts) re-queues, at start, on an interval and on every Redis reconnect, the
+ * (src/writes/queue/sweeper.ts) re-queues, at start, on an interval and on every Redis reconnect, the
  * unfinished writes whose job is gone or whose claim expired. A worker SIGKILLed mid-job leaves its
  * claim to expire; the row tells the next run where the last one stopped (`queued`: nothing was
  * sent; `sending`: maybe sent, so the outcome is resolved, not resent blindly). What that guarantees
- * is in src/writes/engine.ts: never sent again while the outcome is unknown, and at most once per
+ * is in src/writes/write-engine.ts: never sent again while the outcome is unknown, and at most once per
  * Idempotency-Key where the server honours the key.
  *
  * Retries: one layer, BullMQ's job attempts. The worker's client retries only 429s (waits for the
@@ -77,7 +77,7 @@ export interface WriteWorkerOptions {
   /** Backoff of BullMQ retries for jobs re-queued by the sweeper (new jobs take theirs from the intake). */
   retrySchedule?: WriteRetrySchedule;
   /**
-   * The sweeper (src/writes/sweeper.ts): a sweep before the worker starts, then every
+   * The sweeper (src/writes/queue/sweeper.ts): a sweep before the worker starts, then every
    * `sweepIntervalMs` (config `writes.sweepSeconds`, default 5000) and on every Redis reconnect.
    * `sweep: false` turns it off (tests of the queue alone).
    */

@@ -50,7 +50,7 @@ export interface WriteJobData {
 
 /**
  * BullMQ retries of a write job. The processor throws (and so asks for a retry) only when sending
- * again is provably safe for the kind (src/writes/engine.ts); every other outcome completes the job.
+ * again is provably safe for the kind (src/writes/write-engine.ts); every other outcome completes the job.
  */
 export interface WriteRetrySchedule {
   /** Job attempts in all, the first included. Default 8. */
