@@ -4,6 +4,7 @@
 #   docker run -d --name bizops-sync -v bizops-data:/data -p 127.0.0.1:8080:8080 \
 #     -e BIZOPS_BASE_URL=https://api.example.com -e BIZOPS_TOKEN=... bizops-sync
 #   docker exec bizops-sync node bin/bizops-sync.js status
+#   docker run --rm -v bizops-data:/data:ro bizops-sync status      (a one-off command on the daemon's volume)
 #
 # Several companies (a config file with "connections"): mount it as /app/config/bizops-sync.json and
 # give each connection its own file on the volume, -e 'BIZOPS_DB=/data/{connection}.db': the
@@ -15,7 +16,8 @@
 # The API simulator (packages/simulator, a development package) is not in this image: `simulate` and
 # `demo` say so and exit 2. docker-compose.yml builds the `simulator` target below for its profile.
 
-ARG NODE_IMAGE=node:24-slim
+# Pinned by version: a rebuild gets the same Node.js (bump it here, and in docker-compose.yml's comment).
+ARG NODE_IMAGE=node:24.21.0-slim
 
 # Build stage: every dependency, a typecheck of the sources, then the dev dependencies removed.
 FROM ${NODE_IMAGE} AS build
@@ -55,6 +57,17 @@ RUN npm prune --omit=dev --workspaces=false --no-audit --no-fund \
 
 # Runtime stage: production dependencies and the sources, run as the unprivileged `node` user.
 FROM ${NODE_IMAGE} AS runtime
+# OCI image labels (docker inspect, registries). VERSION follows package.json; REVISION: the git commit
+# (docker build --build-arg REVISION=$(git rev-parse HEAD) .).
+ARG NODE_IMAGE
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="bizops-sync" \
+      org.opencontainers.image.description="Integration sync worker for the Business Operations Public API: a mirror, a changelog with signed webhooks, and a rate-limit-aware write queue" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.base.name="${NODE_IMAGE}"
 # tini as PID 1 forwards SIGTERM/SIGINT to node (graceful stop: checkpoints kept, exit 0) and reaps zombies.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends tini \
@@ -76,9 +89,10 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 EXPOSE 8080
-# Liveness of the daemon's HTTP port (slim images have no curl: node's fetch does it).
+# Liveness: the daemon's /healthz when the container runs `daemon`; a one-off command (`docker run …
+# backfill`) has no port and is healthy while it runs (bin/container-health.js reads PID 1's command).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.BIZOPS_HTTP_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "bin/container-health.js"]
 # The daemon stops within 10 s of SIGTERM; `docker stop` waits 10 s by default (use -t 15 for margin).
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=16", "bin/bizops-sync.js"]

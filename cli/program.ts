@@ -50,16 +50,31 @@ Environment:
   BIZOPS_TOKEN               bearer token (or BIZOPS_TOKEN_FILE: a file holding it)
   BIZOPS_DB                  the mirror's SQLite file (default ./data/mirror.db)
   REDIS_URL                  Redis for the write queue and the shared rate budget (default redis://127.0.0.1:6379)
-  BIZOPS_RATE_LIMIT_PER_MIN  requests per minute for the company (default 60, spec §8)
+  BIZOPS_RATE_LIMIT_PER_MIN  the most requests this deployment sends per window (minute) of the API: a
+                             ceiling, also when the server says more remain (the company's limit may be
+                             shared with other integrations); a lower server limit wins (default 60, spec §8)
   BIZOPS_CONFIG              a JSON configuration file (default config/bizops-sync.json when present);
                              its "connections" object names several companies (--connection NAME)
 
 Try it without an API: bizops-sync demo`,
     )
     .version(packageJson.version, '-V, --version', 'print the version of bizops-sync')
-    .showHelpAfterError('(run with --help for usage)')
+    // Commander's own errors (an unknown option or command, a missing argument) as every error of
+    // bizops-sync: one line with its prefix; its suggestion ("Did you mean sync?") kept on the line.
+    // Set before the commands are registered: each inherits it.
+    .configureOutput({ outputError: (message, write) => write(`${commanderErrorLine(message)}\n`) })
     .exitOverride();
   const named = COMMANDS.filter((command) => commandName !== undefined && command.names.includes(commandName));
   for (const register of await Promise.all((named.length > 0 ? named : COMMANDS).map((command) => command.load()))) register(program);
   return program;
+}
+
+/**
+ * One of commander's error messages (`error: unknown option '--bogus'`, possibly followed by
+ * `(Did you mean sync?)` on a line of its own) as the one line bizops-sync prints:
+ * `bizops-sync: unknown option '--bogus'; --help shows the usage`.
+ */
+export function commanderErrorLine(message: string): string {
+  const text = message.replace(/^error: /, '').trim().replace(/\s*\n\s*/g, ' ');
+  return `bizops-sync: ${text}; --help shows the usage`;
 }

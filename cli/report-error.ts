@@ -3,7 +3,8 @@
  * command fails, or when commander stops for --help, --version or bad usage).
  *
  * Exit codes: 0 success (also after a graceful SIGTERM, and after --help), 1 a run or command
- * failed, 2 bad usage or configuration, 130 interrupted by Ctrl-C.
+ * failed, 2 bad usage or configuration, 75 a stream skipped as busy (`EXIT_BUSY`, cli/shared.ts;
+ * set by backfill and sync, not here), 130 interrupted by Ctrl-C.
  *
  * It recognises errors by class, from the faces of their folders. The faces it imports load nothing
  * a command has not loaded already (the configuration, the masking); the API client's face (undici,

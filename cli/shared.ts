@@ -123,6 +123,13 @@ export function shutdownOnSignals(onSignal?: (signal: NodeJS.Signals) => void): 
   };
 }
 
+/**
+ * Exit code of `backfill` / `sync` when a stream was skipped because another process (a daemon, another
+ * run) holds its lease and nothing failed: 75, EX_TEMPFAIL of sysexits.h ("try again later").
+ * `--wait` waits for the lease instead.
+ */
+export const EXIT_BUSY = 75;
+
 /** Exit code after a graceful stop: 0 for SIGTERM (a requested stop), 130 for Ctrl-C. */
 export function exitCodeForSignal(signal: NodeJS.Signals | undefined): number | undefined {
   if (signal === 'SIGTERM') return 0;

@@ -3,21 +3,42 @@
  * (the `backfill` and `sync` commands, and the demo).
  * Wiring only: the engine does the work.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config, DeploymentConfig } from '../src/config/index.ts';
 import type { Logger } from '../src/logging/index.ts';
 import type { StreamName } from '../src/streams/index.ts';
 import type { RunOptions, RunProgress, RunReason, RunResult } from '../src/sync/index.ts';
 import { openDeployment, type Context } from './context.ts';
 
+/** Options of `runStreams`: the engine's, and what to do with a stream another process runs. */
+export interface RunStreamsOptions extends RunOptions {
+  /**
+   * A stream found `busy` (its lease held by another process or run) is asked again until it is
+   * free (its holder finished, or died and its lease expired), then run; default false: it ends busy.
+   * Polls every third of `sync.leaseSeconds`, at most every second; `signal` ends the wait.
+   */
+  waitWhileBusy?: boolean;
+}
+
 /**
  * Runs each stream with `reason` on an open context, stopping early when `options.signal` aborts.
  * @returns one result per stream that ran
  */
-export async function runStreams(context: Context, streams: readonly StreamName[], reason: RunReason, options: RunOptions = {}): Promise<RunResult[]> {
+export async function runStreams(context: Context, streams: readonly StreamName[], reason: RunReason, options: RunStreamsOptions = {}): Promise<RunResult[]> {
+  const { waitWhileBusy, ...runOptions } = options;
+  const pollMs = Math.min(1000, (context.config.sync.leaseSeconds * 1000) / 3);
   const results: RunResult[] = [];
   for (const stream of streams) {
     if (options.signal?.aborted) break;
-    results.push(await context.engine.run(stream, reason, options));
+    let result = await context.engine.run(stream, reason, runOptions);
+    if (result.status === 'busy' && waitWhileBusy) {
+      context.logger.info({ stream, ...result.heldBy }, 'waiting for the stream\'s lease to be free (--wait)');
+      while (result.status === 'busy' && !options.signal?.aborted) {
+        await sleep(pollMs, undefined, { signal: options.signal }).catch(() => undefined);
+        if (!options.signal?.aborted) result = await context.engine.run(stream, reason, runOptions);
+      }
+    }
+    results.push(result);
   }
   return results;
 }
@@ -32,7 +53,7 @@ export async function runConnectionsJob(
   deployment: DeploymentConfig,
   streams: (config: Config) => readonly StreamName[],
   reason: RunReason,
-  options: Omit<RunOptions, 'onProgress'> & { logger?: Logger; onProgress?: (connection: string, progress: RunProgress) => void } = {},
+  options: Omit<RunStreamsOptions, 'onProgress'> & { logger?: Logger; onProgress?: (connection: string, progress: RunProgress) => void } = {},
 ): Promise<{ connection: string; results: RunResult[] }[]> {
   const { onProgress, logger, ...runOptions } = options;
   const opened = await openDeployment(deployment, { logger });

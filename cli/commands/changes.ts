@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import type { ChangeEvent } from '../../src/notify/index.ts';
 import { writeLines } from '../line-writer.ts';
 import { UsageError } from '../usage-error.ts';
-import { CONNECTION_OPTION_HELP, mirrorPath, shutdownOnSignals } from '../shared.ts';
+import { CONNECTION_OPTION_HELP, exitCodeForSignal, mirrorPath, shutdownOnSignals } from '../shared.ts';
 
 export function registerChangesCommand(program: Command): void {
   program
@@ -27,6 +27,9 @@ export function registerChangesCommand(program: Command): void {
         const events = changesJob(mirrorPath(options.db, options.connection), { sinceSeq: Number(options.since), types: options.type, follow: options.follow, signal: shutdown?.signal });
         // Backpressure: a slow consumer makes the reading wait instead of lines piling up in memory.
         await writeLines(process.stdout, mapLines(events, formatChangeLine), { chunkChars: options.follow ? 0 : undefined });
+        // --follow ends on a signal: 0 after SIGTERM, 130 after Ctrl-C.
+        const signalExit = exitCodeForSignal(shutdown?.received());
+        if (signalExit !== undefined) process.exitCode = signalExit;
       } finally {
         shutdown?.dispose();
       }

@@ -3,11 +3,12 @@
  * (scheduler, write queue, webhook dispatcher, metrics, HTTP port) are loaded when it starts.
  *
  * Shutdown: the first SIGTERM or SIGINT aborts runs (their checkpoints stand), stops the schedule,
- * the webhook dispatcher and the HTTP server, flushes the log and exits 0. Should anything hang,
- * the process exits anyway 10 s after the signal (code 1, logged). A second Ctrl-C exits at once (130).
+ * the webhook dispatcher and the HTTP server, flushes the log and exits: 0 after SIGTERM (a requested
+ * stop), 130 after Ctrl-C (SIGINT), as every command. Should anything hang, the process exits anyway
+ * 10 s after the signal (code 1, logged). A second Ctrl-C exits at once (130).
  */
 import type { Command } from 'commander';
-import { deploymentFromEnvironment, shutdownOnSignals } from '../shared.ts';
+import { deploymentFromEnvironment, exitCodeForSignal, shutdownOnSignals } from '../shared.ts';
 import { checkDeployment } from './config.ts';
 
 /** After a stop signal, the process exits within this long whatever happens, ms. */
@@ -44,7 +45,7 @@ Check the effective configuration first: bizops-sync config check`,
         setTimeout(() => {
           logger.error({ afterMs: FORCED_EXIT_AFTER_MS, gracefulStopFinished: stopped }, 'shutdown took too long: exiting anyway');
           logger.flush();
-          process.exit(stopped ? 0 : 1);
+          process.exit(stopped ? (exitCodeForSignal(signal) ?? 0) : 1);
         }, FORCED_EXIT_AFTER_MS).unref();
       });
       try {
@@ -52,7 +53,7 @@ Check the effective configuration first: bizops-sync config check`,
         if (!shutdown.signal.aborted) await new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
         await daemon.stop();
         stopped = true;
-        process.exitCode = 0;
+        process.exitCode = exitCodeForSignal(shutdown.received()) ?? 0;
       } finally {
         shutdown.dispose();
       }

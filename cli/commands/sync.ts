@@ -5,7 +5,9 @@
 import type { Command } from 'commander';
 import { STREAM_NAMES } from '../../src/streams/index.ts';
 import type { RunReason, RunResult } from '../../src/sync/index.ts';
-import { CONNECTION_OPTION_HELP, deploymentFromEnvironment, exitCodeForSignal, selectConnections, selectStreams, shutdownOnSignals } from '../shared.ts';
+import { withMirrorPath } from '../../src/config/index.ts';
+import { UsageError } from '../usage-error.ts';
+import { CONNECTION_OPTION_HELP, deploymentFromEnvironment, EXIT_BUSY, exitCodeForSignal, selectConnections, selectStreams, shutdownOnSignals } from '../shared.ts';
 
 const COMMANDS: readonly { reason: RunReason; description: string }[] = [
   { reason: 'backfill', description: 'list every record of each stream into the mirror (a complete scan); resumes an interrupted backfill' },
@@ -21,6 +23,9 @@ export function registerSyncCommands(program: Command): void {
       .option('--no-progress', 'log lines instead of progress bars, even on a terminal')
       .option('--connection <name>', CONNECTION_OPTION_HELP)
       .option('--all', 'every configured connection, concurrently (log lines instead of progress bars)')
+      .option('--db <path>', "the mirror: a file, or a postgres:// URL (default: the connection's dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)")
+      .option('--wait', 'a stream another process runs (its lease held: a daemon, another run) is waited for, then run; without it the stream is skipped and the exit code is 75')
+      .addHelpText('after', `\nExit codes: 0 every stream ran; 1 a run failed; 2 bad usage or configuration; ${EXIT_BUSY} a stream was skipped, busy in another process (run again later, or use --wait); 130 Ctrl-C (the checkpoint stands).`)
       .action(async (options: CommandOptions) => runCommand(reason, options));
   }
 }
@@ -30,11 +35,17 @@ interface CommandOptions {
   progress: boolean;
   connection?: string;
   all?: boolean;
+  db?: string;
+  wait?: boolean;
 }
 
 async function runCommand(reason: RunReason, options: CommandOptions): Promise<void> {
   const deployment = deploymentFromEnvironment();
-  const configs = selectConnections(deployment, options);
+  let configs = selectConnections(deployment, options);
+  if (options.db !== undefined) {
+    if (configs.length !== 1) throw new UsageError('--db: names one mirror; use it with one connection (--connection NAME), not --all');
+    configs = [withMirrorPath(configs[0]!, options.db)];
+  }
   const streams = new Map(configs.map((config) => [config.connection, selectStreams(config, options.stream)]));
   // The arguments and the configuration are good: load what runs them (the composition root, the API client, SQLite, Redis).
   const [{ connectionLogger, deploymentLogger }, { runConnectionsJob }, { createProgressReporter }] = await Promise.all([
@@ -55,6 +66,7 @@ async function runCommand(reason: RunReason, options: CommandOptions): Promise<v
       results = await runConnectionsJob({ ...deployment, connections: configs }, (config) => streams.get(config.connection)!, reason, {
         logger,
         signal: shutdown.signal,
+        waitWhileBusy: options.wait === true,
         onProgress: (connection, progress) => reporters.get(connection)!.update(progress),
       });
     } finally {
@@ -66,26 +78,32 @@ async function runCommand(reason: RunReason, options: CommandOptions): Promise<v
     const signalExit = exitCodeForSignal(shutdown.received());
     if (signalExit !== undefined) process.exitCode = signalExit;
     else if (flat.some((r) => r.status === 'failed')) process.exitCode = 1;
+    else if (flat.some((r) => r.status === 'busy')) process.exitCode = EXIT_BUSY;
   } finally {
     shutdown.dispose();
   }
 }
 
+/** `1 page`, `3 pages`, `0 pages`. */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 /** One line per stream: `deals: succeeded (complete scan), 3 pages, 240 records, 12 changes`. */
 function describeResult(result: RunResult): string {
   const what = result.mode === 'complete' ? 'complete scan' : 'incremental';
-  const base = `${result.stream}: ${result.status} (${result.reason}, ${what}${result.resumed ? ', resumed' : ''}), ${result.pages} pages, ${result.records} records, ${result.changes} changes`;
+  const base = `${result.stream}: ${result.status} (${result.reason}, ${what}${result.resumed ? ', resumed' : ''}), ${count(result.pages, 'page')}, ${count(result.records, 'record')}, ${count(result.changes, 'change')}`;
   const extra = [
-    result.tombstones ? `${result.tombstones} tombstones` : '',
-    result.driftStepBacks ? `${result.driftStepBacks} drift step-backs` : '',
+    result.tombstones ? count(result.tombstones, 'tombstone') : '',
+    result.driftStepBacks ? count(result.driftStepBacks, 'drift step-back') : '',
     result.scan?.outcome === 'incomplete'
       ? `INCOMPLETE scan (${result.scan.reason}): ${result.scan.distinctIds} distinct records of a total of ${result.scan.total}; nothing counted missing, cursor kept`
       : '',
-    result.scan?.reReads ? `${result.scan.reReads} tie re-reads` : '',
-    result.rejected ? `${result.rejected} invalid records quarantined (status shows them)` : '',
+    result.scan?.reReads ? count(result.scan.reReads, 'tie re-read') : '',
+    result.rejected ? `${count(result.rejected, 'invalid record')} quarantined (status shows them)` : '',
     result.status === 'unsupported' ? 'the server has no list endpoint for this stream' : '',
     result.status === 'interrupted' ? 'checkpoint saved; run again to resume' : '',
-    result.heldBy ? `held by ${result.heldBy.holder ?? '?'} until ${result.heldBy.expiresAt ?? '?'} (a holder that died keeps it until then)` : '',
+    result.heldBy ? `held by ${result.heldBy.holder ?? '?'} until ${result.heldBy.expiresAt ?? '?'} (a holder that died keeps it until then; --wait waits for it)` : '',
     result.error ? `error: ${result.error.message}` : '',
   ].filter(Boolean);
   return extra.length ? `${base}; ${extra.join('; ')}` : base;

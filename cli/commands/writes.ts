@@ -21,7 +21,7 @@ import { WriteValidationError } from '../../src/writes/index.ts';
 // The kinds (their names and summaries for the help), without the queue (src/writes/queue/).
 import { WRITE_KIND_NAMES, WRITE_KINDS } from '../../src/writes/kinds/index.ts';
 import type { EnqueueResult } from '../../src/writes/queue/index.ts';
-import { CONNECTION_OPTION_HELP, configFromEnvironment, connectionFromEnvironment } from '../shared.ts';
+import { CONNECTION_OPTION_HELP, connectionFromEnvironment, exitCodeForSignal, mirrorPath, shutdownOnSignals } from '../shared.ts';
 import { UsageError } from '../usage-error.ts';
 
 /**
@@ -111,18 +111,13 @@ export function registerWriteCommands(program: Command): void {
       const { config, deployment } = connectionFromEnvironment(options.connection);
       const [{ connectionLogger, deploymentLogger }, { runWorkerJob }] = await Promise.all([import('../../jobs/context.ts'), import('../../jobs/writes.ts')]);
       const logger = connectionLogger(deploymentLogger(deployment), config, deployment.named);
-      const controller = new AbortController();
-      const stop = (signal: NodeJS.Signals) => {
-        if (controller.signal.aborted && signal === 'SIGINT') process.exit(130);
-        controller.abort(new Error(`received ${signal}`));
-      };
-      process.on('SIGTERM', stop);
-      process.on('SIGINT', stop);
+      // Exit 0 after SIGTERM, 130 after Ctrl-C (a second Ctrl-C exits at once).
+      const shutdown = shutdownOnSignals();
       try {
-        await runWorkerJob(config, { concurrency: options.concurrency, logger, signal: controller.signal });
+        await runWorkerJob(config, { concurrency: options.concurrency, logger, signal: shutdown.signal });
+        process.exitCode = exitCodeForSignal(shutdown.received()) ?? 0;
       } finally {
-        process.off('SIGTERM', stop);
-        process.off('SIGINT', stop);
+        shutdown.dispose();
       }
     });
 
@@ -131,15 +126,17 @@ export function registerWriteCommands(program: Command): void {
     .description('show one write: status, outcome, error')
     .argument('<id>', 'the write id printed by enqueue')
     .option('--json', 'print JSON')
+    .option('--db <path>', "the mirror: a file, or a postgres:// URL (default: the connection's dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)")
     .option('--connection <name>', CONNECTION_OPTION_HELP)
-    .action(async (id: string, options: { json?: boolean; connection?: string }) => {
-      const config = configFromEnvironment({}, options.connection);
+    .action(async (id: string, options: { json?: boolean; db?: string; connection?: string }) => {
+      // Reads the mirror only: no API settings needed (as status and changes).
+      const dbPath = mirrorPath(options.db, options.connection);
       const { readWrite } = await import('../../jobs/show-write.ts');
-      const write = await readWrite(config.dbPath, id);
+      const write = await readWrite(dbPath, id);
       if (!write) {
         // Writes live in their connection's mirror: say which one was searched.
-        const mirror = maskUrlPassword(config.dbPath);
-        throw new UsageError(config.connection === 'default' ? `no write ${id} (mirror ${mirror})` : `no write ${id} in connection ${config.connection} (mirror ${mirror})`);
+        const mirror = maskUrlPassword(dbPath);
+        throw new UsageError(options.connection === undefined ? `no write ${id} (mirror ${mirror})` : `no write ${id} in connection ${options.connection} (mirror ${mirror})`);
       }
       if (options.json) {
         process.stdout.write(`${JSON.stringify(write, null, 2)}\n`);

@@ -3,7 +3,8 @@
  *
  *  - Once the server has answered with `X-RateLimit-Remaining` and `-Reset`, it follows the server's
  *    own window (server-window.ts): spends what the server says remains, minus the requests in
- *    flight, and resumes when the window has surely ended, plus a small margin.
+ *    flight, never more than `limit` of its own per window (a ceiling), and resumes when the window
+ *    has surely ended, plus a small margin.
  *  - Before that (or with a server that sends no such headers), a sliding-window log of grant times
  *    keeps any span of `windowMs + safetyMarginMs` to `limit` grants.
  *  - `pauseUntil(ms)` (a 429's `Retry-After`) blocks every `acquire` until then.

@@ -4,7 +4,8 @@
  *
  * - The server's window (server-window.ts, the same rules in Lua): once an answer carried
  *   `X-RateLimit-Remaining` and `-Reset`, every process spends what the server says remains minus
- *   the requests in flight in ANY process, and resumes when the window has surely ended. What was
+ *   the requests in flight in ANY process, never more than `limit` of the processes' own per window
+ *   (a ceiling: the server's remaining may be another integration's too), and resumes when the window has surely ended. What was
  *   learned (the window's length, where windows start, the clock offset, the lowest remaining) lives
  *   in one Redis hash, so every process follows one view.
  * - Before that, or with a server that sends no such headers: a sliding-window log of grants keeps
@@ -189,6 +190,7 @@ local function num(field)
   return nil
 end
 local resetAt, remaining, anchor, offset = num('reset'), num('rem') or 0, num('anchor'), num('offset')
+local spent = num('spent') or 0
 local learned, lastAdv, serverLimit = num('learned'), num('lastAdv'), num('slimit')
 local changed = false
 
@@ -213,9 +215,10 @@ for i = 0, n - 1 do
           if adv == lastAdv and (learned == nil or adv < learned) then learned = adv end
           lastAdv = adv
         end
-        resetAt, remaining = R, m
-      elseif R == resetAt and m < remaining then
-        remaining = m
+        resetAt, remaining, spent = R, m, 1
+      elseif R == resetAt then
+        if m < remaining then remaining = m end
+        spent = spent + 1
       end
       changed = true
     elseif rem == '0' then
@@ -224,7 +227,7 @@ for i = 0, n - 1 do
     end
   elseif kind == 'sent' then
     if redis.call('ZREM', flight, slot) == 1 then
-      if resetAt ~= nil and remaining > 0 then remaining = remaining - 1; changed = true end
+      if resetAt ~= nil then remaining = math.max(0, remaining - 1); spent = spent + 1; changed = true end
       redis.call('ZADD', flight, now + (learned or confW) + margin, slot .. ':lost')
     end
   elseif kind == 'unsent' then
@@ -233,7 +236,7 @@ for i = 0, n - 1 do
 end
 local W = learned or confW
 if changed then
-  local fields = { 'rem', remaining }
+  local fields = { 'rem', remaining, 'spent', spent }
   for _, pair in ipairs({ { 'reset', resetAt }, { 'anchor', anchor }, { 'offset', offset }, { 'learned', learned }, { 'lastAdv', lastAdv }, { 'slimit', serverLimit } }) do
     if pair[2] ~= nil then table.insert(fields, pair[1]); table.insert(fields, pair[2]) end
   end
@@ -253,7 +256,8 @@ elseif resetAt ~= nil and anchor ~= nil then
   if offset ~= nil and (e == nil or resetAt - offset < e) then e = resetAt - offset end
   if e == nil then e = resetAt + W + anchor end
   if now < e + margin then
-    slots = remaining - inflight
+    -- The configured limit is a ceiling on our own requests in the window (server-window.ts).
+    slots = math.min(remaining, limit - spent) - inflight
     if slots <= 0 then slots, waitMs = 0, e + margin - now end
   else
     slots = limit - inflight

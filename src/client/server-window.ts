@@ -18,7 +18,13 @@
  *  - **Spending**: in the current window, `remaining` (the lowest the server reported for it) minus
  *    the requests in flight (granted, no answer yet) may be sent; every request in flight may still
  *    be counted in this window. Once the window has surely ended, the next one starts with the
- *    server's limit minus what is in flight, until its first answer reports its own `remaining`.
+ *    limit minus what is in flight, until its first answer reports its own `remaining`.
+ *  - **The configured limit is a ceiling**: the server's `remaining` counts every client of the
+ *    company (another integration sharing its limit, too), so it alone could let this budget spend
+ *    the whole company's window. Our own requests counted in the current window (`spent`: its
+ *    answers, and the unanswered requests that may have reached it) are kept, and at most
+ *    `min(configured limit, server's X-RateLimit-Limit)` of them go in one window:
+ *    `min(remaining, ceiling - spent) - in flight`.
  *  - **Resuming**: a spent window resumes at its end bound plus `resumeMarginMs` (default 1% of
  *    the window, 5..100 ms).
  *
@@ -48,6 +54,11 @@ export interface ServerWindowState {
   resetAtMs: number | undefined;
   /** The lowest `remaining` the server reported for that window. */
   remaining: number;
+  /**
+   * Our own requests the server counted, or may have counted, in that window: its answers, plus
+   * the requests sent without an answer while it was current. At most the ceiling per window.
+   */
+  spent: number;
   /** min(receipt time - R), ms: window R started by R + anchorMs (see the module header). */
   anchorMs: number | undefined;
   /** Largest (Date header - receipt time), ms: a lower bound of server clock - ours. */
@@ -72,6 +83,7 @@ export function emptyWindowState(): ServerWindowState {
   return {
     resetAtMs: undefined,
     remaining: 0,
+    spent: 0,
     anchorMs: undefined,
     clockOffsetMs: undefined,
     learnedWindowMs: undefined,
@@ -112,17 +124,22 @@ export function observeWindow(state: ServerWindowState, observation: WindowObser
     }
     state.resetAtMs = resetAtMs;
     state.remaining = Math.max(0, remaining);
+    state.spent = 1;
   } else if (resetAtMs === state.resetAtMs) {
     state.remaining = Math.min(state.remaining, Math.max(0, remaining));
+    state.spent += 1;
   }
 }
 
 /**
  * A request that may have reached the server but got no answer: it is counted as spent in the
- * current window (it may also be counted in the next; the caller keeps it in flight until then).
+ * current window, by the server and against our ceiling (it may also be counted in the next; the
+ * caller keeps it in flight until then).
  */
 export function spendUnanswered(state: ServerWindowState): void {
-  if (state.resetAtMs !== undefined) state.remaining = Math.max(0, state.remaining - 1);
+  if (state.resetAtMs === undefined) return;
+  state.remaining = Math.max(0, state.remaining - 1);
+  state.spent += 1;
 }
 
 /** Drops everything learned (after a 429: a bound was wrong). */
@@ -147,7 +164,9 @@ export function windowEndBoundMs(state: ServerWindowState, configuredWindowMs: n
 /**
  * How many requests may be sent at `nowMs`, given `inFlight` requests granted and not yet answered
  * (lost ones included until their window ended), or undefined before any answer (pace otherwise).
- * @param limit the configured limit; the server's lower `X-RateLimit-Limit` wins
+ * Never more than the ceiling, `min(limit, server's X-RateLimit-Limit)`, of our own requests in one
+ * window, whatever the server says remains (what remains is the whole company's).
+ * @param limit the configured limit (`rateLimit.perMinute`), a ceiling; the server's lower `X-RateLimit-Limit` wins
  */
 export function windowAllowance(
   state: ServerWindowState,
@@ -158,13 +177,13 @@ export function windowAllowance(
   const end = windowEndBoundMs(state, options.windowMs);
   if (end === undefined) return undefined;
   const resumeAtMs = end + options.resumeMarginMs;
+  const ceiling = Math.min(options.limit, state.serverLimit ?? options.limit);
   if (nowMs < resumeAtMs) {
-    const slots = state.remaining - inFlight;
+    const slots = Math.min(state.remaining, ceiling - state.spent) - inFlight;
     return slots > 0 ? { slots, resumeAtMs: nowMs } : { slots: 0, resumeAtMs };
   }
   // The window named by state.resetAtMs has surely ended: a new one is open, holding at most what is in flight.
-  const limit = Math.min(options.limit, state.serverLimit ?? options.limit);
-  const slots = limit - inFlight;
+  const slots = ceiling - inFlight;
   // Nothing in flight can free a slot without an answer, which wakes the caller; poll now and then.
   return slots > 0 ? { slots, resumeAtMs: nowMs } : { slots: 0, resumeAtMs: nowMs + Math.max(10, options.resumeMarginMs) };
 }

@@ -13,6 +13,7 @@ export {
   maskConfig,
   maskDeployment,
   mirrorPaths,
+  withMirrorPath,
   type LoadConfigOptions,
 } from './load.ts';
 export { ConfigError, ConnectionChoiceError } from './config-errors.ts';

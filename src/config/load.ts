@@ -178,6 +178,17 @@ function parseConnection(name: string, merged: Record<string, unknown>, labelFor
 }
 
 /**
+ * `config` with its mirror at `dbPath` instead (a command's `--db`): `{connection}` replaced by the
+ * connection's name, the location checked as `dbPath` is at load.
+ * @throws ConfigError naming `--db` when it is neither a file path nor a usable PostgreSQL URL
+ */
+export function withMirrorPath(config: Config, dbPath: string): Config {
+  const path = dbPath.replaceAll('{connection}', config.connection);
+  checkMirrorLocation(path, '--db');
+  return { ...config, dbPath: path };
+}
+
+/**
  * Checks `dbPath` once `{connection}` is replaced: a PostgreSQL URL must be one the mirror can use
  * (a valid URL, a valid `schema`); any other `scheme://` is a mistake, not a file name.
  * @throws ConfigError naming `label`, with the URL's password masked

@@ -168,7 +168,10 @@ export const configSchema = z.object({
   /** The rate budget (docs/rate-budget.md, spec §8). */
   rateLimit: z
     .object({
-      /** Requests per window (spec §8: 60 per minute by default). */
+      /**
+       * Requests per window (spec §8: 60 per minute by default): a ceiling on this deployment's own
+       * requests in each window of the API, whatever the server says remains (docs/rate-budget.md).
+       */
       perMinute: z.number().int().positive().default(60),
       /** Window length, ms. 60000 in production; tests scale time down. */
       windowMs: z.number().int().positive().default(60_000),

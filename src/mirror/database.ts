@@ -4,7 +4,8 @@
  * table checked against its definition (created when missing: stream-tables.ts).
  */
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 import { STREAM_LIST } from '../streams/definitions.ts';
@@ -14,6 +15,11 @@ import { isPostgresUrl } from './sql/postgres-location.ts';
 import { prepareStreamTables } from './stream-tables.ts';
 
 export type MirrorDatabase = Database.Database;
+
+// SQLite URI file names, for reading a mirror on read-only storage (`file:...?immutable=1`:
+// `readOnlyStorage` below). better-sqlite3 reads this when it loads SQLite, at its first Database;
+// it only changes how a path starting with `file:` is read.
+process.env.SQLITE_USE_URI ??= '1';
 
 const preparedStatements = new WeakMap<MirrorDatabase, Map<string, Database.Statement<unknown[]>>>();
 
@@ -56,7 +62,7 @@ export function openMirror(path: string, options: OpenMirrorOptions = {}): Mirro
     throw new Error(`cannot open the mirror database ${path}: ${(error as Error).message}`, { cause: error });
   }
   db.pragma('busy_timeout = 5000');
-  if (options.readonly) return db;
+  if (options.readonly) return readableOnReadOnlyStorage(db, path);
   db.pragma('journal_mode = WAL');
   // NORMAL is durable across process crashes in WAL mode (only an OS crash can lose the last commits).
   db.pragma('synchronous = NORMAL');
@@ -73,6 +79,34 @@ export function openMirror(path: string, options: OpenMirrorOptions = {}): Mirro
     throw error;
   }
   return db;
+}
+
+/**
+ * `db`, opened read-only, once it has read: or, when the file lies on read-only storage (a
+ * read-only volume mount) and no writer has it open, the same file opened immutable.
+ *
+ * A WAL-mode database is read through its `-shm` index, which the first reader creates when it is
+ * missing; on read-only storage that fails (SQLITE_READONLY_DIRECTORY, SQLITE_CANTOPEN). The index is
+ * missing only when no process has the database open (a writer keeps it while it runs, and SQLite
+ * then reads it read-only), so the file is then read as immutable: without locks or WAL index,
+ * which is sound while nothing writes it.
+ * @throws the SQLite error of the first read when it is not one of read-only storage
+ */
+function readableOnReadOnlyStorage(db: MirrorDatabase, path: string): MirrorDatabase {
+  try {
+    db.prepare('SELECT COUNT(*) FROM sqlite_master').get();
+    return db;
+  } catch (error) {
+    const code = String((error as { code?: unknown }).code ?? '');
+    if (path === ':memory:' || !/^SQLITE_(READONLY|CANTOPEN)/.test(code)) {
+      db.close();
+      throw new Error(`cannot open the mirror database ${path}: ${(error as Error).message}`, { cause: error });
+    }
+    db.close();
+    const immutable = new Database(`${pathToFileURL(resolve(path)).href}?immutable=1`, { readonly: true, fileMustExist: true });
+    immutable.pragma('busy_timeout = 5000');
+    return immutable;
+  }
 }
 
 /** The schema version this build writes (`PRAGMA user_version`). */

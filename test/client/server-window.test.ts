@@ -9,8 +9,11 @@ import { ApiClient } from '../../src/client/client.ts';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
 import type { RateBudget } from '../../src/client/rate-budget.ts';
 import { transactionListItemSchema } from '../../src/client/schemas.ts';
-import { emptyWindowState, observeWindow, windowAllowance, windowEndBoundMs } from '../../src/client/server-window.ts';
+import { RedisRateBudget } from '../../src/client/redis-rate-budget.ts';
+import { emptyWindowState, observeWindow, spendUnanswered, windowAllowance, windowEndBoundMs } from '../../src/client/server-window.ts';
 import { startSimulator, type RunningSimulator } from '@bizops-sync/simulator';
+import { REDIS_URL, requireRedis } from '../writes/support.ts';
+import { runCli } from '../helpers.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -107,5 +110,67 @@ describe('LocalRateBudget against whole-second resets', () => {
     expect(peek).toMatchObject({ available: 2, inFlight: 0, followingServerWindow: false });
     expect((await budget.peek()).available).toBe(2);
     expect(sim.requests).toHaveLength(0);
+  });
+});
+
+/** The most requests the simulator counted in one of its windows (accepted ones: each is counted). */
+function mostInOneServerWindow(sim: RunningSimulator): number {
+  const perWindow = new Map<number, number>();
+  for (const request of sim.requests) if (request.rateWindowStartMs !== undefined) perWindow.set(request.rateWindowStartMs, (perWindow.get(request.rateWindowStartMs) ?? 0) + 1);
+  return Math.max(0, ...perWindow.values());
+}
+
+describe('the configured limit is a ceiling (a deployment sharing the company limit with other integrations)', () => {
+  it('policy: in a window the server says has 55 left, no more than the ceiling of our own go', () => {
+    const state = emptyWindowState();
+    const options = { limit: 5, windowMs: 1000, resumeMarginMs: 5 };
+    // Our first 3 answers of window 11_000 (another integration spent some too: 57, then 55 left).
+    observeWindow(state, { resetAtMs: 11_000, remaining: 57, limit: 60 }, 10_400);
+    observeWindow(state, { resetAtMs: 11_000, remaining: 56, limit: 60 }, 10_410);
+    observeWindow(state, { resetAtMs: 11_000, remaining: 55, limit: 60 }, 10_420);
+    // 5 - 3 answered - 1 in flight: one more, not 55 - 1.
+    expect(windowAllowance(state, 10_430, 1, options)).toEqual({ slots: 1, resumeAtMs: 10_430 });
+    // One sent without an answer counts against the ceiling too.
+    spendUnanswered(state);
+    expect(windowAllowance(state, 10_440, 1, options)).toMatchObject({ slots: 0 });
+    // The next window starts from the ceiling again, less what is in flight; its answers count anew.
+    const end = windowEndBoundMs(state, 1000)!;
+    expect(windowAllowance(state, end + 6, 1, options)?.slots).toBe(4);
+    observeWindow(state, { resetAtMs: 12_000, remaining: 59, limit: 60 }, end + 20);
+    expect(windowAllowance(state, end + 21, 0, options)?.slots).toBe(4);
+    // A server limit below the configured one is the ceiling then.
+    observeWindow(state, { resetAtMs: 12_000, remaining: 1, limit: 2 }, end + 22);
+    expect(windowAllowance(state, end + 23, 0, { ...options, limit: 60 })?.slots).toBe(0);
+  });
+
+  it('LocalRateBudget: with 5 configured and 60 allowed by the server, at most 5 of ours in any server window', async () => {
+    const sim = await startSimulator({ seed: 3, rateLimit: { limit: 60, windowMs: 1000 }, size: { transactions: 20 } });
+    cleanups.push(() => sim.close());
+    const budget = new LocalRateBudget({ limit: 5, windowMs: 1000 });
+    cleanups.push(() => budget.close());
+    await sendThrough(sim, budget, 15, 8);
+    expect(sim.requests.filter((request) => request.status === 200)).toHaveLength(15);
+    expect(mostInOneServerWindow(sim)).toBeLessThanOrEqual(5);
+  });
+
+  it('RedisRateBudget: two processes on a configured 5, the server allowing 60: at most 5 of theirs in any server window', async () => {
+    await requireRedis();
+    const sim = await startSimulator({ seed: 3, rateLimit: { limit: 60, windowMs: 1000 }, size: { transactions: 20 } });
+    cleanups.push(() => sim.close());
+    const prefix = `test:ceiling:${process.pid}:${Date.now()}`;
+    const [a, b] = [0, 1].map(() => new RedisRateBudget({ redis: REDIS_URL, key: 'company:ceiling', prefix, limit: 5, windowMs: 1000 }));
+    cleanups.push(async () => {
+      await a!.reset();
+      await a!.close();
+      await b!.close();
+    });
+    await Promise.all([sendThrough(sim, a!, 8, 4), sendThrough(sim, b!, 7, 4)]);
+    expect(sim.requests.filter((request) => request.status === 200)).toHaveLength(15);
+    expect(mostInOneServerWindow(sim)).toBeLessThanOrEqual(5);
+  });
+
+  it('--help says the limit is a ceiling', async () => {
+    const help = await runCli(['--help'], process.env);
+    expect(help.stdout).toMatch(/BIZOPS_RATE_LIMIT_PER_MIN\s+the most requests this deployment sends per window \(minute\) of the API: a\s+ceiling/);
   });
 });

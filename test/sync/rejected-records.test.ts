@@ -97,7 +97,7 @@ describe('the CLI', () => {
       sim.faults.inject({ kind: 'invalid-item', index: 4, times: 100, match: { path: '/deals' } });
       const backfill = await runCli(['backfill', '--stream', 'deals', '--no-progress'], env);
       expect(backfill.code).toBe(0);
-      expect(backfill.stdout).toMatch(/deals: succeeded .*11 records.*1 invalid records quarantined/);
+      expect(backfill.stdout).toMatch(/deals: succeeded .*11 records.*1 invalid record quarantined/);
       const status = await runCli(['status'], env);
       expect(status.stdout).toContain('deals: 1 record(s) quarantined in rejected_records');
       const json = JSON.parse((await runCli(['status', '--json'], env)).stdout) as { streams: { stream: string; rejected: number }[] };
