@@ -6,6 +6,7 @@
  */
 import {
   Leases,
+  listUndeclaredFields,
   MIGRATIONS,
   mirrorHealthCheck,
   mirrorSchemaVersion,
@@ -60,6 +61,11 @@ export interface StreamStatus {
   recordClockLagSeconds: number;
   /** Records quarantined because they failed their schema (`rejected_records`; docs/operations.md "Quarantined records"). */
   rejected: number;
+  /**
+   * Fields the stream's records carried that its definition does not declare (the field registry,
+   * docs/mirror.md "Fields the spec does not show"): kept in `raw` and compared like any other.
+   */
+  undeclaredFields: { field: string; firstSeenAt: string; exampleRecordId: string }[];
   /** The unfinished run a restart will resume, if any. */
   inProgress: { reason: string; mode: string; offset: number; total: number | null; records: number } | null;
 }
@@ -139,6 +145,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
             `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), a backfill at once`,
         recordClockLagSeconds: (await recordClock.read(stream.name)).lagSeconds,
         rejected: await rejected.count(stream.name),
+        undeclaredFields: (await listUndeclaredFields(connection, stream.name)).map(({ field, firstSeenAt, exampleRecordId }) => ({ field, firstSeenAt, exampleRecordId })),
         inProgress: state.run
           ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }
           : null,

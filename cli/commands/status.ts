@@ -76,6 +76,9 @@ function formatStatus(status: MirrorStatus): string {
     if (s.recordClockLagSeconds > 0) {
       lines.push('', `${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it`);
     }
+    if (s.undeclaredFields.length > 0) {
+      lines.push('', `${s.stream}: fields the spec does not show (kept in raw, compared like any other): ${s.undeclaredFields.map((f) => `${f.field} (since ${f.firstSeenAt}, e.g. ${f.exampleRecordId})`).join(', ')}`);
+    }
     if (s.rejected > 0) lines.push('', `${s.stream}: ${s.rejected} record(s) quarantined in rejected_records (they failed the schema; see docs/operations.md "Quarantined records")`);
     if (s.inProgress) {
       lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);

@@ -12,9 +12,19 @@
  *   repeated more ids than twice the largest total plus one page (a list cycling through the same
  *   records, or a total that keeps dropping and sends paging back). An empty page with `hasMore` at
  *   or past the total stops at once.
- * - Drift (option `stepBackOnShrink`): when `pagination.total` drops between two pages, up to that
- *   many unseen records slid below the offset (records were removed), so the next page is read
- *   that much earlier (docs/sync.md "Offset drift"). Re-read records cost a request, never an event.
+ * - Drift (option `stepBackOnShrink`, docs/sync.md "Offset drift"): a drop of `pagination.total`
+ *   by `d` between two answers means up to `d` records were removed, each of which may have moved
+ *   one unread record below a position already read. The paginator keeps the FRONTIER (the first
+ *   position never read) and the GAPS (positions that may hold records slid below what was read):
+ *   a drop at a page read at the frontier opens the gap of the `d` positions just below it (after
+ *   any other page: just below the frontier), and every drop widens the open gaps `d` further
+ *   down, since their records may have slid too. Pages at the frontier go on to the end of the list
+ *   first; then each gap is read with one page that ENDS at the gap's top, so that records sliding
+ *   further while it is asked for stay inside it (a gap wider than a page takes more). A removal at
+ *   every request therefore costs one gap page per drop at most (merged where they fall in one
+ *   page), never a page that starts again below the last one for ever. Each step says which kind
+ *   of page it was (`frontier`: positions read for the first time; `gap`: positions read before,
+ *   plus the gap's) and the paging state after it, for a checkpoint (`PagingState`).
  */
 import { EndlessListError } from './api-errors.ts';
 import type { Pagination } from './schemas.ts';
@@ -40,28 +50,57 @@ export interface RejectedItem {
   error: string;
 }
 
+/** Positions `from..to` (both inclusive) of the list being paged. */
+export interface PositionRange {
+  from: number;
+  to: number;
+}
+
+/**
+ * Where a drift-aware pagination stands (module comment), saved with a checkpoint to resume it:
+ * the first position never read, the gaps that may hold records slid below positions read, and
+ * whether the frontier reached the end of the list.
+ */
+export interface PagingState {
+  frontier: number;
+  gaps: PositionRange[];
+  ended: boolean;
+}
+
 /** One page and where paging goes next. */
 export interface PageStep<T> {
   page: Page<T>;
-  /** Offset of the next page (after a step back: earlier than this page's). */
+  /** Offset of the next page: the frontier, or a gap to read. */
   nextOffset: number;
-  /** How far paging stepped back because the total dropped by that much; 0 when it did not. */
+  /** By how much `pagination.total` dropped since the previous answer (records removed); 0 when it did not. */
   stepBack: number;
   /** Items of this page whose id an earlier page of this pagination already listed. */
   repeatedIds: number;
   /** True on the last page: nothing more is fetched. */
   done: boolean;
+  /**
+   * `frontier`: every position of this page was read for the first time. `gap`: the page re-read
+   * positions to find records that slid below them (`gap` names the positions that may hold such
+   * records; the others were read before).
+   */
+  kind: 'frontier' | 'gap';
+  /** For a `gap` page: its positions that may hold records not read yet. */
+  gap?: PositionRange;
+  /** The paging state after this page (for the checkpoint). */
+  state: PagingState;
 }
 
 /** Options of `paginateByOffset`. */
 export interface PaginateOptions<T> {
   /** Names the list in the guard's error, e.g. `GET /transactions`. */
   label: string;
-  /** Offset of the first page (a resumed run's checkpoint). Default 0. */
+  /** Offset of the first page (a resumed run's checkpoint, when it has no `resume` state). Default 0. */
   startOffset?: number;
-  /** `pagination.total` of the page before `startOffset`, for drift detection across a resume. */
+  /** The paging state of a resumed run (`PageStep.state`); wins over `startOffset`. */
+  resume?: PagingState;
+  /** `pagination.total` of the answer before the first one, for drift detection across a resume. */
   previousTotal?: number;
-  /** Step back when the total drops between pages (module comment). Default false. */
+  /** Track drift (module comment). Default false: only `limit` steps forward. */
   stepBackOnShrink?: boolean;
   /** An item's id, for the repeated-id count and guard. Default: its `id` property when a string or number. */
   idOf?: (item: T) => string | undefined;
@@ -70,6 +109,40 @@ export interface PaginateOptions<T> {
 function defaultIdOf(item: unknown): string | undefined {
   const id = typeof item === 'object' && item !== null ? (item as { id?: unknown }).id : undefined;
   return typeof id === 'string' || typeof id === 'number' ? String(id) : undefined;
+}
+
+/** `ranges` sorted, merged where they touch or overlap, clipped to `[0, end)`, empty ones dropped. */
+function normalized(ranges: readonly PositionRange[], end: number): PositionRange[] {
+  const sorted = ranges
+    .map((range) => ({ from: Math.max(0, range.from), to: Math.min(end - 1, range.to) }))
+    .filter((range) => range.from <= range.to)
+    .sort((left, right) => left.from - right.from);
+  const out: PositionRange[] = [];
+  for (const range of sorted) {
+    const last = out.at(-1);
+    if (last && range.from <= last.to + 1) last.to = Math.max(last.to, range.to);
+    else out.push({ ...range });
+  }
+  return out;
+}
+
+/** `ranges` less the positions `covered` read. */
+function without(ranges: readonly PositionRange[], covered: PositionRange): PositionRange[] {
+  const out: PositionRange[] = [];
+  for (const range of ranges) {
+    if (covered.to < range.from || covered.from > range.to) {
+      out.push(range);
+      continue;
+    }
+    if (range.from < covered.from) out.push({ from: range.from, to: covered.from - 1 });
+    if (range.to > covered.to) out.push({ from: covered.to + 1, to: range.to });
+  }
+  return out;
+}
+
+/** The page that reads `gap`: ending at its top when it fits in one (room below for records still sliding), else from its bottom. */
+function gapOffset(gap: PositionRange, pageSize: number): number {
+  return gap.to - gap.from + 1 <= pageSize ? Math.max(0, gap.to - pageSize + 1) : gap.from;
 }
 
 /**
@@ -82,14 +155,24 @@ function defaultIdOf(item: unknown): string | undefined {
 export async function* paginateByOffset<T>(fetchPage: (offset: number) => Promise<Page<T>>, options: PaginateOptions<T>): AsyncGenerator<PageStep<T>, void, undefined> {
   const idOf = options.idOf ?? defaultIdOf;
   const seen = new Set<string>();
-  let offset = options.startOffset ?? 0;
+  let frontier = options.resume?.frontier ?? options.startOffset ?? 0;
+  let gaps: PositionRange[] = (options.resume?.gaps ?? []).map((gap) => ({ ...gap }));
+  let ended = options.resume?.ended ?? false;
   let previousTotal = options.previousTotal;
   let largestTotal = 0;
   let repeatedTotal = 0;
+  let pageSize = LIST_PAGE_LIMIT;
+  // What to read next: the lowest gap once the frontier reached the end, else the frontier.
+  const next = (): { offset: number; kind: 'frontier' | 'gap'; gap?: PositionRange } | undefined => {
+    if (ended && gaps.length > 0) return { offset: gapOffset(gaps[0]!, pageSize), kind: 'gap', gap: gaps[0]! };
+    if (!ended) return { offset: frontier, kind: 'frontier' };
+    return undefined;
+  };
+  let target = next() ?? { offset: frontier, kind: 'frontier' as const };
   for (;;) {
-    const page = await fetchPage(offset);
+    const page = await fetchPage(target.offset);
     const { total, limit, hasMore } = page.pagination;
-    const pageSize = limit > 0 ? limit : LIST_PAGE_LIMIT;
+    pageSize = limit > 0 ? limit : LIST_PAGE_LIMIT;
     largestTotal = Math.max(largestTotal, total);
     const drop = options.stepBackOnShrink && previousTotal !== undefined ? Math.max(0, previousTotal - total) : 0;
     previousTotal = total;
@@ -101,14 +184,36 @@ export async function* paginateByOffset<T>(fetchPage: (offset: number) => Promis
       else seen.add(id);
     }
     repeatedTotal += repeatedIds;
-    const where = `${options.label}?offset=${offset}`;
-    if (drop === 0 && page.items.length === 0 && hasMore && offset >= total) {
+    const where = `${options.label}?offset=${target.offset}`;
+    const offset = target.offset;
+    if (target.kind === 'frontier' && drop === 0 && page.items.length === 0 && hasMore && offset >= total) {
       // Following `hasMore` here would page forever: stop with what the server said.
       throw new EndlessListError({ message: `${where}: the server says hasMore with no items at an offset past its total (${total}); stopped paging` });
     }
-    const nextOffset = drop > 0 ? Math.max(0, offset - drop) : offset + pageSize;
-    const done = drop === 0 && !hasMore;
-    if (!done && nextOffset > total + pageSize) {
+    // Where this page's positions may have been before: a gap read widens by the drop too.
+    const gapRead = target.kind === 'gap' && target.gap ? { from: Math.max(0, target.gap.from - drop), to: target.gap.to } : undefined;
+    if (options.stepBackOnShrink) {
+      // Records removed since the previous answer may have moved unread records below what was read.
+      gaps = gaps.map((gap) => ({ from: gap.from - drop, to: gap.to }));
+      if (target.kind === 'frontier') {
+        if (drop > 0) gaps.push({ from: offset - drop, to: offset - 1 });
+      } else if (drop > 0 && !ended) {
+        gaps.push({ from: frontier - drop, to: frontier - 1 });
+      }
+    }
+    if (target.kind === 'frontier') {
+      // The server's page size, as it says (`pagination.limit`): a short or empty page with hasMore
+      // is valid, and the next one starts a page further.
+      frontier = offset + pageSize;
+      if (!hasMore) ended = true;
+    }
+    // Positions that exist in this answer: up to the total, or where a list that says it has no more ends.
+    const listEnd = hasMore ? total : Math.min(total, offset + page.items.length);
+    gaps = normalized(without(gaps, { from: offset, to: offset + page.items.length - 1 }), listEnd);
+    const following = next();
+    const done = following === undefined;
+    const nextOffset = following?.offset ?? offset + pageSize;
+    if (!done && following?.kind === 'frontier' && nextOffset > total + pageSize) {
       throw new EndlessListError({ message: `${where}: the server still says hasMore past its total (${total}) plus one page (${pageSize}); stopped paging` });
     }
     const repeatBound = 2 * largestTotal + pageSize;
@@ -117,8 +222,17 @@ export async function* paginateByOffset<T>(fetchPage: (offset: number) => Promis
         message: `${where}: the pages repeated ${repeatedTotal} ids already listed, more than twice the total (${largestTotal}) plus one page; stopped paging`,
       });
     }
-    yield { page, nextOffset, stepBack: drop, repeatedIds, done };
+    yield {
+      page,
+      nextOffset,
+      stepBack: drop,
+      repeatedIds,
+      done,
+      kind: target.kind,
+      ...(gapRead ? { gap: gapRead } : {}),
+      state: { frontier, gaps: gaps.map((gap) => ({ ...gap })), ended },
+    };
     if (done) return;
-    offset = nextOffset;
+    target = following;
   }
 }

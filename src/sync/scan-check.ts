@@ -128,11 +128,29 @@ export function regionPages(region: Pick<TieRegion, 'from' | 'to'>, total: numbe
 
 /**
  * Distinct ids a scan must list to be complete: the final total, less (for an incremental run)
- * the records that entered its set while it paged.
+ * the records that entered its set while it paged, plus the records it may have listed before they
+ * were removed (`listedThenRemoved`).
  */
 export function requiredIds(run: RunCheckpoint): number {
   const total = run.lastTotal ?? 0;
-  return run.mode === 'incremental' ? total - Math.max(0, total - (run.lowestTotal ?? total)) : total;
+  const base = run.mode === 'incremental' ? total - Math.max(0, total - (run.lowestTotal ?? total)) : total;
+  return base + listedThenRemoved(run);
+}
+
+/**
+ * How many of the records the scan listed may have left the set since (removals while it paged):
+ * they count among its distinct ids but not in the final total, so the scan must list that many
+ * more to prove it saw every record still there. Only a removal below the positions read can take
+ * a listed record, and each such removal moves exactly one unread record into a drift gap: removals
+ * while paging count as many as the gap pages found there (`slidFound`; a gap inside a run of ties
+ * counts whole, as a record that slid into a shuffled run need not show where it slid), at most the
+ * drops seen (`removedWhileReading`). A removal after the end was reached counts whole
+ * (`removedAfterEnd`: nearly every record was listed by then). Over-counting costs a scan marked
+ * incomplete (no miss, the next scan tries again); under-counting could count a record missed that
+ * is still there, so every bound errs the first way.
+ */
+export function listedThenRemoved(run: RunCheckpoint): number {
+  return Math.min(run.slidFound ?? 0, run.removedWhileReading ?? 0) + (run.removedAfterEnd ?? 0);
 }
 
 /**

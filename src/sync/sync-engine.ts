@@ -17,8 +17,10 @@
  * - Offset drift: with creations excluded and positions stable under updates, the only thing that
  *   shifts unseen records towards lower offsets is a removal (an onboarding completing, a record
  *   deleted). Each page's `pagination.total` is compared with the previous page's: a drop of `d`
- *   means up to `d` unseen records slid below the offset, so the engine steps back `d` and reads again.
- *   Re-read records hash the same and emit nothing, so a step back costs one request and no event.
+ *   means up to `d` unseen records slid below the positions read. The paginator keeps those
+ *   positions as drift gaps and reads them once the frontier reached the end (paginate.ts); a record
+ *   listed again where the removals explain is drift, not a tie (`countIds`). Re-read records hash
+ *   the same and emit nothing.
  * - Cursor: an incremental run asks `updatedAfter = cursor - overlap`; on success the cursor becomes
  *   the server's `Date` at the run's first page (floored to the second), never a record timestamp
  *   (transaction list items carry none) and never later than the run's start.
@@ -37,7 +39,7 @@
  */
 import type { ApiClient } from '../client/client.ts';
 import { NotFoundError } from '../client/api-errors.ts';
-import { LIST_PAGE_LIMIT, paginateByOffset, type Page, type PageStep } from '../client/paginate.ts';
+import { LIST_PAGE_LIMIT, paginateByOffset, type Page, type PageStep, type PositionRange } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
@@ -177,13 +179,24 @@ export const DEFAULT_DATABASE_WAIT_SECONDS = 60;
 /** Default of `SyncEngineOptions.tieReReadRounds`. */
 const TIE_REREAD_ROUNDS = 20;
 
-/** What one run keeps in memory besides its checkpoint: the ids it listed, where. */
+/** Where an id was first listed: its position, and how many records had been removed and added by then. */
+interface FirstListed {
+  position: number;
+  removed: number;
+  added: number;
+}
+
+/** What one run keeps in memory besides its checkpoint: the ids it listed, where, and how far positions may have moved since. */
 interface RunMemory {
   /**
    * Ids listed by this process's part of the run (a resumed run starts empty), each with the
    * position (offset in the set) it was first listed at.
    */
-  positions: Map<string, number>;
+  positions: Map<string, FirstListed>;
+  /** Records removed from the set since this process's part of the run began (drops of `pagination.total`). */
+  removed: number;
+  /** Records added to the set meanwhile (rises of `pagination.total`: an incremental run's set grows). */
+  added: number;
 }
 
 /** Runs streams into the mirror. One instance can run several streams concurrently (one run per stream). */
@@ -320,7 +333,7 @@ export class SyncEngine {
       // The checkpoint is first saved with the first page: a run that fails before any page leaves
       // nothing to resume.
       await this.fenced(stream.name, (store) => store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${run.reason}/${run.mode}` }));
-      const memory: RunMemory = { positions: new Map() };
+      const memory: RunMemory = { positions: new Map(), removed: 0, added: 0 };
       await this.page(stream, run, result, memory, options);
       if (result.status === 'succeeded') {
         result.scan = await this.checkScan(stream, run, result, memory, options);
@@ -494,6 +507,7 @@ export class SyncEngine {
     const pages = paginateByOffset((offset) => this.fetchPage(stream, run, offset, options.signal), {
       label: `GET ${request.path}`,
       startOffset: run.offset,
+      ...(run.paging ? { resume: run.paging } : {}),
       previousTotal: run.lastTotal,
       stepBackOnShrink: true,
       idOf: (item) => String(item[stream.key]),
@@ -513,9 +527,17 @@ export class SyncEngine {
   /** One page: the cursor's server time (first page), then records, changelog and checkpoint in one transaction, then notification. */
   private async commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, memory: RunMemory, options: RunOptions): Promise<void> {
     const { page } = step;
-    // Repeats while re-reading after a drift step-back are expected, not ties.
-    const afterDrift = run.driftReadsUntil !== undefined && page.offset < run.driftReadsUntil;
-    const { fresh, repeated } = this.countIds(stream, memory, page, afterDrift ? undefined : run);
+    this.noteTotal(run, memory, page.pagination.total, step.kind === 'gap');
+    // A frontier page reads positions for the first time; a gap page re-reads some (offset drift).
+    const { fresh, repeated, slid } = this.countIds(stream, run, memory, page, step.kind === 'frontier' ? { firstRead: true } : { firstRead: false, gap: step.gap });
+    if (step.gap) {
+      // How many records may have slid into this gap, each a removal of a record the scan may have
+      // listed already: those it found there, or, where the gap lies in a run of ties (whose order
+      // changes per request, so a slid record need not show where it slid), every position of it.
+      const { from, to } = step.gap;
+      const inTies = (run.tieRegions ?? []).some((region) => region.from <= to && region.to >= from);
+      run.slidFound = (run.slidFound ?? 0) + (inTies ? to - from + 1 : slid);
+    }
     tallyPage(run, page.pagination.total, fresh, repeated);
     result.pages += 1;
     run.pages += 1;
@@ -531,15 +553,14 @@ export class SyncEngine {
       run.createdBefore = run.serverStartedAt;
       if (!page.serverTime) this.logger.warn({ stream: stream.name }, 'the server sent no Date header; using the local clock for the cursor');
     }
-    run.lastTotal = page.pagination.total;
     run.records += page.items.length;
     result.records += page.items.length;
     run.offset = step.nextOffset;
+    run.paging = step.state;
     if (step.stepBack > 0) {
-      // Records were removed since the previous page: up to that many unseen records slid below this offset.
+      // Records were removed since the previous page: up to that many unseen records slid below what was read.
       result.driftStepBacks += 1;
-      run.driftReadsUntil = Math.max(run.driftReadsUntil ?? 0, page.offset + page.items.length);
-      this.logger.info({ stream: stream.name, offset: page.offset, drop: step.stepBack }, 'the list shrank while paging; stepping back to re-read what slid past');
+      this.logger.info({ stream: stream.name, offset: page.offset, drop: step.stepBack, gaps: step.state.gaps }, 'the list shrank while paging; the positions records may have slid to are read again');
     }
     // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
     const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
@@ -627,25 +648,54 @@ export class SyncEngine {
   }
 
   /**
+   * Follows the set's size from one answer to the next: a drop means records were removed (their
+   * positions close up), a rise that records entered (an incremental run's set grows). Both move
+   * positions, so they bound how far a record listed again may have moved (`countIds`), and a
+   * removal may take a record the scan listed already (scan-check.ts `listedThenRemoved`: counted
+   * apart while paging and after the end, `afterEnd`). Sets `lastTotal` and `lowestTotal`.
+   */
+  private noteTotal(run: RunCheckpoint, memory: RunMemory, total: number, afterEnd: boolean): void {
+    const previous = run.lastTotal;
+    if (previous !== undefined && total < previous) {
+      memory.removed += previous - total;
+      if (afterEnd) run.removedAfterEnd = (run.removedAfterEnd ?? 0) + previous - total;
+      else run.removedWhileReading = (run.removedWhileReading ?? 0) + previous - total;
+    }
+    if (previous !== undefined && total > previous) memory.added += total - previous;
+    run.lastTotal = total;
+    run.lowestTotal = Math.min(run.lowestTotal ?? total, total);
+  }
+
+  /**
    * Counts a page's ids this run listed before (`repeated`) and the rest (`fresh`), remembering
    * where the fresh ones were. Quarantined items with an id count too: they were listed
-   * (docs/sync.md "Invalid records"). With `ties`, each repeat is a record of a tie run not listed
-   * yet: noted in the run's tie regions (scan-check.ts `noteTie`).
+   * (docs/sync.md "Invalid records"). An id listed again at a position removals or additions since
+   * its first listing explain (within that many places) is drift, not a tie; any other marks a run
+   * of ties (scan-check.ts `noteTie`): on a page of first reads (`firstRead`) one of that run's
+   * records is still owed, on a re-read nothing more. On a re-read, a record new to the scan outside
+   * the page's drift `gap` (where slid records are expected, counted as `slid`) pays a region's debt.
    */
-  private countIds(stream: RegisteredStream, memory: RunMemory, page: Page<ApiRecord>, ties: RunCheckpoint | undefined): { fresh: number; repeated: number } {
+  private countIds(stream: RegisteredStream, run: RunCheckpoint, memory: RunMemory, page: Page<ApiRecord>, read: { firstRead: boolean; gap?: PositionRange }): { fresh: number; repeated: number; slid: number } {
     let fresh = 0;
     let repeated = 0;
+    let slid = 0;
     for (const { id, position } of this.positionedIds(stream, page)) {
       const first = memory.positions.get(id);
       if (first === undefined) {
-        memory.positions.set(id, position);
+        memory.positions.set(id, { position, removed: memory.removed, added: memory.added });
         fresh += 1;
-      } else {
-        repeated += 1;
-        if (ties) noteTie(ties, first, position, 1);
+        const inGap = read.gap !== undefined && position >= read.gap.from && position <= read.gap.to;
+        if (inGap) slid += 1;
+        else if (!read.firstRead) creditFound(run, position);
+        continue;
       }
+      repeated += 1;
+      const down = memory.removed - first.removed;
+      const up = memory.added - first.added;
+      if (position >= first.position - down && position <= first.position + up) continue; // drift, or the same place
+      noteTie(run, first.position, position, read.firstRead ? 1 : 0);
     }
-    return { fresh, repeated };
+    return { fresh, repeated, slid };
   }
 
   /** Distinct ids the run listed: for a complete scan the rows it marked seen (exact across a resume), else the run's tally. */
@@ -697,14 +747,18 @@ export class SyncEngine {
    * @returns pages read, rounds, and whether the round bound stopped them
    */
   private async reReadTies(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, memory: RunMemory, options: RunOptions): Promise<{ reads: number; rounds: number; boundHit: boolean }> {
-    const total = run.lastTotal ?? 0;
-    const required = requiredIds(run);
-    let short = required - (await this.distinctIds(stream, run));
+    let short = requiredIds(run) - (await this.distinctIds(stream, run));
     let reads = 0;
+    // Whole: as many distinct ids as required, by the scan's own count (exact across a resume).
+    const whole = async (): Promise<boolean> => {
+      short = requiredIds(run) - (await this.distinctIds(stream, run));
+      return short <= 0;
+    };
     // How wide a round reads: the regions owing records; after a round that found nothing, those
     // and their neighbours (a record credited to the nearest region may belong to the next one);
     // after another, every region (a sweep). A round that finds something narrows again.
     let reach: 'owing' | 'neighbours' | 'all' = 'owing';
+    let emptySweeps = 0;
     for (let round = 1; ; round += 1) {
       if (round > this.tieReReadRounds) return { reads, rounds: round - 1, boundHit: true };
       const regions = run.tieRegions ?? [];
@@ -717,7 +771,7 @@ export class SyncEngine {
       }
       let found = 0;
       for (const target of targets) {
-        for (const offset of regionPages(target, total)) {
+        for (const offset of regionPages(target, run.lastTotal ?? 0)) {
           // Regions merge as ids turn up at new positions: follow the target into its merged region.
           const region = (run.tieRegions ?? []).includes(target) ? target : regionAt(run, target.from);
           if (reach === 'owing' && (region === undefined || region.missing <= 0)) break;
@@ -725,18 +779,22 @@ export class SyncEngine {
           reads += 1;
           found += fresh;
           short -= fresh;
-          if (short <= 0) {
-            // Counted from this process's memory: confirm with the scan's own count (exact across a resume).
-            short = required - (await this.distinctIds(stream, run));
-            if (short <= 0) return { reads, rounds: round, boundHit: false };
-          }
+          // Counted from this process's memory: confirmed with the scan's own count.
+          if (short <= 0 && (await whole())) return { reads, rounds: round, boundHit: false };
         }
       }
-      if (found > 0) reach = 'owing';
-      else if (reach !== 'all') reach = reach === 'owing' ? 'neighbours' : 'all';
-      // Every region was read and nothing turned up: done, unless a region is longer than a page
-      // (each read of it is a random part of its run, so an empty round proves nothing there).
-      else if (!(run.tieRegions ?? []).some((region) => region.to - region.from + 1 > LIST_PAGE_LIMIT)) return { reads, rounds: round, boundHit: false };
+      if (found > 0) {
+        reach = 'owing';
+        emptySweeps = 0;
+      } else if (reach !== 'all') reach = reach === 'owing' ? 'neighbours' : 'all';
+      else {
+        // Every region was read and nothing turned up: done. A region longer than a page is read a
+        // random part at a time, so one empty sweep proves little there: two in a row end it (an
+        // unseen record of a run of 200 escapes both with a chance of about 1 in 50).
+        emptySweeps += 1;
+        const long = (run.tieRegions ?? []).some((region) => region.to - region.from + 1 > LIST_PAGE_LIMIT);
+        if (emptySweeps >= (long ? 2 : 1)) return { reads, rounds: round, boundHit: false };
+      }
     }
   }
 
@@ -749,17 +807,8 @@ export class SyncEngine {
     const page = await this.fetchPage(stream, run, offset, options.signal);
     result.pages += 1;
     run.pages += 1;
-    let fresh = 0;
-    for (const { id, position } of this.positionedIds(stream, page)) {
-      const first = memory.positions.get(id);
-      if (first === undefined) {
-        memory.positions.set(id, position);
-        creditFound(run, position);
-        fresh += 1;
-      } else if (first !== position) {
-        noteTie(run, first, position, 0);
-      }
-    }
+    this.noteTotal(run, memory, page.pagination.total, true);
+    const { fresh } = this.countIds(stream, run, memory, page, { firstRead: false });
     run.distinctIds = (run.distinctIds ?? 0) + fresh;
     await this.writePage(stream, run, page, result);
     return fresh;
