@@ -13,6 +13,7 @@ import {
   RecordClockStore,
   RejectedRecords,
   MirrorStore,
+  streamLeaseName,
   type LeaseState,
   type ScanOutcome,
 } from '../src/mirror/index.ts';
@@ -43,6 +44,12 @@ export interface StreamStatus {
     requests: number | null;
     records: number | null;
     changes: number | null;
+    /**
+     * `running`: started and not finished, the stream's lease held (its counts are the previous
+     * run's, not this one's); `unfinished`: started and not finished, nobody holding the lease (the
+     * process stopped; the next run resumes it); `finished`; null before any run.
+     */
+    state: 'running' | 'unfinished' | 'finished' | null;
   };
   lastError: string | null;
   /**
@@ -126,8 +133,12 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
     const rejected = new RejectedRecords(store);
     const recordClock = new RecordClockStore(connection);
     const streams: StreamStatus[] = [];
+    const leases = await new Leases(connection).list();
+    const held = new Set(leases.filter((lease) => !lease.free).map((lease) => lease.name));
     for (const stream of Object.values(STREAMS)) {
       const state = await store.readSyncState(stream.name);
+      const started = state.lastRunStartedAt;
+      const ended = started !== null && state.lastRunFinishedAt !== null && state.lastRunFinishedAt >= started;
       const counts = await store.countRecords(stream);
       streams.push({
         stream: stream.name,
@@ -144,6 +155,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
           requests: state.lastRunRequests,
           records: state.lastRunRecords,
           changes: state.lastRunChanges,
+          state: started === null ? null : ended ? 'finished' : held.has(streamLeaseName(stream.name)) ? 'running' : 'unfinished',
         },
         lastError: state.lastError,
         lastScan: state.lastScan,
@@ -173,7 +185,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
       consumers: await listConsumers(connection),
       streams,
       writes,
-      leases: await new Leases(connection).list(),
+      leases,
     };
   } catch (error) {
     // A read-only open is lazy: a damaged header shows at the first statement, a damaged page at the
