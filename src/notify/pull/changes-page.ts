@@ -9,7 +9,7 @@ import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { readChanges } from '../changelog-reader.ts';
 import { validateEventPattern } from '../event-filter.ts';
 import { changelogPrunedThrough } from '../retention.ts';
-import { webhookPayload, type WebhookPayload } from '../webhooks/signing.ts';
+import { webhookPayload, type WebhookPayload } from '../event-payload.ts';
 
 /** Most events one page holds. */
 export const MAX_PAGE_LIMIT = 1000;

@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { ChangeEvent } from '../changelog-reader.ts';
+import { webhookPayload } from '../event-payload.ts';
 
 /** What is sent for one event: the id and the exact body bytes that are signed. */
 export interface WebhookMessage {
@@ -36,19 +37,7 @@ export function buildWebhookMessage(event: ChangeEvent): WebhookMessage {
   return { id: event.eventId, type: event.type, seq: event.seq, body: JSON.stringify(webhookPayload(event)) };
 }
 
-/** The body of a changelog event's webhook, as an object (`buildWebhookMessage` sends its JSON; the pull API its events). */
-export interface WebhookPayload {
-  type: string;
-  /** When the mirror recorded the change (ISO 8601). */
-  timestamp: string;
-  /** The changelog's `data` plus `seq`, `stream` and `record_id`. */
-  data: ChangeEvent['data'] & { seq: number; stream: string; record_id: string };
-}
 
-/** The body of a changelog event (see `buildWebhookMessage`). */
-export function webhookPayload(event: ChangeEvent): WebhookPayload {
-  return { type: event.type, timestamp: event.occurredAt, data: { ...event.data, seq: event.seq, stream: event.stream, record_id: event.recordId } };
-}
 
 /** Headers of one signed attempt. */
 export interface SignedWebhookHeaders {
