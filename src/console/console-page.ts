@@ -12,6 +12,7 @@ import { html } from 'hono/html';
 import type { WebhookEndpointListing } from '../notify/webhooks/admin.ts';
 import type { WebhookAttempt } from '../notify/webhooks/attempts.ts';
 import type { LeaseState } from '../mirror/leases.ts';
+import type { ConsumerListing } from '../notify/pull/consumers.ts';
 import type { StreamStatus, WriteNeedingReview } from '../status/mirror-status.ts';
 import type { ConnectionSnapshot } from './console-snapshot.ts';
 import type { FinishedRun } from './recent-runs.ts';
@@ -157,11 +158,12 @@ function connectionSection(connection: ConnectionSnapshot, view: ConsoleView): F
 <h2 id="${id}">Connection ${connection.name}</h2>
 ${connection.error ? html`<p class="notice error" role="alert">${connection.error}</p>` : ''}
 ${report
-    ? html`<p class="meta">Changelog at seq ${report.changelogSeq}.</p>
+    ? html`<p class="meta">Changelog at seq ${report.changelogSeq}${report.oldestSeq > 1 ? `, kept from seq ${report.oldestSeq}` : ''}.</p>
 ${streamsTable(connection, report.streams)}
 ${streamNotes(report.streams)}
 ${recentRunsTable(connection)}
 ${webhooksSection(connection, view)}
+${consumersTable(report.consumers)}
 ${writesSection(report.writes, report.writesNeedingReview)}
 ${leasesTable(connection, report.leases)}`
     : ''}
@@ -324,6 +326,26 @@ ${attempts.map(
 <td>${answer(attempt.status)}</td>
 <td>${Math.round(attempt.latencyMs)} ms</td>
 <td class="error-text">${attempt.error ?? ''}</td>
+</tr>`,
+  )}
+</tbody>
+</table>`;
+}
+
+/** The named consumers of the changelog over HTTP (docs/mirror.md "Named consumers"); nothing when there are none. */
+function consumersTable(consumers: readonly ConsumerListing[]): Fragment {
+  if (consumers.length === 0) return html``;
+  return html`<table class="consumers">
+<caption>Changelog consumers</caption>
+<thead><tr><th scope="col">Consumer</th><th scope="col">At seq</th><th scope="col">Lag</th><th scope="col">Last read</th><th scope="col">Last acknowledged</th></tr></thead>
+<tbody>
+${consumers.map(
+    (consumer) => html`<tr>
+<th scope="row">${consumer.name}</th>
+<td class="num">${consumer.cursor}</td>
+<td>${count(consumer.lagEvents, 'event')}${consumer.lagEvents > 0 ? `, ${duration(consumer.lagSeconds)}` : ''}</td>
+<td>${time(consumer.lastReadAt)}</td>
+<td>${time(consumer.lastAckAt)}</td>
 </tr>`,
   )}
 </tbody>

@@ -1,9 +1,10 @@
 /**
  * What the mirror says of itself, gathered in one place for every reader: the `status` command
  * (jobs/status.ts adds where the mirror is and its health) and the operator's console of the daemon
- * (src/console/). Per stream: rows, cursor and its age, the last run, the last error, the scan's
- * outcome, an unsupported stream, the record clock's lag, quarantined records, a run waiting to
- * resume; the writes by status and those needing review; the leases. Reads only, through a
+ * (src/console/). The changelog's last and oldest seq kept and its named consumers; per stream:
+ * rows, cursor and its age, the last run, the last error, the scan's outcome, an unsupported
+ * stream, the record clock's lag, quarantined records, a run waiting to resume; the writes by status
+ * and those needing review; the leases. Reads only, through a
  * `SqlExecutor` (src/mirror/sql/executor.ts): works on a read-only connection, on both back ends.
  */
 import { listUndeclaredFields } from '../mirror/field-registry.ts';
@@ -12,6 +13,8 @@ import { MirrorStore, type ScanOutcome } from '../mirror/mirror-store.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
+import { listConsumers, type ConsumerListing } from '../notify/pull/consumers.ts';
+import { changelogPrunedThrough } from '../notify/retention.ts';
 import { STREAMS, type StreamName } from '../streams/definitions.ts';
 import { WriteStore } from '../writes/write-store.ts';
 
@@ -88,6 +91,13 @@ export interface WriteNeedingReview {
 export interface MirrorReport {
   /** The changelog's last seq (0 when empty). */
   changelogSeq: number;
+  /**
+   * The oldest changelog seq kept: the retention (`changes.retainDays`, `changes prune`) pruned every
+   * seq below it (1 when nothing was pruned).
+   */
+  oldestSeq: number;
+  /** The named consumers of the changelog over HTTP, with their cursor and lag (docs/mirror.md "Named consumers"). */
+  consumers: ConsumerListing[];
   /** Every registered stream, in the registry's order. */
   streams: StreamStatus[];
   /** Writes by status (`failed`, `needs_review`, `queued`, `sending`, `succeeded`), only the statuses that occur. */
@@ -164,5 +174,13 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
   const writesNeedingReview = writes.needs_review
     ? (await writeStore.listByStatus('needs_review', options.needsReviewLimit ?? 20)).map(({ id, kind, outcome, error, createdAt, updatedAt }) => ({ id, kind, outcome, error, createdAt, updatedAt }))
     : [];
-  return { changelogSeq: await store.lastSeq(), streams, writes, writesNeedingReview, leases };
+  return {
+    changelogSeq: await store.lastSeq(),
+    oldestSeq: (await changelogPrunedThrough(executor)) + 1,
+    consumers: await listConsumers(executor, now),
+    streams,
+    writes,
+    writesNeedingReview,
+    leases,
+  };
 }

@@ -147,6 +147,9 @@ describe('the operator console', { timeout: 120_000 }, () => {
       return backfilled && failing && report.writesNeedingReview.some((parked) => parked.id === write.id);
     }, 'the backfill, a failed webhook attempt and the parked write', 60_000);
 
+    // A named consumer of the changelog over HTTP (the read routes on the same key and port).
+    expect((await fetch(`${url}/consumers/erp`, { method: 'PUT', headers: { authorization: `Bearer ${READ_KEY}` } })).status).toBe(201);
+
     // A script with a wrong bearer key is refused; with the right one it gets the page.
     expect((await fetch(url, { headers: { authorization: 'Bearer not-the-read-key-0123456' } })).status).toBe(401);
     const scripted = await fetch(url, { headers: { authorization: `Bearer ${READ_KEY}` } });
@@ -196,6 +199,8 @@ describe('the operator console', { timeout: 120_000 }, () => {
     expect(endpoint).toContain(hooks.url);
     const attempts = (await page.getByRole('table', { name: 'Recent attempts of env' }).innerText()).replace(/\s+/g, ' ');
     expect(attempts).toMatch(/failed HTTP 500/);
+
+    expect(await rowText(page, 'Changelog consumers', 'erp')).toMatch(/^erp \d+ \d+ events?/);
 
     // The parked write: counted, and listed with why.
     expect((await page.getByRole('table', { name: 'Writes by status' }).innerText()).replace(/\s+/g, ' ')).toMatch(/queued sending succeeded failed needs review 0 0 0 0 1$/);
@@ -254,6 +259,8 @@ describe('the operator console', { timeout: 120_000 }, () => {
           name: 'default',
           report: {
             changelogSeq: 1,
+            oldestSeq: 1,
+            consumers: [],
             streams: [],
             writes: { needs_review: 1 },
             writesNeedingReview: [{ id: 'wr_1', kind: 'email.send', outcome: hostile, error: `"'><img src=x onerror=alert(1)>`, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z' }],
