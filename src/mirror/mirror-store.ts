@@ -28,6 +28,14 @@ export interface ApplyOptions {
   scanNumber?: number;
   /** ISO time to stamp (default now). */
   now?: string;
+  /**
+   * True for an id the run listed on an earlier page (a run without `scanNumber`: an incremental
+   * run, which has no seen marks to tell): a different version of it is not applied (one version per
+   * record per scan).
+   */
+  listedBefore?: (id: string) => boolean;
+  /** Receives the ids of records listed a second time in this scan with other content, which were not applied. */
+  secondVersions?: string[];
 }
 
 /**
@@ -74,6 +82,8 @@ export interface RunCheckpoint {
   paging?: { frontier: number; gaps: { from: number; to: number }[]; ended: boolean };
   /** The smallest `pagination.total` of this run's pages (records entering an incremental run's set grow the total past it). */
   lowestTotal?: number;
+  /** Ids the server listed at two positions of one answer (duplicates: the total counts each twice). */
+  duplicateIds?: string[];
   /** Records removed from the set (drops of the total) while the run paged to the end of the list. */
   removedWhileReading?: number;
   /** Records removed from the set after the run reached the end of the list (while it re-read drift gaps and ties). */
@@ -141,6 +151,8 @@ export interface ChangeRowInput {
 interface StoredState {
   content_hash: string;
   deleted_at: string | null;
+  /** The complete scan that last listed it (null when none did). */
+  last_seen_scan: number | null;
 }
 
 /**
@@ -203,8 +215,14 @@ export class MirrorStore {
    * hash differs (to diff them; none on a backfill), one multi-row upsert per set of columns the
    * page's records carry (usually one; SQLite: one prepared upsert per record, see `RowWrites`), one
    * UPDATE marking the unchanged ones seen, and one multi-row INSERT of the page's change rows
-   * (`appendChanges`). A page listing an id twice writes the first copy before queueing the second
-   * (each copy compares with the one before it).
+   * (`appendChanges`).
+   *
+   * One version per record per scan (docs/sync.md "One version per scan"): a record this scan
+   * already listed (its row marked seen by `scanNumber`, listed earlier in the page, or
+   * `listedBefore`) that comes again with other content is not applied and appends nothing; its
+   * id goes to `secondVersions`. A server listing one id at two positions with two versions would
+   * otherwise record two changes per scan for a record that did not change. The later version, if
+   * it is the current one, is applied by the next scan.
    * @returns the change rows appended, in order
    */
   async applyRecords(stream: StreamDefinition, records: readonly ApiRecord[], options: ApplyOptions = {}): Promise<AppendedChange[]> {
@@ -222,8 +240,8 @@ export class MirrorStore {
         return state !== undefined && state.deleted_at === null && state.content_hash !== hashes[index];
       });
       const storedRaw = differing.length > 0 ? await store.storedRecords(stream, key, differing) : new Map<string, ApiRecord>();
-      // The `raw` this page wrote, by id: a second copy of an id compares with the first.
-      const writtenInPage = new Map<string, string>();
+      // The ids this page listed so far: a second copy of one with other content is a second version.
+      const seenInPage = new Set<string>();
       const writes = new RowWrites(store.executor, stream, now, scan);
       const unchanged: string[] = [];
       for (let index = 0; index < records.length; index += 1) {
@@ -231,17 +249,23 @@ export class MirrorStore {
         const id = ids[index]!;
         const hash = hashes[index]!;
         const state = stored.get(id);
+        const earlierInPage = seenInPage.has(id);
+        seenInPage.add(id);
         if (state && state.content_hash === hash && state.deleted_at === null) {
-          unchanged.push(id);
+          if (!earlierInPage) unchanged.push(id);
+          continue;
+        }
+        const listedInThisScan = earlierInPage || (scan !== null && state?.last_seen_scan === scan) || (options.listedBefore?.(id) ?? false);
+        if (state && state.deleted_at === null && listedInThisScan) {
+          options.secondVersions?.push(id);
           continue;
         }
         // A tombstoned record that is listed again counts as new (created / started again).
-        const written = writtenInPage.get(id);
-        const previous = state && state.deleted_at === null ? (written === undefined ? storedRaw.get(id) : (JSON.parse(written) as ApiRecord)) : undefined;
+        const previous = state && state.deleted_at === null ? storedRaw.get(id) : undefined;
         const changes = diffFields(previous, record, stream.listedFields);
         if (writes.has(id)) await writes.flush();
-        writtenInPage.set(id, writes.add(id, record, hash));
-        stored.set(id, { content_hash: hash, deleted_at: null });
+        writes.add(id, record, hash);
+        stored.set(id, { content_hash: hash, deleted_at: null, last_seen_scan: scan });
         const type = stream.changes.classify(previous, record, Object.keys(changes));
         // A new record's change carries the record once (format version 2: no `{ old: null }` per field).
         const data = previous === undefined ? { record } : { record, changes };
@@ -262,11 +286,11 @@ export class MirrorStore {
   private async storedStates(stream: StreamDefinition, ids: readonly string[]): Promise<Map<string, StoredState>> {
     const key = keyColumn(stream);
     const rows = await this.executor.all<StoredState & { id: string }>(
-      `SELECT ${key} AS id, content_hash, deleted_at FROM ${stream.table} WHERE ${key} IN ${jsonArrayValues(this.executor.dialect)}`,
+      `SELECT ${key} AS id, content_hash, deleted_at, last_seen_scan FROM ${stream.table} WHERE ${key} IN ${jsonArrayValues(this.executor.dialect)}`,
       [JSON.stringify(ids)],
     );
     const states = new Map<string, StoredState>();
-    for (const row of rows) states.set(row.id, { content_hash: row.content_hash, deleted_at: row.deleted_at });
+    for (const row of rows) states.set(row.id, { content_hash: row.content_hash, deleted_at: row.deleted_at, last_seen_scan: row.last_seen_scan === null ? null : Number(row.last_seen_scan) });
     return states;
   }
 

@@ -45,7 +45,7 @@ import { silentLogger, type Logger } from '../logging/logger.ts';
 import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
-import { recordIdOf, RejectedRecords } from '../mirror/rejected-records.ts';
+import { quarantineKey, RejectedRecords } from '../mirror/rejected-records.ts';
 import type { AppendedChange, MirrorStore, RunCheckpoint, ScanOutcome, SyncState } from '../mirror/mirror-store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { readAhead } from './read-ahead.ts';
@@ -528,6 +528,7 @@ export class SyncEngine {
   private async commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, memory: RunMemory, options: RunOptions): Promise<void> {
     const { page } = step;
     this.noteTotal(run, memory, page.pagination.total, step.kind === 'gap');
+    const listedBefore = this.listedBefore(stream, memory, page);
     // A frontier page reads positions for the first time; a gap page re-reads some (offset drift).
     const { fresh, repeated, slid } = this.countIds(stream, run, memory, page, step.kind === 'frontier' ? { firstRead: true } : { firstRead: false, gap: step.gap });
     if (step.gap) {
@@ -565,7 +566,7 @@ export class SyncEngine {
     // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
     const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
     const firstPage = run.pages === 1;
-    const clock = await this.writePage(stream, run, page, result, (store) => this.observeRecordClock(store, stream, page.items, offsetMs, firstPage));
+    const clock = await this.writePage(stream, run, page, result, listedBefore, (store) => this.observeRecordClock(store, stream, page.items, offsetMs, firstPage));
     if (clock && clock.after > clock.before) {
       this.logger.warn(
         { stream: stream.name, lagSeconds: clock.after, previousLagSeconds: clock.before },
@@ -626,7 +627,7 @@ export class SyncEngine {
     this.logger.warn({ stream: stream.name, path: stream.request.path }, 'list endpoint not found (404): stream marked unsupported');
   }
 
-  /** A page's ids with their positions in the set (the page's offset plus the index in the answer); quarantined items with an id included. */
+  /** A page's ids with their positions in the set (the page's offset plus the index in the answer); quarantined items included (`quarantineKey`). */
   private positionedIds(stream: RegisteredStream, page: Page<ApiRecord>): { id: string; position: number }[] {
     const rejected = [...(page.rejected ?? [])].sort((left, right) => left.index - right.index);
     const out: { id: string; position: number }[] = [];
@@ -640,11 +641,14 @@ export class SyncEngine {
       out.push({ id: String(item[stream.key]), position: page.offset + index });
       index += 1;
     }
-    for (const item of rejected) {
-      const id = recordIdOf(item.raw, stream.key);
-      if (id !== null) out.push({ id, position: page.offset + item.index });
-    }
+    // Quarantined items count as listed; one without an id under its quarantine key (its content).
+    for (const item of rejected) out.push({ id: quarantineKey(item.raw, stream.key), position: page.offset + item.index });
     return out;
+  }
+
+  /** The ids of `page` this process's part of the run listed on an earlier page (before `countIds` remembers the page). */
+  private listedBefore(stream: RegisteredStream, memory: RunMemory, page: Page<ApiRecord>): Set<string> {
+    return new Set(this.positionedIds(stream, page).filter(({ id }) => memory.positions.has(id)).map(({ id }) => id));
   }
 
   /**
@@ -679,7 +683,15 @@ export class SyncEngine {
     let fresh = 0;
     let repeated = 0;
     let slid = 0;
+    const inThisAnswer = new Set<string>();
     for (const { id, position } of this.positionedIds(stream, page)) {
+      if (inThisAnswer.has(id)) {
+        // Twice in one answer: no order changing between requests did that. The server lists this
+        // record at two positions (a duplicate), so the total counts one record too many.
+        if (!(run.duplicateIds ?? []).includes(id)) run.duplicateIds = [...(run.duplicateIds ?? []), id];
+        continue;
+      }
+      inThisAnswer.add(id);
       const first = memory.positions.get(id);
       if (first === undefined) {
         memory.positions.set(id, { position, removed: memory.removed, added: memory.added });
@@ -808,9 +820,10 @@ export class SyncEngine {
     result.pages += 1;
     run.pages += 1;
     this.noteTotal(run, memory, page.pagination.total, true);
+    const listedBefore = this.listedBefore(stream, memory, page);
     const { fresh } = this.countIds(stream, run, memory, page, { firstRead: false });
     run.distinctIds = (run.distinctIds ?? 0) + fresh;
-    await this.writePage(stream, run, page, result);
+    await this.writePage(stream, run, page, result, listedBefore);
     return fresh;
   }
 
@@ -824,15 +837,24 @@ export class SyncEngine {
    * @throws LeaseLostError when another process took over the stream's lease (ours expired while
    *   waiting): that process now owns the checkpoint, so nothing is written
    */
-  private async writePage<T>(stream: RegisteredStream, run: RunCheckpoint, page: Page<ApiRecord>, result: RunResult, beforeApply?: (store: MirrorStore) => Promise<T>): Promise<T | undefined> {
+  private async writePage<T>(
+    stream: RegisteredStream,
+    run: RunCheckpoint,
+    page: Page<ApiRecord>,
+    result: RunResult,
+    listedBefore: ReadonlySet<string>,
+    beforeApply?: (store: MirrorStore) => Promise<T>,
+  ): Promise<T | undefined> {
     let measured: T | undefined;
     const changesBefore = run.changes;
     let changes: AppendedChange[];
+    let secondVersions: string[] = [];
     try {
       changes = await this.fenced(stream.name, async (store) => {
         measured = await beforeApply?.(store);
         const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
-        const appended = await store.applyRecords(stream, page.items, { scanNumber });
+        secondVersions = [];
+        const appended = await store.applyRecords(stream, page.items, { scanNumber, listedBefore: (id) => listedBefore.has(id), secondVersions });
         // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
         const rejectedRecords = new RejectedRecords(store);
         await rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
@@ -848,6 +870,12 @@ export class SyncEngine {
     }
     result.changes += changes.length;
     if (changes.length > 0) this.options.onChanges?.(changes);
+    if (secondVersions.length > 0) {
+      this.logger.warn(
+        { stream: stream.name, offset: page.offset, ids: secondVersions.slice(0, 10), count: secondVersions.length },
+        'records listed again in this scan with other content: the first version stands (one change per record per scan); the next scan applies the current one',
+      );
+    }
     return measured;
   }
 
@@ -860,6 +888,8 @@ export class SyncEngine {
     const complete = scan.outcome === 'complete';
     const tombstones = await this.fenced(stream.name, async (store) => {
       const appended = complete && run.mode === 'complete' && run.scanNumber !== undefined ? await store.recordMisses(stream, run.scanNumber, run.startedAt) : [];
+      // A complete scan that did not list a quarantined item: it is no longer served, with an id or without one.
+      if (complete && run.mode === 'complete') await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt);
       const now = new Date().toISOString();
       await store.updateSyncState(stream.name, {
         ...(complete ? { cursor: run.serverStartedAt ?? null } : {}),

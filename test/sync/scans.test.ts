@@ -280,3 +280,64 @@ describe('hasMore forever (issue 7.3)', () => {
     expect(pages.length).toBeLessThanOrEqual(3);
   });
 });
+
+describe('records the list serves wrongly: one id twice, an item with no id', () => {
+  it('one id at two positions of one answer, with another version the second time: one change per record per scan, the scan complete', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 300 } });
+    await context.engine.run('transactions', 'backfill');
+    const seq = await context.store.lastSeq();
+    // The record at position 10 served again at 60 with another description (another version).
+    sim.faults.inject({ kind: 'duplicate-id', position: 10, at: 60, patch: { description: 'a stale copy' }, times: 1_000, match: LIST });
+    for (let scan = 0; scan < 3; scan += 1) {
+      const result = await context.engine.run('transactions', 'reconcile');
+      expect(result.status).toBe('succeeded');
+      // 301 positions, 300 records: the id twice in one answer is a duplicate, not a missing record.
+      expect(result.scan).toMatchObject({ outcome: 'complete', total: 301 });
+      expect(result.tombstones).toBe(0);
+    }
+    // Before: two changes per scan (the record flipped between its two versions). Now: none (the first version stands).
+    expect(await context.connection.all('SELECT type, record_id FROM changes WHERE seq > ?', [seq])).toEqual([]);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+
+  it('one id at two positions far apart (other pages), with two versions: the first version stands (no change per scan), nothing tombstoned', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 400 } });
+    await context.engine.run('transactions', 'backfill');
+    const target = (sim.world.groundTruth('transactions') as { id: string }[])[10]!.id;
+    sim.faults.inject({ kind: 'duplicate-id', position: 10, at: 350, patch: { description: 'a stale copy' }, times: 1_000, match: LIST });
+    for (let scan = 0; scan < 3; scan += 1) {
+      const seq = await context.store.lastSeq();
+      const result = await context.engine.run('transactions', 'reconcile');
+      expect(result.status).toBe('succeeded');
+      expect(result.tombstones).toBe(0);
+      // Before: one change per scan (the record flipped between its two versions). Now: the first version stands.
+      const changes = await context.connection.all<{ record_id: string }>('SELECT record_id FROM changes WHERE seq > ?', [seq]);
+      expect(changes.filter((change) => change.record_id === target)).toEqual([]);
+      // No answer shows both copies: like a run of ties, so the scan stays incomplete, after two empty sweeps.
+      expect(result.scan).toMatchObject({ outcome: 'incomplete', reason: 'unstable-order', total: 401, distinctIds: 400 });
+      expect(result.pages).toBeLessThanOrEqual(25);
+    }
+    expect(await countChanges(context, 'transaction.deleted')).toBe(0);
+  });
+
+  it('an item with no id is quarantined and counted: the scan completes; when it is no longer served, a complete scan releases its row', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 250 } });
+    sim.faults.inject({ kind: 'id-less-item', position: 120, times: 1_000, match: LIST });
+    for (let scan = 0; scan < 2; scan += 1) {
+      const result = await context.engine.run('transactions', scan === 0 ? 'backfill' : 'reconcile');
+      // Before: 250 distinct ids of a total of 251, every scan incomplete while it is served.
+      expect(result.scan).toMatchObject({ outcome: 'complete', total: 251, distinctIds: 251 });
+      expect(result.rejected).toBe(1);
+      expect(result.tombstones).toBe(0);
+    }
+    const rows = await context.connection.all<{ record_key: string; record_id: string | null; times_seen: number }>('SELECT record_key, record_id, times_seen FROM rejected_records');
+    expect(rows).toEqual([{ record_key: expect.stringMatching(/^raw:[0-9a-f]{64}$/), record_id: null, times_seen: 2 }]);
+    // One record.rejected change for it, not one per scan (the same content).
+    expect(await countChanges(context, 'record.rejected')).toBe(1);
+    sim.faults.clear();
+    const clean = await context.engine.run('transactions', 'reconcile');
+    expect(clean.scan).toMatchObject({ outcome: 'complete', total: 250 });
+    expect(await context.connection.all('SELECT record_key FROM rejected_records')).toEqual([]);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+});
