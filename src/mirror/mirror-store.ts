@@ -136,6 +136,22 @@ export interface SyncState {
   lastRunChanges: number | null;
   /** The last finished run's scan outcome (null before one finished). */
   lastScan: ScanOutcome | null;
+  /** Tombstones held back by the last complete scan (docs/sync.md "Mass deletions held"), or null. */
+  deletionHold: DeletionHold | null;
+}
+
+/**
+ * Tombstones a complete scan held back (`sync_state.deletion_hold`): `count` records it would have
+ * tombstoned, `live` records the stream had, the `share` they went over, the scan, since when the
+ * hold stands and when it was last confirmed (ISO 8601).
+ */
+export interface DeletionHold {
+  count: number;
+  live: number;
+  share: number;
+  scanNumber: number;
+  since: string;
+  at: string;
 }
 
 /** A change row to append: its type, stream, record, time (ISO, default now) and `data` (changelog.ts `ChangeDataInput`). */
@@ -358,10 +374,22 @@ export class MirrorStore {
    * millisecond the scan began was seen by an earlier run, and must count.) Few statements
    * however many records are gone: the tombstones in one UPDATE, their change rows in multi-row
    * INSERTs of up to 500 (`appendChanges`), in key order.
+   *
+   * Mass deletions are held (`options.massDeletion`, docs/sync.md "Mass deletions held"): when the
+   * records to tombstone are more than `MASS_DELETION_FLOOR` and more than `share` of the stream's
+   * live records, none is tombstoned (their misses stay counted) and `onHeld` hears how many, unless
+   * `confirmed`: a list that stopped serving a part of the stream (a capped result window, a filter
+   * applied by mistake) must not turn it into deletions.
    * @param scanStartedAt ISO local time the scan began
-   * @returns the tombstone changes appended
+   * @returns the tombstone changes appended (none when held)
    */
-  recordMisses(stream: StreamDefinition, scanNumber: number, scanStartedAt: string, now = new Date().toISOString()): Promise<AppendedChange[]> {
+  recordMisses(
+    stream: StreamDefinition,
+    scanNumber: number,
+    scanStartedAt: string,
+    now = new Date().toISOString(),
+    options: { massDeletion?: { share: number; confirmed?: boolean }; onHeld?: (held: { count: number; live: number }) => void } = {},
+  ): Promise<AppendedChange[]> {
     return this.transaction(async (store) => {
       await store.executor.run(
         `UPDATE ${stream.table} SET missed_scans = missed_scans + 1
@@ -376,6 +404,14 @@ export class MirrorStore {
         await store.executor.all<{ id: string; raw: string }>(`SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2`)
       ).sort((a, b) => Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))));
       if (gone.length === 0) return [];
+      const hold = options.massDeletion;
+      if (hold && !hold.confirmed && gone.length > MASS_DELETION_FLOOR) {
+        const live = (await store.countRecords(stream)).live;
+        if (gone.length > hold.share * live) {
+          options.onHeld?.({ count: gone.length, live });
+          return [];
+        }
+      }
       // One UPDATE and one multi-row INSERT of change rows however many records are gone.
       await store.executor.run(`UPDATE ${stream.table} SET deleted_at = ? WHERE ${key} IN ${jsonArrayValues(store.executor.dialect)}`, [
         now,
@@ -411,6 +447,7 @@ export class MirrorStore {
       lastRunRecords: (row?.last_run_records as number | null) ?? null,
       lastRunChanges: (row?.last_run_changes as number | null) ?? null,
       lastScan: row?.last_scan ? (JSON.parse(row.last_scan as string) as ScanOutcome) : null,
+      deletionHold: row?.deletion_hold ? (JSON.parse(row.deletion_hold as string) as DeletionHold) : null,
     };
   }
 
@@ -455,6 +492,12 @@ export class MirrorStore {
     return lastChangeSeq(this.executor);
   }
 }
+
+/**
+ * Mass deletions are held only above this many tombstones at once (`recordMisses`): a small stream
+ * (a few onboardings) loses more than a tenth of itself in an ordinary day.
+ */
+export const MASS_DELETION_FLOOR = 10;
 
 /** Most change rows in one INSERT of `appendChanges` (6 parameters each: far under SQLite's and PostgreSQL's limits). */
 const CHANGE_ROWS_PER_INSERT = 500;
@@ -596,4 +639,5 @@ export type SyncStateColumn =
   | 'last_run_changes'
   | 'lock_owner'
   | 'lock_expires_at'
-  | 'last_scan';
+  | 'last_scan'
+  | 'deletion_hold';

@@ -46,7 +46,7 @@ import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseC
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { quarantineKey, RejectedRecords } from '../mirror/rejected-records.ts';
-import type { AppendedChange, MirrorStore, RunCheckpoint, ScanOutcome, SyncState } from '../mirror/mirror-store.ts';
+import type { AppendedChange, DeletionHold, MirrorStore, RunCheckpoint, ScanOutcome, SyncState } from '../mirror/mirror-store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { readAhead } from './read-ahead.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
@@ -96,6 +96,8 @@ export interface RunResult {
   changes: number;
   /** Records tombstoned by the two-scan rule at the end of a complete scan. */
   tombstones: number;
+  /** Tombstones held back as a mass deletion (docs/sync.md "Mass deletions held"); absent when none. */
+  deletionsHeld?: number;
   /** Items quarantined because they failed their schema (docs/sync.md "Invalid records"); the rest of their page committed. */
   rejected: number;
   /** Step-backs made because `pagination.total` dropped between pages. */
@@ -161,7 +163,16 @@ export interface SyncEngineOptions {
    * not wait. docs/sync.md "When the database goes away".
    */
   databaseWaitSeconds?: number;
+  /**
+   * A complete scan that would tombstone more than this share of a stream's live records (and more
+   * than `MASS_DELETION_FLOOR`) tombstones none and holds them (config `sync.massDeletionShare`;
+   * docs/sync.md "Mass deletions held"). Default 0.1; 1 never holds.
+   */
+  massDeletionShare?: number;
 }
+
+/** The change type a complete scan appends when it holds back a mass deletion (docs/sync.md "Mass deletions held"). */
+export const MASS_DELETION_HELD = 'stream.mass_deletion_held';
 
 /** Per-run options of `SyncEngine.run`. */
 export interface RunOptions {
@@ -169,12 +180,20 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Called after each page commits. */
   onProgress?: (progress: RunProgress) => void;
+  /**
+   * Let a complete scan tombstone more than `massDeletionShare` of the stream (`backfill
+   * --confirm-deletions`): an operator confirmed that the records it no longer lists are gone.
+   */
+  confirmDeletions?: boolean;
 }
 
 const SECOND_MS = 1000;
 
 /** Default of `SyncEngineOptions.databaseWaitSeconds` (config `sync.databaseWaitSeconds`). */
 export const DEFAULT_DATABASE_WAIT_SECONDS = 60;
+
+/** Default of `SyncEngineOptions.massDeletionShare` (config `sync.massDeletionShare`). */
+export const DEFAULT_MASS_DELETION_SHARE = 0.1;
 
 /** Default of `SyncEngineOptions.tieReReadRounds`. */
 const TIE_REREAD_ROUNDS = 20;
@@ -215,6 +234,7 @@ export class SyncEngine {
   private readonly rejectedRecords: RejectedRecords;
   private readonly tieReReadRounds: number;
   private readonly databaseWaitMs: number;
+  private readonly massDeletionShare: number;
 
   /** @throws RangeError when `tieReReadRounds` is not an integer >= 1 */
   constructor(options: SyncEngineOptions) {
@@ -230,6 +250,7 @@ export class SyncEngine {
     this.leaseHolder = options.leaseHolder ?? PROCESS_LEASE_HOLDER;
     this.leases = new Leases(options.store.executor, options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
     this.databaseWaitMs = (options.databaseWaitSeconds ?? DEFAULT_DATABASE_WAIT_SECONDS) * SECOND_MS;
+    this.massDeletionShare = options.massDeletionShare ?? DEFAULT_MASS_DELETION_SHARE;
   }
 
   /**
@@ -337,7 +358,7 @@ export class SyncEngine {
       await this.page(stream, run, result, memory, options);
       if (result.status === 'succeeded') {
         result.scan = await this.checkScan(stream, run, result, memory, options);
-        await this.finish(stream, run, result, result.scan);
+        await this.finish(stream, run, result, result.scan, options);
       }
     } catch (error) {
       const err = error as Error;
@@ -884,15 +905,42 @@ export class SyncEngine {
    * cursor; the state. An incomplete scan (docs/sync.md "Scan completeness") counts no miss and
    * keeps the cursor; its scan number is still used up.
    */
-  private async finish(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, scan: ScanOutcome): Promise<void> {
+  private async finish(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, scan: ScanOutcome, options: RunOptions): Promise<void> {
     const complete = scan.outcome === 'complete';
+    let held: DeletionHold | null | undefined;
     const tombstones = await this.fenced(stream.name, async (store) => {
-      const appended = complete && run.mode === 'complete' && run.scanNumber !== undefined ? await store.recordMisses(stream, run.scanNumber, run.startedAt) : [];
-      // A complete scan that did not list a quarantined item: it is no longer served, with an id or without one.
-      if (complete && run.mode === 'complete') await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt);
+      const appended: AppendedChange[] = [];
+      if (complete && run.mode === 'complete' && run.scanNumber !== undefined) {
+        const scanNumber = run.scanNumber;
+        const now = new Date().toISOString();
+        let holding: { count: number; live: number } | undefined;
+        appended.push(
+          ...(await store.recordMisses(stream, scanNumber, run.startedAt, now, {
+            massDeletion: { share: this.massDeletionShare, confirmed: options.confirmDeletions },
+            onHeld: (hold) => (holding = hold),
+          })),
+        );
+        const previous = (await store.readSyncState(stream.name)).deletionHold;
+        held = holding ? { ...holding, share: this.massDeletionShare, scanNumber, since: previous?.since ?? now, at: now } : null;
+        if (holding && previous?.count !== holding.count) {
+          // Said once per hold (and again when it grows or shrinks), not at every scan that keeps it.
+          appended.push(
+            await store.appendChange({
+              type: MASS_DELETION_HELD,
+              stream: stream.name,
+              recordId: stream.name,
+              occurredAt: now,
+              data: { record: { stream: stream.name, held: holding.count, live: holding.live, share: this.massDeletionShare, scanNumber }, changes: {} },
+            }),
+          );
+        }
+        // A complete scan that did not list a quarantined item: it is no longer served, with an id or without one.
+        await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt);
+      }
       const now = new Date().toISOString();
       await store.updateSyncState(stream.name, {
         ...(complete ? { cursor: run.serverStartedAt ?? null } : {}),
+        ...(held !== undefined ? { deletion_hold: held === null ? null : JSON.stringify(held) } : {}),
         last_scan: JSON.stringify(scan),
         supported: 1,
         ...(run.mode === 'complete' && run.scanNumber !== undefined ? { scan_number: run.scanNumber } : {}),
@@ -906,12 +954,21 @@ export class SyncEngine {
       await store.saveRun(stream.name, null);
       return appended;
     });
-    result.tombstones = tombstones.length;
+    const gone = tombstones.filter((change) => change.type !== MASS_DELETION_HELD);
+    result.tombstones = gone.length;
     result.changes += tombstones.length;
+    if (held) result.deletionsHeld = held.count;
     if (tombstones.length > 0) this.options.onChanges?.(tombstones);
+    if (held) {
+      this.logger.warn(
+        { stream: stream.name, held: held.count, live: held.live, share: held.share },
+        `a complete scan would tombstone ${held.count} of ${held.live} live records, more than sync.massDeletionShare (${held.share}): none is tombstoned (a list that stopped serving part of the stream, such as a capped result window, looks like this); if they are really gone, run \`bizops-sync backfill --stream ${stream.name} --confirm-deletions\``,
+      );
+    }
     this.logger.info(
       { stream: stream.name, reason: run.reason, mode: run.mode, scan: scan.outcome, pages: result.pages, records: result.records, changes: result.changes, tombstones: result.tombstones },
       'run finished',
     );
   }
+
 }

@@ -341,3 +341,76 @@ describe('records the list serves wrongly: one id twice, an item with no id', ()
     await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 });
+
+describe('a list capped like a search result window (mass deletions held)', () => {
+  it('a capped list reporting the capped total: the tombstones it would cause are held (a change, status, the run says so) until confirmed; when the cap goes, nothing was lost or re-created', async () => {
+    const { sim, context, dir } = await fixtures.start({ size: { transactions: 1_500 } });
+    await context.engine.run('transactions', 'backfill');
+    const seq = await context.store.lastSeq();
+    sim.faults.inject({ kind: 'capped-list', cap: 1_000, times: 1_000_000, match: LIST });
+    const first = await context.engine.run('transactions', 'reconcile');
+    // The scan sees as many records as the capped total says: complete, 500 first misses.
+    expect(first.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
+    expect(first.tombstones).toBe(0);
+    for (let scan = 0; scan < 2; scan += 1) {
+      const held = await context.engine.run('transactions', 'reconcile');
+      // Before: 500 tombstones here (a third of the stream), and 500 `created` when the cap went.
+      expect(held).toMatchObject({ status: 'succeeded', tombstones: 0, deletionsHeld: 500 });
+    }
+    expect(await countChanges(context, 'transaction.deleted')).toBe(0);
+    expect(await liveRows(context)).toBe(1_500);
+    // One change row for the hold (not one per scan that keeps it).
+    const holds = await context.connection.all<{ record_id: string; data: string }>("SELECT record_id, data FROM changes WHERE type = 'stream.mass_deletion_held'");
+    expect(holds).toHaveLength(1);
+    expect(holds[0]!.record_id).toBe('transactions');
+    expect(JSON.parse(holds[0]!.data)).toMatchObject({ record: { stream: 'transactions', held: 500, live: 1_500, share: 0.1 } });
+    const state = await context.store.readSyncState('transactions');
+    expect(state.deletionHold).toMatchObject({ count: 500, live: 1_500, share: 0.1 });
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_DB: testMirrorLocation(dir.file('mirror.db')) };
+    const status = await runCli(['status'], env);
+    expect(status.stdout).toMatch(/WARNING: transactions: 500 tombstones HELD since .*: the last complete scan no longer listed 500 of 1500 live records, more than sync.massDeletionShare \(0\.1\); nothing was tombstoned\. If the API really deleted them: bizops-sync backfill --stream transactions --confirm-deletions/);
+
+    // The cap goes: the next complete scan lists everyone again, the hold is gone, nothing re-created.
+    sim.faults.clear();
+    const back = await context.engine.run('transactions', 'reconcile');
+    expect(back).toMatchObject({ tombstones: 0, scan: { outcome: 'complete', total: 1_500 } });
+    expect((await context.store.readSyncState('transactions')).deletionHold).toBeNull();
+    expect(await context.connection.all("SELECT type FROM changes WHERE seq > ? AND type <> 'stream.mass_deletion_held'", [seq])).toEqual([]);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+
+  it('an operator who knows the records are gone confirms: backfill --confirm-deletions tombstones them', async () => {
+    const { sim, context, dir } = await fixtures.start({ size: { transactions: 300 } });
+    await context.engine.run('transactions', 'backfill');
+    const gone = (sim.world.groundTruth('transactions') as { id: string }[]).slice(0, 100).map((record) => record.id);
+    for (const id of gone) sim.world.deleteRecord('transactions', id);
+    await context.engine.run('transactions', 'reconcile');
+    expect(await context.engine.run('transactions', 'reconcile')).toMatchObject({ tombstones: 0, deletionsHeld: 100 });
+    const env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      BIZOPS_BASE_URL: sim.url,
+      BIZOPS_TOKEN: String(sim.tokens.admin),
+      BIZOPS_DB: testMirrorLocation(dir.file('mirror.db')),
+      BIZOPS_RATE_LIMIT_PER_MIN: '100000',
+      BIZOPS_LOG_LEVEL: 'warn',
+    };
+    const held = await runCli(['backfill', '--stream', 'transactions', '--no-progress'], env);
+    expect(held.stdout).toMatch(/^transactions: succeeded \(backfill, complete scan\), .*; 100 tombstones HELD \(more than sync.massDeletionShare of the stream; if they are really gone: backfill --stream transactions --confirm-deletions\)$/m);
+    const confirmed = await runCli(['backfill', '--stream', 'transactions', '--no-progress', '--confirm-deletions'], env);
+    expect(confirmed.code).toBe(0);
+    expect(confirmed.stdout).toMatch(/^transactions: succeeded \(backfill, complete scan\), .*; 100 tombstones$/m);
+    expect((await context.store.readSyncState('transactions')).deletionHold).toBeNull();
+    expect(await countChanges(context, 'transaction.deleted')).toBe(100);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+
+  it('small deletions are never held: up to ten records, or up to the share, are tombstoned as before', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 50 } });
+    await context.engine.run('transactions', 'backfill');
+    for (const record of (sim.world.groundTruth('transactions') as { id: string }[]).slice(0, 10)) sim.world.deleteRecord('transactions', record.id);
+    await context.engine.run('transactions', 'reconcile');
+    // 10 of 50 (20%, over the share) but not over ten records: tombstoned.
+    expect(await context.engine.run('transactions', 'reconcile')).toMatchObject({ tombstones: 10 });
+  });
+});

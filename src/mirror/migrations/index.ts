@@ -18,6 +18,7 @@ import { sql as webhookFailures } from './006_webhook_failures.ts';
 import { sql as leases } from './007_leases.ts';
 import { sql as writeClaims } from './008_write_claims.ts';
 import { sql as webhookDelivery } from './009_webhook_delivery.ts';
+import { sql as deletionHoldClockProbe } from './010_deletion_hold_clock_probe.ts';
 
 /** One migration: its version (`PRAGMA user_version` / `schema_version.version`), a name, its one text. */
 export interface Migration {
@@ -37,4 +38,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'leases', sql: leases },
   { version: 8, name: 'write claims', sql: writeClaims },
   { version: 9, name: 'webhook delivery by record: held events, attempts', sql: webhookDelivery },
+  { version: 10, name: 'deletion hold, record clock probe', sql: deletionHoldClockProbe },
 ];
