@@ -1,5 +1,5 @@
 /**
- * Benchmark: the rate budget on a backfill (issue 9): 100,000 transactions through the CLI in a
+ * Benchmark: the rate budget on a backfill: 100,000 transactions through the CLI in a
  * child process (`bizops-sync backfill --stream transactions`), against the simulator at 60
  * requests per 1 s window (the spec's 60 per minute, time compressed 60 times) with the spec's
  * whole-second `X-RateLimit-Reset` and windows anchored at the simulator's start. Prints wall time

@@ -1,5 +1,5 @@
 /**
- * Benchmark: the changelog's size and the memory of reading it (issue 9, points 4 and 5).
+ * Benchmark: the changelog's size and the memory of reading it.
  *
  * 1. Bytes: a backfill of real simulator transactions into a fresh mirror; the mean length of a
  *    created change's `data` over the mean length of the record's `raw` (goal <= 1.5). The whole

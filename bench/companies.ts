@@ -1,5 +1,5 @@
 /**
- * Benchmark: many companies in one deployment (issue 11 point 2). One simulator (in this process)
+ * Benchmark: many companies in one deployment. One simulator (in this process)
  * with 20 extra companies, each with its own limit per 1 s window (spec §8 scaled down: the limit is
  * per company); one child process runs `bizops-sync backfill --all` over a configuration of 20
  * connections, as a user would. 3 runs of each of two settings:

@@ -1,5 +1,5 @@
 /**
- * Benchmark: PostgreSQL ingest over SQLite ingest in one run (issue 11 point 1). Each figure is
+ * Benchmark: PostgreSQL ingest over SQLite ingest in one run. Each figure is
  * min / median / max of 3 runs.
  *
  * The same simulated backfill of `BENCH_POSTGRES_N` (default 100,000) transactions, rate limit off,

@@ -1,5 +1,5 @@
 /**
- * Benchmark: failover of two daemons on one mirror (issue 11 point 3, docs/operations.md "Running
+ * Benchmark: failover of two daemons on one mirror (docs/operations.md "Running
  * two daemons (replicas)"). Each figure is min / median / max of 3 runs.
  *
  * Two `bizops-sync daemon` processes on one mirror (a SQLite file; `BENCH_REPLICAS_DB` a PostgreSQL

@@ -1,5 +1,5 @@
 /**
- * Repeats a measurement and prints its spread: benchmarks of issue 9 report each figure as
+ * Repeats a measurement and prints its spread: benchmarks report each figure as
  * `min / median / max` of several runs, because the machine they run on is often shared.
  */
 import { spawn } from 'node:child_process';

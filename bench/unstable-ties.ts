@@ -1,5 +1,5 @@
 /**
- * Benchmark: backfills against a server returning ties in an unstable order (issue 7 point 2).
+ * Benchmark: backfills against a server returning ties in an unstable order.
  *
  * The simulator (in this process) creates transactions in bursts sharing one createdAt and answers
  * every list request with the `unstable-order` fault: records tying on createdAt come back in a new

@@ -51,7 +51,8 @@ export async function reportError(error: unknown): Promise<number> {
   }
   const { BizopsApiError } = await import('../src/client/index.ts');
   if (error instanceof BizopsApiError) {
-    process.stderr.write(`bizops-sync: the API refused: ${mask(error.message)}\n`);
+    // A 401 already reads "the API refused BIZOPS_TOKEN (...)".
+    process.stderr.write(`bizops-sync: ${error.message.startsWith('the API refused') ? '' : 'the API refused: '}${mask(error.message)}\n`);
     return 1;
   }
   const message = error instanceof Error ? error.message : String(error);

@@ -23,7 +23,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
-import { deploymentSecrets, type Config, type DeploymentConfig } from '../src/config/index.ts';
+import { deploymentSecrets, tokenSetting, type Config, type DeploymentConfig } from '../src/config/index.ts';
 import {
   ApiClient,
   LocalRateBudget,
@@ -372,6 +372,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         timeoutMs: clientOptions.timeoutMs,
         requestDeadlineMs: Math.round(config.api.requestDeadlineSeconds * 1000),
         retry: clientOptions.retry ?? options.clientRetry,
+        describeToken: (tokenName) => tokenSetting(config, tokenName),
       });
       cleanups.add(() => client.close());
       return client;
@@ -422,6 +423,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
               retry: options.clientRetry,
               // The same request deadline as every other client of the process.
               requestDeadlineMs: Math.round(config.api.requestDeadlineSeconds * 1000),
+              describeToken: (tokenName) => tokenSetting(config, tokenName),
             },
             sweepIntervalMs: Math.round(config.writes.sweepSeconds * 1000),
             claimSeconds: config.writes.claimSeconds,

@@ -6,12 +6,14 @@
  */
 import {
   Leases,
+  listUndeclaredFields,
   MIGRATIONS,
   mirrorHealthCheck,
   mirrorSchemaVersion,
   RecordClockStore,
   RejectedRecords,
   MirrorStore,
+  streamLeaseName,
   type DeletionHold,
   type LeaseState,
   type ScanOutcome,
@@ -42,6 +44,12 @@ export interface StreamStatus {
     requests: number | null;
     records: number | null;
     changes: number | null;
+    /**
+     * `running`: started and not finished, the stream's lease held (its counts are the previous
+     * run's, not this one's); `unfinished`: started and not finished, nobody holding the lease (the
+     * process stopped; the next run resumes it); `finished`; null before any run.
+     */
+    state: 'running' | 'unfinished' | 'finished' | null;
   };
   lastError: string | null;
   /**
@@ -66,6 +74,11 @@ export interface StreamStatus {
   deletionHold: DeletionHold | null;
   /** Records quarantined because they failed their schema (`rejected_records`; docs/operations.md "Quarantined records"). */
   rejected: number;
+  /**
+   * Fields the stream's records carried that its definition does not declare (the field registry,
+   * docs/mirror.md "Fields the spec does not show"): kept in `raw` and compared like any other.
+   */
+  undeclaredFields: { field: string; firstSeenAt: string; exampleRecordId: string }[];
   /** The unfinished run a restart will resume, if any. */
   inProgress: { reason: string; mode: string; offset: number; total: number | null; records: number } | null;
 }
@@ -118,8 +131,12 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
     const rejected = new RejectedRecords(store);
     const recordClock = new RecordClockStore(connection);
     const streams: StreamStatus[] = [];
+    const leases = await new Leases(connection).list();
+    const held = new Set(leases.filter((lease) => !lease.free).map((lease) => lease.name));
     for (const stream of Object.values(STREAMS)) {
       const state = await store.readSyncState(stream.name);
+      const started = state.lastRunStartedAt;
+      const ended = started !== null && state.lastRunFinishedAt !== null && state.lastRunFinishedAt >= started;
       const counts = await store.countRecords(stream);
       streams.push({
         stream: stream.name,
@@ -136,6 +153,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
           requests: state.lastRunRequests,
           records: state.lastRunRecords,
           changes: state.lastRunChanges,
+          state: started === null ? null : ended ? 'finished' : held.has(streamLeaseName(stream.name)) ? 'running' : 'unfinished',
         },
         lastError: state.lastError,
         lastScan: state.lastScan,
@@ -146,6 +164,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
             `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), a backfill at once`,
         recordClockLagSeconds: (await recordClock.read(stream.name)).lagSeconds,
         rejected: await rejected.count(stream.name),
+        undeclaredFields: (await listUndeclaredFields(connection, stream.name)).map(({ field, firstSeenAt, exampleRecordId }) => ({ field, firstSeenAt, exampleRecordId })),
         inProgress: state.run
           ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }
           : null,
@@ -156,7 +175,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
         .filter(([, count]) => count > 0)
         .sort(([a], [b]) => a.localeCompare(b)),
     );
-    return { database: location, backend: connection.dialect, quickCheck, changelogSeq: await store.lastSeq(), streams, writes, leases: await new Leases(connection).list() };
+    return { database: location, backend: connection.dialect, quickCheck, changelogSeq: await store.lastSeq(), streams, writes, leases };
   } catch (error) {
     // A read-only open is lazy: a damaged header shows at the first statement, a damaged page at the
     // first read of it (quick_check may have listed it already: then the line names its findings).

@@ -1,5 +1,5 @@
 /**
- * `bizops-sync daemon` (issue 3): runs unattended until SIGTERM or SIGINT. The daemon's parts
+ * `bizops-sync daemon`: runs unattended until SIGTERM or SIGINT. The daemon's parts
  * (scheduler, write queue, webhook dispatcher, metrics, HTTP port) are loaded when it starts.
  *
  * Shutdown: the first SIGTERM or SIGINT aborts runs (their checkpoints stand), stops the schedule,

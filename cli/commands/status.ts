@@ -1,6 +1,6 @@
 /** `bizops-sync status [--json]`: per stream, rows, cursor, last run and last error. Loads its job (SQLite, the mirror's stores) when it runs. */
 import type { Command } from 'commander';
-import type { MirrorStatus } from '../../jobs/status.ts';
+import type { MirrorStatus, StreamStatus } from '../../jobs/status.ts';
 import { MirrorMissingError } from '../../jobs/mirror-errors.ts';
 import { mirrorPaths } from '../../src/config/index.ts';
 import { mirrorPath } from '../shared.ts';
@@ -41,6 +41,18 @@ export function registerStatusCommand(program: Command): void {
     });
 }
 
+/**
+ * The "last run" cell: `backfill/complete: 12 req, 1,100 rec, 3 chg` for a finished run; a run still
+ * going (or stopped before its end) has no counts of its own yet, so it says so instead of showing
+ * the previous run's or zeros.
+ */
+function describeLastRun(lastRun: StreamStatus['lastRun']): string {
+  if (!lastRun.mode) return '-';
+  if (lastRun.state === 'running') return `${lastRun.mode}: in progress since ${lastRun.startedAt}`;
+  if (lastRun.state === 'unfinished') return `${lastRun.mode}: stopped before its end (started ${lastRun.startedAt}; the next run resumes it)`;
+  return `${lastRun.mode}: ${lastRun.requests ?? 0} req, ${lastRun.records ?? 0} rec, ${lastRun.changes ?? 0} chg`;
+}
+
 /** A readable table of the status. */
 function formatStatus(status: MirrorStatus): string {
   const lines = [`mirror: ${status.database} (changelog at seq ${status.changelogSeq})`];
@@ -59,7 +71,7 @@ function formatStatus(status: MirrorStatus): string {
     String(s.tombstoned),
     s.cursor ?? '-',
     s.lastRun.succeededAt ?? '-',
-    s.lastRun.mode ? `${s.lastRun.mode}: ${s.lastRun.requests ?? 0} req, ${s.lastRun.records ?? 0} rec, ${s.lastRun.changes ?? 0} chg` : '-',
+    describeLastRun(s.lastRun),
     s.lastError ?? '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -82,6 +94,9 @@ function formatStatus(status: MirrorStatus): string {
     if (s.skipped) lines.push('', `${s.stream}: skipped by syncs: ${s.skipped}`);
     if (s.recordClockLagSeconds > 0) {
       lines.push('', `${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it`);
+    }
+    if (s.undeclaredFields.length > 0) {
+      lines.push('', `${s.stream}: fields the spec does not show (kept in raw, compared like any other): ${s.undeclaredFields.map((f) => `${f.field} (since ${f.firstSeenAt}, e.g. ${f.exampleRecordId})`).join(', ')}`);
     }
     if (s.rejected > 0) lines.push('', `${s.stream}: ${s.rejected} record(s) quarantined in rejected_records (they failed the schema; see docs/operations.md "Quarantined records")`);
     if (s.inProgress) {

@@ -112,7 +112,9 @@ function describeResult(result: RunResult): string {
       : '',
     result.scan?.reReads ? count(result.scan.reReads, 'tie re-read') : '',
     result.rejected ? `${count(result.rejected, 'invalid record')} quarantined (status shows them)` : '',
-    result.status === 'unsupported' ? 'the server has no list endpoint for this stream' : '',
+    result.status === 'unsupported'
+      ? `the server has no list endpoint for this stream (GET ${result.notFoundUrl ?? 'its list'} answered 404; every stream answering so means BIZOPS_BASE_URL is not the API's base URL)`
+      : '',
     result.status === 'interrupted' ? 'checkpoint saved; run again to resume' : '',
     result.heldBy ? `held by ${result.heldBy.holder ?? '?'} until ${result.heldBy.expiresAt ?? '?'} (a holder that died keeps it until then; --wait waits for it)` : '',
     result.error ? `error: ${result.error.message}` : '',

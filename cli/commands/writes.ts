@@ -14,6 +14,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { z } from 'zod';
 import type { ContextOptions } from '../../jobs/context.ts';
 import { maskUrlPassword, type Logger } from '../../src/logging/index.ts';
 import type { Config } from '../../src/config/index.ts';
@@ -69,6 +70,39 @@ export async function enqueueCommand(config: Config, options: EnqueueCommandOpti
   return enqueueWriteJob(config, { kind: options.kind, payload, idempotencyKey: options.idempotencyKey, actAs: options.actAs }, { logger: options.logger, redisKeys: options.redisKeys });
 }
 
+/** One field of a payload's JSON Schema, as the help shows it: `type* (INCOME|EXPENSE)`, `amount* (integer)`. */
+function describeField(name: string, schema: Record<string, unknown>, required: boolean): string {
+  const what = Array.isArray(schema.enum)
+    ? schema.enum.join('|')
+    : schema.const !== undefined
+      ? String(schema.const)
+      : schema.type === 'array'
+        ? 'list'
+        : schema.type === 'boolean'
+          ? 'true|false'
+          : schema.type === 'integer' || schema.type === 'number' || schema.type === 'object'
+            ? String(schema.type)
+            : '';
+  return `${name}${required ? '*' : ''}${what ? ` (${what})` : ''}`;
+}
+
+/** A write kind's payload fields, from its schema (zod's JSON Schema of the input), wrapped under the kind's line. */
+function describeFields(payloadSchema: z.ZodType): string {
+  const schema = z.toJSONSchema(payloadSchema, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
+  const fields = Object.entries(schema.properties ?? {}).map(([name, field]) => describeField(name, field, schema.required?.includes(name) ?? false));
+  if (fields.length === 0) return '      fields: none';
+  const lines: string[] = [];
+  let line = '      fields:';
+  for (const field of fields) {
+    if (line.length + field.length + 2 > 100) {
+      lines.push(`${line},`);
+      line = '       ';
+    }
+    line += `${line.endsWith(':') || line.trim() === '' ? ' ' : ', '}${field}`;
+  }
+  return [...lines, line].join('\n');
+}
+
 function parseConcurrency(value: string): number {
   const number = Number(value);
   if (!Number.isInteger(number) || number < 1 || number > 256) throw new UsageError(`--concurrency must be an integer 1 to 256, got "${value}"`);
@@ -77,7 +111,9 @@ function parseConcurrency(value: string): number {
 
 /** Adds `enqueue`, `worker` and `write` to the program. Errors are thrown for the program's one-line reporter. */
 export function registerWriteCommands(program: Command): void {
-  const kinds = WRITE_KIND_NAMES.map((name) => `  ${name.padEnd(26)} ${WRITE_KINDS[name].summary} (${WRITE_KINDS[name].spec})`).join('\n');
+  // Built when the help is shown (a function): each kind with its summary and its payload's fields.
+  const kinds = () =>
+    WRITE_KIND_NAMES.map((name) => `  ${name.padEnd(26)} ${WRITE_KINDS[name].summary} (${WRITE_KINDS[name].spec})\n${describeFields(WRITE_KINDS[name].payloadSchema)}`).join('\n');
   program
     .command('enqueue')
     .description('validate and queue one write (a mutation of the API); prints the write id')
@@ -88,7 +124,12 @@ export function registerWriteCommands(program: Command): void {
     .option('--act-as <token-name>', 'the configured token the write acts as (default: default)')
     .option('--json', 'print { id, idempotencyKey, status, created } as JSON')
     .option('--connection <name>', CONNECTION_OPTION_HELP)
-    .addHelpText('after', `\nWrite kinds:\n${kinds}\n\nExample:\n  bizops-sync enqueue transaction.create --data '{"type":"INCOME","amount":1250,"description":"Catering"}'`)
+    .addHelpText(
+      'after',
+      () =>
+        `\nWrite kinds, each with its payload's fields (* required; docs/writes.md has the rules):\n${kinds()}\n\n` +
+        `Example:\n  bizops-sync enqueue transaction.create --data '{"type":"INCOME","amount":1250,"description":"Catering"}'`,
+    )
     .action(async (kind: string, options: { data?: string; file?: string; idempotencyKey?: string; actAs?: string; json?: boolean; connection?: string }) => {
       const { config, deployment } = connectionFromEnvironment(options.connection);
       const { connectionLogger, deploymentLogger } = await import('../../jobs/context.ts');

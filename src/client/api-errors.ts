@@ -48,6 +48,12 @@ export interface BizopsApiErrorOptions {
   headers?: Readonly<Record<string, string | string[] | undefined>>;
   /** The response body exactly as received (tokens masked), when a response arrived. */
   rawBody?: string;
+  /**
+   * The request's URL without its query, base URL included (password masked): set for a 401 or a
+   * 404, where the base URL or the token is the likely mistake. The message then ends
+   * `(HTTP <status> from <url>)` instead of naming the request by its path.
+   */
+  url?: string;
   cause?: unknown;
 }
 
@@ -66,11 +72,18 @@ export class BizopsApiError extends Error {
   readonly requestId: string | undefined;
   /** The response body as received (tokens masked); undefined when no response arrived. */
   readonly rawBody: string | undefined;
+  /** The request's URL, base URL included, without its query: set for a 401 or a 404 (`BizopsApiErrorOptions.url`). */
+  readonly url: string | undefined;
 
   constructor(options: BizopsApiErrorOptions) {
     const requestName = options.request ? `${options.request.method} ${options.request.path}` : '';
     // A message that already starts with the request's name (`GET /deals?offset=0: item 3 ...`) is not suffixed again.
-    const where = options.request && !options.message.startsWith(requestName) ? ` (${requestName})` : '';
+    const where =
+      options.url !== undefined
+        ? ` (HTTP ${options.status ?? '?'} from ${options.url})`
+        : options.request && !options.message.startsWith(requestName)
+          ? ` (${requestName})`
+          : '';
     const detail = options.err ? `: ${options.err}` : '';
     super(`${options.message}${detail}${where}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
@@ -80,6 +93,7 @@ export class BizopsApiError extends Error {
     this.request = options.request;
     this.headers = options.headers;
     this.rawBody = options.rawBody;
+    this.url = options.url;
     const id = options.headers?.['x-request-id'] ?? options.headers?.['request-id'];
     this.requestId = Array.isArray(id) ? id[0] : id;
   }
@@ -166,11 +180,23 @@ export class UnknownTokenError extends Error {
   }
 }
 
+/** Where a request went, for the messages of a 401 and a 404 (`errorForStatus`). */
+export interface RequestOrigin {
+  /** The base URL with `/api/public/v1`, password masked: `https://api.example.com/api/public/v1`. */
+  apiUrl: string;
+  /** How to name the token the request carried: `BIZOPS_TOKEN`, `the token "hr"`. */
+  token: string;
+}
+
 /**
  * Maps an HTTP error status and the server's error body to the class above.
+ * With `origin`, a 401 reads `the API refused BIZOPS_TOKEN (HTTP 401 from <base URL>/api/public/v1/transactions)`
+ * (the server's own words stay in `rawBody`: the masking of bearer tokens would garble "Bearer token"),
+ * and a 404 ends `(HTTP 404 from <that URL>)`: both name what the user set.
  * @param status HTTP status (>= 400)
  * @param body the parsed error body, if it was JSON: `{ message, err?, retryAfter? }` (spec §7)
  * @param response the headers and raw body as received, kept on the error
+ * @param origin the API's URL and the token's name, for a 401's and a 404's message
  */
 export function errorForStatus(
   status: number,
@@ -178,7 +204,9 @@ export function errorForStatus(
   request: RequestDescription,
   retryAfterSeconds?: number,
   response: Pick<BizopsApiErrorOptions, 'headers' | 'rawBody'> = {},
+  origin?: RequestOrigin,
 ): BizopsApiError {
+  const url = origin && (status === 401 || status === 404) ? `${origin.apiUrl}${request.path.split('?')[0]}` : undefined;
   const options: BizopsApiErrorOptions = {
     ...response,
     status,
@@ -187,7 +215,12 @@ export function errorForStatus(
     retryAfter:
       retryAfterSeconds ?? (typeof body?.retryAfter === 'number' && Number.isFinite(body.retryAfter) ? body.retryAfter : undefined),
     request,
+    url,
   };
+  if (status === 401 && origin) {
+    options.message = `the API refused ${origin.token}`;
+    options.err = undefined;
+  }
   if (status === 400 || status === 422) return new InvalidRequestError(options);
   if (status === 401) return new AuthenticationError(options);
   if (status === 403) return new PermissionError(options);

@@ -15,6 +15,7 @@
  */
 import { z } from 'zod';
 import { maskSecrets, silentLogger, type Logger } from '../logging/logger.ts';
+import { maskUrlPassword } from '../logging/mask-url.ts';
 import { ConnectionError, InvalidResponseError, MalformedResponseError, UnknownTokenError, errorForStatus, type RequestDescription } from './api-errors.ts';
 import { rateBudgetHooks, type AttemptContext, type BudgetSource, type RequestHooks } from './hooks.ts';
 import { createHttpTransport, describeRequest, type HttpResponse, type HttpTransport } from './http-transport.ts';
@@ -51,6 +52,11 @@ export interface ApiClientOptions {
    * Past it the attempt fails with a `RequestDeadlineError` and is retried like any timeout. Default 60000.
    */
   requestDeadlineMs?: number;
+  /**
+   * How a 401 names the token it refused, by the token's name: the setting that holds it
+   * (`BIZOPS_TOKEN`); default `the token "<name>"`.
+   */
+  describeToken?: (tokenName: string) => string;
   /** Backoff schedule (retry.ts). `maxRateLimitRetries` caps 429 retries separately (default 10). */
   retry?: { maxRetries?: number; minTimeoutMs?: number; maxTimeoutMs?: number; maxRateLimitRetries?: number };
 }
@@ -195,6 +201,9 @@ export class ApiClient {
   private readonly hooks: readonly RequestHooks[];
   private readonly logger: Logger;
   private readonly retryOptions: NonNullable<ApiClientOptions['retry']>;
+  /** `{base_url}/api/public/v1`, password masked: what a 401 or 404 names. */
+  private readonly apiUrl: string;
+  private readonly describeToken: (tokenName: string) => string;
 
   /** @throws TypeError when `baseUrl` is not http(s) or no `default` token is given. */
   constructor(options: ApiClientOptions) {
@@ -211,6 +220,8 @@ export class ApiClient {
       deadlineMs: options.requestDeadlineMs ?? 60_000,
     });
     this.tokens = { ...options.tokens };
+    this.apiUrl = maskUrlPassword(`${base}${API_PREFIX}`);
+    this.describeToken = options.describeToken ?? ((tokenName) => `the token "${tokenName}"`);
     this.hooks = [rateBudgetHooks(options.budget, { waitSignal: options.budgetWaitSignal }), ...(options.hooks ?? [])];
     this.logger = options.logger ?? silentLogger;
     this.retryOptions = { ...options.retry };
@@ -375,7 +386,10 @@ export class ApiClient {
       if (response.status === 429) this.stats.rateLimited++;
       const retryAfterMs = parseRetryAfter(headerValue(response.headers, 'retry-after'), rateLimit.serverNowMs ?? Date.now());
       const errorBody = parseErrorBody(received.rawBody);
-      throw errorForStatus(response.status, errorBody, description, retryAfterMs === undefined ? undefined : retryAfterMs / 1000, received);
+      throw errorForStatus(response.status, errorBody, description, retryAfterMs === undefined ? undefined : retryAfterMs / 1000, received, {
+        apiUrl: this.apiUrl,
+        token: this.describeToken(context.token),
+      });
     }
 
     let json: unknown;

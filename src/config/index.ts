@@ -13,6 +13,7 @@ export {
   maskConfig,
   maskDeployment,
   mirrorPaths,
+  tokenSetting,
   withMirrorPath,
   type LoadConfigOptions,
 } from './load.ts';

@@ -328,6 +328,16 @@ function mirrorFromEnvironment(env: NodeJS.ProcessEnv): { name: string; value: s
   return { name: 'BIZOPS_DATABASE_URL', value: databaseUrl };
 }
 
+/**
+ * The setting that holds the token `tokenName` of `config`, for a message about it (a 401):
+ * `BIZOPS_TOKEN`, `BIZOPS_TOKEN_FRONT_DESK`; with named connections the key too,
+ * `BIZOPS_TOKEN (connections.acme.tokens.default)`.
+ */
+export function tokenSetting(config: Pick<Config, 'connection'>, tokenName: string): string {
+  const variable = tokenName === 'default' ? 'BIZOPS_TOKEN' : `BIZOPS_TOKEN_${tokenName.toUpperCase()}`;
+  return config.connection === 'default' ? variable : `${variable} (connections.${config.connection}.tokens.${tokenName})`;
+}
+
 /** Which environment variable sets which key, for error messages. */
 const ENV_FOR_KEY: Record<string, string> = {
   baseUrl: 'BIZOPS_BASE_URL',

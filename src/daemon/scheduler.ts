@@ -216,7 +216,7 @@ export class StreamScheduler {
     } catch (error) {
       // The engine reports API failures as results; a throw is a bug or a database failure.
       const err = error instanceof Error ? error : new Error(String(error));
-      this.#logger.error({ stream, reason, err: { name: err.name, message: err.message } }, 'run threw; the next tick tries again');
+      this.#logger.error({ stream, reason, err }, 'run threw; the next tick tries again');
       result = { stream, reason, mode: 'complete', status: 'failed', resumed: false, pages: 0, records: 0, changes: 0, tombstones: 0, rejected: 0, driftStepBacks: 0, error: err };
     }
     this.#options.onRunFinished?.(result, performance.now() - started);

@@ -86,10 +86,32 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       base: undefined,
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       formatters: { level: (label) => ({ level: label }) },
+      // `err` by pino's convention; `error` too, where an Error would otherwise log as `{}`.
+      serializers: { err: serializeError, error: serializeError },
       timestamp: loadPino().stdTimeFunctions.isoTime,
     },
     destination,
   );
+}
+
+/** Fields of an error worth a log line besides its message and stack (short values only: never a body or headers). */
+const ERROR_FIELDS = ['code', 'status', 'requestId', 'requestSent', 'url'] as const;
+
+/**
+ * The `err` of a log line: an Error as `{ type, message, stack }` plus its short fields (`code`,
+ * `status`, `requestId`, `requestSent`, `url`) and its `cause` (three deep); anything else as it is
+ * (pino's own serializer made `{ message }` into `"type":"Object","stack":""`). Secrets in the
+ * message or stack are masked with the rest of the line.
+ */
+export function serializeError(value: unknown, depth = 0): unknown {
+  if (!(value instanceof Error)) return value;
+  const out: Record<string, unknown> = { type: value.name, message: value.message, stack: value.stack ?? `${value.name}: ${value.message}` };
+  for (const field of ERROR_FIELDS) {
+    const fieldValue = (value as unknown as Record<string, unknown>)[field];
+    if (typeof fieldValue === 'string' || typeof fieldValue === 'number' || typeof fieldValue === 'boolean') out[field] = fieldValue;
+  }
+  if (value.cause !== undefined && depth < 3) out.cause = serializeError(value.cause, depth + 1);
+  return out;
 }
 
 /** `09:41:07 INFO  sync finished stream=deals records=140 changes=3` from a pino JSON line. */

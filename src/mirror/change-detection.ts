@@ -1,26 +1,107 @@
 /**
- * Change detection: a content hash for no-op suppression (docs/sync.md "No-op suppression") and a
- * field-level diff for the changelog's `data.changes`.
+ * Change detection (docs/sync.md "No-op suppression", docs/mirror.md "Fields the spec does not
+ * show"): a content hash of everything the API returned for a record, and a field-level diff for the
+ * changelog's `data.changes` over every field the incoming item carries.
+ *
+ * The rules:
+ *   - The hash covers the whole item as returned (its JSON text). Equal hashes: nothing changed, no
+ *     diff needed. A different hash (a changed field, a field added or dropped, another key order, a
+ *     write response stored before) sends the record to the diff, which decides.
+ *   - The diff compares every field path present in the incoming item (objects walked to
+ *     `MAX_FIELD_DEPTH` levels, arrays compared whole) plus the stream's listed fields (an absent
+ *     listed field counts as null, as ever). A field absent from the item is not compared: a list
+ *     item without a field only a write response carries changes nothing.
+ *   - A field the stored record lacks is compared (as null before) only when the stream knows it:
+ *     a listed field, or one the field registry recorded before this page. A field appearing for
+ *     the first time in a stream is announced once (`schema.field_added`, src/mirror/field-registry.ts),
+ *     not as an update of every record that carries it.
  */
 import { hash } from 'node:crypto';
 import type { FieldChanges } from './changelog-format.ts';
-import { readField, type ApiRecord } from '../streams/define-stream.ts';
+import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 
+/** How deep nested objects are walked into field paths (`user.email` is depth 2); deeper objects compare whole. */
+export const MAX_FIELD_DEPTH = 3;
 
 /**
- * sha256 (hex) of the record's listed fields, in a fixed order, so that key order, unknown extra
- * fields and write-response-only fields never make identical data look changed. One-shot
- * `crypto.hash` (no Hash object per record); the digest is the same sha256 as before, so hashes
- * stored by earlier versions still compare equal.
+ * sha256 (hex) of a record's JSON text as the API returned it: every field counts. One-shot
+ * `crypto.hash`. `json` is `JSON.stringify(record)` when the caller has it already.
  */
-export function contentHash(record: ApiRecord, fields: readonly string[]): string {
-  const values = new Array<unknown>(fields.length);
-  for (let index = 0; index < fields.length; index += 1) values[index] = readField(record, fields[index]!) ?? null;
-  return hash('sha256', JSON.stringify(values), 'hex');
+export function contentHash(record: ApiRecord, json: string = JSON.stringify(record)): string {
+  return hash('sha256', json, 'hex');
 }
 
 /**
- * The listed fields whose value differs between two versions of a record.
+ * The leaf field paths of a record: `id`, `user.fullname`, `user.email`; a nested object below
+ * `MAX_FIELD_DEPTH`, an array or null is a leaf.
+ */
+export function fieldPaths(record: ApiRecord): string[] {
+  const paths: string[] = [];
+  const walk = (node: Record<string, unknown>, prefix: string, depth: number) => {
+    for (const key of Object.keys(node)) {
+      const value = node[key];
+      const path = prefix === '' ? key : `${prefix}.${key}`;
+      if (depth < MAX_FIELD_DEPTH && value !== null && typeof value === 'object' && !Array.isArray(value)) walk(value as Record<string, unknown>, path, depth + 1);
+      else paths.push(path);
+    }
+  };
+  walk(record, '', 1);
+  return paths;
+}
+
+/** The field paths a stream declares: its columns' fields and the objects holding them (`user` for `user.fullname`). */
+export function declaredFieldPaths(stream: Pick<StreamDefinition, 'columns'>): ReadonlySet<string> {
+  let declared = declaredByStream.get(stream);
+  if (declared) return declared;
+  declared = new Set<string>();
+  for (const column of stream.columns) {
+    const parts = column.field.split('.');
+    for (let length = 1; length <= parts.length; length += 1) declared.add(parts.slice(0, length).join('.'));
+  }
+  declaredByStream.set(stream, declared);
+  return declared;
+}
+
+const declaredByStream = new WeakMap<object, Set<string>>();
+
+/** What `diffRecord` needs to know of the stream. */
+export interface DiffFields {
+  /** The stream's listed fields: always compared, absent counting as null. */
+  listed: readonly string[];
+  /** True for an undeclared field the stream knew before this page (the field registry). */
+  known(path: string): boolean;
+}
+
+/**
+ * The fields whose value differs between the stored record and the incoming one (module rules).
+ * @param previous the stored version, or undefined for a new record (every listed field then counts
+ *   as changed, old = null)
+ */
+export function diffRecord(previous: ApiRecord | undefined, next: ApiRecord, fields: DiffFields): FieldChanges {
+  const changes: FieldChanges = {};
+  if (previous === undefined) {
+    for (const field of fields.listed) changes[field] = { old: null, new: readField(next, field) ?? null };
+    return changes;
+  }
+  const listed = new Set(fields.listed);
+  for (const field of fields.listed) {
+    const before = readField(previous, field) ?? null;
+    const after = readField(next, field) ?? null;
+    if (!sameValue(before, after)) changes[field] = { old: before, new: after };
+  }
+  for (const path of fieldPaths(next)) {
+    if (listed.has(path)) continue;
+    const before = readField(previous, path);
+    if (before === undefined && !fields.known(path)) continue; // new to the stream: announced once, not per record
+    const after = readField(next, path);
+    if (!sameValue(before ?? null, after ?? null)) changes[path] = { old: before ?? null, new: after ?? null };
+  }
+  return changes;
+}
+
+/**
+ * The listed fields whose value differs between two versions of a record (a diff over the listed
+ * fields alone, as the changelog's version-1 rows carry).
  * @param previous the stored version, or undefined for a new record (every field then counts as changed, old = null)
  */
 export function diffFields(previous: ApiRecord | undefined, next: ApiRecord, fields: readonly string[]): FieldChanges {

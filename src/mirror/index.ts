@@ -14,3 +14,4 @@ export { MirrorStore, type AppendedChange, type DeletionHold, type ScanOutcome }
 export { confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE, type LeaseState } from './leases.ts';
 export { RecordClockStore } from './record-clock-store.ts';
 export { RejectedRecords } from './rejected-records.ts';
+export { listUndeclaredFields, type UndeclaredField } from './field-registry.ts';

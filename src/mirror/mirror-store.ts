@@ -9,7 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import { jsonArrayValues } from './sql/dialect.ts';
 import type { SqlExecutor, SqlValue } from './sql/executor.ts';
-import { contentHash, diffFields } from './change-detection.ts';
+import { contentHash, declaredFieldPaths, diffRecord, fieldPaths } from './change-detection.ts';
+import { FIELD_ADDED_EVENT, registerFields } from './field-registry.ts';
 import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog-format.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 import type { StreamName } from '../streams/definitions.ts';
@@ -221,9 +222,14 @@ export class MirrorStore {
   }
 
   /**
-   * Applies validated records of one stream. A record whose listed fields hash the same as the
-   * stored row is only marked seen (no event: no-op suppression); a new, changed or reappearing
-   * record is upserted and gets one changelog row, typed by `stream.classify`.
+   * Applies validated records of one stream (change detection: src/mirror/change-detection.ts). A
+   * record whose whole item hashes the same as the stored row is only marked seen (no event: no-op
+   * suppression); a record whose hash differs is diffed over every field it carries: changed, it is
+   * upserted with one changelog row typed by `stream.classify`; unchanged (another key order, a
+   * field only a write response carries), it is rewritten without one. A new or reappearing record
+   * is upserted with its created change. A field the stream's definition does not declare, carried
+   * for the first time, is recorded in the field registry with one `schema.field_added` change
+   * (before the page's record changes).
    * Call inside `transaction` together with the checkpoint (alone, it runs in its own transaction).
    *
    * Cost per page, whatever its size (PostgreSQL pays a network round trip per statement): one SELECT
@@ -247,7 +253,8 @@ export class MirrorStore {
     const key = keyColumn(stream);
     if (records.length === 0) return [];
     const ids = records.map((record) => String(record[stream.key]));
-    const hashes = records.map((record) => contentHash(record, stream.listedFields));
+    const raws = records.map((record) => JSON.stringify(record));
+    const hashes = records.map((record, index) => contentHash(record, raws[index]));
     return this.transaction(async (store) => {
       const pending: ChangeRowInput[] = [];
       const stored = await store.storedStates(stream, ids);
@@ -256,6 +263,22 @@ export class MirrorStore {
         return state !== undefined && state.deleted_at === null && state.content_hash !== hashes[index];
       });
       const storedRaw = differing.length > 0 ? await store.storedRecords(stream, key, differing) : new Map<string, ApiRecord>();
+      // Fields the definition does not declare, carried by the records this page writes: new ones are registered and announced.
+      const newFields = await store.registerUndeclaredFields(stream, records, ids, hashes, stored, now);
+      for (const added of newFields) {
+        pending.push({
+          type: FIELD_ADDED_EVENT,
+          stream: stream.name,
+          recordId: added.field,
+          occurredAt: now,
+          data: { record: { stream: stream.name, field: added.field, exampleRecordId: added.exampleRecordId, firstSeenAt: added.firstSeenAt }, changes: {} },
+        });
+      }
+      // Known to the stream: an undeclared field registered before this page (a declared one not
+      // listed, e.g. carried by write responses only, compares only when the stored record has it).
+      const fresh = new Set(newFields.map((added) => added.field));
+      const declared = declaredFieldPaths(stream);
+      const diffFields = { listed: stream.listedFields, known: (path: string) => !fresh.has(path) && !declared.has(path) };
       // The ids this page listed so far: a second copy of one with other content is a second version.
       const seenInPage = new Set<string>();
       const writes = new RowWrites(store.executor, stream, now, scan);
@@ -278,10 +301,12 @@ export class MirrorStore {
         }
         // A tombstoned record that is listed again counts as new (created / started again).
         const previous = state && state.deleted_at === null ? storedRaw.get(id) : undefined;
-        const changes = diffFields(previous, record, stream.listedFields);
+        const changes = diffRecord(previous, record, diffFields);
         if (writes.has(id)) await writes.flush();
-        writes.add(id, record, hash);
+        writes.add(id, record, hash, raws[index]);
         stored.set(id, { content_hash: hash, deleted_at: null, last_seen_scan: scan });
+        // Nothing differs in the fields it carries: stored again (its hash, its latest raw), no event.
+        if (previous !== undefined && Object.keys(changes).length === 0) continue;
         const type = stream.changes.classify(previous, record, Object.keys(changes));
         // A new record's change carries the record once (format version 2: no `{ old: null }` per field).
         const data = previous === undefined ? { record } : { record, changes };
@@ -296,6 +321,29 @@ export class MirrorStore {
       }
       return store.appendChanges(pending);
     });
+  }
+
+  /**
+   * Registers the undeclared field paths (src/mirror/field-registry.ts) of the records this page
+   * writes (new, reappearing, or hashing differently); no statement when they carry none.
+   * @returns the fields new to the stream
+   */
+  private async registerUndeclaredFields(
+    stream: StreamDefinition,
+    records: readonly ApiRecord[],
+    ids: readonly string[],
+    hashes: readonly string[],
+    stored: ReadonlyMap<string, StoredState>,
+    now: string,
+  ) {
+    const declared = declaredFieldPaths(stream);
+    const candidates = new Map<string, string>();
+    for (let index = 0; index < records.length; index += 1) {
+      const state = stored.get(ids[index]!);
+      if (state && state.content_hash === hashes[index] && state.deleted_at === null) continue;
+      for (const path of fieldPaths(records[index]!)) if (!declared.has(path) && !candidates.has(path)) candidates.set(path, ids[index]!);
+    }
+    return candidates.size === 0 ? [] : registerFields(this.executor, stream.name, candidates, now);
   }
 
   /** The stored hash and tombstone of each of `ids` that the stream's table holds: one SELECT. */
@@ -559,8 +607,11 @@ class RowWrites {
     return this.#ids.has(id);
   }
 
-  /** Queues the row of `record` (key `id`, content hash `hash`). @returns the `raw` text it will store */
-  add(id: string, record: ApiRecord, hash: string): string {
+  /**
+   * Queues the row of `record` (key `id`, content hash `hash`; `json` its JSON text when known).
+   * @returns the `raw` text it will store
+   */
+  add(id: string, record: ApiRecord, hash: string, json?: string): string {
     const columns: string[] = [];
     const values: SqlValue[] = [];
     for (const mapping of this.#stream.columns) {
@@ -569,7 +620,7 @@ class RowWrites {
       columns.push(mapping.column);
       values.push(toColumnValue(value));
     }
-    const raw = JSON.stringify(record);
+    const raw = json ?? JSON.stringify(record);
     values.push(raw, hash, this.#now, this.#now, this.#scan);
     const group = columns.join(',');
     let rows = this.#groups.get(group);

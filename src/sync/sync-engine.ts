@@ -112,6 +112,8 @@ export interface RunResult {
    * that died keeps the stream until then (docs/sync.md "Resumable").
    */
   heldBy?: { holder: string | null; expiresAt: string | null };
+  /** When `unsupported` because the list answered 404: the URL asked, base URL included (password masked). */
+  notFoundUrl?: string;
   error?: Error;
 }
 
@@ -375,7 +377,7 @@ export class SyncEngine {
         result.error = err;
         // Best effort: the database may be what failed.
         await this.store.updateSyncState(stream.name, { last_error: err.message, last_run_finished_at: new Date().toISOString() }).catch(() => undefined);
-        this.logger.error({ stream: stream.name, err: { message: err.message, name: err.name } }, 'run failed; its checkpoint stands');
+        this.logger.error({ stream: stream.name, err }, 'run failed; its checkpoint stands');
       }
     } finally {
       clearInterval(renewal);
@@ -444,7 +446,7 @@ export class SyncEngine {
 
   /** The result of a run that failed before it took its lease (the database stayed away): nothing was written. */
   private failedBeforeStart(stream: RegisteredStream, reason: RunReason, error: Error): RunResult {
-    this.logger.error({ stream: stream.name, err: { message: error.message, name: error.name } }, 'run failed before it started; nothing was written');
+    this.logger.error({ stream: stream.name, err: error }, 'run failed before it started; nothing was written');
     return {
       stream: stream.name,
       reason,
@@ -538,7 +540,7 @@ export class SyncEngine {
       for await (const step of readAhead(pages, { isLast: (step) => step.done })) await this.commitPage(stream, run, result, step, memory, options);
     } catch (error) {
       if (error instanceof NotFoundError && request.unsupportedOn404 && run.pages === 0) {
-        await this.markUnsupported(stream, result);
+        await this.markUnsupported(stream, result, error);
         return;
       }
       throw error;
@@ -635,12 +637,15 @@ export class SyncEngine {
     return { before, after };
   }
 
-  private async markUnsupported(stream: RegisteredStream, result: RunResult): Promise<void> {
+  private async markUnsupported(stream: RegisteredStream, result: RunResult, notFound: NotFoundError): Promise<void> {
     result.status = 'unsupported';
+    // The whole URL: a wrong base URL makes every list answer 404, and the URL shows it.
+    const asked = notFound.url ?? stream.request.path;
+    result.notFoundUrl = notFound.url;
     await this.fenced(stream.name, async (store) => {
       await store.updateSyncState(stream.name, {
         supported: 0,
-        last_error: `${stream.request.path} answered 404: the stream is unsupported by this server; records arrive from write responses only`,
+        last_error: `GET ${asked} answered 404: the stream is unsupported by this server (or BIZOPS_BASE_URL is not the API's base URL); records arrive from write responses only`,
         last_run_finished_at: new Date().toISOString(),
       });
       await store.saveRun(stream.name, null);

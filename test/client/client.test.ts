@@ -125,7 +125,8 @@ describe('ApiClient.request', () => {
     await expect(domain).rejects.toMatchObject({ status: 403, err: 'Contact support to buy domains above 500 USD', message: expect.stringContaining('Purchase limit exceeded') });
     const missing = client.request({ method: 'GET', path: '/domains/dom_1', contentSchema: z.unknown(), priority: 'incremental', retry: 'safe' });
     await expect(missing).rejects.toBeInstanceOf(NotFoundError);
-    await expect(missing).rejects.toThrow('Not found (GET /domains/dom_1)');
+    // A 404 names the whole URL, base included: a wrong base URL shows in it.
+    await expect(missing).rejects.toThrow(`Not found (HTTP 404 from ${server.url}/api/public/v1/domains/dom_1)`);
     expect(server.requests).toHaveLength(2);
   });
 

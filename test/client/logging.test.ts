@@ -85,7 +85,28 @@ describe('ApiClient logging', () => {
     expect(everything).not.toContain(TOKEN);
     expect(everything).not.toContain(OTHER_TOKEN);
     expect(everything).not.toMatch(/authorization/i);
-    // The echoed token was masked, the rest of the server's message kept.
-    expect(String(errors[0])).toContain('Invalid token [redacted]');
+    // A 401 names the refused token by name, never by value; the server's own words, the echoed
+    // token masked, stay in the raw body.
+    expect(String(errors[0])).toMatch(/^AuthenticationError: the API refused the token "employee" \(HTTP 401 from http:\/\/127\.0\.0\.1:\d+\/api\/public\/v1\/secret-echo\)$/);
+    expect((errors[0] as { rawBody?: string }).rawBody).toContain('Invalid token [redacted]');
+  });
+});
+
+describe('errors in log lines', () => {
+  it('an Error under err or error keeps its type, message, stack and cause; a plain object stays as it is', () => {
+    const lines: string[] = [];
+    const destination = new Writable({ write: (chunk, _encoding, callback) => void (lines.push(String(chunk)), callback()) });
+    const logger = createLogger({ destination, pretty: false, level: 'info' });
+    const cause = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    logger.error({ err: new TypeError('bad page', { cause }) }, 'with err');
+    logger.error({ error: new RangeError('out of range') }, 'with error');
+    logger.warn({ err: { message: 'only a message' } }, 'plain');
+    const [withErr, withError, plain] = lines.map((line) => JSON.parse(line) as { err?: Record<string, unknown>; error?: Record<string, unknown> });
+    expect(withErr!.err).toMatchObject({ type: 'TypeError', message: 'bad page', cause: { type: 'Error', message: 'connect ECONNREFUSED 127.0.0.1:1', code: 'ECONNREFUSED' } });
+    expect(String(withErr!.err!.stack)).toMatch(/^TypeError: bad page\n\s+at /);
+    // pino logged an Error under any other key as {}.
+    expect(withError!.error).toMatchObject({ type: 'RangeError', message: 'out of range' });
+    expect(plain!.err).toEqual({ message: 'only a message' });
+    expect(lines.join('')).not.toContain('"type":"Object"');
   });
 });

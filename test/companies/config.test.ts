@@ -1,5 +1,5 @@
 /**
- * Named connections in the configuration file (issue 11 point 2): inheritance of top-level defaults,
+ * Named connections in the configuration file: inheritance of top-level defaults,
  * the environment as a default, the single `default` connection without `connections`, errors that
  * name the connection and key, collisions between connections, and masking.
  */

@@ -1,5 +1,5 @@
 /**
- * Two connections run by one real `bizops-sync daemon` process (issue 11 point 2): each syncs its own
+ * Two connections run by one real `bizops-sync daemon` process: each syncs its own
  * company into its own mirror file with its own cursors; `status` shows each, `/metrics` labels every
  * per-connection series with the connection, `/readyz` lists each; a write posted to
  * `/connections/{name}/writes` reaches that company only; SIGTERM stops them all. And the CLI's

@@ -1,5 +1,5 @@
 /**
- * The mistakes a user makes when configuring several connections (issue 11 point 2), as the CLI
+ * The mistakes a user makes when configuring several connections, as the CLI
  * answers them: one line naming the connection and the key, exit 2 (configuration), never a silent
  * fallback to another mirror file and never a stack trace.
  */

@@ -1,5 +1,5 @@
 /**
- * One deployment process syncs 20 companies at once against one simulator (issue 11 point 2): the
+ * One deployment process syncs 20 companies at once against one simulator: the
  * real `bizops-sync backfill --all` with a configuration file of 20 connections, each company with
  * its own token, mirror file and rate budget (a few requests per short window, shared in Redis).
  * The same with one `bizops-sync daemon` process of 20 connections (the backfill at start).

@@ -1,5 +1,5 @@
 /**
- * Start-up failures (issue 8 point 2, and the small items of the same trials): a mirror path or
+ * Start-up failures: a mirror path or
  * file that cannot be used makes `sync`, `backfill` and `daemon` exit (they never hang on the Redis
  * connection opened beside it) with ONE line on stderr and exit 2 (configuration: the path) or 1
  * (runtime: a damaged file); `status` reads the mirror read-only, never migrates it, and reports

@@ -52,12 +52,18 @@ function storedData(seq: number): string {
 describe('the changelog format', () => {
   it('stores a created change with the record once and a version, an update with its changed fields only', async () => {
     const s = store();
-    const [created] = await s.applyRecords(transactionsStream, [{ ...listed, extra: 'kept in raw' }]);
+    const [fieldAdded, created] = await s.applyRecords(transactionsStream, [{ ...listed, extra: 'kept in raw' }]);
     expect(JSON.parse(storedData(created!.seq))).toEqual({ version: 2, record: { ...listed, extra: 'kept in raw' } });
-    const [updated] = await s.applyRecords(transactionsStream, [{ ...listed, status: 'CONFIRMED' }]);
+    // The field the definition does not declare is announced once, before the page's record changes.
+    expect(JSON.parse(storedData(fieldAdded!.seq))).toEqual({
+      version: 2,
+      record: { stream: 'transactions', field: 'extra', exampleRecordId: listed.id, firstSeenAt: expect.any(String) },
+      changes: {},
+    });
+    const [updated] = await s.applyRecords(transactionsStream, [{ ...listed, extra: 'kept in raw', status: 'CONFIRMED' }]);
     expect(JSON.parse(storedData(updated!.seq))).toEqual({
       version: 2,
-      record: { ...listed, status: 'CONFIRMED' },
+      record: { ...listed, extra: 'kept in raw', status: 'CONFIRMED' },
       changes: { status: { old: 'PENDING', new: 'CONFIRMED' } },
     });
   });

@@ -33,12 +33,19 @@ describe('the mirror store', () => {
     expect(db!.pragma('wal_autocheckpoint', { simple: true })).toBe(10_000);
   });
 
-  it('suppresses no-ops by content hash: reordered keys and unknown extra fields are not a change', async () => {
+  it('suppresses no-ops: reordered keys are not a change; a field new to the stream is announced once, not as an update of the record', async () => {
     const s = store();
     expect((await s.applyRecords(transactionsStream, [listed])).map((c) => c.type)).toEqual(['transaction.created']);
-    const reordered = { date: listed.date, description: listed.description, amount: listed.amount, status: listed.status, type: listed.type, id: listed.id, newField: 'x' };
+    const reordered = { date: listed.date, description: listed.description, amount: listed.amount, status: listed.status, type: listed.type, id: listed.id };
     expect(await s.applyRecords(transactionsStream, [reordered])).toEqual([]);
-    expect((await s.applyRecords(transactionsStream, [{ ...listed, status: 'CONFIRMED' }])).map((c) => c.type)).toEqual(['transaction.confirmed']);
+    expect((await s.applyRecords(transactionsStream, [{ ...reordered, newField: 'x' }])).map((c) => [c.type, c.recordId])).toEqual([['schema.field_added', 'newField']]);
+    expect(await s.applyRecords(transactionsStream, [{ ...listed, newField: 'x' }])).toEqual([]);
+    // Known now: a change of it alone is an update of the record, and so is a record gaining it.
+    expect((await s.applyRecords(transactionsStream, [{ ...listed, newField: 'y' }])).map((c) => c.type)).toEqual(['transaction.updated']);
+    await s.applyRecords(transactionsStream, [{ ...listed, id: 'txn_2' }]);
+    const [gained] = await s.applyRecords(transactionsStream, [{ ...listed, id: 'txn_2', newField: 'z' }]);
+    expect(gained).toMatchObject({ type: 'transaction.updated', recordId: 'txn_2' });
+    expect((await s.applyRecords(transactionsStream, [{ ...listed, newField: 'y', status: 'CONFIRMED' }])).map((c) => c.type)).toEqual(['transaction.confirmed']);
   });
 
   it('keeps what a write response added when a later list page does not carry it', async () => {

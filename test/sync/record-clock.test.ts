@@ -1,5 +1,5 @@
 /**
- * Record clock behind the cursor's clock (issue 7 point 4): when records' `updatedAt` lag the
+ * Record clock behind the cursor's clock: when records' `updatedAt` lag the
  * server's `Date` (or, with no `Date`, our clock is ahead of the records'), a change made just
  * after a sync carries an `updatedAt` older than the next `updatedAfter` and is missed. The engine
  * measures the lag from the changed records it sees, widens the overlap by it, and shows it in

@@ -1,5 +1,5 @@
 /**
- * One bad record does not stop a stream for ever (issue 7 point 6): an item failing its schema is
+ * One bad record does not stop a stream for ever: an item failing its schema is
  * quarantined in `rejected_records` with a `record.rejected` change, the valid records of its page
  * commit, `status` and `/metrics` count it, and it leaves the quarantine when a run accepts it.
  */

@@ -1,5 +1,5 @@
 /**
- * A whole-request deadline (issue 7 point 5): a body trickled in small chunks, each pause shorter
+ * A whole-request deadline: a body trickled in small chunks, each pause shorter
  * than undici's between-chunk timeouts, is cut off at `api.requestDeadlineSeconds` and retried like
  * any timeout; and the stream lease never lapses while a page is in flight.
  */

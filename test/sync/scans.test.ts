@@ -1,5 +1,5 @@
 /**
- * Issue 7, points 1-3: a scan trusts no page. Each test drives the engine (or the CLI) against the
+ * A scan trusts no page. Each test drives the engine (or the CLI) against the
  * simulator with a list fault: a list cut short, ties in an unstable order, a list that never ends.
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -22,7 +22,7 @@ async function liveRows(ctx: Context): Promise<number> {
   return (await ctx.store.countRecords(STREAMS.transactions)).live;
 }
 
-describe('a complete scan that ends early is not complete (issue 7.1)', () => {
+describe('a complete scan that ends early is not complete', () => {
   it('hasMore false short of the total: no miss counted, no tombstone, cursor kept, marked incomplete (warning, status, metric); recovery re-emits nothing', async () => {
     const { logger, lines } = capturingLogger();
     const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } }, {}, { logger });
@@ -95,7 +95,7 @@ describe('a complete scan that ends early is not complete (issue 7.1)', () => {
   });
 });
 
-describe('unstable order among equal timestamps (issue 7.2)', () => {
+describe('unstable order among equal timestamps', () => {
   // Deterministic where it matters: seeded data anchored to a fixed day, and a seeded unstable
   // order (the same requests in the same sequence get the same orders), so nothing depends on luck.
   const ANCHOR = Date.UTC(2026, 0, 1);
@@ -235,7 +235,7 @@ describe('incremental runs', () => {
   });
 });
 
-describe('hasMore forever (issue 7.3)', () => {
+describe('hasMore forever', () => {
   for (const mode of ['repeat', 'past-total'] as const) {
     it(`endless-list ${mode}: the run stops with a clear error past the total plus one page; nothing is tombstoned`, async () => {
       const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } });

@@ -1,5 +1,5 @@
 /**
- * A wrong base URL does not switch a stream off for ever (issue 7 point 7): a base URL that already
+ * A wrong base URL does not switch a stream off for ever: a base URL that already
  * holds `/api/public/v1` is refused at start with a message; a stream marked `unsupported` by a 404
  * is asked again by a sync at most once per `sync.unsupportedProbeSeconds`, and `status` says why
  * it is skipped.

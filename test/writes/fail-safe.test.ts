@@ -1,5 +1,5 @@
 /**
- * Writes fail safe (issue 8 points 1 and 5), against the simulator over HTTP, real Redis, real SQLite:
+ * Writes fail safe, against the simulator over HTTP, real Redis, real SQLite:
  * - a POST /transactions the server commits AFTER the client's timeout (the `slow-commit` fault: it
  *   commits once the client has given up) is found by the ledger lookups spread over the window,
  *   not sent again: exactly one transaction exists, the write is succeeded (or needs_review), never two;

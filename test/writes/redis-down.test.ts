@@ -1,5 +1,5 @@
 /**
- * Redis down (issue 8 point 3): an `enqueue` fails fast with one line naming REDIS_URL (no ioredis
+ * Redis down: an `enqueue` fails fast with one line naming REDIS_URL (no ioredis
  * stack trace, nothing stored), and a test file that needs Redis fails at once with a message
  * naming REDIS_URL instead of hanging. Each process is awaited to its exit (no timing assertion).
  */

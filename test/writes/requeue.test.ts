@@ -1,5 +1,5 @@
 /**
- * The startup sweep never loses a re-queue silently (issue 8 point 6): when the finished job that
+ * The startup sweep never loses a re-queue silently: when the finished job that
  * still holds a write's id cannot be removed (here: locked by another worker, in a real BullMQ queue
  * on Redis), the following `add` would be a no-op; the sweep reports the write as NOT re-queued,
  * its `enqueue_error` says why, and a sweep after the lock is gone queues it.

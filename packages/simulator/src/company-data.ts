@@ -82,4 +82,15 @@ export interface CompanyData {
   nextReferenceId: number;
   /** Change counters per stream: bumped by every World method that changes that stream (list views cache on them). */
   versions: Record<StreamName, number>;
+  /**
+   * Fields the list endpoints return although the spec does not show them (`World.exposeUndeclaredFields`):
+   * none by default, as in the spec.
+   */
+  undeclaredFields: Set<UndeclaredField>;
 }
+
+/**
+ * A field a list endpoint can return beyond what the spec shows (tests of change detection on every
+ * returned field): a transaction's `notes`, an onboarding's `user.email`.
+ */
+export type UndeclaredField = 'transactions.notes' | 'onboardings.user.email';

@@ -601,6 +601,7 @@ export function generateCompany(options: GenerateOptions): CompanyData {
     taxLiabilityCents: 0,
     nextReferenceId: 10_000,
     versions: { transactions: 0, deals: 0, onboardings: 0, customers: 0 },
+    undeclaredFields: new Set(),
   };
 }
 

@@ -38,6 +38,7 @@ export { ALL_SCOPES, extraCompanyKey, extraCompanyToken, READ_SCOPES, SIMULATOR_
 export type { CompanyKey, ExtraCompanyKey, ExtraTokenName, SimulatorTokens, TokenDefinition, TokenName } from './tokens.ts';
 export { CompanyWorld, World } from './world.ts';
 export type { ChurnChange, WorldCompanies, WorldSnapshot } from './world.ts';
+export type { UndeclaredField } from './company-data.ts';
 export type * from './records.ts';
 
 /** Options of `startSimulator`; every member has a default. */

@@ -80,6 +80,8 @@ export interface OnboardingRecord extends TimestampedRecord {
   employeeId: string;
   onboardingStep: number;
   fullname: string;
+  /** The new hire's work email; listed as `user.email` only when the world exposes it (an undeclared field). */
+  email?: string | null;
   /** Set when the onboarding completed (the record then lives in `completedOnboardings`). */
   completedAt: string | null;
 }

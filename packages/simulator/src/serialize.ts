@@ -2,7 +2,7 @@
  * How records look on the wire (spec §2). Internal bookkeeping (e.g. a transaction's createdAt in a
  * list item, a deal's linked customer) stays out.
  */
-import type { CompanyData } from './company-data.ts';
+import type { CompanyData, UndeclaredField } from './company-data.ts';
 import type {
   CalendarEventRecord,
   CampaignRecord,
@@ -19,9 +19,12 @@ import type {
   VaultCredentialRecord,
 } from './records.ts';
 
-/** A transaction list item (spec §2 Transaction, "Fields in list items"). */
-export function transactionListItem(record: TransactionRecord) {
-  return {
+/**
+ * A transaction list item (spec §2 Transaction, "Fields in list items"); with `notes` too when the
+ * world exposes that undeclared field.
+ */
+export function transactionListItem(record: TransactionRecord, undeclared: ReadonlySet<UndeclaredField> = NONE) {
+  const item = {
     id: record.id,
     type: record.type,
     status: record.status,
@@ -29,7 +32,10 @@ export function transactionListItem(record: TransactionRecord) {
     description: record.description,
     date: record.date,
   };
+  return undeclared.has('transactions.notes') ? { ...item, notes: record.notes } : item;
 }
+
+const NONE: ReadonlySet<UndeclaredField> = new Set();
 
 /** A transaction as the create response shows it (spec §2 Transaction, §4.7). */
 export function transactionDetail(record: TransactionRecord) {
@@ -74,9 +80,13 @@ export function dealView(record: DealRecord) {
   };
 }
 
-/** An employee onboarding (spec §2): only `id`, `onboardingStep`, `user.fullname`. */
-export function onboardingView(record: OnboardingRecord) {
-  return { id: record.id, onboardingStep: record.onboardingStep, user: { fullname: record.fullname } };
+/**
+ * An employee onboarding (spec §2): only `id`, `onboardingStep`, `user.fullname`; `user.email` too
+ * when the world exposes that undeclared field.
+ */
+export function onboardingView(record: OnboardingRecord, undeclared: ReadonlySet<UndeclaredField> = NONE) {
+  const user = undeclared.has('onboardings.user.email') ? { fullname: record.fullname, email: record.email ?? null } : { fullname: record.fullname };
+  return { id: record.id, onboardingStep: record.onboardingStep, user };
 }
 
 /** A customer (spec §2 "Customer": id, firstName, lastName; the other fields are our choice). */

@@ -6,7 +6,7 @@
  * all are `CompanyWorld`s with the same methods. Every change sets the record's
  * `updatedAt` to the clock, so `updatedAfter` sees it (spec §1 pagination).
  */
-import type { CompanyData } from './company-data.ts';
+import type { CompanyData, UndeclaredField } from './company-data.ts';
 import { compareCreated, FIRST_NAMES, generateCompany, LAST_NAMES, signedAmount, type StreamSizes } from './generate.ts';
 import { SeededRandom } from './random.ts';
 import type {
@@ -316,6 +316,23 @@ export class CompanyWorld {
     });
   }
 
+  /**
+   * Makes the list endpoints return fields the spec does not show (`transactions.notes`,
+   * `onboardings.user.email`), from now on; a real API adding a field behaves so.
+   */
+  exposeUndeclaredFields(...fields: UndeclaredField[]): void {
+    for (const field of fields) this.data.undeclaredFields.add(field);
+    this.touch();
+  }
+
+  /** Sets an onboarding's work email (listed as `user.email` once exposed) and its updatedAt. Throws on unknown id. */
+  setOnboardingEmail(id: string, email: string | null): OnboardingRecord {
+    const record = this.findIn<OnboardingRecord>('onboardings', id);
+    record.email = email;
+    record.updatedAt = this.now();
+    return record;
+  }
+
   /** Moves an onboarding one step on (onboardingStep + 1) and sets updatedAt. Throws on unknown id. */
   advanceOnboarding(id: string): OnboardingRecord {
     const record = this.findIn<OnboardingRecord>('onboardings', id);
@@ -482,7 +499,7 @@ export class CompanyWorld {
     const records = this.streamRecords(stream);
     const out: Record<string, unknown>[] = new Array(records.length);
     for (let index = records.length - 1, position = 0; index >= 0; index -= 1, position += 1) {
-      out[position] = serializeStreamRecord(stream, records[index] as TimestampedRecord);
+      out[position] = serializeStreamRecord(stream, records[index] as TimestampedRecord, this.data.undeclaredFields);
     }
     return out;
   }
@@ -508,14 +525,14 @@ export class CompanyWorld {
 }
 
 /** Serializes one stream record as its list endpoint does. */
-export function serializeStreamRecord(stream: StreamName, record: TimestampedRecord): Record<string, unknown> {
+export function serializeStreamRecord(stream: StreamName, record: TimestampedRecord, undeclared: ReadonlySet<UndeclaredField> = new Set()): Record<string, unknown> {
   switch (stream) {
     case 'transactions':
-      return transactionListItem(record as TransactionRecord);
+      return transactionListItem(record as TransactionRecord, undeclared);
     case 'deals':
       return dealView(record as DealRecord);
     case 'onboardings':
-      return onboardingView(record as OnboardingRecord);
+      return onboardingView(record as OnboardingRecord, undeclared);
     case 'customers':
       return customerView(record as CustomerRecord);
   }

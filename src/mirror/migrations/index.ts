@@ -18,7 +18,8 @@ import { sql as webhookFailures } from './006_webhook_failures.ts';
 import { sql as leases } from './007_leases.ts';
 import { sql as writeClaims } from './008_write_claims.ts';
 import { sql as webhookDelivery } from './009_webhook_delivery.ts';
-import { sql as deletionHoldClockProbe } from './010_deletion_hold_clock_probe.ts';
+import { sql as streamFields } from './010_stream_fields.ts';
+import { sql as deletionHoldClockProbe } from './011_deletion_hold_clock_probe.ts';
 
 /** One migration: its version (`PRAGMA user_version` / `schema_version.version`), a name, its one text. */
 export interface Migration {
@@ -38,5 +39,6 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'leases', sql: leases },
   { version: 8, name: 'write claims', sql: writeClaims },
   { version: 9, name: 'webhook delivery by record: held events, attempts', sql: webhookDelivery },
-  { version: 10, name: 'deletion hold, record clock probe', sql: deletionHoldClockProbe },
+  { version: 10, name: 'field registry', sql: streamFields },
+  { version: 11, name: 'deletion hold, record clock probe', sql: deletionHoldClockProbe },
 ];

@@ -53,7 +53,7 @@ export interface WriteWorkerOptions {
    * `requestDeadlineMs` (config `api.requestDeadlineSeconds`) bounds each whole request, as for the
    * sync, and the ledger lookups of an ambiguous write span it.
    */
-  api: Pick<ApiClientOptions, 'baseUrl' | 'tokens' | 'timeoutMs' | 'requestDeadlineMs' | 'retry'> & { budget: BudgetSource };
+  api: Pick<ApiClientOptions, 'baseUrl' | 'tokens' | 'timeoutMs' | 'requestDeadlineMs' | 'retry' | 'describeToken'> & { budget: BudgetSource };
   /** Jobs run at once in this process. Default 4. */
   concurrency?: number;
   logger?: Logger;

@@ -86,7 +86,7 @@ function listTransactions(context: RequestContext) {
     context.company.data.versions.transactions,
     context.listFault,
   );
-  return { message: 'Transactions retrieved', content: { transactions: page.items.map(transactionListItem), pagination: page.pagination } };
+  return { message: 'Transactions retrieved', content: { transactions: page.items.map((record) => transactionListItem(record, context.company.data.undeclaredFields)), pagination: page.pagination } };
 }
 
 function listDeals(context: RequestContext) {
@@ -114,7 +114,7 @@ function listDeals(context: RequestContext) {
 function listOnboardings(context: RequestContext) {
   const query = parseListQuery(context.query, Object.keys(ONBOARDING_LIST.sortFields));
   const page = listPage(context.company.onboardings, query, ONBOARDING_LIST, undefined, context.company.data.versions.onboardings, context.listFault);
-  return { message: 'Employee onboardings retrieved', content: { onboardings: page.items.map(onboardingView), pagination: page.pagination } };
+  return { message: 'Employee onboardings retrieved', content: { onboardings: page.items.map((record) => onboardingView(record, context.company.data.undeclaredFields)), pagination: page.pagination } };
 }
 
 function listCustomers(context: RequestContext) {
