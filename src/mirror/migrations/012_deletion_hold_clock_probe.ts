@@ -1,5 +1,5 @@
 /**
- * Migration 11: what the sync keeps to trust a scan's misses and the records' clock
+ * Migration 12: what the sync keeps to trust a scan's misses and the records' clock
  * (docs/sync.md "Mass deletions held", "Record clock").
  *
  * `sync_state.deletion_hold`: null, or (JSON text) the tombstones a complete scan held back because
