@@ -175,6 +175,7 @@ function streamState(stream: StreamStatus, running: string | undefined): { text:
   if (!stream.supported) return { text: 'unsupported', tone: 'warn' };
   if (running) return { text: `running (${running})`, tone: 'ok' };
   if (stream.lastError) return { text: 'failing', tone: 'bad' };
+  if (stream.deletionHold) return { text: 'tombstones held', tone: 'warn' };
   if (stream.inProgress) return { text: 'waiting to resume', tone: 'warn' };
   if (!stream.lastRun.mode) return { text: 'not run yet', tone: 'idle' };
   return { text: 'ok', tone: 'ok' };
@@ -221,6 +222,12 @@ function streamNotes(streams: readonly StreamStatus[]): Fragment {
   for (const s of streams) {
     if (s.lastScan?.outcome === 'incomplete') {
       notes.push(`${s.stream}: the last scan was incomplete (${s.lastScan.reason}): ${s.lastScan.distinctIds} distinct records listed of a total of ${s.lastScan.total}; no record was counted missing and the cursor stayed`);
+    }
+    if (s.deletionHold) {
+      const hold = s.deletionHold;
+      notes.push(
+        `${s.stream}: ${hold.count} tombstones HELD since ${time(hold.since)}: the last complete scan no longer listed ${hold.count} of ${hold.live} live records, more than sync.massDeletionShare (${hold.share}); nothing was tombstoned. If the API really deleted them: bizops-sync backfill --stream ${s.stream} --confirm-deletions`,
+      );
     }
     if (s.skipped) notes.push(`${s.stream}: skipped by syncs: ${s.skipped}`);
     if (s.recordClockLagSeconds > 0) notes.push(`${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it`);

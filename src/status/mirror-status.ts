@@ -9,7 +9,7 @@
  */
 import { listUndeclaredFields } from '../mirror/field-registry.ts';
 import { Leases, streamLeaseName, type LeaseState } from '../mirror/leases.ts';
-import { MirrorStore, type ScanOutcome } from '../mirror/mirror-store.ts';
+import { MirrorStore, type DeletionHold, type ScanOutcome } from '../mirror/mirror-store.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
@@ -64,6 +64,11 @@ export interface StreamStatus {
    * seen); incremental syncs widen their overlap by it (docs/sync.md "Record clock").
    */
   recordClockLagSeconds: number;
+  /**
+   * Tombstones the last complete scan held back because they were more than
+   * `sync.massDeletionShare` of the stream (docs/sync.md "Mass deletions held"), or null.
+   */
+  deletionHold: DeletionHold | null;
   /** Records quarantined because they failed their schema (`rejected_records`; docs/operations.md "Quarantined records"). */
   rejected: number;
   /**
@@ -153,6 +158,7 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
       },
       lastError: state.lastError,
       lastScan: state.lastScan,
+      deletionHold: state.deletionHold,
       skipped: state.supported
         ? null
         : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
