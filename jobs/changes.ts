@@ -3,7 +3,8 @@
  * schema; src/notify/changelog-reader.ts).
  */
 // The notify face: the changelog reader, without the webhook sender (src/notify/webhooks/).
-import { followChanges, iterateChanges, type ChangeEvent } from '../src/notify/index.ts';
+import type { Config } from '../src/config/index.ts';
+import { followChanges, iterateChanges, pruneChangelog, type ChangeEvent, type PruneResult } from '../src/notify/index.ts';
 import { openExistingMirror } from './open-mirror.ts';
 
 /** Options of `changesJob`: an exclusive seq cursor, a type filter, and whether to tail. */
@@ -33,6 +34,21 @@ export async function* changesJob(dbPath: string, options: ChangesJobOptions): A
     }
     // One row decoded at a time: the footprint stays flat however long the changelog is.
     yield* iterateChanges(connection, { sinceSeq: options.sinceSeq, types });
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * Prunes the changelog recorded before `before` (`bizops-sync changes prune --before DATE`), as the
+ * daemon's retention does: oldest first, in small batches, never past a configured webhook
+ * endpoint's or a named consumer's cursor; also the delivery attempts older than their retention.
+ * @throws Error when the mirror does not exist
+ */
+export async function pruneChangesJob(config: Config, before: Date): Promise<PruneResult> {
+  const connection = await openExistingMirror(config.dbPath, { hint: 'start `bizops-sync daemon` (or run `bizops-sync backfill`) first' });
+  try {
+    return await pruneChangelog(connection, { before, endpoints: config.webhooks.map((endpoint) => endpoint.name) });
   } finally {
     await connection.close();
   }

@@ -13,7 +13,9 @@
  *        only the streams whose lease this daemon holds; a stream taken over runs at once)
  * and once for the process:
  *     -> metrics (src/daemon/metrics.ts), a `connection` label on every per-connection series
- *     -> HTTP server (/healthz, /readyz of every connection, /metrics; the write API first)
+ *     -> HTTP server (/healthz, /readyz of every connection, /metrics; the write API first, then the
+ *        read routes behind http.readApiKey: the changelog and named consumers)
+ *     -> per connection, the changelog's retention (changes.retainDays), hourly
  *
  * `stop()` undoes it in order: abort runs (checkpoints stand) and stop cron, stop the dispatcher,
  * release the leases (a replica takes them at its next round), close the HTTP server, close the
@@ -23,6 +25,10 @@ import type { ServerResponse } from 'node:http';
 import type { Config, DeploymentConfig } from '../src/config/index.ts';
 import type { ApiClientOptions } from '../src/client/index.ts';
 import {
+  changeRoutes,
+  ChangelogRetention,
+  firstRouteOf,
+  readRoutes,
   startDaemonHttpServer,
   DaemonMetrics,
   pageTrustSource,
@@ -34,11 +40,13 @@ import {
   ReadinessProbe,
   StreamScheduler,
   type FirstRoute,
+  type ReadRoute,
   type RunningHttpServer,
   type ConnectionMetricsSources,
 } from '../src/daemon/index.ts';
 import { confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE } from '../src/mirror/index.ts';
 import type { Logger } from '../src/logging/index.ts';
+import { ChangeSignal, listConsumers, listenForChanges } from '../src/notify/index.ts';
 import type { WebhookDispatcherOptions } from '../src/notify/webhooks/index.ts';
 import { STREAMS, type StreamName } from '../src/streams/index.ts';
 import { deploymentLogger, mirrorLocation, openDeployment, Teardown, type Context, type ContextOptions, type WriteQueue } from './context.ts';
@@ -56,6 +64,8 @@ export interface DaemonOptions {
   processMetrics?: boolean;
   /** Redis key names (tests and benchmarks give each run its own). */
   redisKeys?: ContextOptions['redisKeys'];
+  /** How often the changelog's retention runs, ms (tests shorten it). Default hourly. */
+  retentionIntervalMs?: number;
 }
 
 /** What the daemon runs for one connection. */
@@ -71,6 +81,10 @@ export interface RunningConnection {
   writes: WriteQueue | null;
   /** The connection's leases: which streams (and whether the webhooks) this daemon runs. */
   leases: LeaseKeeper;
+  /** Wakes the read routes' long-polls when changes are appended. */
+  changeSignal: ChangeSignal;
+  /** Prunes the changelog older than `changes.retainDays`. */
+  retention: ChangelogRetention;
 }
 
 /**
@@ -160,8 +174,10 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
           if (name === WEBHOOKS_LEASE) void dispatcher?.end();
         },
       });
+      const changeSignal = new ChangeSignal();
       metricSources.push({
         name: config.connection,
+        consumers: () => listConsumers(context.connection),
         streams: config.sync.streams,
         store: context.store,
         pageTrust: pageTrustSource(context.store),
@@ -185,14 +201,29 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         onRunFinished: (result, durationMs) => metrics.recordRun(result, durationMs, config.connection),
         onTickSkipped: (stream, reason) => metrics.recordSkippedTick(stream, reason, config.connection),
       });
-      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes, leases: keeper });
+      const retention = new ChangelogRetention({
+        executor: context.connection,
+        retainDays: config.changes.retainDays,
+        endpoints: config.webhooks.map((endpoint) => endpoint.name),
+        ...(options.retentionIntervalMs === undefined ? {} : { intervalMs: options.retentionIntervalMs }),
+        logger: context.logger,
+      });
+      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes, leases: keeper, changeSignal, retention });
     }
     const metrics = new DaemonMetrics({ connections: metricSources, processMetrics: options.processMetrics });
     for (const { name, context, dispatcher } of connections) {
       context.onChanges((changes) => {
         metrics.recordChanges(changes, name);
         dispatcher?.notify();
+        connections.find((connection) => connection.name === name)?.changeSignal.notify();
       });
+    }
+    // The read routes' long-polls wake on every commit of another process too (PostgreSQL; SQLite polls).
+    if (processWide.http.readApiKey) {
+      for (const connection of connections) {
+        const listening = await listenForChanges(connection.context.connection, () => connection.changeSignal.notify());
+        if (listening) cleanups.add(() => listening.close());
+      }
     }
 
     const http: RunningHttpServer = await startDaemonHttpServer({
@@ -203,7 +234,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
           Object.fromEntries(await Promise.all(connections.map(async (connection) => [connection.name, { ...(await connection.readiness.current()), leases: connection.leases.held() }] as const))),
         ),
       metrics: () => metrics.render(),
-      routeFirst: writeRoutes(connections),
+      routeFirst: firstRouteOf(writeRoutes(connections), readRoutes({ key: processWide.http.readApiKey, routes: changelogRoutes(connections) })),
       logger,
     });
     cleanups.add(() => http.close());
@@ -218,6 +249,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       cleanups.add(() => connection.dispatcher?.end());
       connection.scheduler.start();
       cleanups.add(() => connection.scheduler.stop());
+      connection.retention.start();
+      cleanups.add(() => connection.retention.stop());
       const config = connection.context.config;
       connection.context.logger.info(
         { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), database: mirrorLocation(config.dbPath), leases: connection.leases.held() },
@@ -253,6 +286,26 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
     await cleanup();
     throw error;
   }
+}
+
+/**
+ * The changelog's read routes (src/daemon/change-routes.ts) of every connection under
+ * `/connections/<name>`, and under no prefix for the only connection; with several, the bare paths
+ * answer 404 naming the other form.
+ */
+function changelogRoutes(connections: readonly RunningConnection[]): ReadRoute[] {
+  const routes = connections.flatMap((connection) =>
+    changeRoutes({ executor: connection.context.connection, signal: connection.changeSignal, prefix: `/connections/${encodeURIComponent(connection.name)}` }),
+  );
+  if (connections.length === 1) return [...routes, ...changeRoutes({ executor: connections[0]!.context.connection, signal: connections[0]!.changeSignal, prefix: '' })];
+  const names = connections.map((connection) => connection.name).join(', ');
+  return [
+    ...routes,
+    {
+      matches: (path) => /^\/(changes|consumers)(\/.*)?$/.test(path),
+      handle: async (_request, response, url) => sendJsonError(response, 404, `several connections are configured (${names}): use /connections/{name}${url.pathname}`),
+    },
+  ];
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   type LeaseState,
   type ScanOutcome,
 } from '../src/mirror/index.ts';
+import { changelogPrunedThrough, listConsumers, type ConsumerListing } from '../src/notify/index.ts';
 import { STREAMS, type StreamName } from '../src/streams/index.ts';
 import { WriteStore } from '../src/writes/index.ts';
 import { MirrorDamagedError, MirrorNeedsMigrationError } from './mirror-errors.ts';
@@ -90,6 +91,13 @@ export interface MirrorStatus {
    */
   quickCheck: string;
   changelogSeq: number;
+  /**
+   * The oldest changelog seq kept: the retention (`changes.retainDays`, `changes prune`) pruned every
+   * seq below it (1 when nothing was pruned).
+   */
+  oldestSeq: number;
+  /** The named consumers of the changelog over HTTP, with their cursor and lag (docs/mirror.md "Named consumers"). */
+  consumers: ConsumerListing[];
   streams: StreamStatus[];
   /** Writes by status (`failed`, `needs_review`, `queued`, `sending`, `succeeded`), only the statuses that occur. */
   writes: Record<string, number>;
@@ -168,7 +176,17 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
         .filter(([, count]) => count > 0)
         .sort(([a], [b]) => a.localeCompare(b)),
     );
-    return { database: location, backend: connection.dialect, quickCheck, changelogSeq: await store.lastSeq(), streams, writes, leases };
+    return {
+      database: location,
+      backend: connection.dialect,
+      quickCheck,
+      changelogSeq: await store.lastSeq(),
+      oldestSeq: (await changelogPrunedThrough(connection)) + 1,
+      consumers: await listConsumers(connection),
+      streams,
+      writes,
+      leases,
+    };
   } catch (error) {
     // A read-only open is lazy: a damaged header shows at the first statement, a damaged page at the
     // first read of it (quick_check may have listed it already: then the line names its findings).

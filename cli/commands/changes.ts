@@ -1,5 +1,6 @@
 /**
- * `bizops-sync changes [--since SEQ] [--follow]`: the changelog as JSON lines, for downstream tails.
+ * `bizops-sync changes [--since SEQ] [--follow]`: the changelog as JSON lines, for downstream tails;
+ * `bizops-sync changes prune --before DATE`: the changelog's retention by hand (jobs/changes.ts).
  * Downstream tails run it for a long time: it loads the changelog reader and SQLite when it runs, and
  * nothing of the worker (HTTP client, Redis, queues, metrics; docs/mirror.md "Reading the mirror downstream").
  */
@@ -7,10 +8,10 @@ import type { Command } from 'commander';
 import type { ChangeEvent } from '../../src/notify/index.ts';
 import { writeLines } from '../line-writer.ts';
 import { UsageError } from '../usage-error.ts';
-import { CONNECTION_OPTION_HELP, exitCodeForSignal, mirrorPath, shutdownOnSignals } from '../shared.ts';
+import { configFromEnvironment, CONNECTION_OPTION_HELP, exitCodeForSignal, mirrorPath, shutdownOnSignals } from '../shared.ts';
 
 export function registerChangesCommand(program: Command): void {
-  program
+  const changes = program
     .command('changes')
     .description('print changelog events as JSON lines (seq, event_id, type, stream, record_id, occurred_at, data)')
     .option('--since <seq>', 'only events after this seq (exclusive); default 0, from the start', '0')
@@ -34,6 +35,35 @@ export function registerChangesCommand(program: Command): void {
         shutdown?.dispose();
       }
     });
+
+  changes
+    .command('prune')
+    .description('delete changelog events recorded before DATE, oldest first, never past what a webhook endpoint or a named consumer has not yet received')
+    .requiredOption('--before <date>', 'an ISO 8601 date (2026-10-01, midnight UTC) or date-time with a zone (2026-10-01T12:00:00Z)')
+    .option('--connection <name>', CONNECTION_OPTION_HELP)
+    .addHelpText('after', '\nThe daemon prunes on its own every hour what is older than changes.retainDays (default 30; 0 keeps everything).')
+    .action(async (options: { before: string; connection?: string }) => {
+      const before = parseBefore(options.before);
+      const config = configFromEnvironment({}, options.connection);
+      const { pruneChangesJob } = await import('../../jobs/changes.ts');
+      const result = await pruneChangesJob(config, before);
+      process.stdout.write(
+        `pruned ${result.rows} changes (${result.bytes} characters of text)${result.prunedThrough > 0 ? ` through seq ${result.prunedThrough}` : ''}; the changelog starts at seq ${result.oldestSeq}\n`,
+      );
+      if (result.heldBy) process.stdout.write(`stopped short of ${before.toISOString()}: ${result.heldBy} has not received the events after it\n`);
+      if (result.attempts > 0) process.stdout.write(`pruned ${result.attempts} delivery attempts older than 7 days\n`);
+    });
+}
+
+/** `--before`: a date (midnight UTC) or a date-time with a zone. @throws UsageError naming the option */
+function parseBefore(text: string): Date {
+  const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(text);
+  const dateTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text);
+  const parsed = new Date(dateOnly ? `${text}T00:00:00Z` : text);
+  if ((!dateOnly && !dateTime) || Number.isNaN(parsed.getTime())) {
+    throw new UsageError(`--before: must be an ISO 8601 date (2026-10-01) or a date-time with a zone (2026-10-01T12:00:00Z), got "${text}"`);
+  }
+  return parsed;
 }
 
 async function* mapLines(events: AsyncIterable<ChangeEvent>, format: (event: ChangeEvent) => string): AsyncGenerator<string, void, undefined> {

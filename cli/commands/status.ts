@@ -55,7 +55,7 @@ function describeLastRun(lastRun: StreamStatus['lastRun']): string {
 
 /** A readable table of the status. */
 function formatStatus(status: MirrorStatus): string {
-  const lines = [`mirror: ${status.database} (changelog at seq ${status.changelogSeq})`];
+  const lines = [`mirror: ${status.database} (changelog at seq ${status.changelogSeq}${status.oldestSeq > 1 ? `, kept from seq ${status.oldestSeq}` : ''})`];
   if (status.quickCheck !== 'ok') {
     lines.push(
       status.backend === 'postgres'
@@ -95,6 +95,12 @@ function formatStatus(status: MirrorStatus): string {
     if (s.inProgress) {
       lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);
     }
+  }
+  if (status.consumers.length > 0) {
+    lines.push(
+      '',
+      `consumers: ${status.consumers.map((consumer) => `${consumer.name} at seq ${consumer.cursor} (${consumer.lagEvents} events / ${Math.round(consumer.lagSeconds)} s behind, last read ${consumer.lastReadAt ?? 'never'})`).join('; ')}`,
+    );
   }
   const held = status.leases.filter((lease) => !lease.free);
   if (held.length > 0) lines.push('', `leases: ${held.map((lease) => `${lease.name} held by ${lease.holder} (fence ${lease.fence}, until ${lease.expiresAt})`).join('; ')}`);

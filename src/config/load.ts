@@ -355,6 +355,7 @@ const ENV_FOR_KEY: Record<string, string> = {
   'sync.unsupportedProbeSeconds': 'BIZOPS_UNSUPPORTED_PROBE_SECONDS',
   'sync.leaseSeconds': 'BIZOPS_LEASE_SECONDS',
   'sync.databaseWaitSeconds': 'BIZOPS_DATABASE_WAIT_SECONDS',
+  'changes.retainDays': 'BIZOPS_CHANGES_RETAIN_DAYS',
   'api.requestDeadlineSeconds': 'BIZOPS_REQUEST_DEADLINE_SECONDS',
   'rateLimit.redisWaitSeconds': 'BIZOPS_REDIS_WAIT_SECONDS',
   'writes.sweepSeconds': 'BIZOPS_WRITES_SWEEP_SECONDS',
@@ -431,6 +432,10 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_LEASE_SECONDS) {
     const raw = env.BIZOPS_LEASE_SECONDS.trim();
     set('sync.leaseSeconds', 'BIZOPS_LEASE_SECONDS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
+  }
+  if (env.BIZOPS_CHANGES_RETAIN_DAYS) {
+    const raw = env.BIZOPS_CHANGES_RETAIN_DAYS.trim();
+    set('changes.retainDays', 'BIZOPS_CHANGES_RETAIN_DAYS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
   }
   if (env.BIZOPS_DATABASE_WAIT_SECONDS) {
     const raw = env.BIZOPS_DATABASE_WAIT_SECONDS.trim();

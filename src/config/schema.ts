@@ -216,6 +216,18 @@ export const configSchema = z.object({
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
     })
     .prefault({}),
+  /** The changelog (docs/mirror.md "Retention"). */
+  changes: z
+    .object({
+      /**
+       * Change rows older than this many days are pruned (fractions allowed), in small batches,
+       * never past a webhook endpoint's or a named consumer's cursor; 0 keeps everything. Default 30:
+       * longer than a failing event's retry schedule (about 27.5 h) and an endpoint's disableAfterDays
+       * (5) together, with room for a downstream outage and a month of history to replay.
+       */
+      retainDays: z.number().min(0).max(36_500).default(30),
+    })
+    .prefault({}),
   /** The write queue (docs/writes.md). */
   writes: z
     .object({

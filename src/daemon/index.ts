@@ -10,3 +10,5 @@ export { apiReadinessCheck, combineReadiness, probeBudget, ReadinessProbe } from
 export { DaemonMetrics, pageTrustSource, type ConnectionMetricsSources } from './metrics.ts';
 export { firstRouteOf, startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from './http-server.ts';
 export { readRoutes, type ReadRoute, type ReadRoutesOptions } from './read-access.ts';
+export { changeRoutes, type ChangeRoutesOptions } from './change-routes.ts';
+export { ChangelogRetention, DEFAULT_RETENTION_INTERVAL_MS, type ChangelogRetentionOptions } from './changelog-retention.ts';

@@ -45,6 +45,8 @@
  *   webhook_endpoint_enabled{endpoint}              gauge, 0 while disabled (410 Gone, or failing too long)
  *   webhook_endpoint_disabled{endpoint,reason}      gauge, 1 while disabled, reason `gone` or `failing`; 0 with reason `none` while enabled
  *   webhook_failed_events{endpoint}                 gauge, events given up on after the retry schedule, not yet re-sent
+ *   consumer_lag_events{consumer}                   gauge, changelog events after a named consumer's cursor
+ *   consumer_lag_seconds{consumer}                  gauge, age of the oldest event after its cursor
  * plus prom-client's default process metrics (`process_*`, `nodejs_*`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -76,6 +78,8 @@ export interface DaemonMetricsSources {
   processMetrics?: boolean;
   /** The leases this daemon competes for, and which it holds (src/daemon/lease-keeper.ts); absent: `bizops_leases_held` is not exported. */
   leases?: { readonly names: readonly string[]; holds(name: string): boolean };
+  /** The named consumers of the changelog with their lag (src/notify/pull); absent: their gauges are not exported. */
+  consumers?: () => Promise<readonly { name: string; lagEvents: number; lagSeconds: number }[]>;
 }
 
 /** `DaemonMetricsSources.pageTrust` read from the mirror of `store`: quarantined records and record clock lag per stream. */
@@ -298,6 +302,25 @@ export class DaemonMetrics {
     });
     perConnectionCounter('bizops_rate_budget_wait_seconds_total', 'Time requests spent waiting for the rate budget, seconds.', (source) => source.budget.stats().waitedMs / 1000);
     perConnectionCounter('bizops_rate_budget_pauses_total', "Rate budget pauses after a 429's Retry-After.", (source) => source.budget.stats().pauses);
+
+    const consumerSources = connections.filter((source) => source.consumers);
+    if (consumerSources.length > 0) {
+      const perConsumer = (name: string, help: string, pick: (consumer: { lagEvents: number; lagSeconds: number }) => number) =>
+        new Gauge({
+          name,
+          help,
+          labelNames: ['connection', 'consumer'] as const,
+          registers,
+          async collect() {
+            const figures: { connection: string; consumer: { name: string; lagEvents: number; lagSeconds: number } }[] = [];
+            for (const source of consumerSources) for (const consumer of await source.consumers!()) figures.push({ connection: source.name, consumer });
+            this.reset();
+            for (const { connection, consumer } of figures) this.set({ connection, consumer: consumer.name }, pick(consumer));
+          },
+        });
+      perConsumer('bizops_consumer_lag_events', 'Changelog events after the named consumer\'s cursor (the last seq it acknowledged).', (consumer) => consumer.lagEvents);
+      perConsumer('bizops_consumer_lag_seconds', 'Age of the oldest event after the named consumer\'s cursor, seconds (0 when caught up).', (consumer) => consumer.lagSeconds);
+    }
 
     const webhookSources = connections.filter((source) => source.webhooks);
     if (webhookSources.length > 0) {

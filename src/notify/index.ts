@@ -1,7 +1,10 @@
 /**
- * Reading the changelog (`bizops-sync changes`, the demo) and the event filters of webhook
+ * Reading the changelog (`bizops-sync changes`, the demo), its readers over HTTP (named
+ * consumers, the signal long-polls wait on), its retention, and the event filters of webhook
  * endpoints. The face of src/notify/ for jobs/ and cli/; the webhooks have their own
  * (src/notify/webhooks/index.ts), so that reading changes or checking a filter loads no webhook sender.
  */
-export { followChanges, formatChangeLine, iterateChanges, readChanges, type ChangeEvent } from './changelog-reader.ts';
+export { followChanges, formatChangeLine, iterateChanges, listenForChanges, readChanges, type ChangeEvent } from './changelog-reader.ts';
+export { ChangeSignal, listConsumers, type ConsumerListing } from './pull/index.ts';
+export { changelogPrunedThrough, pruneChangelog, retentionCutoff, retentionFloor, type PruneResult, type RetentionFloor } from './retention.ts';
 export { compileEventFilter } from './event-filter.ts';

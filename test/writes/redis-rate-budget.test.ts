@@ -78,28 +78,38 @@ describe('RedisRateBudget', () => {
   });
 
   it('a write waiting in another process takes the next slot ahead of a backfill load', async () => {
-    const [loader, writer] = budgets(2, { limit: 2, windowMs: 300, safetyMarginMs: 10 });
+    // One slot per minute: the one slot that comes free when the pause lifts must go to the write.
+    // Demand lives 30 s between polls, so a stalled test process cannot let it lapse.
+    const [loader, writer] = budgets(2, { limit: 1, windowMs: 60_000, safetyMarginMs: 10, demandTtlMs: 30_000 });
+    // Nobody gets a slot until the test lifts this pause, whatever the machine's load: both the
+    // backfill and the write are waiting, announced in Redis, when the slot comes back.
+    await loader!.pauseUntil(Date.now() + 60_000);
     const order: string[] = [];
-    let stop = false;
+    const done = new AbortController();
     // A long backfill: 6 concurrent loops always waiting for the next slot.
-    const backfill = Promise.all(
+    const backfill = Promise.allSettled(
       Array.from({ length: 6 }, async () => {
-        while (!stop) {
-          await loader!.acquire('backfill');
+        while (!done.signal.aborted) {
+          await loader!.acquire('backfill', done.signal);
           order.push('backfill');
         }
       }),
     );
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    const before = order.length;
-    await writer!.acquire('write');
-    const slotsTaken = order.length - before;
-    order.push('write');
-    stop = true;
+    const write = writer!.acquire('write').then(() => order.push('write'));
+    const redis = new Redis(REDIS_URL);
+    try {
+      const demand = (rank: string) => redis.zcard(`${prefix}:{company:test}:demand:${rank}`);
+      await waitFor(async () => (await demand('backfill')) === 1 && (await demand('write')) === 1, 'both processes to announce their demand');
+      await redis.del(`${prefix}:{company:test}:pause`);
+    } finally {
+      redis.disconnect();
+    }
+    await write;
+    done.abort(new Error('test over'));
     await backfill;
-    // The write got one of the next slots (a backfill grant already on its way may race its first
-    // ask, one per window on a loaded machine); without priority it would wait behind all 6 loops.
-    expect(slotsTaken).toBeLessThanOrEqual(2);
+    // The slot went to the write; without priority across processes one of the 6 backfill loops,
+    // waiting longer, would have taken it and the write would still be waiting.
+    expect(order).toEqual(['write']);
   });
 
   it('an aborted acquire rejects with the reason and withdraws its demand', async () => {

@@ -1,22 +1,26 @@
 /**
  * The `writes` table is the truth, Redis only dispatches: each test runs its OWN Redis (a free port,
  * no persistence) and loses it the way an operator does (a flush, a SIGKILL and an empty restart,
- * an outage during POST /writes), against the simulator over HTTP and a real mirror. Nothing waits
- * on time except the outage itself; every assertion is a count or a state.
+ * an outage during POST /writes), against the simulator over HTTP and a real mirror. What must be
+ * mid-run when Redis goes is held there by a proxy that keeps chosen answers until the test lets
+ * them go (holding-proxy.ts), not by a latency. Nothing waits on time except the outage itself;
+ * every assertion is a count or a state.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import type { WriteRecord } from '../../src/writes/index.ts';
 import { handleWritesRequest, WriteIntake } from '../../src/writes/queue/index.ts';
 import { runCli, waitFor } from '../helpers.ts';
+import { startHoldingProxy, type HoldingProxy } from './holding-proxy.ts';
 import { startOwnRedis, type OwnRedis } from './own-redis.ts';
 import { simulator, writeStack, writeTestBed, type WriteStack, type WriteTestBed } from './support.ts';
 
 let redis: OwnRedis;
 let sim: RunningSimulator;
 let bed: WriteTestBed;
+const proxies: HoldingProxy[] = [];
 const stacks: WriteStack[] = [];
 
 beforeEach(async () => {
@@ -25,7 +29,9 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  for (const proxy of proxies) proxy.release(); // a worker closes only once its requests in flight are answered
   for (const stack of stacks.splice(0)) await stack.close().catch(() => undefined);
+  for (const proxy of proxies.splice(0)) await proxy.close();
   await sim?.close();
   await bed?.cleanup();
   await redis?.stop();
@@ -35,6 +41,13 @@ async function open(options: Parameters<typeof writeStack>[2] = {}): Promise<Wri
   const stack = await writeStack(sim, bed, { redisUrl: redis.url, ...options, worker: { sweepIntervalMs: 200, claimSeconds: 2, ...options.worker } });
   stacks.push(stack);
   return stack;
+}
+
+/** A proxy in front of the simulator holding the answers of the first `count` requests `hold` picks (holding-proxy.ts). */
+async function holdingProxy(hold: (request: IncomingMessage) => boolean, count = 1): Promise<HoldingProxy> {
+  const proxy = await startHoldingProxy(sim.url, hold, count);
+  proxies.push(proxy);
+  return proxy;
 }
 
 async function allFinished(stack: WriteStack, ids: readonly string[], timeoutMs = 60_000): Promise<WriteRecord[]> {
@@ -61,34 +74,48 @@ function ledgerCounts(tag: string): number[] {
 
 describe('Redis loses its data', () => {
   it('then a second worker starts (12 email.send): none sent twice, every outcome true', { timeout: 120_000 }, async () => {
-    sim = await simulator({ latencyMs: 100 });
+    sim = await simulator();
+    // The first three emails reach the server, but their answers are held until the test releases them:
+    // those writes are in flight in the first worker when Redis loses their jobs, and stay so while the
+    // second worker runs everything Redis forgot.
+    const proxy = await holdingProxy((request) => request.method === 'POST' && request.url === '/api/public/v1/emails', 3);
     const from = sim.world.data.emailAddresses.find((address) => address.employeeId === sim.world.employeeForRole('admin').id)!.address;
-    // Few slots: most writes are mid-run (claimed, waiting for a slot or in flight) when Redis loses them.
-    const first = await open({ limit: 3, windowMs: 1000 });
+    // Few slots (the fourth write waits for one), and a request deadline far beyond the hold: the held answers arrive, never time out.
+    const settings = { limit: 3, windowMs: 1000, timeoutMs: 120_000, baseUrl: proxy.url };
+    const first = await open(settings);
     const ids: string[] = [];
     for (let index = 0; index < 12; index++) {
       ids.push((await first.intake.enqueueWrite('email.send', { from, to: `customer${index}@example.com`, subject: `Invoice ${index}`, text: 'Attached.' })).id);
     }
-    await waitFor(() => [...appliedPerWrite('/emails').values()].length >= 2, 'two emails sent');
+    await waitFor(() => proxy.held.length === 3, 'three emails in flight');
+    const inFlight = ids.filter((id) => proxy.held.includes(`bizops-sync:${id}`));
+    expect(inFlight).toHaveLength(3);
     await redis.flush();
-    const second = await open({ limit: 3, windowMs: 1000 });
+    const second = await open(settings);
+    // Everything but the writes in flight is run to its end (by either worker) while those stay in flight.
+    const others = ids.filter((id) => !inFlight.includes(id));
+    await waitFor(async () => (await Promise.all(others.map((id) => second.intake.getWrite(id)))).every((write) => write && !['queued', 'sending'].includes(write.status)), 'the other nine writes to finish', 60_000, 100);
+    proxy.release();
     const writes = await allFinished(second, ids);
     const sent = appliedPerWrite('/emails');
     expect([...sent.values()].filter((count) => count > 1)).toEqual([]);
     for (const write of writes) {
-      // Every outcome true: `succeeded` only over exactly one email sent.
-      expect(write.status).toBe('succeeded');
+      // Every outcome true: `succeeded`, over exactly one email sent.
+      expect({ id: write.id, status: write.status, outcome: write.outcome }).toEqual({ id: write.id, status: 'succeeded', outcome: expect.any(String) });
       expect(sent.get(`bizops-sync:${write.id}`)).toBe(1);
     }
   });
 
   it('under a running worker (30 writes): all sent once by the sweeper, nothing restarted', { timeout: 120_000 }, async () => {
     sim = await simulator();
-    const stack = await open({ limit: 6, windowMs: 1000 });
+    // The first write's answer is held until Redis has lost the jobs: the worker is mid-run when it does.
+    const proxy = await holdingProxy((request) => request.method === 'POST');
+    const stack = await open({ limit: 6, windowMs: 1000, timeoutMs: 30_000, baseUrl: proxy.url });
     const ids: string[] = [];
     for (let index = 0; index < 30; index++) ids.push((await stack.intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 100 + index, description: `flushed #${index}` })).id);
-    await waitFor(() => sim.world.transactions.some((transaction) => transaction.description.startsWith('flushed #')), 'the first write sent');
+    await waitFor(() => proxy.held.length === 1, 'the first write in flight');
     await redis.flush();
+    proxy.release();
     const writes = await allFinished(stack, ids);
     expect(writes.filter((write) => write.status !== 'succeeded')).toEqual([]);
     expect(ledgerCounts('flushed #')).toEqual(Array(30).fill(1));
@@ -99,28 +126,40 @@ describe('Redis loses its data', () => {
 describe('Redis SIGKILLed mid-run, back empty later', () => {
   it('150 writes and a one-off backfill: every write sent once, the backfill survives the outage', { timeout: 180_000 }, async () => {
     sim = await simulator({ size: { transactions: 3000, deals: 20, onboardings: 5, customers: 10 }, latencyMs: 20 });
-    const stack = await open({ limit: 60, windowMs: 1000, redisWaitMs: 60_000 });
+    // The answers of the 10th write and of the backfill's 3rd page are held until Redis is dead: both
+    // are mid-run when it dies, and ask the budget for their next request during the outage.
+    let writesSent = 0;
+    let pagesAsked = 0;
+    const writesProxy = await holdingProxy((request) => request.method === 'POST' && ++writesSent === 10);
+    const pagesProxy = await holdingProxy((request) => request.method === 'GET' && (request.url ?? '').startsWith('/api/public/v1/transactions') && ++pagesAsked === 3);
+    const stack = await open({ limit: 60, windowMs: 1000, redisWaitMs: 60_000, timeoutMs: 30_000, baseUrl: writesProxy.url });
     const ids: string[] = [];
     for (let index = 0; index < 150; index++) ids.push((await stack.intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 100 + index, description: `blip #${index}` })).id);
     const backfill = runCli(['backfill', '--stream', 'transactions', '--no-progress'], {
       PATH: process.env.PATH,
-      BIZOPS_BASE_URL: sim.url,
+      BIZOPS_BASE_URL: pagesProxy.url,
       BIZOPS_TOKEN: String(sim.tokens.admin),
       BIZOPS_DB: bed.dbPath.startsWith('postgres') ? undefined : bed.dbPath,
       BIZOPS_DATABASE_URL: bed.dbPath.startsWith('postgres') ? bed.dbPath : undefined,
       REDIS_URL: redis.url,
       BIZOPS_RATE_LIMIT_PER_MIN: '60',
       BIZOPS_RATE_WINDOW_MS: '1000',
+      // The outage below (3 s: the trial's 20 s scaled down) stays well inside this wait for Redis.
       BIZOPS_REDIS_WAIT_SECONDS: '60',
       BIZOPS_LOG_LEVEL: 'warn',
     });
     const pages = () => sim.requests.filter((request) => request.method === 'GET' && request.path === '/api/public/v1/transactions').length;
-    await waitFor(() => pages() >= 2 && sim.world.transactions.filter((transaction) => transaction.description.startsWith('blip #')).length >= 10, 'the backfill and the writes under way', 60_000);
+    await waitFor(() => writesProxy.held.length === 1 && pagesProxy.held.length === 1, 'a write and a page of the backfill in flight', 60_000);
     await redis.kill();
+    writesProxy.release();
+    pagesProxy.release();
     await sleep(3000); // the outage (scaled down from 20 s)
+    const pagesBeforeRedis = pages();
     await redis.start();
     const result = await backfill;
     expect(result.code, result.stderr).toBe(0);
+    // The backfill ran across the outage: it went on asking for pages once Redis was back.
+    expect(pages()).toBeGreaterThan(pagesBeforeRedis);
     const writes = await allFinished(stack, ids, 120_000);
     expect(writes.filter((write) => write.status !== 'succeeded')).toEqual([]);
     expect(ledgerCounts('blip #')).toEqual(Array(150).fill(1));

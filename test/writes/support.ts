@@ -139,7 +139,17 @@ export interface WriteStack {
 export async function writeStack(
   sim: RunningSimulator,
   bed: WriteTestBed,
-  options: { limit?: number; windowMs?: number; timeoutMs?: number; worker?: Partial<WriteWorkerOptions>; tokens?: Record<string, string>; redisUrl?: string; redisWaitMs?: number } = {},
+  options: {
+    limit?: number;
+    windowMs?: number;
+    timeoutMs?: number;
+    worker?: Partial<WriteWorkerOptions>;
+    tokens?: Record<string, string>;
+    redisUrl?: string;
+    redisWaitMs?: number;
+    /** Where the worker sends its requests (a proxy in front of `sim`); default `sim.url`. */
+    baseUrl?: string;
+  } = {},
 ): Promise<WriteStack> {
   const redisUrl = options.redisUrl ?? REDIS_URL;
   const queue = { redis: redisUrl, prefix: bed.prefix, queueName: bed.queueName };
@@ -157,7 +167,7 @@ export async function writeStack(
     connection: bed.connection,
     queue,
     api: {
-      baseUrl: sim.url,
+      baseUrl: options.baseUrl ?? sim.url,
       tokens,
       budget,
       timeoutMs: options.timeoutMs ?? 5000,

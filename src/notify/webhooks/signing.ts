@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { ChangeEvent } from '../changelog-reader.ts';
+import { webhookPayload } from '../event-payload.ts';
 
 /** What is sent for one event: the id and the exact body bytes that are signed. */
 export interface WebhookMessage {
@@ -33,13 +34,10 @@ export interface WebhookMessage {
  * detect gaps and find the record without another lookup.
  */
 export function buildWebhookMessage(event: ChangeEvent): WebhookMessage {
-  const body = JSON.stringify({
-    type: event.type,
-    timestamp: event.occurredAt,
-    data: { ...event.data, seq: event.seq, stream: event.stream, record_id: event.recordId },
-  });
-  return { id: event.eventId, type: event.type, seq: event.seq, body };
+  return { id: event.eventId, type: event.type, seq: event.seq, body: JSON.stringify(webhookPayload(event)) };
 }
+
+
 
 /** Headers of one signed attempt. */
 export interface SignedWebhookHeaders {

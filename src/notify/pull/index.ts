@@ -1,0 +1,8 @@
+/**
+ * The changelog for readers over HTTP (docs/mirror.md "Reading over HTTP"): pages of events after a
+ * seq (the webhook's body with its id), named consumers whose cursor the mirror keeps, and the
+ * signal long-polls wait on. The face of src/notify/pull/ (the daemon's routes, src/daemon/change-routes.ts, use it).
+ */
+export { ChangesRequestError, changelogEnds, checkAfter, MAX_PAGE_LIMIT, MAX_WAIT_SECONDS, parseChangesQuery, readChangesPage, type ChangesPage, type ChangesRequestStatus, type PulledEvent } from './changes-page.ts';
+export { acknowledge, CONSUMER_NAME, deleteConsumer, listConsumers, loadConsumer, noteConsumerRead, registerConsumer, requireConsumer, type ConsumerListing, type ConsumerState } from './consumers.ts';
+export { ChangeSignal } from './change-signal.ts';

@@ -1,0 +1,169 @@
+/**
+ * The changelog over HTTP (docs/mirror.md "Reading over HTTP"): the daemon's read routes
+ * (src/daemon/change-routes.ts behind src/daemon/read-access.ts) on a real HTTP server over a real
+ * mirror: pages with the webhook's body, long-polls woken by new changes (or by polling, for another
+ * process's commits), named consumers that read, acknowledge and read on (at-least-once), and a
+ * clear 4xx naming the parameter for every bad request. Conditions only, no time asserted.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { changeRoutes } from '../../src/daemon/change-routes.ts';
+import { firstRouteOf, startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
+import { readRoutes } from '../../src/daemon/read-access.ts';
+import { ChangeSignal } from '../../src/notify/pull/change-signal.ts';
+import { pruneChangelog } from '../../src/notify/retention.ts';
+import { buildWebhookMessage } from '../../src/notify/webhooks/signing.ts';
+import { readChanges } from '../../src/notify/changelog-reader.ts';
+import { insertChanges, tempMirror, type TempMirror } from './helpers.ts';
+
+const KEY = 'read-key-for-pull-api-tests';
+let mirror: TempMirror;
+let server: RunningHttpServer;
+let signal: ChangeSignal;
+
+beforeEach(async () => {
+  mirror = await tempMirror();
+  signal = new ChangeSignal();
+  server = await startDaemonHttpServer({
+    host: '127.0.0.1',
+    port: 0,
+    readiness: async () => ({ ready: true, status: 200, reason: 'test', checkedAt: null }),
+    metrics: async () => ({ contentType: 'text/plain', body: '' }),
+    routeFirst: firstRouteOf(readRoutes({ key: KEY, routes: changeRoutes({ executor: mirror.connection, signal, prefix: '', pollMs: 50 }) })),
+  });
+});
+afterEach(async () => {
+  await server.close();
+  await mirror.cleanup();
+});
+
+async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+type Page = { events: { id: string; type: string; timestamp: string; data: { seq: number } }[]; next: number; latestSeq: number; oldestSeq: number };
+
+describe('GET /changes', () => {
+  it('pages through the changelog with the webhook body of each event and its id', async () => {
+    const inserted = await insertChanges(mirror.connection, 5, { types: ['deal.won', 'transaction.created'] });
+    const first = await call('GET', '/changes?after=0&limit=2');
+    expect(first.status).toBe(200);
+    const page = first.body as unknown as Page;
+    expect(page.events.map((event) => event.data.seq)).toEqual([1, 2]);
+    expect(page).toMatchObject({ next: 2, latestSeq: 5, oldestSeq: 1 });
+    // The same body a webhook carries, plus its webhook-id.
+    const [stored] = await readChanges(mirror.connection, { sinceSeq: 0, limit: 1 });
+    expect(page.events[0]).toEqual({ id: inserted[0]!.eventId, ...JSON.parse(buildWebhookMessage(stored!).body) });
+    const rest = (await call('GET', `/changes?after=${page.next}&limit=100`)).body as unknown as Page;
+    expect(rest.events.map((event) => event.data.seq)).toEqual([3, 4, 5]);
+    expect(rest.next).toBe(5);
+    // A type filter reads only those, and moves past the rest.
+    const deals = (await call('GET', '/changes?after=0&types=deal.*')).body as unknown as Page;
+    expect(deals.events.map((event) => event.type)).toEqual(['deal.won', 'deal.won', 'deal.won']);
+    expect(deals.next).toBe(5);
+  });
+
+  it('long-polls: a request waiting for changes is answered by the next one appended, notified or only polled', async () => {
+    await insertChanges(mirror.connection, 2);
+    const waiting = call('GET', '/changes?after=2&wait=30');
+    // Appended by this process: the daemon's listener notifies.
+    const waitingBeforeNotify = () => signal.waiting > 0;
+    await expect.poll(waitingBeforeNotify, { timeout: 10_000 }).toBe(true);
+    await insertChanges(mirror.connection, 1);
+    signal.notify();
+    const answered = (await waiting).body as unknown as Page;
+    expect(answered.events.map((event) => event.data.seq)).toEqual([3]);
+
+    // Appended by another process (another connection, no notification): the wait polls.
+    const other = await mirror.connect();
+    const polling = call('GET', '/changes?after=3&wait=30');
+    await expect.poll(() => signal.waiting > 0, { timeout: 10_000 }).toBe(true);
+    await insertChanges(other, 1);
+    expect(((await polling).body as unknown as Page).events.map((event) => event.data.seq)).toEqual([4]);
+    // No change within the wait: an empty page, where it stood.
+    expect((await call('GET', '/changes?after=4&wait=0.05')).body).toMatchObject({ events: [], next: 4 });
+  });
+
+  it('answers bad input with a 4xx naming the parameter', async () => {
+    await insertChanges(mirror.connection, 3);
+    const expectError = async (path: string, status: number, parameter: string, message: RegExp, method = 'GET', body?: unknown) => {
+      const answer = await call(method, path, body);
+      expect(answer.status, path).toBe(status);
+      expect(answer.body.parameter, path).toBe(parameter);
+      expect(String(answer.body.error), path).toMatch(message);
+    };
+    await expectError('/changes', 400, 'after', /^after: required/);
+    await expectError('/changes?after=x', 400, 'after', /^after: must be a seq/);
+    await expectError('/changes?after=4', 400, 'after', /^after: 4 is ahead of the changelog \(its last seq is 3\)/);
+    await expectError('/changes?after=0&limit=1001', 400, 'limit', /^limit: must be from 1 to 1000/);
+    await expectError('/changes?after=0&limit=0', 400, 'limit', /^limit: must be from 1 to 1000/);
+    await expectError('/changes?after=0&wait=61', 400, 'wait', /^wait: must be seconds from 0 to 60/);
+    await expectError('/changes?after=0&types=deal%20won', 400, 'types', /types\[0\]: "deal won" is not an event type pattern/);
+    await expectError('/consumers/nobody/changes', 404, 'name', /^name: no consumer named "nobody"; register it first with PUT \/consumers\/nobody/);
+    await expectError('/consumers/bad%20name', 400, 'name', /^name: "bad name" is not a consumer name/, 'PUT');
+    expect((await call('PUT', '/consumers/erp')).status).toBe(201);
+    await expectError('/consumers/erp/ack', 400, 'seq', /^seq: 9 is ahead of the changelog/, 'POST', { seq: 9 });
+    await expectError('/consumers/erp/ack', 400, 'seq', /^seq: must be the last seq handled/, 'POST', { seq: 'three' });
+    await expectError('/consumers/erp/ack', 400, 'seq', /^seq: required/, 'POST');
+    await expectError('/consumers/erp/changes?after=1', 400, 'after', /^after: a consumer reads after its own cursor/);
+    await expectError('/changes?after=0', 405, 'method', /answers GET/, 'POST', {});
+    // The wrong key: 401, naming the header (read-access.ts).
+    const wrong = await fetch(`${server.url}/changes?after=0`, { headers: { authorization: 'Bearer not-the-key-0123456789' } });
+    expect(wrong.status).toBe(401);
+    expect(((await wrong.json()) as { error: string }).error).toMatch(/Authorization/);
+  });
+
+  it('a seq the retention pruned is a 410 telling the reader to re-read the mirror', async () => {
+    await insertChanges(mirror.connection, 6, { occurredAt: new Date(Date.now() - 40 * 86_400_000) });
+    await insertChanges(mirror.connection, 2);
+    const pruned = await pruneChangelog(mirror.connection, { before: new Date(Date.now() - 30 * 86_400_000), endpoints: [] });
+    expect(pruned).toMatchObject({ rows: 6, prunedThrough: 6, oldestSeq: 7 });
+    const gone = await call('GET', '/changes?after=3');
+    expect(gone.status).toBe(410);
+    expect(gone.body).toMatchObject({ parameter: 'after', oldestSeq: 7 });
+    expect(String(gone.body.error)).toMatch(/^after: the changes after 3 up to 6 were pruned .*re-read the mirror's tables .*then read on after seq 6/);
+    expect(((await call('GET', '/changes?after=6')).body as unknown as Page).events.map((event) => event.data.seq)).toEqual([7, 8]);
+  });
+});
+
+describe('named consumers', () => {
+  it('a consumer reads after its own cursor, reads the same events again until it acknowledges them, then reads on', async () => {
+    await insertChanges(mirror.connection, 2); // before the consumer: not delivered to it
+    const created = await call('PUT', '/consumers/erp');
+    expect(created).toMatchObject({ status: 201, body: { created: true, consumer: { name: 'erp', cursor: 2 } } });
+    expect((await call('PUT', '/consumers/erp')).body).toMatchObject({ created: false, consumer: { cursor: 2 } });
+    expect((await call('GET', '/consumers/erp/changes')).body).toMatchObject({ consumer: 'erp', events: [], next: 2 });
+
+    await insertChanges(mirror.connection, 3);
+    const read = (await call('GET', '/consumers/erp/changes?limit=2')).body as unknown as Page;
+    expect(read.events.map((event) => event.data.seq)).toEqual([3, 4]);
+    // Not acknowledged (the consumer died): the same events again.
+    expect(((await call('GET', '/consumers/erp/changes?limit=2')).body as unknown as Page).events.map((event) => event.data.seq)).toEqual([3, 4]);
+    expect((await call('GET', '/consumers/erp')).body).toMatchObject({ consumer: { cursor: 2, lagEvents: 3 } });
+    expect((await call('POST', '/consumers/erp/ack', { seq: read.next })).body).toMatchObject({ consumer: { cursor: 4 } });
+    expect(((await call('GET', '/consumers/erp/changes')).body as unknown as Page).events.map((event) => event.data.seq)).toEqual([5]);
+
+    // A consumer waiting for changes is woken by the next one.
+    await call('POST', '/consumers/erp/ack', { seq: 5 });
+    const waiting = call('GET', '/consumers/erp/changes?wait=30');
+    await expect.poll(() => signal.waiting > 0, { timeout: 10_000 }).toBe(true);
+    await insertChanges(mirror.connection, 1);
+    signal.notify();
+    expect(((await waiting).body as unknown as Page).events.map((event) => event.data.seq)).toEqual([6]);
+
+    // A second consumer starting from the beginning; the list shows both with their lag.
+    expect((await call('PUT', '/consumers/ledger', { after: 0 })).body).toMatchObject({ consumer: { cursor: 0 } });
+    const listing = (await call('GET', '/consumers')).body as { consumers: { name: string; cursor: number; lagEvents: number; lastReadAt: string | null }[] };
+    expect(listing.consumers.map((consumer) => [consumer.name, consumer.cursor, consumer.lagEvents])).toEqual([
+      ['erp', 5, 1],
+      ['ledger', 0, 6],
+    ]);
+    expect(listing.consumers[0]!.lastReadAt).not.toBeNull();
+    expect((await call('DELETE', '/consumers/ledger')).status).toBe(200);
+    expect((await call('GET', '/consumers/ledger')).status).toBe(404);
+  });
+});
