@@ -386,6 +386,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       unsupportedProbeSeconds: config.sync.unsupportedProbeSeconds,
       leaseSeconds: config.sync.leaseSeconds,
       databaseWaitSeconds: config.sync.databaseWaitSeconds,
+      massDeletionShare: config.sync.massDeletionShare,
       onChanges: notify,
     });
 

@@ -14,6 +14,7 @@ import {
   RejectedRecords,
   MirrorStore,
   streamLeaseName,
+  type DeletionHold,
   type LeaseState,
   type ScanOutcome,
 } from '../src/mirror/index.ts';
@@ -67,6 +68,11 @@ export interface StreamStatus {
    * seen); incremental syncs widen their overlap by it (docs/sync.md "Record clock").
    */
   recordClockLagSeconds: number;
+  /**
+   * Tombstones the last complete scan held back because they were more than
+   * `sync.massDeletionShare` of the stream (docs/sync.md "Mass deletions held"), or null.
+   */
+  deletionHold: DeletionHold | null;
   /** Records quarantined because they failed their schema (`rejected_records`; docs/operations.md "Quarantined records"). */
   rejected: number;
   /**
@@ -159,6 +165,7 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
         },
         lastError: state.lastError,
         lastScan: state.lastScan,
+        deletionHold: state.deletionHold,
         skipped: state.supported
           ? null
           : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +

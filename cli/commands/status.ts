@@ -84,6 +84,13 @@ function formatStatus(status: MirrorStatus): string {
         `${s.stream}: the last scan was INCOMPLETE (${s.lastScan.reason}): ${s.lastScan.distinctIds} distinct records listed of a total of ${s.lastScan.total}; no record was counted missing and the cursor stayed`,
       );
     }
+    if (s.deletionHold) {
+      const hold = s.deletionHold;
+      lines.push(
+        '',
+        `WARNING: ${s.stream}: ${hold.count} tombstones HELD since ${hold.since}: the last complete scan no longer listed ${hold.count} of ${hold.live} live records, more than sync.massDeletionShare (${hold.share}); nothing was tombstoned. If the API really deleted them: bizops-sync backfill --stream ${s.stream} --confirm-deletions`,
+      );
+    }
     if (s.skipped) lines.push('', `${s.stream}: skipped by syncs: ${s.skipped}`);
     if (s.recordClockLagSeconds > 0) {
       lines.push('', `${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it`);

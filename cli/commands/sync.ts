@@ -16,7 +16,7 @@ const COMMANDS: readonly { reason: RunReason; description: string }[] = [
 
 export function registerSyncCommands(program: Command): void {
   for (const { reason, description } of COMMANDS) {
-    program
+    const command = program
       .command(reason)
       .description(description)
       .option('--stream <name>', `only this stream: ${STREAM_NAMES.join(', ')}`)
@@ -27,6 +27,12 @@ export function registerSyncCommands(program: Command): void {
       .option('--wait', 'a stream another process runs (its lease held: a daemon, another run) is waited for, then run; without it the stream is skipped and the exit code is 75')
       .addHelpText('after', `\nExit codes: 0 every stream ran; 1 a run failed; 2 bad usage or configuration; ${EXIT_BUSY} a stream was skipped, busy in another process (run again later, or use --wait); 130 Ctrl-C (the checkpoint stands).`)
       .action(async (options: CommandOptions) => runCommand(reason, options));
+    if (reason === 'backfill') {
+      command.option(
+        '--confirm-deletions',
+        'let this complete scan tombstone records it no longer lists even when they are more than sync.massDeletionShare of a stream (held otherwise; status shows a hold)',
+      );
+    }
   }
 }
 
@@ -37,6 +43,7 @@ interface CommandOptions {
   all?: boolean;
   db?: string;
   wait?: boolean;
+  confirmDeletions?: boolean;
 }
 
 async function runCommand(reason: RunReason, options: CommandOptions): Promise<void> {
@@ -67,6 +74,7 @@ async function runCommand(reason: RunReason, options: CommandOptions): Promise<v
         logger,
         signal: shutdown.signal,
         waitWhileBusy: options.wait === true,
+        ...(options.confirmDeletions ? { confirmDeletions: true } : {}),
         onProgress: (connection, progress) => reporters.get(connection)!.update(progress),
       });
     } finally {
@@ -95,6 +103,9 @@ function describeResult(result: RunResult): string {
   const base = `${result.stream}: ${result.status} (${result.reason}, ${what}${result.resumed ? ', resumed' : ''}), ${count(result.pages, 'page')}, ${count(result.records, 'record')}, ${count(result.changes, 'change')}`;
   const extra = [
     result.tombstones ? count(result.tombstones, 'tombstone') : '',
+    result.deletionsHeld
+      ? `${count(result.deletionsHeld, 'tombstone')} HELD (more than sync.massDeletionShare of the stream; if they are really gone: backfill --stream ${result.stream} --confirm-deletions)`
+      : '',
     result.driftStepBacks ? count(result.driftStepBacks, 'drift step-back') : '',
     result.scan?.outcome === 'incomplete'
       ? `INCOMPLETE scan (${result.scan.reason}): ${result.scan.distinctIds} distinct records of a total of ${result.scan.total}; nothing counted missing, cursor kept`

@@ -356,6 +356,7 @@ const ENV_FOR_KEY: Record<string, string> = {
   'sync.leaseSeconds': 'BIZOPS_LEASE_SECONDS',
   'sync.databaseWaitSeconds': 'BIZOPS_DATABASE_WAIT_SECONDS',
   'changes.retainDays': 'BIZOPS_CHANGES_RETAIN_DAYS',
+  'sync.massDeletionShare': 'BIZOPS_MASS_DELETION_SHARE',
   'api.requestDeadlineSeconds': 'BIZOPS_REQUEST_DEADLINE_SECONDS',
   'rateLimit.redisWaitSeconds': 'BIZOPS_REDIS_WAIT_SECONDS',
   'writes.sweepSeconds': 'BIZOPS_WRITES_SWEEP_SECONDS',
@@ -436,6 +437,10 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_CHANGES_RETAIN_DAYS) {
     const raw = env.BIZOPS_CHANGES_RETAIN_DAYS.trim();
     set('changes.retainDays', 'BIZOPS_CHANGES_RETAIN_DAYS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
+  }
+  if (env.BIZOPS_MASS_DELETION_SHARE) {
+    const raw = env.BIZOPS_MASS_DELETION_SHARE.trim();
+    set('sync.massDeletionShare', 'BIZOPS_MASS_DELETION_SHARE', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
   }
   if (env.BIZOPS_DATABASE_WAIT_SECONDS) {
     const raw = env.BIZOPS_DATABASE_WAIT_SECONDS.trim();

@@ -212,6 +212,12 @@ export const configSchema = z.object({
        * "When the database goes away"). 0: no wait. Default 60.
        */
       databaseWaitSeconds: z.number().min(0).max(3600).default(60),
+      /**
+       * A complete scan that would tombstone more than this share of a stream's live records (and
+       * more than 10 records) tombstones none, says so (`stream.mass_deletion_held`, `status`) and
+       * waits for `backfill --confirm-deletions` (docs/sync.md "Mass deletions held"). Default 0.1; 1 never holds.
+       */
+      massDeletionShare: z.number().gt(0).max(1).default(0.1),
       /** Streams to run. Default: every registered stream. */
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
     })

@@ -10,7 +10,7 @@ export { PostgresConnection } from './sql/postgres.ts';
 export { postgresSchemaVersion } from './postgres-migrate.ts';
 export { MIGRATIONS } from './migrations/index.ts';
 export { mirrorHealthCheck, mirrorSchemaVersion } from './health.ts';
-export { MirrorStore, type AppendedChange, type ScanOutcome } from './mirror-store.ts';
+export { MirrorStore, type AppendedChange, type DeletionHold, type ScanOutcome } from './mirror-store.ts';
 export { confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE, type LeaseState } from './leases.ts';
 export { RecordClockStore } from './record-clock-store.ts';
 export { RejectedRecords } from './rejected-records.ts';

@@ -29,6 +29,14 @@ export interface ApplyOptions {
   scanNumber?: number;
   /** ISO time to stamp (default now). */
   now?: string;
+  /**
+   * True for an id the run listed on an earlier page (a run without `scanNumber`: an incremental
+   * run, which has no seen marks to tell): a different version of it is not applied (one version per
+   * record per scan).
+   */
+  listedBefore?: (id: string) => boolean;
+  /** Receives the ids of records listed a second time in this scan with other content, which were not applied. */
+  secondVersions?: string[];
 }
 
 /**
@@ -75,6 +83,8 @@ export interface RunCheckpoint {
   paging?: { frontier: number; gaps: { from: number; to: number }[]; ended: boolean };
   /** The smallest `pagination.total` of this run's pages (records entering an incremental run's set grow the total past it). */
   lowestTotal?: number;
+  /** Ids the server listed at two positions of one answer (duplicates: the total counts each twice). */
+  duplicateIds?: string[];
   /** Records removed from the set (drops of the total) while the run paged to the end of the list. */
   removedWhileReading?: number;
   /** Records removed from the set after the run reached the end of the list (while it re-read drift gaps and ties). */
@@ -127,6 +137,22 @@ export interface SyncState {
   lastRunChanges: number | null;
   /** The last finished run's scan outcome (null before one finished). */
   lastScan: ScanOutcome | null;
+  /** Tombstones held back by the last complete scan (docs/sync.md "Mass deletions held"), or null. */
+  deletionHold: DeletionHold | null;
+}
+
+/**
+ * Tombstones a complete scan held back (`sync_state.deletion_hold`): `count` records it would have
+ * tombstoned, `live` records the stream had, the `share` they went over, the scan, since when the
+ * hold stands and when it was last confirmed (ISO 8601).
+ */
+export interface DeletionHold {
+  count: number;
+  live: number;
+  share: number;
+  scanNumber: number;
+  since: string;
+  at: string;
 }
 
 /** A change row to append: its type, stream, record, time (ISO, default now) and `data` (changelog.ts `ChangeDataInput`). */
@@ -142,6 +168,8 @@ export interface ChangeRowInput {
 interface StoredState {
   content_hash: string;
   deleted_at: string | null;
+  /** The complete scan that last listed it (null when none did). */
+  last_seen_scan: number | null;
 }
 
 /**
@@ -209,8 +237,14 @@ export class MirrorStore {
    * hash differs (to diff them; none on a backfill), one multi-row upsert per set of columns the
    * page's records carry (usually one; SQLite: one prepared upsert per record, see `RowWrites`), one
    * UPDATE marking the unchanged ones seen, and one multi-row INSERT of the page's change rows
-   * (`appendChanges`). A page listing an id twice writes the first copy before queueing the second
-   * (each copy compares with the one before it).
+   * (`appendChanges`).
+   *
+   * One version per record per scan (docs/sync.md "One version per scan"): a record this scan
+   * already listed (its row marked seen by `scanNumber`, listed earlier in the page, or
+   * `listedBefore`) that comes again with other content is not applied and appends nothing; its
+   * id goes to `secondVersions`. A server listing one id at two positions with two versions would
+   * otherwise record two changes per scan for a record that did not change. The later version, if
+   * it is the current one, is applied by the next scan.
    * @returns the change rows appended, in order
    */
   async applyRecords(stream: StreamDefinition, records: readonly ApiRecord[], options: ApplyOptions = {}): Promise<AppendedChange[]> {
@@ -245,8 +279,8 @@ export class MirrorStore {
       const fresh = new Set(newFields.map((added) => added.field));
       const declared = declaredFieldPaths(stream);
       const diffFields = { listed: stream.listedFields, known: (path: string) => !fresh.has(path) && !declared.has(path) };
-      // The `raw` this page wrote, by id: a second copy of an id compares with the first.
-      const writtenInPage = new Map<string, string>();
+      // The ids this page listed so far: a second copy of one with other content is a second version.
+      const seenInPage = new Set<string>();
       const writes = new RowWrites(store.executor, stream, now, scan);
       const unchanged: string[] = [];
       for (let index = 0; index < records.length; index += 1) {
@@ -254,17 +288,23 @@ export class MirrorStore {
         const id = ids[index]!;
         const hash = hashes[index]!;
         const state = stored.get(id);
+        const earlierInPage = seenInPage.has(id);
+        seenInPage.add(id);
         if (state && state.content_hash === hash && state.deleted_at === null) {
-          unchanged.push(id);
+          if (!earlierInPage) unchanged.push(id);
+          continue;
+        }
+        const listedInThisScan = earlierInPage || (scan !== null && state?.last_seen_scan === scan) || (options.listedBefore?.(id) ?? false);
+        if (state && state.deleted_at === null && listedInThisScan) {
+          options.secondVersions?.push(id);
           continue;
         }
         // A tombstoned record that is listed again counts as new (created / started again).
-        const written = writtenInPage.get(id);
-        const previous = state && state.deleted_at === null ? (written === undefined ? storedRaw.get(id) : (JSON.parse(written) as ApiRecord)) : undefined;
+        const previous = state && state.deleted_at === null ? storedRaw.get(id) : undefined;
         const changes = diffRecord(previous, record, diffFields);
         if (writes.has(id)) await writes.flush();
-        writtenInPage.set(id, writes.add(id, record, hash, raws[index]));
-        stored.set(id, { content_hash: hash, deleted_at: null });
+        writes.add(id, record, hash, raws[index]);
+        stored.set(id, { content_hash: hash, deleted_at: null, last_seen_scan: scan });
         // Nothing differs in the fields it carries: stored again (its hash, its latest raw), no event.
         if (previous !== undefined && Object.keys(changes).length === 0) continue;
         const type = stream.changes.classify(previous, record, Object.keys(changes));
@@ -310,11 +350,11 @@ export class MirrorStore {
   private async storedStates(stream: StreamDefinition, ids: readonly string[]): Promise<Map<string, StoredState>> {
     const key = keyColumn(stream);
     const rows = await this.executor.all<StoredState & { id: string }>(
-      `SELECT ${key} AS id, content_hash, deleted_at FROM ${stream.table} WHERE ${key} IN ${jsonArrayValues(this.executor.dialect)}`,
+      `SELECT ${key} AS id, content_hash, deleted_at, last_seen_scan FROM ${stream.table} WHERE ${key} IN ${jsonArrayValues(this.executor.dialect)}`,
       [JSON.stringify(ids)],
     );
     const states = new Map<string, StoredState>();
-    for (const row of rows) states.set(row.id, { content_hash: row.content_hash, deleted_at: row.deleted_at });
+    for (const row of rows) states.set(row.id, { content_hash: row.content_hash, deleted_at: row.deleted_at, last_seen_scan: row.last_seen_scan === null ? null : Number(row.last_seen_scan) });
     return states;
   }
 
@@ -382,10 +422,22 @@ export class MirrorStore {
    * millisecond the scan began was seen by an earlier run, and must count.) Few statements
    * however many records are gone: the tombstones in one UPDATE, their change rows in multi-row
    * INSERTs of up to 500 (`appendChanges`), in key order.
+   *
+   * Mass deletions are held (`options.massDeletion`, docs/sync.md "Mass deletions held"): when the
+   * records to tombstone are more than `MASS_DELETION_FLOOR` and more than `share` of the stream's
+   * live records, none is tombstoned (their misses stay counted) and `onHeld` hears how many, unless
+   * `confirmed`: a list that stopped serving a part of the stream (a capped result window, a filter
+   * applied by mistake) must not turn it into deletions.
    * @param scanStartedAt ISO local time the scan began
-   * @returns the tombstone changes appended
+   * @returns the tombstone changes appended (none when held)
    */
-  recordMisses(stream: StreamDefinition, scanNumber: number, scanStartedAt: string, now = new Date().toISOString()): Promise<AppendedChange[]> {
+  recordMisses(
+    stream: StreamDefinition,
+    scanNumber: number,
+    scanStartedAt: string,
+    now = new Date().toISOString(),
+    options: { massDeletion?: { share: number; confirmed?: boolean }; onHeld?: (held: { count: number; live: number }) => void } = {},
+  ): Promise<AppendedChange[]> {
     return this.transaction(async (store) => {
       await store.executor.run(
         `UPDATE ${stream.table} SET missed_scans = missed_scans + 1
@@ -400,6 +452,14 @@ export class MirrorStore {
         await store.executor.all<{ id: string; raw: string }>(`SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2`)
       ).sort((a, b) => Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))));
       if (gone.length === 0) return [];
+      const hold = options.massDeletion;
+      if (hold && !hold.confirmed && gone.length > MASS_DELETION_FLOOR) {
+        const live = (await store.countRecords(stream)).live;
+        if (gone.length > hold.share * live) {
+          options.onHeld?.({ count: gone.length, live });
+          return [];
+        }
+      }
       // One UPDATE and one multi-row INSERT of change rows however many records are gone.
       await store.executor.run(`UPDATE ${stream.table} SET deleted_at = ? WHERE ${key} IN ${jsonArrayValues(store.executor.dialect)}`, [
         now,
@@ -435,6 +495,7 @@ export class MirrorStore {
       lastRunRecords: (row?.last_run_records as number | null) ?? null,
       lastRunChanges: (row?.last_run_changes as number | null) ?? null,
       lastScan: row?.last_scan ? (JSON.parse(row.last_scan as string) as ScanOutcome) : null,
+      deletionHold: row?.deletion_hold ? (JSON.parse(row.deletion_hold as string) as DeletionHold) : null,
     };
   }
 
@@ -479,6 +540,12 @@ export class MirrorStore {
     return lastChangeSeq(this.executor);
   }
 }
+
+/**
+ * Mass deletions are held only above this many tombstones at once (`recordMisses`): a small stream
+ * (a few onboardings) loses more than a tenth of itself in an ordinary day.
+ */
+export const MASS_DELETION_FLOOR = 10;
 
 /** Most change rows in one INSERT of `appendChanges` (6 parameters each: far under SQLite's and PostgreSQL's limits). */
 const CHANGE_ROWS_PER_INSERT = 500;
@@ -623,4 +690,5 @@ export type SyncStateColumn =
   | 'last_run_changes'
   | 'lock_owner'
   | 'lock_expires_at'
-  | 'last_scan';
+  | 'last_scan'
+  | 'deletion_hold';

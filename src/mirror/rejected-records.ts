@@ -60,6 +60,20 @@ export function recordIdOf(raw: unknown, key: string): string | null {
   return typeof id === 'string' && id !== '' ? id : null;
 }
 
+/** The item as the quarantine keeps it: secrets removed, masked, as JSON text. */
+function quarantinedText(raw: unknown): string {
+  return maskSecrets(JSON.stringify(withoutSecrets(raw)) ?? 'null');
+}
+
+/**
+ * The key an invalid item is quarantined under (`rejected_records.record_key`): its id when it
+ * carries one under `key`, else `raw:<sha256 of the item as kept>`: an item without an id is told
+ * apart by its content, so the same one listed again is the same row.
+ */
+export function quarantineKey(raw: unknown, key: string): string {
+  return recordIdOf(raw, key) ?? `raw:${createHash('sha256').update(quarantinedText(raw)).digest('hex')}`;
+}
+
 /** Reads and writes `rejected_records` on the mirror of a MirrorStore (joining its transaction when it is bound to one). */
 export class RejectedRecords {
   private readonly store: MirrorStore;
@@ -82,10 +96,9 @@ export class RejectedRecords {
       const sql = store.executor;
       const appended: AppendedChange[] = [];
       for (const item of items) {
-        const clean = withoutSecrets(item.raw);
-        const rawText = maskSecrets(JSON.stringify(clean) ?? 'null');
+        const rawText = quarantinedText(item.raw);
         const recordId = recordIdOf(item.raw, stream.key);
-        const recordKey = recordId ?? `raw:${createHash('sha256').update(rawText).digest('hex')}`;
+        const recordKey = quarantineKey(item.raw, stream.key);
         const previous = await sql.get<{ raw: string }>('SELECT raw FROM rejected_records WHERE stream = ? AND record_key = ?', [stream.name, recordKey]);
         await sql.run(
           `INSERT INTO rejected_records (stream, record_key, record_id, raw, error, first_seen_at, last_seen_at, times_seen)
@@ -121,19 +134,30 @@ export class RejectedRecords {
   }
 
   /**
-   * How many quarantined records of `stream`, with an id, were listed at or after `sinceIso` (a run's
-   * start) and have no live row in the mirror: a complete scan listed them, though its seen marks
-   * (on mirror rows) cannot count them (docs/sync.md "Scan completeness").
+   * How many quarantined items of `stream` were listed at or after `sinceIso` (a run's start) and
+   * have no live row in the mirror: those with an id the mirror does not hold, and those without an
+   * id (each distinct item once). A complete scan listed them, though its seen marks (on mirror
+   * rows) cannot count them (docs/sync.md "Scan completeness").
    */
   async countListedOutsideMirror(stream: StreamDefinition, sinceIso: string): Promise<number> {
     const key = stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
     const row = await this.store.executor.get<{ n: number }>(
       `SELECT COUNT(*) AS n FROM rejected_records r
-        WHERE r.stream = ? AND r.record_id IS NOT NULL AND r.last_seen_at >= ?
-          AND NOT EXISTS (SELECT 1 FROM ${stream.table} t WHERE t.${key} = r.record_id AND t.deleted_at IS NULL)`,
+        WHERE r.stream = ? AND r.last_seen_at >= ?
+          AND (r.record_id IS NULL OR NOT EXISTS (SELECT 1 FROM ${stream.table} t WHERE t.${key} = r.record_id AND t.deleted_at IS NULL))`,
       [stream.name, sinceIso],
     );
     return Number(row!.n);
+  }
+
+  /**
+   * Releases the quarantine rows of `stream` a complete scan did not list (last seen before
+   * `sinceIso`, its start): the item is no longer served, with an id or without one, so there is
+   * nothing left to fix (docs/sync.md "Invalid records"). Call only for a scan that was complete.
+   * @returns how many rows left
+   */
+  async releaseUnlisted(stream: string, sinceIso: string): Promise<number> {
+    return (await this.store.executor.run('DELETE FROM rejected_records WHERE stream = ? AND last_seen_at < ?', [stream, sinceIso])).changes;
   }
 
   /** How many records of `stream` are quarantined now. */

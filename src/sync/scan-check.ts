@@ -129,12 +129,13 @@ export function regionPages(region: Pick<TieRegion, 'from' | 'to'>, total: numbe
 /**
  * Distinct ids a scan must list to be complete: the final total, less (for an incremental run)
  * the records that entered its set while it paged, plus the records it may have listed before they
- * were removed (`listedThenRemoved`).
+ * were removed (`listedThenRemoved`), less the ids one answer listed twice (the server's duplicates).
  */
 export function requiredIds(run: RunCheckpoint): number {
   const total = run.lastTotal ?? 0;
   const base = run.mode === 'incremental' ? total - Math.max(0, total - (run.lowestTotal ?? total)) : total;
-  return base + listedThenRemoved(run);
+  // An id listed at two positions of one answer is one record the total counts twice.
+  return base + listedThenRemoved(run) - (run.duplicateIds?.length ?? 0);
 }
 
 /**

@@ -45,8 +45,8 @@ import { silentLogger, type Logger } from '../logging/logger.ts';
 import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
-import { recordIdOf, RejectedRecords } from '../mirror/rejected-records.ts';
-import type { AppendedChange, MirrorStore, RunCheckpoint, ScanOutcome, SyncState } from '../mirror/mirror-store.ts';
+import { quarantineKey, RejectedRecords } from '../mirror/rejected-records.ts';
+import type { AppendedChange, DeletionHold, MirrorStore, RunCheckpoint, ScanOutcome, SyncState } from '../mirror/mirror-store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { readAhead } from './read-ahead.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
@@ -96,6 +96,8 @@ export interface RunResult {
   changes: number;
   /** Records tombstoned by the two-scan rule at the end of a complete scan. */
   tombstones: number;
+  /** Tombstones held back as a mass deletion (docs/sync.md "Mass deletions held"); absent when none. */
+  deletionsHeld?: number;
   /** Items quarantined because they failed their schema (docs/sync.md "Invalid records"); the rest of their page committed. */
   rejected: number;
   /** Step-backs made because `pagination.total` dropped between pages. */
@@ -163,7 +165,16 @@ export interface SyncEngineOptions {
    * not wait. docs/sync.md "When the database goes away".
    */
   databaseWaitSeconds?: number;
+  /**
+   * A complete scan that would tombstone more than this share of a stream's live records (and more
+   * than `MASS_DELETION_FLOOR`) tombstones none and holds them (config `sync.massDeletionShare`;
+   * docs/sync.md "Mass deletions held"). Default 0.1; 1 never holds.
+   */
+  massDeletionShare?: number;
 }
+
+/** The change type a complete scan appends when it holds back a mass deletion (docs/sync.md "Mass deletions held"). */
+export const MASS_DELETION_HELD = 'stream.mass_deletion_held';
 
 /** Per-run options of `SyncEngine.run`. */
 export interface RunOptions {
@@ -171,12 +182,20 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Called after each page commits. */
   onProgress?: (progress: RunProgress) => void;
+  /**
+   * Let a complete scan tombstone more than `massDeletionShare` of the stream (`backfill
+   * --confirm-deletions`): an operator confirmed that the records it no longer lists are gone.
+   */
+  confirmDeletions?: boolean;
 }
 
 const SECOND_MS = 1000;
 
 /** Default of `SyncEngineOptions.databaseWaitSeconds` (config `sync.databaseWaitSeconds`). */
 export const DEFAULT_DATABASE_WAIT_SECONDS = 60;
+
+/** Default of `SyncEngineOptions.massDeletionShare` (config `sync.massDeletionShare`). */
+export const DEFAULT_MASS_DELETION_SHARE = 0.1;
 
 /** Default of `SyncEngineOptions.tieReReadRounds`. */
 const TIE_REREAD_ROUNDS = 20;
@@ -217,6 +236,7 @@ export class SyncEngine {
   private readonly rejectedRecords: RejectedRecords;
   private readonly tieReReadRounds: number;
   private readonly databaseWaitMs: number;
+  private readonly massDeletionShare: number;
 
   /** @throws RangeError when `tieReReadRounds` is not an integer >= 1 */
   constructor(options: SyncEngineOptions) {
@@ -232,6 +252,7 @@ export class SyncEngine {
     this.leaseHolder = options.leaseHolder ?? PROCESS_LEASE_HOLDER;
     this.leases = new Leases(options.store.executor, options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
     this.databaseWaitMs = (options.databaseWaitSeconds ?? DEFAULT_DATABASE_WAIT_SECONDS) * SECOND_MS;
+    this.massDeletionShare = options.massDeletionShare ?? DEFAULT_MASS_DELETION_SHARE;
   }
 
   /**
@@ -339,7 +360,7 @@ export class SyncEngine {
       await this.page(stream, run, result, memory, options);
       if (result.status === 'succeeded') {
         result.scan = await this.checkScan(stream, run, result, memory, options);
-        await this.finish(stream, run, result, result.scan);
+        await this.finish(stream, run, result, result.scan, options);
       }
     } catch (error) {
       const err = error as Error;
@@ -530,6 +551,7 @@ export class SyncEngine {
   private async commitPage(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, step: PageStep<ApiRecord>, memory: RunMemory, options: RunOptions): Promise<void> {
     const { page } = step;
     this.noteTotal(run, memory, page.pagination.total, step.kind === 'gap');
+    const listedBefore = this.listedBefore(stream, memory, page);
     // A frontier page reads positions for the first time; a gap page re-reads some (offset drift).
     const { fresh, repeated, slid } = this.countIds(stream, run, memory, page, step.kind === 'frontier' ? { firstRead: true } : { firstRead: false, gap: step.gap });
     if (step.gap) {
@@ -567,7 +589,7 @@ export class SyncEngine {
     // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
     const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
     const firstPage = run.pages === 1;
-    const clock = await this.writePage(stream, run, page, result, (store) => this.observeRecordClock(store, stream, page.items, offsetMs, firstPage));
+    const clock = await this.writePage(stream, run, page, result, listedBefore, (store) => this.observeRecordClock(store, stream, page.items, offsetMs, firstPage));
     if (clock && clock.after > clock.before) {
       this.logger.warn(
         { stream: stream.name, lagSeconds: clock.after, previousLagSeconds: clock.before },
@@ -631,7 +653,7 @@ export class SyncEngine {
     this.logger.warn({ stream: stream.name, path: stream.request.path }, 'list endpoint not found (404): stream marked unsupported');
   }
 
-  /** A page's ids with their positions in the set (the page's offset plus the index in the answer); quarantined items with an id included. */
+  /** A page's ids with their positions in the set (the page's offset plus the index in the answer); quarantined items included (`quarantineKey`). */
   private positionedIds(stream: RegisteredStream, page: Page<ApiRecord>): { id: string; position: number }[] {
     const rejected = [...(page.rejected ?? [])].sort((left, right) => left.index - right.index);
     const out: { id: string; position: number }[] = [];
@@ -645,11 +667,14 @@ export class SyncEngine {
       out.push({ id: String(item[stream.key]), position: page.offset + index });
       index += 1;
     }
-    for (const item of rejected) {
-      const id = recordIdOf(item.raw, stream.key);
-      if (id !== null) out.push({ id, position: page.offset + item.index });
-    }
+    // Quarantined items count as listed; one without an id under its quarantine key (its content).
+    for (const item of rejected) out.push({ id: quarantineKey(item.raw, stream.key), position: page.offset + item.index });
     return out;
+  }
+
+  /** The ids of `page` this process's part of the run listed on an earlier page (before `countIds` remembers the page). */
+  private listedBefore(stream: RegisteredStream, memory: RunMemory, page: Page<ApiRecord>): Set<string> {
+    return new Set(this.positionedIds(stream, page).filter(({ id }) => memory.positions.has(id)).map(({ id }) => id));
   }
 
   /**
@@ -684,7 +709,15 @@ export class SyncEngine {
     let fresh = 0;
     let repeated = 0;
     let slid = 0;
+    const inThisAnswer = new Set<string>();
     for (const { id, position } of this.positionedIds(stream, page)) {
+      if (inThisAnswer.has(id)) {
+        // Twice in one answer: no order changing between requests did that. The server lists this
+        // record at two positions (a duplicate), so the total counts one record too many.
+        if (!(run.duplicateIds ?? []).includes(id)) run.duplicateIds = [...(run.duplicateIds ?? []), id];
+        continue;
+      }
+      inThisAnswer.add(id);
       const first = memory.positions.get(id);
       if (first === undefined) {
         memory.positions.set(id, { position, removed: memory.removed, added: memory.added });
@@ -813,9 +846,10 @@ export class SyncEngine {
     result.pages += 1;
     run.pages += 1;
     this.noteTotal(run, memory, page.pagination.total, true);
+    const listedBefore = this.listedBefore(stream, memory, page);
     const { fresh } = this.countIds(stream, run, memory, page, { firstRead: false });
     run.distinctIds = (run.distinctIds ?? 0) + fresh;
-    await this.writePage(stream, run, page, result);
+    await this.writePage(stream, run, page, result, listedBefore);
     return fresh;
   }
 
@@ -829,15 +863,24 @@ export class SyncEngine {
    * @throws LeaseLostError when another process took over the stream's lease (ours expired while
    *   waiting): that process now owns the checkpoint, so nothing is written
    */
-  private async writePage<T>(stream: RegisteredStream, run: RunCheckpoint, page: Page<ApiRecord>, result: RunResult, beforeApply?: (store: MirrorStore) => Promise<T>): Promise<T | undefined> {
+  private async writePage<T>(
+    stream: RegisteredStream,
+    run: RunCheckpoint,
+    page: Page<ApiRecord>,
+    result: RunResult,
+    listedBefore: ReadonlySet<string>,
+    beforeApply?: (store: MirrorStore) => Promise<T>,
+  ): Promise<T | undefined> {
     let measured: T | undefined;
     const changesBefore = run.changes;
     let changes: AppendedChange[];
+    let secondVersions: string[] = [];
     try {
       changes = await this.fenced(stream.name, async (store) => {
         measured = await beforeApply?.(store);
         const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
-        const appended = await store.applyRecords(stream, page.items, { scanNumber });
+        secondVersions = [];
+        const appended = await store.applyRecords(stream, page.items, { scanNumber, listedBefore: (id) => listedBefore.has(id), secondVersions });
         // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
         const rejectedRecords = new RejectedRecords(store);
         await rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
@@ -853,6 +896,12 @@ export class SyncEngine {
     }
     result.changes += changes.length;
     if (changes.length > 0) this.options.onChanges?.(changes);
+    if (secondVersions.length > 0) {
+      this.logger.warn(
+        { stream: stream.name, offset: page.offset, ids: secondVersions.slice(0, 10), count: secondVersions.length },
+        'records listed again in this scan with other content: the first version stands (one change per record per scan); the next scan applies the current one',
+      );
+    }
     return measured;
   }
 
@@ -861,13 +910,42 @@ export class SyncEngine {
    * cursor; the state. An incomplete scan (docs/sync.md "Scan completeness") counts no miss and
    * keeps the cursor; its scan number is still used up.
    */
-  private async finish(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, scan: ScanOutcome): Promise<void> {
+  private async finish(stream: RegisteredStream, run: RunCheckpoint, result: RunResult, scan: ScanOutcome, options: RunOptions): Promise<void> {
     const complete = scan.outcome === 'complete';
+    let held: DeletionHold | null | undefined;
     const tombstones = await this.fenced(stream.name, async (store) => {
-      const appended = complete && run.mode === 'complete' && run.scanNumber !== undefined ? await store.recordMisses(stream, run.scanNumber, run.startedAt) : [];
+      const appended: AppendedChange[] = [];
+      if (complete && run.mode === 'complete' && run.scanNumber !== undefined) {
+        const scanNumber = run.scanNumber;
+        const now = new Date().toISOString();
+        let holding: { count: number; live: number } | undefined;
+        appended.push(
+          ...(await store.recordMisses(stream, scanNumber, run.startedAt, now, {
+            massDeletion: { share: this.massDeletionShare, confirmed: options.confirmDeletions },
+            onHeld: (hold) => (holding = hold),
+          })),
+        );
+        const previous = (await store.readSyncState(stream.name)).deletionHold;
+        held = holding ? { ...holding, share: this.massDeletionShare, scanNumber, since: previous?.since ?? now, at: now } : null;
+        if (holding && previous?.count !== holding.count) {
+          // Said once per hold (and again when it grows or shrinks), not at every scan that keeps it.
+          appended.push(
+            await store.appendChange({
+              type: MASS_DELETION_HELD,
+              stream: stream.name,
+              recordId: stream.name,
+              occurredAt: now,
+              data: { record: { stream: stream.name, held: holding.count, live: holding.live, share: this.massDeletionShare, scanNumber }, changes: {} },
+            }),
+          );
+        }
+        // A complete scan that did not list a quarantined item: it is no longer served, with an id or without one.
+        await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt);
+      }
       const now = new Date().toISOString();
       await store.updateSyncState(stream.name, {
         ...(complete ? { cursor: run.serverStartedAt ?? null } : {}),
+        ...(held !== undefined ? { deletion_hold: held === null ? null : JSON.stringify(held) } : {}),
         last_scan: JSON.stringify(scan),
         supported: 1,
         ...(run.mode === 'complete' && run.scanNumber !== undefined ? { scan_number: run.scanNumber } : {}),
@@ -881,12 +959,21 @@ export class SyncEngine {
       await store.saveRun(stream.name, null);
       return appended;
     });
-    result.tombstones = tombstones.length;
+    const gone = tombstones.filter((change) => change.type !== MASS_DELETION_HELD);
+    result.tombstones = gone.length;
     result.changes += tombstones.length;
+    if (held) result.deletionsHeld = held.count;
     if (tombstones.length > 0) this.options.onChanges?.(tombstones);
+    if (held) {
+      this.logger.warn(
+        { stream: stream.name, held: held.count, live: held.live, share: held.share },
+        `a complete scan would tombstone ${held.count} of ${held.live} live records, more than sync.massDeletionShare (${held.share}): none is tombstoned (a list that stopped serving part of the stream, such as a capped result window, looks like this); if they are really gone, run \`bizops-sync backfill --stream ${stream.name} --confirm-deletions\``,
+      );
+    }
     this.logger.info(
       { stream: stream.name, reason: run.reason, mode: run.mode, scan: scan.outcome, pages: result.pages, records: result.records, changes: result.changes, tombstones: result.tombstones },
       'run finished',
     );
   }
+
 }

@@ -101,20 +101,22 @@ describe('the mirror store', () => {
       ['transaction.created', 'txn_1'],
       ['transaction.created', 'txn_2'],
     ]);
-    // A changed copy later in the same page compares with the copy just written.
+    // A changed copy later in the same page is a second version in one scan: not applied.
     const confirmed = { ...second, status: 'CONFIRMED' };
-    const changes = await s.applyRecords(transactionsStream, [second, { ...listed, id: 'txn_3' }, confirmed], { scanNumber: 2 });
-    expect(changes.map((c) => [c.type, c.recordId])).toEqual([
-      ['transaction.created', 'txn_3'],
-      ['transaction.confirmed', 'txn_2'],
-    ]);
-    const data = JSON.parse((db!.prepare('SELECT data FROM changes WHERE seq = ?').get(changes[1]!.seq) as { data: string }).data);
+    const secondVersions: string[] = [];
+    const changes = await s.applyRecords(transactionsStream, [second, { ...listed, id: 'txn_3' }, confirmed], { scanNumber: 2, secondVersions });
+    expect(changes.map((c) => [c.type, c.recordId])).toEqual([['transaction.created', 'txn_3']]);
+    expect(secondVersions).toEqual(['txn_2']);
+    // The next scan applies it.
+    const next = await s.applyRecords(transactionsStream, [confirmed], { scanNumber: 3 });
+    expect(next.map((c) => [c.type, c.recordId])).toEqual([['transaction.confirmed', 'txn_2']]);
+    const data = JSON.parse((db!.prepare('SELECT data FROM changes WHERE seq = ?').get(next[0]!.seq) as { data: string }).data);
     expect(data.changes).toEqual({ status: { old: 'PENDING', new: 'CONFIRMED' } });
     // Unchanged records are marked seen by the scan that listed them, without an event.
-    expect(await s.applyRecords(transactionsStream, [listed, confirmed], { scanNumber: 3 })).toEqual([]);
+    expect(await s.applyRecords(transactionsStream, [listed, confirmed], { scanNumber: 4 })).toEqual([]);
     expect(db!.prepare('SELECT id, last_seen_scan, missed_scans FROM transactions ORDER BY id').all()).toEqual([
-      { id: 'txn_1', last_seen_scan: 3, missed_scans: 0 },
-      { id: 'txn_2', last_seen_scan: 3, missed_scans: 0 },
+      { id: 'txn_1', last_seen_scan: 4, missed_scans: 0 },
+      { id: 'txn_2', last_seen_scan: 4, missed_scans: 0 },
       { id: 'txn_3', last_seen_scan: 2, missed_scans: 0 },
     ]);
     expect(db!.prepare('SELECT COUNT(*) AS n FROM changes').get()).toEqual({ n: 4 });

@@ -280,3 +280,137 @@ describe('hasMore forever', () => {
     expect(pages.length).toBeLessThanOrEqual(3);
   });
 });
+
+describe('records the list serves wrongly: one id twice, an item with no id', () => {
+  it('one id at two positions of one answer, with another version the second time: one change per record per scan, the scan complete', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 300 } });
+    await context.engine.run('transactions', 'backfill');
+    const seq = await context.store.lastSeq();
+    // The record at position 10 served again at 60 with another description (another version).
+    sim.faults.inject({ kind: 'duplicate-id', position: 10, at: 60, patch: { description: 'a stale copy' }, times: 1_000, match: LIST });
+    for (let scan = 0; scan < 3; scan += 1) {
+      const result = await context.engine.run('transactions', 'reconcile');
+      expect(result.status).toBe('succeeded');
+      // 301 positions, 300 records: the id twice in one answer is a duplicate, not a missing record.
+      expect(result.scan).toMatchObject({ outcome: 'complete', total: 301 });
+      expect(result.tombstones).toBe(0);
+    }
+    // Before: two changes per scan (the record flipped between its two versions). Now: none (the first version stands).
+    expect(await context.connection.all('SELECT type, record_id FROM changes WHERE seq > ?', [seq])).toEqual([]);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+
+  it('one id at two positions far apart (other pages), with two versions: the first version stands (no change per scan), nothing tombstoned', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 400 } });
+    await context.engine.run('transactions', 'backfill');
+    const target = (sim.world.groundTruth('transactions') as { id: string }[])[10]!.id;
+    sim.faults.inject({ kind: 'duplicate-id', position: 10, at: 350, patch: { description: 'a stale copy' }, times: 1_000, match: LIST });
+    for (let scan = 0; scan < 3; scan += 1) {
+      const seq = await context.store.lastSeq();
+      const result = await context.engine.run('transactions', 'reconcile');
+      expect(result.status).toBe('succeeded');
+      expect(result.tombstones).toBe(0);
+      // Before: one change per scan (the record flipped between its two versions). Now: the first version stands.
+      const changes = await context.connection.all<{ record_id: string }>('SELECT record_id FROM changes WHERE seq > ?', [seq]);
+      expect(changes.filter((change) => change.record_id === target)).toEqual([]);
+      // No answer shows both copies: like a run of ties, so the scan stays incomplete, after two empty sweeps.
+      expect(result.scan).toMatchObject({ outcome: 'incomplete', reason: 'unstable-order', total: 401, distinctIds: 400 });
+      expect(result.pages).toBeLessThanOrEqual(25);
+    }
+    expect(await countChanges(context, 'transaction.deleted')).toBe(0);
+  });
+
+  it('an item with no id is quarantined and counted: the scan completes; when it is no longer served, a complete scan releases its row', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 250 } });
+    sim.faults.inject({ kind: 'id-less-item', position: 120, times: 1_000, match: LIST });
+    for (let scan = 0; scan < 2; scan += 1) {
+      const result = await context.engine.run('transactions', scan === 0 ? 'backfill' : 'reconcile');
+      // Before: 250 distinct ids of a total of 251, every scan incomplete while it is served.
+      expect(result.scan).toMatchObject({ outcome: 'complete', total: 251, distinctIds: 251 });
+      expect(result.rejected).toBe(1);
+      expect(result.tombstones).toBe(0);
+    }
+    const rows = await context.connection.all<{ record_key: string; record_id: string | null; times_seen: number }>('SELECT record_key, record_id, times_seen FROM rejected_records');
+    expect(rows).toEqual([{ record_key: expect.stringMatching(/^raw:[0-9a-f]{64}$/), record_id: null, times_seen: 2 }]);
+    // One record.rejected change for it, not one per scan (the same content).
+    expect(await countChanges(context, 'record.rejected')).toBe(1);
+    sim.faults.clear();
+    const clean = await context.engine.run('transactions', 'reconcile');
+    expect(clean.scan).toMatchObject({ outcome: 'complete', total: 250 });
+    expect(await context.connection.all('SELECT record_key FROM rejected_records')).toEqual([]);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+});
+
+describe('a list capped like a search result window (mass deletions held)', () => {
+  it('a capped list reporting the capped total: the tombstones it would cause are held (a change, status, the run says so) until confirmed; when the cap goes, nothing was lost or re-created', async () => {
+    const { sim, context, dir } = await fixtures.start({ size: { transactions: 1_500 } });
+    await context.engine.run('transactions', 'backfill');
+    const seq = await context.store.lastSeq();
+    sim.faults.inject({ kind: 'capped-list', cap: 1_000, times: 1_000_000, match: LIST });
+    const first = await context.engine.run('transactions', 'reconcile');
+    // The scan sees as many records as the capped total says: complete, 500 first misses.
+    expect(first.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
+    expect(first.tombstones).toBe(0);
+    for (let scan = 0; scan < 2; scan += 1) {
+      const held = await context.engine.run('transactions', 'reconcile');
+      // Before: 500 tombstones here (a third of the stream), and 500 `created` when the cap went.
+      expect(held).toMatchObject({ status: 'succeeded', tombstones: 0, deletionsHeld: 500 });
+    }
+    expect(await countChanges(context, 'transaction.deleted')).toBe(0);
+    expect(await liveRows(context)).toBe(1_500);
+    // One change row for the hold (not one per scan that keeps it).
+    const holds = await context.connection.all<{ record_id: string; data: string }>("SELECT record_id, data FROM changes WHERE type = 'stream.mass_deletion_held'");
+    expect(holds).toHaveLength(1);
+    expect(holds[0]!.record_id).toBe('transactions');
+    expect(JSON.parse(holds[0]!.data)).toMatchObject({ record: { stream: 'transactions', held: 500, live: 1_500, share: 0.1 } });
+    const state = await context.store.readSyncState('transactions');
+    expect(state.deletionHold).toMatchObject({ count: 500, live: 1_500, share: 0.1 });
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_DB: testMirrorLocation(dir.file('mirror.db')) };
+    const status = await runCli(['status'], env);
+    expect(status.stdout).toMatch(/WARNING: transactions: 500 tombstones HELD since .*: the last complete scan no longer listed 500 of 1500 live records, more than sync.massDeletionShare \(0\.1\); nothing was tombstoned\. If the API really deleted them: bizops-sync backfill --stream transactions --confirm-deletions/);
+
+    // The cap goes: the next complete scan lists everyone again, the hold is gone, nothing re-created.
+    sim.faults.clear();
+    const back = await context.engine.run('transactions', 'reconcile');
+    expect(back).toMatchObject({ tombstones: 0, scan: { outcome: 'complete', total: 1_500 } });
+    expect((await context.store.readSyncState('transactions')).deletionHold).toBeNull();
+    expect(await context.connection.all("SELECT type FROM changes WHERE seq > ? AND type <> 'stream.mass_deletion_held'", [seq])).toEqual([]);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+
+  it('an operator who knows the records are gone confirms: backfill --confirm-deletions tombstones them', async () => {
+    const { sim, context, dir } = await fixtures.start({ size: { transactions: 300 } });
+    await context.engine.run('transactions', 'backfill');
+    const gone = (sim.world.groundTruth('transactions') as { id: string }[]).slice(0, 100).map((record) => record.id);
+    for (const id of gone) sim.world.deleteRecord('transactions', id);
+    await context.engine.run('transactions', 'reconcile');
+    expect(await context.engine.run('transactions', 'reconcile')).toMatchObject({ tombstones: 0, deletionsHeld: 100 });
+    const env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      BIZOPS_BASE_URL: sim.url,
+      BIZOPS_TOKEN: String(sim.tokens.admin),
+      BIZOPS_DB: testMirrorLocation(dir.file('mirror.db')),
+      BIZOPS_RATE_LIMIT_PER_MIN: '100000',
+      BIZOPS_LOG_LEVEL: 'warn',
+    };
+    const held = await runCli(['backfill', '--stream', 'transactions', '--no-progress'], env);
+    expect(held.stdout).toMatch(/^transactions: succeeded \(backfill, complete scan\), .*; 100 tombstones HELD \(more than sync.massDeletionShare of the stream; if they are really gone: backfill --stream transactions --confirm-deletions\)$/m);
+    const confirmed = await runCli(['backfill', '--stream', 'transactions', '--no-progress', '--confirm-deletions'], env);
+    expect(confirmed.code).toBe(0);
+    expect(confirmed.stdout).toMatch(/^transactions: succeeded \(backfill, complete scan\), .*; 100 tombstones$/m);
+    expect((await context.store.readSyncState('transactions')).deletionHold).toBeNull();
+    expect(await countChanges(context, 'transaction.deleted')).toBe(100);
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+
+  it('small deletions are never held: up to ten records, or up to the share, are tombstoned as before', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 50 } });
+    await context.engine.run('transactions', 'backfill');
+    for (const record of (sim.world.groundTruth('transactions') as { id: string }[]).slice(0, 10)) sim.world.deleteRecord('transactions', record.id);
+    await context.engine.run('transactions', 'reconcile');
+    // 10 of 50 (20%, over the share) but not over ten records: tombstoned.
+    expect(await context.engine.run('transactions', 'reconcile')).toMatchObject({ tombstones: 10 });
+  });
+});

@@ -1,7 +1,8 @@
 /**
  * Fault injection for tests: the next matching request(s) get a failure instead of (or on top of)
  * the normal answer. Faults are checked in the order injected; each applies `times` times (default 1).
- * List faults (`truncate-list`, `unstable-order`, `endless-list`) change what a list endpoint pages;
+ * List faults (`truncate-list`, `unstable-order`, `endless-list`, `capped-list`, `duplicate-id`,
+ * `id-less-item`, `backwards-updated-at`) change what a list endpoint pages;
  * give them a large `times` to keep a misbehaving list for a whole test.
  */
 
@@ -96,14 +97,37 @@ export type FaultKind =
    * A list that never ends: every page says `hasMore: true`. Past the last record, `repeat` answers
    * the last page's records again; `past-total` answers records from the start again (wrapping).
    */
-  | { kind: 'endless-list'; mode: 'repeat' | 'past-total' };
+  | { kind: 'endless-list'; mode: 'repeat' | 'past-total' }
+  /**
+   * A list capped like a search engine's result window: nothing is served at or past offset `cap`,
+   * and every page says `total: cap` (the real total when smaller) with `hasMore` false at the cap.
+   */
+  | { kind: 'capped-list'; cap: number }
+  /**
+   * One record served at two positions: the record at position `position` (default 0) is served
+   * again at position `at` (default `position + 1`), inserted there (the total counts it twice), with
+   * `patch` applied to that copy (default `{ description: 'a second copy' }`): another version.
+   */
+  | { kind: 'duplicate-id'; position?: number; at?: number; patch?: Record<string, unknown> }
+  /** An item with no id, inserted at position `position` (default 0; the total counts it): a copy of the record there without its `id`. */
+  | { kind: 'id-less-item'; position?: number }
+  /**
+   * One record's `updatedAt` served (and filtered on) as `updatedAt`, whatever the record's own:
+   * a stamp that went backwards, e.g. an import that rewrote it. The record is named by `id`.
+   */
+  | { kind: 'backwards-updated-at'; id: string; updatedAt: string };
 
 /** The fault kinds that change a list page's items or pagination (applied by list.ts `listPage`). */
-export type ListFault = Extract<FaultKind, { kind: 'truncate-list' | 'unstable-order' | 'endless-list' }>;
+export type ListFault = Extract<
+  FaultKind,
+  { kind: 'truncate-list' | 'unstable-order' | 'endless-list' | 'capped-list' | 'duplicate-id' | 'id-less-item' | 'backwards-updated-at' }
+>;
+
+const LIST_FAULT_KINDS: readonly string[] = ['truncate-list', 'unstable-order', 'endless-list', 'capped-list', 'duplicate-id', 'id-less-item', 'backwards-updated-at'];
 
 /** True for the faults list.ts applies to a list page. */
 export function isListFault(fault: Fault | undefined): fault is Fault & ListFault {
-  return fault?.kind === 'truncate-list' || fault?.kind === 'unstable-order' || fault?.kind === 'endless-list';
+  return fault !== undefined && LIST_FAULT_KINDS.includes(fault.kind);
 }
 
 /** A fault to inject: one `FaultKind`, which requests it matches, and how many times it applies. */
@@ -173,6 +197,10 @@ export class FaultInjector {
       'truncate-list',
       'unstable-order',
       'endless-list',
+      'capped-list',
+      'duplicate-id',
+      'id-less-item',
+      'backwards-updated-at',
     ];
     if (!kinds.includes(fault.kind)) throw new Error(`fault kind must be one of ${kinds.join(', ')}, got ${String(fault.kind)}`);
     const times = fault.times ?? 1;
@@ -186,6 +214,18 @@ export class FaultInjector {
     }
     if (fault.kind === 'unstable-order' && fault.seed !== undefined && !Number.isInteger(fault.seed)) {
       throw new Error(`unstable-order fault seed must be an integer, got ${String(fault.seed)}`);
+    }
+    const position = (name: string, value: unknown) => {
+      if (value !== undefined && !(Number.isInteger(value) && (value as number) >= 0)) throw new Error(`${fault.kind} fault ${name} must be a non-negative integer, got ${String(value)}`);
+    };
+    if (fault.kind === 'capped-list' && !(Number.isInteger(fault.cap) && fault.cap >= 0)) throw new Error(`capped-list fault needs cap, a non-negative integer, got ${String(fault.cap)}`);
+    if (fault.kind === 'duplicate-id') {
+      position('position', fault.position);
+      position('at', fault.at);
+    }
+    if (fault.kind === 'id-less-item') position('position', fault.position);
+    if (fault.kind === 'backwards-updated-at' && (typeof fault.id !== 'string' || Number.isNaN(Date.parse(fault.updatedAt)))) {
+      throw new Error('backwards-updated-at fault needs id (a record id) and updatedAt (an ISO timestamp)');
     }
     if (fault.kind === 'endless-list' && fault.mode !== 'repeat' && fault.mode !== 'past-total') {
       throw new Error(`endless-list fault needs mode "repeat" or "past-total", got ${String(fault.mode)}`);

@@ -279,10 +279,35 @@ function faultyListPage<R extends TimestampedRecord>(
   version: number,
   fault: ListFault,
 ): ListPage<R> {
-  const all = listPage(records, { ...query, offset: 0, limit: Number.MAX_SAFE_INTEGER }, definition, filter, version).items;
-  const total = all.length;
   const { offset, limit } = query;
+  if (fault.kind === 'backwards-updated-at') {
+    // The record as served: its stamp replaced before the filters look at it (a copy of the array;
+    // the cache of sorted views is keyed by the array, so this one is sorted afresh).
+    const served = records.map((record) => (record.id === fault.id ? { ...record, updatedAt: fault.updatedAt } : record));
+    return listPage(served, query, definition, filter, version);
+  }
+  let all = listPage(records, { ...query, offset: 0, limit: Number.MAX_SAFE_INTEGER }, definition, filter, version).items;
+  if (fault.kind === 'duplicate-id' && all.length > 0) {
+    const from = Math.min(fault.position ?? 0, all.length - 1);
+    const at = Math.min(fault.at ?? from + 1, all.length);
+    const copy = { ...(all[from] as R), ...(fault.patch ?? { description: 'a second copy' }) } as R;
+    all = [...all.slice(0, at), copy, ...all.slice(at)];
+  }
+  if (fault.kind === 'id-less-item' && all.length > 0) {
+    const at = Math.min(fault.position ?? 0, all.length - 1);
+    const { id: _id, ...rest } = all[at] as R;
+    all = [...all.slice(0, at), rest as unknown as R, ...all.slice(at)];
+  }
+  if (fault.kind === 'duplicate-id' || fault.kind === 'id-less-item') {
+    return { items: all.slice(offset, offset + limit), pagination: { total: all.length, limit, offset, hasMore: offset + limit < all.length } };
+  }
+  const total = all.length;
   const pagination = (items: R[], hasMore: boolean): ListPage<R> => ({ items, pagination: { total, limit, offset, hasMore } });
+  if (fault.kind === 'capped-list') {
+    const end = Math.min(total, fault.cap);
+    const items = all.slice(Math.min(offset, end), Math.min(offset + limit, end));
+    return { items, pagination: { total: end, limit, offset, hasMore: offset + items.length < end } };
+  }
   if (fault.kind === 'truncate-list') {
     const end = Math.min(total, offset + limit, Math.max(offset, fault.atOffset));
     const items = all.slice(offset, end);

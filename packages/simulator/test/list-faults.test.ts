@@ -96,4 +96,43 @@ describe('list faults', () => {
     const response = await fetch(`${simulator.url}/__admin/faults`, { method: 'POST', body: JSON.stringify({ kind: 'unstable-order', times: 2, match: { path: '/transactions' } }) });
     expect(response.status).toBe(200);
   });
+
+  it('capped-list: nothing at or past the cap, and every page says total cap', async () => {
+    simulator.faults.inject({ kind: 'capped-list', cap: 250, times: 10, match: { path: '/transactions' } });
+    expect((await page(0)).pagination).toMatchObject({ total: 250, hasMore: true });
+    const last = await page(200);
+    expect(last.transactions).toHaveLength(50);
+    expect(last.pagination).toMatchObject({ total: 250, hasMore: false });
+    expect((await page(300)).transactions).toHaveLength(0);
+  });
+
+  it('duplicate-id: one record served again at another position with other content; the total counts both', async () => {
+    simulator.faults.inject({ kind: 'duplicate-id', position: 3, at: 150, patch: { description: 'older copy' }, times: 10, match: { path: '/transactions' } });
+    const first = (await page(0)).transactions as { id: string; description: string }[];
+    const second = await page(100);
+    const copy = (second.transactions as { id: string; description: string }[])[50]!;
+    expect(copy.id).toBe(first[3]!.id);
+    expect(copy.description).toBe('older copy');
+    expect(first[3]!.description).not.toBe('older copy');
+    expect(second.pagination.total).toBe(601);
+  });
+
+  it('id-less-item: an item without id is inserted; the total counts it', async () => {
+    simulator.faults.inject({ kind: 'id-less-item', position: 5, times: 10, match: { path: '/transactions' } });
+    const items = (await page(0)).transactions as { id?: string }[];
+    expect(items[5]).not.toHaveProperty('id');
+    expect(items.filter((item) => item.id === undefined)).toHaveLength(1);
+    expect((await page(0)).pagination.total).toBe(601);
+  });
+
+  it('backwards-updated-at: one record served, and filtered, with the given updatedAt', async () => {
+    const record = simulator.world.transactions[10]!;
+    const old = '2020-01-01T00:00:00.000Z';
+    simulator.faults.inject({ kind: 'backwards-updated-at', id: record.id, updatedAt: old, times: 10, match: { path: '/transactions' } });
+    const recent = await page(0, `&updatedAfter=${encodeURIComponent('2021-01-01T00:00:00.000Z')}`);
+    expect(ids(recent.transactions)).not.toContain(record.id);
+    simulator.faults.inject({ kind: 'backwards-updated-at', id: record.id, updatedAt: old, times: 10, match: { path: '/transactions' } });
+    const since = await page(0, `&updatedAfter=${encodeURIComponent('2019-12-31T00:00:00.000Z')}`);
+    expect(ids(since.transactions)).toContain(record.id);
+  });
 });
