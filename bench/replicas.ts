@@ -4,7 +4,7 @@
  *
  * Two `bizops-sync daemon` processes on one mirror (a SQLite file; `BENCH_REPLICAS_DB` a PostgreSQL
  * URL puts it in a fresh schema of that database instead) and one Redis, against the simulator, with
- * `sync.leaseSeconds` 2. The first holds every lease (three streams, the webhooks); it is killed
+ * `sync.leaseSeconds` 2. The first holds every lease (one per registered stream, the webhooks'); it is killed
  * with SIGKILL, and the time until the second holds every lease (its /readyz, polled every 20 ms)
  * is divided by the lease length. The bound: the dead daemon renewed at most a third of a lease
  * before it died, so its leases expire within one lease, and the survivor's next round comes within
@@ -26,11 +26,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startSimulator } from '@bizops-sync/simulator';
+import { STREAM_NAMES } from '../src/streams/definitions.ts';
 import { machineLoad, repeat, spread } from './runs.ts';
 
 const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));
 const LEASE_SECONDS = 2;
-const LEASES = 4;
+/** Every lease a daemon takes: one per registered stream, and the webhooks'. */
+const LEASES = STREAM_NAMES.length + 1;
 /** The longest pause of the paused-holder figure, in leases. */
 const PAUSE_LIMIT_LEASES = 5;
 /** The key the mirror's writing transactions lock (src/mirror/sql/postgres.ts ADVISORY_LOCK_CLASS.transaction). */

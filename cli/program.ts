@@ -38,7 +38,7 @@ const COMMANDS: readonly { names: readonly string[]; load: () => Promise<Registe
 export async function buildProgram(commandName?: string): Promise<Command> {
   const program = new Command('bizops-sync')
     .description(
-      "Keeps a local SQLite mirror of a company's transactions, deals and onboardings in step with the " +
+      "Keeps a local SQLite mirror of a company's records (its streams: the ledger, deals, onboardings, ...) in step with the " +
         'Business Operations Public API, records every change in a changelog (tail it, or receive signed ' +
         'webhooks), and pushes queued writes back at the pace the rate limit allows.',
     )

@@ -12,7 +12,7 @@ import { afterEach, expect } from 'vitest';
 import { configSchema, type Config } from '../src/config/schema.ts';
 import { openContext, type Context, type ContextOptions } from '../jobs/context.ts';
 import { createLogger, silentLogger, type Logger } from '../src/logging/logger.ts';
-import { STREAMS, type StreamName } from '../src/streams/definitions.ts';
+import { STREAM_NAMES, streamByName, STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 import { testMirrorLocation } from './test-mirror.ts';
 
@@ -127,6 +127,15 @@ export async function expectMirrorEqualsGroundTruth(ctx: Pick<Context, 'connecti
   }
 }
 
+/** How many records the simulator lists for `streams` (default: every registered stream) of company A. */
+export function groundTruthTotal(simulation: RunningSimulator, streams: readonly StreamName[] = STREAM_NAMES): number {
+  return streams.reduce((sum, stream) => sum + simulation.world.groundTruth(stream).length, 0);
+}
+
+/** The event type `stream` records for a record new to the mirror (its definition's `classify` with no stored record). */
+export function createdEvent(stream: StreamName, record: Record<string, unknown>): string {
+  return streamByName(stream).changes.classify(undefined, record, []);
+}
 
 export interface SyncFixture {
   sim: RunningSimulator;

@@ -24,7 +24,7 @@ export interface ChangeEvent {
   eventId: string;
   /** e.g. `deal.won`, `transaction.created`, `onboarding.completed`, `write.succeeded`. */
   type: string;
-  /** `transactions` | `deals` | `onboardings` | `writes`. */
+  /** A registered stream's name (`transactions`, `deals`, ...), or `writes`. */
   stream: string;
   recordId: string;
   /** ISO 8601: when the mirror recorded the change. */

@@ -27,6 +27,8 @@ export interface ColumnDefinition {
   notNull: boolean;
   /** The record key's column (`id TEXT PRIMARY KEY`). */
   primaryKey: boolean;
+  /** What the docs say of the value besides its type, e.g. its unit (`cents`, `signed cents`); none by default. */
+  note?: string;
 }
 
 /**
@@ -68,6 +70,11 @@ export interface StreamRequest {
 export interface StreamDefinition<T extends ApiRecord = ApiRecord, Name extends string = string, Event extends string = string> {
   /** The stream's name: `--stream`, `sync.streams`, `status`, metric labels, the changelog's `stream`. */
   name: Name;
+  /**
+   * Where the API specification describes the list, for the docs' stream tables: a section (`§4.13`,
+   * `§4 general notes`), or `not shown` for an endpoint the spec does not describe (an assumption).
+   */
+  specSection: string;
   request: StreamRequest;
   /** Validates one list item: lenient to unknown fields (kept in `raw`), strict on stored ones. */
   itemSchema: ItemSchema<T>;
@@ -136,10 +143,11 @@ function snakeCase(field: string): string {
 
 /**
  * One column for `field` (a dot path), named in snake_case.
- * @param options `notNull` for fields every list item carries; `primaryKey` for the record key
+ * @param options `notNull` for fields every list item carries; `primaryKey` for the record key;
+ *   `note` for the docs (a unit: `cents`)
  */
-export function column(field: string, type: ColumnType, options: { notNull?: boolean; primaryKey?: boolean } = {}): ColumnDefinition {
-  return { column: snakeCase(field), field, type, notNull: options.notNull ?? false, primaryKey: options.primaryKey ?? false };
+export function column(field: string, type: ColumnType, options: { notNull?: boolean; primaryKey?: boolean; note?: string } = {}): ColumnDefinition {
+  return { column: snakeCase(field), field, type, notNull: options.notNull ?? false, primaryKey: options.primaryKey ?? false, ...(options.note ? { note: options.note } : {}) };
 }
 
 /** Reads a dot path (`user.fullname`) from a record; undefined when any step is missing. */

@@ -1,7 +1,8 @@
 /**
  * The streams the worker mirrors, and their registry. Adding a stream is one definition here and
  * one line in `STREAM_LIST`: the configuration's `sync.streams`, `--stream`, `status`, the metric
- * labels and the stream's mirror table (created at open) all derive from the registry.
+ * labels, the stream's mirror table (created at open), the tests that cover every stream and the
+ * docs' stream tables (`npm run docs:streams`) all derive from the registry.
  */
 import { dealSchema, onboardingSchema, transactionListItemSchema } from '../client/schemas.ts';
 import { column, defineStream, listRequest, type ApiRecord, type StreamDefinition } from './define-stream.ts';
@@ -9,6 +10,7 @@ import { column, defineStream, listRequest, type ApiRecord, type StreamDefinitio
 /** `GET /transactions` (spec §2 Transaction, §4.13): the company's ledger. */
 export const transactionsStream = defineStream({
   name: 'transactions',
+  specSection: '§4.13',
   request: listRequest('/transactions', 'transactions', { cursor: 'updatedAfter' }),
   itemSchema: transactionListItemSchema,
   key: 'id',
@@ -17,7 +19,7 @@ export const transactionsStream = defineStream({
     column('type', 'TEXT', { notNull: true }),
     column('status', 'TEXT', { notNull: true }),
     // Signed cents (spec §2 Transaction): EXPENSE, DEDUCTION and TAX_PAYMENT are negative.
-    column('amount', 'INTEGER', { notNull: true }),
+    column('amount', 'INTEGER', { notNull: true, note: 'signed cents' }),
     column('description', 'TEXT'),
     column('date', 'TEXT'),
     // The create response (spec §4.7) adds these; list items (spec §2) do not carry them.
@@ -54,6 +56,7 @@ const DEAL_FIELDS = [
  */
 export const dealsStream = defineStream({
   name: 'deals',
+  specSection: 'not shown',
   request: listRequest('/deals', 'deals', { cursor: 'updatedAfter', unsupportedOn404: true }),
   itemSchema: dealSchema,
   key: 'id',
@@ -66,8 +69,7 @@ export const dealsStream = defineStream({
     column('accountId', 'TEXT'),
     column('ownerId', 'TEXT'),
     column('title', 'TEXT'),
-    // Cents.
-    column('value', 'INTEGER'),
+    column('value', 'INTEGER', { note: 'cents' }),
     column('currency', 'TEXT'),
     column('status', 'TEXT', { notNull: true }),
     column('probability', 'REAL'),
@@ -102,6 +104,7 @@ export const dealsStream = defineStream({
  */
 export const onboardingsStream = defineStream({
   name: 'onboardings',
+  specSection: '§4.1',
   request: listRequest('/employee-onboardings', 'onboardings', { cursor: 'complete-scan' }),
   itemSchema: onboardingSchema,
   key: 'id',

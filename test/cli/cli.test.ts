@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
 import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { BIN, expectMirrorEqualsGroundTruth, listRequests, runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
+import { STREAM_LIST, STREAM_NAMES } from '../../src/streams/definitions.ts';
+import { BIN, createdEvent, expectMirrorEqualsGroundTruth, groundTruthTotal, listRequests, runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
 
 
 let sim: RunningSimulator | undefined;
@@ -120,29 +121,34 @@ describe('command line', { timeout: 120_000 }, () => {
     const status = await runCli(['status', '--json'], env);
     expect(status.code).toBe(0);
     const parsed = JSON.parse(status.stdout) as { streams: { stream: string; records: number; cursor: string | null; lastError: string | null }[] };
-    expect(parsed.streams.map((s) => [s.stream, s.records])).toEqual([
-      ['transactions', 150],
-      ['deals', 30],
-      ['onboardings', 5],
-    ]);
+    // Every registered stream, in registry order, with the records the simulator lists.
+    expect(parsed.streams.map((s) => [s.stream, s.records])).toEqual(STREAM_NAMES.map((stream) => [stream, sim!.world.groundTruth(stream).length]));
+    expect(parsed.streams.find((s) => s.stream === 'transactions')!.records).toBe(150);
     expect(parsed.streams.every((s) => s.cursor !== null && s.lastError === null)).toBe(true);
     expect((JSON.parse(status.stdout) as { writes: unknown }).writes).toEqual({});
     const table = await runCli(['status'], env);
     expect(table.stdout).toMatch(/transactions\s+150/);
     expect(table.stdout).toContain('writes: none');
-    const changes = await runCli(['changes', '--since', '170'], env);
-    const lines = changes.stdout.trim().split('\n').map((line) => JSON.parse(line) as { seq: number; type: string });
+    // The backfill ran the streams in registry order, one created change per record: the last 15 rows are the last 15 records'.
+    const total = groundTruthTotal(sim);
+    const changes = await runCli(['changes', '--since', String(total - 15)], env);
+    const lines = changes.stdout.trim().split('\n').map((line) => JSON.parse(line) as { seq: number; type: string; stream: string; data: { record: Record<string, unknown> } });
     expect(lines).toHaveLength(15);
-    expect(lines[0]!.seq).toBe(171);
-    expect(lines.every((l) => l.type === 'deal.created' || l.type === 'onboarding.started')).toBe(true);
+    expect(lines[0]!.seq).toBe(total - 14);
+    const streamOfEachRecord = STREAM_NAMES.flatMap((stream) => sim!.world.groundTruth(stream).map(() => stream));
+    expect(lines.map((l) => l.stream)).toEqual(streamOfEachRecord.slice(-15));
+    expect(lines.every((l) => l.type === createdEvent(l.stream as (typeof STREAM_NAMES)[number], l.data.record))).toBe(true);
   });
 
   it('the demo shows mirrored counts and live change events', async () => {
     dir = tempDir();
     const demo = await runCli(['demo', '--duration', '9', '--poll', '1', '--db', dir.file('demo.db')], cliEnv());
     expect(demo.code).toBe(0);
+    // Each registered stream's count, in registry order (the demo's simulator: 2000 transactions, 300 deals, 40 onboardings, the others their default size).
+    expect(demo.stdout).toMatch(new RegExp(`mirrored: ${STREAM_NAMES.map((stream) => `\\d+ ${stream}`).join(', ')} \\(changelog at seq \\d+\\)`));
     expect(demo.stdout).toMatch(/mirrored: 2000 transactions, 300 deals, 40 onboardings/);
-    const events = demo.stdout.split('\n').filter((line) => /^\d\d:\d\d:\d\d\s+#\d+\s+(transaction|deal|onboarding)\.[a-z_]+/.test(line));
+    const eventTypes = STREAM_LIST.flatMap((stream) => stream.changes.events).map((type) => type.replace('.', '\\.'));
+    const events = demo.stdout.split('\n').filter((line) => new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\s+#\\d+\\s+(${eventTypes.join('|')})\\s`).test(line));
     expect(events.length).toBeGreaterThan(0);
   }, 60_000);
 });

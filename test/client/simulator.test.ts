@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { ApiClient } from '../../src/client/client.ts';
 import { ConnectionError, InvalidResponseError } from '../../src/client/api-errors.ts';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
-import { dealSchema, onboardingSchema, transactionListItemSchema } from '../../src/client/schemas.ts';
+import { transactionListItemSchema } from '../../src/client/schemas.ts';
+import { STREAM_LIST, type RegisteredStream } from '../../src/streams/definitions.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -31,16 +32,16 @@ async function setUp(simulatorOptions: SimulatorOptions, budgetLimit: number, wi
 const transactions = { itemsKey: 'transactions', itemSchema: transactionListItemSchema, priority: 'backfill' as const };
 
 describe('ApiClient against the simulator', () => {
-  it('pages through every stream with the stored schemas', async () => {
+  it('pages through every registered stream with its schema (an invalid item throws), item for item', async () => {
     const { sim, client } = await setUp({ rateLimit: false, size: { transactions: 250, deals: 120, onboardings: 30 } }, 1000);
-    const count = async <T>(path: string, itemsKey: string, itemSchema: z.ZodType<T>): Promise<number> => {
+    for (const stream of STREAM_LIST as readonly RegisteredStream[]) {
       let seen = 0;
-      for await (const page of client.paginate(path, { itemsKey, itemSchema, priority: 'backfill' })) seen += page.items.length;
-      return seen;
-    };
-    expect(await count('/transactions', 'transactions', transactionListItemSchema)).toBe(250);
-    expect(await count('/deals', 'deals', dealSchema)).toBe(120);
-    expect(await count('/employee-onboardings', 'onboardings', onboardingSchema)).toBe(30);
+      for await (const page of client.paginate(stream.request.path, { itemsKey: stream.request.itemsKey, itemSchema: stream.itemSchema, priority: 'backfill' })) {
+        seen += page.items.length;
+      }
+      expect(seen, stream.name).toBe(sim.world.groundTruth(stream.name).length);
+    }
+    expect(sim.world.groundTruth('transactions')).toHaveLength(250);
     expect(sim.requests.every((request) => new URLSearchParams(request.query).get('limit') === '100')).toBe(true);
   });
 

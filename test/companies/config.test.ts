@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, ConnectionChoiceError, loadConfig, loadDeployment, maskDeployment, mirrorPaths } from '../../src/config/load.ts';
+import { STREAM_NAMES } from '../../src/streams/definitions.ts';
 import { deploymentQueueName } from '../../src/writes/queue/write-queue.ts';
 import { tempDir, type TempDir } from '../helpers.ts';
 
@@ -44,7 +45,7 @@ describe('named connections', () => {
     expect(acme!.baseUrl).toBe('http://127.0.0.1:4010');
     expect(globex!.baseUrl).toBe('http://127.0.0.1:4020');
     expect(acme!.sync).toMatchObject({ schedule: '*/5 * * * * *', overlapSeconds: 30, streams: ['deals'] });
-    expect(globex!.sync.streams).toEqual(['transactions', 'deals', 'onboardings']);
+    expect(globex!.sync.streams).toEqual(STREAM_NAMES);
     expect(acme!.rateLimit.perMinute).toBe(30);
     expect(globex!.rateLimit.perMinute).toBe(120);
     expect(acme!.dbPath).toBe('./data/acme.db');

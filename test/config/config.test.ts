@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, maskConfig } from '../../src/config/load.ts';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/logging/logger.ts';
+import { STREAM_NAMES } from '../../src/streams/definitions.ts';
 import { runCli, tempDir, type TempDir } from '../helpers.ts';
 
 let dir: TempDir | undefined;
@@ -43,11 +44,11 @@ describe('configuration', () => {
   });
 
   it('streams default to every registered stream, and an unknown one is named with the registered ones', () => {
-    expect(loadConfig({ env: base }).sync.streams).toEqual(['transactions', 'deals', 'onboardings']);
+    expect(loadConfig({ env: base }).sync.streams).toEqual(STREAM_NAMES);
     dir = tempDir();
     writeFileSync(dir.file('c.json'), JSON.stringify({ sync: { streams: ['deals', 'invoices'] } }));
     expect(() => loadConfig({ env: { ...base, BIZOPS_CONFIG: dir!.file('c.json') } })).toThrow(
-      `sync.streams.1 (in ${dir.file('c.json')}): "invoices" is not a stream; expected one of transactions, deals, onboardings`,
+      `sync.streams.1 (in ${dir.file('c.json')}): "invoices" is not a stream; expected one of ${STREAM_NAMES.join(', ')}`,
     );
   });
 

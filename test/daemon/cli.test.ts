@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror } from '../../src/mirror/database.ts';
 import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import { MirrorStore } from '../../src/mirror/mirror-store.ts';
+import { STREAM_NAMES } from '../../src/streams/definitions.ts';
 import { disableEndpoint, registerEndpoint, resetCursor } from '../../src/notify/webhooks/endpoint-store.ts';
 import { insertFailedDelivery } from '../../src/notify/webhooks/failed-deliveries.ts';
 import { runCli, tempDir, type TempDir } from '../helpers.ts';
@@ -49,7 +50,7 @@ describe('bizops-sync config check', { timeout: 120_000 }, () => {
       tokens: { default: '***' },
       redisUrl: 'redis://default:***@redis:6379',
       dbPath: dir.file('mirror.db'),
-      sync: { schedule: '*/5 * * * * *', reconcileSchedule: '0 17 */6 * * *', streams: ['transactions', 'deals', 'onboardings'] },
+      sync: { schedule: '*/5 * * * * *', reconcileSchedule: '0 17 */6 * * *', streams: [...STREAM_NAMES] },
       http: { host: '127.0.0.1', port: 9100, readinessCacheSeconds: 30, writeApiKey: '***' },
       webhooks: [{ name: 'env', url: 'https://hooks.example.com/in', secret: 'whsec_***', events: ['*'] }],
     });

@@ -10,7 +10,7 @@ import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
 import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { STREAM_NAMES } from '../../src/streams/definitions.ts';
-import { expectMirrorEqualsGroundTruth, listRequests, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
+import { expectMirrorEqualsGroundTruth, groundTruthTotal, listRequests, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
 import {
   cliEnv,
   newWebhookSecret,
@@ -253,9 +253,10 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
     const db = openMirror(dir.file('mirror.db'), { readonly: true });
     try {
       // The kill may land before every stream's backfill committed: the restart finishes them.
-      await waitFor(() => changelogIds(db).length === 100, 'every stream backfilled', 60_000);
+      const records = groundTruthTotal(sim!);
+      await waitFor(() => changelogIds(db).length === records, 'every stream backfilled', 60_000);
       const all = changelogIds(db);
-      expect(all).toHaveLength(100);
+      expect(all).toHaveLength(records);
       await waitFor(() => {
         const got = new Set(hooks.ids());
         return all.every((id) => got.has(id));

@@ -12,7 +12,8 @@ import { Webhook } from 'standardwebhooks';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
-import { runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
+import { STREAM_NAMES } from '../../src/streams/definitions.ts';
+import { groundTruthTotal, runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
 import { BACKENDS, removeTestMirrors } from '../sql-backends.ts';
 import { cliEnv, newWebhookSecret, spawnDaemon, terminate, WebhookReceiver, type DaemonProcess } from './helpers.ts';
 
@@ -32,7 +33,9 @@ afterEach(async () => {
   sim = dir = undefined;
 });
 
-const LEASES = ['stream:deals', 'stream:onboardings', 'stream:transactions', 'webhooks'];
+/** A lease per registered stream, and the webhooks'. */
+const STREAM_LEASES = STREAM_NAMES.map((stream) => `stream:${stream}`);
+const LEASES = [...STREAM_LEASES, 'webhooks'].sort();
 
 /** What a daemon's /readyz says it holds. */
 async function leasesHeld(url: string): Promise<string[]> {
@@ -89,8 +92,9 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
       return events.length > 0 && cursor?.delivered_seq === last?.seq && new Set(hooks.ids()).size === events.length;
     };
 
-    // The backfill's 65 events, delivered by the holder of `webhooks`.
-    await waitFor(async () => (await changelog()).length >= 65 && (await allDelivered()), 'the backfill to be synced and delivered', 60_000);
+    // The backfill's events (one per record of every stream), delivered by the holder of `webhooks`.
+    const backfilled = groundTruthTotal(sim);
+    await waitFor(async () => (await changelog()).length >= backfilled && (await allDelivered()), 'the backfill to be synced and delivered', 60_000);
     const deal = sim.world.groundTruth('deals')[2] as { id: string };
     sim.world.updateDeal(deal.id, { title: 'Renamed while both run' });
     await waitFor(async () => (await changelog()).some((event) => event.record_id === deal.id && event.type === 'deal.updated') && (await allDelivered()), 'the update to be synced and delivered', 30_000);
@@ -115,7 +119,7 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
     }
     expect(second.logs.some((line) => line.msg === 'lease taken over: its holder stopped renewing it' && line.previousHolder === firstHolder)).toBe(true);
     const status = await runCli(['status'], env);
-    expect(status.stdout).toContain(`leases: stream:deals held by ${after[0]!.holder} (fence ${after[0]!.fence}, until `);
+    expect(status.stdout).toContain(`leases: ${after[0]!.name} held by ${after[0]!.holder} (fence ${after[0]!.fence}, until `);
 
     // A later change upstream is synced and delivered by the survivor.
     const other = sim.world.groundTruth('deals')[5] as { id: string };
@@ -159,14 +163,14 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
     const first = spawnDaemon(env);
     daemons.push(first);
     const firstUrl = await first.url;
-    await waitFor(async () => (await leasesHeld(firstUrl)).length === 3, 'the first daemon to hold every stream', 30_000);
+    await waitFor(async () => (await leasesHeld(firstUrl)).length === STREAM_LEASES.length, 'the first daemon to hold every stream', 30_000);
     const second = spawnDaemon(env);
     daemons.push(second);
     const secondUrl = await second.url;
     await waitFor(() => sim!.requests.filter((request) => request.path.endsWith('/transactions')).length >= 12, 'a few backfill pages', 60_000);
     first.child.kill('SIGKILL');
     await first.exited;
-    await waitFor(async () => (await leasesHeld(secondUrl)).length === 3, 'the second daemon to take every stream over', 60_000);
+    await waitFor(async () => (await leasesHeld(secondUrl)).length === STREAM_LEASES.length, 'the second daemon to take every stream over', 60_000);
     const resumed = await waitFor(
       () => second.logs.find((line) => line.msg === 'run finished' && line.stream === 'transactions'),
       'the second daemon to finish the transactions backfill',

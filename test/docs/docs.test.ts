@@ -1,13 +1,16 @@
 /**
  * What the documentation promises about itself: docs/mirror.md lists every migration the code has,
- * and no document, comment or test points at a tracker the reader cannot see (an issue number):
- * the rule is stated where it applies instead.
+ * the docs' stream tables are the stream registry's (test/docs/stream-tables.ts), and no document,
+ * comment or test points at a tracker the reader cannot see (an issue number): the rule is stated
+ * where it applies instead.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/mirror/index.ts';
+import { STREAM_LIST } from '../../src/streams/definitions.ts';
+import { GENERATED_TABLES, generatedPart, readDoc } from './stream-tables.ts';
 
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -26,6 +29,13 @@ describe('the documentation', () => {
     const table = mirror.slice(mirror.indexOf('| migration | adds |')).split('\n\n')[0]!;
     const listed = [...table.matchAll(/^\| (\d+) \|/gm)].map((match) => Number(match[1]));
     expect(listed).toEqual(MIGRATIONS.map((migration) => migration.version));
+  });
+
+  it.each(GENERATED_TABLES.map((table) => [table.file, table.name, table] as const))('%s: the %s table is the stream registry\'s (npm run docs:streams writes it)', (_file, _name, table) => {
+    const rendered = table.render(STREAM_LIST);
+    expect(generatedPart(readDoc(table.file), table)).toBe(rendered);
+    // One row per registered stream.
+    for (const stream of STREAM_LIST) expect(rendered).toContain(`| \`${stream.name}\` |`);
   });
 
   it('names no issue of a tracker the reader cannot see, in the README, docs, sources, tests or benchmarks', () => {

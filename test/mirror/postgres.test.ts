@@ -153,9 +153,10 @@ describe('connecting to PostgreSQL', () => {
   });
 });
 
-/** A stream the mirror has never seen, as a fourth stream would be defined. */
+/** A stream the mirror has never seen, as a new stream would be defined. */
 const invoicesStream = defineStream({
   name: 'invoices',
+  specSection: 'not shown',
   request: listRequest('/invoices', 'invoices', { cursor: 'updatedAfter' }),
   itemSchema: z.looseObject({ id: z.string(), total: z.int(), customer: z.looseObject({ name: z.string() }) }),
   key: 'id',

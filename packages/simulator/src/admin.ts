@@ -5,7 +5,8 @@
  *   GET    /__admin/state                     { counts, companies: { A, B, C1.. }, tokens: { name: token }, tokenNames,
  *                                             companyTokens: { C1: token, .. }, companyIds: { A: id, .. }, faults }
  *   GET    /__admin/request-counts            { companies: { A: CompanyRequestCounts, B, C1.. } } (per company: requests, 429s, ...)
- *   GET    /__admin/ground-truth/{stream}     { stream, records } as the list endpoint serializes them (?company=B)
+ *   GET    /__admin/ground-truth/{stream}     { stream, records } as the list endpoint serializes them (?company=B;
+ *                                             other parameters are the list's filters: ?locationId=...)
  *   POST   /__admin/faults                    body: a Fault; `match.path` is a string, or `match.pathPattern` a RegExp source
  *   DELETE /__admin/faults                    clears pending faults
  *   POST   /__admin/churn                     body { count }: one churn round; returns { changes }
@@ -17,8 +18,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Fault, FaultInjector } from './faults.ts';
-import { STREAM_NAMES, type StreamName } from './records.ts';
 import { countRequestsByCompany, readBody, sendJson, type RequestLogEntry } from './server.ts';
+import { STREAM_NAMES, type StreamName } from './streams/index.ts';
 import { SIMULATOR_TOKENS, type TokenDefinition } from './tokens.ts';
 import type { CompanyWorld, World } from './world.ts';
 
@@ -101,7 +102,9 @@ export async function handleAdminRequest(request: IncomingMessage, response: Ser
         reply(404, { message: `stream must be one of ${STREAM_NAMES.join(', ')}, got "${stream}"` });
         return;
       }
-      reply(200, { stream, records: companyOf(world, url).groundTruth(stream) });
+      // Query parameters other than `company` are the list's own filters (`?locationId=...`).
+      const filters = [...url.searchParams].filter(([name]) => name !== 'company');
+      reply(200, { stream, records: companyOf(world, url).groundTruth(stream, filters.length > 0 ? Object.fromEntries(filters) : undefined) });
       return;
     }
     if (path === '/__admin/faults' && method === 'POST') {

@@ -1,8 +1,8 @@
 /**
  * Everything the simulator knows about one company: the ground truth the endpoints read and write.
- * Plain objects and arrays, mutable by tests. Stream arrays (`transactions`, `deals`, `onboardings`,
- * `customers`) are kept sorted by (createdAt, id) ascending so list pages sorted by `createdAt` need
- * no sorting per request.
+ * Plain objects and arrays, mutable by tests. The records of each simulated list endpoint
+ * (`streams`, one array per declaration of streams/) are kept sorted by (createdAt, id) ascending so
+ * list pages sorted by `createdAt` need no sorting per request.
  */
 import type {
   AuditEventRecord,
@@ -10,9 +10,6 @@ import type {
   CalendarEventRecord,
   CampaignRecord,
   ConversationRecord,
-  CorrectiveActionRecord,
-  CustomerRecord,
-  DealRecord,
   DomainRecord,
   EmailAddressRecord,
   EmailDraftRecord,
@@ -22,16 +19,14 @@ import type {
   LegalEntityRecord,
   LocationRecord,
   NotificationRecord,
-  OnboardingRecord,
   PerformanceReviewRecord,
   PipelineRecord,
-  StreamName,
   ShiftRecord,
   TimeClockEntryRecord,
-  TransactionRecord,
   VaultCredentialRecord,
   VaultFolderRecord,
 } from './records.ts';
+import type { StreamName, StreamRecords } from './streams/index.ts';
 import type { CompanyKey } from './tokens.ts';
 
 /** All records of one simulated company (see this module's header); money fields are cents. */
@@ -44,13 +39,13 @@ export interface CompanyData {
   employees: EmployeeRecord[];
   benefits: BenefitRecord[];
   pipelines: PipelineRecord[];
-  transactions: TransactionRecord[];
-  deals: DealRecord[];
-  /** Employees who have not completed onboarding (spec §4.1). */
-  onboardings: OnboardingRecord[];
+  /**
+   * Each list endpoint's records by stream name (`transactions`, `deals`, `onboardings`: employees
+   * who have not completed onboarding, spec §4.1; `customers`, `qa_corrective_actions`, ...).
+   */
+  streams: StreamRecords;
   /** Onboardings that completed and left the list, in completion order. */
-  completedOnboardings: OnboardingRecord[];
-  customers: CustomerRecord[];
+  completedOnboardings: StreamRecords['onboardings'];
   emailAddresses: EmailAddressRecord[];
   emails: EmailMessageRecord[];
   /** Thread resolution (spec §4.5): `normalized subject | address pair` -> threadId. */
@@ -63,7 +58,6 @@ export interface CompanyData {
   /** VIEW audit events written by vault reveals (spec §4.2 rule 3). */
   auditEvents: AuditEventRecord[];
   calendarEvents: CalendarEventRecord[];
-  correctiveActions: CorrectiveActionRecord[];
   conversations: ConversationRecord[];
   campaigns: CampaignRecord[];
   domains: DomainRecord[];

@@ -1,32 +1,18 @@
 /**
  * Deterministic seed data for one company (spec §2 shapes): the same seed, sizes and anchor give the
- * same world. Stream records get createdAt spread over the year before the anchor, with a few
- * deliberate ties (records sharing a createdAt or an updatedAt) so clients meet them.
+ * same world. Stream records come from each simulated stream's generator (streams/), in declaration
+ * order, created over the year before the anchor with a few deliberate ties (records sharing a
+ * createdAt or an updatedAt) so clients meet them; then the company's other records.
  * Generating 100,000 transactions takes well under a second.
  */
 import type { CompanyData } from './company-data.ts';
 import { SeededRandom } from './random.ts';
-import type {
-  CustomerRecord,
-  DealRecord,
-  DealStatus,
-  EmployeeRecord,
-  OnboardingRecord,
-  TimestampedRecord,
-  TransactionRecord,
-  TransactionStatus,
-  TransactionType,
-} from './records.ts';
-import { NEGATIVE_TRANSACTION_TYPES } from './records.ts';
+import type { EmployeeRecord, PipelineRecord, TimestampedRecord } from './records.ts';
+import { compareCreated, DAY_MS, FIRST_NAMES, inBursts, iso, LAST_NAMES, SPAN_MS, timeline } from './seeding.ts';
+import { SIMULATED_STREAMS, type StreamRecords, type StreamSizes } from './streams/index.ts';
 import type { CompanyKey } from './tokens.ts';
 
-/** How many records to generate per stream for one company. */
-export interface StreamSizes {
-  transactions: number;
-  deals: number;
-  onboardings: number;
-  customers: number;
-}
+export type { StreamSizes } from './streams/index.ts';
 
 /** Options of `generateCompany`: which company, the seed, the stream sizes and the time anchors (ms epoch). */
 export interface GenerateOptions {
@@ -43,107 +29,6 @@ export interface GenerateOptions {
    * sorted by createdAt hold many ties (the `unstable-order` fault reorders them per request).
    */
   createdInBursts?: number;
-}
-
-const DAY_MS = 86_400_000;
-const SPAN_MS = 365 * DAY_MS;
-
-/** First names the seed data and later-created records draw from. */
-export const FIRST_NAMES = [
-  'Alex', 'Sam', 'Jordan', 'Taylor', 'Morgan', 'Casey', 'Riley', 'Jamie', 'Avery', 'Quinn', 'Harper', 'Rowan',
-  'Elena', 'Marco', 'Priya', 'Kenji', 'Amara', 'Lucas', 'Sofia', 'Omar', 'Ines', 'Noah', 'Mia', 'Liam',
-  'Chloe', 'Mateo', 'Zara', 'Felix', 'Nadia', 'Hugo',
-];
-/** Last names the seed data and later-created records draw from. */
-export const LAST_NAMES = [
-  'Morgan', 'Lee', 'Patel', 'Garcia', 'Nguyen', 'Smith', 'Kowalski', 'Okafor', 'Rossi', 'Tanaka', 'Muller', 'Silva',
-  'Dubois', 'Hansen', 'Novak', 'Cohen', 'Khan', 'Berg', 'Fischer', 'Lopez', 'Brown', 'Walsh', 'Ibrahim', 'Costa',
-];
-const COUNTERPARTIES = ['Northwind Supply', 'Blue Harbor Foods', 'Acme Tools', 'City Utilities', 'Greenleaf Farms', 'Pioneer Insurance', 'Metro Rentals', 'Summit Consulting', 'IRS', 'State Tax Board'];
-const DESCRIPTIONS: Record<TransactionType, readonly string[]> = {
-  INCOME: ['Catering order', 'Weekend sales', 'Event booking', 'Online orders', 'Gift card sales'],
-  EXPENSE: ['Produce delivery', 'Kitchen equipment repair', 'Cleaning supplies', 'Electricity bill', 'Rent'],
-  DEDUCTION: ['Equipment depreciation', 'Home office deduction', 'Vehicle mileage'],
-  TAX_PAYMENT: ['Quarterly estimated tax', 'Sales tax remittance', 'Payroll tax deposit'],
-  REFUND: ['Supplier refund', 'Overcharge refund', 'Returned goods'],
-  TRANSFER: ['Transfer to savings', 'Transfer between accounts'],
-  INVOICE: ['Invoice to corporate client', 'Invoice for private event', 'Monthly retainer invoice'],
-};
-const IRS_CATEGORIES = ['SUPPLIES', 'UTILITIES', 'RENT', 'REPAIRS', 'TAXES', 'SALES', 'OTHER'];
-const DEAL_PRODUCTS = ['annual catering contract', 'office lunch plan', 'wedding package', 'franchise inquiry', 'bulk supply order', 'holiday party'];
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
-}
-
-function dayIso(ms: number): string {
-  return iso(ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS));
-}
-
-/** Sorts records by (createdAt, id) ascending, the order every stream array keeps. */
-export function compareCreated(left: TimestampedRecord, right: TimestampedRecord): number {
-  if (left.createdAt < right.createdAt) return -1;
-  if (left.createdAt > right.createdAt) return 1;
-  return left.id < right.id ? -1 : left.id > right.id ? 1 : 0;
-}
-
-/**
- * createdAt/updatedAt pairs for `count` stream records, increasing createdAt, spread over the year
- * before `anchorMs`. About 2% share the previous record's createdAt and 2% its updatedAt (ties).
- */
-function timeline(rng: SeededRandom, count: number, anchorMs: number): { createdMs: number; updatedMs: number }[] {
-  const out: { createdMs: number; updatedMs: number }[] = new Array(count);
-  const start = anchorMs - SPAN_MS;
-  const step = SPAN_MS / Math.max(count, 1);
-  let previous = { createdMs: start, updatedMs: start };
-  for (let index = 0; index < count; index += 1) {
-    let createdMs = Math.floor(start + index * step + rng.next() * step);
-    if (index > 0 && rng.chance(0.02)) createdMs = previous.createdMs;
-    let updatedMs = createdMs;
-    if (rng.chance(0.4)) updatedMs = createdMs + Math.floor(rng.next() * (anchorMs - createdMs));
-    if (index > 0 && rng.chance(0.02) && previous.updatedMs >= createdMs) updatedMs = previous.updatedMs;
-    previous = { createdMs, updatedMs };
-    out[index] = previous;
-  }
-  return out;
-}
-
-/**
- * Groups `times` into bursts sharing one createdAt (GenerateOptions.createdInBursts). Draws from its
- * own generator, so the rest of the seeded data stays the same with or without bursts.
- */
-function inBursts(times: { createdMs: number; updatedMs: number }[], meanBurst: number | undefined, seed: number): { createdMs: number; updatedMs: number }[] {
-  if (meanBurst === undefined || meanBurst <= 1) return times;
-  const rng = new SeededRandom(seed);
-  let index = 0;
-  while (index < times.length) {
-    const size = rng.int(1, 2 * Math.floor(meanBurst) - 1);
-    const createdMs = (times[index] as { createdMs: number }).createdMs;
-    for (let member = index; member < Math.min(times.length, index + size); member += 1) {
-      const time = times[member] as { createdMs: number; updatedMs: number };
-      time.createdMs = createdMs;
-      time.updatedMs = Math.max(time.updatedMs, createdMs);
-    }
-    index += size;
-  }
-  return times;
-}
-
-function pickType(rng: SeededRandom): TransactionType {
-  const roll = rng.next();
-  if (roll < 0.35) return 'INCOME';
-  if (roll < 0.65) return 'EXPENSE';
-  if (roll < 0.75) return 'INVOICE';
-  if (roll < 0.8) return 'REFUND';
-  if (roll < 0.85) return 'DEDUCTION';
-  if (roll < 0.9) return 'TAX_PAYMENT';
-  return 'TRANSFER';
-}
-
-/** Signs an amount of cents by transaction type (spec §4.7): EXPENSE, DEDUCTION, TAX_PAYMENT negative. */
-export function signedAmount(type: string, amount: number): number {
-  const magnitude = Math.abs(amount);
-  return NEGATIVE_TRANSACTION_TYPES.has(type) ? -magnitude : magnitude;
 }
 
 /** Builds the company's whole world from the seed. */
@@ -200,7 +85,6 @@ export function generateCompany(options: GenerateOptions): CompanyData {
   }
   const deactivated = employees[employees.length - 1];
   if (deactivated) deactivated.isDeactivated = true;
-  const staffIds = employees.filter((employee) => employee.tokenRole === null).map((employee) => employee.id);
 
   const emailAddresses = [
     { address: `${admin.fullname.toLowerCase().replace(' ', '.')}@${domain}`, employeeId: admin.id, accountId: rng.id('acc') },
@@ -209,113 +93,22 @@ export function generateCompany(options: GenerateOptions): CompanyData {
     { address: `${hr.fullname.toLowerCase().replace(' ', '.')}@${domain}`, employeeId: hr.id, accountId: rng.id('acc') },
   ];
 
-  // Customers.
-  const customerTimes = inBursts(timeline(rng, sizes.customers, anchorMs), options.createdInBursts, options.seed * 104_729 + 9);
-  const customers: CustomerRecord[] = customerTimes.map((time, index) => {
-    const firstName = rng.pick(FIRST_NAMES);
-    const lastName = rng.pick(LAST_NAMES);
-    return {
-      id: rng.id('cus'),
-      firstName,
-      lastName,
-      email: `${firstName.toLowerCase()}.${lastName.toLowerCase()}${index}@mail.example`,
-      lifecycleStage: rng.pick(['LEAD', 'LEAD', 'PROSPECT', 'CUSTOMER']),
-      createdAt: iso(time.createdMs),
-      updatedAt: iso(time.updatedMs),
-    };
-  });
-
-  // Pipelines and deals.
-  const pipelines = ['Sales', 'Events'].map((name) => ({
-    id: rng.id('pip'),
-    name,
-    stageIds: Array.from({ length: 5 }, () => rng.id('stg')),
-    stageProbabilities: [10, 25, 50, 75, 90],
-  }));
-  const dealTimes = inBursts(timeline(rng, sizes.deals, anchorMs), options.createdInBursts, options.seed * 104_729 + 5);
-  const deals: DealRecord[] = dealTimes.map((time, index) => {
-    const pipeline = rng.pick(pipelines);
-    const stageIndex = rng.int(0, pipeline.stageIds.length - 1);
-    const roll = rng.next();
-    const status: DealStatus = roll < 0.7 ? 'OPEN' : roll < 0.85 ? 'WON' : 'LOST';
-    const customer = customers.length > 0 ? rng.pick(customers) : null;
-    const createdAt = iso(time.createdMs);
-    const updatedAt = iso(time.updatedMs);
-    return {
-      id: rng.id('deal'),
-      referenceId: 1000 + index,
-      locationId: rng.pick(locationIds),
-      pipelineId: pipeline.id,
-      stageId: pipeline.stageIds[stageIndex] as string,
-      accountId: rng.id('acct'),
-      ownerId: rng.pick([admin.id, ordinary.id, ...staffIds.slice(0, 4)]),
-      title: `${customer ? `${customer.firstName} ${customer.lastName}` : 'Walk-in'}: ${rng.pick(DEAL_PRODUCTS)}`,
-      value: rng.int(50, 50_000) * 100,
-      currency: 'USD',
-      status,
-      probability: status === 'WON' ? 100 : status === 'LOST' ? 0 : (pipeline.stageProbabilities[stageIndex] ?? 10),
-      expectedCloseDate: dayIso(time.createdMs + rng.int(30, 120) * DAY_MS),
-      sortOrder: index,
-      wonLostReason: status === 'OPEN' ? null : status === 'WON' ? 'Signed the proposal' : 'Chose a competitor',
-      closedAt: status === 'OPEN' ? null : updatedAt,
-      stageMovedAt: updatedAt,
-      createdAt,
-      updatedAt,
-      customerId: customer ? customer.id : null,
-    };
-  });
-
-  // Onboardings: new hires who have not completed onboarding.
-  const onboardingTimes = inBursts(timeline(rng, sizes.onboardings, anchorMs), options.createdInBursts, options.seed * 104_729 + 11);
-  const onboardings: OnboardingRecord[] = onboardingTimes.map((time) => ({
-    id: rng.id('onb'),
-    employeeId: rng.id('emp'),
-    onboardingStep: rng.int(1, 4),
-    fullname: `${rng.pick(FIRST_NAMES)} ${rng.pick(LAST_NAMES)}`,
-    createdAt: iso(time.createdMs),
-    updatedAt: iso(time.updatedMs),
-    completedAt: null,
-  }));
-
-  // Transactions.
-  const transactionTimes = inBursts(timeline(rng, sizes.transactions, anchorMs), options.createdInBursts, options.seed * 104_729 + 12);
-  const transactions: TransactionRecord[] = new Array(sizes.transactions);
-  for (let index = 0; index < sizes.transactions; index += 1) {
-    const time = transactionTimes[index] as { createdMs: number; updatedMs: number };
-    const type = pickType(rng);
-    const roll = rng.next();
-    const status: TransactionStatus = roll < 0.8 ? 'CONFIRMED' : roll < 0.95 ? 'PENDING' : 'VOIDED';
-    const dateMs = time.createdMs;
-    const hasLocation = rng.chance(0.85);
-    // One toISOString per timestamp: the day, tax year and quarter are read off createdAt's text
-    // (same values as from a Date, for years 0000-9999; this loop dominates generating many companies).
-    const createdAt = iso(time.createdMs);
-    const plainYear = createdAt.length === 24;
-    transactions[index] = {
-      id: rng.id('txn'),
-      type,
-      status,
-      amount: signedAmount(type, rng.int(1, 5000) * 100 + rng.int(0, 99)),
-      description: rng.pick(DESCRIPTIONS[type]),
-      date: plainYear ? `${createdAt.slice(0, 10)}T00:00:00.000Z` : dayIso(dateMs),
-      dueDate: status === 'PENDING' && rng.chance(0.8) ? dayIso(dateMs + 30 * DAY_MS) : null,
-      counterpartyName: rng.pick(COUNTERPARTIES),
-      counterpartyEmail: null,
-      irsCategory: rng.pick(IRS_CATEGORIES),
-      notes: null,
-      locationId: hasLocation ? rng.pick(locationIds) : null,
-      legalEntityId: rng.pick(legalEntities).id,
-      taxYear: plainYear ? Number(createdAt.slice(0, 4)) : new Date(dateMs).getUTCFullYear(),
-      taxQuarter: plainYear ? Math.floor((Number(createdAt.slice(5, 7)) - 1) / 3) + 1 : Math.floor(new Date(dateMs).getUTCMonth() / 3) + 1,
-      createdAt,
-      updatedAt: time.updatedMs === time.createdMs ? createdAt : iso(time.updatedMs),
-    };
+  // The streams, in declaration order, each from the company's generator; sorted once all are made
+  // (a generator may pick records of an earlier stream in the order they were made).
+  const pipelines: PipelineRecord[] = [];
+  const made: Record<string, TimestampedRecord[]> = {};
+  for (const stream of SIMULATED_STREAMS) {
+    const count = sizes[stream.name];
+    made[stream.name] = stream.generate({
+      random: rng,
+      count,
+      times: (salt) => inBursts(timeline(rng, count, anchorMs), options.createdInBursts, options.seed * 104_729 + salt),
+      company: { key, locations, legalEntities, employees, pipelines, streams: made },
+    });
   }
-
-  customers.sort(compareCreated);
-  deals.sort(compareCreated);
-  onboardings.sort(compareCreated);
-  transactions.sort(compareCreated);
+  for (const records of Object.values(made)) records.sort(compareCreated);
+  const streams = made as StreamRecords;
+  const customers = streams.customers;
 
   // Vault: the admin is in folder 1 but not folder 2 (spec §4.2 rule 1).
   const folders = [
@@ -383,32 +176,6 @@ export function generateCompany(options: GenerateOptions): CompanyData {
     createdAt: createdAtBase,
     updatedAt: createdAtBase,
   }));
-
-  // QA corrective actions: per location, a few checks.
-  const checkIds = Array.from({ length: 4 }, () => rng.id('chk'));
-  const categories = ['EQUIPMENT', 'PROCESS', 'TRAINING', 'OTHER'];
-  const qaTimes = timeline(rng, 36, anchorMs);
-  const correctiveActions = qaTimes.map((time, index) => {
-    const closed = rng.chance(0.4);
-    const openedAt = iso(time.createdMs);
-    return {
-      id: rng.id('qca'),
-      locationId: locationIds[index % locationIds.length] as string,
-      shiftSessionId: rng.id('ss'),
-      checkId: rng.pick(checkIds),
-      issue: rng.pick(['Fridge above 5°C', 'Allergen label missing', 'Floor wet near fryer', 'Expired stock found']),
-      suspectedCause: rng.pick(['Door seal worn', 'New starter not trained', 'Supplier label change', 'Rota gap']),
-      actionTaken: rng.pick(['Replaced seal', 'Retrained staff', 'Relabelled stock', 'Discarded stock']),
-      ownerEmployeeId: rng.pick([admin.id, ...staffIds.slice(0, 3)]),
-      category: rng.pick(categories),
-      status: closed ? ('CLOSED' as const) : ('OPEN' as const),
-      openedAt,
-      resolvedAt: closed ? iso(time.updatedMs) : null,
-      resolutionNotes: closed ? 'Verified at next check' : null,
-      createdAt: openedAt,
-      updatedAt: iso(time.updatedMs),
-    };
-  });
 
   // Email: a customer wrote to the admin; a reply with "Re: Quote request" joins that thread.
   const firstCustomer = customers[0];
@@ -574,11 +341,8 @@ export function generateCompany(options: GenerateOptions): CompanyData {
     employees,
     benefits,
     pipelines,
-    transactions,
-    deals,
-    onboardings,
+    streams,
     completedOnboardings: [],
-    customers,
     emailAddresses,
     emails,
     threadIndex,
@@ -588,7 +352,6 @@ export function generateCompany(options: GenerateOptions): CompanyData {
     vaultCredentials,
     auditEvents: [],
     calendarEvents,
-    correctiveActions,
     conversations,
     campaigns,
     domains,
@@ -600,7 +363,7 @@ export function generateCompany(options: GenerateOptions): CompanyData {
     creditsCents: 100_000,
     taxLiabilityCents: 0,
     nextReferenceId: 10_000,
-    versions: { transactions: 0, deals: 0, onboardings: 0, customers: 0 },
+    versions: Object.fromEntries(SIMULATED_STREAMS.map((stream) => [stream.name, 0])) as Record<keyof StreamRecords, number>,
     undeclaredFields: new Set(),
   };
 }

@@ -27,6 +27,7 @@ import { Router } from './router.ts';
 import { ROUTES } from './routes/index.ts';
 import { API_PREFIX, countRequestsByCompany, handleApiRequest, sendJson, type CompanyRequestCounts, type RequestLogEntry } from './server.ts';
 import { extraCompanyTokens, SIMULATOR_TOKENS, tokenLookup, type ExtraCompanyKey, type SimulatorTokens } from './tokens.ts';
+import { DEFAULT_SIZES, STREAM_NAMES, type StreamName, type StreamSizes } from './streams/index.ts';
 import { companyBSizes, World, type CompanyWorld } from './world.ts';
 
 export { FaultInjector } from './faults.ts';
@@ -40,6 +41,8 @@ export { CompanyWorld, World } from './world.ts';
 export type { ChurnChange, WorldCompanies, WorldSnapshot } from './world.ts';
 export type { UndeclaredField } from './company-data.ts';
 export type * from './records.ts';
+export { DEFAULT_SIZES, SIMULATED_STREAMS, simulatedStream, STREAM_NAMES } from './streams/index.ts';
+export type { RecordOf, SimulatedStream, StreamName, StreamRecords, StreamSizes } from './streams/index.ts';
 
 /** Options of `startSimulator`; every member has a default. */
 export interface SimulatorOptions {
@@ -49,8 +52,11 @@ export interface SimulatorOptions {
   port?: number;
   /** Default 1; the same seed gives the same data. */
   seed?: number;
-  /** Company A's stream sizes; defaults 500 transactions, 200 deals, 40 onboardings, 100 customers. Company B gets a tenth. */
-  size?: { transactions?: number; deals?: number; onboardings?: number; customers?: number };
+  /**
+   * Company A's stream sizes by stream name; a stream left out takes its declaration's default
+   * (`DEFAULT_SIZES`: 500 transactions, 200 deals, 40 onboardings, 100 customers, ...). Company B gets a tenth.
+   */
+  size?: Partial<StreamSizes>;
   /**
    * Per-company budget (spec §8): `limit` requests per fixed window of `windowMs`, windows anchored
    * at `anchorMs` (default: the simulator's start; 0 aligns them to epoch multiples), `X-RateLimit-Reset`
@@ -90,7 +96,7 @@ export interface SimulatorOptions {
    */
   companies?: number;
   /** Stream sizes of each extra company; a missing member defaults to company B's (a tenth of A's, at least 5). */
-  extraCompanySizes?: { transactions?: number; deals?: number; onboardings?: number; customers?: number };
+  extraCompanySizes?: Partial<StreamSizes>;
 }
 
 /** One extra company of a running simulator (the `companies` option). */
@@ -130,8 +136,10 @@ export interface RunningSimulator {
   close(): Promise<void>;
 }
 
-/** Company A's default stream sizes (company B gets a tenth of each, at least 5). */
-export const DEFAULT_SIZES = { transactions: 500, deals: 200, onboardings: 40, customers: 100 };
+/** The members of `sizes` that are set (a member left out or undefined keeps its default). */
+function definedMembers(sizes: Partial<StreamSizes> | undefined): Partial<StreamSizes> {
+  return Object.fromEntries(Object.entries(sizes ?? {}).filter(([, value]) => value !== undefined));
+}
 
 /**
  * Starts a simulator listening on `host:port`.
@@ -142,9 +150,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const anchor = options.anchor ?? Math.floor(clock() / 86_400_000) * 86_400_000;
   const extraCount = options.companies ?? 0;
   if (!Number.isInteger(extraCount) || extraCount < 0) throw new Error(`companies must be a non-negative integer, got ${String(extraCount)}`);
-  const sizes = { ...DEFAULT_SIZES, ...options.size };
+  const sizes: StreamSizes = { ...DEFAULT_SIZES, ...definedMembers(options.size) };
+  for (const [name, value] of Object.entries(sizes)) {
+    if (!STREAM_NAMES.includes(name as StreamName)) throw new Error(`size.${name} is not a simulated stream; expected one of ${STREAM_NAMES.join(', ')}`);
+    if (!Number.isInteger(value) || value < 0) throw new Error(`size.${name} must be a non-negative integer, got ${String(value)}`);
+  }
   // A member left out (or undefined) keeps company B's size.
-  const extraCompanySizes = { ...companyBSizes(sizes), ...Object.fromEntries(Object.entries(options.extraCompanySizes ?? {}).filter(([, value]) => value !== undefined)) };
+  const extraCompanySizes: StreamSizes = { ...companyBSizes(sizes), ...definedMembers(options.extraCompanySizes) };
   for (const [name, value] of Object.entries(extraCompanySizes)) {
     if (!Number.isInteger(value) || value < 0) throw new Error(`extraCompanySizes.${name} must be a non-negative integer, got ${String(value)}`);
   }

@@ -39,6 +39,19 @@ export class SeededRandom {
     return items[Math.floor(this.next() * items.length)] as T;
   }
 
+  /**
+   * A random element satisfying `predicate`, trying up to `attempts` random picks; undefined when the
+   * array is empty or no pick satisfied it.
+   */
+  pickWhere<T>(items: readonly T[], predicate: (item: T) => boolean, attempts = 30): T | undefined {
+    if (items.length === 0) return undefined;
+    for (let attempt = 0; attempt < attempts; attempt += 1) {
+      const candidate = items[this.int(0, items.length - 1)] as T;
+      if (predicate(candidate)) return candidate;
+    }
+    return undefined;
+  }
+
   /** A kind-prefixed opaque id, e.g. `txn_8k2m...` (spec §1.6): prefix, underscore, 20 characters. */
   id(prefix: string): string {
     let out = `${prefix}_`;

@@ -21,11 +21,6 @@ export const DEAL_STATUSES = ['OPEN', 'WON', 'LOST'] as const;
 /** One of `DEAL_STATUSES`. */
 export type DealStatus = (typeof DEAL_STATUSES)[number];
 
-/** The mirrored streams plus customers: the record kinds with list endpoints and ground truth. */
-export type StreamName = 'transactions' | 'deals' | 'onboardings' | 'customers';
-/** Every `StreamName`, in a fixed order. */
-export const STREAM_NAMES: readonly StreamName[] = ['transactions', 'deals', 'onboardings', 'customers'];
-
 /** Anything kept in a list sorted by (createdAt, id). */
 export interface TimestampedRecord {
   id: string;

@@ -7,8 +7,6 @@ import type {
   CalendarEventRecord,
   CampaignRecord,
   ConversationRecord,
-  CorrectiveActionRecord,
-  CustomerRecord,
   DealRecord,
   DomainRecord,
   EmailDraftRecord,
@@ -89,19 +87,6 @@ export function onboardingView(record: OnboardingRecord, undeclared: ReadonlySet
   return { id: record.id, onboardingStep: record.onboardingStep, user };
 }
 
-/** A customer (spec §2 "Customer": id, firstName, lastName; the other fields are our choice). */
-export function customerView(record: CustomerRecord) {
-  return {
-    id: record.id,
-    firstName: record.firstName,
-    lastName: record.lastName,
-    email: record.email,
-    lifecycleStage: record.lifecycleStage,
-    createdAt: record.createdAt,
-    updatedAt: record.updatedAt,
-  };
-}
-
 /** A vault credential without its secret (spec §2 Vault credential). */
 export function credentialView(record: VaultCredentialRecord) {
   const { sensitiveData: _secret, ...rest } = record;
@@ -111,15 +96,6 @@ export function credentialView(record: VaultCredentialRecord) {
 /** A calendar event with attendees (spec §2 Calendar event). Guests carry guestEmail/guestName. */
 export function calendarEventView(record: CalendarEventRecord) {
   return structuredClone(record);
-}
-
-/**
- * A QA corrective action (spec §2). `resolvedAt` and `resolutionNotes` are null while the action is
- * OPEN: the spec types them without `|null` but an open action has no resolution yet.
- */
-export function correctiveActionView(record: CorrectiveActionRecord) {
-  const { createdAt: _created, updatedAt: _updated, ...rest } = record;
-  return rest;
 }
 
 /** An email message (spec §2). cc/bcc are kept internally but not part of the message shape. */

@@ -7,37 +7,39 @@
  * `updatedAt` to the clock, so `updatedAfter` sees it (spec §1 pagination).
  */
 import type { CompanyData, UndeclaredField } from './company-data.ts';
-import { compareCreated, FIRST_NAMES, generateCompany, LAST_NAMES, signedAmount, type StreamSizes } from './generate.ts';
+import { generateCompany } from './generate.ts';
 import { SeededRandom } from './random.ts';
 import type {
   CustomerRecord,
   DealRecord,
   EmployeeRecord,
   OnboardingRecord,
-  StreamName,
   TimestampedRecord,
   TimeClockEntryRecord,
   TransactionRecord,
   TransactionType,
 } from './records.ts';
-import { STREAM_NAMES, TRANSACTION_TYPES } from './records.ts';
-import { customerView, dealView, onboardingView, transactionListItem } from './serialize.ts';
+import { TRANSACTION_TYPES } from './records.ts';
+import { compareCreated, FIRST_NAMES, LAST_NAMES, signedAmount } from './seeding.ts';
+import { SIMULATED_STREAMS, simulatedStream, STREAM_NAMES, type RecordOf, type StreamName, type StreamSizes } from './streams/index.ts';
 import { extraCompanyKey, type CompanyKey } from './tokens.ts';
 
-/** One change made by churn or a test helper. */
+export { LAST_ONBOARDING_STEP } from './streams/onboardings-stream.ts';
+
+/**
+ * One change made by churn: the stream, the record, and what happened to it (the stream's churn rule
+ * names it: `created`, `voided`, `confirmed`, `stage-moved`, `won`, `lost`, `reopened`, `advanced`,
+ * `completed`, `started`, ...).
+ */
 export interface ChurnChange {
-  stream: 'transactions' | 'deals' | 'onboardings';
+  stream: StreamName;
   id: string;
-  kind: 'created' | 'voided' | 'confirmed' | 'stage-moved' | 'won' | 'lost' | 'reopened' | 'advanced' | 'completed' | 'started';
+  kind: string;
 }
 
-/** Counts of the world, as `GET /__admin/state` shows them. */
-export interface WorldSnapshot {
-  transactions: number;
-  deals: number;
-  onboardings: number;
+/** Counts of the world, as `GET /__admin/state` shows them: each stream's records, and the company's other records. */
+export type WorldSnapshot = Record<StreamName, number> & {
   completedOnboardings: number;
-  customers: number;
   payables: number;
   emails: number;
   auditEvents: number;
@@ -46,15 +48,16 @@ export interface WorldSnapshot {
   domains: number;
   locations: number;
   creditsCents: number;
-}
+};
 
 /** A state transition the rules refuse (e.g. WON -> LOST directly); handlers answer 409. */
 export class TransitionError extends Error {}
 
-/** The highest onboarding step; churn completes onboardings that reached it. */
-export const LAST_ONBOARDING_STEP = 5;
-
 const DEAL_CLOSE_STATUSES = new Set(['WON', 'LOST', 'OPEN']);
+
+/** The streams churn changes, and the sum of their weights. */
+const CHURNING_STREAMS = SIMULATED_STREAMS.flatMap((stream) => (stream.churn ? [stream as typeof stream & { churn: NonNullable<typeof stream.churn> }] : []));
+const CHURN_WEIGHT = CHURNING_STREAMS.reduce((sum, stream) => sum + stream.churn.weight, 0);
 
 /** Position where `record` belongs in an array sorted by (createdAt, id). */
 function insertionIndex(records: readonly TimestampedRecord[], record: TimestampedRecord): number {
@@ -92,26 +95,26 @@ export class CompanyWorld {
     return this.data.key;
   }
   get transactions(): TransactionRecord[] {
-    return this.data.transactions;
+    return this.data.streams.transactions;
   }
   get deals(): DealRecord[] {
-    return this.data.deals;
+    return this.data.streams.deals;
   }
   get onboardings(): OnboardingRecord[] {
-    return this.data.onboardings;
+    return this.data.streams.onboardings;
   }
   get completedOnboardings(): OnboardingRecord[] {
     return this.data.completedOnboardings;
   }
   get customers(): CustomerRecord[] {
-    return this.data.customers;
+    return this.data.streams.customers;
   }
   get employees(): EmployeeRecord[] {
     return this.data.employees;
   }
   /** PENDING transactions with a dueDate: the payables view (spec §3, §4.7). */
   get payables(): TransactionRecord[] {
-    return this.data.transactions.filter((record) => record.status === 'PENDING' && record.dueDate !== null);
+    return this.data.streams.transactions.filter((record) => record.status === 'PENDING' && record.dueDate !== null);
   }
 
   /** A new seeded kind-prefixed id, e.g. `newId('eml')` (spec §1.6). */
@@ -131,10 +134,13 @@ export class CompanyWorld {
     return employee;
   }
 
-  /** The stream array (sorted by createdAt, id). */
-  streamRecords(stream: StreamName): TimestampedRecord[] {
-    if (!STREAM_NAMES.includes(stream)) throw new Error(`unknown stream ${String(stream)}; expected one of ${STREAM_NAMES.join(', ')}`);
-    return this.data[stream];
+  /**
+   * The stream array (sorted by createdAt, id).
+   * @throws Error naming the simulated streams when `stream` is not one
+   */
+  streamRecords<Name extends StreamName>(stream: Name): RecordOf<Name>[] {
+    simulatedStream(stream);
+    return this.data.streams[stream];
   }
 
   /**
@@ -147,14 +153,14 @@ export class CompanyWorld {
 
   private insert<T extends TimestampedRecord>(stream: StreamName, record: T): T {
     this.touch(stream);
-    const records = this.data[stream] as unknown as T[];
+    const records = this.data.streams[stream] as unknown as T[];
     records.splice(insertionIndex(records, record), 0, record);
     return record;
   }
 
   private findIn<T extends TimestampedRecord>(stream: StreamName, id: string): T {
     this.touch(stream);
-    const records = this.data[stream] as unknown as T[];
+    const records = this.data.streams[stream] as unknown as T[];
     const what = stream.replace(/s$/, '');
     const record = records.find((candidate) => candidate.id === id);
     if (!record) throw new Error(`no ${what} with id ${id} in company ${this.data.key}`);
@@ -211,7 +217,8 @@ export class CompanyWorld {
     const now = this.now();
     const pipeline = this.random.pick(this.data.pipelines);
     const createdAt = partial.createdAt ?? now;
-    const customer = this.data.customers.length > 0 ? this.random.pick(this.data.customers) : null;
+    const customers = this.data.streams.customers;
+    const customer = customers.length > 0 ? this.random.pick(customers) : null;
     const record: DealRecord = {
       id: partial.id ?? this.random.id('deal'),
       referenceId: partial.referenceId ?? this.data.nextReferenceId++,
@@ -226,7 +233,7 @@ export class CompanyWorld {
       status: partial.status ?? 'OPEN',
       probability: partial.probability ?? 10,
       expectedCloseDate: partial.expectedCloseDate ?? new Date(this.clock() + 60 * 86_400_000).toISOString(),
-      sortOrder: partial.sortOrder ?? this.data.deals.length,
+      sortOrder: partial.sortOrder ?? this.data.streams.deals.length,
       wonLostReason: partial.wonLostReason ?? null,
       closedAt: partial.closedAt ?? null,
       stageMovedAt: partial.stageMovedAt ?? createdAt,
@@ -278,7 +285,7 @@ export class CompanyWorld {
   }
 
   private promoteCustomer(customerId: string | null, now: string): void {
-    const customer = customerId ? this.data.customers.find((candidate) => candidate.id === customerId) : undefined;
+    const customer = customerId ? this.data.streams.customers.find((candidate) => candidate.id === customerId) : undefined;
     if (customer && customer.lifecycleStage !== 'CUSTOMER') {
       this.touch('customers');
       customer.lifecycleStage = 'CUSTOMER';
@@ -344,7 +351,7 @@ export class CompanyWorld {
   /** Completes an onboarding: it leaves the list (spec §4.1) and moves to completedOnboardings. */
   completeOnboarding(id: string): OnboardingRecord {
     const record = this.findIn<OnboardingRecord>('onboardings', id);
-    this.data.onboardings.splice(this.data.onboardings.indexOf(record), 1);
+    this.data.streams.onboardings.splice(this.data.streams.onboardings.indexOf(record), 1);
     const now = this.now();
     record.completedAt = now;
     record.updatedAt = now;
@@ -354,7 +361,7 @@ export class CompanyWorld {
 
   /** Removes a record from its stream list (for reconciliation tests). Returns false when absent. */
   deleteRecord(stream: StreamName, id: string): boolean {
-    const records = this.streamRecords(stream);
+    const records: TimestampedRecord[] = this.streamRecords(stream);
     const index = records.findIndex((record) => record.id === id);
     if (index < 0) return false;
     this.touch(stream);
@@ -395,7 +402,7 @@ export class CompanyWorld {
   recomputeTaxLiability(): number {
     let taxable = 0;
     let paid = 0;
-    for (const record of this.data.transactions) {
+    for (const record of this.data.streams.transactions) {
       if (record.status !== 'CONFIRMED') continue;
       if (record.type === 'TAX_PAYMENT') paid += -record.amount;
       else if (record.type !== 'TRANSFER') taxable += record.amount;
@@ -405,9 +412,10 @@ export class CompanyWorld {
   }
 
   /**
-   * One round of random churn: `count` changes among transactions (created, voided, confirmed), deals
-   * (stage moved, won, lost, reopened, created) and onboardings (advanced, completed, started). Each
-   * sets updatedAt = clock(). Returns what changed.
+   * One round of random churn: `count` changes, each on a stream drawn by the streams' churn weights
+   * (streams/: transactions created, voided, confirmed; deals stage moved, won, lost, reopened,
+   * created; onboardings advanced, completed, started; ...). Each sets updatedAt = clock(). Returns
+   * what changed.
    */
   churnTick(count = 1): ChurnChange[] {
     const changes: ChurnChange[] = [];
@@ -415,103 +423,54 @@ export class CompanyWorld {
     return changes;
   }
 
-  private randomWhere<T>(records: readonly T[], predicate: (record: T) => boolean): T | undefined {
-    if (records.length === 0) return undefined;
-    for (let attempt = 0; attempt < 30; attempt += 1) {
-      const candidate = records[this.random.int(0, records.length - 1)] as T;
-      if (predicate(candidate)) return candidate;
-    }
-    return undefined;
-  }
-
   private churnOnce(): ChurnChange {
-    const roll = this.random.next();
-    if (roll < 0.45) {
-      const action = this.random.next();
-      if (action < 0.35) {
-        const pending = this.randomWhere(this.data.transactions, (record) => record.status === 'PENDING');
-        if (pending) return { stream: 'transactions', id: this.updateTransaction(pending.id, { status: 'CONFIRMED' }).id, kind: 'confirmed' };
-      } else if (action < 0.55) {
-        const live = this.randomWhere(this.data.transactions, (record) => record.status !== 'VOIDED');
-        if (live) return { stream: 'transactions', id: this.updateTransaction(live.id, { status: 'VOIDED' }).id, kind: 'voided' };
+    const churning = CHURNING_STREAMS;
+    let roll = this.random.next() * CHURN_WEIGHT;
+    let stream = churning[churning.length - 1] as (typeof churning)[number];
+    for (const candidate of churning) {
+      if (roll < candidate.churn.weight) {
+        stream = candidate;
+        break;
       }
-      const status = this.random.chance(0.3) ? 'PENDING' : 'CONFIRMED';
-      const created = this.createTransaction({
-        status,
-        dueDate: status === 'PENDING' ? new Date(this.clock() + 30 * 86_400_000).toISOString() : null,
-        locationId: this.random.pick(this.data.locations).id,
-        legalEntityId: this.random.pick(this.data.legalEntities).id,
-      });
-      return { stream: 'transactions', id: created.id, kind: 'created' };
+      roll -= candidate.churn.weight;
     }
-    if (roll < 0.8) {
-      const action = this.random.next();
-      if (action < 0.45) {
-        const open = this.randomWhere(this.data.deals, (record) => record.status === 'OPEN');
-        const pipeline = open && this.data.pipelines.find((candidate) => candidate.id === open.pipelineId);
-        if (open && pipeline) {
-          const stageIndex = pipeline.stageIds.indexOf(open.stageId);
-          if (stageIndex >= 0 && stageIndex < pipeline.stageIds.length - 1) {
-            const now = this.now();
-            this.updateDeal(open.id, {
-              stageId: pipeline.stageIds[stageIndex + 1] as string,
-              probability: pipeline.stageProbabilities[stageIndex + 1] ?? open.probability,
-              stageMovedAt: now,
-              updatedAt: now,
-            });
-            return { stream: 'deals', id: open.id, kind: 'stage-moved' };
-          }
-        }
-      } else if (action < 0.75) {
-        const open = this.randomWhere(this.data.deals, (record) => record.status === 'OPEN');
-        if (open) {
-          const won = this.random.chance(0.6);
-          this.closeDeal(open.id, { status: won ? 'WON' : 'LOST', reason: won ? 'Signed after churn' : 'Went quiet' });
-          return { stream: 'deals', id: open.id, kind: won ? 'won' : 'lost' };
-        }
-      } else if (action < 0.85) {
-        const closed = this.randomWhere(this.data.deals, (record) => record.status !== 'OPEN');
-        if (closed) {
-          this.closeDeal(closed.id, { status: 'OPEN' });
-          return { stream: 'deals', id: closed.id, kind: 'reopened' };
-        }
-      }
-      return { stream: 'deals', id: this.createDeal().id, kind: 'created' };
-    }
-    const action = this.random.next();
-    if (action < 0.5 && this.data.onboardings.length > 0) {
-      const record = this.random.pick(this.data.onboardings);
-      if (record.onboardingStep >= LAST_ONBOARDING_STEP) return { stream: 'onboardings', id: this.completeOnboarding(record.id).id, kind: 'completed' };
-      return { stream: 'onboardings', id: this.advanceOnboarding(record.id).id, kind: 'advanced' };
-    }
-    if (action < 0.7 && this.data.onboardings.length > 0) {
-      const record = this.random.pick(this.data.onboardings);
-      return { stream: 'onboardings', id: this.completeOnboarding(record.id).id, kind: 'completed' };
-    }
-    return { stream: 'onboardings', id: this.startOnboarding().id, kind: 'started' };
+    return { stream: stream.name, ...stream.churn.change(this, this.random) };
   }
 
   /**
    * The stream's records exactly as its list endpoint serializes them (transactions: list-item fields
-   * only), in the default list order: createdAt descending, id descending.
+   * only), in the default list order: createdAt descending, id descending. With `filters`, only what
+   * the endpoint lists for those query parameters (`{ locationId }` of a list that requires it: the
+   * ground truth of one location; without it such a list's ground truth is every location's).
+   * @throws Error naming the simulated streams when `stream` is not one; HttpError 400 for filters the endpoint refuses
    */
-  groundTruth(stream: StreamName): Record<string, unknown>[] {
-    const records = this.streamRecords(stream);
-    const out: Record<string, unknown>[] = new Array(records.length);
-    for (let index = records.length - 1, position = 0; index >= 0; index -= 1, position += 1) {
-      out[position] = serializeStreamRecord(stream, records[index] as TimestampedRecord, this.data.undeclaredFields);
+  groundTruth(stream: StreamName, filters?: Readonly<Record<string, string>>): Record<string, unknown>[] {
+    const declaration = simulatedStream(stream);
+    const records = this.streamRecords(stream) as TimestampedRecord[];
+    const keep = filters === undefined ? undefined : declaration.filter?.(new URLSearchParams(filters), this.data);
+    const out: Record<string, unknown>[] = [];
+    for (let index = records.length - 1; index >= 0; index -= 1) {
+      const record = records[index] as TimestampedRecord;
+      if (keep === undefined || keep(record)) out.push(declaration.serialize(record, this.data));
     }
     return out;
+  }
+
+  /**
+   * The query parameters each of the stream's lists needs: `[{}]` for a list without a required
+   * parameter, else one per partition value (`[{ locationId: 'loc_...' }, ...]`, spec §4.4).
+   * @throws Error naming the simulated streams when `stream` is not one
+   */
+  partitionQueries(stream: StreamName): Record<string, string>[] {
+    const partitions = simulatedStream(stream).partitions;
+    return partitions ? partitions.values(this.data).map((value) => ({ [partitions.parameter]: value })) : [{}];
   }
 
   /** Counts of the company's records. */
   snapshot(): WorldSnapshot {
     return {
-      transactions: this.data.transactions.length,
-      deals: this.data.deals.length,
-      onboardings: this.data.onboardings.length,
+      ...(Object.fromEntries(STREAM_NAMES.map((name) => [name, this.data.streams[name].length])) as Record<StreamName, number>),
       completedOnboardings: this.data.completedOnboardings.length,
-      customers: this.data.customers.length,
       payables: this.payables.length,
       emails: this.data.emails.length,
       auditEvents: this.data.auditEvents.length,
@@ -521,20 +480,6 @@ export class CompanyWorld {
       locations: this.data.locations.length,
       creditsCents: this.data.creditsCents,
     };
-  }
-}
-
-/** Serializes one stream record as its list endpoint does. */
-export function serializeStreamRecord(stream: StreamName, record: TimestampedRecord, undeclared: ReadonlySet<UndeclaredField> = new Set()): Record<string, unknown> {
-  switch (stream) {
-    case 'transactions':
-      return transactionListItem(record as TransactionRecord, undeclared);
-    case 'deals':
-      return dealView(record as DealRecord);
-    case 'onboardings':
-      return onboardingView(record as OnboardingRecord, undeclared);
-    case 'customers':
-      return customerView(record as CustomerRecord);
   }
 }
 
@@ -556,13 +501,7 @@ export interface WorldOptions {
 
 /** Company B's sizes: a tenth of company A's, at least 5 per stream. */
 export function companyBSizes(sizes: StreamSizes): StreamSizes {
-  const smaller = (size: number) => Math.max(5, Math.floor(size / 10));
-  return {
-    transactions: smaller(sizes.transactions),
-    deals: smaller(sizes.deals),
-    onboardings: smaller(sizes.onboardings),
-    customers: smaller(sizes.customers),
-  };
+  return Object.fromEntries(STREAM_NAMES.map((name) => [name, Math.max(5, Math.floor(sizes[name] / 10))])) as StreamSizes;
 }
 
 /** Every company of a World by key: always A and B, plus C1..CN with the `extraCompanies` option. */

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { extraCompanyToken, startSimulator, type RunningSimulator } from '../src/index.ts';
+import { DEFAULT_SIZES, extraCompanyToken, startSimulator, STREAM_NAMES, type RunningSimulator } from '../src/index.ts';
 import { api, pageAll } from './helpers.ts';
 
 let simulator: RunningSimulator | undefined;
@@ -133,9 +133,11 @@ describe('extra companies (the companies option)', () => {
   it('is deterministic, defaults to company B sizes, and leaves companies A and B as they are', async () => {
     simulator = await startSimulator({ seed: 5, companies: 2, extraCompanySizes: { transactions: 17 }, rateLimit: false, anchor: Date.UTC(2026, 0, 1) });
     second = await startSimulator({ seed: 5, rateLimit: false, anchor: Date.UTC(2026, 0, 1) });
-    // Only transactions given: the other streams keep company B's sizes (a tenth of A's 200/40/100).
-    expect(simulator.company(1).world.snapshot()).toMatchObject({ transactions: 17, deals: 20, onboardings: 5, customers: 10 });
-    for (const stream of ['transactions', 'deals', 'onboardings', 'customers'] as const) {
+    // Only transactions given: the other streams keep company B's sizes (a tenth of A's defaults, at least 5).
+    const companyB = Object.fromEntries(STREAM_NAMES.map((stream) => [stream, Math.max(5, Math.floor(DEFAULT_SIZES[stream] / 10))]));
+    expect(simulator.company(1).world.snapshot()).toMatchObject({ ...companyB, transactions: 17 });
+    expect(companyB).toMatchObject({ deals: 20, onboardings: 5, customers: 10 });
+    for (const stream of STREAM_NAMES) {
       expect(simulator.world.groundTruth(stream)).toEqual(second.world.groundTruth(stream));
       expect(simulator.world.companies.B.groundTruth(stream)).toEqual(second.world.companies.B.groundTruth(stream));
     }

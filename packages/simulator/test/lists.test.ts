@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../src/index.ts';
+import { SIMULATED_STREAMS, startSimulator, type RunningSimulator } from '../src/index.ts';
 import { api, pageAll } from './helpers.ts';
 
 let simulator: RunningSimulator;
@@ -58,6 +58,34 @@ describe('pagination (spec §1)', () => {
     const customers = await pageAll(simulator, '/customers', 'customers');
     expect(customers).toHaveLength(60);
     expect(customers[0]).toMatchObject({ id: expect.stringMatching(/^cus_/), firstName: expect.any(String), lastName: expect.any(String) });
+  });
+
+  it('serves every declared list from its ground truth, partition by partition, and applies the list faults to each', async () => {
+    for (const stream of SIMULATED_STREAMS) {
+      const partitions = simulator.world.partitionQueries(stream.name);
+      const listed: Record<string, unknown>[] = [];
+      for (const partition of partitions) {
+        const path = `${stream.path}?${new URLSearchParams(partition)}`;
+        const items = await pageAll(simulator, path, stream.itemsKey, 30);
+        expect(items, path).toEqual(simulator.world.groundTruth(stream.name, partition));
+        listed.push(...items);
+        // The list faults match any list path: a truncated list says hasMore false at atOffset, an endless one never does.
+        simulator.faults.inject({ kind: 'truncate-list', atOffset: 1, match: { path: stream.path } });
+        expect((await api(simulator, `${path}${path.endsWith('?') ? '' : '&'}limit=2`)).body.content.pagination, path).toMatchObject({ hasMore: false });
+        simulator.faults.inject({ kind: 'endless-list', mode: 'repeat', match: { path: stream.path } });
+        expect((await api(simulator, `${path}${path.endsWith('?') ? '' : '&'}offset=100000`)).body.content.pagination, path).toMatchObject({ hasMore: true });
+      }
+      expect(listed.length, stream.name).toBe(simulator.world.streamRecords(stream.name).length);
+      expect(listed.length, stream.name).toBeGreaterThan(0);
+    }
+  });
+
+  it('answers 400 naming the parameter a partitioned list requires', async () => {
+    for (const stream of SIMULATED_STREAMS.filter((candidate) => candidate.partitions)) {
+      const missing = await api(simulator, stream.path);
+      expect(missing.status, stream.path).toBe(400);
+      expect(missing.body.message, stream.path).toContain(stream.partitions!.parameter);
+    }
   });
 
   it('drops completed onboardings from the list', async () => {

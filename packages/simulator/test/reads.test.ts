@@ -17,7 +17,7 @@ describe('GET /qa-corrective-actions (spec §4.4)', () => {
     const missing = await api(simulator, '/qa-corrective-actions');
     expect(missing.status).toBe(400);
     expect(missing.body.message).toContain('locationId');
-    const actions = simulator.world.data.correctiveActions;
+    const actions = simulator.world.streamRecords('qa_corrective_actions');
     const sample = actions[0];
     if (!sample) throw new Error('no actions');
     const atLocation = await pageAll(simulator, `/qa-corrective-actions?locationId=${sample.locationId}`, 'actions');

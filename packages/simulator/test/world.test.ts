@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../src/index.ts';
+import { SIMULATED_STREAMS, startSimulator, STREAM_NAMES, type RunningSimulator } from '../src/index.ts';
 import { api } from './helpers.ts';
 
 const started: RunningSimulator[] = [];
@@ -19,7 +19,7 @@ describe('world', () => {
     const one = await start({ seed: 42, anchor: ANCHOR, rateLimit: false });
     const two = await start({ seed: 42, anchor: ANCHOR, rateLimit: false });
     const three = await start({ seed: 43, anchor: ANCHOR, rateLimit: false });
-    for (const stream of ['transactions', 'deals', 'onboardings', 'customers'] as const) {
+    for (const stream of STREAM_NAMES) {
       expect(one.world.groundTruth(stream)).toEqual(two.world.groundTruth(stream));
     }
     expect(one.world.transactions.map((record) => record.updatedAt)).toEqual(two.world.transactions.map((record) => record.updatedAt));
@@ -60,10 +60,11 @@ describe('world', () => {
       const records =
         change.stream === 'onboardings'
           ? [...simulator.world.onboardings, ...simulator.world.completedOnboardings]
-          : (simulator.world[change.stream] as { id: string; updatedAt: string }[]);
+          : (simulator.world.streamRecords(change.stream) as { id: string; updatedAt: string }[]);
       expect(records.find((record) => record.id === change.id)?.updatedAt, `${change.stream} ${change.kind}`).toBe(stamp);
     }
-    expect(new Set(changes.map((change) => change.stream)).size).toBe(3);
+    // Every stream with a churn rule changed.
+    expect(new Set(changes.map((change) => change.stream))).toEqual(new Set(SIMULATED_STREAMS.filter((stream) => stream.churn).map((stream) => stream.name)));
     const changed = await api(simulator, `/transactions?updatedAfter=2027-01-01T00:00:00.500Z&limit=100`);
     expect(changed.body.content.pagination.total).toBe(new Set(changes.filter((change) => change.stream === 'transactions').map((change) => change.id)).size);
   });
@@ -74,7 +75,9 @@ describe('world', () => {
     await new Promise((resolve) => setTimeout(resolve, 150));
     const total = (body: { content: { pagination: { total: number } } }) => body.content.pagination.total;
     const counts = await Promise.all(
-      ['/transactions', '/deals', '/employee-onboardings'].map(async (path) => total((await api(simulator, `${path}?updatedAfter=${since}`)).body)),
+      SIMULATED_STREAMS.flatMap((stream) =>
+        simulator.world.partitionQueries(stream.name).map(async (partition) => total((await api(simulator, `${stream.path}?${new URLSearchParams({ ...partition, updatedAfter: since })}`)).body)),
+      ),
     );
     expect(counts.reduce((sum, count) => sum + count, 0)).toBeGreaterThan(0);
   });

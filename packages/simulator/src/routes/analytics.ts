@@ -48,7 +48,7 @@ function metricEvents(data: CompanyData, key: string, locations: ReadonlySet<str
   const events: [number, number][] = [];
   const inLocations = (locationId: string | null) => locationId !== null && locations.has(locationId);
   if (key === 'revenue' || key === 'expenses' || key === 'location_revenue' || key === 'transaction_count') {
-    for (const record of data.transactions) {
+    for (const record of data.streams.transactions) {
       if (record.status !== 'CONFIRMED') continue;
       const at = Date.parse(record.createdAt);
       if (key === 'revenue' && (record.type === 'INCOME' || record.type === 'INVOICE')) events.push([at, record.amount]);
@@ -57,9 +57,9 @@ function metricEvents(data: CompanyData, key: string, locations: ReadonlySet<str
       else if (key === 'transaction_count' && inLocations(record.locationId)) events.push([at, 1]);
     }
   } else if (key === 'new_customers') {
-    for (const record of data.customers) events.push([Date.parse(record.createdAt), 1]);
+    for (const record of data.streams.customers) events.push([Date.parse(record.createdAt), 1]);
   } else if (key === 'deals_won') {
-    for (const record of data.deals) if (record.status === 'WON' && record.closedAt) events.push([Date.parse(record.closedAt), 1]);
+    for (const record of data.streams.deals) if (record.status === 'WON' && record.closedAt) events.push([Date.parse(record.closedAt), 1]);
   }
   return events;
 }

@@ -67,7 +67,7 @@ function sendEmail(context: RequestContext) {
     updatedAt: now,
   };
   data.emails.push(message);
-  const customer = data.customers.find((candidate) => candidate.email.toLowerCase() === body.to.toLowerCase());
+  const customer = data.streams.customers.find((candidate) => candidate.email.toLowerCase() === body.to.toLowerCase());
   if (customer) {
     const filed = data.customerConversations.get(customer.id) ?? [];
     filed.push(id);

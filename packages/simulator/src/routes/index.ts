@@ -8,7 +8,6 @@ import { domainRoutes } from './domains.ts';
 import { emailRoutes } from './email.ts';
 import { hrRoutes } from './hr.ts';
 import { listRoutes } from './lists.ts';
-import { qualityRoutes } from './quality.ts';
 import { transactionRoutes } from './transactions.ts';
 import type { Route } from './types.ts';
 import { vaultRoutes } from './vault.ts';
@@ -20,7 +19,6 @@ export const ROUTES: readonly Route[] = [
   ...dealRoutes,
   ...vaultRoutes,
   ...calendarRoutes,
-  ...qualityRoutes,
   ...emailRoutes,
   ...conversationRoutes,
   ...campaignRoutes,

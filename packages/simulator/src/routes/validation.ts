@@ -26,3 +26,11 @@ export const isoTimestamp = z
 
 /** An email address (loose check: something@something.tld). */
 export const emailAddress = z.string().regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: 'must be an email address' });
+
+/** Reads an optional enum query parameter. @throws HttpError 400 naming the parameter and the allowed values */
+export function enumParameter(query: URLSearchParams, name: string, allowed: readonly string[]): string | undefined {
+  const value = query.get(name);
+  if (value === null) return undefined;
+  if (!allowed.includes(value)) throw badRequest(`${name} must be one of ${allowed.join(', ')}, got "${value}"`);
+  return value;
+}
