@@ -16,6 +16,7 @@ import { requireRedis } from '../writes/support.ts';
 
 const SIZES = { transactions: 120, deals: 20, onboardings: 6, customers: 5 };
 const WRITE_KEY = 'companies-write-key-0123456789';
+const READ_KEY = 'companies-read-key-0123456789';
 
 let sim: RunningSimulator | undefined;
 let dir: TempDir | undefined;
@@ -36,7 +37,7 @@ function twoConnections(simulator: RunningSimulator, directory: TempDir, extra: 
       baseUrl: simulator.url,
       rateLimit: { perMinute: 50, windowMs: 1000 },
       sync: { schedule: '*/1 * * * * *' },
-      http: { port: 0, readinessCacheSeconds: 1, writeApiKey: WRITE_KEY },
+      http: { port: 0, readinessCacheSeconds: 1, writeApiKey: WRITE_KEY, readApiKey: READ_KEY },
       connections: {
         acme: { tokens: { default: one.token }, companyId: one.id, dbPath: directory.file('acme.db') },
         globex: { tokens: { default: two.token }, companyId: two.id, dbPath: directory.file('globex.db'), sync: { streams: ['transactions', 'deals'] } },
@@ -142,6 +143,20 @@ describe('one daemon, two connections', () => {
     expect((await fetch(`${url}/connections/acme/writes/${write.id}`, { headers: { authorization: `Bearer ${WRITE_KEY}` } })).status).toBe(404);
     const fromCli = await runCli(['write', write.id, '--connection', 'globex', '--json'], env);
     expect(JSON.parse(fromCli.stdout)).toMatchObject({ id: write.id, status: 'succeeded' });
+
+    // The operator console shows each connection in its own section, with its own streams and writes.
+    const page = await (await fetch(url, { headers: { authorization: `Bearer ${READ_KEY}` } })).text();
+    const sections = page.split('<section class="connection"').slice(1);
+    expect(sections.map((section) => /<h2 id="connection-(\w+)">/.exec(section)?.[1])).toEqual(['acme', 'globex']);
+    expect(sections[0]).toContain('<th scope="row">onboardings</th>');
+    expect(sections[1]).not.toContain('<th scope="row">onboardings</th>');
+    const consoleData = (await (await fetch(`${url}/console.json`, { headers: { authorization: `Bearer ${READ_KEY}` } })).json()) as {
+      connections: { name: string; report: { writes: Record<string, number> } }[];
+    };
+    expect(consoleData.connections.map((connection) => [connection.name, connection.report.writes])).toEqual([
+      ['acme', {}],
+      ['globex', { succeeded: 1 }],
+    ]);
 
     // Log lines carry their connection.
     expect(daemon.logs.some((line) => line.connection === 'acme' && line.msg === 'connection started')).toBe(true);

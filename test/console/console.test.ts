@@ -247,6 +247,15 @@ describe('the operator console', { timeout: 120_000 }, () => {
     const replayed = await fetch(url, { headers: { cookie: `${sessionCookie.name}=${sessionCookie.value}` } });
     expect(replayed.status).toBe(401);
 
+    // Behind a TLS proxy the cookie is Secure too; a form posted from another site is refused.
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const proxied = await fetch(`${url}/console/sign-in`, { method: 'POST', redirect: 'manual', headers: { ...form, 'x-forwarded-proto': 'https' }, body: new URLSearchParams({ key: READ_KEY }) });
+    expect(proxied.status).toBe(303);
+    expect(proxied.headers.get('set-cookie')).toMatch(/^bizops_console=[\w-]{43}; Max-Age=28800; Path=\/; HttpOnly; Secure; SameSite=Strict$/);
+    const crossSite = await fetch(`${url}/console/sign-in`, { method: 'POST', redirect: 'manual', headers: { ...form, origin: 'https://attacker.example' }, body: new URLSearchParams({ key: READ_KEY }) });
+    expect(crossSite.status).toBe(403);
+    expect(crossSite.headers.get('set-cookie')).toBeNull();
+
     // Nothing secret reached the daemon's log either.
     const logs = daemon.stderr();
     expect(logs).toContain('console sign-in refused: wrong read key');
