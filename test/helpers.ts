@@ -107,6 +107,17 @@ export function listRequests(sim: RunningSimulator, path: string) {
   return sim.requests.filter((r) => r.method === 'GET' && r.path === `/api/public/v1${path}`);
 }
 
+/**
+ * The list requests one complete scan of `stream` sends when nothing changes meanwhile: per list (one,
+ * or one per partition of a partitioned stream: the simulator's `partitionQueries`), one per page of
+ * 100, at least one; `max` allows the empty page after a full last one.
+ */
+export function scanRequests(simulation: RunningSimulator, stream: StreamName): { min: number; max: number; lists: number } {
+  const lists = simulation.world.partitionQueries(stream);
+  const min = lists.reduce((sum, query) => sum + Math.max(1, Math.ceil(simulation.world.groundTruth(stream, query).length / 100)), 0);
+  return { min, max: min + lists.length, lists: lists.length };
+}
+
 /** Every live mirror row equals the simulator's ground truth, field by field (raw and typed columns). */
 export async function expectMirrorEqualsGroundTruth(ctx: Pick<Context, 'connection'>, simulation: RunningSimulator, stream: StreamName): Promise<void> {
   const definition = STREAMS[stream];

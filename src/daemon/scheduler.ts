@@ -8,7 +8,8 @@
  *     sends its requests at the rate budget's lowest priority (`backfill`).
  *   - At start, every stream runs once at once: a backfill when it has no cursor yet (never
  *     completed a scan; an interrupted backfill resumes from its checkpoint), an incremental sync
- *     otherwise.
+ *     otherwise; a partitioned stream whose partitions are another stream's column, after that
+ *     stream's first run.
  *
  * One run per stream at a time in this process: a sync tick that finds its stream running is
  * skipped (the next tick comes soon); a reconciliation that finds it running is queued and starts
@@ -20,7 +21,7 @@
 import { createTask, type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import { cronExpressionProblem } from '../config/schema.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
-import type { StreamName } from '../streams/definitions.ts';
+import { isStreamName, STREAMS, type StreamName } from '../streams/definitions.ts';
 import type { RunOptions, RunReason, RunResult } from '../sync/sync-engine.ts';
 
 /** The part of the sync engine the scheduler drives. */
@@ -138,7 +139,21 @@ export class StreamScheduler {
       'scheduler started',
     );
     if (this.#options.runAtStart ?? true) {
-      for (const stream of this.#slots.keys()) void this.trigger(stream, this.#options.hasCursor(stream) ? 'sync' : 'backfill');
+      const first = (stream: StreamName) => void this.trigger(stream, this.#options.hasCursor(stream) ? 'sync' : 'backfill');
+      const waiting: { stream: StreamName; source: StreamName }[] = [];
+      for (const stream of this.#slots.keys()) {
+        // A partitioned stream whose values are another scheduled stream's column starts after that
+        // stream's first run (docs/sync.md "Partitioned streams"): on a new mirror it has none before.
+        const values = STREAMS[stream].partitions?.values;
+        const source = values?.from === 'stream' ? values.stream : undefined;
+        if (source !== undefined && isStreamName(source) && this.#slots.has(source)) waiting.push({ stream, source });
+        else first(stream);
+      }
+      for (const { stream, source } of waiting) {
+        const sourceRun = this.#slots.get(source)?.running;
+        if (sourceRun) void sourceRun.then(() => first(stream));
+        else first(stream);
+      }
     }
   }
 

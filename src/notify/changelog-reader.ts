@@ -27,6 +27,11 @@ export interface ChangeEvent {
   /** A registered stream's name (`transactions`, `deals`, ...), or `writes`. */
   stream: string;
   recordId: string;
+  /**
+   * The partition the record was listed in, for a partitioned stream (docs/sync.md "Partitioned
+   * streams"), e.g. a location's id; absent otherwise.
+   */
+  partition?: string;
   /** ISO 8601: when the mirror recorded the change. */
   occurredAt: string;
   /**
@@ -56,10 +61,11 @@ interface ChangeRow {
   record_id: string;
   occurred_at: string;
   data: string;
+  partition_value: string | null;
 }
 
 const MAX_LIMIT = 10_000;
-const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_at, data FROM changes';
+const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_at, data, partition_value FROM changes';
 
 
 /**
@@ -183,7 +189,8 @@ export async function listenForChanges(executor: SqlExecutor, onChange: () => vo
  * One JSON line for `bizops-sync changes` (no trailing newline):
  * `{"seq":42,"version":2,"event_id":"...","type":"deal.won","stream":"deals","record_id":"...","occurred_at":"...","data":{...}}`.
  * Keys use the changelog's column names, so the line reads like the row; `version` is the format
- * the row was stored in, and `data` is `{ record, changes }` for either.
+ * the row was stored in, and `data` is `{ record, changes }` for either. A partitioned stream's
+ * change also has `"partition":"loc_1"` after `record_id`.
  */
 export function formatChangeLine(event: ChangeEvent): string {
   return JSON.stringify({
@@ -193,6 +200,7 @@ export function formatChangeLine(event: ChangeEvent): string {
     type: event.type,
     stream: event.stream,
     record_id: event.recordId,
+    ...(event.partition === undefined ? {} : { partition: event.partition }),
     occurred_at: event.occurredAt,
     data: event.data,
   });
@@ -215,6 +223,7 @@ function toChangeEvent(row: ChangeRow): ChangeEvent {
     type: row.type,
     stream: row.stream,
     recordId: row.record_id,
+    ...(row.partition_value === null || row.partition_value === undefined ? {} : { partition: row.partition_value }),
     occurredAt: row.occurred_at,
     version: decoded.version,
     data: decoded.data,
