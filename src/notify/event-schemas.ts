@@ -22,7 +22,7 @@ import { FIELD_ADDED_EVENT } from '../mirror/field-registry.ts';
 import { RECORD_REJECTED } from '../mirror/rejected-records.ts';
 import type { ColumnDefinition, ColumnType } from '../streams/define-stream.ts';
 import { STREAM_LIST, STREAM_NAMES, type RegisteredStream } from '../streams/definitions.ts';
-import { MASS_DELETION_HELD } from '../sync/sync-engine.ts';
+import { MASS_DELETION_HELD } from '../sync/stream-run.ts';
 import { WRITE_KIND_NAMES } from '../writes/kinds/index.ts';
 import { WRITE_DUPLICATED, WRITE_EVENT_TYPES } from '../writes/write-store.ts';
 import { ENDPOINT_DISABLED_EVENT } from './webhooks/endpoint-store.ts';
