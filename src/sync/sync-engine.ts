@@ -48,8 +48,9 @@ import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { quarantineKey, RejectedRecords } from '../mirror/rejected-records.ts';
 import type { AppendedChange, DeletionHold, MirrorStore, RunCheckpoint, ScanOutcome, SyncState } from '../mirror/mirror-store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
+import { assertBaseUrlServes, WrongBaseUrlError } from './base-url-check.ts';
 import { readAhead } from './read-ahead.ts';
-import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { STREAM_LIST, streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { lagsFromPage, lagsFromWrites } from './record-clock-lags.ts';
 import { creditFound, noteTie, regionAt, regionPages, requiredIds, scanOutcome, tallyPage } from './scan-check.ts';
 
@@ -151,6 +152,12 @@ export interface SyncEngineOptions {
    */
   unsupportedProbeSeconds?: number;
   /**
+   * The first sync of each `unsupported` stream by this engine asks its list whatever its last probe
+   * (the daemon: an unsupported stream is asked again at every start). Default false: the CLI's
+   * `sync` keeps to `unsupportedProbeSeconds`.
+   */
+  probeUnsupportedAtStart?: boolean;
+  /**
    * Most rounds of tie re-reads at the end of one scan (docs/sync.md "Ties"): each round reads each
    * tie region still owing records once, so no region is read in more rounds than this. A scan still
    * short after them ends incomplete (a warning naming the bound). Default 20; an integer >= 1.
@@ -237,6 +244,8 @@ export class SyncEngine {
   private readonly tieReReadRounds: number;
   private readonly databaseWaitMs: number;
   private readonly massDeletionShare: number;
+  /** Streams this engine ran (or tried to) since it was built: `probeUnsupportedAtStart` asks the others once. */
+  private readonly askedSinceStart = new Set<StreamName>();
 
   /** @throws RangeError when `tieReReadRounds` is not an integer >= 1 */
   constructor(options: SyncEngineOptions) {
@@ -309,11 +318,12 @@ export class SyncEngine {
       rejected: 0,
       driftStepBacks: 0,
     };
-    if (reason === 'sync' && !seen.supported && !this.probeDue(seen.lastRunStartedAt)) {
+    if (reason === 'sync' && !seen.supported && !this.probeDue(stream.name, seen.lastRunStartedAt)) {
       // Probed recently (the last run's start is the last probe): skip until the next probe is due.
       result.status = 'unsupported';
       return result;
     }
+    this.askedSinceStart.add(stream.name);
     let acquired: Awaited<ReturnType<Leases['acquire']>>;
     if (!this.running.has(stream.name)) {
       this.running.set(stream.name, null); // claimed before the first await: a second run of it here is busy
@@ -372,6 +382,11 @@ export class SyncEngine {
         result.status = 'failed';
         result.error = err;
         this.logger.warn({ stream: stream.name, fence: err.lease.fence }, err.message);
+      } else if (err instanceof WrongBaseUrlError) {
+        // A configuration error, not the stream's: nothing is written, and the caller reports it (one line).
+        result.status = 'failed';
+        result.error = err;
+        this.logger.debug({ stream: stream.name, url: err.url }, err.message);
       } else {
         result.status = 'failed';
         result.error = err;
@@ -486,10 +501,12 @@ export class SyncEngine {
 
   /**
    * True when an `unsupported` stream's list should be asked again: its last probe (the start of its
-   * last run) is at least `unsupportedProbeSeconds` old, or unknown.
+   * last run) is at least `unsupportedProbeSeconds` old, or unknown, or (`probeUnsupportedAtStart`)
+   * this engine has not asked it yet.
    */
-  private probeDue(lastProbeAt: string | null): boolean {
+  private probeDue(stream: StreamName, lastProbeAt: string | null): boolean {
     if (lastProbeAt === null) return true;
+    if (this.options.probeUnsupportedAtStart && !this.askedSinceStart.has(stream)) return true;
     const intervalMs = (this.options.unsupportedProbeSeconds ?? 3600) * SECOND_MS;
     return Date.now() - Date.parse(lastProbeAt) >= intervalMs;
   }
@@ -539,9 +556,13 @@ export class SyncEngine {
       // The next page is fetched while this one commits (one page ahead, never the first: read-ahead.ts).
       for await (const step of readAhead(pages, { isLast: (step) => step.done })) await this.commitPage(stream, run, result, step, memory, options);
     } catch (error) {
-      if (error instanceof NotFoundError && request.unsupportedOn404 && run.pages === 0) {
-        await this.markUnsupported(stream, result, error);
-        return;
+      if (error instanceof NotFoundError && run.pages === 0) {
+        // Every list answering 404 is a wrong base URL (base-url-check.ts): throws, nothing marked.
+        await assertBaseUrlServes(this.client, error, { streams: STREAM_LIST, priority: run.reason === 'sync' ? 'incremental' : 'backfill', signal: options.signal });
+        if (request.unsupportedOn404) {
+          await this.markUnsupported(stream, result, error);
+          return;
+        }
       }
       throw error;
     }
