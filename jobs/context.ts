@@ -180,7 +180,7 @@ export function connectionLogger(logger: Logger, config: Config, named: boolean)
 }
 
 // Re-exported: opening a mirror for reading lives apart so that readers need not load the worker.
-export { classifyMirrorError, MirrorDamagedError, MirrorMissingError, mirrorLocation, openExistingMirror, openMirrorAt } from './open-mirror.ts';
+export { classifyMirrorError, damagedMirrorError, MirrorDamagedError, MirrorMissingError, mirrorLocation, openExistingMirror, openMirrorAt } from './open-mirror.ts';
 
 /**
  * Connects to Redis at `redisUrl` for the rate budgets and the write queue's producer, or returns

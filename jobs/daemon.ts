@@ -28,6 +28,7 @@ import { consoleRoutes, RecentRuns, type ConsoleConnection } from '../src/consol
 import type { ApiClientOptions } from '../src/client/index.ts';
 import {
   changeRoutes,
+  schemaRoutes,
   ChangelogRetention,
   firstRouteOf,
   readRoutes,
@@ -244,7 +245,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       metrics: () => metrics.render(),
       routeFirst: firstRouteOf(
         writeRoutes(connections),
-        readRoutes({ key: processWide.http.readApiKey, routes: changelogRoutes(connections) }),
+        readRoutes({ key: processWide.http.readApiKey, routes: [...changelogRoutes(connections), ...schemaRoutes()] }),
         consoleRoutes({
           readKey: processWide.http.readApiKey,
           writeKey: processWide.http.writeApiKey,

@@ -59,6 +59,18 @@ export function classifyMirrorError(dbPath: string, error: unknown): unknown {
 }
 
 /**
+ * The documented line for a mirror found damaged while a job worked on it (a page read or written
+ * after the open: `database disk image is malformed`), when `error` is that; undefined otherwise.
+ * Jobs that read or write pages after the open (`sync`, `backfill`, `changes`) throw it instead of
+ * SQLite's bare message (docs/operations.md "A damaged mirror").
+ * @returns MirrorDamagedError naming the file and the remedy, or undefined
+ */
+export function damagedMirrorError(dbPath: string, error: unknown): MirrorDamagedError | undefined {
+  const classified = classifyMirrorError(dbPath, error);
+  return classified instanceof MirrorDamagedError ? classified : undefined;
+}
+
+/**
  * True when a mirror exists at `dbPath`: the SQLite file exists; the PostgreSQL schema exists and
  * holds a migrated mirror (a `schema_version` row). Connects to PostgreSQL once to ask.
  * @throws Error naming the masked URL when PostgreSQL does not answer

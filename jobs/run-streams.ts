@@ -8,7 +8,7 @@ import type { Config, DeploymentConfig } from '../src/config/index.ts';
 import type { Logger } from '../src/logging/index.ts';
 import type { StreamName } from '../src/streams/index.ts';
 import type { RunOptions, RunProgress, RunReason, RunResult } from '../src/sync/index.ts';
-import { openDeployment, type Context } from './context.ts';
+import { damagedMirrorError, openDeployment, type Context } from './context.ts';
 
 /** Options of `runStreams`: the engine's, and what to do with a stream another process runs. */
 export interface RunStreamsOptions extends RunOptions {
@@ -23,6 +23,8 @@ export interface RunStreamsOptions extends RunOptions {
 /**
  * Runs each stream with `reason` on an open context, stopping early when `options.signal` aborts.
  * @returns one result per stream that ran
+ * @throws MirrorDamagedError (naming the file and the remedy) when a run failed on a damaged page of
+ *   the mirror: no further stream runs, since writing next to a damaged page spreads the damage
  */
 export async function runStreams(context: Context, streams: readonly StreamName[], reason: RunReason, options: RunStreamsOptions = {}): Promise<RunResult[]> {
   const { waitWhileBusy, ...runOptions } = options;
@@ -38,6 +40,8 @@ export async function runStreams(context: Context, streams: readonly StreamName[
         if (!options.signal?.aborted) result = await context.engine.run(stream, reason, runOptions);
       }
     }
+    const damaged = result.status === 'failed' ? damagedMirrorError(context.config.dbPath, result.error) : undefined;
+    if (damaged) throw damaged;
     results.push(result);
   }
   return results;

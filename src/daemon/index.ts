@@ -11,4 +11,5 @@ export { DaemonMetrics, pageTrustSource, type ConnectionMetricsSources } from '.
 export { firstRouteOf, startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from './http-server.ts';
 export { readRoutes, type ReadRoute, type ReadRoutesOptions } from './read-access.ts';
 export { changeRoutes, type ChangeRoutesOptions } from './change-routes.ts';
+export { schemaRoutes } from './schema-routes.ts';
 export { ChangelogRetention, DEFAULT_RETENTION_INTERVAL_MS, type ChangelogRetentionOptions } from './changelog-retention.ts';
