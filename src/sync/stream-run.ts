@@ -48,7 +48,10 @@ import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { quarantineKey, RejectedRecords } from '../mirror/rejected-records.ts';
 import type { AppendedChange, DeletionHold, MirrorStore, RunCheckpoint, ScanOutcome } from '../mirror/mirror-store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
-import type { RegisteredStream, StreamName } from '../streams/definitions.ts';
+import { createdFilters, type CreatedRange } from './created-range.ts';
+import { recordRangeMisses } from '../mirror/range-misses.ts';
+import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { assertBaseUrlServes } from './base-url-check.ts';
 import { readAhead } from './read-ahead.ts';
 import { lagsFromPage, lagsFromWrites } from './record-clock-lags.ts';
 import { creditFound, noteTie, scanOutcome, tallyPage } from './scan-check.ts';
@@ -120,6 +123,8 @@ export interface RunResult {
   heldBy?: { holder: string | null; expiresAt: string | null };
   /** When `unsupported` because the list answered 404: the URL asked, base URL included (password masked). */
   notFoundUrl?: string;
+  /** A range backfill's range (docs/sync.md "Range backfill"); absent for a whole-stream run. */
+  createdRange?: CreatedRange;
   error?: Error;
   /**
    * A partitioned stream's run: one result per partition, in the order they ran (the counts above
@@ -142,6 +147,12 @@ export interface RunOptions {
    * --confirm-deletions`): an operator confirmed that the records it no longer lists are gone.
    */
   confirmDeletions?: boolean;
+  /**
+   * A range backfill (`backfill --created-after/--created-before`, docs/sync.md "Range backfill"): only
+   * records created in this range are listed, counted missed and tombstoned; the cursor stays. Its
+   * bounds as `checkCreatedRange` (src/sync/created-range.ts) returns them. Backfill only.
+   */
+  createdRange?: CreatedRange;
 }
 
 const SECOND_MS = 1000;
@@ -305,7 +316,7 @@ export class StreamRun implements TieReReader {
         sortBy: request.sort.by,
         sortOrder: request.sort.order,
         updatedAfter: checkpoint.updatedAfter,
-        createdBefore: checkpoint.createdBefore,
+        ...createdFilters(checkpoint),
       },
     });
   }
@@ -326,9 +337,13 @@ export class StreamRun implements TieReReader {
       // The next page is fetched while this one commits (one page ahead, never the first: read-ahead.ts).
       for await (const step of readAhead(pages, { isLast: (step) => step.done })) await this.commitPage(step);
     } catch (error) {
-      if (error instanceof NotFoundError && request.unsupportedOn404 && checkpoint.pages === 0) {
-        await this.markUnsupported(error);
-        return;
+      if (error instanceof NotFoundError && checkpoint.pages === 0) {
+        // Every list answering 404 is a wrong base URL (base-url-check.ts): throws, nothing marked.
+        await assertBaseUrlServes(this.environment.client, error, { streams: STREAM_LIST, priority: checkpoint.reason === 'sync' ? 'incremental' : 'backfill', signal: this.options.signal });
+        if (request.unsupportedOn404) {
+          await this.markUnsupported(error);
+          return;
+        }
       }
       throw error;
     }
@@ -650,11 +665,18 @@ export class StreamRun implements TieReReader {
         const now = new Date().toISOString();
         let holding: { count: number; live: number } | undefined;
         appended.push(
-          ...(await store.recordMisses(stream, scanNumber, run.startedAt, now, {
-            massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
-            onHeld: (hold) => (holding = hold),
-            partition: this.inPartition,
-          })),
+          ...(await (run.createdRange
+            ? // A range backfill: misses and tombstones inside its range only (range-misses.ts).
+              recordRangeMisses(store, stream, scanNumber, run.startedAt, run.createdRange, now, {
+                massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
+                onHeld: (hold) => (holding = hold),
+                partition: this.inPartition,
+              })
+            : store.recordMisses(stream, scanNumber, run.startedAt, now, {
+                massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
+                onHeld: (hold) => (holding = hold),
+                partition: this.inPartition,
+              }))),
         );
         const previous = (await store.readSyncState(stream.name, this.partition)).deletionHold;
         held = holding ? { ...holding, share: massDeletionShare, scanNumber, since: previous?.since ?? now, at: now } : null;
@@ -672,11 +694,12 @@ export class StreamRun implements TieReReader {
           );
         }
         // A complete scan that did not list a quarantined item: it is no longer served, with an id or without one.
-        await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt, this.partition);
+        if (!run.createdRange) await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt, this.partition);
       }
       const now = new Date().toISOString();
       await store.updateSyncState(stream.name, {
-        ...(complete ? { cursor: run.serverStartedAt ?? null } : {}),
+        // A range backfill listed part of the stream: the cursor stays where the whole stream's runs put it.
+        ...(complete && !run.createdRange ? { cursor: run.serverStartedAt ?? null } : {}),
         ...(held !== undefined ? { deletion_hold: held === null ? null : JSON.stringify(held) } : {}),
         last_scan: JSON.stringify(scan),
         supported: 1,

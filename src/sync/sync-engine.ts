@@ -13,6 +13,8 @@ import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { noPartitionsMessage, partitionValues, type ConfiguredPartitions } from './partition-values.ts';
+import { checkCreatedRange, sameCreatedRange } from './created-range.ts';
+import { WrongBaseUrlError } from './base-url-check.ts';
 import { newCheckpoint, StreamRun, type RunEnvironment, type RunOptions, type RunReason, type RunResult } from './stream-run.ts';
 
 export { MASS_DELETION_HELD, type RunOptions, type RunProgress, type RunReason, type RunResult } from './stream-run.ts';
@@ -50,6 +52,12 @@ export interface SyncEngineOptions {
    * `sync.unsupportedProbeSeconds`). Default 3600; 0 probes on every sync.
    */
   unsupportedProbeSeconds?: number;
+  /**
+   * The first sync of each `unsupported` stream by this engine asks its list whatever its last probe
+   * (the daemon: an unsupported stream is asked again at every start). Default false: the CLI's
+   * `sync` keeps to `unsupportedProbeSeconds`.
+   */
+  probeUnsupportedAtStart?: boolean;
   /**
    * Most rounds of tie re-reads at the end of one scan (docs/sync.md "Ties"): each round reads each
    * tie region still owing records once, so no region is read in more rounds than this. A scan still
@@ -105,6 +113,8 @@ export class SyncEngine {
   private readonly tieReReadRounds: number;
   private readonly databaseWaitMs: number;
   private readonly massDeletionShare: number;
+  /** Streams this engine ran (or tried to) since it was built: `probeUnsupportedAtStart` asks the others once. */
+  private readonly askedSinceStart = new Set<StreamName>();
 
   /** @throws RangeError when `tieReReadRounds` is not an integer >= 1 */
   constructor(options: SyncEngineOptions) {
@@ -151,11 +161,14 @@ export class SyncEngine {
    *   `complete-scan`, gets a complete scan instead.
    * A checkpoint left by an unfinished run is resumed first (a complete scan is never dropped for an
    * incremental one; a requested complete scan supersedes an unfinished incremental run).
+   * A backfill with `options.createdRange` lists that range only (docs/sync.md "Range backfill"),
+   * and resumes only a checkpoint of the same range.
    * Never throws for API or network failures: they come back as `status: 'failed'` with `error`.
-   * @throws Error for an unknown stream name
+   * @throws Error for an unknown stream name; CreatedRangeError for a range the stream refuses
    */
   async run(streamName: StreamName | string, reason: RunReason, options: RunOptions = {}): Promise<RunResult> {
     const stream = streamByName(streamName);
+    if (options.createdRange) checkCreatedRange(stream, options.createdRange);
     let seen: SyncState;
     try {
       seen = await this.database(stream.name, () => this.store.readSyncState(stream.name), options.signal);
@@ -164,11 +177,12 @@ export class SyncEngine {
     }
     const wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || seen.cursor === null;
     const result: RunResult = { ...emptyResult(stream, reason), mode: wantComplete ? 'complete' : 'incremental' };
-    if (reason === 'sync' && !seen.supported && !this.probeDue(seen.lastRunStartedAt)) {
+    if (reason === 'sync' && !seen.supported && !this.probeDue(stream.name, seen.lastRunStartedAt)) {
       // Probed recently (the last run's start is the last probe): skip until the next probe is due.
       result.status = 'unsupported';
       return result;
     }
+    this.askedSinceStart.add(stream.name);
     let acquired: Awaited<ReturnType<Leases['acquire']>>;
     if (!this.running.has(stream.name)) {
       this.running.set(stream.name, null); // claimed before the first await: a second run of it here is busy
@@ -206,6 +220,11 @@ export class SyncEngine {
         result.status = 'failed';
         result.error = err;
         this.logger.warn({ stream: stream.name, fence: err.lease.fence }, err.message);
+      } else if (err instanceof WrongBaseUrlError) {
+        // A configuration error, not the stream's: nothing is written, and the caller reports it (one line).
+        result.status = 'failed';
+        result.error = err;
+        this.logger.debug({ stream: stream.name, url: err.url }, err.message);
       } else {
         result.status = 'failed';
         result.error = err;
@@ -243,13 +262,20 @@ export class SyncEngine {
     const wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
     result.mode = wantComplete ? 'complete' : 'incremental';
     let run = state.run;
-    if (run && (run.mode === 'complete' || !wantComplete)) {
+    // A backfill resumes only a checkpoint of its own range (or of none): created-range.ts.
+    const rangeAgrees = !run || reason !== 'backfill' || sameCreatedRange(run.createdRange, options.createdRange);
+    if (run && (run.mode === 'complete' || !wantComplete) && rangeAgrees) {
       result.resumed = true;
       this.logger.info({ ...names, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
     } else {
       const mode = wantComplete ? 'complete' : 'incremental';
       run = await this.database(stream.name, () => newCheckpoint(this.store, stream, { mode, reason, cursor: state.cursor, scanNumber: state.scanNumber, overlapMs: this.overlapMs }), options.signal);
+      if (reason === 'backfill' && options.createdRange) run.createdRange = options.createdRange;
+      if (state.run && !rangeAgrees) {
+        this.logger.info({ ...names, checkpointRange: state.run.createdRange ?? 'whole stream', range: options.createdRange ?? 'whole stream' }, 'the unfinished run is of another range: this backfill starts anew and replaces its checkpoint');
+      }
     }
+    if (run.createdRange) result.createdRange = run.createdRange;
     result.mode = run.mode;
     const checkpoint = run;
     // The checkpoint is first saved with the first page: a run that fails before any page leaves
@@ -262,7 +288,7 @@ export class SyncEngine {
    * Runs every partition of a partitioned stream in turn under the one stream lease (docs/sync.md
    * "Partitioned streams"), each with its own checkpoint, cursor and scans; fills `result.partitions`
    * and adds their counts to `result`. A partition that fails is recorded in its own state and the
-   * next one runs; an interruption or a lost lease stops them all (rethrown). With no partition
+   * next one runs; an interruption, a lost lease or a wrong base URL stops them all (rethrown). With no partition
    * known, nothing is requested: `result.status` is `no-partitions` and the stream's state says so.
    * Ends with the stream's own row: the run's start, end and counts, the oldest partition cursor.
    * @throws the abort or LeaseLostError that stopped the partitions; a database error on the stream's row
@@ -286,7 +312,7 @@ export class SyncEngine {
       try {
         await (await this.startRun(stream, partition, part, options)).execute();
       } catch (error) {
-        if (options.signal?.aborted || error instanceof LeaseLostError) throw error;
+        if (options.signal?.aborted || error instanceof LeaseLostError || error instanceof WrongBaseUrlError) throw error;
         part.status = 'failed';
         part.error = error as Error;
         await this.store.updateSyncState(stream.name, { last_error: part.error.message, last_run_finished_at: new Date().toISOString() }, partition).catch(() => undefined);
@@ -421,10 +447,12 @@ export class SyncEngine {
 
   /**
    * True when an `unsupported` stream's list should be asked again: its last probe (the start of its
-   * last run) is at least `unsupportedProbeSeconds` old, or unknown.
+   * last run) is at least `unsupportedProbeSeconds` old, or unknown, or (`probeUnsupportedAtStart`)
+   * this engine has not asked it yet.
    */
-  private probeDue(lastProbeAt: string | null): boolean {
+  private probeDue(stream: StreamName, lastProbeAt: string | null): boolean {
     if (lastProbeAt === null) return true;
+    if (this.options.probeUnsupportedAtStart && !this.askedSinceStart.has(stream)) return true;
     const intervalMs = (this.options.unsupportedProbeSeconds ?? 3600) * SECOND_MS;
     return Date.now() - Date.parse(lastProbeAt) >= intervalMs;
   }
