@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { DaemonMetrics } from '../../src/daemon/metrics.ts';
 import { formatChangeLine, readChanges } from '../../src/notify/changelog-reader.ts';
+import { webhookPayload } from '../../src/notify/event-payload.ts';
 import { readMirrorReport } from '../../src/status/mirror-status.ts';
 import { SyncEngine } from '../../src/sync/sync-engine.ts';
+import { changelogProblems } from '../event-validation.ts';
 import { expectMirrorEqualsGroundTruth, listRequests, syncFixtures } from '../helpers.ts';
 
 const fixtures = syncFixtures();
@@ -68,6 +70,9 @@ describe('a partitioned stream (GET /qa-corrective-actions, one list per locatio
     expect(changes).toHaveLength(rows.length);
     for (const event of changes) expect(event.partition).toBe((event.data.record as { locationId: string }).locationId);
     expect(JSON.parse(formatChangeLine(changes[0]!))).toMatchObject({ stream: STREAM, partition: changes[0]!.partition });
+    // As webhooks send them and the pull API lists them, with `partition`, valid against their JSON Schema.
+    expect(webhookPayload(changes[0]!).data).toMatchObject({ stream: STREAM, partition: changes[0]!.partition });
+    expect(await changelogProblems(context.connection)).toEqual([]);
 
     // /metrics: a cursor per partition, and how many partitions the stream has.
     const metrics = new DaemonMetrics({ streams: [STREAM], store: context.store, apiClients: [context.client], budget: context.budgets, processMetrics: false });
@@ -130,6 +135,7 @@ describe('a partitioned stream (GET /qa-corrective-actions, one list per locatio
     expect(Number(live!.n)).toBe(truthIds(sim, b!).length);
     const deleted = await context.connection.all<{ record_id: string; partition_value: string }>("SELECT record_id, partition_value FROM changes WHERE type = 'qa_action.deleted'");
     expect(deleted).toEqual([{ record_id: gone, partition_value: a }]);
+    expect(await changelogProblems(context.connection)).toEqual([]);
     // b's state is untouched by a's scans.
     expect((await context.store.readSyncState(STREAM, b!)).scanNumber).toBe(1);
     expect((await context.store.readSyncState(STREAM, a!)).scanNumber).toBe(3);
