@@ -19,6 +19,7 @@ type RegisterCommands = (program: Command) => void;
 /** Every command, in the order `--help` lists them: the names a module registers, and how to load it. */
 const COMMANDS: readonly { names: readonly string[]; load: () => Promise<RegisterCommands> }[] = [
   { names: ['backfill', 'sync'], load: async () => (await import('./commands/sync.ts')).registerSyncCommands },
+  { names: ['verify'], load: async () => (await import('./commands/verify.ts')).registerVerifyCommand },
   { names: ['status'], load: async () => (await import('./commands/status.ts')).registerStatusCommand },
   { names: ['changes'], load: async () => (await import('./commands/changes.ts')).registerChangesCommand },
   { names: ['daemon'], load: async () => (await import('./commands/daemon.ts')).registerDaemonCommand },

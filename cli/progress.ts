@@ -4,24 +4,33 @@
  */
 import type { SingleBar } from 'cli-progress';
 import type { Logger } from '../src/logging/index.ts';
-import type { RunProgress } from '../src/sync/index.ts';
+import type { RunProgress, VerifyProgress } from '../src/sync/index.ts';
+
+/** A run's progress after a page: a backfill's or sync's (`RunProgress`) or a verification's (`VerifyProgress`: `changes` are the differences found). */
+export type ProgressUpdate = Pick<RunProgress | VerifyProgress, 'stream' | 'reason' | 'records' | 'changes' | 'total' | 'offset' | 'pages'>;
 
 export interface ProgressReporter {
-  update(progress: RunProgress): void;
+  update(progress: ProgressUpdate): void;
   stop(): void;
 }
 
 /**
  * @param interactive true for bars on stderr; false for log lines
  * @param logIntervalMs minimum time between log lines per stream, ms
+ * @param changesLabel what the bar calls the `changes` count (`differences` for verify)
  */
-export async function createProgressReporter(logger: Logger, interactive = process.stderr.isTTY === true, logIntervalMs = 5000): Promise<ProgressReporter> {
+export async function createProgressReporter(
+  logger: Logger,
+  interactive = process.stderr.isTTY === true,
+  logIntervalMs = 5000,
+  changesLabel = 'changes',
+): Promise<ProgressReporter> {
   if (interactive) {
     const { default: cliProgress } = await import('cli-progress');
     const bars = new cliProgress.MultiBar(
       {
         stream: process.stderr,
-        format: ' {stream} [{bar}] {percentage}% | {value}/{total} records | {changes} changes | {eta_formatted} left',
+        format: ` {stream} [{bar}] {percentage}% | {value}/{total} records | {changes} ${changesLabel} | {eta_formatted} left`,
         hideCursor: true,
         clearOnComplete: false,
         etaBuffer: 20,

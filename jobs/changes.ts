@@ -5,7 +5,7 @@
 // The notify face: the changelog reader, without the webhook sender (src/notify/webhooks/).
 import type { Config } from '../src/config/index.ts';
 import { followChanges, iterateChanges, pruneChangelog, type ChangeEvent, type PruneResult } from '../src/notify/index.ts';
-import { openExistingMirror } from './open-mirror.ts';
+import { damagedMirrorError, openExistingMirror } from './open-mirror.ts';
 
 /** Options of `changesJob`: an exclusive seq cursor, a type filter, and whether to tail. */
 export interface ChangesJobOptions {
@@ -22,7 +22,8 @@ export interface ChangesJobOptions {
  * Yields the changelog's events after `sinceSeq` in seq order (then, with `follow`, new ones as they
  * are recorded), read one query of 1000 rows at a time when the consumer asks for more (a slow
  * consumer holds the reading back; memory stays flat). Closes the mirror when the iteration ends.
- * @throws Error when the mirror does not exist, or an option is invalid
+ * @throws Error when the mirror does not exist, or an option is invalid; MirrorDamagedError (naming the
+ *   file and the remedy) when a page of the changelog cannot be read
  */
 export async function* changesJob(dbPath: string, options: ChangesJobOptions): AsyncGenerator<ChangeEvent, void, undefined> {
   const connection = await openExistingMirror(dbPath, { readonly: true });
@@ -34,6 +35,8 @@ export async function* changesJob(dbPath: string, options: ChangesJobOptions): A
     }
     // One row decoded at a time: the footprint stays flat however long the changelog is.
     yield* iterateChanges(connection, { sinceSeq: options.sinceSeq, types });
+  } catch (error) {
+    throw damagedMirrorError(dbPath, error) ?? error;
   } finally {
     await connection.close();
   }

@@ -69,6 +69,11 @@ export interface ContextOptions {
    * migrated, stream tables checked) is the start-up check.
    */
   checkMirror?: boolean;
+  /**
+   * The engine's first sync of each unsupported stream asks its list whatever its last probe (the
+   * daemon: `SyncEngineOptions.probeUnsupportedAtStart`). Default false.
+   */
+  probeUnsupportedAtStart?: boolean;
   /** Redis key names: tests give each run its own. Defaults: budgets `bizops:rate`, queue `bizops` / `deploymentQueueName(config)`. */
   redisKeys?: { budgetPrefix?: string; queuePrefix?: string; queueName?: string };
   /**
@@ -180,7 +185,7 @@ export function connectionLogger(logger: Logger, config: Config, named: boolean)
 }
 
 // Re-exported: opening a mirror for reading lives apart so that readers need not load the worker.
-export { classifyMirrorError, MirrorDamagedError, MirrorMissingError, mirrorLocation, openExistingMirror, openMirrorAt } from './open-mirror.ts';
+export { classifyMirrorError, damagedMirrorError, MirrorDamagedError, MirrorMissingError, mirrorLocation, openExistingMirror, openMirrorAt } from './open-mirror.ts';
 
 /**
  * Connects to Redis at `redisUrl` for the rate budgets and the write queue's producer, or returns
@@ -384,6 +389,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       logger,
       overlapSeconds: config.sync.overlapSeconds,
       unsupportedProbeSeconds: config.sync.unsupportedProbeSeconds,
+      probeUnsupportedAtStart: options.probeUnsupportedAtStart ?? false,
       leaseSeconds: config.sync.leaseSeconds,
       databaseWaitSeconds: config.sync.databaseWaitSeconds,
       massDeletionShare: config.sync.massDeletionShare,

@@ -43,7 +43,7 @@ const TERMINAL_STATUSES: readonly WriteStatus[] = ['succeeded', 'failed', 'needs
 export const WRITE_DUPLICATED = 'write.duplicated';
 
 /** Change types emitted per terminal status (stream `writes`). */
-const WRITE_EVENT_TYPES: Record<TerminalWriteStatus, string> = {
+export const WRITE_EVENT_TYPES: Readonly<Record<TerminalWriteStatus, string>> = {
   succeeded: 'write.succeeded',
   failed: 'write.failed',
   needs_review: 'write.needs_review',

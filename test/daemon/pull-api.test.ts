@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { readStatus } from '../../jobs/status.ts';
+import { eventSchemas } from '../../src/notify/event-schemas.ts';
 import { runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
 import { cliEnv, parsePrometheusText, sampleValue, spawnDaemon, type DaemonProcess } from './helpers.ts';
 
@@ -71,11 +72,22 @@ describe('the changelog over HTTP on the daemon', { timeout: 120_000 }, () => {
     // Not acknowledged: its lag shows in /metrics and in status.
     const metrics = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
     expect(sampleValue(metrics.samples, 'bizops_consumer_lag_events', { consumer: 'erp' })).toBe(1);
+    expect(sampleValue(metrics.samples, 'bizops_consumer_lag_seconds', { consumer: 'erp' })).toBeGreaterThanOrEqual(0);
     const status = await readStatus(dir.file('mirror.db'));
     expect(status.consumers).toMatchObject([{ name: 'erp', cursor: 46, lagEvents: 1 }]);
     const table = await runCli(['status'], env());
     expect(table.stdout).toMatch(/consumers: erp at seq 46 \(1 events \/ \d+ s behind, last read /);
     expect((await get('/consumers/erp/ack', { method: 'POST', body: JSON.stringify({ seq: woken.next }) })).body).toMatchObject({ consumer: { cursor: 47 } });
+
+    // The event schemas on the same port and key: every type, one type, an unknown type named.
+    const listing = (await get('/schemas')).body as { schemas: Record<string, { $id: string; properties: { type: { const: string } } }> };
+    expect(Object.keys(listing.schemas)).toEqual(Object.keys(eventSchemas()));
+    expect(listing.schemas['deal.updated']).toMatchObject({ $id: 'urn:bizops-sync:event:deal.updated', properties: { type: { const: 'deal.updated' } } });
+    const one = await fetch(`${url}/schemas/deal.updated`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(one.headers.get('content-type')).toMatch(/^application\/schema\+json/);
+    expect(await one.json()).toEqual(listing.schemas['deal.updated']);
+    expect(await get('/schemas/deal.exploded')).toMatchObject({ status: 404, body: { parameter: 'type', error: expect.stringMatching(/^type: no event type "deal.exploded"; GET \/schemas lists them \(transaction.created, /) } });
+    expect((await fetch(`${url}/schemas`)).status).toBe(401);
   });
 
   it('without http.readApiKey the read routes are off (404)', async () => {
@@ -85,5 +97,6 @@ describe('the changelog over HTTP on the daemon', { timeout: 120_000 }, () => {
     daemons.push(daemon);
     const url = await daemon.url;
     expect((await fetch(`${url}/changes?after=0`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(404);
+    expect((await fetch(`${url}/schemas`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(404);
   });
 });

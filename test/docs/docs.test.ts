@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/mirror/index.ts';
 import { STREAM_LIST } from '../../src/streams/definitions.ts';
-import { GENERATED_TABLES, generatedPart, readDoc } from './stream-tables.ts';
+import { GENERATED_FILES, GENERATED_TABLES, generatedPart, readDoc } from './stream-tables.ts';
 
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -36,6 +36,10 @@ describe('the documentation', () => {
     expect(generatedPart(readDoc(table.file), table)).toBe(rendered);
     // One row per registered stream.
     for (const stream of STREAM_LIST) expect(rendered).toContain(`| \`${stream.name}\` |`);
+  });
+
+  it.each(GENERATED_FILES.map((generated) => [generated.file, generated] as const))('%s is what the stream registry renders (npm run docs:streams writes it)', (_file, generated) => {
+    expect(readDoc(generated.file)).toBe(generated.render(STREAM_LIST));
   });
 
   it('names no issue of a tracker the reader cannot see, in the README, docs, sources, tests or benchmarks', () => {

@@ -1,15 +1,18 @@
 /**
  * The docs' stream tables, rendered from the stream registry (`STREAM_LIST`,
  * src/streams/definitions.ts): the streams and their list requests (docs/sync.md), the stream tables'
- * typed columns and the streams' event types (docs/mirror.md). Each sits in its doc between
- * `<!-- BEGIN name ... -->` and `<!-- END name -->`; test/docs/docs.test.ts fails when one differs
- * from what the registry renders, and `npm run docs:streams` (this file run as a script) writes them.
+ * typed columns and the streams' event types (docs/mirror.md), every event type with its record and
+ * changes (docs/events.md, event-docs.ts). Each sits in its doc between `<!-- BEGIN name ... -->` and
+ * `<!-- END name -->`; whole generated files (`GENERATED_FILES`: docs/event-schemas.json, the event
+ * schemas) are written entire. test/docs/docs.test.ts fails when one differs from what the registry
+ * renders, and `npm run docs:streams` (this file run as a script) writes them.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { STREAM_LIST, type RegisteredStream } from '../../src/streams/definitions.ts';
 import type { ColumnDefinition } from '../../src/streams/define-stream.ts';
+import { renderEventSchemasJson, renderEventTypes } from './event-docs.ts';
 
 /** The checkout's root. */
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url));
@@ -77,7 +80,17 @@ export const GENERATED_TABLES: readonly GeneratedTable[] = [
         streams.map((stream) => [code(stream.name), stream.changes.events.map(code).join(', '), code(stream.changes.gone)]),
       ),
   },
+  { file: 'docs/events.md', name: 'event-types', render: renderEventTypes },
 ];
+
+/** One generated file, written whole: where it is (relative to the checkout) and how it is rendered. */
+export interface GeneratedFile {
+  file: string;
+  render(streams: readonly RegisteredStream[]): string;
+}
+
+/** Every file of the docs generated whole. */
+export const GENERATED_FILES: readonly GeneratedFile[] = [{ file: 'docs/event-schemas.json', render: renderEventSchemasJson }];
 
 const begin = (name: string) => `<!-- BEGIN ${name}: generated from the stream registry (src/streams/definitions.ts) by npm run docs:streams -->`;
 const end = (name: string) => `<!-- END ${name} -->`;
@@ -105,7 +118,7 @@ export function readDoc(file: string): string {
   return readFileSync(join(CHECKOUT, file), 'utf8');
 }
 
-/** Writes every generated table into its doc; returns the docs it changed. */
+/** Writes every generated table into its doc and every generated file; returns the docs it changed. */
 export function writeGeneratedTables(streams: readonly RegisteredStream[] = STREAM_LIST): string[] {
   const changed: string[] = [];
   for (const file of new Set(GENERATED_TABLES.map((table) => table.file))) {
@@ -116,10 +129,23 @@ export function writeGeneratedTables(streams: readonly RegisteredStream[] = STRE
       changed.push(file);
     }
   }
+  for (const generated of GENERATED_FILES) {
+    const after = generated.render(streams);
+    let before: string | undefined;
+    try {
+      before = readDoc(generated.file);
+    } catch {
+      before = undefined;
+    }
+    if (after !== before) {
+      writeFileSync(join(CHECKOUT, generated.file), after);
+      changed.push(generated.file);
+    }
+  }
   return changed;
 }
 
 if (import.meta.main) {
   const changed = writeGeneratedTables();
-  console.log(changed.length > 0 ? `wrote the stream tables of ${changed.join(', ')}` : 'the stream tables are up to date');
+  console.log(changed.length > 0 ? `wrote the generated parts of ${changed.join(', ')}` : 'the generated docs are up to date');
 }

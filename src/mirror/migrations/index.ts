@@ -21,6 +21,7 @@ import { sql as webhookDelivery } from './009_webhook_delivery.ts';
 import { sql as streamFields } from './010_stream_fields.ts';
 import { sql as consumers } from './011_consumers.ts';
 import { sql as deletionHoldClockProbe } from './012_deletion_hold_clock_probe.ts';
+import { sql as verifyListed } from './013_verify_listed.ts';
 
 /** One migration: its version (`PRAGMA user_version` / `schema_version.version`), a name, its one text. */
 export interface Migration {
@@ -43,4 +44,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 10, name: 'field registry', sql: streamFields },
   { version: 11, name: 'consumers, changelog retention', sql: consumers },
   { version: 12, name: 'deletion hold, record clock probe', sql: deletionHoldClockProbe },
+  { version: 13, name: 'verify scratch list', sql: verifyListed },
 ];

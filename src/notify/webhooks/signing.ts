@@ -113,7 +113,7 @@ function decodeSecret(secret: string, key: string): Webhook {
 }
 
 /** The `type` of the event `webhooks test` sends. */
-const TEST_EVENT_TYPE = 'webhook.test';
+export const TEST_EVENT_TYPE = 'webhook.test';
 
 /**
  * A `webhook.test` message (not from the changelog; a fresh id each time):

@@ -1,0 +1,681 @@
+/**
+ * One run of one stream (backfill, incremental sync or reconciliation): a `StreamRun` holds the
+ * stream, its checkpoint, its counts (the `RunResult`) and its scan memory, pages the stream's list
+ * from the checkpoint, commits each page, checks the scan and commits its end. The engine
+ * (src/sync/sync-engine.ts) takes the stream's lease, builds the run and hands it the lease-fenced
+ * steps it may take (`RunEnvironment`). The flow of one page (docs/architecture.md "One API page"):
+ *
+ *   paginateByOffset (src/client/paginate.ts: next offset, drift step-back, endless-list guards, repeated ids)
+ *     -> client.listPage (hook layers: rate budget, HTTP, retries; then envelope and item validation)
+ *     -> store.applyRecords + store.saveRun in ONE transaction (records, changelog, checkpoint: store.transaction)
+ *     -> onChanges (wake the webhook dispatcher) and onProgress (progress bar, logs)
+ *
+ * How the rules are kept:
+ * - Ordering: every page asks `sortBy=createdAt&sortOrder=asc` with `limit=100`. A record's position
+ *   then never moves when it is updated, and records created during the scan are appended at the end.
+ * - Frozen set: from the second page on, `createdBefore` = the server time of the first page (its
+ *   `Date` header, floored to the second), so records created during the scan are not paged at all
+ *   (the next incremental run picks them up: its `updatedAfter` is earlier than their creation).
+ * - Offset drift: with creations excluded and positions stable under updates, the only thing that
+ *   shifts unseen records towards lower offsets is a removal (an onboarding completing, a record
+ *   deleted). Each page's `pagination.total` is compared with the previous page's: a drop of `d`
+ *   means up to `d` unseen records slid below the positions read. The paginator keeps those
+ *   positions as drift gaps and reads them once the frontier reached the end (paginate.ts); a record
+ *   listed again where the removals explain is drift, not a tie (`countIds`). Re-read records hash
+ *   the same and emit nothing.
+ * - Cursor: an incremental run asks `updatedAfter = cursor - overlap`; on success the cursor becomes
+ *   the server's `Date` at the run's first page (floored to the second), never a record timestamp
+ *   (transaction list items carry none) and never later than the run's start.
+ * - Resumable: the checkpoint (offset, filters, totals) commits with each page's records; a restart
+ *   resumes from it, re-fetching at most the page that was in flight.
+ * - Scan completeness (src/sync/scan-check.ts): a scan that saw fewer distinct ids than the final
+ *   `pagination.total` is incomplete. When ids came twice (ties returned in another order per
+ *   request), each id's two positions mark a run of ties (a tie region, owing one record per
+ *   repeat), and the regions are re-read first, round by round, until the scan is whole
+ *   (`reReadTies`, bounded); a scan still short is marked incomplete (last_scan, a warning, the
+ *   metric): it counts no miss and leaves the cursor where it was.
+ * - Endless lists: the paginator stops a list that says `hasMore` past its total or keeps repeating
+ *   ids (EndlessListError); the run fails and nothing is tombstoned.
+ * - Two-scan rule: only a complete scan that finished without error counts misses; a record missed
+ *   by two consecutive complete scans is tombstoned (src/mirror/mirror-store.ts `recordMisses`).
+ */
+import type { ApiClient } from '../client/client.ts';
+import { NotFoundError } from '../client/api-errors.ts';
+import { paginateByOffset, type Page, type PageStep, type PositionRange } from '../client/paginate.ts';
+import type { Priority } from '../client/rate-budget.ts';
+import type { Logger } from '../logging/logger.ts';
+import { RecordClockStore } from '../mirror/record-clock-store.ts';
+import { quarantineKey, RejectedRecords } from '../mirror/rejected-records.ts';
+import type { AppendedChange, DeletionHold, MirrorStore, RunCheckpoint, ScanOutcome } from '../mirror/mirror-store.ts';
+import type { ApiRecord } from '../streams/define-stream.ts';
+import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { assertBaseUrlServes } from './base-url-check.ts';
+import { readAhead } from './read-ahead.ts';
+import { lagsFromPage, lagsFromWrites } from './record-clock-lags.ts';
+import { creditFound, noteTie, scanOutcome, tallyPage } from './scan-check.ts';
+import { reReadTies, type TieReReader } from './tie-re-reads.ts';
+
+/** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
+export type RunReason = 'backfill' | 'sync' | 'reconcile';
+
+/** Progress after each committed page, for progress bars and logs (`RunOptions.onProgress`). */
+export interface RunProgress {
+  stream: StreamName;
+  reason: RunReason;
+  mode: RunCheckpoint['mode'];
+  /** Items listed so far in this run (re-reads after a step back included). */
+  records: number;
+  changes: number;
+  /** `pagination.total` of the last page: records the run expects to list. */
+  total: number;
+  /** Offset of the next page. */
+  offset: number;
+  pages: number;
+}
+
+/**
+ * What one `SyncEngine.run` did: the stream, why and how it ran (`mode`: `complete` scan of the
+ * whole list, or `incremental` since the cursor), how it ended, and its counts. Never thrown: API and
+ * network failures end as `status: 'failed'` with `error`.
+ */
+export interface RunResult {
+  stream: StreamName;
+  reason: RunReason;
+  mode: RunCheckpoint['mode'];
+  /**
+   * `succeeded`; `unsupported` (the list endpoint answered 404, docs/sync.md "Deals"); `busy` (another
+   * process runs this stream); `interrupted` (aborted: the checkpoint stands); `failed` (error: the
+   * checkpoint stands, `error` says what and where).
+   */
+  status: 'succeeded' | 'unsupported' | 'busy' | 'interrupted' | 'failed';
+  /** True when this run continued a checkpoint left by an earlier, unfinished run. */
+  resumed: boolean;
+  /** List requests this run sent (the client's retries of one page count once). */
+  pages: number;
+  /** Items listed (re-reads after a drift step-back included). */
+  records: number;
+  /** Changelog rows appended (tombstones included). */
+  changes: number;
+  /** Records tombstoned by the two-scan rule at the end of a complete scan. */
+  tombstones: number;
+  /** Tombstones held back as a mass deletion (docs/sync.md "Mass deletions held"); absent when none. */
+  deletionsHeld?: number;
+  /** Items quarantined because they failed their schema (docs/sync.md "Invalid records"); the rest of their page committed. */
+  rejected: number;
+  /** Step-backs made because `pagination.total` dropped between pages. */
+  driftStepBacks: number;
+  /**
+   * How the scan ended, for a run that paged to the end (`succeeded`): complete, or incomplete with
+   * a reason (docs/sync.md "Scan completeness"). Absent for other statuses.
+   */
+  scan?: ScanOutcome;
+  /**
+   * For `busy`: who holds the stream's lease and until when (ISO, the database's clock): a holder
+   * that died keeps the stream until then (docs/sync.md "Resumable").
+   */
+  heldBy?: { holder: string | null; expiresAt: string | null };
+  /** When `unsupported` because the list answered 404: the URL asked, base URL included (password masked). */
+  notFoundUrl?: string;
+  error?: Error;
+}
+
+/** The change type a complete scan appends when it holds back a mass deletion (docs/sync.md "Mass deletions held"). */
+export const MASS_DELETION_HELD = 'stream.mass_deletion_held';
+
+/** Per-run options of `SyncEngine.run`. */
+export interface RunOptions {
+  /** Aborts the run between or during page requests; the checkpoint stands (status `interrupted`). */
+  signal?: AbortSignal;
+  /** Called after each page commits. */
+  onProgress?: (progress: RunProgress) => void;
+  /**
+   * Let a complete scan tombstone more than `massDeletionShare` of the stream (`backfill
+   * --confirm-deletions`): an operator confirmed that the records it no longer lists are gone.
+   */
+  confirmDeletions?: boolean;
+}
+
+const SECOND_MS = 1000;
+
+/** Where an id was first listed: its position, and how many records had been removed and added by then. */
+interface FirstListed {
+  position: number;
+  removed: number;
+  added: number;
+}
+
+/** What one run keeps in memory besides its checkpoint: the ids it listed, where, and how far positions may have moved since. */
+interface RunMemory {
+  /**
+   * Ids listed by this process's part of the run (a resumed run starts empty), each with the
+   * position (offset in the set) it was first listed at.
+   */
+  positions: Map<string, FirstListed>;
+  /** Records removed from the set since this process's part of the run began (drops of `pagination.total`). */
+  removed: number;
+  /** Records added to the set meanwhile (rises of `pagination.total`: an incremental run's set grows). */
+  added: number;
+}
+
+/**
+ * What a run may do besides reading its own state: the engine's client and store, and the steps the
+ * engine guards with the stream's lease and the database wait (src/sync/sync-engine.ts).
+ */
+export interface RunEnvironment {
+  /** Lists pages; requests go at priority `incremental` (sync) or `backfill` (backfill, reconcile). */
+  client: ApiClient;
+  /** The mirror, outside a transaction (reads that need no fence). */
+  store: MirrorStore;
+  logger: Logger;
+  /**
+   * Runs `step` on the mirror, trying it again while the database is away (for at most
+   * `SyncEngineOptions.databaseWaitSeconds`, ending with the run's signal).
+   * @throws the last DatabaseUnavailableError after the wait; any other error of `step` at once
+   */
+  database<T>(step: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in one transaction that first confirms (and renews) the stream's lease.
+   * @throws LeaseLostError when another process took the stream over (nothing is written)
+   */
+  fenced<T>(fn: (store: MirrorStore) => Promise<T>): Promise<T>;
+  /**
+   * Called right before each list request leaves: makes sure the stream's lease is still held.
+   * @throws LeaseLostError when another process took the stream over (the request is not sent)
+   */
+  beforeRequest(): Promise<void>;
+  /** Called after each commit that appended changes (e.g. to wake the webhook dispatcher). */
+  onChanges?: (changes: readonly AppendedChange[]) => void;
+  /** Most rounds of tie re-reads at the end of one scan (`SyncEngineOptions.tieReReadRounds`), an integer >= 1. */
+  tieReReadRounds: number;
+  /** Share of live records a complete scan may tombstone before it holds them (`SyncEngineOptions.massDeletionShare`), 0..1. */
+  massDeletionShare: number;
+}
+
+/**
+ * A fresh checkpoint for a run that does not resume one: a complete scan takes the next scan
+ * number; an incremental run asks `updatedAfter` = the cursor minus the stream's lookback
+ * (`request.lookbackSeconds`, else `overlapMs`) minus the largest record-clock lag seen on any
+ * stream (docs/sync.md "Record clock").
+ * @param overlapMs the engine's default overlap, milliseconds
+ */
+export async function newCheckpoint(
+  store: MirrorStore,
+  stream: RegisteredStream,
+  start: { mode: RunCheckpoint['mode']; reason: RunReason; cursor: string | null; scanNumber: number; overlapMs: number },
+): Promise<RunCheckpoint> {
+  const lookbackMs = stream.request.lookbackSeconds === undefined ? start.overlapMs : stream.request.lookbackSeconds * SECOND_MS;
+  const run: RunCheckpoint = { mode: start.mode, reason: start.reason, startedAt: new Date().toISOString(), offset: 0, pages: 0, records: 0, changes: 0 };
+  if (start.mode === 'incremental' && start.cursor) {
+    // The overlap is widened by how far the server's record clock was seen to lag the cursor's, on
+    // any stream (docs/sync.md "Record clock"): a change made just after the last run carries an
+    // updatedAt that much older than the moment it was made.
+    const lagMs = Math.ceil(await new RecordClockStore(store.executor).largest()) * SECOND_MS;
+    run.updatedAfter = new Date(Date.parse(start.cursor) - lookbackMs - lagMs).toISOString();
+  }
+  if (start.mode === 'complete') run.scanNumber = start.scanNumber + 1;
+  return run;
+}
+
+/**
+ * One run of one stream, from its checkpoint to its end (`execute`). Built by the engine once the
+ * stream's lease is held; used once. Its counts accumulate in `result`, its position in
+ * `checkpoint` (committed with every page), and what this process listed in its scan memory.
+ */
+export class StreamRun implements TieReReader {
+  readonly stream: RegisteredStream;
+  readonly checkpoint: RunCheckpoint;
+  readonly result: RunResult;
+  private readonly options: RunOptions;
+  private readonly environment: RunEnvironment;
+  /** Ids this process's part of the run listed, and how far positions may have moved since. */
+  private readonly memory: RunMemory = { positions: new Map(), removed: 0, added: 0 };
+
+  /**
+   * @param stream the stream being run
+   * @param checkpoint the run's checkpoint (new or resumed); updated in place and committed with each page
+   * @param result the run's counts and outcome; updated in place
+   * @param options the caller's per-run options (signal, progress, confirmed deletions)
+   * @param environment what the engine lends the run (client, store, lease-fenced steps)
+   */
+  constructor(stream: RegisteredStream, checkpoint: RunCheckpoint, result: RunResult, options: RunOptions, environment: RunEnvironment) {
+    this.stream = stream;
+    this.checkpoint = checkpoint;
+    this.result = result;
+    this.options = options;
+    this.environment = environment;
+  }
+
+  private get logger(): Logger {
+    return this.environment.logger;
+  }
+
+  /**
+   * Pages the stream from the checkpoint to its end; when that succeeded, checks the scan (re-reading
+   * ties) and commits the end of the run. Sets `result.status` to `unsupported` on a 404 list.
+   * @throws on a failed request or commit, LeaseLostError, or an abort: the checkpoint stands
+   */
+  async execute(): Promise<void> {
+    await this.page();
+    if (this.result.status === 'succeeded') {
+      this.result.scan = await this.checkScan();
+      await this.finish(this.result.scan);
+    }
+  }
+
+  /** Fetches (and validates) the run's page at `offset`; `createdBefore` is read at each call (set after the first page). */
+  private fetchPage(offset: number): Promise<Page<ApiRecord>> {
+    const { signal } = this.options;
+    signal?.throwIfAborted();
+    const { stream, checkpoint } = this;
+    const request = stream.request;
+    const priority: Priority = checkpoint.reason === 'sync' ? 'incremental' : 'backfill';
+    return this.environment.client.listPage<ApiRecord>(request.path, offset, {
+      itemsKey: request.itemsKey,
+      itemSchema: stream.itemSchema,
+      priority,
+      signal,
+      invalidItems: 'collect',
+      hooks: { beforeRequest: () => this.environment.beforeRequest() },
+      query: { ...request.filters, sortBy: request.sort.by, sortOrder: request.sort.order, updatedAfter: checkpoint.updatedAfter, createdBefore: checkpoint.createdBefore },
+    });
+  }
+
+  /** Pages through the stream from the checkpoint until `hasMore` is false, committing each page. */
+  private async page(): Promise<void> {
+    const { stream, checkpoint } = this;
+    const request = stream.request;
+    const pages = paginateByOffset((offset) => this.fetchPage(offset), {
+      label: `GET ${request.path}`,
+      startOffset: checkpoint.offset,
+      ...(checkpoint.paging ? { resume: checkpoint.paging } : {}),
+      previousTotal: checkpoint.lastTotal,
+      stepBackOnShrink: true,
+      idOf: (item) => String(item[stream.key]),
+    });
+    try {
+      // The next page is fetched while this one commits (one page ahead, never the first: read-ahead.ts).
+      for await (const step of readAhead(pages, { isLast: (step) => step.done })) await this.commitPage(step);
+    } catch (error) {
+      if (error instanceof NotFoundError && checkpoint.pages === 0) {
+        // Every list answering 404 is a wrong base URL (base-url-check.ts): throws, nothing marked.
+        await assertBaseUrlServes(this.environment.client, error, { streams: STREAM_LIST, priority: checkpoint.reason === 'sync' ? 'incremental' : 'backfill', signal: this.options.signal });
+        if (request.unsupportedOn404) {
+          await this.markUnsupported(error);
+          return;
+        }
+      }
+      throw error;
+    }
+  }
+
+  /** One page: the cursor's server time (first page), then records, changelog and checkpoint in one transaction, then notification. */
+  private async commitPage(step: PageStep<ApiRecord>): Promise<void> {
+    const { stream, checkpoint: run, result } = this;
+    const { page } = step;
+    this.noteTotal(page.pagination.total, step.kind === 'gap');
+    const listedBefore = this.listedBefore(page);
+    // A frontier page reads positions for the first time; a gap page re-reads some (offset drift).
+    const { fresh, repeated, slid } = this.countIds(page, step.kind === 'frontier' ? { firstRead: true } : { firstRead: false, gap: step.gap });
+    if (step.gap) {
+      // How many records may have slid into this gap, each a removal of a record the scan may have
+      // listed already: those it found there, or, where the gap lies in a run of ties (whose order
+      // changes per request, so a slid record need not show where it slid), every position of it.
+      const { from, to } = step.gap;
+      const inTies = (run.tieRegions ?? []).some((region) => region.from <= to && region.to >= from);
+      run.slidFound = (run.slidFound ?? 0) + (inTies ? to - from + 1 : slid);
+    }
+    tallyPage(run, page.pagination.total, fresh, repeated);
+    result.pages += 1;
+    run.pages += 1;
+    if (run.serverStartedAt === undefined) {
+      // The server's clock at the first page, floored to the second (Date has second resolution).
+      // Both the cursor and the createdBefore bound use it: no record created after the first
+      // page's snapshot can enter the set (it would mask a removal in the total), and the next
+      // incremental run, asking from this cursor minus the overlap, picks up every record the
+      // bound left out.
+      const serverNow = page.serverTime?.getTime() ?? Date.now();
+      const floored = Math.floor(serverNow / SECOND_MS) * SECOND_MS;
+      run.serverStartedAt = new Date(floored).toISOString();
+      run.createdBefore = run.serverStartedAt;
+      if (!page.serverTime) this.logger.warn({ stream: stream.name }, 'the server sent no Date header; using the local clock for the cursor');
+    }
+    run.records += page.items.length;
+    result.records += page.items.length;
+    run.offset = step.nextOffset;
+    run.paging = step.state;
+    if (step.stepBack > 0) {
+      // Records were removed since the previous page: up to that many unseen records slid below what was read.
+      result.driftStepBacks += 1;
+      this.logger.info({ stream: stream.name, offset: page.offset, drop: step.stepBack, gaps: step.state.gaps }, 'the list shrank while paging; the positions records may have slid to are read again');
+    }
+    // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
+    const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
+    const firstPage = run.pages === 1;
+    const clock = await this.writePage(page, listedBefore, (store) => this.observeRecordClock(store, page.items, offsetMs, firstPage));
+    if (clock && clock.after > clock.before) {
+      this.logger.warn(
+        { stream: stream.name, lagSeconds: clock.after, previousLagSeconds: clock.before },
+        "the records' clock lags the cursor's clock: incremental syncs widen their updatedAfter overlap by this much",
+      );
+    }
+    if (page.rejected && page.rejected.length > 0) {
+      result.rejected += page.rejected.length;
+      this.logger.warn(
+        { stream: stream.name, offset: page.offset, rejected: page.rejected.length, first: page.rejected[0]!.error },
+        'list items failed their schema: quarantined in rejected_records; the rest of the page committed',
+      );
+    }
+    this.options.onProgress?.({
+      stream: stream.name,
+      reason: run.reason,
+      mode: run.mode,
+      records: run.records,
+      changes: run.changes,
+      total: page.pagination.total,
+      offset: run.offset,
+      pages: run.pages,
+    });
+  }
+
+  /**
+   * Measures the lag of the stream's record clock from this page's changed records (and, on a run's
+   * first page, from the writes finished since the last success) and records it. Call inside the
+   * page's transaction (`store` bound to it), before its records are applied; the caller warns when
+   * the lag grew (after the commit: a transaction body awaits only statements).
+   * @returns the stream's lag before and after, seconds
+   */
+  private async observeRecordClock(store: MirrorStore, records: readonly ApiRecord[], offsetMs: number, firstPage: boolean): Promise<{ before: number; after: number }> {
+    const { stream } = this;
+    const recordClock = new RecordClockStore(store.executor);
+    // One read, then a write only when a lag was measured (it returns the lag after it).
+    const before = (await recordClock.read(stream.name)).lagSeconds;
+    let after = before;
+    const fromPage = await lagsFromPage(store.executor, stream, records, offsetMs);
+    if (fromPage.length > 0) after = await recordClock.observe(stream.name, fromPage, 'list');
+    if (firstPage) {
+      const since = (await store.readSyncState(stream.name)).lastSuccessAt ?? new Date(0).toISOString();
+      const fromWrites = await lagsFromWrites(store.executor, stream.name, since, offsetMs);
+      if (fromWrites.length > 0) after = await recordClock.observe(stream.name, fromWrites, 'write');
+    }
+    return { before, after };
+  }
+
+  /** The list answered 404 on the run's first page: the stream is marked unsupported (docs/sync.md "Deals"). */
+  private async markUnsupported(notFound: NotFoundError): Promise<void> {
+    const { stream, result } = this;
+    result.status = 'unsupported';
+    // The whole URL: a wrong base URL makes every list answer 404, and the URL shows it.
+    const asked = notFound.url ?? stream.request.path;
+    result.notFoundUrl = notFound.url;
+    await this.environment.fenced(async (store) => {
+      await store.updateSyncState(stream.name, {
+        supported: 0,
+        last_error: `GET ${asked} answered 404: the stream is unsupported by this server (or BIZOPS_BASE_URL is not the API's base URL); records arrive from write responses only`,
+        last_run_finished_at: new Date().toISOString(),
+      });
+      await store.saveRun(stream.name, null);
+    });
+    this.logger.warn({ stream: stream.name, path: stream.request.path }, 'list endpoint not found (404): stream marked unsupported');
+  }
+
+  /** A page's ids with their positions in the set (the page's offset plus the index in the answer); quarantined items included (`quarantineKey`). */
+  private positionedIds(page: Page<ApiRecord>): { id: string; position: number }[] {
+    const { stream } = this;
+    const rejected = [...(page.rejected ?? [])].sort((left, right) => left.index - right.index);
+    const out: { id: string; position: number }[] = [];
+    let index = 0;
+    let next = 0;
+    for (const item of page.items) {
+      while (next < rejected.length && rejected[next]!.index === index) {
+        next += 1;
+        index += 1;
+      }
+      out.push({ id: String(item[stream.key]), position: page.offset + index });
+      index += 1;
+    }
+    // Quarantined items count as listed; one without an id under its quarantine key (its content).
+    for (const item of rejected) out.push({ id: quarantineKey(item.raw, stream.key), position: page.offset + item.index });
+    return out;
+  }
+
+  /** The ids of `page` this process's part of the run listed on an earlier page (before `countIds` remembers the page). */
+  private listedBefore(page: Page<ApiRecord>): Set<string> {
+    return new Set(this.positionedIds(page).filter(({ id }) => this.memory.positions.has(id)).map(({ id }) => id));
+  }
+
+  /**
+   * Follows the set's size from one answer to the next: a drop means records were removed (their
+   * positions close up), a rise that records entered (an incremental run's set grows). Both move
+   * positions, so they bound how far a record listed again may have moved (`countIds`), and a
+   * removal may take a record the scan listed already (scan-check.ts `listedThenRemoved`: counted
+   * apart while paging and after the end, `afterEnd`). Sets `lastTotal` and `lowestTotal`.
+   */
+  private noteTotal(total: number, afterEnd: boolean): void {
+    const { checkpoint: run, memory } = this;
+    const previous = run.lastTotal;
+    if (previous !== undefined && total < previous) {
+      memory.removed += previous - total;
+      if (afterEnd) run.removedAfterEnd = (run.removedAfterEnd ?? 0) + previous - total;
+      else run.removedWhileReading = (run.removedWhileReading ?? 0) + previous - total;
+    }
+    if (previous !== undefined && total > previous) memory.added += total - previous;
+    run.lastTotal = total;
+    run.lowestTotal = Math.min(run.lowestTotal ?? total, total);
+  }
+
+  /**
+   * Counts a page's ids this run listed before (`repeated`) and the rest (`fresh`), remembering
+   * where the fresh ones were. Quarantined items with an id count too: they were listed
+   * (docs/sync.md "Invalid records"). An id listed again at a position removals or additions since
+   * its first listing explain (within that many places) is drift, not a tie; any other marks a run
+   * of ties (scan-check.ts `noteTie`): on a page of first reads (`firstRead`) one of that run's
+   * records is still owed, on a re-read nothing more. On a re-read, a record new to the scan outside
+   * the page's drift `gap` (where slid records are expected, counted as `slid`) pays a region's debt.
+   */
+  private countIds(page: Page<ApiRecord>, read: { firstRead: boolean; gap?: PositionRange }): { fresh: number; repeated: number; slid: number } {
+    const { checkpoint: run, memory } = this;
+    let fresh = 0;
+    let repeated = 0;
+    let slid = 0;
+    const inThisAnswer = new Set<string>();
+    for (const { id, position } of this.positionedIds(page)) {
+      if (inThisAnswer.has(id)) {
+        // Twice in one answer: no order changing between requests did that. The server lists this
+        // record at two positions (a duplicate), so the total counts one record too many.
+        if (!(run.duplicateIds ?? []).includes(id)) run.duplicateIds = [...(run.duplicateIds ?? []), id];
+        continue;
+      }
+      inThisAnswer.add(id);
+      const first = memory.positions.get(id);
+      if (first === undefined) {
+        memory.positions.set(id, { position, removed: memory.removed, added: memory.added });
+        fresh += 1;
+        const inGap = read.gap !== undefined && position >= read.gap.from && position <= read.gap.to;
+        if (inGap) slid += 1;
+        else if (!read.firstRead) creditFound(run, position);
+        continue;
+      }
+      repeated += 1;
+      const down = memory.removed - first.removed;
+      const up = memory.added - first.added;
+      if (position >= first.position - down && position <= first.position + up) continue; // drift, or the same place
+      noteTie(run, first.position, position, read.firstRead ? 1 : 0);
+    }
+    return { fresh, repeated, slid };
+  }
+
+  /** Distinct ids the run listed: for a complete scan the rows it marked seen (exact across a resume), else the run's tally. */
+  async distinctIds(): Promise<number> {
+    const { stream, checkpoint: run } = this;
+    if (run.mode === 'complete' && run.scanNumber !== undefined) {
+      const scanNumber = run.scanNumber;
+      const { store } = this.environment;
+      return this.environment.database(async () => (await store.countSeenInScan(stream, scanNumber)) + (await new RejectedRecords(store).countListedOutsideMirror(stream, run.startedAt)));
+    }
+    return run.distinctIds ?? 0;
+  }
+
+  /**
+   * At the end of the pages: is the scan complete (distinct ids >= the final total)? When it is short
+   * and ids came twice, re-reads the tie regions first (src/sync/tie-re-reads.ts).
+   */
+  private async checkScan(): Promise<ScanOutcome> {
+    const { stream, checkpoint: run } = this;
+    const total = run.lastTotal ?? 0;
+    let reReads = 0;
+    let rounds = 0;
+    let boundHit = false;
+    if (scanOutcome(run, await this.distinctIds(), 0).outcome === 'incomplete' && (run.tieRegions ?? []).length > 0) {
+      ({ reads: reReads, rounds, boundHit } = await reReadTies(this, this.environment.tieReReadRounds));
+    }
+    const outcome = scanOutcome(run, await this.distinctIds(), reReads);
+    if (outcome.outcome === 'incomplete') {
+      this.logger.warn(
+        { stream: stream.name, reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds, repeatedIds: outcome.repeatedIds, reReads, rounds },
+        boundHit
+          ? `incomplete scan: ties came back in another order per request and ${rounds} rounds of re-reads (${reReads} pages, the most one scan may spend) did not find every record; no record is counted missing, the cursor stays, and the next scan tries again`
+          : 'incomplete scan: it listed fewer distinct records than the list\'s total; no record is counted missing and the cursor stays',
+      );
+    } else if (reReads > 0) {
+      this.logger.info({ stream: stream.name, total, repeatedIds: outcome.repeatedIds, reReads, rounds }, 'ties came back in another order per request; re-reading their tie runs completed the scan');
+    }
+    return outcome;
+  }
+
+  /**
+   * Reads the page at `offset` again and commits what it lists; ids new to the scan are credited
+   * to their tie region, ids listed at another position than before widen the regions.
+   * @returns records new to the scan
+   */
+  async reReadPage(offset: number): Promise<number> {
+    const { checkpoint: run, result } = this;
+    const page = await this.fetchPage(offset);
+    result.pages += 1;
+    run.pages += 1;
+    this.noteTotal(page.pagination.total, true);
+    const listedBefore = this.listedBefore(page);
+    const { fresh } = this.countIds(page, { firstRead: false });
+    run.distinctIds = (run.distinctIds ?? 0) + fresh;
+    await this.writePage(page, listedBefore);
+    return fresh;
+  }
+
+  /**
+   * Commits one page in one transaction (`fenced`): confirms and renews the stream's lease, runs
+   * `beforeApply` (the record clock's measurement) on the transaction's store, applies the records
+   * (mirror rows and their changelog rows), moves invalid items into quarantine and accepted ones
+   * out of it, and saves the checkpoint; then hands the appended changes to `onChanges`. Counts them
+   * in `result.changes` and the checkpoint's `changes`.
+   * @returns what `beforeApply` returned (undefined without one)
+   * @throws LeaseLostError when another process took over the stream's lease (ours expired while
+   *   waiting): that process now owns the checkpoint, so nothing is written
+   */
+  private async writePage<T>(page: Page<ApiRecord>, listedBefore: ReadonlySet<string>, beforeApply?: (store: MirrorStore) => Promise<T>): Promise<T | undefined> {
+    const { stream, checkpoint: run, result } = this;
+    let measured: T | undefined;
+    const changesBefore = run.changes;
+    let changes: AppendedChange[];
+    let secondVersions: string[] = [];
+    try {
+      changes = await this.environment.fenced(async (store) => {
+        measured = await beforeApply?.(store);
+        const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
+        secondVersions = [];
+        const appended = await store.applyRecords(stream, page.items, { scanNumber, listedBefore: (id) => listedBefore.has(id), secondVersions });
+        // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
+        const rejectedRecords = new RejectedRecords(store);
+        await rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
+        if (page.rejected && page.rejected.length > 0) appended.push(...(await rejectedRecords.quarantine(stream, page.rejected, { scanNumber })));
+        run.changes = changesBefore + appended.length;
+        await store.saveRun(stream.name, run);
+        return appended;
+      });
+    } catch (error) {
+      // Rolled back: the checkpoint in memory must not count changes that were not stored.
+      run.changes = changesBefore;
+      throw error;
+    }
+    result.changes += changes.length;
+    if (changes.length > 0) this.environment.onChanges?.(changes);
+    if (secondVersions.length > 0) {
+      this.logger.warn(
+        { stream: stream.name, offset: page.offset, ids: secondVersions.slice(0, 10), count: secondVersions.length },
+        'records listed again in this scan with other content: the first version stands (one change per record per scan); the next scan applies the current one',
+      );
+    }
+    return measured;
+  }
+
+  /**
+   * Commits the end of a run that paged to its end: for a complete scan, misses and tombstones; the
+   * cursor; the state. An incomplete scan (docs/sync.md "Scan completeness") counts no miss and
+   * keeps the cursor; its scan number is still used up.
+   */
+  private async finish(scan: ScanOutcome): Promise<void> {
+    const { stream, checkpoint: run, result } = this;
+    const { massDeletionShare } = this.environment;
+    const complete = scan.outcome === 'complete';
+    let held: DeletionHold | null | undefined;
+    const tombstones = await this.environment.fenced(async (store) => {
+      const appended: AppendedChange[] = [];
+      if (complete && run.mode === 'complete' && run.scanNumber !== undefined) {
+        const scanNumber = run.scanNumber;
+        const now = new Date().toISOString();
+        let holding: { count: number; live: number } | undefined;
+        appended.push(
+          ...(await store.recordMisses(stream, scanNumber, run.startedAt, now, {
+            massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
+            onHeld: (hold) => (holding = hold),
+          })),
+        );
+        const previous = (await store.readSyncState(stream.name)).deletionHold;
+        held = holding ? { ...holding, share: massDeletionShare, scanNumber, since: previous?.since ?? now, at: now } : null;
+        if (holding && previous?.count !== holding.count) {
+          // Said once per hold (and again when it grows or shrinks), not at every scan that keeps it.
+          appended.push(
+            await store.appendChange({
+              type: MASS_DELETION_HELD,
+              stream: stream.name,
+              recordId: stream.name,
+              occurredAt: now,
+              data: { record: { stream: stream.name, held: holding.count, live: holding.live, share: massDeletionShare, scanNumber }, changes: {} },
+            }),
+          );
+        }
+        // A complete scan that did not list a quarantined item: it is no longer served, with an id or without one.
+        await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt);
+      }
+      const now = new Date().toISOString();
+      await store.updateSyncState(stream.name, {
+        ...(complete ? { cursor: run.serverStartedAt ?? null } : {}),
+        ...(held !== undefined ? { deletion_hold: held === null ? null : JSON.stringify(held) } : {}),
+        last_scan: JSON.stringify(scan),
+        supported: 1,
+        ...(run.mode === 'complete' && run.scanNumber !== undefined ? { scan_number: run.scanNumber } : {}),
+        last_run_finished_at: now,
+        last_success_at: now,
+        last_error: null,
+        last_run_requests: run.pages,
+        last_run_records: run.records,
+        last_run_changes: run.changes + appended.length,
+      });
+      await store.saveRun(stream.name, null);
+      return appended;
+    });
+    const gone = tombstones.filter((change) => change.type !== MASS_DELETION_HELD);
+    result.tombstones = gone.length;
+    result.changes += tombstones.length;
+    if (held) result.deletionsHeld = held.count;
+    if (tombstones.length > 0) this.environment.onChanges?.(tombstones);
+    if (held) {
+      this.logger.warn(
+        { stream: stream.name, held: held.count, live: held.live, share: held.share },
+        `a complete scan would tombstone ${held.count} of ${held.live} live records, more than sync.massDeletionShare (${held.share}): none is tombstoned (a list that stopped serving part of the stream, such as a capped result window, looks like this); if they are really gone, run \`bizops-sync backfill --stream ${stream.name} --confirm-deletions\``,
+      );
+    }
+    this.logger.info(
+      { stream: stream.name, reason: run.reason, mode: run.mode, scan: scan.outcome, pages: result.pages, records: result.records, changes: result.changes, tombstones: result.tombstones },
+      'run finished',
+    );
+  }
+}
