@@ -303,12 +303,12 @@ export class StreamScheduler {
     slot.backoff.polled();
     const started = performance.now();
     this.#options.onRunStarted?.(stream, reason);
-    try {
-      slot.since = this.#options.activity ? await this.#options.activity.position() : null;
-    } catch (error) {
-      slot.since = null;
+    // Read beside the run, not before it (on SQLite the read runs at once when the file is free):
+    // the run starts exactly as it would without adaptive polling.
+    const position = this.#options.activity?.position().catch((error: unknown) => {
       this.#logger.warn({ stream, err: error }, 'could not read the changelog position; the stream polls on its schedule until it is read');
-    }
+      return null;
+    });
     let result: RunResult;
     try {
       result = await this.#options.engine.run(stream, reason, { signal: this.#abort.signal });
@@ -318,6 +318,7 @@ export class StreamScheduler {
       this.#logger.error({ stream, reason, err }, 'run threw; the next tick tries again');
       result = { stream, reason, mode: 'complete', status: 'failed', resumed: false, pages: 0, records: 0, changes: 0, tombstones: 0, rejected: 0, driftStepBacks: 0, error: err };
     }
+    slot.since = position === undefined ? null : await position;
     slot.backoff.record(result);
     this.#options.onRunFinished?.(result, performance.now() - started);
   }

@@ -58,9 +58,6 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
       BIZOPS_DB: location,
       BIZOPS_HTTP_PORT: '0',
       BIZOPS_SCHEDULE: '*/1 * * * * *',
-      // Upstream changes come after quiet moments: every tick polls, as this test is about leases
-      // (a quiet stream polled less often: test/daemon/adaptive-polling.test.ts).
-      BIZOPS_MAX_POLL_FACTOR: '1',
       BIZOPS_READINESS_CACHE_SECONDS: '1',
       BIZOPS_RATE_LIMIT_PER_MIN: '100000',
       BIZOPS_LEASE_SECONDS: '3',
