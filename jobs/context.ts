@@ -69,6 +69,11 @@ export interface ContextOptions {
    * migrated, stream tables checked) is the start-up check.
    */
   checkMirror?: boolean;
+  /**
+   * The engine's first sync of each unsupported stream asks its list whatever its last probe (the
+   * daemon: `SyncEngineOptions.probeUnsupportedAtStart`). Default false.
+   */
+  probeUnsupportedAtStart?: boolean;
   /** Redis key names: tests give each run its own. Defaults: budgets `bizops:rate`, queue `bizops` / `deploymentQueueName(config)`. */
   redisKeys?: { budgetPrefix?: string; queuePrefix?: string; queueName?: string };
   /**
@@ -384,6 +389,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       logger,
       overlapSeconds: config.sync.overlapSeconds,
       unsupportedProbeSeconds: config.sync.unsupportedProbeSeconds,
+      probeUnsupportedAtStart: options.probeUnsupportedAtStart ?? false,
       leaseSeconds: config.sync.leaseSeconds,
       databaseWaitSeconds: config.sync.databaseWaitSeconds,
       massDeletionShare: config.sync.massDeletionShare,

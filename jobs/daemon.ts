@@ -42,6 +42,7 @@ import {
   probeBudget,
   ReadinessProbe,
   StreamScheduler,
+  unsupportedStreams,
   type FirstRoute,
   type ReadRoute,
   type RunningHttpServer,
@@ -51,7 +52,8 @@ import { confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_L
 import type { Logger } from '../src/logging/index.ts';
 import { ChangeSignal, listConsumers, listenForChanges } from '../src/notify/index.ts';
 import type { WebhookDispatcherOptions } from '../src/notify/webhooks/index.ts';
-import { STREAMS, type StreamName } from '../src/streams/index.ts';
+import { STREAM_LIST, STREAMS, type StreamName } from '../src/streams/index.ts';
+import { assertBaseUrlServes, WrongBaseUrlError } from '../src/sync/index.ts';
 import { deploymentLogger, mirrorLocation, openDeployment, Teardown, type Context, type ContextOptions, type WriteQueue } from './context.ts';
 
 /** How the daemon is started; everything else comes from the configuration. */
@@ -130,7 +132,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
   // `http` is process-wide (the same in every connection): the first connection's is the process's.
   const processWide = deployment.connections[0]!;
   const logger = options.logger ?? deploymentLogger(deployment);
-  const opened = await openDeployment(deployment, { logger, clientRetry: options.clientRetry, checkMirror: true, redisKeys: options.redisKeys });
+  // An unsupported stream is asked again at every start (its first sync, whatever its last probe).
+  const opened = await openDeployment(deployment, { logger, clientRetry: options.clientRetry, checkMirror: true, redisKeys: options.redisKeys, probeUnsupportedAtStart: true });
   const cleanups = new Teardown(logger);
   cleanups.add(() => opened.close());
   const cleanup = () => cleanups.run();
@@ -164,6 +167,15 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         cacheMs: config.http.readinessCacheSeconds * 1000,
         timeoutMs,
       });
+      // A wrong base URL refuses to start (src/sync/base-url-check.ts): the first probe's list
+      // answered 404, and so does every other stream's. Unreachable or refused: the daemon starts, not ready.
+      if ((await readiness.current()).status === 404) {
+        try {
+          await assertBaseUrlServes(probeClient, undefined, { streams: STREAM_LIST, priority: 'incremental' });
+        } catch (error) {
+          throw deployment.named && error instanceof WrongBaseUrlError ? error.naming(`connections.${config.connection}.baseUrl`) : error;
+        }
+      }
       // The same holder as the engine's runs (PROCESS_LEASE_HOLDER): a run renews the lease the keeper holds.
       const keeper: LeaseKeeper = new LeaseKeeper({
         leases,
@@ -240,7 +252,21 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       port: processWide.http.port,
       readiness: async () =>
         combineReadiness(
-          Object.fromEntries(await Promise.all(connections.map(async (connection) => [connection.name, { ...(await connection.readiness.current()), leases: connection.leases.held() }] as const))),
+          Object.fromEntries(
+            await Promise.all(
+              connections.map(
+                async (connection) =>
+                  [
+                    connection.name,
+                    {
+                      ...(await connection.readiness.current()),
+                      leases: connection.leases.held(),
+                      unsupported: await unsupportedStreams(connection.context.store, connection.context.config.sync.streams).catch(() => []),
+                    },
+                  ] as const,
+              ),
+            ),
+          ),
         ),
       metrics: () => metrics.render(),
       routeFirst: firstRouteOf(

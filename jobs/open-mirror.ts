@@ -26,8 +26,8 @@ export function mirrorLocation(dbPath: string): string {
 /**
  * Opens the mirror at `dbPath` (migrated, stream tables in place unless read-only), turning every
  * failure into one line a person can act on:
- * - SQLite: a path that cannot hold the mirror (a directory, a read-only or pseudo file system such
- *   as /proc, a missing permission): `ConfigError` naming BIZOPS_DB (exit 2); a file SQLite cannot
+ * - SQLite: a path that cannot hold the mirror (a directory, a device such as /dev/null, a file
+ *   used as a directory, a read-only or pseudo file system such as /proc, a missing permission): `ConfigError` naming BIZOPS_DB (exit 2); a file SQLite cannot
  *   read (`file is not a database`, `database disk image is malformed`): `MirrorDamagedError` (exit 1).
  * - PostgreSQL: a server that does not answer, a refused login, a missing database: Error
  *   `cannot connect to the PostgreSQL mirror at <URL, password masked>: <reason>`.
@@ -37,6 +37,9 @@ export async function openMirrorAt(dbPath: string, options: { readonly?: boolean
   if (isPostgresUrl(dbPath)) return openMirrorConnection(dbPath, { readonly: options.readonly ?? false, idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs });
   if (dbPath !== ':memory:' && existsSync(dbPath) && statSync(dbPath).isDirectory()) {
     throw new ConfigError(`BIZOPS_DB (dbPath): ${dbPath} is a directory; give the path of the mirror's file, e.g. ${dbPath.replace(/\/+$/, '')}/mirror.db`);
+  }
+  if (dbPath !== ':memory:' && existsSync(dbPath) && !statSync(dbPath).isFile()) {
+    throw new ConfigError(`BIZOPS_DB (dbPath): ${dbPath} is not a regular file (a device, a pipe or a socket); give the path of the mirror's file`);
   }
   try {
     return await openMirrorConnection(dbPath, { readonly: options.readonly ?? false });

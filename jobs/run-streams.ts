@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config, DeploymentConfig } from '../src/config/index.ts';
 import type { Logger } from '../src/logging/index.ts';
 import type { StreamName } from '../src/streams/index.ts';
-import type { RunOptions, RunProgress, RunReason, RunResult } from '../src/sync/index.ts';
+import { WrongBaseUrlError, type RunOptions, type RunProgress, type RunReason, type RunResult } from '../src/sync/index.ts';
 import { damagedMirrorError, openDeployment, type Context } from './context.ts';
 
 /** Options of `runStreams`: the engine's, and what to do with a stream another process runs. */
@@ -43,6 +43,8 @@ export async function runStreams(context: Context, streams: readonly StreamName[
     const damaged = result.status === 'failed' ? damagedMirrorError(context.config.dbPath, result.error) : undefined;
     if (damaged) throw damaged;
     results.push(result);
+    // Every list answered 404: the other streams would too (nothing is marked; the caller reports it).
+    if (result.error instanceof WrongBaseUrlError) break;
   }
   return results;
 }
@@ -52,6 +54,8 @@ export async function runStreams(context: Context, streams: readonly StreamName[
  * one Redis connection and one budget per company (openDeployment), and runs each connection's
  * `streams(config)` concurrently (streams one after another within a connection).
  * @returns each connection's results, in the order of `deployment.connections`
+ * @throws WrongBaseUrlError (a ConfigError: exit 2) when every stream's list of a connection answered
+ *   404 (src/sync/base-url-check.ts), naming `connections.<name>.baseUrl` for a named connection
  */
 export async function runConnectionsJob(
   deployment: DeploymentConfig,
@@ -61,8 +65,9 @@ export async function runConnectionsJob(
 ): Promise<{ connection: string; results: RunResult[] }[]> {
   const { onProgress, logger, ...runOptions } = options;
   const opened = await openDeployment(deployment, { logger });
+  let ran: { connection: string; results: RunResult[] }[];
   try {
-    return await Promise.all(
+    ran = await Promise.all(
       opened.contexts.map(async (context) => {
         const connection = context.config.connection;
         const results = await runStreams(context, streams(context.config), reason, {
@@ -75,4 +80,10 @@ export async function runConnectionsJob(
   } finally {
     await opened.close();
   }
+  // A wrong base URL is a configuration error: one line naming it (exit 2), not a failed run per stream.
+  for (const { connection, results } of ran) {
+    const wrong = results.find((result) => result.error instanceof WrongBaseUrlError)?.error as WrongBaseUrlError | undefined;
+    if (wrong) throw deployment.named ? wrong.naming(`connections.${connection}.baseUrl`) : wrong;
+  }
+  return ran;
 }

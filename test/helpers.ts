@@ -15,6 +15,7 @@ import { createLogger, silentLogger, type Logger } from '../src/logging/logger.t
 import { STREAM_NAMES, streamByName, STREAMS, type StreamName } from '../src/streams/definitions.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 import { testMirrorLocation } from './test-mirror.ts';
+import { changelogProblems } from './event-validation.ts';
 
 export { TEST_MIRROR_BACKEND, testMirrorLocation } from './test-mirror.ts';
 
@@ -145,16 +146,30 @@ export interface SyncFixture {
 
 /**
  * Registers cleanup for the calling test file and returns `start`, which starts a simulator, a temp
- * mirror file and a context on them (closed after each test).
+ * mirror file and a context on them (closed after each test). After each test every change row of
+ * its mirrors is validated against its event type's JSON Schema (test/event-validation.ts): the
+ * test fails when one does not fit.
  */
 export function syncFixtures(): { start(simulatorOptions?: SimulatorOptions, configOverrides?: Record<string, unknown>, contextOptions?: ContextOptions): Promise<SyncFixture> } {
   const open: SyncFixture[] = [];
   afterEach(async () => {
+    // Every event the test's mirror holds goes through its type's JSON Schema (docs/events.md).
+    const problems: string[] = [];
+    for (const fixture of open) {
+      let found: string[] = [];
+      try {
+        found = await changelogProblems(fixture.context.connection);
+      } catch {
+        // A mirror the test left unreadable (a stopped database, a damaged file): nothing to check.
+      }
+      problems.push(...found);
+    }
     for (const fixture of open.splice(0)) {
       await fixture.context.close();
       await fixture.sim.close();
       fixture.dir.remove();
     }
+    if (problems.length > 0) throw new Error(`${problems.length} events fail their JSON Schema (src/notify/event-schemas.ts), e.g.:\n${problems.slice(0, 5).join('\n')}`);
   });
   return {
     async start(simulatorOptions = {}, configOverrides = {}, contextOptions = {}) {

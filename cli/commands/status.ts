@@ -77,6 +77,9 @@ function formatStatus(status: MirrorStatus): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const format = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
   lines.push(format(header), ...rows.map(format));
+  if (status.unsupported.length > 0) {
+    lines.push('', `unsupported streams: ${status.unsupported.join(', ')} (their list answered 404; records arrive from write responses only; asked again by the daemon at its start, by a sync every sync.unsupportedProbeSeconds, by a backfill at once)`);
+  }
   for (const s of status.streams) {
     if (s.lastScan?.outcome === 'incomplete') {
       lines.push(

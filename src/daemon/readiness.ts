@@ -12,6 +12,8 @@
 import { z } from 'zod';
 import type { ApiClient } from '../client/client.ts';
 import type { BudgetPeek, RateBudget, RateSlot } from '../client/rate-budget.ts';
+import type { MirrorStore } from '../mirror/mirror-store.ts';
+import type { StreamName } from '../streams/definitions.ts';
 import {
   AuthenticationError,
   BizopsApiError,
@@ -39,6 +41,13 @@ export interface ReadinessVerdict {
    * (docs/operations.md "Running two daemons (replicas)"). A daemon holding none is ready: it stands by.
    */
   leases?: string[];
+  /**
+   * The daemon's: the streams marked unsupported (their list answered 404 while the other lists
+   * answered, docs/sync.md "Deals"). Ready all the same: the server has no such list, and the
+   * stream's records arrive from write responses only; each is asked again at the daemon's start and
+   * by a sync every `sync.unsupportedProbeSeconds`.
+   */
+  unsupported?: string[];
 }
 
 /**
@@ -204,7 +213,7 @@ export interface DeploymentReadinessVerdict extends ReadinessVerdict {
  * Combines the verdicts of every connection (docs/operations.md "Many companies"): ready when every
  * connection is. With one connection its verdict is the whole answer (plus `connections`); with
  * several, `reason` names the connections that are not ready, `status` is null, `checkedAt` the
- * oldest check and `budget` the longest wait.
+ * oldest check, `budget` the longest wait and `unsupported` every connection's as `<connection>/<stream>`.
  */
 export function combineReadiness(verdicts: Record<string, ReadinessVerdict>): DeploymentReadinessVerdict {
   const entries = Object.entries(verdicts);
@@ -220,7 +229,18 @@ export function combineReadiness(verdicts: Record<string, ReadinessVerdict>): De
         : `not ready: ${notReady.map(([name, verdict]) => `${name} (${verdict.reason})`).join('; ')}`,
     status: null,
     checkedAt: checked.includes(null) ? null : (checked as string[]).sort()[0]!,
+    unsupported: entries.flatMap(([name, verdict]) => (verdict.unsupported ?? []).map((stream) => `${name}/${stream}`)),
     ...(waits.length > 0 ? { budget: { waitMs: Math.max(...waits) } } : {}),
     connections: verdicts,
   };
+}
+
+/**
+ * The streams of `streams` the mirror marks unsupported (`sync_state.supported` 0), for `/readyz`.
+ * @throws the driver's error when the mirror cannot be read
+ */
+export async function unsupportedStreams(store: Pick<MirrorStore, 'readSyncState'>, streams: readonly StreamName[]): Promise<StreamName[]> {
+  const unsupported: StreamName[] = [];
+  for (const stream of streams) if (!(await store.readSyncState(stream)).supported) unsupported.push(stream);
+  return unsupported;
 }

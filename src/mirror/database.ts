@@ -3,7 +3,6 @@
  * block the worker, migrated forward to the latest schema on open, and every registered stream's
  * table checked against its definition (created when missing: stream-tables.ts).
  */
-import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
@@ -11,6 +10,7 @@ import type { StreamDefinition } from '../streams/define-stream.ts';
 import { STREAM_LIST } from '../streams/definitions.ts';
 import { maskUrlPassword } from '../logging/mask-url.ts';
 import { MIGRATIONS } from './migrations/index.ts';
+import { ensureMirrorDirectory } from './mirror-directory.ts';
 import { isPostgresUrl } from './sql/postgres-location.ts';
 import { prepareStreamTables } from './stream-tables.ts';
 
@@ -54,7 +54,8 @@ export function openMirror(path: string, options: OpenMirrorOptions = {}): Mirro
   if (isPostgresUrl(path)) {
     throw new Error(`${maskUrlPassword(path)} is a PostgreSQL mirror, which this command cannot open yet (it opens SQLite files); give dbPath a file path`);
   }
-  if (!options.readonly && path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  // Not mkdirSync's `recursive`: it never returns under /proc (mirror-directory.ts).
+  if (!options.readonly && path !== ':memory:') ensureMirrorDirectory(dirname(path));
   let db: MirrorDatabase;
   try {
     db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });

@@ -105,6 +105,11 @@ export interface MirrorReport {
   consumers: ConsumerListing[];
   /** Every registered stream, in the registry's order. */
   streams: StreamStatus[];
+  /**
+   * The streams marked unsupported (their list answered 404 while the other lists answered,
+   * docs/sync.md "Deals"), in the registry's order; empty when none.
+   */
+  unsupported: StreamName[];
   /** Writes by status (`failed`, `needs_review`, `queued`, `sending`, `succeeded`), only the statuses that occur. */
   writes: Record<string, number>;
   /** The writes needing review, newest first, at most `needsReviewLimit` of them (`writes.needs_review` counts them all). */
@@ -162,7 +167,7 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
       skipped: state.supported
         ? null
         : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
-          `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), a backfill at once`,
+          `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), the daemon at its start, a backfill at once`,
       recordClockLagSeconds: (await recordClock.read(stream.name)).lagSeconds,
       rejected: await rejected.count(stream.name),
       undeclaredFields: (await listUndeclaredFields(executor, stream.name)).map(({ field, firstSeenAt, exampleRecordId }) => ({ field, firstSeenAt, exampleRecordId })),
@@ -185,6 +190,7 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
     oldestSeq: (await changelogPrunedThrough(executor)) + 1,
     consumers: await listConsumers(executor, now),
     streams,
+    unsupported: streams.filter((stream) => !stream.supported).map((stream) => stream.stream),
     writes,
     writesNeedingReview,
     leases,

@@ -3,4 +3,5 @@
  * reconciliation into the mirror. The face of src/sync/ for jobs/ and cli/.
  */
 export { SyncEngine, type RunOptions, type RunProgress, type RunReason, type RunResult, type SyncEngineOptions } from './sync-engine.ts';
+export { assertBaseUrlServes, WrongBaseUrlError, type BaseUrlCheckOptions } from './base-url-check.ts';
 export { verifyStream, VERIFY_SAMPLE_SIZE, type StreamVerification, type VerifyProgress, type VerifyStreamOptions } from './mirror-verify.ts';

@@ -48,7 +48,8 @@ import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { quarantineKey, RejectedRecords } from '../mirror/rejected-records.ts';
 import type { AppendedChange, DeletionHold, MirrorStore, RunCheckpoint, ScanOutcome } from '../mirror/mirror-store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
-import type { RegisteredStream, StreamName } from '../streams/definitions.ts';
+import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { assertBaseUrlServes } from './base-url-check.ts';
 import { readAhead } from './read-ahead.ts';
 import { boundByHighWater, lagCeiling, lagsFromPage, lagsFromWrites, saveHighWater } from './record-clock-lags.ts';
 import { creditFound, noteTie, scanOutcome, tallyPage } from './scan-check.ts';
@@ -295,9 +296,13 @@ export class StreamRun implements TieReReader {
       // The next page is fetched while this one commits (one page ahead, never the first: read-ahead.ts).
       for await (const step of readAhead(pages, { isLast: (step) => step.done })) await this.commitPage(step);
     } catch (error) {
-      if (error instanceof NotFoundError && request.unsupportedOn404 && checkpoint.pages === 0) {
-        await this.markUnsupported(error);
-        return;
+      if (error instanceof NotFoundError && checkpoint.pages === 0) {
+        // Every list answering 404 is a wrong base URL (base-url-check.ts): throws, nothing marked.
+        await assertBaseUrlServes(this.environment.client, error, { streams: STREAM_LIST, priority: checkpoint.reason === 'sync' ? 'incremental' : 'backfill', signal: this.options.signal });
+        if (request.unsupportedOn404) {
+          await this.markUnsupported(error);
+          return;
+        }
       }
       throw error;
     }

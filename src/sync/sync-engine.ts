@@ -12,6 +12,7 @@ import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseC
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
 import { STREAM_LIST, streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { WrongBaseUrlError } from './base-url-check.ts';
 import { RecordClockProbe } from './record-clock-probe.ts';
 import { newCheckpoint, StreamRun, type RunEnvironment, type RunOptions, type RunReason, type RunResult } from './stream-run.ts';
 
@@ -50,6 +51,12 @@ export interface SyncEngineOptions {
    * `sync.unsupportedProbeSeconds`). Default 3600; 0 probes on every sync.
    */
   unsupportedProbeSeconds?: number;
+  /**
+   * The first sync of each `unsupported` stream by this engine asks its list whatever its last probe
+   * (the daemon: an unsupported stream is asked again at every start). Default false: the CLI's
+   * `sync` keeps to `unsupportedProbeSeconds`.
+   */
+  probeUnsupportedAtStart?: boolean;
   /**
    * Most rounds of tie re-reads at the end of one scan (docs/sync.md "Ties"): each round reads each
    * tie region still owing records once, so no region is read in more rounds than this. A scan still
@@ -102,6 +109,8 @@ export class SyncEngine {
   private readonly massDeletionShare: number;
   /** Measures the records' clock for the runs of streams that cannot (docs/sync.md "Record clock"). */
   private readonly recordClockProbe: RecordClockProbe;
+  /** Streams this engine ran (or tried to) since it was built: `probeUnsupportedAtStart` asks the others once. */
+  private readonly askedSinceStart = new Set<StreamName>();
 
   /** @throws RangeError when `tieReReadRounds` is not an integer >= 1 */
   constructor(options: SyncEngineOptions) {
@@ -174,11 +183,12 @@ export class SyncEngine {
       rejected: 0,
       driftStepBacks: 0,
     };
-    if (reason === 'sync' && !seen.supported && !this.probeDue(seen.lastRunStartedAt)) {
+    if (reason === 'sync' && !seen.supported && !this.probeDue(stream.name, seen.lastRunStartedAt)) {
       // Probed recently (the last run's start is the last probe): skip until the next probe is due.
       result.status = 'unsupported';
       return result;
     }
+    this.askedSinceStart.add(stream.name);
     let acquired: Awaited<ReturnType<Leases['acquire']>>;
     if (!this.running.has(stream.name)) {
       this.running.set(stream.name, null); // claimed before the first await: a second run of it here is busy
@@ -234,6 +244,11 @@ export class SyncEngine {
         result.status = 'failed';
         result.error = err;
         this.logger.warn({ stream: stream.name, fence: err.lease.fence }, err.message);
+      } else if (err instanceof WrongBaseUrlError) {
+        // A configuration error, not the stream's: nothing is written, and the caller reports it (one line).
+        result.status = 'failed';
+        result.error = err;
+        this.logger.debug({ stream: stream.name, url: err.url }, err.message);
       } else {
         result.status = 'failed';
         result.error = err;
@@ -363,10 +378,12 @@ export class SyncEngine {
 
   /**
    * True when an `unsupported` stream's list should be asked again: its last probe (the start of its
-   * last run) is at least `unsupportedProbeSeconds` old, or unknown.
+   * last run) is at least `unsupportedProbeSeconds` old, or unknown, or (`probeUnsupportedAtStart`)
+   * this engine has not asked it yet.
    */
-  private probeDue(lastProbeAt: string | null): boolean {
+  private probeDue(stream: StreamName, lastProbeAt: string | null): boolean {
     if (lastProbeAt === null) return true;
+    if (this.options.probeUnsupportedAtStart && !this.askedSinceStart.has(stream)) return true;
     const intervalMs = (this.options.unsupportedProbeSeconds ?? 3600) * SECOND_MS;
     return Date.now() - Date.parse(lastProbeAt) >= intervalMs;
   }

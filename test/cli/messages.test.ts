@@ -52,16 +52,16 @@ describe('messages that help', () => {
     expect(result.stderr).not.toContain('not-a-token-the-api-knows');
   });
 
-  it('a list answering 404 names the whole URL, so a wrong base URL shows in it (sync output and status)', async () => {
+  it('a wrong base URL (every list answering 404) is one line naming the whole URL, exit 2, and status marks nothing', async () => {
     const env = await setUp();
     const wrong = { ...env, BIZOPS_BASE_URL: `${sim!.url}/gateway` };
     const result = await runCli(['sync', '--stream', 'deals', '--no-progress'], wrong);
-    expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toContain(`deals: unsupported (sync, complete scan), 0 pages, 0 records, 0 changes; the server has no list endpoint for this stream (GET ${sim!.url}/gateway/api/public/v1/deals answered 404;`);
-    expect(result.stdout).toContain('BIZOPS_BASE_URL');
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr.trim()).toBe(
+      `bizops-sync: configuration error: BIZOPS_BASE_URL (baseUrl): ${sim!.url}/gateway is not the API's base URL: every stream's list answered 404 (GET ${sim!.url}/gateway/api/public/v1/deals); nothing was marked unsupported`,
+    );
     const status = await runCli(['status'], wrong);
-    expect(status.stdout).toContain(`deals: skipped by syncs: unsupported since`);
-    expect(status.stdout).toContain(`GET ${sim!.url}/gateway/api/public/v1/deals answered 404`);
+    expect(status.stdout).not.toContain('unsupported');
   });
 
   it('status shows a run still going as in progress, not as the zeros of a run that did nothing', async () => {

@@ -274,6 +274,7 @@ describe('the operator console', { timeout: 120_000 }, () => {
             oldestSeq: 1,
             consumers: [],
             streams: [],
+            unsupported: [],
             writes: { needs_review: 1 },
             writesNeedingReview: [{ id: 'wr_1', kind: 'email.send', outcome: hostile, error: `"'><img src=x onerror=alert(1)>`, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z' }],
             leases: [],

@@ -3,14 +3,17 @@
  * file that cannot be used makes `sync`, `backfill` and `daemon` exit (they never hang on the Redis
  * connection opened beside it) with ONE line on stderr and exit 2 (configuration: the path) or 1
  * (runtime: a damaged file); `status` reads the mirror read-only, never migrates it, and reports
- * `PRAGMA quick_check`; `config check` masks a password inside BIZOPS_BASE_URL.
+ * `PRAGMA quick_check`; `config check` masks a password inside BIZOPS_BASE_URL. A path that cannot be
+ * created (under /proc, /dev/null, a file used as a directory) ends the same way, also when SIGTERM
+ * arrives meanwhile: no busy loop on a failed open.
  * Each command is awaited to its exit (no timing assertion).
  */
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { openMirror, SCHEMA_VERSION } from '../../src/mirror/database.ts';
-import { runCli, tempDir, type TempDir } from '../helpers.ts';
+import { spawn } from 'node:child_process';
+import { BIN, runCli, tempDir, type TempDir } from '../helpers.ts';
 import { REDIS_URL } from '../writes/support.ts';
 
 let dir: TempDir;
@@ -45,6 +48,17 @@ function validMirror(path: string): void {
   db.close();
 }
 
+/** `runCli`, and a process still running when the test ends (it timed out: the bug is back) is killed, not left spinning. */
+function runKilledAtTheEnd(args: string[], environment: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: environment });
+  onTestFinished(() => void child.kill('SIGKILL'));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += String(chunk)));
+  child.stderr.on('data', (chunk) => (stderr += String(chunk)));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
 function expectOneLine(stderr: string, pattern: RegExp): void {
   const lines = stderr.trim().split('\n');
   expect(lines, stderr).toHaveLength(1);
@@ -64,6 +78,41 @@ describe('a mirror that cannot be opened ends the process with one line', () => 
     const result = await runCli(args, env('/proc/self/bizops-mirror.db'));
     expect(result.code).toBe(2);
     expectOneLine(result.stderr, /^bizops-sync: configuration error: BIZOPS_DB \(dbPath\): cannot use \/proc\/self\/bizops-mirror\.db/);
+  });
+
+  // A path that cannot be created is no outage to wait out: Node's recursive mkdir never returned
+  // under /proc (a native loop: 50-70% CPU, SIGTERM never handled), so these hung until the test's timeout.
+  const UNCREATABLE: readonly (readonly [string, string, (dir: TempDir) => string, RegExp])[] = [
+    ['sync', 'a directory under /proc', () => '/proc/nope/x.db', /cannot use \/proc\/nope\/x\.db for the mirror \(ENOENT/],
+    ['daemon', 'a directory under /proc', () => '/proc/nope/x.db', /cannot use \/proc\/nope\/x\.db for the mirror \(ENOENT/],
+    ['backfill', 'a directory under /proc', () => '/proc/nope/deeper/x.db', /cannot use \/proc\/nope\/deeper\/x\.db for the mirror \(ENOENT/],
+    ['sync', '/dev/null', () => '/dev/null', /\/dev\/null is not a regular file/],
+    ['daemon', '/dev/null', () => '/dev/null', /\/dev\/null is not a regular file/],
+    ['sync', 'a file used as a directory', (tmp) => (writeFileSync(tmp.file('plain'), 'x'), `${tmp.file('plain')}/sub/x.db`), /plain is a file, not a directory/],
+    ['daemon', 'a file used as a directory', (tmp) => (writeFileSync(tmp.file('plain'), 'x'), `${tmp.file('plain')}/x.db`), /plain is a file, not a directory/],
+  ];
+  it.each(UNCREATABLE)('%s: BIZOPS_DB is %s -> exit 2, one line naming BIZOPS_DB', async (command, _what, path, reason) => {
+    const result = await runKilledAtTheEnd(command === 'backfill' ? [command, '--no-progress'] : [command], env(path(dir)));
+    expect(result.code, result.stderr).toBe(2);
+    expectOneLine(result.stderr, /^bizops-sync: configuration error: BIZOPS_DB \(dbPath\): /);
+    expect(result.stderr).toMatch(reason);
+  });
+
+  it('sync: BIZOPS_DB under /proc and a SIGTERM while it starts -> it ends, one line at most', async () => {
+    const child = spawn(process.execPath, [BIN, 'sync'], { env: env('/proc/nope/x.db') });
+    onTestFinished(() => void child.kill('SIGKILL'));
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += String(chunk)));
+    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+    await new Promise((resolve) => child.once('spawn', resolve));
+    child.kill('SIGTERM');
+    const { code, signal } = await closed;
+    // Ended by the signal before its handler was in place, or by the open's failure (exit 2, one line),
+    // or by the handled SIGTERM: never a process that keeps running.
+    if (signal === null && code !== 0) {
+      expect(code).toBe(2);
+      expectOneLine(stderr, /^bizops-sync: configuration error: BIZOPS_DB \(dbPath\): cannot use \/proc\/nope\/x\.db/);
+    } else expect(stderr.trim().split('\n').filter(Boolean).length).toBeLessThanOrEqual(1);
   });
 
   it.each(COMMANDS)('%s: a read-only directory -> exit 2 naming BIZOPS_DB', async (...args) => {

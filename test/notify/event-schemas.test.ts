@@ -4,14 +4,12 @@
  * and a mass deletion held back), an undeclared field, an invalid item, writes (succeeded, refused,
  * applied twice) and an endpoint answering 410, so that every event type of the changelog occurs;
  * then every change row is read through the pull API's page (the webhook body plus its id), every
- * body a real receiver got is taken as sent, and each is validated with ajv. The test also shows a
+ * body a real receiver got is taken as sent, and each is validated with ajv (test/event-validation.ts). The test also shows a
  * drifted payload failing.
  */
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import ajvFormats from 'ajv-formats';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { eventSchemas, type JsonSchema } from '../../src/notify/event-schemas.ts';
+import { eventSchemas } from '../../src/notify/event-schemas.ts';
 import { readChangesPage, type PulledEvent } from '../../src/notify/pull/changes-page.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
@@ -20,6 +18,7 @@ import { lastChangeSeq } from '../../src/mirror/changelog-format.ts';
 import { STREAM_NAMES, type StreamName } from '../../src/streams/definitions.ts';
 import { syncFixtures, waitFor, type SyncFixture } from '../helpers.ts';
 import { newSecret, receiverFixture } from './helpers.ts';
+import { eventProblems } from '../event-validation.ts';
 import { deleteKeys, requireRedis, writeStack, type WriteStack } from '../writes/support.ts';
 
 const fixtures = syncFixtures();
@@ -28,22 +27,6 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** One validator per event type, compiled by ajv (draft 2020-12, formats checked, strict schemas). */
-function validators(schemas: Record<string, JsonSchema>): Map<string, ValidateFunction> {
-  const ajv = new Ajv2020({ allErrors: true, strict: true });
-  ajvFormats.default(ajv);
-  return new Map(Object.entries(schemas).map(([type, schema]) => [type, ajv.compile(schema)]));
-}
-
-/** The reasons `body` fails its type's schema, one line each; empty when it is valid. */
-function problems(checks: Map<string, ValidateFunction>, body: object): string[] {
-  const type = String((body as { type?: unknown }).type);
-  const validate = checks.get(type);
-  if (!validate) return [`no schema for event type ${type}`];
-  if (validate(body)) return [];
-  return (validate.errors ?? []).map((error) => `${type} ${error.instancePath || '/'} ${error.message ?? ''} ${JSON.stringify(error.params)}`);
-}
 
 /** Runs one stream and expects it to succeed. */
 async function run(fixture: SyncFixture, stream: StreamName, reason: 'backfill' | 'sync' | 'reconcile'): Promise<void> {
@@ -73,7 +56,6 @@ async function writesOn(sim: RunningSimulator, fixture: SyncFixture): Promise<Wr
 describe('event schemas', () => {
   it('every event type occurs, and every event, read through the pull API or received by a webhook, validates against its schema', async () => {
     const schemas = eventSchemas();
-    const checks = validators(schemas);
     const fixture = await fixtures.start({ size: { transactions: 40, deals: 20, onboardings: 15 } });
     const { sim, context } = fixture;
     const world = sim.world;
@@ -146,7 +128,7 @@ describe('event schemas', () => {
     const lastSeq = await lastChangeSeq(context.connection);
     const pulled: PulledEvent[] = [];
     for (let after = 0; after < lastSeq; after = pulled.at(-1)!.data.seq) pulled.push(...(await readChangesPage(context.connection, { after, limit: 1000 })).events);
-    const failures = pulled.flatMap((event) => problems(checks, event));
+    const failures = pulled.flatMap((event) => eventProblems(event));
     expect(failures).toEqual([]);
 
     // Every event type of the changelog occurred (webhook.test is never in it: checked below).
@@ -157,14 +139,14 @@ describe('event schemas', () => {
     await waitFor(async () => (await loadEndpoint(context.connection, 'witness'))?.deliveredSeq === lastSeq, 'the witness endpoint to receive every event');
     const received = witness.requests.map((request) => JSON.parse(request.body) as { type: string });
     expect(received).toHaveLength(lastSeq);
-    expect(received.flatMap((body) => problems(checks, body))).toEqual([]);
-    expect(problems(checks, JSON.parse(buildTestWebhookMessage('witness').body) as { type: string })).toEqual([]);
+    expect(received.flatMap((body) => eventProblems(body))).toEqual([]);
+    expect(eventProblems(JSON.parse(buildTestWebhookMessage('witness').body) as { type: string })).toEqual([]);
 
     // A payload that drifts fails: a typed column of another type, a member no schema describes.
     const created = pulled.find((event) => event.type === 'transaction.created')!;
-    expect(problems(checks, { ...created, data: { ...created.data, record: { ...(created.data.record as object), amount: '12.50' } } })).toEqual([
+    expect(eventProblems({ ...created, data: { ...created.data, record: { ...(created.data.record as object), amount: '12.50' } } })).toEqual([
       expect.stringContaining('transaction.created /data/record/amount must be integer'),
     ]);
-    expect(problems(checks, { ...created, data: { ...created.data, version: 2 } })).toEqual([expect.stringContaining('must NOT have additional properties {"additionalProperty":"version"}')]);
+    expect(eventProblems({ ...created, data: { ...created.data, version: 2 } })).toEqual([expect.stringContaining('must NOT have additional properties {"additionalProperty":"version"}')]);
   });
 });

@@ -1,12 +1,14 @@
 /**
  * A wrong base URL does not switch a stream off for ever: a base URL that already
- * holds `/api/public/v1` is refused at start with a message; a stream marked `unsupported` by a 404
- * is asked again by a sync at most once per `sync.unsupportedProbeSeconds`, and `status` says why
- * it is skipped.
+ * holds `/api/public/v1` is refused at start with a message; a base URL where every stream's list
+ * answers 404 is a configuration error (exit 2, one line, nothing marked; the daemon refuses to
+ * start); a stream marked `unsupported` by a 404 is asked again by a sync at most once per
+ * `sync.unsupportedProbeSeconds`, and `status` says why it is skipped.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { readStatus } from '../../jobs/status.ts';
+import { spawnDaemon } from '../daemon/helpers.ts';
 import { listRequests, runCli, simulator, syncFixtures, tempDir, type TempDir, testMirrorLocation } from '../helpers.ts';
 
 const fixtures = syncFixtures();
@@ -83,5 +85,55 @@ describe('an unsupported stream', () => {
     expect(sync.stdout).toMatch(/deals: unsupported/);
     const status = await runCli(['status'], env);
     expect(status.stdout).toMatch(/deals: skipped by syncs: unsupported since/);
+  });
+});
+
+describe('a base URL that answers 404 everywhere (a typo)', () => {
+  it('sync: one line naming the URL, exit 2, nothing marked; then the right URL mirrors every stream, nothing missing', async () => {
+    sim = await simulator({ size: { deals: 6, transactions: 5, onboardings: 3 } });
+    dir = tempDir();
+    const dbPath = testMirrorLocation(dir.file('mirror.db'));
+    const env = cliEnv({ BIZOPS_BASE_URL: `${sim.url}/typo`, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dbPath });
+    const wrong = await runCli(['sync'], env);
+    expect(wrong.code, wrong.stderr).toBe(2);
+    const lines = wrong.stderr.trim().split('\n');
+    expect(lines, wrong.stderr).toHaveLength(1);
+    expect(lines[0]).toMatch(/^bizops-sync: configuration error: BIZOPS_BASE_URL \(baseUrl\): http:\/\/127\.0\.0\.1:\d+\/typo is not the API's base URL: every stream's list answered 404 \(GET http:\/\/127\.0\.0\.1:\d+\/typo\/api\/public\/v1\/\S+\); nothing was marked unsupported$/);
+    expect(wrong.stderr).not.toContain(String(sim.tokens.admin));
+    // Nothing marked: every stream still supported.
+    const marked = await readStatus(dbPath);
+    expect(marked.unsupported).toEqual([]);
+    expect(marked.streams.every((stream) => stream.supported)).toBe(true);
+
+    const right = await runCli(['sync'], { ...env, BIZOPS_BASE_URL: sim.url });
+    expect(right.code, right.stderr).toBe(0);
+    const after = await readStatus(dbPath);
+    expect(after.unsupported).toEqual([]);
+    for (const stream of after.streams) {
+      expect(stream, stream.stream).toMatchObject({ supported: true, skipped: null, lastError: null });
+      expect(stream.records, stream.stream).toBe(sim.world.groundTruth(stream.stream).length);
+    }
+  });
+
+  it('the daemon refuses to start: one line naming the URL, exit 2', async () => {
+    sim = await simulator({ size: { deals: 2, transactions: 2, onboardings: 1 } });
+    dir = tempDir();
+    const env = cliEnv({ BIZOPS_BASE_URL: `${sim.url}/typo`, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: testMirrorLocation(dir.file('mirror.db')), BIZOPS_HTTP_PORT: '0', BIZOPS_LOG_LEVEL: 'error' });
+    // Killed if it outlives the test (it started: the bug is back).
+    const daemon = spawnDaemon(env);
+    onTestFinished(() => void daemon.child.kill('SIGKILL'));
+    daemon.url.catch(() => undefined); // it never listens
+    expect((await daemon.exited).code, daemon.stderr()).toBe(2);
+    const lines = daemon.stderr().trim().split('\n');
+    expect(lines, daemon.stderr()).toHaveLength(1);
+    expect(lines[0]).toMatch(/^bizops-sync: configuration error: BIZOPS_BASE_URL \(baseUrl\): http:\/\/127\.0\.0\.1:\d+\/typo is not the API's base URL/);
+  });
+
+  it('a stream whose own list answers 404 while the others answer is still unsupported (one request to tell them apart)', async () => {
+    const { sim: world, context } = await fixtures.start({ size: { deals: 3, transactions: 3 } });
+    world.faults.inject(DEALS_404);
+    expect((await context.engine.run('deals', 'backfill')).status).toBe('unsupported');
+    expect(listRequests(world, '/transactions')).toHaveLength(1);
+    expect((await readStatus(context.config.dbPath)).unsupported).toEqual(['deals']);
   });
 });

@@ -10,7 +10,7 @@ import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
 import { readChanges } from '../changelog-reader.ts';
 import { insertAttempts, latestAttempts, listAttemptsOfEvent, type WebhookAttempt } from './attempts.ts';
-import { enableEndpoint, endpointLag, loadAllEndpoints, loadEndpoint, registerEndpoint, resetCursor } from './endpoint-store.ts';
+import { enableEndpoint, endpointLag, loadAllEndpoints, undeliveredEvents, loadEndpoint, registerEndpoint, resetCursor } from './endpoint-store.ts';
 import { clearFailedDelivery, countFailedDeliveries, listFailedDeliveries, recordReplayFailure } from './failed-deliveries.ts';
 import { dropHeldEventsAfter, loadHeldEvents, retryHeldEventsNow } from './held-events.ts';
 import { buildTestWebhookMessage, buildWebhookMessage, signerForEndpoint } from './signing.ts';
@@ -89,7 +89,7 @@ export async function listWebhookEndpoints(
   const describe = async (name: string, configured: WebhookEndpointConfig | undefined): Promise<WebhookEndpointListing> => {
     const state = stored.get(name);
     const held = state ? await loadHeldEvents(executor, name) : [];
-    const lag = state ? await endpointLag(executor, state.deliveredSeq, now, held[0]?.seq) : { lagEvents: 0, lagSeconds: 0 };
+    const lag = state ? await endpointLag(executor, state.deliveredSeq, now, held[0]?.seq) : undefined;
     return {
       name,
       url: configured?.url ?? state?.url ?? '',
@@ -107,8 +107,8 @@ export async function listWebhookEndpoints(
       recentAttempts: state ? await latestAttempts(executor, name, options.attempts ?? 3) : [],
       events: configured ? [...configured.events] : null,
       deliveredSeq: state?.deliveredSeq ?? null,
-      lagEvents: lag.lagEvents + held.length,
-      lagSeconds: lag.lagSeconds,
+      lagEvents: state && lag ? undeliveredEvents(lag, state.deliveredSeq, held) : 0,
+      lagSeconds: lag?.lagSeconds ?? 0,
       consecutiveFailures: state?.consecutiveFailures ?? 0,
       nextAttemptAt: state?.nextAttemptAt ?? earliestRetry(held),
       lastAttemptAt: state?.lastAttemptAt ?? null,

@@ -47,7 +47,7 @@ import { listenForChanges } from '../changelog-reader.ts';
 import { compileEventFilter } from '../event-filter.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS } from './delivery.ts';
 import { EndpointDelivery, safeUrl, type DeliveryEnvironment, type WebhookOrdering } from './endpoint-delivery.ts';
-import { endpointLag, loadEndpoint, registerEndpoint } from './endpoint-store.ts';
+import { endpointLag, loadEndpoint, registerEndpoint, undeliveredEvents } from './endpoint-store.ts';
 import { countFailedDeliveries } from './failed-deliveries.ts';
 import { loadHeldEvents } from './held-events.ts';
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, validateSchedule, type WebhookRetrySchedule } from './retry-schedule.ts';
@@ -322,7 +322,7 @@ export class WebhookDispatcher {
         deliveries: endpoint.deliveries,
         failures: endpoint.failures,
         deliveredSeq,
-        lagEvents: lag.lagEvents + held.length,
+        lagEvents: undeliveredEvents(lag, deliveredSeq, held),
         lagSeconds: lag.lagSeconds,
         consecutiveFailures: state?.consecutiveFailures ?? 0,
         failedEvents: failed.get(name) ?? 0,

@@ -290,6 +290,16 @@ export interface EndpointLag {
 }
 
 /**
+ * Events an endpoint has still to deliver: those after its cursor plus those it holds back at or before
+ * it (a held event after the cursor is already among the first; counting it twice overstated the lag
+ * while a failing record's events were being held and the cursor had not yet moved past them).
+ * @param held the seqs of the endpoint's held-back events
+ */
+export function undeliveredEvents(lag: EndpointLag, deliveredSeq: number, held: readonly { seq: number }[]): number {
+  return lag.lagEvents + held.filter((event) => event.seq <= deliveredSeq).length;
+}
+
+/**
  * The lag of a cursor at `deliveredSeq`.
  * @param oldestHeldSeq the endpoint's oldest held-back event, if any: the lag in seconds counts from it when it is older
  */
