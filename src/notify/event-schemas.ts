@@ -11,7 +11,10 @@
  *     show: they reach `data.record` too), and a `changes` schema typing each column's `{ old, new }`;
  *     the stream's gone event (two complete scans without it) has `changes` `{ deletedAt }` only;
  *   - every other type is one entry of `OTHER_EVENT_TYPES` (what its `data.record` holds, which
- *     streams it comes from, what its `record_id` names): adding an event type is adding one entry.
+ *     streams it comes from, what its `record_id` names): adding an event type is adding one entry;
+ *     an event about a stream's state is `streamEvent(TYPE, description, { field: schema, ... })`.
+ *     A type appended without an entry fails every sync test that emits it (test/helpers.ts
+ *     `syncFixtures` validates each test's changelog) and docs/events.md lists only what has one.
  *
  * The envelope is closed (`additionalProperties: false` on the body and on `data`), so a payload that
  * grows a member the schemas do not describe fails the test that validates every emitted event
@@ -157,6 +160,15 @@ const writeRecord: JsonSchema = closedObject(
   ['enqueueError'],
 );
 
+/**
+ * An event about a whole stream (its state, not a record): `data.stream` and `data.record_id` are the
+ * stream's name, `data.record` is `{ stream, ...fields }` (exactly those, each required unless
+ * listed in `optional`), `data.changes` is `{}`. E.g. `stream.mass_deletion_held`.
+ */
+export function streamEvent(type: string, description: string, fields: Record<string, JsonSchema>, optional: readonly string[] = []): EventTypeEntry {
+  return { type, description, streams: STREAM_NAMES, recordId: 'the stream', record: closedObject({ stream: { enum: [...STREAM_NAMES] }, ...fields }, optional), changes: noChanges };
+}
+
 /** Every event type that is not a stream's record event: one entry each (module comment). */
 export const OTHER_EVENT_TYPES: readonly EventTypeEntry[] = [
   ...Object.entries(WRITE_EVENT_TYPES).map(
@@ -194,20 +206,12 @@ export const OTHER_EVENT_TYPES: readonly EventTypeEntry[] = [
     record: closedObject({ stream: { enum: [...STREAM_NAMES] }, field: nonEmptyString, exampleRecordId: nonEmptyString, firstSeenAt: dateTime }),
     changes: noChanges,
   },
-  {
-    type: MASS_DELETION_HELD,
-    description: 'A complete scan would have tombstoned more than sync.massDeletionShare of the stream and tombstoned none.',
-    streams: STREAM_NAMES,
-    recordId: 'the stream',
-    record: closedObject({
-      stream: { enum: [...STREAM_NAMES] },
-      held: { type: 'integer', minimum: 0, description: 'records the scan did not list' },
-      live: { type: 'integer', minimum: 0, description: "the stream's live records" },
-      share: { type: 'number', minimum: 0, maximum: 1, description: 'sync.massDeletionShare' },
-      scanNumber: { type: 'integer', minimum: 0 },
-    }),
-    changes: noChanges,
-  },
+  streamEvent(MASS_DELETION_HELD, 'A complete scan would have tombstoned more than sync.massDeletionShare of the stream and tombstoned none.', {
+    held: { type: 'integer', minimum: 0, description: 'records the scan did not list' },
+    live: { type: 'integer', minimum: 0, description: "the stream's live records" },
+    share: { type: 'number', minimum: 0, maximum: 1, description: 'sync.massDeletionShare' },
+    scanNumber: { type: 'integer', minimum: 0 },
+  }),
   {
     type: ENDPOINT_DISABLED_EVENT,
     description: 'A webhook endpoint was disabled (410 Gone, or no 2xx for disableAfterDays).',
