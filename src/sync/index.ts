@@ -5,3 +5,4 @@
 export { SyncEngine, type RunOptions, type RunProgress, type RunReason, type RunResult, type SyncEngineOptions } from './sync-engine.ts';
 export { assertBaseUrlServes, WrongBaseUrlError, type BaseUrlCheckOptions } from './base-url-check.ts';
 export { verifyStream, VERIFY_SAMPLE_SIZE, type StreamVerification, type VerifyProgress, type VerifyStreamOptions } from './mirror-verify.ts';
+export { checkCreatedRange, CreatedRangeError, type CreatedRange } from './created-range.ts';

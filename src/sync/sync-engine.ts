@@ -11,8 +11,10 @@ import { silentLogger, type Logger } from '../logging/logger.ts';
 import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
-import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { STREAM_LIST, streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { checkCreatedRange, sameCreatedRange } from './created-range.ts';
 import { WrongBaseUrlError } from './base-url-check.ts';
+import { RecordClockProbe } from './record-clock-probe.ts';
 import { newCheckpoint, StreamRun, type RunEnvironment, type RunOptions, type RunReason, type RunResult } from './stream-run.ts';
 
 export { MASS_DELETION_HELD, type RunOptions, type RunProgress, type RunReason, type RunResult } from './stream-run.ts';
@@ -106,6 +108,8 @@ export class SyncEngine {
   private readonly tieReReadRounds: number;
   private readonly databaseWaitMs: number;
   private readonly massDeletionShare: number;
+  /** Measures the records' clock for the runs of streams that cannot (docs/sync.md "Record clock"). */
+  private readonly recordClockProbe: RecordClockProbe;
   /** Streams this engine ran (or tried to) since it was built: `probeUnsupportedAtStart` asks the others once. */
   private readonly askedSinceStart = new Set<StreamName>();
 
@@ -121,6 +125,7 @@ export class SyncEngine {
     this.overlapMs = (options.overlapSeconds ?? 120) * SECOND_MS;
     this.leaseHolder = options.leaseHolder ?? PROCESS_LEASE_HOLDER;
     this.leases = new Leases(options.store.executor, options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
+    this.recordClockProbe = new RecordClockProbe({ client: this.client, executor: options.store.executor, logger: this.logger, streams: STREAM_LIST });
     this.databaseWaitMs = (options.databaseWaitSeconds ?? DEFAULT_DATABASE_WAIT_SECONDS) * SECOND_MS;
     this.massDeletionShare = options.massDeletionShare ?? DEFAULT_MASS_DELETION_SHARE;
   }
@@ -154,11 +159,14 @@ export class SyncEngine {
    *   `complete-scan`, gets a complete scan instead.
    * A checkpoint left by an unfinished run is resumed first (a complete scan is never dropped for an
    * incremental one; a requested complete scan supersedes an unfinished incremental run).
+   * A backfill with `options.createdRange` lists that range only (docs/sync.md "Range backfill"),
+   * and resumes only a checkpoint of the same range.
    * Never throws for API or network failures: they come back as `status: 'failed'` with `error`.
-   * @throws Error for an unknown stream name
+   * @throws Error for an unknown stream name; CreatedRangeError for a range the stream refuses
    */
   async run(streamName: StreamName | string, reason: RunReason, options: RunOptions = {}): Promise<RunResult> {
     const stream = streamByName(streamName);
+    if (options.createdRange) checkCreatedRange(stream, options.createdRange);
     let seen: SyncState;
     try {
       seen = await this.database(stream.name, () => this.store.readSyncState(stream.name), options.signal);
@@ -216,13 +224,22 @@ export class SyncEngine {
       wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
       result.mode = wantComplete ? 'complete' : 'incremental';
       let run = state.run;
-      if (run && (run.mode === 'complete' || !wantComplete)) {
+      // A backfill resumes only a checkpoint of its own range (or of none): created-range.ts.
+      const rangeAgrees = !run || reason !== 'backfill' || sameCreatedRange(run.createdRange, options.createdRange);
+      if (run && (run.mode === 'complete' || !wantComplete) && rangeAgrees) {
         result.resumed = true;
         this.logger.info({ stream: stream.name, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
       } else {
         const mode = wantComplete ? 'complete' : 'incremental';
+        // A stream that cannot measure the records' clock has it probed first (record-clock-probe.ts).
+        if (mode === 'incremental') await this.recordClockProbe.beforeRun(stream, { priority: reason === 'sync' ? 'incremental' : 'backfill', signal: options.signal, beforeRequest: () => this.leaseBeforeRequest(stream.name) });
         run = await this.database(stream.name, () => newCheckpoint(this.store, stream, { mode, reason, cursor: state.cursor, scanNumber: state.scanNumber, overlapMs: this.overlapMs }), options.signal);
+        if (reason === 'backfill' && options.createdRange) run.createdRange = options.createdRange;
+        if (state.run && !rangeAgrees) {
+          this.logger.info({ stream: stream.name, checkpointRange: state.run.createdRange ?? 'whole stream', range: options.createdRange ?? 'whole stream' }, 'the unfinished run is of another range: this backfill starts anew and replaces its checkpoint');
+        }
       }
+      if (run.createdRange) result.createdRange = run.createdRange;
       result.mode = run.mode;
       // The checkpoint is first saved with the first page: a run that fails before any page leaves
       // nothing to resume.
