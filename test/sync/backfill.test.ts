@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { STREAM_LIST, STREAM_NAMES } from '../../src/streams/definitions.ts';
+import { measuresRecordClock } from '../../src/sync/record-clock-lags.ts';
 import { createdEvent, expectMirrorEqualsGroundTruth, listRequests, scanRequests, syncFixtures } from '../helpers.ts';
 
 const fixtures = syncFixtures();
@@ -25,7 +26,7 @@ describe('backfill', () => {
     for (const request of sim.requests) expect(new URLSearchParams(request.query).get('limit')).toBe('100');
   });
 
-  it('a second sync with nothing changed upstream records zero changes and sends one request per stream (per partition of a partitioned one)', async () => {
+  it('a second sync with nothing changed upstream records zero changes and sends one request per stream (per partition of a partitioned one), and one probe of the record clock per stream that cannot measure it', async () => {
     const { sim, context } = await fixtures.start({ size: { transactions: 1_500, deals: 400, onboardings: 60 } });
     for (const stream of STREAM_NAMES) await context.engine.run(stream, 'backfill');
     const seqBefore = await context.store.lastSeq();
@@ -37,7 +38,15 @@ describe('backfill', () => {
     }
     expect(await context.store.lastSeq()).toBe(seqBefore);
     const after = sim.requests.slice(requestsBefore);
-    expect(after.map((r) => r.path).sort()).toEqual(STREAM_LIST.flatMap((stream) => Array.from({ length: scanRequests(sim, stream.name).lists }, () => `/api/public/v1${stream.request.path}`)).sort());
+    // A stream whose records carry no timestamps first probes the records' clock: one page of deals sorted by updatedAt (docs/sync.md "Record clock").
+    const probes = STREAM_LIST.filter((stream) => !measuresRecordClock(stream)).map(() => '/api/public/v1/deals');
+    expect(probes.length).toBeGreaterThan(0);
+    expect(after.map((r) => r.path).sort()).toEqual(
+      [...STREAM_LIST.flatMap((stream) => Array.from({ length: scanRequests(sim, stream.name).lists }, () => `/api/public/v1${stream.request.path}`)), ...probes].sort(),
+    );
+    const probe = new URLSearchParams(after.find((r) => r.path.endsWith('/deals') && r.query.includes('sortBy=updatedAt'))!.query);
+    expect(probe.get('sortOrder')).toBe('desc');
+    expect(probe.get('updatedAfter')).toBeTruthy();
     // Incremental runs ask for what changed since the cursor minus the overlap.
     const transactionsQuery = new URLSearchParams(after.find((r) => r.path.endsWith('/transactions'))!.query);
     expect(transactionsQuery.get('updatedAfter')).toBeTruthy();
