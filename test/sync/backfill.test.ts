@@ -39,7 +39,7 @@ describe('backfill', () => {
     expect(await context.store.lastSeq()).toBe(seqBefore);
     const after = sim.requests.slice(requestsBefore);
     // A stream whose records carry no timestamps first probes the records' clock: one page of deals sorted by updatedAt (docs/sync.md "Record clock").
-    const probes = STREAM_LIST.filter((stream) => !measuresRecordClock(stream)).map(() => '/api/public/v1/deals');
+    const probes = STREAM_LIST.filter((stream) => !measuresRecordClock(stream) && stream.request.cursor !== 'complete-scan').map(() => '/api/public/v1/deals');
     expect(probes.length).toBeGreaterThan(0);
     expect(after.map((r) => r.path).sort()).toEqual(
       [...STREAM_LIST.flatMap((stream) => Array.from({ length: scanRequests(sim, stream.name).lists }, () => `/api/public/v1${stream.request.path}`)), ...probes].sort(),
