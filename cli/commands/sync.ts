@@ -3,8 +3,8 @@
  * (one incremental pass). The job and its parts are loaded when the command runs.
  */
 import type { Command } from 'commander';
-import { STREAM_NAMES } from '../../src/streams/index.ts';
-import type { RunReason, RunResult } from '../../src/sync/index.ts';
+import { STREAM_NAMES, streamByName } from '../../src/streams/index.ts';
+import type { CreatedRange, RunReason, RunResult } from '../../src/sync/index.ts';
 import { withMirrorPath } from '../../src/config/index.ts';
 import { UsageError } from '../usage-error.ts';
 import { CONNECTION_OPTION_HELP, deploymentFromEnvironment, EXIT_BUSY, exitCodeForSignal, selectConnections, selectStreams, shutdownOnSignals } from '../shared.ts';
@@ -32,6 +32,9 @@ export function registerSyncCommands(program: Command): void {
         '--confirm-deletions',
         'let this complete scan tombstone records it no longer lists even when they are more than sync.massDeletionShare of a stream (held otherwise; status shows a hold)',
       );
+      command
+        .option('--created-after <time>', 'with --stream: only the records created after this time (ISO 8601, e.g. 2026-03-01): a range backfill, which counts misses and tombstones inside the range only')
+        .option('--created-before <time>', 'with --stream: only the records created before this time (ISO 8601, e.g. 2026-04-01)');
     }
   }
 }
@@ -44,6 +47,8 @@ interface CommandOptions {
   db?: string;
   wait?: boolean;
   confirmDeletions?: boolean;
+  createdAfter?: string;
+  createdBefore?: string;
 }
 
 async function runCommand(reason: RunReason, options: CommandOptions): Promise<void> {
@@ -54,6 +59,7 @@ async function runCommand(reason: RunReason, options: CommandOptions): Promise<v
     configs = [withMirrorPath(configs[0]!, options.db)];
   }
   const streams = new Map(configs.map((config) => [config.connection, selectStreams(config, options.stream)]));
+  const createdRange = await rangeOption(options);
   // The arguments and the configuration are good: load what runs them (the composition root, the API client, SQLite, Redis).
   const [{ connectionLogger, deploymentLogger }, { runConnectionsJob }, { createProgressReporter }] = await Promise.all([
     import('../../jobs/context.ts'),
@@ -75,6 +81,7 @@ async function runCommand(reason: RunReason, options: CommandOptions): Promise<v
         signal: shutdown.signal,
         waitWhileBusy: options.wait === true,
         ...(options.confirmDeletions ? { confirmDeletions: true } : {}),
+        ...(createdRange ? { createdRange } : {}),
         onProgress: (connection, progress) => reporters.get(connection)!.update(progress),
       });
     } finally {
@@ -92,6 +99,24 @@ async function runCommand(reason: RunReason, options: CommandOptions): Promise<v
   }
 }
 
+/**
+ * The range of `--created-after`/`--created-before`, checked for the one stream `--stream` names.
+ * @throws UsageError (exit 2) without --stream, for a bound that is not a time, an empty range, or a
+ *   stream whose list does not accept the filters (named)
+ */
+async function rangeOption(options: CommandOptions): Promise<CreatedRange | undefined> {
+  if (options.createdAfter === undefined && options.createdBefore === undefined) return undefined;
+  if (options.stream === undefined) throw new UsageError('--created-after/--created-before: a range backfill needs --stream NAME (one stream)');
+  // Loaded here, not at registration: `--help` loads none of the sync's parts.
+  const { checkCreatedRange, CreatedRangeError } = await import('../../src/sync/index.ts');
+  try {
+    return checkCreatedRange(streamByName(options.stream), { after: options.createdAfter, before: options.createdBefore });
+  } catch (error) {
+    if (error instanceof CreatedRangeError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
 /** `1 page`, `3 pages`, `0 pages`. */
 function count(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
@@ -100,7 +125,8 @@ function count(n: number, noun: string): string {
 /** One line per stream: `deals: succeeded (complete scan), 3 pages, 240 records, 12 changes`. */
 function describeResult(result: RunResult): string {
   const what = result.mode === 'complete' ? 'complete scan' : 'incremental';
-  const base = `${result.stream}: ${result.status} (${result.reason}, ${what}${result.resumed ? ', resumed' : ''}), ${count(result.pages, 'page')}, ${count(result.records, 'record')}, ${count(result.changes, 'change')}`;
+  const range = result.createdRange ? `, created ${result.createdRange.after ? `after ${result.createdRange.after}` : ''}${result.createdRange.after && result.createdRange.before ? ' and ' : ''}${result.createdRange.before ? `before ${result.createdRange.before}` : ''}` : '';
+  const base = `${result.stream}: ${result.status} (${result.reason}, ${what}${range}${result.resumed ? ', resumed' : ''}), ${count(result.pages, 'page')}, ${count(result.records, 'record')}, ${count(result.changes, 'change')}`;
   const extra = [
     result.tombstones ? count(result.tombstones, 'tombstone') : '',
     result.deletionsHeld

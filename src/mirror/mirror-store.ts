@@ -56,6 +56,12 @@ export interface RunCheckpoint {
   updatedAfter?: string;
   /** `createdBefore` sent with every page after the first: freezes the set being paged. */
   createdBefore?: string;
+  /**
+   * A range backfill's range (docs/sync.md "Range backfill"): only records created after `after` and
+   * before `before` (ISO 8601, both exclusive, either may be absent) are listed, counted missed and
+   * tombstoned. A run with another range (or none) does not resume this checkpoint.
+   */
+  createdRange?: { after?: string; before?: string };
   /** Offset of the next page to fetch. */
   offset: number;
   /** `pagination.total` of the last page, to detect removals that shift offsets. */

@@ -61,6 +61,12 @@ export interface StreamRequest {
   lookbackSeconds?: number;
   /** A 404 marks the stream unsupported instead of failing the run (an endpoint the spec does not show: `GET /deals`). */
   unsupportedOn404: boolean;
+  /**
+   * The list accepts `createdAfter` and `createdBefore` (spec §1 Pagination: every list endpoint
+   * does), so a range backfill may run on it (docs/sync.md "Range backfill"). False refuses
+   * `backfill --created-after/--created-before` on the stream, naming it.
+   */
+  acceptsCreatedRange: boolean;
 }
 
 /**
@@ -130,10 +136,15 @@ export function defineStream<T extends ApiRecord, const Name extends string, con
 
 /**
  * The list request of a stream: `GET {path}` with the items under `content[itemsKey]`, sorted by
- * creation time ascending (the only order the engine pages in).
+ * creation time ascending (the only order the engine pages in). `acceptsCreatedRange` defaults to
+ * true: the spec's lists all take the standard pagination parameters (§1 Pagination).
  */
-export function listRequest(path: string, itemsKey: string, options: Omit<StreamRequest, 'path' | 'itemsKey' | 'sort' | 'unsupportedOn404'> & { unsupportedOn404?: boolean }): StreamRequest {
-  return { path, itemsKey, sort: { by: 'createdAt', order: 'asc' }, unsupportedOn404: false, ...options };
+export function listRequest(
+  path: string,
+  itemsKey: string,
+  options: Omit<StreamRequest, 'path' | 'itemsKey' | 'sort' | 'unsupportedOn404' | 'acceptsCreatedRange'> & { unsupportedOn404?: boolean; acceptsCreatedRange?: boolean },
+): StreamRequest {
+  return { path, itemsKey, sort: { by: 'createdAt', order: 'asc' }, unsupportedOn404: false, acceptsCreatedRange: true, ...options };
 }
 
 /** `referenceId` -> `reference_id`, `user.fullname` -> `user_fullname`. */

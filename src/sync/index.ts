@@ -16,3 +16,4 @@ export {
   type StreamConditionRecord,
   type StreamConditionsOptions,
 } from './stream-conditions.ts';
+export { checkCreatedRange, CreatedRangeError, type CreatedRange } from './created-range.ts';

@@ -12,6 +12,7 @@ import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseC
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { checkCreatedRange, sameCreatedRange } from './created-range.ts';
 import { WrongBaseUrlError } from './base-url-check.ts';
 import type { StreamConditions } from './stream-conditions.ts';
 import { newCheckpoint, StreamRun, type RunEnvironment, type RunOptions, type RunReason, type RunResult } from './stream-run.ts';
@@ -161,8 +162,10 @@ export class SyncEngine {
    *   `complete-scan`, gets a complete scan instead.
    * A checkpoint left by an unfinished run is resumed first (a complete scan is never dropped for an
    * incremental one; a requested complete scan supersedes an unfinished incremental run).
+   * A backfill with `options.createdRange` lists that range only (docs/sync.md "Range backfill"),
+   * and resumes only a checkpoint of the same range.
    * Never throws for API or network failures: they come back as `status: 'failed'` with `error`.
-   * @throws Error for an unknown stream name
+   * @throws Error for an unknown stream name; CreatedRangeError for a range the stream refuses
    */
   async run(streamName: StreamName | string, reason: RunReason, options: RunOptions = {}): Promise<RunResult> {
     const result = await this.runStream(streamByName(streamName), reason, options);
@@ -191,6 +194,7 @@ export class SyncEngine {
 
   /** `run` without noting the stream's condition. */
   private async runStream(stream: RegisteredStream, reason: RunReason, options: RunOptions): Promise<RunResult> {
+    if (options.createdRange) checkCreatedRange(stream, options.createdRange);
     let seen: SyncState;
     try {
       seen = await this.database(stream.name, () => this.store.readSyncState(stream.name), options.signal);
@@ -248,13 +252,20 @@ export class SyncEngine {
       wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
       result.mode = wantComplete ? 'complete' : 'incremental';
       let run = state.run;
-      if (run && (run.mode === 'complete' || !wantComplete)) {
+      // A backfill resumes only a checkpoint of its own range (or of none): created-range.ts.
+      const rangeAgrees = !run || reason !== 'backfill' || sameCreatedRange(run.createdRange, options.createdRange);
+      if (run && (run.mode === 'complete' || !wantComplete) && rangeAgrees) {
         result.resumed = true;
         this.logger.info({ stream: stream.name, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
       } else {
         const mode = wantComplete ? 'complete' : 'incremental';
         run = await this.database(stream.name, () => newCheckpoint(this.store, stream, { mode, reason, cursor: state.cursor, scanNumber: state.scanNumber, overlapMs: this.overlapMs }), options.signal);
+        if (reason === 'backfill' && options.createdRange) run.createdRange = options.createdRange;
+        if (state.run && !rangeAgrees) {
+          this.logger.info({ stream: stream.name, checkpointRange: state.run.createdRange ?? 'whole stream', range: options.createdRange ?? 'whole stream' }, 'the unfinished run is of another range: this backfill starts anew and replaces its checkpoint');
+        }
       }
+      if (run.createdRange) result.createdRange = run.createdRange;
       result.mode = run.mode;
       // The checkpoint is first saved with the first page: a run that fails before any page leaves
       // nothing to resume.
