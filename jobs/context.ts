@@ -142,6 +142,8 @@ export interface Context {
   conditions: StreamConditions;
   /** Adds a listener for change rows appended by this process's engine and write worker; returns its removal. */
   onChanges(listener: ChangeListener): () => void;
+  /** Hands change rows another part of this process appended (the daemon's stale watch) to the listeners. */
+  notifyChanges(changes: readonly AppendedChange[]): void;
   /**
    * The write queue, built (and its modules, BullMQ among them, loaded) on first use; later calls
    * resolve to the same one.
@@ -457,6 +459,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       client,
       engine,
       conditions,
+      notifyChanges: notify,
       onChanges(listener) {
         listeners.add(listener);
         return () => listeners.delete(listener);

@@ -14,8 +14,9 @@
  * says nothing about the stream (a wrong base URL, a lease another process took over) and runs that
  * were busy or interrupted change nothing.
  *
- * Every event's `data.record` has one shape (`StreamConditionRecord`), `data.changes` is
- * `{ condition: { old, new } }`, and `record_id` is the stream's name.
+ * Every event's `data.record` has one shape (`StreamConditionRecord`: the condition entered and the
+ * one left), `data.changes` is `{}` (no record field changed), and `record_id` is the stream's name,
+ * as every event about a whole stream (src/notify/event-schemas.ts `streamEvent`).
  */
 import { LeaseLostError } from '../mirror/leases.ts';
 import type { AppendedChange, MirrorStore } from '../mirror/mirror-store.ts';
@@ -162,7 +163,7 @@ export class StreamConditions {
       stream,
       recordId: stream,
       occurredAt: at,
-      data: { record: { ...record }, changes: { condition: { old: before.condition, new: after.condition } } },
+      data: { record: { ...record }, changes: {} },
     });
   }
 }
