@@ -9,6 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { scheduleIntervalMs } from '../../src/daemon/stale-streams.ts';
 import type { AppendedChange } from '../../src/mirror/mirror-store.ts';
+import type { SqlExecutor } from '../../src/mirror/sql/executor.ts';
 import { syncFixtures } from '../helpers.ts';
 
 const fixtures = syncFixtures();
@@ -17,7 +18,7 @@ const TRANSACTIONS_500 = { match: { path: '/transactions' }, kind: 'status', sta
 const DEALS_404 = { match: { path: '/deals' }, kind: 'status', status: 404, body: { message: 'Not found' }, times: 1000 } as const;
 
 /** The `stream.*` events of the mirror, in seq order. */
-async function conditionEvents(executor: { all<T>(sql: string, parameters?: unknown[]): Promise<T[]> }): Promise<{ type: string; stream: string; record: Record<string, unknown> }[]> {
+async function conditionEvents(executor: Pick<SqlExecutor, 'all'>): Promise<{ type: string; stream: string; record: Record<string, unknown> }[]> {
   const rows = await executor.all<{ type: string; stream: string; data: string }>(
     `SELECT type, stream, data FROM changes WHERE type IN ('stream.failing', 'stream.stale', 'stream.recovered', 'stream.unsupported') ORDER BY seq`,
   );
