@@ -1,7 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
 /** The suites that run against PostgreSQL too (issue 11 point 1): every mirror contract they test holds on both back ends. */
-const BOTH_BACK_ENDS = ['test/sync/**/*.test.ts', 'test/notify/**/*.test.ts', 'test/writes/**/*.test.ts'];
+const BOTH_BACK_ENDS = [
+  'test/sync/**/*.test.ts',
+  'test/notify/**/*.test.ts',
+  'test/writes/**/*.test.ts',
+  // verify keeps its scratch list in the mirror's database (verify_listed): both back ends.
+  'test/jobs/verify.test.ts',
+];
 
 /**
  * Tests of those suites that are about SQLite itself, so they run in the `sqlite` project only:

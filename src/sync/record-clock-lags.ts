@@ -13,6 +13,25 @@
  *   `createdAt`, a closed deal's `updatedAt`) was stamped while the request was in flight, so an
  *   older stamp than the write's finish is behind by about the difference.
  *
+ * - a record stamped after the stream's high water (`lagsAboveHighWater`): at the high water's
+ *   moment (a run's first page, cursor's clock) no record of the stream was stamped later, so this
+ *   one was stamped after that moment; an `updatedAt` older than it lags by at least the difference.
+ *   This needs no old version: the first change of a record after a run measures the lag, within
+ *   the next run of the stream itself, and within the next run of any other stream through the
+ *   one-page probe sorted by `updatedAt` (src/sync/record-clock-probe.ts).
+ *
+ * Each bound is checked for plausibility, and the lag decays:
+ *
+ * - a record whose new `updatedAt` is older than the one stored (it went backwards: an import, a
+ *   restore, a fault), or not later than the stream's high water, measures nothing from its stored
+ *   version: under one clock a change is stamped after the version it replaces, and a change made
+ *   after the high water's moment is stamped after the high water (a stamp that came back to an
+ *   old value after going backwards is no new stamp);
+ * - every page also gives an upper bound (`lagCeiling`): a listed record was stamped before the
+ *   page was answered, so the records' clock is at most `page time - updatedAt` behind; the newest
+ *   stamp of a page that is not in the future caps the stream's lag (it decays as soon as a record
+ *   stamped in step is listed).
+ *
  * Lags under `MIN_LAG_SECONDS` are not recorded: the `Date` header has second resolution, and a page
  * committed a moment after the server produced it makes sub-second false lags.
  *
@@ -23,6 +42,7 @@
  */
 import { jsonArrayValues, jsonPath, jsonTextField } from '../mirror/sql/dialect.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
+import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import type { ApiRecord, StreamDefinition } from '../streams/define-stream.ts';
 
 /** Lags below this, seconds, are measurement noise (module comment). */
@@ -40,8 +60,85 @@ function updatedAtColumn(stream: StreamDefinition): string | undefined {
 }
 
 /**
- * Lags shown by the changed records of one page, seconds (only those >= MIN_LAG_SECONDS). Call
- * before the page is applied (it reads the stored versions).
+ * True when the stream measures the records' clock itself: its list items carry `updatedAt` and its
+ * incremental runs filter on it (deals). Other streams (transactions: list items without timestamps,
+ * spec §2) rely on the probe of such a stream (src/sync/record-clock-probe.ts).
+ */
+export function measuresRecordClock(stream: StreamDefinition): boolean {
+  return stream.request.cursor === 'updatedAfter' && stream.listedFields.includes('updatedAt') && updatedAtColumn(stream) !== undefined;
+}
+
+/**
+ * Lower bounds from records stamped after the high water, seconds (only those >= MIN_LAG_SECONDS):
+ * `highWater.at - updatedAt` for each record whose `updatedAt` is later than `highWater.updatedAt`.
+ */
+export function lagsAboveHighWater(highWater: { at: string; updatedAt: string } | null, records: readonly ApiRecord[]): number[] {
+  if (!highWater) return [];
+  const water = Date.parse(highWater.updatedAt);
+  const at = Date.parse(highWater.at);
+  const lags: number[] = [];
+  for (const record of records) {
+    const stamp = typeof record.updatedAt === 'string' ? Date.parse(record.updatedAt) : Number.NaN;
+    if (!(stamp > water)) continue;
+    const lag = (at - stamp) / 1000;
+    if (lag >= MIN_LAG_SECONDS) lags.push(lag);
+  }
+  return lags;
+}
+
+/**
+ * The upper bound a page gives, seconds: its time (cursor's clock) plus the second the `Date`
+ * header may hide, minus its newest `updatedAt` not in the future (a stamp later than the page time plus a second is an anomaly of that record, not
+ * the clock, and is left out); undefined when the page has no such stamp.
+ * @param pageTimeMs the page's time in the cursor's clock (server `Date`, or ours without one), ms epoch
+ */
+export function lagCeiling(records: readonly ApiRecord[], pageTimeMs: number): number | undefined {
+  let newest = Number.NEGATIVE_INFINITY;
+  for (const record of records) {
+    const stamp = typeof record.updatedAt === 'string' ? Date.parse(record.updatedAt) : Number.NaN;
+    if (stamp <= pageTimeMs + 1000 && stamp > newest) newest = stamp;
+  }
+  // The Date header has second resolution (the page was answered up to a second after it says).
+  return Number.isFinite(newest) ? Math.max(0, (pageTimeMs + 1000 - newest) / 1000) : undefined;
+}
+
+/**
+ * An incremental run's `updatedAfter` bounded by the stream's high water (a stream that measures
+ * the records' clock): at most `highWater.updatedAt - lookbackMs`. Every record changed since the
+ * high water was taken is stamped later than it, whatever the lag, so the run lists every change
+ * since its previous run even before the lag is known; a quiet stream lists only its newest records.
+ * @returns ISO 8601, the earlier of `updatedAfter` and the bound
+ */
+export async function boundByHighWater(executor: SqlExecutor, stream: StreamDefinition, updatedAfter: string, lookbackMs: number): Promise<string> {
+  if (!measuresRecordClock(stream)) return updatedAfter;
+  const { highWater } = await new RecordClockStore(executor).read(stream.name);
+  if (!highWater) return updatedAfter;
+  const bound = Date.parse(highWater.updatedAt) - lookbackMs;
+  return bound < Date.parse(updatedAfter) ? new Date(bound).toISOString() : updatedAfter;
+}
+
+/**
+ * Keeps the stream's high water at the end of a run that moved its cursor: at `at` (the run's first
+ * page, cursor's clock) no record was stamped later than the newest `updatedAt` the mirror holds
+ * now, nor later than the run's `updatedAfter` (the run listed every record stamped after it).
+ * A record changed during the run may raise it: that errs towards a smaller lag bound, never a
+ * wrong one. Does nothing for a stream that does not measure the clock. Call in the run's last transaction.
+ */
+export async function saveHighWater(executor: SqlExecutor, stream: StreamDefinition, at: string | undefined, updatedAfter: string | undefined): Promise<void> {
+  const column = updatedAtColumn(stream);
+  if (!at || !column || !measuresRecordClock(stream)) return;
+  const row = await executor.get<{ newest: string | null }>(`SELECT MAX(${column}) AS newest FROM ${stream.table}`);
+  const candidates = [row?.newest, updatedAfter].filter((value): value is string => typeof value === 'string' && !Number.isNaN(Date.parse(value)));
+  if (candidates.length === 0) return;
+  const newest = Math.max(...candidates.map((value) => Date.parse(value)));
+  await new RecordClockStore(executor).saveHighWater(stream.name, at, new Date(newest).toISOString());
+}
+
+/**
+ * Lags shown by the records of one page, seconds (only those >= MIN_LAG_SECONDS): changed records
+ * against their stored versions (a stamp that went backwards measures nothing), and records stamped
+ * after the stream's high water (`lagsAboveHighWater`). Call before the page is applied (it reads
+ * the stored versions).
  * @param offsetMs the cursor's clock minus ours at the page (server `Date` minus local receipt time; 0 without a `Date`)
  */
 export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefinition, records: readonly ApiRecord[], offsetMs: number): Promise<number[]> {
@@ -55,14 +152,18 @@ export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefiniti
     [JSON.stringify(stamped.map((record) => String(record[stream.key])))],
   );
   const stored = new Map(rows.map((row) => [row.id, row]));
+  const { highWater } = await new RecordClockStore(executor).read(stream.name);
+  const water = highWater ? Date.parse(highWater.updatedAt) : Number.NEGATIVE_INFINITY;
   const lags: number[] = [];
   for (const record of stamped) {
     const previous = stored.get(String(record[stream.key]));
     if (!previous || previous.updated_at === null || previous.updated_at === record.updatedAt) continue;
+    // Went backwards, or not past the high water: not a stamp of the server's clock (module comment).
+    if (Date.parse(record.updatedAt as string) < Date.parse(previous.updated_at) || !(Date.parse(record.updatedAt as string) > water)) continue;
     const lag = (Date.parse(previous.synced_at) + offsetMs - Date.parse(record.updatedAt as string)) / 1000;
     if (lag >= MIN_LAG_SECONDS) lags.push(lag);
   }
-  return lags;
+  return [...lags, ...lagsAboveHighWater(highWater, stamped)];
 }
 
 /**

@@ -53,7 +53,7 @@ import { recordRangeMisses } from '../mirror/range-misses.ts';
 import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { assertBaseUrlServes } from './base-url-check.ts';
 import { readAhead } from './read-ahead.ts';
-import { lagsFromPage, lagsFromWrites } from './record-clock-lags.ts';
+import { boundByHighWater, lagCeiling, lagsFromPage, lagsFromWrites, saveHighWater } from './record-clock-lags.ts';
 import { creditFound, noteTie, scanOutcome, tallyPage } from './scan-check.ts';
 import { reReadTies, type TieReReader } from './tie-re-reads.ts';
 
@@ -220,7 +220,7 @@ export async function newCheckpoint(
     // any stream (docs/sync.md "Record clock"): a change made just after the last run carries an
     // updatedAt that much older than the moment it was made.
     const lagMs = Math.ceil(await new RecordClockStore(store.executor).largest()) * SECOND_MS;
-    run.updatedAfter = new Date(Date.parse(start.cursor) - lookbackMs - lagMs).toISOString();
+    run.updatedAfter = await boundByHighWater(store.executor, stream, new Date(Date.parse(start.cursor) - lookbackMs - lagMs).toISOString(), lookbackMs);
   }
   if (start.mode === 'complete') run.scanNumber = start.scanNumber + 1;
   return run;
@@ -361,7 +361,7 @@ export class StreamRun implements TieReReader {
     // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
     const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
     const firstPage = run.pages === 1;
-    const clock = await this.writePage(page, listedBefore, (store) => this.observeRecordClock(store, page.items, offsetMs, firstPage));
+    const clock = await this.writePage(page, listedBefore, (store) => this.observeRecordClock(store, page.items, offsetMs, firstPage, page.serverTime?.getTime() ?? Date.now()));
     if (clock && clock.after > clock.before) {
       this.logger.warn(
         { stream: stream.name, lagSeconds: clock.after, previousLagSeconds: clock.before },
@@ -394,7 +394,7 @@ export class StreamRun implements TieReReader {
    * the lag grew (after the commit: a transaction body awaits only statements).
    * @returns the stream's lag before and after, seconds
    */
-  private async observeRecordClock(store: MirrorStore, records: readonly ApiRecord[], offsetMs: number, firstPage: boolean): Promise<{ before: number; after: number }> {
+  private async observeRecordClock(store: MirrorStore, records: readonly ApiRecord[], offsetMs: number, firstPage: boolean, pageTimeMs: number): Promise<{ before: number; after: number }> {
     const { stream } = this;
     const recordClock = new RecordClockStore(store.executor);
     // One read, then a write only when a lag was measured (it returns the lag after it).
@@ -402,6 +402,9 @@ export class StreamRun implements TieReReader {
     let after = before;
     const fromPage = await lagsFromPage(store.executor, stream, records, offsetMs);
     if (fromPage.length > 0) after = await recordClock.observe(stream.name, fromPage, 'list');
+    // The newest stamp listed bounds the lag from above: it decays (record-clock-lags.ts).
+    const ceiling = lagCeiling(records, pageTimeMs);
+    if (ceiling !== undefined && ceiling < after) after = await recordClock.cap(stream.name, ceiling);
     if (firstPage) {
       const since = (await store.readSyncState(stream.name)).lastSuccessAt ?? new Date(0).toISOString();
       const fromWrites = await lagsFromWrites(store.executor, stream.name, since, offsetMs);
@@ -662,6 +665,7 @@ export class StreamRun implements TieReReader {
         if (!run.createdRange) await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt);
       }
       const now = new Date().toISOString();
+      if (complete) await saveHighWater(store.executor, stream, run.serverStartedAt, run.updatedAfter);
       await store.updateSyncState(stream.name, {
         // A range backfill listed part of the stream: the cursor stays where the whole stream's runs put it.
         ...(complete && !run.createdRange ? { cursor: run.serverStartedAt ?? null } : {}),

@@ -11,10 +11,11 @@ import { silentLogger, type Logger } from '../logging/logger.ts';
 import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
-import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { STREAM_LIST, streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { checkCreatedRange, sameCreatedRange } from './created-range.ts';
 import { WrongBaseUrlError } from './base-url-check.ts';
 import type { StreamConditions } from './stream-conditions.ts';
+import { RecordClockProbe } from './record-clock-probe.ts';
 import { newCheckpoint, StreamRun, type RunEnvironment, type RunOptions, type RunReason, type RunResult } from './stream-run.ts';
 
 export { MASS_DELETION_HELD, type RunOptions, type RunProgress, type RunReason, type RunResult } from './stream-run.ts';
@@ -114,6 +115,8 @@ export class SyncEngine {
   private readonly tieReReadRounds: number;
   private readonly databaseWaitMs: number;
   private readonly massDeletionShare: number;
+  /** Measures the records' clock for the runs of streams that cannot (docs/sync.md "Record clock"). */
+  private readonly recordClockProbe: RecordClockProbe;
   /** Streams this engine ran (or tried to) since it was built: `probeUnsupportedAtStart` asks the others once. */
   private readonly askedSinceStart = new Set<StreamName>();
 
@@ -129,6 +132,7 @@ export class SyncEngine {
     this.overlapMs = (options.overlapSeconds ?? 120) * SECOND_MS;
     this.leaseHolder = options.leaseHolder ?? PROCESS_LEASE_HOLDER;
     this.leases = new Leases(options.store.executor, options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
+    this.recordClockProbe = new RecordClockProbe({ client: this.client, executor: options.store.executor, logger: this.logger, streams: STREAM_LIST });
     this.databaseWaitMs = (options.databaseWaitSeconds ?? DEFAULT_DATABASE_WAIT_SECONDS) * SECOND_MS;
     this.massDeletionShare = options.massDeletionShare ?? DEFAULT_MASS_DELETION_SHARE;
   }
@@ -259,6 +263,8 @@ export class SyncEngine {
         this.logger.info({ stream: stream.name, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
       } else {
         const mode = wantComplete ? 'complete' : 'incremental';
+        // A stream that cannot measure the records' clock has it probed first (record-clock-probe.ts).
+        if (mode === 'incremental') await this.recordClockProbe.beforeRun(stream, { priority: reason === 'sync' ? 'incremental' : 'backfill', signal: options.signal, beforeRequest: () => this.leaseBeforeRequest(stream.name) });
         run = await this.database(stream.name, () => newCheckpoint(this.store, stream, { mode, reason, cursor: state.cursor, scanNumber: state.scanNumber, overlapMs: this.overlapMs }), options.signal);
         if (reason === 'backfill' && options.createdRange) run.createdRange = options.createdRange;
         if (state.run && !rangeAgrees) {

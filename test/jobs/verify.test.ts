@@ -103,6 +103,28 @@ describe('verify', () => {
     expect(await context.connection.all('SELECT * FROM verify_listed')).toEqual([]);
   });
 
+  it('--repair holds a mass deletion of extras (more than 10 and more than sync.massDeletionShare), --confirm-deletions lets it through', async () => {
+    const { sim, context } = await mirrored();
+    const truth = sim.world.groundTruth('deals') as { id: string }[];
+    for (let index = 0; index < 12; index += 1) await copyRow(context.connection, 'deals', truth[index]!.id, `deal_extra_${index}`);
+    const [held] = await verifyJob(context.config, ['deals'], { rateBudget: 'local', repair: true });
+    expect(held!.extra!.count).toBe(12);
+    expect(held!.repaired).toEqual({ changes: 0, tombstones: 0, held: 12 });
+    const [confirmed] = await verifyJob(context.config, ['deals'], { rateBudget: 'local', repair: true, confirmDeletions: true });
+    expect(confirmed!.repaired).toEqual({ changes: 12, tombstones: 12, held: 0 });
+    expect((await verifyJob(context.config, ['deals'], { rateBudget: 'local' }))[0]!.status).toBe('equal');
+  });
+
+  it('a list cut short (hasMore false before its total): incomplete, no extra counted, nothing written', async () => {
+    const { sim, context } = await mirrored();
+    sim.faults.inject({ kind: 'truncate-list', atOffset: 100, times: 1_000_000, match: { path: '/transactions' } });
+    const before = await snapshot(context.connection);
+    const [result] = await verifyJob(context.config, ['transactions'], { rateBudget: 'local', repair: true });
+    expect(result).toMatchObject({ status: 'incomplete', listed: 100, total: 250, extra: null, missing: { count: 0 }, stale: { count: 0 }, repaired: { changes: 0, tombstones: 0 } });
+    // The 150 records it did not reach are not tombstoned by the repair.
+    expect((await snapshot(context.connection)).transactions).toEqual(before.transactions);
+  });
+
   it('ties in a new order on every request, and records removed while it pages: the scan completes and finds no false difference', async () => {
     const { sim, context } = await fixtures.start({ size: { transactions: 1_000 }, createdInBursts: 8, anchor: Date.UTC(2026, 0, 1) });
     expect((await context.engine.run('transactions', 'backfill')).status).toBe('succeeded');

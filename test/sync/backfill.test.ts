@@ -25,7 +25,7 @@ describe('backfill', () => {
     for (const request of sim.requests) expect(new URLSearchParams(request.query).get('limit')).toBe('100');
   });
 
-  it('a second sync with nothing changed upstream records zero changes and sends one request per stream', async () => {
+  it('a second sync with nothing changed upstream records zero changes and sends one request per stream, and one probe of the record clock', async () => {
     const { sim, context } = await fixtures.start({ size: { transactions: 1_500, deals: 400, onboardings: 60 } });
     for (const stream of STREAM_NAMES) await context.engine.run(stream, 'backfill');
     const seqBefore = await context.store.lastSeq();
@@ -37,7 +37,11 @@ describe('backfill', () => {
     }
     expect(await context.store.lastSeq()).toBe(seqBefore);
     const after = sim.requests.slice(requestsBefore);
-    expect(after.map((r) => r.path).sort()).toEqual(STREAM_LIST.map((stream) => `/api/public/v1${stream.request.path}`).sort());
+    // The transactions' run first probes the records' clock: one page of deals sorted by updatedAt (docs/sync.md "Record clock").
+    expect(after.map((r) => r.path).sort()).toEqual([...STREAM_LIST.map((stream) => `/api/public/v1${stream.request.path}`), '/api/public/v1/deals'].sort());
+    const probe = new URLSearchParams(after.find((r) => r.path.endsWith('/deals') && r.query.includes('sortBy=updatedAt'))!.query);
+    expect(probe.get('sortOrder')).toBe('desc');
+    expect(probe.get('updatedAfter')).toBeTruthy();
     // Incremental runs ask for what changed since the cursor minus the overlap.
     const transactionsQuery = new URLSearchParams(after.find((r) => r.path.endsWith('/transactions'))!.query);
     expect(transactionsQuery.get('updatedAfter')).toBeTruthy();

@@ -1,0 +1,109 @@
+/**
+ * The record clock measured within one sync, bounded and decaying (docs/sync.md "Record clock"):
+ * - records stamped 3 h behind the server and no `Date` header: a stream that carries `updatedAt`
+ *   (deals) lists from its high water, and a stream that does not (transactions) has the clock
+ *   probed first (one page of deals sorted by `updatedAt`), so no change is missed by any sync, and
+ *   `status` warns;
+ * - one record whose `updatedAt` goes backwards (694 days) measures no lag, so a later quiet sync
+ *   stays at its minimum requests; a lag measured once decays when records stamped in step are listed.
+ * Request counts are read at the simulator.
+ */
+import { describe, expect, it } from 'vitest';
+import type { RunningSimulator } from '@bizops-sync/simulator';
+import type { Context } from '../../jobs/context.ts';
+import { RecordClockStore } from '../../src/mirror/record-clock-store.ts';
+import { STREAM_NAMES, type StreamName } from '../../src/streams/definitions.ts';
+import { cliEnv } from '../daemon/helpers.ts';
+import { expectMirrorEqualsGroundTruth, runCli, syncFixtures } from '../helpers.ts';
+import { REDIS_URL } from '../writes/support.ts';
+
+const fixtures = syncFixtures();
+const HOUR_MS = 3_600_000;
+
+/** Runs every stream as `bizops-sync sync` (or `backfill`) does: one after another, in the registry's order. */
+async function syncAll(ctx: Context, reason: 'sync' | 'backfill'): Promise<void> {
+  for (const stream of STREAM_NAMES) expect((await ctx.engine.run(stream, reason)).status, stream).toBe('succeeded');
+}
+
+/** API requests the simulator received since `from` (an index into its request log), by list path. */
+function requestsSince(sim: RunningSimulator, from: number): { total: number; byPath: Record<string, number> } {
+  const entries = sim.requests.slice(from);
+  const byPath: Record<string, number> = {};
+  for (const entry of entries) byPath[entry.path.replace('/api/public/v1', '')] = (byPath[entry.path.replace('/api/public/v1', '')] ?? 0) + 1;
+  return { total: entries.length, byPath };
+}
+
+/** Changes upstream as other users would make them: transactions voided or re-described, deals renamed. */
+function changeSome(sim: RunningSimulator, round: number): void {
+  const transactions = sim.world.transactions.filter((t) => t.status !== 'VOIDED').slice(round * 10, round * 10 + 10);
+  for (const [index, transaction] of transactions.entries()) {
+    sim.world.updateTransaction(transaction.id, index % 2 === 0 ? { status: 'VOIDED' } : { description: `round ${round} ${transaction.id}` });
+  }
+  for (const deal of sim.world.deals.slice(round * 3, round * 3 + 3)) sim.world.updateDeal(deal.id, { title: `round ${round} ${deal.id}` });
+}
+
+describe('records stamped 3 h behind the server, and no Date header', () => {
+  it('every sync sees every change made before it: the lag is measured by the first sync after a change; status warns', async () => {
+    const now = Date.now();
+    // The seed data lies before the records' clock (anchored 4 h back), as a server's own history would.
+    const { sim, context: ctx } = await fixtures.start({ size: { transactions: 120, deals: 40, onboardings: 5 }, recordClockLagMs: 3 * HOUR_MS, anchor: now - 4 * HOUR_MS });
+    sim.faults.inject({ kind: 'no-date-header', times: 100_000 });
+    await syncAll(ctx, 'backfill');
+
+    for (let round = 0; round < 4; round++) {
+      changeSome(sim, round);
+      await syncAll(ctx, 'sync');
+      // Nothing missed, nothing stale: after each sync, not only after a complete scan.
+      for (const stream of ['transactions', 'deals'] as StreamName[]) await expectMirrorEqualsGroundTruth(ctx, sim, stream);
+    }
+    const lag = await new RecordClockStore(ctx.store.executor).read('deals');
+    expect(lag.lagSeconds).toBeGreaterThan(3 * 3600 - 120);
+    expect(lag.lagSeconds).toBeLessThanOrEqual(3 * 3600 + 2);
+
+    const status = await runCli(['status'], cliEnv({ BIZOPS_DB: ctx.config.dbPath, BIZOPS_CONFIG: '', BIZOPS_LOG_LEVEL: 'silent', REDIS_URL }));
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/WARNING: deals: record timestamps lag the cursor's clock by 10[78]\d\d(\.\d+)? s/);
+  });
+});
+
+describe('one record whose updatedAt goes backwards once (694 days)', () => {
+  it('measures no lag: a later quiet sync stays at its minimum requests', async () => {
+    const { sim, context: ctx } = await fixtures.start({ size: { transactions: 250, deals: 250, onboardings: 5 } });
+    await syncAll(ctx, 'backfill');
+    const deal = sim.world.deals[0]!;
+    const backwards = new Date(Date.parse(deal.updatedAt) - 694 * 24 * HOUR_MS).toISOString();
+    // Served backwards by one complete scan (its first page), then as before.
+    sim.faults.inject({ kind: 'backwards-updated-at', id: deal.id, updatedAt: backwards, times: 1 });
+    expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 1 });
+    expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 1 });
+    expect((await new RecordClockStore(ctx.store.executor).largest())).toBe(0);
+
+    // A quiet sync: one page per stream, and one probe of the deals for the transactions.
+    const from = sim.requests.length;
+    await syncAll(ctx, 'sync');
+    expect(requestsSince(sim, from)).toEqual({ total: 4, byPath: { '/transactions': 1, '/deals': 2, '/employee-onboardings': 1 } });
+  });
+
+  it('a lag measured once decays when a record stamped in step is listed: the next quiet sync is at its minimum again', async () => {
+    // Our clock is the cursor's (no Date header); the records' clock is `behindMs` behind it.
+    let behindMs = 2 * HOUR_MS;
+    const now = Date.now();
+    const { sim, context: ctx } = await fixtures.start({ size: { transactions: 250, deals: 250, onboardings: 5 }, clock: () => Date.now() - behindMs, anchor: now - 3 * HOUR_MS });
+    sim.faults.inject({ kind: 'no-date-header', times: 100_000 });
+    await syncAll(ctx, 'backfill');
+    sim.world.updateDeal(sim.world.deals[5]!.id, { title: 'stamped 2 h behind' });
+    await syncAll(ctx, 'sync');
+    expect((await new RecordClockStore(ctx.store.executor).largest())).toBeGreaterThan(2 * 3600 - 120);
+
+    // The server's clock is put right: the next change is stamped in step, and caps the lag.
+    behindMs = 0;
+    sim.world.updateDeal(sim.world.deals[6]!.id, { title: 'stamped in step' });
+    await syncAll(ctx, 'sync');
+    expect((await new RecordClockStore(ctx.store.executor).largest())).toBeLessThanOrEqual(2);
+    await expectMirrorEqualsGroundTruth(ctx, sim, 'deals');
+
+    const from = sim.requests.length;
+    await syncAll(ctx, 'sync');
+    expect(requestsSince(sim, from)).toEqual({ total: 4, byPath: { '/transactions': 1, '/deals': 2, '/employee-onboardings': 1 } });
+  });
+});
