@@ -49,7 +49,7 @@ import {
   type RunningHttpServer,
   type ConnectionMetricsSources,
 } from '../src/daemon/index.ts';
-import { confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE } from '../src/mirror/index.ts';
+import { changelogActivity, confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE } from '../src/mirror/index.ts';
 import type { Logger } from '../src/logging/index.ts';
 import { ChangeSignal, listConsumers, listenForChanges } from '../src/notify/index.ts';
 import type { WebhookDispatcherOptions } from '../src/notify/webhooks/index.ts';
@@ -202,6 +202,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         staleAfterSchedules: config.sync.staleAfterSchedules,
         staleMinimumSeconds: config.sync.staleMinimumSeconds,
         mayCheck: (stream) => keeper.holds(streamLeaseName(stream)),
+        // A quiet stream rested by adaptive polling is allowed its rest (its last success is that old by plan).
+        pollFactor: (stream) => scheduler.pollFactor(stream),
         onChanges: (changes) => context.notifyChanges(changes),
         logger: context.logger,
       });
@@ -230,12 +232,16 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         streamSchedules: config.sync.streamSchedules,
         reconcileSchedule: config.sync.reconcileSchedule,
         hasCursor: (stream) => withCursor.has(stream),
+        maxPollFactor: config.sync.maxPollFactor,
+        activity: changelogActivity(context.connection),
         logger: context.logger,
         onRunFinished: (result, durationMs) => {
           metrics.recordRun(result, durationMs, config.connection);
+          metrics.recordPollInterval(result.stream, scheduler.pollFactor(result.stream), config.connection);
           runs.record(result, durationMs);
         },
         onTickSkipped: (stream, reason) => metrics.recordSkippedTick(stream, reason, config.connection),
+        onTickRested: (stream, factor) => metrics.recordRestedTick(stream, factor, config.connection),
       });
       const retention = new ChangelogRetention({
         executor: context.connection,

@@ -231,6 +231,13 @@ export const configSchema = z.object({
        * waits for `backfill --confirm-deletions` (docs/sync.md "Mass deletions held"). Default 0.1; 1 never holds.
        */
       massDeletionShare: z.number().gt(0).max(1).default(0.1),
+      /**
+       * Adaptive polling (docs/sync.md "Adaptive polling"): a stream whose last 3 runs appended no
+       * change is polled on every 2nd, 4th, ... tick of its schedule, up to every this-many-th; a
+       * change or a write-through touching it brings it back to every tick. 1 polls on every tick.
+       * Default 16 (8 minutes on the default 30-second schedule).
+       */
+      maxPollFactor: z.number().int().min(1).max(1024).default(16),
       /** Streams to run. Default: every registered stream. */
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
     })

@@ -3,7 +3,8 @@
  * webhook delivery (replicas), the readiness probe, the metrics (prom-client), and the HTTP server
  * with its routes. The face of src/daemon/ for jobs/ (jobs/daemon.ts assembles them).
  */
-export { StreamScheduler, type StreamSchedulerOptions } from './scheduler.ts';
+export { StreamScheduler, type StreamSchedulerOptions, type TickOutcome } from './scheduler.ts';
+export { DEFAULT_MAX_POLL_FACTOR, PollBackoff } from './poll-backoff.ts';
 export { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.ts';
 export { LeasedWebhookDelivery, type LeasedWebhookDeliveryOptions } from './leased-webhooks.ts';
 export { apiReadinessCheck, combineReadiness, probeBudget, ReadinessProbe, unsupportedStreams } from './readiness.ts';

@@ -25,6 +25,8 @@
  *   stream_incomplete_scans_total{stream,reason}    counter, scans short of the list total: reason ended-early|unstable-order
  *   stream_run_duration_seconds{stream,reason}      histogram, wall-clock time of a run
  *   stream_ticks_skipped_total{stream}              counter, schedule ticks skipped: the stream was still running
+ *   stream_ticks_rested_total{stream}               counter, schedule ticks a quiet stream rested (adaptive polling)
+ *   stream_poll_interval_ticks{stream}              gauge, the stream's polling interval in ticks of its schedule (1: every tick)
  *   stream_condition{stream,condition}              gauge, 1 for the stream's condition (ok|failing|stale|unsupported), 0 for the others
  *   stream_consecutive_failures{stream}             gauge, failed runs in a row since the last success
  *   stream_stale_after_seconds{stream}              gauge, how long without a success makes the stream stale
@@ -149,6 +151,8 @@ export class DaemonMetrics {
   readonly #runErrors: Counter<'connection' | 'stream' | 'reason'>;
   readonly #runDuration: Histogram<'connection' | 'stream' | 'reason'>;
   readonly #skippedTicks: Counter<'connection' | 'stream'>;
+  readonly #restedTicks: Counter<'connection' | 'stream'>;
+  readonly #pollInterval: Gauge<'connection' | 'stream'>;
   readonly #incompleteScans: Counter<'connection' | 'stream' | 'reason'>;
   readonly #rejected: Counter<'connection' | 'stream'>;
   readonly #conditionEvents: Counter<'connection' | 'stream' | 'type'>;
@@ -178,6 +182,18 @@ export class DaemonMetrics {
       registers,
     });
     this.#skippedTicks = new Counter({ name: 'bizops_stream_ticks_skipped_total', help: 'Schedule ticks skipped because the stream was still running.', labelNames: ['connection', 'stream'], registers });
+    this.#restedTicks = new Counter({
+      name: 'bizops_stream_ticks_rested_total',
+      help: 'Schedule ticks on which a quiet stream was not polled (adaptive polling: its interval had not passed).',
+      labelNames: ['connection', 'stream'],
+      registers,
+    });
+    this.#pollInterval = new Gauge({
+      name: 'bizops_stream_poll_interval_ticks',
+      help: 'The stream\'s polling interval, in ticks of its schedule (1: every tick; grows while its polls find no change).',
+      labelNames: ['connection', 'stream'],
+      registers,
+    });
     this.#incompleteScans = new Counter({
       name: 'bizops_stream_incomplete_scans_total',
       help: 'Runs whose scan listed fewer distinct records than the list total (reason ended-early or unstable-order): no miss counted, cursor kept.',
@@ -197,6 +213,8 @@ export class DaemonMetrics {
       this.#changes.inc({ connection, stream }, 0);
       for (const reason of ['ended-early', 'unstable-order'] as const) this.#incompleteScans.inc({ connection, stream, reason }, 0);
       this.#skippedTicks.inc({ connection, stream }, 0);
+      this.#restedTicks.inc({ connection, stream }, 0);
+      this.#pollInterval.set({ connection, stream }, 1);
       for (const reason of ['backfill', 'sync', 'reconcile'] as const) this.#runErrors.inc({ connection, stream, reason }, 0);
     }
 
@@ -461,6 +479,17 @@ export class DaemonMetrics {
   /** Counts a schedule tick of `connection` skipped because the stream was still running. */
   recordSkippedTick(stream: StreamName, _reason: RunReason, connection = this.#firstConnection): void {
     this.#skippedTicks.inc({ connection, stream });
+  }
+
+  /** Counts a schedule tick on which a quiet stream of `connection` rested, and its interval now (ticks). */
+  recordRestedTick(stream: StreamName, factor: number, connection = this.#firstConnection): void {
+    this.#restedTicks.inc({ connection, stream });
+    this.#pollInterval.set({ connection, stream }, factor);
+  }
+
+  /** The polling interval of a stream of `connection` now, in ticks of its schedule (after each run). */
+  recordPollInterval(stream: StreamName, factor: number, connection = this.#firstConnection): void {
+    this.#pollInterval.set({ connection, stream }, factor);
   }
 
   /** The exposition text and its content type. @throws when a source fails (e.g. the database is closed). */

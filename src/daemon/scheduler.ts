@@ -10,6 +10,12 @@
  *     completed a scan; an interrupted backfill resumes from its checkpoint), an incremental sync
  *     otherwise.
  *
+ * Adaptive polling (src/daemon/poll-backoff.ts, docs/sync.md "Adaptive polling"): each sync tick goes
+ * through `tick(stream)`, which lets a stream whose last runs appended nothing rest on some ticks
+ * (its interval doubles up to `maxPollFactor` ticks), unless the changelog shows a change row of the
+ * stream since its last run started (a write-through, another process). Reconciliation, the start's
+ * runs and `trigger` are never rested.
+ *
  * One run per stream at a time in this process: a sync tick that finds its stream running is
  * skipped (the next tick comes soon); a reconciliation that finds it running is queued and starts
  * when the current run ends, so a frequent sync never starves it. The engine's stream lease
@@ -20,6 +26,8 @@
 import { createTask, type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import { cronExpressionProblem } from '../config/schema.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
+import type { ChangelogActivity } from '../mirror/changelog-activity.ts';
+import { DEFAULT_MAX_POLL_FACTOR, DEFAULT_QUIET_POLLS, PollBackoff } from './poll-backoff.ts';
 import type { StreamName } from '../streams/definitions.ts';
 import type { RunOptions, RunReason, RunResult } from '../sync/sync-engine.ts';
 
@@ -54,16 +62,38 @@ export interface StreamSchedulerOptions {
    * a stream it may not run is left to the process that may (`standby`). Default: always.
    */
   mayRun?: (stream: StreamName) => boolean;
+  /**
+   * The largest interval of a quiet stream, in ticks of its schedule (config `sync.maxPollFactor`,
+   * default 16); 1 polls on every tick.
+   */
+  maxPollFactor?: number;
+  /** Quiet runs in a row before a stream's interval starts doubling (default 3). */
+  quietPolls?: number;
+  /**
+   * The changelog, asked on a tick that would rest a stream whether a change row of it was appended
+   * since its last run started (a write-through: the stream polls at once). Without it, only the
+   * stream's own runs' changes and `wake` bring it back to its schedule.
+   */
+  activity?: ChangelogActivity;
+  /** Called when a sync tick rests a quiet stream (metrics), with its interval in ticks. Must not throw. */
+  onTickRested?: (stream: StreamName, factor: number) => void;
 }
 
 /** What `trigger` did with a request to run (`standby`: another process holds the stream's lease). */
 export type TriggerOutcome = 'started' | 'skipped' | 'queued' | 'stopped' | 'standby';
+
+/** What `tick` did: a trigger's outcome, or `rested` (a quiet stream's interval has not passed). */
+export type TickOutcome = TriggerOutcome | 'rested';
 
 interface StreamSlot {
   running: Promise<void> | null;
   reason: RunReason | null;
   /** A reconciliation asked for while the stream was running: starts when the run ends. */
   reconcileQueued: boolean;
+  /** The stream's adaptive interval. */
+  backoff: PollBackoff;
+  /** The changelog's position when the stream's last run started (null: not read yet, or the read failed). */
+  since: number | null;
 }
 
 /**
@@ -100,7 +130,13 @@ export class StreamScheduler {
     }
     for (const stream of options.streams) {
       if (this.#slots.has(stream)) throw new Error(`sync.streams: "${stream}" is listed twice`);
-      this.#slots.set(stream, { running: null, reason: null, reconcileQueued: false });
+      this.#slots.set(stream, {
+        running: null,
+        reason: null,
+        reconcileQueued: false,
+        backoff: new PollBackoff(options.maxPollFactor ?? DEFAULT_MAX_POLL_FACTOR, options.quietPolls ?? DEFAULT_QUIET_POLLS),
+        since: null,
+      });
     }
   }
 
@@ -118,7 +154,7 @@ export class StreamScheduler {
     this.#state = 'running';
     const cronLogger = toCronLogger(this.#logger);
     for (const stream of this.#slots.keys()) {
-      const task = createTask(this.scheduleOf(stream), () => void this.trigger(stream, 'sync'), { name: `sync:${stream}`, logger: cronLogger });
+      const task = createTask(this.scheduleOf(stream), () => void this.tick(stream), { name: `sync:${stream}`, logger: cronLogger });
       this.#tasks.push(task);
     }
     const reconcile = createTask(
@@ -150,8 +186,7 @@ export class StreamScheduler {
    * @throws Error for a stream this scheduler does not run
    */
   trigger(stream: StreamName, reason: RunReason): TriggerOutcome {
-    const slot = this.#slots.get(stream);
-    if (!slot) throw new Error(`stream "${stream}" is not scheduled; scheduled: ${[...this.#slots.keys()].join(', ')}`);
+    const slot = this.#slot(stream);
     if (this.#state !== 'running') return 'stopped';
     if (this.#options.mayRun && !this.#options.mayRun(stream)) {
       this.#logger.debug({ stream, reason }, 'tick left to the replica holding the stream\'s lease');
@@ -177,6 +212,40 @@ export class StreamScheduler {
       }
     });
     return 'started';
+  }
+
+  /**
+   * One tick of `stream`'s sync schedule (node-cron calls it; tests call it to drive the schedule
+   * without a clock): a sync run unless the stream is quiet and its interval has not passed
+   * (`rested`). A quiet stream whose changelog shows a change row since its last run started (a
+   * write-through) is woken and runs.
+   * @throws Error for a stream this scheduler does not run
+   */
+  async tick(stream: StreamName): Promise<TickOutcome> {
+    const slot = this.#slot(stream);
+    if (this.#state === 'running' && !slot.running && (this.#options.mayRun?.(stream) ?? true) && !slot.backoff.tick()) {
+      if (!(await this.#touched(stream, slot))) {
+        this.#logger.debug({ stream, factor: slot.backoff.factor }, 'tick rested: the stream has been quiet');
+        this.#options.onTickRested?.(stream, slot.backoff.factor);
+        return 'rested';
+      }
+      this.#logger.debug({ stream }, 'quiet stream woken: a change row of it was appended since its last run');
+      slot.backoff.wake();
+    }
+    return this.trigger(stream, 'sync');
+  }
+
+  /**
+   * Brings a quiet stream back to its schedule: its next tick runs (a change of it seen elsewhere).
+   * @throws Error for a stream this scheduler does not run
+   */
+  wake(stream: StreamName): void {
+    this.#slot(stream).backoff.wake();
+  }
+
+  /** A stream's polling interval now, in ticks of its schedule (1: every tick). */
+  pollFactor(stream: StreamName): number {
+    return this.#slot(stream).backoff.factor;
   }
 
   /** The streams running now, with why. */
@@ -207,9 +276,39 @@ export class StreamScheduler {
     this.#logger.debug('scheduler stopped');
   }
 
+  #slot(stream: StreamName): StreamSlot {
+    const slot = this.#slots.get(stream);
+    if (!slot) throw new Error(`stream "${stream}" is not scheduled; scheduled: ${[...this.#slots.keys()].join(', ')}`);
+    return slot;
+  }
+
+  /** Whether the changelog holds a change row of `stream` appended since its last run started; true when unsure (a failed read polls). */
+  async #touched(stream: StreamName, slot: StreamSlot): Promise<boolean> {
+    const activity = this.#options.activity;
+    if (!activity) return false;
+    if (slot.since === null) return true;
+    try {
+      const { touched, position } = await activity.touchedSince(stream, slot.since);
+      // Rows of other streams are passed over once; this stream's rows wake it (its next run reads the position anew).
+      if (!touched) slot.since = position;
+      return touched;
+    } catch (error) {
+      this.#logger.warn({ stream, err: error }, 'could not read the changelog to decide whether a quiet stream changed; polling it');
+      return true;
+    }
+  }
+
   async #runOnce(stream: StreamName, reason: RunReason): Promise<void> {
+    const slot = this.#slot(stream);
+    slot.backoff.polled();
     const started = performance.now();
     this.#options.onRunStarted?.(stream, reason);
+    // Read beside the run, not before it (on SQLite the read runs at once when the file is free):
+    // the run starts exactly as it would without adaptive polling.
+    const position = this.#options.activity?.position().catch((error: unknown) => {
+      this.#logger.warn({ stream, err: error }, 'could not read the changelog position; the stream polls on its schedule until it is read');
+      return null;
+    });
     let result: RunResult;
     try {
       result = await this.#options.engine.run(stream, reason, { signal: this.#abort.signal });
@@ -219,6 +318,8 @@ export class StreamScheduler {
       this.#logger.error({ stream, reason, err }, 'run threw; the next tick tries again');
       result = { stream, reason, mode: 'complete', status: 'failed', resumed: false, pages: 0, records: 0, changes: 0, tombstones: 0, rejected: 0, driftStepBacks: 0, error: err };
     }
+    slot.since = position === undefined ? null : await position;
+    slot.backoff.record(result);
     this.#options.onRunFinished?.(result, performance.now() - started);
   }
 }

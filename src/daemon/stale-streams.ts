@@ -6,8 +6,11 @@
  *
  * A stream's threshold is `staleAfterSchedules` times its schedule's interval (the longest gap
  * between the schedule's next ten ticks, so an irregular schedule counts its longest pause), and at
- * least `staleMinimumSeconds`: with the default 30 s schedule, 10 × 30 s = 300 s. The watch checks
- * every quarter of the smallest threshold, at least once a second and at most every 30 s.
+ * least `staleMinimumSeconds`: with the default 30 s schedule, 10 × 30 s = 300 s. A quiet stream that
+ * adaptive polling rests (poll-backoff.ts: polled every `factor` ticks) is allowed its rest on top,
+ * `(factor - 1)` intervals: its last success is that old by plan, not because it fell behind. The
+ * watch checks every quarter of the smallest base threshold, at least once a second and at most
+ * every 30 s.
  */
 import { createTask } from 'node-cron';
 import type { AppendedChange } from '../mirror/mirror-store.ts';
@@ -44,6 +47,11 @@ export interface StaleStreamWatchOptions {
   staleAfterSchedules: number;
   /** The least time without a success that makes a stream stale, seconds (config `sync.staleMinimumSeconds`). */
   staleMinimumSeconds: number;
+  /**
+   * The stream's polling interval now, in ticks of its schedule (the scheduler's `pollFactor`: 1 on
+   * every tick, more while adaptive polling rests a quiet stream). Default: always 1.
+   */
+  pollFactor?: (stream: StreamName) => number;
   /** Whether this daemon runs `stream` now (holds its lease): a replica's streams are its own to watch. Default: always. */
   mayCheck?: (stream: StreamName) => boolean;
   /** Hears the events appended (the webhook dispatcher, metrics). */
@@ -55,8 +63,10 @@ export interface StaleStreamWatchOptions {
 export class StaleStreamWatch {
   readonly #options: StaleStreamWatchOptions;
   readonly #logger: Logger;
-  /** Each stream's threshold, ms. */
-  readonly thresholdsMs: ReadonlyMap<StreamName, number>;
+  /** Each stream's threshold on every tick (no rest allowed), ms. */
+  readonly #baseMs: ReadonlyMap<StreamName, number>;
+  /** Each stream's schedule interval, ms. */
+  readonly #intervalMs: ReadonlyMap<StreamName, number>;
   readonly #everyMs: number;
   #startedAt = new Date();
   #timer: NodeJS.Timeout | undefined;
@@ -68,16 +78,23 @@ export class StaleStreamWatch {
     if (!(options.staleMinimumSeconds >= 0)) throw new RangeError(`staleMinimumSeconds must be >= 0, got ${String(options.staleMinimumSeconds)}`);
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
-    this.thresholdsMs = new Map(
-      options.streams.map(({ stream, schedule }) => [stream, Math.max(options.staleAfterSchedules * scheduleIntervalMs(schedule), options.staleMinimumSeconds * 1000)] as const),
-    );
-    const smallest = Math.min(...this.thresholdsMs.values());
+    this.#intervalMs = new Map(options.streams.map(({ stream, schedule }) => [stream, scheduleIntervalMs(schedule)] as const));
+    this.#baseMs = new Map([...this.#intervalMs].map(([stream, intervalMs]) => [stream, Math.max(options.staleAfterSchedules * intervalMs, options.staleMinimumSeconds * 1000)] as const));
+    const smallest = Math.min(...this.#baseMs.values());
     this.#everyMs = Math.min(30_000, Math.max(1_000, Math.floor(smallest / 4)));
   }
 
-  /** The stream's threshold, seconds (the `bizops_stream_stale_after_seconds` gauge). */
+  /** The stream's threshold now, ms: the base, plus the rest adaptive polling gives it now; undefined for a stream not watched. */
+  thresholdMs(stream: StreamName): number | undefined {
+    const base = this.#baseMs.get(stream);
+    if (base === undefined) return undefined;
+    const factor = Math.max(1, this.#options.pollFactor?.(stream) ?? 1);
+    return base + (factor - 1) * this.#intervalMs.get(stream)!;
+  }
+
+  /** The stream's threshold now, seconds (the `bizops_stream_stale_after_seconds` gauge). */
   thresholdSeconds(stream: StreamName): number | undefined {
-    const ms = this.thresholdsMs.get(stream);
+    const ms = this.thresholdMs(stream);
     return ms === undefined ? undefined : ms / 1000;
   }
 
@@ -105,8 +122,9 @@ export class StaleStreamWatch {
   }
 
   async #checkAll(now: Date): Promise<void> {
-    for (const [stream, thresholdMs] of this.thresholdsMs) {
+    for (const stream of this.#baseMs.keys()) {
       if (this.#options.mayCheck && !this.#options.mayCheck(stream)) continue;
+      const thresholdMs = this.thresholdMs(stream)!;
       try {
         const appended = await this.#options.conditions.checkStale(stream, thresholdMs, this.#startedAt, now);
         if (appended) {

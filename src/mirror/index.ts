@@ -13,5 +13,6 @@ export { mirrorHealthCheck, mirrorSchemaVersion } from './health.ts';
 export { MirrorStore, type AppendedChange, type DeletionHold, type ScanOutcome } from './mirror-store.ts';
 export { confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE, type LeaseState } from './leases.ts';
 export { RecordClockStore } from './record-clock-store.ts';
+export { changelogActivity, type ChangelogActivity } from './changelog-activity.ts';
 export { RejectedRecords } from './rejected-records.ts';
 export { listUndeclaredFields, type UndeclaredField } from './field-registry.ts';

@@ -86,6 +86,8 @@ describe('operational events in the daemon', () => {
         BIZOPS_FAILING_AFTER_RUNS: '2',
         BIZOPS_STALE_AFTER_SCHEDULES: '6',
         BIZOPS_STALE_MINIMUM_SECONDS: '0',
+        // Every tick polls (adaptive polling would add its rest to the threshold: test/sync/stream-conditions.test.ts).
+        BIZOPS_MAX_POLL_FACTOR: '1',
         BIZOPS_LOG_LEVEL: 'info',
       }),
     );

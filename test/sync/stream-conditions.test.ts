@@ -7,7 +7,7 @@
  * over HTTP; every event also passes its JSON Schema (syncFixtures validates the changelog).
  */
 import { describe, expect, it } from 'vitest';
-import { scheduleIntervalMs } from '../../src/daemon/stale-streams.ts';
+import { scheduleIntervalMs, StaleStreamWatch } from '../../src/daemon/stale-streams.ts';
 import type { AppendedChange } from '../../src/mirror/mirror-store.ts';
 import type { SqlExecutor } from '../../src/mirror/sql/executor.ts';
 import { syncFixtures } from '../helpers.ts';
@@ -98,6 +98,29 @@ describe('stream conditions', () => {
     const start = new Date('2026-01-01T00:00:00.000Z');
     expect(await context.conditions.checkStale('transactions', 10_000, start, new Date(start.getTime() + 9_000))).toBeUndefined();
     expect((await context.conditions.checkStale('transactions', 10_000, start, new Date(start.getTime() + 10_000)))?.type).toBe('stream.stale');
+  });
+});
+
+describe('a stream\'s stale threshold', () => {
+  it('staleAfterSchedules intervals of its schedule, at least staleMinimumSeconds, plus the rest adaptive polling gives it now', async () => {
+    const { context } = await fixtures.start({ size: { transactions: 1 } });
+    let factor = 1;
+    const watch = new StaleStreamWatch({
+      conditions: context.conditions,
+      streams: [
+        { stream: 'deals', schedule: '*/30 * * * * *' },
+        { stream: 'transactions', schedule: '*/1 * * * * *' },
+      ],
+      staleAfterSchedules: 10,
+      staleMinimumSeconds: 300,
+      pollFactor: () => factor,
+    });
+    expect(watch.thresholdSeconds('deals')).toBe(300);
+    expect(watch.thresholdSeconds('transactions')).toBe(300);
+    // A quiet deals stream polled every 16th tick: its last success is up to 15 intervals older by plan.
+    factor = 16;
+    expect(watch.thresholdSeconds('deals')).toBe(300 + 15 * 30);
+    expect(watch.thresholdSeconds('onboardings')).toBeUndefined();
   });
 });
 
