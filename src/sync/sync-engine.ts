@@ -14,6 +14,7 @@ import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-st
 import { STREAM_LIST, streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { checkCreatedRange, sameCreatedRange } from './created-range.ts';
 import { WrongBaseUrlError } from './base-url-check.ts';
+import type { StreamConditions } from './stream-conditions.ts';
 import { RecordClockProbe } from './record-clock-probe.ts';
 import { newCheckpoint, StreamRun, type RunEnvironment, type RunOptions, type RunReason, type RunResult } from './stream-run.ts';
 
@@ -58,6 +59,12 @@ export interface SyncEngineOptions {
    * `sync` keeps to `unsupportedProbeSeconds`.
    */
   probeUnsupportedAtStart?: boolean;
+  /**
+   * Each stream's operational condition (stream-conditions.ts): every run's outcome is noted when it
+   * ends, and a change of condition appends its `stream.*` event (handed to `onChanges`). Absent: no
+   * condition is kept.
+   */
+  conditions?: StreamConditions;
   /**
    * Most rounds of tie re-reads at the end of one scan (docs/sync.md "Ties"): each round reads each
    * tie region still owing records once, so no region is read in more rounds than this. A scan still
@@ -171,7 +178,32 @@ export class SyncEngine {
    * @throws Error for an unknown stream name; CreatedRangeError for a range the stream refuses
    */
   async run(streamName: StreamName | string, reason: RunReason, options: RunOptions = {}): Promise<RunResult> {
-    const stream = streamByName(streamName);
+    const result = await this.runStream(streamByName(streamName), reason, options);
+    await this.noteCondition(result);
+    return result;
+  }
+
+  /**
+   * Notes the run's outcome in the stream's condition (`SyncEngineOptions.conditions`,
+   * stream-conditions.ts) and hands an event it appended to `onChanges`. Never throws: a mirror that
+   * cannot be written now is warned about (the next run notes its own outcome).
+   */
+  private async noteCondition(result: RunResult): Promise<void> {
+    const conditions = this.options.conditions;
+    if (!conditions) return;
+    try {
+      const appended = await conditions.noteRun(result);
+      if (appended) {
+        this.logger.warn({ stream: result.stream, event: appended.type, seq: appended.seq }, `the stream's condition changed: ${appended.type}`);
+        this.options.onChanges?.([appended]);
+      }
+    } catch (error) {
+      this.logger.warn({ stream: result.stream, err: { message: (error as Error).message } }, "could not note the run in the stream's condition");
+    }
+  }
+
+  /** `run` without noting the stream's condition. */
+  private async runStream(stream: RegisteredStream, reason: RunReason, options: RunOptions): Promise<RunResult> {
     if (options.createdRange) checkCreatedRange(stream, options.createdRange);
     let seen: SyncState;
     try {
