@@ -4,7 +4,7 @@
  */
 // The notify face: the changelog reader, without the webhook sender (src/notify/webhooks/).
 import type { Config } from '../src/config/index.ts';
-import { followChanges, iterateChanges, pruneChangelog, type ChangeEvent, type PruneResult } from '../src/notify/index.ts';
+import { followStoredChanges, iterateStoredChanges, pruneChangelog, type PruneResult, type StoredChange } from '../src/notify/index.ts';
 import { damagedMirrorError, openExistingMirror } from './open-mirror.ts';
 
 /** Options of `changesJob`: an exclusive seq cursor, a type filter, and whether to tail. */
@@ -19,22 +19,23 @@ export interface ChangesJobOptions {
 }
 
 /**
- * Yields the changelog's events after `sinceSeq` in seq order (then, with `follow`, new ones as they
- * are recorded), read one query of 1000 rows at a time when the consumer asks for more (a slow
- * consumer holds the reading back; memory stays flat). Closes the mirror when the iteration ends.
+ * Yields the changelog's rows after `sinceSeq` in seq order as stored (`data` undecoded: the
+ * `changes` command prints it as it is), one query's rows at a time (then, with `follow`, new ones
+ * as they are recorded); a query of 1000 rows runs when the consumer asks for more (a slow consumer
+ * holds the reading back; memory stays flat). Closes the mirror when the iteration ends.
  * @throws Error when the mirror does not exist, or an option is invalid; MirrorDamagedError (naming the
  *   file and the remedy) when a page of the changelog cannot be read
  */
-export async function* changesJob(dbPath: string, options: ChangesJobOptions): AsyncGenerator<ChangeEvent, void, undefined> {
+export async function* changesJob(dbPath: string, options: ChangesJobOptions): AsyncGenerator<StoredChange[], void, undefined> {
   const connection = await openExistingMirror(dbPath, { readonly: true });
   const types = options.types;
   try {
     if (options.follow) {
-      yield* followChanges(connection, { sinceSeq: options.sinceSeq, signal: options.signal, types });
+      yield* followStoredChanges(connection, { sinceSeq: options.sinceSeq, signal: options.signal, types });
       return;
     }
-    // One row decoded at a time: the footprint stays flat however long the changelog is.
-    yield* iterateChanges(connection, { sinceSeq: options.sinceSeq, types });
+    // One query's rows in hand at a time: the footprint stays flat however long the changelog is.
+    yield* iterateStoredChanges(connection, { sinceSeq: options.sinceSeq, types });
   } catch (error) {
     throw damagedMirrorError(dbPath, error) ?? error;
   } finally {

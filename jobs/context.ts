@@ -38,7 +38,7 @@ import {
 import { createLogger, maskUrlPassword, type Logger } from '../src/logging/index.ts';
 import { mirrorHealthCheck, MirrorStore, type SqlConnection, type AppendedChange } from '../src/mirror/index.ts';
 import type { WebhookDispatcher, WebhookDispatcherOptions } from '../src/notify/webhooks/index.ts';
-import { SyncEngine } from '../src/sync/index.ts';
+import { StreamConditions, SyncEngine } from '../src/sync/index.ts';
 // Types only: the write queue (BullMQ) and the webhook dispatcher are loaded when first asked for.
 import type { WriteKindName, WritePayload, WriteRecord } from '../src/writes/index.ts';
 import type { EnqueueOptions, EnqueueResult, WriteIntake, WriteQueueLocation, WriteWorkerHandle, WriteWorkerOptions } from '../src/writes/queue/index.ts';
@@ -138,8 +138,12 @@ export interface Context {
   /** The sync's API client (token `default`). */
   client: ApiClient;
   engine: SyncEngine;
+  /** Each stream's operational condition (`stream.*` events): the engine notes every run; the daemon checks staleness. */
+  conditions: StreamConditions;
   /** Adds a listener for change rows appended by this process's engine and write worker; returns its removal. */
   onChanges(listener: ChangeListener): () => void;
+  /** Hands change rows another part of this process appended (the daemon's stale watch) to the listeners. */
+  notifyChanges(changes: readonly AppendedChange[]): void;
   /**
    * The write queue, built (and its modules, BullMQ among them, loaded) on first use; later calls
    * resolve to the same one.
@@ -383,7 +387,9 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       return client;
     };
     const client = apiClient();
+    const conditions = new StreamConditions({ store, failingAfterRuns: config.sync.failingAfterRuns });
     const engine = new SyncEngine({
+      conditions,
       client,
       store,
       logger,
@@ -453,6 +459,8 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       budgets,
       client,
       engine,
+      conditions,
+      notifyChanges: notify,
       onChanges(listener) {
         listeners.add(listener);
         return () => listeners.delete(listener);

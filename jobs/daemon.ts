@@ -41,6 +41,7 @@ import {
   combineReadiness,
   probeBudget,
   ReadinessProbe,
+  StaleStreamWatch,
   StreamScheduler,
   unsupportedStreams,
   type FirstRoute,
@@ -92,6 +93,8 @@ export interface RunningConnection {
   retention: ChangelogRetention;
   /** The runs the scheduler finished lately (the console's "Recent runs"). */
   runs: RecentRuns;
+  /** Checks the connection's streams for staleness (`stream.stale` events). */
+  staleWatch: StaleStreamWatch;
 }
 
 /**
@@ -192,7 +195,21 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         },
       });
       const changeSignal = new ChangeSignal();
+      // Staleness no run reveals: checked on a timer for the streams this daemon holds (src/daemon/stale-streams.ts).
+      const staleWatch = new StaleStreamWatch({
+        conditions: context.conditions,
+        streams: config.sync.streams.map((stream) => ({ stream, schedule: config.sync.streamSchedules[stream] ?? config.sync.schedule })),
+        staleAfterSchedules: config.sync.staleAfterSchedules,
+        staleMinimumSeconds: config.sync.staleMinimumSeconds,
+        mayCheck: (stream) => keeper.holds(streamLeaseName(stream)),
+        // A quiet stream rested by adaptive polling is allowed its rest (its last success is that old by plan).
+        pollFactor: (stream) => scheduler.pollFactor(stream),
+        onChanges: (changes) => context.notifyChanges(changes),
+        logger: context.logger,
+      });
       metricSources.push({
+        conditions: context.conditions,
+        staleAfterSeconds: (stream) => staleWatch.thresholdSeconds(stream),
         name: config.connection,
         consumers: () => listConsumers(context.connection),
         streams: config.sync.streams,
@@ -233,7 +250,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         ...(options.retentionIntervalMs === undefined ? {} : { intervalMs: options.retentionIntervalMs }),
         logger: context.logger,
       });
-      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes, leases: keeper, changeSignal, retention, runs });
+      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes, leases: keeper, changeSignal, retention, runs, staleWatch });
     }
     const metrics = new DaemonMetrics({ connections: metricSources, processMetrics: options.processMetrics });
     for (const { name, context, dispatcher } of connections) {
@@ -300,6 +317,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       cleanups.add(() => connection.scheduler.stop());
       connection.retention.start();
       cleanups.add(() => connection.retention.stop());
+      connection.staleWatch.start();
+      cleanups.add(() => connection.staleWatch.stop());
       const config = connection.context.config;
       connection.context.logger.info(
         { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), database: mirrorLocation(config.dbPath), leases: connection.leases.held() },

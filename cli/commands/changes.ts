@@ -1,11 +1,12 @@
 /**
- * `bizops-sync changes [--since SEQ] [--follow]`: the changelog as JSON lines, for downstream tails;
+ * `bizops-sync changes [--since SEQ] [--follow] [--expand-created]`: the changelog as JSON lines, for
+ * downstream tails, each row's `data` as stored (a created event's record once);
  * `bizops-sync changes prune --before DATE`: the changelog's retention by hand (jobs/changes.ts).
  * Downstream tails run it for a long time: it loads the changelog reader and SQLite when it runs, and
  * nothing of the worker (HTTP client, Redis, queues, metrics; docs/mirror.md "Reading the mirror downstream").
  */
 import type { Command } from 'commander';
-import type { ChangeEvent } from '../../src/notify/index.ts';
+import type { StoredChange } from '../../src/notify/index.ts';
 import { writeLines } from '../line-writer.ts';
 import { UsageError } from '../usage-error.ts';
 import { configFromEnvironment, CONNECTION_OPTION_HELP, exitCodeForSignal, mirrorPath, shutdownOnSignals } from '../shared.ts';
@@ -17,17 +18,19 @@ export function registerChangesCommand(program: Command): void {
     .option('--since <seq>', 'only events after this seq (exclusive); default 0, from the start', '0')
     .option('--follow', 'keep printing new events as they are recorded, until Ctrl-C')
     .option('--type <pattern...>', 'only these event types: deal.won, deal.*, ... (repeatable)')
+    .option('--expand-created', 'give created events their changes as every field { old: null, new } (version 1\'s form) instead of the record alone')
     .option('--db <path>', 'the mirror: a file, or a postgres:// URL (default: the connection\'s dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)')
     .option('--connection <name>', CONNECTION_OPTION_HELP)
     .addHelpText('after', '\nA consumer that remembers the last seq it processed resumes exactly: bizops-sync changes --since 1234 --follow')
-    .action(async (options: { since: string; follow?: boolean; type?: string[]; db?: string; connection?: string }) => {
+    .action(async (options: { since: string; follow?: boolean; type?: string[]; db?: string; connection?: string; expandCreated?: boolean }) => {
       if (!/^\d+$/.test(options.since)) throw new UsageError(`--since: must be a whole number (a changelog seq), got "${options.since}"`);
-      const [{ changesJob }, { formatChangeLine }] = await Promise.all([import('../../jobs/changes.ts'), import('../../src/notify/index.ts')]);
+      const [{ changesJob }, { formatStoredChangeLine }] = await Promise.all([import('../../jobs/changes.ts'), import('../../src/notify/index.ts')]);
       const shutdown = options.follow ? shutdownOnSignals() : undefined;
       try {
-        const events = changesJob(mirrorPath(options.db, options.connection), { sinceSeq: Number(options.since), types: options.type, follow: options.follow, signal: shutdown?.signal });
+        const batches = changesJob(mirrorPath(options.db, options.connection), { sinceSeq: Number(options.since), types: options.type, follow: options.follow, signal: shutdown?.signal });
+        const lineOptions = { expandCreated: options.expandCreated ?? false };
         // Backpressure: a slow consumer makes the reading wait instead of lines piling up in memory.
-        await writeLines(process.stdout, mapLines(events, formatChangeLine), { chunkChars: options.follow ? 0 : undefined });
+        await writeLines(process.stdout, mapBatches(batches, (row) => formatStoredChangeLine(row, lineOptions), options.follow ? 0 : 65_536), { chunkChars: options.follow ? 0 : undefined });
         // --follow ends on a signal: 0 after SIGTERM, 130 after Ctrl-C.
         const signalExit = exitCodeForSignal(shutdown?.received());
         if (signalExit !== undefined) process.exitCode = signalExit;
@@ -66,6 +69,20 @@ function parseBefore(text: string): Date {
   return parsed;
 }
 
-async function* mapLines(events: AsyncIterable<ChangeEvent>, format: (event: ChangeEvent) => string): AsyncGenerator<string, void, undefined> {
-  for await (const event of events) yield format(event);
+/**
+ * The rows' lines, gathered into texts of about `chunkChars` (lines joined by newlines; writeLines
+ * ends each with one): one hand-over per chunk rather than per line. 0 yields each batch whole.
+ */
+async function* mapBatches(batches: AsyncIterable<StoredChange[]>, format: (row: StoredChange) => string, chunkChars: number): AsyncGenerator<string, void, undefined> {
+  for await (const rows of batches) {
+    let chunk = '';
+    for (const row of rows) {
+      chunk = chunk.length === 0 ? format(row) : `${chunk}\n${format(row)}`;
+      if (chunkChars > 0 && chunk.length >= chunkChars) {
+        yield chunk;
+        chunk = '';
+      }
+    }
+    if (chunk.length > 0) yield chunk;
+  }
 }

@@ -353,6 +353,9 @@ const ENV_FOR_KEY: Record<string, string> = {
   'http.readApiKey': 'BIZOPS_READ_API_KEY',
   'sync.schedule': 'BIZOPS_SCHEDULE',
   'sync.unsupportedProbeSeconds': 'BIZOPS_UNSUPPORTED_PROBE_SECONDS',
+  'sync.failingAfterRuns': 'BIZOPS_FAILING_AFTER_RUNS',
+  'sync.staleAfterSchedules': 'BIZOPS_STALE_AFTER_SCHEDULES',
+  'sync.staleMinimumSeconds': 'BIZOPS_STALE_MINIMUM_SECONDS',
   'sync.leaseSeconds': 'BIZOPS_LEASE_SECONDS',
   'sync.databaseWaitSeconds': 'BIZOPS_DATABASE_WAIT_SECONDS',
   'changes.retainDays': 'BIZOPS_CHANGES_RETAIN_DAYS',
@@ -432,6 +435,11 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_OVERLAP_SECONDS) set('sync.overlapSeconds', 'BIZOPS_OVERLAP_SECONDS', number('BIZOPS_OVERLAP_SECONDS'));
   if (env.BIZOPS_MAX_POLL_FACTOR) set('sync.maxPollFactor', 'BIZOPS_MAX_POLL_FACTOR', number('BIZOPS_MAX_POLL_FACTOR'));
   if (env.BIZOPS_UNSUPPORTED_PROBE_SECONDS) set('sync.unsupportedProbeSeconds', 'BIZOPS_UNSUPPORTED_PROBE_SECONDS', number('BIZOPS_UNSUPPORTED_PROBE_SECONDS'));
+  if (env.BIZOPS_FAILING_AFTER_RUNS) set('sync.failingAfterRuns', 'BIZOPS_FAILING_AFTER_RUNS', number('BIZOPS_FAILING_AFTER_RUNS'));
+  for (const [key, envName] of [['sync.staleAfterSchedules', 'BIZOPS_STALE_AFTER_SCHEDULES'], ['sync.staleMinimumSeconds', 'BIZOPS_STALE_MINIMUM_SECONDS']] as const) {
+    const raw = env[envName]?.trim();
+    if (raw) set(key, envName, /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);
+  }
   if (env.BIZOPS_LEASE_SECONDS) {
     const raw = env.BIZOPS_LEASE_SECONDS.trim();
     set('sync.leaseSeconds', 'BIZOPS_LEASE_SECONDS', /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw);

@@ -224,6 +224,19 @@ export const configSchema = z.object({
        */
       unsupportedProbeSeconds: z.number().int().min(0).default(3600),
       /**
+       * Failed runs in a row that make a stream `failing` (one `stream.failing` event;
+       * docs/operations.md "Operational events"). Default 3.
+       */
+      failingAfterRuns: z.number().int().min(1).default(3),
+      /**
+       * A stream is `stale` (one `stream.stale` event) when it had no successful run for this many
+       * of its schedule's intervals (the longest gap between its next ten ticks), and at least
+       * `staleMinimumSeconds`. Default 10 (the default 30 s schedule: 5 minutes).
+       */
+      staleAfterSchedules: z.number().positive().default(10),
+      /** The least time without a successful run that makes a stream `stale`, seconds. Default 300. */
+      staleMinimumSeconds: z.number().min(0).default(300),
+      /**
        * How long a stream's or the webhook delivery's lease lasts without renewal, seconds
        * (docs/operations.md "Running two daemons (replicas)"): a replica takes a dead daemon's
        * streams and webhooks within about this long. Renewed every third of it. Default 30.

@@ -14,3 +14,4 @@ export { readRoutes, type ReadRoute, type ReadRoutesOptions } from './read-acces
 export { changeRoutes, type ChangeRoutesOptions } from './change-routes.ts';
 export { schemaRoutes } from './schema-routes.ts';
 export { ChangelogRetention, DEFAULT_RETENTION_INTERVAL_MS, type ChangelogRetentionOptions } from './changelog-retention.ts';
+export { scheduleIntervalMs, StaleStreamWatch, type StaleStreamWatchOptions } from './stale-streams.ts';

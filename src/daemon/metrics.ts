@@ -30,6 +30,10 @@
  *   stream_ticks_skipped_total{stream}              counter, schedule ticks skipped: the stream was still running
  *   stream_ticks_rested_total{stream}               counter, schedule ticks a quiet stream rested (adaptive polling)
  *   stream_poll_interval_ticks{stream}              gauge, the stream's polling interval in ticks of its schedule (1: every tick)
+ *   stream_condition{stream,condition}              gauge, 1 for the stream's condition (ok|failing|stale|unsupported), 0 for the others
+ *   stream_consecutive_failures{stream}             gauge, failed runs in a row since the last success
+ *   stream_stale_after_seconds{stream}              gauge, how long without a success makes the stream stale
+ *   stream_condition_events_total{stream,type}      counter, stream.failing|stale|recovered|unsupported events appended by this process
  *   records_rejected_total{stream}                  counter, records quarantined (new `record.rejected` changes) by this process
  *   records_quarantined{stream}                     gauge, rows of `rejected_records` now
  *   clock_skew_seconds{stream}                      gauge, how far record timestamps lag the cursor's clock (the overlap widens by it)
@@ -63,6 +67,8 @@ import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-st
 import type { StreamDefinition } from '../streams/define-stream.ts';
 import { STREAMS, type StreamName } from '../streams/definitions.ts';
 import type { RunReason, RunResult } from '../sync/sync-engine.ts';
+import { STREAM_CONDITION_EVENTS } from '../sync/stream-conditions.ts';
+import { STREAM_CONDITIONS, type StreamCondition } from '../mirror/stream-condition-store.ts';
 
 /** Where scrape-time figures come from. */
 export interface DaemonMetricsSources {
@@ -83,6 +89,10 @@ export interface DaemonMetricsSources {
   pageTrust?: { countRejected(stream: StreamName): Promise<number>; recordClockLagSeconds(stream: StreamName): Promise<number> };
   /** Also export prom-client's default process metrics (default true). */
   processMetrics?: boolean;
+  /** Each stream's operational condition (src/sync/stream-conditions.ts); absent: the condition gauges are not exported. */
+  conditions?: { read(stream: StreamName): Promise<{ condition: StreamCondition; failedRuns: number }> };
+  /** Each stream's stale threshold, seconds (src/daemon/stale-streams.ts); absent: `bizops_stream_stale_after_seconds` is not exported. */
+  staleAfterSeconds?: (stream: StreamName) => number | undefined;
   /** The leases this daemon competes for, and which it holds (src/daemon/lease-keeper.ts); absent: `bizops_leases_held` is not exported. */
   leases?: { readonly names: readonly string[]; holds(name: string): boolean };
   /** The named consumers of the changelog with their lag (src/notify/pull); absent: their gauges are not exported. */
@@ -150,6 +160,7 @@ export class DaemonMetrics {
   readonly #pollInterval: Gauge<'connection' | 'stream'>;
   readonly #incompleteScans: Counter<'connection' | 'stream' | 'reason'>;
   readonly #rejected: Counter<'connection' | 'stream'>;
+  readonly #conditionEvents: Counter<'connection' | 'stream' | 'type'>;
 
   /**
    * @param sources one connection's sources (labelled `connection="default"`), or every
@@ -195,7 +206,14 @@ export class DaemonMetrics {
       registers,
     });
     this.#rejected = new Counter({ name: 'bizops_records_rejected_total', help: 'Records quarantined because they failed their schema (record.rejected changes), per stream.', labelNames: ['connection', 'stream'], registers });
+    this.#conditionEvents = new Counter({
+      name: 'bizops_stream_condition_events_total',
+      help: 'Operational events appended by this process (stream.failing, stream.stale, stream.recovered, stream.unsupported), per stream.',
+      labelNames: ['connection', 'stream', 'type'],
+      registers,
+    });
     for (const { connection, stream } of streamsOf()) {
+      for (const type of STREAM_CONDITION_EVENTS) this.#conditionEvents.inc({ connection, stream, type }, 0);
       this.#rejected.inc({ connection, stream }, 0);
       this.#changes.inc({ connection, stream }, 0);
       for (const reason of ['ended-early', 'unstable-order'] as const) this.#incompleteScans.inc({ connection, stream, reason }, 0);
@@ -269,6 +287,44 @@ export class DaemonMetrics {
         for (const { connection, stream, source } of streamsOf()) this.set({ connection, stream }, (await source.store.readSyncState(stream)).supported ? 1 : 0);
       },
     });
+    if (connections.some((source) => source.conditions)) {
+      new Gauge({
+        name: 'bizops_stream_condition',
+        help: "1 for the stream's operational condition (ok, failing, stale, unsupported), 0 for the others (docs/operations.md \"Operational events\").",
+        labelNames: ['connection', 'stream', 'condition'],
+        registers,
+        async collect() {
+          for (const { connection, stream, source } of streamsOf()) {
+            if (!source.conditions) continue;
+            const { condition } = await source.conditions.read(stream);
+            for (const each of STREAM_CONDITIONS) this.set({ connection, stream, condition: each }, each === condition ? 1 : 0);
+          }
+        },
+      });
+      new Gauge({
+        name: 'bizops_stream_consecutive_failures',
+        help: 'Failed runs of the stream in a row since its last success.',
+        labelNames: ['connection', 'stream'],
+        registers,
+        async collect() {
+          for (const { connection, stream, source } of streamsOf()) if (source.conditions) this.set({ connection, stream }, (await source.conditions.read(stream)).failedRuns);
+        },
+      });
+    }
+    if (connections.some((source) => source.staleAfterSeconds)) {
+      new Gauge({
+        name: 'bizops_stream_stale_after_seconds',
+        help: 'How long without a successful run makes the stream stale, seconds (sync.staleAfterSchedules x its schedule interval, at least sync.staleMinimumSeconds).',
+        labelNames: ['connection', 'stream'],
+        registers,
+        collect() {
+          for (const { connection, stream, source } of streamsOf()) {
+            const seconds = source.staleAfterSeconds?.(stream);
+            if (seconds !== undefined) this.set({ connection, stream }, seconds);
+          }
+        },
+      });
+    }
     new Gauge({
       name: 'bizops_stream_records',
       help: 'Records in the mirror: state="live" (listed upstream) or "tombstoned".',
@@ -449,6 +505,7 @@ export class DaemonMetrics {
     for (const change of changes) {
       perStream.set(change.stream, (perStream.get(change.stream) ?? 0) + 1);
       if (change.type === RECORD_REJECTED) this.#rejected.inc({ connection, stream: change.stream });
+      if ((STREAM_CONDITION_EVENTS as readonly string[]).includes(change.type)) this.#conditionEvents.inc({ connection, stream: change.stream, type: change.type });
     }
     for (const [stream, count] of perStream) this.#changes.inc({ connection, stream }, count);
   }

@@ -11,7 +11,7 @@
  * Every function reads through a `SqlExecutor` (src/mirror/sql/executor.ts), whichever back end holds
  * the mirror, and is asynchronous.
  */
-import { decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog-format.ts';
+import { CHANGE_DATA_VERSION, decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog-format.ts';
 import { CHANGES_CHANNEL, type Listening, type SqlExecutor, type SqlValue } from '../mirror/sql/executor.ts';
 import { validateEventPattern } from './event-filter.ts';
 import { Wakeup } from './webhooks/wakeup.ts';
@@ -41,6 +41,23 @@ export interface ChangeEvent {
    */
   version?: number;
   data: ChangeData;
+}
+
+/**
+ * One changelog row as stored: the columns, with `data` the column's JSON text undecoded (the
+ * `changes` command prints it as it is: `formatStoredChangeLine`).
+ */
+export interface StoredChange {
+  seq: number;
+  eventId: string;
+  type: string;
+  stream: string;
+  recordId: string;
+  /** `partition_value`: the partition a partitioned stream's record was listed in; absent otherwise. */
+  partition?: string;
+  occurredAt: string;
+  /** The `data` column: JSON text in format version 1 or 2 (src/mirror/changelog-format.ts). */
+  data: string;
 }
 
 /** Options of `readChanges`: an exclusive seq cursor, a page size and a type filter. */
@@ -106,6 +123,17 @@ export interface IterateChangesOptions {
  *   the seq when a row's `data` is not JSON
  */
 export async function* iterateChanges(executor: SqlExecutor, options: IterateChangesOptions = {}): AsyncGenerator<ChangeEvent, void, undefined> {
+  for await (const rows of iterateStoredChanges(executor, options)) for (const row of rows) yield storedToChangeEvent(row);
+}
+
+/**
+ * The rows of `iterateChanges` undecoded, one query's rows at a time (at most `batchSize`, each
+ * with its `data` text): what `bizops-sync changes` prints, without decoding and encoding each
+ * record again. Same cursor, filter and memory rules as `iterateChanges`; the next query runs
+ * when the consumer asks for the next batch.
+ * @throws Error naming the option when an option is invalid (at the first iteration)
+ */
+export async function* iterateStoredChanges(executor: SqlExecutor, options: IterateChangesOptions = {}): AsyncGenerator<StoredChange[], void, undefined> {
   let cursor = checkSeq(options.sinceSeq ?? 0, 'sinceSeq');
   const batchSize = options.batchSize ?? 1000;
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_LIMIT) {
@@ -115,9 +143,9 @@ export async function* iterateChanges(executor: SqlExecutor, options: IterateCha
   const sql = `${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`;
   for (;;) {
     const rows = await executor.all<ChangeRow>(sql, [cursor, ...parameters, batchSize]);
-    for (const row of rows) {
-      cursor = row.seq;
-      yield toChangeEvent(row);
+    if (rows.length > 0) {
+      cursor = Number(rows.at(-1)!.seq);
+      yield rows.map(toStoredChange);
     }
     if (rows.length < batchSize) return;
   }
@@ -147,9 +175,28 @@ export interface FollowChangesOptions {
  * @throws Error naming the option when an option is invalid (at the first iteration)
  */
 export async function* followChanges(executor: SqlExecutor, options: FollowChangesOptions = {}): AsyncGenerator<ChangeEvent, void, undefined> {
+  for await (const rows of followStoredChanges(executor, options)) {
+    for (const row of rows) {
+      if (options.signal?.aborted) return;
+      yield storedToChangeEvent(row);
+    }
+  }
+}
+
+/**
+ * The rows of `followChanges` undecoded, each read's rows at once (at most `batchSize`): what
+ * `bizops-sync changes --follow` prints. Same options and rules as `followChanges`.
+ * @throws Error naming the option when an option is invalid (at the first iteration)
+ */
+export async function* followStoredChanges(executor: SqlExecutor, options: FollowChangesOptions = {}): AsyncGenerator<StoredChange[], void, undefined> {
   const pollMs = options.pollMs ?? 1000;
   if (!Number.isFinite(pollMs) || pollMs < 1) throw new Error(`pollMs: must be a positive number of milliseconds, got ${String(pollMs)}`);
   const batchSize = options.batchSize ?? 500;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_LIMIT) {
+    throw new Error(`batchSize: must be an integer from 1 to ${MAX_LIMIT}, got ${String(batchSize)}`);
+  }
+  const { clause, parameters } = typeClause(options.types ?? ['*']);
+  const sql = `${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`;
   let cursor = options.sinceSeq === undefined ? await lastChangeSeq(executor) : checkSeq(options.sinceSeq, 'sinceSeq');
   const signal = options.signal;
   const wakeup = new Wakeup();
@@ -157,13 +204,13 @@ export async function* followChanges(executor: SqlExecutor, options: FollowChang
   const listening = await listenForChanges(executor, () => wakeup.wake());
   try {
     while (!signal?.aborted) {
-      const events = await readChanges(executor, { sinceSeq: cursor, limit: batchSize, ...(options.types ? { types: options.types } : {}) });
-      for (const event of events) {
+      const rows = await executor.all<ChangeRow>(sql, [cursor, ...parameters, batchSize]);
+      if (rows.length > 0) {
         if (signal?.aborted) return;
-        cursor = event.seq;
-        yield event;
+        cursor = Number(rows.at(-1)!.seq);
+        yield rows.map(toStoredChange);
       }
-      if (events.length === batchSize) continue;
+      if (rows.length === batchSize) continue;
       await wakeup.wait(pollMs, signal);
     }
   } finally {
@@ -206,28 +253,75 @@ export function formatChangeLine(event: ChangeEvent): string {
   });
 }
 
-function toChangeEvent(row: ChangeRow): ChangeEvent {
+/** Options of `formatStoredChangeLine`. */
+export interface StoredChangeLineOptions {
+  /**
+   * Print a created event's `changes` as version 1 stored them (every listed field as
+   * `{ old: null, new }`, derived from the record) instead of leaving them out, as `formatChangeLine`
+   * does (`changes --expand-created`). Default false.
+   */
+  expandCreated?: boolean;
+}
+
+/** How `encodeChangeData` starts a version-2 `data` text: its `version` key, left out of a printed line. */
+const VERSION_2_PREFIX = `{"version":${CHANGE_DATA_VERSION},`;
+
+/**
+ * One JSON line for `bizops-sync changes` (no trailing newline), from the stored row:
+ * `{"seq":42,"version":2,"event_id":"...","type":"deal.won","stream":"deals","record_id":"...","occurred_at":"...","data":{...}}`.
+ * `data` is the row's `data` as stored, without its `version` key (the line carries it): `{ record,
+ * changes }`, and for a created event of version 2 `{ record }` alone, its record printed once
+ * (docs/mirror.md "Change data format"; `expandCreated` derives the `changes` as version 1 stored
+ * them). A partitioned stream's change has `"partition"` after `record_id`. The stored text is
+ * spliced into the line, not decoded and encoded again.
+ * @throws Error naming the seq when the row's `data` is not a JSON object
+ */
+export function formatStoredChangeLine(row: StoredChange, options: StoredChangeLineOptions = {}): string {
+  const parsed = parseData(row.seq, row.eventId, row.data);
+  let data: string;
+  if (options.expandCreated && parsed.changes === undefined) data = JSON.stringify(decodeChangeData(parsed, row.stream).data);
+  else if (row.data.startsWith(VERSION_2_PREFIX)) data = `{${row.data.slice(VERSION_2_PREFIX.length)}`;
+  else if ('version' in parsed) data = JSON.stringify({ ...parsed, version: undefined });
+  else data = row.data;
+  const version = typeof parsed.version === 'number' ? parsed.version : 1;
+  const partition = row.partition === undefined ? '' : `,"partition":${JSON.stringify(row.partition)}`;
+  return `{"seq":${row.seq},"version":${version},"event_id":${JSON.stringify(row.eventId)},"type":${JSON.stringify(row.type)},"stream":${JSON.stringify(row.stream)},"record_id":${JSON.stringify(row.recordId)}${partition},"occurred_at":${JSON.stringify(row.occurredAt)},"data":${data}}`;
+}
+
+/** A row's `data` text parsed. @throws Error naming the seq when it is not a JSON object */
+function parseData(seq: number, eventId: string, text: string): Record<string, unknown> {
   let data: unknown;
   try {
-    data = JSON.parse(row.data);
+    data = JSON.parse(text);
   } catch (error) {
-    throw new Error(`changes row seq ${row.seq} (event ${row.event_id}): data is not valid JSON (${(error as Error).message})`, { cause: error });
+    throw new Error(`changes row seq ${seq} (event ${eventId}): data is not valid JSON (${(error as Error).message})`, { cause: error });
   }
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
-    throw new Error(`changes row seq ${row.seq} (event ${row.event_id}): data is not a JSON object`);
+    throw new Error(`changes row seq ${seq} (event ${eventId}): data is not a JSON object`);
   }
-  const decoded = decodeChangeData(data as Record<string, unknown>, row.stream);
+  return data as Record<string, unknown>;
+}
+
+function toStoredChange(row: ChangeRow): StoredChange {
   return {
-    seq: row.seq,
+    seq: Number(row.seq),
     eventId: row.event_id,
     type: row.type,
     stream: row.stream,
     recordId: row.record_id,
     ...(row.partition_value === null || row.partition_value === undefined ? {} : { partition: row.partition_value }),
     occurredAt: row.occurred_at,
-    version: decoded.version,
-    data: decoded.data,
+    data: row.data,
   };
+}
+
+function toChangeEvent(row: ChangeRow): ChangeEvent {
+  return storedToChangeEvent(toStoredChange(row));
+}
+
+function storedToChangeEvent(row: StoredChange): ChangeEvent {
+  const decoded = decodeChangeData(parseData(row.seq, row.eventId, row.data), row.stream);
+  return { ...row, version: decoded.version, data: decoded.data };
 }
 
 function checkSeq(value: number, field: string): number {

@@ -26,6 +26,8 @@ import { RECORD_REJECTED } from '../mirror/rejected-records.ts';
 import type { ColumnDefinition, ColumnType } from '../streams/define-stream.ts';
 import { STREAM_LIST, STREAM_NAMES, type RegisteredStream } from '../streams/definitions.ts';
 import { MASS_DELETION_HELD } from '../sync/stream-run.ts';
+import { STREAM_FAILING, STREAM_RECOVERED, STREAM_STALE, STREAM_UNSUPPORTED } from '../sync/stream-conditions.ts';
+import { STREAM_CONDITIONS } from '../mirror/stream-condition-store.ts';
 import { WRITE_KIND_NAMES } from '../writes/kinds/index.ts';
 import { WRITE_DUPLICATED, WRITE_EVENT_TYPES } from '../writes/write-store.ts';
 import { ENDPOINT_DISABLED_EVENT } from './webhooks/endpoint-store.ts';
@@ -213,6 +215,24 @@ export const OTHER_EVENT_TYPES: readonly EventTypeEntry[] = [
     scanNumber: { type: 'integer', minimum: 0 },
     partition: { type: 'string', minLength: 1, description: 'the partition whose scan held them (a partitioned stream)' },
   }, ['partition']),
+  ...(
+    [
+      [STREAM_FAILING, 'failing', 'The stream failed sync.failingAfterRuns runs in a row (said once; stream.recovered follows its next success).'],
+      [STREAM_STALE, 'stale', 'The stream had no successful run for sync.staleAfterSchedules of its schedule intervals, and at least sync.staleMinimumSeconds (said once).'],
+      [STREAM_RECOVERED, 'ok', 'A run of the stream succeeded after it was failing, stale or unsupported.'],
+      [STREAM_UNSUPPORTED, 'unsupported', "The stream's list answered 404 while the other lists answered: marked unsupported (its records arrive from write responses only)."],
+    ] as const
+  ).map(([type, condition, description]) =>
+    streamEvent(type, description, {
+      condition: { const: condition, description: 'the condition the stream entered' },
+      previous: { enum: [...STREAM_CONDITIONS], description: 'the condition it left' },
+      previousSince: { ...nullable(dateTime), description: 'when the condition it left began; null when it was ok from the start' },
+      at: { ...dateTime, description: 'when the condition changed' },
+      failedRuns: { type: 'integer', minimum: 0, description: 'failed runs in a row since the last success' },
+      lastSuccessAt: { ...nullable(dateTime), description: "the last successful run's end" },
+      lastError: { ...nullable(string), description: "the last run's error; null after a success" },
+    }),
+  ),
   {
     type: ENDPOINT_DISABLED_EVENT,
     description: 'A webhook endpoint was disabled (410 Gone, or no 2xx for disableAfterDays).',

@@ -4,7 +4,19 @@
  * endpoints. The face of src/notify/ for jobs/ and cli/; the webhooks have their own
  * (src/notify/webhooks/index.ts), so that reading changes or checking a filter loads no webhook sender.
  */
-export { followChanges, formatChangeLine, iterateChanges, listenForChanges, readChanges, type ChangeEvent } from './changelog-reader.ts';
+export {
+  followChanges,
+  followStoredChanges,
+  formatChangeLine,
+  formatStoredChangeLine,
+  iterateChanges,
+  iterateStoredChanges,
+  listenForChanges,
+  readChanges,
+  type ChangeEvent,
+  type StoredChange,
+  type StoredChangeLineOptions,
+} from './changelog-reader.ts';
 export { ChangeSignal, listConsumers, type ConsumerListing } from './pull/index.ts';
 export { changelogPrunedThrough, pruneChangelog, retentionCutoff, retentionFloor, type PruneResult, type RetentionFloor } from './retention.ts';
 export { compileEventFilter } from './event-filter.ts';

@@ -5,4 +5,15 @@
 export { SyncEngine, type RunOptions, type RunProgress, type RunReason, type RunResult, type SyncEngineOptions } from './sync-engine.ts';
 export { assertBaseUrlServes, WrongBaseUrlError, type BaseUrlCheckOptions } from './base-url-check.ts';
 export { verifyStream, VERIFY_SAMPLE_SIZE, type StreamVerification, type VerifyProgress, type VerifyStreamOptions } from './mirror-verify.ts';
+export {
+  DEFAULT_FAILING_AFTER_RUNS,
+  STREAM_CONDITION_EVENTS,
+  STREAM_FAILING,
+  STREAM_RECOVERED,
+  STREAM_STALE,
+  STREAM_UNSUPPORTED,
+  StreamConditions,
+  type StreamConditionRecord,
+  type StreamConditionsOptions,
+} from './stream-conditions.ts';
 export { checkCreatedRange, CreatedRangeError, type CreatedRange } from './created-range.ts';

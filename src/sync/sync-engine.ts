@@ -15,6 +15,7 @@ import { STREAM_LIST, streamByName, type RegisteredStream, type StreamName } fro
 import { noPartitionsMessage, partitionValues, type ConfiguredPartitions } from './partition-values.ts';
 import { checkCreatedRange, sameCreatedRange } from './created-range.ts';
 import { WrongBaseUrlError } from './base-url-check.ts';
+import type { StreamConditions } from './stream-conditions.ts';
 import { RecordClockProbe } from './record-clock-probe.ts';
 import { newCheckpoint, StreamRun, type RunEnvironment, type RunOptions, type RunReason, type RunResult } from './stream-run.ts';
 
@@ -60,11 +61,23 @@ export interface SyncEngineOptions {
    */
   probeUnsupportedAtStart?: boolean;
   /**
+   * Each stream's operational condition (stream-conditions.ts): every run's outcome is noted when it
+   * ends, and a change of condition appends its `stream.*` event (handed to `onChanges`). Absent: no
+   * condition is kept.
+   */
+  conditions?: StreamConditions;
+  /**
    * Most rounds of tie re-reads at the end of one scan (docs/sync.md "Ties"): each round reads each
    * tie region still owing records once, so no region is read in more rounds than this. A scan still
    * short after them ends incomplete (a warning naming the bound). Default 20; an integer >= 1.
    */
   tieReReadRounds?: number;
+  /**
+   * First listings a complete scan keeps in memory (docs/sync.md "Scan memory"), an integer >= 1:
+   * the rest are the mirror's scan marks. Default 20,000 (src/sync/scan-memory.ts `RECENT_LISTINGS`);
+   * tests lower it.
+   */
+  scanMemory?: number;
   /**
    * How long a run waits for the mirror's database when it is away (a PostgreSQL restart or
    * failover, sessions ended by an administrator), seconds (config `sync.databaseWaitSeconds`): each
@@ -171,7 +184,32 @@ export class SyncEngine {
    * @throws Error for an unknown stream name; CreatedRangeError for a range the stream refuses
    */
   async run(streamName: StreamName | string, reason: RunReason, options: RunOptions = {}): Promise<RunResult> {
-    const stream = streamByName(streamName);
+    const result = await this.runStream(streamByName(streamName), reason, options);
+    await this.noteCondition(result);
+    return result;
+  }
+
+  /**
+   * Notes the run's outcome in the stream's condition (`SyncEngineOptions.conditions`,
+   * stream-conditions.ts) and hands an event it appended to `onChanges`. Never throws: a mirror that
+   * cannot be written now is warned about (the next run notes its own outcome).
+   */
+  private async noteCondition(result: RunResult): Promise<void> {
+    const conditions = this.options.conditions;
+    if (!conditions) return;
+    try {
+      const appended = await conditions.noteRun(result);
+      if (appended) {
+        this.logger.warn({ stream: result.stream, event: appended.type, seq: appended.seq }, `the stream's condition changed: ${appended.type}`);
+        this.options.onChanges?.([appended]);
+      }
+    } catch (error) {
+      this.logger.warn({ stream: result.stream, err: { message: (error as Error).message } }, "could not note the run in the stream's condition");
+    }
+  }
+
+  /** `run` without noting the stream's condition. */
+  private async runStream(stream: RegisteredStream, reason: RunReason, options: RunOptions): Promise<RunResult> {
     if (options.createdRange) checkCreatedRange(stream, options.createdRange);
     let seen: SyncState;
     try {
@@ -373,6 +411,7 @@ export class SyncEngine {
       beforeRequest: () => this.leaseBeforeRequest(stream.name),
       onChanges: this.options.onChanges,
       tieReReadRounds: this.tieReReadRounds,
+      scanMemory: this.options.scanMemory,
       massDeletionShare: this.massDeletionShare,
     };
   }

@@ -5,7 +5,7 @@
  * `changes` end with the documented line naming the file and the remedy (docs/operations.md "A
  * damaged mirror"), exit 1, never a bare SQLite message ("database disk image is malformed").
  */
-import { closeSync, openSync, statSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, openSync, statSync, writeSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
@@ -15,9 +15,17 @@ import { REDIS_URL } from '../writes/support.ts';
 
 let sim: RunningSimulator;
 let dir: TempDir;
+/** One mirror written by a backfill from the simulator, its write-ahead log folded into the file; each case damages a copy. */
+let pristine: string;
 beforeAll(async () => {
   sim = await simulator({ size: { transactions: 600, deals: 20, onboardings: 5, customers: 5 } });
   dir = tempDir('bizops-damaged-');
+  pristine = dir.file('pristine.db');
+  const result = await runCli(['backfill', '--no-progress'], env(pristine));
+  expect(result.code, result.stderr).toBe(0);
+  const db = new Database(pristine);
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
 });
 afterAll(async () => {
   await sim.close();
@@ -28,14 +36,10 @@ function env(dbPath: string): NodeJS.ProcessEnv {
   return cliEnv({ BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dbPath, BIZOPS_CONFIG: '', REDIS_URL, BIZOPS_LOG_LEVEL: 'silent' });
 }
 
-/** A mirror written by a backfill from the simulator, its write-ahead log folded into the file. */
-async function backfilledMirror(name: string): Promise<string> {
+/** A copy of the backfilled mirror. */
+function backfilledMirror(name: string): string {
   const path = dir.file(name);
-  const result = await runCli(['backfill', '--no-progress'], env(path));
-  expect(result.code, result.stderr).toBe(0);
-  const db = new Database(path);
-  db.pragma('wal_checkpoint(TRUNCATE)');
-  db.close();
+  copyFileSync(pristine, path);
   return path;
 }
 
@@ -74,7 +78,7 @@ function expectDamagedLine(result: { code: number | null; stdout: string; stderr
 
 describe('a damaged mirror found while working: the one documented line, exit 1', () => {
   it('changes: a corrupt header', async () => {
-    const path = await backfilledMirror('header.db');
+    const path = backfilledMirror('header.db');
     damageHeader(path);
     expectDamagedLine(await runCli(['changes'], env(path)), path);
   });
@@ -86,7 +90,7 @@ describe('a damaged mirror found while working: the one documented line, exit 1'
     ['sync', 'changes'],
     ['backfill', 'sync_state'],
   ])('%s: a damaged page of %s', async (command, table) => {
-    const path = await backfilledMirror(`${command}-${table}.db`);
+    const path = backfilledMirror(`${command}-${table}.db`);
     damageTable(path, table);
     // A change for the sync to write: a page that reads and writes the damaged table.
     if (command === 'sync') sim.world.churnTick(20);

@@ -1,7 +1,8 @@
 /**
  * The changelog's stored format (docs/mirror.md "Change data format"): a created change carries the
- * record once (version 2), and rows of either version read the same through `readChanges`, the
- * `changes` command and webhook delivery.
+ * record once (version 2), and rows of either version read the same through `readChanges` and
+ * webhook delivery; the `changes` command prints each row's data as stored (`--expand-created`: as
+ * `readChanges` reads it).
  */
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -86,12 +87,13 @@ describe('the changelog format', () => {
     expect(events[2]!.data.changes).toEqual({ id: { old: null, new: 'onb_1' }, onboardingStep: { old: null, new: 2 }, 'user.fullname': { old: null, new: 'Ada' } });
   });
 
-  it('`changes --since 0` prints mixed rows as JSON lines with a version and the full data of each', async () => {
+  it('`changes --since 0` prints each row\'s data as stored: a version-2 created event carries its record once (no { old: null, new } per field), other rows read as before; --expand-created derives the created changes as version 1 stored them', async () => {
     const s = store();
     insertVersion1Row({ ...listed, id: 'txn_0' });
     await s.applyRecords(transactionsStream, [listed]);
     await s.applyRecords(transactionsStream, [{ ...listed, status: 'VOIDED' }]);
-    const result = await runCli(['changes', '--since', '0', '--db', dir!.file('mirror.db')], { PATH: process.env.PATH, HOME: process.env.HOME });
+    const cliEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
+    const result = await runCli(['changes', '--since', '0', '--db', dir!.file('mirror.db')], cliEnv);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const lines = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -101,9 +103,18 @@ describe('the changelog format', () => {
       [3, 2, 'transaction.voided'],
     ]);
     expect(Object.keys(lines[1]!)).toEqual(['seq', 'version', 'event_id', 'type', 'stream', 'record_id', 'occurred_at', 'data']);
+    // Version 1 stored the created changes: printed as stored.
     expect(lines[0]!.data).toEqual(fullCreated({ ...listed, id: 'txn_0' }));
-    expect(lines[1]!.data).toEqual(fullCreated(listed));
+    // Version 2: the record once, as stored (the line's `version` says which).
+    expect(lines[1]!.data).toEqual({ record: listed });
     expect(lines[2]!.data).toEqual({ record: { ...listed, status: 'VOIDED' }, changes: { status: { old: 'PENDING', new: 'VOIDED' } } });
+
+    const expanded = await runCli(['changes', '--since', '0', '--expand-created', '--db', dir!.file('mirror.db')], cliEnv);
+    expect(expanded.code).toBe(0);
+    const expandedLines = expanded.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(expandedLines.map((line) => line.data)).toEqual([fullCreated({ ...listed, id: 'txn_0' }), fullCreated(listed), lines[2]!.data]);
+    // The rest of each line is the same either way.
+    expect(expandedLines.map((line) => ({ ...line, data: null }))).toEqual(lines.map((line) => ({ ...line, data: null })));
   });
 
   it('webhook payloads of version 1 and version 2 created changes are the same shape', async () => {

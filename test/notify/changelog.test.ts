@@ -3,7 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import { lastChangeSeq } from '../../src/mirror/changelog-format.ts';
-import { followChanges, formatChangeLine, iterateChanges, readChanges, type ChangeEvent } from '../../src/notify/changelog-reader.ts';
+import { MirrorStore } from '../../src/mirror/mirror-store.ts';
+import { followChanges, followStoredChanges, formatChangeLine, formatStoredChangeLine, iterateChanges, iterateStoredChanges, readChanges, type ChangeEvent, type StoredChange } from '../../src/notify/changelog-reader.ts';
+import { transactionsStream } from '../../src/streams/definitions.ts';
 import { insertChanges, tempMirror, type TempMirror } from './helpers.ts';
 
 let mirror: TempMirror;
@@ -74,6 +76,60 @@ describe('formatChangeLine', () => {
     expect(line).not.toContain('\n');
     expect(Object.keys(JSON.parse(line))).toEqual(['seq', 'version', 'event_id', 'type', 'stream', 'record_id', 'occurred_at', 'data']);
     expect(JSON.parse(line)).toMatchObject({ seq: 1, event_id: inserted!.eventId, data: inserted!.data });
+  });
+});
+
+describe('formatStoredChangeLine (the changes command)', () => {
+  const listed = { id: 'txn_1', type: 'EXPENSE', status: 'PENDING', amount: -1250, description: 'Paper', date: '2026-11-20' };
+
+  async function storedRows(): Promise<StoredChange[]> {
+    const rows: StoredChange[] = [];
+    for await (const batch of iterateStoredChanges(mirror.connection, { batchSize: 2 })) rows.push(...batch);
+    return rows;
+  }
+
+  it('prints an update exactly as formatChangeLine does, from the stored text (no decoding and encoding of the record)', async () => {
+    await insertChanges(mirror.connection, 3);
+    const store = new MirrorStore(mirror.connection);
+    await store.applyRecords(transactionsStream, [listed]);
+    await store.applyRecords(transactionsStream, [{ ...listed, status: 'CONFIRMED' }]);
+    const rows = await storedRows();
+    const events = await readChanges(mirror.connection);
+    expect(rows.map((row) => row.seq)).toEqual(events.map((event) => event.seq));
+    // Version-1 rows and a version-2 update: the same line, byte for byte.
+    for (const index of [0, 1, 2, 4]) expect(formatStoredChangeLine(rows[index]!)).toBe(formatChangeLine(events[index]!));
+  });
+
+  it('a version-2 created event: the record once, no per-field changes; expandCreated gives the line formatChangeLine gives', async () => {
+    await new MirrorStore(mirror.connection).applyRecords(transactionsStream, [listed]);
+    const [row] = await storedRows();
+    const [event] = await readChanges(mirror.connection);
+    const line = JSON.parse(formatStoredChangeLine(row!)) as Record<string, unknown>;
+    expect(line).toEqual({ seq: row!.seq, version: 2, event_id: row!.eventId, type: 'transaction.created', stream: 'transactions', record_id: 'txn_1', occurred_at: row!.occurredAt, data: { record: listed } });
+    expect(formatStoredChangeLine(row!, { expandCreated: true })).toBe(formatChangeLine(event!));
+  });
+
+  it('names the seq of a row whose data is not a JSON object', () => {
+    const row: StoredChange = { seq: 7, eventId: 'evt_bad', type: 'deal.won', stream: 'deals', recordId: 'd', occurredAt: '2026-01-01T00:00:00Z', data: '{oops' };
+    expect(() => formatStoredChangeLine(row)).toThrow(/^changes row seq 7 \(event evt_bad\): data is not valid JSON/);
+    expect(() => formatStoredChangeLine({ ...row, data: '[1]' })).toThrow(/^changes row seq 7 \(event evt_bad\): data is not a JSON object/);
+  });
+
+  it('iterateStoredChanges and followStoredChanges read the rows after the cursor in batches, with the type filter', async () => {
+    await insertChanges(mirror.connection, 7, { types: ['deal.won', 'transaction.created'] });
+    const batches: number[][] = [];
+    for await (const batch of iterateStoredChanges(mirror.connection, { sinceSeq: 1, batchSize: 2 })) batches.push(batch.map((row) => row.seq));
+    expect(batches).toEqual([[2, 3], [4, 5], [6, 7]]);
+    const deals: number[] = [];
+    for await (const batch of iterateStoredChanges(mirror.connection, { types: ['deal.*'] })) deals.push(...batch.map((row) => row.seq));
+    expect(deals).toEqual([1, 3, 5, 7]);
+    const controller = new AbortController();
+    const followed: number[] = [];
+    for await (const batch of followStoredChanges(mirror.connection, { sinceSeq: 4, pollMs: 10, batchSize: 2, signal: controller.signal })) {
+      followed.push(...batch.map((row) => row.seq));
+      if (followed.length >= 3) controller.abort();
+    }
+    expect(followed).toEqual([5, 6, 7]);
   });
 });
 

@@ -124,6 +124,15 @@ describe('event schemas', () => {
     await run(fixture, 'transactions', 'reconcile');
     await run(fixture, 'transactions', 'reconcile');
 
+    // Operational events: transactions failing sync.failingAfterRuns (3) runs in a row (its list answers
+    // 404, the others answer), then stale, then recovered; deals unsupported (its list answers 404).
+    sim.faults.inject({ match: { path: '/transactions' }, kind: 'status', status: 404, body: { message: 'Not found' }, times: 3 });
+    for (let failed = 0; failed < 3; failed += 1) expect((await context.engine.run('transactions', 'sync')).status).toBe('failed');
+    expect((await context.conditions.checkStale('transactions', 1, new Date(0)))?.type).toBe('stream.stale');
+    await run(fixture, 'transactions', 'sync');
+    sim.faults.inject({ match: { path: '/deals' }, kind: 'status', status: 404, body: { message: 'Not found' }, times: 1 });
+    expect((await context.engine.run('deals', 'backfill')).status).toBe('unsupported');
+
     // Writes: one succeeded (its deal written through), one refused by the API, one applied twice.
     const writes = await writesOn(sim, fixture);
     sim.faults.inject({ kind: 'late-commit', afterNextMatch: true, match: { method: 'POST', path: '/transactions' } });

@@ -107,3 +107,19 @@ describe('one record whose updatedAt goes backwards once (694 days)', () => {
     expect(requestsSince(sim, from)).toEqual(quietSyncRequests(sim));
   });
 });
+
+describe('a server that refuses sortBy=updatedAt (the spec does not say which lists accept it)', () => {
+  it('the probe answered 400 is not asked again by the process; the runs go on and still see every change', async () => {
+    const { sim, context: ctx } = await fixtures.start({ size: { transactions: 50, deals: 20, onboardings: 5 } });
+    await syncAll(ctx, 'backfill');
+    sim.faults.inject({ kind: 'status', status: 400, body: { message: 'sortBy must be one of createdAt' }, times: 1_000, match: { path: '/deals', query: { sortBy: 'updatedAt' } } });
+    const probes = () => sim.requests.filter((entry) => entry.path.endsWith('/deals') && entry.query.includes('sortBy=updatedAt')).length;
+    for (let round = 0; round < 2; round++) {
+      changeSome(sim, round);
+      await syncAll(ctx, 'sync');
+      await expectMirrorEqualsGroundTruth(ctx, sim, 'transactions');
+      await expectMirrorEqualsGroundTruth(ctx, sim, 'deals');
+    }
+    expect(probes()).toBe(1);
+  });
+});

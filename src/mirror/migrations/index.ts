@@ -22,7 +22,8 @@ import { sql as streamFields } from './010_stream_fields.ts';
 import { sql as consumers } from './011_consumers.ts';
 import { sql as deletionHoldClockProbe } from './012_deletion_hold_clock_probe.ts';
 import { sql as verifyListed } from './013_verify_listed.ts';
-import { sql as partitions } from './014_partitions.ts';
+import { sql as streamConditions } from './014_stream_conditions.ts';
+import { sql as partitions } from './015_partitions.ts';
 
 /** One migration: its version (`PRAGMA user_version` / `schema_version.version`), a name, its one text. */
 export interface Migration {
@@ -46,5 +47,6 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: 'consumers, changelog retention', sql: consumers },
   { version: 12, name: 'deletion hold, record clock probe', sql: deletionHoldClockProbe },
   { version: 13, name: 'verify scratch list', sql: verifyListed },
-  { version: 14, name: 'partitions: sync state per partition', sql: partitions },
+  { version: 14, name: 'stream conditions', sql: streamConditions },
+  { version: 15, name: 'partitions: sync state per partition', sql: partitions },
 ];

@@ -1,5 +1,5 @@
 /**
- * Migration 14: partitioned streams (docs/sync.md "Partitioned streams"): a stream whose list
+ * Migration 15: partitioned streams (docs/sync.md "Partitioned streams"): a stream whose list
  * requires a parameter (spec §4.4 `GET /qa-corrective-actions?locationId=...`) is read once per
  * value of it, each value a partition with its own sync state.
  *
