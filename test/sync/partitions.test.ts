@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DaemonMetrics } from '../../src/daemon/metrics.ts';
-import { formatChangeLine, readChanges } from '../../src/notify/changelog-reader.ts';
+import { formatChangeLine, formatStoredChangeLine, iterateStoredChanges, readChanges } from '../../src/notify/changelog-reader.ts';
 import { webhookPayload } from '../../src/notify/event-payload.ts';
 import { readMirrorReport } from '../../src/status/mirror-status.ts';
 import { SyncEngine } from '../../src/sync/sync-engine.ts';
@@ -70,6 +70,13 @@ describe('a partitioned stream (GET /qa-corrective-actions, one list per locatio
     expect(changes).toHaveLength(rows.length);
     for (const event of changes) expect(event.partition).toBe((event.data.record as { locationId: string }).locationId);
     expect(JSON.parse(formatChangeLine(changes[0]!))).toMatchObject({ stream: STREAM, partition: changes[0]!.partition });
+    // The `changes` command's line, spliced from the stored row, names it too.
+    for await (const batch of iterateStoredChanges(context.connection)) {
+      const stored = batch.find((row) => row.stream === STREAM)!;
+      expect(JSON.parse(formatStoredChangeLine(stored))).toMatchObject({ stream: STREAM, record_id: stored.recordId, partition: stored.partition });
+      expect(stored.partition).toBeDefined();
+      break;
+    }
     // As webhooks send them and the pull API lists them, with `partition`, valid against their JSON Schema.
     expect(webhookPayload(changes[0]!).data).toMatchObject({ stream: STREAM, partition: changes[0]!.partition });
     expect(await changelogProblems(context.connection)).toEqual([]);
