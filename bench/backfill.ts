@@ -41,7 +41,7 @@ const RUNS = 3;
 const LIMIT = 600;
 const WINDOW_MS = 1000;
 
-interface WorkerRun {
+export interface WorkerRun {
   wallMs: number;
   peakRssMb: number;
   requests: number;
@@ -49,7 +49,7 @@ interface WorkerRun {
 }
 
 /** Backfills `n` transactions through the CLI in a child process under /usr/bin/time. */
-async function backfillThroughCli(n: number): Promise<WorkerRun> {
+export async function backfillThroughCli(n: number): Promise<WorkerRun> {
   const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: { limit: LIMIT, windowMs: WINDOW_MS } });
   const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-backfill-'));
   try {

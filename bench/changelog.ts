@@ -67,7 +67,7 @@ function syntheticTransaction(index: number): ApiRecord {
 }
 
 /** A mirror file holding `n` created transaction changes, written through the store. */
-async function buildMirror(path: string, n: number): Promise<void> {
+export async function buildMirror(path: string, n: number): Promise<void> {
   const db = openMirror(path);
   const connection = sqliteConnection(db);
   const store = new MirrorStore(connection);

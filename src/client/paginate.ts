@@ -4,9 +4,11 @@
  *
  * - Next offset: the page's offset plus `pagination.limit` (the server's page size; 100 when it says
  *   0), while `hasMore` is true. An empty page with `hasMore` is valid and paging goes on.
- * - Repeated ids: each page's items are checked against the ids this pagination already listed; the
- *   step reports how many came again (`repeatedIds`, `repeatedIdList`). Ties in an unstable order
- *   and drift step-backs repeat a few; the engine uses them to find the boundaries to re-read.
+ * - Repeated ids: each page's items are checked against the latest `REMEMBERED_IDS` ids this
+ *   pagination listed (the oldest forgotten first: memory stays flat however long the list); the
+ *   step reports how many came again (`repeatedIds`). Ties in an unstable order and drift
+ *   step-backs repeat a few, within a few pages; a list cycling through more records than that is
+ *   still stopped by guard (a) once its offsets pass the total.
  * - Endless-list guards (EndlessListError, docs/sync.md "Paging guards"): the server says `hasMore`
  *   while (a) the next offset would pass `pagination.total` plus one page, or (b) the pages have
  *   repeated more ids than twice the largest total plus one page (a list cycling through the same
@@ -31,6 +33,9 @@ import type { Pagination } from './schemas.ts';
 
 /** Page size of every list request: the maximum, for the fewest requests (spec §1 Pagination, §8). */
 export const LIST_PAGE_LIMIT = 100;
+
+/** Ids the paginator remembers for its repeated-id count and guard: the latest 20,000 (200 pages). */
+export const REMEMBERED_IDS = 20_000;
 
 /** One list page (spec §1 Pagination): validated items, `content.pagination`, and the server clock. */
 export interface Page<T> {
@@ -74,7 +79,7 @@ export interface PageStep<T> {
   nextOffset: number;
   /** By how much `pagination.total` dropped since the previous answer (records removed); 0 when it did not. */
   stepBack: number;
-  /** Items of this page whose id an earlier page of this pagination already listed. */
+  /** Items of this page whose id an earlier page of this pagination already listed (among the latest `REMEMBERED_IDS`). */
   repeatedIds: number;
   /** True on the last page: nothing more is fetched. */
   done: boolean;
@@ -154,6 +159,7 @@ function gapOffset(gap: PositionRange, pageSize: number): number {
  */
 export async function* paginateByOffset<T>(fetchPage: (offset: number) => Promise<Page<T>>, options: PaginateOptions<T>): AsyncGenerator<PageStep<T>, void, undefined> {
   const idOf = options.idOf ?? defaultIdOf;
+  // The latest ids listed, oldest dropped first: memory stays flat however long the list is.
   const seen = new Set<string>();
   let frontier = options.resume?.frontier ?? options.startOffset ?? 0;
   let gaps: PositionRange[] = (options.resume?.gaps ?? []).map((gap) => ({ ...gap }));
@@ -181,7 +187,10 @@ export async function* paginateByOffset<T>(fetchPage: (offset: number) => Promis
       const id = idOf(item);
       if (id === undefined) continue;
       if (seen.has(id)) repeatedIds += 1;
-      else seen.add(id);
+      else {
+        seen.add(id);
+        if (seen.size > REMEMBERED_IDS) seen.delete(seen.values().next().value as string);
+      }
     }
     repeatedTotal += repeatedIds;
     const where = `${options.label}?offset=${target.offset}`;

@@ -55,6 +55,8 @@ import { assertBaseUrlServes } from './base-url-check.ts';
 import { readAhead } from './read-ahead.ts';
 import { boundByHighWater, lagCeiling, lagsFromPage, lagsFromWrites, saveHighWater } from './record-clock-lags.ts';
 import { creditFound, noteTie, scanOutcome, tallyPage } from './scan-check.ts';
+import { RECENT_LISTINGS, ScanMemory } from './scan-memory.ts';
+import { listedInScan } from '../mirror/scan-marks.ts';
 import { reReadTies, type TieReReader } from './tie-re-reads.ts';
 
 /** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
@@ -147,26 +149,6 @@ export interface RunOptions {
 
 const SECOND_MS = 1000;
 
-/** Where an id was first listed: its position, and how many records had been removed and added by then. */
-interface FirstListed {
-  position: number;
-  removed: number;
-  added: number;
-}
-
-/** What one run keeps in memory besides its checkpoint: the ids it listed, where, and how far positions may have moved since. */
-interface RunMemory {
-  /**
-   * Ids listed by this process's part of the run (a resumed run starts empty), each with the
-   * position (offset in the set) it was first listed at.
-   */
-  positions: Map<string, FirstListed>;
-  /** Records removed from the set since this process's part of the run began (drops of `pagination.total`). */
-  removed: number;
-  /** Records added to the set meanwhile (rises of `pagination.total`: an incremental run's set grows). */
-  added: number;
-}
-
 /**
  * What a run may do besides reading its own state: the engine's client and store, and the steps the
  * engine guards with the stream's lease and the database wait (src/sync/sync-engine.ts).
@@ -197,6 +179,8 @@ export interface RunEnvironment {
   onChanges?: (changes: readonly AppendedChange[]) => void;
   /** Most rounds of tie re-reads at the end of one scan (`SyncEngineOptions.tieReReadRounds`), an integer >= 1. */
   tieReReadRounds: number;
+  /** First listings a complete scan keeps in memory (`SyncEngineOptions.scanMemory`); default `RECENT_LISTINGS`. */
+  scanMemory?: number;
   /** Share of live records a complete scan may tombstone before it holds them (`SyncEngineOptions.massDeletionShare`), 0..1. */
   massDeletionShare: number;
 }
@@ -237,8 +221,12 @@ export class StreamRun implements TieReReader {
   readonly result: RunResult;
   private readonly options: RunOptions;
   private readonly environment: RunEnvironment;
-  /** Ids this process's part of the run listed, and how far positions may have moved since. */
-  private readonly memory: RunMemory = { positions: new Map(), removed: 0, added: 0 };
+  /**
+   * Ids this process's part of the run listed (a resumed run starts empty), where, and how far
+   * positions may have moved since: the latest `RECENT_LISTINGS` for a complete scan (the mirror's
+   * scan marks say the rest, scan-memory.ts), every one for an incremental run.
+   */
+  private readonly memory: ScanMemory;
 
   /**
    * @param stream the stream being run
@@ -253,6 +241,7 @@ export class StreamRun implements TieReReader {
     this.result = result;
     this.options = options;
     this.environment = environment;
+    this.memory = new ScanMemory(checkpoint.mode === 'complete' && checkpoint.scanNumber !== undefined ? (environment.scanMemory ?? RECENT_LISTINGS) : undefined);
   }
 
   private get logger(): Logger {
@@ -325,7 +314,8 @@ export class StreamRun implements TieReReader {
     this.noteTotal(page.pagination.total, step.kind === 'gap');
     const listedBefore = this.listedBefore(page);
     // A frontier page reads positions for the first time; a gap page re-reads some (offset drift).
-    const { fresh, repeated, slid } = this.countIds(page, step.kind === 'frontier' ? { firstRead: true } : { firstRead: false, gap: step.gap });
+    const read = step.kind === 'frontier' ? { firstRead: true } : { firstRead: false, gap: step.gap, listedEarlier: await this.listedEarlier(page) };
+    const { fresh, repeated, slid } = this.countIds(page, read);
     if (step.gap) {
       // How many records may have slid into this gap, each a removal of a record the scan may have
       // listed already: those it found there, or, where the gap lies in a run of ties (whose order
@@ -453,7 +443,21 @@ export class StreamRun implements TieReReader {
 
   /** The ids of `page` this process's part of the run listed on an earlier page (before `countIds` remembers the page). */
   private listedBefore(page: Page<ApiRecord>): Set<string> {
-    return new Set(this.positionedIds(page).filter(({ id }) => this.memory.positions.has(id)).map(({ id }) => id));
+    return new Set(this.positionedIds(page).filter(({ id }) => this.memory.has(id)).map(({ id }) => id));
+  }
+
+  /**
+   * For a page that reads positions again (a drift gap, a tie re-read) of a complete scan whose
+   * memory is bounded: the ids of `page` the memory no longer holds that this scan listed all the
+   * same (their rows carry its scan number: src/mirror/scan-marks.ts). Empty otherwise.
+   */
+  private async listedEarlier(page: Page<ApiRecord>): Promise<ReadonlySet<string>> {
+    const scanNumber = this.checkpoint.scanNumber;
+    if (!this.memory.bounded || scanNumber === undefined) return new Set();
+    const forgotten = this.positionedIds(page).filter(({ id }) => !this.memory.has(id)).map(({ id }) => id);
+    if (forgotten.length === 0) return new Set();
+    const { store } = this.environment;
+    return this.environment.database(() => listedInScan(store.executor, this.stream, scanNumber, forgotten));
   }
 
   /**
@@ -484,8 +488,10 @@ export class StreamRun implements TieReReader {
    * of ties (scan-check.ts `noteTie`): on a page of first reads (`firstRead`) one of that run's
    * records is still owed, on a re-read nothing more. On a re-read, a record new to the scan outside
    * the page's drift `gap` (where slid records are expected, counted as `slid`) pays a region's debt.
+   * `listedEarlier`: ids the memory no longer holds that the mirror says this scan listed (repeats
+   * whose first position is forgotten).
    */
-  private countIds(page: Page<ApiRecord>, read: { firstRead: boolean; gap?: PositionRange }): { fresh: number; repeated: number; slid: number } {
+  private countIds(page: Page<ApiRecord>, read: { firstRead: boolean; gap?: PositionRange; listedEarlier?: ReadonlySet<string> }): { fresh: number; repeated: number; slid: number } {
     const { checkpoint: run, memory } = this;
     let fresh = 0;
     let repeated = 0;
@@ -499,9 +505,15 @@ export class StreamRun implements TieReReader {
         continue;
       }
       inThisAnswer.add(id);
-      const first = memory.positions.get(id);
+      const first = memory.get(id);
+      if (first === undefined && read.listedEarlier?.has(id)) {
+        // Listed by this scan further back than the memory holds: a repeat whose first position is
+        // forgotten, so it marks no tie (scan-memory.ts).
+        repeated += 1;
+        continue;
+      }
       if (first === undefined) {
-        memory.positions.set(id, { position, removed: memory.removed, added: memory.added });
+        memory.remember(id, position);
         fresh += 1;
         const inGap = read.gap !== undefined && position >= read.gap.from && position <= read.gap.to;
         if (inGap) slid += 1;
@@ -567,7 +579,7 @@ export class StreamRun implements TieReReader {
     run.pages += 1;
     this.noteTotal(page.pagination.total, true);
     const listedBefore = this.listedBefore(page);
-    const { fresh } = this.countIds(page, { firstRead: false });
+    const { fresh } = this.countIds(page, { firstRead: false, listedEarlier: await this.listedEarlier(page) });
     run.distinctIds = (run.distinctIds ?? 0) + fresh;
     await this.writePage(page, listedBefore);
     return fresh;

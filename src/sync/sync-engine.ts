@@ -72,6 +72,12 @@ export interface SyncEngineOptions {
    */
   tieReReadRounds?: number;
   /**
+   * First listings a complete scan keeps in memory (docs/sync.md "Scan memory"), an integer >= 1:
+   * the rest are the mirror's scan marks. Default 20,000 (src/sync/scan-memory.ts `RECENT_LISTINGS`);
+   * tests lower it.
+   */
+  scanMemory?: number;
+  /**
    * How long a run waits for the mirror's database when it is away (a PostgreSQL restart or
    * failover, sessions ended by an administrator), seconds (config `sync.databaseWaitSeconds`): each
    * step that failed with `DatabaseUnavailableError` (taking the lease, a page's commit, the end of
@@ -324,6 +330,7 @@ export class SyncEngine {
       beforeRequest: () => this.leaseBeforeRequest(stream.name),
       onChanges: this.options.onChanges,
       tieReReadRounds: this.tieReReadRounds,
+      scanMemory: this.options.scanMemory,
       massDeletionShare: this.massDeletionShare,
     };
   }
