@@ -98,6 +98,9 @@ function formatStatus(status: MirrorStatus): string {
         `WARNING: ${s.stream}: ${hold.count} tombstones HELD since ${hold.since}: the last complete scan no longer listed ${hold.count} of ${hold.live} live records, more than sync.massDeletionShare (${hold.share}); nothing was tombstoned. If the API really deleted them: bizops-sync backfill --stream ${s.stream} --confirm-deletions`,
       );
     }
+    if (s.condition.condition === 'failing' || s.condition.condition === 'stale') {
+      lines.push('', `WARNING: ${s.stream}: ${s.condition.condition.toUpperCase()} since ${s.condition.since ?? '?'} (${s.condition.failedRuns} failed run(s) in a row; last success ${s.lastRun.succeededAt ?? 'never'})`);
+    }
     if (s.skipped) lines.push('', `${s.stream}: skipped by syncs: ${s.skipped}`);
     if (s.recordClockLagSeconds > 0) {
       lines.push('', `WARNING: ${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it (the server's clocks disagree: docs/sync.md "Record clock")`);

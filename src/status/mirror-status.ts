@@ -16,6 +16,7 @@ import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { listConsumers, type ConsumerListing } from '../notify/pull/consumers.ts';
 import { changelogPrunedThrough } from '../notify/retention.ts';
 import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { StreamConditionStore, type StreamConditionState } from '../mirror/stream-condition-store.ts';
 import { WriteStore } from '../writes/write-store.ts';
 
 /** One stream's line of `status`. Times are ISO 8601. */
@@ -49,6 +50,12 @@ export interface StreamStatus {
     state: 'running' | 'unfinished' | 'finished' | null;
   };
   lastError: string | null;
+  /**
+   * The stream's operational condition (docs/operations.md "Operational events"): `ok`, `failing`,
+   * `stale` or `unsupported`, the failed runs in a row since its last success, and since when the
+   * condition holds (null while `ok` from the start).
+   */
+  condition: StreamConditionState;
   /**
    * How the last finished run's scan ended (docs/sync.md "Scan completeness"): `complete`, or
    * `incomplete` with a reason and counts (no miss counted, cursor kept). Null before one finished.
@@ -158,6 +165,7 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
   const store = new MirrorStore(executor);
   const rejected = new RejectedRecords(store);
   const recordClock = new RecordClockStore(executor);
+  const conditions = new StreamConditionStore(executor);
   const streams: StreamStatus[] = [];
   const leases = await new Leases(executor).list();
   const held = new Set(leases.filter((lease) => !lease.free).map((lease) => lease.name));
@@ -191,6 +199,7 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
       completeScans,
       lastRun,
       lastError: state.lastError,
+      condition: await conditions.read(stream.name),
       lastScan: state.lastScan,
       deletionHold: state.deletionHold,
       skipped: state.supported
