@@ -413,7 +413,7 @@ export class StreamRun implements TieReReader {
     await this.environment.fenced(async (store) => {
       await store.updateSyncState(stream.name, {
         supported: 0,
-        last_error: `GET ${asked} answered 404: the stream is unsupported by this server (or BIZOPS_BASE_URL is not the API's base URL); records arrive from write responses only`,
+        last_error: `GET ${asked} answered 404: the stream is unsupported by this server (the other lists answered); records arrive from write responses only`,
         last_run_finished_at: new Date().toISOString(),
       });
       await store.saveRun(stream.name, null);
