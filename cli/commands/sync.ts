@@ -145,7 +145,7 @@ function describeResult(result: RunResult): string {
     result.scan?.reReads ? count(result.scan.reReads, 'tie re-read') : '',
     result.rejected ? `${count(result.rejected, 'invalid record')} quarantined (status shows them)` : '',
     result.status === 'unsupported'
-      ? `the server has no list endpoint for this stream (GET ${result.notFoundUrl ?? 'its list'} answered 404; every stream answering so means BIZOPS_BASE_URL is not the API's base URL)`
+      ? `the server has no list endpoint for this stream (GET ${result.notFoundUrl ?? 'its list'} answered 404 while the other lists answered; asked again by the daemon at its start)`
       : '',
     result.status === 'interrupted' ? 'checkpoint saved; run again to resume' : '',
     result.status === 'no-partitions' ? 'nothing requested: no partition is configured or mirrored (status says where they come from)' : '',

@@ -445,7 +445,7 @@ export class StreamRun implements TieReReader {
       // Unsupported is the stream's (its own row), whichever partition found it out.
       await store.updateSyncState(stream.name, {
         supported: 0,
-        last_error: `GET ${asked} answered 404: the stream is unsupported by this server (or BIZOPS_BASE_URL is not the API's base URL); records arrive from write responses only`,
+        last_error: `GET ${asked} answered 404: the stream is unsupported by this server (the other lists answered); records arrive from write responses only`,
         last_run_finished_at: new Date().toISOString(),
       });
       await store.saveRun(stream.name, null, this.partition);
