@@ -399,6 +399,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       leaseSeconds: config.sync.leaseSeconds,
       databaseWaitSeconds: config.sync.databaseWaitSeconds,
       massDeletionShare: config.sync.massDeletionShare,
+      partitions: config.sync.partitions,
       onChanges: notify,
     });
 

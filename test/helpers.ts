@@ -12,7 +12,8 @@ import { afterEach, expect } from 'vitest';
 import { configSchema, type Config } from '../src/config/schema.ts';
 import { openContext, type Context, type ContextOptions } from '../jobs/context.ts';
 import { createLogger, silentLogger, type Logger } from '../src/logging/logger.ts';
-import { STREAM_NAMES, streamByName, STREAMS, type StreamName } from '../src/streams/definitions.ts';
+import { STREAM_LIST, STREAM_NAMES, streamByName, STREAMS, type RegisteredStream, type StreamName } from '../src/streams/definitions.ts';
+import { measuresRecordClock } from '../src/sync/record-clock-lags.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 import { testMirrorLocation } from './test-mirror.ts';
 import { changelogProblems } from './event-validation.ts';
@@ -106,6 +107,33 @@ export function capturingLogger(secrets: string[] = []): { logger: Logger; lines
 /** Requests the simulator received for a list path (e.g. `/transactions`), excluding admin calls. */
 export function listRequests(sim: RunningSimulator, path: string) {
   return sim.requests.filter((r) => r.method === 'GET' && r.path === `/api/public/v1${path}`);
+}
+
+/**
+ * The list requests one complete scan of `stream` sends when nothing changes meanwhile: per list (one,
+ * or one per partition of a partitioned stream: the simulator's `partitionQueries`), one per page of
+ * 100, at least one; `max` allows the empty page after a full last one.
+ */
+export function scanRequests(simulation: RunningSimulator, stream: StreamName): { min: number; max: number; lists: number } {
+  const lists = simulation.world.partitionQueries(stream);
+  const min = lists.reduce((sum, query) => sum + Math.max(1, Math.ceil(simulation.world.groundTruth(stream, query).length / 100)), 0);
+  return { min, max: min + lists.length, lists: lists.length };
+}
+
+/**
+ * The list requests of one quiet sync of every registered stream (nothing changed upstream, each
+ * list under a page): one per list (one per partition of a partitioned stream), and one probe of
+ * the records' clock (a page of `probedPath`) per incremental stream that cannot measure it
+ * (docs/sync.md "Record clock"). By path without the API prefix, and their total.
+ */
+export function quietSyncRequests(simulation: RunningSimulator, probedPath = '/deals'): { total: number; byPath: Record<string, number> } {
+  const byPath: Record<string, number> = {};
+  const add = (path: string, count: number) => (byPath[path] = (byPath[path] ?? 0) + count);
+  for (const stream of STREAM_LIST as readonly RegisteredStream[]) {
+    add(stream.request.path, scanRequests(simulation, stream.name).lists);
+    if (!measuresRecordClock(stream) && stream.request.cursor !== 'complete-scan') add(probedPath, 1);
+  }
+  return { total: Object.values(byPath).reduce((sum, count) => sum + count, 0), byPath };
 }
 
 /** Every live mirror row equals the simulator's ground truth, field by field (raw and typed columns). */

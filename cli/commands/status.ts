@@ -65,14 +65,18 @@ function formatStatus(status: MirrorStatus): string {
   }
   lines.push('');
   const header = ['stream', 'records', 'tombstoned', 'cursor', 'last success', 'last run', 'last error'];
-  const rows = status.streams.map((s) => [
-    s.stream + (s.supported ? '' : ' (unsupported)'),
-    String(s.records),
-    String(s.tombstoned),
-    s.cursor ?? '-',
-    s.lastRun.succeededAt ?? '-',
-    describeLastRun(s.lastRun),
-    s.lastError ?? '-',
+  // A partitioned stream's partitions follow it, one row each: `  locationId=loc_1`.
+  const rows = status.streams.flatMap((s) => [
+    [s.stream + (s.supported ? '' : ' (unsupported)'), String(s.records), String(s.tombstoned), s.cursor ?? '-', s.lastRun.succeededAt ?? '-', describeLastRun(s.lastRun), s.lastError ?? '-'],
+    ...(s.partitions?.list ?? []).map((p) => [
+      `  ${s.partitions!.param}=${p.partition}`,
+      String(p.records),
+      String(p.tombstoned),
+      p.cursor ?? '-',
+      p.lastRun.succeededAt ?? '-',
+      describeLastRun(p.lastRun),
+      p.lastError ?? '-',
+    ]),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const format = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
@@ -94,6 +98,9 @@ function formatStatus(status: MirrorStatus): string {
         `WARNING: ${s.stream}: ${hold.count} tombstones HELD since ${hold.since}: the last complete scan no longer listed ${hold.count} of ${hold.live} live records, more than sync.massDeletionShare (${hold.share}); nothing was tombstoned. If the API really deleted them: bizops-sync backfill --stream ${s.stream} --confirm-deletions`,
       );
     }
+    if (s.condition.condition === 'failing' || s.condition.condition === 'stale') {
+      lines.push('', `WARNING: ${s.stream}: ${s.condition.condition.toUpperCase()} since ${s.condition.since ?? '?'} (${s.condition.failedRuns} failed run(s) in a row; last success ${s.lastRun.succeededAt ?? 'never'})`);
+    }
     if (s.skipped) lines.push('', `${s.stream}: skipped by syncs: ${s.skipped}`);
     if (s.recordClockLagSeconds > 0) {
       lines.push('', `WARNING: ${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it (the server's clocks disagree: docs/sync.md "Record clock")`);
@@ -104,6 +111,12 @@ function formatStatus(status: MirrorStatus): string {
     if (s.rejected > 0) lines.push('', `${s.stream}: ${s.rejected} record(s) quarantined in rejected_records (they failed the schema; see docs/operations.md "Quarantined records")`);
     if (s.inProgress) {
       lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);
+    }
+    for (const p of s.partitions?.list ?? []) {
+      const name = `${s.stream} ${s.partitions!.param}=${p.partition}`;
+      if (p.lastScan?.outcome === 'incomplete') lines.push('', `${name}: the last scan was INCOMPLETE (${p.lastScan.reason}): ${p.lastScan.distinctIds} distinct records listed of a total of ${p.lastScan.total}; no record was counted missing and the cursor stayed`);
+      if (p.deletionHold) lines.push('', `WARNING: ${name}: ${p.deletionHold.count} tombstones HELD since ${p.deletionHold.since} (more than sync.massDeletionShare of its ${p.deletionHold.live} live records); if the API really deleted them: bizops-sync backfill --stream ${s.stream} --confirm-deletions`);
+      if (p.inProgress) lines.push('', `${name}: an unfinished ${p.inProgress.reason} (${p.inProgress.mode}) stands at offset ${p.inProgress.offset} of ${p.inProgress.total ?? '?'}; the next run resumes it`);
     }
   }
   if (status.consumers.length > 0) {

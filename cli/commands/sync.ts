@@ -88,7 +88,13 @@ async function runCommand(reason: RunReason, options: CommandOptions): Promise<v
       for (const reporter of reporters.values()) reporter.stop();
     }
     const prefix = (connection: string) => (deployment.named ? `${connection}: ` : '');
-    for (const { connection, results: ran } of results) for (const result of ran) process.stdout.write(`${prefix(connection)}${describeResult(result)}\n`);
+    for (const { connection, results: ran } of results) {
+      for (const result of ran) {
+        process.stdout.write(`${prefix(connection)}${describeResult(result)}\n`);
+        // A partitioned stream: a line per partition under its own (`  qa_corrective_actions loc_1: succeeded ...`).
+        for (const part of result.partitions ?? []) process.stdout.write(`${prefix(connection)}  ${describeResult(part)}\n`);
+      }
+    }
     const flat = results.flatMap((entry) => entry.results);
     const signalExit = exitCodeForSignal(shutdown.received());
     if (signalExit !== undefined) process.exitCode = signalExit;
@@ -126,7 +132,7 @@ function count(n: number, noun: string): string {
 function describeResult(result: RunResult): string {
   const what = result.mode === 'complete' ? 'complete scan' : 'incremental';
   const range = result.createdRange ? `, created ${result.createdRange.after ? `after ${result.createdRange.after}` : ''}${result.createdRange.after && result.createdRange.before ? ' and ' : ''}${result.createdRange.before ? `before ${result.createdRange.before}` : ''}` : '';
-  const base = `${result.stream}: ${result.status} (${result.reason}, ${what}${range}${result.resumed ? ', resumed' : ''}), ${count(result.pages, 'page')}, ${count(result.records, 'record')}, ${count(result.changes, 'change')}`;
+  const base = `${result.stream}${result.partition === undefined ? '' : ` ${result.partition}`}: ${result.status} (${result.reason}, ${what}${range}${result.resumed ? ', resumed' : ''}), ${count(result.pages, 'page')}, ${count(result.records, 'record')}, ${count(result.changes, 'change')}`;
   const extra = [
     result.tombstones ? count(result.tombstones, 'tombstone') : '',
     result.deletionsHeld
@@ -139,9 +145,10 @@ function describeResult(result: RunResult): string {
     result.scan?.reReads ? count(result.scan.reReads, 'tie re-read') : '',
     result.rejected ? `${count(result.rejected, 'invalid record')} quarantined (status shows them)` : '',
     result.status === 'unsupported'
-      ? `the server has no list endpoint for this stream (GET ${result.notFoundUrl ?? 'its list'} answered 404; every stream answering so means BIZOPS_BASE_URL is not the API's base URL)`
+      ? `the server has no list endpoint for this stream (GET ${result.notFoundUrl ?? 'its list'} answered 404 while the other lists answered; asked again by the daemon at its start)`
       : '',
     result.status === 'interrupted' ? 'checkpoint saved; run again to resume' : '',
+    result.status === 'no-partitions' ? 'nothing requested: no partition is configured or mirrored (status says where they come from)' : '',
     result.heldBy ? `held by ${result.heldBy.holder ?? '?'} until ${result.heldBy.expiresAt ?? '?'} (a holder that died keeps it until then; --wait waits for it)` : '',
     result.error ? `error: ${result.error.message}` : '',
   ].filter(Boolean);

@@ -4,7 +4,7 @@
  */
 import { validateDetailed as validateCron } from 'node-cron';
 import { z } from 'zod';
-import { STREAM_NAMES } from '../streams/definitions.ts';
+import { STREAM_LIST, STREAM_NAMES } from '../streams/definitions.ts';
 
 /** The path prefix of every endpoint (spec §1 convention 1), which the client adds to `baseUrl`. */
 const API_PREFIX = '/api/public/v1';
@@ -45,6 +45,29 @@ export const PROCESS_WIDE_KEYS = ['redisUrl', 'http'] as const;
 
 /** A registered stream's name (src/streams/definitions.ts): adding a stream there adds it here. */
 const streamName = z.enum(STREAM_NAMES, { error: (issue) => `"${String(issue.input)}" is not a stream; expected one of ${STREAM_NAMES.join(', ')}` });
+
+/**
+ * `sync.partitions`: the values of each partitioned stream's required parameter (docs/sync.md
+ * "Partitioned streams"), e.g. `{ "qa_corrective_actions": { "locationId": ["loc_1", "loc_2"] } }`.
+ * Keyed by a partitioned stream, then by its parameter (the only key allowed), then a non-empty
+ * list of values.
+ */
+const partitionsSchema = z
+  .record(z.string(), z.record(z.string(), z.array(z.string().min(1)).min(1, 'must list at least one value (leave the key out for none)')))
+  .superRefine((partitions, context) => {
+    for (const [name, params] of Object.entries(partitions)) {
+      const stream = STREAM_LIST.find((candidate) => candidate.name === name);
+      const partitioned = STREAM_LIST.filter((candidate) => 'partitions' in candidate && candidate.partitions).map((candidate) => candidate.name);
+      const param = stream && 'partitions' in stream ? stream.partitions?.param : undefined;
+      if (param === undefined) {
+        context.addIssue({ code: 'custom', path: [name], message: `"${name}" is not a partitioned stream; expected one of ${partitioned.join(', ') || '(none)'}` });
+        continue;
+      }
+      for (const key of Object.keys(params)) {
+        if (key !== param) context.addIssue({ code: 'custom', path: [name, key], message: `"${key}" is not ${name}'s partition parameter; expected ${param}` });
+      }
+    }
+  });
 
 /** Smallest and largest decoded length of a webhook secret, bytes (Standard Webhooks: 24 to 64). */
 export const WEBHOOK_SECRET_BYTES = { min: 24, max: 64 } as const;
@@ -240,6 +263,12 @@ export const configSchema = z.object({
       maxPollFactor: z.number().int().min(1).max(1024).default(16),
       /** Streams to run. Default: every registered stream. */
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
+      /**
+       * The values of a partitioned stream's required parameter, e.g. `{ "qa_corrective_actions":
+       * { "locationId": ["loc_1", "loc_2"] } }`: the stream reads exactly these. Unset, a stream whose
+       * definition takes them from another stream's column reads the values mirrored there.
+       */
+      partitions: partitionsSchema.default({}),
     })
     .prefault({}),
   /** The changelog (docs/mirror.md "Retention"). */

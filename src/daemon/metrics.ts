@@ -16,7 +16,10 @@
  *
  * Metric names (all prefixed `bizops_`; `stream` is a configured stream of src/streams/definitions.ts):
  *   stream_last_success_timestamp_seconds{stream}   gauge, Unix seconds of the last successful run
- *   stream_cursor_timestamp_seconds{stream}         gauge, the cursor (server time) of incremental syncs
+ *   stream_cursor_timestamp_seconds{stream}         gauge, the cursor (server time) of incremental syncs (a partitioned
+ *                                                   stream: its oldest partition's)
+ *   partition_cursor_timestamp_seconds{stream,partition}  gauge, a partitioned stream's cursor per partition
+ *   stream_partitions{stream}                       gauge, partitions of a partitioned stream that have a sync state
  *   stream_records{stream,state}                    gauge, mirrored records: state live|tombstoned
  *   stream_supported{stream}                        gauge, 0 when the list endpoint answered 404
  *   stream_changes_recorded_total{stream}           counter, changelog events appended by this process
@@ -72,6 +75,8 @@ export interface DaemonMetricsSources {
   streams: readonly StreamName[];
   store: {
     readSyncState(stream: StreamName): Promise<SyncState>;
+    /** The sync states of a partitioned stream's partitions (docs/sync.md "Partitioned streams"); absent: the partition gauges are not exported. */
+    listPartitionStates?(stream: StreamName): Promise<SyncState[]>;
     countRecords(stream: StreamDefinition): Promise<{ live: number; deleted: number }>;
     lastSeq(): Promise<number>;
   };
@@ -241,6 +246,35 @@ export class DaemonMetrics {
         for (const { connection, stream, source } of streamsOf()) {
           const at = unixSeconds((await source.store.readSyncState(stream)).cursor);
           if (at !== undefined) this.set({ connection, stream }, at);
+        }
+      },
+    });
+    new Gauge({
+      name: 'bizops_partition_cursor_timestamp_seconds',
+      help: "A partitioned stream's cursor per partition (server time at the start of the partition's last successful run), Unix seconds.",
+      labelNames: ['connection', 'stream', 'partition'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const { connection, stream, source } of streamsOf()) {
+          if (!STREAMS[stream].partitions || !source.store.listPartitionStates) continue;
+          for (const state of await source.store.listPartitionStates(stream)) {
+            const at = unixSeconds(state.cursor);
+            if (at !== undefined) this.set({ connection, stream, partition: state.partition }, at);
+          }
+        }
+      },
+    });
+    new Gauge({
+      name: 'bizops_stream_partitions',
+      help: 'Partitions of a partitioned stream that have a sync state (0: none configured or mirrored yet, nothing is requested).',
+      labelNames: ['connection', 'stream'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const { connection, stream, source } of streamsOf()) {
+          if (!STREAMS[stream].partitions || !source.store.listPartitionStates) continue;
+          this.set({ connection, stream }, (await source.store.listPartitionStates(stream)).length);
         }
       },
     });

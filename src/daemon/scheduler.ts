@@ -8,7 +8,8 @@
  *     sends its requests at the rate budget's lowest priority (`backfill`).
  *   - At start, every stream runs once at once: a backfill when it has no cursor yet (never
  *     completed a scan; an interrupted backfill resumes from its checkpoint), an incremental sync
- *     otherwise.
+ *     otherwise; a partitioned stream whose partitions are another stream's column, after that
+ *     stream's first run.
  *
  * Adaptive polling (src/daemon/poll-backoff.ts, docs/sync.md "Adaptive polling"): each sync tick goes
  * through `tick(stream)`, which lets a stream whose last runs appended nothing rest on some ticks
@@ -28,7 +29,7 @@ import { cronExpressionProblem } from '../config/schema.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { ChangelogActivity } from '../mirror/changelog-activity.ts';
 import { DEFAULT_MAX_POLL_FACTOR, DEFAULT_QUIET_POLLS, PollBackoff } from './poll-backoff.ts';
-import type { StreamName } from '../streams/definitions.ts';
+import { isStreamName, STREAMS, type StreamName } from '../streams/definitions.ts';
 import type { RunOptions, RunReason, RunResult } from '../sync/sync-engine.ts';
 
 /** The part of the sync engine the scheduler drives. */
@@ -174,7 +175,21 @@ export class StreamScheduler {
       'scheduler started',
     );
     if (this.#options.runAtStart ?? true) {
-      for (const stream of this.#slots.keys()) void this.trigger(stream, this.#options.hasCursor(stream) ? 'sync' : 'backfill');
+      const first = (stream: StreamName) => void this.trigger(stream, this.#options.hasCursor(stream) ? 'sync' : 'backfill');
+      const waiting: { stream: StreamName; source: StreamName }[] = [];
+      for (const stream of this.#slots.keys()) {
+        // A partitioned stream whose values are another scheduled stream's column starts after that
+        // stream's first run (docs/sync.md "Partitioned streams"): on a new mirror it has none before.
+        const values = STREAMS[stream].partitions?.values;
+        const source = values?.from === 'stream' ? values.stream : undefined;
+        if (source !== undefined && isStreamName(source) && this.#slots.has(source)) waiting.push({ stream, source });
+        else first(stream);
+      }
+      for (const { stream, source } of waiting) {
+        const sourceRun = this.#slots.get(source)?.running;
+        if (sourceRun) void sourceRun.then(() => first(stream));
+        else first(stream);
+      }
     }
   }
 

@@ -12,7 +12,7 @@ import type { SqlExecutor, SqlValue } from './sql/executor.ts';
 import { contentHash, declaredFieldPaths, diffRecord, fieldPaths } from './change-detection.ts';
 import { FIELD_ADDED_EVENT, registerFields } from './field-registry.ts';
 import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog-format.ts';
-import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
+import { partitionColumn, readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
 /** A change row just appended to the changelog. */
@@ -37,6 +37,8 @@ export interface ApplyOptions {
   listedBefore?: (id: string) => boolean;
   /** Receives the ids of records listed a second time in this scan with other content, which were not applied. */
   secondVersions?: string[];
+  /** The partition these records were listed in (a partitioned stream's value); stored with their change rows. */
+  partition?: string;
 }
 
 /**
@@ -129,6 +131,8 @@ export interface ScanOutcome {
 /** One row of `sync_state`, decoded. */
 export interface SyncState {
   stream: StreamName;
+  /** The partition's value (docs/sync.md "Partitioned streams"), or '' for an unpartitioned stream and a partitioned stream's own row. */
+  partition: string;
   cursor: string | null;
   supported: boolean;
   run: RunCheckpoint | null;
@@ -168,6 +172,8 @@ export interface ChangeRowInput {
   recordId: string;
   occurredAt?: string;
   data: ChangeDataInput;
+  /** The partition the record was listed in (`changes.partition_value`); absent for an unpartitioned stream. */
+  partition?: string;
 }
 
 /** What the change detection needs of a stored row. */
@@ -194,6 +200,16 @@ export function timeOrderedUuid(nowMs = Date.now()): string {
 /** The column holding a stream's record key (its primary key). */
 function keyColumn(stream: StreamDefinition): string {
   return stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
+}
+
+/**
+ * The condition keeping a statement on a stream table inside one partition (` AND <column> = ?` and
+ * its parameter); nothing for an unpartitioned stream or no partition ('' or undefined).
+ */
+function inPartition(stream: StreamDefinition, partition: string | undefined): { sql: string; params: SqlValue[] } {
+  const column = partitionColumn(stream);
+  if (column === undefined || !partition) return { sql: '', params: [] };
+  return { sql: ` AND ${column} = ?`, params: [partition] };
 }
 
 /** Columns hold numbers, strings, null; booleans become 0/1 and objects JSON text. */
@@ -316,7 +332,7 @@ export class MirrorStore {
         const type = stream.changes.classify(previous, record, Object.keys(changes));
         // A new record's change carries the record once (format version 2: no `{ old: null }` per field).
         const data = previous === undefined ? { record } : { record, changes };
-        pending.push({ type, stream: stream.name, recordId: id, occurredAt: now, data });
+        pending.push({ type, stream: stream.name, recordId: id, occurredAt: now, data, ...(options.partition ? { partition: options.partition } : {}) });
       }
       await writes.flush();
       if (unchanged.length > 0) {
@@ -383,8 +399,8 @@ export class MirrorStore {
   async appendChange(change: ChangeRowInput): Promise<AppendedChange> {
     const eventId = `evt_${timeOrderedUuid()}`;
     const row = await this.executor.get<{ seq: number }>(
-      'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq',
-      [eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data)],
+      'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq',
+      [eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data), change.partition ?? null],
     );
     await this.executor.changesAppended();
     return { seq: Number(row!.seq), eventId, type: change.type, stream: change.stream, recordId: change.recordId };
@@ -404,7 +420,7 @@ export class MirrorStore {
       const rows: AppendedChange[] = [];
       for (const change of chunk) {
         const eventId = `evt_${timeOrderedUuid()}`;
-        parameters.push(eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data));
+        parameters.push(eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data), change.partition ?? null);
         rows.push({ seq: 0, eventId, type: change.type, stream: change.stream, recordId: change.recordId });
       }
       // RETURNING lists rows in no promised order: each seq is matched to its row by event_id.
@@ -434,6 +450,9 @@ export class MirrorStore {
    * live records, none is tombstoned (their misses stay counted) and `onHeld` hears how many, unless
    * `confirmed`: a list that stopped serving a part of the stream (a capped result window, a filter
    * applied by mistake) must not turn it into deletions.
+   *
+   * For a partitioned stream, `options.partition` keeps all of it inside that partition (its records,
+   * its live count; docs/sync.md "Partitioned streams"): a partition's scan never misses another's records.
    * @param scanStartedAt ISO local time the scan began
    * @returns the tombstone changes appended (none when held)
    */
@@ -442,25 +461,26 @@ export class MirrorStore {
     scanNumber: number,
     scanStartedAt: string,
     now = new Date().toISOString(),
-    options: { massDeletion?: { share: number; confirmed?: boolean }; onHeld?: (held: { count: number; live: number }) => void } = {},
+    options: { massDeletion?: { share: number; confirmed?: boolean }; onHeld?: (held: { count: number; live: number }) => void; partition?: string } = {},
   ): Promise<AppendedChange[]> {
+    const scope = inPartition(stream, options.partition);
     return this.transaction(async (store) => {
       await store.executor.run(
         `UPDATE ${stream.table} SET missed_scans = missed_scans + 1
-         WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ?`,
-        [scanNumber, scanStartedAt],
+         WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ?${scope.sql}`,
+        [scanNumber, scanStartedAt, ...scope.params],
       );
       const key = keyColumn(stream);
       // Sorted here, not by ORDER BY: with it SQLite walks the key's index and looks up every row
       // (293 ms at 100,000 records when none is gone, the largest part of a backfill's finish);
       // without it, one table scan (~30 ms). Byte order of UTF-8, SQLite's BINARY collation.
       const gone = (
-        await store.executor.all<{ id: string; raw: string }>(`SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2`)
+        await store.executor.all<{ id: string; raw: string }>(`SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2${scope.sql}`, scope.params)
       ).sort((a, b) => Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))));
       if (gone.length === 0) return [];
       const hold = options.massDeletion;
       if (hold && !hold.confirmed && gone.length > MASS_DELETION_FLOOR) {
-        const live = (await store.countRecords(stream)).live;
+        const live = (await store.countRecords(stream, options.partition)).live;
         if (gone.length > hold.share * live) {
           options.onHeld?.({ count: gone.length, live });
           return [];
@@ -478,66 +498,65 @@ export class MirrorStore {
           recordId: row.id,
           occurredAt: now,
           data: { record: JSON.parse(row.raw) as unknown, changes: { deletedAt: { old: null, new: now } } },
+          ...(options.partition ? { partition: options.partition } : {}),
         })),
       );
     });
   }
 
-  /** The stream's sync state (a default row when it never ran). */
-  async readSyncState(stream: StreamName): Promise<SyncState> {
-    const row = await this.executor.get('SELECT * FROM sync_state WHERE stream = ?', [stream]);
-    return {
-      stream,
-      cursor: (row?.cursor as string | null) ?? null,
-      supported: row ? Number(row.supported) === 1 : true,
-      run: row?.run ? (JSON.parse(row.run as string) as RunCheckpoint) : null,
-      scanNumber: (row?.scan_number as number | undefined) ?? 0,
-      lastRunStartedAt: (row?.last_run_started_at as string | null) ?? null,
-      lastRunFinishedAt: (row?.last_run_finished_at as string | null) ?? null,
-      lastSuccessAt: (row?.last_success_at as string | null) ?? null,
-      lastError: (row?.last_error as string | null) ?? null,
-      lastRunMode: (row?.last_run_mode as string | null) ?? null,
-      lastRunRequests: (row?.last_run_requests as number | null) ?? null,
-      lastRunRecords: (row?.last_run_records as number | null) ?? null,
-      lastRunChanges: (row?.last_run_changes as number | null) ?? null,
-      lastScan: row?.last_scan ? (JSON.parse(row.last_scan as string) as ScanOutcome) : null,
-      deletionHold: row?.deletion_hold ? (JSON.parse(row.deletion_hold as string) as DeletionHold) : null,
-    };
+  /**
+   * The sync state of a stream, or of one of its partitions (a default row when it never ran).
+   * @param partition the partition's value; '' (default) for an unpartitioned stream or a partitioned stream's own row
+   */
+  async readSyncState(stream: StreamName, partition = ''): Promise<SyncState> {
+    const row = await this.executor.get('SELECT * FROM sync_state WHERE stream = ? AND partition_value = ?', [stream, partition]);
+    return decodeSyncState(stream, partition, row);
+  }
+
+  /** The sync states of a partitioned stream's partitions that have one, by partition value (none for an unpartitioned stream). */
+  async listPartitionStates(stream: StreamName): Promise<SyncState[]> {
+    const rows = await this.executor.all<Record<string, unknown>>("SELECT * FROM sync_state WHERE stream = ? AND partition_value <> '' ORDER BY partition_value", [stream]);
+    return rows.map((row) => decodeSyncState(stream, String(row.partition_value), row));
   }
 
   /**
-   * Updates some columns of the stream's `sync_state` row (inserting it when missing): one
-   * `INSERT ... ON CONFLICT (stream) DO UPDATE` (a page's checkpoint costs one statement).
+   * Updates some columns of the `sync_state` row of a stream or one of its partitions (inserting it
+   * when missing): one `INSERT ... ON CONFLICT (stream, partition_value) DO UPDATE` (a page's
+   * checkpoint costs one statement).
+   * @param partition the partition's value; '' (default) for an unpartitioned stream or a partitioned stream's own row
    */
-  async updateSyncState(stream: StreamName, fields: Partial<Record<SyncStateColumn, string | number | null>>): Promise<void> {
+  async updateSyncState(stream: StreamName, fields: Partial<Record<SyncStateColumn, string | number | null>>, partition = ''): Promise<void> {
     const entries = Object.entries(fields);
     if (entries.length === 0) {
-      await this.executor.run('INSERT INTO sync_state (stream) VALUES (?) ON CONFLICT (stream) DO NOTHING', [stream]);
+      await this.executor.run('INSERT INTO sync_state (stream, partition_value) VALUES (?, ?) ON CONFLICT (stream, partition_value) DO NOTHING', [stream, partition]);
       return;
     }
     const columns = entries.map(([column]) => column);
     await this.executor.run(
-      `INSERT INTO sync_state (stream, ${columns.join(', ')}) VALUES (?${', ?'.repeat(columns.length)}) ON CONFLICT (stream) DO UPDATE SET ${columns.map((column) => `${column} = excluded.${column}`).join(', ')}`,
-      [stream, ...entries.map(([, value]) => value ?? null)],
+      `INSERT INTO sync_state (stream, partition_value, ${columns.join(', ')}) VALUES (?, ?${', ?'.repeat(columns.length)}) ON CONFLICT (stream, partition_value) DO UPDATE SET ${columns.map((column) => `${column} = excluded.${column}`).join(', ')}`,
+      [stream, partition, ...entries.map(([, value]) => value ?? null)],
     );
   }
 
-  /** Saves (or clears, with null) the checkpoint of the stream's run in progress. */
-  saveRun(stream: StreamName, run: RunCheckpoint | null): Promise<void> {
-    return this.updateSyncState(stream, { run: run ? JSON.stringify(run) : null });
+  /** Saves (or clears, with null) the checkpoint of the run in progress of a stream (or of its partition `partition`). */
+  saveRun(stream: StreamName, run: RunCheckpoint | null, partition = ''): Promise<void> {
+    return this.updateSyncState(stream, { run: run ? JSON.stringify(run) : null }, partition);
   }
 
-  /** Rows per stream table: live (listed upstream) and tombstoned. */
-  async countRecords(stream: StreamDefinition): Promise<{ live: number; deleted: number }> {
+  /** Rows per stream table: live (listed upstream) and tombstoned; only a partition's with `partition` (a partitioned stream's value). */
+  async countRecords(stream: StreamDefinition, partition?: string): Promise<{ live: number; deleted: number }> {
+    const scope = inPartition(stream, partition);
     const row = await this.executor.get<{ live: number; deleted: number }>(
-      `SELECT COUNT(*) FILTER (WHERE deleted_at IS NULL) AS live, COUNT(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM ${stream.table}`,
+      `SELECT COUNT(*) FILTER (WHERE deleted_at IS NULL) AS live, COUNT(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted FROM ${stream.table}${scope.sql ? ` WHERE ${scope.sql.slice(' AND '.length)}` : ''}`,
+      scope.params,
     );
     return { live: Number(row!.live), deleted: Number(row!.deleted) };
   }
 
-  /** Distinct records complete scan `scanNumber` has listed so far (rows marked seen by it). */
-  async countSeenInScan(stream: StreamDefinition, scanNumber: number): Promise<number> {
-    const row = await this.executor.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${stream.table} WHERE last_seen_scan = ?`, [scanNumber]);
+  /** Distinct records complete scan `scanNumber` has listed so far (rows marked seen by it), inside `partition` when given. */
+  async countSeenInScan(stream: StreamDefinition, scanNumber: number, partition?: string): Promise<number> {
+    const scope = inPartition(stream, partition);
+    const row = await this.executor.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${stream.table} WHERE last_seen_scan = ?${scope.sql}`, [scanNumber, ...scope.params]);
     return Number(row!.n);
   }
 
@@ -562,7 +581,7 @@ const changeRowsInserts = new Map<number, string>();
 function changeRowsInsert(count: number): string {
   let sql = changeRowsInserts.get(count);
   if (sql === undefined) {
-    sql = `INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES ${Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?)').join(', ')} RETURNING seq, event_id`;
+    sql = `INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) VALUES ${Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ')} RETURNING seq, event_id`;
     changeRowsInserts.set(count, sql);
   }
   return sql;
@@ -698,3 +717,25 @@ export type SyncStateColumn =
   | 'lock_expires_at'
   | 'last_scan'
   | 'deletion_hold';
+
+/** One `sync_state` row decoded (defaults when `row` is undefined: the stream or partition never ran). */
+function decodeSyncState(stream: StreamName, partition: string, row: Record<string, unknown> | undefined): SyncState {
+  return {
+    stream,
+    partition,
+    cursor: (row?.cursor as string | null) ?? null,
+    supported: row ? Number(row.supported) === 1 : true,
+    run: row?.run ? (JSON.parse(row.run as string) as RunCheckpoint) : null,
+    scanNumber: (row?.scan_number as number | undefined) ?? 0,
+    lastRunStartedAt: (row?.last_run_started_at as string | null) ?? null,
+    lastRunFinishedAt: (row?.last_run_finished_at as string | null) ?? null,
+    lastSuccessAt: (row?.last_success_at as string | null) ?? null,
+    lastError: (row?.last_error as string | null) ?? null,
+    lastRunMode: (row?.last_run_mode as string | null) ?? null,
+    lastRunRequests: (row?.last_run_requests as number | null) ?? null,
+    lastRunRecords: (row?.last_run_records as number | null) ?? null,
+    lastRunChanges: (row?.last_run_changes as number | null) ?? null,
+    lastScan: row?.last_scan ? (JSON.parse(row.last_scan as string) as ScanOutcome) : null,
+    deletionHold: row?.deletion_hold ? (JSON.parse(row.deletion_hold as string) as DeletionHold) : null,
+  };
+}

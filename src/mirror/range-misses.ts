@@ -14,7 +14,7 @@
 import { jsonArrayValues, jsonPath, jsonTextField } from './sql/dialect.ts';
 import type { SqlValue } from './sql/executor.ts';
 import { MASS_DELETION_FLOOR, type AppendedChange, type MirrorStore } from './mirror-store.ts';
-import type { StreamDefinition } from '../streams/define-stream.ts';
+import { partitionColumn, type StreamDefinition } from '../streams/define-stream.ts';
 
 /** A creation-time range: records created after `after` and before `before` (ISO 8601, exclusive; either may be absent). */
 export interface CreatedRange {
@@ -51,7 +51,8 @@ function inRange(store: MirrorStore, range: CreatedRange): { sql: string; parame
  * consecutive complete scans is tombstoned with the stream's gone change. Records first seen after
  * the scan began are not counted. A mass deletion is judged against the live records of the range:
  * more than `MASS_DELETION_FLOOR` and more than `share` of them are held (none tombstoned, `onHeld`
- * hears how many) unless `confirmed`. Call inside the transaction that ends the run.
+ * hears how many) unless `confirmed`. With `options.partition`, only that partition's records (a
+ * partitioned stream). Call inside the transaction that ends the run.
  * @param scanStartedAt ISO local time the scan began
  * @returns the tombstone changes appended (none when held)
  */
@@ -62,9 +63,15 @@ export async function recordRangeMisses(
   scanStartedAt: string,
   range: CreatedRange,
   now = new Date().toISOString(),
-  options: { massDeletion?: { share: number; confirmed?: boolean }; onHeld?: (held: { count: number; live: number }) => void } = {},
+  options: { massDeletion?: { share: number; confirmed?: boolean }; onHeld?: (held: { count: number; live: number }) => void; partition?: string } = {},
 ): Promise<AppendedChange[]> {
   const within = inRange(store, range);
+  // A partitioned stream's range scan of one partition: its records only (docs/sync.md "Partitioned streams").
+  const column = partitionColumn(stream);
+  if (column !== undefined && options.partition) {
+    within.sql += ` AND ${column} = ?`;
+    within.parameters.push(options.partition);
+  }
   await store.executor.run(
     `UPDATE ${stream.table} SET missed_scans = missed_scans + 1
      WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ? AND ${within.sql}`,
@@ -92,6 +99,7 @@ export async function recordRangeMisses(
       recordId: String(row.id),
       occurredAt: now,
       data: { record: JSON.parse(row.raw) as unknown, changes: { deletedAt: { old: null, new: now } } },
+      ...(options.partition ? { partition: options.partition } : {}),
     })),
   );
 }

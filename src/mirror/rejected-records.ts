@@ -89,7 +89,8 @@ export class RejectedRecords {
    * the two-scan rule does not tombstone a record that is still listed.
    * @returns the change rows appended
    */
-  quarantine(stream: StreamDefinition, items: readonly InvalidItem[], options: { scanNumber?: number; now?: string } = {}): Promise<AppendedChange[]> {
+  quarantine(stream: StreamDefinition, items: readonly InvalidItem[], options: { scanNumber?: number; now?: string; partition?: string } = {}): Promise<AppendedChange[]> {
+    const partition = options.partition ?? '';
     const now = options.now ?? new Date().toISOString();
     const key = stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
     return this.store.transaction(async (store) => {
@@ -101,11 +102,11 @@ export class RejectedRecords {
         const recordKey = quarantineKey(item.raw, stream.key);
         const previous = await sql.get<{ raw: string }>('SELECT raw FROM rejected_records WHERE stream = ? AND record_key = ?', [stream.name, recordKey]);
         await sql.run(
-          `INSERT INTO rejected_records (stream, record_key, record_id, raw, error, first_seen_at, last_seen_at, times_seen)
-           VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+          `INSERT INTO rejected_records (stream, record_key, record_id, raw, error, first_seen_at, last_seen_at, times_seen, partition_value)
+           VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
            ON CONFLICT (stream, record_key) DO UPDATE SET raw = excluded.raw, error = excluded.error, last_seen_at = excluded.last_seen_at,
-             times_seen = rejected_records.times_seen + 1`,
-          [stream.name, recordKey, recordId, rawText, maskSecrets(item.error), now, now],
+             times_seen = rejected_records.times_seen + 1, partition_value = excluded.partition_value`,
+          [stream.name, recordKey, recordId, rawText, maskSecrets(item.error), now, now, partition],
         );
         if (recordId !== null && options.scanNumber !== undefined) {
           await sql.run(`UPDATE ${stream.table} SET last_seen_scan = ?, missed_scans = 0 WHERE ${key} = ? AND deleted_at IS NULL`, [options.scanNumber, recordId]);
@@ -118,6 +119,7 @@ export class RejectedRecords {
             recordId: recordKey,
             occurredAt: now,
             data: { record: JSON.parse(rawText) as unknown, changes: {}, error: maskSecrets(item.error) },
+            ...(partition ? { partition } : {}),
           }),
         );
       }
@@ -137,15 +139,16 @@ export class RejectedRecords {
    * How many quarantined items of `stream` were listed at or after `sinceIso` (a run's start) and
    * have no live row in the mirror: those with an id the mirror does not hold, and those without an
    * id (each distinct item once). A complete scan listed them, though its seen marks (on mirror
-   * rows) cannot count them (docs/sync.md "Scan completeness").
+   * rows) cannot count them (docs/sync.md "Scan completeness"). With `partition`, only the items that
+   * partition listed.
    */
-  async countListedOutsideMirror(stream: StreamDefinition, sinceIso: string): Promise<number> {
+  async countListedOutsideMirror(stream: StreamDefinition, sinceIso: string, partition = ''): Promise<number> {
     const key = stream.columns.find((column) => column.primaryKey)?.column ?? 'id';
     const row = await this.store.executor.get<{ n: number }>(
       `SELECT COUNT(*) AS n FROM rejected_records r
-        WHERE r.stream = ? AND r.last_seen_at >= ?
+        WHERE r.stream = ? AND r.partition_value = ? AND r.last_seen_at >= ?
           AND (r.record_id IS NULL OR NOT EXISTS (SELECT 1 FROM ${stream.table} t WHERE t.${key} = r.record_id AND t.deleted_at IS NULL))`,
-      [stream.name, sinceIso],
+      [stream.name, partition, sinceIso],
     );
     return Number(row!.n);
   }
@@ -153,11 +156,12 @@ export class RejectedRecords {
   /**
    * Releases the quarantine rows of `stream` a complete scan did not list (last seen before
    * `sinceIso`, its start): the item is no longer served, with an id or without one, so there is
-   * nothing left to fix (docs/sync.md "Invalid records"). Call only for a scan that was complete.
+   * nothing left to fix (docs/sync.md "Invalid records"). Call only for a scan that was complete;
+   * with `partition`, a partition's scan releases only the items that partition listed.
    * @returns how many rows left
    */
-  async releaseUnlisted(stream: string, sinceIso: string): Promise<number> {
-    return (await this.store.executor.run('DELETE FROM rejected_records WHERE stream = ? AND last_seen_at < ?', [stream, sinceIso])).changes;
+  async releaseUnlisted(stream: string, sinceIso: string, partition = ''): Promise<number> {
+    return (await this.store.executor.run('DELETE FROM rejected_records WHERE stream = ? AND partition_value = ? AND last_seen_at < ?', [stream, partition, sinceIso])).changes;
   }
 
   /** How many records of `stream` are quarantined now. */

@@ -32,6 +32,12 @@ export interface StoredRow {
   deleted: boolean;
 }
 
+/** A part of a stream's table: the rows whose `column` holds `value` (a partitioned stream's partition). */
+export interface UnlistedScope {
+  column: string;
+  value: string;
+}
+
 /** Scratch rows of a verification that died are deleted by the next one after this long, ms. */
 const ABANDONED_AFTER_MS = 24 * 60 * 60 * 1000;
 
@@ -111,22 +117,31 @@ export class VerifyListing {
     return rows;
   }
 
-  /** The condition of a live row of the stream the scan never listed, first seen at or before `$2` (`?` twice: verification, time). */
-  private unlistedWhere(stream: StreamDefinition): string {
+  /**
+   * The condition of a live row of the stream the scan never listed, first seen at or before the
+   * scan began, inside `scope` when given (a partition: its column holds the value), and its
+   * parameters after the statement's own.
+   */
+  private unlistedWhere(stream: StreamDefinition, since: string, scope: UnlistedScope | undefined): { sql: string; parameters: SqlValue[] } {
     const key = keyColumn(stream);
-    return `t.deleted_at IS NULL AND t.first_seen_at <= ? AND NOT EXISTS (SELECT 1 FROM verify_listed v WHERE v.verification = ? AND v.record_id = t.${key})`;
+    const inScope = scope ? ` AND t.${scope.column} = ?` : '';
+    return {
+      sql: `t.deleted_at IS NULL AND t.first_seen_at <= ?${inScope} AND NOT EXISTS (SELECT 1 FROM verify_listed v WHERE v.verification = ? AND v.record_id = t.${key})`,
+      parameters: [since, ...(scope ? [scope.value] : []), this.verification],
+    };
   }
 
   /**
    * Live records of the stream the scan never listed (the extras), counting only those the mirror
-   * held when the scan began (`since`, ISO: a record written through meanwhile could not be listed).
+   * held when the scan began (`since`, ISO: a record written through meanwhile could not be listed),
+   * and only inside `scope` when given (the partition the scan read).
    * @returns how many, and the first `sample` of their ids in key order
    */
-  async unlisted(stream: StreamDefinition, since: string, sample: number): Promise<{ count: number; ids: string[] }> {
+  async unlisted(stream: StreamDefinition, since: string, sample: number, scope?: UnlistedScope): Promise<{ count: number; ids: string[] }> {
     const key = keyColumn(stream);
-    const where = this.unlistedWhere(stream);
-    const counted = await this.executor.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${stream.table} t WHERE ${where}`, [since, this.verification]);
-    const ids = await this.executor.all<{ id: string }>(`SELECT t.${key} AS id FROM ${stream.table} t WHERE ${where} ORDER BY t.${key} LIMIT ?`, [since, this.verification, sample]);
+    const where = this.unlistedWhere(stream, since, scope);
+    const counted = await this.executor.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${stream.table} t WHERE ${where.sql}`, where.parameters);
+    const ids = await this.executor.all<{ id: string }>(`SELECT t.${key} AS id FROM ${stream.table} t WHERE ${where.sql} ORDER BY t.${key} LIMIT ?`, [...where.parameters, sample]);
     return { count: Number(counted!.n), ids: ids.map((row) => String(row.id)) };
   }
 
@@ -143,17 +158,15 @@ export class VerifyListing {
   }
 
   /**
-   * Tombstones up to `limit` of the extras (`unlisted`) on `store` (bound to the caller's
-   * transaction): sets `deleted_at` and appends the stream's gone change for each, in key order,
-   * as the two-scan rule does.
+   * Tombstones up to `limit` of the extras (`unlisted`, inside `scope` when given) on `store` (bound
+   * to the caller's transaction): sets `deleted_at` and appends the stream's gone change for each,
+   * in key order, as the two-scan rule does.
    * @returns the changes appended (none when no extra is left)
    */
-  async tombstoneUnlisted(store: MirrorStore, stream: StreamDefinition, since: string, limit: number, now = new Date().toISOString()): Promise<AppendedChange[]> {
+  async tombstoneUnlisted(store: MirrorStore, stream: StreamDefinition, since: string, limit: number, scope?: UnlistedScope, now = new Date().toISOString()): Promise<AppendedChange[]> {
     const key = keyColumn(stream);
-    const rows = await store.executor.all<{ id: string; raw: string }>(
-      `SELECT t.${key} AS id, t.raw FROM ${stream.table} t WHERE ${this.unlistedWhere(stream)} ORDER BY t.${key} LIMIT ?`,
-      [since, this.verification, limit],
-    );
+    const where = this.unlistedWhere(stream, since, scope);
+    const rows = await store.executor.all<{ id: string; raw: string }>(`SELECT t.${key} AS id, t.raw FROM ${stream.table} t WHERE ${where.sql} ORDER BY t.${key} LIMIT ?`, [...where.parameters, limit]);
     if (rows.length === 0) return [];
     await store.executor.run(`UPDATE ${stream.table} SET deleted_at = ? WHERE ${key} IN ${jsonArrayValues(store.executor.dialect)}`, [now, JSON.stringify(rows.map((row) => String(row.id)))]);
     return store.appendChanges(

@@ -27,6 +27,11 @@ export interface ChangeEvent {
   /** A registered stream's name (`transactions`, `deals`, ...), or `writes`. */
   stream: string;
   recordId: string;
+  /**
+   * The partition the record was listed in, for a partitioned stream (docs/sync.md "Partitioned
+   * streams"), e.g. a location's id; absent otherwise.
+   */
+  partition?: string;
   /** ISO 8601: when the mirror recorded the change. */
   occurredAt: string;
   /**
@@ -48,6 +53,8 @@ export interface StoredChange {
   type: string;
   stream: string;
   recordId: string;
+  /** `partition_value`: the partition a partitioned stream's record was listed in; absent otherwise. */
+  partition?: string;
   occurredAt: string;
   /** The `data` column: JSON text in format version 1 or 2 (src/mirror/changelog-format.ts). */
   data: string;
@@ -71,10 +78,11 @@ interface ChangeRow {
   record_id: string;
   occurred_at: string;
   data: string;
+  partition_value: string | null;
 }
 
 const MAX_LIMIT = 10_000;
-const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_at, data FROM changes';
+const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_at, data, partition_value FROM changes';
 
 
 /**
@@ -228,7 +236,8 @@ export async function listenForChanges(executor: SqlExecutor, onChange: () => vo
  * One JSON line for `bizops-sync changes` (no trailing newline):
  * `{"seq":42,"version":2,"event_id":"...","type":"deal.won","stream":"deals","record_id":"...","occurred_at":"...","data":{...}}`.
  * Keys use the changelog's column names, so the line reads like the row; `version` is the format
- * the row was stored in, and `data` is `{ record, changes }` for either.
+ * the row was stored in, and `data` is `{ record, changes }` for either. A partitioned stream's
+ * change also has `"partition":"loc_1"` after `record_id`.
  */
 export function formatChangeLine(event: ChangeEvent): string {
   return JSON.stringify({
@@ -238,6 +247,7 @@ export function formatChangeLine(event: ChangeEvent): string {
     type: event.type,
     stream: event.stream,
     record_id: event.recordId,
+    ...(event.partition === undefined ? {} : { partition: event.partition }),
     occurred_at: event.occurredAt,
     data: event.data,
   });
@@ -262,7 +272,8 @@ const VERSION_2_PREFIX = `{"version":${CHANGE_DATA_VERSION},`;
  * `data` is the row's `data` as stored, without its `version` key (the line carries it): `{ record,
  * changes }`, and for a created event of version 2 `{ record }` alone, its record printed once
  * (docs/mirror.md "Change data format"; `expandCreated` derives the `changes` as version 1 stored
- * them). The stored text is spliced into the line, not decoded and encoded again.
+ * them). A partitioned stream's change has `"partition"` after `record_id`. The stored text is
+ * spliced into the line, not decoded and encoded again.
  * @throws Error naming the seq when the row's `data` is not a JSON object
  */
 export function formatStoredChangeLine(row: StoredChange, options: StoredChangeLineOptions = {}): string {
@@ -273,7 +284,8 @@ export function formatStoredChangeLine(row: StoredChange, options: StoredChangeL
   else if ('version' in parsed) data = JSON.stringify({ ...parsed, version: undefined });
   else data = row.data;
   const version = typeof parsed.version === 'number' ? parsed.version : 1;
-  return `{"seq":${row.seq},"version":${version},"event_id":${JSON.stringify(row.eventId)},"type":${JSON.stringify(row.type)},"stream":${JSON.stringify(row.stream)},"record_id":${JSON.stringify(row.recordId)},"occurred_at":${JSON.stringify(row.occurredAt)},"data":${data}}`;
+  const partition = row.partition === undefined ? '' : `,"partition":${JSON.stringify(row.partition)}`;
+  return `{"seq":${row.seq},"version":${version},"event_id":${JSON.stringify(row.eventId)},"type":${JSON.stringify(row.type)},"stream":${JSON.stringify(row.stream)},"record_id":${JSON.stringify(row.recordId)}${partition},"occurred_at":${JSON.stringify(row.occurredAt)},"data":${data}}`;
 }
 
 /** A row's `data` text parsed. @throws Error naming the seq when it is not a JSON object */
@@ -291,7 +303,16 @@ function parseData(seq: number, eventId: string, text: string): Record<string, u
 }
 
 function toStoredChange(row: ChangeRow): StoredChange {
-  return { seq: Number(row.seq), eventId: row.event_id, type: row.type, stream: row.stream, recordId: row.record_id, occurredAt: row.occurred_at, data: row.data };
+  return {
+    seq: Number(row.seq),
+    eventId: row.event_id,
+    type: row.type,
+    stream: row.stream,
+    recordId: row.record_id,
+    ...(row.partition_value === null || row.partition_value === undefined ? {} : { partition: row.partition_value }),
+    occurredAt: row.occurred_at,
+    data: row.data,
+  };
 }
 
 function toChangeEvent(row: ChangeRow): ChangeEvent {

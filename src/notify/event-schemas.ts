@@ -213,7 +213,8 @@ export const OTHER_EVENT_TYPES: readonly EventTypeEntry[] = [
     live: { type: 'integer', minimum: 0, description: "the stream's live records" },
     share: { type: 'number', minimum: 0, maximum: 1, description: 'sync.massDeletionShare' },
     scanNumber: { type: 'integer', minimum: 0 },
-  }),
+    partition: { type: 'string', minLength: 1, description: 'the partition whose scan held them (a partitioned stream)' },
+  }, ['partition']),
   ...(
     [
       [STREAM_FAILING, 'failing', 'The stream failed sync.failingAfterRuns runs in a row (said once; stream.recovered follows its next success).'],
@@ -271,6 +272,11 @@ export function changelogEventTypes(streams: readonly RegisteredStream[] = STREA
   return [...streams.flatMap(streamEventTypes), ...OTHER_EVENT_TYPES];
 }
 
+/** True when one of `streams` is a partitioned stream (its events may carry `data.partition`). */
+function partitionedStreams(streams: readonly string[]): boolean {
+  return STREAM_LIST.some((stream) => stream.partitions !== undefined && streams.includes(stream.name));
+}
+
 /** The JSON Schema of one changelog event type's body (module comment). */
 export function eventSchema(entry: EventTypeEntry): JsonSchema {
   const streamSchema = entry.streams.length === 1 ? { const: entry.streams[0] } : { enum: [...entry.streams] };
@@ -281,6 +287,7 @@ export function eventSchema(entry: EventTypeEntry): JsonSchema {
     record: entry.record,
     changes: entry.changes,
     ...(entry.error ? { error: { type: 'string', description: 'why the item failed: the field and the rule' } } : {}),
+    ...(partitionedStreams(entry.streams) ? { partition: { type: 'string', minLength: 1, description: 'the partition the record was listed in (a partitioned stream: docs/sync.md "Partitioned streams")' } } : {}),
   };
   return {
     $schema: JSON_SCHEMA_DIALECT,
@@ -292,7 +299,7 @@ export function eventSchema(entry: EventTypeEntry): JsonSchema {
       id: { type: 'string', pattern: '^evt_', description: "the event id (webhook-id); in the pull API's events only (webhooks send it as the webhook-id header)" },
       type: { const: entry.type },
       timestamp: { ...dateTime, description: 'when the mirror recorded the change' },
-      data: closedObject(data),
+      data: closedObject(data, partitionedStreams(entry.streams) ? ['partition'] : []),
     },
     required: ['type', 'timestamp', 'data'],
     additionalProperties: false,

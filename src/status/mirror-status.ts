@@ -9,13 +9,14 @@
  */
 import { listUndeclaredFields } from '../mirror/field-registry.ts';
 import { Leases, streamLeaseName, type LeaseState } from '../mirror/leases.ts';
-import { MirrorStore, type DeletionHold, type ScanOutcome } from '../mirror/mirror-store.ts';
+import { MirrorStore, type DeletionHold, type ScanOutcome, type SyncState } from '../mirror/mirror-store.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { listConsumers, type ConsumerListing } from '../notify/pull/consumers.ts';
 import { changelogPrunedThrough } from '../notify/retention.ts';
-import { STREAMS, type StreamName } from '../streams/definitions.ts';
+import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { StreamConditionStore, type StreamConditionState } from '../mirror/stream-condition-store.ts';
 import { WriteStore } from '../writes/write-store.ts';
 
 /** One stream's line of `status`. Times are ISO 8601. */
@@ -50,6 +51,12 @@ export interface StreamStatus {
   };
   lastError: string | null;
   /**
+   * The stream's operational condition (docs/operations.md "Operational events"): `ok`, `failing`,
+   * `stale` or `unsupported`, the failed runs in a row since its last success, and since when the
+   * condition holds (null while `ok` from the start).
+   */
+  condition: StreamConditionState;
+  /**
    * How the last finished run's scan ended (docs/sync.md "Scan completeness"): `complete`, or
    * `incomplete` with a reason and counts (no miss counted, cursor kept). Null before one finished.
    */
@@ -78,6 +85,29 @@ export interface StreamStatus {
   undeclaredFields: { field: string; firstSeenAt: string; exampleRecordId: string }[];
   /** The unfinished run a restart will resume, if any. */
   inProgress: { reason: string; mode: string; offset: number; total: number | null; records: number } | null;
+  /**
+   * A partitioned stream's parameter and its partitions that have run, each with its own records,
+   * cursor, scans and last run (docs/sync.md "Partitioned streams"); null for an unpartitioned
+   * stream. The stream's own `cursor` is then its oldest partition's, its `lastRun` the run of all
+   * its partitions. With no partition, `skipped` says why nothing is requested.
+   */
+  partitions: { param: string; list: PartitionStatus[] } | null;
+}
+
+/** One partition of a partitioned stream in `status`: its value and what its own sync state says. Times are ISO 8601. */
+export interface PartitionStatus {
+  /** The partition's value, e.g. a location's id. */
+  partition: string;
+  records: number;
+  tombstoned: number;
+  cursor: string | null;
+  lagSeconds: number | null;
+  completeScans: number;
+  lastRun: StreamStatus['lastRun'];
+  lastError: string | null;
+  lastScan: ScanOutcome | null;
+  deletionHold: DeletionHold | null;
+  inProgress: StreamStatus['inProgress'];
 }
 
 /** A write parked as `needs_review` (docs/writes.md): what a person must look at. Times are ISO 8601. */
@@ -135,45 +165,52 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
   const store = new MirrorStore(executor);
   const rejected = new RejectedRecords(store);
   const recordClock = new RecordClockStore(executor);
+  const conditions = new StreamConditionStore(executor);
   const streams: StreamStatus[] = [];
   const leases = await new Leases(executor).list();
   const held = new Set(leases.filter((lease) => !lease.free).map((lease) => lease.name));
-  for (const stream of Object.values(STREAMS)) {
+  for (const stream of STREAM_LIST as readonly RegisteredStream[]) {
     const state = await store.readSyncState(stream.name);
-    const started = state.lastRunStartedAt;
-    const ended = started !== null && state.lastRunFinishedAt !== null && state.lastRunFinishedAt >= started;
+    const leaseHeld = held.has(streamLeaseName(stream.name));
     const counts = await store.countRecords(stream);
+    const partitions = stream.partitions
+      ? {
+          param: stream.partitions.param,
+          list: await Promise.all(
+            (await store.listPartitionStates(stream.name)).map(async (partitionState) => {
+              const partitionCounts = await store.countRecords(stream, partitionState.partition);
+              return { partition: partitionState.partition, records: partitionCounts.live, tombstoned: partitionCounts.deleted, ...stateStatus(partitionState, now, leaseHeld) };
+            }),
+          ),
+        }
+      : null;
+    const noPartitions =
+      partitions !== null && partitions.list.length === 0
+        ? (state.lastError ?? `no partitions: ${stream.name} is read once per ${partitions.param} and none has run yet; nothing is requested until ${partitions.param} values are configured (sync.partitions.${stream.name}.${partitions.param}) or mirrored`)
+        : null;
+    const { lastRun, completeScans, cursor, lagSeconds } = stateStatus(state, now, leaseHeld);
     streams.push({
       stream: stream.name,
       supported: state.supported,
       records: counts.live,
       tombstoned: counts.deleted,
-      cursor: state.cursor,
-      lagSeconds: state.cursor === null ? null : Math.max(0, Math.round((now.getTime() - Date.parse(state.cursor)) / 1000)),
-      completeScans: state.scanNumber,
-      lastRun: {
-        mode: state.lastRunMode,
-        startedAt: state.lastRunStartedAt,
-        finishedAt: state.lastRunFinishedAt,
-        succeededAt: state.lastSuccessAt,
-        requests: state.lastRunRequests,
-        records: state.lastRunRecords,
-        changes: state.lastRunChanges,
-        state: started === null ? null : ended ? 'finished' : held.has(streamLeaseName(stream.name)) ? 'running' : 'unfinished',
-      },
+      cursor,
+      lagSeconds,
+      completeScans,
+      lastRun,
       lastError: state.lastError,
+      condition: await conditions.read(stream.name),
       lastScan: state.lastScan,
       deletionHold: state.deletionHold,
       skipped: state.supported
-        ? null
+        ? noPartitions
         : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
           `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), the daemon at its start, a backfill at once`,
       recordClockLagSeconds: (await recordClock.read(stream.name)).lagSeconds,
       rejected: await rejected.count(stream.name),
       undeclaredFields: (await listUndeclaredFields(executor, stream.name)).map(({ field, firstSeenAt, exampleRecordId }) => ({ field, firstSeenAt, exampleRecordId })),
-      inProgress: state.run
-        ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records }
-        : null,
+      inProgress: inProgress(state),
+      partitions,
     });
   }
   const writeStore = new WriteStore(executor);
@@ -194,5 +231,35 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
     writes,
     writesNeedingReview,
     leases,
+  };
+}
+
+/** The unfinished run a sync state's checkpoint holds, as `status` shows it. */
+function inProgress(state: SyncState): StreamStatus['inProgress'] {
+  return state.run ? { reason: state.run.reason, mode: state.run.mode, offset: state.run.offset, total: state.run.lastTotal ?? null, records: state.run.records } : null;
+}
+
+/** What one sync state row (a stream's or a partition's) says in `status`, at `now`; `leaseHeld`: the stream's lease is held. */
+function stateStatus(state: SyncState, now: Date, leaseHeld: boolean): Omit<PartitionStatus, 'partition' | 'records' | 'tombstoned'> {
+  const started = state.lastRunStartedAt;
+  const ended = started !== null && state.lastRunFinishedAt !== null && state.lastRunFinishedAt >= started;
+  return {
+    cursor: state.cursor,
+    lagSeconds: state.cursor === null ? null : Math.max(0, Math.round((now.getTime() - Date.parse(state.cursor)) / 1000)),
+    completeScans: state.scanNumber,
+    lastRun: {
+      mode: state.lastRunMode,
+      startedAt: state.lastRunStartedAt,
+      finishedAt: state.lastRunFinishedAt,
+      succeededAt: state.lastSuccessAt,
+      requests: state.lastRunRequests,
+      records: state.lastRunRecords,
+      changes: state.lastRunChanges,
+      state: started === null ? null : ended ? 'finished' : leaseHeld ? 'running' : 'unfinished',
+    },
+    lastError: state.lastError,
+    lastScan: state.lastScan,
+    deletionHold: state.deletionHold,
+    inProgress: inProgress(state),
   };
 }

@@ -70,6 +70,27 @@ export interface StreamRequest {
 }
 
 /**
+ * Where a partitioned stream's values come from when the configuration (`sync.partitions.<stream>.<param>`,
+ * which always wins) names none:
+ * - `configuration`: only from there; without it the stream has no partition and sends nothing.
+ * - `stream`: the distinct values of a column of another stream already in the mirror (its live
+ *   records), e.g. the deals' `locationId`; read when a run starts.
+ */
+export type PartitionValues = { from: 'configuration' } | { from: 'stream'; stream: string; field: string };
+
+/**
+ * A list that requires a parameter (spec §4.4: `locationId`) is read once per value: each value is a
+ * partition with its own sync state, checkpoint, cursor and scans (docs/sync.md "Partitioned streams").
+ * `param` is also a field of the stream's records with a column: a partition's records are those
+ * whose column holds its value, so misses and tombstones stay inside it.
+ */
+export interface StreamPartitions {
+  /** The query parameter, e.g. `locationId`; a record field with a column. */
+  param: string;
+  values: PartitionValues;
+}
+
+/**
  * A stream: everything the engine and the mirror need to run and store it. `T` is the validated
  * list item, `Name` the stream's name (also its mirror table), `Event` the change types it emits.
  */
@@ -82,6 +103,8 @@ export interface StreamDefinition<T extends ApiRecord = ApiRecord, Name extends 
    */
   specSection: string;
   request: StreamRequest;
+  /** Present for a list read once per value of a required parameter (`StreamPartitions`); absent: one list. */
+  partitions?: StreamPartitions;
   /** Validates one list item: lenient to unknown fields (kept in `raw`), strict on stored ones. */
   itemSchema: ItemSchema<T>;
   /** The record field that identifies it (the mirror's primary key); `defineStream` checks it is a field of `T`. */
@@ -118,7 +141,7 @@ export type StreamDefinitionInput<T extends ApiRecord, Name extends string, Even
 /**
  * Describes a stream, keeping its record type, name and event names.
  * @throws Error naming the stream when its key has no primary-key column, a listed field has no
- *   column, or `gone` is not one of its events
+ *   column, `gone` is not one of its events, or its partition parameter has no column
  */
 export function defineStream<T extends ApiRecord, const Name extends string, const Event extends string>(
   definition: StreamDefinitionInput<T, Name, Event>,
@@ -130,6 +153,9 @@ export function defineStream<T extends ApiRecord, const Name extends string, con
     if (!fields.has(field)) throw new Error(`stream ${definition.name}: listed field ${field} has no column`);
   }
   if (!definition.changes.events.includes(definition.changes.gone)) throw new Error(`stream ${definition.name}: changes.gone must be one of changes.events`);
+  if (definition.partitions && !fields.has(definition.partitions.param)) {
+    throw new Error(`stream ${definition.name}: partitions.param ${definition.partitions.param} must be a record field with a column`);
+  }
   // A record the mirror cannot store (a NUL character) is an invalid item, quarantined, never fatal to its stream.
   return { ...definition, itemSchema: storableItems(definition.itemSchema), table: definition.name };
 }
@@ -170,4 +196,14 @@ export function readField(record: ApiRecord, path: string): unknown {
     node = (node as Record<string, unknown>)[part];
   }
   return node;
+}
+
+/**
+ * The column holding a partitioned stream's partition parameter (`partitions.param`), or undefined
+ * for an unpartitioned stream.
+ */
+export function partitionColumn(stream: Pick<StreamDefinition, 'partitions' | 'columns'>): string | undefined {
+  if (!stream.partitions) return undefined;
+  const param = stream.partitions.param;
+  return stream.columns.find((candidate) => candidate.field === param)?.column;
 }

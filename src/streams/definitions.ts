@@ -6,6 +6,8 @@
  */
 import { dealSchema, onboardingSchema, transactionListItemSchema } from '../client/schemas.ts';
 import { column, defineStream, listRequest, type ApiRecord, type StreamDefinition } from './define-stream.ts';
+import { customersStream } from './customers-definition.ts';
+import { qaCorrectiveActionsStream } from './qa-corrective-actions-definition.ts';
 
 /** `GET /transactions` (spec §2 Transaction, §4.13): the company's ledger. */
 export const transactionsStream = defineStream({
@@ -123,9 +125,9 @@ export const onboardingsStream = defineStream({
 });
 
 /** The registry: every stream, in the order `status` lists them and a plain `sync` runs them. */
-export const STREAM_LIST = [transactionsStream, dealsStream, onboardingsStream] as const;
+export const STREAM_LIST = [transactionsStream, dealsStream, onboardingsStream, customersStream, qaCorrectiveActionsStream] as const;
 
-/** A registered stream's name: `transactions`, `deals`, `onboardings`. */
+/** A registered stream's name: `transactions`, `deals`, `onboardings`, `customers`, `qa_corrective_actions`. */
 export type StreamName = (typeof STREAM_LIST)[number]['name'];
 
 /** Every registered stream name, in registry order. */

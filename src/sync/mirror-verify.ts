@@ -123,6 +123,20 @@ export interface VerifyStreamOptions {
   onProgress?: (progress: VerifyProgress) => void;
   /** Ids listed per kind of difference. Default `VERIFY_SAMPLE_SIZE`. */
   sampleSize?: number;
+  /**
+   * A list read once per value of a required parameter (a partitioned stream): each value is
+   * scanned with `param` = it and compared with the rows whose `column` holds it (its extras are
+   * counted among those rows only); the counts add up into one verification of the stream. Absent:
+   * one list.
+   */
+  partitions?: { param: string; column: string; values: readonly string[] };
+}
+
+/** One part of a stream a verification scans: a partition (its list parameter and value, the column holding it), or the whole list. */
+interface VerifyScope {
+  param: string;
+  column: string;
+  value: string;
 }
 
 /** The scan's own bookkeeping: a checkpoint as the engine keeps one (never saved), and the drift counters. */
@@ -153,7 +167,14 @@ export async function verifyStream(streamName: StreamName | string, options: Ver
     stale: { count: 0, fields: {}, records: [] },
     invalid: 0,
   };
-  const listing = new VerifyListing(options.store.executor);
+  if (stream.partitions) {
+    // Its list requires a parameter: a scan without it would be refused (400). Its partitions'
+    // complete scans (reconciliation) are what checks it (docs/sync.md "Partitioned streams").
+    result.status = 'unsupported';
+    result.error = `${stream.name} is read once per ${stream.partitions.param} (a partitioned stream); verify does not scan partitioned streams: reconciliation's complete scan of each partition checks it`;
+    return result;
+  }
+  let listing: VerifyListing | undefined;
   const leases = options.repair ? new Leases(options.store.executor, options.lease?.seconds) : undefined;
   let lease: HeldLease | undefined;
   let leaseTaken = false;
@@ -173,9 +194,17 @@ export async function verifyStream(streamName: StreamName | string, options: Ver
       renewal.unref();
       result.repaired = { changes: 0, tombstones: 0, held: 0 };
     }
-    await listing.dropAbandoned();
-    const verification = new Verification(stream, options, listing, result, lease && leases ? { lease, seconds: leases.seconds } : undefined, logger);
-    await verification.scan();
+    await new VerifyListing(options.store.executor).dropAbandoned();
+    const parts: (VerifyScope | undefined)[] = options.partitions
+      ? options.partitions.values.map((value) => ({ param: options.partitions!.param, column: options.partitions!.column, value }))
+      : [undefined];
+    for (const scope of parts) {
+      // One scratch list per part: its extras are the rows of that part it did not list.
+      listing = new VerifyListing(options.store.executor);
+      await new Verification(stream, options, listing, result, lease && leases ? { lease, seconds: leases.seconds } : undefined, logger, scope).scan();
+      await listing.clear();
+      listing = undefined;
+    }
   } catch (error) {
     const err = error as Error;
     if (error instanceof NotFoundError && stream.request.unsupportedOn404 && result.pages === 0) {
@@ -188,7 +217,7 @@ export async function verifyStream(streamName: StreamName | string, options: Ver
     }
   } finally {
     if (renewal) clearInterval(renewal);
-    await listing.clear().catch(() => undefined);
+    await listing?.clear().catch(() => undefined);
     if (lease && leaseTaken) await leases!.release(lease).catch(() => undefined);
   }
   return result;
@@ -206,7 +235,13 @@ class Verification {
   private readonly result: StreamVerification;
   private readonly repair: { lease: HeldLease; seconds: number } | undefined;
   private readonly logger: Logger;
+  /** The partition this scan reads, or undefined for the whole list. */
+  private readonly scope: VerifyScope | undefined;
 
+  /**
+   * @param result the stream's verification: this scan adds its counts to it (several partitions
+   *   add up into one)
+   */
   constructor(
     stream: RegisteredStream,
     options: VerifyStreamOptions,
@@ -214,7 +249,9 @@ class Verification {
     result: StreamVerification,
     repair: { lease: HeldLease; seconds: number } | undefined,
     logger: Logger,
+    scope?: VerifyScope,
   ) {
+    this.scope = scope;
     this.stream = stream;
     this.options = options;
     this.listing = listing;
@@ -254,17 +291,25 @@ class Verification {
       const reReads = await this.reReadTies();
       outcome = scanOutcome(this.state.run, await this.listing.count(), reReads);
     }
-    this.result.listed = outcome.distinctIds;
-    this.result.total = outcome.total;
+    this.result.listed += outcome.distinctIds;
+    this.result.total += outcome.total;
+    const where = this.scope ? ` (${this.scope.param} ${this.scope.value})` : '';
     if (outcome.outcome === 'incomplete') {
       this.result.status = 'incomplete';
-      this.result.error = `the scan listed ${outcome.distinctIds} distinct records of a total of ${outcome.total} (${outcome.reason}): extra records cannot be counted; run verify again`;
-      this.logger.warn({ stream: this.stream.name, reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds }, 'verify: incomplete scan; extras not counted');
+      this.result.extra = null;
+      this.result.error = `the scan${where} listed ${outcome.distinctIds} distinct records of a total of ${outcome.total} (${outcome.reason}): extra records cannot be counted; run verify again`;
+      this.logger.warn({ stream: this.stream.name, ...(this.scope ? { partition: this.scope.value } : {}), reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds }, 'verify: incomplete scan; extras not counted');
       return;
     }
-    this.result.extra = await this.listing.unlisted(this.stream, this.startedAt, this.sampleSize);
-    if (this.repair && this.result.extra.count > 0) await this.tombstoneExtras();
-    const drift = this.result.missing.count + this.result.stale.count + this.result.extra.count;
+    const extra = await this.listing.unlisted(this.stream, this.startedAt, this.sampleSize, this.scope);
+    // An earlier part that was incomplete leaves the stream's extras uncounted (null).
+    if (this.result.status !== 'incomplete') {
+      const counted = this.result.extra ?? { count: 0, ids: [] };
+      this.result.extra = { count: counted.count + extra.count, ids: [...counted.ids, ...extra.ids].slice(0, this.sampleSize) };
+    }
+    if (this.repair && extra.count > 0) await this.tombstoneExtras(extra.count);
+    if (this.result.status === 'incomplete') return;
+    const drift = this.result.missing.count + this.result.stale.count + (this.result.extra?.count ?? 0);
     this.result.status = drift > 0 ? 'drift' : 'equal';
   }
 
@@ -279,7 +324,7 @@ class Verification {
         priority: 'backfill',
         signal: this.options.signal,
         invalidItems: 'collect',
-        query: { ...request.filters, sortBy: request.sort.by, sortOrder: request.sort.order, createdBefore: this.state.run.createdBefore },
+        query: { ...request.filters, ...(this.scope ? { [this.scope.param]: this.scope.value } : {}), sortBy: request.sort.by, sortOrder: request.sort.order, createdBefore: this.state.run.createdBefore },
       })
       .then((page) => {
         this.result.pages += 1;
@@ -411,13 +456,12 @@ class Verification {
    * Tombstones the extras in transactions of `TOMBSTONES_PER_TRANSACTION`, each under the lease;
    * none when they make a mass deletion (`massDeletionShare`) and it is not confirmed.
    */
-  private async tombstoneExtras(): Promise<void> {
-    const extras = this.result.extra!.count;
+  private async tombstoneExtras(extras: number): Promise<void> {
     const share = this.options.massDeletionShare ?? DEFAULT_MASS_DELETION_SHARE;
     if (!this.options.confirmDeletions && extras > MASS_DELETION_FLOOR) {
       const live = (await this.options.store.countRecords(this.stream)).live;
       if (extras > share * live) {
-        this.result.repaired!.held = extras;
+        this.result.repaired!.held += extras;
         this.logger.warn(
           { stream: this.stream.name, extras, live, share },
           `verify --repair: ${extras} extra records of ${live} live are more than sync.massDeletionShare (${share}); none is tombstoned. If they are really gone: verify --repair --confirm-deletions`,
@@ -426,7 +470,7 @@ class Verification {
       }
     }
     for (;;) {
-      const appended = await this.underLease((store) => this.listing.tombstoneUnlisted(store, this.stream, this.startedAt, TOMBSTONES_PER_TRANSACTION));
+      const appended = await this.underLease((store) => this.listing.tombstoneUnlisted(store, this.stream, this.startedAt, TOMBSTONES_PER_TRANSACTION, this.scope));
       if (appended.length === 0) return;
       this.noteRepaired(appended, appended.length);
     }

@@ -97,6 +97,8 @@ export class StreamConditions {
     // The usual run: a success of a stream that is `ok` without failures changes nothing (no transaction).
     const seen = await this.read(result.stream);
     if (outcome === 'succeeded' && seen.condition === 'ok' && seen.failedRuns === 0) return undefined;
+    // A sync skipping a stream already unsupported (until its probe is due) changes nothing either.
+    if (outcome === 'unsupported' && seen.condition === 'unsupported') return undefined;
     return this.store.transaction(async (store) => {
       const conditions = new StreamConditionStore(store.executor);
       const before = await conditions.read(result.stream);

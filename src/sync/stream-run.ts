@@ -65,6 +65,8 @@ export type RunReason = 'backfill' | 'sync' | 'reconcile';
 /** Progress after each committed page, for progress bars and logs (`RunOptions.onProgress`). */
 export interface RunProgress {
   stream: StreamName;
+  /** The partition being read (a partitioned stream's value, docs/sync.md "Partitioned streams"); absent for an unpartitioned stream. */
+  partition?: string;
   reason: RunReason;
   mode: RunCheckpoint['mode'];
   /** Items listed so far in this run (re-reads after a step back included). */
@@ -84,14 +86,17 @@ export interface RunProgress {
  */
 export interface RunResult {
   stream: StreamName;
+  /** For one partition's run (an entry of `partitions`): the partition's value. */
+  partition?: string;
   reason: RunReason;
   mode: RunCheckpoint['mode'];
   /**
    * `succeeded`; `unsupported` (the list endpoint answered 404, docs/sync.md "Deals"); `busy` (another
    * process runs this stream); `interrupted` (aborted: the checkpoint stands); `failed` (error: the
-   * checkpoint stands, `error` says what and where).
+   * checkpoint stands, `error` says what and where); `no-partitions` (a partitioned stream with no
+   * partition configured or mirrored: nothing was requested, docs/sync.md "Partitioned streams").
    */
-  status: 'succeeded' | 'unsupported' | 'busy' | 'interrupted' | 'failed';
+  status: 'succeeded' | 'unsupported' | 'busy' | 'interrupted' | 'failed' | 'no-partitions';
   /** True when this run continued a checkpoint left by an earlier, unfinished run. */
   resumed: boolean;
   /** List requests this run sent (the client's retries of one page count once). */
@@ -123,6 +128,11 @@ export interface RunResult {
   /** A range backfill's range (docs/sync.md "Range backfill"); absent for a whole-stream run. */
   createdRange?: CreatedRange;
   error?: Error;
+  /**
+   * A partitioned stream's run: one result per partition, in the order they ran (the counts above
+   * are their sums); empty with `no-partitions`. Absent for an unpartitioned stream.
+   */
+  partitions?: RunResult[];
 }
 
 /** The change type a complete scan appends when it holds back a mass deletion (docs/sync.md "Mass deletions held"). */
@@ -217,6 +227,8 @@ export async function newCheckpoint(
  */
 export class StreamRun implements TieReReader {
   readonly stream: RegisteredStream;
+  /** The partition's value (its list asks `partitions.param` = it), or '' for an unpartitioned stream. */
+  readonly partition: string;
   readonly checkpoint: RunCheckpoint;
   readonly result: RunResult;
   private readonly options: RunOptions;
@@ -230,13 +242,15 @@ export class StreamRun implements TieReReader {
 
   /**
    * @param stream the stream being run
+   * @param partition the partition's value, or '' for an unpartitioned stream
    * @param checkpoint the run's checkpoint (new or resumed); updated in place and committed with each page
    * @param result the run's counts and outcome; updated in place
    * @param options the caller's per-run options (signal, progress, confirmed deletions)
    * @param environment what the engine lends the run (client, store, lease-fenced steps)
    */
-  constructor(stream: RegisteredStream, checkpoint: RunCheckpoint, result: RunResult, options: RunOptions, environment: RunEnvironment) {
+  constructor(stream: RegisteredStream, partition: string, checkpoint: RunCheckpoint, result: RunResult, options: RunOptions, environment: RunEnvironment) {
     this.stream = stream;
+    this.partition = partition;
     this.checkpoint = checkpoint;
     this.result = result;
     this.options = options;
@@ -246,6 +260,16 @@ export class StreamRun implements TieReReader {
 
   private get logger(): Logger {
     return this.environment.logger;
+  }
+
+  /** The log fields naming the run: its stream, and its partition when it has one. */
+  private get names(): { stream: StreamName; partition?: string } {
+    return this.partition ? { stream: this.stream.name, partition: this.partition } : { stream: this.stream.name };
+  }
+
+  /** The partition for the store's calls: undefined for an unpartitioned stream. */
+  private get inPartition(): string | undefined {
+    return this.partition || undefined;
   }
 
   /**
@@ -275,7 +299,14 @@ export class StreamRun implements TieReReader {
       signal,
       invalidItems: 'collect',
       hooks: { beforeRequest: () => this.environment.beforeRequest() },
-      query: { ...request.filters, sortBy: request.sort.by, sortOrder: request.sort.order, updatedAfter: checkpoint.updatedAfter, ...createdFilters(checkpoint) },
+      query: {
+        ...request.filters,
+        ...(this.partition && stream.partitions ? { [stream.partitions.param]: this.partition } : {}),
+        sortBy: request.sort.by,
+        sortOrder: request.sort.order,
+        updatedAfter: checkpoint.updatedAfter,
+        ...createdFilters(checkpoint),
+      },
     });
   }
 
@@ -313,7 +344,7 @@ export class StreamRun implements TieReReader {
 
   /** One page: the cursor's server time (first page), then records, changelog and checkpoint in one transaction, then notification. */
   private async commitPage(step: PageStep<ApiRecord>): Promise<void> {
-    const { stream, checkpoint: run, result } = this;
+    const { checkpoint: run, result } = this;
     const { page } = step;
     this.noteTotal(page.pagination.total, step.kind === 'gap');
     const listedBefore = this.listedBefore(page);
@@ -341,7 +372,7 @@ export class StreamRun implements TieReReader {
       const floored = Math.floor(serverNow / SECOND_MS) * SECOND_MS;
       run.serverStartedAt = new Date(floored).toISOString();
       run.createdBefore = run.serverStartedAt;
-      if (!page.serverTime) this.logger.warn({ stream: stream.name }, 'the server sent no Date header; using the local clock for the cursor');
+      if (!page.serverTime) this.logger.warn(this.names, 'the server sent no Date header; using the local clock for the cursor');
     }
     run.records += page.items.length;
     result.records += page.items.length;
@@ -350,7 +381,7 @@ export class StreamRun implements TieReReader {
     if (step.stepBack > 0) {
       // Records were removed since the previous page: up to that many unseen records slid below what was read.
       result.driftStepBacks += 1;
-      this.logger.info({ stream: stream.name, offset: page.offset, drop: step.stepBack, gaps: step.state.gaps }, 'the list shrank while paging; the positions records may have slid to are read again');
+      this.logger.info({ ...this.names, offset: page.offset, drop: step.stepBack, gaps: step.state.gaps }, 'the list shrank while paging; the positions records may have slid to are read again');
     }
     // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
     const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
@@ -358,19 +389,19 @@ export class StreamRun implements TieReReader {
     const clock = await this.writePage(page, listedBefore, (store) => this.observeRecordClock(store, page.items, offsetMs, firstPage, page.serverTime?.getTime() ?? Date.now()));
     if (clock && clock.after > clock.before) {
       this.logger.warn(
-        { stream: stream.name, lagSeconds: clock.after, previousLagSeconds: clock.before },
+        { ...this.names, lagSeconds: clock.after, previousLagSeconds: clock.before },
         "the records' clock lags the cursor's clock: incremental syncs widen their updatedAfter overlap by this much",
       );
     }
     if (page.rejected && page.rejected.length > 0) {
       result.rejected += page.rejected.length;
       this.logger.warn(
-        { stream: stream.name, offset: page.offset, rejected: page.rejected.length, first: page.rejected[0]!.error },
+        { ...this.names, offset: page.offset, rejected: page.rejected.length, first: page.rejected[0]!.error },
         'list items failed their schema: quarantined in rejected_records; the rest of the page committed',
       );
     }
     this.options.onProgress?.({
-      stream: stream.name,
+      ...this.names,
       reason: run.reason,
       mode: run.mode,
       records: run.records,
@@ -400,7 +431,7 @@ export class StreamRun implements TieReReader {
     const ceiling = lagCeiling(records, pageTimeMs);
     if (ceiling !== undefined && ceiling < after) after = await recordClock.cap(stream.name, ceiling);
     if (firstPage) {
-      const since = (await store.readSyncState(stream.name)).lastSuccessAt ?? new Date(0).toISOString();
+      const since = (await store.readSyncState(stream.name, this.partition)).lastSuccessAt ?? new Date(0).toISOString();
       const fromWrites = await lagsFromWrites(store.executor, stream.name, since, offsetMs);
       if (fromWrites.length > 0) after = await recordClock.observe(stream.name, fromWrites, 'write');
     }
@@ -415,14 +446,15 @@ export class StreamRun implements TieReReader {
     const asked = notFound.url ?? stream.request.path;
     result.notFoundUrl = notFound.url;
     await this.environment.fenced(async (store) => {
+      // Unsupported is the stream's (its own row), whichever partition found it out.
       await store.updateSyncState(stream.name, {
         supported: 0,
-        last_error: `GET ${asked} answered 404: the stream is unsupported by this server (or BIZOPS_BASE_URL is not the API's base URL); records arrive from write responses only`,
+        last_error: `GET ${asked} answered 404: the stream is unsupported by this server (the other lists answered); records arrive from write responses only`,
         last_run_finished_at: new Date().toISOString(),
       });
-      await store.saveRun(stream.name, null);
+      await store.saveRun(stream.name, null, this.partition);
     });
-    this.logger.warn({ stream: stream.name, path: stream.request.path }, 'list endpoint not found (404): stream marked unsupported');
+    this.logger.warn({ ...this.names, path: stream.request.path }, 'list endpoint not found (404): stream marked unsupported');
   }
 
   /** A page's ids with their positions in the set (the page's offset plus the index in the answer); quarantined items included (`quarantineKey`). */
@@ -539,7 +571,7 @@ export class StreamRun implements TieReReader {
     if (run.mode === 'complete' && run.scanNumber !== undefined) {
       const scanNumber = run.scanNumber;
       const { store } = this.environment;
-      return this.environment.database(async () => (await store.countSeenInScan(stream, scanNumber)) + (await new RejectedRecords(store).countListedOutsideMirror(stream, run.startedAt)));
+      return this.environment.database(async () => (await store.countSeenInScan(stream, scanNumber, this.inPartition)) + (await new RejectedRecords(store).countListedOutsideMirror(stream, run.startedAt, this.partition)));
     }
     return run.distinctIds ?? 0;
   }
@@ -549,7 +581,7 @@ export class StreamRun implements TieReReader {
    * and ids came twice, re-reads the tie regions first (src/sync/tie-re-reads.ts).
    */
   private async checkScan(): Promise<ScanOutcome> {
-    const { stream, checkpoint: run } = this;
+    const { checkpoint: run } = this;
     const total = run.lastTotal ?? 0;
     let reReads = 0;
     let rounds = 0;
@@ -560,13 +592,13 @@ export class StreamRun implements TieReReader {
     const outcome = scanOutcome(run, await this.distinctIds(), reReads);
     if (outcome.outcome === 'incomplete') {
       this.logger.warn(
-        { stream: stream.name, reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds, repeatedIds: outcome.repeatedIds, reReads, rounds },
+        { ...this.names, reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds, repeatedIds: outcome.repeatedIds, reReads, rounds },
         boundHit
           ? `incomplete scan: ties came back in another order per request and ${rounds} rounds of re-reads (${reReads} pages, the most one scan may spend) did not find every record; no record is counted missing, the cursor stays, and the next scan tries again`
           : 'incomplete scan: it listed fewer distinct records than the list\'s total; no record is counted missing and the cursor stays',
       );
     } else if (reReads > 0) {
-      this.logger.info({ stream: stream.name, total, repeatedIds: outcome.repeatedIds, reReads, rounds }, 'ties came back in another order per request; re-reading their tie runs completed the scan');
+      this.logger.info({ ...this.names, total, repeatedIds: outcome.repeatedIds, reReads, rounds }, 'ties came back in another order per request; re-reading their tie runs completed the scan');
     }
     return outcome;
   }
@@ -610,13 +642,13 @@ export class StreamRun implements TieReReader {
         measured = await beforeApply?.(store);
         const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
         secondVersions = [];
-        const appended = await store.applyRecords(stream, page.items, { scanNumber, listedBefore: (id) => listedBefore.has(id), secondVersions });
+        const appended = await store.applyRecords(stream, page.items, { scanNumber, listedBefore: (id) => listedBefore.has(id), secondVersions, partition: this.inPartition });
         // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
         const rejectedRecords = new RejectedRecords(store);
         await rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
-        if (page.rejected && page.rejected.length > 0) appended.push(...(await rejectedRecords.quarantine(stream, page.rejected, { scanNumber })));
+        if (page.rejected && page.rejected.length > 0) appended.push(...(await rejectedRecords.quarantine(stream, page.rejected, { scanNumber, partition: this.partition })));
         run.changes = changesBefore + appended.length;
-        await store.saveRun(stream.name, run);
+        await store.saveRun(stream.name, run, this.partition);
         return appended;
       });
     } catch (error) {
@@ -628,7 +660,7 @@ export class StreamRun implements TieReReader {
     if (changes.length > 0) this.environment.onChanges?.(changes);
     if (secondVersions.length > 0) {
       this.logger.warn(
-        { stream: stream.name, offset: page.offset, ids: secondVersions.slice(0, 10), count: secondVersions.length },
+        { ...this.names, offset: page.offset, ids: secondVersions.slice(0, 10), count: secondVersions.length },
         'records listed again in this scan with other content: the first version stands (one change per record per scan); the next scan applies the current one',
       );
     }
@@ -657,13 +689,15 @@ export class StreamRun implements TieReReader {
               recordRangeMisses(store, stream, scanNumber, run.startedAt, run.createdRange, now, {
                 massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
                 onHeld: (hold) => (holding = hold),
+                partition: this.inPartition,
               })
             : store.recordMisses(stream, scanNumber, run.startedAt, now, {
                 massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
                 onHeld: (hold) => (holding = hold),
+                partition: this.inPartition,
               }))),
         );
-        const previous = (await store.readSyncState(stream.name)).deletionHold;
+        const previous = (await store.readSyncState(stream.name, this.partition)).deletionHold;
         held = holding ? { ...holding, share: massDeletionShare, scanNumber, since: previous?.since ?? now, at: now } : null;
         if (holding && previous?.count !== holding.count) {
           // Said once per hold (and again when it grows or shrinks), not at every scan that keeps it.
@@ -673,12 +707,13 @@ export class StreamRun implements TieReReader {
               stream: stream.name,
               recordId: stream.name,
               occurredAt: now,
-              data: { record: { stream: stream.name, held: holding.count, live: holding.live, share: massDeletionShare, scanNumber }, changes: {} },
+              data: { record: { ...this.names, held: holding.count, live: holding.live, share: massDeletionShare, scanNumber }, changes: {} },
+              ...(this.partition ? { partition: this.partition } : {}),
             }),
           );
         }
         // A complete scan that did not list a quarantined item: it is no longer served, with an id or without one.
-        if (!run.createdRange) await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt);
+        if (!run.createdRange) await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt, this.partition);
       }
       const now = new Date().toISOString();
       if (complete) await saveHighWater(store.executor, stream, run.serverStartedAt, run.updatedAfter);
@@ -695,8 +730,8 @@ export class StreamRun implements TieReReader {
         last_run_requests: run.pages,
         last_run_records: run.records,
         last_run_changes: run.changes + appended.length,
-      });
-      await store.saveRun(stream.name, null);
+      }, this.partition);
+      await store.saveRun(stream.name, null, this.partition);
       return appended;
     });
     const gone = tombstones.filter((change) => change.type !== MASS_DELETION_HELD);
@@ -706,12 +741,12 @@ export class StreamRun implements TieReReader {
     if (tombstones.length > 0) this.environment.onChanges?.(tombstones);
     if (held) {
       this.logger.warn(
-        { stream: stream.name, held: held.count, live: held.live, share: held.share },
+        { ...this.names, held: held.count, live: held.live, share: held.share },
         `a complete scan would tombstone ${held.count} of ${held.live} live records, more than sync.massDeletionShare (${held.share}): none is tombstoned (a list that stopped serving part of the stream, such as a capped result window, looks like this); if they are really gone, run \`bizops-sync backfill --stream ${stream.name} --confirm-deletions\``,
       );
     }
     this.logger.info(
-      { stream: stream.name, reason: run.reason, mode: run.mode, scan: scan.outcome, pages: result.pages, records: result.records, changes: result.changes, tombstones: result.tombstones },
+      { ...this.names, reason: run.reason, mode: run.mode, scan: scan.outcome, pages: result.pages, records: result.records, changes: result.changes, tombstones: result.tombstones },
       'run finished',
     );
   }

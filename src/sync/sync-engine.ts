@@ -12,6 +12,7 @@ import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseC
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
 import { STREAM_LIST, streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { noPartitionsMessage, partitionValues, type ConfiguredPartitions } from './partition-values.ts';
 import { checkCreatedRange, sameCreatedRange } from './created-range.ts';
 import { WrongBaseUrlError } from './base-url-check.ts';
 import type { StreamConditions } from './stream-conditions.ts';
@@ -92,6 +93,11 @@ export interface SyncEngineOptions {
    * docs/sync.md "Mass deletions held"). Default 0.1; 1 never holds.
    */
   massDeletionShare?: number;
+  /**
+   * The configured partitions of partitioned streams (config `sync.partitions`: stream -> parameter
+   * -> values; docs/sync.md "Partitioned streams"); a stream listed here reads exactly these. Default none.
+   */
+  partitions?: ConfiguredPartitions;
 }
 
 const SECOND_MS = 1000;
@@ -211,20 +217,8 @@ export class SyncEngine {
     } catch (error) {
       return this.failedBeforeStart(stream, reason, error as Error);
     }
-    let wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || seen.cursor === null;
-    const result: RunResult = {
-      stream: stream.name,
-      reason,
-      mode: wantComplete ? 'complete' : 'incremental',
-      status: 'succeeded',
-      resumed: false,
-      pages: 0,
-      records: 0,
-      changes: 0,
-      tombstones: 0,
-      rejected: 0,
-      driftStepBacks: 0,
-    };
+    const wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || seen.cursor === null;
+    const result: RunResult = { ...emptyResult(stream, reason), mode: wantComplete ? 'complete' : 'incremental' };
     if (reason === 'sync' && !seen.supported && !this.probeDue(stream.name, seen.lastRunStartedAt)) {
       // Probed recently (the last run's start is the last probe): skip until the next probe is due.
       result.status = 'unsupported';
@@ -256,33 +250,8 @@ export class SyncEngine {
     this.signals.set(stream.name, options.signal);
     const renewal = this.keepLeaseWhileRunning(stream.name, acquired.lease);
     try {
-      // Read again under the lease: the previous holder may have committed more since (a replica
-      // taking over a dead daemon's stream resumes from its last committed checkpoint).
-      const state = await this.database(stream.name, () => this.store.readSyncState(stream.name), options.signal);
-      wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
-      result.mode = wantComplete ? 'complete' : 'incremental';
-      let run = state.run;
-      // A backfill resumes only a checkpoint of its own range (or of none): created-range.ts.
-      const rangeAgrees = !run || reason !== 'backfill' || sameCreatedRange(run.createdRange, options.createdRange);
-      if (run && (run.mode === 'complete' || !wantComplete) && rangeAgrees) {
-        result.resumed = true;
-        this.logger.info({ stream: stream.name, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
-      } else {
-        const mode = wantComplete ? 'complete' : 'incremental';
-        // A stream that cannot measure the records' clock has it probed first (record-clock-probe.ts).
-        if (mode === 'incremental') await this.recordClockProbe.beforeRun(stream, { priority: reason === 'sync' ? 'incremental' : 'backfill', signal: options.signal, beforeRequest: () => this.leaseBeforeRequest(stream.name) });
-        run = await this.database(stream.name, () => newCheckpoint(this.store, stream, { mode, reason, cursor: state.cursor, scanNumber: state.scanNumber, overlapMs: this.overlapMs }), options.signal);
-        if (reason === 'backfill' && options.createdRange) run.createdRange = options.createdRange;
-        if (state.run && !rangeAgrees) {
-          this.logger.info({ stream: stream.name, checkpointRange: state.run.createdRange ?? 'whole stream', range: options.createdRange ?? 'whole stream' }, 'the unfinished run is of another range: this backfill starts anew and replaces its checkpoint');
-        }
-      }
-      if (run.createdRange) result.createdRange = run.createdRange;
-      result.mode = run.mode;
-      // The checkpoint is first saved with the first page: a run that fails before any page leaves
-      // nothing to resume.
-      await this.fenced(stream.name, (store) => store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${run.reason}/${run.mode}` }));
-      await new StreamRun(stream, run, result, options, this.environment(stream, options.signal)).execute();
+      if (stream.partitions) await this.runPartitions(stream, result, options);
+      else await (await this.startRun(stream, '', result, options)).execute();
     } catch (error) {
       const err = error as Error;
       if (options.signal?.aborted) {
@@ -317,6 +286,118 @@ export class SyncEngine {
       }
     }
     return result;
+  }
+
+  /**
+   * Starts the run of a stream, or of one partition of it, under the stream's lease: resumes its
+   * unfinished checkpoint (a complete scan is never dropped for an incremental one; a requested
+   * complete scan supersedes an unfinished incremental run) or makes a new one, and notes the start
+   * in its sync state. Sets `result.mode` and `result.resumed`.
+   * @param partition the partition's value, or '' for an unpartitioned stream
+   */
+  private async startRun(stream: RegisteredStream, partition: string, result: RunResult, options: RunOptions): Promise<StreamRun> {
+    const reason = result.reason;
+    const names = partition ? { stream: stream.name, partition } : { stream: stream.name };
+    // Read again under the lease: the previous holder may have committed more since (a replica
+    // taking over a dead daemon's stream resumes from its last committed checkpoint).
+    const state = await this.database(stream.name, () => this.store.readSyncState(stream.name, partition), options.signal);
+    const wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
+    result.mode = wantComplete ? 'complete' : 'incremental';
+    let run = state.run;
+    // A backfill resumes only a checkpoint of its own range (or of none): created-range.ts.
+    const rangeAgrees = !run || reason !== 'backfill' || sameCreatedRange(run.createdRange, options.createdRange);
+    if (run && (run.mode === 'complete' || !wantComplete) && rangeAgrees) {
+      result.resumed = true;
+      this.logger.info({ ...names, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
+    } else {
+      const mode = wantComplete ? 'complete' : 'incremental';
+      // A stream that cannot measure the records' clock has it probed first (record-clock-probe.ts).
+      if (mode === 'incremental' && !partition) await this.recordClockProbe.beforeRun(stream, { priority: reason === 'sync' ? 'incremental' : 'backfill', signal: options.signal, beforeRequest: () => this.leaseBeforeRequest(stream.name) });
+      run = await this.database(stream.name, () => newCheckpoint(this.store, stream, { mode, reason, cursor: state.cursor, scanNumber: state.scanNumber, overlapMs: this.overlapMs }), options.signal);
+      if (reason === 'backfill' && options.createdRange) run.createdRange = options.createdRange;
+      if (state.run && !rangeAgrees) {
+        this.logger.info({ ...names, checkpointRange: state.run.createdRange ?? 'whole stream', range: options.createdRange ?? 'whole stream' }, 'the unfinished run is of another range: this backfill starts anew and replaces its checkpoint');
+      }
+    }
+    if (run.createdRange) result.createdRange = run.createdRange;
+    result.mode = run.mode;
+    const checkpoint = run;
+    // The checkpoint is first saved with the first page: a run that fails before any page leaves
+    // nothing to resume.
+    await this.fenced(stream.name, (store) => store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${checkpoint.reason}/${checkpoint.mode}` }, partition));
+    return new StreamRun(stream, partition, checkpoint, result, options, this.environment(stream, options.signal));
+  }
+
+  /**
+   * Runs every partition of a partitioned stream in turn under the one stream lease (docs/sync.md
+   * "Partitioned streams"), each with its own checkpoint, cursor and scans; fills `result.partitions`
+   * and adds their counts to `result`. A partition that fails is recorded in its own state and the
+   * next one runs; an interruption, a lost lease or a wrong base URL stops them all (rethrown). With no partition
+   * known, nothing is requested: `result.status` is `no-partitions` and the stream's state says so.
+   * Ends with the stream's own row: the run's start, end and counts, the oldest partition cursor.
+   * @throws the abort or LeaseLostError that stopped the partitions; a database error on the stream's row
+   */
+  private async runPartitions(stream: RegisteredStream, result: RunResult, options: RunOptions): Promise<void> {
+    const startedAt = new Date().toISOString();
+    const values = await this.database(stream.name, () => partitionValues(this.store.executor, stream, this.options.partitions), options.signal);
+    result.partitions = [];
+    if (values.length === 0) {
+      result.status = 'no-partitions';
+      const message = noPartitionsMessage(stream, this.options.partitions);
+      await this.fenced(stream.name, (store) => store.updateSyncState(stream.name, { last_run_started_at: startedAt, last_run_finished_at: new Date().toISOString(), last_error: message, last_run_mode: `${result.reason}/none` }));
+      this.logger.warn({ stream: stream.name }, message);
+      return;
+    }
+    await this.fenced(stream.name, (store) => store.updateSyncState(stream.name, { last_run_started_at: startedAt, last_run_mode: `${result.reason}/partitions` }));
+    // One probe of the records' clock for all the partitions' incremental runs (record-clock-probe.ts).
+    if (result.reason === 'sync' && (await this.store.readSyncState(stream.name)).cursor !== null) {
+      await this.recordClockProbe.beforeRun(stream, { priority: 'incremental', signal: options.signal, beforeRequest: () => this.leaseBeforeRequest(stream.name) });
+    }
+    for (const partition of values) {
+      options.signal?.throwIfAborted();
+      const part = emptyResult(stream, result.reason, partition);
+      result.partitions.push(part);
+      try {
+        await (await this.startRun(stream, partition, part, options)).execute();
+      } catch (error) {
+        if (options.signal?.aborted || error instanceof LeaseLostError || error instanceof WrongBaseUrlError) throw error;
+        part.status = 'failed';
+        part.error = error as Error;
+        await this.store.updateSyncState(stream.name, { last_error: part.error.message, last_run_finished_at: new Date().toISOString() }, partition).catch(() => undefined);
+        this.logger.error({ stream: stream.name, partition, err: error }, 'the partition\'s run failed; its checkpoint stands, the next partition runs');
+      } finally {
+        addCounts(result, part);
+      }
+      if (part.status === 'unsupported') break;
+    }
+    const failed = result.partitions.find((part) => part.status === 'failed');
+    const unsupported = result.partitions.find((part) => part.status === 'unsupported');
+    if (unsupported) {
+      result.status = 'unsupported';
+      result.notFoundUrl = unsupported.notFoundUrl;
+      return;
+    }
+    if (failed) {
+      result.status = 'failed';
+      result.error = failed.error;
+    }
+    result.mode = result.partitions.every((part) => part.mode === 'complete') ? 'complete' : 'incremental';
+    result.resumed = result.partitions.some((part) => part.resumed);
+    await this.fenced(stream.name, async (store) => {
+      const states = await Promise.all(values.map((partition) => store.readSyncState(stream.name, partition)));
+      const cursors = states.map((state) => state.cursor);
+      const now = new Date().toISOString();
+      await store.updateSyncState(stream.name, {
+        // The stream's cursor is its oldest partition's: how far behind the stream may be.
+        cursor: cursors.includes(null) ? null : cursors.reduce((oldest, cursor) => (cursor! < oldest! ? cursor : oldest)),
+        supported: 1,
+        last_run_finished_at: now,
+        ...(failed ? { last_error: `partition ${failed.partition ?? '?'}: ${failed.error?.message ?? 'failed'}` } : { last_success_at: now, last_error: null }),
+        last_run_requests: result.pages,
+        last_run_records: result.records,
+        last_run_changes: result.changes,
+      });
+    });
   }
 
   /** What a run of `stream` may do: the engine's client and store, and its steps fenced by the stream's lease. */
@@ -389,20 +470,7 @@ export class SyncEngine {
   /** The result of a run that failed before it took its lease (the database stayed away): nothing was written. */
   private failedBeforeStart(stream: RegisteredStream, reason: RunReason, error: Error): RunResult {
     this.logger.error({ stream: stream.name, err: error }, 'run failed before it started; nothing was written');
-    return {
-      stream: stream.name,
-      reason,
-      mode: 'incremental',
-      status: 'failed',
-      resumed: false,
-      pages: 0,
-      records: 0,
-      changes: 0,
-      tombstones: 0,
-      rejected: 0,
-      driftStepBacks: 0,
-      error,
-    };
+    return { ...emptyResult(stream, reason), mode: 'incremental', status: 'failed', error };
   }
 
   /**
@@ -438,4 +506,33 @@ export class SyncEngine {
     return Date.now() - Date.parse(lastProbeAt) >= intervalMs;
   }
 
+}
+
+/** A result with nothing done yet: `succeeded`, a complete scan, every count 0 (`partition` for one partition's run). */
+function emptyResult(stream: RegisteredStream, reason: RunReason, partition?: string): RunResult {
+  return {
+    stream: stream.name,
+    ...(partition === undefined ? {} : { partition }),
+    reason,
+    mode: 'complete',
+    status: 'succeeded',
+    resumed: false,
+    pages: 0,
+    records: 0,
+    changes: 0,
+    tombstones: 0,
+    rejected: 0,
+    driftStepBacks: 0,
+  };
+}
+
+/** Adds one partition's counts to its stream's result. */
+function addCounts(total: RunResult, part: RunResult): void {
+  total.pages += part.pages;
+  total.records += part.records;
+  total.changes += part.changes;
+  total.tombstones += part.tombstones;
+  total.rejected += part.rejected;
+  total.driftStepBacks += part.driftStepBacks;
+  if (part.deletionsHeld !== undefined) total.deletionsHeld = (total.deletionsHeld ?? 0) + part.deletionsHeld;
 }

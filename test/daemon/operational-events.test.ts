@@ -13,7 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { readStatus } from '../../jobs/status.ts';
 import { newWebhookSecret, parsePrometheusText, sampleValue, spawnDaemon, cliEnv, terminate, WebhookReceiver, type DaemonProcess } from './helpers.ts';
-import { simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
+import { runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const ALERTS = `${ROOT}deploy/prometheus/alerts.yml`;
@@ -72,8 +72,7 @@ describe('operational events in the daemon', () => {
     const hooks = await new WebhookReceiver().start();
     receivers.push(hooks);
     const dbPath = dir.file('mirror.db');
-    const daemon = spawnDaemon(
-      cliEnv({
+    const env = cliEnv({
         BIZOPS_BASE_URL: sim.url,
         BIZOPS_TOKEN: String(sim.tokens.admin),
         BIZOPS_DB: dbPath,
@@ -89,8 +88,8 @@ describe('operational events in the daemon', () => {
         // Every tick polls (adaptive polling would add its rest to the threshold: test/sync/stream-conditions.test.ts).
         BIZOPS_MAX_POLL_FACTOR: '1',
         BIZOPS_LOG_LEVEL: 'info',
-      }),
-    );
+    });
+    const daemon = spawnDaemon(env);
     daemons.push(daemon);
     const url = await daemon.url;
     await waitFor(async () => (await readStatus(dbPath)).streams.every((stream) => stream.lastRun.succeededAt !== null), 'every stream to succeed once');
@@ -107,6 +106,9 @@ describe('operational events in the daemon', () => {
     expect(sampleValue(metrics, 'bizops_stream_stale_after_seconds', { stream: 'transactions' })).toBe(6);
     expect(sampleValue(metrics, 'bizops_stream_condition_events_total', { stream: 'transactions', type: 'stream.failing' })).toBe(1);
     expect(sampleValue(metrics, 'bizops_stream_condition_events_total', { stream: 'transactions', type: 'stream.stale' })).toBe(1);
+    // status says so too.
+    const status = await runCli(['status'], env);
+    expect(status.stdout).toMatch(/WARNING: transactions: STALE since \d{4}-\d\d-\d\dT\S+ \(\d+ failed run\(s\) in a row; last success \d{4}-/);
 
     sim.faults.clear();
     await waitFor(async () => (await conditionEvents(url)).some((event) => event.type === 'stream.recovered'), 'stream.recovered');

@@ -36,6 +36,15 @@ function columnText(column: ColumnDefinition): string {
   return column.note ? `${code(column.column)} (${column.note})` : code(column.column);
 }
 
+/** A stream's partitions for the docs: `none`, or its parameter and where its values come from. */
+function partitionsText(stream: RegisteredStream): string {
+  const partitions = stream.partitions;
+  if (!partitions) return 'none';
+  const configured = code(`sync.partitions.${stream.name}.${partitions.param}`);
+  if (partitions.values.from === 'configuration') return `one per ${code(partitions.param)}: ${configured}`;
+  return `one per ${code(partitions.param)}: ${configured}, else the ${code(partitions.values.field)} values of ${code(partitions.values.stream)} in the mirror`;
+}
+
 /** Every generated table of the docs. */
 export const GENERATED_TABLES: readonly GeneratedTable[] = [
   {
@@ -43,7 +52,7 @@ export const GENERATED_TABLES: readonly GeneratedTable[] = [
     name: 'streams',
     render: (streams) =>
       markdownTable(
-        ['stream', 'list endpoint', 'spec', 'items key', 'cursor strategy', 'a 404'],
+        ['stream', 'list endpoint', 'spec', 'items key', 'cursor strategy', 'a 404', 'partitions'],
         streams.map((stream) => [
           code(stream.name),
           code(`GET ${stream.request.path}`),
@@ -51,6 +60,7 @@ export const GENERATED_TABLES: readonly GeneratedTable[] = [
           code(`content.${stream.request.itemsKey}`),
           stream.request.cursor === 'complete-scan' ? 'complete scan' : code(stream.request.cursor),
           stream.request.unsupportedOn404 ? 'marks it unsupported' : 'fails the run',
+          partitionsText(stream),
         ]),
       ),
   },

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { verifyJob } from '../../jobs/verify.ts';
+import { verifyStream } from '../../src/sync/mirror-verify.ts';
 import { STREAMS } from '../../src/streams/definitions.ts';
 import { createdEvent, listRequests, syncFixtures } from '../helpers.ts';
 
@@ -123,6 +124,25 @@ describe('verify', () => {
     expect(result).toMatchObject({ status: 'incomplete', listed: 100, total: 250, extra: null, missing: { count: 0 }, stale: { count: 0 }, repaired: { changes: 0, tombstones: 0 } });
     // The 150 records it did not reach are not tombstoned by the repair.
     expect((await snapshot(context.connection)).transactions).toEqual(before.transactions);
+  });
+
+  it('a list read per value of a parameter (partitions): each value scanned with it, extras counted among its rows only, the counts added up', async () => {
+    const { sim, context } = await mirrored();
+    const truth = sim.world.groundTruth('deals') as { id: string; status: string }[];
+    const won = truth.find((deal) => deal.status === 'WON')!;
+    const lost = truth.find((deal) => deal.status === 'LOST')!;
+    await copyRow(context.connection, 'deals', won.id, 'deal_extra_won');
+    await copyRow(context.connection, 'deals', lost.id, 'deal_extra_lost');
+    const requestsBefore = listRequests(sim, '/deals').length;
+    // Read per status, LOST left out: its rows are no partition's, so its extra is not counted.
+    const result = await verifyStream('deals', { client: context.client, store: context.store, partitions: { param: 'status', column: 'status', values: ['OPEN', 'WON'] } });
+    const read = truth.filter((deal) => deal.status !== 'LOST').length;
+    expect(result).toMatchObject({ status: 'drift', listed: read, total: read, missing: { count: 0 }, stale: { count: 0 }, extra: { count: 1, ids: ['deal_extra_won'] } });
+    const statuses = listRequests(sim, '/deals').slice(requestsBefore).map((request) => new URLSearchParams(request.query).get('status'));
+    expect(new Set(statuses)).toEqual(new Set(['OPEN', 'WON']));
+    const repaired = await verifyStream('deals', { client: context.client, store: context.store, repair: true, partitions: { param: 'status', column: 'status', values: ['OPEN', 'WON'] } });
+    expect(repaired.repaired).toEqual({ changes: 1, tombstones: 1, held: 0 });
+    expect(await context.connection.all('SELECT id FROM deals WHERE deleted_at IS NOT NULL')).toEqual([{ id: 'deal_extra_won' }]);
   });
 
   it('ties in a new order on every request, and records removed while it pages: the scan completes and finds no false difference', async () => {

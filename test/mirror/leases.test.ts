@@ -131,7 +131,7 @@ describe.each(BACKENDS)('leases on $name', (backend) => {
     const old = (await new Leases(a).acquire('stream:deals', 'host-a:1:aa'))!.lease;
     const writeUnder = (connection: SqlConnection, lease: typeof old, cursor: string) =>
       connection.transaction(async (tx) => {
-        await tx.run('INSERT INTO sync_state (stream) VALUES (?) ON CONFLICT (stream) DO NOTHING', ['deals']);
+        await tx.run('INSERT INTO sync_state (stream) VALUES (?) ON CONFLICT (stream, partition_value) DO NOTHING', ['deals']);
         await tx.run('UPDATE sync_state SET cursor = ? WHERE stream = ?', [cursor, 'deals']);
         await confirmLease(tx, lease, 30);
       });

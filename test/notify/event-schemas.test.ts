@@ -105,6 +105,16 @@ describe('event schemas', () => {
     onboardingB!.updatedAt = world.now();
     world.touch('onboardings');
     world.completeOnboarding(onboardingC!.id);
+    const [customerA, customerB] = world.customers;
+    world.updateRecord('customers', customerA!.id, { lastName: 'Renamed' });
+    world.deleteRecord('customers', customerB!.id);
+    // Corrective actions at a location the deals name (the locations read: docs/sync.md "Partitioned streams").
+    const read = new Set(world.deals.map((deal) => deal.locationId));
+    const actions = world.streamRecords('qa_corrective_actions').filter((action) => read.has(action.locationId));
+    const [actionA, actionB] = actions.filter((action) => action.status === 'OPEN');
+    world.updateRecord('qa_corrective_actions', actionA!.id, { status: 'CLOSED', resolvedAt: world.now(), resolutionNotes: 'Fixed' });
+    world.updateRecord('qa_corrective_actions', actionB!.id, { actionTaken: 'Changed what was done' });
+    world.deleteRecord('qa_corrective_actions', actions.find((action) => action !== actionA && action !== actionB)!.id);
     for (const stream of STREAM_NAMES) await run(fixture, stream, 'sync');
     world.updateDeal(dealC!.id, { status: 'OPEN' });
     await twoCompleteScans(fixture);

@@ -7,6 +7,7 @@
  * over HTTP; every event also passes its JSON Schema (syncFixtures validates the changelog).
  */
 import { describe, expect, it } from 'vitest';
+import { readStatus } from '../../jobs/status.ts';
 import { scheduleIntervalMs, StaleStreamWatch } from '../../src/daemon/stale-streams.ts';
 import type { AppendedChange } from '../../src/mirror/mirror-store.ts';
 import type { SqlExecutor } from '../../src/mirror/sql/executor.ts';
@@ -41,6 +42,8 @@ describe('stream conditions', () => {
     expect(failing[0]).toMatchObject({ type: 'stream.failing', stream: 'transactions', record: { stream: 'transactions', condition: 'failing', previous: 'ok', failedRuns: 2 } });
     expect(failing[0]!.record.lastError).toMatch(/500|down/);
     expect(await context.conditions.read('transactions')).toMatchObject({ condition: 'failing', failedRuns: 5 });
+    // status says so.
+    expect((await readStatus(context.config.dbPath)).streams.find((stream) => stream.stream === 'transactions')!.condition).toMatchObject({ condition: 'failing', failedRuns: 5 });
     // Handed to the process's listeners (the webhook dispatcher, metrics) like any change.
     expect(heard.filter((change) => change.type === 'stream.failing')).toHaveLength(1);
 

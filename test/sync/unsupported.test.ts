@@ -90,7 +90,8 @@ describe('an unsupported stream', () => {
 
 describe('a base URL that answers 404 everywhere (a typo)', () => {
   it('sync: one line naming the URL, exit 2, nothing marked; then the right URL mirrors every stream, nothing missing', async () => {
-    sim = await simulator({ size: { deals: 6, transactions: 5, onboardings: 3 } });
+    // Enough deals to name every location: the corrective actions are read per location the deals name.
+    sim = await simulator({ size: { deals: 30, transactions: 5, onboardings: 3 } });
     dir = tempDir();
     const dbPath = testMirrorLocation(dir.file('mirror.db'));
     const env = cliEnv({ BIZOPS_BASE_URL: `${sim.url}/typo`, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dbPath });

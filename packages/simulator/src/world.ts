@@ -151,6 +151,28 @@ export class CompanyWorld {
     for (const name of stream ? [stream] : STREAM_NAMES) this.data.versions[name] += 1;
   }
 
+  /**
+   * Adds a record to any stream (its declaration's churn and tests use it), kept in (createdAt, id)
+   * order; the caller sets every field, createdAt/updatedAt included.
+   * @throws Error naming the simulated streams when `stream` is not one
+   */
+  addRecord<Name extends StreamName>(stream: Name, record: RecordOf<Name>): RecordOf<Name> {
+    simulatedStream(stream);
+    return this.insert(stream, record);
+  }
+
+  /**
+   * Applies `patch` to a record of any stream and sets updatedAt = now (unless the patch sets it);
+   * `id` and `createdAt` never change.
+   * @throws Error on an unknown stream or id
+   */
+  updateRecord<Name extends StreamName>(stream: Name, id: string, patch: Partial<RecordOf<Name>>): RecordOf<Name> {
+    simulatedStream(stream);
+    const record = this.findIn<RecordOf<Name>>(stream, id);
+    Object.assign(record, patch, { id: record.id, createdAt: record.createdAt, updatedAt: patch.updatedAt ?? this.now() });
+    return record;
+  }
+
   private insert<T extends TimestampedRecord>(stream: StreamName, record: T): T {
     this.touch(stream);
     const records = this.data.streams[stream] as unknown as T[];

@@ -23,6 +23,7 @@ import { sql as consumers } from './011_consumers.ts';
 import { sql as deletionHoldClockProbe } from './012_deletion_hold_clock_probe.ts';
 import { sql as verifyListed } from './013_verify_listed.ts';
 import { sql as streamConditions } from './014_stream_conditions.ts';
+import { sql as partitions } from './015_partitions.ts';
 
 /** One migration: its version (`PRAGMA user_version` / `schema_version.version`), a name, its one text. */
 export interface Migration {
@@ -47,4 +48,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 12, name: 'deletion hold, record clock probe', sql: deletionHoldClockProbe },
   { version: 13, name: 'verify scratch list', sql: verifyListed },
   { version: 14, name: 'stream conditions', sql: streamConditions },
+  { version: 15, name: 'partitions: sync state per partition', sql: partitions },
 ];

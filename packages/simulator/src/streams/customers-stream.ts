@@ -41,6 +41,18 @@ export const customersList: SimulatedStream<CustomerRecord, 'customers'> = {
     return lifecycleStage === undefined ? undefined : (record) => record.lifecycleStage === lifecycleStage;
   },
   serialize: (record) => customerView(record),
+  churn: {
+    weight: 8,
+    change(company, random) {
+      const existing = company.customers.length > 0 && random.chance(0.7) ? random.pick(company.customers) : undefined;
+      if (existing) {
+        const stage = random.pick(['LEAD', 'PROSPECT', 'CUSTOMER'].filter((candidate) => candidate !== existing.lifecycleStage));
+        company.updateRecord('customers', existing.id, { lifecycleStage: stage });
+        return { id: existing.id, kind: 'stage-changed' };
+      }
+      return { id: company.createCustomer().id, kind: 'created' };
+    },
+  },
   generate({ random: rng, times }) {
     return times(9).map((time, index) => {
       const firstName = rng.pick(FIRST_NAMES);

@@ -3,6 +3,7 @@
  * plus `locationId` (required: 400 naming it when missing), `status` (OPEN or CLOSED), `category`,
  * `checkId`. Sort fields besides createdAt: updatedAt, openedAt, resolvedAt. Search: issue,
  * suspectedCause, actionTaken. Items are spec §2 QA corrective actions (no createdAt/updatedAt).
+ * Churn closes open actions, changes what was done, and opens new ones.
  */
 import { badRequest } from '../http-error.ts';
 import type { CorrectiveActionRecord } from '../records.ts';
@@ -51,6 +52,43 @@ export const qaCorrectiveActionsList: SimulatedStream<CorrectiveActionRecord, 'q
       (checkId === undefined || record.checkId === checkId);
   },
   serialize: (record) => correctiveActionView(record),
+  churn: {
+    weight: 8,
+    change(company, random) {
+      const actions = company.streamRecords('qa_corrective_actions');
+      const action = random.next();
+      const open = action < 0.45 ? random.pickWhere(actions, (record) => record.status === 'OPEN') : undefined;
+      if (open) {
+        company.updateRecord('qa_corrective_actions', open.id, { status: 'CLOSED', resolvedAt: company.now(), resolutionNotes: 'Verified at next check' });
+        return { id: open.id, kind: 'closed' };
+      }
+      if (action < 0.75 && actions.length > 0) {
+        const changed = random.pick(actions);
+        company.updateRecord('qa_corrective_actions', changed.id, { actionTaken: random.pick(ACTIONS_TAKEN) });
+        return { id: changed.id, kind: 'updated' };
+      }
+      // A new action at one of the company's locations, open.
+      const now = company.now();
+      const created = company.addRecord('qa_corrective_actions', {
+        id: company.newId('qca'),
+        locationId: random.pick(company.data.locations).id,
+        shiftSessionId: company.newId('ss'),
+        checkId: company.newId('chk'),
+        issue: random.pick(ISSUES),
+        suspectedCause: random.pick(CAUSES),
+        actionTaken: random.pick(ACTIONS_TAKEN),
+        ownerEmployeeId: company.employeeForRole('admin').id,
+        category: random.pick(CATEGORIES),
+        status: 'OPEN',
+        openedAt: now,
+        resolvedAt: null,
+        resolutionNotes: null,
+        createdAt: now,
+        updatedAt: now,
+      });
+      return { id: created.id, kind: 'opened' };
+    },
+  },
   generate({ random: rng, times, company }) {
     const locationIds = company.locations.map((location) => location.id);
     const admin = company.employees.find((employee) => employee.tokenRole === 'admin');

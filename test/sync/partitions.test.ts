@@ -1,0 +1,150 @@
+import { describe, expect, it } from 'vitest';
+import { DaemonMetrics } from '../../src/daemon/metrics.ts';
+import { formatChangeLine, formatStoredChangeLine, iterateStoredChanges, readChanges } from '../../src/notify/changelog-reader.ts';
+import { webhookPayload } from '../../src/notify/event-payload.ts';
+import { readMirrorReport } from '../../src/status/mirror-status.ts';
+import { SyncEngine } from '../../src/sync/sync-engine.ts';
+import { changelogProblems } from '../event-validation.ts';
+import { expectMirrorEqualsGroundTruth, listRequests, syncFixtures } from '../helpers.ts';
+
+const fixtures = syncFixtures();
+const STREAM = 'qa_corrective_actions';
+const PATH = '/qa-corrective-actions';
+const SIZES = { transactions: 20, deals: 60, onboardings: 5, customers: 10, qa_corrective_actions: 45 };
+
+/** The locations the simulator serves corrective actions for (company A: three). */
+function locations(sim: Awaited<ReturnType<typeof fixtures.start>>['sim']): string[] {
+  return sim.world.partitionQueries(STREAM).map((query) => query.locationId!);
+}
+
+/** Ids of the simulator's corrective actions at `location`. */
+function truthIds(sim: Awaited<ReturnType<typeof fixtures.start>>['sim'], location: string): string[] {
+  return sim.world.groundTruth(STREAM, { locationId: location }).map((record) => String(record.id)).sort();
+}
+
+describe('a partitioned stream (GET /qa-corrective-actions, one list per locationId)', () => {
+  it('reads exactly the configured partitions, each with its own state; the mirror, status, /metrics and the changelog name the partition', async () => {
+    // The same seed gives the same locations: learn them from a first simulator.
+    const [a, b, c] = locations((await fixtures.start({ size: SIZES })).sim);
+    expect(c).toBeDefined();
+    const { sim: server, context } = await fixtures.start({ size: SIZES }, { sync: { partitions: { [STREAM]: { locationId: [a, b] } } } });
+    expect(locations(server)).toEqual([a, b, c]);
+
+    const result = await context.engine.run(STREAM, 'backfill');
+    expect(result.status).toBe('succeeded');
+    expect(result.partitions?.map((part) => [part.partition, part.status])).toEqual([
+      [a, 'succeeded'],
+      [b, 'succeeded'],
+    ]);
+    // Every request carried its partition; none went out without the required parameter, none for c.
+    const asked = listRequests(server, PATH).map((request) => new URLSearchParams(request.query).get('locationId'));
+    expect(new Set(asked)).toEqual(new Set([a, b]));
+    // The mirror holds the two partitions' records, and nothing of c.
+    const rows = await context.connection.all<{ id: string; location_id: string }>(`SELECT id, location_id FROM ${STREAM} WHERE deleted_at IS NULL ORDER BY id`);
+    expect(rows.map((row) => row.id)).toEqual([...truthIds(server, a!), ...truthIds(server, b!)].sort());
+    expect(result.records).toBe(rows.length);
+
+    // A sync state row per partition (listed by value), each with its cursor; the stream's row has the oldest.
+    const [first, second] = [a!, b!].sort();
+    const states = await context.store.listPartitionStates(STREAM);
+    expect(states.map((state) => [state.partition, state.scanNumber, state.cursor !== null])).toEqual([
+      [first, 1, true],
+      [second, 1, true],
+    ]);
+    const streamState = await context.store.readSyncState(STREAM);
+    expect(streamState.cursor).toBe([states[0]!.cursor!, states[1]!.cursor!].sort()[0]);
+    expect(streamState.lastRunRecords).toBe(rows.length);
+
+    // status: the partitions under their stream, each with its records and cursor.
+    const report = await readMirrorReport(context.connection);
+    const qa = report.streams.find((stream) => stream.stream === STREAM)!;
+    expect(qa.skipped).toBeNull();
+    expect(qa.partitions?.param).toBe('locationId');
+    expect(qa.partitions?.list.map((part) => [part.partition, part.records, part.completeScans, part.cursor])).toEqual([
+      [first, truthIds(server, first!).length, 1, states[0]!.cursor],
+      [second, truthIds(server, second!).length, 1, states[1]!.cursor],
+    ]);
+
+    // The changelog: each created change carries the partition its record was listed in.
+    const changes = (await readChanges(context.connection, { limit: 1000 })).filter((event) => event.stream === STREAM);
+    expect(changes).toHaveLength(rows.length);
+    for (const event of changes) expect(event.partition).toBe((event.data.record as { locationId: string }).locationId);
+    expect(JSON.parse(formatChangeLine(changes[0]!))).toMatchObject({ stream: STREAM, partition: changes[0]!.partition });
+    // The `changes` command's line, spliced from the stored row, names it too.
+    for await (const batch of iterateStoredChanges(context.connection)) {
+      const stored = batch.find((row) => row.stream === STREAM)!;
+      expect(JSON.parse(formatStoredChangeLine(stored))).toMatchObject({ stream: STREAM, record_id: stored.recordId, partition: stored.partition });
+      expect(stored.partition).toBeDefined();
+      break;
+    }
+    // As webhooks send them and the pull API lists them, with `partition`, valid against their JSON Schema.
+    expect(webhookPayload(changes[0]!).data).toMatchObject({ stream: STREAM, partition: changes[0]!.partition });
+    expect(await changelogProblems(context.connection)).toEqual([]);
+
+    // /metrics: a cursor per partition, and how many partitions the stream has.
+    const metrics = new DaemonMetrics({ streams: [STREAM], store: context.store, apiClients: [context.client], budget: context.budgets, processMetrics: false });
+    const text = await metrics.registry.metrics();
+    expect(text).toContain(`bizops_stream_partitions{connection="default",stream="${STREAM}"} 2`);
+    for (const [index, partition] of [first, second].entries()) {
+      expect(text).toContain(`bizops_partition_cursor_timestamp_seconds{connection="default",stream="${STREAM}",partition="${partition}"} ${Date.parse(states[index]!.cursor!) / 1000}`);
+    }
+  });
+
+  it('with no partition configured or mirrored it sends nothing and says so; its values then come from the deals in the mirror, and each partition syncs from its own cursor', async () => {
+    const { sim, context } = await fixtures.start({ size: SIZES });
+    const none = await context.engine.run(STREAM, 'sync');
+    expect(none.status).toBe('no-partitions');
+    expect(none.partitions).toEqual([]);
+    expect(listRequests(sim, PATH)).toHaveLength(0);
+    const before = (await readMirrorReport(context.connection)).streams.find((stream) => stream.stream === STREAM)!;
+    expect(before.skipped).toMatch(/^no partitions: qa_corrective_actions is read once per locationId/);
+    expect(before.skipped).toContain('deals');
+
+    // The deals name the locations: once they are mirrored, every location is a partition.
+    expect((await context.engine.run('deals', 'backfill')).status).toBe('succeeded');
+    const first = await context.engine.run(STREAM, 'sync');
+    expect(first.status).toBe('succeeded');
+    expect(first.partitions?.map((part) => part.partition)).toEqual([...locations(sim)].sort());
+    expect(first.partitions?.every((part) => part.mode === 'complete')).toBe(true);
+    await expectMirrorEqualsGroundTruth(context, sim, STREAM);
+    expect((await readMirrorReport(context.connection)).streams.find((stream) => stream.stream === STREAM)!.skipped).toBeNull();
+
+    // The next sync is incremental per partition: one request each, since that partition's own cursor.
+    const states = new Map((await context.store.listPartitionStates(STREAM)).map((state) => [state.partition, state.cursor]));
+    const sent = listRequests(sim, PATH).length;
+    const second = await context.engine.run(STREAM, 'sync');
+    expect(second.status).toBe('succeeded');
+    expect(second.partitions?.every((part) => part.mode === 'incremental' && part.pages === 1)).toBe(true);
+    const incremental = listRequests(sim, PATH).slice(sent).map((request) => new URLSearchParams(request.query));
+    expect(incremental.map((query) => query.get('locationId')).sort()).toEqual([...states.keys()].sort());
+    for (const query of incremental) {
+      const cursor = states.get(query.get('locationId')!)!;
+      expect(Date.parse(query.get('updatedAfter')!)).toBeLessThan(Date.parse(cursor));
+      expect(Date.parse(query.get('updatedAfter')!)).toBeGreaterThanOrEqual(Date.parse(cursor) - 121_000);
+    }
+  });
+
+  it("misses and tombstones stay inside their partition: scanning one location never tombstones another's records", async () => {
+    const { sim, context } = await fixtures.start({ size: SIZES });
+    const [a, b] = locations(sim);
+    const both = new SyncEngine({ client: context.client, store: context.store, partitions: { [STREAM]: { locationId: [a!, b!] } }, massDeletionShare: 1 });
+    expect((await both.run(STREAM, 'backfill')).status).toBe('succeeded');
+    const gone = truthIds(sim, a!)[0]!;
+    expect(sim.world.deleteRecord(STREAM, gone)).toBe(true);
+
+    // Only a is scanned now (b's location is no longer configured): two complete scans of a.
+    const onlyA = new SyncEngine({ client: context.client, store: context.store, partitions: { [STREAM]: { locationId: [a!] } }, massDeletionShare: 1 });
+    for (let scan = 0; scan < 2; scan += 1) expect((await onlyA.run(STREAM, 'reconcile')).status).toBe('succeeded');
+
+    const tombstoned = await context.connection.all<{ id: string; location_id: string }>(`SELECT id, location_id FROM ${STREAM} WHERE deleted_at IS NOT NULL`);
+    expect(tombstoned).toEqual([{ id: gone, location_id: a }]);
+    const live = await context.connection.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${STREAM} WHERE deleted_at IS NULL AND location_id = ?`, [b!]);
+    expect(Number(live!.n)).toBe(truthIds(sim, b!).length);
+    const deleted = await context.connection.all<{ record_id: string; partition_value: string }>("SELECT record_id, partition_value FROM changes WHERE type = 'qa_action.deleted'");
+    expect(deleted).toEqual([{ record_id: gone, partition_value: a }]);
+    expect(await changelogProblems(context.connection)).toEqual([]);
+    // b's state is untouched by a's scans.
+    expect((await context.store.readSyncState(STREAM, b!)).scanNumber).toBe(1);
+    expect((await context.store.readSyncState(STREAM, a!)).scanNumber).toBe(3);
+  });
+});
