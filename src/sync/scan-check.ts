@@ -102,36 +102,19 @@ export function regionAt(run: RunCheckpoint, position: number): TieRegion | unde
 }
 
 /**
- * Where the run of ties holding `region` likely lies. A region owing `missing` records across one
- * page boundary `b` (a multiple of the page size between its ends) was spanned by the `missing`
- * ids both pages listed, and k points drawn uniformly from the x positions of the run on one side
- * stop about x / (k + 1) short of its end: so each side is widened by its length over `missing`.
- * The region itself otherwise (no debt, no single boundary inside).
- */
-function likelyRun(region: Pick<TieRegion, 'from' | 'to'> & { missing?: number }): { from: number; to: number } {
-  const owed = region.missing ?? 0;
-  const boundary = Math.ceil((region.from + 1) / LIST_PAGE_LIMIT) * LIST_PAGE_LIMIT;
-  if (owed < 1 || boundary > region.to || boundary + LIST_PAGE_LIMIT <= region.to) return region;
-  return { from: Math.max(0, region.from - Math.ceil((boundary - region.from) / owed)), to: region.to + Math.ceil((region.to - boundary + 1) / owed) };
-}
-
-/**
- * Offsets of the pages that re-read a region. A region of at most a page gets one page covering
- * it, centred on the run it likely lies in (`likelyRun`, from its debt: `missing`): a run of up to
- * 100 records around it then arrives whole in one answer, whatever its order. A
+ * Offsets of the pages that re-read a region. A region of at most a page gets one page centred on
+ * it: a run of up to 100 records around it then arrives whole in one answer, whatever its order. A
  * longer region gets ceil(span / 100) pages spread evenly from its first position to its last,
  * each wholly inside the run: every answer is then 100 of the run's records (a random part of it,
  * since it cannot arrive whole), the most one request can bring. Offsets at or past `total` are
  * left out.
  */
-export function regionPages(region: Pick<TieRegion, 'from' | 'to'> & { missing?: number }, total: number): number[] {
+export function regionPages(region: Pick<TieRegion, 'from' | 'to'>, total: number): number[] {
   const span = region.to - region.from + 1;
   if (span <= LIST_PAGE_LIMIT) {
-    const run = likelyRun(region);
-    const centred = run.from - Math.floor((LIST_PAGE_LIMIT - (run.to - run.from + 1)) / 2);
-    // Always the whole region; near the end of the list, centre within what exists.
-    const covering = Math.min(region.from, Math.max(region.to - LIST_PAGE_LIMIT + 1, centred));
-    return [Math.max(0, Math.min(covering, total - LIST_PAGE_LIMIT))].filter((offset) => offset < total);
+    const centred = region.from - Math.floor((LIST_PAGE_LIMIT - span) / 2);
+    // Near the end of the list, centre within what exists.
+    return [Math.max(0, Math.min(centred, total - LIST_PAGE_LIMIT))].filter((offset) => offset < total);
   }
   const pages = Math.ceil(span / LIST_PAGE_LIMIT);
   const last = region.to + 1 - LIST_PAGE_LIMIT;
@@ -159,7 +142,7 @@ export function gapPageInTies(run: RunCheckpoint, gap: PositionRange): number | 
   const span = { from: Math.min(region.from, gap.from), to: Math.max(region.to, gap.to) };
   const lowest = Math.max(0, gap.to - LIST_PAGE_LIMIT + 1);
   // A region longer than a page: the page covering the gap that lies most inside the run (100 of its records).
-  const [offset] = span.to - span.from + 1 > LIST_PAGE_LIMIT ? [Math.min(gap.from, Math.max(lowest, region.from))] : regionPages({ ...span, missing: region.missing }, run.lastTotal ?? 0);
+  const [offset] = span.to - span.from + 1 > LIST_PAGE_LIMIT ? [Math.min(gap.from, Math.max(lowest, region.from))] : regionPages(span, run.lastTotal ?? 0);
   return offset !== undefined && offset <= gap.from && offset >= lowest ? offset : undefined;
 }
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RunCheckpoint } from '../../src/mirror/mirror-store.ts';
-import { creditFound, gapPageInTies, noteTie, regionPages, scanOutcome } from '../../src/sync/scan-check.ts';
+import { creditFound, noteTie, regionPages, scanOutcome } from '../../src/sync/scan-check.ts';
 
 function checkpoint(): RunCheckpoint {
   return { mode: 'complete', reason: 'backfill', startedAt: new Date(0).toISOString(), offset: 0, pages: 0, records: 0, changes: 0, lastTotal: 1_000 };
@@ -44,29 +44,6 @@ describe('tie regions', () => {
     // 250 positions: 3 pages, the first starting at the region, the last ending at it.
     expect(regionPages({ from: 120, to: 369 }, 1_000)).toEqual([120, 195, 270]);
     expect(regionPages({ from: 120, to: 220 }, 1_000)).toEqual([120, 121]);
-  });
-
-  it('a region owing records across one page boundary is read by the page centred on the run it likely lies in, always covering the region', () => {
-    // 3 ids listed on both sides of the boundary at 200, spanning 197..272: the run goes about
-    // 73 / 3 further right (a run of 99 at 197..295 is read whole), hardly further left.
-    expect(regionPages({ from: 197, to: 272, missing: 3 }, 1_000)).toEqual([197]);
-    // Without a debt (or a single boundary inside), centred on the region as before.
-    expect(regionPages({ from: 197, to: 272 }, 1_000)).toEqual([185]);
-    expect(regionPages({ from: 197, to: 272, missing: 0 }, 1_000)).toEqual([185]);
-    // The page always covers the region, however far the estimate reaches.
-    expect(regionPages({ from: 150, to: 249, missing: 1 }, 1_000)).toEqual([150]);
-  });
-
-  it('a drift gap inside a tie region is read by the page that re-reads the region; outside every region, the default', () => {
-    const run = checkpoint();
-    run.lastTotal = 299;
-    noteTie(run, 197, 272, 3);
-    expect(gapPageInTies(run, { from: 199, to: 199 })).toBe(197);
-    expect(gapPageInTies(run, { from: 120, to: 121 })).toBeUndefined();
-    // A region longer than a page: the page covering the gap that lies most inside the run.
-    noteTie(run, 20, 160, 4);
-    expect(gapPageInTies(run, { from: 150, to: 151 })).toBe(52);
-    expect(gapPageInTies(run, { from: 60, to: 61 })).toBe(20);
   });
 
   it('a scan short of its total with tie regions is incomplete for unstable order; without, ended early', () => {
