@@ -22,7 +22,7 @@
  * - `long ties and completions`: 300 onboardings in bursts of 1 to 119, a new order per request,
  *   one completing per scan after the scan listed it.
  *
- * For those: requests / minimum per scan, scans complete, completions recorded within two syncs,
+ * For those: requests / minimum per scan, scans over twice their minimum (goal 0), scans complete, completions recorded within two syncs,
  * completions invented (goal 0), scans that failed.
  *
  * Run alone: `node bench/unstable-ties.ts` (prints JSON). `BENCH_TIES_N` overrides 100000 (the
@@ -188,6 +188,7 @@ export async function run(): Promise<Record<string, number | string>> {
     const trials = await repeat(runs, (index) => churnTrial(kind, index + 1));
     const ratios = trials.flatMap((trial) => trial.ratios);
     figures[`${name}: requests / minimum per scan`] = spread(ratios);
+    figures[`${name}: scans over twice their minimum requests (goal 0)`] = `${ratios.filter((ratio) => ratio > 2).length} of ${ratios.length}`;
     figures[`${name}: scans complete`] = `${trials.reduce((sum, t) => sum + t.complete, 0)} of ${ratios.length}`;
     figures[`${name}: scans failed`] = trials.reduce((sum, t) => sum + t.failed, 0);
     figures[`${name}: completions recorded within 2 syncs`] = `${trials.reduce((sum, t) => sum + t.recordedInTime, 0)} of ${trials.reduce((sum, t) => sum + t.due, 0)}`;

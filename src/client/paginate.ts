@@ -24,7 +24,9 @@
  *   first; then each gap is read with one page that ENDS at the gap's top, so that records sliding
  *   further while it is asked for stay inside it (a gap wider than a page takes more). A removal at
  *   every request therefore costs one gap page per drop at most (merged where they fall in one
- *   page), never a page that starts again below the last one for ever. Each step says which kind
+ *   page), never a page that starts again below the last one for ever. A caller may place a gap's
+ *   page elsewhere as long as it covers the gap (`placeGap`: the engine centres it on the run of
+ *   ties the gap lies in, so that one request reads the gap and the run). Each step says which kind
  *   of page it was (`frontier`: positions read for the first time; `gap`: positions read before,
  *   plus the gap's) and the paging state after it, for a checkpoint (`PagingState`).
  */
@@ -109,6 +111,14 @@ export interface PaginateOptions<T> {
   stepBackOnShrink?: boolean;
   /** An item's id, for the repeated-id count and guard. Default: its `id` property when a string or number. */
   idOf?: (item: T) => string | undefined;
+  /**
+   * Where to read a drift gap, asked when its page is about to be fetched (after the consumer
+   * committed the page before it, unless that step was read ahead): an offset whose page covers
+   * the gap (e.g. one that also re-reads the run of ties the gap lies in), or undefined for the
+   * default (the page ending at the gap's top). An offset whose page would not cover the whole gap
+   * is ignored.
+   */
+  placeGap?: (gap: PositionRange, pageSize: number) => number | undefined;
 }
 
 function defaultIdOf(item: unknown): string | undefined {
@@ -176,6 +186,10 @@ export async function* paginateByOffset<T>(fetchPage: (offset: number) => Promis
   };
   let target = next() ?? { offset: frontier, kind: 'frontier' as const };
   for (;;) {
+    if (target.kind === 'gap' && target.gap && options.placeGap) {
+      const placed = options.placeGap(target.gap, pageSize);
+      if (placed !== undefined && Number.isInteger(placed) && placed >= 0 && placed <= target.gap.from && placed + pageSize - 1 >= target.gap.to) target = { ...target, offset: placed };
+    }
     const page = await fetchPage(target.offset);
     const { total, limit, hasMore } = page.pagination;
     pageSize = limit > 0 ? limit : LIST_PAGE_LIMIT;

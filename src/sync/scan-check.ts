@@ -24,7 +24,7 @@
  * repeated, and so has a region). Bookkeeping per run, not per page boundary: a re-read page that
  * covers two runs cannot pay one run's debt with the other's records.
  */
-import { LIST_PAGE_LIMIT } from '../client/paginate.ts';
+import { LIST_PAGE_LIMIT, type PositionRange } from '../client/paginate.ts';
 import type { RunCheckpoint, ScanOutcome } from '../mirror/mirror-store.ts';
 
 /**
@@ -124,6 +124,26 @@ export function regionPages(region: Pick<TieRegion, 'from' | 'to'>, total: numbe
     if (offset < total) offsets.push(offset);
   }
   return offsets;
+}
+
+/**
+ * Where to read a drift gap that lies in a run of ties (paginate.ts `placeGap`): the page
+ * `regionPages` would centre on the tie region the gap overlaps, widened to the gap, when both fit
+ * in one page. That one request then reads the gap and re-reads the whole run (a run of up to a
+ * page around the region arrives whole, whatever its order), instead of a page ending at the
+ * gap's top that cuts through the run and a re-read of the run after it. For a region longer than
+ * a page, the page covering the gap that lies most inside it (every answer 100 of the run's
+ * records). Undefined when the gap lies in no region (the paginator's default placement).
+ * @param gap positions that may hold records slid below positions read (offsets in the set being paged)
+ */
+export function gapPageInTies(run: RunCheckpoint, gap: PositionRange): number | undefined {
+  const region = (run.tieRegions ?? []).find((candidate) => candidate.from <= gap.to && candidate.to >= gap.from);
+  if (region === undefined) return undefined;
+  const span = { from: Math.min(region.from, gap.from), to: Math.max(region.to, gap.to) };
+  const lowest = Math.max(0, gap.to - LIST_PAGE_LIMIT + 1);
+  // A region longer than a page: the page covering the gap that lies most inside the run (100 of its records).
+  const [offset] = span.to - span.from + 1 > LIST_PAGE_LIMIT ? [Math.min(gap.from, Math.max(lowest, region.from))] : regionPages(span, run.lastTotal ?? 0);
+  return offset !== undefined && offset <= gap.from && offset >= lowest ? offset : undefined;
 }
 
 /**

@@ -54,7 +54,7 @@ import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/
 import { assertBaseUrlServes } from './base-url-check.ts';
 import { readAhead } from './read-ahead.ts';
 import { boundByHighWater, lagCeiling, lagsFromPage, lagsFromWrites, saveHighWater } from './record-clock-lags.ts';
-import { creditFound, noteTie, scanOutcome, tallyPage } from './scan-check.ts';
+import { creditFound, gapPageInTies, noteTie, scanOutcome, tallyPage } from './scan-check.ts';
 import { RECENT_LISTINGS, ScanMemory } from './scan-memory.ts';
 import { listedInScan } from '../mirror/scan-marks.ts';
 import { reReadTies, type TieReReader } from './tie-re-reads.ts';
@@ -321,10 +321,14 @@ export class StreamRun implements TieReReader {
       previousTotal: checkpoint.lastTotal,
       stepBackOnShrink: true,
       idOf: (item) => String(item[stream.key]),
+      placeGap: (gap) => gapPageInTies(checkpoint, gap),
     });
     try {
-      // The next page is fetched while this one commits (one page ahead, never the first: read-ahead.ts).
-      for await (const step of readAhead(pages, { isLast: (step) => step.done })) await this.commitPage(step);
+      // The next page is fetched while this one commits (one page ahead, never the first:
+      // read-ahead.ts), except a drift gap's page: it is placed from the tie regions the page
+      // before it notes when committed (scan-check.ts gapPageInTies).
+      const readNextAfterCommit = (step: PageStep<ApiRecord>): boolean => step.done || (step.state.ended && step.state.gaps.length > 0);
+      for await (const step of readAhead(pages, { isLast: readNextAfterCommit })) await this.commitPage(step);
     } catch (error) {
       if (error instanceof NotFoundError && checkpoint.pages === 0) {
         // Every list answering 404 is a wrong base URL (base-url-check.ts): throws, nothing marked.
