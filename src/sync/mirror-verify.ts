@@ -35,9 +35,10 @@ import { MASS_DELETION_FLOOR, type AppendedChange, type MirrorStore, type RunChe
 import { quarantineKey } from '../mirror/rejected-records.ts';
 import { VerifyListing, type FirstListing } from '../mirror/verify-listing.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
-import { readField, type ApiRecord } from '../streams/define-stream.ts';
+import { partitionColumn, readField, type ApiRecord } from '../streams/define-stream.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { DEFAULT_MASS_DELETION_SHARE } from './sync-engine.ts';
+import { noPartitionsMessage, partitionValues, type ConfiguredPartitions } from './partition-values.ts';
 import { creditFound, noteTie, regionAt, regionPages, requiredIds, scanOutcome, tallyPage } from './scan-check.ts';
 
 /** How many ids a report lists per kind of difference (the counts are whole). */
@@ -130,6 +131,12 @@ export interface VerifyStreamOptions {
    * one list.
    */
   partitions?: { param: string; column: string; values: readonly string[] };
+  /**
+   * The configuration's partition values (`sync.partitions`): for a partitioned stream verified
+   * without `partitions`, its values are these, else the ones mirrored from its source stream, as
+   * the sync reads them (src/sync/partition-values.ts).
+   */
+  configuredPartitions?: ConfiguredPartitions;
 }
 
 /** One part of a stream a verification scans: a partition (its list parameter and value, the column holding it), or the whole list. */
@@ -167,12 +174,29 @@ export async function verifyStream(streamName: StreamName | string, options: Ver
     stale: { count: 0, fields: {}, records: [] },
     invalid: 0,
   };
-  if (stream.partitions) {
-    // Its list requires a parameter: a scan without it would be refused (400). Its partitions'
-    // complete scans (reconciliation) are what checks it (docs/sync.md "Partitioned streams").
-    result.status = 'unsupported';
-    result.error = `${stream.name} is read once per ${stream.partitions.param} (a partitioned stream); verify does not scan partitioned streams: reconciliation's complete scan of each partition checks it`;
-    return result;
+  let partitions = options.partitions;
+  if (stream.partitions && partitions === undefined) {
+    // Its list requires a parameter (docs/sync.md "Partitioned streams"): one scan per value, the
+    // values the sync reads (configured, else mirrored from another stream).
+    const column = partitionColumn(stream)!;
+    try {
+      partitions = { param: stream.partitions.param, column, values: await partitionValues(options.store.executor, stream, options.configuredPartitions) };
+    } catch (error) {
+      result.status = 'failed';
+      result.error = (error as Error).message;
+      return result;
+    }
+    if (partitions.values.length === 0) {
+      // Nothing is read: equal when the mirror holds none of its records either.
+      const live = (await options.store.countRecords(stream)).live;
+      result.extra = { count: 0, ids: [] };
+      if (live > 0) {
+        result.status = 'incomplete';
+        result.extra = null;
+        result.error = `${noPartitionsMessage(stream, options.configuredPartitions)}; the mirror holds ${live} live records of it, which cannot be compared`;
+      }
+      return result;
+    }
   }
   let listing: VerifyListing | undefined;
   const leases = options.repair ? new Leases(options.store.executor, options.lease?.seconds) : undefined;
@@ -195,9 +219,7 @@ export async function verifyStream(streamName: StreamName | string, options: Ver
       result.repaired = { changes: 0, tombstones: 0, held: 0 };
     }
     await new VerifyListing(options.store.executor).dropAbandoned();
-    const parts: (VerifyScope | undefined)[] = options.partitions
-      ? options.partitions.values.map((value) => ({ param: options.partitions!.param, column: options.partitions!.column, value }))
-      : [undefined];
+    const parts: (VerifyScope | undefined)[] = partitions ? partitions.values.map((value) => ({ param: partitions.param, column: partitions.column, value })) : [undefined];
     for (const scope of parts) {
       // One scratch list per part: its extras are the rows of that part it did not list.
       listing = new VerifyListing(options.store.executor);

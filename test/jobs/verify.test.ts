@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { verifyJob } from '../../jobs/verify.ts';
 import { verifyStream } from '../../src/sync/mirror-verify.ts';
-import { STREAMS } from '../../src/streams/definitions.ts';
+import { STREAM_LIST, STREAM_NAMES, STREAMS } from '../../src/streams/definitions.ts';
 import { createdEvent, listRequests, syncFixtures } from '../helpers.ts';
 
 const fixtures = syncFixtures();
@@ -124,6 +124,19 @@ describe('verify', () => {
     expect(result).toMatchObject({ status: 'incomplete', listed: 100, total: 250, extra: null, missing: { count: 0 }, stale: { count: 0 }, repaired: { changes: 0, tombstones: 0 } });
     // The 150 records it did not reach are not tombstoned by the repair.
     expect((await snapshot(context.connection)).transactions).toEqual(before.transactions);
+  });
+
+  it('every registered stream, a partitioned one included (read per value, as the sync reads it): equal after a backfill; an extra row of one partition counted', async () => {
+    const { context } = await fixtures.start({ size: { transactions: 120, deals: 40, onboardings: 5 } });
+    for (const stream of STREAM_NAMES) expect((await context.engine.run(stream, 'backfill')).status, stream).toBe('succeeded');
+    const results = await verifyJob(context.config, STREAM_NAMES, { rateBudget: 'local' });
+    expect(results.map((result) => [result.stream, result.status])).toEqual(STREAM_NAMES.map((stream) => [stream, 'equal']));
+    const partitioned = STREAM_LIST.find((stream) => stream.partitions)!;
+    const row = await context.connection.get<{ id: string }>(`SELECT id FROM ${partitioned.table} WHERE deleted_at IS NULL LIMIT 1`);
+    expect(row, `${partitioned.name} has mirrored records`).toBeDefined();
+    await copyRow(context.connection, partitioned.table, row!.id, 'extra_in_a_partition');
+    const [drift] = await verifyJob(context.config, [partitioned.name], { rateBudget: 'local' });
+    expect(drift).toMatchObject({ status: 'drift', extra: { count: 1, ids: ['extra_in_a_partition'] } });
   });
 
   it('a list read per value of a parameter (partitions): each value scanned with it, extras counted among its rows only, the counts added up', async () => {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RunCheckpoint } from '../../src/mirror/mirror-store.ts';
-import { creditFound, noteTie, regionPages, scanOutcome } from '../../src/sync/scan-check.ts';
+import { creditFound, gapPageInTies, noteTie, regionPages, scanOutcome } from '../../src/sync/scan-check.ts';
 
 function checkpoint(): RunCheckpoint {
   return { mode: 'complete', reason: 'backfill', startedAt: new Date(0).toISOString(), offset: 0, pages: 0, records: 0, changes: 0, lastTotal: 1_000 };
@@ -44,6 +44,19 @@ describe('tie regions', () => {
     // 250 positions: 3 pages, the first starting at the region, the last ending at it.
     expect(regionPages({ from: 120, to: 369 }, 1_000)).toEqual([120, 195, 270]);
     expect(regionPages({ from: 120, to: 220 }, 1_000)).toEqual([120, 121]);
+  });
+
+  it('a drift gap inside a tie region is read by the page that re-reads the region; outside every region, the default', () => {
+    const run = checkpoint();
+    run.lastTotal = 299;
+    noteTie(run, 197, 272, 3);
+    // The page centred on the region, which covers the gap: one request for both.
+    expect(gapPageInTies(run, { from: 199, to: 199 })).toBe(185);
+    expect(gapPageInTies(run, { from: 120, to: 121 })).toBeUndefined();
+    // A region longer than a page: the page covering the gap that lies most inside the run.
+    noteTie(run, 20, 160, 4);
+    expect(gapPageInTies(run, { from: 150, to: 151 })).toBe(52);
+    expect(gapPageInTies(run, { from: 60, to: 61 })).toBe(20);
   });
 
   it('a scan short of its total with tie regions is incomplete for unstable order; without, ended early', () => {
