@@ -163,8 +163,10 @@ async function busyStreamLatency(maxPollFactor: number): Promise<{ delivered: nu
       await sleep(SPACING_MS);
     }
     // Long enough for a delivery that had to be retried; one never delivered counts as infinite.
+    // Waits on the measured deals themselves: `arrivals` also holds the warm-up deals, so counting
+    // it stopped the daemon before the last measured changes had been synced.
     const deadline = Date.now() + BOUND_MS * 10;
-    while (arrivals.size < CHANGES && Date.now() < deadline) await sleep(20);
+    while (!deals.every((deal) => arrivals.has(deal.id)) && Date.now() < deadline) await sleep(20);
 
     const latencies = deals.map((deal) => (arrivals.get(deal.id) ?? Number.POSITIVE_INFINITY) - changedAt.get(deal.id)!).sort((a, b) => a - b);
     const percentile = (p: number) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)]!;
