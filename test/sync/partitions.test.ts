@@ -5,7 +5,9 @@ import { webhookPayload } from '../../src/notify/event-payload.ts';
 import { readMirrorReport } from '../../src/status/mirror-status.ts';
 import { SyncEngine } from '../../src/sync/sync-engine.ts';
 import { changelogProblems } from '../event-validation.ts';
-import { expectMirrorEqualsGroundTruth, listRequests, syncFixtures } from '../helpers.ts';
+import { cliEnv } from '../daemon/helpers.ts';
+import { expectMirrorEqualsGroundTruth, listRequests, runCli, syncFixtures } from '../helpers.ts';
+import { REDIS_URL } from '../writes/support.ts';
 
 const fixtures = syncFixtures();
 const STREAM = 'qa_corrective_actions';
@@ -64,6 +66,14 @@ describe('a partitioned stream (GET /qa-corrective-actions, one list per locatio
       [first, truthIds(server, first!).length, 1, states[0]!.cursor],
       [second, truthIds(server, second!).length, 1, states[1]!.cursor],
     ]);
+
+    // The status command's table: a row per partition under its stream.
+    const table = await runCli(['status'], cliEnv({ BIZOPS_DB: context.config.dbPath, BIZOPS_CONFIG: '', BIZOPS_LOG_LEVEL: 'silent', REDIS_URL }));
+    expect(table.code, table.stderr).toBe(0);
+    const lines = table.stdout.split('\n');
+    const streamRow = lines.findIndex((line) => line.startsWith(`${STREAM} `));
+    expect(lines[streamRow + 1]).toMatch(new RegExp(`^  locationId=${first} +${truthIds(server, first!).length} +0 +\\d{4}-`));
+    expect(lines[streamRow + 2]).toMatch(new RegExp(`^  locationId=${second} +${truthIds(server, second!).length} +0 +\\d{4}-`));
 
     // The changelog: each created change carries the partition its record was listed in.
     const changes = (await readChanges(context.connection, { limit: 1000 })).filter((event) => event.stream === STREAM);
