@@ -143,6 +143,14 @@ describe('typos and bad values in the configuration', () => {
     expect(messageFor({ http: { colour: 'blue' } })).toMatch(/^unknown key http\.colour in .*; expected one of host, port, /);
   });
 
+  it('sync.partitions: a partitioned stream and its parameter, a list of values; anything else one line naming the key and the rule', () => {
+    expect(messageFor({ sync: { partitions: { qa_corrective_actions: { locationId: ['loc_1', 'loc_2'] } } } })).toBe('');
+    expect(messageFor({ sync: { partitions: { qa_corrective_actions: { location: ['loc_1'] } } } })).toMatch(/sync\.partitions\.qa_corrective_actions\.location.*"location" is not qa_corrective_actions's partition parameter; expected locationId/);
+    expect(messageFor({ sync: { partitions: { deals: { locationId: ['loc_1'] } } } })).toMatch(/sync\.partitions\.deals.*"deals" is not a partitioned stream; expected one of qa_corrective_actions/);
+    expect(messageFor({ sync: { partitions: { qa_corrective_actions: { locationId: [] } } } })).toMatch(/sync\.partitions\.qa_corrective_actions\.locationId.*must list at least one value/);
+    for (const message of [messageFor({ sync: { partitions: { deals: { locationId: ['x'] } } } })]) expect(message.split('\n')).toHaveLength(1);
+  });
+
   it('every key the schema has is known: the effective configuration config check prints loads back as a file', async () => {
     const checked = await runCli(['config', 'check'], { ...process.env, ...base, BIZOPS_CONFIG: '' });
     expect(checked.code, checked.stderr).toBe(0);
