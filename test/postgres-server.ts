@@ -9,7 +9,7 @@
  * the step and its output; nothing is skipped.
  */
 import { execFile } from 'node:child_process';
-import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +19,8 @@ import pg from 'pg';
 const run = promisify(execFile);
 const BIN = process.env.BIZOPS_TEST_POSTGRES_BIN || '/usr/lib/postgresql/15/bin';
 const AS_ROOT = process.getuid?.() === 0;
+/** util-linux's runuser lives in an sbin directory, which a minimal PATH (e.g. a CI runner's) may lack. */
+const RUNUSER = ['/usr/sbin/runuser', '/sbin/runuser', '/usr/bin/runuser'].find((path) => existsSync(path)) ?? 'runuser';
 
 /** A running PostgreSQL server of one test. */
 export interface TestPostgresServer {
@@ -57,7 +59,7 @@ async function freePort(): Promise<number> {
 
 /** Runs a PostgreSQL binary, as the postgres user when root. */
 async function pgBinary(name: string, args: string[]): Promise<void> {
-  const [file, argv] = AS_ROOT ? ['runuser', ['-u', 'postgres', '--', join(BIN, name), ...args]] : [join(BIN, name), args];
+  const [file, argv] = AS_ROOT ? [RUNUSER, ['-u', 'postgres', '--', join(BIN, name), ...args]] : [join(BIN, name), args];
   try {
     await run(file, argv, { timeout: 60_000 });
   } catch (error) {
