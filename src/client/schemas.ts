@@ -114,9 +114,28 @@ export interface ItemSchema<T> {
   safeParse(input: unknown): { success: true; data: T } | { success: false; error: z.ZodError };
 }
 
+/**
+ * Whether any string anywhere in `value` holds U+0000. Walks without allocating (no path arrays,
+ * no entry lists): it runs on every item of every page, and what a page allocates decides how far
+ * a long backfill's heap grows between collections (docs/operations.md "Memory").
+ */
+function containsNulCharacter(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index += 1) if (containsNulCharacter(value[index])) return true;
+    return false;
+  }
+  for (const key in value) {
+    if (Object.hasOwn(value, key) && containsNulCharacter((value as Record<string, unknown>)[key])) return true;
+  }
+  return false;
+}
+
 /** The path of the first string holding U+0000 anywhere in `value`, or undefined when none does. */
 function nulCharacterPath(value: unknown, path: (string | number)[] = []): (string | number)[] | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (!containsNulCharacter(value)) return undefined;
+  if (typeof value === 'string') return path;
   if (Array.isArray(value)) {
     for (const [index, item] of value.entries()) {
       const found = nulCharacterPath(item, [...path, index]);
@@ -124,11 +143,9 @@ function nulCharacterPath(value: unknown, path: (string | number)[] = []): (stri
     }
     return undefined;
   }
-  if (value && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      const found = nulCharacterPath(item, [...path, key]);
-      if (found) return found;
-    }
+  for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+    const found = nulCharacterPath(item, [...path, key]);
+    if (found) return found;
   }
   return undefined;
 }

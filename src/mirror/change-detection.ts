@@ -37,16 +37,26 @@ export function contentHash(record: ApiRecord, json: string = JSON.stringify(rec
  */
 export function fieldPaths(record: ApiRecord): string[] {
   const paths: string[] = [];
-  const walk = (node: Record<string, unknown>, prefix: string, depth: number) => {
-    for (const key of Object.keys(node)) {
-      const value = node[key];
-      const path = prefix === '' ? key : `${prefix}.${key}`;
-      if (depth < MAX_FIELD_DEPTH && value !== null && typeof value === 'object' && !Array.isArray(value)) walk(value as Record<string, unknown>, path, depth + 1);
-      else paths.push(path);
-    }
-  };
-  walk(record, '', 1);
+  forEachFieldPath(record, (path) => paths.push(path));
   return paths;
+}
+
+/**
+ * Calls `visit` with each of `record`'s field paths, in `fieldPaths` order, without building a list:
+ * it runs on every record a page writes.
+ */
+export function forEachFieldPath(record: ApiRecord, visit: (path: string) => void): void {
+  walkFieldPaths(record, '', 1, visit);
+}
+
+function walkFieldPaths(node: Record<string, unknown>, prefix: string, depth: number, visit: (path: string) => void): void {
+  for (const key in node) {
+    if (!Object.hasOwn(node, key)) continue;
+    const value = node[key];
+    const path = prefix === '' ? key : `${prefix}.${key}`;
+    if (depth < MAX_FIELD_DEPTH && value !== null && typeof value === 'object' && !Array.isArray(value)) walkFieldPaths(value as Record<string, unknown>, path, depth + 1, visit);
+    else visit(path);
+  }
 }
 
 /** The field paths a stream declares: its columns' fields and the objects holding them (`user` for `user.fullname`). */

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { jsonArrayValues } from './sql/dialect.ts';
 import type { SqlExecutor, SqlValue } from './sql/executor.ts';
-import { contentHash, declaredFieldPaths, diffRecord, fieldPaths } from './change-detection.ts';
+import { contentHash, declaredFieldPaths, diffRecord, forEachFieldPath } from './change-detection.ts';
 import { FIELD_ADDED_EVENT, registerFields } from './field-registry.ts';
 import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog-format.ts';
 import { partitionColumn, readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
@@ -191,10 +191,20 @@ interface StoredState {
  */
 export function timeOrderedUuid(nowMs = Date.now()): string {
   // randomUUID draws from a cached entropy pool; its version-4 random bits fill everything after the
-  // 48-bit time and the version nibble (the variant bits stay as RFC 9562 wants them).
-  const random = randomUUID();
-  const time = nowMs.toString(16).padStart(12, '0');
-  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${random.slice(15, 18)}-${random.slice(19)}`;
+  // 48-bit time and the version nibble (the variant bits stay as RFC 9562 wants them): characters
+  // 15 on of a v4 UUID are `xxx-Vxxx-xxxxxxxxxxxx`, appended to `tttttttt-tttt-7`.
+  return `${timePrefix(nowMs)}${randomUUID().slice(15)}`;
+}
+
+/** The last `tttttttt-tttt-7` built and its ms: one per ms, not one per id (a backfill makes 100 ids a page). */
+let lastPrefix = { ms: -1, text: '' };
+
+function timePrefix(nowMs: number): string {
+  if (lastPrefix.ms !== nowMs) {
+    const time = nowMs.toString(16).padStart(12, '0');
+    lastPrefix = { ms: nowMs, text: `${time.slice(0, 8)}-${time.slice(8, 12)}-7` };
+  }
+  return lastPrefix.text;
 }
 
 /** The column holding a stream's record key (its primary key). */
@@ -323,15 +333,22 @@ export class MirrorStore {
         }
         // A tombstoned record that is listed again counts as new (created / started again).
         const previous = state && state.deleted_at === null ? storedRaw.get(id) : undefined;
-        const changes = diffRecord(previous, record, diffFields);
         if (writes.has(id)) await writes.flush();
         writes.add(id, record, hash, raws[index]);
         stored.set(id, { content_hash: hash, deleted_at: null, last_seen_scan: scan });
+        if (previous === undefined) {
+          // A new record: every listed field counts as changed, and its change carries the record
+          // once (format version 2: no `{ old: null }` per field), so there is nothing to diff.
+          const type = stream.changes.classify(undefined, record, stream.listedFields);
+          pending.push({ type, stream: stream.name, recordId: id, occurredAt: now, data: { record }, ...(options.partition ? { partition: options.partition } : {}) });
+          continue;
+        }
+        const changes = diffRecord(previous, record, diffFields);
         // Nothing differs in the fields it carries: stored again (its hash, its latest raw), no event.
-        if (previous !== undefined && Object.keys(changes).length === 0) continue;
-        const type = stream.changes.classify(previous, record, Object.keys(changes));
-        // A new record's change carries the record once (format version 2: no `{ old: null }` per field).
-        const data = previous === undefined ? { record } : { record, changes };
+        const changed = Object.keys(changes);
+        if (changed.length === 0) continue;
+        const type = stream.changes.classify(previous, record, changed);
+        const data = { record, changes };
         pending.push({ type, stream: stream.name, recordId: id, occurredAt: now, data, ...(options.partition ? { partition: options.partition } : {}) });
       }
       await writes.flush();
@@ -363,7 +380,9 @@ export class MirrorStore {
     for (let index = 0; index < records.length; index += 1) {
       const state = stored.get(ids[index]!);
       if (state && state.content_hash === hashes[index] && state.deleted_at === null) continue;
-      for (const path of fieldPaths(records[index]!)) if (!declared.has(path) && !candidates.has(path)) candidates.set(path, ids[index]!);
+      forEachFieldPath(records[index]!, (path) => {
+        if (!declared.has(path) && !candidates.has(path)) candidates.set(path, ids[index]!);
+      });
     }
     return candidates.size === 0 ? [] : registerFields(this.executor, stream.name, candidates, now);
   }
@@ -657,13 +676,19 @@ class RowWrites {
 
   /** Writes every waiting row: one statement per column set (and per chunk). */
   async flush(): Promise<void> {
-    for (const rows of this.#groups.values()) {
-      const perRow = rows[0]!.values.length;
-      const chunkSize = this.#executor.dialect === 'sqlite' ? 1 : Math.max(1, Math.min(500, Math.floor(PARAMETERS_PER_UPSERT / perRow)));
+    for (const [group, rows] of this.#groups) {
+      const columns = rows[0]!.columns;
+      if (this.#executor.dialect === 'sqlite') {
+        // One prepared single-row upsert run per record (class comment): no per-row arrays.
+        const sql = rowUpsert(this.#stream, group, columns, 1);
+        for (const row of rows) await this.#executor.run(sql, row.values);
+        continue;
+      }
+      const chunkSize = Math.max(1, Math.min(500, Math.floor(PARAMETERS_PER_UPSERT / rows[0]!.values.length)));
       for (let start = 0; start < rows.length; start += chunkSize) {
         const chunk = rows.slice(start, start + chunkSize);
         await this.#executor.run(
-          rowUpsert(this.#stream, chunk[0]!.columns, chunk.length),
+          rowUpsert(this.#stream, group, columns, chunk.length),
           chunk.flatMap((row) => row.values),
         );
       }
@@ -682,8 +707,8 @@ const rowUpserts = new Map<string, string>();
  * `first_seen_at`, clearing `deleted_at` and `missed_scans`, keeping `last_seen_scan` when none is given.
  * The stored row is named by its table (PostgreSQL finds a bare name ambiguous with `excluded`).
  */
-function rowUpsert(stream: StreamDefinition, columns: readonly string[], rows: number): string {
-  const cacheKey = `${stream.table}:${columns.join(',')}:${rows}`;
+function rowUpsert(stream: StreamDefinition, group: string, columns: readonly string[], rows: number): string {
+  const cacheKey = `${stream.table}:${group}:${rows}`;
   let sql = rowUpserts.get(cacheKey);
   if (sql !== undefined) return sql;
   const key = keyColumn(stream);
