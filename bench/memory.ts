@@ -5,7 +5,9 @@
  *    transactions` in a child process at 1,000,000 records over that at 100,000 (bench/backfill.ts
  *    `backfillThroughCli`: the simulator in this process at 600 requests per 1 s window). A complete
  *    scan keeps its latest 20,000 ids in memory, the mirror's scan marks the rest (docs/sync.md
- *    "Scan memory"). Goal <= 1.2 (it was 1.98: every id held twice).
+ *    "Scan memory"), and the command lets V8's old generation grow to 1.5 times its live size
+ *    before a full collection (bin/bizops-sync.js; docs/operations.md "Memory"). Goal <= 1.2 (it was
+ *    1.98 with every id held twice, then 1.18-1.26 with V8's own growth factor).
  * 2. CPU time (user + system) of `bizops-sync changes --since 0` over 1,000,000 created events, over
  *    that of a plain iterate-and-print reader (bench/plain-changes-reader.ts) on the same mirror
  *    (bench/changelog.ts `buildMirror`). Goal <= 1.3 (it was 2.26: every created record expanded
