@@ -336,19 +336,21 @@ export class MirrorStore {
         if (writes.has(id)) await writes.flush();
         writes.add(id, record, hash, raws[index]);
         stored.set(id, { content_hash: hash, deleted_at: null, last_seen_scan: scan });
+        let type: string;
+        let data: ChangeDataInput;
         if (previous === undefined) {
           // A new record: every listed field counts as changed, and its change carries the record
           // once (format version 2: no `{ old: null }` per field), so there is nothing to diff.
-          const type = stream.changes.classify(undefined, record, stream.listedFields);
-          pending.push({ type, stream: stream.name, recordId: id, occurredAt: now, data: { record }, ...(options.partition ? { partition: options.partition } : {}) });
-          continue;
+          type = stream.changes.classify(undefined, record, stream.listedFields);
+          data = { record };
+        } else {
+          const changes = diffRecord(previous, record, diffFields);
+          const changed = Object.keys(changes);
+          // Nothing differs in the fields it carries: stored again (its hash, its latest raw), no event.
+          if (changed.length === 0) continue;
+          type = stream.changes.classify(previous, record, changed);
+          data = { record, changes };
         }
-        const changes = diffRecord(previous, record, diffFields);
-        // Nothing differs in the fields it carries: stored again (its hash, its latest raw), no event.
-        const changed = Object.keys(changes);
-        if (changed.length === 0) continue;
-        const type = stream.changes.classify(previous, record, changed);
-        const data = { record, changes };
         pending.push({ type, stream: stream.name, recordId: id, occurredAt: now, data, ...(options.partition ? { partition: options.partition } : {}) });
       }
       await writes.flush();
@@ -708,6 +710,7 @@ const rowUpserts = new Map<string, string>();
  * The stored row is named by its table (PostgreSQL finds a bare name ambiguous with `excluded`).
  */
 function rowUpsert(stream: StreamDefinition, group: string, columns: readonly string[], rows: number): string {
+  // `group` is `columns` joined by commas (RowWrites' key), passed in so that no call joins them again.
   const cacheKey = `${stream.table}:${group}:${rows}`;
   let sql = rowUpserts.get(cacheKey);
   if (sql !== undefined) return sql;
