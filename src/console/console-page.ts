@@ -170,11 +170,19 @@ ${leasesTable(connection, report.leases)}`
 </section>`;
 }
 
-/** One word for a stream's state, and its CSS class. */
+/**
+ * A few words for a stream's state, and its CSS class. `failing` and `stale` are the stream's
+ * operational condition (the one `stream.failing` / `stream.stale` events and the alert rules
+ * follow: `sync.failingAfterRuns` failed runs in a row, no success for its stale interval); one
+ * failed run short of that reads `last run failed`.
+ */
 function streamState(stream: StreamStatus, running: string | undefined): { text: string; tone: 'ok' | 'warn' | 'bad' | 'idle' } {
   if (!stream.supported) return { text: 'unsupported', tone: 'warn' };
   if (running) return { text: `running (${running})`, tone: 'ok' };
-  if (stream.lastError) return { text: 'failing', tone: 'bad' };
+  const { condition, failedRuns, since } = stream.condition;
+  if (condition === 'failing') return { text: `failing since ${time(since)}: ${count(failedRuns, 'failed run')} in a row`, tone: 'bad' };
+  if (condition === 'stale') return { text: `stale: no success since ${time(stream.lastRun.succeededAt)}`, tone: 'bad' };
+  if (stream.lastError) return { text: 'last run failed', tone: 'warn' };
   if (stream.deletionHold) return { text: 'tombstones held', tone: 'warn' };
   if (stream.inProgress) return { text: 'waiting to resume', tone: 'warn' };
   if (!stream.lastRun.mode) return { text: 'not run yet', tone: 'idle' };

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import type { RunningSimulator } from '@bizops-sync/simulator';
+import type { StreamStatus } from '../../src/status/index.ts';
 import { renderConsole } from '../../src/console/console-page.ts';
 import { simulator, tempDir, waitFor, type TempDir } from '../helpers.ts';
 import { cliEnv, newWebhookSecret, spawnDaemon, terminate, WebhookReceiver, type DaemonProcess } from '../daemon/helpers.ts';
@@ -261,6 +262,75 @@ describe('the operator console', { timeout: 120_000 }, () => {
     expect(logs).toContain('console sign-in refused: wrong read key');
     for (const secret of [READ_KEY, WRITE_KEY, 'certainly-not-the-read-key', sessionCookie.value]) expect(logs).not.toContain(secret);
     expect((await terminate(daemon)).code).toBe(0);
+  });
+
+  it('a stream is failing or stale as its operational condition says; one failed run reads "last run failed"', async () => {
+    const stream = (name: StreamStatus['stream'], part: Partial<StreamStatus>): StreamStatus => ({
+      stream: name,
+      supported: true,
+      records: 10,
+      tombstoned: 0,
+      cursor: '2026-01-01T00:00:00.000Z',
+      lagSeconds: 60,
+      completeScans: 1,
+      lastRun: { mode: 'incremental', startedAt: '2026-01-01T00:00:00.000Z', finishedAt: '2026-01-01T00:00:01.000Z', succeededAt: '2025-12-31T22:00:00.000Z', requests: 1, records: 0, changes: 0, state: 'finished' },
+      lastError: null,
+      condition: { condition: 'ok', failedRuns: 0, since: null },
+      lastScan: null,
+      skipped: null,
+      recordClockLagSeconds: 0,
+      deletionHold: null,
+      rejected: 0,
+      undeclaredFields: [],
+      inProgress: null,
+      partitions: null,
+      ...part,
+    });
+    const html = await renderConsole({
+      connections: [
+        {
+          name: 'default',
+          report: {
+            changelogSeq: 1,
+            oldestSeq: 1,
+            consumers: [],
+            streams: [
+              stream('transactions', { lastError: 'HTTP 500 from GET /transactions', condition: { condition: 'failing', failedRuns: 3, since: '2026-01-01T00:10:00.000Z' } }),
+              stream('deals', { condition: { condition: 'stale', failedRuns: 0, since: '2026-01-01T00:20:00.000Z' } }),
+              stream('onboardings', { lastError: 'HTTP 502 from GET /onboardings', condition: { condition: 'ok', failedRuns: 1, since: null } }),
+              stream('customers', {}),
+            ],
+            unsupported: [],
+            writes: {},
+            writesNeedingReview: [],
+            leases: [],
+          },
+          error: null,
+          webhooks: [],
+          streams: ['transactions', 'deals', 'onboardings', 'customers'],
+          recentRuns: {},
+          activeRuns: [],
+          heldLeases: [],
+        },
+      ],
+      now: new Date('2026-01-01T01:00:00Z'),
+      refreshSeconds: 0,
+      csrfToken: 'token',
+      mayAct: false,
+      writeKeyConfigured: false,
+    });
+    dir = tempDir();
+    const page = await openBrowser();
+    await page.setContent(html);
+    expect(await rowText(page, 'Streams', 'transactions')).toMatch(/^transactions failing since 2026-01-01 00:10:00 UTC: 3 failed runs in a row 10 0 /);
+    expect(await rowText(page, 'Streams', 'deals')).toMatch(/^deals stale: no success since 2025-12-31 22:00:00 UTC 10 0 /);
+    expect(await rowText(page, 'Streams', 'onboardings')).toMatch(/^onboardings last run failed 10 0 .* HTTP 502 from GET \/onboardings$/);
+    expect(await rowText(page, 'Streams', 'customers')).toMatch(/^customers ok 10 0 /);
+    // The tones a person sees: the conditions in the bad colour, one failed run a warning.
+    const tone = async (name: string) => page.getByRole('table', { name: 'Streams' }).getByRole('row').filter({ has: page.getByRole('rowheader', { name, exact: true }) }).locator('.state').getAttribute('class');
+    expect(await tone('transactions')).toBe('state bad');
+    expect(await tone('deals')).toBe('state bad');
+    expect(await tone('onboardings')).toBe('state warn');
   });
 
   it('escapes what it shows: a value holding markup is text, never markup', async () => {
