@@ -262,7 +262,7 @@ const UTC_INSTANT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d{3})Z$/;
  * the same instant: `+00:00` instead of `Z`, or without a `.000` fraction (`timestamp-style` fault).
  */
 function restyleInstants<R extends TimestampedRecord>(record: R, style: '+00:00' | 'no-fraction'): R {
-  const copy: Record<string, unknown> = { ...record };
+  const copy = { ...record } as Record<string, unknown>;
   for (const [field, value] of Object.entries(copy)) {
     const match = typeof value === 'string' ? UTC_INSTANT.exec(value) : null;
     if (!match) continue;
