@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startSimulator, type Fault, type RunningSimulator } from '@bizops-sync/simulator';
+import { SIMULATED_STREAMS, startSimulator, type Fault, type RunningSimulator, type StreamName } from '@bizops-sync/simulator';
 import { RecordChains } from './chain.ts';
 import { openMirrorReader, type MirrorReader } from './mirror-reader.ts';
 import { finalChecks, mirrorDifferences, stepChecks, type OracleInput } from './oracle.ts';
@@ -58,6 +58,8 @@ export interface RunOptions {
 }
 
 const READ_KEY = 'soak-read-key-0123456789';
+/** The stream each list path serves. */
+const STREAM_BY_PATH: Record<string, StreamName> = Object.fromEntries(SIMULATED_STREAMS.map((stream) => [stream.path, stream.name]));
 const WRITE_KEY = 'soak-write-key-0123456789';
 /** Between two steps, so the daemon's schedule (every second) gets to run. */
 const STEP_GAP_MS = 350;
@@ -267,7 +269,16 @@ class ScheduleRun {
 
   injectList(fault: Record<string, unknown> & { kind: string }, path: string, times: number): void {
     const kind = fault.kind === 'status' ? `status-${String(fault.status)}` : fault.kind === 'truncate-list' && fault.cutTotal ? 'truncate-list-cut-total' : fault.kind;
-    this.simulator.faults.inject({ ...(fault as unknown as Fault), match: { method: 'GET', path }, times } as Fault);
+    const { hide, ...rest } = fault;
+    if (typeof hide === 'number') {
+      // The last `hide` records of the list (its size now) are not served.
+      const stream = STREAM_BY_PATH[path]!;
+      const size = Math.max(...this.simulator.world.partitionQueries(stream).map((query) => this.simulator.world.groundTruth(stream, Object.keys(query).length ? query : undefined).length));
+      const at = Math.max(1, size - hide);
+      if (rest.kind === 'capped-list') rest.cap = at;
+      else rest.atOffset = at;
+    }
+    this.simulator.faults.inject({ ...(rest as unknown as Fault), match: { method: 'GET', path }, times } as Fault);
     this.fault(`list:${kind}`);
   }
 
@@ -357,6 +368,16 @@ class ScheduleRun {
       case 'write':
         await this.enqueue(step, index);
         return;
+      case 'write-burst': {
+        // Writes slowed at the API while Redis loses every job: the sweepers must not send any twice.
+        const kinds = ['transaction.create', 'email.send', 'location.create'] as const;
+        const burst = Array.from({ length: step.count }, (_, offset) => ({ do: 'write' as const, kind: kinds[offset % kinds.length]!, fault: 'latency' as const, via: 'http' as const, pick: offset * 7919 + index }));
+        await Promise.all(burst.map((write, offset) => this.enqueue(write, index * 100 + offset)));
+        await sleep(step.flushAfterMs);
+        this.fault('redis:flush-during-writes');
+        await this.options.services.redis.flush();
+        return;
+      }
       case 'kill-daemon': {
         const victim = this.daemon;
         if (!victim?.alive) return;
@@ -475,7 +496,19 @@ class ScheduleRun {
         const records = this.simulator.world.deals;
         const record = step.mode === 'reject-record' && records.length > 0 ? `deals/${records[step.pick % records.length]!.id}` : undefined;
         this.fault(`receiver:${step.mode}`);
+        const hot = record ?? (records.length > 0 ? `deals/${records[step.pick % records.length]!.id}` : undefined);
         await receiver.misbehave(step.mode, step.ms, record);
+        if (hot) {
+          // One record changes while its event fails, and again once the receiver is back: its later
+          // events must wait behind the failed one.
+          const id = hot.slice('deals/'.length);
+          this.timeline.touchDeal(id, `soak title ${index}.0`);
+          await sleep(step.ms + 300);
+          for (let round = 1; round < 3; round += 1) {
+            this.timeline.touchDeal(id, `soak title ${index}.${round}`);
+            await sleep(400);
+          }
+        }
         return;
       }
       case 'wait':
@@ -549,7 +582,9 @@ export async function runSchedule(schedule: Schedule, options: RunOptions): Prom
     const setUpSeconds = (Date.now() - started) / 1000;
     for (const [index, step] of schedule.steps.entries()) {
       if (options.shouldStop?.()) break;
+      const stepStarted = Date.now();
       await run.runStep(step, index);
+      if (process.env.SOAK_VERBOSE) options.log(`  step ${index + 1} ${JSON.stringify(step)}: ${((Date.now() - stepStarted) / 1000).toFixed(1)} s`);
       await sleep(STEP_GAP_MS);
       for (const message of run.crashes()) run.failures.push({ check: 'process', step: index + 1, message });
       const reader = await run.openReader().catch(() => undefined);

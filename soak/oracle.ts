@@ -48,6 +48,8 @@ export interface ChangeRow {
   recordId: string;
   occurredAt: string;
   record: unknown;
+  /** `data.changes` (absent for a created event of data format 2). */
+  changes?: Record<string, unknown>;
 }
 
 /** The whole changelog, in seq order. */
@@ -62,8 +64,13 @@ export async function readChangelog(reader: MirrorReader): Promise<ChangeRow[]> 
     stream: row.stream,
     recordId: row.record_id,
     occurredAt: row.occurred_at,
-    record: (JSON.parse(row.data) as { record?: unknown }).record ?? null,
+    ...decodeData(row.data),
   }));
+}
+
+function decodeData(text: string): { record: unknown; changes?: Record<string, unknown> } {
+  const data = JSON.parse(text) as { record?: unknown; changes?: Record<string, unknown> };
+  return { record: data.record ?? null, ...(data.changes ? { changes: data.changes } : {}) };
 }
 
 /** The changelog's chains, over the events `patterns` lets through. */
@@ -124,10 +131,31 @@ function falseDeletions(changes: readonly ChangeRow[], timeline: TruthTimeline):
   return problems;
 }
 
+/**
+ * Each update event names every field that changed since the record's previous event: a field whose
+ * value differs between the two events' records (present in both) must be in `data.changes`.
+ */
+function incompleteChanges(changes: readonly ChangeRow[]): string[] {
+  const previous = new Map<string, ChangeRow>();
+  const problems: string[] = [];
+  for (const change of changes) {
+    if (!(change.stream in STREAMS) || /^(record|schema|stream)\./.test(change.type)) continue;
+    const key = recordKey(change);
+    const before = previous.get(key);
+    previous.set(key, change);
+    if (!before || !change.changes || GONE_TYPES.has(change.type) || GONE_TYPES.has(before.type)) continue;
+    const old = flatten(before.record);
+    const differing = [...flatten(change.record)].filter(([path, value]) => old.has(path) && old.get(path) !== value && !(path in change.changes!) && !(path.split('.')[0]! in change.changes!));
+    if (differing.length > 0) problems.push(`missed-change: ${change.type} (seq ${change.seq}) of ${key} does not name ${differing.map(([path]) => path).join(', ')} among its changes, though it differs from the previous event (seq ${before.seq})`);
+  }
+  return problems;
+}
+
 /** The checks after every step. */
 export async function stepChecks(reader: MirrorReader, input: OracleInput): Promise<string[]> {
   const changes = await readChangelog(reader);
   const problems = falseDeletions(changes, input.timeline);
+  problems.push(...incompleteChanges(changes).slice(0, 5));
   for (const name of ['a', 'b'] as const) {
     problems.push(...chainProblems(`order: receiver ${name}`, changelogChains(changes, RECEIVER_EVENTS[name]), input.receivers[name].chains));
     problems.push(...input.receivers[name].problems.map((line) => `signature: ${line}`));

@@ -10,6 +10,17 @@ import { fileURLToPath } from 'node:url';
 /** bin/bizops-sync.js of this checkout. */
 export const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));
 
+/** Every process the soak started that may still run: killed when the soak itself is stopped. */
+export const LIVE_CHILDREN = new Set<ChildProcess>();
+
+/** Kills every child still running (SIGCONT first, so a paused one dies too). */
+export function killAllChildren(): void {
+  for (const child of LIVE_CHILDREN) {
+    child.kill('SIGCONT');
+    child.kill('SIGKILL');
+  }
+}
+
 /** How many of a process's last log lines a failure report shows. */
 const TAIL_LINES = 40;
 
@@ -37,7 +48,13 @@ export class SoakProcess {
   constructor(name: string, args: string[], env: NodeJS.ProcessEnv) {
     this.name = name;
     this.child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+    LIVE_CHILDREN.add(this.child);
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code, signal) => {
+        LIVE_CHILDREN.delete(this.child);
+        resolve({ code, signal });
+      }),
+    );
     let pending = '';
     this.child.stderr!.on('data', (chunk: Buffer) => {
       pending += String(chunk);

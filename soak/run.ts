@@ -3,7 +3,8 @@
  *
  *   npm run soak                              schedules for about 2 minutes, both back ends, a new seed (printed)
  *   npm run soak -- --minutes 60              the long soak
- *   npm run soak -- --seed 123 [--backend postgres]   replays schedule 123 (one schedule)
+ *   npm run soak -- --seed 123 [--backend postgres]   replays schedule 123 (one schedule per back end)
+ *   npm run soak -- --seed 123 --seconds 300  a run whose first schedule is 123
  *   npm run soak -- --schedule failing.json   replays a printed (shrunk) schedule
  *   npm run soak -- --plant skip-field        with a planted bug (soak/README.md "Proof it can fail")
  *
@@ -16,6 +17,7 @@ import { parseArgs } from 'node:util';
 import { runSchedule, type ScheduleResult } from './harness.ts';
 import { freshSeed } from './random.ts';
 import { describeSchedule, generateSchedule, type Backend, type Schedule } from './schedule.ts';
+import { killAllChildren } from './processes.ts';
 import { startServices } from './services.ts';
 import { shrinkSchedule } from './shrink.ts';
 
@@ -51,7 +53,8 @@ const budgetSeconds = number('seconds', values.seconds) ?? (number('minutes', va
 const steps = number('steps', values.steps);
 const shrinkSeconds = number('shrink-seconds', values['shrink-seconds']) ?? 240;
 const backends: Backend[] = values.backend === 'both' ? ['sqlite', 'postgres'] : [values.backend as Backend];
-const replay = values.seed !== undefined || values.schedule !== undefined;
+// --seed alone replays that schedule; with --seconds or --minutes it is the first seed of a run.
+const replay = values.schedule !== undefined || (values.seed !== undefined && values.seconds === undefined && values.minutes === undefined);
 const baseSeed = values.seed !== undefined ? (number('seed', values.seed) as number) : freshSeed();
 const plant = values.plant;
 
@@ -68,6 +71,13 @@ function nextSchedule(index: number): Schedule | undefined {
 const started = Date.now();
 const deadline = started + budgetSeconds * 1000;
 log(`soak: seed ${baseSeed}${replay ? ' (replay)' : ''}, budget ${budgetSeconds} s, back ends ${backends.join(', ')}${plant ? `, planted bug ${plant}` : ''}`);
+// Stopped from outside (Ctrl-C, a CI timeout): no daemon, worker or Redis of ours is left behind.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    killAllChildren();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  });
+}
 const services = await startServices();
 const totals = { schedules: 0, faults: {} as Record<string, number>, changes: {} as Record<string, number>, records: 0, events: 0, writes: 0, failed: 0 };
 let exitCode = 0;

@@ -29,6 +29,7 @@ export type Step =
   | { do: 'expose-fields' }
   | { do: 'tie-burst'; count: number }
   | ListFaultStep
+  | { do: 'write-burst'; count: number; flushAfterMs: number }
   | { do: 'write'; kind: WriteKind; fault: 'none' | 'lose-response' | 'reset' | 'status-503' | 'latency'; via: 'http' | 'cli'; pick: number }
   | { do: 'kill-daemon'; downMs: number }
   | { do: 'pause-daemon'; ms: number }
@@ -74,6 +75,7 @@ const WEIGHTS = {
   'tie-burst': 2,
   'list-fault': 14,
   write: 10,
+  'write-burst': 3,
   'kill-daemon': 2,
   'pause-daemon': 2,
   'restart-daemon': 1,
@@ -86,26 +88,29 @@ const WEIGHTS = {
   wait: 4,
 } as const;
 
-/** A list fault drawn for `path`: each kind applies to one scan at most (a lying list that never stops lying is a real deletion to any client). */
+/**
+ * A list fault drawn for `path`. Each applies to three requests at most: a list that lies about its
+ * records for ever is a deletion to any client. The lying ones (a capped list, a list cut short with
+ * or without its total cut too) hide `hide` records at the end, at most 8 (under the mass-deletion
+ * floor, so a client that tombstoned on one scan would tombstone them); the harness turns `hide` into
+ * the offset when it injects the fault.
+ */
 function listFault(random: SoakRandom, path: string): ListFaultStep {
-  const kind = random.pick([
-    'status-503',
-    'status-500',
-    'reset-mid-body',
-    'malformed-json',
-    'trickle-body',
-    'refuse',
-    'no-date-header',
-    'latency',
-    'truncate-list',
-    'truncate-list-cut-total',
-    'unstable-order',
-    'capped-list',
-    'duplicate-id',
-    'id-less-item',
-    'invalid-item',
-  ] as const);
+  const family = random.weighted({ lying: 30, items: 20, transport: 35, ties: 15 });
   const times = random.int(1, 3);
+  const hide = random.int(1, 8);
+  if (family === 'lying') {
+    const kind = random.pick(['capped-list', 'truncate-list', 'truncate-list-cut-total'] as const);
+    if (kind === 'capped-list') return { do: 'list-fault', fault: { kind: 'capped-list', hide }, path, times: 1 };
+    return { do: 'list-fault', fault: { kind: 'truncate-list', hide, ...(kind === 'truncate-list-cut-total' ? { cutTotal: true } : {}) }, path, times: 1 };
+  }
+  if (family === 'items') {
+    const kind = random.pick(['duplicate-id', 'id-less-item', 'invalid-item'] as const);
+    if (kind === 'invalid-item') return { do: 'list-fault', fault: { kind, index: random.int(0, 10) }, path, times };
+    return { do: 'list-fault', fault: { kind, position: random.int(0, 20) }, path, times };
+  }
+  if (family === 'ties') return { do: 'list-fault', fault: { kind: 'unstable-order', seed: random.int(1, 1000) }, path, times: random.int(2, 8) };
+  const kind = random.pick(['status-503', 'status-500', 'reset-mid-body', 'malformed-json', 'trickle-body', 'refuse', 'no-date-header', 'latency'] as const);
   switch (kind) {
     case 'status-503':
       return { do: 'list-fault', fault: { kind: 'status', status: 503 }, path, times };
@@ -115,20 +120,6 @@ function listFault(random: SoakRandom, path: string): ListFaultStep {
       return { do: 'list-fault', fault: { kind: 'trickle-body', chunkBytes: 2000, intervalMs: 50 }, path, times: 1 };
     case 'latency':
       return { do: 'list-fault', fault: { kind: 'latency', ms: random.int(100, 1500) }, path, times };
-    case 'truncate-list':
-      return { do: 'list-fault', fault: { kind: 'truncate-list', atOffset: random.int(0, 2) * 50 }, path, times: 1 };
-    case 'truncate-list-cut-total':
-      return { do: 'list-fault', fault: { kind: 'truncate-list', atOffset: random.int(1, 2) * 50, cutTotal: true }, path, times: 1 };
-    case 'unstable-order':
-      return { do: 'list-fault', fault: { kind: 'unstable-order', seed: random.int(1, 1000) }, path, times: random.int(2, 8) };
-    case 'capped-list':
-      return { do: 'list-fault', fault: { kind: 'capped-list', cap: random.int(1, 3) * 50 }, path, times: 1 };
-    case 'duplicate-id':
-      return { do: 'list-fault', fault: { kind: 'duplicate-id', position: random.int(0, 20) }, path, times };
-    case 'id-less-item':
-      return { do: 'list-fault', fault: { kind: 'id-less-item', position: random.int(0, 20) }, path, times };
-    case 'invalid-item':
-      return { do: 'list-fault', fault: { kind: 'invalid-item', index: random.int(0, 10) }, path, times };
     default:
       return { do: 'list-fault', fault: { kind }, path, times };
   }
@@ -155,6 +146,8 @@ function step(random: SoakRandom, backend: Backend): Step {
       return listFault(random, LIST_PATHS[random.pick(STREAMS)]);
     case 'write':
       return { do: 'write', kind: random.pick(WRITE_KINDS), fault: random.pick(['none', 'none', 'lose-response', 'reset', 'status-503', 'latency'] as const), via: random.chance(0.7) ? 'http' : 'cli', pick };
+    case 'write-burst':
+      return { do: 'write-burst', count: random.int(2, 5), flushAfterMs: random.int(100, 1200) };
     case 'kill-daemon':
       return { do: 'kill-daemon', downMs: random.int(0, 3000) };
     case 'pause-daemon':
@@ -173,7 +166,7 @@ function step(random: SoakRandom, backend: Backend): Step {
       if (backend !== 'postgres') return { do: 'churn', count: random.int(1, 4) };
       return { do: 'postgres', action: random.chance(0.6) ? 'terminate' : 'restart' };
     case 'receiver':
-      return { do: 'receiver', endpoint: random.pick(['a', 'b'] as const), mode: random.pick(['fail', 'hang', 'reject-record', 'outage'] as const), ms: random.int(300, 3000), pick };
+      return { do: 'receiver', endpoint: random.pick(['a', 'b'] as const), mode: random.pick(['fail', 'hang', 'reject-record', 'outage'] as const), ms: random.int(1500, 3000), pick };
     default:
       return { do: 'wait', ms: random.int(200, 2500) };
   }

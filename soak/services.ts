@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { startPostgresServer, type TestPostgresServer } from '../test/postgres-server.ts';
+import { LIVE_CHILDREN } from './processes.ts';
 
 /** The soak's own redis-server (no persistence: a restart comes back empty). */
 export interface SoakRedis {
@@ -56,7 +57,10 @@ async function startRedis(): Promise<SoakRedis> {
   const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const started = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    LIVE_CHILDREN.add(started);
+    started.once('exit', () => LIVE_CHILDREN.delete(started));
+    child = started;
     const deadline = Date.now() + 15_000;
     while (!(await answers(url))) {
       if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer within 15 s`);

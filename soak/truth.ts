@@ -97,6 +97,14 @@ export class TruthTimeline {
     this.observe();
   }
 
+  /** Changes one field of deal `id` (a title edit): one more event of that record. */
+  touchDeal(id: string, title: string): void {
+    if (!this.#simulator.world.deals.some((deal) => deal.id === id)) return;
+    this.#simulator.world.updateDeal(id, { title });
+    this.#count('update:deals');
+    this.observe();
+  }
+
   /** The lists start returning the fields the spec does not show (a server deploy). */
   exposeFields(): void {
     this.#simulator.world.exposeUndeclaredFields('transactions.notes', 'onboardings.user.email');
