@@ -103,7 +103,16 @@ export interface RunCheckpoint {
    * new there, or every position of a gap inside a run of ties (src/sync/scan-check.ts `listedThenRemoved`).
    */
   slidFound?: number;
+  /**
+   * Quarantine keys (`raw:<sha256>`) of the items this run listed without a string id (no id, `id:
+   * null`, an id of another type): each stands for a record the scan cannot name, so a complete scan
+   * that listed one counts no miss (src/sync/scan-check.ts `scanOutcome`). At most `UNNAMED_KEPT`.
+   */
+  unnamed?: string[];
 }
+
+/** Most quarantine keys of unnamed items a checkpoint keeps (`RunCheckpoint.unnamed`): one is enough to withhold the misses. */
+export const UNNAMED_KEPT = 100;
 
 /**
  * How a run's scan ended (docs/sync.md "Scan completeness"); saved as `sync_state.last_scan`.
@@ -125,6 +134,16 @@ export interface ScanOutcome {
   repeatedIds: number;
   /** Pages re-read around tie boundaries to find what an unstable order hid. */
   reReads: number;
+  /**
+   * A complete scan that proves no record gone (docs/sync.md "Leaves and deletes"), so it counted no
+   * miss: `unnamed-items` (it listed `unnamed` items without an id: any unlisted record may be one
+   * of them) or `over-total` (it listed more distinct records than its final total and the removals
+   * it saw explain: the total is wrong, so it cannot show that nothing else was left out). Absent
+   * when the misses were counted, and for an incomplete scan (which never counts them).
+   */
+  missesWithheld?: 'unnamed-items' | 'over-total';
+  /** Items the scan listed without an id (quarantined under their content); absent when none. */
+  unnamed?: number;
   /** ISO time the scan ended. */
   at: string;
 }
