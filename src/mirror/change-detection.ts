@@ -21,6 +21,7 @@
  */
 import { hash } from 'node:crypto';
 import type { FieldChanges } from './changelog-format.ts';
+import { plantedBug } from '../logging/planted-bugs.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 
 /** How deep nested objects are walked into field paths (`user.email` is depth 2); deeper objects compare whole. */
@@ -105,7 +106,9 @@ export function diffRecord(previous: ApiRecord | undefined, next: ApiRecord, fie
     return changes;
   }
   const listed = new Set(fields.listed);
+  const skipStatus = plantedBug('skip-field');
   for (const field of fields.listed) {
+    if (skipStatus && field === 'status') continue;
     const before = readField(previous, field) ?? null;
     const after = readField(next, field) ?? null;
     if (!sameValue(before, after)) changes[field] = { old: before, new: after };

@@ -7,6 +7,7 @@
  * and `saveRun` (the checkpoint) inside one `transaction` -> the caller notifies downstream.
  */
 import { randomUUID } from 'node:crypto';
+import { plantedBug } from '../logging/planted-bugs.ts';
 import { jsonArrayValues } from './sql/dialect.ts';
 import type { SqlExecutor, SqlValue } from './sql/executor.ts';
 import { contentHash, declaredFieldPaths, diffRecord, forEachFieldPath } from './change-detection.ts';
@@ -518,7 +519,7 @@ export class MirrorStore {
       // (293 ms at 100,000 records when none is gone, the largest part of a backfill's finish);
       // without it, one table scan (~30 ms). Byte order of UTF-8, SQLite's BINARY collation.
       const gone = (
-        await store.executor.all<{ id: string; raw: string }>(`SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= 2${scope.sql}`, scope.params)
+        await store.executor.all<{ id: string; raw: string }>(`SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= ${plantedBug('one-scan-tombstone') ? 1 : 2}${scope.sql}`, scope.params)
       ).sort((a, b) => Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))));
       if (gone.length === 0) return [];
       const hold = options.massDeletion;
