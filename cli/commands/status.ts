@@ -110,6 +110,7 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
         `${s.stream}: the last scan was INCOMPLETE (${s.lastScan.reason}): ${s.lastScan.distinctIds} distinct records listed of a total of ${s.lastScan.total}; no record was counted missing and the cursor stayed`,
       );
     }
+    if (s.lastScan?.missesWithheld) lines.push('', `WARNING: ${s.stream}: ${withheldText(s.lastScan)}`);
     if (s.deletionHold) {
       const hold = s.deletionHold;
       lines.push(
@@ -134,6 +135,7 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
     for (const p of s.partitions?.list ?? []) {
       const name = `${s.stream} ${s.partitions!.param}=${p.partition}`;
       if (p.lastScan?.outcome === 'incomplete') lines.push('', `${name}: the last scan was INCOMPLETE (${p.lastScan.reason}): ${p.lastScan.distinctIds} distinct records listed of a total of ${p.lastScan.total}; no record was counted missing and the cursor stayed`);
+      if (p.lastScan?.missesWithheld) lines.push('', `WARNING: ${name}: ${withheldText(p.lastScan)}`);
       if (p.deletionHold) lines.push('', `WARNING: ${name}: ${p.deletionHold.count} tombstones HELD since ${p.deletionHold.since} (more than sync.massDeletionShare of its ${p.deletionHold.live} live records); if the API really deleted them: bizops-sync backfill --stream ${s.stream} --confirm-deletions`);
       if (p.inProgress) lines.push('', `${name}: an unfinished ${p.inProgress.reason} (${p.inProgress.mode}) stands at offset ${p.inProgress.offset} of ${p.inProgress.total ?? '?'}; the next run resumes it`);
     }
@@ -176,4 +178,11 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
     }
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** Why the last complete scan counted no record missing (`ScanOutcome.missesWithheld`), in words. */
+function withheldText(scan: NonNullable<StreamStatus['lastScan']>): string {
+  return scan.missesWithheld === 'unnamed-items'
+    ? `the last complete scan listed ${scan.unnamed ?? 0} item(s) without an id (quarantined), so it counted no record missing: nothing is tombstoned while the list serves records it does not name`
+    : `the last complete scan listed ${scan.distinctIds} distinct records, more than the list's total of ${scan.total}: the total is wrong, so it counted no record missing (nothing is tombstoned)`;
 }

@@ -379,6 +379,7 @@ function streamNotes(streams: readonly StreamStatus[]): Fragment {
     if (s.lastScan?.outcome === 'incomplete') {
       notes.push(`${s.stream}: the last scan was incomplete (${s.lastScan.reason}): ${s.lastScan.distinctIds} distinct records listed of a total of ${s.lastScan.total}; no record was counted missing and the cursor stayed`);
     }
+    if (s.lastScan?.missesWithheld) notes.push(`${s.stream}: ${withheldText(s.lastScan)}`);
     if (s.deletionHold) {
       const hold = s.deletionHold;
       notes.push(
@@ -581,4 +582,11 @@ ${leases.map((lease) => {
   })}
 </tbody>
 </table>`);
+}
+
+/** Why the last complete scan counted no record missing (`ScanOutcome.missesWithheld`), in words. */
+function withheldText(scan: NonNullable<StreamStatus['lastScan']>): string {
+  return scan.missesWithheld === 'unnamed-items'
+    ? `the last complete scan listed ${scan.unnamed ?? 0} item(s) without an id (quarantined), so it counted no record missing: nothing is tombstoned while the list serves records it does not name`
+    : `the last complete scan listed ${scan.distinctIds} distinct records, more than the list's total of ${scan.total}: the total is wrong, so it counted no record missing (nothing is tombstoned)`;
 }

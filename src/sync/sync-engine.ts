@@ -390,8 +390,10 @@ export class SyncEngine {
     result.mode = result.partitions.every((part) => part.mode === 'complete') ? 'complete' : 'incremental';
     result.resumed = result.partitions.some((part) => part.resumed);
     await this.fenced(stream.name, async (store) => {
-      const states = await Promise.all(values.map((partition) => store.readSyncState(stream.name, partition)));
-      const cursors = states.map((state) => state.cursor);
+      // One statement at a time: inside a transaction every read goes through one client (PostgreSQL:
+      // one connection, which must not be sent a query while it runs another).
+      const cursors: (string | null)[] = [];
+      for (const partition of values) cursors.push((await store.readSyncState(stream.name, partition)).cursor);
       const now = new Date().toISOString();
       await store.updateSyncState(stream.name, {
         // The stream's cursor is its oldest partition's: how far behind the stream may be.
