@@ -122,6 +122,9 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
       lines.push('', `WARNING: ${s.stream}: ${s.condition.condition.toUpperCase()} since ${s.condition.since ?? '?'} (${s.condition.failedRuns} failed run(s) in a row; last success ${s.lastRun.succeededAt ?? 'never'})`);
     }
     if (s.skipped) lines.push('', `${s.stream}: skipped by syncs: ${s.skipped}`);
+    if (s.unlistedRecords) {
+      lines.push('', `WARNING: ${s.stream}: the list held ${s.unlistedRecords.records} record(s) the incremental syncs had not listed (found ${s.unlistedRecords.at}): the records' clock lags by more than they allowed for; the next sync is a complete scan (docs/sync.md "Record clock")`);
+    }
     if (s.recordClockLagSeconds > 0) {
       lines.push('', `WARNING: ${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it (the server's clocks disagree: docs/sync.md "Record clock")`);
     }

@@ -103,7 +103,7 @@ export interface DaemonMetricsSources {
 export function pageTrustSource(store: MirrorStore): NonNullable<DaemonMetricsSources['pageTrust']> {
   const rejected = new RejectedRecords(store);
   const recordClock = new RecordClockStore(store.executor);
-  return { countRejected: (stream) => rejected.count(stream), recordClockLagSeconds: async (stream) => (await recordClock.read(stream)).lagSeconds };
+  return { countRejected: (stream) => rejected.count(stream), recordClockLagSeconds: (stream) => recordClock.streamLag(stream) };
 }
 
 /** The dispatcher's per-endpoint figures used here (src/notify `WebhookEndpointStats`). */

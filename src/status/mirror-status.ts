@@ -73,6 +73,12 @@ export interface StreamStatus {
    */
   recordClockLagSeconds: number;
   /**
+   * Records the stream's own record clock probe found in the list that its incremental runs had not
+   * listed, and when (ISO 8601); the next run is a complete scan, which clears it; null when none
+   * (docs/sync.md "Record clock").
+   */
+  unlistedRecords: { records: number; at: string } | null;
+  /**
    * Tombstones the last complete scan held back because they were more than
    * `sync.massDeletionShare` of the stream (docs/sync.md "Mass deletions held"), or null.
    */
@@ -249,7 +255,9 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
         ? noPartitions
         : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
           `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), the daemon at its start, a backfill at once`,
-      recordClockLagSeconds: (await recordClock.read(stream.name)).lagSeconds,
+      // The stream's lag is the largest of its own and its partitions'.
+      recordClockLagSeconds: await recordClock.streamLag(stream.name),
+      unlistedRecords: (await recordClock.read({ stream: stream.name })).unlisted,
       rejected: await rejected.count(stream.name),
       undeclaredFields: (await listUndeclaredFields(executor, stream.name)).map(({ field, firstSeenAt, exampleRecordId }) => ({ field, firstSeenAt, exampleRecordId })),
       inProgress: inProgress(state),
