@@ -311,16 +311,18 @@ class Verification {
   /** Scans each partition (or the one list), then decides the extras. */
   async run(): Promise<void> {
     // The fields the stream knows (the registry): compared like sync compares them.
-    const registered = new Set((await listUndeclaredFields(this.options.store.executor, this.stream.name)).map((field) => field.field));
+    const undeclared = await listUndeclaredFields(this.options.store.executor, this.stream.name);
+    const registered = new Set(undeclared.map((field) => field.field));
+    const firstSeen = new Map(undeclared.map((field) => [field.field, field.firstSeenAt]));
     const declared = declaredFieldPaths(this.stream);
-    this.diffFields = { listed: this.stream.listedFields, known: (path) => registered.has(path) && !declared.has(path) };
+    this.diffFields = { listed: this.stream.listedFields, known: (path) => registered.has(path) && !declared.has(path), firstSeenAt: (path) => firstSeen.get(path) };
     // The mirror's live rows of what the scans read, before a repair changes them: what the lists' totals must account for.
     this.liveAtStart = await this.listing.liveAtStart(this.stream, this.startedAt, this.plan.scope);
     let complete = true;
     for (const partition of this.plan.values ?? ['']) {
       const scan = await this.scan(partition, this.plan.values === undefined ? this.listing : this.listing.part());
       if (scan === undefined) return; // unsupported
-      complete &&= scan.outcome === 'complete';
+      complete &&= scan.outcome === 'complete' && !scan.missesWithheld;
     }
     if (!complete) {
       this.result.status = 'incomplete';
@@ -393,9 +395,15 @@ class Verification {
     this.result.listed += outcome.distinctIds;
     this.result.total += outcome.total;
     this.totals += outcome.total;
-    if (outcome.outcome === 'incomplete') {
+    if (outcome.outcome === 'incomplete' || outcome.missesWithheld) {
       const where = partition ? ` (${stream.partitions!.param} ${partition})` : '';
-      const reason = `the scan${where} listed ${outcome.distinctIds} distinct records of a total of ${outcome.total} (${outcome.reason}): extra records cannot be counted; run verify again`;
+      const why =
+        outcome.outcome === 'incomplete'
+          ? `listed ${outcome.distinctIds} distinct records of a total of ${outcome.total} (${outcome.reason})`
+          : outcome.missesWithheld === 'unnamed-items'
+            ? `listed ${outcome.unnamed ?? 'some'} item(s) without an id, any of which may be a record it did not list`
+            : `listed ${outcome.distinctIds} distinct records, more than its total of ${outcome.total} explains`;
+      const reason = `the scan${where} ${why}: extra records cannot be counted; run verify again`;
       this.result.error = this.result.error ? `${this.result.error}; ${reason}` : reason;
       this.result.extra = null;
       this.result.unconfirmed = null;
@@ -478,7 +486,8 @@ class Verification {
         missing.push(record);
         continue;
       }
-      const fields = new Set(Object.keys(diffRecord(JSON.parse(row.raw) as ApiRecord, record, this.diffFields)));
+      const storedAt = typeof row.columns.synced_at === 'string' ? row.columns.synced_at : undefined;
+      const fields = new Set(Object.keys(diffRecord(JSON.parse(row.raw) as ApiRecord, record, this.diffFields, storedAt)));
       for (const { column, field } of this.stream.columns) {
         const value = readField(record, field);
         if (value !== undefined && !sameColumnValue(row.columns[column], value)) fields.add(field);

@@ -40,7 +40,8 @@
  * lag. The engine widens every stream's overlap by the lag measured on it; the reconciliation (a
  * complete scan, no `updatedAfter`) finds whatever a lag larger than the overlap hid.
  */
-import { jsonArrayValues, jsonPath, jsonTextField } from '../mirror/sql/dialect.ts';
+import { instantMs } from '../mirror/instants.ts';
+import { jsonArrayValues } from '../mirror/sql/dialect.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import type { ApiRecord, StreamDefinition } from '../streams/define-stream.ts';
@@ -53,6 +54,21 @@ const WRITE_TIMESTAMPS: Record<string, { kind: string; path: readonly string[] }
   transactions: [{ kind: 'transaction.create', path: ['transaction', 'createdAt'] }],
   deals: [{ kind: 'deal.close', path: ['deal', 'updatedAt'] }],
 };
+
+/** The string at `path` inside the JSON text `result`, or undefined (absent, not a string, or not JSON). */
+function stampAt(result: string, path: readonly string[]): string | undefined {
+  let node: unknown;
+  try {
+    node = JSON.parse(result);
+  } catch {
+    return undefined;
+  }
+  for (const field of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<string, unknown>)[field];
+  }
+  return typeof node === 'string' ? node : undefined;
+}
 
 /** The stream table's column holding `updatedAt`, when the stream has one. */
 function updatedAtColumn(stream: StreamDefinition): string | undefined {
@@ -78,7 +94,7 @@ export function lagsAboveHighWater(highWater: { at: string; updatedAt: string } 
   const at = Date.parse(highWater.at);
   const lags: number[] = [];
   for (const record of records) {
-    const stamp = typeof record.updatedAt === 'string' ? Date.parse(record.updatedAt) : Number.NaN;
+    const stamp = instantMs(record.updatedAt);
     if (!(stamp > water)) continue;
     const lag = (at - stamp) / 1000;
     if (lag >= MIN_LAG_SECONDS) lags.push(lag);
@@ -95,7 +111,7 @@ export function lagsAboveHighWater(highWater: { at: string; updatedAt: string } 
 export function lagCeiling(records: readonly ApiRecord[], pageTimeMs: number): number | undefined {
   let newest = Number.NEGATIVE_INFINITY;
   for (const record of records) {
-    const stamp = typeof record.updatedAt === 'string' ? Date.parse(record.updatedAt) : Number.NaN;
+    const stamp = instantMs(record.updatedAt);
     if (stamp <= pageTimeMs + 1000 && stamp > newest) newest = stamp;
   }
   // The Date header has second resolution (the page was answered up to a second after it says).
@@ -157,10 +173,12 @@ export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefiniti
   const lags: number[] = [];
   for (const record of stamped) {
     const previous = stored.get(String(record[stream.key]));
-    if (!previous || previous.updated_at === null || previous.updated_at === record.updatedAt) continue;
+    // The same instant (perhaps written another way: `Z`, `+00:00`): no new stamp.
+    const stamp = instantMs(record.updatedAt);
+    if (!previous || previous.updated_at === null || !Number.isFinite(stamp) || stamp === instantMs(previous.updated_at)) continue;
     // Went backwards, or not past the high water: not a stamp of the server's clock (module comment).
-    if (Date.parse(record.updatedAt as string) < Date.parse(previous.updated_at) || !(Date.parse(record.updatedAt as string) > water)) continue;
-    const lag = (Date.parse(previous.synced_at) + offsetMs - Date.parse(record.updatedAt as string)) / 1000;
+    if (stamp < instantMs(previous.updated_at) || !(stamp > water)) continue;
+    const lag = (Date.parse(previous.synced_at) + offsetMs - stamp) / 1000;
     if (lag >= MIN_LAG_SECONDS) lags.push(lag);
   }
   return [...lags, ...lagsAboveHighWater(highWater, stamped)];
@@ -168,19 +186,22 @@ export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefiniti
 
 /**
  * Lags shown by the writes that finished since `sinceIso` and created or changed a record of
- * `stream`, seconds (only those >= MIN_LAG_SECONDS).
+ * `stream`, seconds (only those >= MIN_LAG_SECONDS). Each write's `result` is read as text and
+ * parsed here, never cast by SQL: a stored response is the API's text, and one that PostgreSQL's
+ * `jsonb` refuses (a lone surrogate) must not fail every run of the stream.
  * @param offsetMs the cursor's clock minus ours (as for `lagsFromPage`)
  */
 export async function lagsFromWrites(executor: SqlExecutor, stream: string, sinceIso: string, offsetMs: number): Promise<number[]> {
   const lags: number[] = [];
   for (const { kind, path } of WRITE_TIMESTAMPS[stream] ?? []) {
-    const rows = await executor.all<{ finished_at: string; stamp: unknown }>(
-      `SELECT finished_at, ${jsonTextField(executor.dialect, 'result')} AS stamp FROM writes WHERE kind = ? AND status = 'succeeded' AND finished_at > ? AND result IS NOT NULL`,
-      [jsonPath(executor.dialect, path), kind, sinceIso],
+    const rows = await executor.all<{ finished_at: string; result: string }>(
+      `SELECT finished_at, result FROM writes WHERE kind = ? AND status = 'succeeded' AND finished_at > ? AND result IS NOT NULL`,
+      [kind, sinceIso],
     );
     for (const row of rows) {
-      if (typeof row.stamp !== 'string') continue;
-      const lag = (Date.parse(row.finished_at) + offsetMs - Date.parse(row.stamp)) / 1000;
+      const stamp = stampAt(row.result, path);
+      if (stamp === undefined) continue;
+      const lag = (Date.parse(row.finished_at) + offsetMs - instantMs(stamp)) / 1000;
       if (lag >= MIN_LAG_SECONDS) lags.push(lag);
     }
   }

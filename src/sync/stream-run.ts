@@ -48,8 +48,8 @@ import { paginateByOffset, type Page, type PageStep, type PositionRange } from '
 import type { Priority } from '../client/rate-budget.ts';
 import type { Logger } from '../logging/logger.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
-import { quarantineKey, RejectedRecords } from '../mirror/rejected-records.ts';
-import type { AppendedChange, DeletionHold, MirrorStore, PartitionSources, RunCheckpoint, ScanOutcome } from '../mirror/mirror-store.ts';
+import { quarantineKey, recordIdOf, RejectedRecords } from '../mirror/rejected-records.ts';
+import { UNNAMED_KEPT, type AppendedChange, type DeletionHold, type MirrorStore, type PartitionSources, type RunCheckpoint, type ScanOutcome } from '../mirror/mirror-store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { createdFilters, type CreatedRange } from './created-range.ts';
 import { recordRangeMisses } from '../mirror/range-misses.ts';
@@ -396,6 +396,7 @@ export class StreamRun implements TieReReader {
     // A frontier page reads positions for the first time; a gap page re-reads some (offset drift).
     const read = step.kind === 'frontier' ? { firstRead: true } : { firstRead: false, gap: step.gap, listedEarlier: await this.listedEarlier(page) };
     const { fresh, repeated, slid } = this.countIds(page, read);
+    this.noteUnnamed(page);
     if (step.gap) {
       // How many records may have slid into this gap, each a removal of a record the scan may have
       // listed already: those it found there, or, where the gap lies in a run of ties (whose order
@@ -522,6 +523,21 @@ export class StreamRun implements TieReReader {
     return out;
   }
 
+  /**
+   * Keeps, in the checkpoint, the quarantine keys of the page's items that carry no string id
+   * (`RunCheckpoint.unnamed`): a record the scan listed but cannot name, so the scan cannot show
+   * that any unlisted record is gone (docs/sync.md "Leaves and deletes").
+   */
+  private noteUnnamed(page: Page<ApiRecord>): void {
+    const { checkpoint: run, stream } = this;
+    for (const item of page.rejected ?? []) {
+      if (recordIdOf(item.raw, stream.key) !== null) continue;
+      const key = quarantineKey(item.raw, stream.key);
+      const kept = run.unnamed ?? [];
+      if (!kept.includes(key) && kept.length < UNNAMED_KEPT) run.unnamed = [...kept, key];
+    }
+  }
+
   /** The ids of `page` this process's part of the run listed on an earlier page (before `countIds` remembers the page). */
   private listedBefore(page: Page<ApiRecord>): Set<string> {
     return new Set(this.positionedIds(page).filter(({ id }) => this.memory.has(id)).map(({ id }) => id));
@@ -639,6 +655,17 @@ export class StreamRun implements TieReReader {
       ({ reads: reReads, rounds, boundHit } = await reReadTies(this, this.environment.tieReReadRounds));
     }
     const outcome = scanOutcome(run, await this.distinctIds(), reReads);
+    if (outcome.missesWithheld === 'unnamed-items') {
+      this.logger.warn(
+        { ...this.names, unnamed: outcome.unnamed, total: outcome.total, distinctIds: outcome.distinctIds },
+        `the scan listed ${outcome.unnamed} item(s) without an id (quarantined): any record it did not list may be one of them, so no record is counted missing (nothing is tombstoned) until a scan names every record it lists`,
+      );
+    } else if (outcome.missesWithheld === 'over-total') {
+      this.logger.warn(
+        { ...this.names, total: outcome.total, distinctIds: outcome.distinctIds },
+        "the scan listed more distinct records than the list's total and the removals it saw explain: the total is wrong, so no record is counted missing (nothing is tombstoned)",
+      );
+    }
     if (outcome.outcome === 'incomplete') {
       this.logger.warn(
         { ...this.names, reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds, repeatedIds: outcome.repeatedIds, reReads, rounds },
@@ -665,6 +692,7 @@ export class StreamRun implements TieReReader {
     this.noteTotal(page.pagination.total, true);
     const listedBefore = this.listedBefore(page);
     const { fresh } = this.countIds(page, { firstRead: false, listedEarlier: await this.listedEarlier(page) });
+    this.noteUnnamed(page);
     run.distinctIds = (run.distinctIds ?? 0) + fresh;
     await this.writePage(page, listedBefore);
     return fresh;
@@ -735,7 +763,8 @@ export class StreamRun implements TieReReader {
     let held: DeletionHold | null | undefined;
     const tombstones = await this.environment.fenced(async (store) => {
       const appended: AppendedChange[] = [];
-      if (complete && run.mode === 'complete' && run.scanNumber !== undefined) {
+      // A scan that proves nothing gone (unnamed items, a total it contradicts) counts no miss and releases no quarantined item.
+      if (complete && !scan.missesWithheld && run.mode === 'complete' && run.scanNumber !== undefined) {
         const scanNumber = run.scanNumber;
         const now = new Date().toISOString();
         let holding: { count: number; live: number } | undefined;

@@ -101,8 +101,10 @@ export type FaultKind =
   /**
    * A list capped like a search engine's result window: nothing is served at or past offset `cap`,
    * and every page says `total: cap` (the real total when smaller) with `hasMore` false at the cap.
+   * With `reportedTotal`, every page says that total instead (a window whose count is an estimate,
+   * smaller or larger than what it serves).
    */
-  | { kind: 'capped-list'; cap: number }
+  | { kind: 'capped-list'; cap: number; reportedTotal?: number }
   /**
    * One record served at two positions: the record at position `position` (default 0) is served
    * again at position `at` (default `position + 1`), inserted there (the total counts it twice), with
@@ -232,6 +234,7 @@ export class FaultInjector {
       if (value !== undefined && !(Number.isInteger(value) && (value as number) >= 0)) throw new Error(`${fault.kind} fault ${name} must be a non-negative integer, got ${String(value)}`);
     };
     if (fault.kind === 'capped-list' && !(Number.isInteger(fault.cap) && fault.cap >= 0)) throw new Error(`capped-list fault needs cap, a non-negative integer, got ${String(fault.cap)}`);
+    if (fault.kind === 'capped-list') position('reportedTotal', fault.reportedTotal);
     if (fault.kind === 'duplicate-id') {
       position('position', fault.position);
       position('at', fault.at);

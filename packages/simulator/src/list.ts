@@ -328,7 +328,7 @@ function faultyListPage<R extends TimestampedRecord>(
   if (fault.kind === 'capped-list') {
     const end = Math.min(total, fault.cap);
     const items = all.slice(Math.min(offset, end), Math.min(offset + limit, end));
-    return { items, pagination: { total: end, limit, offset, hasMore: offset + items.length < end } };
+    return { items, pagination: { total: fault.reportedTotal ?? end, limit, offset, hasMore: offset + items.length < end } };
   }
   if (fault.kind === 'truncate-list') {
     const end = Math.min(total, offset + limit, Math.max(offset, fault.atOffset));
