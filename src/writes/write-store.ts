@@ -23,10 +23,14 @@
  */
 import { createHash } from 'node:crypto';
 import { isStorable, storabilityIssue, storableCopy, storableText } from '../client/storable-json.ts';
+import { plantedBug } from '../logging/planted-bugs.ts';
 import { databaseNow, databaseNowPlusSeconds } from '../mirror/sql/dialect.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { MirrorStore, type AppendedChange } from '../mirror/mirror-store.ts';
 import type { StreamName } from '../streams/definitions.ts';
+
+/** The soak's planted bug `unfenced-claim` (src/logging/planted-bugs.ts): claims neither exclude nor fence. Off in production. */
+const UNFENCED = plantedBug('unfenced-claim');
 
 /** Status of a write row; see the lifecycle in this module's header. */
 export type WriteStatus = 'queued' | 'sending' | 'succeeded' | 'failed' | 'needs_review';
@@ -265,7 +269,7 @@ export class WriteStore {
     const row = await this.executor.get<WriteRow>(
       `UPDATE writes SET claim_token = ?, claim_expires_at = ${databaseNowPlusSeconds(dialect)}
        WHERE id = ? AND status IN ('queued', 'sending')
-         AND (claim_token IS NULL OR claim_expires_at IS NULL OR claim_expires_at < ${databaseNow(dialect)})
+         ${UNFENCED ? '' : `AND (claim_token IS NULL OR claim_expires_at IS NULL OR claim_expires_at < ${databaseNow(dialect)})`}
        RETURNING *`,
       [token, seconds, id],
     );
@@ -299,7 +303,7 @@ export class WriteStore {
     const now = new Date().toISOString();
     const result = await this.executor.run(
       `UPDATE writes SET status = 'sending', attempts = attempts + 1, sending_at = ?, updated_at = ?
-       WHERE id = ? AND claim_token = ? AND status IN ('queued', 'sending')`,
+       WHERE id = ? AND ${UNFENCED ? '? IS NOT NULL' : 'claim_token = ?'} AND status IN ('queued', 'sending')`,
       [now, now, id, token],
     );
     return result.changes === 1;
@@ -445,7 +449,7 @@ export class WriteStore {
    */
   async unclaimed(): Promise<WriteRecord[]> {
     const rows = await this.executor.all<WriteRow>(
-      `SELECT * FROM writes WHERE status IN ('queued', 'sending') AND (claim_token IS NULL OR claim_expires_at < ${databaseNow(this.executor.dialect)}) ORDER BY created_at`,
+      `SELECT * FROM writes WHERE status IN ('queued', 'sending')${UNFENCED ? '' : ` AND (claim_token IS NULL OR claim_expires_at < ${databaseNow(this.executor.dialect)})`} ORDER BY created_at`,
     );
     return rows.map(decode);
   }
@@ -457,6 +461,15 @@ export class WriteStore {
   async listByStatus(status: WriteStatus, limit: number): Promise<WriteRecord[]> {
     const rows = await this.executor.all<WriteRow>('SELECT * FROM writes WHERE status = ? ORDER BY updated_at DESC, id DESC LIMIT ?', [status, limit]);
     return rows.map(decode);
+  }
+
+  /**
+   * Writes of `status` that finished at or after `sinceIso` (ISO 8601): the failed writes of the
+   * last day that the verdict of `status` and the console counts.
+   */
+  async countFinishedSince(status: TerminalWriteStatus, sinceIso: string): Promise<number> {
+    const row = await this.executor.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM writes WHERE status = ? AND finished_at >= ?', [status, sinceIso]);
+    return Number(row?.n ?? 0);
   }
 
   /** Counts by status (for `status` output and metrics). */
