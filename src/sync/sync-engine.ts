@@ -397,7 +397,7 @@ export class SyncEngine {
       const now = new Date().toISOString();
       await store.updateSyncState(stream.name, {
         // The stream's cursor is its oldest partition's: how far behind the stream may be.
-        cursor: cursors.includes(null) ? null : cursors.reduce((oldest, cursor) => (cursor! < oldest! ? cursor : oldest)),
+        cursor: cursors.includes(null) ? null : cursors.reduce((oldest, cursor) => (Date.parse(cursor!) < Date.parse(oldest!) ? cursor : oldest)),
         supported: 1,
         last_run_finished_at: now,
         ...(failed ? { last_error: `partition ${failed.partition ?? '?'}: ${failed.error ? errorLine(failed.error) : 'failed'}` } : { last_success_at: now, last_error: null }),
