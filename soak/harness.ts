@@ -631,7 +631,7 @@ export async function runSchedule(schedule: Schedule, options: RunOptions): Prom
       if (reader) {
         for (const message of await stepChecks(reader, run.oracleInput()).catch((error: unknown) => [`the mirror could not be read: ${String(error)}`])) {
           if (/could not be read/.test(message)) continue;
-          run.failures.push({ check: 'during', step: index + 1, message });
+          run.failures.push({ check: message.split(':')[0]!, step: index + 1, message });
         }
       }
       if (run.failures.length > 0) break;
