@@ -10,6 +10,7 @@ export {
   ConflictError,
   ConnectionError,
   EndlessListError,
+  errorLine,
   InvalidRequestError,
   InvalidResponseError,
   MalformedResponseError,

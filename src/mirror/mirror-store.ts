@@ -11,7 +11,7 @@ import { plantedBug } from '../logging/planted-bugs.ts';
 import { jsonArrayValues } from './sql/dialect.ts';
 import type { SqlExecutor, SqlValue } from './sql/executor.ts';
 import { contentHash, declaredFieldPaths, diffRecord, forEachFieldPath } from './change-detection.ts';
-import { FIELD_ADDED_EVENT, registerFields } from './field-registry.ts';
+import { FIELD_ADDED_EVENT, fieldsFirstSeen, registerFields } from './field-registry.ts';
 import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog-format.ts';
 import { partitionColumn, readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 import type { StreamName } from '../streams/definitions.ts';
@@ -314,7 +314,7 @@ export class MirrorStore {
         const state = stored.get(id);
         return state !== undefined && state.deleted_at === null && state.content_hash !== hashes[index];
       });
-      const storedRaw = differing.length > 0 ? await store.storedRecords(stream, key, differing) : new Map<string, ApiRecord>();
+      const storedRaw = differing.length > 0 ? await store.storedRecords(stream, key, differing) : new Map<string, { record: ApiRecord; storedAt: string }>();
       // Fields the definition does not declare, carried by the records this page writes: new ones are registered and announced.
       const newFields = await store.registerUndeclaredFields(stream, records, ids, hashes, stored, now);
       for (const added of newFields) {
@@ -330,7 +330,9 @@ export class MirrorStore {
       // listed, e.g. carried by write responses only, compares only when the stored record has it).
       const fresh = new Set(newFields.map((added) => added.field));
       const declared = declaredFieldPaths(stream);
-      const diffFields = { listed: stream.listedFields, known: (path: string) => !fresh.has(path) && !declared.has(path) };
+      // When the stream first saw each undeclared field: a version stored before that lacks it by no change of its own.
+      const firstSeen = storedRaw.size > 0 ? await fieldsFirstSeen(store.executor, stream.name) : new Map<string, string>();
+      const diffFields = { listed: stream.listedFields, known: (path: string) => !fresh.has(path) && !declared.has(path), firstSeenAt: (path: string) => firstSeen.get(path) };
       // The ids this page listed so far: a second copy of one with other content is a second version.
       const seenInPage = new Set<string>();
       const writes = new RowWrites(store.executor, stream, now, scan);
@@ -352,7 +354,8 @@ export class MirrorStore {
           continue;
         }
         // A tombstoned record that is listed again counts as new (created / started again).
-        const previous = state && state.deleted_at === null ? storedRaw.get(id) : undefined;
+        const storedVersion = state && state.deleted_at === null ? storedRaw.get(id) : undefined;
+        const previous = storedVersion?.record;
         if (writes.has(id)) await writes.flush();
         writes.add(id, record, hash, raws[index]);
         stored.set(id, { content_hash: hash, deleted_at: null, last_seen_scan: scan });
@@ -364,7 +367,7 @@ export class MirrorStore {
           type = stream.changes.classify(undefined, record, stream.listedFields);
           data = { record };
         } else {
-          const changes = diffRecord(previous, record, diffFields);
+          const changes = diffRecord(previous, record, diffFields, storedVersion!.storedAt);
           const changed = Object.keys(changes);
           // Nothing differs in the fields it carries: stored again (its hash, its latest raw), no event.
           if (changed.length === 0) continue;
@@ -421,13 +424,13 @@ export class MirrorStore {
     return states;
   }
 
-  /** The records of `ids` as last stored (their `raw`), for the diff of changed records: one SELECT. */
-  private async storedRecords(stream: StreamDefinition, key: string, ids: readonly string[]): Promise<Map<string, ApiRecord>> {
-    const rows = await this.executor.all<{ id: string; raw: string }>(
-      `SELECT ${key} AS id, raw FROM ${stream.table} WHERE ${key} IN ${jsonArrayValues(this.executor.dialect)}`,
+  /** The records of `ids` as last stored (their `raw`) and when (`synced_at`), for the diff of changed records: one SELECT. */
+  private async storedRecords(stream: StreamDefinition, key: string, ids: readonly string[]): Promise<Map<string, { record: ApiRecord; storedAt: string }>> {
+    const rows = await this.executor.all<{ id: string; raw: string; synced_at: string }>(
+      `SELECT ${key} AS id, raw, synced_at FROM ${stream.table} WHERE ${key} IN ${jsonArrayValues(this.executor.dialect)}`,
       [JSON.stringify(ids)],
     );
-    return new Map(rows.map((row) => [row.id, JSON.parse(row.raw) as ApiRecord]));
+    return new Map(rows.map((row) => [row.id, { record: JSON.parse(row.raw) as ApiRecord, storedAt: row.synced_at }]));
   }
 
   /**

@@ -463,6 +463,15 @@ export class WriteStore {
     return rows.map(decode);
   }
 
+  /**
+   * Writes of `status` that finished at or after `sinceIso` (ISO 8601): the failed writes of the
+   * last day that the verdict of `status` and the console counts.
+   */
+  async countFinishedSince(status: TerminalWriteStatus, sinceIso: string): Promise<number> {
+    const row = await this.executor.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM writes WHERE status = ? AND finished_at >= ?', [status, sinceIso]);
+    return Number(row?.n ?? 0);
+  }
+
   /** Counts by status (for `status` output and metrics). */
   async countByStatus(): Promise<Record<WriteStatus, number>> {
     const counts: Record<WriteStatus, number> = { queued: 0, sending: 0, succeeded: 0, failed: 0, needs_review: 0 };
