@@ -275,7 +275,16 @@ class ScheduleRun {
   }
 
   injectList(fault: Record<string, unknown> & { kind: string }, path: string, times: number): void {
-    const kind = fault.kind === 'status' ? `status-${String(fault.status)}` : fault.kind === 'truncate-list' && fault.cutTotal ? 'truncate-list-cut-total' : fault.kind;
+    const kind =
+      fault.kind === 'status'
+        ? `status-${String(fault.status)}`
+        : fault.kind === 'truncate-list' && fault.cutTotal
+          ? 'truncate-list-cut-total'
+          : fault.kind === 'id-less-item' && fault.instead
+            ? 'id-less-item-instead'
+            : fault.kind === 'timestamp-style'
+              ? `timestamp-style-${String(fault.style)}`
+              : fault.kind;
     const { hide, ...rest } = fault;
     if (typeof hide === 'number') {
       // The last `hide` records of the list (its size now) are not served.
