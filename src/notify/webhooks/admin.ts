@@ -6,6 +6,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import { maskUrlCredentials } from '../../logging/mask-url.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS, deliverWebhook } from './delivery.ts';
 import { readChanges } from '../changelog-reader.ts';
@@ -18,7 +19,10 @@ import { buildTestWebhookMessage, buildWebhookMessage, signerForEndpoint } from 
 /** One line of `webhooks list`. Times are ISO 8601. */
 export interface WebhookEndpointListing {
   name: string;
-  /** The configured URL (the stored one for an endpoint no longer configured). */
+  /**
+   * The configured URL (the stored one for an endpoint no longer configured), its credentials
+   * masked: user, password, query values, fragment (`maskUrlCredentials`).
+   */
   url: string;
   /** In the configuration (delivered to); false for a stored endpoint that was removed from it. */
   configured: boolean;
@@ -92,7 +96,7 @@ export async function listWebhookEndpoints(
     const lag = state ? await endpointLag(executor, state.deliveredSeq, now, held[0]?.seq) : undefined;
     return {
       name,
-      url: configured?.url ?? state?.url ?? '',
+      url: maskUrlCredentials(configured?.url ?? state?.url ?? ''),
       configured: configured !== undefined,
       registered: state !== undefined,
       enabled: state === undefined || state.disabledAt === null,

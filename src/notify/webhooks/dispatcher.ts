@@ -47,7 +47,7 @@ import { listenForChanges } from '../changelog-reader.ts';
 import { compileEventFilter } from '../event-filter.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS } from './delivery.ts';
 import { EndpointDelivery, safeUrl, type DeliveryEnvironment, type WebhookOrdering } from './endpoint-delivery.ts';
-import { endpointLag, loadEndpoint, registerEndpoint, undeliveredEvents } from './endpoint-store.ts';
+import { endpointLag, forgetStoredCredentials, loadEndpoint, registerEndpoint, undeliveredEvents } from './endpoint-store.ts';
 import { countFailedDeliveries } from './failed-deliveries.ts';
 import { loadHeldEvents } from './held-events.ts';
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, validateSchedule, type WebhookRetrySchedule } from './retry-schedule.ts';
@@ -258,6 +258,8 @@ export class WebhookDispatcher {
     if (this.#state !== 'new') throw new Error(`WebhookDispatcher.start: already ${this.#state}`);
     this.#state = 'starting';
     try {
+      // The mirror keeps no endpoint's credentials, not even an old row's (endpoint-store.ts registerEndpoint).
+      await this.#write((executor) => forgetStoredCredentials(executor));
       for (const { settings } of this.#endpoints) {
         const { state, created, urlChanged } = await this.#write((executor) => registerEndpoint(executor, settings.name, settings.url));
         if (created) this.#logger.info({ endpoint: settings.name, deliveredSeq: state.deliveredSeq }, 'webhook endpoint registered: it receives changes after this seq (use webhooks replay for history)');
