@@ -9,8 +9,8 @@
  * reaches a template (the sign-in form never echoes what was typed).
  */
 import { html } from 'hono/html';
-import type { WebhookEndpointListing } from '../notify/webhooks/admin.ts';
-import type { WebhookAttempt } from '../notify/webhooks/attempts.ts';
+import type { WebhookEndpointListing } from '../notify/delivery/target-admin.ts';
+import type { WebhookAttempt } from '../notify/delivery/attempts.ts';
 import type { LeaseState } from '../mirror/leases.ts';
 import type { ConsumerListing } from '../notify/pull/consumers.ts';
 import type { StreamStatus, WriteNeedingReview } from '../status/mirror-status.ts';
@@ -29,6 +29,7 @@ export const CONSOLE_PATHS = {
   signOut: '/console/sign-out',
   replay: '/console/webhooks/replay',
   enable: '/console/webhooks/enable',
+  retry: '/console/webhooks/retry',
 } as const;
 
 /** The write statuses, in the order a person reads them (docs/writes.md "Statuses and events"). */
@@ -278,7 +279,7 @@ ${runs.map(
 function endpointState(endpoint: WebhookEndpointListing): { text: string; tone: 'ok' | 'warn' | 'bad' | 'idle' } {
   if (!endpoint.registered) return { text: 'not registered yet', tone: 'idle' };
   if (!endpoint.enabled) return { text: `disabled: ${endpoint.disabledReason ?? endpoint.disabledKind ?? 'no reason kept'}`, tone: 'bad' };
-  if (endpoint.failingSince) return { text: `failing since ${time(endpoint.failingSince)}`, tone: 'bad' };
+  if (endpoint.failingSince) return { text: `failing since ${time(endpoint.failingSince)}${endpoint.pausedUntil ? `, paused until ${time(endpoint.pausedUntil)}` : ''}`, tone: 'bad' };
   if (!endpoint.configured) return { text: 'no longer configured', tone: 'idle' };
   return { text: 'delivering', tone: 'ok' };
 }
@@ -316,12 +317,14 @@ ${view.mayAct ? html`<td class="actions">${endpointActions(connection.name, endp
 ${connection.webhooks.filter((endpoint) => endpoint.recentAttempts.length > 0).map((endpoint) => attemptsTable(endpoint.name, endpoint.recentAttempts))}`;
 }
 
-/** Enable (when disabled) and replay from a seq, each a form carrying the session's CSRF token. */
+/** Enable (when disabled), retry now (when paused) and replay from a seq, each a form carrying the session's CSRF token. */
 function endpointActions(connection: string, endpoint: WebhookEndpointListing, csrfToken: string): Fragment {
   if (!endpoint.registered) return html``;
   const hidden = html`<input type="hidden" name="csrf" value="${csrfToken}"><input type="hidden" name="connection" value="${connection}"><input type="hidden" name="endpoint" value="${endpoint.name}">`;
   return html`${!endpoint.enabled
     ? html`<form method="post" action="${CONSOLE_PATHS.enable}">${hidden}<button type="submit">Enable ${endpoint.name}</button></form>`
+    : ''}${endpoint.enabled && endpoint.pausedUntil !== null
+    ? html`<form method="post" action="${CONSOLE_PATHS.retry}">${hidden}<button type="submit">Retry ${endpoint.name} now</button></form>`
     : ''}
 <form method="post" action="${CONSOLE_PATHS.replay}" class="replay">${hidden}<label>Re-send events after seq <input type="number" name="since" min="0" max="${endpoint.deliveredSeq ?? 0}" required></label><button type="submit">Replay ${endpoint.name}</button></form>`;
 }

@@ -229,8 +229,15 @@ describe('the operator console', { timeout: 120_000 }, () => {
     expect(forged.status()).toBe(403);
     expect(await forged.text()).toMatch(/no valid CSRF token/);
 
-    // The receiver is back: replay everything from seq 0 with the button; the endpoint delivers again.
+    // The receiver is back. Taken for down, the endpoint is paused: "Retry now" ends the pause at once.
+    expect(await rowText(page, 'Webhook endpoints', 'env')).toMatch(/paused until \d{4}-/);
     hooksDown = false;
+    await page.getByRole('button', { name: 'Retry env now' }).click();
+    await page.getByRole('status').waitFor();
+    expect(await page.getByRole('status').innerText()).toMatch(/^env: the pause until \d{4}-\S+ is ended; its next event goes out now\.$/);
+    await waitFor(async () => (await consoleJson(url)).connections[0]!.webhooks[0]!.failingSince === null, 'the endpoint delivering after retry now');
+
+    // Replay everything from seq 0 with the button; the endpoint delivers again.
     await page.getByLabel('Re-send events after seq').fill('0');
     await page.getByRole('button', { name: 'Replay env' }).click();
     await page.getByRole('status').waitFor();
