@@ -36,6 +36,8 @@ export default defineConfig({
           // (packages/simulator/test) run with the product's.
           name: 'sqlite',
           include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
+          // A DeprecationWarning from the project's own calls fails its test (test/deprecation-setup.ts).
+          setupFiles: ['test/deprecation-setup.ts'],
         },
       },
       {
@@ -47,7 +49,7 @@ export default defineConfig({
           include: BOTH_BACK_ENDS,
           exclude: SQLITE_ONLY,
           env: { BIZOPS_TEST_MIRROR: 'postgres' },
-          setupFiles: ['test/postgres-setup.ts'],
+          setupFiles: ['test/deprecation-setup.ts', 'test/postgres-setup.ts'],
         },
       },
     ],

@@ -63,6 +63,11 @@ export interface ContextOptions {
   /** Retry timing of the API clients (tests shorten it). */
   clientRetry?: ApiClientOptions['retry'];
   /**
+   * Layers added to the connection's own API client (`Context.client`: the sync's lists, after the
+   * rate budget's layer): the daemon's console hears its list requests' retries through one.
+   */
+  clientHooks?: (config: Config) => ApiClientOptions['hooks'];
+  /**
    * SQLite: run `PRAGMA quick_check` on the mirror file before anything else opens (the daemon
    * does): a damaged file refuses to start with MirrorDamagedError. Default false (it reads the
    * whole file). PostgreSQL keeps its own storage consistent: there the open itself (connected,
@@ -157,7 +162,7 @@ export interface Context {
    */
   webhookDispatcher(options?: Pick<WebhookDispatcherOptions, 'pollMs' | 'timeoutMs' | 'scheduleMs' | 'jitterRatio' | 'stopGraceMs' | 'onAttempt' | 'fence' | 'mayDeliver'>): Promise<WebhookDispatcher | null>;
   /** Another API client on the same budgets (the readiness probe's, without retries). Closed with the context. */
-  apiClient(options?: Pick<ApiClientOptions, 'timeoutMs' | 'retry'> & { tokens?: Record<string, string>; budget?: ApiClientOptions['budget'] }): ApiClient;
+  apiClient(options?: Pick<ApiClientOptions, 'timeoutMs' | 'retry' | 'hooks'> & { tokens?: Record<string, string>; budget?: ApiClientOptions['budget'] }): ApiClient;
   /** Releases everything built, last built first. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -381,12 +386,13 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         timeoutMs: clientOptions.timeoutMs,
         requestDeadlineMs: Math.round(config.api.requestDeadlineSeconds * 1000),
         retry: clientOptions.retry ?? options.clientRetry,
+        ...(clientOptions.hooks ? { hooks: clientOptions.hooks } : {}),
         describeToken: (tokenName) => tokenSetting(config, tokenName),
       });
       cleanups.add(() => client.close());
       return client;
     };
-    const client = apiClient();
+    const client = apiClient({ hooks: options.clientHooks?.(config) });
     const conditions = new StreamConditions({ store, failingAfterRuns: config.sync.failingAfterRuns });
     const engine = new SyncEngine({
       conditions,

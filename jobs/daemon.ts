@@ -24,7 +24,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { deploymentSecrets, type Config, type DeploymentConfig } from '../src/config/index.ts';
-import { consoleRoutes, RecentRuns, type ConsoleConnection } from '../src/console/index.ts';
+import { ConsoleHistory, consoleRoutes, HISTORY_SAMPLE_MS, HistorySampler, RecentRuns, RunRetries, type ConsoleConnection } from '../src/console/index.ts';
 import type { ApiClientOptions } from '../src/client/index.ts';
 import {
   changeRoutes,
@@ -72,6 +72,8 @@ export interface DaemonOptions {
   redisKeys?: ContextOptions['redisKeys'];
   /** How often the changelog's retention runs, ms (tests shorten it). Default hourly. */
   retentionIntervalMs?: number;
+  /** How often the console's plots take a sample, ms (tests shorten it). Default a minute (src/console `HISTORY_SAMPLE_MS`). */
+  consoleSampleMs?: number;
 }
 
 /** What the daemon runs for one connection. */
@@ -95,6 +97,10 @@ export interface RunningConnection {
   runs: RecentRuns;
   /** Checks the connection's streams for staleness (`stream.stale` events). */
   staleWatch: StaleStreamWatch;
+  /** The console's plots' samples (taken while the console is on: `http.readApiKey`). */
+  history: ConsoleHistory;
+  /** The retry streaks of the sync's list requests (the console's state cells). */
+  retries: RunRetries;
 }
 
 /**
@@ -136,7 +142,14 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
   const processWide = deployment.connections[0]!;
   const logger = options.logger ?? deploymentLogger(deployment);
   // An unsupported stream is asked again at every start (its first sync, whatever its last probe).
-  const opened = await openDeployment(deployment, { logger, clientRetry: options.clientRetry, checkMirror: true, redisKeys: options.redisKeys, probeUnsupportedAtStart: true });
+  // Each connection's sync client tells its console which streams' list requests are being retried.
+  const retriesOf = new Map<string, RunRetries>();
+  const clientHooks = (config: Config) => {
+    const retries = new RunRetries();
+    retriesOf.set(config.connection, retries);
+    return [retries.hooks()];
+  };
+  const opened = await openDeployment(deployment, { logger, clientRetry: options.clientRetry, clientHooks, checkMirror: true, redisKeys: options.redisKeys, probeUnsupportedAtStart: true });
   const cleanups = new Teardown(logger);
   cleanups.add(() => opened.close());
   const cleanup = () => cleanups.run();
@@ -222,6 +235,9 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       });
       // Read now: the scheduler asks at start() which streams have a cursor (their first run is a sync).
       const runs = new RecentRuns();
+      const retries = retriesOf.get(config.connection) ?? new RunRetries();
+      const sampleMs = options.consoleSampleMs ?? HISTORY_SAMPLE_MS;
+      const history = new ConsoleHistory({ sampleMs, requestLimit: (config.rateLimit.perMinute * sampleMs) / config.rateLimit.windowMs });
       const withCursor = new Set<StreamName>();
       for (const stream of config.sync.streams) if ((await context.store.readSyncState(stream)).cursor !== null) withCursor.add(stream);
       const scheduler = new StreamScheduler({
@@ -239,6 +255,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
           metrics.recordRun(result, durationMs, config.connection);
           metrics.recordPollInterval(result.stream, scheduler.pollFactor(result.stream), config.connection);
           runs.record(result, durationMs);
+          retries.runEnded(result.stream);
         },
         onTickSkipped: (stream, reason) => metrics.recordSkippedTick(stream, reason, config.connection),
         onTickRested: (stream, factor) => metrics.recordRestedTick(stream, factor, config.connection),
@@ -250,7 +267,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         ...(options.retentionIntervalMs === undefined ? {} : { intervalMs: options.retentionIntervalMs }),
         logger: context.logger,
       });
-      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes, leases: keeper, changeSignal, retention, runs, staleWatch });
+      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes, leases: keeper, changeSignal, retention, runs, staleWatch, history, retries });
     }
     const metrics = new DaemonMetrics({ connections: metricSources, processMetrics: options.processMetrics });
     for (const { name, context, dispatcher } of connections) {
@@ -319,6 +336,22 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       cleanups.add(() => connection.retention.stop());
       connection.staleWatch.start();
       cleanups.add(() => connection.staleWatch.stop());
+      if (processWide.http.readApiKey) {
+        // The console's plots: the mirror's lags and this daemon's requests, sampled into a small ring.
+        const budget = connection.context.budgets.budgetFor('default');
+        const sampler = new HistorySampler(
+          connection.history,
+          {
+            executor: connection.context.store.executor,
+            streams: connection.context.config.sync.streams,
+            webhooks: connection.context.config.webhooks,
+            grantedRequests: () => Object.values(budget.stats().granted).reduce((sum, granted) => sum + granted, 0),
+          },
+          connection.context.logger,
+        );
+        sampler.start();
+        cleanups.add(() => sampler.stop());
+      }
       const config = connection.context.config;
       connection.context.logger.info(
         { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), database: mirrorLocation(config.dbPath), leases: connection.leases.held() },
@@ -365,6 +398,8 @@ function consoleConnection(connection: RunningConnection): ConsoleConnection {
     webhooks: config.webhooks,
     streams: config.sync.streams,
     runs: connection.runs,
+    history: connection.history,
+    retries: connection.retries,
     activeRuns: () => connection.scheduler.activeRuns(),
     heldLeases: () => connection.leases.held(),
     afterAction: () => connection.dispatcher?.notify(),

@@ -6,11 +6,11 @@
  * reports of the streams, writes and leases is src/status/'s report, the one the daemon's console shows.
  */
 import { MIGRATIONS, mirrorHealthCheck, mirrorSchemaVersion } from '../src/mirror/index.ts';
-import { readMirrorReport, type MirrorReport } from '../src/status/index.ts';
+import { readMirrorReport, verdictOf, type MirrorReport, type Verdict } from '../src/status/index.ts';
 import { MirrorDamagedError, MirrorNeedsMigrationError } from './mirror-errors.ts';
 import { classifyMirrorError, mirrorLocation, openExistingMirror } from './open-mirror.ts';
 
-export type { StreamStatus, WriteNeedingReview } from '../src/status/index.ts';
+export type { StreamStatus, Verdict, WriteNeedingReview } from '../src/status/index.ts';
 
 /** The schema version this build reads: its last migration's (both back ends number them alike). */
 const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
@@ -27,6 +27,11 @@ export interface MirrorStatus extends MirrorReport {
    * mirror is in its schema (`missing tables: ...` otherwise); the server keeps its storage consistent.
    */
   quickCheck: string;
+  /**
+   * The verdict line (src/status/verdict.ts): `all 5 streams ok`, or what needs a look, worst
+   * first, over every stream, the endpoints the mirror keeps state for, and the writes.
+   */
+  verdict: Verdict;
 }
 
 export { MirrorNeedsMigrationError } from './mirror-errors.ts';
@@ -53,8 +58,16 @@ export async function readStatus(dbPath: string): Promise<MirrorStatus> {
       );
     }
     quickCheck = await mirrorHealthCheck(connection);
-    const report = await readMirrorReport(connection);
-    return { database: location, backend: connection.dialect, quickCheck, ...report };
+    const now = new Date();
+    const report = await readMirrorReport(connection, { now });
+    const verdict = verdictOf({
+      streams: report.streams,
+      endpoints: report.endpoints,
+      recentFailedWrites: report.recentFailedWrites,
+      writesNeedingReview: report.writes.needs_review ?? 0,
+      now,
+    });
+    return { database: location, backend: connection.dialect, quickCheck, verdict, ...report };
   } catch (error) {
     // A read-only open is lazy: a damaged header shows at the first statement, a damaged page at the
     // first read of it (quick_check may have listed it already: then the line names its findings).

@@ -24,7 +24,9 @@ export function registerChangesCommand(program: Command): void {
     .addHelpText('after', '\nA consumer that remembers the last seq it processed resumes exactly: bizops-sync changes --since 1234 --follow')
     .action(async (options: { since: string; follow?: boolean; type?: string[]; db?: string; connection?: string; expandCreated?: boolean }) => {
       if (!/^\d+$/.test(options.since)) throw new UsageError(`--since: must be a whole number (a changelog seq), got "${options.since}"`);
-      const [{ changesJob }, { formatStoredChangeLine }] = await Promise.all([import('../../jobs/changes.ts'), import('../../src/notify/index.ts')]);
+      const [{ changesJob }, { checkKnownEventPatterns, formatStoredChangeLine }] = await Promise.all([import('../../jobs/changes.ts'), import('../../src/notify/index.ts')]);
+      // A pattern no event type has would print nothing for ever: refused, naming the known types.
+      if (options.type) await checkKnownEventPatterns(options.type, '--type').catch((error: unknown) => Promise.reject(new UsageError((error as Error).message)));
       const shutdown = options.follow ? shutdownOnSignals() : undefined;
       try {
         const batches = changesJob(mirrorPath(options.db, options.connection), { sinceSeq: Number(options.since), types: options.type, follow: options.follow, signal: shutdown?.signal });

@@ -1,6 +1,11 @@
-/** `bizops-sync status [--json]`: per stream, rows, cursor, last run and last error. Loads its job (SQLite, the mirror's stores) when it runs. */
+/**
+ * `bizops-sync status [--json] [--details]`: the verdict line first, then per stream (and partition)
+ * rows, cursor, last run and last error (short; `--details` prints them whole), the endpoints and
+ * writes needing a look. Loads its job (SQLite, the mirror's stores) when it runs.
+ */
 import type { Command } from 'commander';
 import type { MirrorStatus, StreamStatus } from '../../jobs/status.ts';
+import type { ShortError } from '../../src/status/index.ts';
 import { MirrorMissingError } from '../../jobs/mirror-errors.ts';
 import { mirrorPaths } from '../../src/config/index.ts';
 import { mirrorPath } from '../shared.ts';
@@ -10,11 +15,13 @@ export function registerStatusCommand(program: Command): void {
     .command('status')
     .description('show each stream (records mirrored, cursor, last run, last error, any run waiting to resume) and the writes by status; every connection when several are configured')
     .option('--json', 'print JSON instead of a table (keyed by connection when several are shown)')
+    .option('--details', 'print each error whole under the table (the table shows it short: HTTP status, request, the start of the message)')
     .option('--db <path>', 'the mirror: a file, or a postgres:// URL (default: the connection\'s dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)')
     .option('--connection <name>', 'only this configured connection (default: every one)')
-    .action(async (options: { json?: boolean; db?: string; connection?: string }) => {
+    .action(async (options: { json?: boolean; details?: boolean; db?: string; connection?: string }) => {
       const { paths } = mirrorPaths();
-      const { readStatus } = await import('../../jobs/status.ts');
+      const [{ readStatus }, { shortError }] = await Promise.all([import('../../jobs/status.ts'), import('../../src/status/index.ts')]);
+      const formatStatus = (status: MirrorStatus) => formatStatusText(status, { shortError, details: options.details === true });
       if (options.db !== undefined || options.connection !== undefined || paths.length === 1) {
         const status = await readStatus(mirrorPath(options.db, options.connection));
         process.stdout.write(options.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
@@ -42,20 +49,32 @@ export function registerStatusCommand(program: Command): void {
 }
 
 /**
- * The "last run" cell: `backfill/complete: 12 req, 1,100 rec, 3 chg` for a finished run; a run still
+ * The "last run" cell: `backfill/complete: 12 req, 1,100 rec, 3 chg` for a finished run (`FAILED after
+ * 2 req, ...` for a failed one: its own figures); a run still
  * going (or stopped before its end) has no counts of its own yet, so it says so instead of showing
  * the previous run's or zeros.
  */
-function describeLastRun(lastRun: StreamStatus['lastRun']): string {
+function describeLastRun(lastRun: StreamStatus['lastRun'], lastError: string | null): string {
   if (!lastRun.mode) return '-';
   if (lastRun.state === 'running') return `${lastRun.mode}: in progress since ${lastRun.startedAt}`;
   if (lastRun.state === 'unfinished') return `${lastRun.mode}: stopped before its end (started ${lastRun.startedAt}; the next run resumes it)`;
-  return `${lastRun.mode}: ${lastRun.requests ?? 0} req, ${lastRun.records ?? 0} rec, ${lastRun.changes ?? 0} chg`;
+  // A failed run's own figures (what it did before it failed), said as such.
+  return `${lastRun.mode}: ${lastError ? 'FAILED after ' : ''}${lastRun.requests ?? 0} req, ${lastRun.records ?? 0} rec, ${lastRun.changes ?? 0} chg`;
 }
 
-/** A readable table of the status. */
-function formatStatus(status: MirrorStatus): string {
-  const lines = [`mirror: ${status.database} (changelog at seq ${status.changelogSeq}${status.oldestSeq > 1 ? `, kept from seq ${status.oldestSeq}` : ''})`];
+/** How errors are shown: short in the table (`shortError`), whole below it with `details`. */
+interface ErrorDisplay {
+  shortError: (line: string) => ShortError;
+  details: boolean;
+}
+
+/** A readable table of the status, led by its verdict. */
+function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
+  const short = (line: string | null) => (line === null ? '-' : errors.shortError(line).short);
+  const lines = [
+    `${status.verdict.ok ? 'ok' : 'NEEDS A LOOK'}: ${status.verdict.text}`,
+    `mirror: ${status.database} (changelog at seq ${status.changelogSeq}${status.oldestSeq > 1 ? `, kept from seq ${status.oldestSeq}` : ''})`,
+  ];
   if (status.quickCheck !== 'ok') {
     lines.push(
       status.backend === 'postgres'
@@ -67,15 +86,15 @@ function formatStatus(status: MirrorStatus): string {
   const header = ['stream', 'records', 'tombstoned', 'cursor', 'last success', 'last run', 'last error'];
   // A partitioned stream's partitions follow it, one row each: `  locationId=loc_1`.
   const rows = status.streams.flatMap((s) => [
-    [s.stream + (s.supported ? '' : ' (unsupported)'), String(s.records), String(s.tombstoned), s.cursor ?? '-', s.lastRun.succeededAt ?? '-', describeLastRun(s.lastRun), s.lastError ?? '-'],
+    [s.stream + (s.supported ? '' : ' (unsupported)'), String(s.records), String(s.tombstoned), s.cursor ?? '-', s.lastRun.succeededAt ?? '-', describeLastRun(s.lastRun, s.lastError), short(s.lastError)],
     ...(s.partitions?.list ?? []).map((p) => [
       `  ${s.partitions!.param}=${p.partition}`,
       String(p.records),
       String(p.tombstoned),
       p.cursor ?? '-',
       p.lastRun.succeededAt ?? '-',
-      describeLastRun(p.lastRun),
-      p.lastError ?? '-',
+      describeLastRun(p.lastRun, p.lastError),
+      short(p.lastError),
     ]),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -91,6 +110,7 @@ function formatStatus(status: MirrorStatus): string {
         `${s.stream}: the last scan was INCOMPLETE (${s.lastScan.reason}): ${s.lastScan.distinctIds} distinct records listed of a total of ${s.lastScan.total}; no record was counted missing and the cursor stayed`,
       );
     }
+    if (s.lastScan?.missesWithheld) lines.push('', `WARNING: ${s.stream}: ${withheldText(s.lastScan)}`);
     if (s.deletionHold) {
       const hold = s.deletionHold;
       lines.push(
@@ -115,8 +135,23 @@ function formatStatus(status: MirrorStatus): string {
     for (const p of s.partitions?.list ?? []) {
       const name = `${s.stream} ${s.partitions!.param}=${p.partition}`;
       if (p.lastScan?.outcome === 'incomplete') lines.push('', `${name}: the last scan was INCOMPLETE (${p.lastScan.reason}): ${p.lastScan.distinctIds} distinct records listed of a total of ${p.lastScan.total}; no record was counted missing and the cursor stayed`);
+      if (p.lastScan?.missesWithheld) lines.push('', `WARNING: ${name}: ${withheldText(p.lastScan)}`);
       if (p.deletionHold) lines.push('', `WARNING: ${name}: ${p.deletionHold.count} tombstones HELD since ${p.deletionHold.since} (more than sync.massDeletionShare of its ${p.deletionHold.live} live records); if the API really deleted them: bizops-sync backfill --stream ${s.stream} --confirm-deletions`);
       if (p.inProgress) lines.push('', `${name}: an unfinished ${p.inProgress.reason} (${p.inProgress.mode}) stands at offset ${p.inProgress.offset} of ${p.inProgress.total ?? '?'}; the next run resumes it`);
+    }
+  }
+  if (errors.details) {
+    const whole = status.streams.flatMap((s) => [
+      ...(s.lastError ? [`  ${s.stream}: ${s.lastError}`] : []),
+      ...(s.partitions?.list ?? []).filter((p) => p.lastError).map((p) => `  ${s.stream} ${s.partitions!.param}=${p.partition}: ${p.lastError}`),
+    ]);
+    if (whole.length > 0) lines.push('', 'errors:', ...whole);
+  }
+  for (const endpoint of status.endpoints) {
+    if (!endpoint.enabled) lines.push('', `WARNING: webhook endpoint ${endpoint.name}: DISABLED (webhooks list says why; webhooks enable ${endpoint.name} re-enables it)`);
+    else if (endpoint.failingSince) {
+      const next = endpoint.nextAttemptAt && endpoint.nextAttemptAt > new Date().toISOString() ? `, paused until ${endpoint.nextAttemptAt}` : ', retrying';
+      lines.push('', `WARNING: webhook endpoint ${endpoint.name}: failing since ${endpoint.failingSince}${next} (last answer ${endpoint.lastStatus === null ? 'none' : `HTTP ${endpoint.lastStatus}`})`);
     }
   }
   if (status.consumers.length > 0) {
@@ -134,5 +169,20 @@ function formatStatus(status: MirrorStatus): string {
     const more = status.writes.needs_review - listed.length;
     lines.push(`  writes needing review: ${listed.join(', ')}${more > 0 ? ` and ${more} more` : ''} (bizops-sync write ID shows why)`);
   }
+  if (status.failedWrites.length > 0) {
+    const more = (status.writes.failed ?? 0) - status.failedWrites.length;
+    lines.push(`  failed writes${more > 0 ? ` (latest ${status.failedWrites.length} of ${status.writes.failed})` : ''}:`);
+    for (const write of status.failedWrites) {
+      const error = write.error === null ? '-' : errors.details ? write.error : errors.shortError(write.error).short;
+      lines.push(`    ${write.id}  ${write.kind}  ${write.finishedAt ?? '-'}  ${write.httpStatus === null ? '' : `HTTP ${write.httpStatus}: `}${error}`);
+    }
+  }
   return `${lines.join('\n')}\n`;
+}
+
+/** Why the last complete scan counted no record missing (`ScanOutcome.missesWithheld`), in words. */
+function withheldText(scan: NonNullable<StreamStatus['lastScan']>): string {
+  return scan.missesWithheld === 'unnamed-items'
+    ? `the last complete scan listed ${scan.unnamed ?? 0} item(s) without an id (quarantined), so it counted no record missing: nothing is tombstoned while the list serves records it does not name`
+    : `the last complete scan listed ${scan.distinctIds} distinct records, more than the list's total of ${scan.total}: the total is wrong, so it counted no record missing (nothing is tombstoned)`;
 }

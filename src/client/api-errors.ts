@@ -230,3 +230,16 @@ export function errorForStatus(
   if (status >= 500) return new ServerError(options);
   return new BizopsApiError(options);
 }
+
+/**
+ * The one line a failed run keeps of its error (`sync_state.last_error`, the console's recent
+ * runs): the error's message, led by `HTTP <status>: ` when the API answered with a status the
+ * message does not already name (a server's own `message`, e.g. "Service unavailable", rarely says
+ * it). Anything else: its message as it is (a string for a non-Error).
+ */
+export function errorLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const status = error instanceof BizopsApiError ? error.status : undefined;
+  if (status === undefined || new RegExp(`\\bHTTP ${status}\\b`).test(message)) return message;
+  return `HTTP ${status}: ${message}`;
+}

@@ -10,6 +10,7 @@ export {
   ConflictError,
   ConnectionError,
   EndlessListError,
+  errorLine,
   InvalidRequestError,
   InvalidResponseError,
   MalformedResponseError,
@@ -24,3 +25,15 @@ export { PRIORITIES, type Priority, type RateBudget, type RateBudgetStats } from
 export { LocalRateBudget, type LocalRateBudgetOptions } from './local-rate-budget.ts';
 export { rateBudgetKey, RedisRateBudget, type RedisRateBudgetOptions } from './redis-rate-budget.ts';
 export { connectProducer, redisConnection } from './redis-connection.ts';
+export {
+  escapeUnstorable,
+  isStorable,
+  MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
+  storabilityIssue,
+  storabilityIssues,
+  storableCopy,
+  storableText,
+  unstorableTextRule,
+  type StorabilityIssue,
+} from './storable-json.ts';

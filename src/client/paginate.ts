@@ -31,6 +31,7 @@
  *   plus the gap's) and the paging state after it, for a checkpoint (`PagingState`).
  */
 import { EndlessListError } from './api-errors.ts';
+import { RecentMap } from './recent-map.ts';
 import type { Pagination } from './schemas.ts';
 
 /** Page size of every list request: the maximum, for the fewest requests (spec §1 Pagination, §8). */
@@ -169,8 +170,8 @@ function gapOffset(gap: PositionRange, pageSize: number): number {
  */
 export async function* paginateByOffset<T>(fetchPage: (offset: number) => Promise<Page<T>>, options: PaginateOptions<T>): AsyncGenerator<PageStep<T>, void, undefined> {
   const idOf = options.idOf ?? defaultIdOf;
-  // The latest ids listed, oldest dropped first: memory stays flat however long the list is.
-  const seen = new Set<string>();
+  // The latest ids listed, oldest dropped first: memory, and the cost per id, stay flat however long the list is.
+  const seen = new RecentMap<string, true>(REMEMBERED_IDS);
   let frontier = options.resume?.frontier ?? options.startOffset ?? 0;
   let gaps: PositionRange[] = (options.resume?.gaps ?? []).map((gap) => ({ ...gap }));
   let ended = options.resume?.ended ?? false;
@@ -201,10 +202,7 @@ export async function* paginateByOffset<T>(fetchPage: (offset: number) => Promis
       const id = idOf(item);
       if (id === undefined) continue;
       if (seen.has(id)) repeatedIds += 1;
-      else {
-        seen.add(id);
-        if (seen.size > REMEMBERED_IDS) seen.delete(seen.values().next().value as string);
-      }
+      else seen.set(id, true);
     }
     repeatedTotal += repeatedIds;
     const where = `${options.label}?offset=${target.offset}`;

@@ -7,6 +7,7 @@
  * value is an `InvalidResponseError` naming the field, never a silently wrong row.
  */
 import { z } from 'zod';
+import { storabilityIssue } from './storable-json.ts';
 
 /** Describes a value's type the way the error messages do: `string`, `null`, `array`, `undefined`. */
 function typeName(value: unknown): string {
@@ -115,55 +116,19 @@ export interface ItemSchema<T> {
 }
 
 /**
- * Whether any string anywhere in `value` holds U+0000. Walks without allocating (no path arrays,
- * no entry lists): it runs on every item of every page, and what a page allocates decides how far
- * a long backfill's heap grows between collections (docs/operations.md "Memory").
- */
-function containsNulCharacter(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
-  if (value === null || typeof value !== 'object') return false;
-  if (Array.isArray(value)) {
-    for (let index = 0; index < value.length; index += 1) if (containsNulCharacter(value[index])) return true;
-    return false;
-  }
-  for (const key in value) {
-    if (Object.hasOwn(value, key) && containsNulCharacter((value as Record<string, unknown>)[key])) return true;
-  }
-  return false;
-}
-
-/** The path of the first string holding U+0000 anywhere in `value`, or undefined when none does. */
-function nulCharacterPath(value: unknown, path: (string | number)[] = []): (string | number)[] | undefined {
-  if (!containsNulCharacter(value)) return undefined;
-  if (typeof value === 'string') return path;
-  if (Array.isArray(value)) {
-    for (const [index, item] of value.entries()) {
-      const found = nulCharacterPath(item, [...path, index]);
-      if (found) return found;
-    }
-    return undefined;
-  }
-  for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
-    const found = nulCharacterPath(item, [...path, key]);
-    if (found) return found;
-  }
-  return undefined;
-}
-
-/**
- * `schema`, also refusing an item with the NUL character (U+0000) in any string: a PostgreSQL
- * mirror cannot store it (text columns refuse it), so such a record is an invalid item, quarantined
- * like any other (docs/sync.md "Invalid records") instead of failing its page and every later run.
- * Refused on SQLite too, so that both back ends hold the same records.
+ * `schema`, first refusing an item that either mirror cannot store (src/client/storable-json.ts: a
+ * NUL character or an unpaired surrogate in any string or key, nesting deeper than
+ * `MAX_JSON_DEPTH`): such a record is an invalid item, quarantined like any other (docs/sync.md
+ * "Invalid records") instead of failing its page and every later run at a SQL cast. Refused on
+ * SQLite too, so that both back ends hold the same records. The storability check comes first and
+ * is iterative, so nothing recursive (the schema, the quarantine) ever walks an item nested too deep.
  */
 export function storableItems<T>(schema: ItemSchema<T>): ItemSchema<T> {
   return {
     safeParse(input) {
-      const parsed = schema.safeParse(input);
-      if (!parsed.success) return parsed;
-      const path = nulCharacterPath(input);
-      if (!path) return parsed;
-      return { success: false, error: new z.ZodError([{ code: 'custom', path, message: 'must not contain the NUL character (U+0000): the mirror cannot store it', input }]) };
+      const unstorable = storabilityIssue(input);
+      if (unstorable) return { success: false, error: new z.ZodError([{ code: 'custom', path: unstorable.path, message: unstorable.rule, input: undefined }]) };
+      return schema.safeParse(input);
     },
   };
 }

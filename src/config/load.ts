@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, ConnectionChoiceError } from './config-errors.ts';
-import { maskUrlPassword } from '../logging/mask-url.ts';
+import { maskUrlCredentials, maskUrlPassword, urlCredentials } from '../logging/mask-url.ts';
 import { isOtherUrl, isPostgresUrl, parsePostgresLocation } from '../mirror/sql/postgres-location.ts';
 import { configErrorMap } from './issue-wording.ts';
 import { CONNECTION_NAME, configSchema, PER_CONNECTION_KEYS, PROCESS_WIDE_KEYS, type Config, type DeploymentConfig } from './schema.ts';
@@ -501,7 +501,11 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
   return out;
 }
 
-/** The configuration with every secret replaced by `***` (for `config check` and logs). */
+/**
+ * The configuration with every secret replaced by `***` (for `config check` and logs): tokens, keys,
+ * webhook secrets, passwords in URLs, and a webhook URL's user, password and query values
+ * (`maskUrlCredentials`).
+ */
 export function maskConfig(config: Config): unknown {
   const mask = (s: string | undefined) => (s === undefined ? undefined : '***');
   return {
@@ -511,7 +515,7 @@ export function maskConfig(config: Config): unknown {
     redisUrl: maskUrlPassword(config.redisUrl),
     dbPath: maskUrlPassword(config.dbPath),
     http: { ...config.http, writeApiKey: mask(config.http.writeApiKey), readApiKey: mask(config.http.readApiKey) },
-    webhooks: config.webhooks.map((w) => ({ ...w, secret: 'whsec_***', ...(w.previousSecret === undefined ? {} : { previousSecret: 'whsec_***' }) })),
+    webhooks: config.webhooks.map((w) => ({ ...w, url: maskUrlCredentials(w.url), secret: 'whsec_***', ...(w.previousSecret === undefined ? {} : { previousSecret: 'whsec_***' }) })),
   };
 }
 
@@ -526,7 +530,7 @@ export function maskDeployment(deployment: DeploymentConfig): unknown {
 
 /**
  * Every secret of every connection (tokens, webhook secrets, the read key, a PostgreSQL mirror URL holding a
- * password): what loggers and the CLI's error line mask. The URL whole, not its password alone: a
+ * password, a webhook URL's credentials: `urlCredentials`): what loggers and the CLI's error line mask. The URL whole, not its password alone: a
  * short password (`postgres`) masked wherever it appears would garble every line naming the server.
  */
 export function deploymentSecrets(configs: readonly Config[]): string[] {
@@ -534,6 +538,6 @@ export function deploymentSecrets(configs: readonly Config[]): string[] {
     ...Object.values(config.tokens),
     ...(isPostgresUrl(config.dbPath) && parsePostgresLocation(config.dbPath).password !== '' ? [config.dbPath] : []),
     ...(config.http.readApiKey === undefined ? [] : [config.http.readApiKey]),
-    ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret])]),
+    ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret]), ...urlCredentials(endpoint.url)]),
   ]);
 }

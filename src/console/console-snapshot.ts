@@ -1,7 +1,9 @@
 /**
- * What the console shows of one connection, gathered at each page view: the mirror's report (the
- * same as `status`: src/status/), every webhook endpoint as `webhooks list` shows it with its latest
- * attempts, the runs this daemon finished lately and the ones running now, and the leases it holds.
+ * What the console shows of one connection, gathered at each page view: the verdict (the same rule
+ * as `status`: src/status/verdict.ts), the mirror's report (the same as `status`: src/status/),
+ * every webhook endpoint as `webhooks list` shows it with its latest attempts, the runs this daemon
+ * finished lately and the ones running now (with a retry streak, when their requests fail), the
+ * plots' history, and the leases it holds.
  * Every text is masked (the deployment's secrets, bearer tokens, webhook secrets) and endpoint URLs
  * lose their query and credentials (`safeUrl`) before anything is rendered or sent as JSON.
  */
@@ -12,7 +14,10 @@ import type { WebhookEndpointListing } from '../notify/delivery/target-admin.ts'
 import { listWebhookEndpoints } from '../notify/webhooks/admin.ts';
 import { safeUrl } from '../notify/delivery/sink-delivery.ts';
 import { readMirrorReport, type MirrorReport } from '../status/mirror-status.ts';
+import { verdictOf, type Verdict } from '../status/verdict.ts';
+import type { ConsoleHistory, HistorySnapshot } from './console-history.ts';
 import type { RecentRuns, FinishedRun } from './recent-runs.ts';
+import type { RunRetries, RunRetrying } from './run-retries.ts';
 
 /** One connection as the daemon runs it, for the console (jobs/daemon.ts builds these). */
 export interface ConsoleConnection {
@@ -30,6 +35,10 @@ export interface ConsoleConnection {
   activeRuns(): { stream: string; reason: string }[];
   /** The leases this daemon holds for the connection (names). */
   heldLeases(): string[];
+  /** The plots' samples (console-history.ts); absent: no plots. */
+  history?: ConsoleHistory;
+  /** The retry streaks of the runs in progress (run-retries.ts); absent: none known. */
+  retries?: RunRetries;
   /** Called after an action changed an endpoint's state (wakes the webhook delivery). */
   afterAction?(): void;
 }
@@ -37,6 +46,8 @@ export interface ConsoleConnection {
 /** What the console shows of one connection. */
 export interface ConnectionSnapshot {
   name: string;
+  /** One line over the connection (src/status/verdict.ts): `all 5 streams ok`, or what needs a look. */
+  verdict: Verdict;
   /** The mirror's report; null when it could not be read (`error` says why). */
   report: MirrorReport | null;
   /** Why the mirror could not be read (e.g. PostgreSQL down); null when it was. */
@@ -46,8 +57,11 @@ export interface ConnectionSnapshot {
   streams: string[];
   /** Per stream, the runs this daemon finished lately, newest first. */
   recentRuns: Record<string, FinishedRun[]>;
-  activeRuns: { stream: string; reason: string }[];
+  /** The runs in progress, with their retry streak when their requests fail. */
+  activeRuns: { stream: string; reason: string; retrying?: RunRetrying }[];
   heldLeases: string[];
+  /** The plots' samples; null when the daemon keeps none. */
+  history: HistorySnapshot | null;
 }
 
 /** Attempts shown per endpoint. */
@@ -71,15 +85,29 @@ export async function gatherSnapshot(connection: ConsoleConnection, secrets: rea
   } catch (caught) {
     error = `the mirror could not be read: ${caught instanceof Error ? caught.message : String(caught)}`;
   }
+  const streams = report ? report.streams.filter((stream) => connection.streams.includes(stream.stream)) : [];
+  const verdict = verdictOf({
+    streams,
+    endpoints: webhooks.filter((endpoint) => endpoint.configured && endpoint.registered),
+    recentFailedWrites: report?.recentFailedWrites ?? 0,
+    writesNeedingReview: report?.writes.needs_review ?? 0,
+    mirrorError: error,
+    now,
+  });
   const snapshot: ConnectionSnapshot = {
     name: connection.name,
+    verdict,
     report,
     error,
     webhooks,
     streams: [...connection.streams],
     recentRuns: Object.fromEntries(connection.streams.map((stream) => [stream, connection.runs.of(stream)])),
-    activeRuns: connection.activeRuns(),
+    activeRuns: connection.activeRuns().map((run) => {
+      const retrying = connection.retries?.of(run.stream);
+      return retrying ? { ...run, retrying } : run;
+    }),
     heldLeases: connection.heldLeases(),
+    history: connection.history?.snapshot() ?? null,
   };
   return maskStrings(snapshot, secrets);
 }

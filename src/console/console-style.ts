@@ -1,6 +1,8 @@
 /**
  * The console's one stylesheet, served by the daemon at `/console/console.css` (no CDN, no web
- * font: the page works without internet access). Plain CSS; the page reads fine without it.
+ * font: the page works without internet access). Plain CSS; the page reads fine without it. Below
+ * 720 px (a phone) the secondary columns (`.wide`) are hidden and each table scrolls in its own box
+ * (`.scroll`), its first column kept in view: the page is never wider than the screen.
  */
 export const CONSOLE_CSS = `
 :root { color-scheme: light; --ok: #1a7f37; --warn: #9a6700; --bad: #cf222e; --idle: #57606a; --line: #d0d7de; --head: #f6f8fa; }
@@ -38,4 +40,43 @@ ul.notes { margin: 0.25rem 0 0.75rem; color: var(--warn); }
 td.actions form { margin: 0 0 0.4rem; }
 td.actions input[type=number] { width: 6rem; }
 button { font: inherit; padding: 0.25rem 0.75rem; cursor: pointer; }
+.verdict { margin: 0.75rem 0 0; padding: 0.5rem 0.75rem; border-radius: 6px; border: 1px solid var(--line); border-left-width: 6px; font-size: 15px; }
+.verdict.ok { border-left-color: var(--ok); }
+.verdict.warn { border-left-color: var(--warn); }
+.verdict.bad { border-left-color: var(--bad); background: #fff8f7; }
+.verdict p { margin: 0.15rem 0; }
+.verdict a.state { text-decoration: underline; }
+.scroll { max-width: 100%; overflow-x: auto; }
+.scroll table { margin: 0.75rem 0; }
+tr:target { outline: 2px solid var(--warn); }
+tr.partition th { font-weight: normal; padding-left: 1.25rem; }
+details summary { cursor: pointer; }
+details .detail { margin: 0.25rem 0 0; color: #1f2328; font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12px; }
+td.lag { white-space: nowrap; }
+svg.plot { display: inline-block; vertical-align: middle; margin-left: 0.25rem; }
+svg.plot polyline { fill: none; stroke: var(--idle); stroke-width: 1.5; }
+svg.plot circle { fill: var(--idle); }
+svg.bars rect { fill: var(--idle); }
+svg.bars rect.over { fill: var(--bad); }
+svg.bars line.limit { stroke: var(--bad); stroke-width: 1; stroke-dasharray: 3 2; }
+figure.requests { margin: 0.5rem 0; }
+figure.requests figcaption { color: var(--idle); font-size: 12px; }
+@media (max-width: 720px) {
+  header { padding: 0.5rem 0.75rem; }
+  main { padding: 0 0.75rem 1.5rem; }
+  .wide { display: none !important; }
+  table.cards, table.cards tbody, table.cards tr, table.cards th, table.cards td { display: block; }
+  table.cards caption { display: block; }
+  table.cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+  table.cards tr { border: 1px solid var(--line); border-radius: 6px; margin: 0.5rem 0; padding: 0.35rem 0.6rem; }
+  table.cards tr.partition { margin-left: 1rem; }
+  table.cards th, table.cards td { border: none; padding: 0.1rem 0; text-align: left; }
+  table.cards th[scope=row] { font-size: 14px; }
+  table.cards td[data-label]::before { content: attr(data-label) ": "; color: var(--idle); }
+  table.cards td.num { text-align: left; }
+  table.cards td:empty { display: none; }
+  td.error-text { max-width: none; }
+  td.lag { white-space: normal; }
+  figure.requests svg { max-width: 100%; height: auto; }
+}
 `;

@@ -3,6 +3,7 @@
  * console shows under "Recent runs" beside the last run the mirror keeps (`sync_state`). Fed by the
  * scheduler's `onRunFinished` (jobs/daemon.ts); lost at a restart by design (the mirror keeps the last one).
  */
+import { errorLine } from '../client/api-errors.ts';
 import type { RunResult } from '../sync/sync-engine.ts';
 
 /** One finished run as the console shows it. Times are ISO 8601. */
@@ -21,7 +22,7 @@ export interface FinishedRun {
   rejected: number;
   finishedAt: string;
   durationMs: number;
-  /** The error's message for a failed run; null otherwise. */
+  /** The error in one line for a failed run (`HTTP 503: ...`, src/client `errorLine`); null otherwise. */
   error: string | null;
 }
 
@@ -54,7 +55,7 @@ export class RecentRuns {
       rejected: result.rejected,
       finishedAt: finishedAt.toISOString(),
       durationMs: Math.round(durationMs),
-      error: result.error ? result.error.message : null,
+      error: result.error ? errorLine(result.error) : null,
     });
     runs.length = Math.min(runs.length, this.#perStream);
     this.#byStream.set(result.stream, runs);

@@ -11,13 +11,17 @@
  *     `MAX_FIELD_DEPTH` levels, arrays compared whole) plus the stream's listed fields (an absent
  *     listed field counts as null, as ever). A field absent from the item is not compared: a list
  *     item without a field only a write response carries changes nothing.
- *   - A field the stored record lacks is compared (as null before) only when the stream knows it:
- *     a listed field, or one the field registry recorded before this page. A field appearing for
- *     the first time in a stream is announced once (`schema.field_added`, src/mirror/field-registry.ts),
- *     not as an update of every record that carries it.
+ *   - A field the stored record lacks is compared (as null before) only when the stream knew it
+ *     when that version was stored: a listed field, or one the field registry recorded before this
+ *     page and no later than the stored version (`first_seen_at` <= the row's `synced_at`). A field
+ *     appearing in a stream (a server deploy adding it to every record) is announced once
+ *     (`schema.field_added`, src/mirror/field-registry.ts): a record stored before the stream first
+ *     saw it gains it without an update event (its `raw` is rewritten); a record stored while the
+ *     stream already knew the field, and lacking it, that gains it has changed (old null).
  */
 import { hash } from 'node:crypto';
 import type { FieldChanges } from './changelog-format.ts';
+import { plantedBug } from '../logging/planted-bugs.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 
 /** How deep nested objects are walked into field paths (`user.email` is depth 2); deeper objects compare whole. */
@@ -80,21 +84,31 @@ export interface DiffFields {
   listed: readonly string[];
   /** True for an undeclared field the stream knew before this page (the field registry). */
   known(path: string): boolean;
+  /**
+   * When the stream first saw an undeclared field (the registry's `first_seen_at`, ISO 8601);
+   * undefined when not known. With `diffRecord`'s `storedAt`, a field the stored version lacks is
+   * compared only when that version was stored at or after this moment. Absent: every known field is compared.
+   */
+  firstSeenAt?(path: string): string | undefined;
 }
 
 /**
  * The fields whose value differs between the stored record and the incoming one (module rules).
  * @param previous the stored version, or undefined for a new record (every listed field then counts
  *   as changed, old = null)
+ * @param storedAt when `previous` was stored (the row's `synced_at`, ISO 8601): a field it lacks
+ *   that the stream first saw later is not a change (`DiffFields.firstSeenAt`); absent, not checked
  */
-export function diffRecord(previous: ApiRecord | undefined, next: ApiRecord, fields: DiffFields): FieldChanges {
+export function diffRecord(previous: ApiRecord | undefined, next: ApiRecord, fields: DiffFields, storedAt?: string): FieldChanges {
   const changes: FieldChanges = {};
   if (previous === undefined) {
     for (const field of fields.listed) changes[field] = { old: null, new: readField(next, field) ?? null };
     return changes;
   }
   const listed = new Set(fields.listed);
+  const skipStatus = plantedBug('skip-field');
   for (const field of fields.listed) {
+    if (skipStatus && field === 'status') continue;
     const before = readField(previous, field) ?? null;
     const after = readField(next, field) ?? null;
     if (!sameValue(before, after)) changes[field] = { old: before, new: after };
@@ -102,7 +116,8 @@ export function diffRecord(previous: ApiRecord | undefined, next: ApiRecord, fie
   for (const path of fieldPaths(next)) {
     if (listed.has(path)) continue;
     const before = readField(previous, path);
-    if (before === undefined && !fields.known(path)) continue; // new to the stream: announced once, not per record
+    // New to the stream (announced once), or new since this version was stored (a deploy added it): not a change.
+    if (before === undefined && (!fields.known(path) || storedBeforeField(fields, path, storedAt))) continue;
     const after = readField(next, path);
     if (!sameValue(before ?? null, after ?? null)) changes[path] = { old: before ?? null, new: after ?? null };
   }
@@ -122,6 +137,12 @@ export function diffFields(previous: ApiRecord | undefined, next: ApiRecord, fie
     if (previous === undefined || !sameValue(before, after)) changes[field] = { old: before, new: after };
   }
   return changes;
+}
+
+/** True when the stored version (`storedAt`) is older than the stream's first sight of `path`: it could not carry it. */
+function storedBeforeField(fields: DiffFields, path: string, storedAt: string | undefined): boolean {
+  const firstSeenAt = storedAt === undefined ? undefined : fields.firstSeenAt?.(path);
+  return firstSeenAt !== undefined && Date.parse(storedAt!) < Date.parse(firstSeenAt);
 }
 
 function sameValue(a: unknown, b: unknown): boolean {

@@ -47,6 +47,12 @@ export async function registerFields(executor: SqlExecutor, stream: string, cand
   return entries.filter(([field]) => added.has(field)).map(([field, exampleRecordId]) => ({ stream, field, firstSeenAt: now, exampleRecordId }));
 }
 
+/** When each undeclared field of `stream` was first seen (ISO 8601), by field path: one SELECT. */
+export async function fieldsFirstSeen(executor: SqlExecutor, stream: string): Promise<Map<string, string>> {
+  const rows = await executor.all<{ field: string; first_seen_at: string }>('SELECT field, first_seen_at FROM stream_fields WHERE stream = ?', [stream]);
+  return new Map(rows.map((row) => [row.field, row.first_seen_at]));
+}
+
 /** The undeclared fields seen, of one stream or of every stream, by stream then field. */
 export async function listUndeclaredFields(executor: SqlExecutor, stream?: string): Promise<UndeclaredField[]> {
   const rows =

@@ -9,6 +9,7 @@
  * (`MirrorStore.transaction`), together with the records and the checkpoint.
  */
 import { createHash } from 'node:crypto';
+import { storableCopy, storableText, unstorableTextRule } from '../client/storable-json.ts';
 import { maskSecrets } from '../logging/mask.ts';
 import { jsonArrayValues } from './sql/dialect.ts';
 import type { AppendedChange, MirrorStore } from './mirror-store.ts';
@@ -52,17 +53,25 @@ export function withoutSecrets(value: unknown): unknown {
   return value;
 }
 
-/** The item's id when it carries a non-empty string under the stream's key (an id of another type is itself what failed). */
-/** The string id of a raw list item under `key`, or null when it has none. */
+/**
+ * The id of a raw list item under `key`: a non-empty string both mirrors can store
+ * (src/client/storable-json.ts), or null (none, another type, or text the mirror cannot store: the
+ * item is then kept under its content's key).
+ */
 export function recordIdOf(raw: unknown, key: string): string | null {
   if (!raw || typeof raw !== 'object') return null;
   const id = (raw as Record<string, unknown>)[key];
-  return typeof id === 'string' && id !== '' ? id : null;
+  return typeof id === 'string' && id !== '' && unstorableTextRule(id) === undefined ? id : null;
 }
 
-/** The item as the quarantine keeps it: secrets removed, masked, as JSON text. */
+/**
+ * The item as the quarantine keeps it, as JSON text: a storable copy (`storableCopy`: an item the
+ * mirror cannot store is kept with U+FFFD in place of each NUL or unpaired surrogate, and a part
+ * nested too deep replaced by a marker, so that the quarantine row and its `record.rejected` event
+ * are storable and readable anywhere), secrets removed, masked.
+ */
 function quarantinedText(raw: unknown): string {
-  return maskSecrets(JSON.stringify(withoutSecrets(raw)) ?? 'null');
+  return maskSecrets(JSON.stringify(withoutSecrets(storableCopy(raw))) ?? 'null');
 }
 
 /**
@@ -100,13 +109,14 @@ export class RejectedRecords {
         const rawText = quarantinedText(item.raw);
         const recordId = recordIdOf(item.raw, stream.key);
         const recordKey = quarantineKey(item.raw, stream.key);
+        const error = storableText(maskSecrets(item.error));
         const previous = await sql.get<{ raw: string }>('SELECT raw FROM rejected_records WHERE stream = ? AND record_key = ?', [stream.name, recordKey]);
         await sql.run(
           `INSERT INTO rejected_records (stream, record_key, record_id, raw, error, first_seen_at, last_seen_at, times_seen, partition_value)
            VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
            ON CONFLICT (stream, record_key) DO UPDATE SET raw = excluded.raw, error = excluded.error, last_seen_at = excluded.last_seen_at,
              times_seen = rejected_records.times_seen + 1, partition_value = excluded.partition_value`,
-          [stream.name, recordKey, recordId, rawText, maskSecrets(item.error), now, now, partition],
+          [stream.name, recordKey, recordId, rawText, error, now, now, partition],
         );
         if (recordId !== null && options.scanNumber !== undefined) {
           await sql.run(`UPDATE ${stream.table} SET last_seen_scan = ?, missed_scans = 0 WHERE ${key} = ? AND deleted_at IS NULL`, [options.scanNumber, recordId]);
@@ -118,7 +128,7 @@ export class RejectedRecords {
             stream: stream.name,
             recordId: recordKey,
             occurredAt: now,
-            data: { record: JSON.parse(rawText) as unknown, changes: {}, error: maskSecrets(item.error) },
+            data: { record: JSON.parse(rawText) as unknown, changes: {}, error },
             ...(partition ? { partition } : {}),
           }),
         );

@@ -30,6 +30,68 @@ export function validateEventPattern(pattern: string, field = 'events'): string 
 }
 
 /**
+ * Whether a pattern (`*`, `prefix.*` or an exact type, already valid) matches `type`.
+ */
+function patternMatches(pattern: string, type: string): boolean {
+  if (pattern === '*') return true;
+  return pattern.endsWith('.*') ? type.startsWith(pattern.slice(0, -1)) : type === pattern;
+}
+
+/**
+ * Checks that each pattern is well-formed and matches at least one of `knownTypes` (the event types
+ * the changelog can hold: src/notify/event-schemas.ts `knownEventTypes`). A well-formed pattern no
+ * type has (`deals.*` for `deal.*`) would select nothing for ever, and a reader moving its cursor
+ * past the events it skipped would lose them all: it is refused instead (docs/decisions.md).
+ * @param field names the list in errors (`types`, `--type`); each pattern is `<field>[<index>]`
+ * @throws Error naming the field, the pattern and the rule: `types[0]: "deals.*" matches no event
+ *   type (did you mean "deal.*"?); the known types are deal.created, ...`
+ */
+export function checkEventPatterns(patterns: readonly string[], knownTypes: readonly string[], field = 'events'): void {
+  patterns.forEach((pattern, index) => {
+    const where = `${field}[${index}]`;
+    validateEventPattern(pattern, where);
+    if (knownTypes.some((type) => patternMatches(pattern, type))) return;
+    const guess = closestPattern(pattern, knownTypes);
+    throw new Error(`${where}: "${pattern}" matches no event type${guess ? ` (did you mean "${guess}"?)` : ''}; the known types are ${knownTypes.join(', ')}`);
+  });
+}
+
+/** The pattern of the same form closest to `pattern` (one edit of its type part, e.g. a plural `s`), or undefined. */
+function closestPattern(pattern: string, knownTypes: readonly string[]): string | undefined {
+  const wildcard = pattern.endsWith('.*');
+  const text = wildcard ? pattern.slice(0, -2) : pattern;
+  const candidates = new Set(wildcard ? knownTypes.map((type) => type.split('.')[0]!) : knownTypes);
+  let best: { candidate: string; distance: number } | undefined;
+  for (const candidate of candidates) {
+    const distance = editDistance(text.toLowerCase(), candidate.toLowerCase());
+    if (distance <= Math.max(1, Math.floor(candidate.length / 4)) && (!best || distance < best.distance)) best = { candidate, distance };
+  }
+  return best ? `${best.candidate}${wildcard ? '.*' : ''}` : undefined;
+}
+
+/**
+ * `checkEventPatterns` against every event type the changelog can hold, the list loaded on first use
+ * (src/notify/event-schemas.ts, with the stream registry and the other event types): a reader
+ * checking its `--type` patterns pays for it only then.
+ * @throws Error naming the field and the pattern, listing the known types
+ */
+export async function checkKnownEventPatterns(patterns: readonly string[], field = 'events'): Promise<void> {
+  const { knownEventTypes } = await import('./event-schemas.ts');
+  checkEventPatterns(patterns, knownEventTypes(), field);
+}
+
+/** Levenshtein distance between two short strings. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/**
  * Compiles patterns into a filter.
  * @param patterns at least one of `*`, `prefix.*`, exact type
  * @param field names the list in errors

@@ -6,6 +6,9 @@
  */
 import type { ChangeEvent } from './changelog-reader.ts';
 
+/** The `type` of the event `webhooks send-test` sends (not in the changelog). */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
 /** The body of a changelog event, as an object (webhooks send its JSON; the pull API lists it). */
 export interface WebhookPayload {
   type: string;

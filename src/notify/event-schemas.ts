@@ -31,7 +31,7 @@ import { STREAM_CONDITIONS } from '../mirror/stream-condition-store.ts';
 import { WRITE_KIND_NAMES } from '../writes/kinds/index.ts';
 import { WRITE_DUPLICATED, WRITE_EVENT_TYPES } from '../writes/write-store.ts';
 import { ENDPOINT_DISABLED_EVENT } from './delivery/endpoint-store.ts';
-import { TEST_EVENT_TYPE } from './webhooks/signing.ts';
+import { TEST_EVENT_TYPE } from './event-payload.ts';
 
 /** A JSON Schema as plain JSON (an object of keywords). */
 export type JsonSchema = { [keyword: string]: unknown };
@@ -270,6 +270,18 @@ export function streamEventTypes(stream: RegisteredStream): EventTypeEntry[] {
 /** Every event type the changelog can hold, stream record events first (registry order), then `OTHER_EVENT_TYPES`. */
 export function changelogEventTypes(streams: readonly RegisteredStream[] = STREAM_LIST): EventTypeEntry[] {
   return [...streams.flatMap(streamEventTypes), ...OTHER_EVENT_TYPES];
+}
+
+let knownTypes: readonly string[] | undefined;
+
+/**
+ * The type of every event the changelog can hold (`changelogEventTypes` of the registered streams),
+ * in the order docs/events.md lists them: what a type pattern (`GET /changes?types=`, `changes
+ * --type`) must match one of. Computed once.
+ */
+export function knownEventTypes(): readonly string[] {
+  knownTypes ??= changelogEventTypes().map((entry) => entry.type);
+  return knownTypes;
 }
 
 /** True when one of `streams` is a partitioned stream (its events may carry `data.partition`). */

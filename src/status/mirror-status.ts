@@ -3,8 +3,8 @@
  * (jobs/status.ts adds where the mirror is and its health) and the operator's console of the daemon
  * (src/console/). The changelog's last and oldest seq kept and its named consumers; per stream:
  * rows, cursor and its age, the last run, the last error, the scan's outcome, an unsupported
- * stream, the record clock's lag, quarantined records, a run waiting to resume; the writes by status
- * and those needing review; the leases. Reads only, through a
+ * stream, the record clock's lag, quarantined records, a run waiting to resume; the writes by status,
+ * those needing review and the latest failed ones; the webhook endpoints' delivery state; the leases. Reads only, through a
  * `SqlExecutor` (src/mirror/sql/executor.ts): works on a read-only connection, on both back ends.
  */
 import { listUndeclaredFields } from '../mirror/field-registry.ts';
@@ -14,6 +14,7 @@ import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { listConsumers, type ConsumerListing } from '../notify/pull/consumers.ts';
+import { loadAllEndpoints } from '../notify/delivery/endpoint-store.ts';
 import { changelogPrunedThrough } from '../notify/retention.ts';
 import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { StreamConditionStore, type StreamConditionState } from '../mirror/stream-condition-store.ts';
@@ -122,6 +123,37 @@ export interface WriteNeedingReview {
   updatedAt: string;
 }
 
+/**
+ * Failed writes count in the verdict for this many hours after they failed: a failed write is
+ * final (its 4xx will not change), so it is news for a day, then history (`status` and the console
+ * still list the latest ones).
+ */
+export const FAILED_WRITES_RECENT_HOURS = 24;
+
+/** A write that failed (the API refused it: a final 4xx, docs/writes.md), with its error. Times are ISO 8601. */
+export interface FailedWrite {
+  id: string;
+  kind: string;
+  /** The API's answer in one line (`HTTP 422: ...`). */
+  error: string | null;
+  httpStatus: number | null;
+  /** When it failed. */
+  finishedAt: string | null;
+}
+
+/** A webhook endpoint's delivery state as `status` reads it from the mirror. Times are ISO 8601. */
+export interface EndpointStatus {
+  name: string;
+  /** False once disabled (410 Gone, or failing for `disableAfterDays`). */
+  enabled: boolean;
+  /** First failed attempt of the current streak; null while it answers. */
+  failingSince: string | null;
+  /** When it next tries; null when nothing waits. */
+  nextAttemptAt: string | null;
+  /** The last attempt's HTTP status (null: no answer, or no attempt yet). */
+  lastStatus: number | null;
+}
+
 /** What the mirror says of itself (`readMirrorReport`). */
 export interface MirrorReport {
   /** The changelog's last seq (0 when empty). */
@@ -144,6 +176,15 @@ export interface MirrorReport {
   writes: Record<string, number>;
   /** The writes needing review, newest first, at most `needsReviewLimit` of them (`writes.needs_review` counts them all). */
   writesNeedingReview: WriteNeedingReview[];
+  /** The latest failed writes, newest first, at most `failedWritesLimit` of them (`writes.failed` counts them all). */
+  failedWrites: FailedWrite[];
+  /** Writes that failed within the last `FAILED_WRITES_RECENT_HOURS` (24): what the verdict counts. */
+  recentFailedWrites: number;
+  /**
+   * The webhook endpoints the mirror keeps delivery state for (registered by a daemon), by name:
+   * enabled or not, failing since when, next attempt. What the verdict of `status` reads.
+   */
+  endpoints: EndpointStatus[];
   /** Who holds which lease (docs/operations.md "Running two daemons (replicas)"): the `leases` table, by name. */
   leases: LeaseState[];
 }
@@ -152,6 +193,8 @@ export interface MirrorReport {
 export interface MirrorReportOptions {
   /** Most writes needing review listed (`writesNeedingReview`). Default 20. */
   needsReviewLimit?: number;
+  /** Most failed writes listed (`failedWrites`). Default 20. */
+  failedWritesLimit?: number;
   /** The time `lagSeconds` is measured at. Default now. */
   now?: Date;
 }
@@ -222,6 +265,11 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
   const writesNeedingReview = writes.needs_review
     ? (await writeStore.listByStatus('needs_review', options.needsReviewLimit ?? 20)).map(({ id, kind, outcome, error, createdAt, updatedAt }) => ({ id, kind, outcome, error, createdAt, updatedAt }))
     : [];
+  const failedWrites = writes.failed
+    ? (await writeStore.listByStatus('failed', options.failedWritesLimit ?? 20)).map(({ id, kind, error, httpStatus, finishedAt }) => ({ id, kind, error, httpStatus, finishedAt }))
+    : [];
+  const recentFailedWrites = writes.failed ? await writeStore.countFinishedSince('failed', new Date(now.getTime() - FAILED_WRITES_RECENT_HOURS * 3600_000).toISOString()) : 0;
+  const endpoints = (await loadAllEndpoints(executor)).map(({ name, disabledAt, failingSince, nextAttemptAt, lastStatus }) => ({ name, enabled: disabledAt === null, failingSince, nextAttemptAt, lastStatus }));
   return {
     changelogSeq: await store.lastSeq(),
     oldestSeq: (await changelogPrunedThrough(executor)) + 1,
@@ -230,6 +278,9 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
     unsupported: streams.filter((stream) => !stream.supported).map((stream) => stream.stream),
     writes,
     writesNeedingReview,
+    failedWrites,
+    recentFailedWrites,
+    endpoints,
     leases,
   };
 }

@@ -287,9 +287,11 @@ class Verification {
   /** Pages to the end, re-reads ties when short, then counts the extras (complete scans only). */
   async scan(): Promise<void> {
     // The fields the stream knows (the registry): compared like sync compares them.
-    const registered = new Set((await listUndeclaredFields(this.options.store.executor, this.stream.name)).map((field) => field.field));
+    const undeclared = await listUndeclaredFields(this.options.store.executor, this.stream.name);
+    const registered = new Set(undeclared.map((field) => field.field));
+    const firstSeen = new Map(undeclared.map((field) => [field.field, field.firstSeenAt]));
     const declared = declaredFieldPaths(this.stream);
-    this.diffFields = { listed: this.stream.listedFields, known: (path) => registered.has(path) && !declared.has(path) };
+    this.diffFields = { listed: this.stream.listedFields, known: (path) => registered.has(path) && !declared.has(path), firstSeenAt: (path) => firstSeen.get(path) };
     const pages = paginateByOffset((offset) => this.fetchPage(offset), {
       label: `GET ${this.stream.request.path}`,
       stepBackOnShrink: true,
@@ -454,7 +456,8 @@ class Verification {
         missing.push(record);
         continue;
       }
-      const fields = new Set(Object.keys(diffRecord(JSON.parse(row.raw) as ApiRecord, record, this.diffFields)));
+      const storedAt = typeof row.columns.synced_at === 'string' ? row.columns.synced_at : undefined;
+      const fields = new Set(Object.keys(diffRecord(JSON.parse(row.raw) as ApiRecord, record, this.diffFields, storedAt)));
       for (const { column, field } of this.stream.columns) {
         const value = readField(record, field);
         if (value !== undefined && !sameColumnValue(row.columns[column], value)) fields.add(field);

@@ -40,7 +40,7 @@
  * lag. The engine widens every stream's overlap by the lag measured on it; the reconciliation (a
  * complete scan, no `updatedAfter`) finds whatever a lag larger than the overlap hid.
  */
-import { jsonArrayValues, jsonPath, jsonTextField } from '../mirror/sql/dialect.ts';
+import { jsonArrayValues } from '../mirror/sql/dialect.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import type { ApiRecord, StreamDefinition } from '../streams/define-stream.ts';
@@ -53,6 +53,21 @@ const WRITE_TIMESTAMPS: Record<string, { kind: string; path: readonly string[] }
   transactions: [{ kind: 'transaction.create', path: ['transaction', 'createdAt'] }],
   deals: [{ kind: 'deal.close', path: ['deal', 'updatedAt'] }],
 };
+
+/** The string at `path` inside the JSON text `result`, or undefined (absent, not a string, or not JSON). */
+function stampAt(result: string, path: readonly string[]): string | undefined {
+  let node: unknown;
+  try {
+    node = JSON.parse(result);
+  } catch {
+    return undefined;
+  }
+  for (const field of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<string, unknown>)[field];
+  }
+  return typeof node === 'string' ? node : undefined;
+}
 
 /** The stream table's column holding `updatedAt`, when the stream has one. */
 function updatedAtColumn(stream: StreamDefinition): string | undefined {
@@ -168,19 +183,22 @@ export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefiniti
 
 /**
  * Lags shown by the writes that finished since `sinceIso` and created or changed a record of
- * `stream`, seconds (only those >= MIN_LAG_SECONDS).
+ * `stream`, seconds (only those >= MIN_LAG_SECONDS). Each write's `result` is read as text and
+ * parsed here, never cast by SQL: a stored response is the API's text, and one that PostgreSQL's
+ * `jsonb` refuses (a lone surrogate) must not fail every run of the stream.
  * @param offsetMs the cursor's clock minus ours (as for `lagsFromPage`)
  */
 export async function lagsFromWrites(executor: SqlExecutor, stream: string, sinceIso: string, offsetMs: number): Promise<number[]> {
   const lags: number[] = [];
   for (const { kind, path } of WRITE_TIMESTAMPS[stream] ?? []) {
-    const rows = await executor.all<{ finished_at: string; stamp: unknown }>(
-      `SELECT finished_at, ${jsonTextField(executor.dialect, 'result')} AS stamp FROM writes WHERE kind = ? AND status = 'succeeded' AND finished_at > ? AND result IS NOT NULL`,
-      [jsonPath(executor.dialect, path), kind, sinceIso],
+    const rows = await executor.all<{ finished_at: string; result: string }>(
+      `SELECT finished_at, result FROM writes WHERE kind = ? AND status = 'succeeded' AND finished_at > ? AND result IS NOT NULL`,
+      [kind, sinceIso],
     );
     for (const row of rows) {
-      if (typeof row.stamp !== 'string') continue;
-      const lag = (Date.parse(row.finished_at) + offsetMs - Date.parse(row.stamp)) / 1000;
+      const stamp = stampAt(row.result, path);
+      if (stamp === undefined) continue;
+      const lag = (Date.parse(row.finished_at) + offsetMs - Date.parse(stamp)) / 1000;
       if (lag >= MIN_LAG_SECONDS) lags.push(lag);
     }
   }

@@ -182,7 +182,23 @@ export function listedThenRemoved(run: RunCheckpoint): number {
  */
 export function scanOutcome(run: RunCheckpoint, distinctIds: number, reReads: number, now = new Date().toISOString()): ScanOutcome {
   const total = run.lastTotal ?? 0;
-  const base = { mode: run.mode, total, distinctIds, repeatedIds: run.repeatedIds ?? 0, reReads, at: now };
-  if (distinctIds >= requiredIds(run)) return { outcome: 'complete', ...base };
-  return { outcome: 'incomplete', reason: (run.tieRegions?.length ?? 0) > 0 ? 'unstable-order' : 'ended-early', ...base };
+  const unnamed = run.unnamed?.length ?? 0;
+  const base = { mode: run.mode, total, distinctIds, repeatedIds: run.repeatedIds ?? 0, reReads, ...(unnamed > 0 ? { unnamed } : {}), at: now };
+  if (distinctIds < requiredIds(run)) return { outcome: 'incomplete', reason: (run.tieRegions?.length ?? 0) > 0 ? 'unstable-order' : 'ended-early', ...base };
+  if (run.mode !== 'complete') return { outcome: 'complete', ...base };
+  // A deletion needs a proof: the scan named every record it listed, and its total agrees with it.
+  if (unnamed > 0) return { outcome: 'complete', missesWithheld: 'unnamed-items', ...base };
+  if (distinctIds > mostIdsExplained(run)) return { outcome: 'complete', missesWithheld: 'over-total', ...base };
+  return { outcome: 'complete', ...base };
+}
+
+/**
+ * The most distinct ids an honest list could hand a complete scan: its final total, plus every
+ * record removed while the scan ran (each may have been listed before it left), less the ids one
+ * answer listed twice. A scan that listed more proves the total wrong: a list that miscounts may
+ * also leave records out while its total agrees with what it served, so such a scan proves no
+ * record gone.
+ */
+export function mostIdsExplained(run: RunCheckpoint): number {
+  return (run.lastTotal ?? 0) + (run.removedWhileReading ?? 0) + (run.removedAfterEnd ?? 0) - (run.duplicateIds?.length ?? 0);
 }

@@ -13,6 +13,8 @@
  * id (`limit` undefined): its set is what changed since its cursor.
  */
 
+import { RecentMap } from '../client/recent-map.ts';
+
 /** Where an id was first listed: its position, and how many records had been removed and added by then. */
 export interface FirstListed {
   position: number;
@@ -32,22 +34,20 @@ export class ScanMemory {
   removed = 0;
   /** Records added to the set meanwhile (rises of `pagination.total`: an incremental run's set grows). */
   added = 0;
-  readonly #limit: number | undefined;
-  /** Insertion-ordered: the first key is the oldest listing. */
-  readonly #firstListed = new Map<string, FirstListed>();
+  /** The latest `limit` first listings (or all), the oldest dropped first at a constant cost per id (src/client/recent-map.ts). */
+  readonly #firstListed: RecentMap<string, FirstListed>;
 
   /**
    * @param limit first listings kept (an integer >= 1), the oldest dropped first; undefined keeps all
    * @throws RangeError when `limit` is not an integer >= 1
    */
   constructor(limit?: number) {
-    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new RangeError(`limit: must be an integer >= 1, got ${limit}`);
-    this.#limit = limit;
+    this.#firstListed = new RecentMap(limit);
   }
 
   /** True when the memory is bounded: an id it does not hold may still have been listed (ask the mirror). */
   get bounded(): boolean {
-    return this.#limit !== undefined;
+    return this.#firstListed.bounded;
   }
 
   /** How many first listings it holds now. */
@@ -68,9 +68,5 @@ export class ScanMemory {
   /** Remembers `id`'s first listing at `position` (with the removals and additions so far), dropping the oldest past the limit. */
   remember(id: string, position: number): void {
     this.#firstListed.set(id, { position, removed: this.removed, added: this.added });
-    if (this.#limit !== undefined && this.#firstListed.size > this.#limit) {
-      const oldest = this.#firstListed.keys().next().value as string;
-      this.#firstListed.delete(oldest);
-    }
   }
 }

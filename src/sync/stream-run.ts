@@ -38,6 +38,9 @@
  *   ids (EndlessListError); the run fails and nothing is tombstoned.
  * - Two-scan rule: only a complete scan that finished without error counts misses; a record missed
  *   by two consecutive complete scans is tombstoned (src/mirror/mirror-store.ts `recordMisses`).
+ * - One scan: built with a `PageSink`, a run hands its pages, its end and a 404 to the sink instead
+ *   of the mirror (verify, src/sync/mirror-verify.ts), paging, counting ids, re-reading ties and
+ *   judging completeness as above: sync, backfill, range backfill and verify share every rule.
  */
 import type { ApiClient } from '../client/client.ts';
 import { NotFoundError } from '../client/api-errors.ts';
@@ -45,8 +48,8 @@ import { paginateByOffset, type Page, type PageStep, type PositionRange } from '
 import type { Priority } from '../client/rate-budget.ts';
 import type { Logger } from '../logging/logger.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
-import { quarantineKey, RejectedRecords } from '../mirror/rejected-records.ts';
-import type { AppendedChange, DeletionHold, MirrorStore, RunCheckpoint, ScanOutcome } from '../mirror/mirror-store.ts';
+import { quarantineKey, recordIdOf, RejectedRecords } from '../mirror/rejected-records.ts';
+import { UNNAMED_KEPT, type AppendedChange, type DeletionHold, type MirrorStore, type RunCheckpoint, type ScanOutcome } from '../mirror/mirror-store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { createdFilters, type CreatedRange } from './created-range.ts';
 import { recordRangeMisses } from '../mirror/range-misses.ts';
@@ -196,6 +199,32 @@ export interface RunEnvironment {
 }
 
 /**
+ * Where a scan's pages go when they do not go to the mirror (docs/sync.md "Verify"): a `StreamRun`
+ * built with a sink pages, counts ids (ties, drift), re-reads tie regions and judges completeness
+ * exactly as an engine run does, and hands each page, the scan's end and a 404 to the sink. The sink
+ * also says which ids the scan listed beyond the run's bounded memory (an engine run reads that from
+ * the stream table's scan marks: src/mirror/scan-marks.ts). One scan for sync, backfill, range
+ * backfill and verify: a rule of paging, ties or completeness is kept in one place.
+ */
+export interface PageSink {
+  /**
+   * Takes one page of the scan (a first read, a drift gap's page or a tie re-read), after its ids
+   * were counted; quarantine-worthy items are in `page.rejected`.
+   * @param listedBefore the page's ids this process's memory holds from earlier pages of the scan
+   * @returns changes to count in the run's progress (verify: the differences the page showed)
+   */
+  take(page: Page<ApiRecord>, listedBefore: ReadonlySet<string>): Promise<number>;
+  /** Of `ids` (ids the run's bounded memory no longer holds), those this scan listed already. */
+  listedEarlier(ids: readonly string[]): Promise<ReadonlySet<string>>;
+  /** Distinct ids this scan listed so far, quarantined items included (exact: the completeness rule counts them). */
+  distinctIds(): Promise<number>;
+  /** The end of a scan that paged to its end, complete or not (docs/sync.md "Scan completeness"). */
+  finish(scan: ScanOutcome): Promise<void>;
+  /** The list answered 404 at its first page, another list answered, and the stream's definition says `unsupportedOn404`: the run ends `unsupported`. */
+  unsupported(notFound: NotFoundError): Promise<void>;
+}
+
+/**
  * A fresh checkpoint for a run that does not resume one: a complete scan takes the next scan
  * number; an incremental run asks `updatedAfter` = the cursor minus the stream's lookback
  * (`request.lookbackSeconds`, else `overlapMs`) minus the largest record-clock lag seen on any
@@ -239,6 +268,8 @@ export class StreamRun implements TieReReader {
    * scan marks say the rest, scan-memory.ts), every one for an incremental run.
    */
   private readonly memory: ScanMemory;
+  /** Where the pages go instead of the mirror (verify), or undefined: the run commits them to the mirror. */
+  private readonly sink: PageSink | undefined;
 
   /**
    * @param stream the stream being run
@@ -247,15 +278,19 @@ export class StreamRun implements TieReReader {
    * @param result the run's counts and outcome; updated in place
    * @param options the caller's per-run options (signal, progress, confirmed deletions)
    * @param environment what the engine lends the run (client, store, lease-fenced steps)
+   * @param sink where the pages go instead of the mirror (`PageSink`: verify); absent, the run commits them
    */
-  constructor(stream: RegisteredStream, partition: string, checkpoint: RunCheckpoint, result: RunResult, options: RunOptions, environment: RunEnvironment) {
+  constructor(stream: RegisteredStream, partition: string, checkpoint: RunCheckpoint, result: RunResult, options: RunOptions, environment: RunEnvironment, sink?: PageSink) {
     this.stream = stream;
     this.partition = partition;
     this.checkpoint = checkpoint;
     this.result = result;
     this.options = options;
     this.environment = environment;
-    this.memory = new ScanMemory(checkpoint.mode === 'complete' && checkpoint.scanNumber !== undefined ? (environment.scanMemory ?? RECENT_LISTINGS) : undefined);
+    this.sink = sink;
+    // Bounded where something else says what the scan listed: the mirror's scan marks, or the sink.
+    const bounded = sink !== undefined || (checkpoint.mode === 'complete' && checkpoint.scanNumber !== undefined);
+    this.memory = new ScanMemory(bounded ? (environment.scanMemory ?? RECENT_LISTINGS) : undefined);
   }
 
   private get logger(): Logger {
@@ -281,7 +316,8 @@ export class StreamRun implements TieReReader {
     await this.page();
     if (this.result.status === 'succeeded') {
       this.result.scan = await this.checkScan();
-      await this.finish(this.result.scan);
+      if (this.sink) await this.sink.finish(this.result.scan);
+      else await this.finish(this.result.scan);
     }
   }
 
@@ -334,7 +370,11 @@ export class StreamRun implements TieReReader {
         // Every list answering 404 is a wrong base URL (base-url-check.ts): throws, nothing marked.
         await assertBaseUrlServes(this.environment.client, error, { streams: STREAM_LIST, priority: checkpoint.reason === 'sync' ? 'incremental' : 'backfill', signal: this.options.signal });
         if (request.unsupportedOn404) {
-          await this.markUnsupported(error);
+          if (this.sink) {
+            this.result.status = 'unsupported';
+            this.result.notFoundUrl = error.url;
+            await this.sink.unsupported(error);
+          } else await this.markUnsupported(error);
           return;
         }
       }
@@ -351,6 +391,7 @@ export class StreamRun implements TieReReader {
     // A frontier page reads positions for the first time; a gap page re-reads some (offset drift).
     const read = step.kind === 'frontier' ? { firstRead: true } : { firstRead: false, gap: step.gap, listedEarlier: await this.listedEarlier(page) };
     const { fresh, repeated, slid } = this.countIds(page, read);
+    this.noteUnnamed(page);
     if (step.gap) {
       // How many records may have slid into this gap, each a removal of a record the scan may have
       // listed already: those it found there, or, where the gap lies in a run of ties (whose order
@@ -395,7 +436,7 @@ export class StreamRun implements TieReReader {
     }
     if (page.rejected && page.rejected.length > 0) {
       result.rejected += page.rejected.length;
-      this.logger.warn(
+      if (!this.sink) this.logger.warn(
         { ...this.names, offset: page.offset, rejected: page.rejected.length, first: page.rejected[0]!.error },
         'list items failed their schema: quarantined in rejected_records; the rest of the page committed',
       );
@@ -477,6 +518,21 @@ export class StreamRun implements TieReReader {
     return out;
   }
 
+  /**
+   * Keeps, in the checkpoint, the quarantine keys of the page's items that carry no string id
+   * (`RunCheckpoint.unnamed`): a record the scan listed but cannot name, so the scan cannot show
+   * that any unlisted record is gone (docs/sync.md "Leaves and deletes").
+   */
+  private noteUnnamed(page: Page<ApiRecord>): void {
+    const { checkpoint: run, stream } = this;
+    for (const item of page.rejected ?? []) {
+      if (recordIdOf(item.raw, stream.key) !== null) continue;
+      const key = quarantineKey(item.raw, stream.key);
+      const kept = run.unnamed ?? [];
+      if (!kept.includes(key) && kept.length < UNNAMED_KEPT) run.unnamed = [...kept, key];
+    }
+  }
+
   /** The ids of `page` this process's part of the run listed on an earlier page (before `countIds` remembers the page). */
   private listedBefore(page: Page<ApiRecord>): Set<string> {
     return new Set(this.positionedIds(page).filter(({ id }) => this.memory.has(id)).map(({ id }) => id));
@@ -485,13 +541,16 @@ export class StreamRun implements TieReReader {
   /**
    * For a page that reads positions again (a drift gap, a tie re-read) of a complete scan whose
    * memory is bounded: the ids of `page` the memory no longer holds that this scan listed all the
-   * same (their rows carry its scan number: src/mirror/scan-marks.ts). Empty otherwise.
+   * same (their rows carry its scan number: src/mirror/scan-marks.ts; with a sink, the sink says).
+   * Empty otherwise.
    */
   private async listedEarlier(page: Page<ApiRecord>): Promise<ReadonlySet<string>> {
     const scanNumber = this.checkpoint.scanNumber;
-    if (!this.memory.bounded || scanNumber === undefined) return new Set();
+    if (!this.memory.bounded || (scanNumber === undefined && !this.sink)) return new Set();
     const forgotten = this.positionedIds(page).filter(({ id }) => !this.memory.has(id)).map(({ id }) => id);
     if (forgotten.length === 0) return new Set();
+    if (this.sink) return this.sink.listedEarlier(forgotten);
+    if (scanNumber === undefined) return new Set();
     const { store } = this.environment;
     return this.environment.database(() => listedInScan(store.executor, this.stream, scanNumber, forgotten));
   }
@@ -567,6 +626,7 @@ export class StreamRun implements TieReReader {
 
   /** Distinct ids the run listed: for a complete scan the rows it marked seen (exact across a resume), else the run's tally. */
   async distinctIds(): Promise<number> {
+    if (this.sink) return this.sink.distinctIds();
     const { stream, checkpoint: run } = this;
     if (run.mode === 'complete' && run.scanNumber !== undefined) {
       const scanNumber = run.scanNumber;
@@ -590,6 +650,17 @@ export class StreamRun implements TieReReader {
       ({ reads: reReads, rounds, boundHit } = await reReadTies(this, this.environment.tieReReadRounds));
     }
     const outcome = scanOutcome(run, await this.distinctIds(), reReads);
+    if (outcome.missesWithheld === 'unnamed-items') {
+      this.logger.warn(
+        { ...this.names, unnamed: outcome.unnamed, total: outcome.total, distinctIds: outcome.distinctIds },
+        `the scan listed ${outcome.unnamed} item(s) without an id (quarantined): any record it did not list may be one of them, so no record is counted missing (nothing is tombstoned) until a scan names every record it lists`,
+      );
+    } else if (outcome.missesWithheld === 'over-total') {
+      this.logger.warn(
+        { ...this.names, total: outcome.total, distinctIds: outcome.distinctIds },
+        "the scan listed more distinct records than the list's total and the removals it saw explain: the total is wrong, so no record is counted missing (nothing is tombstoned)",
+      );
+    }
     if (outcome.outcome === 'incomplete') {
       this.logger.warn(
         { ...this.names, reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds, repeatedIds: outcome.repeatedIds, reReads, rounds },
@@ -616,6 +687,7 @@ export class StreamRun implements TieReReader {
     this.noteTotal(page.pagination.total, true);
     const listedBefore = this.listedBefore(page);
     const { fresh } = this.countIds(page, { firstRead: false, listedEarlier: await this.listedEarlier(page) });
+    this.noteUnnamed(page);
     run.distinctIds = (run.distinctIds ?? 0) + fresh;
     await this.writePage(page, listedBefore);
     return fresh;
@@ -633,6 +705,13 @@ export class StreamRun implements TieReReader {
    */
   private async writePage<T>(page: Page<ApiRecord>, listedBefore: ReadonlySet<string>, beforeApply?: (store: MirrorStore) => Promise<T>): Promise<T | undefined> {
     const { stream, checkpoint: run, result } = this;
+    if (this.sink) {
+      // Not the mirror's: the sink takes the page (verify compares it); nothing is measured or committed here.
+      const taken = await this.sink.take(page, listedBefore);
+      run.changes += taken;
+      result.changes += taken;
+      return undefined;
+    }
     let measured: T | undefined;
     const changesBefore = run.changes;
     let changes: AppendedChange[];
@@ -679,7 +758,8 @@ export class StreamRun implements TieReReader {
     let held: DeletionHold | null | undefined;
     const tombstones = await this.environment.fenced(async (store) => {
       const appended: AppendedChange[] = [];
-      if (complete && run.mode === 'complete' && run.scanNumber !== undefined) {
+      // A scan that proves nothing gone (unnamed items, a total it contradicts) counts no miss and releases no quarantined item.
+      if (complete && !scan.missesWithheld && run.mode === 'complete' && run.scanNumber !== undefined) {
         const scanNumber = run.scanNumber;
         const now = new Date().toISOString();
         let holding: { count: number; live: number } | undefined;

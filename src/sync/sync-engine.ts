@@ -6,6 +6,7 @@
  * starting a new one, and the run's outcome when it fails or is interrupted. The run itself (paging,
  * committing, scan completeness, the end of a scan) is a `StreamRun` (src/sync/stream-run.ts).
  */
+import { errorLine } from '../client/api-errors.ts';
 import type { ApiClient } from '../client/client.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
@@ -271,7 +272,10 @@ export class SyncEngine {
         result.status = 'failed';
         result.error = err;
         // Best effort: the database may be what failed.
-        await this.store.updateSyncState(stream.name, { last_error: err.message, last_run_finished_at: new Date().toISOString() }).catch(() => undefined);
+        // The failed run's own figures (requests sent, records read, changes committed before it failed), not the last success's.
+        await this.store
+          .updateSyncState(stream.name, { last_error: errorLine(err), last_run_finished_at: new Date().toISOString(), last_run_requests: result.pages, last_run_records: result.records, last_run_changes: result.changes })
+          .catch(() => undefined);
         this.logger.error({ stream: stream.name, err }, 'run failed; its checkpoint stands');
       }
     } finally {
@@ -363,7 +367,9 @@ export class SyncEngine {
         if (options.signal?.aborted || error instanceof LeaseLostError || error instanceof WrongBaseUrlError) throw error;
         part.status = 'failed';
         part.error = error as Error;
-        await this.store.updateSyncState(stream.name, { last_error: part.error.message, last_run_finished_at: new Date().toISOString() }, partition).catch(() => undefined);
+        await this.store
+          .updateSyncState(stream.name, { last_error: errorLine(part.error), last_run_finished_at: new Date().toISOString(), last_run_requests: part.pages, last_run_records: part.records, last_run_changes: part.changes }, partition)
+          .catch(() => undefined);
         this.logger.error({ stream: stream.name, partition, err: error }, 'the partition\'s run failed; its checkpoint stands, the next partition runs');
       } finally {
         addCounts(result, part);
@@ -384,15 +390,17 @@ export class SyncEngine {
     result.mode = result.partitions.every((part) => part.mode === 'complete') ? 'complete' : 'incremental';
     result.resumed = result.partitions.some((part) => part.resumed);
     await this.fenced(stream.name, async (store) => {
-      const states = await Promise.all(values.map((partition) => store.readSyncState(stream.name, partition)));
-      const cursors = states.map((state) => state.cursor);
+      // One statement at a time: inside a transaction every read goes through one client (PostgreSQL:
+      // one connection, which must not be sent a query while it runs another).
+      const cursors: (string | null)[] = [];
+      for (const partition of values) cursors.push((await store.readSyncState(stream.name, partition)).cursor);
       const now = new Date().toISOString();
       await store.updateSyncState(stream.name, {
         // The stream's cursor is its oldest partition's: how far behind the stream may be.
         cursor: cursors.includes(null) ? null : cursors.reduce((oldest, cursor) => (cursor! < oldest! ? cursor : oldest)),
         supported: 1,
         last_run_finished_at: now,
-        ...(failed ? { last_error: `partition ${failed.partition ?? '?'}: ${failed.error?.message ?? 'failed'}` } : { last_success_at: now, last_error: null }),
+        ...(failed ? { last_error: `partition ${failed.partition ?? '?'}: ${failed.error ? errorLine(failed.error) : 'failed'}` } : { last_success_at: now, last_error: null }),
         last_run_requests: result.pages,
         last_run_records: result.records,
         last_run_changes: result.changes,

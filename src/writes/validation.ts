@@ -1,9 +1,13 @@
 /**
  * Payload validation at intake (docs/writes.md: an invalid write is refused with a field-level
- * message and never queued). Turns zod issues into `field: rule` lines, and applies the text rules
- * every string field shares (no control characters, a length cap: `textRuleIssues`).
+ * message and never queued). First the storability rule (src/client/storable-json.ts, the one the
+ * sync quarantines by: nesting at most `MAX_JSON_DEPTH` levels, JSON values only, checked without
+ * recursion, so nothing after it can overflow the stack), then the kind's schema as `field: rule`
+ * lines, and the text rules every string field shares (no control characters, Unicode text the
+ * mirror can store, a length cap: `textRuleIssues`).
  */
 import type { z } from 'zod';
+import { escapeUnstorable, storabilityIssues, unstorableTextRule } from '../client/storable-json.ts';
 import { WriteValidationError, type WriteFieldIssue } from './write-errors.ts';
 import { isWriteKindName, WRITE_KIND_NAMES, writeKind, type WriteKindName } from './kinds/index.ts';
 
@@ -22,7 +26,9 @@ export const MAX_TEXT_CHARACTERS = 10_000;
 
 /**
  * The text rules of every string anywhere in a payload (every field of every kind, nested ones and
- * array items included): no control characters, at most MAX_TEXT_CHARACTERS characters.
+ * array items included): no control characters, text the mirror can store (no unpaired surrogate:
+ * `unstorableTextRule`), at most MAX_TEXT_CHARACTERS characters. Recursive: call it on a payload
+ * that passed the storability rule (at most `MAX_JSON_DEPTH` levels), as `validateWritePayload` does.
  * @returns one issue per broken field, `[]` when none
  */
 export function textRuleIssues(payload: unknown, path: readonly PropertyKey[] = []): WriteFieldIssue[] {
@@ -33,6 +39,8 @@ export function textRuleIssues(payload: unknown, path: readonly PropertyKey[] = 
       const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
       return [{ field, rule: `must not contain control characters (U+0000 to U+001F other than tab, CR and LF; found U+${code})` }];
     }
+    const unstorable = unstorableTextRule(payload);
+    if (unstorable !== undefined) return [{ field, rule: unstorable }];
     if (payload.length > MAX_TEXT_CHARACTERS) return [{ field, rule: `must be at most ${MAX_TEXT_CHARACTERS} characters` }];
     return [];
   }
@@ -41,12 +49,15 @@ export function textRuleIssues(payload: unknown, path: readonly PropertyKey[] = 
   return [];
 }
 
-/** `ratings[0].score` from a zod path. */
+/** `ratings[0].score` from a zod path; a key the mirror could not store is escaped (`a\u0000b`). */
 export function fieldPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const part of path) {
     if (typeof part === 'number') out += `[${part}]`;
-    else out += out === '' ? String(part) : `.${String(part)}`;
+    else {
+      const name = escapeUnstorable(String(part));
+      out += out === '' ? name : `.${name}`;
+    }
   }
   return out;
 }
@@ -78,10 +89,16 @@ function describeIssue(issue: z.core.$ZodIssue): WriteFieldIssue[] {
  */
 export function validateWritePayload(kind: unknown, payload: unknown): { kind: WriteKindName; payload: Record<string, unknown> } {
   if (!isWriteKindName(kind)) {
-    throw new WriteValidationError(String(kind), [{ field: 'kind', rule: `must be one of ${WRITE_KIND_NAMES.join(', ')}` }]);
+    const named = typeof kind === 'string' ? kind : `(${typeName(kind)})`;
+    throw new WriteValidationError(named, [{ field: 'kind', rule: `must be one of ${WRITE_KIND_NAMES.join(', ')}` }]);
   }
+  // Before anything recursive (the schema, the text rules, hashing): a payload nested too deep, or
+  // holding what is not JSON, is refused on that alone; its other parts are not looked at.
+  const unstorable = storabilityIssues(payload);
+  const structural = unstorable.filter((issue) => issue.kind !== 'text');
+  if (structural.length > 0) throw new WriteValidationError(kind, structural.map((issue) => ({ field: fieldPath(issue.path) || 'payload', rule: issue.rule })));
   const parsed = writeKind(kind).payloadSchema.safeParse(payload, { reportInput: true });
-  const textIssues = textRuleIssues(payload);
+  const textIssues = [...textRuleIssues(payload), ...unstorable.map((issue) => ({ field: fieldPath(issue.path) || 'payload', rule: issue.rule }))];
   if (!parsed.success || textIssues.length > 0) {
     // One rule per field: the first broken one (zod goes on checking after a failed check); a control
     // character is named first, being what a caller must fix whatever the field's other rules.

@@ -22,10 +22,15 @@
  * PostgreSQL (`ON CONFLICT`, `COALESCE`, savepoints), every method asynchronous.
  */
 import { createHash } from 'node:crypto';
+import { isStorable, storabilityIssue, storableCopy, storableText } from '../client/storable-json.ts';
+import { plantedBug } from '../logging/planted-bugs.ts';
 import { databaseNow, databaseNowPlusSeconds } from '../mirror/sql/dialect.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { MirrorStore, type AppendedChange } from '../mirror/mirror-store.ts';
 import type { StreamName } from '../streams/definitions.ts';
+
+/** The soak's planted bug `unfenced-claim` (src/logging/planted-bugs.ts): claims neither exclude nor fence. Off in production. */
+const UNFENCED = plantedBug('unfenced-claim');
 
 /** Status of a write row; see the lifecycle in this module's header. */
 export type WriteStatus = 'queued' | 'sending' | 'succeeded' | 'failed' | 'needs_review';
@@ -168,6 +173,15 @@ function decode(row: WriteRow): WriteRecord {
   };
 }
 
+/**
+ * A response as the `result` column keeps it: JSON text of its storable copy (src/client/storable-json.ts:
+ * U+FFFD for a NUL or an unpaired surrogate, a marker for a part nested too deep), so that no API
+ * answer can make the row unstorable or unreadable to a JSON function.
+ */
+function storedResult(result: unknown): string {
+  return JSON.stringify(storableCopy(result)) ?? 'null';
+}
+
 /** The default write-through: the mirror store's own upsert + changelog (src/mirror/mirror-store.ts `applyRecords`). */
 export function defaultWriteThrough(streams: Record<StreamName, Parameters<MirrorStore['applyRecords']>[0]>): WriteThroughHook {
   return async (mirror, stream, record) => await mirror.applyRecords(streams[stream], [record]);
@@ -255,7 +269,7 @@ export class WriteStore {
     const row = await this.executor.get<WriteRow>(
       `UPDATE writes SET claim_token = ?, claim_expires_at = ${databaseNowPlusSeconds(dialect)}
        WHERE id = ? AND status IN ('queued', 'sending')
-         AND (claim_token IS NULL OR claim_expires_at IS NULL OR claim_expires_at < ${databaseNow(dialect)})
+         ${UNFENCED ? '' : `AND (claim_token IS NULL OR claim_expires_at IS NULL OR claim_expires_at < ${databaseNow(dialect)})`}
        RETURNING *`,
       [token, seconds, id],
     );
@@ -289,7 +303,7 @@ export class WriteStore {
     const now = new Date().toISOString();
     const result = await this.executor.run(
       `UPDATE writes SET status = 'sending', attempts = attempts + 1, sending_at = ?, updated_at = ?
-       WHERE id = ? AND claim_token = ? AND status IN ('queued', 'sending')`,
+       WHERE id = ? AND ${UNFENCED ? '? IS NOT NULL' : 'claim_token = ?'} AND status IN ('queued', 'sending')`,
       [now, now, id, token],
     );
     return result.changes === 1;
@@ -303,7 +317,7 @@ export class WriteStore {
   async markRetrying(id: string, token: string, error: string, httpStatus: number | null): Promise<boolean> {
     const result = await this.executor.run(
       `UPDATE writes SET status = 'queued', error = ?, http_status = ?, updated_at = ? WHERE id = ? AND claim_token = ? AND status IN ('queued', 'sending')`,
-      [error, httpStatus, new Date().toISOString(), id, token],
+      [storableText(error), httpStatus, new Date().toISOString(), id, token],
     );
     return result.changes === 1;
   }
@@ -326,7 +340,7 @@ export class WriteStore {
   async markResent(id: string, token: string, created: { remoteId: string; result: unknown; httpStatus: number; outcome: string }): Promise<boolean> {
     const result = await this.executor.run(
       `UPDATE writes SET remote_id = ?, result = ?, http_status = ?, outcome = ?, updated_at = ? WHERE id = ? AND claim_token = ? AND status = 'sending'`,
-      [created.remoteId, JSON.stringify(created.result), created.httpStatus, created.outcome, new Date().toISOString(), id, token],
+      [created.remoteId, storedResult(created.result), created.httpStatus, storableText(created.outcome), new Date().toISOString(), id, token],
     );
     return result.changes === 1;
   }
@@ -361,9 +375,9 @@ export class WriteStore {
          WHERE id = ? AND status IN ('queued', 'sending') AND ${holder}`,
         [
           outcome.status,
-          outcome.outcome,
-          outcome.result === undefined ? null : JSON.stringify(outcome.result),
-          outcome.error ?? null,
+          storableText(outcome.outcome),
+          outcome.result === undefined ? null : storedResult(outcome.result),
+          outcome.error === undefined || outcome.error === null ? null : storableText(outcome.error),
           outcome.httpStatus ?? null,
           outcome.remoteId ?? null,
           now,
@@ -389,6 +403,11 @@ export class WriteStore {
         changes.push(await mirror.appendChange({ type, stream: 'writes', recordId: id, occurredAt: now, data: { record: publicWrite(write) } }));
       }
       if (!writeThrough || outcome.status !== 'succeeded') return { write, changes };
+      // The record as the API answered it: one the mirror cannot store is left to the sync, which quarantines it.
+      if (!isStorable(writeThrough.record)) {
+        const issue = storabilityIssue(writeThrough.record);
+        return { write, changes, writeThroughError: new Error(`the response's record cannot be stored: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.rule}` : 'not storable'}`) };
+      }
       // A savepoint (standard SQL, both back ends): a record the mirror refuses must not undo the outcome.
       await store.executor.exec('SAVEPOINT write_through');
       try {
@@ -430,7 +449,7 @@ export class WriteStore {
    */
   async unclaimed(): Promise<WriteRecord[]> {
     const rows = await this.executor.all<WriteRow>(
-      `SELECT * FROM writes WHERE status IN ('queued', 'sending') AND (claim_token IS NULL OR claim_expires_at < ${databaseNow(this.executor.dialect)}) ORDER BY created_at`,
+      `SELECT * FROM writes WHERE status IN ('queued', 'sending')${UNFENCED ? '' : ` AND (claim_token IS NULL OR claim_expires_at < ${databaseNow(this.executor.dialect)})`} ORDER BY created_at`,
     );
     return rows.map(decode);
   }
@@ -442,6 +461,15 @@ export class WriteStore {
   async listByStatus(status: WriteStatus, limit: number): Promise<WriteRecord[]> {
     const rows = await this.executor.all<WriteRow>('SELECT * FROM writes WHERE status = ? ORDER BY updated_at DESC, id DESC LIMIT ?', [status, limit]);
     return rows.map(decode);
+  }
+
+  /**
+   * Writes of `status` that finished at or after `sinceIso` (ISO 8601): the failed writes of the
+   * last day that the verdict of `status` and the console counts.
+   */
+  async countFinishedSince(status: TerminalWriteStatus, sinceIso: string): Promise<number> {
+    const row = await this.executor.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM writes WHERE status = ? AND finished_at >= ?', [status, sinceIso]);
+    return Number(row?.n ?? 0);
   }
 
   /** Counts by status (for `status` output and metrics). */

@@ -138,6 +138,11 @@ describe('command line', { timeout: 120_000 }, () => {
     const streamOfEachRecord = STREAM_NAMES.flatMap((stream) => sim!.world.groundTruth(stream).map(() => stream));
     expect(lines.map((l) => l.stream)).toEqual(streamOfEachRecord.slice(-15));
     expect(lines.every((l) => l.type === createdEvent(l.stream as (typeof STREAM_NAMES)[number], l.data.record))).toBe(true);
+    // A well-formed pattern no event type has (the real one is `deal.*`): one line naming it and the known types, exit 2.
+    const typo = await runCli(['changes', '--since', '0', '--type', 'deal.created', '--type', 'deals.*'], env);
+    expect(typo.code).toBe(2);
+    expect(typo.stdout).toBe('');
+    expect(typo.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^bizops-sync: --type\[1\]: "deals\.\*" matches no event type \(did you mean "deal\.\*"\?\); the known types are transaction\.created, .*deal\.won/)]);
   });
 
   it('the demo shows mirrored counts and live change events', async () => {

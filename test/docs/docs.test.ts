@@ -46,7 +46,7 @@ describe('the documentation', () => {
     // Built from parts, so that this file does not match itself.
     const trackerReference = new RegExp(['[Ii]ssue', ' [0-9]+'].join(''));
     const found: string[] = [];
-    for (const folder of ['README.md', 'docs', 'src', 'jobs', 'cli', 'test', 'bench', 'bin', 'packages/simulator/src', 'packages/simulator/README.md']) {
+    for (const folder of ['README.md', 'docs', 'src', 'jobs', 'cli', 'test', 'bench', 'soak', 'bin', 'packages/simulator/src', 'packages/simulator/README.md']) {
       for (const file of filesUnder(folder)) {
         if (!/\.(ts|js|mjs|md|json|sql)$/.test(file)) continue;
         readFileSync(file, 'utf8')

@@ -103,6 +103,11 @@ describe('GET /changes', () => {
     await expectError('/changes?after=0&limit=0', 400, 'limit', /^limit: must be from 1 to 1000/);
     await expectError('/changes?after=0&wait=61', 400, 'wait', /^wait: must be seconds from 0 to 60/);
     await expectError('/changes?after=0&types=deal%20won', 400, 'types', /types\[0\]: "deal won" is not an event type pattern/);
+    // Well-formed, but no event type has it (`deal.*` is): a reader moving on to `next` would lose every deal event.
+    await expectError('/changes?after=0&types=deal.won,deals.*', 400, 'types', /^types\[1\]: "deals\.\*" matches no event type \(did you mean "deal\.\*"\?\); the known types are transaction\.created, .*deal\.won/);
+    const unknown = await call('GET', '/changes?after=0&types=dael.won');
+    expect(unknown.body).toMatchObject({ parameter: 'types', knownTypes: expect.arrayContaining(['deal.won', 'transaction.created', 'stream.failing']) });
+    expect(unknown.body.error).toMatch(/did you mean "deal\.won"/);
     await expectError('/consumers/nobody/changes', 404, 'name', /^name: no consumer named "nobody"; register it first with PUT \/consumers\/nobody/);
     await expectError('/consumers/bad%20name', 400, 'name', /^name: "bad name" is not a consumer name/, 'PUT');
     expect((await call('PUT', '/consumers/erp')).status).toBe(201);
@@ -110,6 +115,7 @@ describe('GET /changes', () => {
     await expectError('/consumers/erp/ack', 400, 'seq', /^seq: must be the last seq handled/, 'POST', { seq: 'three' });
     await expectError('/consumers/erp/ack', 400, 'seq', /^seq: required/, 'POST');
     await expectError('/consumers/erp/changes?after=1', 400, 'after', /^after: a consumer reads after its own cursor/);
+    await expectError('/consumers/erp/changes?types=deals.*', 400, 'types', /^types\[0\]: "deals\.\*" matches no event type/);
     await expectError('/changes?after=0', 405, 'method', /answers GET/, 'POST', {});
     // The wrong key: 401, naming the header (read-access.ts).
     const wrong = await fetch(`${server.url}/changes?after=0`, { headers: { authorization: 'Bearer not-the-key-0123456789' } });

@@ -77,28 +77,48 @@ describe('fields the spec does not show', () => {
     expect(columns.map((column) => column.name)).not.toContain('notes');
   });
 
-  it('the API starts returning a field: announced once, no record updated; a write response field a later list item lacks is not a change', async () => {
-    const { sim, context } = await fixtures.start({ size: { transactions: 30, deals: 2, onboardings: 2 } });
+  it('the API starts returning a field on every record at once (a deploy): announced once, raw rewritten, no record updated, on every page; later changes of it are updates; a write response field a later list item lacks is not a change', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 130, deals: 2, onboardings: 110 } });
     await context.engine.run('transactions', 'backfill');
+    await context.engine.run('onboardings', 'backfill');
     const afterBackfill = await context.store.lastSeq();
 
-    // Every list item now carries `notes` (null): one schema.field_added, not 30 updates.
-    sim.world.exposeUndeclaredFields('transactions.notes');
+    // Every list item now carries `notes` and `user.email`, with values (records stamped as they
+    // were: a deploy, not an edit): one schema.field_added each, not one update per record on every
+    // page after the first (before: 30 and 10).
+    for (const record of sim.world.transactions) record.notes = `deployed note of ${record.id}`;
+    for (const record of sim.world.onboardings) record.email = `${record.id}@deployed.example`;
+    sim.world.exposeUndeclaredFields('transactions.notes', 'onboardings.user.email');
     await context.engine.run('transactions', 'reconcile');
-    expect((await changesOfType(context, 'schema.field_added')).map((change) => change.record_id)).toEqual(['notes']);
-    expect(await context.store.lastSeq()).toBe(afterBackfill + 1);
+    await context.engine.run('onboardings', 'sync');
+    expect((await changesOfType(context, 'schema.field_added')).map((change) => change.record_id)).toEqual(['notes', 'user.email']);
+    expect(await context.store.lastSeq()).toBe(afterBackfill + 2);
+    const raws = [...(await rawOf(context, 'transactions')).values()];
+    expect(raws.filter((raw) => 'notes' in raw)).toHaveLength(130);
+    const onboardingRaws = [...(await rawOf(context, 'onboardings')).values()];
+    expect(onboardingRaws.filter((raw) => 'email' in (raw.user as object))).toHaveLength(110);
+    // Verify agrees: nothing differs (the field is in raw now).
+    expect(await context.engine.run('transactions', 'reconcile')).toMatchObject({ changes: 0 });
+    expect(await context.store.lastSeq()).toBe(afterBackfill + 2);
+    const changed = sim.world.onboardings[105]!;
+    sim.world.setOnboardingEmail(changed.id, 'someone@later.example');
+    await context.engine.run('onboardings', 'sync');
+    expect((await changesOfType(context, 'onboarding.updated')).map((update) => [update.record_id, JSON.parse(update.data).changes])).toEqual([
+      [changed.id, { 'user.email': { old: `${changed.id}@deployed.example`, new: 'someone@later.example' } }],
+    ]);
+    const afterOnboarding = await context.store.lastSeq();
 
     // A write response (more fields than a list item) written through, then the list without them: no update.
     const [noted, other] = sim.world.transactions;
     const item = sim.world.groundTruth('transactions').find((candidate) => candidate.id === other!.id)!;
     await context.store.applyRecords(STREAMS.transactions, [{ ...item, counterpartyName: 'Acme', irsCategory: 'SUPPLIES' }]);
     await context.engine.run('transactions', 'reconcile');
-    expect(await context.store.lastSeq()).toBe(afterBackfill + 1);
+    expect(await context.store.lastSeq()).toBe(afterOnboarding);
 
-    // One record gets a note: one update.
+    // One record's note changes: one update.
     sim.world.updateTransaction(noted!.id, { notes: 'now noted' });
     await context.engine.run('transactions', 'reconcile');
     const updates = await changesOfType(context, 'transaction.updated');
-    expect(updates.map((update) => [update.record_id, JSON.parse(update.data).changes])).toEqual([[noted!.id, { notes: { old: null, new: 'now noted' } }]]);
+    expect(updates.map((update) => [update.record_id, JSON.parse(update.data).changes])).toEqual([[noted!.id, { notes: { old: `deployed note of ${noted!.id}`, new: 'now noted' } }]]);
   });
 });

@@ -12,6 +12,7 @@ import { enqueueCommand, readPayloadArgument, registerWriteCommands } from '../.
 import { UsageError } from '../../cli/program.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { WriteStore, WriteValidationError } from '../../src/writes/index.ts';
+import { runCli } from '../helpers.ts';
 import { countKeys, simulator, writeTestBed, REDIS_URL, type WriteTestBed } from './support.ts';
 
 let sim: RunningSimulator;
@@ -56,6 +57,23 @@ describe('enqueueCommand', () => {
     await expect(enqueueCommand(config, { kind: 'domain.purchase', data: '{"domain":"x.com"}', redisKeys, logger: silentLogger })).rejects.toThrow(WriteValidationError);
     expect((await bed.connection.get('SELECT COUNT(*) AS n FROM writes'))).toEqual({ n: 0 });
     expect(await countKeys(`${bed.prefix}:*`)).toBe(0);
+  });
+});
+
+describe('bizops-sync enqueue (the process)', () => {
+  it('a payload nested 3,000 levels deep: exit 2, one line naming the depth limit, nothing stored', async () => {
+    const file = join(bed.dir, 'deep.json');
+    writeFileSync(file, `{"type":"INCOME","amount":1,"notes":${'['.repeat(3000)}${']'.repeat(3000)}}`);
+    const result = await runCli(['enqueue', 'transaction.create', '--file', file], {
+      PATH: process.env.PATH,
+      BIZOPS_BASE_URL: sim.url,
+      BIZOPS_TOKEN: sim.tokens.admin,
+      BIZOPS_DB: bed.dbPath,
+      REDIS_URL,
+    });
+    expect(result.stderr.trim()).toBe('bizops-sync: invalid write, nothing queued: transaction.create: notes: must not nest objects and arrays more than 64 levels deep: the mirror cannot store it');
+    expect(result.code).toBe(2);
+    expect((await bed.connection.get('SELECT COUNT(*) AS n FROM writes'))).toEqual({ n: 0 });
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * The write API on the daemon's HTTP port (src/writes/queue/write-routes.ts) over real HTTP: bearer key, routes off
- * without a key, 202 / 200 / 400 / 401 / 404 / 405 / 409, and the write reaching the simulator.
+ * without a key, 202 / 200 / 400 (a payload nested too deep included) / 401 / 404 / 405 / 409, and the write
+ * reaching the simulator.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -97,6 +98,19 @@ describe('POST /writes and GET /writes/{id}', () => {
     ]);
     expect((await call('POST', '/writes', '{not json')).status).toBe(400);
     expect((await call('POST', '/writes', [1])).status).toBe(400);
+    // Nested 3,000 and 300,000 levels deep (the payload, the kind): 400 naming the depth limit, never a
+    // stack overflow answered 503 with Retry-After (a client following the docs would retry it for ever).
+    for (const body of [
+      `{"kind":"transaction.create","payload":{"type":"INCOME","amount":1,"notes":${'['.repeat(3000)}${']'.repeat(3000)}}}`,
+      `{"kind":"transaction.create","payload":${'['.repeat(300_000)}${']'.repeat(300_000)}}`,
+      `{"kind":${'['.repeat(300_000)}${']'.repeat(300_000)},"payload":{}}`,
+    ]) {
+      const response = await fetch(`${base}/writes`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` }, body });
+      const answer = (await response.json()) as ResponseBody;
+      expect(response.status, answer.error).toBe(400);
+      expect(response.headers.get('retry-after')).toBeNull();
+      expect(answer.error).toMatch(/must not nest objects and arrays more than 64 levels deep|kind: must be one of/);
+    }
     expect((await bed.connection.get('SELECT COUNT(*) AS n FROM writes'))).toEqual({ n: 0 });
   });
 

@@ -2,7 +2,7 @@
  * Fault injection for tests: the next matching request(s) get a failure instead of (or on top of)
  * the normal answer. Faults are checked in the order injected; each applies `times` times (default 1).
  * List faults (`truncate-list`, `unstable-order`, `endless-list`, `capped-list`, `duplicate-id`,
- * `id-less-item`, `backwards-updated-at`) change what a list endpoint pages;
+ * `id-less-item`, `backwards-updated-at`, `timestamp-style`) change what a list endpoint pages;
  * give them a large `times` to keep a misbehaving list for a whole test.
  */
 
@@ -101,16 +101,30 @@ export type FaultKind =
   /**
    * A list capped like a search engine's result window: nothing is served at or past offset `cap`,
    * and every page says `total: cap` (the real total when smaller) with `hasMore` false at the cap.
+   * With `reportedTotal`, every page says that total instead (a window whose count is an estimate,
+   * smaller or larger than what it serves).
    */
-  | { kind: 'capped-list'; cap: number }
+  | { kind: 'capped-list'; cap: number; reportedTotal?: number }
   /**
    * One record served at two positions: the record at position `position` (default 0) is served
    * again at position `at` (default `position + 1`), inserted there (the total counts it twice), with
    * `patch` applied to that copy (default `{ description: 'a second copy' }`): another version.
    */
   | { kind: 'duplicate-id'; position?: number; at?: number; patch?: Record<string, unknown> }
-  /** An item with no id, inserted at position `position` (default 0; the total counts it): a copy of the record there without its `id`. */
-  | { kind: 'id-less-item'; position?: number }
+  /**
+   * An item with no id at position `position` (default 0): a copy of the record there without its
+   * `id`, inserted (the total counts it); with `instead`, the record itself is served without its id
+   * in its own place (the total unchanged: the record is listed, but cannot be named); with
+   * `nullId`, the item carries `id: null` rather than no `id`.
+   */
+  | { kind: 'id-less-item'; position?: number; instead?: boolean; nullId?: boolean }
+  /**
+   * Every ISO 8601 instant of the items served (`createdAt`, `updatedAt`, ... as `...T...Z`) written in
+   * another style naming the same instant: `+00:00` for the `Z` (`2025-11-01T07:41:35.578+00:00`),
+   * or `no-fraction` (a `.000` fraction left out: `2025-11-01T07:41:35Z`). Filters and order are the
+   * list's as ever (spec §1 convention 4 says only "ISO 8601 strings in UTC").
+   */
+  | { kind: 'timestamp-style'; style: '+00:00' | 'no-fraction' }
   /**
    * One record's `updatedAt` served (and filtered on) as `updatedAt`, whatever the record's own:
    * a stamp that went backwards, e.g. an import that rewrote it. The record is named by `id`.
@@ -120,10 +134,10 @@ export type FaultKind =
 /** The fault kinds that change a list page's items or pagination (applied by list.ts `listPage`). */
 export type ListFault = Extract<
   FaultKind,
-  { kind: 'truncate-list' | 'unstable-order' | 'endless-list' | 'capped-list' | 'duplicate-id' | 'id-less-item' | 'backwards-updated-at' }
+  { kind: 'truncate-list' | 'unstable-order' | 'endless-list' | 'capped-list' | 'duplicate-id' | 'id-less-item' | 'backwards-updated-at' | 'timestamp-style' }
 >;
 
-const LIST_FAULT_KINDS: readonly string[] = ['truncate-list', 'unstable-order', 'endless-list', 'capped-list', 'duplicate-id', 'id-less-item', 'backwards-updated-at'];
+const LIST_FAULT_KINDS: readonly string[] = ['truncate-list', 'unstable-order', 'endless-list', 'capped-list', 'duplicate-id', 'id-less-item', 'backwards-updated-at', 'timestamp-style'];
 
 /** True for the faults list.ts applies to a list page. */
 export function isListFault(fault: Fault | undefined): fault is Fault & ListFault {
@@ -201,6 +215,7 @@ export class FaultInjector {
       'duplicate-id',
       'id-less-item',
       'backwards-updated-at',
+      'timestamp-style',
     ];
     if (!kinds.includes(fault.kind)) throw new Error(`fault kind must be one of ${kinds.join(', ')}, got ${String(fault.kind)}`);
     const times = fault.times ?? 1;
@@ -219,11 +234,15 @@ export class FaultInjector {
       if (value !== undefined && !(Number.isInteger(value) && (value as number) >= 0)) throw new Error(`${fault.kind} fault ${name} must be a non-negative integer, got ${String(value)}`);
     };
     if (fault.kind === 'capped-list' && !(Number.isInteger(fault.cap) && fault.cap >= 0)) throw new Error(`capped-list fault needs cap, a non-negative integer, got ${String(fault.cap)}`);
+    if (fault.kind === 'capped-list') position('reportedTotal', fault.reportedTotal);
     if (fault.kind === 'duplicate-id') {
       position('position', fault.position);
       position('at', fault.at);
     }
     if (fault.kind === 'id-less-item') position('position', fault.position);
+    if (fault.kind === 'timestamp-style' && fault.style !== '+00:00' && fault.style !== 'no-fraction') {
+      throw new Error(`timestamp-style fault needs style "+00:00" or "no-fraction", got ${String(fault.style)}`);
+    }
     if (fault.kind === 'backwards-updated-at' && (typeof fault.id !== 'string' || Number.isNaN(Date.parse(fault.updatedAt)))) {
       throw new Error('backwards-updated-at fault needs id (a record id) and updatedAt (an ISO timestamp)');
     }

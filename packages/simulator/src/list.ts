@@ -254,6 +254,23 @@ export function listPage<R extends TimestampedRecord>(
   };
 }
 
+/** An ISO 8601 instant in UTC as the simulator writes it (`toISOString`). */
+const UTC_INSTANT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d{3})Z$/;
+
+/**
+ * A copy of `record` whose top-level instants (`toISOString` text) are written in `style`, naming
+ * the same instant: `+00:00` instead of `Z`, or without a `.000` fraction (`timestamp-style` fault).
+ */
+function restyleInstants<R extends TimestampedRecord>(record: R, style: '+00:00' | 'no-fraction'): R {
+  const copy = { ...record } as Record<string, unknown>;
+  for (const [field, value] of Object.entries(copy)) {
+    const match = typeof value === 'string' ? UTC_INSTANT.exec(value) : null;
+    if (!match) continue;
+    copy[field] = style === '+00:00' ? `${match[1]}${match[2]}+00:00` : match[2] === '.000' ? `${match[1]}Z` : value;
+  }
+  return copy as R;
+}
+
 /** The generator of each seeded `unstable-order` fault (keyed by the injected fault object). */
 const tieGenerators = new WeakMap<object, SeededRandom>();
 
@@ -293,10 +310,15 @@ function faultyListPage<R extends TimestampedRecord>(
     const copy = { ...(all[from] as R), ...(fault.patch ?? { description: 'a second copy' }) } as R;
     all = [...all.slice(0, at), copy, ...all.slice(at)];
   }
+  if (fault.kind === 'timestamp-style') {
+    const page = listPage(records, query, definition, filter, version);
+    return { ...page, items: page.items.map((record) => restyleInstants(record, fault.style)) };
+  }
   if (fault.kind === 'id-less-item' && all.length > 0) {
     const at = Math.min(fault.position ?? 0, all.length - 1);
     const { id: _id, ...rest } = all[at] as R;
-    all = [...all.slice(0, at), rest as unknown as R, ...all.slice(at)];
+    const item = (fault.nullId ? { ...rest, id: null } : rest) as unknown as R;
+    all = [...all.slice(0, at), item, ...all.slice(fault.instead ? at + 1 : at)];
   }
   if (fault.kind === 'duplicate-id' || fault.kind === 'id-less-item') {
     return { items: all.slice(offset, offset + limit), pagination: { total: all.length, limit, offset, hasMore: offset + limit < all.length } };
@@ -306,7 +328,7 @@ function faultyListPage<R extends TimestampedRecord>(
   if (fault.kind === 'capped-list') {
     const end = Math.min(total, fault.cap);
     const items = all.slice(Math.min(offset, end), Math.min(offset + limit, end));
-    return { items, pagination: { total: end, limit, offset, hasMore: offset + items.length < end } };
+    return { items, pagination: { total: fault.reportedTotal ?? end, limit, offset, hasMore: offset + items.length < end } };
   }
   if (fault.kind === 'truncate-list') {
     const end = Math.min(total, offset + limit, Math.max(offset, fault.atOffset));

@@ -125,6 +125,29 @@ describe('list faults', () => {
     expect((await page(0)).pagination.total).toBe(601);
   });
 
+  it('id-less-item instead, nullId: the record itself served without its id (or id: null) in its own place; the total unchanged', async () => {
+    const record = simulator.world.transactions[5]!;
+    simulator.faults.inject({ kind: 'id-less-item', position: 5, instead: true, times: 1, match: { path: '/transactions' } });
+    const without = await page(0);
+    expect(without.pagination.total).toBe(600);
+    expect(without.transactions[5]).not.toHaveProperty('id');
+    expect(ids(without.transactions)).not.toContain(record.id);
+    simulator.faults.inject({ kind: 'id-less-item', position: 5, instead: true, nullId: true, times: 1, match: { path: '/transactions' } });
+    const nulled = (await page(0)).transactions as { id: unknown }[];
+    expect(nulled[5]!.id).toBeNull();
+    expect(nulled).toHaveLength(100);
+  });
+
+  it('timestamp-style: the same instants written with +00:00, or without a .000 fraction', async () => {
+    const customers = async () => (await api(simulator, '/customers?sortBy=createdAt&sortOrder=asc&limit=100')).body.content.customers as { createdAt: string; updatedAt: string }[];
+    const plain = await customers();
+    simulator.faults.inject({ kind: 'timestamp-style', style: '+00:00', times: 1, match: { path: '/customers' } });
+    const offset = await customers();
+    expect(offset[0]!.createdAt).toBe(plain[0]!.createdAt.replace('Z', '+00:00'));
+    expect(offset.map((item) => Date.parse(item.updatedAt))).toEqual(plain.map((item) => Date.parse(item.updatedAt)));
+    expect(() => simulator.faults.inject({ kind: 'timestamp-style', style: 'local' as '+00:00' })).toThrow(/style/);
+  });
+
   it('backwards-updated-at: one record served, and filtered, with the given updatedAt', async () => {
     const record = simulator.world.transactions[10]!;
     const old = '2020-01-01T00:00:00.000Z';

@@ -36,6 +36,7 @@
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Logger } from '../../logging/logger.ts';
+import { plantedBug } from '../../logging/planted-bugs.ts';
 import { LeaseLostError } from '../../mirror/leases.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
@@ -57,6 +58,9 @@ export const STALL_AFTER_FAILURES = 5;
 
 /** Most events after the cursor a loop keeps in memory (ready, waiting behind their record, or in flight). */
 const MAX_ACTIVE = 2000;
+
+/** The soak's planted bug `webhook-out-of-order` (src/logging/planted-bugs.ts). Off in production. */
+const OUT_OF_ORDER = plantedBug('webhook-out-of-order');
 
 /** Settled answers are written at least this often while requests are in flight, ms... */
 const FLUSH_EVERY_MS = 100;
@@ -381,8 +385,10 @@ export class EndpointDelivery {
     return ready;
   }
 
-  #laneOf(event: { stream: string; recordId: string }): string {
-    return this.settings.ordering === 'endpoint' ? '' : recordLane(event.stream, event.recordId);
+  #laneOf(event: { stream: string; recordId: string; seq: number }): string {
+    if (this.settings.ordering === 'endpoint') return '';
+    // The soak's planted bug (src/logging/planted-bugs.ts): every event a lane of its own, so a record's events overtake each other.
+    return OUT_OF_ORDER ? `${recordLane(event.stream, event.recordId)}#${event.seq}` : recordLane(event.stream, event.recordId);
   }
 
   /** Holds `event` back behind its lane's held events (written with the next flush). */

@@ -7,7 +7,8 @@
 import { lastChangeSeq } from '../../mirror/changelog-format.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { readChanges } from '../changelog-reader.ts';
-import { validateEventPattern } from '../event-filter.ts';
+import { checkEventPatterns } from '../event-filter.ts';
+import { knownEventTypes } from '../event-schemas.ts';
 import { changelogPrunedThrough } from '../retention.ts';
 import { webhookPayload, type WebhookPayload } from '../event-payload.ts';
 
@@ -69,9 +70,11 @@ export interface ChangesPageQuery {
 
 /**
  * Parses `after`, `limit` (default 100), `wait` (seconds, default 0) and `types` (comma-separated
- * patterns) from a query string.
+ * patterns, each matching at least one known event type: event-filter.ts `checkEventPatterns`) from
+ * a query string.
  * @param requireAfter false for a consumer's read (its cursor is `after`)
- * @throws ChangesRequestError (400) naming the parameter and the rule
+ * @throws ChangesRequestError (400) naming the parameter and the rule; for a pattern no event type
+ *   has, the known types too (`knownTypes` in the answer)
  */
 export function parseChangesQuery(query: URLSearchParams, requireAfter: boolean): { after: number | undefined; limit: number; waitMs: number; types: string[] | undefined } {
   const after = query.get('after');
@@ -90,9 +93,9 @@ export function parseChangesQuery(query: URLSearchParams, requireAfter: boolean)
   if (typesText !== null) {
     types = typesText.split(',').map((pattern) => pattern.trim());
     try {
-      types.forEach((pattern, index) => validateEventPattern(pattern, `types[${index}]`));
+      checkEventPatterns(types, knownEventTypes(), 'types');
     } catch (error) {
-      throw new ChangesRequestError(400, 'types', (error as Error).message);
+      throw new ChangesRequestError(400, 'types', (error as Error).message, { knownTypes: knownEventTypes() });
     }
   }
   return { after: parsedAfter, limit, waitMs: Math.round(Number(waitText) * 1000), types };

@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { webhookPayload } from '../event-payload.ts';
+import { TEST_EVENT_TYPE, webhookPayload } from '../event-payload.ts';
 
 /** What is sent for one event: the id and the exact body bytes that are signed. */
 export interface WebhookMessage {
@@ -112,8 +112,7 @@ function decodeSecret(secret: string, key: string): Webhook {
   }
 }
 
-/** The `type` of the event `webhooks test` sends. */
-export const TEST_EVENT_TYPE = 'webhook.test';
+export { TEST_EVENT_TYPE } from '../event-payload.ts';
 
 /**
  * A `webhook.test` message (not from the changelog; a fresh id each time):

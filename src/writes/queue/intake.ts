@@ -102,8 +102,8 @@ export class WriteIntake {
     return this.enqueue(kind, payload, options);
   }
 
-  /** `enqueueWrite` for input not typed at compile time (CLI, HTTP): same checks, same errors. */
-  async enqueue(kind: string, payload: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+  /** `enqueueWrite` for input not typed at compile time (CLI, HTTP; `kind` as received): same checks, same errors. */
+  async enqueue(kind: unknown, payload: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
     const validated = validateWritePayload(kind, payload);
     const actAs = this.checkActAs(validated.kind, options.actAs);
     const idempotencyKey = this.checkIdempotencyKey(validated.kind, options.idempotencyKey);

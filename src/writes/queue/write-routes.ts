@@ -8,7 +8,9 @@
  *                       already names it, 400 `{ error, issues: [{ field, rule }] }` when invalid
  *                       (nothing kept), 409 when the key names a different write (nothing kept),
  *                       503 when the mirror did not store it (nothing kept), 415 when the
- *                       Content-Type is not application/json
+ *                       Content-Type is not application/json. A payload nested deeper than
+ *                       `MAX_JSON_DEPTH` is a 400 naming the limit, checked before anything
+ *                       recursive looks at it (src/writes/validation.ts)
  *   GET  /writes/{id}   200 `{ write }` (status, outcome, result, error, ...), 404, or 400 for a
  *                       malformed %-escape in {id}
  *
@@ -149,7 +151,7 @@ export async function handleWritesRequest(request: IncomingMessage, response: Se
     return true;
   }
   try {
-    const result = await deps.intake.enqueue(String(kind), payload, {
+    const result = await deps.intake.enqueue(kind, payload, {
       idempotencyKey: key as string | undefined,
       actAs: actAs as string | undefined,
     });

@@ -1,0 +1,202 @@
+/**
+ * A schedule: the world the soak starts (sizes, a record clock that lags, ties) and the steps it
+ * takes, one after another, while the daemon runs. Generated from a seed, so a seed names a schedule;
+ * printed as JSON when it fails, and replayed from either.
+ */
+import type { StreamName } from '@bizops-sync/simulator';
+import { SoakRandom } from './random.ts';
+import { WRITE_KINDS, type WriteKind } from './writes.ts';
+
+/** The mirror's back end a schedule runs on. */
+export type Backend = 'sqlite' | 'postgres';
+
+/** A list fault of the simulator (packages/simulator/src/faults.ts) as JSON, with where it applies. */
+export interface ListFaultStep {
+  do: 'list-fault';
+  /** The fault, `kind` and its own members (`atOffset`, `cap`, ...). */
+  fault: Record<string, unknown> & { kind: string };
+  /** The list path it matches (`/transactions`). */
+  path: string;
+  times: number;
+}
+
+/** One step of a schedule. Numbers named `pick` choose a record among the current ones (modulo). */
+export type Step =
+  | { do: 'churn'; count: number }
+  | { do: 'delete'; stream: StreamName; pick: number }
+  | { do: 'complete-onboarding'; pick: number }
+  | { do: 'move-partition'; pick: number; to: number }
+  | { do: 'expose-fields' }
+  | { do: 'tie-burst'; count: number }
+  | ListFaultStep
+  | { do: 'write-burst'; count: number; flushAfterMs: number }
+  | { do: 'write'; kind: WriteKind; fault: 'none' | 'lose-response' | 'reset' | 'status-503' | 'latency'; via: 'http' | 'cli'; pick: number }
+  | { do: 'kill-daemon'; downMs: number }
+  | { do: 'pause-daemon'; ms: number }
+  | { do: 'restart-daemon' }
+  | { do: 'replica'; on: boolean }
+  | { do: 'one-off'; command: 'sync' | 'backfill' | 'verify'; end: 'finish' | 'kill' | 'pause' }
+  | { do: 'worker'; action: 'start' | 'kill' | 'pause' }
+  | { do: 'redis'; action: 'flush' | 'restart'; downMs: number }
+  | { do: 'postgres'; action: 'terminate' | 'restart' }
+  | { do: 'receiver'; endpoint: 'a' | 'b'; mode: 'fail' | 'hang' | 'reject-record' | 'outage'; ms: number; pick: number }
+  | { do: 'wait'; ms: number };
+
+/** A whole schedule: what `npm run soak -- --schedule FILE` replays. */
+export interface Schedule {
+  seed: number;
+  backend: Backend;
+  /** Company A's stream sizes. */
+  sizes: Record<StreamName, number>;
+  /** How far the records' clock lags the `Date` header (ms; 0 for none). */
+  recordClockLagMs: number;
+  /** Mean size of the runs of records sharing one createdAt (0: no bursts). */
+  bursts: number;
+  steps: Step[];
+}
+
+const LIST_PATHS: Record<StreamName, string> = {
+  transactions: '/transactions',
+  deals: '/deals',
+  onboardings: '/employee-onboardings',
+  customers: '/customers',
+  qa_corrective_actions: '/qa-corrective-actions',
+};
+const STREAMS = Object.keys(LIST_PATHS) as StreamName[];
+const DELETABLE: StreamName[] = ['transactions', 'deals', 'customers', 'qa_corrective_actions'];
+
+/** Step kinds and their weights: how often each is drawn. */
+const WEIGHTS = {
+  churn: 14,
+  delete: 4,
+  'complete-onboarding': 2,
+  'move-partition': 3,
+  'expose-fields': 1,
+  'tie-burst': 2,
+  'list-fault': 14,
+  write: 10,
+  'write-burst': 3,
+  'kill-daemon': 2,
+  'pause-daemon': 2,
+  'restart-daemon': 1,
+  replica: 2,
+  'one-off': 3,
+  worker: 3,
+  redis: 2,
+  postgres: 3,
+  receiver: 5,
+  wait: 4,
+} as const;
+
+/**
+ * A list fault drawn for `path`. Each applies to three requests at most: a list that lies about its
+ * records for ever is a deletion to any client. The lying ones (a capped list, a list cut short with
+ * or without its total cut too) hide `hide` records at the end, at most 8 (under the mass-deletion
+ * floor, so a client that tombstoned on one scan would tombstone them); the harness turns `hide` into
+ * the offset when it injects the fault.
+ */
+function listFault(random: SoakRandom, path: string): ListFaultStep {
+  const family = random.weighted({ lying: 30, items: 20, transport: 35, ties: 15 });
+  const times = random.int(1, 3);
+  const hide = random.int(1, 8);
+  if (family === 'lying') {
+    const kind = random.pick(['capped-list', 'truncate-list', 'truncate-list-cut-total'] as const);
+    if (kind === 'capped-list') return { do: 'list-fault', fault: { kind: 'capped-list', hide }, path, times: 1 };
+    return { do: 'list-fault', fault: { kind: 'truncate-list', hide, ...(kind === 'truncate-list-cut-total' ? { cutTotal: true } : {}) }, path, times: 1 };
+  }
+  if (family === 'items') {
+    const kind = random.pick(['duplicate-id', 'id-less-item', 'invalid-item'] as const);
+    if (kind === 'invalid-item') return { do: 'list-fault', fault: { kind, index: random.int(0, 10) }, path, times };
+    return { do: 'list-fault', fault: { kind, position: random.int(0, 20) }, path, times };
+  }
+  if (family === 'ties') return { do: 'list-fault', fault: { kind: 'unstable-order', seed: random.int(1, 1000) }, path, times: random.int(2, 8) };
+  const kind = random.pick(['status-503', 'status-500', 'reset-mid-body', 'malformed-json', 'trickle-body', 'refuse', 'no-date-header', 'latency'] as const);
+  switch (kind) {
+    case 'status-503':
+      return { do: 'list-fault', fault: { kind: 'status', status: 503 }, path, times };
+    case 'status-500':
+      return { do: 'list-fault', fault: { kind: 'status', status: 500 }, path, times };
+    case 'trickle-body':
+      return { do: 'list-fault', fault: { kind: 'trickle-body', chunkBytes: 2000, intervalMs: 50 }, path, times: 1 };
+    case 'latency':
+      return { do: 'list-fault', fault: { kind: 'latency', ms: random.int(100, 1500) }, path, times };
+    default:
+      return { do: 'list-fault', fault: { kind }, path, times };
+  }
+}
+
+/** One step drawn by the weights; `backend` leaves out PostgreSQL's faults on SQLite. */
+function step(random: SoakRandom, backend: Backend): Step {
+  const kind = random.weighted(WEIGHTS);
+  const pick = random.int(0, 1_000_000);
+  switch (kind) {
+    case 'churn':
+      return { do: 'churn', count: random.int(1, 8) };
+    case 'delete':
+      return { do: 'delete', stream: random.pick(DELETABLE), pick };
+    case 'complete-onboarding':
+      return { do: 'complete-onboarding', pick };
+    case 'move-partition':
+      return { do: 'move-partition', pick, to: random.int(0, 100) };
+    case 'expose-fields':
+      return { do: 'expose-fields' };
+    case 'tie-burst':
+      return { do: 'tie-burst', count: random.int(3, 25) };
+    case 'list-fault':
+      return listFault(random, LIST_PATHS[random.pick(STREAMS)]);
+    case 'write':
+      return { do: 'write', kind: random.pick(WRITE_KINDS), fault: random.pick(['none', 'none', 'lose-response', 'reset', 'status-503', 'latency'] as const), via: random.chance(0.7) ? 'http' : 'cli', pick };
+    case 'write-burst':
+      return { do: 'write-burst', count: random.int(2, 5), flushAfterMs: random.int(100, 1200) };
+    case 'kill-daemon':
+      return { do: 'kill-daemon', downMs: random.int(0, 3000) };
+    case 'pause-daemon':
+      return { do: 'pause-daemon', ms: random.int(500, 4000) };
+    case 'restart-daemon':
+      return { do: 'restart-daemon' };
+    case 'replica':
+      return { do: 'replica', on: random.chance(0.6) };
+    case 'one-off':
+      return { do: 'one-off', command: random.pick(['sync', 'backfill', 'verify'] as const), end: random.pick(['finish', 'kill', 'pause'] as const) };
+    case 'worker':
+      return { do: 'worker', action: random.pick(['start', 'start', 'kill', 'pause'] as const) };
+    case 'redis':
+      return { do: 'redis', action: random.pick(['flush', 'restart'] as const), downMs: random.int(0, 2500) };
+    case 'postgres':
+      if (backend !== 'postgres') return { do: 'churn', count: random.int(1, 4) };
+      return { do: 'postgres', action: random.chance(0.6) ? 'terminate' : 'restart' };
+    case 'receiver':
+      return { do: 'receiver', endpoint: random.pick(['a', 'b'] as const), mode: random.pick(['fail', 'hang', 'reject-record', 'outage'] as const), ms: random.int(1500, 3000), pick };
+    default:
+      return { do: 'wait', ms: random.int(200, 2500) };
+  }
+}
+
+/**
+ * The schedule of `seed` on `backend`: sizes, clock lag and ties of the world, then `length` steps
+ * (default 12 to 24).
+ */
+export function generateSchedule(seed: number, backend: Backend, length?: number): Schedule {
+  const random = new SoakRandom(seed);
+  const count = length ?? random.int(12, 24);
+  return {
+    seed,
+    backend,
+    sizes: {
+      transactions: random.int(80, 260),
+      deals: random.int(40, 90),
+      onboardings: random.int(15, 60),
+      customers: random.int(20, 60),
+      qa_corrective_actions: random.int(20, 50),
+    },
+    recordClockLagMs: random.chance(0.3) ? random.int(1, 8) * 1000 : 0,
+    bursts: random.chance(0.4) ? random.int(2, 12) : 0,
+    steps: Array.from({ length: count }, () => step(random, backend)),
+  };
+}
+
+/** One line per step, for a report. */
+export function describeSchedule(schedule: Schedule): string {
+  const head = `seed ${schedule.seed} on ${schedule.backend}: sizes ${JSON.stringify(schedule.sizes)}, record clock lag ${schedule.recordClockLagMs} ms, bursts ${schedule.bursts}`;
+  return [head, ...schedule.steps.map((entry, index) => `  ${String(index + 1).padStart(2)}. ${JSON.stringify(entry)}`)].join('\n');
+}

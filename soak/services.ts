@@ -1,0 +1,107 @@
+/**
+ * The services the soak breaks, of its own so nobody else's tests feel it: a redis-server on a free
+ * port (killed, restarted empty, flushed), and a PostgreSQL server started on first use (backends
+ * terminated, the server restarted: test/postgres-server.ts, the helper the test suite uses).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
+import { startPostgresServer, type TestPostgresServer } from '../test/postgres-server.ts';
+import { LIVE_CHILDREN } from './processes.ts';
+
+/** The soak's own redis-server (no persistence: a restart comes back empty). */
+export interface SoakRedis {
+  url: string;
+  /** Starts it (again) on its port, empty; resolves when it answers PING. */
+  start(): Promise<void>;
+  /** SIGKILL; resolves when the process is gone. */
+  kill(): Promise<void>;
+  /** FLUSHALL: every key gone, the connections stay. */
+  flush(): Promise<void>;
+}
+
+/** The soak's own Redis and (on demand) PostgreSQL. */
+export interface SoakServices {
+  redis: SoakRedis;
+  /** The soak's PostgreSQL server, started on the first call. */
+  postgres(): Promise<TestPostgresServer>;
+  close(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function answers(url: string): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function startRedis(): Promise<SoakRedis> {
+  const port = await freePort();
+  const url = `redis://127.0.0.1:${port}`;
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    const started = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    LIVE_CHILDREN.add(started);
+    started.once('exit', () => LIVE_CHILDREN.delete(started));
+    child = started;
+    const deadline = Date.now() + 15_000;
+    while (!(await answers(url))) {
+      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer within 15 s`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  const kill = async () => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
+    running.kill('SIGKILL');
+    await exited;
+  };
+  await start();
+  return {
+    url,
+    start,
+    kill,
+    async flush() {
+      const client = new Redis(url, { maxRetriesPerRequest: 1 });
+      client.on('error', () => undefined);
+      try {
+        await client.flushall();
+      } finally {
+        client.disconnect();
+      }
+    },
+  };
+}
+
+/** Starts the soak's Redis; PostgreSQL waits for its first use. */
+export async function startServices(): Promise<SoakServices> {
+  const redis = await startRedis();
+  let postgres: Promise<TestPostgresServer> | undefined;
+  return {
+    redis,
+    postgres: () => (postgres ??= startPostgresServer()),
+    async close() {
+      await redis.kill();
+      if (postgres) await (await postgres).stop();
+    },
+  };
+}

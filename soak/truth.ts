@@ -1,0 +1,126 @@
+/**
+ * The simulator's ground truth as the soak changes it: every change goes through here, so the soak
+ * knows at every moment which records each stream lists (the oracle's "was it live then?").
+ */
+import type { RunningSimulator, StreamName } from '@bizops-sync/simulator';
+import { STREAM_NAMES } from '@bizops-sync/simulator';
+import type { SoakRandom } from './random.ts';
+
+/** When a record was listed: [from, to) intervals in ms epoch (`to` Infinity while it still is). */
+type Intervals = [number, number][];
+
+/** The ground truth's liveness over time, per `stream/id`. */
+export class TruthTimeline {
+  readonly #simulator: RunningSimulator;
+  readonly #live = new Map<string, Intervals>();
+  #current = new Set<string>();
+  /** Truth changes made, by kind (churn, delete, move-partition, ...). */
+  readonly changes: Record<string, number> = {};
+
+  constructor(simulator: RunningSimulator) {
+    this.#simulator = simulator;
+    this.observe();
+  }
+
+  /** Reads which records every stream lists now and notes what appeared and left. */
+  observe(at = Date.now()): void {
+    const now = new Set<string>();
+    for (const stream of STREAM_NAMES) {
+      for (const record of this.#simulator.world.groundTruth(stream)) now.add(`${stream}/${String(record.id)}`);
+    }
+    for (const key of now) {
+      if (!this.#current.has(key)) {
+        const intervals = this.#live.get(key) ?? [];
+        intervals.push([at, Infinity]);
+        this.#live.set(key, intervals);
+      }
+    }
+    for (const key of this.#current) {
+      if (!now.has(key)) {
+        const intervals = this.#live.get(key);
+        const last = intervals?.[intervals.length - 1];
+        if (last && last[1] === Infinity) last[1] = at;
+      }
+    }
+    this.#current = now;
+  }
+
+  /** True when the truth listed `stream/id` at `at` (ms epoch). */
+  liveAt(key: string, at: number): boolean {
+    return (this.#live.get(key) ?? []).some(([from, to]) => from <= at && at < to);
+  }
+
+  /** True when the truth lists `stream/id` now. */
+  liveNow(key: string): boolean {
+    return this.#current.has(key);
+  }
+
+  #count(kind: string): void {
+    this.changes[kind] = (this.changes[kind] ?? 0) + 1;
+  }
+
+  /** `count` rounds of the simulator's own churn (every stream, by its churn weights). */
+  churn(count: number): void {
+    for (const change of this.#simulator.world.churnTick(count)) this.#count(`churn:${change.stream}:${change.kind}`);
+    this.observe();
+  }
+
+  /** Removes one record of `stream` (drawn by `pick`) from its list: a deletion upstream. */
+  delete(stream: StreamName, pick: number): void {
+    const records = this.#simulator.world.streamRecords(stream) as { id: string }[];
+    if (records.length === 0) return;
+    const record = records[pick % records.length]!;
+    this.#simulator.world.deleteRecord(stream, record.id);
+    this.#count(`delete:${stream}`);
+    this.observe();
+  }
+
+  /** Completes one onboarding (it leaves the list, spec §4.1). */
+  completeOnboarding(pick: number): void {
+    const records = this.#simulator.world.onboardings;
+    if (records.length === 0) return;
+    this.#simulator.world.completeOnboarding(records[pick % records.length]!.id);
+    this.#count('complete:onboardings');
+    this.observe();
+  }
+
+  /** Moves one corrective action to another location: it leaves one partition's list for another's. */
+  movePartition(pick: number, to: number): void {
+    const world = this.#simulator.world;
+    const records = world.streamRecords('qa_corrective_actions');
+    const locations = world.data.locations.map((location) => location.id);
+    if (records.length === 0 || locations.length < 2) return;
+    const record = records[pick % records.length]!;
+    const others = locations.filter((id) => id !== record.locationId);
+    world.updateRecord('qa_corrective_actions', record.id, { locationId: others[to % others.length]! });
+    this.#count('move-partition:qa_corrective_actions');
+    this.observe();
+  }
+
+  /** Changes one field of deal `id` (a title edit): one more event of that record. */
+  touchDeal(id: string, title: string): void {
+    if (!this.#simulator.world.deals.some((deal) => deal.id === id)) return;
+    this.#simulator.world.updateDeal(id, { title });
+    this.#count('update:deals');
+    this.observe();
+  }
+
+  /** The lists start returning the fields the spec does not show (a server deploy). */
+  exposeFields(): void {
+    this.#simulator.world.exposeUndeclaredFields('transactions.notes', 'onboardings.user.email');
+    const onboarding = this.#simulator.world.onboardings[0];
+    if (onboarding) this.#simulator.world.setOnboardingEmail(onboarding.id, `soak.${onboarding.id}@example.org`);
+    this.#count('expose-fields');
+    this.observe();
+  }
+
+  /** `count` transactions created at one instant (a run of ties on createdAt), with a note each. */
+  tieBurst(count: number, random: SoakRandom): void {
+    const at = new Date(Date.now() - 1000).toISOString();
+    for (let index = 0; index < count; index += 1) {
+      this.#simulator.world.createTransaction({ createdAt: at, updatedAt: at, amount: random.int(100, 90_000), notes: `burst ${index}` });
+    }
+    this.#count('tie-burst:transactions');
+    this.observe();
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * Setup of every test project (vitest.config.ts): a `DeprecationWarning` raised by a call from the
+ * project's own code (a frame of src/, jobs/, cli/ or packages/ in the warning's stack, not only
+ * node_modules) fails the test it happened in. Such a warning announces a break with the library's
+ * next major version (node-postgres: "Calling client.query() when the client is already executing a
+ * query is deprecated", sent for a query issued on a busy client), and Node prints it once per
+ * process, easy to miss. Deprecations that libraries raise from their own calls are left alone.
+ */
+import { afterAll, afterEach, expect } from 'vitest';
+
+/** A path of the project's own code, outside node_modules. */
+const OWN_FRAME = /\/(src|jobs|cli|bin|packages\/[^/]+\/src)\/[^\s:)]+\.(ts|js|mjs)/;
+
+const raised: string[] = [];
+
+process.on('warning', (warning) => {
+  if (warning.name !== 'DeprecationWarning') return;
+  const frames = (warning.stack ?? '').split('\n').slice(1);
+  const own = frames.find((frame) => OWN_FRAME.test(frame) && !frame.includes('/node_modules/'));
+  if (own) raised.push(`${warning.message} (called from ${own.trim()})`);
+});
+
+/** Fails when a warning arrived since the last check. Node emits a warning on the next tick after the call: let it arrive first. */
+async function noDeprecations(): Promise<void> {
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(raised.splice(0), "DeprecationWarning from the project's own calls").toEqual([]);
+}
+
+afterEach(noDeprecations);
+// A warning emitted after the file's last test (by its after-hooks' closing work) too.
+afterAll(noDeprecations);
