@@ -11,6 +11,8 @@
  *     `MAX_FIELD_DEPTH` levels, arrays compared whole) plus the stream's listed fields (an absent
  *     listed field counts as null, as ever). A field absent from the item is not compared: a list
  *     item without a field only a write response carries changes nothing.
+ *   - Two texts naming one instant (`...578Z`, `...578+00:00`: src/mirror/instants.ts) are the same
+ *     value: a server that changes how it writes its times changes no record.
  *   - A field the stored record lacks is compared (as null before) only when the stream knew it
  *     when that version was stored: a listed field, or one the field registry recorded before this
  *     page and no later than the stored version (`first_seen_at` <= the row's `synced_at`). A field
@@ -23,6 +25,7 @@ import { hash } from 'node:crypto';
 import type { FieldChanges } from './changelog-format.ts';
 import { plantedBug } from '../logging/planted-bugs.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
+import { sameInstant } from './instants.ts';
 
 /** How deep nested objects are walked into field paths (`user.email` is depth 2); deeper objects compare whole. */
 export const MAX_FIELD_DEPTH = 3;
@@ -147,6 +150,8 @@ function storedBeforeField(fields: DiffFields, path: string, storedAt: string | 
 
 function sameValue(a: unknown, b: unknown): boolean {
   if (a === b) return true;
+  // One instant written two ways (`Z` and `+00:00`, with or without a fraction): not a change (instants.ts).
+  if (typeof a === 'string' && typeof b === 'string') return sameInstant(a, b);
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
   return JSON.stringify(a) === JSON.stringify(b);
 }

@@ -36,7 +36,7 @@ export function checkCreatedRange(stream: Pick<StreamDefinition, 'name' | 'reque
   const after = bound('--created-after', range.after);
   const before = bound('--created-before', range.before);
   if (after === undefined && before === undefined) throw new CreatedRangeError('--created-after/--created-before: give at least one bound');
-  if (after !== undefined && before !== undefined && after >= before) throw new CreatedRangeError(`--created-after (${after}) must be earlier than --created-before (${before})`);
+  if (after !== undefined && before !== undefined && Date.parse(after) >= Date.parse(before)) throw new CreatedRangeError(`--created-after (${after}) must be earlier than --created-before (${before})`);
   return { ...(after !== undefined ? { after } : {}), ...(before !== undefined ? { before } : {}) };
 }
 
@@ -53,6 +53,6 @@ export function sameCreatedRange(left: CreatedRange | undefined, right: CreatedR
 export function createdFilters(checkpoint: Pick<RunCheckpoint, 'createdBefore' | 'createdRange'>): { createdAfter?: string; createdBefore?: string } {
   const range = checkpoint.createdRange;
   const frozen = checkpoint.createdBefore;
-  const before = range?.before === undefined ? frozen : frozen === undefined || range.before < frozen ? range.before : frozen;
+  const before = range?.before === undefined ? frozen : frozen === undefined || Date.parse(range.before) < Date.parse(frozen) ? range.before : frozen;
   return { ...(range?.after !== undefined ? { createdAfter: range.after } : {}), ...(before !== undefined ? { createdBefore: before } : {}) };
 }

@@ -40,6 +40,7 @@
  * lag. The engine widens every stream's overlap by the lag measured on it; the reconciliation (a
  * complete scan, no `updatedAfter`) finds whatever a lag larger than the overlap hid.
  */
+import { instantMs } from '../mirror/instants.ts';
 import { jsonArrayValues } from '../mirror/sql/dialect.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
@@ -93,7 +94,7 @@ export function lagsAboveHighWater(highWater: { at: string; updatedAt: string } 
   const at = Date.parse(highWater.at);
   const lags: number[] = [];
   for (const record of records) {
-    const stamp = typeof record.updatedAt === 'string' ? Date.parse(record.updatedAt) : Number.NaN;
+    const stamp = instantMs(record.updatedAt);
     if (!(stamp > water)) continue;
     const lag = (at - stamp) / 1000;
     if (lag >= MIN_LAG_SECONDS) lags.push(lag);
@@ -110,7 +111,7 @@ export function lagsAboveHighWater(highWater: { at: string; updatedAt: string } 
 export function lagCeiling(records: readonly ApiRecord[], pageTimeMs: number): number | undefined {
   let newest = Number.NEGATIVE_INFINITY;
   for (const record of records) {
-    const stamp = typeof record.updatedAt === 'string' ? Date.parse(record.updatedAt) : Number.NaN;
+    const stamp = instantMs(record.updatedAt);
     if (stamp <= pageTimeMs + 1000 && stamp > newest) newest = stamp;
   }
   // The Date header has second resolution (the page was answered up to a second after it says).
@@ -172,10 +173,12 @@ export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefiniti
   const lags: number[] = [];
   for (const record of stamped) {
     const previous = stored.get(String(record[stream.key]));
-    if (!previous || previous.updated_at === null || previous.updated_at === record.updatedAt) continue;
+    // The same instant (perhaps written another way: `Z`, `+00:00`): no new stamp.
+    const stamp = instantMs(record.updatedAt);
+    if (!previous || previous.updated_at === null || !Number.isFinite(stamp) || stamp === instantMs(previous.updated_at)) continue;
     // Went backwards, or not past the high water: not a stamp of the server's clock (module comment).
-    if (Date.parse(record.updatedAt as string) < Date.parse(previous.updated_at) || !(Date.parse(record.updatedAt as string) > water)) continue;
-    const lag = (Date.parse(previous.synced_at) + offsetMs - Date.parse(record.updatedAt as string)) / 1000;
+    if (stamp < instantMs(previous.updated_at) || !(stamp > water)) continue;
+    const lag = (Date.parse(previous.synced_at) + offsetMs - stamp) / 1000;
     if (lag >= MIN_LAG_SECONDS) lags.push(lag);
   }
   return [...lags, ...lagsAboveHighWater(highWater, stamped)];
@@ -198,7 +201,7 @@ export async function lagsFromWrites(executor: SqlExecutor, stream: string, sinc
     for (const row of rows) {
       const stamp = stampAt(row.result, path);
       if (stamp === undefined) continue;
-      const lag = (Date.parse(row.finished_at) + offsetMs - Date.parse(stamp)) / 1000;
+      const lag = (Date.parse(row.finished_at) + offsetMs - instantMs(stamp)) / 1000;
       if (lag >= MIN_LAG_SECONDS) lags.push(lag);
     }
   }

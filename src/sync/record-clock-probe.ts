@@ -17,6 +17,7 @@ import { BizopsApiError } from '../client/api-errors.ts';
 import type { ApiClient } from '../client/client.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import type { Logger } from '../logging/logger.ts';
+import { instantMs } from '../mirror/instants.ts';
 import { LeaseLostError } from '../mirror/leases.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
@@ -77,7 +78,7 @@ export class RecordClockProbe {
           hooks: { beforeRequest: options.beforeRequest },
           query: { ...probed.request.filters, sortBy: 'updatedAt', sortOrder: 'desc', updatedAfter: highWater.updatedAt },
         });
-        const stamps = page.items.map((item) => (typeof item.updatedAt === 'string' ? Date.parse(item.updatedAt) : Number.NaN));
+        const stamps = page.items.map((item) => instantMs(item.updatedAt));
         if (stamps.some((stamp, index) => Number.isNaN(stamp) || (index > 0 && stamp > stamps[index - 1]!))) {
           this.refuse(probed, 'its answer was not sorted by updatedAt, newest first (the server ignores sortBy=updatedAt there)');
           continue;

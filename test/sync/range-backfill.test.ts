@@ -113,3 +113,31 @@ describe('range backfill', () => {
     expect(checkCreatedRange(STREAMS.transactions, { after: '2026-03-01', before: '2026-04-01T00:00:00+02:00' })).toEqual({ after: '2026-03-01T00:00:00.000Z', before: '2026-03-31T22:00:00.000Z' });
   });
 });
+
+describe('instants, not text: a server writing UTC as +00:00', () => {
+  it('a range backfill of customers counts no record created exactly at a bound missed (0 tombstoned), and the server switching to +00:00 changes no record', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 2, deals: 2, onboardings: 2, customers: 150 } });
+    expect((await context.engine.run('customers', 'backfill')).status).toBe('succeeded');
+    const seq = await context.store.lastSeq();
+    // From now on every instant is written `2025-11-01T07:41:35.578+00:00`: the same instants.
+    sim.faults.inject({ kind: 'timestamp-style', style: '+00:00', times: 10_000, match: { path: '/customers' } });
+    // Before: every record re-hashed with createdAt and updatedAt "changed": 150 customer.updated.
+    expect(await context.engine.run('customers', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 0 });
+    const stored = await context.connection.get<{ raw: string }>('SELECT raw FROM customers LIMIT 1');
+    expect(JSON.parse(stored!.raw).createdAt).toMatch(/\+00:00$/);
+
+    // The bounds are the creation times of two customers (as the operator copied them): the list
+    // leaves a record created exactly at a bound out (both filters are exclusive).
+    const customers = [...(sim.world.groundTruth('customers') as { createdAt: string }[])].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt));
+    const range = checkCreatedRange(STREAMS.customers, { after: customers[40]!.createdAt, before: customers[110]!.createdAt });
+    for (let scan = 0; scan < 2; scan += 1) {
+      const result = await context.engine.run('customers', 'backfill', { createdRange: range });
+      // Before: the customer created at --created-before, stored `...+00:00`, compared as text below
+      // `...Z`, counted in the range and missed: tombstoned by the second scan.
+      expect(result).toMatchObject({ status: 'succeeded', tombstones: 0, scan: { outcome: 'complete' } });
+    }
+    const misses = await context.connection.all<{ id: string }>('SELECT id FROM customers WHERE missed_scans > 0 OR deleted_at IS NOT NULL');
+    expect(misses).toEqual([]);
+    expect(await context.connection.all('SELECT type, record_id FROM changes WHERE seq > ?', [seq])).toEqual([]);
+  });
+});

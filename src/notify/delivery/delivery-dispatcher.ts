@@ -47,7 +47,7 @@ import type { Listening, SqlExecutor } from '../../mirror/sql/executor.ts';
 import { listenForChanges } from '../changelog-reader.ts';
 import { compileEventFilter } from '../event-filter.ts';
 import { EndpointDelivery, safeUrl, type DeliveryEnvironment, type WebhookOrdering } from './sink-delivery.ts';
-import { endpointLag, loadEndpoint, registerEndpoint, undeliveredEvents } from './endpoint-store.ts';
+import { endpointLag, forgetStoredCredentials, loadEndpoint, registerEndpoint, undeliveredEvents } from './endpoint-store.ts';
 import { countFailedDeliveries } from './failed-deliveries.ts';
 import { loadHeldEvents } from './held-events.ts';
 import { DEFAULT_PROBE_INTERVALS, DEFAULT_WEBHOOK_RETRY_SCHEDULE, validateSchedule, type ProbeIntervals, type WebhookRetrySchedule } from './retry-schedule.ts';
@@ -286,6 +286,8 @@ export class DeliveryDispatcher {
     if (this.#state !== 'new') throw new Error(`${this.constructor.name}.start: already ${this.#state}`);
     this.#state = 'starting';
     try {
+      // The mirror keeps no target's credentials, not even an old row's (endpoint-store.ts registerEndpoint).
+      await this.#write((executor) => forgetStoredCredentials(executor));
       for (const { settings } of this.#endpoints) {
         const { state, created, urlChanged } = await this.#write((executor) => registerEndpoint(executor, settings.name, settings.url, new Date(), settings.kind));
         const what = settings.kind === 'webhook' ? 'webhook endpoint' : `${settings.kind} sink`;

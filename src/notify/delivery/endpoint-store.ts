@@ -10,6 +10,7 @@
  * the value the caller read. A `webhooks replay` run by another process while a delivery is in
  * flight therefore wins; the dispatcher sees that nothing changed and re-reads the cursor.
  */
+import { maskUrlCredentials } from '../../logging/mask-url.ts';
 import { encodeChangeData } from '../../mirror/changelog-format.ts';
 import type { SqlExecutor, SqlValue } from '../../mirror/sql/executor.ts';
 import { timeOrderedUuid } from '../../mirror/mirror-store.ts';
@@ -32,6 +33,7 @@ export interface WebhookEndpointState {
   name: string;
   /** `webhook`, or the sink's kind. */
   kind: string;
+  /** The URL as stored: its credentials masked (`maskUrlCredentials`); delivery uses the configured one. */
   url: string;
   /** The cursor: the last changes.seq delivered with a 2xx or skipped by the endpoint's filter. */
   deliveredSeq: number;
@@ -88,19 +90,25 @@ interface EndpointRow {
  * be millions of events the receiver never asked for. `webhooks replay <name> --since <seq>`
  * delivers history on request.
  *
- * When the configured URL (or kind) differs from the stored one, it is updated and the old one's
- * backoff and disablement are cleared: a new URL is a new receiver. The cursor is kept.
+ * The row keeps the URL without its credentials (`maskUrlCredentials`: user, password, query values
+ * and fragment masked); the full URL stays in the configuration, in memory, and delivery uses it.
+ * The masked URL is the endpoint's identity: a new credential (a rotated `?token=`) is the same
+ * receiver and keeps its state. When the masked URL differs from the stored one (another host, path
+ * or parameter), or the kind differs, the URL is updated and the old URL's backoff and 410 disablement are cleared: a new
+ * URL is a new receiver. The cursor is kept.
+ * @param configuredUrl the configured URL, credentials included (never stored)
  * @param kind `webhook` (default) or the sink's kind
  * @returns the stored state after the change, and whether the row was created or its URL changed
  */
 export async function registerEndpoint(
   executor: SqlExecutor,
   name: string,
-  url: string,
+  configuredUrl: string,
   now: Date = new Date(),
   kind: string = WEBHOOK_KIND,
 ): Promise<{ state: WebhookEndpointState; created: boolean; urlChanged: boolean }> {
   const at = now.toISOString();
+  const url = maskUrlCredentials(configuredUrl);
   return executor.transaction(async (tx) => {
     const created =
       (
@@ -375,4 +383,22 @@ function toState(row: EndpointRow): WebhookEndpointState {
     deliveredCount: row.delivered_count,
     failedCount: row.failed_count,
   };
+}
+
+/**
+ * Replaces every stored URL that still holds credentials (a user, a password, query values, a
+ * fragment) by its masked form (`maskUrlCredentials`), endpoints no longer configured included,
+ * keeping each endpoint's state; then `registerEndpoint` finds a rotated credential the same URL.
+ * The dispatcher calls it at start, before registering its endpoints.
+ * @returns how many rows changed
+ */
+export async function forgetStoredCredentials(executor: SqlExecutor): Promise<number> {
+  return executor.transaction(async (tx) => {
+    let changed = 0;
+    for (const row of await tx.all<{ name: string; url: string }>('SELECT name, url FROM webhook_endpoints')) {
+      const masked = maskUrlCredentials(row.url);
+      if (masked !== row.url) changed += (await tx.run('UPDATE webhook_endpoints SET url = ? WHERE name = ? AND url = ?', [masked, row.name, row.url])).changes;
+    }
+    return changed;
+  });
 }

@@ -5,6 +5,7 @@
  * runs (its loops re-read the state every round), through a `SqlExecutor`
  * (src/mirror/sql/executor.ts).
  */
+import { maskUrlCredentials } from '../../logging/mask-url.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { readChanges } from '../changelog-reader.ts';
 import { insertAttempts, latestAttempts, listAttemptsOfEvent, type WebhookAttempt } from './attempts.ts';
@@ -28,7 +29,10 @@ export interface WebhookEndpointListing {
   name: string;
   /** `webhook`, or the sink's kind (`nats`, `rabbitmq`, `redis-stream`). */
   kind: string;
-  /** The configured URL (the stored one for an endpoint no longer configured). */
+  /**
+   * The configured URL (the stored one for an endpoint no longer configured), its credentials
+   * masked: user, password, query values, fragment (`maskUrlCredentials`).
+   */
   url: string;
   /** In the configuration (delivered to); false for a stored endpoint that was removed from it. */
   configured: boolean;
@@ -111,7 +115,7 @@ export async function listDeliveryTargets(
     return {
       name,
       kind: configured ? kindOf(name) : (state?.kind ?? WEBHOOK_KIND),
-      url: configured?.url ?? state?.url ?? '',
+      url: maskUrlCredentials(configured?.url ?? state?.url ?? ''),
       configured: configured !== undefined,
       registered: state !== undefined,
       enabled: state === undefined || state.disabledAt === null,

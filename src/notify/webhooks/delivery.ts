@@ -9,9 +9,14 @@
  *   - 410 Gone means the receiver wants no more deliveries: `gone: true` (the dispatcher disables the endpoint)
  *   - every other answer, a refused connection, a reset or a timeout is a retryable failure, with the
  *     receiver's `Retry-After` (seconds or HTTP-date) when it sent one
+ *   - the URL is used whole: its query as configured, its user and password (`https://user:pass@...`)
+ *     as `Authorization: Basic` (undici would drop them); they are masked in the outcome's error and
+ *     answer, which are kept and shown
  */
 import { request, type Dispatcher } from 'undici';
 import { parseRetryAfter } from '../../client/retry.ts';
+import { maskSecrets } from '../../logging/mask.ts';
+import { urlCredentials } from '../../logging/mask-url.ts';
 import { describeError, type DeliveryOutcome } from '../delivery/sink-kind.ts';
 import type { WebhookMessage, WebhookSigner } from './signing.ts';
 
@@ -44,6 +49,11 @@ export type { DeliveryFailure, DeliveryOutcome, DeliverySuccess } from '../deliv
  * returned as a `DeliveryFailure`.
  */
 export async function deliverWebhook(url: string, message: WebhookMessage, signer: WebhookSigner, options: DeliveryOptions = {}): Promise<DeliveryOutcome> {
+  return withoutUrlCredentials(await sendOnce(url, message, signer, options), url);
+}
+
+/** `deliverWebhook` before its outcome's text is masked. */
+async function sendOnce(url: string, message: WebhookMessage, signer: WebhookSigner, options: DeliveryOptions): Promise<DeliveryOutcome> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS;
   const now = options.now ?? (() => new Date());
   const started = performance.now();
@@ -51,9 +61,10 @@ export async function deliverWebhook(url: string, message: WebhookMessage, signe
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   try {
-    const response = await request(url, {
+    const target = withBasicAuthentication(url);
+    const response = await request(target.url, {
       method: 'POST',
-      headers: signer.sign(message, now()),
+      headers: { ...signer.sign(message, now()), ...target.headers },
       body: message.body,
       signal,
       headersTimeout: timeoutMs,
@@ -96,6 +107,30 @@ export async function deliverWebhook(url: string, message: WebhookMessage, signe
       response: null,
     };
   }
+}
+
+/** The URL to request and its `Authorization: Basic` header when it holds a user or a password (then taken out of the URL). */
+function withBasicAuthentication(url: string): { url: string; headers: Record<string, string> } {
+  if (!url.includes('@')) return { url, headers: {} };
+  const parsed = new URL(url);
+  if (parsed.username === '' && parsed.password === '') return { url, headers: {} };
+  const credentials = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  parsed.username = '';
+  parsed.password = '';
+  return { url: parsed.toString(), headers: { authorization: `Basic ${Buffer.from(credentials).toString('base64')}` } };
+}
+
+/**
+ * The outcome with the URL's credentials (`urlCredentials`: the whole URL, its user, password and
+ * query values) masked in its error and the receiver's answer, which are stored and shown
+ * (`webhooks attempts`, the console): a redirect's `Location` or an answer echoing the token
+ * must not carry it there.
+ */
+function withoutUrlCredentials(outcome: DeliveryOutcome, url: string): DeliveryOutcome {
+  const secrets = urlCredentials(url);
+  if (secrets.length === 0) return outcome;
+  const response = outcome.response === null ? null : maskSecrets(outcome.response, secrets);
+  return outcome.ok ? { ...outcome, response: response ?? '' } : { ...outcome, error: maskSecrets(outcome.error, secrets), response };
 }
 
 /**

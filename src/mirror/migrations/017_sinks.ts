@@ -1,5 +1,5 @@
 /**
- * Migration 16: sinks (docs/sinks.md) and readers that start from a snapshot.
+ * Migration 17: sinks (docs/sinks.md) and readers that start from a snapshot.
  *
  * A sink (NATS JetStream, RabbitMQ, Redis Streams) is a delivery target like a webhook endpoint:
  * its row in `webhook_endpoints` (the delivery core's table of targets, src/notify/delivery/) holds
