@@ -23,6 +23,8 @@ export interface OracleInput {
   receivers: { a: SoakReceiver; b: SoakReceiver };
   consumer: RecordChains;
   writes: SoakWrite[];
+  /** Marks of writes intake had to refuse: none may reach the API. */
+  refusedMarks: string[];
   schedule: Schedule;
 }
 
@@ -241,6 +243,12 @@ function missingEvents(changes: readonly ChangeRow[], patterns: readonly string[
 /** The checks at quiescence. */
 export async function finalChecks(reader: MirrorReader, input: OracleInput, options: FinalOptions): Promise<{ problems: string[]; recordsChecked: number; eventsChecked: number }> {
   const problems: string[] = [];
+  const phases: string[] = [];
+  let phaseStart = Date.now();
+  const phase = (name: string) => {
+    phases.push(`${name} ${((Date.now() - phaseStart) / 1000).toFixed(1)} s`);
+    phaseStart = Date.now();
+  };
   const mirror = await mirrorDifferences(reader, input.simulator);
   if (mirror.summary) problems.push(`mirror: the mirror differs from the API at quiescence: ${mirror.summary}`, ...mirror.lines.map((line) => `mirror: ${line}`));
 
@@ -261,6 +269,11 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
     if (problem) problems.push(`writes: ${problem}`);
   }
 
+  for (const mark of input.refusedMarks) {
+    if (input.simulator.world.transactions.some((record) => record.description.startsWith(mark))) problems.push(`writes: a write refused at intake (${mark}) reached the API`);
+  }
+
+  phase('writes');
   // Sinks: every event delivered but those still in flight (held back by a failing event, or an endpoint paused).
   let changes = await readChangelog(reader);
   const pending = () => {
@@ -290,6 +303,7 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
       );
     }
   }
+  phase('sinks');
   const consumerMissing = missingEvents(changes, ['*'], input.consumer);
   if (consumerMissing.length > 0) problems.push(`lost: the pull consumer lacks ${consumerMissing.length} event(s) after quiescence, e.g. seq ${consumerMissing.slice(0, 4).map((change) => change.seq).join(', ')}`);
   problems.push(...(await stepChecks(reader, input)));
@@ -308,7 +322,10 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
   const counts = input.simulator.requestCounts().A!;
   if (counts.rateLimited > 0) problems.push(`rate-limit: the API answered ${counts.rateLimited} requests with 429 (of ${counts.requests})`);
 
+  phase('checks');
   const verify = await options.verify();
+  phase('verify');
+  if (process.env.SOAK_VERBOSE) console.log(`  final checks: ${phases.join(', ')}`);
   if (verify.code !== 0) problems.push(`verify: bizops-sync verify exited ${verify.code} at quiescence (0 promised when the mirror equals the API): ${verify.output.replace(/\s+/g, ' ').slice(0, 600)}`);
 
   const eventsChecked = changes.length + input.receivers.a.chains.count + input.receivers.b.chains.count + input.consumer.count;

@@ -105,6 +105,33 @@ export class TruthTimeline {
     this.observe();
   }
 
+  /**
+   * Puts text no mirror can store (`unstorable`, e.g. an unpaired surrogate or NUL) into a text field
+   * of one record of `stream`, as a careless upstream import would.
+   * @returns how to clean it again (the record, the field, its value before), or undefined when the stream is empty
+   */
+  poison(stream: 'deals' | 'customers', pick: number, unstorable: string): { stream: 'deals' | 'customers'; id: string; field: string; clean: string } | undefined {
+    const world = this.#simulator.world;
+    const records = stream === 'deals' ? world.deals : world.customers;
+    if (records.length === 0) return undefined;
+    const record = records[pick % records.length]!;
+    const field = stream === 'deals' ? 'title' : 'lastName';
+    const clean = String((record as unknown as Record<string, unknown>)[field]);
+    (world.updateRecord as unknown as (name: string, id: string, patch: Record<string, unknown>) => unknown)(stream, record.id, { [field]: `${clean} ${unstorable}` });
+    this.#count(`poison:${stream}`);
+    this.observe();
+    return { stream, id: record.id, field, clean };
+  }
+
+  /** Cleans a record `poison` broke: the field gets its value back (a new updatedAt). */
+  cleanPoison(poisoned: { stream: 'deals' | 'customers'; id: string; field: string; clean: string }): void {
+    const world = this.#simulator.world;
+    const records = poisoned.stream === 'deals' ? world.deals : world.customers;
+    if (!records.some((record) => record.id === poisoned.id)) return;
+    (world.updateRecord as unknown as (name: string, id: string, patch: Record<string, unknown>) => unknown)(poisoned.stream, poisoned.id, { [poisoned.field]: `${poisoned.clean} (cleaned)` });
+    this.observe();
+  }
+
   /** The lists start returning the fields the spec does not show (a server deploy). */
   exposeFields(): void {
     this.#simulator.world.exposeUndeclaredFields('transactions.notes', 'onboardings.user.email');

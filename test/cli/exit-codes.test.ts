@@ -91,6 +91,23 @@ describe('exit codes', () => {
     }
   });
 
+  it('Ctrl-C ends simulate and the demo with 130 (SIGTERM with 0), as every command; their hints are npx commands a user can paste', async () => {
+    dir = tempDir();
+    for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 0]] as const) {
+      const simulate = spawnCli(['simulate', '--port', '0', '--transactions', '5', '--deals', '2', '--onboardings', '1'], cliEnv());
+      await waitFor(() => simulate.stdout().includes('try: '), 'the simulator to listen', 30_000);
+      simulate.child.kill(signal);
+      expect(await simulate.exited, `${signal}: ${simulate.stderr()}`).toBe(code);
+      expect(simulate.stdout()).toMatch(/^try: BIZOPS_BASE_URL=http:\/\/127\.0\.0\.1:\d+ BIZOPS_TOKEN=\S+ npx bizops-sync backfill$/m);
+    }
+    const db = dir.file('demo.db');
+    const demo = spawnCli(['demo', '--db', db], cliEnv());
+    await waitFor(() => demo.stdout().includes('backfilling...'), 'the demo to start', 30_000);
+    demo.child.kill('SIGINT');
+    expect(await demo.exited, demo.stderr()).toBe(130);
+    expect(demo.stdout()).toMatch(new RegExp(`^stopped: \\d+ changes printed; the mirror stays at ${db} \\(try: npx bizops-sync status --db ${db}\\)$`, 'm'));
+  });
+
   it('a stream another process runs: exit 75 naming the holder; with --wait it waits for the lease, then runs it (exit 0)', async () => {
     const env = await setUp();
     // The mirror, with the deals stream leased by another (live) process.
