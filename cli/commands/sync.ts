@@ -208,6 +208,7 @@ function describeResult(result: RunResult): string {
       : '',
     result.status === 'interrupted' ? 'checkpoint saved; run again to resume' : '',
     result.status === 'no-partitions' ? 'nothing requested: no partition is configured or mirrored (status says where they come from)' : '',
+    result.partitionSources && result.partitionSources.count > 0 ? `partitions: ${result.partitionSources.describe}` : '',
     result.heldBy ? `held by ${result.heldBy.holder ?? '?'} until ${result.heldBy.expiresAt ?? '?'} (a holder that died keeps it until then; --wait waits for it)` : '',
     result.error ? `error: ${result.error.message}` : '',
   ].filter(Boolean);
