@@ -17,7 +17,9 @@
  * Behind the read key (`http.readApiKey`, shared with the other read routes: read-access.ts): a
  * script sends `Authorization: Bearer <key>`; a browser signs in with a form (POST: the key never
  * travels in a URL, is never logged or shown back) and gets a session cookie (HttpOnly,
- * SameSite=Strict, a random id, expiring: console-sessions.ts). Without a read key the console is
+ * SameSite=Strict, a random id, expiring, capped per key and per address: console-sessions.ts);
+ * wrong keys at the sign-in are throttled per address and for everyone with a growing pause, and
+ * logged once per burst (sign-in-throttle.ts). Without a read key the console is
  * off: `consoleRoutes` returns undefined and `/` is the server's 404. The actions need the write key
  * (`http.writeApiKey`) given at sign-in, and each form carries the session's CSRF token; a POST
  * whose `Origin` is another site is refused.
@@ -30,7 +32,8 @@ import { silentLogger, type Logger } from '../logging/logger.ts';
 import { maskSecrets } from '../logging/mask.ts';
 import { enableWebhookEndpoint, replayWebhooks, retryTargetNow } from '../notify/delivery/target-admin.ts';
 import { CONSOLE_PATHS, renderConsole, renderMessage, renderSignIn } from './console-page.ts';
-import { ConsoleSessions, secretEquals, type ConsoleSession } from './console-sessions.ts';
+import { ConsoleSessions, secretEquals, type ConsoleSession, type ConsoleSessionsOptions } from './console-sessions.ts';
+import { addressKey, SignInThrottle, type SignInThrottleOptions } from './sign-in-throttle.ts';
 import { gatherSnapshot, type ConsoleConnection } from './console-snapshot.ts';
 import { CONSOLE_CSS } from './console-style.ts';
 
@@ -60,6 +63,12 @@ export interface ConsoleRoutesOptions {
   sessionSeconds?: number;
   /** Seconds between the page's refreshes (`?refresh=N` overrides, 0: none). Default 30. */
   refreshSeconds?: number;
+  /** Sessions per key and per address (console-sessions.ts); defaults 500 and 20. */
+  sessionLimits?: Pick<ConsoleSessionsOptions, 'maxPerKey' | 'maxPerAddress'>;
+  /** The sign-in throttle's limits (sign-in-throttle.ts); its defaults otherwise. */
+  signInThrottle?: Omit<SignInThrottleOptions, 'now'>;
+  /** The clock of sessions and the throttle, epoch ms (tests). Default Date.now. */
+  now?: () => number;
   logger?: Logger;
 }
 
@@ -94,7 +103,9 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
   if (!readKey) return undefined;
   const writeKey = options.writeKey || undefined;
   const logger = (options.logger ?? silentLogger).child({ component: 'console' });
-  const sessions = new ConsoleSessions({ seconds: options.sessionSeconds ?? CONSOLE_SESSION_SECONDS });
+  const now = options.now ?? Date.now;
+  const sessions = new ConsoleSessions({ seconds: options.sessionSeconds ?? CONSOLE_SESSION_SECONDS, ...options.sessionLimits, now });
+  const throttle = new SignInThrottle({ ...options.signInThrottle, now });
   const secrets = [...options.secrets, readKey, ...(writeKey ? [writeKey] : [])];
   const defaultRefresh = options.refreshSeconds ?? CONSOLE_REFRESH_SECONDS;
   const paths = new Set<string>(Object.values(CONSOLE_PATHS));
@@ -124,18 +135,22 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
     const key = form.get('key') ?? '';
     const givenWriteKey = form.get('writeKey') ?? '';
     const remote = request.socket.remoteAddress;
-    if (key === '' || !secretEquals(key, readKey)) {
-      logger.warn({ remote }, 'console sign-in refused: wrong read key');
-      return signInPage(
-        response,
-        401,
-        key === ''
-          ? 'Enter the read key.'
-          : 'Sign-in refused: that is not the read key. Use the value of BIZOPS_READ_API_KEY (http.readApiKey) the daemon runs with.',
-      );
+    const address = addressKey(remote);
+    if (key === '') return signInPage(response, 401, 'Enter the read key.');
+    // Checked, compared and counted with no await between: concurrent guesses cannot slip past a pause.
+    const verdict = throttle.check(address);
+    if (!verdict.allowed) {
+      const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
+      const why = verdict.scope === 'address' ? 'Too many wrong keys from your address' : 'Too many wrong keys from many addresses';
+      return signInPage(response, 429, `${why}: sign-in is paused for ${seconds} s. Signed-in sessions and scripts with a bearer key are not affected.`, { 'retry-after': String(seconds) });
     }
-    if (givenWriteKey !== '' && (!writeKey || !secretEquals(givenWriteKey, writeKey))) {
-      logger.warn({ remote }, 'console sign-in refused: wrong write key');
+    const wrong = !secretEquals(key, readKey) ? 'read' : givenWriteKey !== '' && (!writeKey || !secretEquals(givenWriteKey, writeKey)) ? 'write' : undefined;
+    if (wrong !== undefined) {
+      const failure = throttle.failed(address);
+      // One line per burst, not one per guess (sign-in-throttle.ts).
+      if (failure.addressBurstStarted) logger.warn({ remote, address }, `console sign-in refused: wrong ${wrong} key; further wrong keys from this address are counted, not logged, until it has given none for an hour`);
+      if (failure.globalPauseStarted) logger.warn({ remote, address }, 'console sign-in paused for everyone: too many wrong keys from many addresses; signed-in sessions, bearer keys, /readyz and the API go on');
+      if (wrong === 'read') return signInPage(response, 401, 'Sign-in refused: that is not the read key. Use the value of BIZOPS_READ_API_KEY (http.readApiKey) the daemon runs with.');
       return signInPage(
         response,
         401,
@@ -144,7 +159,8 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
           : 'Sign-in refused: this daemon has no write key (http.writeApiKey), so the console has no actions. Leave the write key empty.',
       );
     }
-    const session = sessions.create(givenWriteKey !== '');
+    throttle.succeeded(address);
+    const session = sessions.create(givenWriteKey !== '', address);
     logger.info({ remote, actions: session.mayAct }, 'console sign-in');
     response.writeHead(303, { location: CONSOLE_PATHS.page, 'set-cookie': sessionCookie(request, session.id, sessions.seconds), 'cache-control': 'no-store' });
     response.end();
