@@ -12,7 +12,7 @@ import type { RunningSimulator } from '@bizops-sync/simulator';
 import { eventSchemas } from '../../src/notify/event-schemas.ts';
 import { readChangesPage, type PulledEvent } from '../../src/notify/pull/changes-page.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
-import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
+import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { buildTestWebhookMessage } from '../../src/notify/webhooks/signing.ts';
 import { lastChangeSeq } from '../../src/mirror/changelog-format.ts';
 import { STREAM_LIST, STREAM_NAMES, type RegisteredStream, type StreamName } from '../../src/streams/definitions.ts';
