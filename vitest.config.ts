@@ -28,6 +28,8 @@ export default defineConfig({
     // processes, not on the CPU (929 tests: 315 s with two workers, 243 s with three, quiet).
     pool: 'forks',
     maxWorkers: 3,
+    // At the end, the Redis keys of the simulators the tests started and closed (test/redis-leftovers.ts).
+    globalSetup: ['test/redis-leftovers.ts'],
     projects: [
       {
         extends: true,
