@@ -12,6 +12,7 @@
  *   POST /console/sign-out        form: csrf
  *   POST /console/webhooks/replay form: csrf, connection, endpoint, since (`webhooks replay --since`)
  *   POST /console/webhooks/enable form: csrf, connection, endpoint (`webhooks enable`)
+ *   POST /console/webhooks/retry  form: csrf, connection, endpoint (`webhooks retry`, `sinks retry`: a paused target's pause ends now)
  *
  * Behind the read key (`http.readApiKey`, shared with the other read routes: read-access.ts): a
  * script sends `Authorization: Bearer <key>`; a browser signs in with a form (POST: the key never
@@ -29,7 +30,7 @@ import { bearerKeyMatches, sendJson } from '../daemon/read-access.ts';
 import type { FirstRoute } from '../daemon/http-server.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { maskSecrets } from '../logging/mask.ts';
-import { enableWebhookEndpoint, replayWebhooks } from '../notify/webhooks/admin.ts';
+import { enableWebhookEndpoint, replayWebhooks, retryTargetNow } from '../notify/delivery/target-admin.ts';
 import { CONSOLE_PATHS, renderConsole, renderMessage, renderSignIn } from './console-page.ts';
 import { ConsoleSessions, secretEquals, type ConsoleSession, type ConsoleSessionsOptions } from './console-sessions.ts';
 import { addressKey, SignInThrottle, type SignInThrottleOptions } from './sign-in-throttle.ts';
@@ -197,6 +198,13 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
           kind: 'ok',
           text: `Replay of ${endpoint}: the events after seq ${result.deliveredSeq} are sent again (${result.eventsToResend} in the changelog; the endpoint's filter applies)${result.reenabled ? '; the endpoint is enabled again' : ''}.`,
         };
+      } else if (path === CONSOLE_PATHS.retry) {
+        const result = await retryTargetNow(connection.executor, endpoint);
+        logger.info({ connection: connection.name, endpoint, pausedUntil: result.pausedUntil }, 'console action: retry now');
+        session.notice = {
+          kind: 'ok',
+          text: result.pausedUntil === null ? `${endpoint} was not paused; its held events are due now.` : `${endpoint}: the pause until ${result.pausedUntil} is ended; its next event goes out now.`,
+        };
       } else {
         const result = await enableWebhookEndpoint(connection.executor, endpoint);
         logger.info({ connection: connection.name, endpoint, wasDisabled: result.wasDisabled }, 'console action: webhook endpoint enabled');
@@ -209,7 +217,8 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
       }
       connection.afterAction?.();
     } catch (error) {
-      session.notice = { kind: 'error', text: `${path === CONSOLE_PATHS.replay ? 'Replay' : 'Enable'} of ${endpoint} refused: ${maskSecrets((error as Error).message, secrets)}` };
+      const action = path === CONSOLE_PATHS.replay ? 'Replay' : path === CONSOLE_PATHS.retry ? 'Retry' : 'Enable';
+      session.notice = { kind: 'error', text: `${action} of ${endpoint} refused: ${maskSecrets((error as Error).message, secrets)}` };
     }
     response.writeHead(303, { location: CONSOLE_PATHS.page, 'cache-control': 'no-store' });
     response.end();
@@ -247,7 +256,7 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
     const path = url.pathname;
     if (!paths.has(path)) return false;
     const method = request.method ?? 'GET';
-    const posting = path === CONSOLE_PATHS.signIn || path === CONSOLE_PATHS.signOut || path === CONSOLE_PATHS.replay || path === CONSOLE_PATHS.enable;
+    const posting = path === CONSOLE_PATHS.signIn || path === CONSOLE_PATHS.signOut || path === CONSOLE_PATHS.replay || path === CONSOLE_PATHS.enable || path === CONSOLE_PATHS.retry;
     if (posting ? method !== 'POST' : method !== 'GET' && method !== 'HEAD') {
       sendJson(response, 405, { error: `${path} answers ${posting ? 'POST' : 'GET and HEAD'} only` }, { allow: posting ? 'POST' : 'GET, HEAD' });
       return true;

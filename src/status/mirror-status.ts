@@ -14,7 +14,7 @@ import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { listConsumers, type ConsumerListing } from '../notify/pull/consumers.ts';
-import { loadAllEndpoints } from '../notify/webhooks/endpoint-store.ts';
+import { loadAllEndpoints } from '../notify/delivery/endpoint-store.ts';
 import { changelogPrunedThrough } from '../notify/retention.ts';
 import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { describePartitions, noPartitionsMessage } from '../sync/partition-values.ts';
