@@ -131,8 +131,9 @@ describe('the console through an API outage', { timeout: 120_000 }, () => {
     const failing = await waitFor(async () => {
       const now = await snapshot(url);
       const conditions = now.report!.streams.filter((stream) => streams.includes(stream.stream)).map((stream) => stream.condition.condition);
-      return conditions.every((condition) => condition === 'failing') && now.activeRuns.some((run) => run.retrying) ? now : undefined;
-    }, 'every stream failing, a run retrying', 30_000);
+      const endpointFailing = now.webhooks.every((endpoint) => endpoint.failingSince !== null);
+      return conditions.every((condition) => condition === 'failing') && now.activeRuns.some((run) => run.retrying) && endpointFailing ? now : undefined;
+    }, 'every stream failing, a run retrying, the endpoint failing', 30_000);
     expect(failing.verdict.ok).toBe(false);
 
     const opened = await opening;
@@ -160,6 +161,9 @@ describe('the console through an API outage', { timeout: 120_000 }, () => {
     expect(await verdict.innerText()).toMatch(new RegExp(`^${streams.length} streams failing since \\d\\d:\\d\\d UTC, .*1 write failed`));
     expect(await verdict.locator('a', { hasText: 'streams failing since' }).getAttribute('href')).toMatch(/^#stream-default-/);
     expect(await verdict.locator('a', { hasText: '1 write failed' }).getAttribute('href')).toBe('#writes-default-failed');
+    // The receiver down too: the endpoint reads failing (paused, or retrying when its pause is over), in the verdict too.
+    expect(await verdict.locator('a', { hasText: /^1 endpoint (paused until|failing since) / }).getAttribute('href')).toBe('#endpoint-default-erp');
+    expect(await text(page, '#endpoint-default-erp')).toMatch(/^erp \S+ failing since \d\d:\d\d UTC, (paused until \d\d:\d\d UTC|retrying) /);
     expect(await text(page, `#writes-default-failed tr:has(code:text-is("${write.id}"))`)).toMatch(/ deal\.close .* HTTP 404 .*Deal deal_gone_for_good not found$/);
 
     // The error short with its HTTP status; a failed run's own figures (it read nothing), not the backfill's 30 records.
@@ -168,7 +172,7 @@ describe('the console through an API outage', { timeout: 120_000 }, () => {
     expect(failedRun.lastRun).toMatchObject({ requests: 0, records: 0, changes: 0 });
     expect(failedRun.lastError).toMatch(/HTTP 503 \(GET \/transactions\?/);
 
-    // The recovery: the API and the receiver answer again; no command.
+    // The recovery: the API and the receiver answer again; no command (no enable, no retry now): the paused endpoint resumes by itself.
     sim.faults.clear();
     receiverDown = false;
     const recovered = await waitFor(async () => {
