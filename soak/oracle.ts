@@ -13,7 +13,7 @@ import { canonicalJson, chainProblems, RecordChains, recordKey } from './chain.t
 import type { MirrorReader } from './mirror-reader.ts';
 import type { SoakReceiver } from './receiver.ts';
 import type { Schedule } from './schedule.ts';
-import type { TruthTimeline } from './truth.ts';
+import { visiblePartitions, type TruthTimeline } from './truth.ts';
 import { effectsOf, writeProblem, type SoakWrite } from './writes.ts';
 
 /** What the oracle reads besides the mirror. */
@@ -92,9 +92,11 @@ export async function mirrorDifferences(reader: MirrorReader, simulator: Running
   let records = 0;
   for (const definition of STREAM_LIST) {
     const stream = definition.name as StreamName;
-    const truth = simulator.world.groundTruth(stream);
+    // A partitioned stream: the partitions a client can know of (soak/truth.ts visiblePartitions).
+    const visible = definition.partitions ? visiblePartitions(simulator) : undefined;
+    const truth = simulator.world.groundTruth(stream).filter((record) => !visible || visible.has(String(record.locationId)));
     const rows = await reader.all<{ id: string; raw: string }>(`SELECT id, raw FROM ${STREAMS[definition.name].table} WHERE deleted_at IS NULL`);
-    const mirrored = new Map(rows.map((row) => [row.id, row.raw]));
+    const mirrored = new Map(rows.filter((row) => !visible || visible.has(String((JSON.parse(row.raw) as { locationId?: unknown }).locationId))).map((row) => [row.id, row.raw]));
     const missing: string[] = [];
     const stale: string[] = [];
     for (const record of truth) {
