@@ -613,7 +613,7 @@ class ScheduleRun {
   logs(): string[] {
     const lines: string[] = [];
     for (const process of [this.daemon, this.replica, ...this.ended, ...this.workers]) {
-      if (process) lines.push(`--- ${process.name} (last lines)`, ...process.tail.slice(-15));
+      if (process) lines.push(`--- ${process.name} (last warnings and errors)`, ...process.warnings.slice(-15), `--- ${process.name} (last lines)`, ...process.tail.slice(-10));
     }
     return lines;
   }
