@@ -168,12 +168,18 @@ export async function stepChecks(reader: MirrorReader, input: OracleInput): Prom
   return problems;
 }
 
-/** Flattens a record into dot paths (arrays whole). */
+/** An ISO 8601 date-time with a zone: `Z`, `+00:00`, with or without a fraction. */
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * Flattens a record into dot paths (arrays whole). A time is the instant it names (the project
+ * compares instants, not text: `...T00:00:00Z` and `...T00:00:00.000Z` are one value).
+ */
 function flatten(value: unknown, prefix = '', out: Map<string, string> = new Map()): Map<string, string> {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     for (const [key, member] of Object.entries(value as Record<string, unknown>)) flatten(member, prefix ? `${prefix}.${key}` : key, out);
   } else if (prefix) {
-    out.set(prefix, canonicalJson(value));
+    out.set(prefix, typeof value === 'string' && INSTANT.test(value) ? `instant ${Date.parse(value)}` : canonicalJson(value));
   }
   return out;
 }
