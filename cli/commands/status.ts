@@ -132,6 +132,7 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
     if (s.inProgress) {
       lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);
     }
+    if (s.partitions?.sources) lines.push('', `${s.stream}: partitions: ${s.partitions.sources.describe}`);
     for (const p of s.partitions?.list ?? []) {
       const name = `${s.stream} ${s.partitions!.param}=${p.partition}`;
       if (p.lastScan?.outcome === 'incomplete') lines.push('', `${name}: the last scan was INCOMPLETE (${p.lastScan.reason}): ${p.lastScan.distinctIds} distinct records listed of a total of ${p.lastScan.total}; no record was counted missing and the cursor stayed`);

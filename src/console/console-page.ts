@@ -16,8 +16,8 @@
  * inside its own box, the page never wider than the screen.
  */
 import { html } from 'hono/html';
-import type { WebhookEndpointListing } from '../notify/webhooks/admin.ts';
-import type { WebhookAttempt } from '../notify/webhooks/attempts.ts';
+import type { WebhookEndpointListing } from '../notify/delivery/target-admin.ts';
+import type { WebhookAttempt } from '../notify/delivery/attempts.ts';
 import type { LeaseState } from '../mirror/leases.ts';
 import type { ConsumerListing } from '../notify/pull/consumers.ts';
 import type { FailedWrite, PartitionStatus, StreamStatus, WriteNeedingReview } from '../status/mirror-status.ts';
@@ -39,6 +39,7 @@ export const CONSOLE_PATHS = {
   signOut: '/console/sign-out',
   replay: '/console/webhooks/replay',
   enable: '/console/webhooks/enable',
+  retry: '/console/webhooks/retry',
 } as const;
 
 /** The write statuses, in the order a person reads them (docs/writes.md "Statuses and events"). */
@@ -428,8 +429,8 @@ function endpointState(endpoint: WebhookEndpointListing, now: Date): { text: str
   if (!endpoint.registered) return { text: 'not registered yet', tone: 'idle' };
   if (!endpoint.enabled) return { text: `disabled: ${endpoint.disabledReason ?? endpoint.disabledKind ?? 'no reason kept'}`, tone: 'bad' };
   if (endpoint.failingSince) {
-    const paused = endpoint.nextAttemptAt !== null && endpoint.nextAttemptAt > now.toISOString();
-    return { text: `failing since ${shortTime(endpoint.failingSince, now)}, ${paused ? `paused until ${shortTime(endpoint.nextAttemptAt, now)}` : 'retrying'}`, tone: 'bad' };
+    const paused = endpoint.pausedUntil !== null && endpoint.pausedUntil > now.toISOString();
+    return { text: `failing since ${shortTime(endpoint.failingSince, now)}, ${paused ? `paused until ${shortTime(endpoint.pausedUntil, now)}` : 'retrying'}`, tone: 'bad' };
   }
   if (!endpoint.configured) return { text: 'no longer configured', tone: 'idle' };
   return { text: 'delivering', tone: 'ok' };
@@ -469,12 +470,14 @@ ${view.mayAct ? html`<td data-label="Actions" class="actions">${endpointActions(
 ${connection.webhooks.filter((endpoint) => endpoint.recentAttempts.length > 0).map((endpoint) => attemptsTable(endpoint.name, endpoint.recentAttempts))}`;
 }
 
-/** Enable (when disabled) and replay from a seq, each a form carrying the session's CSRF token. */
+/** Enable (when disabled), retry now (when paused) and replay from a seq, each a form carrying the session's CSRF token. */
 function endpointActions(connection: string, endpoint: WebhookEndpointListing, csrfToken: string): Fragment {
   if (!endpoint.registered) return html``;
   const hidden = html`<input type="hidden" name="csrf" value="${csrfToken}"><input type="hidden" name="connection" value="${connection}"><input type="hidden" name="endpoint" value="${endpoint.name}">`;
   return html`${!endpoint.enabled
     ? html`<form method="post" action="${CONSOLE_PATHS.enable}">${hidden}<button type="submit">Enable ${endpoint.name}</button></form>`
+    : ''}${endpoint.enabled && endpoint.pausedUntil !== null
+    ? html`<form method="post" action="${CONSOLE_PATHS.retry}">${hidden}<button type="submit">Retry ${endpoint.name} now</button></form>`
     : ''}
 <form method="post" action="${CONSOLE_PATHS.replay}" class="replay">${hidden}<label>Re-send events after seq <input type="number" name="since" min="0" max="${endpoint.deliveredSeq ?? 0}" required></label><button type="submit">Replay ${endpoint.name}</button></form>`;
 }

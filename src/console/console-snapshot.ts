@@ -10,8 +10,9 @@
 import type { WebhookEndpointConfig } from '../config/schema.ts';
 import { maskSecrets } from '../logging/mask.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
-import { listWebhookEndpoints, type WebhookEndpointListing } from '../notify/webhooks/admin.ts';
-import { safeUrl } from '../notify/webhooks/endpoint-delivery.ts';
+import type { WebhookEndpointListing } from '../notify/delivery/target-admin.ts';
+import { listWebhookEndpoints } from '../notify/webhooks/admin.ts';
+import { safeUrl } from '../notify/delivery/sink-delivery.ts';
 import { readMirrorReport, type MirrorReport } from '../status/mirror-status.ts';
 import { verdictOf, type Verdict } from '../status/verdict.ts';
 import type { ConsoleHistory, HistorySnapshot } from './console-history.ts';
@@ -87,7 +88,7 @@ export async function gatherSnapshot(connection: ConsoleConnection, secrets: rea
   const streams = report ? report.streams.filter((stream) => connection.streams.includes(stream.stream)) : [];
   const verdict = verdictOf({
     streams,
-    endpoints: webhooks.filter((endpoint) => endpoint.configured && endpoint.registered),
+    endpoints: webhooks.filter((endpoint) => endpoint.configured && endpoint.registered).map((endpoint) => ({ ...endpoint, nextAttemptAt: endpoint.pausedUntil })),
     recentFailedWrites: report?.recentFailedWrites ?? 0,
     writesNeedingReview: report?.writes.needs_review ?? 0,
     mirrorError: error,

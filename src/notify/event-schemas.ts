@@ -30,7 +30,7 @@ import { STREAM_FAILING, STREAM_RECOVERED, STREAM_STALE, STREAM_UNSUPPORTED } fr
 import { STREAM_CONDITIONS } from '../mirror/stream-condition-store.ts';
 import { WRITE_KIND_NAMES } from '../writes/kinds/index.ts';
 import { WRITE_DUPLICATED, WRITE_EVENT_TYPES } from '../writes/write-store.ts';
-import { ENDPOINT_DISABLED_EVENT } from './webhooks/endpoint-store.ts';
+import { ENDPOINT_DISABLED_EVENT } from './delivery/endpoint-store.ts';
 import { TEST_EVENT_TYPE } from './event-payload.ts';
 
 /** A JSON Schema as plain JSON (an object of keywords). */

@@ -9,14 +9,15 @@
  */
 import { listUndeclaredFields } from '../mirror/field-registry.ts';
 import { Leases, streamLeaseName, type LeaseState } from '../mirror/leases.ts';
-import { MirrorStore, type DeletionHold, type ScanOutcome, type SyncState } from '../mirror/mirror-store.ts';
+import { MirrorStore, type DeletionHold, type PartitionSources, type ScanOutcome, type SyncState } from '../mirror/mirror-store.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { listConsumers, type ConsumerListing } from '../notify/pull/consumers.ts';
-import { loadAllEndpoints } from '../notify/webhooks/endpoint-store.ts';
+import { loadAllEndpoints } from '../notify/delivery/endpoint-store.ts';
 import { changelogPrunedThrough } from '../notify/retention.ts';
 import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { describePartitions, noPartitionsMessage } from '../sync/partition-values.ts';
 import { StreamConditionStore, type StreamConditionState } from '../mirror/stream-condition-store.ts';
 import { WriteStore } from '../writes/write-store.ts';
 
@@ -92,7 +93,16 @@ export interface StreamStatus {
    * stream. The stream's own `cursor` is then its oldest partition's, its `lastRun` the run of all
    * its partitions. With no partition, `skipped` says why nothing is requested.
    */
-  partitions: { param: string; list: PartitionStatus[] } | null;
+  partitions: {
+    param: string;
+    list: PartitionStatus[];
+    /**
+     * Where the partition values came from at the stream's last run and how many there were (the
+     * configuration key, another stream's column, its own mirrored records), with `describe` the
+     * line `status` prints; null before its first run.
+     */
+    sources?: (PartitionSources & { describe: string }) | null;
+  } | null;
 }
 
 /** One partition of a partitioned stream in `status`: its value and what its own sync state says. Times are ISO 8601. */
@@ -225,12 +235,10 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
               return { partition: partitionState.partition, records: partitionCounts.live, tombstoned: partitionCounts.deleted, ...stateStatus(partitionState, now, leaseHeld) };
             }),
           ),
+          sources: state.partitionSources ? { ...state.partitionSources, describe: describePartitions(stream, state.partitionSources) } : null,
         }
       : null;
-    const noPartitions =
-      partitions !== null && partitions.list.length === 0
-        ? (state.lastError ?? `no partitions: ${stream.name} is read once per ${partitions.param} and none has run yet; nothing is requested until ${partitions.param} values are configured (sync.partitions.${stream.name}.${partitions.param}) or mirrored`)
-        : null;
+    const noPartitions = partitions !== null && partitions.list.length === 0 ? (state.lastError ?? noPartitionsMessage(stream)) : null;
     const { lastRun, completeScans, cursor, lagSeconds } = stateStatus(state, now, leaseHeld);
     streams.push({
       stream: stream.name,

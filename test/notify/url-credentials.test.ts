@@ -12,9 +12,9 @@ import { configSchema } from '../../src/config/schema.ts';
 import { maskUrlCredentials, urlCredentials } from '../../src/logging/mask-url.ts';
 import { maskSecrets } from '../../src/logging/mask.ts';
 import { listWebhookEndpoints } from '../../src/notify/webhooks/admin.ts';
-import { latestAttempts } from '../../src/notify/webhooks/attempts.ts';
+import { latestAttempts } from '../../src/notify/delivery/attempts.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
-import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
+import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { waitFor } from '../helpers.ts';
 import { insertChanges, newSecret, receiverFixture, tempMirror, type TempMirror } from './helpers.ts';
 

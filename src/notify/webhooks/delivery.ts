@@ -17,6 +17,7 @@ import { request, type Dispatcher } from 'undici';
 import { parseRetryAfter } from '../../client/retry.ts';
 import { maskSecrets } from '../../logging/mask.ts';
 import { urlCredentials } from '../../logging/mask-url.ts';
+import { describeError, type DeliveryOutcome } from '../delivery/sink-kind.ts';
 import type { WebhookMessage, WebhookSigner } from './signing.ts';
 
 /** Default time limit of one attempt, ms: connecting, sending and receiving the answer's headers and body. */
@@ -40,36 +41,8 @@ export const RESPONSE_EXCERPT_BYTES = 1024;
 /** Most bytes of an answer's body read (to reuse the connection); a longer body closes it. */
 const MAX_DRAIN_BYTES = 64 * 1024;
 
-/** A delivery the receiver answered with a 2xx. */
-export interface DeliverySuccess {
-  ok: true;
-  /** The 2xx status. */
-  status: number;
-  durationMs: number;
-  /** The first 1 KiB of the answer's body (UTF-8; a character cut at the end is replaced), '' when empty. */
-  response: string;
-}
-
-/** A delivery that failed: a non-2xx answer (3xx included), no answer, or an abort; see the module rules. */
-export interface DeliveryFailure {
-  ok: false;
-  /** The HTTP status, or null when there was no answer (refused, reset, timeout, aborted). */
-  status: number | null;
-  /** One line for logs and `webhooks list`, e.g. `HTTP 503`, `redirect 302 not followed`, `ECONNREFUSED ...`. */
-  error: string;
-  /** The receiver's Retry-After as a delay in ms, or null. */
-  retryAfterMs: number | null;
-  /** True on 410 Gone: stop delivering to this endpoint. */
-  gone: boolean;
-  /** True when `signal` aborted the attempt (shutdown), not the receiver. */
-  aborted: boolean;
-  durationMs: number;
-  /** The first 1 KiB of the answer's body; null without an answer. */
-  response: string | null;
-}
-
-/** What `deliverWebhook` returns; narrow on `ok`. */
-export type DeliveryOutcome = DeliverySuccess | DeliveryFailure;
+/** What `deliverWebhook` returns (src/notify/delivery/sink-kind.ts); narrow on `ok`. */
+export type { DeliveryFailure, DeliveryOutcome, DeliverySuccess } from '../delivery/sink-kind.ts';
 
 /**
  * Sends one signed attempt of `message` to `url`. Never throws for network or HTTP errors: they are
@@ -126,7 +99,7 @@ async function sendOnce(url: string, message: WebhookMessage, signer: WebhookSig
     return {
       ok: false,
       status: null,
-      error: aborted ? 'aborted: the dispatcher is stopping' : timedOut ? `timed out after ${timeoutMs} ms` : describeNetworkError(error),
+      error: aborted ? 'aborted: the dispatcher is stopping' : timedOut ? `timed out after ${timeoutMs} ms` : describeError(error),
       retryAfterMs: null,
       gone: false,
       aborted,
@@ -185,11 +158,4 @@ async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown })
     // The answer's status already counts; a body cut short only shortens the excerpt.
   }
   return Buffer.concat(kept).toString('utf8');
-}
-
-function describeNetworkError(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const code = (error as { code?: unknown }).code;
-  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
-  return `${typeof code === 'string' ? `${code} ` : ''}${error.message}${cause}`.trim();
 }
