@@ -655,7 +655,7 @@ export async function runSchedule(schedule: Schedule, options: RunOptions): Prom
     await until(async () => (await run.mirrorDiff()) === '', QUIESCENCE_MS, 500);
     const quiet = Date.now();
     // The sinks and the writes get their own wait: after database errors a delivery loop backs off
-    // up to 60 s (src/notify/webhooks/endpoint-delivery.ts), and a quiet changelog does not wake it.
+    // up to 60 s (src/notify/delivery/sink-delivery.ts), and a quiet changelog does not wake it.
     const deadline = quiet + SINKS_WAIT_MS;
     const reader = await run.openReader();
     const final = await finalChecks(reader, run.oracleInput(), {
