@@ -72,16 +72,17 @@ const started = Date.now();
 const deadline = started + budgetSeconds * 1000;
 log(`soak: seed ${baseSeed}${replay ? ' (replay)' : ''}, budget ${budgetSeconds} s, back ends ${backends.join(', ')}${plant ? `, planted bug ${plant}` : ''}`);
 // Stopped from outside (Ctrl-C, a CI timeout): no daemon, worker, Redis or PostgreSQL of ours is left behind.
-let services: SoakServices | undefined;
+const running: { services?: SoakServices } = {};
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     killAllChildren();
     const exit = () => process.exit(signal === 'SIGINT' ? 130 : 143);
     setTimeout(exit, 10_000).unref();
-    void (services?.close() ?? Promise.resolve()).catch(() => undefined).finally(exit);
+    void (running.services?.close() ?? Promise.resolve()).catch(() => undefined).finally(exit);
   });
 }
-services = await startServices();
+const services = await startServices();
+running.services = services;
 const totals = { schedules: 0, faults: {} as Record<string, number>, changes: {} as Record<string, number>, records: 0, events: 0, writes: 0, failed: 0 };
 let exitCode = 0;
 let firstFailureSeconds: number | undefined;
@@ -96,7 +97,7 @@ try {
     // A schedule takes 20 to 60 s: start one only when the budget leaves room for it (replays always run).
     if (!replay && index > 0 && Date.now() + 25_000 > deadline) break;
     log(`schedule ${index + 1}: seed ${schedule.seed} on ${schedule.backend}, ${schedule.steps.length} steps`);
-    const result: ScheduleResult = await runSchedule(schedule, { services: services!, log, ...(plant ? { plant } : {}), shouldStop: () => !replay && Date.now() > deadline + 60_000 });
+    const result: ScheduleResult = await runSchedule(schedule, { services, log, ...(plant ? { plant } : {}), shouldStop: () => !replay && Date.now() > deadline + 60_000 });
     totals.schedules += 1;
     add(totals.faults, result.faults);
     add(totals.changes, result.changes);
@@ -116,7 +117,7 @@ try {
     if (!values['no-shrink'] && schedule.steps.length > 1) {
       const check = result.failures[0]!.check;
       log(`shrinking (at most ${shrinkSeconds} s): keeping schedules that still fail ${check}`);
-      const outcome = await shrinkSchedule(schedule, check, (candidate) => runSchedule(candidate, { services: services!, log, ...(plant ? { plant } : {}) }), Date.now() + shrinkSeconds * 1000, log);
+      const outcome = await shrinkSchedule(schedule, check, (candidate) => runSchedule(candidate, { services, log, ...(plant ? { plant } : {}) }), Date.now() + shrinkSeconds * 1000, log);
       shrunk = outcome.schedule;
       console.log(`\nshrunk in ${outcome.runs} runs to ${shrunk.steps.length} of ${schedule.steps.length} steps:`);
       console.log(describeSchedule(shrunk));
