@@ -5,6 +5,7 @@
 import { validateDetailed as validateCron } from 'node-cron';
 import { z } from 'zod';
 import { STREAM_LIST, STREAM_NAMES } from '../streams/definitions.ts';
+import { unstorableTextRule } from '../client/storable-json.ts';
 
 /** The path prefix of every endpoint (spec §1 convention 1), which the client adds to `baseUrl`. */
 const API_PREFIX = '/api/public/v1';
@@ -47,13 +48,22 @@ export const PROCESS_WIDE_KEYS = ['redisUrl', 'http'] as const;
 const streamName = z.enum(STREAM_NAMES, { error: (issue) => `"${String(issue.input)}" is not a stream; expected one of ${STREAM_NAMES.join(', ')}` });
 
 /**
+ * A partition value: text the mirror can store (src/client/storable-json.ts: no NUL, no unpaired
+ * surrogate), since it is compared with a column through a JSON function and sent in a query.
+ */
+const storableValue = z
+  .string()
+  .min(1)
+  .refine((value) => unstorableTextRule(value) === undefined, { error: (issue) => unstorableTextRule(String(issue.input)) ?? 'must be text the mirror can store' });
+
+/**
  * `sync.partitions`: the values of each partitioned stream's required parameter (docs/sync.md
  * "Partitioned streams"), e.g. `{ "qa_corrective_actions": { "locationId": ["loc_1", "loc_2"] } }`.
  * Keyed by a partitioned stream, then by its parameter (the only key allowed), then a non-empty
  * list of values.
  */
 const partitionsSchema = z
-  .record(z.string(), z.record(z.string(), z.array(z.string().min(1)).min(1, 'must list at least one value (leave the key out for none)')))
+  .record(z.string(), z.record(z.string(), z.array(storableValue).min(1, 'must list at least one value (leave the key out for none)')))
   .superRefine((partitions, context) => {
     for (const [name, params] of Object.entries(partitions)) {
       const stream = STREAM_LIST.find((candidate) => candidate.name === name);

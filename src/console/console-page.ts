@@ -430,8 +430,8 @@ function endpointState(endpoint: WebhookEndpointListing, now: Date): { text: str
   if (!endpoint.registered) return { text: 'not registered yet', tone: 'idle' };
   if (!endpoint.enabled) return { text: `disabled: ${endpoint.disabledReason ?? endpoint.disabledKind ?? 'no reason kept'}`, tone: 'bad' };
   if (endpoint.failingSince) {
-    const paused = endpoint.nextAttemptAt !== null && endpoint.nextAttemptAt > now.toISOString();
-    return { text: `failing since ${shortTime(endpoint.failingSince, now)}, ${paused ? `paused until ${shortTime(endpoint.nextAttemptAt, now)}` : 'retrying'}`, tone: 'bad' };
+    const paused = endpoint.pausedUntil !== null && endpoint.pausedUntil > now.toISOString();
+    return { text: `failing since ${shortTime(endpoint.failingSince, now)}, ${paused ? `paused until ${shortTime(endpoint.pausedUntil, now)}` : 'retrying'}`, tone: 'bad' };
   }
   if (!endpoint.configured) return { text: 'no longer configured', tone: 'idle' };
   return { text: 'delivering', tone: 'ok' };

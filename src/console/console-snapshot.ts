@@ -97,7 +97,7 @@ export async function gatherSnapshot(connection: ConsoleConnection, secrets: rea
   const streams = report ? report.streams.filter((stream) => connection.streams.includes(stream.stream)) : [];
   const verdict = verdictOf({
     streams,
-    endpoints: [...webhooks, ...sinks].filter((endpoint) => endpoint.configured && endpoint.registered),
+    endpoints: [...webhooks, ...sinks].filter((endpoint) => endpoint.configured && endpoint.registered).map((endpoint) => ({ ...endpoint, nextAttemptAt: endpoint.pausedUntil })),
     recentFailedWrites: report?.recentFailedWrites ?? 0,
     writesNeedingReview: report?.writes.needs_review ?? 0,
     mirrorError: error,

@@ -148,6 +148,9 @@ describe('typos and bad values in the configuration', () => {
     expect(messageFor({ sync: { partitions: { qa_corrective_actions: { location: ['loc_1'] } } } })).toMatch(/sync\.partitions\.qa_corrective_actions\.location.*"location" is not qa_corrective_actions's partition parameter; expected locationId/);
     expect(messageFor({ sync: { partitions: { deals: { locationId: ['loc_1'] } } } })).toMatch(/sync\.partitions\.deals.*"deals" is not a partitioned stream; expected one of qa_corrective_actions/);
     expect(messageFor({ sync: { partitions: { qa_corrective_actions: { locationId: [] } } } })).toMatch(/sync\.partitions\.qa_corrective_actions\.locationId.*must list at least one value/);
+    // A value the mirror cannot store (compared through a JSON function, sent in a query) is refused at start.
+    expect(messageFor({ sync: { partitions: { qa_corrective_actions: { locationId: ['loc_\ud800'] } } } })).toMatch(/sync\.partitions\.qa_corrective_actions\.locationId\.0.*must not contain an unpaired surrogate/);
+    expect(messageFor({ sync: { partitions: { qa_corrective_actions: { locationId: ['loc\u0000'] } } } })).toMatch(/locationId\.0.*must not contain the NUL character/);
     for (const message of [messageFor({ sync: { partitions: { deals: { locationId: ['x'] } } } })]) expect(message.split('\n')).toHaveLength(1);
   });
 

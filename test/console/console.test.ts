@@ -321,7 +321,7 @@ describe('the operator console', { timeout: 120_000 }, () => {
     const endpoint = {
       name: 'erp', kind: 'webhook', url: 'https://erp.example/hooks', configured: true, registered: true, enabled: true, disabledAt: null, disabledReason: null, disabledKind: null,
       failingSince: at(40), failedEvents: 0, heldEvents: 2, ordering: 'record' as const, maxInFlight: 16, recentAttempts: [], events: ['*'], deliveredSeq: 10, lagEvents: 5, lagSeconds: 1200,
-      consecutiveFailures: 4, nextAttemptAt: new Date(now.getTime() + 30 * 60_000).toISOString(), pausedUntil: null, lastAttemptAt: at(59), lastStatus: 502, lastSuccessAt: at(39), lastError: 'HTTP 502 from the receiver', lastErrorAt: at(59), deliveredCount: 10, failedCount: 4,
+      consecutiveFailures: 4, nextAttemptAt: new Date(now.getTime() + 30 * 60_000).toISOString(), pausedUntil: new Date(now.getTime() + 30 * 60_000).toISOString(), lastAttemptAt: at(59), lastStatus: 502, lastSuccessAt: at(39), lastError: 'HTTP 502 from the receiver', lastErrorAt: at(59), deliveredCount: 10, failedCount: 4,
     };
     const points = (minutes: number[], value: (index: number) => number) => minutes.map((minute, index) => ({ at: at(minute), value: value(index) }));
     const report: Partial<MirrorReport> = { streams, writes: { failed: 3, succeeded: 5 }, failedWrites, recentFailedWrites: 3 };

@@ -18,7 +18,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { buildTestWebhookMessage } from '../../src/notify/webhooks/signing.ts';
 import { lastChangeSeq } from '../../src/mirror/changelog-format.ts';
-import { STREAM_NAMES, type StreamName } from '../../src/streams/definitions.ts';
+import { STREAM_LIST, STREAM_NAMES, type RegisteredStream, type StreamName } from '../../src/streams/definitions.ts';
 import { syncFixtures, waitFor, type SyncFixture } from '../helpers.ts';
 import { newSecret, receiverFixture } from './helpers.ts';
 import { eventProblems } from '../event-validation.ts';
@@ -39,6 +39,36 @@ async function run(fixture: SyncFixture, stream: StreamName, reason: 'backfill' 
 /** Runs two complete scans of every stream (a record gone from both is tombstoned). */
 async function twoCompleteScans(fixture: SyncFixture): Promise<void> {
   for (let scan = 0; scan < 2; scan += 1) for (const stream of STREAM_NAMES) await run(fixture, stream, 'reconcile');
+}
+
+/**
+ * Every registered stream's own change types, from its simulator declaration's churn (so a stream
+ * added later needs no edit here: docs/adding-a-stream.md): its changes churned and synced until each
+ * of its types but its gone one occurred, then, unless it occurred, one of its mirrored records
+ * deleted upstream and two complete scans for its gone event.
+ */
+async function everyStreamEvent(fixture: SyncFixture): Promise<void> {
+  const { sim, context } = fixture;
+  const occurred = async (stream: string) => new Set((await context.connection.all<{ type: string }>('SELECT DISTINCT type FROM changes WHERE stream = ?', [stream])).map((row) => row.type));
+  for (const stream of STREAM_LIST as readonly RegisteredStream[]) {
+    const wanted = stream.changes.events.filter((type) => type !== stream.changes.gone);
+    for (let round = 0; round < 30; round += 1) {
+      const seen = await occurred(stream.name);
+      if (wanted.every((type) => seen.has(type))) break;
+      sim.world.churnStream(stream.name, 3);
+      await run(fixture, stream.name, stream.request.cursor === 'complete-scan' ? 'reconcile' : 'sync');
+    }
+    if ((await occurred(stream.name)).has(stream.changes.gone)) continue;
+    const live = await context.connection.get<{ id: string }>(`SELECT id FROM ${stream.table} WHERE deleted_at IS NULL ORDER BY id LIMIT 1`);
+    expect(live, `${stream.name} has a mirrored record`).toBeDefined();
+    expect(world(sim).deleteRecord(stream.name, live!.id)).toBe(true);
+    for (let scan = 0; scan < 2; scan += 1) await run(fixture, stream.name, 'reconcile');
+  }
+}
+
+/** The simulated world, its streams named by any registered stream's name. */
+function world(sim: RunningSimulator) {
+  return sim.world as unknown as { deleteRecord(stream: string, id: string): boolean };
 }
 
 /** A write stack (intake + worker, Redis) on the fixture's mirror. */
@@ -131,6 +161,7 @@ describe('event schemas', () => {
     for (const stream of STREAM_NAMES) await run(fixture, stream, 'sync');
     world.updateDeal(dealC!.id, { status: 'OPEN' });
     await twoCompleteScans(fixture);
+    await everyStreamEvent(fixture);
 
     // A mass deletion: more than 10 records and more than a tenth of the stream, held back.
     for (const transaction of world.transactions.slice(-12)) world.deleteRecord('transactions', transaction.id);
