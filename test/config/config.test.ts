@@ -139,7 +139,7 @@ describe('typos and bad values in the configuration', () => {
     expect(messageFor({ sync: { streamSchedules: { deal: '* * * * *' } } })).toMatch(/^unknown key sync\.streamSchedules\.deal in .*; did you mean sync\.streamSchedules\.deals\?$/);
     expect(messageFor({ webhooks: [{ name: 'crm', url: 'http://127.0.0.1:9/h', secret, event: ['*'] }] })).toMatch(/^unknown key webhooks\.0\.event in .*; did you mean webhooks\.0\.events\?$/);
     // Nothing near: the known keys of that object are listed instead.
-    expect(messageFor({ colour: 'blue' })).toMatch(/^unknown key colour in .*; expected one of baseUrl, .*webhooks, connections$/);
+    expect(messageFor({ colour: 'blue' })).toMatch(/^unknown key colour in .*; expected one of baseUrl, .*webhooks, sinks, connections$/);
     expect(messageFor({ http: { colour: 'blue' } })).toMatch(/^unknown key http\.colour in .*; expected one of host, port, /);
   });
 
