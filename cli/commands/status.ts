@@ -68,6 +68,13 @@ interface ErrorDisplay {
   details: boolean;
 }
 
+/** Rows of cells as fixed-width lines, the header first (the last column unpadded). */
+function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const format = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  return [format(header), ...rows.map(format)];
+}
+
 /** A readable table of the status, led by its verdict. */
 function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
   const short = (line: string | null) => (line === null ? '-' : errors.shortError(line).short);
@@ -152,11 +159,24 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
     ]);
     if (whole.length > 0) lines.push('', 'errors:', ...whole);
   }
+  const sinks = status.endpoints.filter((endpoint) => endpoint.kind !== 'webhook');
+  if (sinks.length > 0) {
+    lines.push('', ...table(['sink', 'kind', 'cursor', 'lag', 'state'], sinks.map((sink) => [
+      sink.name,
+      sink.kind,
+      String(sink.deliveredSeq),
+      `${Math.max(0, status.changelogSeq - sink.deliveredSeq)} events`,
+      !sink.enabled ? 'disabled' : sink.failingSince ? `failing since ${sink.failingSince}` : 'publishing',
+    ])));
+  }
   for (const endpoint of status.endpoints) {
-    if (!endpoint.enabled) lines.push('', `WARNING: webhook endpoint ${endpoint.name}: DISABLED (webhooks list says why; webhooks enable ${endpoint.name} re-enables it)`);
+    const what = endpoint.kind === 'webhook' ? 'webhook endpoint' : `${endpoint.kind} sink`;
+    const commands = endpoint.kind === 'webhook' ? 'webhooks' : 'sinks';
+    if (!endpoint.enabled) lines.push('', `WARNING: ${what} ${endpoint.name}: DISABLED (${commands} list says why; ${commands} enable ${endpoint.name} re-enables it)`);
     else if (endpoint.failingSince) {
-      const next = endpoint.nextAttemptAt && endpoint.nextAttemptAt > new Date().toISOString() ? `, paused until ${endpoint.nextAttemptAt}` : ', retrying';
-      lines.push('', `WARNING: webhook endpoint ${endpoint.name}: failing since ${endpoint.failingSince}${next} (last answer ${endpoint.lastStatus === null ? 'none' : `HTTP ${endpoint.lastStatus}`})`);
+      const next = endpoint.nextAttemptAt && endpoint.nextAttemptAt > new Date().toISOString() ? `, paused until ${endpoint.nextAttemptAt} (${commands} retry ${endpoint.name} ends the pause)` : ', retrying';
+      const answer = endpoint.kind === 'webhook' ? ` (last answer ${endpoint.lastStatus === null ? 'none' : `HTTP ${endpoint.lastStatus}`})` : '';
+      lines.push('', `WARNING: ${what} ${endpoint.name}: failing since ${endpoint.failingSince}${next}${answer}`);
     }
   }
   if (status.consumers.length > 0) {

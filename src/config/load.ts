@@ -93,7 +93,7 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
       if (key !== '' && hasPath(fileConfig, key)) return `${key} (in ${fileName})`;
       const envName = ENV_FOR_KEY[key];
       return envName ? `${envName} (${key})` : key || 'configuration';
-    });
+    }, env);
     return { connections: [config], named: false };
   }
 
@@ -138,7 +138,7 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
         // A value inherited from the environment names the variable too.
         const envName = hasPath(own, key) ? undefined : fromEnv.source.get(key);
         return envName ? `${envName} (${label})` : label;
-      }),
+      }, env),
     );
   }
   // A value the connection's own entry does not set came from the top level: name its variable, if any.
@@ -161,8 +161,36 @@ function checkTopLevelKeys(fileTop: Record<string, unknown>, fileName: string): 
   throw new ConfigError(describeUnknownKey({ ...unknown, known, suggestion: unknown.suggestion ?? nearest }, fileName));
 }
 
+/**
+ * Sets each sink's `url` from the environment variable its `urlEnv` names or the file its `urlFile`
+ * names (docs/sinks.md "Configuration"), so that a broker's password need not be in the file.
+ * @throws ConfigError naming the key: more than one of url, urlEnv, urlFile; the variable unset; the file unreadable
+ */
+function resolveSinkUrls(merged: Record<string, unknown>, env: NodeJS.ProcessEnv, labelFor: (key: string) => string): void {
+  if (!Array.isArray(merged.sinks)) return;
+  merged.sinks = merged.sinks.map((entry: unknown, index: number) => {
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return entry;
+    const sink = { ...(entry as Record<string, unknown>) };
+    const given = ['url', 'urlEnv', 'urlFile'].filter((key) => sink[key] !== undefined);
+    if (given.length > 1) throw new ConfigError(`${labelFor(`sinks.${index}.${given[1]}`)}: give one of url, urlEnv and urlFile, not ${given.join(' and ')}`);
+    if (typeof sink.urlEnv === 'string') {
+      const value = env[sink.urlEnv]?.trim();
+      if (!value) throw new ConfigError(`${labelFor(`sinks.${index}.urlEnv`)}: the environment variable ${sink.urlEnv} is not set`);
+      sink.url = value;
+    } else if (typeof sink.urlFile === 'string') {
+      try {
+        sink.url = readFileSync(sink.urlFile, 'utf8').trim();
+      } catch {
+        throw new ConfigError(`${labelFor(`sinks.${index}.urlFile`)}: cannot read ${sink.urlFile}`);
+      }
+    }
+    return sink;
+  });
+}
+
 /** Validates one connection's merged values; `labelFor(key path)` names a key in the error. */
-function parseConnection(name: string, merged: Record<string, unknown>, labelFor: (key: string) => string): Config {
+function parseConnection(name: string, merged: Record<string, unknown>, labelFor: (key: string) => string, env: NodeJS.ProcessEnv = process.env): Config {
+  resolveSinkUrls(merged, env, labelFor);
   const parsed = configSchema.safeParse({ ...merged, connection: name }, { error: configErrorMap });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -516,6 +544,7 @@ export function maskConfig(config: Config): unknown {
     dbPath: maskUrlPassword(config.dbPath),
     http: { ...config.http, writeApiKey: mask(config.http.writeApiKey), readApiKey: mask(config.http.readApiKey) },
     webhooks: config.webhooks.map((w) => ({ ...w, url: maskUrlCredentials(w.url), secret: 'whsec_***', ...(w.previousSecret === undefined ? {} : { previousSecret: 'whsec_***' }) })),
+    sinks: config.sinks.map((sink) => ({ ...sink, ...(sink.url === undefined ? {} : { url: maskUrlCredentials(sink.url) }) })),
   };
 }
 
@@ -539,5 +568,6 @@ export function deploymentSecrets(configs: readonly Config[]): string[] {
     ...(isPostgresUrl(config.dbPath) && parsePostgresLocation(config.dbPath).password !== '' ? [config.dbPath] : []),
     ...(config.http.readApiKey === undefined ? [] : [config.http.readApiKey]),
     ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret]), ...urlCredentials(endpoint.url)]),
+    ...config.sinks.flatMap((sink) => (sink.url === undefined ? [] : urlCredentials(sink.url))),
   ]);
 }

@@ -205,6 +205,7 @@ ${streamsTable(connection, report.streams, view.now)}
 ${streamNotes(report.streams)}
 ${recentRunsTable(connection)}
 ${webhooksSection(connection, view)}
+${webhooksSection(connection, view, 'sinks')}
 ${consumersTable(report.consumers)}
 ${writesSection(connection.name, report.writes, report.writesNeedingReview, report.failedWrites)}
 ${leasesTable(connection, report.leases)}`
@@ -441,18 +442,20 @@ function answer(status: number | null): string {
   return status === null ? 'no answer' : `HTTP ${status}`;
 }
 
-function webhooksSection(connection: ConnectionSnapshot, view: ConsoleView): Fragment {
-  if (connection.webhooks.length === 0) return html`<p class="meta">No webhook endpoint is configured.</p>`;
+/** The webhook endpoints' table, or the sinks' (docs/sinks.md: the same delivery state, their kind beside the URL). */
+function webhooksSection(connection: ConnectionSnapshot, view: ConsoleView, family: 'webhooks' | 'sinks' = 'webhooks'): Fragment {
+  const targets = family === 'webhooks' ? connection.webhooks : (connection.sinks ?? []);
+  if (targets.length === 0) return family === 'webhooks' ? html`<p class="meta">No webhook endpoint is configured.</p>` : html``;
   return html`${scrolling(html`<table class="webhooks cards">
-<caption>Webhook endpoints</caption>
-<thead><tr><th scope="col">Endpoint</th><th scope="col" class="wide">URL</th><th scope="col">State</th><th scope="col">Lag</th><th scope="col">Failures in a row</th><th scope="col" class="wide">Given up</th><th scope="col" class="wide">Held back</th><th scope="col" class="wide">Delivered</th><th scope="col">Last attempt</th><th scope="col" class="wide">Next attempt</th><th scope="col">Last error</th>${view.mayAct ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
+<caption>${family === 'webhooks' ? 'Webhook endpoints' : 'Sinks'}</caption>
+<thead><tr><th scope="col">${family === 'webhooks' ? 'Endpoint' : 'Sink'}</th><th scope="col" class="wide">URL</th><th scope="col">State</th><th scope="col">Lag</th><th scope="col">Failures in a row</th><th scope="col" class="wide">Given up</th><th scope="col" class="wide">Held back</th><th scope="col" class="wide">Delivered</th><th scope="col">Last attempt</th><th scope="col" class="wide">Next attempt</th><th scope="col">Last error</th>${view.mayAct ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
 <tbody>
-${connection.webhooks.map((endpoint) => {
+${targets.map((endpoint) => {
     const state = endpointState(endpoint, view.now);
     const lagPoints = connection.history?.endpoints[endpoint.name] ?? [];
     return html`<tr id="endpoint-${connection.name}-${endpoint.name}">
 <th scope="row">${endpoint.name}</th>
-<td data-label="URL" class="url wide">${endpoint.url}</td>
+<td data-label="URL" class="url wide">${family === 'sinks' ? `${endpoint.kind} ` : ''}${endpoint.url}</td>
 <td data-label="State"><span class="state ${state.tone}">${state.text}</span></td>
 <td data-label="Lag" class="lag">${count(endpoint.lagEvents, 'event')}${endpoint.lagEvents > 0 ? `, ${duration(endpoint.lagSeconds)}` : ''} ${linePlot(lagPoints, `${endpoint.name} delivery lag`, lagWords)}</td>
 <td data-label="Failures in a row" class="num${endpoint.consecutiveFailures > 0 ? ' bad' : ''}">${endpoint.consecutiveFailures}</td>
@@ -467,7 +470,7 @@ ${view.mayAct ? html`<td data-label="Actions" class="actions">${endpointActions(
   })}
 </tbody>
 </table>`)}
-${connection.webhooks.filter((endpoint) => endpoint.recentAttempts.length > 0).map((endpoint) => attemptsTable(endpoint.name, endpoint.recentAttempts))}`;
+${targets.filter((endpoint) => endpoint.recentAttempts.length > 0).map((endpoint) => attemptsTable(endpoint.name, endpoint.recentAttempts))}`;
 }
 
 /** Enable (when disabled), retry now (when paused) and replay from a seq, each a form carrying the session's CSRF token. */

@@ -59,6 +59,11 @@
  *   webhook_endpoint_enabled{endpoint}              gauge, 0 while disabled (410 Gone, or failing too long)
  *   webhook_endpoint_disabled{endpoint,reason}      gauge, 1 while disabled, reason `gone` or `failing`; 0 with reason `none` while enabled
  *   webhook_failed_events{endpoint}                 gauge, events given up on after the retry schedule, not yet re-sent
+ *   sink_deliveries_total{sink,kind}                counter, events a sink acknowledged (docs/sinks.md)
+ *   sink_failures_total{sink,kind}                 counter, failed publish attempts
+ *   sink_lag_events{sink,kind}                      gauge, changelog events not yet published
+ *   sink_lag_seconds{sink,kind}                     gauge, age of the oldest event not yet published
+ *   sink_consecutive_failures, sink_held_events, sink_in_flight, sink_enabled, sink_failed_events {sink,kind}: as the webhook_ ones
  *   consumer_lag_events{consumer}                   gauge, changelog events after a named consumer's cursor
  *   consumer_lag_seconds{consumer}                  gauge, age of the oldest event after its cursor
  * plus prom-client's default process metrics (`process_*`, `nodejs_*`).
@@ -115,6 +120,8 @@ export function pageTrustSource(store: MirrorStore): NonNullable<DaemonMetricsSo
 /** The dispatcher's per-endpoint figures used here (src/notify `WebhookEndpointStats`). */
 export interface WebhookStatsLike {
   name: string;
+  /** `webhook` (absent: webhook) or a sink's kind: sinks have the `bizops_sink_*` series. */
+  kind?: string;
   enabled: boolean;
   deliveries: number;
   failures: number;
@@ -512,7 +519,7 @@ export class DaemonMetrics {
     if (webhookSources.length > 0) {
       const eachEndpoint = async (): Promise<{ connection: string; stats: WebhookStatsLike }[]> => {
         const figures: { connection: string; stats: WebhookStatsLike }[] = [];
-        for (const source of webhookSources) for (const stats of await source.webhooks!.stats()) figures.push({ connection: source.name, stats });
+        for (const source of webhookSources) for (const stats of await source.webhooks!.stats()) if ((stats.kind ?? 'webhook') === 'webhook') figures.push({ connection: source.name, stats });
         return figures;
       };
       const perEndpoint = (name: string, help: string, type: 'counter' | 'gauge', pick: (stats: WebhookStatsLike) => number) => {
@@ -565,6 +572,43 @@ export class DaemonMetrics {
           }
         },
       });
+      const eachSink = async (): Promise<{ connection: string; stats: WebhookStatsLike }[]> => {
+        const figures: { connection: string; stats: WebhookStatsLike }[] = [];
+        for (const source of webhookSources) for (const stats of await source.webhooks!.stats()) if ((stats.kind ?? 'webhook') !== 'webhook') figures.push({ connection: source.name, stats });
+        return figures;
+      };
+      const perSink = (name: string, help: string, type: 'counter' | 'gauge', pick: (stats: WebhookStatsLike) => number) => {
+        const options = { name, help, labelNames: ['connection', 'sink', 'kind'] as const, registers };
+        const labels = (connection: string, stats: WebhookStatsLike) => ({ connection, sink: stats.name, kind: stats.kind ?? 'sink' });
+        if (type === 'counter') {
+          new Counter({
+            ...options,
+            async collect() {
+              const figures = await eachSink();
+              this.reset();
+              for (const { connection, stats } of figures) this.inc(labels(connection, stats), pick(stats));
+            },
+          });
+        } else {
+          new Gauge({
+            ...options,
+            async collect() {
+              const figures = await eachSink();
+              this.reset();
+              for (const { connection, stats } of figures) this.set(labels(connection, stats), pick(stats));
+            },
+          });
+        }
+      };
+      perSink('bizops_sink_deliveries_total', 'Events a sink acknowledged (published), by sink.', 'counter', (stats) => stats.deliveries);
+      perSink('bizops_sink_failures_total', 'Failed publish attempts, by sink.', 'counter', (stats) => stats.failures);
+      perSink('bizops_sink_lag_events', 'Changelog events not yet published to the sink (after its cursor, and held back).', 'gauge', (stats) => stats.lagEvents);
+      perSink('bizops_sink_lag_seconds', 'Age of the oldest event not yet published to the sink, seconds.', 'gauge', (stats) => stats.lagSeconds);
+      perSink('bizops_sink_consecutive_failures', "Failed attempts in a row (any event) since the sink's last acknowledgement.", 'gauge', (stats) => stats.consecutiveFailures);
+      perSink('bizops_sink_held_events', 'Events held back behind a failing event of their record.', 'gauge', (stats) => stats.heldEvents ?? 0);
+      perSink('bizops_sink_in_flight', 'Publishes in flight to the sink.', 'gauge', (stats) => stats.inFlight ?? 0);
+      perSink('bizops_sink_enabled', '1 while the sink receives events; 0 while disabled (failing for disableAfterDays).', 'gauge', (stats) => (stats.enabled ? 1 : 0));
+      perSink('bizops_sink_failed_events', 'Events the sink gave up on after the retry schedule, not yet published again (sinks replay --failed).', 'gauge', (stats) => stats.failedEvents ?? 0);
     }
   }
 

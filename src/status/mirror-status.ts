@@ -158,6 +158,10 @@ export interface FailedWrite {
 /** A webhook endpoint's delivery state as `status` reads it from the mirror. Times are ISO 8601. */
 export interface EndpointStatus {
   name: string;
+  /** `webhook`, or a sink's kind (`nats`, `rabbitmq`, `redis-stream`: docs/sinks.md). */
+  kind: string;
+  /** Its cursor: every event at or below it is delivered (published), skipped, held back or given up on. */
+  deliveredSeq: number;
   /** False once disabled (410 Gone, or failing for `disableAfterDays`). */
   enabled: boolean;
   /** First failed attempt of the current streak; null while it answers. */
@@ -195,7 +199,7 @@ export interface MirrorReport {
   /** Writes that failed within the last `FAILED_WRITES_RECENT_HOURS` (24): what the verdict counts. */
   recentFailedWrites: number;
   /**
-   * The webhook endpoints the mirror keeps delivery state for (registered by a daemon), by name:
+   * The webhook endpoints and sinks the mirror keeps delivery state for (registered by a daemon), by name:
    * enabled or not, failing since when, next attempt. What the verdict of `status` reads.
    */
   endpoints: EndpointStatus[];
@@ -289,7 +293,7 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
     ? (await writeStore.listByStatus('failed', options.failedWritesLimit ?? 20)).map(({ id, kind, error, httpStatus, finishedAt }) => ({ id, kind, error, httpStatus, finishedAt }))
     : [];
   const recentFailedWrites = writes.failed ? await writeStore.countFinishedSince('failed', new Date(now.getTime() - FAILED_WRITES_RECENT_HOURS * 3600_000).toISOString()) : 0;
-  const endpoints = (await loadAllEndpoints(executor)).map(({ name, disabledAt, failingSince, nextAttemptAt, lastStatus }) => ({ name, enabled: disabledAt === null, failingSince, nextAttemptAt, lastStatus }));
+  const endpoints = (await loadAllEndpoints(executor)).map(({ name, kind, deliveredSeq, disabledAt, failingSince, nextAttemptAt, lastStatus }) => ({ name, kind, deliveredSeq, enabled: disabledAt === null, failingSince, nextAttemptAt, lastStatus }));
   return {
     changelogSeq: await store.lastSeq(),
     oldestSeq: (await changelogPrunedThrough(executor)) + 1,

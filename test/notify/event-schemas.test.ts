@@ -12,6 +12,9 @@ import type { RunningSimulator } from '@bizops-sync/simulator';
 import { eventSchemas } from '../../src/notify/event-schemas.ts';
 import { readChangesPage, type PulledEvent } from '../../src/notify/pull/changes-page.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
+import { sinkTargets } from '../../src/notify/sinks/index.ts';
+import { configSchema } from '../../src/config/schema.ts';
+import { createServer, type AddressInfo } from 'node:net';
 import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { buildTestWebhookMessage } from '../../src/notify/webhooks/signing.ts';
 import { lastChangeSeq } from '../../src/mirror/changelog-format.ts';
@@ -94,16 +97,26 @@ describe('event schemas', () => {
     const witness = await receiver();
     const gone = await receiver();
     gone.handler = (_request, response) => void response.writeHead(410).end();
+    // And a sink whose broker never answers (a closed port), disabled after a second of failing.
+    const closedPort = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const port = (server.address() as AddressInfo).port;
+        server.close(() => resolve(port));
+      });
+    });
+    const deadSink = configSchema.parse({ baseUrl: 'http://127.0.0.1:9', tokens: { default: 'tok_default_0000' }, sinks: [{ name: 'dead', kind: 'redis-stream', url: `redis://127.0.0.1:${closedPort}`, disableAfterDays: 0.00001 }] }).sinks;
     const dispatcher = new WebhookDispatcher({
       connection: context.connection,
       endpoints: [
         { name: 'witness', url: witness.url, secret: newSecret(), events: ['*'] },
         { name: 'gone', url: gone.url, secret: newSecret(), events: ['*'] },
       ],
+      targets: await sinkTargets(deadSink),
       pollMs: 30,
       scheduleMs: [0, 20, 40],
       jitterRatio: 0,
-      timeoutMs: 5000,
+      // Long: the witness must get each event once, and a loaded machine can hold an answer for seconds (a timeout re-sends).
+      timeoutMs: 30_000,
       stopGraceMs: 100,
     });
     await dispatcher.start();
@@ -173,6 +186,8 @@ describe('event schemas', () => {
     expect((await writes.finished(won.id)).status).toBe('succeeded');
     const refused = await writes.intake.enqueueWrite('deal.close', { dealId: 'deal_does_not_exist', status: 'WON' });
     expect((await writes.finished(refused.id)).status).toBe('failed');
+
+    await waitFor(async () => (await loadEndpoint(context.connection, 'dead'))?.disabledAt, 'the dead sink disabled');
 
     // Every change row through the pull API's page: the webhook body with its id.
     const lastSeq = await lastChangeSeq(context.connection);

@@ -745,7 +745,8 @@ export class EndpointDelivery {
 export function safeUrl(url: string): string {
   try {
     const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}`;
+    // A broker's URL (nats:, amqp:, redis:) has no origin: its scheme and host stand for it.
+    return `${parsed.origin === 'null' ? `${parsed.protocol}//${parsed.host}` : parsed.origin}${parsed.pathname}`;
   } catch {
     return '[invalid URL]';
   }
