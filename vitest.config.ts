@@ -16,6 +16,13 @@ const BOTH_BACK_ENDS = [
  */
 const SQLITE_ONLY = ['test/writes/redis-down.test.ts'];
 
+/**
+ * The `streams` project: two throwaway streams registered (test/streams/throwaway-setup.ts) and the
+ * tests that cover every stream run over them unedited: a new stream is its definition, its registry
+ * line and its simulator declaration (docs/adding-a-stream.md).
+ */
+const WITH_THROWAWAY_STREAMS = ['test/streams/**/*.test.ts', 'test/notify/event-schemas.test.ts'];
+
 export default defineConfig({
   test: {
     // A hang guard, not a speed check: a test that spawns the CLI several times took over 30 s on a
@@ -28,6 +35,8 @@ export default defineConfig({
     // processes, not on the CPU (929 tests: 315 s with two workers, 243 s with three, quiet).
     pool: 'forks',
     maxWorkers: 3,
+    // At the end, the Redis keys of the simulators the tests started and closed (test/redis-leftovers.ts).
+    globalSetup: ['test/redis-leftovers.ts'],
     projects: [
       {
         extends: true,
@@ -36,8 +45,18 @@ export default defineConfig({
           // (packages/simulator/test) run with the product's.
           name: 'sqlite',
           include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
+          // The `streams` project runs these, with the throwaway streams beside the registered ones.
+          exclude: WITH_THROWAWAY_STREAMS,
           // A DeprecationWarning from the project's own calls fails its test (test/deprecation-setup.ts).
           setupFiles: ['test/deprecation-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'streams',
+          include: WITH_THROWAWAY_STREAMS,
+          setupFiles: ['test/deprecation-setup.ts', 'test/streams/throwaway-setup.ts'],
         },
       },
       {

@@ -25,8 +25,9 @@ import { fileURLToPath } from 'node:url';
 import type { WebhookEndpointConfig } from '../src/config/schema.ts';
 import { openMirror } from '../src/mirror/database.ts';
 import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
-import { DEFAULT_MAX_IN_FLIGHT, WebhookDispatcher } from '../src/notify/webhooks/dispatcher.ts';
-import { STANDARD_RETRY_SCHEDULE_MS } from '../src/notify/webhooks/retry-schedule.ts';
+import { DEFAULT_MAX_IN_FLIGHT } from '../src/notify/delivery/delivery-dispatcher.ts';
+import { WebhookDispatcher } from '../src/notify/webhooks/dispatcher.ts';
+import { STANDARD_RETRY_SCHEDULE_MS } from '../src/notify/delivery/retry-schedule.ts';
 
 const LATENCY_MS = 100;
 

@@ -25,6 +25,7 @@ const COMMANDS: readonly { names: readonly string[]; load: () => Promise<Registe
   { names: ['daemon'], load: async () => (await import('./commands/daemon.ts')).registerDaemonCommand },
   { names: ['config'], load: async () => (await import('./commands/config.ts')).registerConfigCommands },
   { names: ['webhooks'], load: async () => (await import('./commands/webhooks.ts')).registerWebhookCommands },
+  { names: ['sinks'], load: async () => (await import('./commands/sinks.ts')).registerSinkCommands },
   { names: ['enqueue', 'worker', 'write'], load: async () => (await import('./commands/writes.ts')).registerWriteCommands },
   { names: ['simulate'], load: async () => (await import('./commands/simulate.ts')).registerSimulateCommand },
   { names: ['demo'], load: async () => (await import('./commands/demo.ts')).registerDemoCommand },

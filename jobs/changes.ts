@@ -52,7 +52,7 @@ export async function* changesJob(dbPath: string, options: ChangesJobOptions): A
 export async function pruneChangesJob(config: Config, before: Date): Promise<PruneResult> {
   const connection = await openExistingMirror(config.dbPath, { hint: 'start `bizops-sync daemon` (or run `bizops-sync backfill`) first' });
   try {
-    return await pruneChangelog(connection, { before, endpoints: config.webhooks.map((endpoint) => endpoint.name) });
+    return await pruneChangelog(connection, { before, endpoints: [...config.webhooks.map((endpoint) => endpoint.name), ...config.sinks.map((sink) => sink.name)] });
   } finally {
     await connection.close();
   }

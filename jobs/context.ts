@@ -156,7 +156,8 @@ export interface Context {
    */
   writeQueue(): Promise<WriteQueue>;
   /**
-   * The webhook dispatcher for `config.webhooks` (its modules loaded on the first call), or null when
+   * The delivery dispatcher for `config.webhooks` and `config.sinks` (its modules, and each configured
+   * sink kind's client, loaded on the first call), or null when
    * none is configured. Not started. SQLite: on its own connection to the file; PostgreSQL: on the
    * context's pool.
    */
@@ -476,11 +477,12 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         return writeQueue;
       },
       async webhookDispatcher(dispatcherOptions = {}) {
-        if (config.webhooks.length === 0) return null;
-        const { WebhookDispatcher } = await import('../src/notify/webhooks/index.ts');
+        if (config.webhooks.length === 0 && config.sinks.length === 0) return null;
+        const [{ WebhookDispatcher }, { sinkTargets }] = await Promise.all([import('../src/notify/webhooks/index.ts'), import('../src/notify/sinks/index.ts')]);
         // A delivery is bounded by the request deadline too (api.requestDeadlineSeconds), when it is the shorter.
         const timeoutMs = Math.min(15_000, Math.round(config.api.requestDeadlineSeconds * 1000));
-        const dispatcher = new WebhookDispatcher({ connection: await partConnection(), endpoints: config.webhooks, logger, timeoutMs, ...dispatcherOptions });
+        const targets = await sinkTargets(config.sinks);
+        const dispatcher = new WebhookDispatcher({ connection: await partConnection(), endpoints: config.webhooks, targets, logger, timeoutMs, ...dispatcherOptions });
         cleanups.add(() => dispatcher.stop());
         return dispatcher;
       },

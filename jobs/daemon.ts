@@ -44,6 +44,7 @@ import {
   StaleStreamWatch,
   StreamScheduler,
   unsupportedStreams,
+  failingPartitions,
   type FirstRoute,
   type ReadRoute,
   type RunningHttpServer,
@@ -166,7 +167,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       const worker = writes ? await writes.startWorker() : null;
       const leases = new Leases(context.store.executor, config.sync.leaseSeconds);
       const dispatcher =
-        config.webhooks.length === 0
+        config.webhooks.length === 0 && config.sinks.length === 0
           ? null
           : new LeasedWebhookDelivery({
               create: async (lease) => (await context.webhookDispatcher({ ...options.webhooks, ...lease }))!,
@@ -263,7 +264,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       const retention = new ChangelogRetention({
         executor: context.connection,
         retainDays: config.changes.retainDays,
-        endpoints: config.webhooks.map((endpoint) => endpoint.name),
+        endpoints: [...config.webhooks.map((endpoint) => endpoint.name), ...config.sinks.map((sink) => sink.name)],
         ...(options.retentionIntervalMs === undefined ? {} : { intervalMs: options.retentionIntervalMs }),
         logger: context.logger,
       });
@@ -300,6 +301,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
                       ...(await connection.readiness.current()),
                       leases: connection.leases.held(),
                       unsupported: await unsupportedStreams(connection.context.store, connection.context.config.sync.streams).catch(() => []),
+                      failingPartitions: await failingPartitions(connection.context.conditions, connection.context.config.sync.streams).catch(() => []),
                     },
                   ] as const,
               ),
@@ -354,7 +356,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       }
       const config = connection.context.config;
       connection.context.logger.info(
-        { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), database: mirrorLocation(config.dbPath), leases: connection.leases.held() },
+        { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), sinks: config.sinks.map((sink) => sink.name), database: mirrorLocation(config.dbPath), leases: connection.leases.held() },
         deployment.named ? 'connection started' : 'daemon started',
       );
     }
@@ -396,6 +398,7 @@ function consoleConnection(connection: RunningConnection): ConsoleConnection {
     name: connection.name,
     executor: connection.context.store.executor,
     webhooks: config.webhooks,
+    sinks: config.sinks,
     streams: config.sync.streams,
     runs: connection.runs,
     history: connection.history,

@@ -81,7 +81,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       await runStreams(context, STREAM_NAMES, 'sync', { signal: stop });
     }
     await printing;
-    options.print(`stopped: ${printed} changes printed; the mirror stays at ${location} (try: bizops-sync status --db ${isPostgresUrl(options.dbPath) ? "'<the URL>'" : options.dbPath})`);
+    options.print(`stopped: ${printed} changes printed; the mirror stays at ${location} (try: npx bizops-sync status --db ${isPostgresUrl(options.dbPath) ? "'<the URL>'" : options.dbPath})`);
   } finally {
     await context.close();
     await simulator.close();

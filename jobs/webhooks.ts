@@ -1,6 +1,7 @@
 /**
- * Jobs of webhook administration (the `webhooks list|attempts|send-test|replay|enable` commands). Wiring only:
- * src/notify/webhooks/admin.ts does the work, on the mirror (file or PostgreSQL schema) while the daemon runs.
+ * Jobs of webhook administration (the `webhooks list|attempts|send-test|replay|enable|retry` commands). Wiring only:
+ * src/notify/webhooks/ and the delivery core's administration (src/notify/delivery/target-admin.ts) do
+ * the work, on the mirror (file or PostgreSQL schema) while the daemon runs.
  */
 import type { Config, WebhookEndpointConfig } from '../src/config/index.ts';
 import {
@@ -9,8 +10,10 @@ import {
   listWebhookEndpoints,
   replayFailedWebhooks,
   replayWebhooks,
+  retryTargetNow,
   sendTestEvent,
   type EnableResult,
+  type RetryNowResult,
   type FailedReplayOutcome,
   type ReplayResult,
   type TestEventResult,
@@ -78,4 +81,13 @@ export function replayFailedWebhooksJob(config: Config, endpointName?: string): 
  */
 export function enableWebhookEndpointJob(config: Config, endpointName: string): Promise<EnableResult> {
   return withMirror(config, {}, (connection) => enableWebhookEndpoint(connection, endpointName));
+}
+
+/**
+ * Ends a paused endpoint's pause now: its next event goes out as a probe, its held events are due
+ * (`webhooks retry NAME`).
+ * @throws Error when the mirror does not exist, the endpoint is not registered, or it is disabled
+ */
+export function retryWebhookEndpointJob(config: Config, endpointName: string): Promise<RetryNowResult> {
+  return withMirror(config, {}, (connection) => retryTargetNow(connection, endpointName));
 }

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SIMULATED_STREAMS, startSimulator, type Fault, type RunningSimulator, type StreamName } from '@bizops-sync/simulator';
+import { isStorable } from '../src/client/storable-json.ts';
 import { RecordChains } from './chain.ts';
 import { openMirrorReader, type MirrorReader } from './mirror-reader.ts';
 import { finalChecks, mirrorDifferences, stepChecks, type OracleInput } from './oracle.ts';
@@ -58,6 +59,8 @@ export interface RunOptions {
 }
 
 const READ_KEY = 'soak-read-key-0123456789';
+/** Text neither mirror can store (src/client/storable-json.ts): an unpaired surrogate, NUL. */
+const UNSTORABLE = { surrogate: 'broken \ud800 text', nul: 'nul \u0000 text' } as const;
 /** The stream each list path serves. */
 const STREAM_BY_PATH: Record<string, StreamName> = Object.fromEntries(SIMULATED_STREAMS.map((stream) => [stream.path, stream.name]));
 const WRITE_KEY = 'soak-write-key-0123456789';
@@ -65,6 +68,8 @@ const WRITE_KEY = 'soak-write-key-0123456789';
 const STEP_GAP_MS = 350;
 /** How long quiescence may take before the oracle judges what it has. */
 const QUIESCENCE_MS = 90_000;
+/** How long the writes and the sinks may take to settle once the mirror is equal. */
+const SINKS_WAIT_MS = 75_000;
 
 let scheduleCounter = 0;
 
@@ -107,6 +112,10 @@ class ScheduleRun {
   daemon: SoakProcess | undefined;
   replica: SoakProcess | undefined;
   readonly workers: SoakProcess[] = [];
+  /** Records made unstorable and not cleaned yet (cleaned by `heal`). */
+  readonly poisoned: { stream: 'deals' | 'customers'; id: string; field: string; clean: string }[] = [];
+  /** Marks of writes that had to be refused: none may reach the API. */
+  readonly refusedMarks: string[] = [];
   readonly oneOffs: SoakProcess[] = [];
   readonly ended: SoakProcess[] = [];
   readonly consumer = new RecordChains();
@@ -180,7 +189,9 @@ class ScheduleRun {
           sync: {
             schedule: '*/1 * * * * *',
             reconcileSchedule: '*/3 * * * * *',
-            leaseSeconds: 2,
+            // Short enough for takeovers within a schedule; at 2 s a loaded machine's live PostgreSQL
+            // transactions outlasted the idle-in-transaction limit (a third of a lease).
+            leaseSeconds: 4,
             maxPollFactor: 1,
             overlapSeconds: 30,
             databaseWaitSeconds: 30,
@@ -268,7 +279,16 @@ class ScheduleRun {
   }
 
   injectList(fault: Record<string, unknown> & { kind: string }, path: string, times: number): void {
-    const kind = fault.kind === 'status' ? `status-${String(fault.status)}` : fault.kind === 'truncate-list' && fault.cutTotal ? 'truncate-list-cut-total' : fault.kind;
+    const kind =
+      fault.kind === 'status'
+        ? `status-${String(fault.status)}`
+        : fault.kind === 'truncate-list' && fault.cutTotal
+          ? 'truncate-list-cut-total'
+          : fault.kind === 'id-less-item' && fault.instead
+            ? 'id-less-item-instead'
+            : fault.kind === 'timestamp-style'
+              ? `timestamp-style-${String(fault.style)}`
+              : fault.kind;
     const { hide, ...rest } = fault;
     if (typeof hide === 'number') {
       // The last `hide` records of the list (its size now) are not served.
@@ -278,7 +298,9 @@ class ScheduleRun {
       if (rest.kind === 'capped-list') rest.cap = at;
       else rest.atOffset = at;
     }
-    this.simulator.faults.inject({ ...(rest as unknown as Fault), match: { method: 'GET', path }, times } as Fault);
+    // A lying list lies to complete scans (no `updatedAfter`): the scans whose misses count.
+    const query = typeof hide === 'number' ? { query: { updatedAfter: null } } : {};
+    this.simulator.faults.inject({ ...(rest as unknown as Fault), match: { method: 'GET', path, ...query }, times } as Fault);
     this.fault(`list:${kind}`);
   }
 
@@ -368,6 +390,35 @@ class ScheduleRun {
       case 'write':
         await this.enqueue(step, index);
         return;
+      case 'poison-record': {
+        // A record no mirror can store, listed for a while, then cleaned upstream: quarantined, never a failing sync.
+        const poisoned = this.timeline.poison(step.stream, step.pick, UNSTORABLE[step.text]);
+        this.fault(`hostile:poison-${step.text}`);
+        if (!poisoned) return;
+        this.poisoned.push(poisoned);
+        await sleep(step.cleanAfterMs);
+        this.timeline.cleanPoison(poisoned);
+        this.poisoned.splice(this.poisoned.indexOf(poisoned), 1);
+        return;
+      }
+      case 'unstorable-write': {
+        // A write whose text no mirror can store: refused at intake naming the field, nothing kept, nothing sent.
+        const key = `s${this.schedule.seed}-${index}-bad`;
+        const payload = { type: 'INCOME', amount: 1200, description: `soak ${key} ${UNSTORABLE[step.text]}` };
+        if (isStorable(payload)) throw new Error('the unstorable write is storable by the project\'s own rule');
+        this.fault(`hostile:write-${step.text}`);
+        let refused: string | undefined;
+        if (step.via === 'http' && this.servingUrls().length > 0) {
+          const response = await fetch(`${this.servingUrls()[0]}/writes`, { method: 'POST', headers: { authorization: `Bearer ${WRITE_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'transaction.create', payload, idempotencyKey: key }) }).catch(() => undefined);
+          if (response && response.status !== 400) refused = `POST /writes answered ${response.status}, not 400`;
+        } else {
+          const result = await runCommand('enqueue', ['enqueue', 'transaction.create', '--data', JSON.stringify(payload), '--idempotency-key', key], this.env(), 60_000);
+          if (result.code !== 2) refused = `enqueue exited ${result.code}, not 2`;
+        }
+        if (refused) this.failures.push({ check: 'writes', step: index + 1, message: `an unstorable write (${step.text} in description): ${refused}` });
+        this.refusedMarks.push(`soak ${key}`);
+        return;
+      }
       case 'write-burst': {
         // Writes slowed at the API while Redis loses every job: the sweepers must not send any twice.
         const kinds = ['transaction.create', 'email.send', 'location.create'] as const;
@@ -520,6 +571,7 @@ class ScheduleRun {
   /** Clears every fault and brings every part back, leaving one daemon (and the live replica and workers). */
   async heal(): Promise<void> {
     this.simulator.faults.clear();
+    for (const poisoned of this.poisoned.splice(0)) this.timeline.cleanPoison(poisoned);
     await this.redisUp();
     await this.receivers.a.heal();
     await this.receivers.b.heal();
@@ -540,6 +592,7 @@ class ScheduleRun {
       receivers: this.receivers,
       consumer: this.consumer,
       writes: this.writes,
+      refusedMarks: this.refusedMarks,
       schedule: this.schedule,
     };
   }
@@ -564,7 +617,7 @@ class ScheduleRun {
   logs(): string[] {
     const lines: string[] = [];
     for (const process of [this.daemon, this.replica, ...this.ended, ...this.workers]) {
-      if (process) lines.push(`--- ${process.name} (last lines)`, ...process.tail.slice(-15));
+      if (process) lines.push(`--- ${process.name} (last warnings and errors)`, ...process.warnings.slice(-15), `--- ${process.name} (last lines)`, ...process.tail.slice(-10));
     }
     return lines;
   }
@@ -591,7 +644,7 @@ export async function runSchedule(schedule: Schedule, options: RunOptions): Prom
       if (reader) {
         for (const message of await stepChecks(reader, run.oracleInput()).catch((error: unknown) => [`the mirror could not be read: ${String(error)}`])) {
           if (/could not be read/.test(message)) continue;
-          run.failures.push({ check: 'during', step: index + 1, message });
+          run.failures.push({ check: message.split(':')[0]!, step: index + 1, message });
         }
       }
       if (run.failures.length > 0) break;
@@ -599,9 +652,11 @@ export async function runSchedule(schedule: Schedule, options: RunOptions): Prom
     const stepsDone = Date.now();
     await run.heal();
     // Quiescence: the truth stands still; wait for the mirror, the writes and the sinks to settle.
-    const deadline = Date.now() + QUIESCENCE_MS;
     await until(async () => (await run.mirrorDiff()) === '', QUIESCENCE_MS, 500);
     const quiet = Date.now();
+    // The sinks and the writes get their own wait: after database errors a delivery loop backs off
+    // up to 60 s (src/notify/delivery/sink-delivery.ts), and a quiet changelog does not wake it.
+    const deadline = quiet + SINKS_WAIT_MS;
     const reader = await run.openReader();
     const final = await finalChecks(reader, run.oracleInput(), {
       deadline,

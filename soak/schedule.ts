@@ -30,6 +30,8 @@ export type Step =
   | { do: 'tie-burst'; count: number }
   | ListFaultStep
   | { do: 'write-burst'; count: number; flushAfterMs: number }
+  | { do: 'poison-record'; stream: 'deals' | 'customers'; pick: number; text: 'surrogate' | 'nul'; cleanAfterMs: number }
+  | { do: 'unstorable-write'; text: 'surrogate' | 'nul'; via: 'http' | 'cli' }
   | { do: 'write'; kind: WriteKind; fault: 'none' | 'lose-response' | 'reset' | 'status-503' | 'latency'; via: 'http' | 'cli'; pick: number }
   | { do: 'kill-daemon'; downMs: number }
   | { do: 'pause-daemon'; ms: number }
@@ -73,9 +75,11 @@ const WEIGHTS = {
   'move-partition': 3,
   'expose-fields': 1,
   'tie-burst': 2,
-  'list-fault': 14,
+  'list-fault': 16,
   write: 10,
-  'write-burst': 3,
+  'write-burst': 5,
+  'poison-record': 2,
+  'unstorable-write': 1,
   'kill-daemon': 2,
   'pause-daemon': 2,
   'restart-daemon': 1,
@@ -84,7 +88,7 @@ const WEIGHTS = {
   worker: 3,
   redis: 2,
   postgres: 3,
-  receiver: 5,
+  receiver: 7,
   wait: 4,
 } as const;
 
@@ -96,7 +100,7 @@ const WEIGHTS = {
  * the offset when it injects the fault.
  */
 function listFault(random: SoakRandom, path: string): ListFaultStep {
-  const family = random.weighted({ lying: 30, items: 20, transport: 35, ties: 15 });
+  const family = random.weighted({ lying: 35, items: 20, transport: 30, ties: 15 });
   const times = random.int(1, 3);
   const hide = random.int(1, 8);
   if (family === 'lying') {
@@ -105,8 +109,12 @@ function listFault(random: SoakRandom, path: string): ListFaultStep {
     return { do: 'list-fault', fault: { kind: 'truncate-list', hide, ...(kind === 'truncate-list-cut-total' ? { cutTotal: true } : {}) }, path, times: 1 };
   }
   if (family === 'items') {
-    const kind = random.pick(['duplicate-id', 'id-less-item', 'invalid-item'] as const);
+    const kind = random.pick(['duplicate-id', 'id-less-item', 'id-less-item-instead', 'invalid-item', 'timestamp-style'] as const);
     if (kind === 'invalid-item') return { do: 'list-fault', fault: { kind, index: random.int(0, 10) }, path, times };
+    // Instants written `+00:00` or without a fraction (the same instants: no change).
+    if (kind === 'timestamp-style') return { do: 'list-fault', fault: { kind, style: random.pick(['+00:00', 'no-fraction'] as const) }, path, times };
+    // An item in its own place without its id (or with id null), instead of beside its copy.
+    if (kind === 'id-less-item-instead') return { do: 'list-fault', fault: { kind: 'id-less-item', position: random.int(0, 20), instead: true, ...(random.chance(0.5) ? { nullId: true } : {}) }, path, times };
     return { do: 'list-fault', fault: { kind, position: random.int(0, 20) }, path, times };
   }
   if (family === 'ties') return { do: 'list-fault', fault: { kind: 'unstable-order', seed: random.int(1, 1000) }, path, times: random.int(2, 8) };
@@ -146,6 +154,10 @@ function step(random: SoakRandom, backend: Backend): Step {
       return listFault(random, LIST_PATHS[random.pick(STREAMS)]);
     case 'write':
       return { do: 'write', kind: random.pick(WRITE_KINDS), fault: random.pick(['none', 'none', 'lose-response', 'reset', 'status-503', 'latency'] as const), via: random.chance(0.7) ? 'http' : 'cli', pick };
+    case 'poison-record':
+      return { do: 'poison-record', stream: random.pick(['deals', 'customers'] as const), pick, text: random.pick(['surrogate', 'nul'] as const), cleanAfterMs: random.int(1000, 4000) };
+    case 'unstorable-write':
+      return { do: 'unstorable-write', text: random.pick(['surrogate', 'nul'] as const), via: random.chance(0.7) ? 'http' : 'cli' };
     case 'write-burst':
       return { do: 'write-burst', count: random.int(2, 5), flushAfterMs: random.int(100, 1200) };
     case 'kill-daemon':
@@ -166,7 +178,7 @@ function step(random: SoakRandom, backend: Backend): Step {
       if (backend !== 'postgres') return { do: 'churn', count: random.int(1, 4) };
       return { do: 'postgres', action: random.chance(0.6) ? 'terminate' : 'restart' };
     case 'receiver':
-      return { do: 'receiver', endpoint: random.pick(['a', 'b'] as const), mode: random.pick(['fail', 'hang', 'reject-record', 'outage'] as const), ms: random.int(1500, 3000), pick };
+      return { do: 'receiver', endpoint: random.chance(0.75) ? 'a' : 'b', mode: random.pick(['fail', 'hang', 'reject-record', 'outage'] as const), ms: random.int(1500, 3000), pick };
     default:
       return { do: 'wait', ms: random.int(200, 2500) };
   }

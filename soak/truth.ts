@@ -6,6 +6,16 @@ import type { RunningSimulator, StreamName } from '@bizops-sync/simulator';
 import { STREAM_NAMES } from '@bizops-sync/simulator';
 import type { SoakRandom } from './random.ts';
 
+/**
+ * The locations a client can know as partitions of `qa_corrective_actions`: those of the live deals
+ * (the stream's partition values are derived from the deals' `locationId`, docs/sync.md
+ * "Partitioned streams"). A corrective action at a location no deal names (one a `location.create`
+ * write added, where churn may open an action) is out of any client's sight.
+ */
+export function visiblePartitions(simulator: RunningSimulator): Set<string> {
+  return new Set(simulator.world.deals.map((deal) => deal.locationId));
+}
+
 /** When a record was listed: [from, to) intervals in ms epoch (`to` Infinity while it still is). */
 type Intervals = [number, number][];
 
@@ -88,7 +98,8 @@ export class TruthTimeline {
   movePartition(pick: number, to: number): void {
     const world = this.#simulator.world;
     const records = world.streamRecords('qa_corrective_actions');
-    const locations = world.data.locations.map((location) => location.id);
+    // Only to a location a client can know of: its partitions come from the deals' locations.
+    const locations = [...visiblePartitions(this.#simulator)];
     if (records.length === 0 || locations.length < 2) return;
     const record = records[pick % records.length]!;
     const others = locations.filter((id) => id !== record.locationId);
@@ -102,6 +113,33 @@ export class TruthTimeline {
     if (!this.#simulator.world.deals.some((deal) => deal.id === id)) return;
     this.#simulator.world.updateDeal(id, { title });
     this.#count('update:deals');
+    this.observe();
+  }
+
+  /**
+   * Puts text no mirror can store (`unstorable`, e.g. an unpaired surrogate or NUL) into a text field
+   * of one record of `stream`, as a careless upstream import would.
+   * @returns how to clean it again (the record, the field, its value before), or undefined when the stream is empty
+   */
+  poison(stream: 'deals' | 'customers', pick: number, unstorable: string): { stream: 'deals' | 'customers'; id: string; field: string; clean: string } | undefined {
+    const world = this.#simulator.world;
+    const records = stream === 'deals' ? world.deals : world.customers;
+    if (records.length === 0) return undefined;
+    const record = records[pick % records.length]!;
+    const field = stream === 'deals' ? 'title' : 'lastName';
+    const clean = String((record as unknown as Record<string, unknown>)[field]);
+    (world.updateRecord as unknown as (name: string, id: string, patch: Record<string, unknown>) => unknown)(stream, record.id, { [field]: `${clean} ${unstorable}` });
+    this.#count(`poison:${stream}`);
+    this.observe();
+    return { stream, id: record.id, field, clean };
+  }
+
+  /** Cleans a record `poison` broke: the field gets its value back (a new updatedAt). */
+  cleanPoison(poisoned: { stream: 'deals' | 'customers'; id: string; field: string; clean: string }): void {
+    const world = this.#simulator.world;
+    const records = poisoned.stream === 'deals' ? world.deals : world.customers;
+    if (!records.some((record) => record.id === poisoned.id)) return;
+    (world.updateRecord as unknown as (name: string, id: string, patch: Record<string, unknown>) => unknown)(poisoned.stream, poisoned.id, { [poisoned.field]: `${poisoned.clean} (cleaned)` });
     this.observe();
   }
 

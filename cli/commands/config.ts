@@ -54,4 +54,13 @@ export function checkBeyondSchema(config: Config): void {
       throw new ConfigError((error as Error).message);
     }
   }
+  for (const sink of config.sinks) {
+    if (names.has(sink.name)) throw new ConfigError(`sinks: sink name "${sink.name}" appears twice, or is a webhook endpoint's; names are unique across webhooks and sinks`);
+    names.add(sink.name);
+    try {
+      compileEventFilter(sink.events, `sinks.${sink.name}.events`);
+    } catch (error) {
+      throw new ConfigError((error as Error).message);
+    }
+  }
 }

@@ -35,7 +35,8 @@ export function registerDemoCommand(program: Command): void {
         reporter.stop();
         shutdown.dispose();
       }
+      // Like every command: 130 after Ctrl-C, 0 after SIGTERM.
       const code = exitCodeForSignal(shutdown.received());
-      if (code !== undefined) process.exitCode = code === 130 ? 0 : code;
+      if (code !== undefined) process.exitCode = code;
     });
 }

@@ -1,7 +1,7 @@
-/** `bizops-sync simulate`: runs the local API simulator (@bizops-sync/simulator) until Ctrl-C. */
+/** `bizops-sync simulate`: runs the local API simulator (@bizops-sync/simulator) until Ctrl-C (exit 130; SIGTERM: 0). */
 import type { Command } from 'commander';
 import type { SimulatorOptions } from '@bizops-sync/simulator';
-import { integerOption, requireSimulatorInstalled, shutdownOnSignals } from '../shared.ts';
+import { exitCodeForSignal, integerOption, requireSimulatorInstalled, shutdownOnSignals } from '../shared.ts';
 
 export function registerSimulateCommand(program: Command): void {
   program
@@ -59,7 +59,7 @@ export function registerSimulateCommand(program: Command): void {
           ...(simulator.companies.length === 0
             ? []
             : [`  companies C1..C${simulator.companies.length}: company k's admin token is sim-company-<k>-token (the admin surface takes ?company=C<k>; per-company counts: ${simulator.url}/__admin/request-counts)`]),
-          `try: BIZOPS_BASE_URL=${simulator.url} BIZOPS_TOKEN=${String(simulator.tokens.admin)} bizops-sync backfill`,
+          `try: BIZOPS_BASE_URL=${simulator.url} BIZOPS_TOKEN=${String(simulator.tokens.admin)} npx bizops-sync backfill`,
           '',
         ].join('\n'),
       );
@@ -67,5 +67,7 @@ export function registerSimulateCommand(program: Command): void {
       await new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
       shutdown.dispose();
       await simulator.close();
+      // Like every command: 130 after Ctrl-C, 0 after SIGTERM.
+      process.exitCode = exitCodeForSignal(shutdown.received()) ?? 0;
     });
 }

@@ -68,6 +68,13 @@ interface ErrorDisplay {
   details: boolean;
 }
 
+/** Rows of cells as fixed-width lines, the header first (the last column unpadded). */
+function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const format = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  return [format(header), ...rows.map(format)];
+}
+
 /** A readable table of the status, led by its verdict. */
 function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
   const short = (line: string | null) => (line === null ? '-' : errors.shortError(line).short);
@@ -135,11 +142,16 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
     if (s.inProgress) {
       lines.push('', `${s.stream}: an unfinished ${s.inProgress.reason} (${s.inProgress.mode}) stands at offset ${s.inProgress.offset} of ${s.inProgress.total ?? '?'}; the next run resumes it`);
     }
+    if (s.partitions?.sources) lines.push('', `${s.stream}: partitions: ${s.partitions.sources.describe}`);
     for (const p of s.partitions?.list ?? []) {
       const name = `${s.stream} ${s.partitions!.param}=${p.partition}`;
       if (p.lastScan?.outcome === 'incomplete') lines.push('', `${name}: the last scan was INCOMPLETE (${p.lastScan.reason}): ${p.lastScan.distinctIds} distinct records listed of a total of ${p.lastScan.total}; no record was counted missing and the cursor stayed`);
       if (p.lastScan?.missesWithheld) lines.push('', `WARNING: ${name}: ${withheldText(p.lastScan)}`);
       if (p.deletionHold) lines.push('', `WARNING: ${name}: ${p.deletionHold.count} tombstones HELD since ${p.deletionHold.since} (more than sync.massDeletionShare of its ${p.deletionHold.live} live records); if the API really deleted them: bizops-sync backfill --stream ${s.stream} --confirm-deletions`);
+      if (p.condition && (p.condition.condition === 'failing' || p.condition.condition === 'stale')) {
+        lines.push('', `WARNING: ${name}: ${p.condition.condition.toUpperCase()} since ${p.condition.since ?? '?'} (${p.condition.failedRuns} failed run(s) in a row; last success ${p.lastRun.succeededAt ?? 'never'})`);
+      }
+      if (p.rejected) lines.push('', `${name}: ${p.rejected} record(s) quarantined in rejected_records (see docs/operations.md "Quarantined records")`);
       if (p.inProgress) lines.push('', `${name}: an unfinished ${p.inProgress.reason} (${p.inProgress.mode}) stands at offset ${p.inProgress.offset} of ${p.inProgress.total ?? '?'}; the next run resumes it`);
     }
   }
@@ -150,11 +162,24 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
     ]);
     if (whole.length > 0) lines.push('', 'errors:', ...whole);
   }
+  const sinks = status.endpoints.filter((endpoint) => endpoint.kind !== 'webhook');
+  if (sinks.length > 0) {
+    lines.push('', ...table(['sink', 'kind', 'cursor', 'lag', 'state'], sinks.map((sink) => [
+      sink.name,
+      sink.kind,
+      String(sink.deliveredSeq),
+      `${Math.max(0, status.changelogSeq - sink.deliveredSeq)} events`,
+      !sink.enabled ? 'disabled' : sink.failingSince ? `failing since ${sink.failingSince}` : 'publishing',
+    ])));
+  }
   for (const endpoint of status.endpoints) {
-    if (!endpoint.enabled) lines.push('', `WARNING: webhook endpoint ${endpoint.name}: DISABLED (webhooks list says why; webhooks enable ${endpoint.name} re-enables it)`);
+    const what = endpoint.kind === 'webhook' ? 'webhook endpoint' : `${endpoint.kind} sink`;
+    const commands = endpoint.kind === 'webhook' ? 'webhooks' : 'sinks';
+    if (!endpoint.enabled) lines.push('', `WARNING: ${what} ${endpoint.name}: DISABLED (${commands} list says why; ${commands} enable ${endpoint.name} re-enables it)`);
     else if (endpoint.failingSince) {
-      const next = endpoint.nextAttemptAt && endpoint.nextAttemptAt > new Date().toISOString() ? `, paused until ${endpoint.nextAttemptAt}` : ', retrying';
-      lines.push('', `WARNING: webhook endpoint ${endpoint.name}: failing since ${endpoint.failingSince}${next} (last answer ${endpoint.lastStatus === null ? 'none' : `HTTP ${endpoint.lastStatus}`})`);
+      const next = endpoint.nextAttemptAt && endpoint.nextAttemptAt > new Date().toISOString() ? `, paused until ${endpoint.nextAttemptAt} (${commands} retry ${endpoint.name} ends the pause)` : ', retrying';
+      const answer = endpoint.kind === 'webhook' ? ` (last answer ${endpoint.lastStatus === null ? 'none' : `HTTP ${endpoint.lastStatus}`})` : '';
+      lines.push('', `WARNING: ${what} ${endpoint.name}: failing since ${endpoint.failingSince}${next}${answer}`);
     }
   }
   if (status.consumers.length > 0) {

@@ -25,6 +25,7 @@ export function registerSyncCommands(program: Command): void {
       .option('--all', 'every configured connection, concurrently (log lines instead of progress bars)')
       .option('--db <path>', "the mirror: a file, or a postgres:// URL (default: the connection's dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)")
       .option('--wait', 'a stream another process runs (its lease held: a daemon, another run) is waited for, then run; without it the stream is skipped and the exit code is 75')
+      .option('--json', 'print the results as one JSON object (for cron jobs): the exit code, and one result per stream and per partition of a partitioned stream')
       .addHelpText('after', `\nExit codes: 0 every stream ran; 1 a run failed; 2 bad usage or configuration; ${EXIT_BUSY} a stream was skipped, busy in another process (run again later, or use --wait); 130 Ctrl-C (the checkpoint stands).`)
       .action(async (options: CommandOptions) => runCommand(reason, options));
     if (reason === 'backfill') {
@@ -46,6 +47,7 @@ interface CommandOptions {
   all?: boolean;
   db?: string;
   wait?: boolean;
+  json?: boolean;
   confirmDeletions?: boolean;
   createdAfter?: string;
   createdBefore?: string;
@@ -87,6 +89,17 @@ async function runCommand(reason: RunReason, options: CommandOptions): Promise<v
     } finally {
       for (const reporter of reporters.values()) reporter.stop();
     }
+    const flat = results.flatMap((entry) => entry.results);
+    const signalExit = exitCodeForSignal(shutdown.received());
+    if (signalExit !== undefined) process.exitCode = signalExit;
+    else if (flat.some((r) => r.status === 'failed')) process.exitCode = 1;
+    else if (flat.some((r) => r.status === 'busy')) process.exitCode = EXIT_BUSY;
+    if (options.json) {
+      const { errorLine } = await import('../../src/client/index.ts');
+      const json = results.flatMap(({ connection, results: ran }) => ran.flatMap((result) => [resultJson(connection, result, errorLine), ...(result.partitions ?? []).map((part) => resultJson(connection, part, errorLine))]));
+      process.stdout.write(`${JSON.stringify({ command: reason, exitCode: Number(process.exitCode ?? 0), results: json }, null, 2)}\n`);
+      return;
+    }
     const prefix = (connection: string) => (deployment.named ? `${connection}: ` : '');
     for (const { connection, results: ran } of results) {
       for (const result of ran) {
@@ -95,11 +108,6 @@ async function runCommand(reason: RunReason, options: CommandOptions): Promise<v
         for (const part of result.partitions ?? []) process.stdout.write(`${prefix(connection)}  ${describeResult(part)}\n`);
       }
     }
-    const flat = results.flatMap((entry) => entry.results);
-    const signalExit = exitCodeForSignal(shutdown.received());
-    if (signalExit !== undefined) process.exitCode = signalExit;
-    else if (flat.some((r) => r.status === 'failed')) process.exitCode = 1;
-    else if (flat.some((r) => r.status === 'busy')) process.exitCode = EXIT_BUSY;
   } finally {
     shutdown.dispose();
   }
@@ -121,6 +129,57 @@ async function rangeOption(options: CommandOptions): Promise<CreatedRange | unde
     if (error instanceof CreatedRangeError) throw new UsageError(error.message);
     throw error;
   }
+}
+
+/**
+ * One result of `--json`: a stream's run (`partition` null; a partitioned stream's counts are its
+ * partitions' sums), or one partition's (`partition` its value). Times ISO 8601; `error` in one line
+ * (`HTTP 503: ...`), null when none.
+ */
+export interface RunResultJson {
+  connection: string;
+  stream: string;
+  partition: string | null;
+  status: RunResult['status'];
+  reason: RunReason;
+  mode: RunResult['mode'];
+  resumed: boolean;
+  pages: number;
+  records: number;
+  changes: number;
+  tombstones: number;
+  deletionsHeld: number;
+  rejected: number;
+  driftStepBacks: number;
+  scan: RunResult['scan'] | null;
+  createdRange: CreatedRange | null;
+  heldBy: RunResult['heldBy'] | null;
+  notFoundUrl: string | null;
+  error: string | null;
+}
+
+function resultJson(connection: string, result: RunResult, errorLine: (error: unknown) => string): RunResultJson {
+  return {
+    connection,
+    stream: result.stream,
+    partition: result.partition ?? null,
+    status: result.status,
+    reason: result.reason,
+    mode: result.mode,
+    resumed: result.resumed,
+    pages: result.pages,
+    records: result.records,
+    changes: result.changes,
+    tombstones: result.tombstones,
+    deletionsHeld: result.deletionsHeld ?? 0,
+    rejected: result.rejected,
+    driftStepBacks: result.driftStepBacks,
+    scan: result.scan ?? null,
+    createdRange: result.createdRange ?? null,
+    heldBy: result.heldBy ?? null,
+    notFoundUrl: result.notFoundUrl ?? null,
+    error: result.error ? errorLine(result.error) : null,
+  };
 }
 
 /** `1 page`, `3 pages`, `0 pages`. */
@@ -149,6 +208,7 @@ function describeResult(result: RunResult): string {
       : '',
     result.status === 'interrupted' ? 'checkpoint saved; run again to resume' : '',
     result.status === 'no-partitions' ? 'nothing requested: no partition is configured or mirrored (status says where they come from)' : '',
+    result.partitionSources && result.partitionSources.count > 0 ? `partitions: ${result.partitionSources.describe}` : '',
     result.heldBy ? `held by ${result.heldBy.holder ?? '?'} until ${result.heldBy.expiresAt ?? '?'} (a holder that died keeps it until then; --wait waits for it)` : '',
     result.error ? `error: ${result.error.message}` : '',
   ].filter(Boolean);

@@ -28,7 +28,7 @@ export function registerVerifyCommand(program: Command): void {
     .option('--db <path>', "the mirror: a file, or a postgres:// URL (default: the connection's dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)")
     .addHelpText(
       'after',
-      `\nExit codes: 0 every stream equals the API; 1 drift (a record missing, extra or stale; also after --repair fixed it), or a stream that could not be verified (an incomplete scan, a failed run, a list answering 404); 2 bad usage or configuration; ${EXIT_BUSY} --repair found a stream busy in another process (its lease held); 130 Ctrl-C.`,
+      `\nExit codes: 0 every stream equals the API; 1 drift (a record missing, extra or stale, or a row of no partition read; also after --repair fixed it), or a stream that could not be verified (an incomplete scan, records a list shorter than the mirror did not list, a failed run, a list answering 404); 2 bad usage or configuration; ${EXIT_BUSY} --repair found a stream busy in another process (its lease held); 130 Ctrl-C.`,
     )
     .action(async (options: CommandOptions) => runVerify(options));
 }
@@ -88,9 +88,10 @@ function sample(ids: readonly string[], total: number): string {
  * (txn_2: amount, ...); 30 listed of 30, 1 page`.
  */
 export function describeVerification(result: StreamVerification): string {
-  const scanned = `${result.listed} listed of ${result.total}, ${count(result.pages, 'page')}`;
+  const scanned = `${result.listed} listed of ${result.total}, ${count(result.pages, 'page')}${result.partitions === undefined ? '' : `, ${count(result.partitions, 'partition')}`}`;
   const held = result.repaired?.held ? `; ${count(result.repaired.held, 'extra record')} NOT tombstoned: more than sync.massDeletionShare of the stream (if they are really gone: verify --stream ${result.stream} --repair --confirm-deletions)` : '';
-  const repaired = result.repaired ? `; repaired: ${count(result.repaired.changes, 'change')} recorded (${count(result.repaired.tombstones, 'tombstone')})${held}` : '';
+  const misses = result.repaired?.missesCounted ? `; ${result.repaired.missesCounted} ${result.repaired.missesCounted === 1 ? 'miss' : 'misses'} counted (the next complete scan that misses them too tombstones them)` : '';
+  const repaired = result.repaired ? `; repaired: ${count(result.repaired.changes, 'change')} recorded (${count(result.repaired.tombstones, 'tombstone')})${held}${misses}` : '';
   if (result.status === 'equal') return `${result.stream}: equal (${scanned})${repaired}`;
   if (result.status === 'unsupported' || result.status === 'busy' || result.status === 'failed') return `${result.stream}: NOT VERIFIED (${result.status}): ${result.error ?? ''}`;
   const fields = Object.entries(result.stale.fields)
@@ -102,6 +103,8 @@ export function describeVerification(result: StreamVerification): string {
     `${result.missing.count} missing${sample(result.missing.ids, result.missing.count)}`,
     result.extra === null ? 'extra not counted (incomplete scan)' : `${result.extra.count} extra${sample(result.extra.ids, result.extra.count)}`,
     `${result.stale.count} stale${fields ? `: ${fields}` : ''}${sample(staleIds, result.stale.count)}`,
+    ...(result.unconfirmed?.count ? [`${result.unconfirmed.count} unconfirmed (not listed, not yet extra)${sample(result.unconfirmed.ids, result.unconfirmed.count)}`] : []),
+    ...(result.outside?.count ? [`${result.outside.count} outside every partition read${sample(result.outside.ids, result.outside.count)}`] : []),
   ];
   const invalid = result.invalid > 0 ? `; ${count(result.invalid, 'invalid item')} not compared (quarantined)` : '';
   const head = result.status === 'incomplete' ? `INCOMPLETE: ${result.error ?? ''}; ` : 'DRIFT: ';

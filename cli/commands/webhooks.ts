@@ -9,6 +9,7 @@
  *                                                   also re-enables a disabled endpoint
  *   webhooks replay --failed [--endpoint NAME]      re-send the events endpoints gave up on
  *   webhooks enable NAME                            re-enable a disabled endpoint where its cursor stands
+ *   webhooks retry NAME                             end a paused endpoint's pause: its next event goes out now
  *
  * The jobs (and the webhook sender with them) are loaded when a command runs.
  */
@@ -155,6 +156,37 @@ export function registerWebhookCommands(program: Command): void {
           : `${result.name}: was not disabled; its backoff is cleared\n`,
       );
     });
+
+  webhooks
+    .command('retry')
+    .description('end a paused endpoint\'s pause (taken for down after failures in a row): its next event goes out now, its held events are due now')
+    .argument('<name>', 'the endpoint (see webhooks list)')
+    .option('--connection <name>', CONNECTION_OPTION_HELP)
+    .addHelpText('after', '\nA paused endpoint is probed on its own every 5 to 30 s; this does it now. A disabled endpoint needs webhooks enable.')
+    .action(async (name: string, options: { connection?: string }) => {
+      const config = loadWebhookConfig(options.connection);
+      const { retryWebhookEndpointJob } = await webhookJobs();
+      await printRetryNow(() => retryWebhookEndpointJob(config, name));
+    });
+}
+
+/**
+ * `webhooks retry NAME` and `sinks retry NAME`: the target's pause ends now (one line of outcome).
+ * @param retry the job
+ */
+export async function printRetryNow(retry: () => Promise<{ name: string; pausedUntil: string | null; consecutiveFailures: number }>): Promise<void> {
+  let result;
+  try {
+    result = await retry();
+  } catch (error) {
+    if (error instanceof MirrorMissingError) throw error;
+    throw new UsageError((error as Error).message);
+  }
+  process.stdout.write(
+    result.pausedUntil === null
+      ? `${result.name}: was not paused; its held events are due now\n`
+      : `${result.name}: pause until ${result.pausedUntil} ended after ${result.consecutiveFailures} failed attempts in a row; its next event goes out now (a running daemon picks it up within a second)\n`,
+  );
 }
 
 /** The webhook jobs, and the URL masking of the listings, loaded when a command runs. */

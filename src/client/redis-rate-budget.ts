@@ -44,6 +44,8 @@
  *   {prefix}:{key}:demand:{priority}         waiting first attempts
  *   {prefix}:{key}:demand:{priority}:retry   waiting retries (rank above the first attempts of their priority)
  *   {prefix}:{key}:epoch     the budget's identity (hash: id, at; recoverUntil and probes after a loss)
+ * Every key expires: the epoch an hour (at least ten windows) after the last call of any process,
+ * the others when what they hold is over (a grant's window, a slot's lapse, a pause, a waiter's poll).
  *
  *   const budget = new RedisRateBudget({ redis: 'redis://127.0.0.1:6379', key: rateBudgetKey(config), limit: 60 });
  *   const slot = await budget.acquire('write');
@@ -183,6 +185,8 @@ elseif knownEpoch ~= '' and knownEpoch ~= epoch then
   if redis.call('HSETNX', epochKey, 'recoverUntil', at + sliding) == 1 then lostNow = 1 end
 end
 local recoverUntil = tonumber(redis.call('HGET', epochKey, 'recoverUntil') or '0')
+-- Every key of the budget expires: the epoch an hour (or ten windows) after the last call of any process.
+redis.call('PEXPIRE', epochKey, math.max(3600000, 10 * confW + 60000))
 
 local function num(field)
   local v = redis.call('HGET', win, field)
@@ -235,6 +239,9 @@ for i = 0, n - 1 do
   end
 end
 local W = learned or confW
+-- A lost slot re-added to an emptied (so deleted) set makes a new key: it expires with its last member.
+local flightTtl = math.max(slotTtl, W + margin) + 1000
+if redis.call('EXISTS', flight) == 1 then redis.call('PEXPIRE', flight, flightTtl) end
 if changed then
   local fields = { 'rem', remaining, 'spent', spent }
   for _, pair in ipairs({ { 'reset', resetAt }, { 'anchor', anchor }, { 'offset', offset }, { 'learned', learned }, { 'lastAdv', lastAdv }, { 'slimit', serverLimit } }) do
@@ -317,7 +324,7 @@ for i = 1, granted do
   redis.call('ZADD', flight, now + slotTtl, id)
 end
 redis.call('PEXPIRE', log, sliding + 1000)
-redis.call('PEXPIRE', flight, slotTtl + 1000)
+redis.call('PEXPIRE', flight, flightTtl)
 redis.call('ZREM', own, waiter)
 return { granted, 0, now, slots - granted, inflight + granted, paused, epoch, lostNow }
 `;

@@ -3,7 +3,7 @@
  * loaded from the defaults, the JSON file and the environment (load.ts), and the errors that name
  * a bad key (config-errors.ts). The face of src/config/ for jobs/ and cli/.
  */
-export { configSchema, type Config, type DeploymentConfig, type WebhookEndpointConfig } from './schema.ts';
+export { configSchema, SINK_KINDS, type Config, type DeploymentConfig, type SinkConfig, type SinkKind, type WebhookEndpointConfig } from './schema.ts';
 export {
   chooseByConnectionName,
   chooseConnection,

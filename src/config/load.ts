@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, ConnectionChoiceError } from './config-errors.ts';
-import { maskUrlPassword } from '../logging/mask-url.ts';
+import { maskUrlCredentials, maskUrlPassword, urlCredentials } from '../logging/mask-url.ts';
 import { isOtherUrl, isPostgresUrl, parsePostgresLocation } from '../mirror/sql/postgres-location.ts';
 import { configErrorMap } from './issue-wording.ts';
 import { CONNECTION_NAME, configSchema, PER_CONNECTION_KEYS, PROCESS_WIDE_KEYS, type Config, type DeploymentConfig } from './schema.ts';
@@ -93,7 +93,7 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
       if (key !== '' && hasPath(fileConfig, key)) return `${key} (in ${fileName})`;
       const envName = ENV_FOR_KEY[key];
       return envName ? `${envName} (${key})` : key || 'configuration';
-    });
+    }, env);
     return { connections: [config], named: false };
   }
 
@@ -138,7 +138,7 @@ export function loadDeployment(options: LoadConfigOptions = {}): DeploymentConfi
         // A value inherited from the environment names the variable too.
         const envName = hasPath(own, key) ? undefined : fromEnv.source.get(key);
         return envName ? `${envName} (${label})` : label;
-      }),
+      }, env),
     );
   }
   // A value the connection's own entry does not set came from the top level: name its variable, if any.
@@ -161,8 +161,36 @@ function checkTopLevelKeys(fileTop: Record<string, unknown>, fileName: string): 
   throw new ConfigError(describeUnknownKey({ ...unknown, known, suggestion: unknown.suggestion ?? nearest }, fileName));
 }
 
+/**
+ * Sets each sink's `url` from the environment variable its `urlEnv` names or the file its `urlFile`
+ * names (docs/sinks.md "Configuration"), so that a broker's password need not be in the file.
+ * @throws ConfigError naming the key: more than one of url, urlEnv, urlFile; the variable unset; the file unreadable
+ */
+function resolveSinkUrls(merged: Record<string, unknown>, env: NodeJS.ProcessEnv, labelFor: (key: string) => string): void {
+  if (!Array.isArray(merged.sinks)) return;
+  merged.sinks = merged.sinks.map((entry: unknown, index: number) => {
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return entry;
+    const sink = { ...(entry as Record<string, unknown>) };
+    const given = ['url', 'urlEnv', 'urlFile'].filter((key) => sink[key] !== undefined);
+    if (given.length > 1) throw new ConfigError(`${labelFor(`sinks.${index}.${given[1]}`)}: give one of url, urlEnv and urlFile, not ${given.join(' and ')}`);
+    if (typeof sink.urlEnv === 'string') {
+      const value = env[sink.urlEnv]?.trim();
+      if (!value) throw new ConfigError(`${labelFor(`sinks.${index}.urlEnv`)}: the environment variable ${sink.urlEnv} is not set`);
+      sink.url = value;
+    } else if (typeof sink.urlFile === 'string') {
+      try {
+        sink.url = readFileSync(sink.urlFile, 'utf8').trim();
+      } catch {
+        throw new ConfigError(`${labelFor(`sinks.${index}.urlFile`)}: cannot read ${sink.urlFile}`);
+      }
+    }
+    return sink;
+  });
+}
+
 /** Validates one connection's merged values; `labelFor(key path)` names a key in the error. */
-function parseConnection(name: string, merged: Record<string, unknown>, labelFor: (key: string) => string): Config {
+function parseConnection(name: string, merged: Record<string, unknown>, labelFor: (key: string) => string, env: NodeJS.ProcessEnv = process.env): Config {
+  resolveSinkUrls(merged, env, labelFor);
   const parsed = configSchema.safeParse({ ...merged, connection: name }, { error: configErrorMap });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -501,7 +529,11 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
   return out;
 }
 
-/** The configuration with every secret replaced by `***` (for `config check` and logs). */
+/**
+ * The configuration with every secret replaced by `***` (for `config check` and logs): tokens, keys,
+ * webhook secrets, passwords in URLs, and a webhook URL's user, password and query values
+ * (`maskUrlCredentials`).
+ */
 export function maskConfig(config: Config): unknown {
   const mask = (s: string | undefined) => (s === undefined ? undefined : '***');
   return {
@@ -511,7 +543,8 @@ export function maskConfig(config: Config): unknown {
     redisUrl: maskUrlPassword(config.redisUrl),
     dbPath: maskUrlPassword(config.dbPath),
     http: { ...config.http, writeApiKey: mask(config.http.writeApiKey), readApiKey: mask(config.http.readApiKey) },
-    webhooks: config.webhooks.map((w) => ({ ...w, secret: 'whsec_***', ...(w.previousSecret === undefined ? {} : { previousSecret: 'whsec_***' }) })),
+    webhooks: config.webhooks.map((w) => ({ ...w, url: maskUrlCredentials(w.url), secret: 'whsec_***', ...(w.previousSecret === undefined ? {} : { previousSecret: 'whsec_***' }) })),
+    sinks: config.sinks.map((sink) => ({ ...sink, ...(sink.url === undefined ? {} : { url: maskUrlCredentials(sink.url) }) })),
   };
 }
 
@@ -526,7 +559,7 @@ export function maskDeployment(deployment: DeploymentConfig): unknown {
 
 /**
  * Every secret of every connection (tokens, webhook secrets, the read key, a PostgreSQL mirror URL holding a
- * password): what loggers and the CLI's error line mask. The URL whole, not its password alone: a
+ * password, a webhook URL's credentials: `urlCredentials`): what loggers and the CLI's error line mask. The URL whole, not its password alone: a
  * short password (`postgres`) masked wherever it appears would garble every line naming the server.
  */
 export function deploymentSecrets(configs: readonly Config[]): string[] {
@@ -534,6 +567,7 @@ export function deploymentSecrets(configs: readonly Config[]): string[] {
     ...Object.values(config.tokens),
     ...(isPostgresUrl(config.dbPath) && parsePostgresLocation(config.dbPath).password !== '' ? [config.dbPath] : []),
     ...(config.http.readApiKey === undefined ? [] : [config.http.readApiKey]),
-    ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret])]),
+    ...config.webhooks.flatMap((endpoint) => [endpoint.secret, ...(endpoint.previousSecret === undefined ? [] : [endpoint.previousSecret]), ...urlCredentials(endpoint.url)]),
+    ...config.sinks.flatMap((sink) => (sink.url === undefined ? [] : urlCredentials(sink.url))),
   ]);
 }

@@ -5,6 +5,7 @@
 import { validateDetailed as validateCron } from 'node-cron';
 import { z } from 'zod';
 import { STREAM_LIST, STREAM_NAMES } from '../streams/definitions.ts';
+import { unstorableTextRule } from '../client/storable-json.ts';
 
 /** The path prefix of every endpoint (spec §1 convention 1), which the client adds to `baseUrl`. */
 const API_PREFIX = '/api/public/v1';
@@ -47,13 +48,22 @@ export const PROCESS_WIDE_KEYS = ['redisUrl', 'http'] as const;
 const streamName = z.enum(STREAM_NAMES, { error: (issue) => `"${String(issue.input)}" is not a stream; expected one of ${STREAM_NAMES.join(', ')}` });
 
 /**
+ * A partition value: text the mirror can store (src/client/storable-json.ts: no NUL, no unpaired
+ * surrogate), since it is compared with a column through a JSON function and sent in a query.
+ */
+const storableValue = z
+  .string()
+  .min(1)
+  .refine((value) => unstorableTextRule(value) === undefined, { error: (issue) => unstorableTextRule(String(issue.input)) ?? 'must be text the mirror can store' });
+
+/**
  * `sync.partitions`: the values of each partitioned stream's required parameter (docs/sync.md
  * "Partitioned streams"), e.g. `{ "qa_corrective_actions": { "locationId": ["loc_1", "loc_2"] } }`.
  * Keyed by a partitioned stream, then by its parameter (the only key allowed), then a non-empty
  * list of values.
  */
 const partitionsSchema = z
-  .record(z.string(), z.record(z.string(), z.array(z.string().min(1)).min(1, 'must list at least one value (leave the key out for none)')))
+  .record(z.string(), z.record(z.string(), z.array(storableValue).min(1, 'must list at least one value (leave the key out for none)')))
   .superRefine((partitions, context) => {
     for (const [name, params] of Object.entries(partitions)) {
       const stream = STREAM_LIST.find((candidate) => candidate.name === name);
@@ -130,6 +140,97 @@ const webhookEndpointSchema = z.object({
     context.addIssue({ code: 'custom', path: ['previousSecretExpiresAt'], message: 'is required with previousSecret (when the old secret stops being signed with)' });
   }
 });
+
+/** The kinds of sink (docs/sinks.md), each one file of src/notify/sinks/. */
+export const SINK_KINDS = ['nats', 'rabbitmq', 'redis-stream'] as const;
+
+/** The URL schemes each kind of sink accepts. */
+const SINK_URL_SCHEMES: Record<(typeof SINK_KINDS)[number], readonly string[]> = {
+  nats: ['nats:', 'tls:'],
+  rabbitmq: ['amqp:', 'amqps:'],
+  'redis-stream': ['redis:', 'rediss:'],
+};
+
+/** The keys only one kind of sink reads (the others refuse them). */
+const SINK_KIND_KEYS: Record<string, (typeof SINK_KINDS)[number]> = {
+  subjectPrefix: 'nats',
+  stream: 'nats',
+  createStream: 'nats',
+  duplicateWindowSeconds: 'nats',
+  exchange: 'rabbitmq',
+  declareExchange: 'rabbitmq',
+  key: 'redis-stream',
+  keyPrefix: 'redis-stream',
+  maxLen: 'redis-stream',
+};
+
+/**
+ * One sink (docs/sinks.md "Configuration"): the changelog published to a broker by the delivery
+ * core, like a webhook endpoint. Names are unique across webhooks and sinks (checked at start).
+ * The URL, which may hold the broker's password, comes from `url`, or from the environment variable
+ * `urlEnv` names, or from the file `urlFile` names (load.ts reads them); it is masked wherever shown.
+ */
+const sinkSchema = z
+  .object({
+    /** A short name for logs, metrics and `sinks list`. */
+    name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only'),
+    kind: z.enum(SINK_KINDS, { error: 'must be "nats", "rabbitmq" or "redis-stream"' }),
+    /** The broker: `nats://`, `amqp(s)://`, `redis(s)://` (with its credentials, if any). */
+    url: z.string().min(1).optional(),
+    /** The name of an environment variable holding `url` (set by load.ts). */
+    urlEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
+    /** A file holding `url` (read by load.ts, trimmed). */
+    urlFile: z.string().min(1).optional(),
+    /** Event types to publish: exact (`deal.won`), a prefix wildcard (`deal.*`), or `*` for all. */
+    events: z.array(z.string().min(1)).min(1).default(['*']),
+    /** Days a sink may fail (no acknowledgement since its first failure) before it is disabled with a `sink.disabled` event. */
+    disableAfterDays: z.number().positive().default(5),
+    /** Events in flight at once, each of a different record (docs/sinks.md "Ordering"). */
+    maxInFlight: z.number().int().min(1).max(1024).default(64),
+    /** `record` (default): per record in changelog order, records side by side; `endpoint`: every event in order, one at a time. */
+    ordering: z.enum(['record', 'endpoint'], { error: 'must be "record" (by record, in parallel) or "endpoint" (strict order, one at a time)' }).default('record'),
+    /** Where a new sink starts: `end` (the changelog's end) or `snapshot` (the current rows first: docs/mirror.md "Starting from a snapshot"). */
+    initial: z.enum(['end', 'snapshot'], { error: 'must be "end" or "snapshot"' }).default('end'),
+    /** How long a publish may wait for the broker's acknowledgement, seconds. */
+    ackTimeoutSeconds: z.number().positive().max(300).default(10),
+    /** nats: subjects are `<subjectPrefix>.<stream>.<record_id>`. Default `bizops`. */
+    subjectPrefix: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'tokens of letters, digits, _ and - joined by dots').optional(),
+    /** nats: the JetStream stream that takes the subjects (created when `createStream`). Default `BIZOPS`. */
+    stream: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only').optional(),
+    /** nats: create the stream (subjects `<subjectPrefix>.>`) when it is missing. Default false. */
+    createStream: z.boolean().optional(),
+    /** nats: the created stream's duplicate window, seconds (`Nats-Msg-Id` deduplication). Default 120. */
+    duplicateWindowSeconds: z.number().int().min(1).max(86_400).optional(),
+    /** rabbitmq: the exchange published to (routing key `<stream>.<event type>`). Default `bizops`. */
+    exchange: z.string().min(1).max(255).optional(),
+    /** rabbitmq: declare the exchange (durable, topic) when it is missing. Default false. */
+    declareExchange: z.boolean().optional(),
+    /** redis-stream: one stream key for every event (instead of one per stream). */
+    key: z.string().min(1).optional(),
+    /** redis-stream: a key per stream, `<keyPrefix><stream>`. Default `bizops:changes:`. */
+    keyPrefix: z.string().min(1).optional(),
+    /** redis-stream: `XADD ... MAXLEN ~ maxLen` (approximate trimming); none by default. */
+    maxLen: z.number().int().positive().optional(),
+  })
+  .superRefine((sink, context) => {
+    // load.ts has set `url` from urlEnv or urlFile (and refused more than one of the three).
+    if (sink.url === undefined) context.addIssue({ code: 'custom', path: ['url'], message: 'is required (or urlEnv: an environment variable holding it, or urlFile: a file holding it)' });
+    if (sink.url !== undefined) {
+      let protocol: string | undefined;
+      try {
+        protocol = new URL(sink.url).protocol;
+      } catch {
+        context.addIssue({ code: 'custom', path: ['url'], message: `must be a URL (${SINK_URL_SCHEMES[sink.kind].map((scheme) => `${scheme}//`).join(' or ')})` });
+      }
+      if (protocol !== undefined && !SINK_URL_SCHEMES[sink.kind].includes(protocol)) {
+        context.addIssue({ code: 'custom', path: ['url'], message: `a ${sink.kind} sink's URL starts with ${SINK_URL_SCHEMES[sink.kind].map((scheme) => `${scheme}//`).join(' or ')}, got ${protocol}//` });
+      }
+    }
+    for (const [key, kind] of Object.entries(SINK_KIND_KEYS)) {
+      if ((sink as Record<string, unknown>)[key] !== undefined && kind !== sink.kind) context.addIssue({ code: 'custom', path: [key], message: `is a key of ${kind} sinks, not of ${sink.kind}` });
+    }
+    if (sink.key !== undefined && sink.keyPrefix !== undefined) context.addIssue({ code: 'custom', path: ['key'], message: 'one stream key for every event, or keyPrefix for one per stream: not both' });
+  });
 
 /**
  * The configuration (docs/configuration.md): every key with its rule and built-in default.
@@ -324,6 +425,8 @@ export const configSchema = z.object({
     .prefault({}),
   /** Webhook endpoints receiving every matching changelog event (docs/webhooks.md); `BIZOPS_WEBHOOK_URL` + `_SECRET` define one named `env`. */
   webhooks: z.array(webhookEndpointSchema).default([]),
+  /** Sinks: the changelog published to NATS JetStream, RabbitMQ or Redis Streams (docs/sinks.md). */
+  sinks: z.array(sinkSchema).default([]),
 });
 
 /**
@@ -360,3 +463,9 @@ export type WebhookEndpointConfig = Omit<z.infer<typeof webhookEndpointSchema>, 
 
 /** Default of an endpoint's `disableAfterDays`. */
 export const DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS = 5;
+
+/** One validated sink of `Config.sinks` (docs/sinks.md "Configuration"); `url` set (load.ts read `urlEnv` or `urlFile`). */
+export type SinkConfig = z.infer<typeof sinkSchema>;
+
+/** A kind of sink. */
+export type SinkKind = (typeof SINK_KINDS)[number];

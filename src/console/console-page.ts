@@ -16,8 +16,8 @@
  * inside its own box, the page never wider than the screen.
  */
 import { html } from 'hono/html';
-import type { WebhookEndpointListing } from '../notify/webhooks/admin.ts';
-import type { WebhookAttempt } from '../notify/webhooks/attempts.ts';
+import type { WebhookEndpointListing } from '../notify/delivery/target-admin.ts';
+import type { WebhookAttempt } from '../notify/delivery/attempts.ts';
 import type { LeaseState } from '../mirror/leases.ts';
 import type { ConsumerListing } from '../notify/pull/consumers.ts';
 import type { FailedWrite, PartitionStatus, StreamStatus, WriteNeedingReview } from '../status/mirror-status.ts';
@@ -39,6 +39,7 @@ export const CONSOLE_PATHS = {
   signOut: '/console/sign-out',
   replay: '/console/webhooks/replay',
   enable: '/console/webhooks/enable',
+  retry: '/console/webhooks/retry',
 } as const;
 
 /** The write statuses, in the order a person reads them (docs/writes.md "Statuses and events"). */
@@ -204,6 +205,7 @@ ${streamsTable(connection, report.streams, view.now)}
 ${streamNotes(report.streams)}
 ${recentRunsTable(connection)}
 ${webhooksSection(connection, view)}
+${webhooksSection(connection, view, 'sinks')}
 ${consumersTable(report.consumers)}
 ${writesSection(connection.name, report.writes, report.writesNeedingReview, report.failedWrites)}
 ${leasesTable(connection, report.leases)}`
@@ -429,8 +431,8 @@ function endpointState(endpoint: WebhookEndpointListing, now: Date): { text: str
   if (!endpoint.registered) return { text: 'not registered yet', tone: 'idle' };
   if (!endpoint.enabled) return { text: `disabled: ${endpoint.disabledReason ?? endpoint.disabledKind ?? 'no reason kept'}`, tone: 'bad' };
   if (endpoint.failingSince) {
-    const paused = endpoint.nextAttemptAt !== null && endpoint.nextAttemptAt > now.toISOString();
-    return { text: `failing since ${shortTime(endpoint.failingSince, now)}, ${paused ? `paused until ${shortTime(endpoint.nextAttemptAt, now)}` : 'retrying'}`, tone: 'bad' };
+    const paused = endpoint.pausedUntil !== null && endpoint.pausedUntil > now.toISOString();
+    return { text: `failing since ${shortTime(endpoint.failingSince, now)}, ${paused ? `paused until ${shortTime(endpoint.pausedUntil, now)}` : 'retrying'}`, tone: 'bad' };
   }
   if (!endpoint.configured) return { text: 'no longer configured', tone: 'idle' };
   return { text: 'delivering', tone: 'ok' };
@@ -441,18 +443,20 @@ function answer(status: number | null): string {
   return status === null ? 'no answer' : `HTTP ${status}`;
 }
 
-function webhooksSection(connection: ConnectionSnapshot, view: ConsoleView): Fragment {
-  if (connection.webhooks.length === 0) return html`<p class="meta">No webhook endpoint is configured.</p>`;
+/** The webhook endpoints' table, or the sinks' (docs/sinks.md: the same delivery state, their kind beside the URL). */
+function webhooksSection(connection: ConnectionSnapshot, view: ConsoleView, family: 'webhooks' | 'sinks' = 'webhooks'): Fragment {
+  const targets = family === 'webhooks' ? connection.webhooks : (connection.sinks ?? []);
+  if (targets.length === 0) return family === 'webhooks' ? html`<p class="meta">No webhook endpoint is configured.</p>` : html``;
   return html`${scrolling(html`<table class="webhooks cards">
-<caption>Webhook endpoints</caption>
-<thead><tr><th scope="col">Endpoint</th><th scope="col" class="wide">URL</th><th scope="col">State</th><th scope="col">Lag</th><th scope="col">Failures in a row</th><th scope="col" class="wide">Given up</th><th scope="col" class="wide">Held back</th><th scope="col" class="wide">Delivered</th><th scope="col">Last attempt</th><th scope="col" class="wide">Next attempt</th><th scope="col">Last error</th>${view.mayAct ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
+<caption>${family === 'webhooks' ? 'Webhook endpoints' : 'Sinks'}</caption>
+<thead><tr><th scope="col">${family === 'webhooks' ? 'Endpoint' : 'Sink'}</th><th scope="col" class="wide">URL</th><th scope="col">State</th><th scope="col">Lag</th><th scope="col">Failures in a row</th><th scope="col" class="wide">Given up</th><th scope="col" class="wide">Held back</th><th scope="col" class="wide">Delivered</th><th scope="col">Last attempt</th><th scope="col" class="wide">Next attempt</th><th scope="col">Last error</th>${view.mayAct ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
 <tbody>
-${connection.webhooks.map((endpoint) => {
+${targets.map((endpoint) => {
     const state = endpointState(endpoint, view.now);
     const lagPoints = connection.history?.endpoints[endpoint.name] ?? [];
     return html`<tr id="endpoint-${connection.name}-${endpoint.name}">
 <th scope="row">${endpoint.name}</th>
-<td data-label="URL" class="url wide">${endpoint.url}</td>
+<td data-label="URL" class="url wide">${family === 'sinks' ? `${endpoint.kind} ` : ''}${endpoint.url}</td>
 <td data-label="State"><span class="state ${state.tone}">${state.text}</span></td>
 <td data-label="Lag" class="lag">${count(endpoint.lagEvents, 'event')}${endpoint.lagEvents > 0 ? `, ${duration(endpoint.lagSeconds)}` : ''} ${linePlot(lagPoints, `${endpoint.name} delivery lag`, lagWords)}</td>
 <td data-label="Failures in a row" class="num${endpoint.consecutiveFailures > 0 ? ' bad' : ''}">${endpoint.consecutiveFailures}</td>
@@ -467,15 +471,17 @@ ${view.mayAct ? html`<td data-label="Actions" class="actions">${endpointActions(
   })}
 </tbody>
 </table>`)}
-${connection.webhooks.filter((endpoint) => endpoint.recentAttempts.length > 0).map((endpoint) => attemptsTable(endpoint.name, endpoint.recentAttempts))}`;
+${targets.filter((endpoint) => endpoint.recentAttempts.length > 0).map((endpoint) => attemptsTable(endpoint.name, endpoint.recentAttempts))}`;
 }
 
-/** Enable (when disabled) and replay from a seq, each a form carrying the session's CSRF token. */
+/** Enable (when disabled), retry now (when paused) and replay from a seq, each a form carrying the session's CSRF token. */
 function endpointActions(connection: string, endpoint: WebhookEndpointListing, csrfToken: string): Fragment {
   if (!endpoint.registered) return html``;
   const hidden = html`<input type="hidden" name="csrf" value="${csrfToken}"><input type="hidden" name="connection" value="${connection}"><input type="hidden" name="endpoint" value="${endpoint.name}">`;
   return html`${!endpoint.enabled
     ? html`<form method="post" action="${CONSOLE_PATHS.enable}">${hidden}<button type="submit">Enable ${endpoint.name}</button></form>`
+    : ''}${endpoint.enabled && endpoint.pausedUntil !== null
+    ? html`<form method="post" action="${CONSOLE_PATHS.retry}">${hidden}<button type="submit">Retry ${endpoint.name} now</button></form>`
     : ''}
 <form method="post" action="${CONSOLE_PATHS.replay}" class="replay">${hidden}<label>Re-send events after seq <input type="number" name="since" min="0" max="${endpoint.deliveredSeq ?? 0}" required></label><button type="submit">Replay ${endpoint.name}</button></form>`;
 }

@@ -12,11 +12,14 @@
  *   POST /console/sign-out        form: csrf
  *   POST /console/webhooks/replay form: csrf, connection, endpoint, since (`webhooks replay --since`)
  *   POST /console/webhooks/enable form: csrf, connection, endpoint (`webhooks enable`)
+ *   POST /console/webhooks/retry  form: csrf, connection, endpoint (`webhooks retry`, `sinks retry`: a paused target's pause ends now)
  *
  * Behind the read key (`http.readApiKey`, shared with the other read routes: read-access.ts): a
  * script sends `Authorization: Bearer <key>`; a browser signs in with a form (POST: the key never
  * travels in a URL, is never logged or shown back) and gets a session cookie (HttpOnly,
- * SameSite=Strict, a random id, expiring: console-sessions.ts). Without a read key the console is
+ * SameSite=Strict, a random id, expiring, capped per key and per address: console-sessions.ts);
+ * wrong keys at the sign-in are throttled per address and for everyone with a growing pause, and
+ * logged once per burst (sign-in-throttle.ts). Without a read key the console is
  * off: `consoleRoutes` returns undefined and `/` is the server's 404. The actions need the write key
  * (`http.writeApiKey`) given at sign-in, and each form carries the session's CSRF token; a POST
  * whose `Origin` is another site is refused.
@@ -27,9 +30,10 @@ import { bearerKeyMatches, sendJson } from '../daemon/read-access.ts';
 import type { FirstRoute } from '../daemon/http-server.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { maskSecrets } from '../logging/mask.ts';
-import { enableWebhookEndpoint, replayWebhooks } from '../notify/webhooks/admin.ts';
+import { enableWebhookEndpoint, replayWebhooks, retryTargetNow } from '../notify/delivery/target-admin.ts';
 import { CONSOLE_PATHS, renderConsole, renderMessage, renderSignIn } from './console-page.ts';
-import { ConsoleSessions, secretEquals, type ConsoleSession } from './console-sessions.ts';
+import { ConsoleSessions, secretEquals, type ConsoleSession, type ConsoleSessionsOptions } from './console-sessions.ts';
+import { addressKey, SignInThrottle, type SignInThrottleOptions } from './sign-in-throttle.ts';
 import { gatherSnapshot, type ConsoleConnection } from './console-snapshot.ts';
 import { CONSOLE_CSS } from './console-style.ts';
 
@@ -59,6 +63,12 @@ export interface ConsoleRoutesOptions {
   sessionSeconds?: number;
   /** Seconds between the page's refreshes (`?refresh=N` overrides, 0: none). Default 30. */
   refreshSeconds?: number;
+  /** Sessions per key and per address (console-sessions.ts); defaults 500 and 20. */
+  sessionLimits?: Pick<ConsoleSessionsOptions, 'maxPerKey' | 'maxPerAddress'>;
+  /** The sign-in throttle's limits (sign-in-throttle.ts); its defaults otherwise. */
+  signInThrottle?: Omit<SignInThrottleOptions, 'now'>;
+  /** The clock of sessions and the throttle, epoch ms (tests). Default Date.now. */
+  now?: () => number;
   logger?: Logger;
 }
 
@@ -93,7 +103,9 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
   if (!readKey) return undefined;
   const writeKey = options.writeKey || undefined;
   const logger = (options.logger ?? silentLogger).child({ component: 'console' });
-  const sessions = new ConsoleSessions({ seconds: options.sessionSeconds ?? CONSOLE_SESSION_SECONDS });
+  const now = options.now ?? Date.now;
+  const sessions = new ConsoleSessions({ seconds: options.sessionSeconds ?? CONSOLE_SESSION_SECONDS, ...options.sessionLimits, now });
+  const throttle = new SignInThrottle({ ...options.signInThrottle, now });
   const secrets = [...options.secrets, readKey, ...(writeKey ? [writeKey] : [])];
   const defaultRefresh = options.refreshSeconds ?? CONSOLE_REFRESH_SECONDS;
   const paths = new Set<string>(Object.values(CONSOLE_PATHS));
@@ -123,18 +135,22 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
     const key = form.get('key') ?? '';
     const givenWriteKey = form.get('writeKey') ?? '';
     const remote = request.socket.remoteAddress;
-    if (key === '' || !secretEquals(key, readKey)) {
-      logger.warn({ remote }, 'console sign-in refused: wrong read key');
-      return signInPage(
-        response,
-        401,
-        key === ''
-          ? 'Enter the read key.'
-          : 'Sign-in refused: that is not the read key. Use the value of BIZOPS_READ_API_KEY (http.readApiKey) the daemon runs with.',
-      );
+    const address = addressKey(remote);
+    if (key === '') return signInPage(response, 401, 'Enter the read key.');
+    // Checked, compared and counted with no await between: concurrent guesses cannot slip past a pause.
+    const verdict = throttle.check(address);
+    if (!verdict.allowed) {
+      const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
+      const why = verdict.scope === 'address' ? 'Too many wrong keys from your address' : 'Too many wrong keys from many addresses';
+      return signInPage(response, 429, `${why}: sign-in is paused for ${seconds} s. Signed-in sessions and scripts with a bearer key are not affected.`, { 'retry-after': String(seconds) });
     }
-    if (givenWriteKey !== '' && (!writeKey || !secretEquals(givenWriteKey, writeKey))) {
-      logger.warn({ remote }, 'console sign-in refused: wrong write key');
+    const wrong = !secretEquals(key, readKey) ? 'read' : givenWriteKey !== '' && (!writeKey || !secretEquals(givenWriteKey, writeKey)) ? 'write' : undefined;
+    if (wrong !== undefined) {
+      const failure = throttle.failed(address);
+      // One line per burst, not one per guess (sign-in-throttle.ts).
+      if (failure.addressBurstStarted) logger.warn({ remote, address }, `console sign-in refused: wrong ${wrong} key; further wrong keys from this address are counted, not logged, until it has given none for an hour`);
+      if (failure.globalPauseStarted) logger.warn({ remote, address }, 'console sign-in paused for everyone: too many wrong keys from many addresses; signed-in sessions, bearer keys, /readyz and the API go on');
+      if (wrong === 'read') return signInPage(response, 401, 'Sign-in refused: that is not the read key. Use the value of BIZOPS_READ_API_KEY (http.readApiKey) the daemon runs with.');
       return signInPage(
         response,
         401,
@@ -143,7 +159,8 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
           : 'Sign-in refused: this daemon has no write key (http.writeApiKey), so the console has no actions. Leave the write key empty.',
       );
     }
-    const session = sessions.create(givenWriteKey !== '');
+    throttle.succeeded(address);
+    const session = sessions.create(givenWriteKey !== '', address);
     logger.info({ remote, actions: session.mayAct }, 'console sign-in');
     response.writeHead(303, { location: CONSOLE_PATHS.page, 'set-cookie': sessionCookie(request, session.id, sessions.seconds), 'cache-control': 'no-store' });
     response.end();
@@ -181,6 +198,13 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
           kind: 'ok',
           text: `Replay of ${endpoint}: the events after seq ${result.deliveredSeq} are sent again (${result.eventsToResend} in the changelog; the endpoint's filter applies)${result.reenabled ? '; the endpoint is enabled again' : ''}.`,
         };
+      } else if (path === CONSOLE_PATHS.retry) {
+        const result = await retryTargetNow(connection.executor, endpoint);
+        logger.info({ connection: connection.name, endpoint, pausedUntil: result.pausedUntil }, 'console action: retry now');
+        session.notice = {
+          kind: 'ok',
+          text: result.pausedUntil === null ? `${endpoint} was not paused; its held events are due now.` : `${endpoint}: the pause until ${result.pausedUntil} is ended; its next event goes out now.`,
+        };
       } else {
         const result = await enableWebhookEndpoint(connection.executor, endpoint);
         logger.info({ connection: connection.name, endpoint, wasDisabled: result.wasDisabled }, 'console action: webhook endpoint enabled');
@@ -193,7 +217,8 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
       }
       connection.afterAction?.();
     } catch (error) {
-      session.notice = { kind: 'error', text: `${path === CONSOLE_PATHS.replay ? 'Replay' : 'Enable'} of ${endpoint} refused: ${maskSecrets((error as Error).message, secrets)}` };
+      const action = path === CONSOLE_PATHS.replay ? 'Replay' : path === CONSOLE_PATHS.retry ? 'Retry' : 'Enable';
+      session.notice = { kind: 'error', text: `${action} of ${endpoint} refused: ${maskSecrets((error as Error).message, secrets)}` };
     }
     response.writeHead(303, { location: CONSOLE_PATHS.page, 'cache-control': 'no-store' });
     response.end();
@@ -231,7 +256,7 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
     const path = url.pathname;
     if (!paths.has(path)) return false;
     const method = request.method ?? 'GET';
-    const posting = path === CONSOLE_PATHS.signIn || path === CONSOLE_PATHS.signOut || path === CONSOLE_PATHS.replay || path === CONSOLE_PATHS.enable;
+    const posting = path === CONSOLE_PATHS.signIn || path === CONSOLE_PATHS.signOut || path === CONSOLE_PATHS.replay || path === CONSOLE_PATHS.enable || path === CONSOLE_PATHS.retry;
     if (posting ? method !== 'POST' : method !== 'GET' && method !== 'HEAD') {
       sendJson(response, 405, { error: `${path} answers ${posting ? 'POST' : 'GET and HEAD'} only` }, { allow: posting ? 'POST' : 'GET, HEAD' });
       return true;

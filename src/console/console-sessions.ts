@@ -3,6 +3,12 @@
  * 32 bytes in an HttpOnly, SameSite=Strict cookie, the session itself kept in the daemon's memory
  * (nothing in the cookie but the id), expiring a fixed time after sign-in. Each session has its own
  * CSRF token, which every form that changes state carries. A restart of the daemon signs everyone out.
+ *
+ * Sessions are capped per key and per address: the read key's sessions and the write key's are
+ * counted apart (at most `maxPerKey` each), and within each, one address (`addressKey`: an IPv4
+ * address, an IPv6 /64) holds at most `maxPerAddress`. Past a cap, the session of that key (and
+ * address) expiring first is dropped: a flood of sign-ins with the read key, from one address or
+ * many, signs out only read-key sessions, never the write-key operator.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
@@ -14,6 +20,8 @@ export interface ConsoleSession {
   readonly csrfToken: string;
   /** True when the write key was given at sign-in: the action buttons (replay, enable) work. */
   readonly mayAct: boolean;
+  /** The address it signed in from (`addressKey`), for the per-address cap. */
+  readonly address: string;
   /** Epoch ms after which the session is gone. */
   readonly expiresAt: number;
   /** A one-time message shown on the next page (the outcome of an action), then cleared. */
@@ -24,8 +32,10 @@ export interface ConsoleSession {
 export interface ConsoleSessionsOptions {
   /** How long a session lasts after sign-in, seconds. */
   seconds: number;
-  /** Most sessions kept at once; the one expiring first is dropped past it. Default 1000. */
-  max?: number;
+  /** Most sessions of one key (read or write) kept at once; past it that key's session expiring first is dropped. Default 500. */
+  maxPerKey?: number;
+  /** Most sessions of one key from one address; past it that address's session of the key expiring first is dropped. Default 20. */
+  maxPerAddress?: number;
   /** The clock (tests). Default Date.now. */
   now?: () => number;
 }
@@ -44,12 +54,14 @@ export function secretEquals(presented: string, expected: string): boolean {
 export class ConsoleSessions {
   readonly #sessions = new Map<string, ConsoleSession>();
   readonly #seconds: number;
-  readonly #max: number;
+  readonly #maxPerKey: number;
+  readonly #maxPerAddress: number;
   readonly #now: () => number;
 
   constructor(options: ConsoleSessionsOptions) {
     this.#seconds = options.seconds;
-    this.#max = options.max ?? 1000;
+    this.#maxPerKey = options.maxPerKey ?? 500;
+    this.#maxPerAddress = options.maxPerAddress ?? 20;
     this.#now = options.now ?? Date.now;
   }
 
@@ -58,13 +70,18 @@ export class ConsoleSessions {
     return this.#seconds;
   }
 
-  /** Starts a session (after the key was checked). */
-  create(mayAct: boolean): ConsoleSession {
-    this.#prune();
+  /**
+   * Starts a session (after the key was checked), dropping first the expired ones and, past a cap,
+   * the one of the same key (and address) expiring first (module header).
+   * @param address where the browser signed in from (`addressKey`)
+   */
+  create(mayAct: boolean, address = 'unknown'): ConsoleSession {
+    this.#prune(mayAct, address);
     const session: ConsoleSession = {
       id: randomBytes(32).toString('base64url'),
       csrfToken: randomBytes(32).toString('base64url'),
       mayAct,
+      address,
       expiresAt: this.#now() + this.#seconds * 1000,
     };
     this.#sessions.set(digest(session.id).toString('hex'), session);
@@ -89,14 +106,30 @@ export class ConsoleSessions {
     this.#sessions.delete(digest(id).toString('hex'));
   }
 
-  /** Drops the expired sessions, then the ones expiring first while there are too many. */
-  #prune(): void {
+  /**
+   * Drops the expired sessions, then makes room for one more session of this key from this
+   * address: the ones of the key from the address expiring first past `maxPerAddress`, then the
+   * ones of the key expiring first past `maxPerKey`. The other key's sessions are never dropped.
+   */
+  #prune(mayAct: boolean, address: string): void {
     const now = this.#now();
-    for (const [key, session] of this.#sessions) if (session.expiresAt <= now) this.#sessions.delete(key);
     // Insertion order is expiry order (a fixed lifetime from creation).
-    for (const key of this.#sessions.keys()) {
-      if (this.#sessions.size < this.#max) break;
-      this.#sessions.delete(key);
+    const sameKey: string[] = [];
+    const sameAddress: string[] = [];
+    for (const [key, session] of this.#sessions) {
+      if (session.expiresAt <= now) this.#sessions.delete(key);
+      else if (session.mayAct === mayAct) {
+        sameKey.push(key);
+        if (session.address === address) sameAddress.push(key);
+      }
     }
+    const dropped = new Set<string>();
+    for (let index = 0; index <= sameAddress.length - this.#maxPerAddress; index += 1) dropped.add(sameAddress[index]!);
+    for (let index = 0, left = sameKey.length - dropped.size; left >= this.#maxPerKey && index < sameKey.length; index += 1) {
+      if (dropped.has(sameKey[index]!)) continue;
+      dropped.add(sameKey[index]!);
+      left -= 1;
+    }
+    for (const key of dropped) this.#sessions.delete(key);
   }
 }

@@ -7,11 +7,13 @@
  * Every text is masked (the deployment's secrets, bearer tokens, webhook secrets) and endpoint URLs
  * lose their query and credentials (`safeUrl`) before anything is rendered or sent as JSON.
  */
-import type { WebhookEndpointConfig } from '../config/schema.ts';
+import type { SinkConfig, WebhookEndpointConfig } from '../config/schema.ts';
 import { maskSecrets } from '../logging/mask.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
-import { listWebhookEndpoints, type WebhookEndpointListing } from '../notify/webhooks/admin.ts';
-import { safeUrl } from '../notify/webhooks/endpoint-delivery.ts';
+import type { WebhookEndpointListing } from '../notify/delivery/target-admin.ts';
+import { listWebhookEndpoints } from '../notify/webhooks/admin.ts';
+import { listSinks } from '../notify/sinks/sink-targets.ts';
+import { safeUrl } from '../notify/delivery/sink-delivery.ts';
 import { readMirrorReport, type MirrorReport } from '../status/mirror-status.ts';
 import { verdictOf, type Verdict } from '../status/verdict.ts';
 import type { ConsoleHistory, HistorySnapshot } from './console-history.ts';
@@ -26,6 +28,8 @@ export interface ConsoleConnection {
   executor: SqlExecutor;
   /** The configured webhook endpoints (URL, secrets: the secrets are never shown). */
   webhooks: readonly WebhookEndpointConfig[];
+  /** The configured sinks (docs/sinks.md; their URLs' credentials are never shown). */
+  sinks?: readonly SinkConfig[];
   /** The streams this connection runs (configured `sync.streams`). */
   streams: readonly string[];
   /** The runs this daemon finished lately. */
@@ -52,6 +56,8 @@ export interface ConnectionSnapshot {
   /** Why the mirror could not be read (e.g. PostgreSQL down); null when it was. */
   error: string | null;
   webhooks: WebhookEndpointListing[];
+  /** The sinks as `sinks list` shows them (URLs without credentials); absent or empty when none is configured. */
+  sinks?: WebhookEndpointListing[];
   /** Configured streams. */
   streams: string[];
   /** Per stream, the runs this daemon finished lately, newest first. */
@@ -74,6 +80,7 @@ export const ATTEMPTS_SHOWN = 5;
 export async function gatherSnapshot(connection: ConsoleConnection, secrets: readonly string[], now: Date = new Date()): Promise<ConnectionSnapshot> {
   let report: MirrorReport | null = null;
   let webhooks: WebhookEndpointListing[] = [];
+  let sinks: WebhookEndpointListing[] = [];
   let error: string | null = null;
   try {
     report = await readMirrorReport(connection.executor, { now });
@@ -81,13 +88,16 @@ export async function gatherSnapshot(connection: ConsoleConnection, secrets: rea
       ...endpoint,
       url: safeUrl(endpoint.url),
     }));
+    if (connection.sinks && connection.sinks.length > 0) {
+      sinks = (await listSinks(connection.executor, connection.sinks, { attempts: ATTEMPTS_SHOWN, now })).map((sink) => ({ ...sink, url: safeUrl(sink.url) }));
+    }
   } catch (caught) {
     error = `the mirror could not be read: ${caught instanceof Error ? caught.message : String(caught)}`;
   }
   const streams = report ? report.streams.filter((stream) => connection.streams.includes(stream.stream)) : [];
   const verdict = verdictOf({
     streams,
-    endpoints: webhooks.filter((endpoint) => endpoint.configured && endpoint.registered),
+    endpoints: [...webhooks, ...sinks].filter((endpoint) => endpoint.configured && endpoint.registered).map((endpoint) => ({ ...endpoint, nextAttemptAt: endpoint.pausedUntil })),
     recentFailedWrites: report?.recentFailedWrites ?? 0,
     writesNeedingReview: report?.writes.needs_review ?? 0,
     mirrorError: error,
@@ -99,6 +109,7 @@ export async function gatherSnapshot(connection: ConsoleConnection, secrets: rea
     report,
     error,
     webhooks,
+    sinks,
     streams: [...connection.streams],
     recentRuns: Object.fromEntries(connection.streams.map((stream) => [stream, connection.runs.of(stream)])),
     activeRuns: connection.activeRuns().map((run) => {

@@ -2,7 +2,7 @@
  * Webhook delivery while this daemon holds the mirror's `webhooks` lease (docs/operations.md
  * "Running two daemons (replicas)"): the lease keeper calls `begin` when it takes the lease and
  * `end` when it loses it; `begin` starts a new dispatcher whose every cursor move confirms the
- * lease's fence (src/notify/webhooks/dispatcher.ts `fence`), `end` stops it. A dispatcher cannot be
+ * lease's fence (src/notify/delivery/delivery-dispatcher.ts `fence`), `end` stops it. A dispatcher cannot be
  * started twice, so each hold gets a fresh one. Between holds, `stats()` reads the mirror through a
  * dispatcher that is never started (the endpoints' cursors and lags are the replica's then).
  *
@@ -15,22 +15,22 @@
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { leaseKnownValid, type HeldLease } from '../mirror/leases.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
-import type { WebhookDispatcher } from '../notify/webhooks/index.ts';
-import type { WebhookEndpointStats } from '../notify/webhooks/dispatcher.ts';
+import type { DeliveryDispatcher } from '../notify/delivery/delivery-dispatcher.ts';
+import type { WebhookEndpointStats } from '../notify/delivery/delivery-dispatcher.ts';
 
 /** Construction options of LeasedWebhookDelivery. */
 export interface LeasedWebhookDeliveryOptions {
   /**
-   * A new, not started dispatcher with these `WebhookDispatcherOptions` `fence` and `mayDeliver`
+   * A new, not started dispatcher with these `DeliveryDispatcherOptions` `fence` and `mayDeliver`
    * (none for the stand-by one, which only reads).
    */
-  create(lease?: DeliveryUnderLease): Promise<WebhookDispatcher>;
+  create(lease?: DeliveryUnderLease): Promise<DeliveryDispatcher>;
   /** Confirms `lease` inside a transaction (src/mirror/leases.ts `confirmLease` with the lease length). */
   confirm(tx: SqlExecutor, lease: HeldLease): Promise<void>;
   logger?: Logger;
 }
 
-/** What a dispatcher delivering under the lease is given (`WebhookDispatcherOptions`). */
+/** What a dispatcher delivering under the lease is given (`DeliveryDispatcherOptions`). */
 export interface DeliveryUnderLease {
   /** Confirms the lease's fence inside each of the dispatcher's writes. */
   fence(tx: SqlExecutor): Promise<void>;
@@ -42,10 +42,10 @@ export interface DeliveryUnderLease {
 export class LeasedWebhookDelivery {
   readonly #options: LeasedWebhookDeliveryOptions;
   readonly #logger: Logger;
-  #current: WebhookDispatcher | null = null;
+  #current: DeliveryDispatcher | null = null;
   /** The lease of the latest `begin`, until `end`. */
   #holding: HeldLease | null = null;
-  #standby: Promise<WebhookDispatcher> | undefined;
+  #standby: Promise<DeliveryDispatcher> | undefined;
   /** Begins and ends run one after another, in the order called. */
   #queue: Promise<void> = Promise.resolve();
 

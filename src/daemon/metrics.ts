@@ -19,6 +19,11 @@
  *   stream_cursor_timestamp_seconds{stream}         gauge, the cursor (server time) of incremental syncs (a partitioned
  *                                                   stream: its oldest partition's)
  *   partition_cursor_timestamp_seconds{stream,partition}  gauge, a partitioned stream's cursor per partition
+ *   partition_last_success_timestamp_seconds{stream,partition}  gauge, a partition's last successful run
+ *   partition_records{stream,partition,state}       gauge, a partition's mirrored records: state live|tombstoned
+ *   partition_condition{stream,partition,condition} gauge, 1 for the partition's own condition, 0 for the others
+ *   partition_consecutive_failures{stream,partition}  gauge, a partition's failed runs in a row
+ *   partition_records_quarantined{stream,partition} gauge, rows of `rejected_records` a partition listed
  *   stream_partitions{stream}                       gauge, partitions of a partitioned stream that have a sync state
  *   stream_records{stream,state}                    gauge, mirrored records: state live|tombstoned
  *   stream_supported{stream}                        gauge, 0 when the list endpoint answered 404
@@ -54,6 +59,11 @@
  *   webhook_endpoint_enabled{endpoint}              gauge, 0 while disabled (410 Gone, or failing too long)
  *   webhook_endpoint_disabled{endpoint,reason}      gauge, 1 while disabled, reason `gone` or `failing`; 0 with reason `none` while enabled
  *   webhook_failed_events{endpoint}                 gauge, events given up on after the retry schedule, not yet re-sent
+ *   sink_deliveries_total{sink,kind}                counter, events a sink acknowledged (docs/sinks.md)
+ *   sink_failures_total{sink,kind}                 counter, failed publish attempts
+ *   sink_lag_events{sink,kind}                      gauge, changelog events not yet published
+ *   sink_lag_seconds{sink,kind}                     gauge, age of the oldest event not yet published
+ *   sink_consecutive_failures, sink_held_events, sink_in_flight, sink_enabled, sink_failed_events {sink,kind}: as the webhook_ ones
  *   consumer_lag_events{consumer}                   gauge, changelog events after a named consumer's cursor
  *   consumer_lag_seconds{consumer}                  gauge, age of the oldest event after its cursor
  * plus prom-client's default process metrics (`process_*`, `nodejs_*`).
@@ -77,7 +87,8 @@ export interface DaemonMetricsSources {
     readSyncState(stream: StreamName): Promise<SyncState>;
     /** The sync states of a partitioned stream's partitions (docs/sync.md "Partitioned streams"); absent: the partition gauges are not exported. */
     listPartitionStates?(stream: StreamName): Promise<SyncState[]>;
-    countRecords(stream: StreamDefinition): Promise<{ live: number; deleted: number }>;
+    /** Rows of a stream table, or (`partition`) of one partition's. */
+    countRecords(stream: StreamDefinition, partition?: string): Promise<{ live: number; deleted: number }>;
     lastSeq(): Promise<number>;
   };
   /** Every API client of the process (the sync's and the readiness probe's): their counters are summed. */
@@ -86,11 +97,11 @@ export interface DaemonMetricsSources {
   /** The webhook dispatcher; absent when no endpoint is configured. Its `stats()` reads the mirror (asynchronous). */
   webhooks?: { stats(): readonly WebhookStatsLike[] | Promise<readonly WebhookStatsLike[]> } | null;
   /** The quarantine and the record clock (src/mirror/rejected-records.ts, record-clock-store.ts); absent: those gauges are not exported. */
-  pageTrust?: { countRejected(stream: StreamName): Promise<number>; recordClockLagSeconds(stream: StreamName): Promise<number> };
+  pageTrust?: { countRejected(stream: StreamName, partition?: string): Promise<number>; recordClockLagSeconds(stream: StreamName): Promise<number> };
   /** Also export prom-client's default process metrics (default true). */
   processMetrics?: boolean;
   /** Each stream's operational condition (src/sync/stream-conditions.ts); absent: the condition gauges are not exported. */
-  conditions?: { read(stream: StreamName): Promise<{ condition: StreamCondition; failedRuns: number }> };
+  conditions?: { read(stream: StreamName, partition?: string): Promise<{ condition: StreamCondition; failedRuns: number }> };
   /** Each stream's stale threshold, seconds (src/daemon/stale-streams.ts); absent: `bizops_stream_stale_after_seconds` is not exported. */
   staleAfterSeconds?: (stream: StreamName) => number | undefined;
   /** The leases this daemon competes for, and which it holds (src/daemon/lease-keeper.ts); absent: `bizops_leases_held` is not exported. */
@@ -103,12 +114,14 @@ export interface DaemonMetricsSources {
 export function pageTrustSource(store: MirrorStore): NonNullable<DaemonMetricsSources['pageTrust']> {
   const rejected = new RejectedRecords(store);
   const recordClock = new RecordClockStore(store.executor);
-  return { countRejected: (stream) => rejected.count(stream), recordClockLagSeconds: (stream) => recordClock.streamLag(stream) };
+  return { countRejected: (stream, partition) => rejected.count(stream, partition), recordClockLagSeconds: (stream) => recordClock.streamLag(stream) };
 }
 
 /** The dispatcher's per-endpoint figures used here (src/notify `WebhookEndpointStats`). */
 export interface WebhookStatsLike {
   name: string;
+  /** `webhook` (absent: webhook) or a sink's kind: sinks have the `bizops_sink_*` series. */
+  kind?: string;
   enabled: boolean;
   deliveries: number;
   failures: number;
@@ -265,6 +278,78 @@ export class DaemonMetrics {
         }
       },
     });
+    // Each partition wherever its stream is: its last success, rows, condition and quarantine, a `partition` label each.
+    const partitionsOf = async function* (): AsyncGenerator<{ connection: string; stream: StreamName; partition: string; state: SyncState; source: ConnectionMetricsSources }> {
+      for (const { connection, stream, source } of streamsOf()) {
+        if (!STREAMS[stream].partitions || !source.store.listPartitionStates) continue;
+        for (const state of await source.store.listPartitionStates(stream)) yield { connection, stream, partition: state.partition, state, source };
+      }
+    };
+    new Gauge({
+      name: 'bizops_partition_last_success_timestamp_seconds',
+      help: "A partitioned stream's partition: Unix time of its last successful run.",
+      labelNames: ['connection', 'stream', 'partition'],
+      registers,
+      async collect() {
+        this.reset();
+        for await (const { connection, stream, partition, state } of partitionsOf()) {
+          const at = unixSeconds(state.lastSuccessAt);
+          if (at !== undefined) this.set({ connection, stream, partition }, at);
+        }
+      },
+    });
+    new Gauge({
+      name: 'bizops_partition_records',
+      help: 'A partitioned stream\'s records in the mirror per partition (the rows whose partition field holds its value): state="live" or "tombstoned".',
+      labelNames: ['connection', 'stream', 'partition', 'state'],
+      registers,
+      async collect() {
+        this.reset();
+        for await (const { connection, stream, partition, source } of partitionsOf()) {
+          const counts = await source.store.countRecords(STREAMS[stream], partition);
+          this.set({ connection, stream, partition, state: 'live' }, counts.live);
+          this.set({ connection, stream, partition, state: 'tombstoned' }, counts.deleted);
+        }
+      },
+    });
+    if (connections.some((source) => source.conditions)) {
+      new Gauge({
+        name: 'bizops_partition_condition',
+        help: "1 for a partition's own operational condition (ok, failing, stale, unsupported), 0 for the others.",
+        labelNames: ['connection', 'stream', 'partition', 'condition'],
+        registers,
+        async collect() {
+          this.reset();
+          for await (const { connection, stream, partition, source } of partitionsOf()) {
+            if (!source.conditions) continue;
+            const { condition } = await source.conditions.read(stream, partition);
+            for (const each of STREAM_CONDITIONS) this.set({ connection, stream, partition, condition: each }, each === condition ? 1 : 0);
+          }
+        },
+      });
+      new Gauge({
+        name: 'bizops_partition_consecutive_failures',
+        help: "Failed runs of a partition in a row since its last success.",
+        labelNames: ['connection', 'stream', 'partition'],
+        registers,
+        async collect() {
+          this.reset();
+          for await (const { connection, stream, partition, source } of partitionsOf()) if (source.conditions) this.set({ connection, stream, partition }, (await source.conditions.read(stream, partition)).failedRuns);
+        },
+      });
+    }
+    if (connections.some((source) => source.pageTrust)) {
+      new Gauge({
+        name: 'bizops_partition_records_quarantined',
+        help: 'Records in rejected_records now that a partition listed (failed their schema), per partition.',
+        labelNames: ['connection', 'stream', 'partition'],
+        registers,
+        async collect() {
+          this.reset();
+          for await (const { connection, stream, partition, source } of partitionsOf()) if (source.pageTrust) this.set({ connection, stream, partition }, await source.pageTrust.countRejected(stream, partition));
+        },
+      });
+    }
     new Gauge({
       name: 'bizops_stream_partitions',
       help: 'Partitions of a partitioned stream that have a sync state (0: none configured or mirrored yet, nothing is requested).',
@@ -434,7 +519,7 @@ export class DaemonMetrics {
     if (webhookSources.length > 0) {
       const eachEndpoint = async (): Promise<{ connection: string; stats: WebhookStatsLike }[]> => {
         const figures: { connection: string; stats: WebhookStatsLike }[] = [];
-        for (const source of webhookSources) for (const stats of await source.webhooks!.stats()) figures.push({ connection: source.name, stats });
+        for (const source of webhookSources) for (const stats of await source.webhooks!.stats()) if ((stats.kind ?? 'webhook') === 'webhook') figures.push({ connection: source.name, stats });
         return figures;
       };
       const perEndpoint = (name: string, help: string, type: 'counter' | 'gauge', pick: (stats: WebhookStatsLike) => number) => {
@@ -487,6 +572,43 @@ export class DaemonMetrics {
           }
         },
       });
+      const eachSink = async (): Promise<{ connection: string; stats: WebhookStatsLike }[]> => {
+        const figures: { connection: string; stats: WebhookStatsLike }[] = [];
+        for (const source of webhookSources) for (const stats of await source.webhooks!.stats()) if ((stats.kind ?? 'webhook') !== 'webhook') figures.push({ connection: source.name, stats });
+        return figures;
+      };
+      const perSink = (name: string, help: string, type: 'counter' | 'gauge', pick: (stats: WebhookStatsLike) => number) => {
+        const options = { name, help, labelNames: ['connection', 'sink', 'kind'] as const, registers };
+        const labels = (connection: string, stats: WebhookStatsLike) => ({ connection, sink: stats.name, kind: stats.kind ?? 'sink' });
+        if (type === 'counter') {
+          new Counter({
+            ...options,
+            async collect() {
+              const figures = await eachSink();
+              this.reset();
+              for (const { connection, stats } of figures) this.inc(labels(connection, stats), pick(stats));
+            },
+          });
+        } else {
+          new Gauge({
+            ...options,
+            async collect() {
+              const figures = await eachSink();
+              this.reset();
+              for (const { connection, stats } of figures) this.set(labels(connection, stats), pick(stats));
+            },
+          });
+        }
+      };
+      perSink('bizops_sink_deliveries_total', 'Events a sink acknowledged (published), by sink.', 'counter', (stats) => stats.deliveries);
+      perSink('bizops_sink_failures_total', 'Failed publish attempts, by sink.', 'counter', (stats) => stats.failures);
+      perSink('bizops_sink_lag_events', 'Changelog events not yet published to the sink (after its cursor, and held back).', 'gauge', (stats) => stats.lagEvents);
+      perSink('bizops_sink_lag_seconds', 'Age of the oldest event not yet published to the sink, seconds.', 'gauge', (stats) => stats.lagSeconds);
+      perSink('bizops_sink_consecutive_failures', "Failed attempts in a row (any event) since the sink's last acknowledgement.", 'gauge', (stats) => stats.consecutiveFailures);
+      perSink('bizops_sink_held_events', 'Events held back behind a failing event of their record.', 'gauge', (stats) => stats.heldEvents ?? 0);
+      perSink('bizops_sink_in_flight', 'Publishes in flight to the sink.', 'gauge', (stats) => stats.inFlight ?? 0);
+      perSink('bizops_sink_enabled', '1 while the sink receives events; 0 while disabled (failing for disableAfterDays).', 'gauge', (stats) => (stats.enabled ? 1 : 0));
+      perSink('bizops_sink_failed_events', 'Events the sink gave up on after the retry schedule, not yet published again (sinks replay --failed).', 'gauge', (stats) => stats.failedEvents ?? 0);
     }
   }
 

@@ -7,5 +7,5 @@
  */
 export { createLogger, silentLogger, type Logger, type LoggerOptions } from './logger.ts';
 export { maskSecrets } from './mask.ts';
-export { maskUrlPassword } from './mask-url.ts';
+export { maskUrlCredentials, maskUrlPassword, urlCredentials } from './mask-url.ts';
 export { logSettingsFromEnvironment, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './settings.ts';

@@ -7,7 +7,7 @@
  *   skip-field            change detection ignores the `status` field (src/mirror/change-detection.ts)
  *   one-scan-tombstone    a record missing from ONE complete scan is tombstoned (src/mirror/mirror-store.ts)
  *   unfenced-claim        a write's claim is taken, and its sending marked, whoever holds it (src/writes/write-store.ts)
- *   webhook-out-of-order  a record's webhook events do not wait for each other (src/notify/webhooks/endpoint-delivery.ts)
+ *   webhook-out-of-order  a record's webhook events do not wait for each other (src/notify/delivery/sink-delivery.ts)
  *
  * It lives at the bottom of src/ (beside the logging settings, which every folder may import).
  */

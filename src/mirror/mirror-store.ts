@@ -173,6 +173,21 @@ export interface SyncState {
   lastScan: ScanOutcome | null;
   /** Tombstones held back by the last complete scan (docs/sync.md "Mass deletions held"), or null. */
   deletionHold: DeletionHold | null;
+  /** A partitioned stream's own row: where its partition values came from at its last run (`sync_state.partitions`); null otherwise. */
+  partitionSources: PartitionSources | null;
+}
+
+/**
+ * Where a partitioned stream's partition values came from (docs/sync.md "Partitioned streams"):
+ * `count` distinct values; how many each source named (a value may come from several): the
+ * configuration (`key`, `sync.partitions.<stream>.<param>`), another stream's column in the mirror
+ * (`derivedFrom` says which, null when the definition derives none), the stream's own live rows.
+ */
+export interface PartitionSources {
+  count: number;
+  sources: { configured: number; derived: number; mirrored: number };
+  key: string;
+  derivedFrom: string | null;
 }
 
 /**
@@ -771,7 +786,8 @@ export type SyncStateColumn =
   | 'lock_owner'
   | 'lock_expires_at'
   | 'last_scan'
-  | 'deletion_hold';
+  | 'deletion_hold'
+  | 'partitions';
 
 /** One `sync_state` row decoded (defaults when `row` is undefined: the stream or partition never ran). */
 function decodeSyncState(stream: StreamName, partition: string, row: Record<string, unknown> | undefined): SyncState {
@@ -792,5 +808,6 @@ function decodeSyncState(stream: StreamName, partition: string, row: Record<stri
     lastRunChanges: (row?.last_run_changes as number | null) ?? null,
     lastScan: row?.last_scan ? (JSON.parse(row.last_scan as string) as ScanOutcome) : null,
     deletionHold: row?.deletion_hold ? (JSON.parse(row.deletion_hold as string) as DeletionHold) : null,
+    partitionSources: row?.partitions ? (JSON.parse(row.partitions as string) as PartitionSources) : null,
   };
 }

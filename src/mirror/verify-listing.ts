@@ -14,13 +14,6 @@ import type { SqlExecutor, SqlValue } from './sql/executor.ts';
 import type { AppendedChange, MirrorStore } from './mirror-store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 
-/** Where an id was first listed: its position, and how many records had left and entered the list by then. */
-export interface FirstListing {
-  position: number;
-  removed: number;
-  added: number;
-}
-
 /**
  * A stored row as verify compares it: its record as last stored (`raw`), its typed columns as
  * stored (column name to value), its content hash, and whether it is tombstoned.
@@ -32,10 +25,13 @@ export interface StoredRow {
   deleted: boolean;
 }
 
-/** A part of a stream's table: the rows whose `column` holds `value` (a partitioned stream's partition). */
+/**
+ * The rows of a stream's table a verification scanned: those whose `column` holds one of `values`
+ * (the partitions of a partitioned stream it read); absent: the whole table.
+ */
 export interface UnlistedScope {
   column: string;
-  value: string;
+  values: readonly string[];
 }
 
 /** Scratch rows of a verification that died are deleted by the next one after this long, ms. */
@@ -50,16 +46,33 @@ function keyColumn(stream: Pick<StreamDefinition, 'columns'>): string {
 }
 
 /**
- * The ids one verification of one stream listed, in `verify_listed` under a fresh random id. Call
- * `clear()` when the verification ends (also when it fails).
+ * The ids one verification of one stream listed, in `verify_listed` under a fresh random id: one
+ * listing per scan (a partitioned stream: one per partition, `part()`), so that each scan counts its
+ * own distinct ids, while the extras are the rows no scan of the verification listed. Call `clear()`
+ * when the verification ends (also when it fails): it deletes the rows of its parts too.
  */
 export class VerifyListing {
   readonly executor: SqlExecutor;
-  /** This verification's key in `verify_listed`. */
-  readonly verification = `ver_${randomUUID()}`;
+  /** This listing's key in `verify_listed`. */
+  readonly verification: string;
+  /** The listings of the same verification made by `part()`. */
+  private readonly parts: VerifyListing[] = [];
 
-  constructor(executor: SqlExecutor) {
+  constructor(executor: SqlExecutor, verification = `ver_${randomUUID()}`) {
     this.executor = executor;
+    this.verification = verification;
+  }
+
+  /** A listing of its own for one more scan of the same verification (a partition), counted with this one by the extras' queries. */
+  part(): VerifyListing {
+    const part = new VerifyListing(this.executor, `${this.verification}/${this.parts.length + 1}`);
+    this.parts.push(part);
+    return part;
+  }
+
+  /** Every key of the verification: this listing's and its parts'. */
+  private keys(): string[] {
+    return [this.verification, ...this.parts.map((part) => part.verification)];
   }
 
   /** Deletes the scratch rows of verifications that died more than a day ago (none of a running one). */
@@ -67,24 +80,22 @@ export class VerifyListing {
     await this.executor.run('DELETE FROM verify_listed WHERE listed_at < ?', [new Date(now - ABANDONED_AFTER_MS).toISOString()]);
   }
 
-  /** Where each of `ids` this verification listed before was first listed (one SELECT); ids not listed yet are absent. */
-  async firstListings(ids: readonly string[]): Promise<Map<string, FirstListing>> {
-    const found = new Map<string, FirstListing>();
-    if (ids.length === 0) return found;
-    const rows = await this.executor.all<{ record_id: string; position: number; removed: number; added: number }>(
-      `SELECT record_id, position, removed, added FROM verify_listed WHERE verification = ? AND record_id IN ${jsonArrayValues(this.executor.dialect)}`,
+  /** Of `ids`, those this listing holds already (one SELECT). */
+  async listed(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.executor.all<{ record_id: string }>(
+      `SELECT record_id FROM verify_listed WHERE verification = ? AND record_id IN ${jsonArrayValues(this.executor.dialect)}`,
       [this.verification, JSON.stringify(ids)],
     );
-    for (const row of rows) found.set(row.record_id, { position: Number(row.position), removed: Number(row.removed), added: Number(row.added) });
-    return found;
+    return new Set(rows.map((row) => String(row.record_id)));
   }
 
-  /** Records ids as listed (ids listed before are left as they were). */
-  async note(listings: ReadonlyMap<string, FirstListing>, now = new Date().toISOString()): Promise<void> {
+  /** Records ids as listed, each with the position it was first listed at (ids listed before are left as they were). */
+  async note(listings: ReadonlyMap<string, number>, now = new Date().toISOString()): Promise<void> {
     const entries = [...listings];
     for (let start = 0; start < entries.length; start += ROWS_PER_INSERT) {
       const chunk = entries.slice(start, start + ROWS_PER_INSERT);
-      const parameters: SqlValue[] = chunk.flatMap(([id, first]) => [this.verification, id, first.position, first.removed, first.added, now]);
+      const parameters: SqlValue[] = chunk.flatMap(([id, position]) => [this.verification, id, position, 0, 0, now]);
       await this.executor.run(
         `INSERT INTO verify_listed (verification, record_id, position, removed, added, listed_at) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}
          ON CONFLICT (verification, record_id) DO NOTHING`,
@@ -93,15 +104,15 @@ export class VerifyListing {
     }
   }
 
-  /** Distinct ids this verification listed. */
+  /** Distinct ids this listing holds. */
   async count(): Promise<number> {
     const row = await this.executor.get<{ n: number }>('SELECT COUNT(*) AS n FROM verify_listed WHERE verification = ?', [this.verification]);
     return Number(row!.n);
   }
 
-  /** Deletes this verification's rows. */
+  /** Deletes this listing's rows and its parts'. */
   async clear(): Promise<void> {
-    await this.executor.run('DELETE FROM verify_listed WHERE verification = ?', [this.verification]);
+    await this.executor.run(`DELETE FROM verify_listed WHERE verification IN ${jsonArrayValues(this.executor.dialect)}`, [JSON.stringify(this.keys())]);
   }
 
   /** The stored rows of `ids` in the stream's table (one SELECT); ids the table lacks are absent. */
@@ -118,31 +129,51 @@ export class VerifyListing {
   }
 
   /**
-   * The condition of a live row of the stream the scan never listed, first seen at or before the
-   * scan began, inside `scope` when given (a partition: its column holds the value), and its
-   * parameters after the statement's own.
+   * The condition of a live row of the stream that no scan of the verification listed, first seen
+   * at or before the verification began, and its parameters after the statement's own. `where`:
+   * `inside` the scanned scope (the extras), `outside` it (rows of no scanned partition: their
+   * column holds another value, or none), or `unconfirmed`: inside it and not missed by the
+   * previous complete scan (`missed_scans = 0`), `confirmed`: inside it and missed by it too.
    */
-  private unlistedWhere(stream: StreamDefinition, since: string, scope: UnlistedScope | undefined): { sql: string; parameters: SqlValue[] } {
+  private unlistedWhere(stream: StreamDefinition, since: string, scope: UnlistedScope | undefined, where: 'inside' | 'outside' | 'confirmed' | 'unconfirmed'): { sql: string; parameters: SqlValue[] } {
     const key = keyColumn(stream);
-    const inScope = scope ? ` AND t.${scope.column} = ?` : '';
+    const values = jsonArrayValues(this.executor.dialect);
+    let inScope = '';
+    const scopeParameters: SqlValue[] = [];
+    if (scope) {
+      inScope = where === 'outside' ? ` AND (t.${scope.column} IS NULL OR t.${scope.column} NOT IN ${values})` : ` AND t.${scope.column} IN ${values}`;
+      scopeParameters.push(JSON.stringify(scope.values));
+    } else if (where === 'outside') inScope = ' AND 1 = 0';
+    const missed = where === 'confirmed' ? ' AND t.missed_scans > 0' : where === 'unconfirmed' ? ' AND t.missed_scans = 0' : '';
     return {
-      sql: `t.deleted_at IS NULL AND t.first_seen_at <= ?${inScope} AND NOT EXISTS (SELECT 1 FROM verify_listed v WHERE v.verification = ? AND v.record_id = t.${key})`,
-      parameters: [since, ...(scope ? [scope.value] : []), this.verification],
+      sql: `t.deleted_at IS NULL AND t.first_seen_at <= ?${inScope}${missed} AND NOT EXISTS (SELECT 1 FROM verify_listed v WHERE v.verification IN ${values} AND v.record_id = t.${key})`,
+      parameters: [since, ...scopeParameters, JSON.stringify(this.keys())],
     };
   }
 
   /**
-   * Live records of the stream the scan never listed (the extras), counting only those the mirror
-   * held when the scan began (`since`, ISO: a record written through meanwhile could not be listed),
-   * and only inside `scope` when given (the partition the scan read).
+   * Live records of the stream no scan of the verification listed, counting only those the mirror
+   * held when it began (`since`, ISO: a record written through meanwhile could not be listed):
+   * `inside` the scanned scope (the extras; default), `outside` it (rows of no partition scanned),
+   * or, inside it, `confirmed` (the previous complete scan missed them too) and `unconfirmed`.
    * @returns how many, and the first `sample` of their ids in key order
    */
-  async unlisted(stream: StreamDefinition, since: string, sample: number, scope?: UnlistedScope): Promise<{ count: number; ids: string[] }> {
+  async unlisted(stream: StreamDefinition, since: string, sample: number, scope?: UnlistedScope, where: 'inside' | 'outside' | 'confirmed' | 'unconfirmed' = 'inside'): Promise<{ count: number; ids: string[] }> {
     const key = keyColumn(stream);
-    const where = this.unlistedWhere(stream, since, scope);
-    const counted = await this.executor.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${stream.table} t WHERE ${where.sql}`, where.parameters);
-    const ids = await this.executor.all<{ id: string }>(`SELECT t.${key} AS id FROM ${stream.table} t WHERE ${where.sql} ORDER BY t.${key} LIMIT ?`, [...where.parameters, sample]);
+    const condition = this.unlistedWhere(stream, since, scope, where);
+    const counted = await this.executor.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${stream.table} t WHERE ${condition.sql}`, condition.parameters);
+    const ids = await this.executor.all<{ id: string }>(`SELECT t.${key} AS id FROM ${stream.table} t WHERE ${condition.sql} ORDER BY t.${key} LIMIT ?`, [...condition.parameters, sample]);
     return { count: Number(counted!.n), ids: ids.map((row) => String(row.id)) };
+  }
+
+  /** Live records of the scanned scope the mirror held when the verification began (`since`, ISO): what the lists' totals must account for. */
+  async liveAtStart(stream: StreamDefinition, since: string, scope?: UnlistedScope): Promise<number> {
+    const inScope = scope ? ` AND ${scope.column} IN ${jsonArrayValues(this.executor.dialect)}` : '';
+    const row = await this.executor.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${stream.table} WHERE deleted_at IS NULL AND first_seen_at <= ?${inScope}`, [
+      since,
+      ...(scope ? [JSON.stringify(scope.values)] : []),
+    ]);
+    return Number(row!.n);
   }
 
   /**
@@ -158,15 +189,46 @@ export class VerifyListing {
   }
 
   /**
-   * Tombstones up to `limit` of the extras (`unlisted`, inside `scope` when given) on `store` (bound
-   * to the caller's transaction): sets `deleted_at` and appends the stream's gone change for each,
-   * in key order, as the two-scan rule does.
+   * Counts one more miss for each unconfirmed extra (`unlisted(..., 'unconfirmed')`) on `store` (the
+   * caller's transaction), as a complete scan of the two-scan rule counts one (src/mirror/mirror-store.ts
+   * `recordMisses`): the next complete scan that misses them too tombstones them.
+   * @returns rows counted
+   */
+  async countMisses(store: MirrorStore, stream: StreamDefinition, since: string, scope?: UnlistedScope): Promise<number> {
+    const key = keyColumn(stream);
+    const condition = this.unlistedWhere(stream, since, scope, 'unconfirmed');
+    const rows = await store.executor.all<{ id: string }>(`SELECT t.${key} AS id FROM ${stream.table} t WHERE ${condition.sql}`, condition.parameters);
+    if (rows.length === 0) return 0;
+    await store.executor.run(`UPDATE ${stream.table} SET missed_scans = missed_scans + 1 WHERE ${key} IN ${jsonArrayValues(store.executor.dialect)}`, [
+      JSON.stringify(rows.map((row) => String(row.id))),
+    ]);
+    return rows.length;
+  }
+
+  /**
+   * Tombstones up to `limit` of the extras (`unlisted`: `inside` the scope, or only the `confirmed`
+   * ones) on `store` (bound to the caller's transaction): sets `deleted_at` and appends the stream's
+   * gone change for each, in key order, as the two-scan rule does; with `namePartition` (a
+   * partitioned stream), each change names the record's partition (its `scope` column's value).
    * @returns the changes appended (none when no extra is left)
    */
-  async tombstoneUnlisted(store: MirrorStore, stream: StreamDefinition, since: string, limit: number, scope?: UnlistedScope, now = new Date().toISOString()): Promise<AppendedChange[]> {
+  async tombstoneUnlisted(
+    store: MirrorStore,
+    stream: StreamDefinition,
+    since: string,
+    limit: number,
+    scope?: UnlistedScope,
+    options: { where?: 'inside' | 'confirmed'; namePartition?: boolean } = {},
+    now = new Date().toISOString(),
+  ): Promise<AppendedChange[]> {
+    const where = options.where ?? 'inside';
     const key = keyColumn(stream);
-    const where = this.unlistedWhere(stream, since, scope);
-    const rows = await store.executor.all<{ id: string; raw: string }>(`SELECT t.${key} AS id, t.raw FROM ${stream.table} t WHERE ${where.sql} ORDER BY t.${key} LIMIT ?`, [...where.parameters, limit]);
+    const condition = this.unlistedWhere(stream, since, scope, where);
+    const partitionOf = scope && options.namePartition ? `, t.${scope.column} AS partition_value` : '';
+    const rows = await store.executor.all<{ id: string; raw: string; partition_value?: unknown }>(
+      `SELECT t.${key} AS id, t.raw${partitionOf} FROM ${stream.table} t WHERE ${condition.sql} ORDER BY t.${key} LIMIT ?`,
+      [...condition.parameters, limit],
+    );
     if (rows.length === 0) return [];
     await store.executor.run(`UPDATE ${stream.table} SET deleted_at = ? WHERE ${key} IN ${jsonArrayValues(store.executor.dialect)}`, [now, JSON.stringify(rows.map((row) => String(row.id)))]);
     return store.appendChanges(
@@ -176,6 +238,7 @@ export class VerifyListing {
         recordId: String(row.id),
         occurredAt: now,
         data: { record: JSON.parse(row.raw) as unknown, changes: { deletedAt: { old: null, new: now } } },
+        ...(row.partition_value !== undefined && row.partition_value !== null ? { partition: String(row.partition_value) } : {}),
       })),
     );
   }

@@ -14,7 +14,7 @@
 import { CHANGE_DATA_VERSION, decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog-format.ts';
 import { CHANGES_CHANNEL, type Listening, type SqlExecutor, type SqlValue } from '../mirror/sql/executor.ts';
 import { validateEventPattern } from './event-filter.ts';
-import { Wakeup } from './webhooks/wakeup.ts';
+import { Wakeup } from './delivery/wakeup.ts';
 
 /** One changelog row. */
 export interface ChangeEvent {

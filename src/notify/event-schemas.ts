@@ -30,7 +30,7 @@ import { STREAM_FAILING, STREAM_RECOVERED, STREAM_STALE, STREAM_UNSUPPORTED } fr
 import { STREAM_CONDITIONS } from '../mirror/stream-condition-store.ts';
 import { WRITE_KIND_NAMES } from '../writes/kinds/index.ts';
 import { WRITE_DUPLICATED, WRITE_EVENT_TYPES } from '../writes/write-store.ts';
-import { ENDPOINT_DISABLED_EVENT } from './webhooks/endpoint-store.ts';
+import { ENDPOINT_DISABLED_EVENT, SINK_DISABLED_EVENT } from './delivery/endpoint-store.ts';
 import { TEST_EVENT_TYPE } from './event-payload.ts';
 
 /** A JSON Schema as plain JSON (an object of keywords). */
@@ -129,7 +129,7 @@ export interface EventTypeEntry {
   type: string;
   /** One sentence for the docs and the schema's `description`. */
   description: string;
-  /** The values of `data.stream`: a stream's name, or `writes`, `webhooks`. */
+  /** The values of `data.stream`: a stream's name, or `writes`, `webhooks`, `sinks`. */
   streams: readonly string[];
   /** What `data.record_id` names, for the docs. */
   recordId: string;
@@ -231,7 +231,8 @@ export const OTHER_EVENT_TYPES: readonly EventTypeEntry[] = [
       failedRuns: { type: 'integer', minimum: 0, description: 'failed runs in a row since the last success' },
       lastSuccessAt: { ...nullable(dateTime), description: "the last successful run's end" },
       lastError: { ...nullable(string), description: "the last run's error; null after a success" },
-    }),
+      partition: { type: 'string', minLength: 1, description: "the partition whose condition changed (a partitioned stream's partition: docs/sync.md \"Partitioned streams\"); absent for the stream's own" },
+    }, ['partition']),
   ),
   {
     type: ENDPOINT_DISABLED_EVENT,
@@ -241,6 +242,22 @@ export const OTHER_EVENT_TYPES: readonly EventTypeEntry[] = [
     record: closedObject({
       endpoint: nonEmptyString,
       url: { type: 'string', description: 'without credentials or query' },
+      kind: { enum: ['gone', 'failing'] },
+      reason: string,
+      failingSince: dateTime,
+      disabledAt: dateTime,
+    }),
+    changes: closedObject({ enabled: fieldChange({ const: true }, { const: false }) }),
+  },
+  {
+    type: SINK_DISABLED_EVENT,
+    description: 'A sink (NATS JetStream, RabbitMQ, Redis Streams) was disabled: no acknowledgement for disableAfterDays.',
+    streams: ['sinks'],
+    recordId: "the sink's name",
+    record: closedObject({
+      sink: nonEmptyString,
+      sinkKind: { enum: ['nats', 'rabbitmq', 'redis-stream'] },
+      url: { type: 'string', description: 'without credentials' },
       kind: { enum: ['gone', 'failing'] },
       reason: string,
       failingSince: dateTime,

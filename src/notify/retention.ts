@@ -14,7 +14,7 @@
  */
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { lastChangeSeq } from '../mirror/changelog-format.ts';
-import { DEFAULT_ATTEMPT_RETAIN_DAYS, pruneAttempts } from './webhooks/attempts.ts';
+import { DEFAULT_ATTEMPT_RETAIN_DAYS, pruneAttempts } from './delivery/attempts.ts';
 
 /** Rows deleted per transaction: small, so a sync's commit never waits long for the file's lock. */
 export const PRUNE_BATCH_ROWS = 1000;

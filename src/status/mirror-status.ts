@@ -9,14 +9,15 @@
  */
 import { listUndeclaredFields } from '../mirror/field-registry.ts';
 import { Leases, streamLeaseName, type LeaseState } from '../mirror/leases.ts';
-import { MirrorStore, type DeletionHold, type ScanOutcome, type SyncState } from '../mirror/mirror-store.ts';
+import { MirrorStore, type DeletionHold, type PartitionSources, type ScanOutcome, type SyncState } from '../mirror/mirror-store.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { listConsumers, type ConsumerListing } from '../notify/pull/consumers.ts';
-import { loadAllEndpoints } from '../notify/webhooks/endpoint-store.ts';
+import { loadAllEndpoints } from '../notify/delivery/endpoint-store.ts';
 import { changelogPrunedThrough } from '../notify/retention.ts';
 import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { describePartitions, noPartitionsMessage } from '../sync/partition-values.ts';
 import { StreamConditionStore, type StreamConditionState } from '../mirror/stream-condition-store.ts';
 import { WriteStore } from '../writes/write-store.ts';
 
@@ -98,13 +99,26 @@ export interface StreamStatus {
    * stream. The stream's own `cursor` is then its oldest partition's, its `lastRun` the run of all
    * its partitions. With no partition, `skipped` says why nothing is requested.
    */
-  partitions: { param: string; list: PartitionStatus[] } | null;
+  partitions: {
+    param: string;
+    list: PartitionStatus[];
+    /**
+     * Where the partition values came from at the stream's last run and how many there were (the
+     * configuration key, another stream's column, its own mirrored records), with `describe` the
+     * line `status` prints; null before its first run.
+     */
+    sources?: (PartitionSources & { describe: string }) | null;
+  } | null;
 }
 
 /** One partition of a partitioned stream in `status`: its value and what its own sync state says. Times are ISO 8601. */
 export interface PartitionStatus {
   /** The partition's value, e.g. a location's id. */
   partition: string;
+  /** The partition's own operational condition (a location whose list keeps failing while the others answer is `failing`). */
+  condition?: StreamConditionState;
+  /** Records this partition's scans quarantined (`rejected_records.partition_value`). */
+  rejected?: number;
   records: number;
   tombstoned: number;
   cursor: string | null;
@@ -150,6 +164,10 @@ export interface FailedWrite {
 /** A webhook endpoint's delivery state as `status` reads it from the mirror. Times are ISO 8601. */
 export interface EndpointStatus {
   name: string;
+  /** `webhook`, or a sink's kind (`nats`, `rabbitmq`, `redis-stream`: docs/sinks.md). */
+  kind: string;
+  /** Its cursor: every event at or below it is delivered (published), skipped, held back or given up on. */
+  deliveredSeq: number;
   /** False once disabled (410 Gone, or failing for `disableAfterDays`). */
   enabled: boolean;
   /** First failed attempt of the current streak; null while it answers. */
@@ -187,7 +205,7 @@ export interface MirrorReport {
   /** Writes that failed within the last `FAILED_WRITES_RECENT_HOURS` (24): what the verdict counts. */
   recentFailedWrites: number;
   /**
-   * The webhook endpoints the mirror keeps delivery state for (registered by a daemon), by name:
+   * The webhook endpoints and sinks the mirror keeps delivery state for (registered by a daemon), by name:
    * enabled or not, failing since when, next attempt. What the verdict of `status` reads.
    */
   endpoints: EndpointStatus[];
@@ -222,21 +240,27 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
     const state = await store.readSyncState(stream.name);
     const leaseHeld = held.has(streamLeaseName(stream.name));
     const counts = await store.countRecords(stream);
+    const quarantined = stream.partitions ? await rejected.countByPartition(stream.name) : new Map<string, number>();
     const partitions = stream.partitions
       ? {
           param: stream.partitions.param,
           list: await Promise.all(
             (await store.listPartitionStates(stream.name)).map(async (partitionState) => {
               const partitionCounts = await store.countRecords(stream, partitionState.partition);
-              return { partition: partitionState.partition, records: partitionCounts.live, tombstoned: partitionCounts.deleted, ...stateStatus(partitionState, now, leaseHeld) };
+              return {
+                partition: partitionState.partition,
+                records: partitionCounts.live,
+                tombstoned: partitionCounts.deleted,
+                condition: await conditions.read(stream.name, partitionState.partition),
+                rejected: quarantined.get(partitionState.partition) ?? 0,
+                ...stateStatus(partitionState, now, leaseHeld),
+              };
             }),
           ),
+          sources: state.partitionSources ? { ...state.partitionSources, describe: describePartitions(stream, state.partitionSources) } : null,
         }
       : null;
-    const noPartitions =
-      partitions !== null && partitions.list.length === 0
-        ? (state.lastError ?? `no partitions: ${stream.name} is read once per ${partitions.param} and none has run yet; nothing is requested until ${partitions.param} values are configured (sync.partitions.${stream.name}.${partitions.param}) or mirrored`)
-        : null;
+    const noPartitions = partitions !== null && partitions.list.length === 0 ? (state.lastError ?? noPartitionsMessage(stream)) : null;
     const { lastRun, completeScans, cursor, lagSeconds } = stateStatus(state, now, leaseHeld);
     streams.push({
       stream: stream.name,
@@ -277,7 +301,7 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
     ? (await writeStore.listByStatus('failed', options.failedWritesLimit ?? 20)).map(({ id, kind, error, httpStatus, finishedAt }) => ({ id, kind, error, httpStatus, finishedAt }))
     : [];
   const recentFailedWrites = writes.failed ? await writeStore.countFinishedSince('failed', new Date(now.getTime() - FAILED_WRITES_RECENT_HOURS * 3600_000).toISOString()) : 0;
-  const endpoints = (await loadAllEndpoints(executor)).map(({ name, disabledAt, failingSince, nextAttemptAt, lastStatus }) => ({ name, enabled: disabledAt === null, failingSince, nextAttemptAt, lastStatus }));
+  const endpoints = (await loadAllEndpoints(executor)).map(({ name, kind, deliveredSeq, disabledAt, failingSince, nextAttemptAt, lastStatus }) => ({ name, kind, deliveredSeq, enabled: disabledAt === null, failingSince, nextAttemptAt, lastStatus }));
   return {
     changelogSeq: await store.lastSeq(),
     oldestSeq: (await changelogPrunedThrough(executor)) + 1,

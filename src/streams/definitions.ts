@@ -1,8 +1,9 @@
 /**
- * The streams the worker mirrors, and their registry. Adding a stream is one definition here and
- * one line in `STREAM_LIST`: the configuration's `sync.streams`, `--stream`, `status`, the metric
- * labels, the stream's mirror table (created at open), the tests that cover every stream and the
- * docs' stream tables (`npm run docs:streams`) all derive from the registry.
+ * The streams the worker mirrors, and their registry. Adding a stream is one definition (here, or a
+ * file of its own) and one line in `STREAM_LIST`: the configuration's `sync.streams`, `--stream`,
+ * `status`, the metric labels, the stream's mirror table (created at open), the event schemas, the
+ * tests that cover every stream and the docs' stream tables (`npm run docs:streams`) all derive from
+ * the registry (docs/adding-a-stream.md).
  */
 import { dealSchema, onboardingSchema, transactionListItemSchema } from '../client/schemas.ts';
 import { column, defineStream, listRequest, type ApiRecord, type StreamDefinition } from './define-stream.ts';
@@ -154,4 +155,19 @@ export function streamByName(name: string): RegisteredStream {
 /** True when `name` is a registered stream. */
 export function isStreamName(name: string): name is StreamName {
   return (STREAM_NAMES as readonly string[]).includes(name);
+}
+
+/**
+ * Adds a stream to the registry at run time, after the built-in ones: `STREAM_LIST`, `STREAM_NAMES`,
+ * `STREAMS` and `streamByName` see it at once. For tests that prove a new stream needs nothing but
+ * its definition (test/streams/throwaway-setup.ts): call it before any module that derives from the
+ * registry when it loads (the configuration schema's stream names, the event schemas, the metrics)
+ * is imported, as a vitest setup file does. A shipped stream is a line in `STREAM_LIST` instead.
+ * @throws Error naming the stream when a stream of that name (or table) is registered already
+ */
+export function registerStream(definition: StreamDefinition): void {
+  if (STREAM_LIST.some((stream) => stream.name === definition.name)) throw new Error(`stream ${definition.name}: a stream of that name is registered already`);
+  (STREAM_LIST as unknown as StreamDefinition[]).push(definition);
+  (STREAM_NAMES as string[]).push(definition.name);
+  (STREAMS as Record<string, StreamDefinition>)[definition.name] = definition;
 }

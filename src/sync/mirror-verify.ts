@@ -1,45 +1,56 @@
 /**
- * Verify (docs/sync.md "Verify"): is the mirror equal to the API? One complete scan of a stream at
- * the rate budget's `backfill` priority, compared with the mirror page by page, field by field,
- * with the diff change detection uses (src/mirror/change-detection.ts `diffRecord`), so that verify
- * and sync agree on what a difference is. It writes nothing to the mirror's records, changelog or
- * sync state (its scratch list of listed ids lives in `verify_listed`, src/mirror/verify-listing.ts),
- * unless asked to repair.
+ * Verify (docs/sync.md "Verify"): is the mirror equal to the API? One complete scan of a stream (of
+ * each of its partitions) at the rate budget's `backfill` priority, compared with the mirror page by
+ * page, field by field, with the diff change detection uses (src/mirror/change-detection.ts
+ * `diffRecord`), so that verify and sync agree on what a difference is. It writes nothing to the
+ * mirror's records, changelog or sync state (its scratch list of listed ids lives in
+ * `verify_listed`, src/mirror/verify-listing.ts), unless asked to repair.
  *
- * The scan is the backfill's: the one paginator (src/client/paginate.ts: drift gaps, endless-list
- * guards), `createdBefore` frozen at the server time of the first page, `sortBy=createdAt`, and the
- * engine's completeness rule and tie re-reads (src/sync/scan-check.ts). Each id is compared once,
- * at its first listing (one version per scan). Memory is bounded by a page: listed ids go to
- * `verify_listed`, each page's stored rows are read by its ids, and at the end the live rows the
- * scan never listed are counted by one query (the extras). Only a complete scan counts extras: an
- * incomplete one cannot tell a record gone from one it did not reach.
+ * The scan is the engine's own: a `StreamRun` (src/sync/stream-run.ts) with a page sink
+ * (`VerifySink`): the one paginator (drift gaps, endless-list guards), read-ahead, `createdBefore`
+ * frozen at the server time of the first page, the id counting that finds ties and drift, the tie
+ * re-reads and the completeness rule (src/sync/scan-check.ts) are those of every backfill. The sink
+ * compares each id once, at its first listing (one version per scan): listed ids go to
+ * `verify_listed`, so memory stays bounded by a page, and a partitioned stream's scans each keep a
+ * listing of their own (a part of the verification's).
+ *
+ * Extras are decided after every partition was scanned: live rows of the scanned partitions (their
+ * column holding a scanned value) that no scan of the verification listed. A record that moved to
+ * another partition is listed there and is stale (its partition field differs), never extra.
+ * Rows of no scanned partition are counted apart (`outside`). Only complete scans count extras: an
+ * incomplete one cannot tell a record gone from one it did not reach. And a list that lists fewer
+ * records (its totals) than the mirror holds live of what it scanned cannot prove the records it did
+ * not list gone (a capped list looks like that): such a record is an extra only when the previous
+ * complete scan missed it too (the two-scan rule), the rest are `unconfirmed`.
  *
  * What it reports per stream:
  *   - missing: listed by the API, absent from the mirror or tombstoned there;
- *   - extra: live in the mirror (and there when the scan began), never listed by a complete scan;
- *   - stale: in both, with fields that differ (the diff's fields, counted per field).
+ *   - extra: live in the mirror (and there when the verification began), never listed by a scan;
+ *   - stale: in both, with fields that differ (the diff's fields, counted per field);
+ *   - outside: live rows of no partition scanned (a partitioned stream);
+ *   - unconfirmed: not listed, by a list whose totals do not account for the mirror's live rows.
  *
  * Repair (`repair: true`): under the stream's lease (src/mirror/leases.ts), each page's missing
  * and stale records are applied as a backfill applies them (`MirrorStore.applyRecords`: upserts and
- * their change events in one transaction), and, when the scan is complete, the extras are
- * tombstoned with the stream's gone event. The scan itself proves them gone, so repair does not
- * wait for a second scan (docs/decisions.md).
+ * their change events in one transaction), and, when every scan was complete, the extras are
+ * tombstoned with the stream's gone event (held as a mass deletion as the sync holds one); the
+ * unconfirmed ones get a miss counted, as a complete scan counts one (docs/decisions.md).
  */
 import type { ApiClient } from '../client/client.ts';
-import { NotFoundError } from '../client/api-errors.ts';
-import { LIST_PAGE_LIMIT, paginateByOffset, type Page, type PositionRange } from '../client/paginate.ts';
+import type { NotFoundError } from '../client/api-errors.ts';
+import type { Page } from '../client/paginate.ts';
 import { declaredFieldPaths, diffRecord, type DiffFields } from '../mirror/change-detection.ts';
 import { listUndeclaredFields } from '../mirror/field-registry.ts';
 import { confirmLease, LeaseLostError, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
-import { MASS_DELETION_FLOOR, type AppendedChange, type MirrorStore, type RunCheckpoint } from '../mirror/mirror-store.ts';
+import { MASS_DELETION_FLOOR, type AppendedChange, type MirrorStore, type RunCheckpoint, type ScanOutcome } from '../mirror/mirror-store.ts';
 import { quarantineKey } from '../mirror/rejected-records.ts';
-import { VerifyListing, type FirstListing } from '../mirror/verify-listing.ts';
+import { VerifyListing, type UnlistedScope } from '../mirror/verify-listing.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { partitionColumn, readField, type ApiRecord } from '../streams/define-stream.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { DEFAULT_MASS_DELETION_SHARE } from './sync-engine.ts';
-import { noPartitionsMessage, partitionValues, type ConfiguredPartitions } from './partition-values.ts';
-import { creditFound, noteTie, regionAt, regionPages, requiredIds, scanOutcome, tallyPage } from './scan-check.ts';
+import { noPartitionsMessage, readPartitions, type ConfiguredPartitions } from './partition-values.ts';
+import { StreamRun, type PageSink, type RunEnvironment, type RunResult } from './stream-run.ts';
 
 /** How many ids a report lists per kind of difference (the counts are whole). */
 export const VERIFY_SAMPLE_SIZE = 20;
@@ -53,9 +64,11 @@ const TOMBSTONES_PER_TRANSACTION = 500;
 /** Progress after each page (for a progress bar or log lines). */
 export interface VerifyProgress {
   stream: StreamName;
+  /** The partition being scanned (a partitioned stream); absent otherwise. */
+  partition?: string;
   /** Always `verify`. */
   reason: 'verify';
-  /** Items listed so far (re-reads included). */
+  /** Items listed so far, every partition's (re-reads included). */
   records: number;
   /** Differences found so far (missing and stale; extras are counted at the end). */
   changes: number;
@@ -68,34 +81,47 @@ export interface VerifyProgress {
 
 /**
  * One stream's verification.
- * `status`: `equal` (a complete scan found no difference); `drift` (it found some: see the counts);
- * `incomplete` (the scan could not list every record: ties in an unstable order, a list cut short;
- * missing and stale are counted, extras are not); `unsupported` (the list answered 404);
- * `busy` (repair only: another process holds the stream's lease); `failed` (`error` says why).
+ * `status`: `equal` (complete scans found no difference); `drift` (they found some: see the counts);
+ * `incomplete` (a scan could not list every record: ties in an unstable order, a list cut short; or
+ * the lists' totals do not account for the mirror's live rows and some were `unconfirmed`; missing
+ * and stale are counted); `unsupported` (the list answered 404); `busy` (repair only: another process
+ * holds the stream's lease); `failed` (`error` says why).
  */
 export interface StreamVerification {
   stream: StreamName;
   status: 'equal' | 'drift' | 'incomplete' | 'unsupported' | 'busy' | 'failed';
-  /** The last page's `pagination.total`. */
+  /** The last page's `pagination.total` (a partitioned stream: the sum over its partitions). */
   total: number;
-  /** Distinct records the scan listed. */
+  /** Distinct records the scans listed. */
   listed: number;
   /** List requests sent. */
   pages: number;
+  /** A partitioned stream's scanned partitions (how many values were read); absent for an unpartitioned stream. */
+  partitions?: number;
   /** Records the API lists that the mirror lacks (or holds tombstoned): how many, and the first ids. */
   missing: { count: number; ids: string[] };
-  /** Live mirror records a complete scan never listed; null when the scan was not complete. */
+  /** Live mirror records complete scans never listed; null when a scan was not complete. */
   extra: { count: number; ids: string[] } | null;
+  /**
+   * Live mirror records not listed by lists whose totals were below the mirror's live rows of what
+   * they scanned, and not missed by the previous complete scan: possibly gone, possibly cut off by
+   * the list (a capped result window); extras once a second complete scan misses them too. Null
+   * when not counted (an incomplete scan), 0 when the lists accounted for every live row.
+   */
+  unconfirmed: { count: number; ids: string[] } | null;
+  /** A partitioned stream's live rows of no scanned partition (their partition field holds another value); null for an unpartitioned stream. */
+  outside: { count: number; ids: string[] } | null;
   /** Records in both whose fields differ: how many, per field how many records, and the first of them with their fields. */
   stale: { count: number; fields: Record<string, number>; records: { id: string; fields: string[] }[] };
   /** List items that failed their schema (counted as listed, not compared: docs/sync.md "Invalid records"). */
   invalid: number;
   /**
    * With repair: the change rows appended (records applied, tombstones), the tombstones among them,
-   * and the extras held back as a mass deletion (not tombstoned; `confirmDeletions` lets them through).
+   * the extras held back as a mass deletion (not tombstoned; `confirmDeletions` lets them through),
+   * and the unconfirmed records that had a miss counted.
    */
-  repaired?: { changes: number; tombstones: number; held: number };
-  /** For `failed`, `unsupported` and `busy`: what happened. */
+  repaired?: { changes: number; tombstones: number; held: number; missesCounted: number };
+  /** For `failed`, `unsupported`, `busy` and `incomplete`: what happened. */
   error?: string;
 }
 
@@ -124,35 +150,26 @@ export interface VerifyStreamOptions {
   onProgress?: (progress: VerifyProgress) => void;
   /** Ids listed per kind of difference. Default `VERIFY_SAMPLE_SIZE`. */
   sampleSize?: number;
+  /** First listings a scan keeps in memory (the rest are in `verify_listed`); default the engine's. */
+  scanMemory?: number;
   /**
-   * A list read once per value of a required parameter (a partitioned stream): each value is
-   * scanned with `param` = it and compared with the rows whose `column` holds it (its extras are
-   * counted among those rows only); the counts add up into one verification of the stream. Absent:
-   * one list.
+   * A list read once per value of a required parameter: each value is scanned with `param` = it,
+   * and the extras are the rows whose `column` holds one of the values that no scan listed (rows
+   * holding another value are `outside`). Absent: a partitioned stream's own values
+   * (src/sync/partition-values.ts, as the sync reads them), else one list.
    */
   partitions?: { param: string; column: string; values: readonly string[] };
-  /**
-   * The configuration's partition values (`sync.partitions`): for a partitioned stream verified
-   * without `partitions`, its values are these, else the ones mirrored from its source stream, as
-   * the sync reads them (src/sync/partition-values.ts).
-   */
+  /** The configuration's partition values (`sync.partitions`), joined to the derived and mirrored ones as the sync joins them. */
   configuredPartitions?: ConfiguredPartitions;
 }
 
-/** One part of a stream a verification scans: a partition (its list parameter and value, the column holding it), or the whole list. */
-interface VerifyScope {
-  param: string;
-  column: string;
-  value: string;
-}
-
-/** The scan's own bookkeeping: a checkpoint as the engine keeps one (never saved), and the drift counters. */
-interface ScanState {
-  run: RunCheckpoint;
-  removed: number;
-  added: number;
-  /** Items listed (re-reads included). */
-  items: number;
+/** The scans of one verification: the stream as they read it, its partitions (or none), and the scope the extras are counted in. */
+interface VerifyPlan {
+  stream: RegisteredStream;
+  values: readonly string[] | undefined;
+  scope: UnlistedScope | undefined;
+  /** The stream's definition partitions it: its change rows name their partition (not so for a stream read per value of the `partitions` option only). */
+  namesPartitions: boolean;
 }
 
 /**
@@ -171,38 +188,41 @@ export async function verifyStream(streamName: StreamName | string, options: Ver
     pages: 0,
     missing: { count: 0, ids: [] },
     extra: null,
+    unconfirmed: null,
+    outside: null,
     stale: { count: 0, fields: {}, records: [] },
     invalid: 0,
   };
-  let partitions = options.partitions;
-  if (stream.partitions && partitions === undefined) {
-    // Its list requires a parameter (docs/sync.md "Partitioned streams"): one scan per value, the
-    // values the sync reads (configured, else mirrored from another stream).
-    const column = partitionColumn(stream)!;
-    try {
-      partitions = { param: stream.partitions.param, column, values: await partitionValues(options.store.executor, stream, options.configuredPartitions) };
-    } catch (error) {
-      result.status = 'failed';
-      result.error = (error as Error).message;
-      return result;
-    }
-    if (partitions.values.length === 0) {
+  let plan: VerifyPlan;
+  try {
+    plan = await verifyPlan(stream, options);
+  } catch (error) {
+    result.status = 'failed';
+    result.error = (error as Error).message;
+    return result;
+  }
+  if (plan.values !== undefined) {
+    result.partitions = plan.values.length;
+    result.outside = { count: 0, ids: [] };
+    if (plan.values.length === 0) {
       // Nothing is read: equal when the mirror holds none of its records either.
       const live = (await options.store.countRecords(stream)).live;
       result.extra = { count: 0, ids: [] };
+      result.unconfirmed = { count: 0, ids: [] };
       if (live > 0) {
         result.status = 'incomplete';
         result.extra = null;
+        result.unconfirmed = null;
         result.error = `${noPartitionsMessage(stream, options.configuredPartitions)}; the mirror holds ${live} live records of it, which cannot be compared`;
       }
       return result;
     }
   }
-  let listing: VerifyListing | undefined;
   const leases = options.repair ? new Leases(options.store.executor, options.lease?.seconds) : undefined;
   let lease: HeldLease | undefined;
   let leaseTaken = false;
   let renewal: NodeJS.Timeout | undefined;
+  const listing = new VerifyListing(options.store.executor);
   try {
     if (leases) {
       const acquired = await leases.acquire(streamLeaseName(stream.name), options.lease?.holder ?? PROCESS_LEASE_HOLDER);
@@ -216,223 +236,231 @@ export async function verifyStream(streamName: StreamName | string, options: Ver
       leaseTaken = acquired.taken;
       renewal = setInterval(() => void leases.renew(acquired.lease).catch(() => undefined), Math.max(10, (leases.seconds * 1000) / 3));
       renewal.unref();
-      result.repaired = { changes: 0, tombstones: 0, held: 0 };
+      result.repaired = { changes: 0, tombstones: 0, held: 0, missesCounted: 0 };
     }
-    await new VerifyListing(options.store.executor).dropAbandoned();
-    const parts: (VerifyScope | undefined)[] = partitions ? partitions.values.map((value) => ({ param: partitions.param, column: partitions.column, value })) : [undefined];
-    for (const scope of parts) {
-      // One scratch list per part: its extras are the rows of that part it did not list.
-      listing = new VerifyListing(options.store.executor);
-      await new Verification(stream, options, listing, result, lease && leases ? { lease, seconds: leases.seconds } : undefined, logger, scope).scan();
-      await listing.clear();
-      listing = undefined;
-    }
+    await listing.dropAbandoned();
+    const verification = new Verification(plan, options, listing, result, lease && leases ? { lease, leases } : undefined, logger);
+    await verification.run();
   } catch (error) {
     const err = error as Error;
-    if (error instanceof NotFoundError && stream.request.unsupportedOn404 && result.pages === 0) {
-      result.status = 'unsupported';
-      result.error = `GET ${error.url ?? stream.request.path} answered 404: the server has no list for this stream, so it cannot be verified`;
-    } else {
-      result.status = 'failed';
-      result.error = options.signal?.aborted ? 'interrupted' : err.message;
-      if (!(err instanceof LeaseLostError) && !options.signal?.aborted) logger.error({ stream: stream.name, err }, 'verify failed');
-    }
+    result.status = 'failed';
+    result.error = options.signal?.aborted ? 'interrupted' : err.message;
+    if (!(err instanceof LeaseLostError) && !options.signal?.aborted) logger.error({ stream: stream.name, err }, 'verify failed');
   } finally {
     if (renewal) clearInterval(renewal);
-    await listing?.clear().catch(() => undefined);
+    await listing.clear().catch(() => undefined);
     if (lease && leaseTaken) await leases!.release(lease).catch(() => undefined);
   }
   return result;
 }
 
-/** One verification of one stream: its scan, page comparison, tie re-reads and end. */
+/**
+ * What a verification scans: the partitions given, else a partitioned stream's values as the sync
+ * reads them, else the one list. A stream read per value of a parameter its definition does not
+ * partition by (the `partitions` option) is scanned as if it did.
+ * @throws Error when the partition values cannot be read
+ */
+async function verifyPlan(stream: RegisteredStream, options: VerifyStreamOptions): Promise<VerifyPlan> {
+  const given = options.partitions;
+  if (given) {
+    const partitioned: RegisteredStream = { ...stream, partitions: { param: given.param, values: { from: 'configuration' } } };
+    return { stream: partitioned, values: given.values, scope: { column: given.column, values: given.values }, namesPartitions: stream.partitions !== undefined };
+  }
+  if (!stream.partitions) return { stream, values: undefined, scope: undefined, namesPartitions: false };
+  const column = partitionColumn(stream)!;
+  const { values } = await readPartitions(options.store.executor, stream, options.configuredPartitions);
+  return { stream, values, scope: { column, values }, namesPartitions: true };
+}
+
+/** One verification of one stream: a scan per partition (or one), then the extras, outside and unconfirmed rows. */
 class Verification {
-  private readonly state: ScanState;
   private readonly startedAt = new Date().toISOString();
   private readonly sampleSize: number;
   private diffFields: DiffFields = { listed: [], known: () => false };
   private readonly stream: RegisteredStream;
+  /** Items listed and pages sent by the partitions scanned before the current one (progress adds them up). */
+  private readonly before = { records: 0, pages: 0 };
+  /** Totals of the scans' final pages, summed. */
+  private totals = 0;
+  /** Live rows of the scanned scope when the verification began. */
+  private liveAtStart = 0;
+
+  private readonly plan: VerifyPlan;
   private readonly options: VerifyStreamOptions;
   private readonly listing: VerifyListing;
   private readonly result: StreamVerification;
-  private readonly repair: { lease: HeldLease; seconds: number } | undefined;
+  private readonly repair: { lease: HeldLease; leases: Leases } | undefined;
   private readonly logger: Logger;
-  /** The partition this scan reads, or undefined for the whole list. */
-  private readonly scope: VerifyScope | undefined;
 
   /**
-   * @param result the stream's verification: this scan adds its counts to it (several partitions
-   *   add up into one)
+   * @param listing the verification's listing (an unpartitioned stream's scan uses it, each partition a part of it)
+   * @param result filled in as the scans go
+   * @param repair the stream's lease held for a repair; undefined: read-only
    */
-  constructor(
-    stream: RegisteredStream,
-    options: VerifyStreamOptions,
-    listing: VerifyListing,
-    result: StreamVerification,
-    repair: { lease: HeldLease; seconds: number } | undefined,
-    logger: Logger,
-    scope?: VerifyScope,
-  ) {
-    this.scope = scope;
-    this.stream = stream;
+  constructor(plan: VerifyPlan, options: VerifyStreamOptions, listing: VerifyListing, result: StreamVerification, repair: { lease: HeldLease; leases: Leases } | undefined, logger: Logger) {
+    this.plan = plan;
     this.options = options;
     this.listing = listing;
     this.result = result;
     this.repair = repair;
     this.logger = logger;
+    this.stream = plan.stream;
     this.sampleSize = options.sampleSize ?? VERIFY_SAMPLE_SIZE;
-    this.state = { run: { mode: 'complete', reason: 'reconcile', startedAt: this.startedAt, offset: 0, pages: 0, records: 0, changes: 0 }, removed: 0, added: 0, items: 0 };
   }
 
-  /** Pages to the end, re-reads ties when short, then counts the extras (complete scans only). */
-  async scan(): Promise<void> {
+  /** Scans each partition (or the one list), then decides the extras. */
+  async run(): Promise<void> {
     // The fields the stream knows (the registry): compared like sync compares them.
     const undeclared = await listUndeclaredFields(this.options.store.executor, this.stream.name);
     const registered = new Set(undeclared.map((field) => field.field));
     const firstSeen = new Map(undeclared.map((field) => [field.field, field.firstSeenAt]));
     const declared = declaredFieldPaths(this.stream);
     this.diffFields = { listed: this.stream.listedFields, known: (path) => registered.has(path) && !declared.has(path), firstSeenAt: (path) => firstSeen.get(path) };
-    const pages = paginateByOffset((offset) => this.fetchPage(offset), {
-      label: `GET ${this.stream.request.path}`,
-      stepBackOnShrink: true,
-      idOf: (item) => String(item[this.stream.key]),
-    });
-    for await (const step of pages) {
-      const { page } = step;
-      this.noteTotal(page.pagination.total, step.kind === 'gap');
-      const { fresh, repeated, slid } = await this.comparePage(page, step.kind === 'frontier' ? { firstRead: true } : { firstRead: false, gap: step.gap });
-      if (step.gap) {
-        const { from, to } = step.gap;
-        const inTies = (this.state.run.tieRegions ?? []).some((region) => region.from <= to && region.to >= from);
-        this.state.run.slidFound = (this.state.run.slidFound ?? 0) + (inTies ? to - from + 1 : slid);
-      }
-      tallyPage(this.state.run, page.pagination.total, fresh, repeated);
-      this.state.run.offset = step.nextOffset;
-      this.progress(page);
+    // The mirror's live rows of what the scans read, before a repair changes them: what the lists' totals must account for.
+    this.liveAtStart = await this.listing.liveAtStart(this.stream, this.startedAt, this.plan.scope);
+    let complete = true;
+    for (const partition of this.plan.values ?? ['']) {
+      const scan = await this.scan(partition, this.plan.values === undefined ? this.listing : this.listing.part());
+      if (scan === undefined) return; // unsupported
+      complete &&= scan.outcome === 'complete' && !scan.missesWithheld;
     }
-    let outcome = scanOutcome(this.state.run, await this.listing.count(), 0);
-    if (outcome.outcome === 'incomplete' && (this.state.run.tieRegions ?? []).length > 0) {
-      const reReads = await this.reReadTies();
-      outcome = scanOutcome(this.state.run, await this.listing.count(), reReads);
-    }
-    this.result.listed += outcome.distinctIds;
-    this.result.total += outcome.total;
-    const where = this.scope ? ` (${this.scope.param} ${this.scope.value})` : '';
-    if (outcome.outcome === 'incomplete') {
+    if (!complete) {
       this.result.status = 'incomplete';
-      this.result.extra = null;
-      this.result.error = `the scan${where} listed ${outcome.distinctIds} distinct records of a total of ${outcome.total} (${outcome.reason}): extra records cannot be counted; run verify again`;
-      this.logger.warn({ stream: this.stream.name, ...(this.scope ? { partition: this.scope.value } : {}), reason: outcome.reason, total: outcome.total, distinctIds: outcome.distinctIds }, 'verify: incomplete scan; extras not counted');
       return;
     }
-    const extra = await this.listing.unlisted(this.stream, this.startedAt, this.sampleSize, this.scope);
-    // An earlier part that was incomplete leaves the stream's extras uncounted (null).
-    if (this.result.status !== 'incomplete') {
-      const counted = this.result.extra ?? { count: 0, ids: [] };
-      this.result.extra = { count: counted.count + extra.count, ids: [...counted.ids, ...extra.ids].slice(0, this.sampleSize) };
-    }
-    if (this.repair && extra.count > 0) await this.tombstoneExtras(extra.count);
+    await this.decideExtras();
     if (this.result.status === 'incomplete') return;
-    const drift = this.result.missing.count + this.result.stale.count + (this.result.extra?.count ?? 0);
+    const drift = this.result.missing.count + this.result.stale.count + (this.result.extra?.count ?? 0) + (this.result.outside?.count ?? 0);
     this.result.status = drift > 0 ? 'drift' : 'equal';
   }
 
-  /** The page at `offset` as a backfill asks it: sorted by createdAt, the set frozen after the first page. */
-  private fetchPage(offset: number): Promise<Page<ApiRecord>> {
-    this.options.signal?.throwIfAborted();
-    const request = this.stream.request;
-    return this.options.client
-      .listPage<ApiRecord>(request.path, offset, {
-        itemsKey: request.itemsKey,
-        itemSchema: this.stream.itemSchema,
-        priority: 'backfill',
-        signal: this.options.signal,
-        invalidItems: 'collect',
-        query: { ...request.filters, ...(this.scope ? { [this.scope.param]: this.scope.value } : {}), sortBy: request.sort.by, sortOrder: request.sort.order, createdBefore: this.state.run.createdBefore },
-      })
-      .then((page) => {
-        this.result.pages += 1;
-        this.state.run.pages += 1;
-        if (this.state.run.createdBefore === undefined) {
-          // The server's clock at the first page, floored to the second, as the engine freezes a scan's set.
-          const serverNow = page.serverTime?.getTime() ?? Date.now();
-          this.state.run.createdBefore = new Date(Math.floor(serverNow / 1000) * 1000).toISOString();
-        }
-        return page;
-      });
+  /**
+   * One partition's scan (or the list's): a `StreamRun` whose pages go to a `VerifySink`.
+   * @returns how the scan ended; undefined when the list answered 404 (the verification is `unsupported`)
+   * @throws what the run throws: a failed request, a lost lease, an abort
+   */
+  private async scan(partition: string, listing: VerifyListing): Promise<ScanOutcome | undefined> {
+    const { stream, options } = this;
+    const checkpoint: RunCheckpoint = { mode: 'complete', reason: 'reconcile', startedAt: this.startedAt, offset: 0, pages: 0, records: 0, changes: 0 };
+    const runResult: RunResult = {
+      stream: stream.name,
+      ...(partition ? { partition } : {}),
+      reason: 'reconcile',
+      mode: 'complete',
+      status: 'succeeded',
+      resumed: false,
+      pages: 0,
+      records: 0,
+      changes: 0,
+      tombstones: 0,
+      rejected: 0,
+      driftStepBacks: 0,
+    };
+    const sink = new VerifySink(this, stream.key, listing, partition);
+    const run = new StreamRun(
+      stream,
+      partition,
+      checkpoint,
+      runResult,
+      {
+        signal: options.signal,
+        onProgress: (progress) =>
+          options.onProgress?.({
+            stream: stream.name,
+            ...(partition ? { partition } : {}),
+            reason: 'verify',
+            records: this.before.records + progress.records,
+            changes: this.result.missing.count + this.result.stale.count,
+            total: progress.total,
+            offset: progress.offset,
+            pages: this.before.pages + progress.pages,
+          }),
+      },
+      this.environment(),
+      sink,
+    );
+    try {
+      await run.execute();
+    } finally {
+      this.result.pages += runResult.pages;
+      this.before.records += runResult.records;
+      this.before.pages += runResult.pages;
+    }
+    if (runResult.status === 'unsupported') {
+      this.result.status = 'unsupported';
+      this.result.error = `GET ${runResult.notFoundUrl ?? stream.request.path} answered 404: the server has no list for this stream, so it cannot be verified`;
+      return undefined;
+    }
+    const outcome = sink.outcome!;
+    this.result.listed += outcome.distinctIds;
+    this.result.total += outcome.total;
+    this.totals += outcome.total;
+    if (outcome.outcome === 'incomplete' || outcome.missesWithheld) {
+      const where = partition ? ` (${stream.partitions!.param} ${partition})` : '';
+      const why =
+        outcome.outcome === 'incomplete'
+          ? `listed ${outcome.distinctIds} distinct records of a total of ${outcome.total} (${outcome.reason})`
+          : outcome.missesWithheld === 'unnamed-items'
+            ? `listed ${outcome.unnamed ?? 'some'} item(s) without an id, any of which may be a record it did not list`
+            : `listed ${outcome.distinctIds} distinct records, more than its total of ${outcome.total} explains`;
+      const reason = `the scan${where} ${why}: extra records cannot be counted; run verify again`;
+      this.result.error = this.result.error ? `${this.result.error}; ${reason}` : reason;
+      this.result.extra = null;
+      this.result.unconfirmed = null;
+    }
+    return outcome;
   }
 
-  /** Drops and rises of the total between answers (as the engine's `noteTotal`). */
-  private noteTotal(total: number, afterEnd: boolean): void {
-    const run = this.state.run;
-    const previous = run.lastTotal;
-    if (previous !== undefined && total < previous) {
-      this.state.removed += previous - total;
-      if (afterEnd) run.removedAfterEnd = (run.removedAfterEnd ?? 0) + previous - total;
-      else run.removedWhileReading = (run.removedWhileReading ?? 0) + previous - total;
-    }
-    if (previous !== undefined && total > previous) this.state.added += total - previous;
-    run.lastTotal = total;
-    run.lowestTotal = Math.min(run.lowestTotal ?? total, total);
-  }
-
-  /** A page's ids with their positions; quarantined items under their quarantine key. */
-  private positionedIds(page: Page<ApiRecord>): { id: string; position: number; record?: ApiRecord }[] {
-    const rejected = [...(page.rejected ?? [])].sort((left, right) => left.index - right.index);
-    const out: { id: string; position: number; record?: ApiRecord }[] = [];
-    let index = 0;
-    let next = 0;
-    for (const item of page.items) {
-      while (next < rejected.length && rejected[next]!.index === index) {
-        next += 1;
-        index += 1;
-      }
-      out.push({ id: String(item[this.stream.key]), position: page.offset + index, record: item });
-      index += 1;
-    }
-    for (const item of rejected) out.push({ id: quarantineKey(item.raw, this.stream.key), position: page.offset + item.index });
-    return out;
+  /** What the scans' runs may do: list pages (renewing the lease first with repair), and, with repair only, write under it. */
+  private environment(): RunEnvironment {
+    const { options, repair } = this;
+    return {
+      client: options.client,
+      store: options.store,
+      logger: this.logger,
+      database: (step) => step(),
+      fenced: (fn) => this.underLease(fn),
+      beforeRequest: async () => {
+        if (repair) await repair.leases.ensureHeld(repair.lease);
+      },
+      onChanges: options.onChanges,
+      tieReReadRounds: TIE_REREAD_ROUNDS,
+      ...(options.scanMemory !== undefined ? { scanMemory: options.scanMemory } : {}),
+      massDeletionShare: options.massDeletionShare ?? DEFAULT_MASS_DELETION_SHARE,
+    };
   }
 
   /**
-   * Notes a page's ids (ties, drift, as the engine's `countIds`), compares the records new to the
-   * scan with the mirror, and, with repair, applies the differing ones.
+   * After every scan completed: the extras (rows of the scanned scope no scan listed), the rows
+   * outside it, and, when the lists' totals are below the mirror's live rows of the scope, which
+   * extras a previous complete scan confirms (module comment); with repair, tombstones and misses.
    */
-  private async comparePage(page: Page<ApiRecord>, read: { firstRead: boolean; gap?: PositionRange }): Promise<{ fresh: number; repeated: number; slid: number }> {
-    const run = this.state.run;
-    this.state.items += page.items.length;
-    this.result.invalid += read.firstRead ? (page.rejected?.length ?? 0) : 0;
-    const positioned = this.positionedIds(page);
-    const before = await this.listing.firstListings(positioned.map(({ id }) => id));
-    const fresh = new Map<string, FirstListing>();
-    const toCompare: ApiRecord[] = [];
-    let repeated = 0;
-    let slid = 0;
-    const inThisAnswer = new Set<string>();
-    for (const { id, position, record } of positioned) {
-      if (inThisAnswer.has(id)) {
-        if (!(run.duplicateIds ?? []).includes(id)) run.duplicateIds = [...(run.duplicateIds ?? []), id];
-        continue;
-      }
-      inThisAnswer.add(id);
-      const first = before.get(id);
-      if (first === undefined) {
-        fresh.set(id, { position, removed: this.state.removed, added: this.state.added });
-        if (record) toCompare.push(record);
-        const inGap = read.gap !== undefined && position >= read.gap.from && position <= read.gap.to;
-        if (inGap) slid += 1;
-        else if (!read.firstRead) creditFound(run, position);
-        continue;
-      }
-      repeated += 1;
-      const down = this.state.removed - first.removed;
-      const up = this.state.added - first.added;
-      if (position >= first.position - down && position <= first.position + up) continue;
-      noteTie(run, first.position, position, read.firstRead ? 1 : 0);
+  private async decideExtras(): Promise<void> {
+    const { stream, listing, startedAt, sampleSize, plan } = this;
+    const scope = plan.scope;
+    if (scope) this.result.outside = await listing.unlisted(stream, startedAt, sampleSize, scope, 'outside');
+    const live = this.liveAtStart;
+    const accounted = this.totals >= live;
+    if (accounted) {
+      this.result.extra = await listing.unlisted(stream, startedAt, sampleSize, scope, 'inside');
+      this.result.unconfirmed = { count: 0, ids: [] };
+    } else {
+      this.result.extra = await listing.unlisted(stream, startedAt, sampleSize, scope, 'confirmed');
+      this.result.unconfirmed = await listing.unlisted(stream, startedAt, sampleSize, scope, 'unconfirmed');
     }
-    await this.listing.note(fresh);
-    await this.compare(toCompare);
-    return { fresh: fresh.size, repeated, slid };
+    if (this.repair && this.result.extra.count > 0) await this.tombstoneExtras(this.result.extra.count, accounted ? 'inside' : 'confirmed');
+    if (this.result.unconfirmed.count > 0) {
+      if (this.repair) {
+        const counted = await this.underLease((store) => listing.countMisses(store, stream, startedAt, scope));
+        this.result.repaired!.missesCounted += counted;
+      }
+      this.result.status = 'incomplete';
+      this.result.error =
+        `the list${scope ? 's' : ''} listed ${this.totals} records (${scope ? 'their totals' : 'its total'}) while the mirror holds ${live} live records of ${scope ? 'them' : 'it'}: ` +
+        `${this.result.unconfirmed.count} records not listed may be gone or cut off by the list (a capped list looks like this), so they are not called extra until a second complete scan misses them too` +
+        (this.repair ? ' (a miss was counted for each)' : ' (verify --repair counts a miss for each)');
+      this.logger.warn({ stream: stream.name, total: this.totals, live, unconfirmed: this.result.unconfirmed.count }, `verify: ${this.result.error}`);
+    }
   }
 
   /**
@@ -440,11 +468,13 @@ class Verification {
    * detection over the stored `raw`, and each typed column against the field it holds (a row edited
    * in place keeps its content hash, so the hash is not trusted here). With repair, applies those
    * that differ (their hashes forgotten first, so that change detection rewrites them).
+   * @param partition the partition they were listed in ('' for none): their change rows name it
+   * @returns differences found
    */
-  private async compare(records: readonly ApiRecord[]): Promise<void> {
-    if (records.length === 0) return;
+  async compare(records: readonly ApiRecord[], listing: VerifyListing, partition: string): Promise<number> {
+    if (records.length === 0) return 0;
     const key = this.stream.key;
-    const stored = await this.listing.storedRows(this.stream, records.map((record) => String(record[key])));
+    const stored = await listing.storedRows(this.stream, records.map((record) => String(record[key])));
     const missing: ApiRecord[] = [];
     const stale: ApiRecord[] = [];
     for (const record of records) {
@@ -470,21 +500,27 @@ class Verification {
     }
     if (this.repair && missing.length + stale.length > 0) {
       const appended = await this.underLease(async (store) => {
-        await this.listing.forgetHashes(store, this.stream, stale.map((record) => String(record[key])));
-        return store.applyRecords(this.stream, [...missing, ...stale]);
+        await listing.forgetHashes(store, this.stream, stale.map((record) => String(record[key])));
+        return store.applyRecords(this.stream, [...missing, ...stale], partition && this.plan.namesPartitions ? { partition } : {});
       });
       this.noteRepaired(appended, 0);
     }
+    return missing.length + stale.length;
+  }
+
+  /** An invalid item listed for the first time (quarantine-worthy): counted, not compared. */
+  noteInvalid(count: number): void {
+    this.result.invalid += count;
   }
 
   /**
    * Tombstones the extras in transactions of `TOMBSTONES_PER_TRANSACTION`, each under the lease;
    * none when they make a mass deletion (`massDeletionShare`) and it is not confirmed.
    */
-  private async tombstoneExtras(extras: number): Promise<void> {
+  private async tombstoneExtras(extras: number, where: 'inside' | 'confirmed'): Promise<void> {
     const share = this.options.massDeletionShare ?? DEFAULT_MASS_DELETION_SHARE;
     if (!this.options.confirmDeletions && extras > MASS_DELETION_FLOOR) {
-      const live = (await this.options.store.countRecords(this.stream)).live;
+      const live = this.liveAtStart;
       if (extras > share * live) {
         this.result.repaired!.held += extras;
         this.logger.warn(
@@ -495,7 +531,9 @@ class Verification {
       }
     }
     for (;;) {
-      const appended = await this.underLease((store) => this.listing.tombstoneUnlisted(store, this.stream, this.startedAt, TOMBSTONES_PER_TRANSACTION, this.scope));
+      const appended = await this.underLease((store) =>
+        this.listing.tombstoneUnlisted(store, this.stream, this.startedAt, TOMBSTONES_PER_TRANSACTION, this.plan.scope, { where, namePartition: this.plan.namesPartitions }),
+      );
       if (appended.length === 0) return;
       this.noteRepaired(appended, appended.length);
     }
@@ -507,64 +545,78 @@ class Verification {
     if (appended.length > 0) this.options.onChanges?.(appended);
   }
 
-  /** Runs `fn` in one transaction that first confirms (and renews) the stream's lease. @throws LeaseLostError when another process took it */
+  /**
+   * Runs `fn` in one transaction that first confirms (and renews) the stream's lease.
+   * @throws LeaseLostError when another process took it; Error without repair (verify alone writes nothing)
+   */
   private underLease<T>(fn: (store: MirrorStore) => Promise<T>): Promise<T> {
-    const repair = this.repair!;
+    const repair = this.repair;
+    if (!repair) return Promise.reject(new Error(`${this.stream.name}: verify without --repair writes nothing`));
     return this.options.store.transaction(async (store) => {
-      await confirmLease(store.executor, repair.lease, repair.seconds);
+      await confirmLease(store.executor, repair.lease, repair.leases.seconds);
       return fn(store);
     });
   }
+}
+
+/**
+ * Where a verification's scan puts its pages (`PageSink`, src/sync/stream-run.ts): each id is noted
+ * in the scan's listing at its first listing and its record compared with the mirror then; the
+ * listing says what the scan listed beyond the run's memory, and counts its distinct ids.
+ */
+class VerifySink implements PageSink {
+  /** How the scan ended, once it did. */
+  outcome: ScanOutcome | undefined;
 
   /**
-   * Re-reads the tie regions until the scan is whole (the engine's rounds, simplified: the regions
-   * owing records, else every region; two rounds that find nothing end it), at most
-   * `TIE_REREAD_ROUNDS` rounds.
-   * @returns pages re-read
+   * @param key the stream's record key
+   * @param partition the partition this scan reads ('' for none)
    */
-  private async reReadTies(): Promise<number> {
-    const run = this.state.run;
-    let reads = 0;
-    let empty = 0;
-    for (let round = 1; round <= TIE_REREAD_ROUNDS; round += 1) {
-      const regions = run.tieRegions ?? [];
-      const owing = regions.filter((region) => region.missing > 0);
-      const targets = owing.length > 0 && empty === 0 ? owing : [...regions];
-      let found = 0;
-      for (const target of targets) {
-        for (const offset of regionPages(target, run.lastTotal ?? 0)) {
-          const region = (run.tieRegions ?? []).includes(target) ? target : regionAt(run, target.from);
-          if (owing.length > 0 && empty === 0 && (region === undefined || region.missing <= 0)) break;
-          const page = await this.fetchPage(offset);
-          reads += 1;
-          this.noteTotal(page.pagination.total, true);
-          const { fresh } = await this.comparePage(page, { firstRead: false });
-          run.distinctIds = (run.distinctIds ?? 0) + fresh;
-          found += fresh;
-          this.progress(page);
-          if (fresh > 0 && (await this.listing.count()) >= requiredIds(run)) return reads;
-        }
-      }
-      if (found > 0) empty = 0;
-      else {
-        empty += 1;
-        const long = (run.tieRegions ?? []).some((region) => region.to - region.from + 1 > LIST_PAGE_LIMIT);
-        if (empty >= (long ? 3 : 2)) return reads;
-      }
-    }
-    return reads;
+  private readonly verification: Verification;
+  private readonly key: string;
+  private readonly listing: VerifyListing;
+  private readonly partition: string;
+
+  constructor(verification: Verification, key: string, listing: VerifyListing, partition: string) {
+    this.verification = verification;
+    this.key = key;
+    this.listing = listing;
+    this.partition = partition;
   }
 
-  private progress(page: Page<ApiRecord>): void {
-    this.options.onProgress?.({
-      stream: this.stream.name,
-      reason: 'verify',
-      records: this.state.items,
-      changes: this.result.missing.count + this.result.stale.count,
-      total: page.pagination.total,
-      offset: this.state.run.offset,
-      pages: this.result.pages,
-    });
+  async take(page: Page<ApiRecord>, _listedBefore: ReadonlySet<string>): Promise<number> {
+    const key = this.key;
+    const positioned: { id: string; position: number; record?: ApiRecord }[] = page.items.map((record, index) => ({ id: String(record[key]), position: page.offset + index, record }));
+    for (const item of page.rejected ?? []) positioned.push({ id: quarantineKey(item.raw, key), position: page.offset + item.index });
+    const listed = await this.listing.listed(positioned.map(({ id }) => id));
+    const fresh = new Map<string, number>();
+    const toCompare: ApiRecord[] = [];
+    let invalid = 0;
+    for (const { id, position, record } of positioned) {
+      if (listed.has(id) || fresh.has(id)) continue;
+      fresh.set(id, position);
+      if (record) toCompare.push(record);
+      else invalid += 1;
+    }
+    await this.listing.note(fresh);
+    this.verification.noteInvalid(invalid);
+    return this.verification.compare(toCompare, this.listing, this.partition);
+  }
+
+  listedEarlier(ids: readonly string[]): Promise<ReadonlySet<string>> {
+    return this.listing.listed(ids);
+  }
+
+  distinctIds(): Promise<number> {
+    return this.listing.count();
+  }
+
+  async finish(scan: ScanOutcome): Promise<void> {
+    this.outcome = scan;
+  }
+
+  async unsupported(_notFound: NotFoundError): Promise<void> {
+    // The verification says so (status `unsupported`); nothing is written.
   }
 }
 

@@ -49,7 +49,7 @@ import type { Priority } from '../client/rate-budget.ts';
 import type { Logger } from '../logging/logger.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { quarantineKey, recordIdOf, RejectedRecords } from '../mirror/rejected-records.ts';
-import { UNNAMED_KEPT, type AppendedChange, type DeletionHold, type MirrorStore, type RunCheckpoint, type ScanOutcome } from '../mirror/mirror-store.ts';
+import { UNNAMED_KEPT, type AppendedChange, type DeletionHold, type MirrorStore, type PartitionSources, type RunCheckpoint, type ScanOutcome } from '../mirror/mirror-store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { createdFilters, type CreatedRange } from './created-range.ts';
 import { recordRangeMisses } from '../mirror/range-misses.ts';
@@ -136,6 +136,11 @@ export interface RunResult {
    * are their sums); empty with `no-partitions`. Absent for an unpartitioned stream.
    */
   partitions?: RunResult[];
+  /**
+   * A partitioned stream's run: where its partition values came from and how many, with `describe`
+   * the line the backfill's summary prints (docs/sync.md "Partitioned streams").
+   */
+  partitionSources?: PartitionSources & { describe: string };
 }
 
 /** The change type a complete scan appends when it holds back a mass deletion (docs/sync.md "Mass deletions held"). */

@@ -13,7 +13,7 @@ import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseC
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
-import { noPartitionsMessage, partitionValues, type ConfiguredPartitions } from './partition-values.ts';
+import { describePartitions, noPartitionsMessage, partitionSources, readPartitions, type ConfiguredPartitions } from './partition-values.ts';
 import { checkCreatedRange, sameCreatedRange } from './created-range.ts';
 import { WrongBaseUrlError } from './base-url-check.ts';
 import type { StreamConditions } from './stream-conditions.ts';
@@ -205,6 +205,10 @@ export class SyncEngine {
         this.logger.warn({ stream: result.stream, event: appended.type, seq: appended.seq }, `the stream's condition changed: ${appended.type}`);
         this.options.onChanges?.([appended]);
       }
+      // A partitioned stream's partitions each have their own condition too.
+      const partitions = await conditions.notePartitions(result);
+      for (const event of partitions) this.logger.warn({ stream: result.stream, event: event.type, seq: event.seq }, `a partition's condition changed: ${event.type}`);
+      if (partitions.length > 0) this.options.onChanges?.(partitions);
     } catch (error) {
       this.logger.warn({ stream: result.stream, err: { message: (error as Error).message } }, "could not note the run in the stream's condition");
     }
@@ -372,16 +376,22 @@ export class SyncEngine {
    */
   private async runPartitions(stream: RegisteredStream, result: RunResult, options: RunOptions): Promise<void> {
     const startedAt = new Date().toISOString();
-    const values = await this.database(stream.name, () => partitionValues(this.store.executor, stream, this.options.partitions), options.signal);
+    const set = await this.database(stream.name, () => readPartitions(this.store.executor, stream, this.options.partitions), options.signal);
+    const values = set.values;
+    const sources = partitionSources(set);
     result.partitions = [];
+    result.partitionSources = { ...sources, describe: describePartitions(stream, sources) };
     if (values.length === 0) {
       result.status = 'no-partitions';
       const message = noPartitionsMessage(stream, this.options.partitions);
-      await this.fenced(stream.name, (store) => store.updateSyncState(stream.name, { last_run_started_at: startedAt, last_run_finished_at: new Date().toISOString(), last_error: message, last_run_mode: `${result.reason}/none` }));
+      await this.fenced(stream.name, (store) =>
+        store.updateSyncState(stream.name, { last_run_started_at: startedAt, last_run_finished_at: new Date().toISOString(), last_error: message, last_run_mode: `${result.reason}/none`, partitions: JSON.stringify(sources) }),
+      );
       this.logger.warn({ stream: stream.name }, message);
       return;
     }
-    await this.fenced(stream.name, (store) => store.updateSyncState(stream.name, { last_run_started_at: startedAt, last_run_mode: `${result.reason}/partitions` }));
+    await this.fenced(stream.name, (store) => store.updateSyncState(stream.name, { last_run_started_at: startedAt, last_run_mode: `${result.reason}/partitions`, partitions: JSON.stringify(sources) }));
+    this.logger.info({ stream: stream.name, partitions: sources }, `partitions: ${result.partitionSources.describe}`);
     for (const partition of values) {
       options.signal?.throwIfAborted();
       const part = emptyResult(stream, result.reason, partition);

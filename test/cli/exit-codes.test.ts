@@ -9,6 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
+import { Redis } from 'ioredis';
 import { Leases } from '../../src/mirror/leases.ts';
 import { openMirror } from '../../src/mirror/database.ts';
 import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
@@ -88,6 +89,31 @@ describe('exit codes', () => {
       await waitFor(() => worker.stderr().includes('"msg":"write worker started"'), 'the worker to start', 30_000);
       worker.child.kill(signal);
       expect(await worker.exited, `${signal}: ${worker.stderr()}`).toBe(code);
+    }
+  });
+
+  it('Ctrl-C ends simulate and the demo with 130 (SIGTERM with 0), as every command; their hints are npx commands a user can paste', async () => {
+    dir = tempDir();
+    for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 0]] as const) {
+      const simulate = spawnCli(['simulate', '--port', '0', '--transactions', '5', '--deals', '2', '--onboardings', '1'], cliEnv());
+      await waitFor(() => simulate.stdout().includes('try: '), 'the simulator to listen', 30_000);
+      simulate.child.kill(signal);
+      expect(await simulate.exited, `${signal}: ${simulate.stderr()}`).toBe(code);
+      expect(simulate.stdout()).toMatch(/^try: BIZOPS_BASE_URL=http:\/\/127\.0\.0\.1:\d+ BIZOPS_TOKEN=\S+ npx bizops-sync backfill$/m);
+    }
+    const db = dir.file('demo.db');
+    const demo = spawnCli(['demo', '--db', db], cliEnv({ REDIS_URL }));
+    await waitFor(() => demo.stdout().includes('backfilling...'), 'the demo to start', 30_000);
+    demo.child.kill('SIGINT');
+    expect(await demo.exited, demo.stderr()).toBe(130);
+    expect(demo.stdout()).toMatch(new RegExp(`^stopped: \\d+ changes printed; the mirror stays at ${db} \\(try: npx bizops-sync status --db ${db}\\)$`, 'm'));
+    // The demo paces itself in memory: it leaves nothing in Redis.
+    const port = /^simulator: http:\/\/127\.0\.0\.1:(\d+) /m.exec(demo.stdout())![1]!;
+    const redis = new Redis(REDIS_URL);
+    try {
+      expect(await redis.keys(`*127.0.0.1[:_]${port}*`)).toEqual([]);
+    } finally {
+      redis.disconnect();
     }
   });
 

@@ -50,6 +50,8 @@ describe('bizops-sync verify', () => {
           pages: 1,
           missing: { count: 1, ids: [first!.id] },
           extra: { count: 0, ids: [] },
+          unconfirmed: { count: 0, ids: [] },
+          outside: null,
           stale: { count: 1, fields: { title: 1 }, records: [{ id: second!.id, fields: ['title'] }] },
           invalid: 0,
         },

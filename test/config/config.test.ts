@@ -139,7 +139,7 @@ describe('typos and bad values in the configuration', () => {
     expect(messageFor({ sync: { streamSchedules: { deal: '* * * * *' } } })).toMatch(/^unknown key sync\.streamSchedules\.deal in .*; did you mean sync\.streamSchedules\.deals\?$/);
     expect(messageFor({ webhooks: [{ name: 'crm', url: 'http://127.0.0.1:9/h', secret, event: ['*'] }] })).toMatch(/^unknown key webhooks\.0\.event in .*; did you mean webhooks\.0\.events\?$/);
     // Nothing near: the known keys of that object are listed instead.
-    expect(messageFor({ colour: 'blue' })).toMatch(/^unknown key colour in .*; expected one of baseUrl, .*webhooks, connections$/);
+    expect(messageFor({ colour: 'blue' })).toMatch(/^unknown key colour in .*; expected one of baseUrl, .*webhooks, sinks, connections$/);
     expect(messageFor({ http: { colour: 'blue' } })).toMatch(/^unknown key http\.colour in .*; expected one of host, port, /);
   });
 
@@ -148,6 +148,9 @@ describe('typos and bad values in the configuration', () => {
     expect(messageFor({ sync: { partitions: { qa_corrective_actions: { location: ['loc_1'] } } } })).toMatch(/sync\.partitions\.qa_corrective_actions\.location.*"location" is not qa_corrective_actions's partition parameter; expected locationId/);
     expect(messageFor({ sync: { partitions: { deals: { locationId: ['loc_1'] } } } })).toMatch(/sync\.partitions\.deals.*"deals" is not a partitioned stream; expected one of qa_corrective_actions/);
     expect(messageFor({ sync: { partitions: { qa_corrective_actions: { locationId: [] } } } })).toMatch(/sync\.partitions\.qa_corrective_actions\.locationId.*must list at least one value/);
+    // A value the mirror cannot store (compared through a JSON function, sent in a query) is refused at start.
+    expect(messageFor({ sync: { partitions: { qa_corrective_actions: { locationId: ['loc_\ud800'] } } } })).toMatch(/sync\.partitions\.qa_corrective_actions\.locationId\.0.*must not contain an unpaired surrogate/);
+    expect(messageFor({ sync: { partitions: { qa_corrective_actions: { locationId: ['loc\u0000'] } } } })).toMatch(/locationId\.0.*must not contain the NUL character/);
     for (const message of [messageFor({ sync: { partitions: { deals: { locationId: ['x'] } } } })]) expect(message.split('\n')).toHaveLength(1);
   });
 

@@ -229,8 +229,15 @@ describe('the operator console', { timeout: 120_000 }, () => {
     expect(forged.status()).toBe(403);
     expect(await forged.text()).toMatch(/no valid CSRF token/);
 
-    // The receiver is back: replay everything from seq 0 with the button; the endpoint delivers again.
+    // The receiver is back. Taken for down, the endpoint is paused: "Retry now" ends the pause at once.
+    expect(await rowText(page, 'Webhook endpoints', 'env')).toMatch(/paused until /);
     hooksDown = false;
+    await page.getByRole('button', { name: 'Retry env now' }).click();
+    await page.getByRole('status').waitFor();
+    expect(await page.getByRole('status').innerText()).toMatch(/^env: the pause until \d{4}-\S+ is ended; its next event goes out now\.$/);
+    await waitFor(async () => (await consoleJson(url)).connections[0]!.webhooks[0]!.failingSince === null, 'the endpoint delivering after retry now');
+
+    // Replay everything from seq 0 with the button; the endpoint delivers again.
     await page.getByLabel('Re-send events after seq').fill('0');
     await page.getByRole('button', { name: 'Replay env' }).click();
     await page.getByRole('status').waitFor();
@@ -313,9 +320,9 @@ describe('the operator console', { timeout: 120_000 }, () => {
     ];
     const failedWrites = [1, 2, 3].map((n) => ({ id: `wr_failed_${n}`, kind: 'deal.close', error: `HTTP 404: Deal not found (POST /deals/deal_missing_${n}/close)`, httpStatus: 404, finishedAt: at(50 + n) }));
     const endpoint = {
-      name: 'erp', url: 'https://erp.example/hooks', configured: true, registered: true, enabled: true, disabledAt: null, disabledReason: null, disabledKind: null,
+      name: 'erp', kind: 'webhook', url: 'https://erp.example/hooks', configured: true, registered: true, enabled: true, disabledAt: null, disabledReason: null, disabledKind: null,
       failingSince: at(40), failedEvents: 0, heldEvents: 2, ordering: 'record' as const, maxInFlight: 16, recentAttempts: [], events: ['*'], deliveredSeq: 10, lagEvents: 5, lagSeconds: 1200,
-      consecutiveFailures: 4, nextAttemptAt: new Date(now.getTime() + 30 * 60_000).toISOString(), lastAttemptAt: at(59), lastStatus: 502, lastSuccessAt: at(39), lastError: 'HTTP 502 from the receiver', lastErrorAt: at(59), deliveredCount: 10, failedCount: 4,
+      consecutiveFailures: 4, nextAttemptAt: new Date(now.getTime() + 30 * 60_000).toISOString(), pausedUntil: new Date(now.getTime() + 30 * 60_000).toISOString(), lastAttemptAt: at(59), lastStatus: 502, lastSuccessAt: at(39), lastError: 'HTTP 502 from the receiver', lastErrorAt: at(59), deliveredCount: 10, failedCount: 4,
     };
     const points = (minutes: number[], value: (index: number) => number) => minutes.map((minute, index) => ({ at: at(minute), value: value(index) }));
     const report: Partial<MirrorReport> = { streams, writes: { failed: 3, succeeded: 5 }, failedWrites, recentFailedWrites: 3 };

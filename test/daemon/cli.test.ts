@@ -1,5 +1,5 @@
 /**
- * `bizops-sync config check` and `bizops-sync webhooks list|send-test|replay|enable`, as real processes.
+ * `bizops-sync config check` and `bizops-sync webhooks list|send-test|replay|enable|retry`, as real processes.
  */
 import { writeFileSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
@@ -8,8 +8,8 @@ import { openMirror } from '../../src/mirror/database.ts';
 import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import { MirrorStore } from '../../src/mirror/mirror-store.ts';
 import { STREAM_NAMES } from '../../src/streams/definitions.ts';
-import { disableEndpoint, registerEndpoint, resetCursor } from '../../src/notify/webhooks/endpoint-store.ts';
-import { insertFailedDelivery } from '../../src/notify/webhooks/failed-deliveries.ts';
+import { disableEndpoint, registerEndpoint, resetCursor } from '../../src/notify/delivery/endpoint-store.ts';
+import { insertFailedDelivery } from '../../src/notify/delivery/failed-deliveries.ts';
 import { runCli, tempDir, type TempDir } from '../helpers.ts';
 import { cliEnv, newWebhookSecret, WebhookReceiver } from './helpers.ts';
 
@@ -165,6 +165,10 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     expect(receiver.received.map((request) => request.headers['webhook-id'])).toEqual([changes[0]!.eventId, changes[1]!.eventId]);
     for (const request of receiver.received) expect(() => new Webhook(secret).verify(request.body, request.headers as Record<string, string>)).not.toThrow();
 
+    const whileDisabled = await runCli(['webhooks', 'retry', 'env'], env);
+    expect(whileDisabled.code).toBe(2);
+    expect(whileDisabled.stderr).toBe('bizops-sync: "env" is disabled (no 2xx for 5 days): re-enable it with webhooks enable env\n');
+
     const enabled = await runCli(['webhooks', 'enable', 'env'], env);
     expect(enabled.stderr).toBe('');
     expect(enabled.stdout).toBe('env: enabled again (was disabled: no 2xx for 5 days); delivery resumes after seq 2\n');
@@ -173,5 +177,15 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     const unknown = await runCli(['webhooks', 'enable', 'crm'], env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/"crm" is not registered/);
+
+    // Paused (taken for down): retry ends the pause now; the daemon's next round sends a probe.
+    const pausedUntil = new Date(Date.now() + 3_600_000).toISOString();
+    const reopened = sqliteConnection(openMirror(dbPath));
+    await reopened.run('UPDATE webhook_endpoints SET attempts = 7, next_attempt_at = ? WHERE name = ?', [pausedUntil, 'env']);
+    await reopened.close();
+    const retried = await runCli(['webhooks', 'retry', 'env'], env);
+    expect(retried.stderr).toBe('');
+    expect(retried.stdout).toBe(`env: pause until ${pausedUntil} ended after 7 failed attempts in a row; its next event goes out now (a running daemon picks it up within a second)\n`);
+    expect(JSON.parse((await runCli(['webhooks', 'list', '--json'], env)).stdout)).toMatchObject([{ name: 'env', pausedUntil: null, nextAttemptAt: null, consecutiveFailures: 7 }]);
   });
 });

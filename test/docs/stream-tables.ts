@@ -41,8 +41,8 @@ function partitionsText(stream: RegisteredStream): string {
   const partitions = stream.partitions;
   if (!partitions) return 'none';
   const configured = code(`sync.partitions.${stream.name}.${partitions.param}`);
-  if (partitions.values.from === 'configuration') return `one per ${code(partitions.param)}: ${configured}`;
-  return `one per ${code(partitions.param)}: ${configured}, else the ${code(partitions.values.field)} values of ${code(partitions.values.stream)} in the mirror`;
+  if (partitions.values.from === 'configuration') return `one per ${code(partitions.param)}: ${configured} and the values its own mirrored records hold`;
+  return `one per ${code(partitions.param)}: ${configured}, the ${code(partitions.values.field)} values of ${code(partitions.values.stream)} in the mirror and those its own mirrored records hold`;
 }
 
 /** Every generated table of the docs. */

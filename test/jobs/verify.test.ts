@@ -19,10 +19,15 @@ async function mirrored() {
   return fixture;
 }
 
-/** Copies the row `fromId` of `table` as a row of id `newId` (its raw's id too): a record the API never listed. */
-async function copyRow(connection: Awaited<ReturnType<typeof mirrored>>['context']['connection'], table: string, fromId: string, newId: string): Promise<void> {
+/**
+ * Copies the row `fromId` of `table` as a row of id `newId` (its raw's id too): a record the API never
+ * listed. `missedScans` 1 (default): the last complete scan missed it too, so a scan that does not
+ * list it confirms it gone by the two-scan rule even where the list's total is below the mirror's
+ * live rows; 0: a record the last complete scan listed.
+ */
+async function copyRow(connection: Awaited<ReturnType<typeof mirrored>>['context']['connection'], table: string, fromId: string, newId: string, missedScans = 1): Promise<void> {
   const row = (await connection.get<Record<string, string | number | null>>(`SELECT * FROM ${table} WHERE id = ?`, [fromId]))!;
-  const copy = { ...row, id: newId, raw: JSON.stringify({ ...JSON.parse(String(row.raw)), id: newId }), first_seen_at: '2020-01-01T00:00:00.000Z' };
+  const copy = { ...row, id: newId, raw: JSON.stringify({ ...JSON.parse(String(row.raw)), id: newId }), first_seen_at: '2020-01-01T00:00:00.000Z', missed_scans: missedScans };
   const columns = Object.keys(copy);
   await connection.run(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`, Object.values(copy));
 }
@@ -86,7 +91,7 @@ describe('verify', () => {
     const seq = await context.store.lastSeq();
     const [repaired] = await verifyJob(context.config, ['deals'], { rateBudget: 'local', repair: true });
     expect([repaired!.status, repaired!.missing.count, repaired!.extra?.count, repaired!.stale.count]).toEqual(['drift', 1, 1, 1]);
-    expect(repaired!.repaired).toEqual({ changes: 3, tombstones: 1, held: 0 });
+    expect(repaired!.repaired).toEqual({ changes: 3, tombstones: 1, held: 0, missesCounted: 0 });
     const changes = await context.connection.all<{ type: string; record_id: string; data: string }>('SELECT type, record_id, data FROM changes WHERE seq > ? ORDER BY seq', [seq]);
     const deals = STREAMS.deals;
     expect(changes.map(({ type, record_id }) => ({ type, record_id })).sort((a, b) => a.record_id.localeCompare(b.record_id))).toEqual(
@@ -110,9 +115,9 @@ describe('verify', () => {
     for (let index = 0; index < 12; index += 1) await copyRow(context.connection, 'deals', truth[index]!.id, `deal_extra_${index}`);
     const [held] = await verifyJob(context.config, ['deals'], { rateBudget: 'local', repair: true });
     expect(held!.extra!.count).toBe(12);
-    expect(held!.repaired).toEqual({ changes: 0, tombstones: 0, held: 12 });
+    expect(held!.repaired).toEqual({ changes: 0, tombstones: 0, held: 12, missesCounted: 0 });
     const [confirmed] = await verifyJob(context.config, ['deals'], { rateBudget: 'local', repair: true, confirmDeletions: true });
-    expect(confirmed!.repaired).toEqual({ changes: 12, tombstones: 12, held: 0 });
+    expect(confirmed!.repaired).toEqual({ changes: 12, tombstones: 12, held: 0, missesCounted: 0 });
     expect((await verifyJob(context.config, ['deals'], { rateBudget: 'local' }))[0]!.status).toBe('equal');
   });
 
@@ -121,9 +126,25 @@ describe('verify', () => {
     sim.faults.inject({ kind: 'truncate-list', atOffset: 100, times: 1_000_000, match: { path: '/transactions' } });
     const before = await snapshot(context.connection);
     const [result] = await verifyJob(context.config, ['transactions'], { rateBudget: 'local', repair: true });
-    expect(result).toMatchObject({ status: 'incomplete', listed: 100, total: 250, extra: null, missing: { count: 0 }, stale: { count: 0 }, repaired: { changes: 0, tombstones: 0 } });
+    expect(result).toMatchObject({ status: 'incomplete', listed: 100, total: 250, extra: null, missing: { count: 0 }, stale: { count: 0 }, repaired: { changes: 0, tombstones: 0, missesCounted: 0 } });
     // The 150 records it did not reach are not tombstoned by the repair.
     expect((await snapshot(context.connection)).transactions).toEqual(before.transactions);
+  });
+
+  it('a list capped at 380 of 400 (hasMore false, total 380): --repair tombstones no live record; the 20 it did not list are unconfirmed, each with a miss counted, extras only when a second complete scan misses them too', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 400, deals: 5, onboardings: 5 } });
+    expect((await context.engine.run('transactions', 'backfill')).status).toBe('succeeded');
+    sim.faults.inject({ kind: 'capped-list', cap: 380, times: 1_000_000, match: { path: '/transactions' } });
+    const seq = await context.store.lastSeq();
+    const [repaired] = await verifyJob(context.config, ['transactions'], { rateBudget: 'local', repair: true });
+    expect(repaired).toMatchObject({ status: 'incomplete', listed: 380, total: 380, missing: { count: 0 }, stale: { count: 0 }, extra: { count: 0 }, unconfirmed: { count: 20 } });
+    expect(repaired!.repaired).toEqual({ changes: 0, tombstones: 0, held: 0, missesCounted: 20 });
+    expect(repaired!.error).toContain('listed 380 records (its total) while the mirror holds 400 live records of it');
+    expect(await context.store.lastSeq()).toBe(seq);
+    expect((await context.store.countRecords(STREAMS.transactions)).live).toBe(400);
+    // A second complete scan that misses them too confirms them as the sync's two-scan rule would: extras now.
+    const [second] = await verifyJob(context.config, ['transactions'], { rateBudget: 'local' });
+    expect(second).toMatchObject({ status: 'drift', extra: { count: 20 }, unconfirmed: { count: 0 } });
   });
 
   it('every registered stream, a partitioned one included (read per value, as the sync reads it): equal after a backfill; an extra row of one partition counted', async () => {
@@ -139,7 +160,7 @@ describe('verify', () => {
     expect(drift).toMatchObject({ status: 'drift', extra: { count: 1, ids: ['extra_in_a_partition'] } });
   });
 
-  it('a list read per value of a parameter (partitions): each value scanned with it, extras counted among its rows only, the counts added up', async () => {
+  it('a list read per value of a parameter (partitions): each value scanned with it, extras decided among the rows of the values read, rows of other values counted outside (exit 1), the counts added up', async () => {
     const { sim, context } = await mirrored();
     const truth = sim.world.groundTruth('deals') as { id: string; status: string }[];
     const won = truth.find((deal) => deal.status === 'WON')!;
@@ -147,15 +168,35 @@ describe('verify', () => {
     await copyRow(context.connection, 'deals', won.id, 'deal_extra_won');
     await copyRow(context.connection, 'deals', lost.id, 'deal_extra_lost');
     const requestsBefore = listRequests(sim, '/deals').length;
-    // Read per status, LOST left out: its rows are no partition's, so its extra is not counted.
+    // Read per status, LOST left out: its rows are no partition's, counted outside.
     const result = await verifyStream('deals', { client: context.client, store: context.store, partitions: { param: 'status', column: 'status', values: ['OPEN', 'WON'] } });
     const read = truth.filter((deal) => deal.status !== 'LOST').length;
-    expect(result).toMatchObject({ status: 'drift', listed: read, total: read, missing: { count: 0 }, stale: { count: 0 }, extra: { count: 1, ids: ['deal_extra_won'] } });
+    const lostRows = truth.length - read + 1;
+    expect(result).toMatchObject({ status: 'drift', partitions: 2, listed: read, total: read, missing: { count: 0 }, stale: { count: 0 }, extra: { count: 1, ids: ['deal_extra_won'] } });
+    expect(result.outside!.count).toBe(lostRows);
+    expect(result.outside!.ids).toContain('deal_extra_lost');
     const statuses = listRequests(sim, '/deals').slice(requestsBefore).map((request) => new URLSearchParams(request.query).get('status'));
     expect(new Set(statuses)).toEqual(new Set(['OPEN', 'WON']));
     const repaired = await verifyStream('deals', { client: context.client, store: context.store, repair: true, partitions: { param: 'status', column: 'status', values: ['OPEN', 'WON'] } });
-    expect(repaired.repaired).toEqual({ changes: 1, tombstones: 1, held: 0 });
+    // Rows outside every partition read are not proven gone: never tombstoned.
+    expect(repaired.repaired).toEqual({ changes: 1, tombstones: 1, held: 0, missesCounted: 0 });
     expect(await context.connection.all('SELECT id FROM deals WHERE deleted_at IS NOT NULL')).toEqual([{ id: 'deal_extra_won' }]);
+  });
+
+  it("one scan: verify sends the requests a backfill sends (paging, tie re-reads of runs longer than a page, completeness), so a fix to the scan lands in both", async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 600, deals: 5, onboardings: 5 }, createdInBursts: 250, anchor: Date.UTC(2026, 0, 1) });
+    const offsets = () => listRequests(sim, '/transactions').map((request) => Number(new URLSearchParams(request.query).get('offset')));
+    // The same orders for the same requests in the same sequence: a fault seeded alike for each scan.
+    sim.faults.inject({ kind: 'unstable-order', seed: 5, times: 1_000_000, match: { path: '/transactions' } });
+    const backfill = await context.engine.run('transactions', 'backfill');
+    expect(backfill.scan!.reReads).toBeGreaterThan(0);
+    const backfillOffsets = offsets();
+    sim.faults.clear();
+    sim.faults.inject({ kind: 'unstable-order', seed: 5, times: 1_000_000, match: { path: '/transactions' } });
+    const [verified] = await verifyJob(context.config, ['transactions'], { rateBudget: 'local' });
+    expect(offsets().slice(backfillOffsets.length)).toEqual(backfillOffsets);
+    expect(verified!.pages).toBe(backfill.pages);
+    expect(verified!.status).toBe(backfill.scan!.outcome === 'complete' ? 'equal' : 'incomplete');
   });
 
   it('ties in a new order on every request, and records removed while it pages: the scan completes and finds no false difference', async () => {

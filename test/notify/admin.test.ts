@@ -2,9 +2,10 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
-import { listWebhookEndpoints, replayWebhooks, sendTestEvent } from '../../src/notify/webhooks/admin.ts';
+import { replayWebhooks } from '../../src/notify/delivery/target-admin.ts';
+import { listWebhookEndpoints, sendTestEvent } from '../../src/notify/webhooks/admin.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
-import { loadEndpoint, registerEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
+import { loadEndpoint, registerEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { insertChanges, newSecret, receiverFixture, tempMirror, type TempMirror } from './helpers.ts';
 import { waitFor } from '../helpers.ts';
 
@@ -91,7 +92,7 @@ describe('replayWebhooks', () => {
     expect(await loadEndpoint(mirror.connection, 'crm')).toMatchObject({ deliveredSeq: 2, consecutiveFailures: 0, nextAttemptAt: null });
     await expect(replayWebhooks(mirror.connection, 'crm', 5)).rejects.toThrow(/^sinceSeq: 5 is ahead of endpoint "crm"'s cursor \(2\)/);
     await expect(replayWebhooks(mirror.connection, 'crm', -1)).rejects.toThrow(/^sinceSeq: must be a non-negative integer/);
-    await expect(replayWebhooks(mirror.connection, 'nobody', 0)).rejects.toThrow(/webhook endpoint "nobody" is not registered/);
+    await expect(replayWebhooks(mirror.connection, 'nobody', 0)).rejects.toThrow(/"nobody" is not registered/);
     // The refused replays changed nothing (the check and the move are one transaction).
     expect(await loadEndpoint(mirror.connection, 'crm')).toMatchObject({ deliveredSeq: 2 });
   });

@@ -8,12 +8,13 @@ import type { ServerResponse } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { MirrorStore, type AppendedChange } from '../../src/mirror/mirror-store.ts';
-import { enableWebhookEndpoint } from '../../src/notify/webhooks/admin.ts';
-import { listAttemptsOfEvent } from '../../src/notify/webhooks/attempts.ts';
+import { enableWebhookEndpoint, retryTargetNow } from '../../src/notify/delivery/target-admin.ts';
+import { STANDARD_RETRY_SCHEDULE_MS } from '../../src/notify/delivery/retry-schedule.ts';
+import { listAttemptsOfEvent } from '../../src/notify/delivery/attempts.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions } from '../../src/notify/webhooks/dispatcher.ts';
-import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
-import { STALL_AFTER_FAILURES } from '../../src/notify/webhooks/endpoint-delivery.ts';
-import { loadHeldEvents } from '../../src/notify/webhooks/held-events.ts';
+import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
+import { STALL_AFTER_FAILURES } from '../../src/notify/delivery/sink-delivery.ts';
+import { loadHeldEvents } from '../../src/notify/delivery/held-events.ts';
 import { waitFor } from '../helpers.ts';
 import { newSecret, receiverFixture, seqOf, tempMirror, type ReceivedRequest, type Receiver, type TempMirror } from './helpers.ts';
 
@@ -176,5 +177,64 @@ describe('delivery by record', () => {
     const held = await loadHeldEvents(mirror.connection, 'down');
     expect(held.length).toBeLessThanOrEqual(STALL_AFTER_FAILURES + 4);
     expect(state.deliveredSeq).toBeLessThan(events.at(-1)!.seq);
+  });
+
+  it('a receiver down for five minutes, then back, gets new events within 60 s without a command: the pause follows how long it failed, not how many held retries failed', async () => {
+    const target = await receiver();
+    let down = true;
+    const delivered = new Set<string>();
+    target.handler = (request, response) => {
+      if (down) response.writeHead(503).end();
+      else delivered.add(String(request.headers['webhook-id']));
+    };
+    // The production schedule (5 s, 5 min, 30 min, ... per event) on a clock the test moves.
+    let offsetMs = 0;
+    const now = () => new Date(Date.now() + offsetMs);
+    const stored = async () => (await loadEndpoint(mirror.connection, 'deploying'))!;
+    await start({ name: 'deploying', url: target.url, secret: newSecret(), events: ['*'], maxInFlight: 4 }, { scheduleMs: STANDARD_RETRY_SCHEDULE_MS, now });
+    const before = await appendFor(Array.from({ length: 8 }, (_, index) => `deal_${index}`));
+    await waitFor(async () => (await stored()).consecutiveFailures >= STALL_AFTER_FAILURES, 'taken for down');
+    // Five minutes of failure while changes go on: each time the pause ends the clock jumps there, and a probe
+    // (a held event whose retry is due, or the new one) fails again. Every failed probe counts in the streak;
+    // the pause must not grow with it.
+    const failingSince = Date.parse((await stored()).failingSince!);
+    while (now().getTime() - failingSince < 5 * 60_000) {
+      const state = await stored();
+      before.push(...(await appendFor([`deal_${before.length}`])));
+      offsetMs += Math.max(0, Date.parse(state.nextAttemptAt!) - now().getTime()) + 1;
+      await waitFor(async () => (await stored()).lastAttemptAt! > state.lastAttemptAt!, 'a probe after the pause');
+    }
+    const longDown = await stored();
+    expect(longDown.consecutiveFailures).toBeGreaterThan(STALL_AFTER_FAILURES + 3);
+    expect(Date.parse(longDown.nextAttemptAt!) - Date.parse(longDown.lastAttemptAt!)).toBeLessThanOrEqual(33_000); // 30 s ± jitter
+
+    // Back. Sixty seconds later (on its clock) it has the new event and every held one, with no command run.
+    down = false;
+    const [fresh] = await appendFor(['deal_new']);
+    offsetMs += 60_000;
+    await waitFor(() => target.ids.includes(fresh!.eventId), 'the new event, within 60 s of the receiver answering again');
+    await waitFor(async () => (await loadHeldEvents(mirror.connection, 'deploying')).length === 0 && (await stored()).deliveredSeq === fresh!.seq, 'every held event delivered');
+    for (const event of [...before, fresh!]) expect(delivered.has(event.eventId)).toBe(true);
+    expect((await stored()).consecutiveFailures).toBe(0);
+  });
+
+  it('retry now (webhooks retry, the console) ends a long pause at once: the next event goes out as a probe', async () => {
+    const target = await receiver();
+    let down = true;
+    target.handler = (_request, response) => {
+      if (down) response.writeHead(503, { 'retry-after': '3600' }).end();
+    };
+    const stored = async () => (await loadEndpoint(mirror.connection, 'crm'))!;
+    await start({ name: 'crm', url: target.url, secret: newSecret(), events: ['*'], maxInFlight: 2 }, { scheduleMs: STANDARD_RETRY_SCHEDULE_MS });
+    await appendFor(Array.from({ length: 6 }, (_, index) => `deal_${index}`));
+    // Retry is asked at once, while the last failures may still be in flight or unwritten: it must win over them.
+    await waitFor(async () => (await stored()).consecutiveFailures >= STALL_AFTER_FAILURES && (await stored()).nextAttemptAt !== null, 'paused');
+    const paused = await stored();
+    expect(Date.parse(paused.nextAttemptAt!) - Date.now()).toBeGreaterThan(20_000); // the Retry-After keeps it a while
+    down = false;
+    const result = await retryTargetNow(mirror.connection, 'crm');
+    expect(result).toMatchObject({ name: 'crm', pausedUntil: paused.nextAttemptAt });
+    await waitFor(async () => (await stored()).consecutiveFailures === 0 && (await loadHeldEvents(mirror.connection, 'crm')).length === 0, 'delivered after retry now');
+    await expect(retryTargetNow(mirror.connection, 'nobody')).rejects.toThrow(/"nobody" is not registered/);
   });
 });

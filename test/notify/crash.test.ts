@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
-import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
+import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { insertChanges, newSecret, Receiver, seqOf, tempMirror, type TempMirror } from './helpers.ts';
 import { waitFor } from '../helpers.ts';
 

@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deliverWebhook } from '../../src/notify/webhooks/delivery.ts';
-import { nextRetryDelayMs, STANDARD_RETRY_SCHEDULE_MS, type WebhookRetrySchedule } from '../../src/notify/webhooks/retry-schedule.ts';
+import { DEFAULT_PROBE_INTERVALS, nextRetryDelayMs, probeDelayMs, STANDARD_RETRY_SCHEDULE_MS, type WebhookRetrySchedule } from '../../src/notify/delivery/retry-schedule.ts';
 import { buildWebhookMessage, WebhookSigner } from '../../src/notify/webhooks/signing.ts';
 import { newSecret, Receiver } from './helpers.ts';
 
@@ -105,5 +105,14 @@ describe('retry schedule', () => {
     expect(nextRetryDelayMs(1, 60_000, schedule)).toBe(60_000);
     expect(nextRetryDelayMs(3, 60_000, schedule)).toBe(1_800_000);
     expect(nextRetryDelayMs(1, 10 * 86_400_000, schedule)).toBe(86_400_000);
+  });
+
+  it('pauses a target taken for down by how long it has been failing, 5 s to 30 s, whatever number of attempts failed', () => {
+    const minute = 60_000;
+    const pauses = [0, 30_000, minute, 5 * minute, 2 * 3_600_000, 5 * 86_400_000].map((failingFor) => probeDelayMs(failingFor, null, DEFAULT_PROBE_INTERVALS, schedule));
+    expect(pauses).toEqual([5_000, 5_000, 6_000, 30_000, 30_000, 30_000]);
+    // A Retry-After stretches the pause to at most a minute: a deploy answering 503 with Retry-After: 3600 is served again within it.
+    expect(probeDelayMs(minute, 3_600_000, DEFAULT_PROBE_INTERVALS, schedule)).toBe(60_000);
+    expect(probeDelayMs(5 * minute, 10_000, DEFAULT_PROBE_INTERVALS, schedule)).toBe(30_000);
   });
 });

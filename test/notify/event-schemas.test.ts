@@ -12,10 +12,13 @@ import type { RunningSimulator } from '@bizops-sync/simulator';
 import { eventSchemas } from '../../src/notify/event-schemas.ts';
 import { readChangesPage, type PulledEvent } from '../../src/notify/pull/changes-page.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
-import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
+import { sinkTargets } from '../../src/notify/sinks/index.ts';
+import { configSchema } from '../../src/config/schema.ts';
+import { createServer, type AddressInfo } from 'node:net';
+import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { buildTestWebhookMessage } from '../../src/notify/webhooks/signing.ts';
 import { lastChangeSeq } from '../../src/mirror/changelog-format.ts';
-import { STREAM_NAMES, type StreamName } from '../../src/streams/definitions.ts';
+import { STREAM_LIST, STREAM_NAMES, type RegisteredStream, type StreamName } from '../../src/streams/definitions.ts';
 import { syncFixtures, waitFor, type SyncFixture } from '../helpers.ts';
 import { newSecret, receiverFixture } from './helpers.ts';
 import { eventProblems } from '../event-validation.ts';
@@ -36,6 +39,36 @@ async function run(fixture: SyncFixture, stream: StreamName, reason: 'backfill' 
 /** Runs two complete scans of every stream (a record gone from both is tombstoned). */
 async function twoCompleteScans(fixture: SyncFixture): Promise<void> {
   for (let scan = 0; scan < 2; scan += 1) for (const stream of STREAM_NAMES) await run(fixture, stream, 'reconcile');
+}
+
+/**
+ * Every registered stream's own change types, from its simulator declaration's churn (so a stream
+ * added later needs no edit here: docs/adding-a-stream.md): its changes churned and synced until each
+ * of its types but its gone one occurred, then, unless it occurred, one of its mirrored records
+ * deleted upstream and two complete scans for its gone event.
+ */
+async function everyStreamEvent(fixture: SyncFixture): Promise<void> {
+  const { sim, context } = fixture;
+  const occurred = async (stream: string) => new Set((await context.connection.all<{ type: string }>('SELECT DISTINCT type FROM changes WHERE stream = ?', [stream])).map((row) => row.type));
+  for (const stream of STREAM_LIST as readonly RegisteredStream[]) {
+    const wanted = stream.changes.events.filter((type) => type !== stream.changes.gone);
+    for (let round = 0; round < 30; round += 1) {
+      const seen = await occurred(stream.name);
+      if (wanted.every((type) => seen.has(type))) break;
+      sim.world.churnStream(stream.name, 3);
+      await run(fixture, stream.name, stream.request.cursor === 'complete-scan' ? 'reconcile' : 'sync');
+    }
+    if ((await occurred(stream.name)).has(stream.changes.gone)) continue;
+    const live = await context.connection.get<{ id: string }>(`SELECT id FROM ${stream.table} WHERE deleted_at IS NULL ORDER BY id LIMIT 1`);
+    expect(live, `${stream.name} has a mirrored record`).toBeDefined();
+    expect(world(sim).deleteRecord(stream.name, live!.id)).toBe(true);
+    for (let scan = 0; scan < 2; scan += 1) await run(fixture, stream.name, 'reconcile');
+  }
+}
+
+/** The simulated world, its streams named by any registered stream's name. */
+function world(sim: RunningSimulator) {
+  return sim.world as unknown as { deleteRecord(stream: string, id: string): boolean };
 }
 
 /** A write stack (intake + worker, Redis) on the fixture's mirror. */
@@ -64,16 +97,26 @@ describe('event schemas', () => {
     const witness = await receiver();
     const gone = await receiver();
     gone.handler = (_request, response) => void response.writeHead(410).end();
+    // And a sink whose broker never answers (a closed port), disabled after a second of failing.
+    const closedPort = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const port = (server.address() as AddressInfo).port;
+        server.close(() => resolve(port));
+      });
+    });
+    const deadSink = configSchema.parse({ baseUrl: 'http://127.0.0.1:9', tokens: { default: 'tok_default_0000' }, sinks: [{ name: 'dead', kind: 'redis-stream', url: `redis://127.0.0.1:${closedPort}`, disableAfterDays: 0.00001 }] }).sinks;
     const dispatcher = new WebhookDispatcher({
       connection: context.connection,
       endpoints: [
         { name: 'witness', url: witness.url, secret: newSecret(), events: ['*'] },
         { name: 'gone', url: gone.url, secret: newSecret(), events: ['*'] },
       ],
+      targets: await sinkTargets(deadSink),
       pollMs: 30,
       scheduleMs: [0, 20, 40],
       jitterRatio: 0,
-      timeoutMs: 5000,
+      // Long: the witness must get each event once, and a loaded machine can hold an answer for seconds (a timeout re-sends).
+      timeoutMs: 30_000,
       stopGraceMs: 100,
     });
     await dispatcher.start();
@@ -118,6 +161,7 @@ describe('event schemas', () => {
     for (const stream of STREAM_NAMES) await run(fixture, stream, 'sync');
     world.updateDeal(dealC!.id, { status: 'OPEN' });
     await twoCompleteScans(fixture);
+    await everyStreamEvent(fixture);
 
     // A mass deletion: more than 10 records and more than a tenth of the stream, held back.
     for (const transaction of world.transactions.slice(-12)) world.deleteRecord('transactions', transaction.id);
@@ -142,6 +186,8 @@ describe('event schemas', () => {
     expect((await writes.finished(won.id)).status).toBe('succeeded');
     const refused = await writes.intake.enqueueWrite('deal.close', { dealId: 'deal_does_not_exist', status: 'WON' });
     expect((await writes.finished(refused.id)).status).toBe('failed');
+
+    await waitFor(async () => (await loadEndpoint(context.connection, 'dead'))?.disabledAt, 'the dead sink disabled');
 
     // Every change row through the pull API's page: the webhook body with its id.
     const lastSeq = await lastChangeSeq(context.connection);

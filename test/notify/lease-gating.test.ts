@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { Leases, WEBHOOKS_LEASE } from '../../src/mirror/leases.ts';
-import { loadEndpoint } from '../../src/notify/webhooks/endpoint-store.ts';
+import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { waitFor } from '../helpers.ts';
 import { insertChanges, newSecret, Receiver, tempMirror, type TempMirror } from './helpers.ts';
 

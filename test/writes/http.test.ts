@@ -132,6 +132,7 @@ describe('POST /writes and GET /writes/{id}', () => {
       expect(response.body.error).toMatch(/malformed %-escape/);
     }
     expect((await call('GET', '/writes/wr_%6D%69ssing')).status).toBe(404); // a valid escape still decodes
+    expect((await call('GET', '/writes/wr_%00')).status).toBe(404); // no write has an id the mirror cannot store
   });
 
   it('answers 415 for a body that is not declared application/json; nothing is stored', async () => {

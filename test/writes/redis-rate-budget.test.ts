@@ -208,6 +208,32 @@ describe('RedisRateBudget', () => {
     }
   });
 
+  it('every key it writes expires: nothing of a budget outlives its use (a slot given back as sent, a pause, a learned window, a waiter)', async () => {
+    const [a, b] = budgets(2, { limit: 2, windowMs: 60_000 });
+    const redis = new Redis(REDIS_URL);
+    try {
+      // The only slot in flight, given back as sent: it stays counted (lost) in a set that its removal emptied.
+      const slot = await a!.acquire('backfill');
+      a!.release(slot, { requestSent: true });
+      await a!.drain();
+      // An answer teaching the server's window, a waiter of another priority, a 429's pause (which forgets the window).
+      const answered = await a!.acquire('write');
+      a!.observe({ remaining: 0, resetAtMs: Date.now() + 500, limit: 2, serverNowMs: Date.now() }, answered);
+      await a!.drain();
+      const waiting = new AbortController();
+      const waiter = b!.acquire('incremental', waiting.signal).catch(() => undefined);
+      await waitFor(async () => (await redis.keys(`${prefix}*demand*`)).length > 0, 'the waiter to announce its demand');
+      await b!.pauseUntil(Date.now() + 200);
+      waiting.abort();
+      await waiter;
+      const keys = await redis.keys(`${prefix}*`);
+      expect(keys.map((key) => key.slice(prefix.length)).sort()).toEqual(expect.arrayContaining([':{company:test}:epoch', ':{company:test}:flight', ':{company:test}:log', ':{company:test}:pause']));
+      for (const key of keys) expect(await redis.pttl(key), key).toBeGreaterThan(0);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
   it('observe never waits on Redis nor throws when Redis does not answer', async () => {
     const down = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
     down.on('error', () => undefined);

@@ -17,9 +17,10 @@ export interface FaultMatch {
   path?: string | RegExp;
   /**
    * Query parameters the request must carry with exactly these values (`{ offset: '200' }`: that
-   * page only, however early a reader asks for it); others are not looked at.
+   * page only, however early a reader asks for it); `null` for one it must not carry
+   * (`{ updatedAfter: null }`: complete scans only, not incremental runs); others are not looked at.
    */
-  query?: Record<string, string>;
+  query?: Record<string, string | null>;
 }
 
 interface FaultBase {

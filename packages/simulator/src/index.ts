@@ -41,7 +41,7 @@ export { CompanyWorld, World } from './world.ts';
 export type { ChurnChange, WorldCompanies, WorldSnapshot } from './world.ts';
 export type { UndeclaredField } from './company-data.ts';
 export type * from './records.ts';
-export { DEFAULT_SIZES, SIMULATED_STREAMS, simulatedStream, STREAM_NAMES } from './streams/index.ts';
+export { DEFAULT_SIZES, registerSimulatedStream, SIMULATED_STREAMS, simulatedStream, STREAM_NAMES } from './streams/index.ts';
 export type { RecordOf, SimulatedStream, StreamName, StreamRecords, StreamSizes } from './streams/index.ts';
 
 /** Options of `startSimulator`; every member has a default. */

@@ -6,6 +6,8 @@
  * (§7: "Status codes ... for a missing or invalid token: not shown"); 401 is what real servers send.
  */
 
+import { SIMULATED_STREAMS } from './streams/index.ts';
+
 /** Every scope named in spec §5.4. */
 export const SPEC_SCOPES = [
   'employee:onboardings:read',
@@ -28,26 +30,28 @@ export const SPEC_SCOPES = [
 ] as const;
 
 /**
- * Scopes for the two list endpoints the spec does not describe (GET /deals, GET /customers): their
- * scopes are "not shown", so the simulator requires `deals:read` and `customers:read`.
+ * The scopes of the simulated lists the spec does not name, from their declarations (`scope`,
+ * src/streams/): GET /deals and GET /customers, whose scopes are "not shown", require `deals:read`
+ * and `customers:read`; a new list's scope joins them by its declaration alone.
  */
-export const ASSUMED_SCOPES = ['deals:read', 'customers:read'] as const;
+export const ASSUMED_SCOPES: readonly string[] = [...new Set(SIMULATED_STREAMS.map((stream) => stream.scope))].filter((scope) => !(SPEC_SCOPES as readonly string[]).includes(scope));
 
 /** Every scope the simulator knows: the spec's plus the assumed ones; what the `admin` token holds. */
 export const ALL_SCOPES: readonly string[] = [...SPEC_SCOPES, ...ASSUMED_SCOPES];
 
-/** The read-only scopes: what the `readOnly` token holds. */
+/** The read-only scopes: what the `readOnly` token holds (every simulated list's scope among them). */
 export const READ_SCOPES: readonly string[] = [
-  'employee:onboardings:read',
-  'quality:actions:read',
-  'transactions:read',
-  'internal:support:read',
-  'campaigns:read',
-  'analytics:read',
-  'threads:read',
-  'domains:read',
-  'deals:read',
-  'customers:read',
+  ...new Set([
+    'employee:onboardings:read',
+    'quality:actions:read',
+    'transactions:read',
+    'internal:support:read',
+    'campaigns:read',
+    'analytics:read',
+    'threads:read',
+    'domains:read',
+    ...SIMULATED_STREAMS.map((stream) => stream.scope),
+  ]),
 ];
 
 /** The names of the simulator's tokens (see `TOKEN_TABLE`). */

@@ -38,7 +38,9 @@ export interface ChurnChange {
 }
 
 /** Counts of the world, as `GET /__admin/state` shows them: each stream's records, and the company's other records. */
-export type WorldSnapshot = Record<StreamName, number> & {
+export type WorldSnapshot = {
+  /** Records per simulated stream, by the stream's name (each declaration's own key: no other count can take it). */
+  streams: Record<StreamName, number>;
   completedOnboardings: number;
   payables: number;
   emails: number;
@@ -55,9 +57,10 @@ export class TransitionError extends Error {}
 
 const DEAL_CLOSE_STATUSES = new Set(['WON', 'LOST', 'OPEN']);
 
-/** The streams churn changes, and the sum of their weights. */
-const CHURNING_STREAMS = SIMULATED_STREAMS.flatMap((stream) => (stream.churn ? [stream as typeof stream & { churn: NonNullable<typeof stream.churn> }] : []));
-const CHURN_WEIGHT = CHURNING_STREAMS.reduce((sum, stream) => sum + stream.churn.weight, 0);
+/** The streams churn changes (read at each change: a stream registered at run time churns too). */
+function churningStreams() {
+  return SIMULATED_STREAMS.flatMap((stream) => (stream.churn ? [stream as typeof stream & { churn: NonNullable<typeof stream.churn> }] : []));
+}
 
 /** Position where `record` belongs in an array sorted by (createdAt, id). */
 function insertionIndex(records: readonly TimestampedRecord[], record: TimestampedRecord): number {
@@ -445,9 +448,22 @@ export class CompanyWorld {
     return changes;
   }
 
+  /**
+   * `count` changes of one stream by its declaration's churn (`SimulatedStream.churn`), as
+   * `churnTick` makes them: each sets updatedAt = clock(). Returns what changed.
+   * @throws Error naming the stream when it is not simulated or declares no churn
+   */
+  churnStream(stream: StreamName, count = 1): ChurnChange[] {
+    const declaration = simulatedStream(stream);
+    if (!declaration.churn) throw new Error(`stream ${stream}: its declaration has no churn`);
+    const changes: ChurnChange[] = [];
+    for (let index = 0; index < count; index += 1) changes.push({ stream: declaration.name, ...declaration.churn.change(this, this.random) });
+    return changes;
+  }
+
   private churnOnce(): ChurnChange {
-    const churning = CHURNING_STREAMS;
-    let roll = this.random.next() * CHURN_WEIGHT;
+    const churning = churningStreams();
+    let roll = this.random.next() * churning.reduce((sum, stream) => sum + stream.churn.weight, 0);
     let stream = churning[churning.length - 1] as (typeof churning)[number];
     for (const candidate of churning) {
       if (roll < candidate.churn.weight) {
@@ -491,7 +507,7 @@ export class CompanyWorld {
   /** Counts of the company's records. */
   snapshot(): WorldSnapshot {
     return {
-      ...(Object.fromEntries(STREAM_NAMES.map((name) => [name, this.data.streams[name].length])) as Record<StreamName, number>),
+      streams: Object.fromEntries(STREAM_NAMES.map((name) => [name, this.data.streams[name].length])) as Record<StreamName, number>,
       completedOnboardings: this.data.completedOnboardings.length,
       payables: this.payables.length,
       emails: this.data.emails.length,

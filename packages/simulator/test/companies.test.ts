@@ -111,8 +111,8 @@ describe('extra companies (the companies option)', () => {
     const state = await admin(simulator, '/state');
     expect(state.body.companyTokens).toEqual({ C1: 'sim-company-1-token', C2: 'sim-company-2-token' });
     expect(state.body.companyIds.C2).toBe(two.id);
-    expect(state.body.companies.C2.transactions).toBe(30);
-    expect(state.body.companies.A.transactions).toBe(500);
+    expect(state.body.companies.C2.streams.transactions).toBe(30);
+    expect(state.body.companies.A.streams.transactions).toBe(500);
 
     const truth = await admin(simulator, '/ground-truth/deals?company=C2');
     expect(truth.body.records).toEqual(two.world.groundTruth('deals'));
@@ -135,7 +135,7 @@ describe('extra companies (the companies option)', () => {
     second = await startSimulator({ seed: 5, rateLimit: false, anchor: Date.UTC(2026, 0, 1) });
     // Only transactions given: the other streams keep company B's sizes (a tenth of A's defaults, at least 5).
     const companyB = Object.fromEntries(STREAM_NAMES.map((stream) => [stream, Math.max(5, Math.floor(DEFAULT_SIZES[stream] / 10))]));
-    expect(simulator.company(1).world.snapshot()).toMatchObject({ ...companyB, transactions: 17 });
+    expect(simulator.company(1).world.snapshot().streams).toEqual({ ...companyB, transactions: 17 });
     expect(companyB).toMatchObject({ deals: 20, onboardings: 5, customers: 10 });
     for (const stream of STREAM_NAMES) {
       expect(simulator.world.groundTruth(stream)).toEqual(second.world.groundTruth(stream));

@@ -37,6 +37,13 @@ describe('fault injection', () => {
     expect((await api(simulator, `/deals/${dealId}/close`, { method: 'POST', body: { status: 'OPEN' } })).status).toBe(200);
   });
 
+  it('a match on a query parameter being absent (null) skips the requests that carry it', async () => {
+    simulator.faults.inject({ kind: 'status', status: 503, match: { path: '/deals', query: { updatedAfter: null } } });
+    expect((await api(simulator, '/deals?limit=1&updatedAfter=2020-01-01T00:00:00Z')).status).toBe(200);
+    expect((await api(simulator, '/deals?limit=1')).status).toBe(503);
+    expect((await api(simulator, '/deals?limit=1')).status).toBe(200);
+  });
+
   it('hold: the matching request is answered only once the gate opens, with the world as it is then', async () => {
     let open: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (open = resolve));

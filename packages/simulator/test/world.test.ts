@@ -87,7 +87,7 @@ describe('world', () => {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- admin answers are arbitrary JSON
     const admin = async (path: string, init?: RequestInit): Promise<any> => (await fetch(`${simulator.url}/__admin${path}`, init)).json();
     const state = await admin('/state');
-    expect(state.counts.transactions).toBe(500);
+    expect(state.counts.streams.transactions).toBe(500);
     expect(state.tokenNames).toContain('otherCompany');
     expect((await admin('/ground-truth/deals')).records).toEqual(simulator.world.groundTruth('deals'));
     const before = Date.now();

@@ -12,7 +12,7 @@
  * answer's status, the latency, and the first 1 KiB of the answer's body (`webhooks attempts
  * EVENT_ID`, `webhooks list`). Times are ISO 8601 (local clock).
  *
- * Statements on them: src/notify/webhooks/held-events.ts and attempts.ts (written by the delivery
+ * Statements on them: src/notify/delivery/held-events.ts and attempts.ts (written by the delivery
  * loop, endpoint-delivery.ts, in the transaction that moves the endpoint's cursor).
  */
 export const sql = `

@@ -9,9 +9,15 @@
  *   - 410 Gone means the receiver wants no more deliveries: `gone: true` (the dispatcher disables the endpoint)
  *   - every other answer, a refused connection, a reset or a timeout is a retryable failure, with the
  *     receiver's `Retry-After` (seconds or HTTP-date) when it sent one
+ *   - the URL is used whole: its query as configured, its user and password (`https://user:pass@...`)
+ *     as `Authorization: Basic` (undici would drop them); they are masked in the outcome's error and
+ *     answer, which are kept and shown
  */
 import { request, type Dispatcher } from 'undici';
 import { parseRetryAfter } from '../../client/retry.ts';
+import { maskSecrets } from '../../logging/mask.ts';
+import { urlCredentials } from '../../logging/mask-url.ts';
+import { describeError, type DeliveryOutcome } from '../delivery/sink-kind.ts';
 import type { WebhookMessage, WebhookSigner } from './signing.ts';
 
 /** Default time limit of one attempt, ms: connecting, sending and receiving the answer's headers and body. */
@@ -35,42 +41,19 @@ export const RESPONSE_EXCERPT_BYTES = 1024;
 /** Most bytes of an answer's body read (to reuse the connection); a longer body closes it. */
 const MAX_DRAIN_BYTES = 64 * 1024;
 
-/** A delivery the receiver answered with a 2xx. */
-export interface DeliverySuccess {
-  ok: true;
-  /** The 2xx status. */
-  status: number;
-  durationMs: number;
-  /** The first 1 KiB of the answer's body (UTF-8; a character cut at the end is replaced), '' when empty. */
-  response: string;
-}
-
-/** A delivery that failed: a non-2xx answer (3xx included), no answer, or an abort; see the module rules. */
-export interface DeliveryFailure {
-  ok: false;
-  /** The HTTP status, or null when there was no answer (refused, reset, timeout, aborted). */
-  status: number | null;
-  /** One line for logs and `webhooks list`, e.g. `HTTP 503`, `redirect 302 not followed`, `ECONNREFUSED ...`. */
-  error: string;
-  /** The receiver's Retry-After as a delay in ms, or null. */
-  retryAfterMs: number | null;
-  /** True on 410 Gone: stop delivering to this endpoint. */
-  gone: boolean;
-  /** True when `signal` aborted the attempt (shutdown), not the receiver. */
-  aborted: boolean;
-  durationMs: number;
-  /** The first 1 KiB of the answer's body; null without an answer. */
-  response: string | null;
-}
-
-/** What `deliverWebhook` returns; narrow on `ok`. */
-export type DeliveryOutcome = DeliverySuccess | DeliveryFailure;
+/** What `deliverWebhook` returns (src/notify/delivery/sink-kind.ts); narrow on `ok`. */
+export type { DeliveryFailure, DeliveryOutcome, DeliverySuccess } from '../delivery/sink-kind.ts';
 
 /**
  * Sends one signed attempt of `message` to `url`. Never throws for network or HTTP errors: they are
  * returned as a `DeliveryFailure`.
  */
 export async function deliverWebhook(url: string, message: WebhookMessage, signer: WebhookSigner, options: DeliveryOptions = {}): Promise<DeliveryOutcome> {
+  return withoutUrlCredentials(await sendOnce(url, message, signer, options), url);
+}
+
+/** `deliverWebhook` before its outcome's text is masked. */
+async function sendOnce(url: string, message: WebhookMessage, signer: WebhookSigner, options: DeliveryOptions): Promise<DeliveryOutcome> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS;
   const now = options.now ?? (() => new Date());
   const started = performance.now();
@@ -78,9 +61,10 @@ export async function deliverWebhook(url: string, message: WebhookMessage, signe
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   try {
-    const response = await request(url, {
+    const target = withBasicAuthentication(url);
+    const response = await request(target.url, {
       method: 'POST',
-      headers: signer.sign(message, now()),
+      headers: { ...signer.sign(message, now()), ...target.headers },
       body: message.body,
       signal,
       headersTimeout: timeoutMs,
@@ -115,7 +99,7 @@ export async function deliverWebhook(url: string, message: WebhookMessage, signe
     return {
       ok: false,
       status: null,
-      error: aborted ? 'aborted: the dispatcher is stopping' : timedOut ? `timed out after ${timeoutMs} ms` : describeNetworkError(error),
+      error: aborted ? 'aborted: the dispatcher is stopping' : timedOut ? `timed out after ${timeoutMs} ms` : describeError(error),
       retryAfterMs: null,
       gone: false,
       aborted,
@@ -123,6 +107,30 @@ export async function deliverWebhook(url: string, message: WebhookMessage, signe
       response: null,
     };
   }
+}
+
+/** The URL to request and its `Authorization: Basic` header when it holds a user or a password (then taken out of the URL). */
+function withBasicAuthentication(url: string): { url: string; headers: Record<string, string> } {
+  if (!url.includes('@')) return { url, headers: {} };
+  const parsed = new URL(url);
+  if (parsed.username === '' && parsed.password === '') return { url, headers: {} };
+  const credentials = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  parsed.username = '';
+  parsed.password = '';
+  return { url: parsed.toString(), headers: { authorization: `Basic ${Buffer.from(credentials).toString('base64')}` } };
+}
+
+/**
+ * The outcome with the URL's credentials (`urlCredentials`: the whole URL, its user, password and
+ * query values) masked in its error and the receiver's answer, which are stored and shown
+ * (`webhooks attempts`, the console): a redirect's `Location` or an answer echoing the token
+ * must not carry it there.
+ */
+function withoutUrlCredentials(outcome: DeliveryOutcome, url: string): DeliveryOutcome {
+  const secrets = urlCredentials(url);
+  if (secrets.length === 0) return outcome;
+  const response = outcome.response === null ? null : maskSecrets(outcome.response, secrets);
+  return outcome.ok ? { ...outcome, response: response ?? '' } : { ...outcome, error: maskSecrets(outcome.error, secrets), response };
 }
 
 /**
@@ -150,11 +158,4 @@ async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown })
     // The answer's status already counts; a body cut short only shortens the excerpt.
   }
   return Buffer.concat(kept).toString('utf8');
-}
-
-function describeNetworkError(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const code = (error as { code?: unknown }).code;
-  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
-  return `${typeof code === 'string' ? `${code} ` : ''}${error.message}${cause}`.trim();
 }

@@ -1,360 +1,81 @@
 /**
- * The webhook dispatcher: delivers the changelog (`changes`, docs/mirror.md) to
- * every configured webhook endpoint as signed Standard Webhooks messages (spec §6 leaves outbound
- * events unspecified; see signing.ts for the wire format).
- *
- * Guarantees, per endpoint (the loop itself: endpoint-delivery.ts):
- *   - At-least-once: the durable cursor (`webhook_endpoints.delivered_seq`) moves past an event only
- *     once it is delivered (2xx), filtered out, given up on, or held back in `webhook_held_events`
- *     (written in the same transaction). A crash re-sends at most the events that were in flight or
- *     waiting in memory, with the same `webhook-id` (the event's `event_id`): receivers deduplicate on it.
- *   - By record, in parallel: up to `maxInFlight` requests at once (default 16); the events of one
- *     record (stream and id) go one at a time in changelog order and never overtake each other. A
- *     failing event holds back only the later events of its record; it is retried on the retry
- *     schedule and, after its last attempt (`maxAttempts`, 8 with the Standard Webhooks schedule,
- *     about 27 h), recorded in `webhook_failed_deliveries` (`webhooks replay --failed` re-sends it)
- *     and its record moves on. `ordering: 'endpoint'` keeps the strict order of the whole endpoint
- *     (one request at a time; a failing event holds back every later one).
- *   - Every attempt is kept in `webhook_attempts` (time, status, latency, the answer's first 1 KiB).
- *   - An endpoint without a 2xx for `disableAfterDays` (per endpoint, default 5) is disabled and a
- *     `webhook.endpoint_disabled` change is appended, which the other endpoints receive.
- *   - Independent: one loop per endpoint, so a dead or slow endpoint never holds up another, nor
- *     the caller (the sync only calls `notify()`, which returns at once).
- *   - 410 Gone disables the endpoint at once (also with a `webhook.endpoint_disabled` change).
- *     A disabled endpoint waits until `webhooks enable`, `webhooks replay` or a new configured URL.
- *   - Events the endpoint's `events` filter excludes are skipped by advancing the cursor.
- *   - An endpoint configured for the first time starts at the current end of the changelog; it
- *     receives changes from then on (`webhooks replay` delivers history). See endpoint-store.ts.
- *
- * Each loop wakes on `notify()` (the sync just committed changes), on PostgreSQL also on the
- * notification of every commit that appended changes (any process: src/notify/changelog-reader.ts
- * `listenForChanges`), and otherwise polls every `pollMs`, so changes written by another process
- * are picked up too. All state lives in the
- * mirror (read and written through a `SqlExecutor`, src/mirror/sql/executor.ts): the loops re-read
- * it every round, so a `webhooks replay` run from the CLI takes effect in the running daemon. Run
- * one dispatcher per mirror: two would both deliver (still at-least-once, but duplicated). The
- * daemon runs one only while it holds the mirror's `webhooks` lease (src/mirror/leases.ts) and gives
- * it the lease's `fence`: every cursor move then confirms the fence in its own transaction, so a
- * dispatcher that lost the lease (paused past it) stops before it moves a cursor again; and
- * `mayDeliver`, asked right before each request leaves, so a holder whose lease lapsed (paused past
- * it, even before anyone took it over) sends nothing more.
+ * Webhook endpoints as delivery targets of the delivery core (src/notify/delivery/): each
+ * endpoint's sender POSTs signed messages over one keep-alive undici Agent shared by every endpoint
+ * of a dispatcher. `WebhookDispatcher` is a delivery dispatcher of webhook endpoints alone (tests,
+ * benchmarks); the daemon's dispatcher also holds the sinks (jobs/context.ts).
  */
 import { Agent, type Dispatcher } from 'undici';
-import { DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, type WebhookEndpointConfig } from '../../config/schema.ts';
-import { silentLogger, type Logger } from '../../logging/logger.ts';
-import type { Listening, SqlExecutor } from '../../mirror/sql/executor.ts';
-import { listenForChanges } from '../changelog-reader.ts';
-import { compileEventFilter } from '../event-filter.ts';
+import type { WebhookEndpointConfig } from '../../config/schema.ts';
+import { DeliveryDispatcher, type DeliveryDispatcherOptions, type DeliveryTarget } from '../delivery/delivery-dispatcher.ts';
+import { WEBHOOK_KIND } from '../delivery/endpoint-store.ts';
 import { DEFAULT_DELIVERY_TIMEOUT_MS } from './delivery.ts';
-import { EndpointDelivery, safeUrl, type DeliveryEnvironment, type WebhookOrdering } from './endpoint-delivery.ts';
-import { endpointLag, loadEndpoint, registerEndpoint, undeliveredEvents } from './endpoint-store.ts';
-import { countFailedDeliveries } from './failed-deliveries.ts';
-import { loadHeldEvents } from './held-events.ts';
-import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, validateSchedule, type WebhookRetrySchedule } from './retry-schedule.ts';
-import { signerForEndpoint } from './signing.ts';
+import { webhookSender } from './webhook-sender.ts';
 
-export { safeUrl } from './endpoint-delivery.ts';
-
-/** Requests in flight per endpoint unless its `maxInFlight` says otherwise. */
-export const DEFAULT_MAX_IN_FLIGHT = 16;
-
-/** Construction options of a WebhookDispatcher; validated by its constructor (which throws naming the option). */
-export interface WebhookDispatcherOptions {
-  /**
-   * The mirror. Prefer a connection of its own (`sqliteConnection(openMirror(path))`), not the one
-   * the sync holds transactions on. The dispatcher does not close it.
-   */
-  connection: SqlExecutor;
-  /** The configured endpoints (src/config/schema.ts `webhooks`). */
-  endpoints: readonly WebhookEndpointConfig[];
-  logger?: Logger;
-  /** How often each idle loop looks for new changes (written by another process), ms. Default 1000. */
-  pollMs?: number;
+/** How webhook requests are sent: their time limit and the undici dispatcher (connection pool). */
+export interface WebhookTargetOptions {
   /** Time limit of one delivery attempt, ms. Default 15000. */
   timeoutMs?: number;
-  /** Retry delays after 1, 2, … consecutive failures, ms; the last repeats. Default: the Standard Webhooks schedule. */
-  scheduleMs?: readonly number[];
-  /** Jitter as a fraction of each delay (± this much). Default 0.1. */
-  jitterRatio?: number;
-  /** Cap on a receiver's Retry-After, ms. Default 24 h. */
-  maxRetryAfterMs?: number;
-  /** Random source for jitter (tests). */
-  random?: () => number;
-  /** On `stop()`, how long an in-flight request may finish before it is aborted, ms. Default 2000. */
-  stopGraceMs?: number;
-  /** Changes read per query, per endpoint. Default 100. */
-  batchSize?: number;
-  /** The undici dispatcher for deliveries; by default the dispatcher owns a keep-alive Agent and closes it on stop. */
+  /** The undici dispatcher for deliveries; by default the targets share a keep-alive Agent, closed when the last sender closes. */
   httpDispatcher?: Dispatcher;
-  /** Called after every attempt (for metrics: counters, latency histograms). Must not throw. */
-  onAttempt?: (attempt: WebhookAttemptRecord) => void;
-  /** Attempts per event before it is given up on (recorded as failed; its record moves on). Default: `scheduleMs.length` (8). */
-  maxAttempts?: number;
-  /** The clock of retry times, failure streaks and disabling (tests move it forward). Default: the system clock. */
-  now?: () => Date;
-  /**
-   * Run first inside the transaction of every write the dispatcher makes (cursor moves, failures,
-   * disabling, registering), with that transaction's executor: throws `LeaseLostError` when this
-   * dispatcher may no longer write (the daemon's `confirmLease` of the `webhooks` lease). The write
-   * rolls back and every loop ends. Default: none (one dispatcher per mirror is the caller's care).
-   */
-  fence?: (tx: SqlExecutor) => Promise<void>;
-  /**
-   * Asked right before each request leaves: false sends nothing now (the loops ask again shortly).
-   * The daemon answers whether the `webhooks` lease is known to be unexpired (src/mirror/leases.ts
-   * `leaseKnownValid`). Default: always true.
-   */
-  mayDeliver?: () => boolean;
 }
-
-/** One delivery attempt, for metrics. */
-export interface WebhookAttemptRecord {
-  endpoint: string;
-  seq: number;
-  type: string;
-  ok: boolean;
-  /** HTTP status, null without an answer. */
-  status: number | null;
-  durationMs: number;
-}
-
-/** Per-endpoint figures for metrics and status. */
-export interface WebhookEndpointStats {
-  name: string;
-  enabled: boolean;
-  /** Events delivered with a 2xx by this dispatcher since `start()`. */
-  deliveries: number;
-  /** Failed attempts by this dispatcher since `start()`. */
-  failures: number;
-  /** The endpoint's cursor (every event at or below it delivered, skipped, given up on or held back). */
-  deliveredSeq: number;
-  /** MAX(changes.seq) − deliveredSeq, plus the events held back. */
-  lagEvents: number;
-  /** now − occurred_at of the oldest undelivered event (held back or after the cursor), seconds (0 when caught up). */
-  lagSeconds: number;
-  /** Failed attempts in a row, any event, since the last 2xx. */
-  consecutiveFailures: number;
-  /** Events given up on and not yet re-sent (`webhook_failed_deliveries`). */
-  failedEvents: number;
-  /** Events held back behind a failing event of their record (`webhook_held_events`). */
-  heldEvents: number;
-  /** Requests in flight now (0 when this dispatcher does not deliver). */
-  inFlight: number;
-  /** Why the endpoint is disabled (`gone`: 410, `failing`: no 2xx for disableAfterDays); null while enabled. */
-  disabledKind: 'gone' | 'failing' | null;
-}
-
-const DAY_MS = 86_400_000;
 
 /**
- * Delivers the changelog to the configured webhook endpoints (see the module comment for the
- * guarantees). Usage in the daemon:
- *
- *     const dispatcher = new WebhookDispatcher({ connection: sqliteConnection(openMirror(config.dbPath)), endpoints: config.webhooks, logger });
- *     await dispatcher.start();
- *     // after each sync transaction that appended changes:
- *     dispatcher.notify();
- *     // metrics: await dispatcher.stats(); on SIGTERM:
- *     await dispatcher.stop();
+ * The delivery targets of `endpoints` (docs/webhooks.md "Endpoints").
+ * @throws Error naming the option or the endpoint's key when `timeoutMs` or a secret is not valid
  */
-export class WebhookDispatcher {
-  readonly #connection: SqlExecutor;
-  readonly #logger: Logger;
-  readonly #pollMs: number;
-  readonly #stopGraceMs: number;
-  readonly #http: Dispatcher;
-  readonly #ownsHttp: boolean;
-  readonly #fence: ((tx: SqlExecutor) => Promise<void>) | undefined;
-  readonly #endpoints: EndpointDelivery[];
-  readonly #loops: Promise<void>[] = [];
-  /** Aborted by stop(): ends the loops' waits. */
-  readonly #stopRequested = new AbortController();
-  /** Aborted after the grace period of stop(): cancels requests still in flight. */
-  readonly #abortInFlight = new AbortController();
-  #state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
-  /** The PostgreSQL notifications waking the loops (none on SQLite). */
-  #listening: Listening | undefined;
-
-  /**
-   * Validates every endpoint (unique name, event patterns, secret, maxInFlight) without touching
-   * the network or the database.
-   * @throws Error naming the option or the endpoint's field and the rule
-   */
-  constructor(options: WebhookDispatcherOptions) {
-    this.#connection = options.connection;
-    this.#logger = (options.logger ?? silentLogger).child({ component: 'webhooks' });
-    this.#pollMs = positive(options.pollMs ?? 1000, 'pollMs');
-    const timeoutMs = positive(options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS, 'timeoutMs');
-    this.#stopGraceMs = nonNegative(options.stopGraceMs ?? 2000, 'stopGraceMs');
-    const batchSize = positive(options.batchSize ?? 100, 'batchSize');
-    const jitterRatio = options.jitterRatio ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.jitterRatio;
-    if (!(jitterRatio >= 0 && jitterRatio <= 1)) throw new Error(`jitterRatio: must be between 0 and 1, got ${String(jitterRatio)}`);
-    const retrySchedule: WebhookRetrySchedule = {
-      scheduleMs: validateSchedule(options.scheduleMs ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.scheduleMs),
-      jitterRatio,
-      maxRetryAfterMs: nonNegative(options.maxRetryAfterMs ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.maxRetryAfterMs, 'maxRetryAfterMs'),
-      random: options.random ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.random,
-    };
-    this.#ownsHttp = options.httpDispatcher === undefined;
-    this.#http = options.httpDispatcher ?? new Agent({ connect: { timeout: timeoutMs }, keepAliveTimeout: 10_000 });
-    const onAttempt = options.onAttempt;
-    const maxAttempts = positive(options.maxAttempts ?? retrySchedule.scheduleMs.length, 'maxAttempts');
-    const now = options.now ?? (() => new Date());
-    this.#fence = options.fence;
-    const mayDeliver = options.mayDeliver ?? (() => true);
-    const environment: DeliveryEnvironment = {
-      connection: this.#connection,
-      logger: this.#logger,
-      pollMs: this.#pollMs,
-      timeoutMs,
-      batchSize,
-      retrySchedule,
-      maxAttempts,
-      http: this.#http,
-      now,
-      write: (work) => this.#write(work),
-      mayDeliver,
-      report: (attempt) => {
-        try {
-          onAttempt?.(attempt);
-        } catch (error) {
-          this.#logger.error({ err: error }, 'webhook onAttempt callback threw');
-        }
-      },
-      stopSignal: this.#stopRequested.signal,
-      abortSignal: this.#abortInFlight.signal,
-      notifyAll: () => this.notify(),
-    };
-    const names = new Set<string>();
-    this.#endpoints = options.endpoints.map((endpoint) => {
-      if (names.has(endpoint.name)) throw new Error(`webhooks: endpoint name "${endpoint.name}" appears twice; names must be unique`);
-      names.add(endpoint.name);
-      const ordering: WebhookOrdering = endpoint.ordering ?? 'record';
-      if (ordering !== 'record' && ordering !== 'endpoint') throw new Error(`webhooks.${endpoint.name}.ordering: must be "record" or "endpoint", got ${String(ordering)}`);
-      const maxInFlight = endpoint.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
-      if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new Error(`webhooks.${endpoint.name}.maxInFlight: must be a positive integer, got ${String(maxInFlight)}`);
-      return new EndpointDelivery(
-        {
-          name: endpoint.name,
-          url: endpoint.url,
-          filter: compileEventFilter(endpoint.events, `webhooks.${endpoint.name}.events`),
-          signer: signerForEndpoint(endpoint),
-          disableAfterMs: positive(endpoint.disableAfterDays ?? DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, `webhooks.${endpoint.name}.disableAfterDays`) * DAY_MS,
-          maxInFlight: ordering === 'endpoint' ? 1 : maxInFlight,
-          ordering,
+export function webhookTargets(endpoints: readonly WebhookEndpointConfig[], options: WebhookTargetOptions = {}): DeliveryTarget[] {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error(`timeoutMs: must be a positive number, got ${String(timeoutMs)}`);
+  if (endpoints.length === 0) return [];
+  const http = options.httpDispatcher ?? new Agent({ connect: { timeout: timeoutMs }, keepAliveTimeout: 10_000 });
+  let open = endpoints.length;
+  return endpoints.map((endpoint) => {
+    const sender = webhookSender(endpoint, { timeoutMs, http });
+    let closed = false;
+    return {
+      name: endpoint.name,
+      kind: WEBHOOK_KIND,
+      configKey: 'webhooks',
+      url: endpoint.url,
+      events: endpoint.events,
+      ...(endpoint.disableAfterDays === undefined ? {} : { disableAfterDays: endpoint.disableAfterDays }),
+      ...(endpoint.maxInFlight === undefined ? {} : { maxInFlight: endpoint.maxInFlight }),
+      ...(endpoint.ordering === undefined ? {} : { ordering: endpoint.ordering }),
+      sender: {
+        send: sender.send,
+        async close() {
+          if (closed) return;
+          closed = true;
+          open -= 1;
+          if (open === 0 && !options.httpDispatcher) await http.destroy().catch(() => undefined);
         },
-        environment,
-      );
-    });
-  }
-
-  /**
-   * Registers the endpoints in the database (a new one starts at the current end of the changelog)
-   * and starts one delivery loop per endpoint. Resolves once the endpoints are registered and the
-   * loops started (it does not wait for deliveries).
-   * @throws Error when called twice or after stop(), or when the database cannot be written
-   */
-  async start(): Promise<void> {
-    if (this.#state !== 'new') throw new Error(`WebhookDispatcher.start: already ${this.#state}`);
-    this.#state = 'starting';
-    try {
-      for (const { settings } of this.#endpoints) {
-        const { state, created, urlChanged } = await this.#write((executor) => registerEndpoint(executor, settings.name, settings.url));
-        if (created) this.#logger.info({ endpoint: settings.name, deliveredSeq: state.deliveredSeq }, 'webhook endpoint registered: it receives changes after this seq (use webhooks replay for history)');
-        if (urlChanged) this.#logger.info({ endpoint: settings.name, url: safeUrl(settings.url) }, 'webhook endpoint URL changed: backoff and 410 disablement cleared');
-      }
-    } catch (error) {
-      if (this.#state === 'starting') this.#state = 'new';
-      throw error;
-    }
-    if (this.#state !== 'starting') return; // stop() was called while the endpoints were being registered
-    // PostgreSQL: woken by every commit that appended changes, from any process (polling stays the fallback).
-    const listening = await listenForChanges(this.#connection, () => this.notify());
-    if (this.#state !== 'starting') {
-      await listening?.close();
-      return;
-    }
-    if (this.#connection.listen && !listening) this.#logger.warn({ pollMs: this.#pollMs }, 'cannot listen for change notifications: polling only');
-    this.#listening = listening;
-    this.#state = 'running';
-    for (const endpoint of this.#endpoints) this.#loops.push(endpoint.run());
-  }
-
-  /** Wakes every loop now (the sync calls this after committing changes). Cheap; never blocks or throws. */
-  notify(): void {
-    for (const endpoint of this.#endpoints) endpoint.notify();
-  }
-
-  /**
-   * Stops gracefully: loops finish their current step; a request still in flight after
-   * `stopGraceMs` is aborted (its event stays undelivered and is sent again, same webhook-id, after
-   * restart). What was delivered is written before it resolves. Safe to call twice.
-   */
-  async stop(): Promise<void> {
-    if (this.#state === 'stopped') return;
-    const wasRunning = this.#state === 'running';
-    this.#state = 'stopped';
-    this.#stopRequested.abort();
-    const grace = setTimeout(() => this.#abortInFlight.abort(), this.#stopGraceMs);
-    await Promise.allSettled(this.#loops);
-    clearTimeout(grace);
-    await this.#listening?.close();
-    if (this.#ownsHttp) await this.#http.destroy().catch(() => undefined);
-    if (wasRunning) this.#logger.debug('webhook dispatcher stopped');
-  }
-
-  /**
-   * Per-endpoint figures: deliveries and failures since start, cursor, held events, lag in events and seconds.
-   * @throws Error when the database is closed (the promise rejects)
-   */
-  async stats(now: Date = new Date()): Promise<WebhookEndpointStats[]> {
-    const failed = await countFailedDeliveries(this.#connection);
-    const stats: WebhookEndpointStats[] = [];
-    for (const endpoint of this.#endpoints) {
-      const name = endpoint.settings.name;
-      const state = await loadEndpoint(this.#connection, name);
-      const deliveredSeq = state?.deliveredSeq ?? 0;
-      const held = await loadHeldEvents(this.#connection, name);
-      const lag = await endpointLag(this.#connection, deliveredSeq, now, held[0]?.seq);
-      stats.push({
-        name,
-        enabled: state !== undefined && state.disabledAt === null,
-        deliveries: endpoint.deliveries,
-        failures: endpoint.failures,
-        deliveredSeq,
-        lagEvents: undeliveredEvents(lag, deliveredSeq, held),
-        lagSeconds: lag.lagSeconds,
-        consecutiveFailures: state?.consecutiveFailures ?? 0,
-        failedEvents: failed.get(name) ?? 0,
-        heldEvents: held.length,
-        inFlight: endpoint.inFlight,
-        disabledKind: state?.disabledKind ?? null,
-      });
-    }
-    return stats;
-  }
-
-  /**
-   * Runs one write of the dispatcher (an endpoint-store function) on its connection; with a `fence`,
-   * in one transaction that runs the fence first.
-   * @throws LeaseLostError from the fence (the write rolled back)
-   */
-  #write<T>(write: (executor: SqlExecutor) => Promise<T>): Promise<T> {
-    const fence = this.#fence;
-    if (!fence) return this.#connection.transaction(write);
-    return this.#connection.transaction(async (tx) => {
-      await fence(tx);
-      return write(tx);
-    });
-  }
+      },
+    };
+  });
 }
 
-function positive(value: number, field: string): number {
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${field}: must be a positive number, got ${String(value)}`);
-  return value;
+/** Construction options of a WebhookDispatcher: the delivery dispatcher's, with the endpoints instead of targets. */
+export interface WebhookDispatcherOptions extends Omit<DeliveryDispatcherOptions, 'targets'>, WebhookTargetOptions {
+  /** The configured endpoints (src/config/schema.ts `webhooks`). */
+  endpoints: readonly WebhookEndpointConfig[];
+  /** Further targets delivered by the same dispatcher (the sinks). */
+  targets?: readonly DeliveryTarget[];
 }
 
-function nonNegative(value: number, field: string): number {
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${field}: must be a non-negative number, got ${String(value)}`);
-  return value;
+/**
+ * A delivery dispatcher (src/notify/delivery/delivery-dispatcher.ts) of the webhook endpoints (and
+ * `targets`, when given). Usage:
+ *
+ *     const dispatcher = new WebhookDispatcher({ connection, endpoints: config.webhooks, logger });
+ *     await dispatcher.start();  dispatcher.notify();  await dispatcher.stats();  await dispatcher.stop();
+ */
+export class WebhookDispatcher extends DeliveryDispatcher {
+  /** @throws Error naming the option or the endpoint's field and the rule */
+  constructor(options: WebhookDispatcherOptions) {
+    const { endpoints, targets = [], timeoutMs, httpDispatcher, ...rest } = options;
+    super({
+      ...rest,
+      targets: [...webhookTargets(endpoints, { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(httpDispatcher === undefined ? {} : { httpDispatcher }) }), ...targets],
+    });
+  }
 }

@@ -1,20 +1,22 @@
 /**
- * Signed webhooks (docs/webhooks.md): the dispatcher that delivers the changelog to every endpoint,
- * and the administration behind `bizops-sync webhooks list|send-test|replay|enable`. The face of
- * src/notify/webhooks/ for jobs/ and cli/.
+ * Signed webhooks (docs/webhooks.md), the first kind of delivery target: their targets for the
+ * delivery core (src/notify/delivery/), a dispatcher of endpoints alone, and what `bizops-sync
+ * webhooks list|send-test|replay --failed` needs of the endpoints' configuration. The face of
+ * src/notify/webhooks/ for jobs/ and cli/ (the stored state's administration, `webhooks
+ * replay|enable|retry|attempts`, is the delivery core's face).
  */
-export { safeUrl, WebhookDispatcher, type WebhookDispatcherOptions } from './dispatcher.ts';
+export { WebhookDispatcher, webhookTargets, type WebhookDispatcherOptions, type WebhookTargetOptions } from './dispatcher.ts';
+export { listWebhookEndpoints, replayFailedWebhooks, sendTestEvent, type TestEventResult } from './admin.ts';
+export { safeUrl } from '../delivery/delivery-dispatcher.ts';
 export {
   enableWebhookEndpoint,
   listEventAttempts,
-  listWebhookEndpoints,
-  replayFailedWebhooks,
   replayWebhooks,
-  sendTestEvent,
+  retryTargetNow,
   type EnableResult,
   type FailedReplayOutcome,
   type ReplayResult,
-  type TestEventResult,
+  type RetryNowResult,
   type WebhookEndpointListing,
-} from './admin.ts';
-export type { WebhookAttempt } from './attempts.ts';
+} from '../delivery/target-admin.ts';
+export type { WebhookAttempt } from '../delivery/attempts.ts';

@@ -21,6 +21,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { unstorableTextRule } from '../../client/storable-json.ts';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
 import { IdempotencyConflictError, WriteValidationError } from '../write-errors.ts';
 import type { WriteIntake } from './intake.ts';
@@ -116,7 +117,8 @@ export async function handleWritesRequest(request: IncomingMessage, response: Se
       sendJson(response, 400, { error: 'the write id in /writes/{id} has a malformed %-escape (each % must be followed by two hex digits of UTF-8)' });
       return true;
     }
-    const write = await deps.intake.getWrite(id);
+    // No write has an id the mirror cannot store (a NUL): asking the database would only fail.
+    const write = unstorableTextRule(id) === undefined ? await deps.intake.getWrite(id) : undefined;
     if (!write) sendJson(response, 404, { error: `no write ${id}` });
     else sendJson(response, 200, { write: publicWrite(write) });
     return true;

@@ -1,8 +1,9 @@
 /**
  * The list endpoints the simulator serves from its ground truth, one declaration each
  * (`SimulatedStream`, simulated-stream.ts): the list routes, `World.groundTruth`, the stream sizes,
- * the change counters and churn all iterate `SIMULATED_STREAMS`. Adding a list endpoint is one
- * declaration file and its line here.
+ * the change counters, churn, the scopes the tokens hold and the world's snapshot all derive from
+ * `SIMULATED_STREAMS`. Adding a list endpoint is one declaration file and its line here
+ * (docs/adding-a-stream.md); a test may add one at run time (`registerSimulatedStream`).
  *
  * The order is the generation order: each stream's seed records draw from the company's generator in
  * turn (customers first: deals name them), so an entry added at the end leaves the earlier streams'
@@ -47,4 +48,21 @@ export function simulatedStream(name: string): SimulatedStream<TimestampedRecord
   const stream = SIMULATED_STREAMS.find((candidate) => candidate.name === name);
   if (!stream) throw new Error(`unknown stream ${String(name)}; expected one of ${STREAM_NAMES.join(', ')}`);
   return stream as unknown as SimulatedStream<TimestampedRecord, StreamName>;
+}
+
+/**
+ * Adds a list endpoint at run time, after the declared ones (generated last, so the other streams'
+ * records stay as they were for a seed): `SIMULATED_STREAMS`, `STREAM_NAMES`, `DEFAULT_SIZES` and
+ * `simulatedStream` see it at once. For tests that prove a new stream needs nothing but its
+ * declaration: call it before the rest of the simulator (its routes, tokens and world) is imported,
+ * as a vitest setup file does (test/streams/throwaway-setup.ts); a shipped stream is a line in
+ * `SIMULATED_STREAMS` instead.
+ * @throws Error naming the stream when a stream of that name or path is declared already
+ */
+export function registerSimulatedStream<R extends TimestampedRecord>(declaration: SimulatedStream<R, string>): void {
+  const clash = SIMULATED_STREAMS.find((stream) => stream.name === declaration.name || stream.path === declaration.path);
+  if (clash) throw new Error(`simulated stream ${declaration.name}: ${clash.name} (${clash.path}) is declared already with that name or path`);
+  (SIMULATED_STREAMS as unknown as SimulatedStream<R, string>[]).push(declaration);
+  (STREAM_NAMES as string[]).push(declaration.name);
+  (DEFAULT_SIZES as Record<string, number>)[declaration.name] = declaration.defaultSize;
 }

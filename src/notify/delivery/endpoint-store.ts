@@ -1,6 +1,7 @@
 /**
- * The `webhook_endpoints` table (src/mirror/migrations/002_webhooks.ts): each endpoint's durable
- * cursor into the changelog and its delivery state. Every function is one SQL statement or one
+ * The `webhook_endpoints` table (src/mirror/migrations/002_webhooks.ts, `kind` from 016_sinks.ts):
+ * each delivery target's (a webhook endpoint's or a sink's) durable cursor into the changelog and
+ * its delivery state. Every function is one SQL statement or one
  * transaction (`executor.transaction`), so each state change is atomic. Every function runs through
  * a `SqlExecutor` (src/mirror/sql/executor.ts), whichever back end holds the mirror; given a
  * transaction's executor, it runs inside that transaction.
@@ -9,6 +10,7 @@
  * the value the caller read. A `webhooks replay` run by another process while a delivery is in
  * flight therefore wins; the dispatcher sees that nothing changed and re-reads the cursor.
  */
+import { maskUrlCredentials } from '../../logging/mask-url.ts';
 import { encodeChangeData } from '../../mirror/changelog-format.ts';
 import type { SqlExecutor, SqlValue } from '../../mirror/sql/executor.ts';
 import { timeOrderedUuid } from '../../mirror/mirror-store.ts';
@@ -20,9 +22,18 @@ export type DisabledKind = 'gone' | 'failing';
 /** The changelog event type appended when an endpoint is disabled (delivered to the other endpoints). */
 export const ENDPOINT_DISABLED_EVENT = 'webhook.endpoint_disabled';
 
+/** The changelog event type appended when a sink is disabled (delivered to the endpoints and the other sinks). */
+export const SINK_DISABLED_EVENT = 'sink.disabled';
+
+/** The kind of a webhook endpoint's row; a sink's row holds its kind (`nats`, `rabbitmq`, `redis-stream`). */
+export const WEBHOOK_KIND = 'webhook';
+
 /** One endpoint's stored state (times ISO 8601). */
 export interface WebhookEndpointState {
   name: string;
+  /** `webhook`, or the sink's kind. */
+  kind: string;
+  /** The URL as stored: its credentials masked (`maskUrlCredentials`); delivery uses the configured one. */
   url: string;
   /** The cursor: the last changes.seq delivered with a 2xx or skipped by the endpoint's filter. */
   deliveredSeq: number;
@@ -51,6 +62,7 @@ export interface WebhookEndpointState {
 
 interface EndpointRow {
   name: string;
+  kind: string;
   url: string;
   delivered_seq: number;
   created_at: string;
@@ -78,22 +90,31 @@ interface EndpointRow {
  * be millions of events the receiver never asked for. `webhooks replay <name> --since <seq>`
  * delivers history on request.
  *
- * When the configured URL differs from the stored one, the URL is updated and the old URL's
- * backoff and 410 disablement are cleared: a new URL is a new receiver. The cursor is kept.
+ * The row keeps the URL without its credentials (`maskUrlCredentials`: user, password, query values
+ * and fragment masked); the full URL stays in the configuration, in memory, and delivery uses it.
+ * The masked URL is the endpoint's identity: a new credential (a rotated `?token=`) is the same
+ * receiver and keeps its state. When the masked URL differs from the stored one (another host, path
+ * or parameter), or the kind differs, the URL is updated and the old URL's backoff and 410 disablement are cleared: a new
+ * URL is a new receiver. The cursor is kept.
+ * @param configuredUrl the configured URL, credentials included (never stored)
+ * @param kind `webhook` (default) or the sink's kind
  * @returns the stored state after the change, and whether the row was created or its URL changed
  */
 export async function registerEndpoint(
   executor: SqlExecutor,
   name: string,
-  url: string,
+  configuredUrl: string,
   now: Date = new Date(),
+  kind: string = WEBHOOK_KIND,
 ): Promise<{ state: WebhookEndpointState; created: boolean; urlChanged: boolean }> {
   const at = now.toISOString();
+  const url = maskUrlCredentials(configuredUrl);
   return executor.transaction(async (tx) => {
     const created =
       (
-        await tx.run('INSERT INTO webhook_endpoints (name, url, delivered_seq, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING', [
+        await tx.run('INSERT INTO webhook_endpoints (name, kind, url, delivered_seq, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING', [
           name,
+          kind,
           url,
           await lastChangeSeq(tx),
           at,
@@ -103,10 +124,10 @@ export async function registerEndpoint(
       !created &&
       (
         await tx.run(
-          `UPDATE webhook_endpoints SET url = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL,
+          `UPDATE webhook_endpoints SET url = ?, kind = ?, attempts = 0, next_attempt_at = NULL, disabled_at = NULL, disabled_reason = NULL,
              disabled_kind = NULL, failing_since = NULL
-           WHERE name = ? AND url <> ?`,
-          [url, name, url],
+           WHERE name = ? AND (url <> ? OR kind <> ?)`,
+          [url, kind, name, url, kind],
         )
       ).changes === 1;
     const state = await loadEndpoint(tx, name);
@@ -195,14 +216,23 @@ export interface Disablement {
 
 /**
  * Disables an endpoint (410 Gone, or failing for `disableAfterDays`) and appends a
- * `webhook.endpoint_disabled` change to the changelog, in one transaction, so every other endpoint
- * (and `bizops-sync changes`) learns of it. The cursor stays where it is: `webhooks enable` or a
- * replay resumes with the event that was failing. Change data:
- * `{ record: { endpoint, url, kind, reason, failingSince, disabledAt }, changes: { enabled: { old: true, new: false } } }`.
+ * `webhook.endpoint_disabled` change (a sink: `sink.disabled`) to the changelog, in one transaction,
+ * so every other target (and `bizops-sync changes`) learns of it. The cursor stays where it is:
+ * `webhooks enable` (`sinks enable`) or a replay resumes with the event that was failing. Change data:
+ * `{ record: { endpoint, url, kind, reason, failingSince, disabledAt }, changes: { enabled: { old: true, new: false } } }`,
+ * a sink's `{ record: { sink, sinkKind, url, kind, reason, failingSince, disabledAt }, ... }` in stream `sinks`.
+ * @param targetKind `webhook` (default) or the sink's kind
  * @returns the seq of the appended change, or null when the cursor no longer holds `expectedSeq`
  *   or the endpoint is already disabled (nothing changed)
  */
-export async function disableEndpoint(executor: SqlExecutor, name: string, expectedSeq: number, disablement: Disablement, now: Date = new Date()): Promise<number | null> {
+export async function disableEndpoint(
+  executor: SqlExecutor,
+  name: string,
+  expectedSeq: number,
+  disablement: Disablement,
+  now: Date = new Date(),
+  targetKind: string = WEBHOOK_KIND,
+): Promise<number | null> {
   const at = now.toISOString();
   return executor.transaction(async (tx): Promise<number | null> => {
     const before = await loadEndpoint(tx, name);
@@ -223,8 +253,9 @@ export async function disableEndpoint(executor: SqlExecutor, name: string, expec
         [at, disablement.goneStatus, disablement.reason, at, at, name],
       );
     }
+    const sink = targetKind !== WEBHOOK_KIND;
     const record = {
-      endpoint: name,
+      ...(sink ? { sink: name, sinkKind: targetKind } : { endpoint: name }),
       url: disablement.safeUrl,
       kind: disablement.kind,
       reason: disablement.reason,
@@ -234,13 +265,13 @@ export async function disableEndpoint(executor: SqlExecutor, name: string, expec
     // Plain SQL, as MirrorStore.appendChange writes a change: same columns, same `data` format.
     const appended = await tx.get<{ seq: number }>('INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq', [
       `evt_${timeOrderedUuid(now.getTime())}`,
-      ENDPOINT_DISABLED_EVENT,
-      'webhooks',
+      sink ? SINK_DISABLED_EVENT : ENDPOINT_DISABLED_EVENT,
+      sink ? 'sinks' : 'webhooks',
       name,
       at,
       encodeChangeData({ record, changes: { enabled: { old: true, new: false } } }),
     ]);
-    if (!appended) throw new Error(`webhook endpoint ${name}: the ${ENDPOINT_DISABLED_EVENT} change returned no seq`);
+    if (!appended) throw new Error(`${sink ? 'sink' : 'webhook endpoint'} ${name}: the disabled change returned no seq`);
     await tx.changesAppended();
     return Number(appended.seq);
   });
@@ -260,6 +291,22 @@ export async function enableEndpoint(executor: SqlExecutor, name: string): Promi
        WHERE name = ?`,
       [name],
     );
+    return before;
+  });
+}
+
+/**
+ * Ends an endpoint's pause now (`webhooks retry`, `sinks retry`, the console's "Retry now"): its next
+ * event goes out at once as a probe, and its held events are due at once (attempts kept). A
+ * disabled endpoint is left as it is (`enableEndpoint` re-enables).
+ * @returns the state before, or undefined when the endpoint was never registered
+ */
+export async function endPause(executor: SqlExecutor, name: string): Promise<WebhookEndpointState | undefined> {
+  return executor.transaction(async (tx) => {
+    const before = await loadEndpoint(tx, name);
+    if (!before || before.disabledAt !== null) return before;
+    await tx.run('UPDATE webhook_endpoints SET next_attempt_at = NULL WHERE name = ?', [name]);
+    await tx.run('UPDATE webhook_held_events SET next_attempt_at = NULL WHERE endpoint = ? AND next_attempt_at IS NOT NULL', [name]);
     return before;
   });
 }
@@ -318,6 +365,7 @@ export async function endpointLag(executor: SqlExecutor, deliveredSeq: number, n
 function toState(row: EndpointRow): WebhookEndpointState {
   return {
     name: row.name,
+    kind: row.kind ?? WEBHOOK_KIND,
     url: row.url,
     deliveredSeq: row.delivered_seq,
     createdAt: row.created_at,
@@ -335,4 +383,22 @@ function toState(row: EndpointRow): WebhookEndpointState {
     deliveredCount: row.delivered_count,
     failedCount: row.failed_count,
   };
+}
+
+/**
+ * Replaces every stored URL that still holds credentials (a user, a password, query values, a
+ * fragment) by its masked form (`maskUrlCredentials`), endpoints no longer configured included,
+ * keeping each endpoint's state; then `registerEndpoint` finds a rotated credential the same URL.
+ * The dispatcher calls it at start, before registering its endpoints.
+ * @returns how many rows changed
+ */
+export async function forgetStoredCredentials(executor: SqlExecutor): Promise<number> {
+  return executor.transaction(async (tx) => {
+    let changed = 0;
+    for (const row of await tx.all<{ name: string; url: string }>('SELECT name, url FROM webhook_endpoints')) {
+      const masked = maskUrlCredentials(row.url);
+      if (masked !== row.url) changed += (await tx.run('UPDATE webhook_endpoints SET url = ? WHERE name = ? AND url = ?', [masked, row.name, row.url])).changes;
+    }
+    return changed;
+  });
 }

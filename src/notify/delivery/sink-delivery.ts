@@ -1,5 +1,7 @@
 /**
- * One endpoint's delivery loop (the dispatcher runs one per endpoint; docs/webhooks.md "Ordering").
+ * One target's delivery loop (the dispatcher runs one per webhook endpoint or sink; docs/webhooks.md
+ * "Ordering", docs/sinks.md). The target's kind only sends (`SinkSender`, sink-kind.ts): this loop
+ * decides what goes when and writes what happened.
  *
  * Events go out by record: up to `maxInFlight` requests at once, the events of one record (its
  * stream and id, its "lane") one at a time in changelog order. A failing event is held back with
@@ -13,11 +15,15 @@
  *     cursor it has read (`#active`, at most `MAX_ACTIVE`) and where its reading stands
  *     (`#frontier`); the cursor it writes is the last seq before the oldest event still active.
  *   - the held events, their attempts and retry times;
- *   - the endpoint's failure streak: failed attempts in a row of any event since the last 2xx.
- *     After `STALL_AFTER_FAILURES` the endpoint is taken for down: no new event goes out (held
- *     ones still retry on their own schedules) except one probe when the streak's own retry
- *     time comes (`next_attempt_at`); any 2xx ends the streak. A dead receiver therefore gets a
- *     few requests per schedule step, not the whole changelog parked.
+ *   - the endpoint's failure streak: failed attempts in a row of any event since the last 2xx,
+ *     and since when (`failing_since`). After `STALL_AFTER_FAILURES` the endpoint is taken for
+ *     down: one request at a time, a probe, when the pause ends (`next_attempt_at`): the oldest
+ *     held event whose own retry is due, else the next new event. The pause follows how long the
+ *     endpoint has been failing (retry-schedule.ts `probeDelayMs`: 5 s to 30 s), not how many
+ *     attempts failed. Any 2xx ends the streak and the pause, and makes every held event due at
+ *     once (their failures were the endpoint's, not theirs): a receiver that answers again is
+ *     served within the longest pause, without a command. A dead receiver gets one request per
+ *     pause, never the whole changelog parked.
  *
  * What a round does: settles the answers that arrived (each attempt kept in `webhook_attempts`),
  * writes them with the new cursor in ONE fenced transaction (compare-and-set on the cursor: a
@@ -29,7 +35,6 @@
  * to be unexpired?); when it says no, nothing is sent until it says yes again.
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import type { Dispatcher } from 'undici';
 import type { Logger } from '../../logging/logger.ts';
 import { plantedBug } from '../../logging/planted-bugs.ts';
 import { LeaseLostError } from '../../mirror/leases.ts';
@@ -38,12 +43,11 @@ import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
 import { readChanges, type ChangeEvent } from '../changelog-reader.ts';
 import type { EventTypeFilter } from '../event-filter.ts';
 import { insertAttempts, type WebhookAttempt } from './attempts.ts';
-import { deliverWebhook, type DeliveryOutcome } from './delivery.ts';
 import { disableEndpoint, loadEndpoint, recordProgress, registerEndpoint, type Disablement, type WebhookEndpointState } from './endpoint-store.ts';
 import { insertFailedDelivery, type FailedDelivery } from './failed-deliveries.ts';
-import { deleteHeldEvents, insertHeldEvents, loadHeldEvents, recordHeldFailure, recordLane, type HeldEvent } from './held-events.ts';
-import { nextRetryDelayMs, type WebhookRetrySchedule } from './retry-schedule.ts';
-import { buildWebhookMessage, type WebhookSigner } from './signing.ts';
+import { deleteHeldEvents, insertHeldEvents, loadHeldEvents, recordHeldFailure, recordLane, setHeldRetryTimes, type HeldEvent } from './held-events.ts';
+import { nextRetryDelayMs, probeDelayMs, type ProbeIntervals, type WebhookRetrySchedule } from './retry-schedule.ts';
+import type { DeliveryOutcome, SinkSender } from './sink-kind.ts';
 import { Wakeup } from './wakeup.ts';
 
 /** How an endpoint orders its events: by record (default) or all of them (one request at a time). */
@@ -67,12 +71,16 @@ const FLUSH_EVERY_ATTEMPTS = 200;
 /** Longest pause after an unexpected error (database busy, corrupt row) before the loop tries again, ms. */
 const MAX_ERROR_BACKOFF_MS = 60_000;
 
-/** One endpoint as the loop needs it. */
+/** One target as the loop needs it. */
 export interface EndpointSettings {
   name: string;
+  /** `webhook` or the sink's kind. */
+  kind: string;
+  /** The URL kept in the mirror and shown (a sink's without its password). */
   url: string;
   filter: EventTypeFilter;
-  signer: WebhookSigner;
+  /** Sends one event (the target's kind). */
+  sender: SinkSender;
   /** Disabled after failing this long without a 2xx, ms. */
   disableAfterMs: number;
   /** Requests at once (1 with `ordering: 'endpoint'`). */
@@ -85,18 +93,18 @@ export interface DeliveryEnvironment {
   connection: SqlExecutor;
   logger: Logger;
   pollMs: number;
-  timeoutMs: number;
   batchSize: number;
   retrySchedule: WebhookRetrySchedule;
+  /** How often a target taken for down is probed. */
+  probeIntervals: ProbeIntervals;
   maxAttempts: number;
-  http: Dispatcher;
   now(): Date;
   /** Runs a write in a fenced transaction (dispatcher `#write`). @throws LeaseLostError */
   write<T>(work: (executor: SqlExecutor) => Promise<T>): Promise<T>;
   /** Asked right before each request leaves; false: send nothing now. */
   mayDeliver(): boolean;
   /** Reports an attempt (metrics). Never throws. */
-  report(attempt: { endpoint: string; seq: number; type: string; ok: boolean; status: number | null; durationMs: number }): void;
+  report(attempt: { endpoint: string; kind: string; seq: number; type: string; ok: boolean; status: number | null; durationMs: number }): void;
   /** Aborted by the dispatcher's stop(): the loop ends. */
   stopSignal: AbortSignal;
   /** Aborted after stop()'s grace period: requests still in flight are cancelled. */
@@ -127,6 +135,8 @@ class PendingWrites {
   holds: HeldEvent[] = [];
   heldFailures: { seq: number; attempts: number; nextAttemptAt: string; status: number | null; error: string }[] = [];
   releases: number[] = [];
+  /** Held events made due at once (the endpoint answered again): their retry time as it stands when written. */
+  madeDue: HeldEvent[] = [];
   givenUp: FailedDelivery[] = [];
   delivered = 0;
   failed = 0;
@@ -135,7 +145,7 @@ class PendingWrites {
   lastSuccessAt: string | undefined;
 
   get empty(): boolean {
-    return this.attempts.length === 0 && this.holds.length === 0 && this.heldFailures.length === 0 && this.releases.length === 0 && this.givenUp.length === 0;
+    return this.attempts.length === 0 && this.holds.length === 0 && this.heldFailures.length === 0 && this.releases.length === 0 && this.madeDue.length === 0 && this.givenUp.length === 0;
   }
 }
 
@@ -163,6 +173,8 @@ export class EndpointDelivery {
   #arrivals: Arrival[] = [];
   #pending = new PendingWrites();
   #streak = { failures: 0, failingSince: null as string | null, pausedUntil: null as string | null };
+  /** The pause as the mirror holds it (`next_attempt_at`), as last read or written: a NULL there instead is a retry asked for. */
+  #storedPause: string | null = null;
   #disabled = false;
   #disabling: Disablement | null = null;
   #generation = 0;
@@ -257,18 +269,27 @@ export class EndpointDelivery {
 
     const nowMs = env.now().getTime();
     if (!env.mayDeliver()) return Math.min(env.pollMs, 100);
-    const nextHeldMs = await this.#startHeld(nowMs);
-    const pausedMs = this.#pausedForMs(nowMs);
-    if (pausedMs === 0) {
-      const limit = this.#streak.failures >= STALL_AFTER_FAILURES ? 1 : this.settings.maxInFlight;
-      await this.#refill();
-      this.#startActive(limit);
-      // Room for more and more to read: go on at once.
-      if (this.#inFlight < limit && this.#mayHaveMore && this.#active.length < MAX_ACTIVE && !(this.settings.ordering === 'endpoint' && this.#held.size > 0)) return 0;
+    if (this.#streak.failures >= STALL_AFTER_FAILURES) {
+      // Taken for down: one probe at a time when the pause ends, the oldest due held event first.
+      const pausedMs = this.#pausedForMs(nowMs);
+      if (pausedMs > 0 || this.#inFlight > 0) return Math.max(1, Math.min(pausedMs > 0 ? pausedMs : env.pollMs, env.pollMs));
+      const nextHeldMs = await this.#startHeld(nowMs, 1);
+      if (this.#inFlight === 0) {
+        await this.#refill();
+        this.#startActive(1);
+      }
+      if (this.#arrivals.length > 0) return 0;
+      return Math.max(1, Math.min(nextHeldMs, env.pollMs));
     }
+    const limit = this.settings.maxInFlight;
+    const nextHeldMs = await this.#startHeld(nowMs, limit);
+    await this.#refill();
+    this.#startActive(limit);
+    // Room for more and more to read: go on at once.
+    if (this.#inFlight < limit && this.#mayHaveMore && this.#active.length < MAX_ACTIVE && !(this.settings.ordering === 'endpoint' && this.#held.size > 0)) return 0;
     if (this.#arrivals.length > 0) return 0;
-    // Answers in flight wake the loop; otherwise the next retry, the end of a pause, or the poll.
-    return Math.max(1, Math.min(nextHeldMs, pausedMs === 0 ? Number.POSITIVE_INFINITY : pausedMs, env.pollMs));
+    // Answers in flight wake the loop; otherwise the next retry or the poll.
+    return Math.max(1, Math.min(nextHeldMs, env.pollMs));
   }
 
   /** Reads the stored state afresh: the cursor, the streak, the held events; forgets what is in memory. */
@@ -291,6 +312,7 @@ export class EndpointDelivery {
     this.#arrivals = [];
     this.#pending = new PendingWrites();
     this.#streak = { failures: state.consecutiveFailures, failingSince: state.failingSince, pausedUntil: state.nextAttemptAt };
+    this.#storedPause = state.nextAttemptAt;
     this.#disabled = state.disabledAt !== null;
     this.#mayHaveMore = true;
     this.#stateReadAt = Date.now();
@@ -321,11 +343,9 @@ export class EndpointDelivery {
     return true;
   }
 
-  /** ms until the endpoint's pause ends (a streak of failures), 0 when not paused. */
+  /** ms until the endpoint's pause ends (taken for down), 0 when not paused. */
   #pausedForMs(nowMs: number): number {
     if (this.#streak.failures < STALL_AFTER_FAILURES || this.#streak.pausedUntil === null) return 0;
-    // While down, one probe at a time.
-    if (this.#active.some((entry) => entry.sending)) return this.#env.pollMs;
     return Math.max(0, Date.parse(this.#streak.pausedUntil) - nowMs);
   }
 
@@ -397,8 +417,8 @@ export class EndpointDelivery {
     rows.sort((a, b) => a.seq - b.seq);
   }
 
-  /** Starts the held events that are due (each lane's head). @returns ms until the next one is due */
-  async #startHeld(nowMs: number): Promise<number> {
+  /** Starts the held events that are due (each lane's head) while fewer than `limit` requests are in flight. @returns ms until the next one is due */
+  async #startHeld(nowMs: number, limit: number): Promise<number> {
     let nextDueMs = Number.POSITIVE_INFINITY;
     const due: HeldEvent[] = [];
     for (const rows of this.#held.values()) {
@@ -410,7 +430,7 @@ export class EndpointDelivery {
     }
     due.sort((a, b) => a.seq - b.seq);
     for (const held of due) {
-      if (this.#inFlight >= this.settings.maxInFlight) break;
+      if (this.#inFlight >= limit) break;
       const [event] = await readChanges(this.#env.connection, { sinceSeq: held.seq - 1, limit: 1 });
       this.#send({ kind: 'held', held, event: event?.seq === held.seq ? event : null });
     }
@@ -445,7 +465,7 @@ export class EndpointDelivery {
     if (source.kind === 'active') source.entry.sending = true;
     else this.#heldSending.add(source.held.seq);
     this.#inFlight += 1;
-    const request = deliverWebhook(this.settings.url, buildWebhookMessage(event), this.settings.signer, { timeoutMs: env.timeoutMs, dispatcher: env.http, signal: env.abortSignal }).then(
+    const request = this.settings.sender.send(event, env.abortSignal).then(
       (outcome) => {
         this.#inFlight -= 1;
         this.#inFlightRequests.delete(request);
@@ -471,7 +491,7 @@ export class EndpointDelivery {
       const attempt = source.kind === 'active' ? 1 : source.held.attempts + 1;
       const noEvent = source.kind === 'held' && source.event === null;
       if (!noEvent) {
-        this.#env.report({ endpoint: this.settings.name, seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
+        this.#env.report({ endpoint: this.settings.name, kind: this.settings.kind, seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
         this.#pending.attempts.push({
           endpoint: this.settings.name,
           seq,
@@ -491,6 +511,7 @@ export class EndpointDelivery {
         this.deliveries += 1;
         this.#pending.delivered += 1;
         this.#pending.lastSuccessAt = arrival.attemptedAt;
+        if (this.#streak.failures >= STALL_AFTER_FAILURES) this.#makeHeldDue();
         this.#streak = { failures: 0, failingSince: null, pausedUntil: null };
         this.#done(source);
         continue;
@@ -510,11 +531,12 @@ export class EndpointDelivery {
       }
       const giveUp = noEvent || attempt >= this.#env.maxAttempts;
       const retryInMs = giveUp ? 0 : nextRetryDelayMs(attempt, outcome.retryAfterMs, this.#env.retrySchedule);
+      const failingForMs = this.#streak.failingSince === null ? 0 : now.getTime() - Date.parse(this.#streak.failingSince);
       if (this.#streak.failures >= STALL_AFTER_FAILURES) {
-        const pauseMs = nextRetryDelayMs(this.#streak.failures - STALL_AFTER_FAILURES + 1, outcome.retryAfterMs, this.#env.retrySchedule);
+        // Down: the pause follows how long the endpoint has been failing, not how many attempts failed.
+        const pauseMs = probeDelayMs(failingForMs, outcome.retryAfterMs, this.#env.probeIntervals, this.#env.retrySchedule);
         this.#streak.pausedUntil = new Date(now.getTime() + pauseMs).toISOString();
       }
-      const failingForMs = this.#streak.failingSince === null ? 0 : now.getTime() - Date.parse(this.#streak.failingSince);
       if (giveUp) {
         this.#giveUp(source, attempt, outcome.status, outcome.error, now);
       } else {
@@ -529,6 +551,25 @@ export class EndpointDelivery {
         this.#disabling ??= { kind: 'failing', reason, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
       }
     }
+  }
+
+  /**
+   * The endpoint answered again after it was taken for down: every held event is due at once (its
+   * failures were the endpoint's), its attempts kept.
+   */
+  #makeHeldDue(): void {
+    for (const rows of this.#held.values()) {
+      const head = rows[0]!;
+      if (head.nextAttemptAt === null) continue;
+      head.nextAttemptAt = null;
+      this.#pending.madeDue.push(head);
+    }
+  }
+
+  /** An operator ended the pause (endpoint-store.ts `endPause`, which also made the held events due): probe now. */
+  #retryAsked(): void {
+    this.#streak.pausedUntil = null;
+    for (const rows of this.#held.values()) rows[0]!.nextAttemptAt = null;
   }
 
   /** The event is delivered (or given up on): it leaves the window, or its lane's held events. */
@@ -603,6 +644,7 @@ export class EndpointDelivery {
       pending.holds.length > 0 ||
       pending.heldFailures.length > 0 ||
       pending.releases.length > 0 ||
+      pending.madeDue.length > 0 ||
       pending.givenUp.length > 0 ||
       this.#disabling !== null ||
       this.#inFlight === 0 ||
@@ -627,8 +669,12 @@ export class EndpointDelivery {
     const name = this.settings.name;
     try {
       await this.#env.write(async (tx) => {
+        // A pause cleared in the mirror since it was written (`webhooks retry`, the console) wins over this write.
+        if (this.#storedPause !== null && (await loadEndpoint(tx, name))?.nextAttemptAt === null) this.#retryAsked();
         await insertHeldEvents(tx, pending.holds);
         for (const failure of pending.heldFailures) await recordHeldFailure(tx, name, failure.seq, failure);
+        // After the failures: each made-due event's retry time as it stands now (a later failure set it again).
+        await setHeldRetryTimes(tx, name, pending.madeDue);
         for (const failed of pending.givenUp) await insertFailedDelivery(tx, failed);
         await deleteHeldEvents(tx, name, [...pending.releases, ...pending.givenUp.map((failed) => failed.seq)]);
         await insertAttempts(tx, pending.attempts);
@@ -655,6 +701,7 @@ export class EndpointDelivery {
       return false;
     }
     this.#cursor = cursor;
+    this.#storedPause = this.#streak.failures >= STALL_AFTER_FAILURES ? this.#streak.pausedUntil : null;
     this.#flushedAt = Date.now();
     if (this.#streak.failures < STALL_AFTER_FAILURES) this.#streak.pausedUntil = null;
     return true;
@@ -667,6 +714,7 @@ export class EndpointDelivery {
     pending.holds.push(...next.holds);
     pending.heldFailures.push(...next.heldFailures);
     pending.releases.push(...next.releases);
+    pending.madeDue.push(...next.madeDue);
     pending.givenUp.push(...next.givenUp);
     pending.delivered += next.delivered;
     pending.failed += next.failed;
@@ -679,14 +727,15 @@ export class EndpointDelivery {
   /** Disables the endpoint (appending the `webhook.endpoint_disabled` change) and wakes the others so they deliver it. */
   async #disable(disablement: Disablement): Promise<void> {
     const env = this.#env;
-    const changeSeq = await env.write((executor) => disableEndpoint(executor, this.settings.name, this.#cursor, disablement, env.now()));
+    const changeSeq = await env.write((executor) => disableEndpoint(executor, this.settings.name, this.#cursor, disablement, env.now(), this.settings.kind));
     this.#disabled = true;
     if (changeSeq === null) return;
+    const commands = this.settings.kind === 'webhook' ? 'webhooks enable (or replay)' : 'sinks enable (or replay)';
     env.logger.warn(
-      { endpoint: this.settings.name, url: safeUrl(this.settings.url), kind: disablement.kind, reason: disablement.reason, changeSeq },
+      { endpoint: this.settings.name, sinkKind: this.settings.kind, url: safeUrl(this.settings.url), kind: disablement.kind, reason: disablement.reason, changeSeq },
       disablement.kind === 'gone'
-        ? 'webhook endpoint disabled: the receiver answered 410 Gone; webhooks enable (or replay) re-enables it'
-        : 'webhook endpoint disabled: failing for longer than disableAfterDays; webhooks enable (or replay) re-enables it',
+        ? `webhook endpoint disabled: the receiver answered 410 Gone; ${commands} re-enables it`
+        : `${this.settings.kind === 'webhook' ? 'webhook endpoint' : `${this.settings.kind} sink`} disabled: failing for longer than disableAfterDays; ${commands} re-enables it`,
     );
     env.notifyAll();
   }
@@ -696,7 +745,8 @@ export class EndpointDelivery {
 export function safeUrl(url: string): string {
   try {
     const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}`;
+    // A broker's URL (nats:, amqp:, redis:) has no origin: its scheme and host stand for it.
+    return `${parsed.origin === 'null' ? `${parsed.protocol}//${parsed.host}` : parsed.origin}${parsed.pathname}`;
   } catch {
     return '[invalid URL]';
   }

@@ -1,5 +1,5 @@
 /**
- * Migration 16: the record clock per (stream, partition) (docs/sync.md "Record clock").
+ * Migration 18: the record clock per (stream, partition) (docs/sync.md "Record clock").
  *
  * `record_clock` is keyed by (stream, partition_value): a partition's own lag, high water and
  * window, '' for an unpartitioned stream. Rebuilt, as SQLite cannot change a primary key; every row

@@ -61,3 +61,34 @@ export function nextRetryDelayMs(failures: number, retryAfterMs: number | null, 
   const asked = retryAfterMs === null ? 0 : Math.min(retryAfterMs, schedule.maxRetryAfterMs);
   return Math.max(0, Math.round(Math.max(jittered, asked)));
 }
+
+/**
+ * How often a target taken for down (a streak of failed attempts, sink-delivery.ts
+ * `STALL_AFTER_FAILURES`) is probed, ms: a tenth of how long it has been failing, within
+ * `[minMs, maxMs]`. A receiver down for a minute is probed every 6 s, one down for five minutes or
+ * five days every 30 s: when it answers again it gets new events within `maxMs` (plus jitter),
+ * without a command. How many of its attempts failed does not count, only for how long.
+ */
+export interface ProbeIntervals {
+  /** The shortest pause, ms (the first ones after the target is taken for down). */
+  minMs: number;
+  /** The longest pause, ms: a target that answers again is served within it. */
+  maxMs: number;
+}
+
+/** Probes every 5 s to 30 s. */
+export const DEFAULT_PROBE_INTERVALS: ProbeIntervals = { minMs: 5_000, maxMs: 30_000 };
+
+/**
+ * The pause before the next probe of a target failing for `failingForMs`, ms: `failingForMs / 10`
+ * within the bounds, spread by the schedule's jitter. A `Retry-After` the receiver sent wins when it
+ * asks for longer, up to twice `maxMs` (60 s by default): a receiver's deploy that answers 503 with
+ * `Retry-After: 3600` is still served within a minute of answering again (its events' own retries
+ * obey the full Retry-After).
+ */
+export function probeDelayMs(failingForMs: number, retryAfterMs: number | null, bounds: ProbeIntervals, schedule: WebhookRetrySchedule): number {
+  const base = Math.min(bounds.maxMs, Math.max(bounds.minMs, failingForMs / 10));
+  const jittered = base * (1 + schedule.jitterRatio * (2 * schedule.random() - 1));
+  const asked = retryAfterMs === null ? 0 : Math.min(retryAfterMs, schedule.maxRetryAfterMs, 2 * bounds.maxMs);
+  return Math.max(0, Math.round(Math.max(jittered, asked)));
+}

@@ -1,5 +1,6 @@
 /**
- * The `webhook_held_events` table (src/mirror/migrations/009_webhook_delivery.ts): per endpoint, the
+ * The `webhook_held_events` table (src/mirror/migrations/009_webhook_delivery.ts): per target (a
+ * webhook endpoint or a sink), the
  * events held back behind a failing event of the same record (docs/webhooks.md "Ordering"). The
  * endpoint's cursor moves past them; each leaves the table when delivered or given up on. Every
  * function runs through a `SqlExecutor` (src/mirror/sql/executor.ts), whichever back end holds the
@@ -94,6 +95,16 @@ export async function recordHeldFailure(executor: SqlExecutor, endpoint: string,
     endpoint,
     seq,
   ]);
+}
+
+/** Writes the retry time each of `events` holds now (null: due at once), keeping its attempts. */
+export async function setHeldRetryTimes(executor: SqlExecutor, endpoint: string, events: readonly { seq: number; nextAttemptAt: string | null }[]): Promise<void> {
+  for (const event of events) await executor.run('UPDATE webhook_held_events SET next_attempt_at = ? WHERE endpoint = ? AND seq = ?', [event.nextAttemptAt, endpoint, event.seq]);
+}
+
+/** Makes every held event of `endpoint` whose retry waits due at once, its attempts kept (`webhooks retry`, `sinks retry`). @returns how many */
+export async function retryHeldEventsNowKeepingAttempts(executor: SqlExecutor, endpoint: string): Promise<number> {
+  return (await executor.run('UPDATE webhook_held_events SET next_attempt_at = NULL WHERE endpoint = ? AND next_attempt_at IS NOT NULL', [endpoint])).changes;
 }
 
 /** Releases held events (delivered or given up on). */

@@ -1,0 +1,75 @@
+/**
+ * The seam between the delivery core (this folder: cursors, ordering by record, held events,
+ * attempts, retries, pauses, disabling) and one kind of sink (docs/sinks.md). A kind only sends one
+ * event and says how it went: a webhook endpoint POSTs it (src/notify/webhooks/webhook-sender.ts), a
+ * broker publishes it and waits for the broker's acknowledgement (src/notify/sinks/). Everything else
+ * (which event goes when, what is written to the mirror, what a failure holds back) is the core's,
+ * the same for every kind. A new kind is one file: a `SinkSender` factory registered in
+ * src/notify/sinks/sink-kinds.ts.
+ */
+import type { ChangeEvent } from '../changelog-reader.ts';
+
+/** An event the sink acknowledged: a webhook receiver's 2xx, a broker's publish acknowledgement. */
+export interface DeliverySuccess {
+  ok: true;
+  /** The HTTP status of a webhook's 2xx; 0 for a broker (no status). */
+  status: number;
+  durationMs: number;
+  /** What the sink answered, at most 1 KiB ('' when nothing): a webhook's body, a broker's acknowledgement (stream and sequence). */
+  response: string;
+}
+
+/** An attempt that failed: an answer other than an acknowledgement, no answer, or an abort. */
+export interface DeliveryFailure {
+  ok: false;
+  /** The HTTP status of a webhook's answer, or null (no answer; every broker failure). */
+  status: number | null;
+  /** One line for logs, `webhooks list` and `sinks list`, e.g. `HTTP 503`, `ECONNREFUSED ...`, `publish not acknowledged within 5000 ms`. Never a secret. */
+  error: string;
+  /** How long the sink asked to wait before the next attempt, ms (a webhook's Retry-After), or null. */
+  retryAfterMs: number | null;
+  /** True when the sink wants no more events (a webhook's 410 Gone): the core disables it at once. */
+  gone: boolean;
+  /** True when the dispatcher's stop aborted the attempt: not the sink's failure, nothing recorded. */
+  aborted: boolean;
+  durationMs: number;
+  /** What the sink answered, at most 1 KiB; null without an answer. */
+  response: string | null;
+}
+
+/** One attempt's outcome; narrow on `ok`. */
+export type DeliveryOutcome = DeliverySuccess | DeliveryFailure;
+
+/**
+ * Sends the events of one sink. The core calls `send` for at most `maxInFlight` events at once,
+ * never two of one record at once (a record's next event only after the earlier one's outcome).
+ */
+export interface SinkSender {
+  /**
+   * Sends one changelog event (its body: src/notify/event-payload.ts `webhookPayload`; its id:
+   * `event.eventId`, the same on every attempt) and resolves once the sink acknowledged it or the
+   * attempt failed. Opens or re-opens the sink's connection as needed. Never rejects: a failure is
+   * a `DeliveryFailure` (with `aborted: true` when `signal` aborted it).
+   */
+  send(event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome>;
+  /** Closes the sink's connections (the dispatcher stopping). Never rejects. */
+  close(): Promise<void>;
+}
+
+/** Milliseconds since `started` (a `performance.now()`), to a tenth. */
+export function elapsedMs(started: number): number {
+  return Math.round((performance.now() - started) * 10) / 10;
+}
+
+/** A failure without an answer (a broker's refusal, a timeout, a lost connection): one line, no secret. */
+export function failedWithoutAnswer(error: string, started: number, aborted = false): DeliveryFailure {
+  return { ok: false, status: null, error, retryAfterMs: null, gone: false, aborted, durationMs: elapsedMs(started), response: null };
+}
+
+/** One line naming an error (its code, message and cause), for a `DeliveryFailure`. */
+export function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  const cause = error.cause instanceof Error && error.cause.message !== error.message ? `: ${error.cause.message}` : '';
+  return `${typeof code === 'string' && !error.message.includes(code) ? `${code} ` : ''}${error.message}${cause}`.replace(/\s+/g, ' ').trim();
+}

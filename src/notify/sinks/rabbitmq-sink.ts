@@ -1,0 +1,123 @@
+/**
+ * The `rabbitmq` kind of sink (docs/sinks.md "RabbitMQ"): each event is an AMQP 0-9-1 publish on a
+ * confirm channel to `exchange` with routing key `<stream>.<event type>`, persistent
+ * (`delivery_mode` 2), `message_id` = the event id, `content_type` application/json, `type` the event
+ * type, `mandatory`; it counts as delivered once the broker confirms it (basic.ack). A nack, a
+ * message the broker returned as unroutable (no queue bound for its key: it would be lost), a closed
+ * channel or no confirm within `ackTimeoutSeconds` is a failure, retried with the same `message_id`.
+ * The delivery core sends one event per record at a time, so a record's messages reach a queue in
+ * changelog order. The connection (amqplib) is opened at the first event and again after it broke.
+ */
+import amqp from 'amqplib';
+import type { SinkConfig } from '../../config/schema.ts';
+import { maskSecrets } from '../../logging/mask.ts';
+import { urlCredentials } from '../../logging/mask-url.ts';
+import type { ChangeEvent } from '../changelog-reader.ts';
+import { describeError, elapsedMs, failedWithoutAnswer, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
+import { sinkMessage, subjectToken } from './sink-message.ts';
+
+/** The exchange unless `exchange` says otherwise. */
+export const DEFAULT_EXCHANGE = 'bizops';
+
+/** An open connection and its confirm channel, with the message ids the broker returned as unroutable. */
+interface Link {
+  connection: amqp.ChannelModel;
+  channel: amqp.ConfirmChannel;
+  returned: Set<string>;
+  broken: Error | null;
+}
+
+/**
+ * The sender of one `rabbitmq` sink.
+ * @param sink a validated sink of kind `rabbitmq` (its `url` resolved)
+ */
+export function rabbitmqSender(sink: SinkConfig): SinkSender {
+  const secrets = urlCredentials(sink.url!);
+  const exchange = sink.exchange ?? DEFAULT_EXCHANGE;
+  const timeoutMs = Math.round(sink.ackTimeoutSeconds * 1000);
+  let opening: Promise<Link> | null = null;
+
+  const open = () => {
+    opening ??= (async () => {
+      const connection = await amqp.connect(sink.url!, { timeout: timeoutMs, clientProperties: { connection_name: `bizops-sync sink ${sink.name}` } });
+      const link: Link = { connection, channel: undefined as unknown as amqp.ConfirmChannel, returned: new Set(), broken: null };
+      const fail = (error: Error) => {
+        link.broken ??= error;
+        if (opening === current) opening = null;
+      };
+      connection.on('error', fail);
+      connection.on('close', () => fail(new Error('connection closed')));
+      try {
+        link.channel = await connection.createConfirmChannel();
+        link.channel.on('error', fail);
+        link.channel.on('close', () => fail(new Error('channel closed')));
+        link.channel.on('return', (message: amqp.Message) => {
+          const id = message.properties.messageId as string | undefined;
+          if (id) link.returned.add(id);
+        });
+        if (sink.declareExchange) await link.channel.assertExchange(exchange, 'topic', { durable: true });
+        else await link.channel.checkExchange(exchange);
+      } catch (error) {
+        await connection.close().catch(() => undefined);
+        throw error;
+      }
+      return link;
+    })();
+    const current = opening;
+    opening.catch(() => {
+      if (opening === current) opening = null;
+    });
+    return opening;
+  };
+
+  return {
+    async send(event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
+      const started = performance.now();
+      if (signal.aborted) return failedWithoutAnswer('aborted: the dispatcher is stopping', started, true);
+      const message = sinkMessage(event);
+      const routingKey = `${subjectToken(message.stream)}.${message.type}`;
+      const failed = (error: string) => failedWithoutAnswer(maskSecrets(`RabbitMQ publish to ${exchange} (${routingKey}): ${error}`, secrets), started, signal.aborted);
+      let link: Link;
+      try {
+        link = await open();
+      } catch (error) {
+        return failed(describeError(error));
+      }
+      link.returned.delete(message.id);
+      const confirmed = new Promise<Error | null>((resolve) => {
+        const timer = setTimeout(() => resolve(new Error(`no confirm within ${timeoutMs} ms`)), timeoutMs);
+        const done = (error: Error | null) => {
+          clearTimeout(timer);
+          resolve(error);
+        };
+        try {
+          link.channel.publish(
+            exchange,
+            routingKey,
+            Buffer.from(message.body),
+            { persistent: true, mandatory: true, messageId: message.id, contentType: 'application/json', type: message.type, timestamp: Math.floor(Date.now() / 1000) },
+            (error: unknown) => done(error ? (error instanceof Error ? error : new Error(`nacked: ${String(error)}`)) : null),
+          );
+        } catch (error) {
+          done(error instanceof Error ? error : new Error(String(error)));
+        }
+      });
+      const error = await confirmed;
+      if (error) {
+        return failed(describeError(error));
+      }
+      if (link.returned.delete(message.id)) return failed(`returned unroutable: no queue is bound to exchange ${exchange} for routing key ${routingKey}`);
+      return { ok: true, status: 0, durationMs: elapsedMs(started), response: 'confirmed' };
+    },
+    async close() {
+      const current = opening;
+      opening = null;
+      if (!current) return;
+      try {
+        await (await current).connection.close();
+      } catch {
+        // never opened, or closed already
+      }
+    },
+  };
+}

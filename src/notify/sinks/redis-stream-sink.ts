@@ -1,0 +1,66 @@
+/**
+ * The `redis-stream` kind of sink (docs/sinks.md "Redis Streams"): each event is one `XADD` to its
+ * stream's key (`<keyPrefix><stream>`, or the one `key`), with `MAXLEN ~ maxLen` when set, fields
+ * `id` (the event id), `type`, `seq`, `record_id` and `data` (the webhook's JSON body). It counts as
+ * delivered once the XADD returns the entry's id; the sink's cursor moves only then. Redis keeps no
+ * message ids: a retry after a lost answer adds a second entry with the same `id` field, which
+ * readers deduplicate on. ioredis reconnects on its own; commands are pipelined automatically.
+ */
+import { Redis } from 'ioredis';
+import type { SinkConfig } from '../../config/schema.ts';
+import { maskSecrets } from '../../logging/mask.ts';
+import { urlCredentials } from '../../logging/mask-url.ts';
+import type { ChangeEvent } from '../changelog-reader.ts';
+import { describeError, elapsedMs, failedWithoutAnswer, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
+import { sinkMessage } from './sink-message.ts';
+
+/** The key prefix unless `keyPrefix` (or `key`) says otherwise: one stream key per stream, `bizops:changes:deals`. */
+export const DEFAULT_KEY_PREFIX = 'bizops:changes:';
+
+/**
+ * The sender of one `redis-stream` sink.
+ * @param sink a validated sink of kind `redis-stream` (its `url` resolved)
+ */
+export function redisStreamSender(sink: SinkConfig): SinkSender {
+  const secrets = urlCredentials(sink.url!);
+  const timeoutMs = Math.round(sink.ackTimeoutSeconds * 1000);
+  let client: Redis | null = null;
+  const redis = () => {
+    client ??= new Redis(sink.url!, {
+      lazyConnect: false,
+      enableAutoPipelining: true,
+      commandTimeout: timeoutMs,
+      connectTimeout: timeoutMs,
+      // A command fails at once while the server is away (the core retries it): nothing queues behind a dead link.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: (times) => Math.min(times * 100, 2000),
+      connectionName: `bizops-sync-sink-${sink.name}`,
+    });
+    client.on('error', () => undefined); // each command reports its own failure
+    return client;
+  };
+  const keyOf = (stream: string) => sink.key ?? `${sink.keyPrefix ?? DEFAULT_KEY_PREFIX}${stream}`;
+
+  return {
+    async send(event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
+      const started = performance.now();
+      if (signal.aborted) return failedWithoutAnswer('aborted: the dispatcher is stopping', started, true);
+      const message = sinkMessage(event);
+      const key = keyOf(message.stream);
+      const trim = sink.maxLen === undefined ? [] : ['MAXLEN', '~', String(sink.maxLen)];
+      try {
+        const entry = await redis().xadd(key, ...trim, '*', 'id', message.id, 'type', message.type, 'seq', String(message.seq), 'record_id', message.recordId, 'data', message.body);
+        return { ok: true, status: 0, durationMs: elapsedMs(started), response: `${key} ${entry ?? ''}` };
+      } catch (error) {
+        return failedWithoutAnswer(maskSecrets(`Redis XADD ${key}: ${describeError(error)}`, secrets), started, signal.aborted);
+      }
+    },
+    async close() {
+      const current = client;
+      client = null;
+      if (!current) return;
+      await current.quit().catch(() => current.disconnect());
+    },
+  };
+}

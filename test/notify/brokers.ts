@@ -1,0 +1,132 @@
+/**
+ * The brokers sink tests publish to: the shared ones `.ci/run` starts (NATS with JetStream on
+ * 127.0.0.1:4222, RabbitMQ on 127.0.0.1:5672, Redis at REDIS_URL; NATS_URL and RABBITMQ_URL point
+ * elsewhere), each test in names of its own; a NATS server of the test's own where a test kills and
+ * restarts it (`nats-server -js` on a free port, its store in a temp dir, kept across restarts); a
+ * TCP proxy where a test resets connections or holds the broker's answers back (late confirms).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { waitFor } from '../helpers.ts';
+
+export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+export const RABBITMQ_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** A name no other test run uses (letters and digits). */
+export function uniqueName(prefix: string): string {
+  return `${prefix}${process.pid}x${randomBytes(4).toString('hex')}`;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** True when something accepts TCP connections on `port`. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+export interface OwnNats {
+  url: string;
+  /** Starts (again) on the same port with the same JetStream store; resolves when it accepts connections. */
+  start(): Promise<void>;
+  /** SIGKILL; resolves when the process is gone. */
+  kill(): Promise<void>;
+}
+
+/** A `nats-server -js` of the test's own on a free port, its JetStream store in `storeDir`. */
+export async function startOwnNats(storeDir: string): Promise<OwnNats> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: 'ignore' });
+    await waitFor(() => listening(port), `nats-server on port ${port}`, 20_000, 25);
+  };
+  const kill = async () => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
+    running.kill('SIGKILL');
+    await exited;
+  };
+  await start();
+  return { url: `nats://127.0.0.1:${port}`, start, kill };
+}
+
+/** A TCP proxy in front of a broker: `reset()` cuts every connection; `holdAnswers(true)` keeps the broker's bytes back until released. */
+export interface BrokerProxy {
+  port: number;
+  /** Connections opened through it so far. */
+  connections: number;
+  reset(): void;
+  holdAnswers(hold: boolean): void;
+  close(): Promise<void>;
+}
+
+export async function startProxy(targetPort: number): Promise<BrokerProxy> {
+  const pairs = new Set<{ client: Socket; upstream: Socket }>();
+  let held = false;
+  const waiting: { socket: Socket; data: Buffer }[] = [];
+  const proxy: BrokerProxy = {
+    port: 0,
+    connections: 0,
+    reset() {
+      for (const { client, upstream } of pairs) {
+        client.resetAndDestroy();
+        upstream.destroy();
+      }
+      pairs.clear();
+      waiting.length = 0;
+    },
+    holdAnswers(hold) {
+      held = hold;
+      if (!hold) for (const { socket, data } of waiting.splice(0)) if (!socket.destroyed) socket.write(data);
+    },
+    async close() {
+      proxy.reset();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  const server: Server = createServer((client) => {
+    proxy.connections += 1;
+    const upstream = createConnection({ host: '127.0.0.1', port: targetPort });
+    const pair = { client, upstream };
+    pairs.add(pair);
+    client.on('data', (data) => upstream.write(data));
+    upstream.on('data', (data) => {
+      if (held) waiting.push({ socket: client, data });
+      else client.write(data);
+    });
+    const end = () => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end);
+    upstream.on('error', end);
+    client.on('close', end);
+    upstream.on('close', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const address = server.address();
+  proxy.port = typeof address === 'object' && address ? address.port : 0;
+  return proxy;
+}

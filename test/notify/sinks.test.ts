@@ -1,0 +1,322 @@
+/**
+ * Sinks (docs/sinks.md) against real brokers: NATS JetStream, RabbitMQ and Redis Streams, the
+ * delivery core in front of each (the same as webhooks'). What a consumer of each broker reads is
+ * checked: every event, the webhook's body, the event id where the broker keeps it, each record's
+ * events in changelog order (a chained checksum per record), duplicates only with the same id.
+ * Broker faults: a NATS server killed and restarted, RabbitMQ connections reset and its confirms
+ * held back past the time limit, Redis connections killed. Nothing waits on time: each step waits
+ * for a state.
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import amqp from 'amqplib';
+import { connect } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Redis } from 'ioredis';
+import { configSchema, type SinkConfig } from '../../src/config/schema.ts';
+import { MirrorStore, type AppendedChange, type ChangeRowInput } from '../../src/mirror/mirror-store.ts';
+import { readChanges } from '../../src/notify/changelog-reader.ts';
+import { DeliveryDispatcher } from '../../src/notify/delivery/delivery-dispatcher.ts';
+import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
+import { webhookPayload } from '../../src/notify/event-payload.ts';
+import { listSinks, sinkTargets } from '../../src/notify/sinks/index.ts';
+import { waitFor } from '../helpers.ts';
+import { NATS_URL, RABBITMQ_URL, REDIS_URL, startOwnNats, startProxy, uniqueName, type BrokerProxy, type OwnNats } from './brokers.ts';
+import { tempMirror, type TempMirror } from './helpers.ts';
+
+let mirror: TempMirror;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeEach(async () => {
+  mirror = await tempMirror();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  await mirror.cleanup();
+});
+
+/** Sinks as the configuration validates them. */
+function sinks(entries: Record<string, unknown>[]): SinkConfig[] {
+  return configSchema.parse({ baseUrl: 'http://127.0.0.1:9', tokens: { default: 'tok_default_0000' }, sinks: entries }).sinks;
+}
+
+/** A dispatcher of `configured`, time scaled down: poll 20 ms, retries after 20, 40, 80 ms, probes every 20 to 120 ms. */
+async function dispatch(configured: SinkConfig[]): Promise<DeliveryDispatcher> {
+  const dispatcher = new DeliveryDispatcher({ connection: mirror.connection, targets: await sinkTargets(configured), pollMs: 20, scheduleMs: [0, 20, 40, 80], maxAttempts: 1000, jitterRatio: 0, stopGraceMs: 100 });
+  cleanups.push(() => dispatcher.stop());
+  await dispatcher.start();
+  return dispatcher;
+}
+
+/** `perRecord` changes of each of `records` deals, interleaved (as a sync's pages would append them). */
+async function appendChanges(records: readonly string[], perRecord: number, round = 0): Promise<AppendedChange[]> {
+  const store = new MirrorStore(mirror.connection);
+  const changes: ChangeRowInput[] = [];
+  for (let n = 0; n < perRecord; n += 1) {
+    for (const id of records) changes.push({ type: 'deal.updated', stream: 'deals', recordId: id, data: { record: { id, title: `${id} v${round}.${n}` }, changes: { title: { old: null, new: `${id} v${round}.${n}` } } } });
+  }
+  return store.transaction((tx) => tx.appendChanges(changes));
+}
+
+/** One message as a consumer read it: the event id the broker carried, the record, the body. */
+interface Received {
+  id: string;
+  recordId: string;
+  seq: number;
+  body: string;
+}
+
+/**
+ * Each record's events in changelog order, duplicates (same id) dropped: a chain of SHA-256 over the
+ * event ids, so a lost, reordered or foreign event changes the record's checksum.
+ */
+function chains(messages: readonly Received[]): Map<string, string> {
+  const seen = new Set<string>();
+  const out = new Map<string, string>();
+  for (const message of messages) {
+    if (seen.has(message.id)) continue;
+    seen.add(message.id);
+    out.set(message.recordId, createHash('sha256').update(`${out.get(message.recordId) ?? ''}|${message.id}`).digest('hex'));
+  }
+  return out;
+}
+
+/** What every sink must show for the changelog's events after `afterSeq`: all of them, in order per record, the exact webhook body, duplicates identical. */
+async function expectDelivered(received: readonly Received[], afterSeq: number): Promise<void> {
+  const events = await readChanges(mirror.connection, { sinceSeq: afterSeq, limit: 10_000 });
+  const expected = events.map((event) => ({ id: event.eventId, recordId: event.recordId, seq: event.seq, body: JSON.stringify(webhookPayload(event)) }));
+  expect(chains(received)).toEqual(chains(expected));
+  const bodies = new Map(expected.map((event) => [event.id, event.body]));
+  for (const message of received) expect(message.body).toBe(bodies.get(message.id)); // a duplicate is the same event, byte for byte
+  expect(new Set(received.map((message) => message.id)).size).toBe(expected.length);
+}
+
+/** Reads every message of a JetStream stream (an ordered consumer). */
+async function readNats(url: string, stream: string, count: number): Promise<Received[]> {
+  const connection = await connect({ servers: new URL(url).host });
+  try {
+    const consumer = await jetstream(connection).consumers.get(stream);
+    const received: Received[] = [];
+    while (received.length < count) {
+      const batch = await consumer.fetch({ max_messages: count - received.length, expires: 2000 });
+      let got = 0;
+      for await (const message of batch) {
+        got += 1;
+        const body = message.string();
+        const data = (JSON.parse(body) as { data: { record_id: string; seq: number } }).data;
+        expect(message.subject).toBe(`${stream.toLowerCase()}.deals.${data.record_id}`);
+        received.push({ id: message.headers?.get('Nats-Msg-Id') ?? '', recordId: data.record_id, seq: data.seq, body });
+      }
+      if (got === 0) break;
+    }
+    return received;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Reads every entry of a Redis stream key. */
+async function readRedis(key: string): Promise<Received[]> {
+  const client = new Redis(REDIS_URL);
+  try {
+    const entries = await client.xrange(key, '-', '+');
+    return entries.map(([, fields]) => {
+      const value = (name: string) => fields[fields.indexOf(name) + 1]!;
+      expect(fields.filter((_, index) => index % 2 === 0)).toEqual(['id', 'type', 'seq', 'record_id', 'data']);
+      return { id: value('id'), recordId: value('record_id'), seq: Number(value('seq')), body: value('data') };
+    });
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** A queue bound to every routing key of `exchange` (declared here, as the sink would), collecting what arrives. */
+async function rabbitQueue(exchange: string): Promise<{ received: Received[]; persistent: () => boolean }> {
+  const connection = await amqp.connect(RABBITMQ_URL);
+  cleanups.push(() => connection.close());
+  const channel = await connection.createChannel();
+  await channel.assertExchange(exchange, 'topic', { durable: true });
+  cleanups.push(() => channel.deleteExchange(exchange));
+  const { queue } = await channel.assertQueue('', { exclusive: true });
+  await channel.bindQueue(queue, exchange, '#');
+  const received: Received[] = [];
+  let persistent = true;
+  await channel.consume(queue, (message) => {
+    if (!message) return;
+    const body = message.content.toString();
+    const data = (JSON.parse(body) as { type: string; data: { record_id: string; seq: number } });
+    expect(message.fields.routingKey).toBe(`deals.${data.type}`);
+    if (message.properties.deliveryMode !== 2 || message.properties.contentType !== 'application/json') persistent = false;
+    received.push({ id: String(message.properties.messageId), recordId: data.data.record_id, seq: data.data.seq, body });
+  }, { noAck: true });
+  return { received, persistent: () => persistent };
+}
+
+describe('sinks', () => {
+  it('publishes every event to NATS JetStream, RabbitMQ and Redis Streams: the webhook body, the event id, each record in changelog order', async () => {
+    const name = uniqueName('s');
+    const natsStream = name.toUpperCase();
+    const exchange = `${name}.x`;
+    const redisPrefix = `bizops-test:${name}:`;
+    cleanups.push(async () => {
+      const client = new Redis(REDIS_URL);
+      await client.del(`${redisPrefix}deals`);
+      client.disconnect();
+    });
+    cleanups.push(async () => {
+      const connection = await connect({ servers: new URL(NATS_URL).host });
+      await (await jetstreamManager(connection)).streams.delete(natsStream).catch(() => undefined);
+      await connection.close();
+    });
+    const rabbit = await rabbitQueue(exchange);
+    const configured = sinks([
+      { name: 'to-nats', kind: 'nats', url: NATS_URL, subjectPrefix: name.toLowerCase(), stream: natsStream, createStream: true, maxInFlight: 8 },
+      { name: 'to-rabbit', kind: 'rabbitmq', url: RABBITMQ_URL, exchange, maxInFlight: 8 },
+      { name: 'to-redis', kind: 'redis-stream', url: REDIS_URL, keyPrefix: redisPrefix, maxInFlight: 8 },
+    ]);
+    const dispatcher = await dispatch(configured);
+    const records = ['deal_a', 'deal_b', 'deal_c', 'deal_d', 'deal_e'];
+    const appended = await appendChanges(records, 6);
+    dispatcher.notify();
+    const last = appended.at(-1)!.seq;
+    await waitFor(async () => {
+      for (const sink of ['to-nats', 'to-rabbit', 'to-redis']) if ((await loadEndpoint(mirror.connection, sink))?.deliveredSeq !== last) return false;
+      return true;
+    }, 'every sink at the last seq');
+
+    await expectDelivered(await readNats(NATS_URL, natsStream, appended.length), 0);
+    await waitFor(() => rabbit.received.length >= appended.length, 'the queue to hold every message');
+    await expectDelivered(rabbit.received, 0);
+    expect(rabbit.persistent()).toBe(true);
+    await expectDelivered(await readRedis(`${redisPrefix}deals`), 0);
+
+    // Kept like an endpoint's: cursor, attempts (the broker's acknowledgement), no password anywhere.
+    const listing = await listSinks(mirror.connection, configured, { attempts: 1 });
+    expect(listing.map((sink) => [sink.name, sink.kind, sink.deliveredSeq, sink.lagEvents])).toEqual([
+      ['to-nats', 'nats', last, 0],
+      ['to-rabbit', 'rabbitmq', last, 0],
+      ['to-redis', 'redis-stream', last, 0],
+    ]);
+    expect(listing[0]!.recentAttempts[0]).toMatchObject({ outcome: 'delivered', response: expect.stringMatching(new RegExp(`^stream ${natsStream} seq \\d+$`)) });
+    expect(listing[1]!.url).toBe('amqp://***:***@127.0.0.1:5672');
+    expect(JSON.stringify(await mirror.connection.all('SELECT * FROM webhook_endpoints'))).not.toContain('guest:guest');
+    expect((await dispatcher.stats()).map((stats) => [stats.name, stats.kind, stats.deliveries])).toEqual([
+      ['to-nats', 'nats', appended.length],
+      ['to-rabbit', 'rabbitmq', appended.length],
+      ['to-redis', 'redis-stream', appended.length],
+    ]);
+  });
+
+  it('loses nothing through broker faults: NATS killed and restarted, RabbitMQ connections reset and confirms held back, Redis connections killed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bizops-sinks-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const nats: OwnNats = await startOwnNats(join(dir, 'jetstream'));
+    cleanups.push(() => nats.kill());
+    const rabbitPort = Number(new URL(RABBITMQ_URL).port || 5672);
+    const proxy: BrokerProxy = await startProxy(rabbitPort);
+    cleanups.push(() => proxy.close());
+    const name = uniqueName('f');
+    const exchange = `${name}.x`;
+    const redisPrefix = `bizops-test:${name}:`;
+    cleanups.push(async () => {
+      const client = new Redis(REDIS_URL);
+      await client.del(`${redisPrefix}deals`);
+      client.disconnect();
+    });
+    const rabbit = await rabbitQueue(exchange);
+    const rabbitUrl = new URL(RABBITMQ_URL);
+    rabbitUrl.port = String(proxy.port);
+    const configured = sinks([
+      { name: 'to-nats', kind: 'nats', url: nats.url, subjectPrefix: 'faults', stream: 'FAULTS', createStream: true, maxInFlight: 4, ackTimeoutSeconds: 1 },
+      { name: 'to-rabbit', kind: 'rabbitmq', url: rabbitUrl.toString(), exchange, maxInFlight: 4, ackTimeoutSeconds: 0.3 },
+      { name: 'to-redis', kind: 'redis-stream', url: REDIS_URL, keyPrefix: redisPrefix, maxInFlight: 4, ackTimeoutSeconds: 1 },
+    ]);
+    const dispatcher = await dispatch(configured);
+    const records = ['deal_a', 'deal_b', 'deal_c', 'deal_d'];
+    const atSeq = async (sink: string, seq: number) => (await loadEndpoint(mirror.connection, sink))?.deliveredSeq === seq;
+
+    // A first round through, then the faults strike while the next rounds are being delivered.
+    const first = await appendChanges(records, 3, 1);
+    dispatcher.notify();
+    await waitFor(async () => (await atSeq('to-nats', first.at(-1)!.seq)) && (await atSeq('to-rabbit', first.at(-1)!.seq)) && (await atSeq('to-redis', first.at(-1)!.seq)), 'the first round');
+
+    proxy.holdAnswers(true); // confirms come late: past the sink's time limit, so its publishes are retried
+    await appendChanges(records, 3, 2);
+    dispatcher.notify();
+    await nats.kill();
+    const redis = new Redis(REDIS_URL);
+    cleanups.push(async () => redis.disconnect());
+    const killRedisClients = async () => {
+      const clients = (await redis.client('LIST')) as string;
+      for (const line of clients.split('\n')) {
+        const id = /\bid=(\d+)\b/.exec(line)?.[1];
+        if (id && line.includes('name=bizops-sync-sink-to-redis')) await redis.client('KILL', 'ID', id);
+      }
+    };
+    await killRedisClients();
+    await waitFor(async () => ((await loadEndpoint(mirror.connection, 'to-nats'))?.consecutiveFailures ?? 0) >= 1, 'a failed publish to the dead NATS server');
+    await waitFor(async () => ((await loadEndpoint(mirror.connection, 'to-rabbit'))?.consecutiveFailures ?? 0) >= 1, 'a confirm past the time limit');
+    proxy.holdAnswers(false);
+    proxy.reset();
+    await killRedisClients();
+    const third = await appendChanges(records, 3, 3);
+    await nats.start();
+    dispatcher.notify();
+    const last = third.at(-1)!.seq;
+    await waitFor(async () => (await atSeq('to-nats', last)) && (await atSeq('to-rabbit', last)) && (await atSeq('to-redis', last)), 'every sink at the last seq after the faults', 30_000);
+
+    const natsMessages = await readNats(nats.url, 'FAULTS', last);
+    await expectDelivered(natsMessages, 0);
+    await waitFor(() => new Set(rabbit.received.map((message) => message.id)).size >= last, 'the queue to hold every event');
+    await expectDelivered(rabbit.received, 0);
+    expect(rabbit.received.length).toBeGreaterThan(last); // the publishes whose confirms came late were sent again: duplicates, each with its event's id
+    await expectDelivered(await readRedis(`${redisPrefix}deals`), 0);
+    expect(proxy.connections).toBeGreaterThan(1); // the sink opened its connection again after the reset
+  });
+});
+
+describe('sink configuration', () => {
+  it('refuses a sink key of another kind, an unknown kind and a wrong scheme, naming the field', () => {
+    const parse = (sink: Record<string, unknown>) => configSchema.safeParse({ baseUrl: 'http://127.0.0.1:9', tokens: { default: 'tok_default_0000' }, sinks: [sink] });
+    const issue = (sink: Record<string, unknown>) => {
+      const result = parse(sink);
+      return result.success ? null : `${result.error.issues[0]!.path.join('.')}: ${result.error.issues[0]!.message}`;
+    };
+    expect(issue({ name: 'a', kind: 'nats', url: 'nats://h:4222', exchange: 'x' })).toBe('sinks.0.exchange: is a key of rabbitmq sinks, not of nats');
+    expect(issue({ name: 'a', kind: 'kafka', url: 'kafka://h' })).toMatch(/^sinks\.0\.kind: /);
+    expect(issue({ name: 'a', kind: 'redis-stream', url: 'nats://h:4222' })).toBe("sinks.0.url: a redis-stream sink's URL starts with redis:// or rediss://, got nats://");
+    expect(issue({ name: 'a', kind: 'rabbitmq' })).toMatch(/^sinks\.0\.url: is required/);
+    expect(issue({ name: 'a', kind: 'rabbitmq', url: 'amqp://h', maxInFlight: 0 })).toMatch(/^sinks\.0\.maxInFlight: /);
+    expect(issue({ name: 'a', kind: 'rabbitmq', url: 'amqp://h' })).toBeNull();
+  });
+
+  it('takes the URL from an environment variable or a file, masks its password in config check and log lines', async () => {
+    const { loadDeployment, maskConfig, deploymentSecrets } = await import('../../src/config/load.ts');
+    const { maskSecrets } = await import('../../src/logging/mask.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'bizops-sink-config-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const { writeFileSync } = await import('node:fs');
+    const password = 'rabbit-password-0123456789';
+    writeFileSync(join(dir, 'rabbit-url'), `amqp://bizops:${password}@broker.internal:5672/prod\n`);
+    writeFileSync(
+      join(dir, 'config.json'),
+      JSON.stringify({
+        sinks: [
+          { name: 'events', kind: 'rabbitmq', urlFile: join(dir, 'rabbit-url') },
+          { name: 'stream', kind: 'redis-stream', urlEnv: 'SINK_REDIS_URL' },
+        ],
+      }),
+    );
+    const env = { BIZOPS_CONFIG: join(dir, 'config.json'), BIZOPS_BASE_URL: 'http://127.0.0.1:9', BIZOPS_TOKEN: 'tok_default_0000', SINK_REDIS_URL: `redis://:${password}@cache.internal:6379/2` };
+    const [config] = loadDeployment({ env }).connections;
+    expect(config!.sinks.map((sink) => sink.url)).toEqual([`amqp://bizops:${password}@broker.internal:5672/prod`, `redis://:${password}@cache.internal:6379/2`]);
+    expect(JSON.stringify(maskConfig(config!))).not.toContain(password);
+    expect(maskSecrets(`connect ECONNREFUSED amqp://bizops:${password}@broker.internal`, deploymentSecrets([config!]))).not.toContain(password);
+    expect(() => loadDeployment({ env: { ...env, SINK_REDIS_URL: '' } })).toThrow(/sinks\.1\.urlEnv.*: the environment variable SINK_REDIS_URL is not set/);
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ sinks: [{ name: 'events', kind: 'rabbitmq', url: 'amqp://h', urlEnv: 'X' }] }));
+    expect(() => loadDeployment({ env })).toThrow(/sinks\.0\.urlEnv.*: give one of url, urlEnv and urlFile, not url and urlEnv/);
+  });
+});
