@@ -252,7 +252,10 @@ export class EndpointDelivery {
     const env = this.#env;
     if (!this.#loaded) await this.#load();
     this.#settleArrivals();
-    if (this.#flushDue()) {
+    // While events flow (none held back, given up on or released, no disabling), what was settled is
+    // written after the next requests left: the write overlaps their round trip.
+    const flowing = this.#inFlight > 0 && this.#pending.holds.length === 0 && this.#pending.heldFailures.length === 0 && this.#pending.releases.length === 0 && this.#pending.madeDue.length === 0 && this.#pending.givenUp.length === 0 && this.#disabling === null;
+    if (!flowing && this.#flushDue()) {
       if (!(await this.#flush())) return 0;
     }
     if (this.#disabling) {
@@ -285,6 +288,7 @@ export class EndpointDelivery {
     const nextHeldMs = await this.#startHeld(nowMs, limit);
     await this.#refill();
     this.#startActive(limit);
+    if (flowing && this.#flushDue() && !(await this.#flush())) return 0;
     // Room for more and more to read: go on at once.
     if (this.#inFlight < limit && this.#mayHaveMore && this.#active.length < MAX_ACTIVE && !(this.settings.ordering === 'endpoint' && this.#held.size > 0)) return 0;
     if (this.#arrivals.length > 0) return 0;
