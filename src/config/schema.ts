@@ -135,6 +135,8 @@ const webhookEndpointSchema = z.object({
    * a time, a failing event holding back every later one.
    */
   ordering: z.enum(['record', 'endpoint'], { error: 'must be "record" (by record, in parallel) or "endpoint" (strict order, one at a time)' }).default('record'),
+  /** Where a new endpoint starts: `end` (the changelog's end) or `snapshot` (the current rows first: docs/mirror.md "Starting from a snapshot"). */
+  initial: z.enum(['end', 'snapshot'], { error: 'must be "end" or "snapshot"' }).optional(),
 }).superRefine((endpoint, context) => {
   if (endpoint.previousSecret !== undefined && endpoint.previousSecretExpiresAt === undefined) {
     context.addIssue({ code: 'custom', path: ['previousSecretExpiresAt'], message: 'is required with previousSecret (when the old secret stops being signed with)' });
