@@ -68,6 +68,8 @@ const WRITE_KEY = 'soak-write-key-0123456789';
 const STEP_GAP_MS = 350;
 /** How long quiescence may take before the oracle judges what it has. */
 const QUIESCENCE_MS = 90_000;
+/** How long the writes and the sinks may take to settle once the mirror is equal. */
+const SINKS_WAIT_MS = 75_000;
 
 let scheduleCounter = 0;
 
@@ -187,7 +189,9 @@ class ScheduleRun {
           sync: {
             schedule: '*/1 * * * * *',
             reconcileSchedule: '*/3 * * * * *',
-            leaseSeconds: 2,
+            // Short enough for takeovers within a schedule; at 2 s a loaded machine's live PostgreSQL
+            // transactions outlasted the idle-in-transaction limit (a third of a lease).
+            leaseSeconds: 4,
             maxPollFactor: 1,
             overlapSeconds: 30,
             databaseWaitSeconds: 30,
@@ -613,7 +617,7 @@ class ScheduleRun {
   logs(): string[] {
     const lines: string[] = [];
     for (const process of [this.daemon, this.replica, ...this.ended, ...this.workers]) {
-      if (process) lines.push(`--- ${process.name} (last lines)`, ...process.tail.slice(-15));
+      if (process) lines.push(`--- ${process.name} (last warnings and errors)`, ...process.warnings.slice(-15), `--- ${process.name} (last lines)`, ...process.tail.slice(-10));
     }
     return lines;
   }
@@ -648,9 +652,11 @@ export async function runSchedule(schedule: Schedule, options: RunOptions): Prom
     const stepsDone = Date.now();
     await run.heal();
     // Quiescence: the truth stands still; wait for the mirror, the writes and the sinks to settle.
-    const deadline = Date.now() + QUIESCENCE_MS;
     await until(async () => (await run.mirrorDiff()) === '', QUIESCENCE_MS, 500);
     const quiet = Date.now();
+    // The sinks and the writes get their own wait: after database errors a delivery loop backs off
+    // up to 60 s (src/notify/delivery/sink-delivery.ts), and a quiet changelog does not wake it.
+    const deadline = quiet + SINKS_WAIT_MS;
     const reader = await run.openReader();
     const final = await finalChecks(reader, run.oracleInput(), {
       deadline,

@@ -13,7 +13,7 @@ import { canonicalJson, chainProblems, RecordChains, recordKey } from './chain.t
 import type { MirrorReader } from './mirror-reader.ts';
 import type { SoakReceiver } from './receiver.ts';
 import type { Schedule } from './schedule.ts';
-import type { TruthTimeline } from './truth.ts';
+import { visiblePartitions, type TruthTimeline } from './truth.ts';
 import { effectsOf, writeProblem, type SoakWrite } from './writes.ts';
 
 /** What the oracle reads besides the mirror. */
@@ -92,9 +92,11 @@ export async function mirrorDifferences(reader: MirrorReader, simulator: Running
   let records = 0;
   for (const definition of STREAM_LIST) {
     const stream = definition.name as StreamName;
-    const truth = simulator.world.groundTruth(stream);
+    // A partitioned stream: the partitions a client can know of (soak/truth.ts visiblePartitions).
+    const visible = definition.partitions ? visiblePartitions(simulator) : undefined;
+    const truth = simulator.world.groundTruth(stream).filter((record) => !visible || visible.has(String(record.locationId)));
     const rows = await reader.all<{ id: string; raw: string }>(`SELECT id, raw FROM ${STREAMS[definition.name].table} WHERE deleted_at IS NULL`);
-    const mirrored = new Map(rows.map((row) => [row.id, row.raw]));
+    const mirrored = new Map(rows.filter((row) => !visible || visible.has(String((JSON.parse(row.raw) as { locationId?: unknown }).locationId))).map((row) => [row.id, row.raw]));
     const missing: string[] = [];
     const stale: string[] = [];
     for (const record of truth) {
@@ -166,12 +168,18 @@ export async function stepChecks(reader: MirrorReader, input: OracleInput): Prom
   return problems;
 }
 
-/** Flattens a record into dot paths (arrays whole). */
+/** An ISO 8601 date-time with a zone: `Z`, `+00:00`, with or without a fraction. */
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * Flattens a record into dot paths (arrays whole). A time is the instant it names (the project
+ * compares instants, not text: `...T00:00:00Z` and `...T00:00:00.000Z` are one value).
+ */
 function flatten(value: unknown, prefix = '', out: Map<string, string> = new Map()): Map<string, string> {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     for (const [key, member] of Object.entries(value as Record<string, unknown>)) flatten(member, prefix ? `${prefix}.${key}` : key, out);
   } else if (prefix) {
-    out.set(prefix, canonicalJson(value));
+    out.set(prefix, typeof value === 'string' && INSTANT.test(value) ? `instant ${Date.parse(value)}` : canonicalJson(value));
   }
   return out;
 }
@@ -291,15 +299,25 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
       (await reader.all<{ stream: string; record_id: string }>('SELECT stream, record_id FROM webhook_held_events WHERE endpoint = ?', [name])).map((row) => `${row.stream}/${row.record_id}`),
     );
     const failed = new Set((await reader.all<{ seq: number | string }>('SELECT seq FROM webhook_failed_deliveries WHERE endpoint = ?', [name])).map((row) => Number(row.seq)));
-    const endpoint = (await reader.all<{ next_attempt_at: string | null; disabled_at: string | null }>('SELECT next_attempt_at, disabled_at FROM webhook_endpoints WHERE name = ?', [name]))[0];
+    const endpoint = (
+      await reader.all<{ next_attempt_at: string | null; disabled_at: string | null; delivered_seq: number | string; attempts: number; last_status: number | null; last_error: string | null }>(
+        'SELECT next_attempt_at, disabled_at, delivered_seq, attempts, last_status, last_error FROM webhook_endpoints WHERE name = ?',
+        [name],
+      )
+    )[0];
+    const heldSeqs = (await reader.all<{ seq: number | string }>('SELECT seq FROM webhook_held_events WHERE endpoint = ?', [name])).map((row) => Number(row.seq));
+    const heldRows = heldSeqs.length;
+    // The strict-order endpoint holds back every event after its held one, not only its record's.
+    const firstHeld = name === 'b' && heldSeqs.length > 0 ? Math.min(...heldSeqs) : Infinity;
+    const lastSeq = changes[changes.length - 1]?.seq ?? 0;
     const paused = endpoint !== undefined && (endpoint.disabled_at !== null || (endpoint.next_attempt_at !== null && Date.parse(endpoint.next_attempt_at) > Date.now()));
-    const unexplained = missing.filter((change) => !paused && !held.has(recordKey(change)) && !failed.has(change.seq));
+    const unexplained = missing.filter((change) => !paused && !held.has(recordKey(change)) && !failed.has(change.seq) && change.seq < firstHeld);
     if (unexplained.length > 0) {
       problems.push(
         `lost: receiver ${name} lacks ${unexplained.length} event(s) nothing holds back (endpoint not paused, no held event of their record), e.g. ${unexplained
           .slice(0, 4)
           .map((change) => `seq ${change.seq} ${change.type} ${recordKey(change)}`)
-          .join('; ')}`,
+          .join('; ')}; the endpoint's row: delivered_seq ${endpoint?.delivered_seq} of ${lastSeq}, ${heldRows} held, attempts ${endpoint?.attempts}, last status ${endpoint?.last_status}, last error ${endpoint?.last_error}, next attempt ${endpoint?.next_attempt_at}; the receiver answered ${JSON.stringify(input.receivers[name].counts)}`,
       );
     }
   }

@@ -30,6 +30,8 @@ export class SoakProcess {
   readonly child: ChildProcess;
   /** Its last log lines (stderr and stdout), oldest first. */
   readonly tail: string[] = [];
+  /** Its last warning and error log lines (level warn and above), which the info lines would push out of `tail`. */
+  readonly warnings: string[] = [];
   /** stdout as a whole (one-off commands print their result there). */
   stdout = '';
   /** The daemon's HTTP base URL once it logged it. */
@@ -68,8 +70,13 @@ export class SoakProcess {
   }
 
   #line(line: string): void {
-    this.tail.push(line.length > 600 ? `${line.slice(0, 600)}...` : line);
+    const kept = line.length > 600 ? `${line.slice(0, 600)}...` : line;
+    this.tail.push(kept);
     if (this.tail.length > TAIL_LINES) this.tail.shift();
+    if (/"level":"(warn|error|fatal)"/.test(line)) {
+      this.warnings.push(kept);
+      if (this.warnings.length > TAIL_LINES) this.warnings.shift();
+    }
     if (this.url !== undefined || !line.includes('HTTP server listening')) return;
     try {
       const entry = JSON.parse(line) as { url?: unknown };

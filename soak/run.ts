@@ -18,7 +18,7 @@ import { runSchedule, type ScheduleResult } from './harness.ts';
 import { freshSeed } from './random.ts';
 import { describeSchedule, generateSchedule, type Backend, type Schedule } from './schedule.ts';
 import { killAllChildren } from './processes.ts';
-import { startServices } from './services.ts';
+import { startServices, type SoakServices } from './services.ts';
 import { shrinkSchedule } from './shrink.ts';
 
 const usage = (message: string): never => {
@@ -71,14 +71,18 @@ function nextSchedule(index: number): Schedule | undefined {
 const started = Date.now();
 const deadline = started + budgetSeconds * 1000;
 log(`soak: seed ${baseSeed}${replay ? ' (replay)' : ''}, budget ${budgetSeconds} s, back ends ${backends.join(', ')}${plant ? `, planted bug ${plant}` : ''}`);
-// Stopped from outside (Ctrl-C, a CI timeout): no daemon, worker or Redis of ours is left behind.
+// Stopped from outside (Ctrl-C, a CI timeout): no daemon, worker, Redis or PostgreSQL of ours is left behind.
+const running: { services?: SoakServices } = {};
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     killAllChildren();
-    process.exit(signal === 'SIGINT' ? 130 : 143);
+    const exit = () => process.exit(signal === 'SIGINT' ? 130 : 143);
+    setTimeout(exit, 10_000).unref();
+    void (running.services?.close() ?? Promise.resolve()).catch(() => undefined).finally(exit);
   });
 }
 const services = await startServices();
+running.services = services;
 const totals = { schedules: 0, faults: {} as Record<string, number>, changes: {} as Record<string, number>, records: 0, events: 0, writes: 0, failed: 0 };
 let exitCode = 0;
 let firstFailureSeconds: number | undefined;

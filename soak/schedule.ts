@@ -77,7 +77,7 @@ const WEIGHTS = {
   'tie-burst': 2,
   'list-fault': 16,
   write: 10,
-  'write-burst': 3,
+  'write-burst': 5,
   'poison-record': 2,
   'unstorable-write': 1,
   'kill-daemon': 2,
@@ -88,7 +88,7 @@ const WEIGHTS = {
   worker: 3,
   redis: 2,
   postgres: 3,
-  receiver: 5,
+  receiver: 7,
   wait: 4,
 } as const;
 
@@ -178,7 +178,7 @@ function step(random: SoakRandom, backend: Backend): Step {
       if (backend !== 'postgres') return { do: 'churn', count: random.int(1, 4) };
       return { do: 'postgres', action: random.chance(0.6) ? 'terminate' : 'restart' };
     case 'receiver':
-      return { do: 'receiver', endpoint: random.pick(['a', 'b'] as const), mode: random.pick(['fail', 'hang', 'reject-record', 'outage'] as const), ms: random.int(1500, 3000), pick };
+      return { do: 'receiver', endpoint: random.chance(0.75) ? 'a' : 'b', mode: random.pick(['fail', 'hang', 'reject-record', 'outage'] as const), ms: random.int(1500, 3000), pick };
     default:
       return { do: 'wait', ms: random.int(200, 2500) };
   }

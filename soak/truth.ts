@@ -6,6 +6,16 @@ import type { RunningSimulator, StreamName } from '@bizops-sync/simulator';
 import { STREAM_NAMES } from '@bizops-sync/simulator';
 import type { SoakRandom } from './random.ts';
 
+/**
+ * The locations a client can know as partitions of `qa_corrective_actions`: those of the live deals
+ * (the stream's partition values are derived from the deals' `locationId`, docs/sync.md
+ * "Partitioned streams"). A corrective action at a location no deal names (one a `location.create`
+ * write added, where churn may open an action) is out of any client's sight.
+ */
+export function visiblePartitions(simulator: RunningSimulator): Set<string> {
+  return new Set(simulator.world.deals.map((deal) => deal.locationId));
+}
+
 /** When a record was listed: [from, to) intervals in ms epoch (`to` Infinity while it still is). */
 type Intervals = [number, number][];
 
@@ -88,7 +98,8 @@ export class TruthTimeline {
   movePartition(pick: number, to: number): void {
     const world = this.#simulator.world;
     const records = world.streamRecords('qa_corrective_actions');
-    const locations = world.data.locations.map((location) => location.id);
+    // Only to a location a client can know of: its partitions come from the deals' locations.
+    const locations = [...visiblePartitions(this.#simulator)];
     if (records.length === 0 || locations.length < 2) return;
     const record = records[pick % records.length]!;
     const others = locations.filter((id) => id !== record.locationId);

@@ -145,6 +145,10 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
       if (p.lastScan?.outcome === 'incomplete') lines.push('', `${name}: the last scan was INCOMPLETE (${p.lastScan.reason}): ${p.lastScan.distinctIds} distinct records listed of a total of ${p.lastScan.total}; no record was counted missing and the cursor stayed`);
       if (p.lastScan?.missesWithheld) lines.push('', `WARNING: ${name}: ${withheldText(p.lastScan)}`);
       if (p.deletionHold) lines.push('', `WARNING: ${name}: ${p.deletionHold.count} tombstones HELD since ${p.deletionHold.since} (more than sync.massDeletionShare of its ${p.deletionHold.live} live records); if the API really deleted them: bizops-sync backfill --stream ${s.stream} --confirm-deletions`);
+      if (p.condition && (p.condition.condition === 'failing' || p.condition.condition === 'stale')) {
+        lines.push('', `WARNING: ${name}: ${p.condition.condition.toUpperCase()} since ${p.condition.since ?? '?'} (${p.condition.failedRuns} failed run(s) in a row; last success ${p.lastRun.succeededAt ?? 'never'})`);
+      }
+      if (p.rejected) lines.push('', `${name}: ${p.rejected} record(s) quarantined in rejected_records (see docs/operations.md "Quarantined records")`);
       if (p.inProgress) lines.push('', `${name}: an unfinished ${p.inProgress.reason} (${p.inProgress.mode}) stands at offset ${p.inProgress.offset} of ${p.inProgress.total ?? '?'}; the next run resumes it`);
     }
   }

@@ -7,7 +7,7 @@ export { StreamScheduler, type StreamSchedulerOptions, type TickOutcome } from '
 export { DEFAULT_MAX_POLL_FACTOR, PollBackoff } from './poll-backoff.ts';
 export { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.ts';
 export { LeasedWebhookDelivery, type LeasedWebhookDeliveryOptions } from './leased-webhooks.ts';
-export { apiReadinessCheck, combineReadiness, probeBudget, ReadinessProbe, unsupportedStreams } from './readiness.ts';
+export { apiReadinessCheck, combineReadiness, failingPartitions, probeBudget, ReadinessProbe, unsupportedStreams } from './readiness.ts';
 export { DaemonMetrics, pageTrustSource, type ConnectionMetricsSources } from './metrics.ts';
 export { firstRouteOf, startDaemonHttpServer, type FirstRoute, type RunningHttpServer } from './http-server.ts';
 export { readRoutes, type ReadRoute, type ReadRoutesOptions } from './read-access.ts';

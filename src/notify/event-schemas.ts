@@ -232,7 +232,8 @@ export const OTHER_EVENT_TYPES: readonly EventTypeEntry[] = [
       failedRuns: { type: 'integer', minimum: 0, description: 'failed runs in a row since the last success' },
       lastSuccessAt: { ...nullable(dateTime), description: "the last successful run's end" },
       lastError: { ...nullable(string), description: "the last run's error; null after a success" },
-    }),
+      partition: { type: 'string', minLength: 1, description: "the partition whose condition changed (a partitioned stream's partition: docs/sync.md \"Partitioned streams\"); absent for the stream's own" },
+    }, ['partition']),
   ),
   {
     type: ENDPOINT_DISABLED_EVENT,

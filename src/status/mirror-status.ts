@@ -109,6 +109,10 @@ export interface StreamStatus {
 export interface PartitionStatus {
   /** The partition's value, e.g. a location's id. */
   partition: string;
+  /** The partition's own operational condition (a location whose list keeps failing while the others answer is `failing`). */
+  condition?: StreamConditionState;
+  /** Records this partition's scans quarantined (`rejected_records.partition_value`). */
+  rejected?: number;
   records: number;
   tombstoned: number;
   cursor: string | null;
@@ -230,13 +234,21 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
     const state = await store.readSyncState(stream.name);
     const leaseHeld = held.has(streamLeaseName(stream.name));
     const counts = await store.countRecords(stream);
+    const quarantined = stream.partitions ? await rejected.countByPartition(stream.name) : new Map<string, number>();
     const partitions = stream.partitions
       ? {
           param: stream.partitions.param,
           list: await Promise.all(
             (await store.listPartitionStates(stream.name)).map(async (partitionState) => {
               const partitionCounts = await store.countRecords(stream, partitionState.partition);
-              return { partition: partitionState.partition, records: partitionCounts.live, tombstoned: partitionCounts.deleted, ...stateStatus(partitionState, now, leaseHeld) };
+              return {
+                partition: partitionState.partition,
+                records: partitionCounts.live,
+                tombstoned: partitionCounts.deleted,
+                condition: await conditions.read(stream.name, partitionState.partition),
+                rejected: quarantined.get(partitionState.partition) ?? 0,
+                ...stateStatus(partitionState, now, leaseHeld),
+              };
             }),
           ),
           sources: state.partitionSources ? { ...state.partitionSources, describe: describePartitions(stream, state.partitionSources) } : null,

@@ -204,6 +204,10 @@ export class SyncEngine {
         this.logger.warn({ stream: result.stream, event: appended.type, seq: appended.seq }, `the stream's condition changed: ${appended.type}`);
         this.options.onChanges?.([appended]);
       }
+      // A partitioned stream's partitions each have their own condition too.
+      const partitions = await conditions.notePartitions(result);
+      for (const event of partitions) this.logger.warn({ stream: result.stream, event: event.type, seq: event.seq }, `a partition's condition changed: ${event.type}`);
+      if (partitions.length > 0) this.options.onChanges?.(partitions);
     } catch (error) {
       this.logger.warn({ stream: result.stream, err: { message: (error as Error).message } }, "could not note the run in the stream's condition");
     }
