@@ -10,16 +10,21 @@
  *   DELETE /consumers/NAME                                       removes it (the retention stops waiting for it)
  *   GET    /consumers/NAME/changes?limit=N&wait=SECONDS&types=   events after its cursor (does not move it)
  *   POST   /consumers/NAME/ack  body {"seq": SEQ}                 the last seq it handled: its cursor moves there
+ *          (while it reads a snapshot: body {"snapshot": POSITION}, the page's snapshot.position)
+ *   PUT    /consumers/NAME?initial=snapshot                     registers it starting from a snapshot (docs/mirror.md "Starting from a snapshot")
+ *   POST   /consumers/NAME/reset?initial=snapshot               starts it over from a snapshot (what a pruned cursor's 410 names)
  *
  * Each event is the webhook's body with its `webhook-id` as `id`. Bad input is a 4xx with JSON
  * `{ error, parameter }` naming the parameter and the rule (src/notify/changes-page.ts
  * `ChangesRequestError`): 400 (a bad value, a seq ahead of the changelog, a limit over 1000), 404
- * (an unknown consumer), 405, 410 (a seq the retention pruned: re-read the mirror), 413, 415.
+ * (an unknown consumer), 405, 410 (a seq the retention pruned: start over from a snapshot), 413, 415.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import {
   acknowledge,
+  acknowledgeSnapshot,
+  changelogEnds,
   ChangeSignal,
   ChangesRequestError,
   deleteConsumer,
@@ -28,8 +33,10 @@ import {
   noteConsumerRead,
   parseChangesQuery,
   readChangesPage,
+  readConsumerSnapshot,
   registerConsumer,
   requireConsumer,
+  resetConsumer,
   type ChangesPage,
 } from '../notify/pull/index.ts';
 import { sendJson, type ReadRoute } from './read-access.ts';
@@ -55,7 +62,7 @@ export function changeRoutes(options: ChangeRoutesOptions): ReadRoute[] {
   const { executor, prefix } = options;
   const now = options.now ?? (() => new Date());
   const pollMs = options.pollMs ?? 1000;
-  const consumerPath = new RegExp(`^${escape(prefix)}/consumers/([^/]+)(/changes|/ack)?/?$`);
+  const consumerPath = new RegExp(`^${escape(prefix)}/consumers/([^/]+)(/changes|/ack|/reset)?/?$`);
 
   /** Reads a page, and while it is empty, waits for changes up to `waitMs` (or the client leaving). */
   const longPoll = async (request: IncomingMessage, response: ServerResponse, waitMs: number, read: () => Promise<ChangesPage>): Promise<ChangesPage> => {
@@ -110,6 +117,14 @@ export function changeRoutes(options: ChangeRoutesOptions): ReadRoute[] {
         if (action === '/changes') {
           allow(request, ['GET']);
           const query = parseChangesQuery(url.searchParams, false);
+          const reading = await requireConsumer(executor, name);
+          if (reading.snapshot) {
+            // The snapshot first (src/notify/snapshot.ts): pages of current rows, acknowledged by position.
+            const snapshotPage = await readConsumerSnapshot(executor, reading.snapshot, query.limit, query.types);
+            await noteConsumerRead(executor, name, now());
+            const ends = await changelogEnds(executor);
+            return [200, { consumer: name, ...snapshotPage, latestSeq: ends.latestSeq, oldestSeq: ends.oldestSeq }];
+          }
           const page = await longPoll(request, response, query.waitMs, async () => {
             const state = await requireConsumer(executor, name);
             return readChangesPage(executor, { after: state.cursor, parameter: 'cursor', limit: query.limit, ...(query.types ? { types: query.types } : {}) });
@@ -120,8 +135,14 @@ export function changeRoutes(options: ChangeRoutesOptions): ReadRoute[] {
         if (action === '/ack') {
           allow(request, ['POST']);
           const body = await readJsonBody(request, true);
+          if ((body as { snapshot?: unknown }).snapshot !== undefined) return [200, { consumer: await acknowledgeSnapshot(executor, name, (body as { snapshot?: unknown }).snapshot, now()) }];
           const state = await acknowledge(executor, name, (body as { seq?: unknown }).seq, now());
           return [200, { consumer: state }];
+        }
+        if (action === '/reset') {
+          allow(request, ['POST']);
+          if (url.searchParams.get('initial') !== 'snapshot') throw new ChangesRequestError(400, 'initial', 'initial: POST .../reset?initial=snapshot starts the consumer over from a snapshot (the only reset there is)');
+          return [200, { consumer: await resetConsumer(executor, name) }];
         }
         allow(request, ['GET', 'PUT', 'DELETE']);
         if (request.method === 'PUT') {
@@ -129,7 +150,9 @@ export function changeRoutes(options: ChangeRoutesOptions): ReadRoute[] {
           if (body.after !== undefined && (typeof body.after !== 'number' || !Number.isSafeInteger(body.after) || body.after < 0)) {
             throw new ChangesRequestError(400, 'after', `after: must be a seq, a whole number 0 or more (where the consumer starts), got ${JSON.stringify(body.after)}`);
           }
-          const { state, created } = await registerConsumer(executor, name, body.after as number | undefined, now());
+          const initial = url.searchParams.get('initial') ?? (body as { initial?: unknown }).initial ?? 'end';
+          if (initial !== 'end' && initial !== 'snapshot') throw new ChangesRequestError(400, 'initial', `initial: must be "end" or "snapshot", got ${JSON.stringify(initial)}`);
+          const { state, created } = await registerConsumer(executor, name, body.after as number | undefined, now(), initial);
           return [created ? 201 : 200, { consumer: state, created }];
         }
         if (request.method === 'DELETE') {

@@ -7,7 +7,10 @@
  * consumer's cursor. Every function runs through a `SqlExecutor` (src/mirror/sql/executor.ts).
  */
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
-import { ChangesRequestError, changelogEnds, checkAfter } from './changes-page.ts';
+import { compileEventFilter } from '../event-filter.ts';
+import { webhookPayload } from '../event-payload.ts';
+import { parseSnapshot, readSnapshotPage, snapshotStreams, startSnapshot, type SnapshotState } from '../snapshot.ts';
+import { ChangesRequestError, changelogEnds, checkAfter, type PulledEvent } from './changes-page.ts';
 
 /** A consumer's name: the URL's NAME. */
 export const CONSUMER_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -20,6 +23,8 @@ export interface ConsumerState {
   createdAt: string;
   lastReadAt: string | null;
   lastAckAt: string | null;
+  /** The snapshot it reads before the changelog (`initial=snapshot`); null when none or done. */
+  snapshot: SnapshotState | null;
 }
 
 /** A consumer with how far it is behind. */
@@ -36,6 +41,7 @@ interface ConsumerRow {
   created_at: string;
   last_read_at: string | null;
   last_ack_at: string | null;
+  snapshot: string | null;
 }
 
 /**
@@ -54,16 +60,91 @@ export function checkConsumerName(name: string): string {
  * @returns its state, and whether it was created
  * @throws ChangesRequestError when the name is not valid (400) or `after` is outside the changelog (400, 410)
  */
-export async function registerConsumer(executor: SqlExecutor, name: string, after: number | undefined, now: Date = new Date()): Promise<{ state: ConsumerState; created: boolean }> {
+export async function registerConsumer(executor: SqlExecutor, name: string, after: number | undefined, now: Date = new Date(), initial: 'end' | 'snapshot' = 'end'): Promise<{ state: ConsumerState; created: boolean }> {
   checkConsumerName(name);
+  if (initial === 'snapshot' && after !== undefined) throw new ChangesRequestError(400, 'initial', 'initial: a snapshot starts at the changelog\'s end; leave "after" out');
   return executor.transaction(async (tx) => {
     const existing = await loadConsumer(tx, name);
     if (existing) return { state: existing, created: false };
     const ends = await changelogEnds(tx);
-    const cursor = after ?? ends.latestSeq;
+    const snapshot = initial === 'snapshot' ? await startSnapshot(tx, snapshotStreams()) : null;
+    const cursor = snapshot?.boundary ?? after ?? ends.latestSeq;
     checkAfter(cursor, ends);
-    await tx.run('INSERT INTO consumers (name, cursor, created_at) VALUES (?, ?, ?)', [name, cursor, now.toISOString()]);
+    await tx.run('INSERT INTO consumers (name, cursor, created_at, snapshot) VALUES (?, ?, ?, ?)', [name, cursor, now.toISOString(), snapshot === null ? null : JSON.stringify(snapshot)]);
     return { state: (await loadConsumer(tx, name))!, created: true };
+  });
+}
+
+/**
+ * Starts a consumer over from a snapshot (`POST /consumers/NAME/reset?initial=snapshot`): the
+ * current rows of every stream first, then every change after the snapshot's boundary (src/notify/snapshot.ts).
+ * What a consumer whose cursor the retention pruned past does (the 410 names this path).
+ * @throws ChangesRequestError 404 when it is not registered
+ */
+export async function resetConsumer(executor: SqlExecutor, name: string): Promise<ConsumerState> {
+  return executor.transaction(async (tx) => {
+    await requireConsumer(tx, name);
+    const snapshot = await startSnapshot(tx, snapshotStreams());
+    await tx.run('UPDATE consumers SET cursor = ?, snapshot = ? WHERE name = ?', [snapshot.boundary, JSON.stringify(snapshot), name]);
+    return (await loadConsumer(tx, name))!;
+  });
+}
+
+/** A page of a consumer's snapshot: its events (the webhook body with its id, `seq` = the boundary) and the position to acknowledge. */
+export interface SnapshotPageAnswer {
+  events: PulledEvent[];
+  /** The consumer's cursor: the snapshot's boundary. */
+  after: number;
+  next: number;
+  snapshot: {
+    boundary: number;
+    /** Acknowledge it (`POST .../ack {"snapshot": position}`) once these events are handled. */
+    position: string;
+    /** True when this page ends the snapshot: after its acknowledgement the changes after the boundary follow. */
+    last: boolean;
+  };
+}
+
+/**
+ * The next events of the consumer's snapshot after its acknowledged position (reading moves nothing).
+ * @param types the read's type filter: only the streams it lets through are read
+ */
+export async function readConsumerSnapshot(executor: SqlExecutor, snapshot: SnapshotState, limit: number, types?: readonly string[]): Promise<SnapshotPageAnswer> {
+  const wanted = types ? new Set(snapshotStreams(compileEventFilter(types, 'types'))) : undefined;
+  let page = await readSnapshotPage(executor, snapshot, limit);
+  let events = page.events.filter((event) => !wanted || wanted.has(event.stream));
+  // Pages of streams the filter leaves out are skipped, not answered empty.
+  while (events.length === 0 && page.next.stream !== null) {
+    page = await readSnapshotPage(executor, page.next, limit);
+    events = page.events.filter((event) => !wanted || wanted.has(event.stream));
+  }
+  return {
+    events: events.map((event) => ({ id: event.eventId, ...webhookPayload(event) })),
+    after: snapshot.boundary,
+    next: snapshot.boundary,
+    snapshot: { boundary: snapshot.boundary, position: Buffer.from(JSON.stringify(page.next)).toString('base64url'), last: page.next.stream === null },
+  };
+}
+
+/**
+ * Moves a consumer's snapshot to `position` (a page's `snapshot.position`); the last page's ends the
+ * snapshot (the changes after its boundary follow).
+ * @throws ChangesRequestError 400 when `position` is not one of this consumer's snapshot, 404 unknown consumer
+ */
+export async function acknowledgeSnapshot(executor: SqlExecutor, name: string, position: unknown, now: Date = new Date()): Promise<ConsumerState> {
+  return executor.transaction(async (tx) => {
+    const state = await requireConsumer(tx, name);
+    let next: SnapshotState | null;
+    try {
+      next = parseSnapshot(Buffer.from(String(position), 'base64url').toString('utf8'));
+    } catch {
+      next = null;
+    }
+    if (!state.snapshot || !next || next.boundary !== state.snapshot.boundary || next.at !== state.snapshot.at) {
+      throw new ChangesRequestError(400, 'snapshot', `snapshot: not a position of consumer "${name}"'s snapshot${state.snapshot ? '' : ' (it reads no snapshot: acknowledge with {"seq": ...})'}`);
+    }
+    await tx.run('UPDATE consumers SET snapshot = ?, last_ack_at = ? WHERE name = ?', [next.stream === null ? null : JSON.stringify(next), now.toISOString(), name]);
+    return (await loadConsumer(tx, name))!;
   });
 }
 
@@ -100,7 +181,8 @@ export async function acknowledge(executor: SqlExecutor, name: string, seq: unkn
     throw new ChangesRequestError(400, 'seq', `seq: must be the last seq handled, a whole number 0 or more, got ${JSON.stringify(seq) ?? 'nothing'}`);
   }
   return executor.transaction(async (tx) => {
-    await requireConsumer(tx, name);
+    const current = await requireConsumer(tx, name);
+    if (current.snapshot) throw new ChangesRequestError(400, 'seq', `seq: consumer "${name}" is reading its snapshot; acknowledge a page with {"snapshot": <its snapshot.position>}`);
     checkAfter(seq, await changelogEnds(tx), 'seq');
     await tx.run('UPDATE consumers SET cursor = ?, last_ack_at = ? WHERE name = ?', [seq, now.toISOString(), name]);
     return (await loadConsumer(tx, name))!;
@@ -132,5 +214,5 @@ export async function listConsumers(executor: SqlExecutor, now: Date = new Date(
 }
 
 function toState(row: ConsumerRow): ConsumerState {
-  return { name: row.name, cursor: Number(row.cursor), createdAt: row.created_at, lastReadAt: row.last_read_at, lastAckAt: row.last_ack_at };
+  return { name: row.name, cursor: Number(row.cursor), createdAt: row.created_at, lastReadAt: row.last_read_at, lastAckAt: row.last_ack_at, snapshot: parseSnapshot(row.snapshot ?? null) };
 }

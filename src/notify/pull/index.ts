@@ -4,5 +4,20 @@
  * signal long-polls wait on. The face of src/notify/pull/ (the daemon's routes, src/daemon/change-routes.ts, use it).
  */
 export { ChangesRequestError, changelogEnds, checkAfter, MAX_PAGE_LIMIT, MAX_WAIT_SECONDS, parseChangesQuery, readChangesPage, type ChangesPage, type ChangesRequestStatus, type PulledEvent } from './changes-page.ts';
-export { acknowledge, CONSUMER_NAME, deleteConsumer, listConsumers, loadConsumer, noteConsumerRead, registerConsumer, requireConsumer, type ConsumerListing, type ConsumerState } from './consumers.ts';
+export {
+  acknowledge,
+  acknowledgeSnapshot,
+  CONSUMER_NAME,
+  deleteConsumer,
+  listConsumers,
+  loadConsumer,
+  noteConsumerRead,
+  readConsumerSnapshot,
+  registerConsumer,
+  requireConsumer,
+  resetConsumer,
+  type ConsumerListing,
+  type ConsumerState,
+  type SnapshotPageAnswer,
+} from './consumers.ts';
 export { ChangeSignal } from './change-signal.ts';
