@@ -25,8 +25,9 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
   const secrets = urlCredentials(sink.url!);
   const timeoutMs = Math.round(sink.ackTimeoutSeconds * 1000);
   let client: Redis | null = null;
-  const redis = () => {
-    client ??= new Redis(sink.url!, {
+  const redis = (): Redis => {
+    if (client) return client;
+    client = new Redis(sink.url!, {
       lazyConnect: false,
       enableAutoPipelining: true,
       commandTimeout: timeoutMs,
@@ -37,10 +38,37 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
       retryStrategy: (times) => Math.min(times * 100, 2000),
       connectionName: `bizops-sync-sink-${sink.name}`,
     });
-    client.on('error', () => undefined); // each command reports its own failure
+    client.on('error', () => undefined); // each command reports its own failure (one listener per client)
     return client;
   };
   const keyOf = (stream: string) => sink.key ?? `${sink.keyPrefix ?? DEFAULT_KEY_PREFIX}${stream}`;
+  /** The wait for the connection, shared by every event sent meanwhile (one pair of listeners, whatever maxInFlight). */
+  let connecting: Promise<Redis> | null = null;
+  /**
+   * The client once it is connected: an event sent while it connects waits for it (up to the
+   * acknowledgement time limit) instead of failing (commands are not queued offline: a command sent
+   * while the server is away fails at once, and the core retries it).
+   */
+  const ready = (): Promise<Redis> => {
+    const current = redis();
+    if (current.status === 'ready') return Promise.resolve(current);
+    connecting ??= new Promise<Redis>((resolve, reject) => {
+      const done = (error?: Error) => {
+        clearTimeout(timer);
+        current.off('ready', onReady);
+        current.off('error', onError);
+        connecting = null;
+        if (error) reject(error);
+        else resolve(current);
+      };
+      const timer = setTimeout(() => done(new Error(`not connected within ${timeoutMs} ms (${current.status})`)), timeoutMs);
+      const onReady = () => done();
+      const onError = (error: Error) => done(error);
+      current.once('ready', onReady);
+      current.once('error', onError);
+    });
+    return connecting;
+  };
 
   return {
     async send(event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
@@ -50,7 +78,7 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
       const key = keyOf(message.stream);
       const trim = sink.maxLen === undefined ? [] : ['MAXLEN', '~', String(sink.maxLen)];
       try {
-        const entry = await redis().xadd(key, ...trim, '*', 'id', message.id, 'type', message.type, 'seq', String(message.seq), 'record_id', message.recordId, 'data', message.body);
+        const entry = await (await ready()).xadd(key, ...trim, '*', 'id', message.id, 'type', message.type, 'seq', String(message.seq), 'record_id', message.recordId, 'data', message.body);
         return { ok: true, status: 0, durationMs: elapsedMs(started), response: `${key} ${entry ?? ''}` };
       } catch (error) {
         return failedWithoutAnswer(maskSecrets(`Redis XADD ${key}: ${describeError(error)}`, secrets), started, signal.aborted);
