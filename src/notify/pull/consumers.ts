@@ -6,11 +6,57 @@
  * (at-least-once: deduplicate on the event's `id`). The changelog's retention never prunes past a
  * consumer's cursor. Every function runs through a `SqlExecutor` (src/mirror/sql/executor.ts).
  */
+import { z } from 'zod';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { ChangesRequestError, changelogEnds, checkAfter } from './changes-page.ts';
 
 /** A consumer's name: the URL's NAME. */
 export const CONSUMER_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** The path parameters of `/consumers/{name}...`. */
+export const CONSUMER_PARAMS = z.object({
+  name: z
+    .string()
+    .regex(CONSUMER_NAME, { error: (issue) => `name: "${String(issue.input)}" is not a consumer name; use 1 to 64 letters, digits, _ . -` })
+    .meta({ description: "The consumer's name: 1 to 64 letters, digits, `_`, `.`, `-`.", example: 'erp' }),
+});
+
+/** A seq in a JSON body (a whole number, 0 or more); every issue is `message(input)`. */
+function seqMember(message: (input: unknown) => string) {
+  const error = (issue: { input?: unknown }) => message(issue.input);
+  return z.number({ error }).int({ error }).min(0, { error });
+}
+
+/** The body of `PUT /consumers/{name}` (optional): where a new consumer starts. */
+export const REGISTER_CONSUMER_BODY = z.object({
+  after: seqMember((input) => `after: must be a seq, a whole number 0 or more (where the consumer starts), got ${JSON.stringify(input)}`)
+    .optional()
+    .meta({ description: "The seq it starts after (it receives the events after it); default: the changelog's end (only what is recorded from now on)." }),
+});
+
+/** The body of `POST /consumers/{name}/ack`: the last seq handled. */
+export const ACK_BODY = z.object({
+  seq: seqMember((input) =>
+    input === undefined ? 'seq: required, in a JSON body {"seq": SEQ} (the last seq handled)' : `seq: must be the last seq handled, a whole number 0 or more, got ${JSON.stringify(input)}`,
+  ).meta({ description: 'The last seq the consumer handled: its cursor moves there (forward, or back to read again).' }),
+});
+
+/** A consumer as the document describes it (`ConsumerState`). */
+export const CONSUMER_STATE = z
+  .object({
+    name: z.string(),
+    cursor: z.number().int().meta({ description: 'The last seq it acknowledged: its next read starts after it.' }),
+    createdAt: z.string(),
+    lastReadAt: z.string().nullable(),
+    lastAckAt: z.string().nullable(),
+  })
+  .meta({ id: 'ConsumerState' });
+
+/** A consumer with its lag (`ConsumerListing`). */
+export const CONSUMER_LISTING = CONSUMER_STATE.extend({
+  lagEvents: z.number().int().meta({ description: "The changelog's last seq minus its cursor." }),
+  lagSeconds: z.number().meta({ description: 'Age of the oldest event after its cursor, seconds; 0 when caught up.' }),
+}).meta({ id: 'ConsumerListing' });
 
 /** One consumer (times ISO 8601). */
 export interface ConsumerState {
