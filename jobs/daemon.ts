@@ -39,6 +39,7 @@ import {
   StaleStreamWatch,
   StreamScheduler,
   unsupportedStreams,
+  failingPartitions,
   type RunningHttpServer,
   type ConnectionMetricsSources,
 } from '../src/daemon/index.ts';
@@ -300,6 +301,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
                       ...(await connection.readiness.current()),
                       leases: connection.leases.held(),
                       unsupported: await unsupportedStreams(connection.context.store, connection.context.config.sync.streams).catch(() => []),
+                      failingPartitions: await failingPartitions(connection.context.conditions, connection.context.config.sync.streams).catch(() => []),
                     },
                   ] as const,
               ),

@@ -13,7 +13,7 @@ import { configSchema, type Config } from '../src/config/schema.ts';
 import { openContext, type Context, type ContextOptions } from '../jobs/context.ts';
 import { createLogger, silentLogger, type Logger } from '../src/logging/logger.ts';
 import { STREAM_LIST, STREAM_NAMES, streamByName, STREAMS, type RegisteredStream, type StreamName } from '../src/streams/definitions.ts';
-import { measuresRecordClock } from '../src/sync/record-clock-lags.ts';
+import { RecordClockProbe } from '../src/sync/record-clock-probe.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 import { testMirrorLocation } from './test-mirror.ts';
 import { changelogProblems } from './event-validation.ts';
@@ -122,16 +122,15 @@ export function scanRequests(simulation: RunningSimulator, stream: StreamName): 
 
 /**
  * The list requests of one quiet sync of every registered stream (nothing changed upstream, each
- * list under a page): one per list (one per partition of a partitioned stream), and one probe of
- * the records' clock (a page of `probedPath`) per incremental stream that cannot measure it
- * (docs/sync.md "Record clock"). By path without the API prefix, and their total.
+ * list under a page): one per list (one per partition of a partitioned stream), and the stream's own
+ * record clock probe (a count of its list) per stream that has one (docs/sync.md "Record clock").
+ * By path without the API prefix, and their total.
  */
-export function quietSyncRequests(simulation: RunningSimulator, probedPath = '/deals'): { total: number; byPath: Record<string, number> } {
+export function quietSyncRequests(simulation: RunningSimulator): { total: number; byPath: Record<string, number> } {
   const byPath: Record<string, number> = {};
   const add = (path: string, count: number) => (byPath[path] = (byPath[path] ?? 0) + count);
   for (const stream of STREAM_LIST as readonly RegisteredStream[]) {
-    add(stream.request.path, scanRequests(simulation, stream.name).lists);
-    if (!measuresRecordClock(stream) && stream.request.cursor !== 'complete-scan') add(probedPath, 1);
+    add(stream.request.path, scanRequests(simulation, stream.name).lists + (RecordClockProbe.probes(stream) ? 1 : 0));
   }
   return { total: Object.values(byPath).reduce((sum, count) => sum + count, 0), byPath };
 }

@@ -129,6 +129,9 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
       lines.push('', `WARNING: ${s.stream}: ${s.condition.condition.toUpperCase()} since ${s.condition.since ?? '?'} (${s.condition.failedRuns} failed run(s) in a row; last success ${s.lastRun.succeededAt ?? 'never'})`);
     }
     if (s.skipped) lines.push('', `${s.stream}: skipped by syncs: ${s.skipped}`);
+    if (s.unlistedRecords) {
+      lines.push('', `WARNING: ${s.stream}: the list held ${s.unlistedRecords.records} record(s) the incremental syncs had not listed (found ${s.unlistedRecords.at}): the records' clock lags by more than they allowed for; the next sync is a complete scan (docs/sync.md "Record clock")`);
+    }
     if (s.recordClockLagSeconds > 0) {
       lines.push('', `WARNING: ${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it (the server's clocks disagree: docs/sync.md "Record clock")`);
     }
@@ -145,6 +148,10 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
       if (p.lastScan?.outcome === 'incomplete') lines.push('', `${name}: the last scan was INCOMPLETE (${p.lastScan.reason}): ${p.lastScan.distinctIds} distinct records listed of a total of ${p.lastScan.total}; no record was counted missing and the cursor stayed`);
       if (p.lastScan?.missesWithheld) lines.push('', `WARNING: ${name}: ${withheldText(p.lastScan)}`);
       if (p.deletionHold) lines.push('', `WARNING: ${name}: ${p.deletionHold.count} tombstones HELD since ${p.deletionHold.since} (more than sync.massDeletionShare of its ${p.deletionHold.live} live records); if the API really deleted them: bizops-sync backfill --stream ${s.stream} --confirm-deletions`);
+      if (p.condition && (p.condition.condition === 'failing' || p.condition.condition === 'stale')) {
+        lines.push('', `WARNING: ${name}: ${p.condition.condition.toUpperCase()} since ${p.condition.since ?? '?'} (${p.condition.failedRuns} failed run(s) in a row; last success ${p.lastRun.succeededAt ?? 'never'})`);
+      }
+      if (p.rejected) lines.push('', `${name}: ${p.rejected} record(s) quarantined in rejected_records (see docs/operations.md "Quarantined records")`);
       if (p.inProgress) lines.push('', `${name}: an unfinished ${p.inProgress.reason} (${p.inProgress.mode}) stands at offset ${p.inProgress.offset} of ${p.inProgress.total ?? '?'}; the next run resumes it`);
     }
   }

@@ -135,6 +135,8 @@ const webhookEndpointSchema = z.object({
    * a time, a failing event holding back every later one.
    */
   ordering: z.enum(['record', 'endpoint'], { error: 'must be "record" (by record, in parallel) or "endpoint" (strict order, one at a time)' }).default('record'),
+  /** Where a new endpoint starts: `end` (the changelog's end) or `snapshot` (the current rows first: docs/mirror.md "Starting from a snapshot"). */
+  initial: z.enum(['end', 'snapshot'], { error: 'must be "end" or "snapshot"' }).optional(),
 }).superRefine((endpoint, context) => {
   if (endpoint.previousSecret !== undefined && endpoint.previousSecretExpiresAt === undefined) {
     context.addIssue({ code: 'custom', path: ['previousSecretExpiresAt'], message: 'is required with previousSecret (when the old secret stops being signed with)' });
@@ -186,7 +188,7 @@ const sinkSchema = z
     /** Days a sink may fail (no acknowledgement since its first failure) before it is disabled with a `sink.disabled` event. */
     disableAfterDays: z.number().positive().default(5),
     /** Events in flight at once, each of a different record (docs/sinks.md "Ordering"). */
-    maxInFlight: z.number().int().min(1).max(1024).default(64),
+    maxInFlight: z.number().int().min(1).max(1024).default(256),
     /** `record` (default): per record in changelog order, records side by side; `endpoint`: every event in order, one at a time. */
     ordering: z.enum(['record', 'endpoint'], { error: 'must be "record" (by record, in parallel) or "endpoint" (strict order, one at a time)' }).default('record'),
     /** Where a new sink starts: `end` (the changelog's end) or `snapshot` (the current rows first: docs/mirror.md "Starting from a snapshot"). */

@@ -389,6 +389,7 @@ function streamNotes(streams: readonly StreamStatus[]): Fragment {
       );
     }
     if (s.skipped) notes.push(`${s.stream}: skipped by syncs: ${s.skipped}`);
+    if (s.unlistedRecords) notes.push(`${s.stream}: the list held ${s.unlistedRecords.records} record(s) the incremental syncs had not listed (found ${time(s.unlistedRecords.at)}); the next sync is a complete scan`);
     if (s.recordClockLagSeconds > 0) notes.push(`${s.stream}: record timestamps lag the cursor's clock by ${s.recordClockLagSeconds} s; incremental syncs widen their overlap by it`);
     if (s.undeclaredFields.length > 0) {
       notes.push(`${s.stream}: fields the spec does not show (kept in raw, compared like any other): ${s.undeclaredFields.map((f) => `${f.field} (since ${time(f.firstSeenAt)}, e.g. ${f.exampleRecordId})`).join(', ')}`);

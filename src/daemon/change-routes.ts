@@ -11,11 +11,15 @@
  *   DELETE /consumers/NAME                                       removes it (the retention stops waiting for it)
  *   GET    /consumers/NAME/changes?limit=N&wait=SECONDS&types=   events after its cursor (does not move it)
  *   POST   /consumers/NAME/ack  body {"seq": SEQ}                 the last seq it handled: its cursor moves there
+ *          (while it reads a snapshot: body {"snapshot": POSITION}, the page's snapshot.position)
+ *   PUT    /consumers/NAME?initial=snapshot                     registers it starting from a snapshot (docs/mirror.md "Starting from a snapshot")
+ *   POST   /consumers/NAME/reset?initial=snapshot               starts it over from a snapshot (what a pruned cursor's 410 names)
  *
  * Each event is the webhook's body with its `webhook-id` as `id`. Bad input is a 4xx with JSON
  * `{ error, parameter }` naming the parameter and the rule (src/notify/pull/changes-page.ts
- * `ChangesRequestError`, a `RouteRefusal`): 400 (a bad value, a seq ahead of the changelog, a limit over 1000), 404
- * (an unknown consumer), 405, 410 (a seq the retention pruned: re-read the mirror), 413, 415.
+ * `ChangesRequestError`, a `RouteRefusal`): 400 (a bad value, a seq ahead of the changelog, a limit
+ * over 1000), 404 (an unknown consumer), 405, 410 (a seq the retention pruned: start over from a
+ * snapshot), 413, 415.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
@@ -24,6 +28,8 @@ import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import {
   ACK_BODY,
   acknowledge,
+  acknowledgeSnapshot,
+  changelogEnds,
   CHANGES_PAGE,
   CHANGES_QUERY,
   ChangeSignal,
@@ -38,9 +44,14 @@ import {
   loadConsumer,
   noteConsumerRead,
   readChangesPage,
+  readConsumerSnapshot,
   REGISTER_CONSUMER_BODY,
+  REGISTER_CONSUMER_QUERY,
   registerConsumer,
   requireConsumer,
+  RESET_CONSUMER_QUERY,
+  resetConsumer,
+  SNAPSHOT_PAGE,
   type ChangesPage,
 } from '../notify/pull/index.ts';
 import { sendJson } from './read-access.ts';
@@ -59,7 +70,7 @@ export interface ChangeRoutesOptions {
 /** Largest JSON body of a PUT or POST, bytes. */
 const MAX_BODY_BYTES = 64 * 1024;
 
-const PRUNED = errorResponse("The seq was pruned by the changelog's retention (`oldestSeq` in the answer): re-read the mirror's tables, then read on after `oldestSeq - 1`.");
+const PRUNED = errorResponse("The seq was pruned by the changelog's retention (`oldestSeq` in the answer): start over from a snapshot (`POST /consumers/{name}/reset?initial=snapshot`), or re-read the mirror's tables and read on after `oldestSeq - 1`.");
 const UNKNOWN_CONSUMER = errorResponse('No consumer of that name: register it with `PUT /consumers/{name}`.');
 const BAD_INPUT = errorResponse('A bad parameter or body, named with its rule (a pattern no event type has: `knownTypes` lists them).');
 
@@ -90,12 +101,13 @@ export const CHANGE_ROUTE_SPECS = {
     method: 'PUT',
     path: '/consumers/{name}',
     operationId: 'registerConsumer',
-    summary: "Registers a consumer (by default at the changelog's end); an existing one is left as it is",
+    summary: "Registers a consumer (by default at the changelog's end; `initial=snapshot`: the current rows first); an existing one is left as it is",
     tags: ['consumers'],
     access: 'read',
     perConnection: true,
     params: CONSUMER_PARAMS,
-    body: { mediaType: 'application/json', schema: REGISTER_CONSUMER_BODY, required: false, maxBytes: MAX_BODY_BYTES, shape: '{"after": SEQ}' },
+    query: REGISTER_CONSUMER_QUERY,
+    body: { mediaType: 'application/json', schema: REGISTER_CONSUMER_BODY, required: false, maxBytes: MAX_BODY_BYTES, shape: '{"after": SEQ} or {"initial": "snapshot"}' },
     responses: {
       200: { description: 'It existed: its state, unchanged.', content: { 'application/json': z.object({ consumer: CONSUMER_STATE, created: z.literal(false) }) } },
       201: { description: 'Registered.', content: { 'application/json': z.object({ consumer: CONSUMER_STATE, created: z.literal(true) }) } },
@@ -129,14 +141,17 @@ export const CHANGE_ROUTE_SPECS = {
     method: 'GET',
     path: '/consumers/{name}/changes',
     operationId: 'readConsumerChanges',
-    summary: "The events after the consumer's cursor (reading does not move it: acknowledge what was handled)",
+    summary: "The events after the consumer's cursor, or the next page of its snapshot (reading moves nothing: acknowledge what was handled)",
     tags: ['consumers'],
     access: 'read',
     perConnection: true,
     params: CONSUMER_PARAMS,
     query: CONSUMER_CHANGES_QUERY,
     responses: {
-      200: { description: 'A page of events after its cursor.', content: { 'application/json': CHANGES_PAGE.extend({ consumer: z.string() }) } },
+      200: {
+        description: 'A page of events after its cursor; while it reads a snapshot, a page of `<stream>.snapshot` events with `snapshot.position` to acknowledge.',
+        content: { 'application/json': z.union([CHANGES_PAGE.extend({ consumer: z.string() }), SNAPSHOT_PAGE.extend({ consumer: z.string() })]) },
+      },
       400: BAD_INPUT,
       404: UNKNOWN_CONSUMER,
       410: PRUNED,
@@ -146,18 +161,30 @@ export const CHANGE_ROUTE_SPECS = {
     method: 'POST',
     path: '/consumers/{name}/ack',
     operationId: 'ackConsumer',
-    summary: 'Acknowledges the last seq handled: the cursor moves there',
+    summary: 'Acknowledges the last seq handled (the cursor moves there), or a snapshot page\'s position',
     tags: ['consumers'],
     access: 'read',
     perConnection: true,
     params: CONSUMER_PARAMS,
-    body: { mediaType: 'application/json', schema: ACK_BODY, required: true, maxBytes: MAX_BODY_BYTES, shape: '{"seq": SEQ}' },
+    body: { mediaType: 'application/json', schema: ACK_BODY, required: true, maxBytes: MAX_BODY_BYTES, shape: '{"seq": SEQ} or {"snapshot": POSITION}' },
     responses: {
       200: { description: 'Its state after the move.', content: { 'application/json': z.object({ consumer: CONSUMER_STATE }) } },
       400: BAD_INPUT,
       404: UNKNOWN_CONSUMER,
       410: PRUNED,
     },
+  }),
+  reset: defineRouteSpec({
+    method: 'POST',
+    path: '/consumers/{name}/reset',
+    operationId: 'resetConsumer',
+    summary: 'Starts a consumer over from a snapshot: the current rows of its streams, then every change after the boundary (what a pruned cursor\'s 410 names)',
+    tags: ['consumers'],
+    access: 'read',
+    perConnection: true,
+    params: CONSUMER_PARAMS,
+    query: RESET_CONSUMER_QUERY,
+    responses: { 200: { description: 'Its state: reading the snapshot.', content: { 'application/json': z.object({ consumer: CONSUMER_STATE }) } }, 400: BAD_INPUT, 404: UNKNOWN_CONSUMER },
   }),
 } as const;
 
@@ -202,8 +229,9 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
       answer(response, 200, page);
     }),
     route(specs.consumers, async (_request, response) => answer(response, 200, { consumers: await listConsumers(executor, now()) })),
-    route(specs.register, async (_request, response, { params, body }) => {
-      const { state, created } = await registerConsumer(executor, params.name, body.after, now());
+    route(specs.register, async (_request, response, { params, query, body }) => {
+      const initial = query.initial ?? body.initial ?? 'end';
+      const { state, created } = await registerConsumer(executor, params.name, body.after, now(), initial);
       answer(response, created ? 201 : 200, { consumer: state, created });
     }),
     route(specs.consumer, async (_request, response, { params }) => {
@@ -217,6 +245,14 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
     }),
     route(specs.consumerChanges, async (request, response, { params, query, url }) => {
       if (url.searchParams.has('after')) throw consumerAfterError();
+      const reading = await requireConsumer(executor, params.name);
+      if (reading.snapshot) {
+        // The snapshot first (src/notify/snapshot.ts): pages of current rows, acknowledged by position.
+        const snapshotPage = await readConsumerSnapshot(executor, reading.snapshot, query.limit, query.types);
+        await noteConsumerRead(executor, params.name, now());
+        const ends = await changelogEnds(executor);
+        return answer(response, 200, { consumer: params.name, ...snapshotPage, latestSeq: ends.latestSeq, oldestSeq: ends.oldestSeq });
+      }
       const page = await longPoll(request, response, query.wait, async () => {
         const state = await requireConsumer(executor, params.name);
         return readChangesPage(executor, { after: state.cursor, parameter: 'cursor', limit: query.limit, ...(query.types ? { types: query.types } : {}) });
@@ -225,8 +261,9 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
       answer(response, 200, { consumer: params.name, ...page });
     }),
     route(specs.ack, async (_request, response, { params, body }) => {
-      const state = await acknowledge(executor, params.name, body.seq, now());
+      const state = body.snapshot !== undefined ? await acknowledgeSnapshot(executor, params.name, body.snapshot, now()) : await acknowledge(executor, params.name, body.seq, now());
       answer(response, 200, { consumer: state });
     }),
+    route(specs.reset, async (_request, response, { params }) => answer(response, 200, { consumer: await resetConsumer(executor, params.name) })),
   ];
 }

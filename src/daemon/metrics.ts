@@ -19,6 +19,11 @@
  *   stream_cursor_timestamp_seconds{stream}         gauge, the cursor (server time) of incremental syncs (a partitioned
  *                                                   stream: its oldest partition's)
  *   partition_cursor_timestamp_seconds{stream,partition}  gauge, a partitioned stream's cursor per partition
+ *   partition_last_success_timestamp_seconds{stream,partition}  gauge, a partition's last successful run
+ *   partition_records{stream,partition,state}       gauge, a partition's mirrored records: state live|tombstoned
+ *   partition_condition{stream,partition,condition} gauge, 1 for the partition's own condition, 0 for the others
+ *   partition_consecutive_failures{stream,partition}  gauge, a partition's failed runs in a row
+ *   partition_records_quarantined{stream,partition} gauge, rows of `rejected_records` a partition listed
  *   stream_partitions{stream}                       gauge, partitions of a partitioned stream that have a sync state
  *   stream_records{stream,state}                    gauge, mirrored records: state live|tombstoned
  *   stream_supported{stream}                        gauge, 0 when the list endpoint answered 404
@@ -82,7 +87,8 @@ export interface DaemonMetricsSources {
     readSyncState(stream: StreamName): Promise<SyncState>;
     /** The sync states of a partitioned stream's partitions (docs/sync.md "Partitioned streams"); absent: the partition gauges are not exported. */
     listPartitionStates?(stream: StreamName): Promise<SyncState[]>;
-    countRecords(stream: StreamDefinition): Promise<{ live: number; deleted: number }>;
+    /** Rows of a stream table, or (`partition`) of one partition's. */
+    countRecords(stream: StreamDefinition, partition?: string): Promise<{ live: number; deleted: number }>;
     lastSeq(): Promise<number>;
   };
   /** Every API client of the process (the sync's and the readiness probe's): their counters are summed. */
@@ -91,11 +97,11 @@ export interface DaemonMetricsSources {
   /** The webhook dispatcher; absent when no endpoint is configured. Its `stats()` reads the mirror (asynchronous). */
   webhooks?: { stats(): readonly WebhookStatsLike[] | Promise<readonly WebhookStatsLike[]> } | null;
   /** The quarantine and the record clock (src/mirror/rejected-records.ts, record-clock-store.ts); absent: those gauges are not exported. */
-  pageTrust?: { countRejected(stream: StreamName): Promise<number>; recordClockLagSeconds(stream: StreamName): Promise<number> };
+  pageTrust?: { countRejected(stream: StreamName, partition?: string): Promise<number>; recordClockLagSeconds(stream: StreamName): Promise<number> };
   /** Also export prom-client's default process metrics (default true). */
   processMetrics?: boolean;
   /** Each stream's operational condition (src/sync/stream-conditions.ts); absent: the condition gauges are not exported. */
-  conditions?: { read(stream: StreamName): Promise<{ condition: StreamCondition; failedRuns: number }> };
+  conditions?: { read(stream: StreamName, partition?: string): Promise<{ condition: StreamCondition; failedRuns: number }> };
   /** Each stream's stale threshold, seconds (src/daemon/stale-streams.ts); absent: `bizops_stream_stale_after_seconds` is not exported. */
   staleAfterSeconds?: (stream: StreamName) => number | undefined;
   /** The leases this daemon competes for, and which it holds (src/daemon/lease-keeper.ts); absent: `bizops_leases_held` is not exported. */
@@ -108,7 +114,7 @@ export interface DaemonMetricsSources {
 export function pageTrustSource(store: MirrorStore): NonNullable<DaemonMetricsSources['pageTrust']> {
   const rejected = new RejectedRecords(store);
   const recordClock = new RecordClockStore(store.executor);
-  return { countRejected: (stream) => rejected.count(stream), recordClockLagSeconds: async (stream) => (await recordClock.read(stream)).lagSeconds };
+  return { countRejected: (stream, partition) => rejected.count(stream, partition), recordClockLagSeconds: (stream) => recordClock.streamLag(stream) };
 }
 
 /** The dispatcher's per-endpoint figures used here (src/notify `WebhookEndpointStats`). */
@@ -272,6 +278,78 @@ export class DaemonMetrics {
         }
       },
     });
+    // Each partition wherever its stream is: its last success, rows, condition and quarantine, a `partition` label each.
+    const partitionsOf = async function* (): AsyncGenerator<{ connection: string; stream: StreamName; partition: string; state: SyncState; source: ConnectionMetricsSources }> {
+      for (const { connection, stream, source } of streamsOf()) {
+        if (!STREAMS[stream].partitions || !source.store.listPartitionStates) continue;
+        for (const state of await source.store.listPartitionStates(stream)) yield { connection, stream, partition: state.partition, state, source };
+      }
+    };
+    new Gauge({
+      name: 'bizops_partition_last_success_timestamp_seconds',
+      help: "A partitioned stream's partition: Unix time of its last successful run.",
+      labelNames: ['connection', 'stream', 'partition'],
+      registers,
+      async collect() {
+        this.reset();
+        for await (const { connection, stream, partition, state } of partitionsOf()) {
+          const at = unixSeconds(state.lastSuccessAt);
+          if (at !== undefined) this.set({ connection, stream, partition }, at);
+        }
+      },
+    });
+    new Gauge({
+      name: 'bizops_partition_records',
+      help: 'A partitioned stream\'s records in the mirror per partition (the rows whose partition field holds its value): state="live" or "tombstoned".',
+      labelNames: ['connection', 'stream', 'partition', 'state'],
+      registers,
+      async collect() {
+        this.reset();
+        for await (const { connection, stream, partition, source } of partitionsOf()) {
+          const counts = await source.store.countRecords(STREAMS[stream], partition);
+          this.set({ connection, stream, partition, state: 'live' }, counts.live);
+          this.set({ connection, stream, partition, state: 'tombstoned' }, counts.deleted);
+        }
+      },
+    });
+    if (connections.some((source) => source.conditions)) {
+      new Gauge({
+        name: 'bizops_partition_condition',
+        help: "1 for a partition's own operational condition (ok, failing, stale, unsupported), 0 for the others.",
+        labelNames: ['connection', 'stream', 'partition', 'condition'],
+        registers,
+        async collect() {
+          this.reset();
+          for await (const { connection, stream, partition, source } of partitionsOf()) {
+            if (!source.conditions) continue;
+            const { condition } = await source.conditions.read(stream, partition);
+            for (const each of STREAM_CONDITIONS) this.set({ connection, stream, partition, condition: each }, each === condition ? 1 : 0);
+          }
+        },
+      });
+      new Gauge({
+        name: 'bizops_partition_consecutive_failures',
+        help: "Failed runs of a partition in a row since its last success.",
+        labelNames: ['connection', 'stream', 'partition'],
+        registers,
+        async collect() {
+          this.reset();
+          for await (const { connection, stream, partition, source } of partitionsOf()) if (source.conditions) this.set({ connection, stream, partition }, (await source.conditions.read(stream, partition)).failedRuns);
+        },
+      });
+    }
+    if (connections.some((source) => source.pageTrust)) {
+      new Gauge({
+        name: 'bizops_partition_records_quarantined',
+        help: 'Records in rejected_records now that a partition listed (failed their schema), per partition.',
+        labelNames: ['connection', 'stream', 'partition'],
+        registers,
+        async collect() {
+          this.reset();
+          for await (const { connection, stream, partition, source } of partitionsOf()) if (source.pageTrust) this.set({ connection, stream, partition }, await source.pageTrust.countRejected(stream, partition));
+        },
+      });
+    }
     new Gauge({
       name: 'bizops_stream_partitions',
       help: 'Partitions of a partitioned stream that have a sync state (0: none configured or mirrored yet, nothing is requested).',

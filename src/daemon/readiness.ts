@@ -48,6 +48,12 @@ export interface ReadinessVerdict {
    * by a sync every `sync.unsupportedProbeSeconds`.
    */
   unsupported?: string[];
+  /**
+   * The daemon's: the partitions whose own condition is `failing` (`<stream>/<partition>`, a location
+   * whose list keeps failing while the others answer: docs/operations.md "Operational events"). Ready
+   * all the same: the other partitions and streams run.
+   */
+  failingPartitions?: string[];
 }
 
 /**
@@ -213,7 +219,8 @@ export interface DeploymentReadinessVerdict extends ReadinessVerdict {
  * Combines the verdicts of every connection (docs/operations.md "Many companies"): ready when every
  * connection is. With one connection its verdict is the whole answer (plus `connections`); with
  * several, `reason` names the connections that are not ready, `status` is null, `checkedAt` the
- * oldest check, `budget` the longest wait and `unsupported` every connection's as `<connection>/<stream>`.
+ * oldest check, `budget` the longest wait, `unsupported` every connection's as `<connection>/<stream>`
+ * and `failingPartitions` as `<connection>/<stream>/<partition>`.
  */
 export function combineReadiness(verdicts: Record<string, ReadinessVerdict>): DeploymentReadinessVerdict {
   const entries = Object.entries(verdicts);
@@ -230,6 +237,7 @@ export function combineReadiness(verdicts: Record<string, ReadinessVerdict>): De
     status: null,
     checkedAt: checked.includes(null) ? null : (checked as string[]).sort()[0]!,
     unsupported: entries.flatMap(([name, verdict]) => (verdict.unsupported ?? []).map((stream) => `${name}/${stream}`)),
+    failingPartitions: entries.flatMap(([name, verdict]) => (verdict.failingPartitions ?? []).map((partition) => `${name}/${partition}`)),
     ...(waits.length > 0 ? { budget: { waitMs: Math.max(...waits) } } : {}),
     connections: verdicts,
   };
@@ -243,4 +251,15 @@ export async function unsupportedStreams(store: Pick<MirrorStore, 'readSyncState
   const unsupported: StreamName[] = [];
   for (const stream of streams) if (!(await store.readSyncState(stream)).supported) unsupported.push(stream);
   return unsupported;
+}
+
+/**
+ * The partitions of `streams` whose own condition is `failing` (`stream_conditions`), as
+ * `<stream>/<partition>`, for `/readyz`.
+ * @throws the driver's error when the mirror cannot be read
+ */
+export async function failingPartitions(conditions: { listPartitions(stream: StreamName): Promise<{ partition: string; condition: string }[]> }, streams: readonly StreamName[]): Promise<string[]> {
+  const failing: string[] = [];
+  for (const stream of streams) for (const { partition, condition } of await conditions.listPartitions(stream)) if (condition === 'failing') failing.push(`${stream}/${partition}`);
+  return failing;
 }

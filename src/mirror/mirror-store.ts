@@ -103,6 +103,10 @@ export interface RunCheckpoint {
    * new there, or every position of a gap inside a run of ties (src/sync/scan-check.ts `listedThenRemoved`).
    */
   slidFound?: number;
+  /** The newest `updatedAt` this run listed (ISO 8601), for a stream that measures the records' clock: its high water at the end. */
+  newestUpdatedAt?: string;
+  /** The record-clock lag an incremental run's `updatedAfter` allowed for, seconds (its window, kept at its end). */
+  windowLagSeconds?: number;
   /**
    * Quarantine keys (`raw:<sha256>`) of the items this run listed without a string id (no id, `id:
    * null`, an id of another type): each stands for a record the scan cannot name, so a complete scan

@@ -174,10 +174,25 @@ export class RejectedRecords {
     return (await this.store.executor.run('DELETE FROM rejected_records WHERE stream = ? AND partition_value = ? AND last_seen_at < ?', [stream, partition, sinceIso])).changes;
   }
 
-  /** How many records of `stream` are quarantined now. */
-  async count(stream: string): Promise<number> {
-    const row = await this.store.executor.get<{ n: number }>('SELECT COUNT(*) AS n FROM rejected_records WHERE stream = ?', [stream]);
+  /**
+   * How many records of `stream` are quarantined now; with `partition`, only those that partition
+   * listed ('' for an unpartitioned stream's).
+   */
+  async count(stream: string, partition?: string): Promise<number> {
+    const row =
+      partition === undefined
+        ? await this.store.executor.get<{ n: number }>('SELECT COUNT(*) AS n FROM rejected_records WHERE stream = ?', [stream])
+        : await this.store.executor.get<{ n: number }>('SELECT COUNT(*) AS n FROM rejected_records WHERE stream = ? AND partition_value = ?', [stream, partition]);
     return Number(row!.n);
+  }
+
+  /** The quarantined records of a partitioned stream per partition that listed them (partitions with none left out). */
+  async countByPartition(stream: string): Promise<Map<string, number>> {
+    const rows = await this.store.executor.all<{ partition_value: string; n: number }>(
+      "SELECT partition_value, COUNT(*) AS n FROM rejected_records WHERE stream = ? AND partition_value <> '' GROUP BY partition_value",
+      [stream],
+    );
+    return new Map(rows.map((row) => [row.partition_value, Number(row.n)]));
   }
 
   /** The quarantined records, of one stream or all, oldest first. */

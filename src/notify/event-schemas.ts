@@ -31,6 +31,7 @@ import { STREAM_CONDITIONS } from '../mirror/stream-condition-store.ts';
 import { WRITE_KIND_NAMES } from '../writes/kinds/index.ts';
 import { WRITE_DUPLICATED, WRITE_EVENT_TYPES } from '../writes/write-store.ts';
 import { ENDPOINT_DISABLED_EVENT, SINK_DISABLED_EVENT } from './delivery/endpoint-store.ts';
+import { snapshotEventType } from './snapshot.ts';
 import { TEST_EVENT_TYPE } from './event-payload.ts';
 
 /** A JSON Schema as plain JSON (an object of keywords). */
@@ -231,7 +232,8 @@ export const OTHER_EVENT_TYPES: readonly EventTypeEntry[] = [
       failedRuns: { type: 'integer', minimum: 0, description: 'failed runs in a row since the last success' },
       lastSuccessAt: { ...nullable(dateTime), description: "the last successful run's end" },
       lastError: { ...nullable(string), description: "the last run's error; null after a success" },
-    }),
+      partition: { type: 'string', minLength: 1, description: "the partition whose condition changed (a partitioned stream's partition: docs/sync.md \"Partitioned streams\"); absent for the stream's own" },
+    }, ['partition']),
   ),
   {
     type: ENDPOINT_DISABLED_EVENT,
@@ -281,6 +283,21 @@ export function streamEventTypes(stream: RegisteredStream): EventTypeEntry[] {
     record,
     changes: type === stream.changes.gone ? closedObject({ deletedAt: fieldChange({ type: 'null' }, dateTime) }) : changes,
   }));
+}
+
+/**
+ * A stream's snapshot event (`deals.snapshot`, src/notify/snapshot.ts): one per live record, sent to
+ * a reader that starts from a snapshot; not in the changelog. `data.seq` is the snapshot's boundary.
+ */
+export function snapshotEventEntry(stream: RegisteredStream): EventTypeEntry {
+  return {
+    type: snapshotEventType(stream.name),
+    description: `A live record of ${stream.name} as it stood at the snapshot's boundary (data.seq), sent to a reader starting from a snapshot before the changes after it; not in the changelog.`,
+    streams: [stream.name],
+    recordId: "the record's id",
+    record: streamRecordSchema(stream),
+    changes: noChanges,
+  };
 }
 
 /** Every event type the changelog can hold, stream record events first (registry order), then `OTHER_EVENT_TYPES`. */
@@ -359,6 +376,7 @@ function testEventSchema(): JsonSchema {
 export function eventSchemas(streams: readonly RegisteredStream[] = STREAM_LIST): Record<string, JsonSchema> {
   const schemas: Record<string, JsonSchema> = {};
   for (const entry of changelogEventTypes(streams)) schemas[entry.type] = eventSchema(entry);
+  for (const stream of streams) schemas[snapshotEventType(stream.name)] = eventSchema(snapshotEventEntry(stream));
   schemas[TEST_EVENT_TYPE] = testEventSchema();
   return schemas;
 }

@@ -74,6 +74,12 @@ export interface StreamStatus {
    */
   recordClockLagSeconds: number;
   /**
+   * Records the stream's own record clock probe found in the list that its incremental runs had not
+   * listed, and when (ISO 8601); the next run is a complete scan, which clears it; null when none
+   * (docs/sync.md "Record clock").
+   */
+  unlistedRecords: { records: number; at: string } | null;
+  /**
    * Tombstones the last complete scan held back because they were more than
    * `sync.massDeletionShare` of the stream (docs/sync.md "Mass deletions held"), or null.
    */
@@ -109,6 +115,10 @@ export interface StreamStatus {
 export interface PartitionStatus {
   /** The partition's value, e.g. a location's id. */
   partition: string;
+  /** The partition's own operational condition (a location whose list keeps failing while the others answer is `failing`). */
+  condition?: StreamConditionState;
+  /** Records this partition's scans quarantined (`rejected_records.partition_value`). */
+  rejected?: number;
   records: number;
   tombstoned: number;
   cursor: string | null;
@@ -230,13 +240,21 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
     const state = await store.readSyncState(stream.name);
     const leaseHeld = held.has(streamLeaseName(stream.name));
     const counts = await store.countRecords(stream);
+    const quarantined = stream.partitions ? await rejected.countByPartition(stream.name) : new Map<string, number>();
     const partitions = stream.partitions
       ? {
           param: stream.partitions.param,
           list: await Promise.all(
             (await store.listPartitionStates(stream.name)).map(async (partitionState) => {
               const partitionCounts = await store.countRecords(stream, partitionState.partition);
-              return { partition: partitionState.partition, records: partitionCounts.live, tombstoned: partitionCounts.deleted, ...stateStatus(partitionState, now, leaseHeld) };
+              return {
+                partition: partitionState.partition,
+                records: partitionCounts.live,
+                tombstoned: partitionCounts.deleted,
+                condition: await conditions.read(stream.name, partitionState.partition),
+                rejected: quarantined.get(partitionState.partition) ?? 0,
+                ...stateStatus(partitionState, now, leaseHeld),
+              };
             }),
           ),
           sources: state.partitionSources ? { ...state.partitionSources, describe: describePartitions(stream, state.partitionSources) } : null,
@@ -261,7 +279,9 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
         ? noPartitions
         : `unsupported since ${state.lastRunFinishedAt ?? '?'}: ${state.lastError ?? 'the list endpoint answered 404'}; ` +
           `a sync asks the list again at most every sync.unsupportedProbeSeconds (last asked ${state.lastRunStartedAt ?? 'never'}), the daemon at its start, a backfill at once`,
-      recordClockLagSeconds: (await recordClock.read(stream.name)).lagSeconds,
+      // The stream's lag is the largest of its own and its partitions'.
+      recordClockLagSeconds: await recordClock.streamLag(stream.name),
+      unlistedRecords: (await recordClock.read({ stream: stream.name })).unlisted,
       rejected: await rejected.count(stream.name),
       undeclaredFields: (await listUndeclaredFields(executor, stream.name)).map(({ field, firstSeenAt, exampleRecordId }) => ({ field, firstSeenAt, exampleRecordId })),
       inProgress: inProgress(state),

@@ -17,3 +17,4 @@ export {
   type StreamConditionsOptions,
 } from './stream-conditions.ts';
 export { checkCreatedRange, CreatedRangeError, type CreatedRange } from './created-range.ts';
+export { measuringFirst } from './record-clock-lags.ts';

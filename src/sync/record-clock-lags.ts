@@ -13,12 +13,11 @@
  *   `createdAt`, a closed deal's `updatedAt`) was stamped while the request was in flight, so an
  *   older stamp than the write's finish is behind by about the difference.
  *
- * - a record stamped after the stream's high water (`lagsAboveHighWater`): at the high water's
- *   moment (a run's first page, cursor's clock) no record of the stream was stamped later, so this
- *   one was stamped after that moment; an `updatedAt` older than it lags by at least the difference.
- *   This needs no old version: the first change of a record after a run measures the lag, within
- *   the next run of the stream itself, and within the next run of any other stream through the
- *   one-page probe sorted by `updatedAt` (src/sync/record-clock-probe.ts).
+ * - a record stamped after the high water of its stream (or partition: every statement here is
+ *   per (stream, partition)) (`lagsAboveHighWater`): at the high water's moment (a run's first page,
+ *   cursor's clock) no record of it was stamped later, so this one was stamped after that moment; an
+ *   `updatedAt` older than it lags by at least the difference. This needs no old version: the first
+ *   change of a record after a run measures the lag, within the next run of the stream itself.
  *
  * Each bound is checked for plausibility, and the lag decays:
  *
@@ -35,10 +34,13 @@
  * Lags under `MIN_LAG_SECONDS` are not recorded: the `Date` header has second resolution, and a page
  * committed a moment after the server produced it makes sub-second false lags.
  *
- * What stays unseen: transaction list items carry no timestamps (spec §2), so a transaction changed
- * by someone else gives no observation; only the transactions this worker creates measure its
- * lag. The engine widens every stream's overlap by the lag measured on it; the reconciliation (a
- * complete scan, no `updatedAfter`) finds whatever a lag larger than the overlap hid.
+ * A lag measured after a run was made shows that run's window was too short: the next run widens
+ * its window back over every window listed with the smaller lag (`windowStart`), so a change missed
+ * then is listed then, not at the next complete scan.
+ *
+ * Transaction list items carry no timestamps (spec §2), so a transaction changed by someone else
+ * gives no observation of its own; the stream's own probe (src/sync/record-clock-probe.ts) finds
+ * the records its list holds that the incremental runs did not list, and bounds the lag from above.
  */
 import { instantMs } from '../mirror/instants.ts';
 import { jsonArrayValues } from '../mirror/sql/dialect.ts';
@@ -85,12 +87,22 @@ export function measuresRecordClock(stream: StreamDefinition): boolean {
 }
 
 /**
+ * `names` in the order a pass over several streams runs them (`bizops-sync sync`, `backfill`): the
+ * streams that measure the records' clock first, then the others, each group in the order given.
+ * A lag the first show (a deal stamped after its high water) then widens the overlap of the others
+ * (transactions, whose items carry no timestamps) in the same pass, not only in the next one.
+ */
+export function measuringFirst<Name extends string>(names: readonly Name[], streamOf: (name: Name) => StreamDefinition): Name[] {
+  return [...names.filter((name) => measuresRecordClock(streamOf(name))), ...names.filter((name) => !measuresRecordClock(streamOf(name)))];
+}
+
+/**
  * Lower bounds from records stamped after the high water, seconds (only those >= MIN_LAG_SECONDS):
  * `highWater.at - updatedAt` for each record whose `updatedAt` is later than `highWater.updatedAt`.
  */
 export function lagsAboveHighWater(highWater: { at: string; updatedAt: string } | null, records: readonly ApiRecord[]): number[] {
   if (!highWater) return [];
-  const water = Date.parse(highWater.updatedAt);
+  const water = instantMs(highWater.updatedAt);
   const at = Date.parse(highWater.at);
   const lags: number[] = [];
   for (const record of records) {
@@ -119,35 +131,59 @@ export function lagCeiling(records: readonly ApiRecord[], pageTimeMs: number): n
 }
 
 /**
- * An incremental run's `updatedAfter` bounded by the stream's high water (a stream that measures
- * the records' clock): at most `highWater.updatedAt - lookbackMs`. Every record changed since the
- * high water was taken is stamped later than it, whatever the lag, so the run lists every change
- * since its previous run even before the lag is known; a quiet stream lists only its newest records.
- * @returns ISO 8601, the earlier of `updatedAfter` and the bound
+ * The `updatedAfter` of an incremental run of a stream or partition (docs/sync.md "Record clock"):
+ * the cursor less the overlap and the largest lag measured (`lagSeconds`); earlier when the lag grew
+ * since the window of the runs before (`RecordClockLag.window`: they listed with a smaller lag, and
+ * may have missed what the larger one hides, so this run reaches back that much further than their
+ * start); and, for a stream that measures the records' clock, no later than its high water less the
+ * overlap (every record changed since the high water was taken is stamped later than it, whatever
+ * the lag: the run lists every change since its previous run even before the lag is known; a quiet
+ * stream lists only its newest records).
+ * @param cursor ISO 8601, the cursor's clock
+ * @param lookbackMs the overlap, ms
+ * @returns ISO 8601
  */
-export async function boundByHighWater(executor: SqlExecutor, stream: StreamDefinition, updatedAfter: string, lookbackMs: number): Promise<string> {
-  if (!measuresRecordClock(stream)) return updatedAfter;
-  const { highWater } = await new RecordClockStore(executor).read(stream.name);
-  if (!highWater) return updatedAfter;
-  const bound = Date.parse(highWater.updatedAt) - lookbackMs;
-  return bound < Date.parse(updatedAfter) ? new Date(bound).toISOString() : updatedAfter;
+export async function windowStart(executor: SqlExecutor, stream: StreamDefinition, partition: string, cursor: string, lookbackMs: number, lagSeconds: number): Promise<string> {
+  const { window, highWater } = await new RecordClockStore(executor).read({ stream: stream.name, partition });
+  let from = Date.parse(cursor) - lookbackMs - lagSeconds * 1000;
+  if (window && lagSeconds > window.lagSeconds) from = Math.min(from, Date.parse(window.from) - (lagSeconds - window.lagSeconds) * 1000);
+  if (highWater && measuresRecordClock(stream)) from = Math.min(from, instantMs(highWater.updatedAt) - lookbackMs);
+  return new Date(from).toISOString();
 }
 
 /**
- * Keeps the stream's high water at the end of a run that moved its cursor: at `at` (the run's first
- * page, cursor's clock) no record was stamped later than the newest `updatedAt` the mirror holds
- * now, nor later than the run's `updatedAfter` (the run listed every record stamped after it).
- * A record changed during the run may raise it: that errs towards a smaller lag bound, never a
- * wrong one. Does nothing for a stream that does not measure the clock. Call in the run's last transaction.
+ * The newest `updatedAt` among `records` and `newest` (both ISO 8601; undefined when neither
+ * holds an instant), for a run's high water: called with each page's records, carried in the checkpoint.
  */
-export async function saveHighWater(executor: SqlExecutor, stream: StreamDefinition, at: string | undefined, updatedAfter: string | undefined): Promise<void> {
-  const column = updatedAtColumn(stream);
-  if (!at || !column || !measuresRecordClock(stream)) return;
-  const row = await executor.get<{ newest: string | null }>(`SELECT MAX(${column}) AS newest FROM ${stream.table}`);
-  const candidates = [row?.newest, updatedAfter].filter((value): value is string => typeof value === 'string' && !Number.isNaN(Date.parse(value)));
+export function newestStamp(records: readonly ApiRecord[], newest: string | undefined): string | undefined {
+  let best = newest === undefined ? Number.NEGATIVE_INFINITY : instantMs(newest);
+  for (const record of records) {
+    const stamp = instantMs(record.updatedAt);
+    if (stamp > best) best = stamp;
+  }
+  return Number.isFinite(best) ? new Date(best).toISOString() : undefined;
+}
+
+/**
+ * Keeps the high water of a stream or partition at the end of a run that moved its cursor: at `at`
+ * (the run's first page, cursor's clock) no record of it was stamped later than the newest
+ * `updatedAt` the run listed (`newestListed`), nor later than the run's `updatedAfter` (an
+ * incremental run listed every record stamped after it; a complete scan listed every record). Taken
+ * from the run's own pages, not from the table: a partition's high water is its own, and another
+ * partition's newer records never raise it. A record changed during the run may raise it: that errs
+ * towards a smaller lag bound, never a wrong one. Does nothing for a stream that does not measure the
+ * clock. Call in the run's last transaction.
+ */
+export async function saveHighWater(
+  executor: SqlExecutor,
+  stream: StreamDefinition,
+  partition: string,
+  run: { at: string | undefined; newestListed: string | undefined; updatedAfter: string | undefined },
+): Promise<void> {
+  if (!run.at || !measuresRecordClock(stream)) return;
+  const candidates = [run.newestListed, run.updatedAfter].map(instantMs).filter((stamp) => Number.isFinite(stamp));
   if (candidates.length === 0) return;
-  const newest = Math.max(...candidates.map((value) => Date.parse(value)));
-  await new RecordClockStore(executor).saveHighWater(stream.name, at, new Date(newest).toISOString());
+  await new RecordClockStore(executor).saveHighWater({ stream: stream.name, partition }, run.at, new Date(Math.max(...candidates)).toISOString());
 }
 
 /**
@@ -157,7 +193,7 @@ export async function saveHighWater(executor: SqlExecutor, stream: StreamDefinit
  * the stored versions).
  * @param offsetMs the cursor's clock minus ours at the page (server `Date` minus local receipt time; 0 without a `Date`)
  */
-export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefinition, records: readonly ApiRecord[], offsetMs: number): Promise<number[]> {
+export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefinition, partition: string, records: readonly ApiRecord[], offsetMs: number): Promise<number[]> {
   const column = updatedAtColumn(stream);
   if (!column) return [];
   const stamped = records.filter((record) => typeof record.updatedAt === 'string');
@@ -168,8 +204,8 @@ export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefiniti
     [JSON.stringify(stamped.map((record) => String(record[stream.key])))],
   );
   const stored = new Map(rows.map((row) => [row.id, row]));
-  const { highWater } = await new RecordClockStore(executor).read(stream.name);
-  const water = highWater ? Date.parse(highWater.updatedAt) : Number.NEGATIVE_INFINITY;
+  const { highWater } = await new RecordClockStore(executor).read({ stream: stream.name, partition });
+  const water = highWater ? instantMs(highWater.updatedAt) : Number.NEGATIVE_INFINITY;
   const lags: number[] = [];
   for (const record of stamped) {
     const previous = stored.get(String(record[stream.key]));

@@ -1,112 +1,225 @@
 /**
- * The record clock's probe (docs/sync.md "Record clock"): before an incremental run of a stream that
- * cannot measure the records' clock itself (transaction list items carry no timestamps, spec §2),
- * one page of a stream that can (deals) sorted by `updatedAt`, newest first, and limited to records
- * stamped after that stream's high water (`updatedAfter`). Each such record was stamped after the
- * high water's moment, so it bounds the lag from below (src/sync/record-clock-lags.ts); the newest
- * bounds it from above. The run then widens its overlap by a lag measured on changes made since
- * the last run, not on the next complete scan.
+ * The stream's own probe of the records' clock (docs/sync.md "Record clock"), for a stream whose
+ * list items carry no timestamps (transactions, spec §2): nothing it lists says when it was stamped,
+ * so a records' clock lagging the cursor's by more than the overlap would hide its changes from
+ * every incremental run, and nothing on its pages would show it. What the server does say is how
+ * many records the list holds:
  *
- * The spec does not say which lists accept `sortBy=updatedAt` (§1: "allowed values vary by
- * endpoint"). A probe answered with a 4xx, or with a page not sorted newest first (a server that
- * ignored the parameter), is not used again by this process (one warning); any other failure skips
- * one probe, never the run. The probe costs one request per incremental run of such a stream, at
- * the run's priority, after the same lease check as the run's own requests.
+ * - **Before** each incremental run (`totalBefore`): one request, `GET <list>?limit=1` with the
+ *   stream's fixed filters and no other, whose `pagination.total` is every record the list holds now.
+ * - **After** the run (`afterRun`): every one of them should now be live in the mirror (or in its
+ *   quarantine): those it held before, and those created since, which the run listed, being stamped
+ *   after its `updatedAfter`. When the list held more (`unlisted`), the run's window missed records
+ *   created since the previous run: the records' clock lags by more than the window allowed for
+ *   (or the mirror lost records). Then the stream's next run is a complete scan
+ *   (`RecordClockLag.unlisted`, which it clears), `status` warns, and the lag is bounded from what
+ *   the server says: the newest stamp is found by counts (`updatedAfter=now - W&limit=1` with W
+ *   doubling from the overlap plus the lag known, then halving the last step three times), and a
+ *   record stamped after `now - W` bounds the lag by W (every record was stamped before now). That upper bound becomes the stream's lag (a
+ *   lag too large costs re-reads, never a missed change) until a page stamped in step caps it.
+ *
+ * Records created since the previous run but deleted before this one, or a record the mirror holds
+ * that the API deleted, hide as many unlisted records from the count: the next complete scan finds
+ * them. Updates alone change no count: a lag seen only through updates of transactions shows at the
+ * next change of a stream whose items carry `updatedAt`, or at reconciliation.
+ *
+ * Costs one request per incremental run of such a stream (a quiet `sync` of the five streams: 8
+ * requests); the search, at most `MAX_SEARCH_STEPS` requests, only when records were unlisted. A
+ * probe answered with a 4xx is not asked again by the process (one warning); any other failure
+ * skips one probe, never the run.
  */
 import { BizopsApiError } from '../client/api-errors.ts';
 import type { ApiClient } from '../client/client.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import type { Logger } from '../logging/logger.ts';
-import { instantMs } from '../mirror/instants.ts';
 import { LeaseLostError } from '../mirror/leases.ts';
+import type { MirrorStore } from '../mirror/mirror-store.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
-import type { SqlExecutor } from '../mirror/sql/executor.ts';
-import type { ApiRecord, StreamDefinition } from '../streams/define-stream.ts';
-import { lagCeiling, lagsAboveHighWater, measuresRecordClock } from './record-clock-lags.ts';
+import { RejectedRecords } from '../mirror/rejected-records.ts';
+import { z } from 'zod';
+import { paginationSchema } from '../client/schemas.ts';
+import type { StreamDefinition } from '../streams/define-stream.ts';
+import { measuresRecordClock, MIN_LAG_SECONDS } from './record-clock-lags.ts';
 
-/** What one probe found (for logs and tests). */
+/** Most doublings of one search for the newest stamp (the overlap times 2^13 is over a week at 120 s). */
+export const MAX_SEARCH_STEPS = 14;
+
+/** Halvings of the last doubling once a window holds a stamp: the bound within an eighth of it. */
+const BISECT_STEPS = 3;
+
+/** A list answer read for its count: `content.pagination` (the items are not looked at). */
+const COUNT_CONTENT = z.looseObject({ pagination: paginationSchema });
+
+/** What the probe found after a run (for logs and tests). */
 export interface ProbeOutcome {
-  /** The stream probed. */
-  stream: string;
-  /** Records stamped after its high water on the probe's page. */
-  stampedAfter: number;
-  /** The probed stream's lag after the probe, seconds. */
-  lagSeconds: number;
+  /** Records the list held before the run that the mirror does not hold after it (0: none). */
+  unlisted: number;
+  /** The upper bound of the lag found by the search, seconds; undefined when no search was made or it found none. */
+  lagBoundSeconds?: number;
+  /** Count requests the search sent. */
+  searchRequests: number;
 }
 
-/** Probes the record clock for runs of streams that cannot measure it themselves. One per engine. */
+/** How a probe's requests go: the run's priority, abort signal and lease check. */
+export interface ProbeRequestOptions {
+  priority: Priority;
+  signal?: AbortSignal;
+  /** The run's lease check (throws LeaseLostError: no request leaves). */
+  beforeRequest: () => Promise<void>;
+}
+
+/** The stream's own probe of the records' clock (module comment). One per engine. */
 export class RecordClockProbe {
   private readonly client: ApiClient;
-  private readonly executor: SqlExecutor;
   private readonly logger: Logger;
-  private readonly streams: readonly StreamDefinition[];
-  /** Streams whose list refused the probe (a 4xx, or an answer not sorted by `updatedAt`): not asked again by this process. */
+  /** Streams whose list refused the probe (a 4xx): not asked again by this process. */
   private readonly refused = new Set<string>();
 
-  /**
-   * @param streams the registered streams; those that measure the records' clock are the ones probed
-   */
-  constructor(options: { client: ApiClient; executor: SqlExecutor; logger: Logger; streams: readonly StreamDefinition[] }) {
+  constructor(options: { client: ApiClient; logger: Logger }) {
     this.client = options.client;
-    this.executor = options.executor;
     this.logger = options.logger;
-    // A partitioned stream's list needs its parameter: never probed (docs/sync.md "Partitioned streams").
-    this.streams = options.streams.filter((candidate) => measuresRecordClock(candidate) && !candidate.partitions);
   }
 
   /**
-   * Before an incremental run of `stream`: when the stream cannot measure the records' clock, probes
-   * the first stream that can and has a high water (one request), and records what it measured.
-   * @param hooks.beforeRequest the run's lease check (throws LeaseLostError: no request leaves)
-   * @returns what the probe found, or undefined when no probe was made (or it failed: logged)
+   * True for a stream that has its own probe: unpartitioned, read incrementally by `updatedAfter`,
+   * and whose list items carry no `updatedAt` (a stream that measures the records' clock needs none:
+   * its own pages bound the lag; a partitioned one would need one request per partition).
+   */
+  static probes(stream: StreamDefinition): boolean {
+    return stream.request.cursor === 'updatedAfter' && !stream.partitions && !measuresRecordClock(stream);
+  }
+
+  /**
+   * Before an incremental run of `stream`: how many records its list holds now (one request), or
+   * undefined when the stream has no probe, the list refused it before, or it failed (logged).
    * @throws LeaseLostError, or the abort of `signal`: the run stops as it would on its own request
    */
-  async beforeRun(stream: StreamDefinition, options: { priority: Priority; signal?: AbortSignal; beforeRequest: () => Promise<void> }): Promise<ProbeOutcome | undefined> {
-    if (measuresRecordClock(stream)) return undefined;
-    const recordClock = new RecordClockStore(this.executor);
-    for (const probed of this.streams) {
-      if (this.refused.has(probed.name)) continue;
-      try {
-        const { highWater } = await recordClock.read(probed.name);
-        if (!highWater) continue;
-        const page = await this.client.listPage<ApiRecord>(probed.request.path, 0, {
-          itemsKey: probed.request.itemsKey,
-          itemSchema: probed.itemSchema,
-          priority: options.priority,
-          signal: options.signal,
-          invalidItems: 'collect',
-          hooks: { beforeRequest: options.beforeRequest },
-          query: { ...probed.request.filters, sortBy: 'updatedAt', sortOrder: 'desc', updatedAfter: highWater.updatedAt },
-        });
-        const stamps = page.items.map((item) => instantMs(item.updatedAt));
-        if (stamps.some((stamp, index) => Number.isNaN(stamp) || (index > 0 && stamp > stamps[index - 1]!))) {
-          this.refuse(probed, 'its answer was not sorted by updatedAt, newest first (the server ignores sortBy=updatedAt there)');
-          continue;
-        }
-        const lower = lagsAboveHighWater(highWater, page.items);
-        let lagSeconds = lower.length > 0 ? await recordClock.observe(probed.name, lower, 'probe') : (await recordClock.read(probed.name)).lagSeconds;
-        const ceiling = lagCeiling(page.items, page.serverTime?.getTime() ?? Date.now());
-        if (ceiling !== undefined && ceiling < lagSeconds) lagSeconds = await recordClock.cap(probed.name, ceiling);
-        return { stream: probed.name, stampedAfter: lower.length, lagSeconds };
-      } catch (error) {
-        if (error instanceof LeaseLostError || options.signal?.aborted) throw error;
-        const status = error instanceof BizopsApiError ? error.status : undefined;
-        if (status !== undefined && status >= 400 && status < 500 && status !== 429) {
-          this.refuse(probed, `GET ${probed.request.path}?sortBy=updatedAt answered ${status}`);
-          continue;
-        }
-        this.logger.warn({ stream: stream.name, probed: probed.name, err: { message: (error as Error).message } }, "the record clock's probe failed; this run goes on with the lag measured so far");
-        return undefined;
-      }
+  async totalBefore(stream: StreamDefinition, options: ProbeRequestOptions): Promise<number | undefined> {
+    if (!RecordClockProbe.probes(stream) || this.refused.has(stream.name)) return undefined;
+    try {
+      return await this.count(stream, undefined, options);
+    } catch (error) {
+      this.failed(stream, error, options);
+      return undefined;
     }
-    return undefined;
   }
 
-  private refuse(probed: StreamDefinition, why: string): void {
-    this.refused.add(probed.name);
+  /**
+   * After an incremental run of `stream` that completed: compares the list's total before it with
+   * what the mirror holds; records the unlisted records (the next run is a complete scan) and the
+   * lag's upper bound the search finds (module comment). Never throws but for a lost lease or an
+   * abort: a failed search is logged and the complete scan still comes.
+   * @param store the mirror, outside a transaction
+   * @param totalBefore `totalBefore`'s answer
+   * @param allowedSeconds the lag the run's window allowed for (seconds): a bound no larger explains nothing
+   * @param overlapSeconds the run's overlap (`sync.overlapSeconds` or the stream's lookback)
+   */
+  async afterRun(
+    stream: StreamDefinition,
+    store: MirrorStore,
+    totalBefore: number,
+    options: ProbeRequestOptions & {
+      /** The lag the run's window allowed for, seconds: a bound no larger explains nothing. */
+      allowedSeconds: number;
+      /** The run's overlap, seconds (`sync.overlapSeconds` or the stream's lookback). */
+      overlapSeconds: number;
+      /** Runs `fn` in one transaction fenced by the stream's lease (the engine's). */
+      write: (fn: (store: MirrorStore) => Promise<void>) => Promise<void>;
+    },
+  ): Promise<ProbeOutcome> {
+    const held = (await store.countRecords(stream)).live + (await new RejectedRecords(store).countListedOutsideMirror(stream, new Date(0).toISOString()));
+    const unlisted = totalBefore - held;
+    if (unlisted <= 0) return { unlisted: 0, searchRequests: 0 };
+    const window = options;
+    await options.write((tx) => new RecordClockStore(tx.executor).noteUnlisted({ stream: stream.name }, unlisted));
+    let bound: { seconds: number; requests: number } | undefined;
+    try {
+      bound = await this.searchNewestStamp(stream, window.allowedSeconds + window.overlapSeconds, options);
+    } catch (error) {
+      this.failed(stream, error, options);
+    }
+    // A bound within what the window allowed for does not explain the unlisted records (the mirror lost them): no lag.
+    const lagBoundSeconds = bound !== undefined && bound.seconds > window.allowedSeconds + window.overlapSeconds && bound.seconds >= MIN_LAG_SECONDS ? bound.seconds : undefined;
+    if (lagBoundSeconds !== undefined) await options.write(async (tx) => void (await new RecordClockStore(tx.executor).observe({ stream: stream.name }, [lagBoundSeconds], 'probe')));
     this.logger.warn(
-      { stream: probed.name, reason: why },
-      "the record clock's probe is not used on this stream: the lag is measured from its own runs and the writes only (docs/sync.md \"Record clock\")",
+      { stream: stream.name, unlisted, listTotal: totalBefore, mirrored: held, lagBoundSeconds },
+      lagBoundSeconds !== undefined
+        ? `the list holds ${unlisted} record(s) the incremental runs did not list: the records' clock lags the cursor's by more than they allowed for (at most ${lagBoundSeconds} s, now the lag incremental syncs allow for); the next run of the stream is a complete scan`
+        : `the list holds ${unlisted} record(s) the mirror does not: the next run of the stream is a complete scan`,
     );
+    return { unlisted, ...(lagBoundSeconds !== undefined ? { lagBoundSeconds } : {}), searchRequests: bound?.requests ?? 0 };
+  }
+
+  /**
+   * The newest stamp found by counts: `updatedAfter = now - W` for W = `fromSeconds`, doubling,
+   * until the list holds a record stamped later; then no record was stamped more than W before now
+   * in the cursor's clock, which bounds the lag (module comment).
+   * @returns the bound (seconds, W plus the second a `Date` header hides) and the requests sent; undefined when none was found within `MAX_SEARCH_STEPS`
+   */
+  private async searchNewestStamp(stream: StreamDefinition, fromSeconds: number, options: ProbeRequestOptions): Promise<{ seconds: number; requests: number } | undefined> {
+    let requests = 0;
+    /** Whether the list holds a record stamped later than `windowSeconds` before now, and that window in the cursor's clock. */
+    const stampedWithin = async (windowSeconds: number): Promise<{ found: boolean; seconds: number }> => {
+      requests += 1;
+      const page = await this.page(stream, { updatedAfter: new Date(Date.now() - windowSeconds * 1000).toISOString() }, options);
+      // The page's time (its Date, else ours) is the cursor's clock: the window measured from it.
+      const shiftSeconds = page.serverTimeMs === undefined ? 0 : (page.serverTimeMs - page.sentAtMs) / 1000;
+      return { found: page.total > 0, seconds: windowSeconds + shiftSeconds };
+    };
+    let narrow = 0;
+    let wide = Math.max(1, Math.ceil(fromSeconds));
+    let bound: number | undefined;
+    for (let step = 0; step < MAX_SEARCH_STEPS; step += 1, narrow = wide, wide *= 2) {
+      const answer = await stampedWithin(wide);
+      if (answer.found) {
+        bound = answer.seconds;
+        break;
+      }
+    }
+    if (bound === undefined) return undefined;
+    // The newest stamp lies between the last two windows: halve the gap a few times for a tighter bound.
+    for (let step = 0; step < BISECT_STEPS && wide - narrow > 1; step += 1) {
+      const middle = Math.round((narrow + wide) / 2);
+      const answer = await stampedWithin(middle);
+      if (answer.found) {
+        wide = middle;
+        bound = answer.seconds;
+      } else narrow = middle;
+    }
+    // The Date header hides up to a second.
+    return { seconds: Math.ceil(bound) + 1, requests };
+  }
+
+  /** The list's `pagination.total` under `query` (one request of one item). */
+  private async count(stream: StreamDefinition, query: Record<string, string> | undefined, options: ProbeRequestOptions): Promise<number> {
+    return (await this.page(stream, query ?? {}, options)).total;
+  }
+
+  /** One request of one item (`limit=1`): only its `pagination.total` is read, and the server's clock. */
+  private async page(stream: StreamDefinition, query: Record<string, string>, options: ProbeRequestOptions): Promise<{ total: number; serverTimeMs?: number; sentAtMs: number }> {
+    const sentAtMs = Date.now();
+    const response = await this.client.request({
+      method: 'GET',
+      path: stream.request.path,
+      query: { ...stream.request.filters, ...query, limit: 1 },
+      contentSchema: COUNT_CONTENT,
+      priority: options.priority,
+      retry: 'safe',
+      signal: options.signal,
+      hooks: { beforeRequest: options.beforeRequest },
+    });
+    return { total: response.content.pagination.total, ...(response.serverTime ? { serverTimeMs: response.serverTime.getTime() } : {}), sentAtMs };
+  }
+
+  /** A probe request failed: a lost lease or an abort stops the run; a 4xx refuses the probe for the process; anything else skips it. */
+  private failed(stream: StreamDefinition, error: unknown, options: ProbeRequestOptions): void {
+    if (error instanceof LeaseLostError || options.signal?.aborted) throw error;
+    const status = error instanceof BizopsApiError ? error.status : undefined;
+    if (status !== undefined && status >= 400 && status < 500 && status !== 429) {
+      this.refused.add(stream.name);
+      this.logger.warn({ stream: stream.name, status }, `the stream's record clock probe (GET ${stream.request.path}?limit=1) answered ${status}: it is not asked again by this process (docs/sync.md "Record clock")`);
+      return;
+    }
+    this.logger.warn({ stream: stream.name, err: { message: (error as Error).message } }, "the stream's record clock probe failed; this run goes on with the lag measured so far");
   }
 }

@@ -17,6 +17,12 @@
  * Every event's `data.record` has one shape (`StreamConditionRecord`: the condition entered and the
  * one left), `data.changes` is `{}` (no record field changed), and `record_id` is the stream's name,
  * as every event about a whole stream (src/notify/event-schemas.ts `streamEvent`).
+ *
+ * A partitioned stream's partitions have conditions of their own (`stream_conditions` keyed by
+ * (stream, partition), migration 16): each partition's run is noted as a stream's is
+ * (`notePartitions`), and its events name it (`data.record.partition`, the change row's partition),
+ * so a location whose list keeps failing while the others answer is `failing` by name. Staleness is
+ * the stream's only: its partitions run together.
  */
 import { LeaseLostError } from '../mirror/leases.ts';
 import type { AppendedChange, MirrorStore } from '../mirror/mirror-store.ts';
@@ -52,6 +58,8 @@ export interface StreamConditionRecord {
   previous: StreamCondition;
   /** When the condition the stream left began (ISO 8601); null when it was `ok` from the start. */
   previousSince: string | null;
+  /** The partition whose condition changed (a partitioned stream's partition); absent for the stream's own. */
+  partition?: string;
   /** When this transition happened (ISO 8601). */
   at: string;
   /** Failed runs in a row since the last success (0 after a success). */
@@ -92,16 +100,37 @@ export class StreamConditions {
    *   outcome stands)
    */
   async noteRun(result: RunResult): Promise<AppendedChange | undefined> {
+    return this.noteOutcome(result, '');
+  }
+
+  /**
+   * Notes each partition's run of a partitioned stream's run (`result.partitions`) in that
+   * partition's own condition, as `noteRun` notes the stream's (module comment).
+   * @returns the events appended, in partition order
+   * @throws the driver's error when the mirror cannot be written
+   */
+  async notePartitions(result: RunResult): Promise<AppendedChange[]> {
+    const appended: AppendedChange[] = [];
+    for (const part of result.partitions ?? []) {
+      if (part.partition === undefined || part.partition === '') continue;
+      const event = await this.noteOutcome(part, part.partition);
+      if (event) appended.push(event);
+    }
+    return appended;
+  }
+
+  /** `noteRun` for the stream's own condition (`partition` '') or one partition's. */
+  private async noteOutcome(result: RunResult, partition: string): Promise<AppendedChange | undefined> {
     const outcome = runOutcome(result);
     if (!outcome) return undefined;
     // The usual run: a success of a stream that is `ok` without failures changes nothing (no transaction).
-    const seen = await this.read(result.stream);
+    const seen = await new StreamConditionStore(this.store.executor).read(result.stream, partition);
     if (outcome === 'succeeded' && seen.condition === 'ok' && seen.failedRuns === 0) return undefined;
     // A sync skipping a stream already unsupported (until its probe is due) changes nothing either.
     if (outcome === 'unsupported' && seen.condition === 'unsupported') return undefined;
     return this.store.transaction(async (store) => {
       const conditions = new StreamConditionStore(store.executor);
-      const before = await conditions.read(result.stream);
+      const before = await conditions.read(result.stream, partition);
       const now = new Date().toISOString();
       let after: StreamConditionState;
       if (outcome === 'succeeded') after = { condition: 'ok', failedRuns: 0, since: before.condition === 'ok' ? before.since : now };
@@ -113,9 +142,9 @@ export class StreamConditions {
         after = failing ? { condition: 'failing', failedRuns, since: now } : { ...before, failedRuns };
       }
       if (after.condition === before.condition && after.failedRuns === before.failedRuns) return undefined;
-      await conditions.write(result.stream, after, now);
+      await conditions.write(result.stream, after, now, partition);
       if (after.condition === before.condition) return undefined;
-      return this.appendTransition(store, result.stream, before, after, now);
+      return this.appendTransition(store, result.stream, before, after, now, partition);
     });
   }
 
@@ -143,13 +172,22 @@ export class StreamConditions {
     });
   }
 
-  /** The stream's condition now (`ok` for a stream without a row). */
-  read(stream: StreamName): Promise<StreamConditionState> {
-    return new StreamConditionStore(this.store.executor).read(stream);
+  /**
+   * The stream's condition now, or its partition's (`ok` for one without a row).
+   * @param partition a partition's value; '' (default) for the stream's own
+   */
+  read(stream: StreamName, partition = ''): Promise<StreamConditionState> {
+    return new StreamConditionStore(this.store.executor).read(stream, partition);
   }
 
-  private async appendTransition(store: MirrorStore, stream: StreamName, before: StreamConditionState, after: StreamConditionState, at: string): Promise<AppendedChange> {
-    const state = await store.readSyncState(stream);
+  /** The partitions of `stream` whose condition is not `ok` (none for an unpartitioned stream). */
+  listPartitions(stream: StreamName): Promise<(StreamConditionState & { partition: string })[]> {
+    return new StreamConditionStore(this.store.executor).listPartitions(stream);
+  }
+
+  /** Appends the event of a transition of the stream's condition, or of its partition's (`partition` non-empty: the event names it). */
+  private async appendTransition(store: MirrorStore, stream: StreamName, before: StreamConditionState, after: StreamConditionState, at: string, partition = ''): Promise<AppendedChange> {
+    const state = await store.readSyncState(stream, partition);
     const record: StreamConditionRecord = {
       stream,
       condition: after.condition,
@@ -159,6 +197,7 @@ export class StreamConditions {
       failedRuns: after.failedRuns,
       lastSuccessAt: state.lastSuccessAt,
       lastError: after.condition === 'ok' ? null : state.lastError,
+      ...(partition ? { partition } : {}),
     };
     return store.appendChange({
       type: EVENT_FOR[after.condition],
@@ -166,6 +205,7 @@ export class StreamConditions {
       recordId: stream,
       occurredAt: at,
       data: { record: { ...record }, changes: {} },
+      ...(partition ? { partition } : {}),
     });
   }
 }

@@ -56,7 +56,7 @@ import { recordRangeMisses } from '../mirror/range-misses.ts';
 import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { assertBaseUrlServes } from './base-url-check.ts';
 import { readAhead } from './read-ahead.ts';
-import { boundByHighWater, lagCeiling, lagsFromPage, lagsFromWrites, saveHighWater } from './record-clock-lags.ts';
+import { lagCeiling, lagsFromPage, lagsFromWrites, measuresRecordClock, newestStamp, saveHighWater, windowStart } from './record-clock-lags.ts';
 import { creditFound, gapPageInTies, noteTie, scanOutcome, tallyPage } from './scan-check.ts';
 import { RECENT_LISTINGS, ScanMemory } from './scan-memory.ts';
 import { listedInScan } from '../mirror/scan-marks.ts';
@@ -229,26 +229,35 @@ export interface PageSink {
   unsupported(notFound: NotFoundError): Promise<void>;
 }
 
+/** The overlap of a stream's incremental runs, ms: its own `request.lookbackSeconds`, else the engine's `overlapMs`. */
+export function lookbackMsOf(stream: RegisteredStream, overlapMs: number): number {
+  return stream.request.lookbackSeconds === undefined ? overlapMs : stream.request.lookbackSeconds * SECOND_MS;
+}
+
 /**
  * A fresh checkpoint for a run that does not resume one: a complete scan takes the next scan
  * number; an incremental run asks `updatedAfter` = the cursor minus the stream's lookback
  * (`request.lookbackSeconds`, else `overlapMs`) minus the largest record-clock lag seen on any
- * stream (docs/sync.md "Record clock").
+ * stream, earlier when that lag grew since the window of the runs before, or the high water asks
+ * it (record-clock-lags.ts `windowStart`, docs/sync.md "Record clock"); the lag it allowed for is
+ * kept (`windowLagSeconds`).
+ * @param partition the partition's value, or '' for an unpartitioned stream
  * @param overlapMs the engine's default overlap, milliseconds
  */
 export async function newCheckpoint(
   store: MirrorStore,
   stream: RegisteredStream,
+  partition: string,
   start: { mode: RunCheckpoint['mode']; reason: RunReason; cursor: string | null; scanNumber: number; overlapMs: number },
 ): Promise<RunCheckpoint> {
-  const lookbackMs = stream.request.lookbackSeconds === undefined ? start.overlapMs : stream.request.lookbackSeconds * SECOND_MS;
   const run: RunCheckpoint = { mode: start.mode, reason: start.reason, startedAt: new Date().toISOString(), offset: 0, pages: 0, records: 0, changes: 0 };
   if (start.mode === 'incremental' && start.cursor) {
     // The overlap is widened by how far the server's record clock was seen to lag the cursor's, on
     // any stream (docs/sync.md "Record clock"): a change made just after the last run carries an
     // updatedAt that much older than the moment it was made.
-    const lagMs = Math.ceil(await new RecordClockStore(store.executor).largest()) * SECOND_MS;
-    run.updatedAfter = await boundByHighWater(store.executor, stream, new Date(Date.parse(start.cursor) - lookbackMs - lagMs).toISOString(), lookbackMs);
+    const lagSeconds = Math.ceil(await new RecordClockStore(store.executor).largest());
+    run.updatedAfter = await windowStart(store.executor, stream, partition, start.cursor, lookbackMsOf(stream, start.overlapMs), lagSeconds);
+    run.windowLagSeconds = lagSeconds;
   }
   if (start.mode === 'complete') run.scanNumber = start.scanNumber + 1;
   return run;
@@ -429,6 +438,8 @@ export class StreamRun implements TieReReader {
       result.driftStepBacks += 1;
       this.logger.info({ ...this.names, offset: page.offset, drop: step.stepBack, gaps: step.state.gaps }, 'the list shrank while paging; the positions records may have slid to are read again');
     }
+    // The newest stamp the run listed: its high water at its end (record-clock-lags.ts saveHighWater).
+    if (measuresRecordClock(this.stream)) run.newestUpdatedAt = newestStamp(page.items, run.newestUpdatedAt);
     // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
     const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
     const firstPage = run.pages === 1;
@@ -466,22 +477,45 @@ export class StreamRun implements TieReReader {
    * @returns the stream's lag before and after, seconds
    */
   private async observeRecordClock(store: MirrorStore, records: readonly ApiRecord[], offsetMs: number, firstPage: boolean, pageTimeMs: number): Promise<{ before: number; after: number }> {
-    const { stream } = this;
+    const { stream, partition } = this;
     const recordClock = new RecordClockStore(store.executor);
+    // The stream's record clock, or its partition's: its own high water (docs/sync.md "Partitioned streams").
+    const key = { stream: stream.name, partition };
     // One read, then a write only when a lag was measured (it returns the lag after it).
-    const before = (await recordClock.read(stream.name)).lagSeconds;
+    const before = (await recordClock.read(key)).lagSeconds;
     let after = before;
-    const fromPage = await lagsFromPage(store.executor, stream, records, offsetMs);
-    if (fromPage.length > 0) after = await recordClock.observe(stream.name, fromPage, 'list');
+    const fromPage = await lagsFromPage(store.executor, stream, partition, records, offsetMs);
+    if (fromPage.length > 0) after = await recordClock.observe(key, fromPage, 'list');
     // The newest stamp listed bounds the lag from above: it decays (record-clock-lags.ts).
     const ceiling = lagCeiling(records, pageTimeMs);
-    if (ceiling !== undefined && ceiling < after) after = await recordClock.cap(stream.name, ceiling);
+    if (ceiling !== undefined && ceiling < after) after = await recordClock.cap(key, ceiling);
     if (firstPage) {
-      const since = (await store.readSyncState(stream.name, this.partition)).lastSuccessAt ?? new Date(0).toISOString();
+      const since = (await store.readSyncState(stream.name, partition)).lastSuccessAt ?? new Date(0).toISOString();
       const fromWrites = await lagsFromWrites(store.executor, stream.name, since, offsetMs);
-      if (fromWrites.length > 0) after = await recordClock.observe(stream.name, fromWrites, 'write');
+      if (fromWrites.length > 0) after = await recordClock.observe(key, fromWrites, 'write');
     }
     return { before, after };
+  }
+
+  /**
+   * At the end of a run that moves the cursor (record-clock-lags.ts): the high water of the stream
+   * or partition from the run's own pages; an incremental run's window (the earliest of the runs
+   * that allowed for this lag is kept: a lag found larger later widens the next run back over all
+   * of them); a complete scan clears the window (it listed everything) and the unlisted records the
+   * stream's own probe found (it listed them). Call inside the run's last transaction.
+   */
+  private async keepRecordClock(store: MirrorStore): Promise<void> {
+    const { stream, partition, checkpoint: run } = this;
+    const key = { stream: stream.name, partition };
+    await saveHighWater(store.executor, stream, partition, { at: run.serverStartedAt, newestListed: run.newestUpdatedAt, updatedAfter: run.updatedAfter });
+    const recordClock = new RecordClockStore(store.executor);
+    const { window, unlisted } = await recordClock.read(key);
+    if (run.mode === 'complete') {
+      if (window) await recordClock.saveWindow(key, null, 0);
+      if (unlisted) await recordClock.noteUnlisted(key, 0);
+    } else if (run.updatedAfter !== undefined && run.windowLagSeconds !== undefined && !(window && window.lagSeconds === run.windowLagSeconds)) {
+      await recordClock.saveWindow(key, run.updatedAfter, run.windowLagSeconds);
+    }
   }
 
   /** The list answered 404 on the run's first page: the stream is marked unsupported (docs/sync.md "Deals"). */
@@ -693,6 +727,7 @@ export class StreamRun implements TieReReader {
     const listedBefore = this.listedBefore(page);
     const { fresh } = this.countIds(page, { firstRead: false, listedEarlier: await this.listedEarlier(page) });
     this.noteUnnamed(page);
+    if (measuresRecordClock(this.stream)) run.newestUpdatedAt = newestStamp(page.items, run.newestUpdatedAt);
     run.distinctIds = (run.distinctIds ?? 0) + fresh;
     await this.writePage(page, listedBefore);
     return fresh;
@@ -801,7 +836,7 @@ export class StreamRun implements TieReReader {
         if (!run.createdRange) await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt, this.partition);
       }
       const now = new Date().toISOString();
-      if (complete) await saveHighWater(store.executor, stream, run.serverStartedAt, run.updatedAfter);
+      if (complete && !run.createdRange) await this.keepRecordClock(store);
       await store.updateSyncState(stream.name, {
         // A range backfill listed part of the stream: the cursor stays where the whole stream's runs put it.
         ...(complete && !run.createdRange ? { cursor: run.serverStartedAt ?? null } : {}),

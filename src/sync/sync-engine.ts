@@ -12,13 +12,14 @@ import { silentLogger, type Logger } from '../logging/logger.ts';
 import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
-import { STREAM_LIST, streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
+import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { describePartitions, noPartitionsMessage, partitionSources, readPartitions, type ConfiguredPartitions } from './partition-values.ts';
 import { checkCreatedRange, sameCreatedRange } from './created-range.ts';
 import { WrongBaseUrlError } from './base-url-check.ts';
 import type { StreamConditions } from './stream-conditions.ts';
-import { RecordClockProbe } from './record-clock-probe.ts';
-import { newCheckpoint, StreamRun, type RunEnvironment, type RunOptions, type RunReason, type RunResult } from './stream-run.ts';
+import { RecordClockProbe, type ProbeRequestOptions } from './record-clock-probe.ts';
+import { RecordClockStore } from '../mirror/record-clock-store.ts';
+import { lookbackMsOf, newCheckpoint, StreamRun, type RunEnvironment, type RunOptions, type RunReason, type RunResult } from './stream-run.ts';
 
 export { MASS_DELETION_HELD, type RunOptions, type RunProgress, type RunReason, type RunResult } from './stream-run.ts';
 
@@ -128,7 +129,7 @@ export class SyncEngine {
   private readonly tieReReadRounds: number;
   private readonly databaseWaitMs: number;
   private readonly massDeletionShare: number;
-  /** Measures the records' clock for the runs of streams that cannot (docs/sync.md "Record clock"). */
+  /** The own probe of streams whose list items carry no timestamps (docs/sync.md "Record clock"). */
   private readonly recordClockProbe: RecordClockProbe;
   /** Streams this engine ran (or tried to) since it was built: `probeUnsupportedAtStart` asks the others once. */
   private readonly askedSinceStart = new Set<StreamName>();
@@ -145,7 +146,7 @@ export class SyncEngine {
     this.overlapMs = (options.overlapSeconds ?? 120) * SECOND_MS;
     this.leaseHolder = options.leaseHolder ?? PROCESS_LEASE_HOLDER;
     this.leases = new Leases(options.store.executor, options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
-    this.recordClockProbe = new RecordClockProbe({ client: this.client, executor: options.store.executor, logger: this.logger, streams: STREAM_LIST });
+    this.recordClockProbe = new RecordClockProbe({ client: this.client, logger: this.logger });
     this.databaseWaitMs = (options.databaseWaitSeconds ?? DEFAULT_DATABASE_WAIT_SECONDS) * SECOND_MS;
     this.massDeletionShare = options.massDeletionShare ?? DEFAULT_MASS_DELETION_SHARE;
   }
@@ -204,6 +205,10 @@ export class SyncEngine {
         this.logger.warn({ stream: result.stream, event: appended.type, seq: appended.seq }, `the stream's condition changed: ${appended.type}`);
         this.options.onChanges?.([appended]);
       }
+      // A partitioned stream's partitions each have their own condition too.
+      const partitions = await conditions.notePartitions(result);
+      for (const event of partitions) this.logger.warn({ stream: result.stream, event: event.type, seq: event.seq }, `a partition's condition changed: ${event.type}`);
+      if (partitions.length > 0) this.options.onChanges?.(partitions);
     } catch (error) {
       this.logger.warn({ stream: result.stream, err: { message: (error as Error).message } }, "could not note the run in the stream's condition");
     }
@@ -252,7 +257,7 @@ export class SyncEngine {
     const renewal = this.keepLeaseWhileRunning(stream.name, acquired.lease);
     try {
       if (stream.partitions) await this.runPartitions(stream, result, options);
-      else await (await this.startRun(stream, '', result, options)).execute();
+      else await this.runOnce(stream, '', result, options);
     } catch (error) {
       const err = error as Error;
       if (options.signal?.aborted) {
@@ -299,15 +304,19 @@ export class SyncEngine {
    * in its sync state. Sets `result.mode` and `result.resumed`.
    * @param partition the partition's value, or '' for an unpartitioned stream
    */
-  private async startRun(stream: RegisteredStream, partition: string, result: RunResult, options: RunOptions): Promise<StreamRun> {
+  private async startRun(stream: RegisteredStream, partition: string, result: RunResult, options: RunOptions): Promise<{ run: StreamRun; listTotal?: number }> {
     const reason = result.reason;
     const names = partition ? { stream: stream.name, partition } : { stream: stream.name };
     // Read again under the lease: the previous holder may have committed more since (a replica
     // taking over a dead daemon's stream resumes from its last committed checkpoint).
     const state = await this.database(stream.name, () => this.store.readSyncState(stream.name, partition), options.signal);
-    const wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null;
+    // Records the stream's own probe found unlisted by its incremental runs: this run is a complete scan (record-clock-probe.ts).
+    const unlisted = reason === 'sync' && RecordClockProbe.probes(stream) ? (await this.database(stream.name, () => new RecordClockStore(this.store.executor).read({ stream: stream.name, partition }), options.signal)).unlisted : null;
+    if (unlisted) this.logger.info({ ...names, unlisted: unlisted.records, since: unlisted.at }, 'the list held records the incremental runs had not listed: this sync is a complete scan');
+    const wantComplete = reason !== 'sync' || stream.request.cursor === 'complete-scan' || state.cursor === null || unlisted !== null;
     result.mode = wantComplete ? 'complete' : 'incremental';
     let run = state.run;
+    let listTotal: number | undefined;
     // A backfill resumes only a checkpoint of its own range (or of none): created-range.ts.
     const rangeAgrees = !run || reason !== 'backfill' || sameCreatedRange(run.createdRange, options.createdRange);
     if (run && (run.mode === 'complete' || !wantComplete) && rangeAgrees) {
@@ -315,9 +324,9 @@ export class SyncEngine {
       this.logger.info({ ...names, offset: run.offset, reason: run.reason }, 'resuming an unfinished run from its checkpoint');
     } else {
       const mode = wantComplete ? 'complete' : 'incremental';
-      // A stream that cannot measure the records' clock has it probed first (record-clock-probe.ts).
-      if (mode === 'incremental' && !partition) await this.recordClockProbe.beforeRun(stream, { priority: reason === 'sync' ? 'incremental' : 'backfill', signal: options.signal, beforeRequest: () => this.leaseBeforeRequest(stream.name) });
-      run = await this.database(stream.name, () => newCheckpoint(this.store, stream, { mode, reason, cursor: state.cursor, scanNumber: state.scanNumber, overlapMs: this.overlapMs }), options.signal);
+      // A stream whose items carry no timestamps counts its list first (record-clock-probe.ts).
+      if (mode === 'incremental') listTotal = await this.recordClockProbe.totalBefore(stream, this.probeRequests(stream, options));
+      run = await this.database(stream.name, () => newCheckpoint(this.store, stream, partition, { mode, reason, cursor: state.cursor, scanNumber: state.scanNumber, overlapMs: this.overlapMs }), options.signal);
       if (reason === 'backfill' && options.createdRange) run.createdRange = options.createdRange;
       if (state.run && !rangeAgrees) {
         this.logger.info({ ...names, checkpointRange: state.run.createdRange ?? 'whole stream', range: options.createdRange ?? 'whole stream' }, 'the unfinished run is of another range: this backfill starts anew and replaces its checkpoint');
@@ -329,7 +338,31 @@ export class SyncEngine {
     // The checkpoint is first saved with the first page: a run that fails before any page leaves
     // nothing to resume.
     await this.fenced(stream.name, (store) => store.updateSyncState(stream.name, { last_run_started_at: new Date().toISOString(), last_run_mode: `${checkpoint.reason}/${checkpoint.mode}` }, partition));
-    return new StreamRun(stream, partition, checkpoint, result, options, this.environment(stream, options.signal));
+    return { run: new StreamRun(stream, partition, checkpoint, result, options, this.environment(stream, options.signal)), ...(listTotal !== undefined ? { listTotal } : {}) };
+  }
+
+  /**
+   * Starts and runs a stream, or one partition of it (`startRun`, then `StreamRun.execute`); after an
+   * incremental run that completed, the stream's own probe compares the list's count with the
+   * mirror (record-clock-probe.ts).
+   * @throws as `StreamRun.execute`
+   */
+  private async runOnce(stream: RegisteredStream, partition: string, result: RunResult, options: RunOptions): Promise<void> {
+    const { run, listTotal } = await this.startRun(stream, partition, result, options);
+    await run.execute();
+    const checkpoint = run.checkpoint;
+    if (listTotal === undefined || result.status !== 'succeeded' || result.scan?.outcome !== 'complete' || checkpoint.mode !== 'incremental') return;
+    await this.recordClockProbe.afterRun(stream, this.store, listTotal, {
+      allowedSeconds: checkpoint.windowLagSeconds ?? 0,
+      overlapSeconds: lookbackMsOf(stream, this.overlapMs) / SECOND_MS,
+      ...this.probeRequests(stream, options),
+      write: (fn) => this.fenced(stream.name, fn),
+    });
+  }
+
+  /** How the stream's own probe sends its requests: at the run's priority, after the run's lease check. */
+  private probeRequests(stream: RegisteredStream, options: RunOptions): ProbeRequestOptions {
+    return { priority: 'incremental', signal: options.signal, beforeRequest: () => this.leaseBeforeRequest(stream.name) };
   }
 
   /**
@@ -359,16 +392,12 @@ export class SyncEngine {
     }
     await this.fenced(stream.name, (store) => store.updateSyncState(stream.name, { last_run_started_at: startedAt, last_run_mode: `${result.reason}/partitions`, partitions: JSON.stringify(sources) }));
     this.logger.info({ stream: stream.name, partitions: sources }, `partitions: ${result.partitionSources.describe}`);
-    // One probe of the records' clock for all the partitions' incremental runs (record-clock-probe.ts).
-    if (result.reason === 'sync' && (await this.store.readSyncState(stream.name)).cursor !== null) {
-      await this.recordClockProbe.beforeRun(stream, { priority: 'incremental', signal: options.signal, beforeRequest: () => this.leaseBeforeRequest(stream.name) });
-    }
     for (const partition of values) {
       options.signal?.throwIfAborted();
       const part = emptyResult(stream, result.reason, partition);
       result.partitions.push(part);
       try {
-        await (await this.startRun(stream, partition, part, options)).execute();
+        await this.runOnce(stream, partition, part, options);
       } catch (error) {
         if (options.signal?.aborted || error instanceof LeaseLostError || error instanceof WrongBaseUrlError) throw error;
         part.status = 'failed';

@@ -288,6 +288,7 @@ describe('the operator console', { timeout: 120_000 }, () => {
       lastScan: null,
       skipped: null,
       recordClockLagSeconds: 0,
+      unlistedRecords: null,
       deletionHold: null,
       rejected: 0,
       undeclaredFields: [],

@@ -10,7 +10,9 @@
  *   list whose items carry `createdAt`/`updatedAt`; its name is also a count of the world's snapshot
  *   (the company's locations), which must not take the stream's.
  * - `gadgets` (`GET /gadgets?locationId=`): a partitioned list, one partition per location the deals
- *   name (as the corrective actions), its items without timestamps.
+ *   name (as the corrective actions), its items carrying `createdAt`/`updatedAt` (as time-clock
+ *   entries would): each partition measures the records' clock on its own pages (the corrective
+ *   actions, without timestamps, are the other kind of partitioned stream).
  *
  * test/streams/throwaway-setup.ts registers both before anything derives from the registries.
  */
@@ -81,10 +83,17 @@ export const gadgetsStream = defineStream({
   specSection: 'not shown',
   request: listRequest('/gadgets', 'gadgets', { cursor: 'updatedAfter' }),
   partitions: { param: 'locationId', values: { from: 'stream', stream: 'deals', field: 'locationId' } },
-  itemSchema: z.looseObject({ id: z.string().min(1), locationId: z.string().min(1), label: z.string(), state: z.enum(['ON', 'OFF']) }),
+  itemSchema: z.looseObject({ id: z.string().min(1), locationId: z.string().min(1), label: z.string(), state: z.enum(['ON', 'OFF']), createdAt: z.string(), updatedAt: z.string() }),
   key: 'id',
-  columns: [column('id', 'TEXT', { primaryKey: true }), column('locationId', 'TEXT', { notNull: true }), column('label', 'TEXT', { notNull: true }), column('state', 'TEXT', { notNull: true })],
-  listedFields: ['id', 'locationId', 'label', 'state'],
+  columns: [
+    column('id', 'TEXT', { primaryKey: true }),
+    column('locationId', 'TEXT', { notNull: true }),
+    column('label', 'TEXT', { notNull: true }),
+    column('state', 'TEXT', { notNull: true }),
+    column('createdAt', 'TEXT'),
+    column('updatedAt', 'TEXT'),
+  ],
+  listedFields: ['id', 'locationId', 'label', 'state', 'createdAt', 'updatedAt'],
   changes: {
     events: ['gadget.created', 'gadget.switched', 'gadget.updated', 'gadget.deleted'],
     classify: (previous, _next, changed) => (!previous ? 'gadget.created' : changed.includes('state') ? 'gadget.switched' : 'gadget.updated'),
@@ -142,7 +151,7 @@ export const gadgetsList: SimulatedStream<GadgetRecord, 'gadgets'> = {
     if (locationId === null || locationId === '') throw badRequest('locationId is required');
     return (record) => record.locationId === locationId;
   },
-  serialize: (record) => ({ id: record.id, locationId: record.locationId, label: record.label, state: record.state }),
+  serialize: (record) => ({ id: record.id, locationId: record.locationId, label: record.label, state: record.state, createdAt: record.createdAt, updatedAt: record.updatedAt }),
   generate: ({ random, times, company }) =>
     times(37).map((time, index) => ({
       id: random.id('gdg'),

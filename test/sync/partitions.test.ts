@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DaemonMetrics } from '../../src/daemon/metrics.ts';
+import { DaemonMetrics, pageTrustSource } from '../../src/daemon/metrics.ts';
+import { failingPartitions } from '../../src/daemon/readiness.ts';
 import { formatChangeLine, formatStoredChangeLine, iterateStoredChanges, readChanges } from '../../src/notify/changelog-reader.ts';
 import { webhookPayload } from '../../src/notify/event-payload.ts';
 import { readMirrorReport } from '../../src/status/mirror-status.ts';
@@ -212,8 +213,6 @@ describe('a partitioned stream (GET /qa-corrective-actions, one list per locatio
     expect(backfill.stdout).toContain(line);
     const report = (await readMirrorReport(context.connection)).streams.find((stream) => stream.stream === STREAM)!;
     expect(report.partitions!.sources).toMatchObject({ count: 2, key: `sync.partitions.${STREAM}.locationId`, describe: line.slice('partitions: '.length) });
-    const table = await runCli(['status'], env);
-    expect(table.stdout).toContain(`${STREAM}: ${line}`);
     expect(Number((await context.connection.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${STREAM} WHERE location_id = ?`, [c!]))!.n)).toBe(0);
 
     // Configured, c joins the derived locations.
@@ -248,5 +247,48 @@ describe('a partitioned stream (GET /qa-corrective-actions, one list per locatio
     const synced = await context.connection.all<{ type: string; record_id: string }>('SELECT type, record_id FROM changes WHERE seq > ?', [before]);
     expect(synced).toEqual([{ type: 'qa_action.updated', record_id: moved.id }]);
     await expectMirrorEqualsGroundTruth(context, sim, STREAM);
+  });
+
+  it('a location whose list keeps failing is failing by name (its own condition and events, status, /readyz, metrics with a partition label) while the others stay ok; the items it quarantined are counted under their partition', async () => {
+    const fixture = await fixtures.start({ size: SIZES }, { sync: { failingAfterRuns: 2 } });
+    const { sim, context } = fixture;
+    const [a, b, c] = locations(sim).sort();
+    await backfillDealsAndActions(fixture);
+    sim.faults.inject({ kind: 'status', status: 500, body: { message: 'Internal error' }, times: 1_000_000, match: { path: PATH, query: { locationId: c! } } });
+    // b lists one changed action, served invalid: quarantined by b.
+    sim.world.updateRecord(STREAM, truthIds(sim, b!)[0]!, { actionTaken: 'Changed' });
+    sim.faults.inject({ kind: 'invalid-item', index: 0, times: 2, match: { path: PATH, query: { locationId: b! } } });
+    const seq = await context.store.lastSeq();
+    for (let run = 0; run < 2; run += 1) expect((await context.engine.run(STREAM, 'sync')).status).toBe('failed');
+
+    expect(await context.conditions.read(STREAM, c!)).toMatchObject({ condition: 'failing', failedRuns: 2 });
+    expect(await context.conditions.read(STREAM, a!)).toMatchObject({ condition: 'ok', failedRuns: 0 });
+    const events = await context.connection.all<{ type: string; partition_value: string | null; data: string }>("SELECT type, partition_value, data FROM changes WHERE seq > ? AND type LIKE 'stream.%' ORDER BY seq", [seq]);
+    expect(events.map((event) => [event.type, event.partition_value, JSON.parse(event.data).record.partition ?? null])).toEqual([
+      ['stream.failing', null, null],
+      ['stream.failing', c, c],
+    ]);
+    const report = (await readMirrorReport(context.connection)).streams.find((stream) => stream.stream === STREAM)!;
+    const byValue = new Map(report.partitions!.list.map((part) => [part.partition, part]));
+    expect(byValue.get(c!)!.condition).toMatchObject({ condition: 'failing', failedRuns: 2 });
+    expect(byValue.get(a!)!.condition!.condition).toBe('ok');
+    expect([byValue.get(a!)!.rejected, byValue.get(b!)!.rejected, byValue.get(c!)!.rejected]).toEqual([0, 1, 0]);
+    expect(await failingPartitions(context.conditions, [STREAM])).toEqual([`${STREAM}/${c}`]);
+    const metrics = new DaemonMetrics({ streams: [STREAM], store: context.store, apiClients: [context.client], budget: context.budgets, processMetrics: false, conditions: context.conditions, pageTrust: pageTrustSource(context.store) });
+    const text = await metrics.registry.metrics();
+    const labels = (partition: string) => `connection="default",stream="${STREAM}",partition="${partition}"`;
+    expect(text).toContain(`bizops_partition_condition{${labels(c!)},condition="failing"} 1`);
+    expect(text).toContain(`bizops_partition_condition{${labels(a!)},condition="ok"} 1`);
+    expect(text).toContain(`bizops_partition_consecutive_failures{${labels(c!)}} 2`);
+    expect(text).toContain(`bizops_partition_records_quarantined{${labels(b!)}} 1`);
+    expect(text).toContain(`bizops_partition_records{${labels(a!)},state="live"} ${truthIds(sim, a!).length}`);
+    expect(text).toMatch(new RegExp(`bizops_partition_last_success_timestamp_seconds\\{${labels(a!)}\\} \\d+`));
+
+    // The location answers again: it recovers by name.
+    sim.faults.clear();
+    expect((await context.engine.run(STREAM, 'sync')).status).toBe('succeeded');
+    expect(await context.conditions.read(STREAM, c!)).toMatchObject({ condition: 'ok', failedRuns: 0 });
+    const recovered = await context.connection.all<{ partition_value: string | null }>("SELECT partition_value FROM changes WHERE seq > ? AND type = 'stream.recovered' ORDER BY seq", [seq]);
+    expect(recovered.map((event) => event.partition_value)).toEqual([null, c]);
   });
 });

@@ -12,7 +12,8 @@ import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import type { Context } from '../../jobs/context.ts';
 import { RecordClockStore } from '../../src/mirror/record-clock-store.ts';
-import { STREAM_NAMES, type StreamName } from '../../src/streams/definitions.ts';
+import { STREAM_NAMES, streamByName, type StreamName } from '../../src/streams/definitions.ts';
+import { measuringFirst } from '../../src/sync/record-clock-lags.ts';
 import { cliEnv } from '../daemon/helpers.ts';
 import { expectMirrorEqualsGroundTruth, quietSyncRequests, runCli, syncFixtures } from '../helpers.ts';
 import { REDIS_URL } from '../writes/support.ts';
@@ -20,9 +21,9 @@ import { REDIS_URL } from '../writes/support.ts';
 const fixtures = syncFixtures();
 const HOUR_MS = 3_600_000;
 
-/** Runs every stream as `bizops-sync sync` (or `backfill`) does: one after another, in the registry's order. */
+/** Runs every stream as `bizops-sync sync` (or `backfill`) does: one after another, those that measure the records' clock first. */
 async function syncAll(ctx: Context, reason: 'sync' | 'backfill'): Promise<void> {
-  for (const stream of STREAM_NAMES) expect((await ctx.engine.run(stream, reason)).status, stream).toBe('succeeded');
+  for (const stream of measuringFirst(STREAM_NAMES, streamByName)) expect((await ctx.engine.run(stream, reason)).status, stream).toBe('succeeded');
 }
 
 /** API requests the simulator received since `from` (an index into its request log), by list path. */
@@ -56,13 +57,39 @@ describe('records stamped 3 h behind the server, and no Date header', () => {
       // Nothing missed, nothing stale: after each sync, not only after a complete scan.
       for (const stream of ['transactions', 'deals'] as StreamName[]) await expectMirrorEqualsGroundTruth(ctx, sim, stream);
     }
-    const lag = await new RecordClockStore(ctx.store.executor).read('deals');
+    const lag = await new RecordClockStore(ctx.store.executor).read({ stream: 'deals' });
     expect(lag.lagSeconds).toBeGreaterThan(3 * 3600 - 120);
     expect(lag.lagSeconds).toBeLessThanOrEqual(3 * 3600 + 2);
 
     const status = await runCli(['status'], cliEnv({ BIZOPS_DB: ctx.config.dbPath, BIZOPS_CONFIG: '', BIZOPS_LOG_LEVEL: 'silent', REDIS_URL }));
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toMatch(/WARNING: deals: record timestamps lag the cursor's clock by 10[78]\d\d(\.\d+)? s/);
+  });
+});
+
+describe('transactions stamped 3 h behind our clock, no Date header, and only transactions change (no deal moves)', () => {
+  it('the stream\'s own probe finds the records its incremental runs did not list and bounds the lag: after the second sync the mirror equals the server, at every later sync too; status warns', async () => {
+    const now = Date.now();
+    const { sim, context: ctx } = await fixtures.start({ size: { transactions: 120, deals: 40, onboardings: 5 }, recordClockLagMs: 3 * HOUR_MS, anchor: now - 4 * HOUR_MS });
+    sim.faults.inject({ kind: 'no-date-header', times: 100_000 });
+    await syncAll(ctx, 'backfill');
+    for (let round = 0; round < 4; round++) {
+      // Other users create and void transactions; nothing else changes (the deals show no lag).
+      for (let index = 0; index < 5; index++) sim.world.createTransaction({ type: 'INCOME', amount: 1000 + round * 10 + index });
+      const open = sim.world.transactions.filter((t) => t.status !== 'VOIDED').slice(round * 5, round * 5 + 5);
+      for (const transaction of open) sim.world.updateTransaction(transaction.id, { status: 'VOIDED' });
+      await syncAll(ctx, 'sync');
+      // Before: 5 more transactions missing and 5 more stale after every sync, no lag, no warning.
+      if (round >= 1) await expectMirrorEqualsGroundTruth(ctx, sim, 'transactions');
+    }
+    const clock = await new RecordClockStore(ctx.store.executor).read({ stream: 'transactions' });
+    // An upper bound from the newest stamp: at least the true lag, within an eighth of a doubling above it.
+    expect(clock).toMatchObject({ source: 'probe', unlisted: null });
+    expect(clock.lagSeconds).toBeGreaterThanOrEqual(3 * 3600);
+    expect(clock.lagSeconds).toBeLessThanOrEqual(4 * 3600);
+
+    const status = await runCli(['status'], cliEnv({ BIZOPS_DB: ctx.config.dbPath, BIZOPS_CONFIG: '', BIZOPS_LOG_LEVEL: 'silent', REDIS_URL }));
+    expect(status.stdout).toMatch(/WARNING: transactions: record timestamps lag the cursor's clock by 1\d{4} s/);
   });
 });
 
@@ -108,12 +135,12 @@ describe('one record whose updatedAt goes backwards once (694 days)', () => {
   });
 });
 
-describe('a server that refuses sortBy=updatedAt (the spec does not say which lists accept it)', () => {
+describe('a server that refuses the count of a list (the probe of a stream whose items carry no timestamps)', () => {
   it('the probe answered 400 is not asked again by the process; the runs go on and still see every change', async () => {
     const { sim, context: ctx } = await fixtures.start({ size: { transactions: 50, deals: 20, onboardings: 5 } });
     await syncAll(ctx, 'backfill');
-    sim.faults.inject({ kind: 'status', status: 400, body: { message: 'sortBy must be one of createdAt' }, times: 1_000, match: { path: '/deals', query: { sortBy: 'updatedAt' } } });
-    const probes = () => sim.requests.filter((entry) => entry.path.endsWith('/deals') && entry.query.includes('sortBy=updatedAt')).length;
+    sim.faults.inject({ kind: 'status', status: 400, body: { message: 'limit must be 100' }, times: 1_000, match: { path: '/transactions', query: { limit: '1' } } });
+    const probes = () => sim.requests.filter((entry) => entry.path.endsWith('/transactions') && entry.query === 'limit=1').length;
     for (let round = 0; round < 2; round++) {
       changeSome(sim, round);
       await syncAll(ctx, 'sync');

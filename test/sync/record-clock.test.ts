@@ -34,7 +34,7 @@ describe.each([
     const { sim, context: ctx } = await fixtures.start({ size: { deals: 40, transactions: 5 }, ...simulatorOptions }, { sync: { overlapSeconds: 2 } });
     if (noDate) sim.faults.inject({ kind: 'no-date-header', times: 10_000 });
     expect((await ctx.engine.run('deals', 'backfill')).status).toBe('succeeded');
-    expect((await new RecordClockStore(ctx.store.executor).read('deals')).lagSeconds).toBe(0);
+    expect((await new RecordClockStore(ctx.store.executor).read({ stream: 'deals' })).lagSeconds).toBe(0);
 
     // Nothing measured yet: a change made now carries an updatedAt 30 s old, behind cursor - overlap.
     // The sync asks from the backfill's high water instead (the newest updatedAt then), so it lists
@@ -42,7 +42,7 @@ describe.each([
     const first = renameDeals(sim, 0, 3, 'first');
     expect(await ctx.engine.run('deals', 'sync')).toMatchObject({ status: 'succeeded', changes: 3 });
     for (const id of first) expect(await title(ctx, id)).toBe(`first ${id}`);
-    const lag = await new RecordClockStore(ctx.store.executor).read('deals');
+    const lag = await new RecordClockStore(ctx.store.executor).read({ stream: 'deals' });
     expect(lag.source).toBe('list');
     expect(lag.observations).toBeGreaterThanOrEqual(3);
     expect(lag.lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
@@ -56,7 +56,7 @@ describe.each([
     await expectMirrorEqualsGroundTruth(ctx, sim, 'deals');
 
     // The later sync may have measured a little more (the largest lag seen stands).
-    const now = (await new RecordClockStore(ctx.store.executor).read('deals')).lagSeconds;
+    const now = (await new RecordClockStore(ctx.store.executor).read({ stream: 'deals' })).lagSeconds;
     expect(now).toBeGreaterThanOrEqual(lag.lagSeconds);
     const status = (await readStatus(ctx.config.dbPath)).streams.find((s) => s.stream === 'deals')!;
     expect(status.recordClockLagSeconds).toBe(now);
@@ -73,7 +73,7 @@ describe('a record clock in step', () => {
     expect(await ctx.engine.run('deals', 'sync')).toMatchObject({ status: 'succeeded', changes: 3 });
     for (const id of changed) expect(await title(ctx, id)).toBe(`renamed ${id}`);
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 0 });
-    expect(await new RecordClockStore(ctx.store.executor).read('deals')).toMatchObject({ lagSeconds: 0, observations: 0 });
+    expect(await new RecordClockStore(ctx.store.executor).read({ stream: 'deals' })).toMatchObject({ lagSeconds: 0, observations: 0 });
   });
 });
 
@@ -91,7 +91,7 @@ describe('the transactions this worker creates', () => {
       await waitFor(async () => (await queue.getWrite(id))?.status === 'succeeded', 'the write to succeed');
 
       expect((await ctx.engine.run('transactions', 'sync')).status).toBe('succeeded');
-      const lag = await new RecordClockStore(ctx.store.executor).read('transactions');
+      const lag = await new RecordClockStore(ctx.store.executor).read({ stream: 'transactions' });
       expect(lag.source).toBe('write');
       expect(lag.lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
       expect(lag.lagSeconds).toBeLessThanOrEqual(LAG_SECONDS + 1);
@@ -116,9 +116,9 @@ describe('one server, one record clock', () => {
     expect((await ctx.engine.run('deals', 'backfill')).status).toBe('succeeded');
     renameDeals(sim, 0, 3, 'renamed');
     expect(await ctx.engine.run('deals', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 3 });
-    expect((await new RecordClockStore(ctx.store.executor).read('deals')).lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
+    expect((await new RecordClockStore(ctx.store.executor).read({ stream: 'deals' })).lagSeconds).toBeGreaterThanOrEqual(LAG_SECONDS - 5);
     // Transaction list items carry no timestamps: the transactions stream itself measured nothing.
-    expect((await new RecordClockStore(ctx.store.executor).read('transactions')).lagSeconds).toBe(0);
+    expect((await new RecordClockStore(ctx.store.executor).read({ stream: 'transactions' })).lagSeconds).toBe(0);
 
     expect((await ctx.engine.run('transactions', 'sync')).status).toBe('succeeded');
     const target = sim.world.transactions.find((t) => t.status !== 'VOIDED')!;

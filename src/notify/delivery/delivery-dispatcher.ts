@@ -52,6 +52,7 @@ import { countFailedDeliveries } from './failed-deliveries.ts';
 import { loadHeldEvents } from './held-events.ts';
 import { DEFAULT_PROBE_INTERVALS, DEFAULT_WEBHOOK_RETRY_SCHEDULE, validateSchedule, type ProbeIntervals, type WebhookRetrySchedule } from './retry-schedule.ts';
 import type { SinkSender } from './sink-kind.ts';
+import { snapshotStreams } from '../snapshot.ts';
 
 export { safeUrl } from './sink-delivery.ts';
 
@@ -79,6 +80,8 @@ export interface DeliveryTarget {
   maxInFlight?: number;
   /** `record` (default) or `endpoint` (strict order, one at a time). */
   ordering?: WebhookOrdering;
+  /** Where it starts when it is new: `end` (default: the changelog's end) or `snapshot` (src/notify/snapshot.ts). */
+  initial?: 'end' | 'snapshot';
   sender: SinkSender;
 }
 
@@ -270,6 +273,7 @@ export class DeliveryDispatcher {
           disableAfterMs: positive(target.disableAfterDays ?? DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS, `${key}.disableAfterDays`) * DAY_MS,
           maxInFlight: ordering === 'endpoint' ? 1 : maxInFlight,
           ordering,
+          initial: target.initial ?? 'end',
         },
         environment,
       );
@@ -289,10 +293,12 @@ export class DeliveryDispatcher {
       // The mirror keeps no target's credentials, not even an old row's (endpoint-store.ts registerEndpoint).
       await this.#write((executor) => forgetStoredCredentials(executor));
       for (const { settings } of this.#endpoints) {
-        const { state, created, urlChanged } = await this.#write((executor) => registerEndpoint(executor, settings.name, settings.url, new Date(), settings.kind));
+        const snapshot = settings.initial === 'snapshot' ? snapshotStreams(settings.filter) : null;
+        const { state, created, urlChanged } = await this.#write((executor) => registerEndpoint(executor, settings.name, settings.url, new Date(), settings.kind, snapshot));
         const what = settings.kind === 'webhook' ? 'webhook endpoint' : `${settings.kind} sink`;
         const replay = settings.kind === 'webhook' ? 'webhooks replay' : 'sinks replay';
-        if (created) this.#logger.info({ endpoint: settings.name, kind: settings.kind, deliveredSeq: state.deliveredSeq }, `${what} registered: it receives changes after this seq (use ${replay} for history)`);
+        if (created && state.snapshot) this.#logger.info({ endpoint: settings.name, kind: settings.kind, boundary: state.deliveredSeq, streams: state.snapshot.streams }, `${what} registered: it receives the current rows of its streams first, then the changes after this seq`);
+        else if (created) this.#logger.info({ endpoint: settings.name, kind: settings.kind, deliveredSeq: state.deliveredSeq }, `${what} registered: it receives changes after this seq (use ${replay} for history)`);
         if (urlChanged) this.#logger.info({ endpoint: settings.name, kind: settings.kind, url: safeUrl(settings.url) }, `${what} URL changed: backoff and disablement cleared`);
       }
     } catch (error) {

@@ -15,6 +15,7 @@ import { encodeChangeData } from '../../mirror/changelog-format.ts';
 import type { SqlExecutor, SqlValue } from '../../mirror/sql/executor.ts';
 import { timeOrderedUuid } from '../../mirror/mirror-store.ts';
 import { lastChangeSeq } from '../../mirror/changelog-format.ts';
+import { parseSnapshot, startSnapshot, type SnapshotState } from '../snapshot.ts';
 
 /** Why an endpoint is disabled: the receiver answered 410 Gone, or it kept failing for `disableAfterDays`. */
 export type DisabledKind = 'gone' | 'failing';
@@ -58,6 +59,8 @@ export interface WebhookEndpointState {
   deliveredCount: number;
   /** Failed attempts, all time. */
   failedCount: number;
+  /** The snapshot it is sending before the changelog (src/notify/snapshot.ts); null when none (or done). */
+  snapshot: SnapshotState | null;
 }
 
 interface EndpointRow {
@@ -79,6 +82,7 @@ interface EndpointRow {
   last_error_at: string | null;
   delivered_count: number;
   failed_count: number;
+  snapshot: string | null;
 }
 
 
@@ -106,6 +110,7 @@ export async function registerEndpoint(
   configuredUrl: string,
   now: Date = new Date(),
   kind: string = WEBHOOK_KIND,
+  snapshotStreams: readonly string[] | null = null,
 ): Promise<{ state: WebhookEndpointState; created: boolean; urlChanged: boolean }> {
   const at = now.toISOString();
   const url = maskUrlCredentials(configuredUrl);
@@ -132,6 +137,12 @@ export async function registerEndpoint(
       ).changes === 1;
     const state = await loadEndpoint(tx, name);
     if (!state) throw new Error(`webhook endpoint ${name}: row missing right after registering it`);
+    if (created && snapshotStreams !== null) {
+      // `initial: "snapshot"`: the current rows first, then the changes after this boundary (src/notify/snapshot.ts).
+      const snapshot = await startSnapshot(tx, snapshotStreams);
+      await tx.run('UPDATE webhook_endpoints SET delivered_seq = ?, snapshot = ? WHERE name = ?', [snapshot.boundary, JSON.stringify(snapshot), name]);
+      return { state: { ...state, deliveredSeq: snapshot.boundary, snapshot }, created, urlChanged };
+    }
     return { state, created, urlChanged };
   });
 }
@@ -296,6 +307,38 @@ export async function enableEndpoint(executor: SqlExecutor, name: string): Promi
 }
 
 /**
+ * Records where an endpoint's snapshot stands (null: done, the changelog after its boundary comes
+ * next) and the streak of its attempts, compare-and-set on the stored snapshot's position.
+ * @returns false when the stored snapshot is not `expected` any more (a replay or reset): nothing changed
+ */
+export async function recordSnapshotProgress(
+  executor: SqlExecutor,
+  name: string,
+  expected: SnapshotState,
+  next: SnapshotState | null,
+  streak: { consecutiveFailures: number; failingSince: string | null; nextAttemptAt: string | null; delivered: number; failed: number; lastAttempt?: { at: string; status: number | null }; lastError?: { at: string; error: string }; lastSuccessAt?: string },
+): Promise<boolean> {
+  const stored = await loadEndpoint(executor, name);
+  if (!stored?.snapshot || JSON.stringify(stored.snapshot) !== JSON.stringify(expected)) return false;
+  const sets = ['snapshot = ?', 'attempts = ?', 'failing_since = ?', 'next_attempt_at = ?', 'delivered_count = delivered_count + ?', 'failed_count = failed_count + ?'];
+  const values: SqlValue[] = [next === null ? null : JSON.stringify(next), streak.consecutiveFailures, streak.failingSince, streak.nextAttemptAt, streak.delivered, streak.failed];
+  if (streak.lastAttempt) {
+    sets.push('last_attempt_at = ?', 'last_status = ?');
+    values.push(streak.lastAttempt.at, streak.lastAttempt.status);
+  }
+  if (streak.lastError) {
+    sets.push('last_error = ?', 'last_error_at = ?');
+    values.push(streak.lastError.error, streak.lastError.at);
+  }
+  if (streak.lastSuccessAt) {
+    sets.push('last_success_at = ?');
+    values.push(streak.lastSuccessAt);
+  }
+  await executor.run(`UPDATE webhook_endpoints SET ${sets.join(', ')} WHERE name = ?`, [...values, name]);
+  return true;
+}
+
+/**
  * Ends an endpoint's pause now (`webhooks retry`, `sinks retry`, the console's "Retry now"): its next
  * event goes out at once as a probe, and its held events are due at once (attempts kept). A
  * disabled endpoint is left as it is (`enableEndpoint` re-enables).
@@ -382,6 +425,7 @@ function toState(row: EndpointRow): WebhookEndpointState {
     lastErrorAt: row.last_error_at,
     deliveredCount: row.delivered_count,
     failedCount: row.failed_count,
+    snapshot: parseSnapshot(row.snapshot ?? null),
   };
 }
 

@@ -43,7 +43,8 @@ import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
 import { readChanges, type ChangeEvent } from '../changelog-reader.ts';
 import type { EventTypeFilter } from '../event-filter.ts';
 import { insertAttempts, type WebhookAttempt } from './attempts.ts';
-import { disableEndpoint, loadEndpoint, recordProgress, registerEndpoint, type Disablement, type WebhookEndpointState } from './endpoint-store.ts';
+import { disableEndpoint, loadEndpoint, recordProgress, recordSnapshotProgress, registerEndpoint, type Disablement, type WebhookEndpointState } from './endpoint-store.ts';
+import { readSnapshotPage, type SnapshotState } from '../snapshot.ts';
 import { insertFailedDelivery, type FailedDelivery } from './failed-deliveries.ts';
 import { deleteHeldEvents, insertHeldEvents, loadHeldEvents, recordHeldFailure, recordLane, setHeldRetryTimes, type HeldEvent } from './held-events.ts';
 import { nextRetryDelayMs, probeDelayMs, type ProbeIntervals, type WebhookRetrySchedule } from './retry-schedule.ts';
@@ -86,6 +87,8 @@ export interface EndpointSettings {
   /** Requests at once (1 with `ordering: 'endpoint'`). */
   maxInFlight: number;
   ordering: WebhookOrdering;
+  /** Where a new target starts: the changelog's end, or a snapshot of its streams' rows first (src/notify/snapshot.ts). */
+  initial: 'end' | 'snapshot';
 }
 
 /** What every endpoint's loop shares (the dispatcher's). */
@@ -173,6 +176,8 @@ export class EndpointDelivery {
   #arrivals: Arrival[] = [];
   #pending = new PendingWrites();
   #streak = { failures: 0, failingSince: null as string | null, pausedUntil: null as string | null };
+  /** The snapshot being sent before the changelog (`initial: "snapshot"`), as stored; null when none. */
+  #snapshot: SnapshotState | null = null;
   /** The pause as the mirror holds it (`next_attempt_at`), as last read or written: a NULL there instead is a retry asked for. */
   #storedPause: string | null = null;
   #disabled = false;
@@ -252,7 +257,10 @@ export class EndpointDelivery {
     const env = this.#env;
     if (!this.#loaded) await this.#load();
     this.#settleArrivals();
-    if (this.#flushDue()) {
+    // While events flow (none held back, given up on or released, no disabling), what was settled is
+    // written after the next requests left: the write overlaps their round trip.
+    const flowing = this.#inFlight > 0 && this.#pending.holds.length === 0 && this.#pending.heldFailures.length === 0 && this.#pending.releases.length === 0 && this.#pending.madeDue.length === 0 && this.#pending.givenUp.length === 0 && this.#disabling === null;
+    if (!flowing && this.#flushDue()) {
       if (!(await this.#flush())) return 0;
     }
     if (this.#disabling) {
@@ -266,6 +274,7 @@ export class EndpointDelivery {
     }
     if (this.#disabled) return env.pollMs;
     if (this.#arrivals.length > 0) return 0;
+    if (this.#snapshot) return this.#snapshotRound(this.#snapshot);
 
     const nowMs = env.now().getTime();
     if (!env.mayDeliver()) return Math.min(env.pollMs, 100);
@@ -285,11 +294,82 @@ export class EndpointDelivery {
     const nextHeldMs = await this.#startHeld(nowMs, limit);
     await this.#refill();
     this.#startActive(limit);
+    if (flowing && this.#flushDue() && !(await this.#flush())) return 0;
     // Room for more and more to read: go on at once.
     if (this.#inFlight < limit && this.#mayHaveMore && this.#active.length < MAX_ACTIVE && !(this.settings.ordering === 'endpoint' && this.#held.size > 0)) return 0;
     if (this.#arrivals.length > 0) return 0;
     // Answers in flight wake the loop; otherwise the next retry or the poll.
     return Math.max(1, Math.min(nextHeldMs, env.pollMs));
+  }
+
+  /**
+   * One page of the snapshot (src/notify/snapshot.ts): up to `maxInFlight` of its events sent at
+   * once (each a different record), every attempt kept; when every one was acknowledged the
+   * snapshot's position moves past them (done: the changelog after the boundary comes next),
+   * otherwise the page goes again after the pause a failing target gets (the acknowledged ones
+   * again too, with the same ids). Nothing of the changelog goes out before the snapshot is done.
+   * @returns how long to wait before the next round, ms
+   */
+  async #snapshotRound(snapshot: SnapshotState): Promise<number> {
+    const env = this.#env;
+    const nowMs = env.now().getTime();
+    if (!env.mayDeliver()) return Math.min(env.pollMs, 100);
+    const pausedMs = this.#streak.failures >= STALL_AFTER_FAILURES && this.#streak.pausedUntil !== null ? Math.max(0, Date.parse(this.#streak.pausedUntil) - nowMs) : 0;
+    if (pausedMs > 0) return Math.min(pausedMs, env.pollMs);
+    const page = await readSnapshotPage(env.connection, snapshot, this.settings.maxInFlight);
+    const attemptedAt = env.now().toISOString();
+    const outcomes = await Promise.all(page.events.map((event) => this.settings.sender.send(event, env.abortSignal)));
+    if (outcomes.some((outcome) => !outcome.ok && outcome.aborted)) return 0; // stopping
+    const attempts: WebhookAttempt[] = [];
+    let delivered = 0;
+    let failed = 0;
+    let lastError: { at: string; error: string } | undefined;
+    page.events.forEach((event, index) => {
+      const outcome = outcomes[index]!;
+      env.report({ endpoint: this.settings.name, kind: this.settings.kind, seq: event.seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
+      attempts.push({ endpoint: this.settings.name, seq: null, eventId: event.eventId, type: event.type, attempt: 1, attemptedAt, outcome: outcome.ok ? 'delivered' : 'failed', status: outcome.status, latencyMs: outcome.durationMs, error: outcome.ok ? null : outcome.error, response: outcome.response });
+      if (outcome.ok) delivered += 1;
+      else {
+        failed += 1;
+        lastError = { at: attemptedAt, error: outcome.error };
+      }
+    });
+    if (failed === 0) {
+      this.deliveries += delivered;
+      this.#streak = { failures: 0, failingSince: null, pausedUntil: null };
+    } else {
+      this.deliveries += delivered;
+      this.failures += failed;
+      this.#streak.failures += failed;
+      this.#streak.failingSince ??= attemptedAt;
+      const failingForMs = nowMs - Date.parse(this.#streak.failingSince);
+      this.#streak.pausedUntil = new Date(nowMs + probeDelayMs(failingForMs, null, env.probeIntervals, env.retrySchedule)).toISOString();
+      this.#streak.failures = Math.max(this.#streak.failures, STALL_AFTER_FAILURES); // the whole page waits: paused as a target that is down
+      env.logger.warn({ endpoint: this.settings.name, failed, error: lastError?.error }, 'snapshot page not acknowledged whole; it is sent again after a pause');
+    }
+    const next = failed === 0 ? (page.next.stream === null ? null : page.next) : snapshot;
+    const moved = await env.write(async (tx) => {
+      await insertAttempts(tx, attempts);
+      return recordSnapshotProgress(tx, this.settings.name, snapshot, next, {
+        consecutiveFailures: this.#streak.failures,
+        failingSince: this.#streak.failingSince,
+        nextAttemptAt: failed === 0 ? null : this.#streak.pausedUntil,
+        delivered,
+        failed,
+        ...(attempts.length > 0 ? { lastAttempt: { at: attemptedAt, status: outcomes.at(-1)!.status } } : {}),
+        ...(lastError ? { lastError } : {}),
+        ...(failed === 0 && delivered > 0 ? { lastSuccessAt: attemptedAt } : {}),
+      });
+    });
+    if (!moved) {
+      await this.#load();
+      return 0;
+    }
+    this.#snapshot = next;
+    this.#storedPause = failed === 0 ? null : this.#streak.pausedUntil;
+    this.#stateReadAt = Date.now();
+    if (next === null) env.logger.info({ endpoint: this.settings.name, boundary: snapshot.boundary }, 'snapshot sent: the changes after its boundary follow');
+    return failed === 0 ? 0 : Math.min(env.pollMs, Math.max(1, Date.parse(this.#streak.pausedUntil!) - env.now().getTime()));
   }
 
   /** Reads the stored state afresh: the cursor, the streak, the held events; forgets what is in memory. */
@@ -313,6 +393,7 @@ export class EndpointDelivery {
     this.#pending = new PendingWrites();
     this.#streak = { failures: state.consecutiveFailures, failingSince: state.failingSince, pausedUntil: state.nextAttemptAt };
     this.#storedPause = state.nextAttemptAt;
+    this.#snapshot = state.snapshot;
     this.#disabled = state.disabledAt !== null;
     this.#mayHaveMore = true;
     this.#stateReadAt = Date.now();
@@ -332,7 +413,8 @@ export class EndpointDelivery {
       state.deliveredSeq !== this.#cursor ||
       (state.disabledAt !== null) !== this.#disabled ||
       state.consecutiveFailures !== this.#streak.failures ||
-      state.nextAttemptAt !== this.#streak.pausedUntil
+      state.nextAttemptAt !== this.#streak.pausedUntil ||
+      JSON.stringify(state.snapshot) !== JSON.stringify(this.#snapshot)
     ) {
       await this.#load();
       return false;

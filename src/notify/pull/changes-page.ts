@@ -194,8 +194,8 @@ export function checkAfter(after: number, ends: { latestSeq: number; oldestSeq: 
     throw new ChangesRequestError(
       410,
       parameter,
-      `${parameter}: the changes after ${after} up to ${ends.oldestSeq - 1} were pruned by the changelog's retention; re-read the mirror's tables (they hold every record's latest version), then read on after seq ${ends.oldestSeq - 1}`,
-      { oldestSeq: ends.oldestSeq, latestSeq: ends.latestSeq },
+      `${parameter}: the changes after ${after} up to ${ends.oldestSeq - 1} were pruned by the changelog's retention; start over from a snapshot: POST /consumers/NAME/reset?initial=snapshot (a named consumer) sends the current rows, then every change after them`,
+      { oldestSeq: ends.oldestSeq, latestSeq: ends.latestSeq, reset: 'POST /consumers/NAME/reset?initial=snapshot' },
     );
   }
 }

@@ -31,6 +31,7 @@ export async function sinkTargets(sinks: readonly SinkConfig[]): Promise<Deliver
       disableAfterDays: sink.disableAfterDays,
       maxInFlight: sink.maxInFlight,
       ordering: sink.ordering,
+      initial: sink.initial,
       sender: await sinkSender(sink),
     });
   }

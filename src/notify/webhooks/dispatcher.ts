@@ -41,6 +41,7 @@ export function webhookTargets(endpoints: readonly WebhookEndpointConfig[], opti
       ...(endpoint.disableAfterDays === undefined ? {} : { disableAfterDays: endpoint.disableAfterDays }),
       ...(endpoint.maxInFlight === undefined ? {} : { maxInFlight: endpoint.maxInFlight }),
       ...(endpoint.ordering === undefined ? {} : { ordering: endpoint.ordering }),
+      ...(endpoint.initial === undefined ? {} : { initial: endpoint.initial }),
       sender: {
         send: sender.send,
         async close() {
