@@ -21,7 +21,7 @@
  * answer, the process paces alone with an in-process budget, says so in one warning, and the write
  * queue stays off.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Route } from '../src/http/index.ts';
 import type { Redis } from 'ioredis';
 import { deploymentSecrets, tokenSetting, type Config, type DeploymentConfig } from '../src/config/index.ts';
 import {
@@ -114,8 +114,8 @@ export interface WriteQueue {
   enqueue(kind: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult>;
   /** The write with this id, or undefined. */
   getWrite(id: string): Promise<WriteRecord | undefined>;
-  /** `POST /writes`, `GET /writes/{id}`; resolves false when not one of them or `http.writeApiKey` is unset. */
-  handleHttp(request: IncomingMessage, response: ServerResponse): Promise<boolean>;
+  /** `POST /writes`, `GET /writes/{id}` for the daemon's route table (off there while `http.writeApiKey` is unset). */
+  routes: Route[];
   /**
    * Starts a write worker in this process, on its own API client and mirror connection (SQLite: its
    * own handle on the file; PostgreSQL: the context's pool); the context's `close` stops it.
@@ -415,7 +415,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       if (!budgets.redis) {
         throw new Error(`the write queue needs Redis, and REDIS_URL (${maskUrlPassword(config.redisUrl)}) did not answer when this process started`);
       }
-      const { deploymentQueueName, handleWritesRequest, startWriteWorker, WriteIntake } = await import('../src/writes/queue/index.ts');
+      const { deploymentQueueName, startWriteWorker, WriteIntake, writeRoutes } = await import('../src/writes/queue/index.ts');
       const queue: WriteQueueLocation = {
         redis: budgets.redis,
         queueName: options.redisKeys?.queueName ?? deploymentQueueName(config),
@@ -428,7 +428,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         enqueueWrite: (kind, payload, enqueueOptions) => intake.enqueueWrite(kind, payload, enqueueOptions),
         enqueue: (kind, payload, enqueueOptions) => intake.enqueue(kind, payload, enqueueOptions),
         getWrite: (id) => intake.getWrite(id),
-        handleHttp: (request, response) => handleWritesRequest(request, response, { intake, writeApiKey: config.http.writeApiKey, logger }),
+        routes: writeRoutes({ intake, logger }),
         async startWorker(workerOptions = {}) {
           // SQLite: its own connection, so the worker's transactions never wait behind the sync's.
           const workerConnection = await partConnection();

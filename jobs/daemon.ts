@@ -13,25 +13,20 @@
  *        only the streams whose lease this daemon holds; a stream taken over runs at once)
  * and once for the process:
  *     -> metrics (src/daemon/metrics.ts), a `connection` label on every per-connection series
- *     -> HTTP server (/healthz, /readyz of every connection, /metrics; the write API first, then the
- *        read routes behind http.readApiKey: the changelog and named consumers, then the operator
- *        console behind the same key: src/console/)
+ *     -> HTTP server (/healthz, /readyz of every connection, /metrics, /openapi.json; the write API,
+ *        the changelog and named consumers, the event schemas and the operator console, each behind
+ *        its key: one route table, jobs/daemon-routes.ts)
  *     -> per connection, the changelog's retention (changes.retainDays), hourly
  *
  * `stop()` undoes it in order: abort runs (checkpoints stand) and stop cron, stop the dispatcher,
  * release the leases (a replica takes them at its next round), close the HTTP server, close the
  * context's parts, flush the log.
  */
-import type { ServerResponse } from 'node:http';
 import { deploymentSecrets, type Config, type DeploymentConfig } from '../src/config/index.ts';
-import { ConsoleHistory, consoleRoutes, HISTORY_SAMPLE_MS, HistorySampler, RecentRuns, RunRetries, type ConsoleConnection } from '../src/console/index.ts';
+import { ConsoleHistory, HISTORY_SAMPLE_MS, HistorySampler, RecentRuns, RunRetries, type ConsoleConnection } from '../src/console/index.ts';
 import type { ApiClientOptions } from '../src/client/index.ts';
 import {
-  changeRoutes,
-  schemaRoutes,
   ChangelogRetention,
-  firstRouteOf,
-  readRoutes,
   startDaemonHttpServer,
   DaemonMetrics,
   pageTrustSource,
@@ -45,8 +40,6 @@ import {
   StreamScheduler,
   unsupportedStreams,
   failingPartitions,
-  type FirstRoute,
-  type ReadRoute,
   type RunningHttpServer,
   type ConnectionMetricsSources,
 } from '../src/daemon/index.ts';
@@ -56,6 +49,8 @@ import { ChangeSignal, listConsumers, listenForChanges } from '../src/notify/ind
 import type { WebhookDispatcherOptions } from '../src/notify/webhooks/index.ts';
 import { STREAM_LIST, STREAMS, type StreamName } from '../src/streams/index.ts';
 import { assertBaseUrlServes, WrongBaseUrlError } from '../src/sync/index.ts';
+import type { MountedRoute } from '../src/http/index.ts';
+import { daemonNotFound, daemonRouteTable } from './daemon-routes.ts';
 import { deploymentLogger, mirrorLocation, openDeployment, Teardown, type Context, type ContextOptions, type WriteQueue } from './context.ts';
 
 /** How the daemon is started; everything else comes from the configuration. */
@@ -119,6 +114,8 @@ export interface RunningDaemon {
   readiness: ReadinessProbe;
   dispatcher: LeasedWebhookDelivery | null;
   metrics: DaemonMetrics;
+  /** Every route the HTTP server mounted (method, documented path, operationId): what `/openapi.json` lists. */
+  routes(): MountedRoute[];
   /** Graceful stop (module comment). Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -127,9 +124,6 @@ export interface RunningDaemon {
 function asDeployment(input: Config | DeploymentConfig): DeploymentConfig {
   return 'connections' in input && Array.isArray(input.connections) ? input : { connections: [input as Config], named: false };
 }
-
-/** `/connections/<name>/writes...` -> [name, the path without the prefix]. */
-const CONNECTION_ROUTE = /^\/connections\/([^/]+)(\/writes(?:\/.*)?)$/;
 
 /**
  * Starts the daemon for every connection of `input` (one Config: that connection alone): each
@@ -286,6 +280,12 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       }
     }
 
+    // The port's routes (jobs/daemon-routes.ts): each connection's changelog and write API.
+    const routedConnections = connections.map((connection) => ({
+      name: connection.name,
+      changes: { executor: connection.context.connection, signal: connection.changeSignal },
+      writes: connection.writes?.routes ?? null,
+    }));
     const http: RunningHttpServer = await startDaemonHttpServer({
       host: processWide.http.host,
       port: processWide.http.port,
@@ -309,17 +309,18 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
           ),
         ),
       metrics: () => metrics.render(),
-      routeFirst: firstRouteOf(
-        writeRoutes(connections),
-        readRoutes({ key: processWide.http.readApiKey, routes: [...changelogRoutes(connections), ...schemaRoutes()] }),
-        consoleRoutes({
+      routes: daemonRouteTable(routedConnections, {
+        readKey: processWide.http.readApiKey,
+        writeKey: processWide.http.writeApiKey,
+        console: {
           readKey: processWide.http.readApiKey,
           writeKey: processWide.http.writeApiKey,
           connections: connections.map(consoleConnection),
           secrets: deploymentSecrets(deployment.connections),
           logger,
-        }),
-      ),
+        },
+      }),
+      notFound: daemonNotFound(routedConnections, { readKey: processWide.http.readApiKey, writeKey: processWide.http.writeApiKey }),
       logger,
     });
     cleanups.add(() => http.close());
@@ -372,6 +373,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       readiness: first.readiness,
       dispatcher: first.dispatcher,
       metrics,
+      routes: () => http.registered(),
       stop() {
         stopping ??= (async () => {
           logger.info(
@@ -407,61 +409,4 @@ function consoleConnection(connection: RunningConnection): ConsoleConnection {
     heldLeases: () => connection.leases.held(),
     afterAction: () => connection.dispatcher?.notify(),
   };
-}
-
-/**
- * The changelog's read routes (src/daemon/change-routes.ts) of every connection under
- * `/connections/<name>`, and under no prefix for the only connection; with several, the bare paths
- * answer 404 naming the other form.
- */
-function changelogRoutes(connections: readonly RunningConnection[]): ReadRoute[] {
-  const routes = connections.flatMap((connection) =>
-    changeRoutes({ executor: connection.context.connection, signal: connection.changeSignal, prefix: `/connections/${encodeURIComponent(connection.name)}` }),
-  );
-  if (connections.length === 1) return [...routes, ...changeRoutes({ executor: connections[0]!.context.connection, signal: connections[0]!.changeSignal, prefix: '' })];
-  const names = connections.map((connection) => connection.name).join(', ');
-  return [
-    ...routes,
-    {
-      matches: (path) => /^\/(changes|consumers)(\/.*)?$/.test(path),
-      handle: async (_request, response, url) => sendJsonError(response, 404, `several connections are configured (${names}): use /connections/{name}${url.pathname}`),
-    },
-  ];
-}
-
-/**
- * The write API's routes for every connection (docs/writes.md "The write API"):
- * `/connections/<name>/writes` and `/connections/<name>/writes/<id>` reach that connection's queue;
- * `/writes` and `/writes/<id>` reach the only connection, and answer 404 naming the other form when
- * there are several. Undefined when no connection has a write queue (Redis did not answer).
- */
-function writeRoutes(connections: readonly RunningConnection[]): FirstRoute | undefined {
-  const withWrites = connections.filter((connection) => connection.writes);
-  if (withWrites.length === 0) return undefined;
-  return async (request, response) => {
-    const url = new URL(request.url ?? '/', 'http://daemon.local');
-    const routed = CONNECTION_ROUTE.exec(url.pathname);
-    if (routed) {
-      const name = decodeURIComponent(routed[1]!);
-      const connection = connections.find((candidate) => candidate.name === name);
-      if (!connection?.writes) {
-        sendJsonError(response, 404, `no connection named "${name}" with a write queue`);
-        return true;
-      }
-      request.url = `${routed[2]!}${url.search}`;
-      return connection.writes.handleHttp(request, response);
-    }
-    if (url.pathname !== '/writes' && !url.pathname.startsWith('/writes/')) return false;
-    if (connections.length === 1) return connections[0]!.writes ? connections[0]!.writes.handleHttp(request, response) : false;
-    // Answered only where the write API is on (a key configured), like the single connection's routes.
-    if (!connections[0]!.context.config.http.writeApiKey) return false;
-    sendJsonError(response, 404, `several connections are configured (${connections.map((connection) => connection.name).join(', ')}): use /connections/{name}${url.pathname}`);
-    return true;
-  };
-}
-
-function sendJsonError(response: ServerResponse, status: number, error: string): void {
-  const text = `${JSON.stringify({ error })}\n`;
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
-  response.end(text);
 }

@@ -26,8 +26,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseCookie, stringifySetCookie } from 'cookie';
+import { z } from 'zod';
 import { bearerKeyMatches, sendJson } from '../daemon/read-access.ts';
-import type { FirstRoute } from '../daemon/http-server.ts';
+import { defineRouteSpec, errorResponse, route, type Route, type RouteSpec } from '../http/route.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { maskSecrets } from '../logging/mask.ts';
 import { enableWebhookEndpoint, replayWebhooks, retryTargetNow } from '../notify/delivery/target-admin.ts';
@@ -83,6 +84,91 @@ const HTML_HEADERS = {
   'referrer-policy': 'same-origin',
 };
 
+const HTML_PAGE = { 'text/html; charset=utf-8': undefined };
+/** A form's fields (`application/x-www-form-urlencoded`), read by the handler (a missing field is empty). */
+const form = (shape: Record<string, string>) => ({
+  mediaType: 'application/x-www-form-urlencoded' as const,
+  schema: z.object(Object.fromEntries(Object.entries(shape).map(([name, description]) => [name, z.string().optional().meta({ description })]))),
+  required: true,
+  maxBytes: MAX_FORM_BYTES,
+  checkedBy: 'handler' as const,
+});
+const SEE_CONSOLE = { description: 'Done: back to the console (`Location: /`), a notice on the page says how it went.', headers: { location: '`/`' } };
+const ACTION_FIELDS = { csrf: "The session's CSRF token (in every form of the page).", connection: "The connection's name.", endpoint: 'The webhook endpoint or sink.' };
+const action = (key: 'replay' | 'enable' | 'retry', operationId: string, summary: string, extra: Record<string, string> = {}) =>
+  defineRouteSpec({
+    method: 'POST',
+    path: CONSOLE_PATHS[key],
+    operationId,
+    summary,
+    tags: ['console'],
+    access: 'console',
+    body: form({ ...ACTION_FIELDS, ...extra }),
+    responses: { 303: SEE_CONSOLE, 401: { description: 'No session: the sign-in page.', content: HTML_PAGE }, 403: { description: 'No valid CSRF token, another site, or a session without the write key.', content: HTML_PAGE } },
+  });
+
+/** The declarations of the console's routes (module comment). */
+export const CONSOLE_ROUTE_SPECS = {
+  page: defineRouteSpec({
+    method: 'GET',
+    path: CONSOLE_PATHS.page,
+    operationId: 'getConsolePage',
+    summary: 'The operator console (HTML); the sign-in form without a session',
+    tags: ['console'],
+    access: 'console',
+    query: z.object({ refresh: z.string().optional().meta({ description: 'Seconds between refreshes, 5 to 3600; 0: none. Default 30.' }) }),
+    responses: { 200: { description: 'The page.', content: HTML_PAGE }, 401: { description: 'The sign-in form.', content: HTML_PAGE } },
+  }),
+  json: defineRouteSpec({
+    method: 'GET',
+    path: CONSOLE_PATHS.json,
+    operationId: 'getConsoleData',
+    summary: "The console's data as JSON (scripts)",
+    tags: ['console'],
+    access: 'console',
+    responses: {
+      200: { description: 'Every connection as the page shows it.', content: { 'application/json': z.looseObject({ generatedAt: z.string(), connections: z.array(z.looseObject({ name: z.string() })) }) } },
+      401: errorResponse('Neither a session nor the read bearer key.'),
+    },
+  }),
+  stylesheet: defineRouteSpec({
+    method: 'GET',
+    path: CONSOLE_PATHS.stylesheet,
+    operationId: 'getConsoleStylesheet',
+    summary: "The console's stylesheet",
+    tags: ['console'],
+    access: 'console-open',
+    responses: { 200: { description: 'CSS.', content: { 'text/css; charset=utf-8': undefined } } },
+  }),
+  signIn: defineRouteSpec({
+    method: 'POST',
+    path: CONSOLE_PATHS.signIn,
+    operationId: 'signInToConsole',
+    summary: 'Signs in with the read key (and the write key for the action buttons): a session cookie',
+    tags: ['console'],
+    access: 'console-open',
+    body: form({ key: 'The read key (`http.readApiKey`).', writeKey: 'The write key (`http.writeApiKey`), optional: the action buttons.' }),
+    responses: {
+      303: { description: 'Signed in: `Set-Cookie` `bizops_console` (HttpOnly, SameSite=Strict), `Location: /`.', headers: { 'set-cookie': 'The session cookie.', location: '`/`' } },
+      401: { description: 'A wrong key: the sign-in form again, saying which.', content: HTML_PAGE },
+      429: { description: 'Too many wrong keys: sign-in paused (`Retry-After`).', content: HTML_PAGE, headers: { 'retry-after': 'Seconds.' } },
+    },
+  }),
+  signOut: defineRouteSpec({
+    method: 'POST',
+    path: CONSOLE_PATHS.signOut,
+    operationId: 'signOutOfConsole',
+    summary: 'Ends the session',
+    tags: ['console'],
+    access: 'console-open',
+    body: form({ csrf: "The session's CSRF token." }),
+    responses: { 303: { description: 'Signed out: the cookie cleared, `Location: /`.', headers: { location: '`/`' } } },
+  }),
+  replay: action('replay', 'replayFromConsole', 'Replays a webhook endpoint or sink from a seq (`webhooks replay --since`)', { since: 'The seq to replay after.' }),
+  enable: action('enable', 'enableFromConsole', 'Enables a disabled webhook endpoint or sink (`webhooks enable`)'),
+  retry: action('retry', 'retryFromConsole', "Ends a paused target's pause now (`webhooks retry`, `sinks retry`)"),
+} as const satisfies Record<string, RouteSpec>;
+
 /** A refused request the console answers with a message (an HTML page or a notice). */
 class ConsoleRefusal extends Error {
   readonly status: number;
@@ -94,13 +180,12 @@ class ConsoleRefusal extends Error {
 }
 
 /**
- * The console's routes, for the server's `routeFirst` chain (http-server.ts `firstRouteOf`), or
- * undefined when no read key is configured (the console is off). Resolves false for paths it does
- * not serve.
+ * The console's routes for the daemon's route table (`CONSOLE_ROUTE_SPECS`); none when no read key
+ * is configured (the console is off: `/` is the server's 404).
  */
-export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undefined {
+export function consoleRoutes(options: ConsoleRoutesOptions): Route[] {
   const readKey = options.readKey;
-  if (!readKey) return undefined;
+  if (!readKey) return [];
   const writeKey = options.writeKey || undefined;
   const logger = (options.logger ?? silentLogger).child({ component: 'console' });
   const now = options.now ?? Date.now;
@@ -108,7 +193,6 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
   const throttle = new SignInThrottle({ ...options.signInThrottle, now });
   const secrets = [...options.secrets, readKey, ...(writeKey ? [writeKey] : [])];
   const defaultRefresh = options.refreshSeconds ?? CONSOLE_REFRESH_SECONDS;
-  const paths = new Set<string>(Object.values(CONSOLE_PATHS));
 
   const snapshots = async (now: Date) => Promise.all(options.connections.map((connection) => gatherSnapshot(connection, secrets, now)));
 
@@ -251,35 +335,34 @@ export function consoleRoutes(options: ConsoleRoutesOptions): FirstRoute | undef
     return sendHtml(response, 200, html);
   };
 
-  return async (request, response) => {
-    const url = new URL(request.url ?? '/', 'http://daemon.local');
-    const path = url.pathname;
-    if (!paths.has(path)) return false;
-    const method = request.method ?? 'GET';
-    const posting = path === CONSOLE_PATHS.signIn || path === CONSOLE_PATHS.signOut || path === CONSOLE_PATHS.replay || path === CONSOLE_PATHS.enable || path === CONSOLE_PATHS.retry;
-    if (posting ? method !== 'POST' : method !== 'GET' && method !== 'HEAD') {
-      sendJson(response, 405, { error: `${path} answers ${posting ? 'POST' : 'GET and HEAD'} only` }, { allow: posting ? 'POST' : 'GET, HEAD' });
-      return true;
-    }
-    try {
-      if (path === CONSOLE_PATHS.stylesheet) {
-        response.writeHead(200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
-        response.end(method === 'HEAD' ? undefined : CONSOLE_CSS);
-      } else if (path === CONSOLE_PATHS.page || path === CONSOLE_PATHS.json) {
-        await page(request, response, url, path === CONSOLE_PATHS.json);
-      } else {
-        if (!sameOrigin(request)) throw new ConsoleRefusal(403, 'Refused: the form was sent from another site.');
-        if (path === CONSOLE_PATHS.signIn) await signIn(request, response);
-        else if (path === CONSOLE_PATHS.signOut) await signOut(request, response);
-        else await act(request, response, path);
+  /** Runs a console handler, answering its `ConsoleRefusal` as an HTML message. */
+  const guarded =
+    (handler: (request: IncomingMessage, response: ServerResponse, url: URL) => Promise<void>, posted = false) =>
+    async (request: IncomingMessage, response: ServerResponse, input: { url: URL }) => {
+      const path = input.url.pathname;
+      try {
+        if (posted && !sameOrigin(request)) throw new ConsoleRefusal(403, 'Refused: the form was sent from another site.');
+        await handler(request, response, input.url);
+      } catch (error) {
+        if (!(error instanceof ConsoleRefusal)) throw error;
+        logger.warn({ path, status: error.status, reason: error.message }, 'console request refused');
+        sendHtml(response, error.status, await renderMessage(error.message));
       }
-    } catch (error) {
-      if (!(error instanceof ConsoleRefusal)) throw error;
-      logger.warn({ path, status: error.status, reason: error.message }, 'console request refused');
-      sendHtml(response, error.status, await renderMessage(error.message));
-    }
-    return true;
-  };
+    };
+  const specs = CONSOLE_ROUTE_SPECS;
+  return [
+    route(specs.page, guarded((request, response, url) => page(request, response, url, false))),
+    route(specs.json, guarded((request, response, url) => page(request, response, url, true))),
+    route(specs.stylesheet, async (request, response) => {
+      response.writeHead(200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
+      response.end(request.method === 'HEAD' ? undefined : CONSOLE_CSS);
+    }),
+    route(specs.signIn, guarded(signIn, true)),
+    route(specs.signOut, guarded(signOut, true)),
+    route(specs.replay, guarded((request, response) => act(request, response, CONSOLE_PATHS.replay), true)),
+    route(specs.enable, guarded((request, response) => act(request, response, CONSOLE_PATHS.enable), true)),
+    route(specs.retry, guarded((request, response) => act(request, response, CONSOLE_PATHS.retry), true)),
+  ];
 }
 
 /** `?refresh=N`: 0 for none, else 5 to 3600 seconds; the default when absent or not a number. */

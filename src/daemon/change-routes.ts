@@ -1,7 +1,8 @@
 /**
  * The changelog over HTTP (docs/mirror.md "Reading over HTTP"), behind the read key
- * (read-access.ts): for one connection's mirror, under `prefix` (`''` for the only connection,
- * `/connections/NAME` with several):
+ * (read-access.ts): for one connection's mirror, declared once (`CHANGE_ROUTE_SPECS`, their zod
+ * schemas in src/notify/pull/) and mounted by the route table bare (the only connection) and under
+ * `/connections/NAME`:
  *
  *   GET    /changes?after=SEQ&limit=N&wait=SECONDS&types=P,...   events after SEQ (long-poll up to `wait`)
  *   GET    /consumers                                            every named consumer with its lag
@@ -15,31 +16,45 @@
  *   POST   /consumers/NAME/reset?initial=snapshot               starts it over from a snapshot (what a pruned cursor's 410 names)
  *
  * Each event is the webhook's body with its `webhook-id` as `id`. Bad input is a 4xx with JSON
- * `{ error, parameter }` naming the parameter and the rule (src/notify/changes-page.ts
- * `ChangesRequestError`): 400 (a bad value, a seq ahead of the changelog, a limit over 1000), 404
- * (an unknown consumer), 405, 410 (a seq the retention pruned: start over from a snapshot), 413, 415.
+ * `{ error, parameter }` naming the parameter and the rule (src/notify/pull/changes-page.ts
+ * `ChangesRequestError`, a `RouteRefusal`): 400 (a bad value, a seq ahead of the changelog, a limit
+ * over 1000), 404 (an unknown consumer), 405, 410 (a seq the retention pruned: start over from a
+ * snapshot), 413, 415.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
+import { defineRouteSpec, errorResponse, route, type Route } from '../http/route.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import {
+  ACK_BODY,
   acknowledge,
   acknowledgeSnapshot,
   changelogEnds,
+  CHANGES_PAGE,
+  CHANGES_QUERY,
   ChangeSignal,
   ChangesRequestError,
+  CONSUMER_CHANGES_QUERY,
+  CONSUMER_LISTING,
+  CONSUMER_PARAMS,
+  CONSUMER_STATE,
+  consumerAfterError,
   deleteConsumer,
   listConsumers,
   loadConsumer,
   noteConsumerRead,
-  parseChangesQuery,
   readChangesPage,
   readConsumerSnapshot,
+  REGISTER_CONSUMER_BODY,
+  REGISTER_CONSUMER_QUERY,
   registerConsumer,
   requireConsumer,
+  RESET_CONSUMER_QUERY,
   resetConsumer,
+  SNAPSHOT_PAGE,
   type ChangesPage,
 } from '../notify/pull/index.ts';
-import { sendJson, type ReadRoute } from './read-access.ts';
+import { sendJson } from './read-access.ts';
 
 /** What the routes of one connection read and wait on. */
 export interface ChangeRoutesOptions {
@@ -47,8 +62,6 @@ export interface ChangeRoutesOptions {
   executor: SqlExecutor;
   /** Woken when changes are appended (long-polls wait on it). */
   signal: ChangeSignal;
-  /** Path prefix: `''`, or `/connections/NAME`. */
-  prefix: string;
   /** While a long-poll waits, it reads again at least this often (another process's commits on SQLite), ms. Default 1000. */
   pollMs?: number;
   now?: () => Date;
@@ -57,12 +70,130 @@ export interface ChangeRoutesOptions {
 /** Largest JSON body of a PUT or POST, bytes. */
 const MAX_BODY_BYTES = 64 * 1024;
 
-/** The routes of one connection (module comment). */
-export function changeRoutes(options: ChangeRoutesOptions): ReadRoute[] {
-  const { executor, prefix } = options;
+const PRUNED = errorResponse("The seq was pruned by the changelog's retention (`oldestSeq` in the answer): start over from a snapshot (`POST /consumers/{name}/reset?initial=snapshot`), or re-read the mirror's tables and read on after `oldestSeq - 1`.");
+const UNKNOWN_CONSUMER = errorResponse('No consumer of that name: register it with `PUT /consumers/{name}`.');
+const BAD_INPUT = errorResponse('A bad parameter or body, named with its rule (a pattern no event type has: `knownTypes` lists them).');
+
+/** The declarations of the changelog's routes (module comment). */
+export const CHANGE_ROUTE_SPECS = {
+  changes: defineRouteSpec({
+    method: 'GET',
+    path: '/changes',
+    operationId: 'readChanges',
+    summary: 'The events after a seq, long-polling up to `wait` seconds when there is none',
+    tags: ['changes'],
+    access: 'read',
+    perConnection: true,
+    query: CHANGES_QUERY,
+    responses: { 200: { description: 'A page of events (empty after `wait`).', content: { 'application/json': CHANGES_PAGE } }, 400: BAD_INPUT, 410: PRUNED },
+  }),
+  consumers: defineRouteSpec({
+    method: 'GET',
+    path: '/consumers',
+    operationId: 'listConsumers',
+    summary: 'Every named consumer with its cursor and lag',
+    tags: ['consumers'],
+    access: 'read',
+    perConnection: true,
+    responses: { 200: { description: 'The consumers, by name.', content: { 'application/json': z.object({ consumers: z.array(CONSUMER_LISTING) }) } } },
+  }),
+  register: defineRouteSpec({
+    method: 'PUT',
+    path: '/consumers/{name}',
+    operationId: 'registerConsumer',
+    summary: "Registers a consumer (by default at the changelog's end; `initial=snapshot`: the current rows first); an existing one is left as it is",
+    tags: ['consumers'],
+    access: 'read',
+    perConnection: true,
+    params: CONSUMER_PARAMS,
+    query: REGISTER_CONSUMER_QUERY,
+    body: { mediaType: 'application/json', schema: REGISTER_CONSUMER_BODY, required: false, maxBytes: MAX_BODY_BYTES, shape: '{"after": SEQ} or {"initial": "snapshot"}' },
+    responses: {
+      200: { description: 'It existed: its state, unchanged.', content: { 'application/json': z.object({ consumer: CONSUMER_STATE, created: z.literal(false) }) } },
+      201: { description: 'Registered.', content: { 'application/json': z.object({ consumer: CONSUMER_STATE, created: z.literal(true) }) } },
+      400: BAD_INPUT,
+      410: PRUNED,
+    },
+  }),
+  consumer: defineRouteSpec({
+    method: 'GET',
+    path: '/consumers/{name}',
+    operationId: 'getConsumer',
+    summary: 'A consumer: its cursor and lag',
+    tags: ['consumers'],
+    access: 'read',
+    perConnection: true,
+    params: CONSUMER_PARAMS,
+    responses: { 200: { description: 'The consumer.', content: { 'application/json': z.object({ consumer: CONSUMER_LISTING }) } }, 404: UNKNOWN_CONSUMER },
+  }),
+  remove: defineRouteSpec({
+    method: 'DELETE',
+    path: '/consumers/{name}',
+    operationId: 'deleteConsumer',
+    summary: 'Removes a consumer (the retention stops waiting for it)',
+    tags: ['consumers'],
+    access: 'read',
+    perConnection: true,
+    params: CONSUMER_PARAMS,
+    responses: { 200: { description: 'Removed.', content: { 'application/json': z.object({ deleted: z.string() }) } }, 404: UNKNOWN_CONSUMER },
+  }),
+  consumerChanges: defineRouteSpec({
+    method: 'GET',
+    path: '/consumers/{name}/changes',
+    operationId: 'readConsumerChanges',
+    summary: "The events after the consumer's cursor, or the next page of its snapshot (reading moves nothing: acknowledge what was handled)",
+    tags: ['consumers'],
+    access: 'read',
+    perConnection: true,
+    params: CONSUMER_PARAMS,
+    query: CONSUMER_CHANGES_QUERY,
+    responses: {
+      200: {
+        description: 'A page of events after its cursor; while it reads a snapshot, a page of `<stream>.snapshot` events with `snapshot.position` to acknowledge.',
+        content: { 'application/json': z.union([CHANGES_PAGE.extend({ consumer: z.string() }), SNAPSHOT_PAGE.extend({ consumer: z.string() })]) },
+      },
+      400: BAD_INPUT,
+      404: UNKNOWN_CONSUMER,
+      410: PRUNED,
+    },
+  }),
+  ack: defineRouteSpec({
+    method: 'POST',
+    path: '/consumers/{name}/ack',
+    operationId: 'ackConsumer',
+    summary: 'Acknowledges the last seq handled (the cursor moves there), or a snapshot page\'s position',
+    tags: ['consumers'],
+    access: 'read',
+    perConnection: true,
+    params: CONSUMER_PARAMS,
+    body: { mediaType: 'application/json', schema: ACK_BODY, required: true, maxBytes: MAX_BODY_BYTES, shape: '{"seq": SEQ} or {"snapshot": POSITION}' },
+    responses: {
+      200: { description: 'Its state after the move.', content: { 'application/json': z.object({ consumer: CONSUMER_STATE }) } },
+      400: BAD_INPUT,
+      404: UNKNOWN_CONSUMER,
+      410: PRUNED,
+    },
+  }),
+  reset: defineRouteSpec({
+    method: 'POST',
+    path: '/consumers/{name}/reset',
+    operationId: 'resetConsumer',
+    summary: 'Starts a consumer over from a snapshot: the current rows of its streams, then every change after the boundary (what a pruned cursor\'s 410 names)',
+    tags: ['consumers'],
+    access: 'read',
+    perConnection: true,
+    params: CONSUMER_PARAMS,
+    query: RESET_CONSUMER_QUERY,
+    responses: { 200: { description: 'Its state: reading the snapshot.', content: { 'application/json': z.object({ consumer: CONSUMER_STATE }) } }, 400: BAD_INPUT, 404: UNKNOWN_CONSUMER },
+  }),
+} as const;
+
+/** The routes of one connection (module comment); mounted bare or under `/connections/NAME` by the route table. */
+export function changeRoutes(options: ChangeRoutesOptions): Route[] {
+  const { executor } = options;
   const now = options.now ?? (() => new Date());
   const pollMs = options.pollMs ?? 1000;
-  const consumerPath = new RegExp(`^${escape(prefix)}/consumers/([^/]+)(/changes|/ack|/reset)?/?$`);
+  const specs = CHANGE_ROUTE_SPECS;
 
   /** Reads a page, and while it is empty, waits for changes up to `waitMs` (or the client leaving). */
   const longPoll = async (request: IncomingMessage, response: ServerResponse, waitMs: number, read: () => Promise<ChangesPage>): Promise<ChangesPage> => {
@@ -87,143 +218,52 @@ export function changeRoutes(options: ChangeRoutesOptions): ReadRoute[] {
     }
   };
 
-  const changes: ReadRoute = {
-    matches: (path) => path === `${prefix}/changes` || path === `${prefix}/changes/`,
-    handle: (request, response, url) =>
-      answer(response, async () => {
-        allow(request, ['GET']);
-        const query = parseChangesQuery(url.searchParams, true);
-        const page = await longPoll(request, response, query.waitMs, () => readChangesPage(executor, { after: query.after!, limit: query.limit, ...(query.types ? { types: query.types } : {}) }));
-        return [200, page];
-      }),
-  };
-
-  const consumers: ReadRoute = {
-    matches: (path) => path === `${prefix}/consumers` || path === `${prefix}/consumers/`,
-    handle: (request, response) =>
-      answer(response, async () => {
-        allow(request, ['GET']);
-        return [200, { consumers: await listConsumers(executor, now()) }];
-      }),
-  };
-
-  const consumer: ReadRoute = {
-    matches: (path) => consumerPath.test(path),
-    handle: (request, response, url) =>
-      answer(response, async () => {
-        const match = consumerPath.exec(url.pathname)!;
-        const name = decode(match[1]!);
-        const action = match[2];
-        if (action === '/changes') {
-          allow(request, ['GET']);
-          const query = parseChangesQuery(url.searchParams, false);
-          const reading = await requireConsumer(executor, name);
-          if (reading.snapshot) {
-            // The snapshot first (src/notify/snapshot.ts): pages of current rows, acknowledged by position.
-            const snapshotPage = await readConsumerSnapshot(executor, reading.snapshot, query.limit, query.types);
-            await noteConsumerRead(executor, name, now());
-            const ends = await changelogEnds(executor);
-            return [200, { consumer: name, ...snapshotPage, latestSeq: ends.latestSeq, oldestSeq: ends.oldestSeq }];
-          }
-          const page = await longPoll(request, response, query.waitMs, async () => {
-            const state = await requireConsumer(executor, name);
-            return readChangesPage(executor, { after: state.cursor, parameter: 'cursor', limit: query.limit, ...(query.types ? { types: query.types } : {}) });
-          });
-          await noteConsumerRead(executor, name, now());
-          return [200, { consumer: name, ...page }];
-        }
-        if (action === '/ack') {
-          allow(request, ['POST']);
-          const body = await readJsonBody(request, true);
-          if ((body as { snapshot?: unknown }).snapshot !== undefined) return [200, { consumer: await acknowledgeSnapshot(executor, name, (body as { snapshot?: unknown }).snapshot, now()) }];
-          const state = await acknowledge(executor, name, (body as { seq?: unknown }).seq, now());
-          return [200, { consumer: state }];
-        }
-        if (action === '/reset') {
-          allow(request, ['POST']);
-          if (url.searchParams.get('initial') !== 'snapshot') throw new ChangesRequestError(400, 'initial', 'initial: POST .../reset?initial=snapshot starts the consumer over from a snapshot (the only reset there is)');
-          return [200, { consumer: await resetConsumer(executor, name) }];
-        }
-        allow(request, ['GET', 'PUT', 'DELETE']);
-        if (request.method === 'PUT') {
-          const body = (await readJsonBody(request, false)) as { after?: unknown };
-          if (body.after !== undefined && (typeof body.after !== 'number' || !Number.isSafeInteger(body.after) || body.after < 0)) {
-            throw new ChangesRequestError(400, 'after', `after: must be a seq, a whole number 0 or more (where the consumer starts), got ${JSON.stringify(body.after)}`);
-          }
-          const initial = url.searchParams.get('initial') ?? (body as { initial?: unknown }).initial ?? 'end';
-          if (initial !== 'end' && initial !== 'snapshot') throw new ChangesRequestError(400, 'initial', `initial: must be "end" or "snapshot", got ${JSON.stringify(initial)}`);
-          const { state, created } = await registerConsumer(executor, name, body.after as number | undefined, now(), initial);
-          return [created ? 201 : 200, { consumer: state, created }];
-        }
-        if (request.method === 'DELETE') {
-          if (!(await deleteConsumer(executor, name))) throw new ChangesRequestError(404, 'name', `name: no consumer named "${name}"`);
-          return [200, { deleted: name }];
-        }
-        const state = await requireConsumer(executor, name);
-        const listing = (await listConsumers(executor, now())).find((candidate) => candidate.name === state.name) ?? (await loadConsumer(executor, name));
-        return [200, { consumer: listing }];
-      }),
-  };
-
-  return [changes, consumers, consumer];
-}
-
-/** Runs a handler, answering its result as JSON, or its `ChangesRequestError` as `{ error, parameter }` with its status. */
-async function answer(response: ServerResponse, handler: () => Promise<[number, unknown]>): Promise<void> {
-  try {
-    const [status, body] = await handler();
+  /** Sends `body` unless the client left during a long-poll. */
+  const answer = (response: ServerResponse, status: number, body: unknown) => {
     if (!response.writableEnded && !response.destroyed) sendJson(response, status, body);
-  } catch (error) {
-    if (!(error instanceof ChangesRequestError)) throw error;
-    const headers: Record<string, string> = error.status === 405 ? { allow: String(error.details.allow ?? '') } : {};
-    sendJson(response, error.status, { error: error.message, parameter: error.parameter, ...error.details }, headers);
-  }
-}
+  };
 
-/** @throws ChangesRequestError (405) when the method is not one of `methods` */
-function allow(request: IncomingMessage, methods: readonly string[]): void {
-  const method = request.method === 'HEAD' ? 'GET' : (request.method ?? 'GET');
-  if (!methods.includes(method)) throw new ChangesRequestError(405, 'method', `method: this path answers ${methods.join(', ')}`, { allow: methods.join(', ') });
-}
-
-function decode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new ChangesRequestError(400, 'name', 'name: malformed %-escape in the consumer name');
-  }
-}
-
-/**
- * The request's JSON body (an object), `{}` when empty and not `required`.
- * @throws ChangesRequestError 400 (not JSON, not an object, missing), 413 (too large), 415 (not application/json)
- */
-async function readJsonBody(request: IncomingMessage, required: boolean): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new ChangesRequestError(413, 'body', `body: larger than ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8').trim();
-  if (text === '') {
-    if (required) throw new ChangesRequestError(400, 'seq', 'seq: required, in a JSON body {"seq": SEQ} (the last seq handled)');
-    return {};
-  }
-  if (request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() !== 'application/json') {
-    throw new ChangesRequestError(415, 'content-type', 'content-type: must be application/json');
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new ChangesRequestError(400, 'body', 'body: not JSON');
-  }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ChangesRequestError(400, 'body', 'body: must be a JSON object');
-  return body as Record<string, unknown>;
-}
-
-function escape(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  return [
+    route(specs.changes, async (request, response, { query }) => {
+      const page = await longPoll(request, response, query.wait, () => readChangesPage(executor, { after: query.after, limit: query.limit, ...(query.types ? { types: query.types } : {}) }));
+      answer(response, 200, page);
+    }),
+    route(specs.consumers, async (_request, response) => answer(response, 200, { consumers: await listConsumers(executor, now()) })),
+    route(specs.register, async (_request, response, { params, query, body }) => {
+      const initial = query.initial ?? body.initial ?? 'end';
+      const { state, created } = await registerConsumer(executor, params.name, body.after, now(), initial);
+      answer(response, created ? 201 : 200, { consumer: state, created });
+    }),
+    route(specs.consumer, async (_request, response, { params }) => {
+      const state = await requireConsumer(executor, params.name);
+      const listing = (await listConsumers(executor, now())).find((candidate) => candidate.name === state.name) ?? (await loadConsumer(executor, params.name));
+      answer(response, 200, { consumer: listing });
+    }),
+    route(specs.remove, async (_request, response, { params }) => {
+      if (!(await deleteConsumer(executor, params.name))) throw new ChangesRequestError(404, 'name', `name: no consumer named "${params.name}"`);
+      answer(response, 200, { deleted: params.name });
+    }),
+    route(specs.consumerChanges, async (request, response, { params, query, url }) => {
+      if (url.searchParams.has('after')) throw consumerAfterError();
+      const reading = await requireConsumer(executor, params.name);
+      if (reading.snapshot) {
+        // The snapshot first (src/notify/snapshot.ts): pages of current rows, acknowledged by position.
+        const snapshotPage = await readConsumerSnapshot(executor, reading.snapshot, query.limit, query.types);
+        await noteConsumerRead(executor, params.name, now());
+        const ends = await changelogEnds(executor);
+        return answer(response, 200, { consumer: params.name, ...snapshotPage, latestSeq: ends.latestSeq, oldestSeq: ends.oldestSeq });
+      }
+      const page = await longPoll(request, response, query.wait, async () => {
+        const state = await requireConsumer(executor, params.name);
+        return readChangesPage(executor, { after: state.cursor, parameter: 'cursor', limit: query.limit, ...(query.types ? { types: query.types } : {}) });
+      });
+      await noteConsumerRead(executor, params.name, now());
+      answer(response, 200, { consumer: params.name, ...page });
+    }),
+    route(specs.ack, async (_request, response, { params, body }) => {
+      const state = body.snapshot !== undefined ? await acknowledgeSnapshot(executor, params.name, body.snapshot, now()) : await acknowledge(executor, params.name, body.seq, now());
+      answer(response, 200, { consumer: state });
+    }),
+    route(specs.reset, async (_request, response, { params }) => answer(response, 200, { consumer: await resetConsumer(executor, params.name) })),
+  ];
 }

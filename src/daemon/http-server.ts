@@ -1,37 +1,84 @@
 /**
- * The daemon's HTTP port (node:http), for orchestrators and monitoring:
+ * The daemon's HTTP port (node:http). Every route is declared (src/http/route.ts) and answered by one
+ * route table (src/http/route-table.ts); this module adds the orchestrators' routes to it:
  *
- *   GET /healthz   200 `{"status":"ok"}` while the process serves requests (liveness)
- *   GET /readyz    200 or 503 with a ReadinessVerdict as JSON: the API is reachable and accepts the token
- *   GET /metrics   Prometheus text exposition format (metrics.ts)
+ *   GET /healthz        200 `{"status":"ok"}` while the process serves requests (liveness)
+ *   GET /readyz         200 or 503 with a ReadinessVerdict as JSON: the API is reachable and accepts the token
+ *   GET /metrics        Prometheus text exposition format (metrics.ts)
+ *   GET /openapi.json   the OpenAPI document of every declared route (src/http/openapi-route.ts)
  *
- * `HEAD` is answered like `GET` without a body. Other paths are 404, other methods 405, both JSON.
- * A `routeFirst` handler (the write API of src/writes, the routes behind the read key of
- * read-access.ts: `firstRouteOf` chains them) sees every request before these routes and returns
- * true when it answered.
+ * `HEAD` is answered like `GET` without a body. Other paths are 404 (JSON), other methods 405 with
+ * `Allow`, both from the table.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { z } from 'zod';
+import { defineRouteSpec, route, type Route } from '../http/route.ts';
+import { RouteTable, type MountedRoute } from '../http/route-table.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { ReadinessVerdict } from './readiness.ts';
 
-/** A handler given the first look at every request; resolves true when it answered. */
-export type FirstRoute = (request: IncomingMessage, response: ServerResponse) => Promise<boolean>;
+/** `/readyz`'s answer (readiness.ts `ReadinessVerdict`; the daemon adds its connections' details). */
+const READINESS_VERDICT = z
+  .looseObject({
+    ready: z.boolean().meta({ description: 'True when the daemon can do its work (the API reachable, the token accepted).' }),
+    reason: z.string().meta({ description: 'One sentence: why (not) ready.' }),
+    status: z.number().int().nullable().meta({ description: "The last probe's HTTP status; null when no answer arrived." }),
+    checkedAt: z.string().nullable().meta({ description: 'When that verdict was reached (ISO 8601).' }),
+  })
+  .meta({ id: 'ReadinessVerdict', description: 'The readiness verdict (docs/operations.md "Health and readiness").' });
 
-/**
- * One `FirstRoute` trying each of `routes` in order until one answers (undefined ones skipped):
- * e.g. the write API, then the routes behind the read key (read-access.ts).
- */
-export function firstRouteOf(...routes: readonly (FirstRoute | undefined)[]): FirstRoute | undefined {
-  const present = routes.filter((route): route is FirstRoute => route !== undefined);
-  if (present.length <= 1) return present[0];
-  return async (request, response) => {
-    for (const route of present) if (await route(request, response)) return true;
-    return false;
-  };
+/** The declarations of the orchestrators' routes (module comment). */
+export const HEALTH_ROUTE_SPECS = {
+  healthz: defineRouteSpec({
+    method: 'GET',
+    path: '/healthz',
+    operationId: 'getHealth',
+    summary: 'Liveness: 200 while the process serves requests',
+    tags: ['health'],
+    access: 'public',
+    responses: { 200: { description: 'The process serves requests.', content: { 'application/json': z.object({ status: z.literal('ok') }) } } },
+  }),
+  readyz: defineRouteSpec({
+    method: 'GET',
+    path: '/readyz',
+    operationId: 'getReadiness',
+    summary: 'Readiness: 200 when the API is reachable and accepts the token, 503 otherwise',
+    tags: ['health'],
+    access: 'public',
+    responses: {
+      200: { description: 'Ready.', content: { 'application/json': READINESS_VERDICT } },
+      503: { description: 'Not ready; `reason` says why.', content: { 'application/json': READINESS_VERDICT } },
+    },
+  }),
+  metrics: defineRouteSpec({
+    method: 'GET',
+    path: '/metrics',
+    operationId: 'getMetrics',
+    summary: 'Prometheus metrics (text exposition format; docs/operations.md "Metrics")',
+    tags: ['health'],
+    access: 'public',
+    responses: { 200: { description: 'Every `bizops_*` series.', content: { 'text/plain; version=0.0.4': undefined } } },
+  }),
+} as const;
+
+/** The orchestrators' routes answering from `readiness()` and `metrics()`. */
+export function healthRoutes(options: Pick<DaemonHttpServerOptions, 'readiness' | 'metrics'>): Route[] {
+  return [
+    route(HEALTH_ROUTE_SPECS.healthz, async (request, response) => sendJson(response, 200, { status: 'ok' }, request.method === 'HEAD')),
+    route(HEALTH_ROUTE_SPECS.readyz, async (request, response) => {
+      const verdict = await options.readiness();
+      sendJson(response, verdict.ready ? 200 : 503, verdict, request.method === 'HEAD');
+    }),
+    route(HEALTH_ROUTE_SPECS.metrics, async (request, response) => {
+      const metrics = await options.metrics();
+      response.writeHead(200, { 'content-type': metrics.contentType, 'content-length': Buffer.byteLength(metrics.body), 'cache-control': 'no-store' });
+      response.end(request.method === 'HEAD' ? undefined : metrics.body);
+    }),
+  ];
 }
 
-/** Options of `startDaemonHttpServer`: the address to bind and the sources behind `/readyz` and `/metrics`. */
+/** Options of `startDaemonHttpServer`: the address to bind, the sources behind `/readyz` and `/metrics`, and the other routes. */
 export interface DaemonHttpServerOptions {
   /** Address to bind (config `http.host`): 127.0.0.1 by default, 0.0.0.0 inside a container. */
   host: string;
@@ -39,15 +86,20 @@ export interface DaemonHttpServerOptions {
   port: number;
   readiness(): Promise<ReadinessVerdict>;
   metrics(): Promise<{ contentType: string; body: string }>;
-  routeFirst?: FirstRoute;
+  /** Every other route (the write API, the changelog, the console, `/openapi.json`); the health routes are mounted into it. Default: an empty table. */
+  routes?: RouteTable;
+  /** The 404's message for a path no route takes (default `no route PATH; ...`); undefined: the default. */
+  notFound?(request: IncomingMessage, pathname: string): string | undefined;
   logger?: Logger;
 }
 
-/** A started daemon HTTP server: where it listens and how to close it. */
+/** A started daemon HTTP server: where it listens, what it serves and how to close it. */
 export interface RunningHttpServer {
   /** `http://host:port`. */
   url: string;
   port: number;
+  /** Every route mounted (method, documented path, operationId): what `/openapi.json` must list. */
+  registered(): MountedRoute[];
   /** Stops accepting connections and closes open ones (idle keep-alive included). Safe to call twice. */
   close(): Promise<void>;
 }
@@ -64,24 +116,12 @@ function sendJson(response: ServerResponse, status: number, body: unknown, headO
  */
 export async function startDaemonHttpServer(options: DaemonHttpServerOptions): Promise<RunningHttpServer> {
   const logger = (options.logger ?? silentLogger).child({ component: 'http' });
+  const table = (options.routes ?? new RouteTable()).mount(healthRoutes(options));
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    if (options.routeFirst && (await options.routeFirst(request, response))) return;
+    if (await table.handle(request, response)) return;
     const path = new URL(request.url ?? '/', 'http://daemon.local').pathname;
-    const known = path === '/healthz' || path === '/readyz' || path === '/metrics';
-    if (!known) return sendJson(response, 404, { error: `no route ${path}; try /healthz, /readyz or /metrics` }, request.method === 'HEAD');
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      response.setHeader('allow', 'GET, HEAD');
-      return sendJson(response, 405, { error: `${path} answers GET and HEAD only` }, false);
-    }
-    const headOnly = request.method === 'HEAD';
-    if (path === '/healthz') return sendJson(response, 200, { status: 'ok' }, headOnly);
-    if (path === '/readyz') {
-      const verdict = await options.readiness();
-      return sendJson(response, verdict.ready ? 200 : 503, verdict, headOnly);
-    }
-    const metrics = await options.metrics();
-    response.writeHead(200, { 'content-type': metrics.contentType, 'content-length': Buffer.byteLength(metrics.body), 'cache-control': 'no-store' });
-    response.end(headOnly ? undefined : metrics.body);
+    const message = options.notFound?.(request, path) ?? `no route ${path}; try /healthz, /readyz, /metrics or /openapi.json`;
+    sendJson(response, 404, { error: message }, request.method === 'HEAD');
   };
 
   const server: Server = createServer((request, response) => {
@@ -111,12 +151,13 @@ export async function startDaemonHttpServer(options: DaemonHttpServerOptions): P
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
-  logger.info({ url, port: address.port }, 'HTTP server listening (/healthz, /readyz, /metrics)');
+  logger.info({ url, port: address.port }, 'HTTP server listening (/healthz, /readyz, /metrics, /openapi.json)');
 
   let closing: Promise<void> | undefined;
   return {
     url,
     port: address.port,
+    registered: () => table.registered(),
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -6,45 +6,57 @@
  *   GET /schemas/TYPE     200 the JSON Schema of one type (`application/schema+json`); 404 naming
  *                         the parameter `type` when TYPE is not an event type
  *
- * Other methods are 405 with `Allow: GET, HEAD`. The schemas come from src/notify/event-schemas.ts
- * (generated from the stream registry), built once when the routes are made.
+ * Other methods are 405 with `Allow: GET, HEAD` (the route table). The schemas come from
+ * src/notify/event-schemas.ts (generated from the stream registry), built once when the routes are made.
  */
 import type { ServerResponse } from 'node:http';
+import { z } from 'zod';
+import { defineRouteSpec, errorResponse, route, type Route } from '../http/route.ts';
 import { eventSchemas, type JsonSchema } from '../notify/event-schemas.ts';
-import { sendJson, type ReadRoute } from './read-access.ts';
+import { sendJson } from './read-access.ts';
 
-const SCHEMA_PATH = /^\/schemas(?:\/([^/]+))?\/?$/;
+const JSON_SCHEMA = z.looseObject({}).meta({ id: 'JsonSchema', description: 'A JSON Schema (draft 2020-12) of one event type (docs/events.md).' });
+
+/** The declarations of the `/schemas` routes (module comment). */
+export const SCHEMA_ROUTE_SPECS = {
+  list: defineRouteSpec({
+    method: 'GET',
+    path: '/schemas',
+    operationId: 'listEventSchemas',
+    summary: "Every event type's JSON Schema (docs/event-schemas.json holds the same)",
+    tags: ['schemas'],
+    access: 'read',
+    responses: { 200: { description: 'The schemas by event type.', content: { 'application/json': z.object({ schemas: z.record(z.string(), JSON_SCHEMA) }) } } },
+  }),
+  one: defineRouteSpec({
+    method: 'GET',
+    path: '/schemas/{type}',
+    operationId: 'getEventSchema',
+    summary: "One event type's JSON Schema",
+    tags: ['schemas'],
+    access: 'read',
+    params: z.object({ type: z.string().meta({ description: 'An event type (`deal.won`).', example: 'deal.won' }) }),
+    responses: {
+      200: { description: 'The schema.', content: { 'application/schema+json': JSON_SCHEMA } },
+      404: errorResponse('Not an event type (the answer lists them).'),
+    },
+  }),
+} as const;
 
 /** The `/schemas` routes (module comment). `schemas` defaults to every event type's schema of this build. */
-export function schemaRoutes(schemas: Record<string, JsonSchema> = eventSchemas()): ReadRoute[] {
+export function schemaRoutes(schemas: Record<string, JsonSchema> = eventSchemas()): Route[] {
   const listing = { schemas };
   return [
-    {
-      matches: (pathname) => SCHEMA_PATH.test(pathname),
-      async handle(request, response, url) {
-        if (request.method !== 'GET' && request.method !== 'HEAD') {
-          return sendJson(response, 405, { error: 'method: /schemas answers GET and HEAD only', parameter: 'method' }, { allow: 'GET, HEAD' });
-        }
-        const segment = SCHEMA_PATH.exec(url.pathname)?.[1];
-        if (segment === undefined) return sendJson(response, 200, listing);
-        const type = safeDecode(segment);
-        const schema = type === undefined ? undefined : Object.hasOwn(schemas, type) ? schemas[type] : undefined;
-        if (!schema) return unknownType(response, segment, schemas);
-        return sendJson(response, 200, schema, { 'content-type': 'application/schema+json; charset=utf-8' });
-      },
-    },
+    route(SCHEMA_ROUTE_SPECS.list, async (_request, response) => sendJson(response, 200, listing)),
+    route(SCHEMA_ROUTE_SPECS.one, async (_request, response, { params }) => {
+      const schema = Object.hasOwn(schemas, params.type) ? schemas[params.type] : undefined;
+      if (!schema) return unknownType(response, params.type, schemas);
+      sendJson(response, 200, schema, { 'content-type': 'application/schema+json; charset=utf-8' });
+    }),
   ];
 }
 
-function safeDecode(segment: string): string | undefined {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
-}
-
-function unknownType(response: ServerResponse, segment: string, schemas: Record<string, JsonSchema>): void {
-  const shown = segment.length > 80 ? `${segment.slice(0, 80)}…` : segment;
+function unknownType(response: ServerResponse, type: string, schemas: Record<string, JsonSchema>): void {
+  const shown = type.length > 80 ? `${type.slice(0, 80)}…` : type;
   sendJson(response, 404, { error: `type: no event type "${shown}"; GET /schemas lists them (${Object.keys(schemas).join(', ')})`, parameter: 'type' });
 }

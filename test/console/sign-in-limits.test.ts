@@ -10,6 +10,7 @@
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { consoleRoutes } from '../../src/console/console-routes.ts';
+import { RouteTable } from '../../src/http/route-table.ts';
 import { addressKey } from '../../src/console/sign-in-throttle.ts';
 import { startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
 import { ReadinessProbe } from '../../src/daemon/readiness.ts';
@@ -33,7 +34,7 @@ beforeEach(async () => {
     port: 0,
     readiness: () => readiness.current(),
     metrics: async () => ({ contentType: 'text/plain', body: '' }),
-    routeFirst: consoleRoutes({ readKey: READ_KEY, writeKey: WRITE_KEY, connections: [], secrets: [], logger: captured.logger, now: () => clock }),
+    routes: new RouteTable({ readKey: READ_KEY }).mount(consoleRoutes({ readKey: READ_KEY, writeKey: WRITE_KEY, connections: [], secrets: [], logger: captured.logger, now: () => clock })),
   });
 });
 afterEach(async () => {

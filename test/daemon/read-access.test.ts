@@ -1,13 +1,16 @@
 /**
  * The read key (`http.readApiKey`, `BIZOPS_READ_API_KEY`): the configuration's rule, its masking,
- * and the bearer check of src/daemon/read-access.ts on a real daemon HTTP server: routes behind it
+ * and the bearer check of the route table (src/http/route-table.ts, access `read`) on a real daemon HTTP server: routes behind it
  * are off without a key, answer 401 to a wrong one, and leave /healthz open.
  */
 import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, deploymentSecrets, loadConfig, maskConfig } from '../../src/config/load.ts';
-import { firstRouteOf, startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
-import { readRoutes, sendJson, type ReadRoute } from '../../src/daemon/read-access.ts';
+import { z } from 'zod';
+import { startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
+import { sendJson } from '../../src/daemon/read-access.ts';
+import { defineRouteSpec, route } from '../../src/http/route.ts';
+import { RouteTable } from '../../src/http/route-table.ts';
 import { tempDir, type TempDir } from '../helpers.ts';
 
 const KEY = 'read-key-0123456789abcdef';
@@ -20,10 +23,17 @@ afterEach(async () => {
   server = dir = undefined;
 });
 
-const pingRoute: ReadRoute = {
-  matches: (path) => path === '/ping',
-  handle: async (_request, response, url) => sendJson(response, 200, { pong: url.searchParams.get('n') }),
-};
+const pingSpec = defineRouteSpec({
+  method: 'GET',
+  path: '/ping',
+  operationId: 'ping',
+  summary: 'a route behind the read key',
+  tags: ['test'],
+  access: 'read',
+  query: z.object({ n: z.string().optional() }),
+  responses: { 200: { description: 'pong' } },
+});
+const pingRoute = route(pingSpec, async (_request, response, { query }) => sendJson(response, 200, { pong: query.n ?? null }));
 
 async function serve(key: string | undefined): Promise<string> {
   server = await startDaemonHttpServer({
@@ -31,7 +41,7 @@ async function serve(key: string | undefined): Promise<string> {
     port: 0,
     readiness: async () => ({ ready: true, status: 200, reason: 'test', checkedAt: new Date().toISOString() }),
     metrics: async () => ({ contentType: 'text/plain', body: '' }),
-    routeFirst: firstRouteOf(undefined, readRoutes({ key, routes: [pingRoute] })),
+    routes: new RouteTable({ readKey: key }).mount([pingRoute]),
   });
   return server.url;
 }

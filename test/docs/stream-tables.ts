@@ -4,7 +4,7 @@
  * typed columns and the streams' event types (docs/mirror.md), every event type with its record and
  * changes (docs/events.md, event-docs.ts). Each sits in its doc between `<!-- BEGIN name ... -->` and
  * `<!-- END name -->`; whole generated files (`GENERATED_FILES`: docs/event-schemas.json, the event
- * schemas) are written entire. test/docs/docs.test.ts fails when one differs from what the registry
+ * schemas; docs/openapi.json, the OpenAPI document of the daemon's routes) are written entire. test/docs/docs.test.ts fails when one differs from what the registry
  * renders, and `npm run docs:streams` (this file run as a script) writes them.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { STREAM_LIST, type RegisteredStream } from '../../src/streams/definitions.ts';
 import type { ColumnDefinition } from '../../src/streams/define-stream.ts';
+import { daemonRouteSpecs } from '../../jobs/daemon-routes.ts';
+import { renderOpenApi } from '../../src/http/openapi-route.ts';
 import { renderEventSchemasJson, renderEventTypes } from './event-docs.ts';
 
 /** The checkout's root. */
@@ -96,11 +98,19 @@ export const GENERATED_TABLES: readonly GeneratedTable[] = [
 /** One generated file, written whole: where it is (relative to the checkout) and how it is rendered. */
 export interface GeneratedFile {
   file: string;
-  render(streams: readonly RegisteredStream[]): string;
+  render(streams: readonly RegisteredStream[]): string | Promise<string>;
+}
+
+/** docs/openapi.json: the OpenAPI document of every route the daemon declares (the one `GET /openapi.json` serves). */
+async function renderOpenApiJson(): Promise<string> {
+  return `${JSON.stringify(await renderOpenApi(await daemonRouteSpecs()), null, 2)}\n`;
 }
 
 /** Every file of the docs generated whole. */
-export const GENERATED_FILES: readonly GeneratedFile[] = [{ file: 'docs/event-schemas.json', render: renderEventSchemasJson }];
+export const GENERATED_FILES: readonly GeneratedFile[] = [
+  { file: 'docs/event-schemas.json', render: renderEventSchemasJson },
+  { file: 'docs/openapi.json', render: renderOpenApiJson },
+];
 
 const begin = (name: string) => `<!-- BEGIN ${name}: generated from the stream registry (src/streams/definitions.ts) by npm run docs:streams -->`;
 const end = (name: string) => `<!-- END ${name} -->`;
@@ -129,7 +139,7 @@ export function readDoc(file: string): string {
 }
 
 /** Writes every generated table into its doc and every generated file; returns the docs it changed. */
-export function writeGeneratedTables(streams: readonly RegisteredStream[] = STREAM_LIST): string[] {
+export async function writeGeneratedTables(streams: readonly RegisteredStream[] = STREAM_LIST): Promise<string[]> {
   const changed: string[] = [];
   for (const file of new Set(GENERATED_TABLES.map((table) => table.file))) {
     const before = readDoc(file);
@@ -140,7 +150,7 @@ export function writeGeneratedTables(streams: readonly RegisteredStream[] = STRE
     }
   }
   for (const generated of GENERATED_FILES) {
-    const after = generated.render(streams);
+    const after = await generated.render(streams);
     let before: string | undefined;
     try {
       before = readDoc(generated.file);
@@ -156,6 +166,6 @@ export function writeGeneratedTables(streams: readonly RegisteredStream[] = STRE
 }
 
 if (import.meta.main) {
-  const changed = writeGeneratedTables();
+  const changed = await writeGeneratedTables();
   console.log(changed.length > 0 ? `wrote the generated parts of ${changed.join(', ')}` : 'the generated docs are up to date');
 }

@@ -1,14 +1,14 @@
 /**
  * The changelog over HTTP (docs/mirror.md "Reading over HTTP"): the daemon's read routes
- * (src/daemon/change-routes.ts behind src/daemon/read-access.ts) on a real HTTP server over a real
+ * (src/daemon/change-routes.ts in a route table behind the read key) on a real HTTP server over a real
  * mirror: pages with the webhook's body, long-polls woken by new changes (or by polling, for another
  * process's commits), named consumers that read, acknowledge and read on (at-least-once), and a
  * clear 4xx naming the parameter for every bad request. Conditions only, no time asserted.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { changeRoutes } from '../../src/daemon/change-routes.ts';
-import { firstRouteOf, startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
-import { readRoutes } from '../../src/daemon/read-access.ts';
+import { startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
+import { RouteTable } from '../../src/http/route-table.ts';
 import { ChangeSignal } from '../../src/notify/pull/change-signal.ts';
 import { pruneChangelog } from '../../src/notify/retention.ts';
 import { buildWebhookMessage } from '../../src/notify/webhooks/signing.ts';
@@ -28,7 +28,7 @@ beforeEach(async () => {
     port: 0,
     readiness: async () => ({ ready: true, status: 200, reason: 'test', checkedAt: null }),
     metrics: async () => ({ contentType: 'text/plain', body: '' }),
-    routeFirst: firstRouteOf(readRoutes({ key: KEY, routes: changeRoutes({ executor: mirror.connection, signal, prefix: '', pollMs: 50 }) })),
+    routes: new RouteTable({ readKey: KEY }).mount(changeRoutes({ executor: mirror.connection, signal, pollMs: 50 })),
   });
 });
 afterEach(async () => {

@@ -11,8 +11,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { configSchema } from '../../src/config/schema.ts';
 import { changeRoutes } from '../../src/daemon/change-routes.ts';
-import { firstRouteOf, startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
-import { readRoutes } from '../../src/daemon/read-access.ts';
+import { startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
+import { RouteTable } from '../../src/http/route-table.ts';
 import { lastChangeSeq } from '../../src/mirror/changelog-format.ts';
 import { DeliveryDispatcher } from '../../src/notify/delivery/delivery-dispatcher.ts';
 import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
@@ -37,7 +37,7 @@ beforeEach(async () => {
     port: 0,
     readiness: async () => ({ ready: true, status: 200, reason: 'test', checkedAt: null }),
     metrics: async () => ({ contentType: 'text/plain', body: '' }),
-    routeFirst: firstRouteOf(readRoutes({ key: KEY, routes: changeRoutes({ executor: fixture.context.connection, signal: new ChangeSignal(), prefix: '', pollMs: 50 }) })),
+    routes: new RouteTable({ readKey: KEY }).mount(changeRoutes({ executor: fixture.context.connection, signal: new ChangeSignal(), pollMs: 50 })),
   });
 });
 afterEach(async () => {

@@ -4,6 +4,8 @@
  * changelog's ends. Bad input is a `ChangesRequestError` naming the parameter and the rule (the
  * route answers it as a 4xx); nothing here knows HTTP.
  */
+import { z } from 'zod';
+import { RouteRefusal } from '../../http/route.ts';
 import { lastChangeSeq } from '../../mirror/changelog-format.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { readChanges } from '../changelog-reader.ts';
@@ -21,23 +23,105 @@ export const MAX_WAIT_SECONDS = 60;
 /** The HTTP statuses of `ChangesRequestError`. */
 export type ChangesRequestStatus = 400 | 404 | 405 | 410 | 413 | 415;
 
-/** Why a request for changes cannot be answered: the parameter, the rule, and the HTTP status that fits. */
-export class ChangesRequestError extends Error {
+/**
+ * Why a request for changes cannot be answered: the parameter (`after`, `limit`, `wait`, `types`,
+ * `name`, `seq`), the rule, the HTTP status that fits (400 bad input, 404 unknown consumer, 405 wrong
+ * method, 410 pruned, 413 body too large, 415 not JSON) and extra members of the JSON answer (e.g.
+ * `oldestSeq` for a 410). A `RouteRefusal`: the route table answers it as `{ error, parameter, ...details }`.
+ */
+export class ChangesRequestError extends RouteRefusal {
   override name = 'ChangesRequestError';
-  /** 400 bad input, 404 unknown consumer, 405 wrong method, 410 pruned, 413 body too large, 415 not JSON. */
-  readonly status: ChangesRequestStatus;
-  /** The request parameter at fault (`after`, `limit`, `wait`, `types`, `name`, `seq`). */
-  readonly parameter: string;
-  /** Extra members of the JSON answer (e.g. `oldestSeq` for a 410). */
-  readonly details: Record<string, unknown>;
+  declare readonly status: ChangesRequestStatus;
 
   constructor(status: ChangesRequestStatus, parameter: string, message: string, details: Record<string, unknown> = {}) {
-    super(message);
-    this.status = status;
-    this.parameter = parameter;
-    this.details = details;
+    super(status, parameter, message, details);
   }
 }
+
+/** A query parameter holding a seq (digits), as a number. */
+function seqParameter(parameter: string, rule: string, missing: string) {
+  return z
+    .string({ error: missing })
+    .regex(/^\d{1,15}$/, { error: (issue) => `${parameter}: must be ${rule}, got "${String(issue.input)}"` })
+    .transform(Number);
+}
+
+/** `limit`: events per page, 1 to `MAX_PAGE_LIMIT`, default 100. */
+const LIMIT = z
+  .string()
+  .regex(/^\d{1,15}$/, { error: (issue) => `limit: must be a whole number from 1 to ${MAX_PAGE_LIMIT}, got "${String(issue.input)}"` })
+  .optional()
+  .transform((text) => (text === undefined ? 100 : Number(text)))
+  .refine((limit) => limit >= 1 && limit <= MAX_PAGE_LIMIT, { error: (issue) => `limit: must be from 1 to ${MAX_PAGE_LIMIT}, got ${String(issue.input)}` })
+  .meta({ description: `Most events in the page, 1 to ${MAX_PAGE_LIMIT}; default 100.`, example: '100' });
+
+/** `wait`: seconds to wait for a change when there is none, 0 to `MAX_WAIT_SECONDS`, default 0. */
+const WAIT = z
+  .string()
+  .regex(/^\d+(\.\d+)?$/, { error: (issue) => `wait: must be seconds from 0 to ${MAX_WAIT_SECONDS} (how long to wait for a change when there is none), got "${String(issue.input)}"` })
+  .refine((text) => Number(text) <= MAX_WAIT_SECONDS, { error: (issue) => `wait: must be seconds from 0 to ${MAX_WAIT_SECONDS} (how long to wait for a change when there is none), got "${String(issue.input)}"` })
+  .optional()
+  .transform((text) => Math.round(Number(text ?? '0') * 1000))
+  .meta({ description: `Long-poll: how long to wait for a change when there is none, seconds, 0 to ${MAX_WAIT_SECONDS}; default 0 (answer at once).`, example: '30' });
+
+/** `types`: comma-separated event type patterns, each matching at least one known type (event-filter.ts `checkEventPatterns`). */
+const TYPES = z
+  .string()
+  .optional()
+  .transform((text) => (text === undefined ? undefined : text.split(',').map((pattern) => pattern.trim())))
+  .superRefine((types, context) => {
+    if (types === undefined) return;
+    try {
+      checkEventPatterns(types, knownEventTypes(), 'types');
+    } catch (error) {
+      context.addIssue({ code: 'custom', message: (error as Error).message, params: { knownTypes: knownEventTypes() } });
+    }
+  })
+  .meta({ description: 'Only these event types: comma-separated patterns (`deal.*`, `deal.won`, `*`), each matching at least one event type (`GET /schemas` lists them).', example: 'deal.*,transaction.created' });
+
+/** The query of `GET /changes` (docs/mirror.md "Reading over HTTP"). */
+export const CHANGES_QUERY = z.object({
+  after: seqParameter('after', 'a seq: a whole number, 0 or more', 'after: required, the last seq you handled (0 for the start of the changelog)').meta({
+    description: 'The last seq you handled: the page holds the events after it (0: from the start of the changelog).',
+    example: '0',
+  }),
+  limit: LIMIT,
+  wait: WAIT,
+  types: TYPES,
+});
+
+/** The query of `GET /consumers/{name}/changes`: a consumer reads after its own cursor (no `after`). */
+export const CONSUMER_CHANGES_QUERY = z.object({ limit: LIMIT, wait: WAIT, types: TYPES });
+
+/** One event over HTTP as the document describes it: the webhook body (per type: `GET /schemas/{type}`) and its id. */
+export const PULLED_EVENT = z
+  .object({
+    id: z.string().meta({ description: "The event's id, the same as its webhook's `webhook-id`: deduplicate on it (delivery is at least once)." }),
+    type: z.string().meta({ description: 'The event type (`deal.won`); its JSON Schema is `GET /schemas/{type}` (docs/event-schemas.json).', example: 'deal.won' }),
+    timestamp: z.string().meta({ description: 'When the mirror recorded the change (ISO 8601).' }),
+    data: z
+      .looseObject({
+        seq: z.number().int().meta({ description: "The change's position in the changelog." }),
+        stream: z.string(),
+        record_id: z.string(),
+        partition: z.string().optional(),
+        record: z.unknown().optional(),
+        changes: z.unknown().optional(),
+      })
+      .meta({ description: 'What changed: `record` and `changes` per type (docs/events.md).' }),
+  })
+  .meta({ id: 'Event', description: 'One changelog event: the body a webhook carries, with its id (docs/mirror.md "Reading over HTTP").' });
+
+/** A page of changes as the document describes it (`ChangesPage`). */
+export const CHANGES_PAGE = z
+  .object({
+    events: z.array(PULLED_EVENT),
+    after: z.number().int().meta({ description: 'The `after` asked for (a consumer: its cursor).' }),
+    next: z.number().int().meta({ description: 'Where the next page starts: pass it as `after` (a consumer: acknowledge it once handled).' }),
+    latestSeq: z.number().int().meta({ description: "The changelog's last seq when the page was read." }),
+    oldestSeq: z.number().int().meta({ description: 'The oldest seq still kept (older ones were pruned by the retention).' }),
+  })
+  .meta({ id: 'ChangesPage' });
 
 /** One event over HTTP: the webhook's body with its `webhook-id` as `id`. */
 export type PulledEvent = { id: string } & WebhookPayload;
@@ -71,39 +155,25 @@ export interface ChangesPageQuery {
 /**
  * Parses `after`, `limit` (default 100), `wait` (seconds, default 0) and `types` (comma-separated
  * patterns, each matching at least one known event type: event-filter.ts `checkEventPatterns`) from
- * a query string.
+ * a query string, with `CHANGES_QUERY` (or, for a consumer's read, `CONSUMER_CHANGES_QUERY`).
  * @param requireAfter false for a consumer's read (its cursor is `after`)
  * @throws ChangesRequestError (400) naming the parameter and the rule; for a pattern no event type
  *   has, the known types too (`knownTypes` in the answer)
  */
 export function parseChangesQuery(query: URLSearchParams, requireAfter: boolean): { after: number | undefined; limit: number; waitMs: number; types: string[] | undefined } {
-  const after = query.get('after');
-  if (requireAfter && after === null) throw new ChangesRequestError(400, 'after', 'after: required, the last seq you handled (0 for the start of the changelog)');
-  if (!requireAfter && after !== null) throw new ChangesRequestError(400, 'after', "after: a consumer reads after its own cursor; move it with POST .../ack, or read GET /changes?after=SEQ");
-  const limitText = query.get('limit') ?? '100';
-  const waitText = query.get('wait') ?? '0';
-  const typesText = query.get('types');
-  const parsedAfter = after === null ? undefined : wholeNumber(after, 'after', 'a seq: a whole number, 0 or more');
-  const limit = wholeNumber(limitText, 'limit', `a whole number from 1 to ${MAX_PAGE_LIMIT}`);
-  if (limit < 1 || limit > MAX_PAGE_LIMIT) throw new ChangesRequestError(400, 'limit', `limit: must be from 1 to ${MAX_PAGE_LIMIT}, got ${limit}`);
-  if (!/^\d+(\.\d+)?$/.test(waitText) || Number(waitText) > MAX_WAIT_SECONDS) {
-    throw new ChangesRequestError(400, 'wait', `wait: must be seconds from 0 to ${MAX_WAIT_SECONDS} (how long to wait for a change when there is none), got "${waitText}"`);
+  if (!requireAfter && query.has('after')) throw consumerAfterError();
+  const result = (requireAfter ? CHANGES_QUERY : CONSUMER_CHANGES_QUERY).safeParse(Object.fromEntries(query));
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw new ChangesRequestError(400, String(issue.path[0]), issue.message, issue.code === 'custom' && issue.params ? issue.params : {});
   }
-  let types: string[] | undefined;
-  if (typesText !== null) {
-    types = typesText.split(',').map((pattern) => pattern.trim());
-    try {
-      checkEventPatterns(types, knownEventTypes(), 'types');
-    } catch (error) {
-      throw new ChangesRequestError(400, 'types', (error as Error).message, { knownTypes: knownEventTypes() });
-    }
-  }
-  return { after: parsedAfter, limit, waitMs: Math.round(Number(waitText) * 1000), types };
+  const parsed = result.data as { after?: number; limit: number; wait: number; types: string[] | undefined };
+  return { after: parsed.after, limit: parsed.limit, waitMs: parsed.wait, types: parsed.types };
 }
 
-function wholeNumber(text: string, parameter: string, rule: string): number {
-  if (!/^\d{1,15}$/.test(text)) throw new ChangesRequestError(400, parameter, `${parameter}: must be ${rule}, got "${text}"`);
-  return Number(text);
+/** The 400 of a consumer's read given `after`. */
+export function consumerAfterError(): ChangesRequestError {
+  return new ChangesRequestError(400, 'after', 'after: a consumer reads after its own cursor; move it with POST .../ack, or read GET /changes?after=SEQ');
 }
 
 /** The changelog's ends: its last seq and the oldest one kept. */

@@ -6,14 +6,115 @@
  * (at-least-once: deduplicate on the event's `id`). The changelog's retention never prunes past a
  * consumer's cursor. Every function runs through a `SqlExecutor` (src/mirror/sql/executor.ts).
  */
+import { z } from 'zod';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { compileEventFilter } from '../event-filter.ts';
 import { webhookPayload } from '../event-payload.ts';
 import { parseSnapshot, readSnapshotPage, snapshotStreams, startSnapshot, type SnapshotState } from '../snapshot.ts';
-import { ChangesRequestError, changelogEnds, checkAfter, type PulledEvent } from './changes-page.ts';
+import { ChangesRequestError, changelogEnds, checkAfter, PULLED_EVENT, type PulledEvent } from './changes-page.ts';
 
 /** A consumer's name: the URL's NAME. */
 export const CONSUMER_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** The path parameters of `/consumers/{name}...`. */
+export const CONSUMER_PARAMS = z.object({
+  name: z
+    .string()
+    .regex(CONSUMER_NAME, { error: (issue) => `name: "${String(issue.input)}" is not a consumer name; use 1 to 64 letters, digits, _ . -` })
+    .meta({ description: "The consumer's name: 1 to 64 letters, digits, `_`, `.`, `-`.", example: 'erp' }),
+});
+
+/** A seq in a JSON body (a whole number, 0 or more); every issue is `message(input)`. */
+function seqMember(message: (input: unknown) => string) {
+  const error = (issue: { input?: unknown }) => message(issue.input);
+  return z.number({ error }).int({ error }).min(0, { error });
+}
+
+/** Where a new consumer starts: `end` (what is recorded from now on) or `snapshot` (the current rows first). */
+const INITIAL = z
+  .string()
+  .refine((value) => value === 'end' || value === 'snapshot', { error: (issue) => `initial: must be "end" or "snapshot", got ${JSON.stringify(issue.input)}` })
+  .transform((value) => value as 'end' | 'snapshot')
+  .meta({ override: { type: 'string', enum: ['end', 'snapshot'] }, description: 'Where a new consumer starts: `end` (default: what is recorded from now on) or `snapshot` (the current rows of its streams first, docs/mirror.md "Starting from a snapshot").' });
+
+/** The query of `PUT /consumers/{name}`. */
+export const REGISTER_CONSUMER_QUERY = z.object({ initial: INITIAL.optional() });
+
+/** The body of `PUT /consumers/{name}` (optional): where a new consumer starts. */
+export const REGISTER_CONSUMER_BODY = z.object({
+  after: seqMember((input) => `after: must be a seq, a whole number 0 or more (where the consumer starts), got ${JSON.stringify(input)}`)
+    .optional()
+    .meta({ description: "The seq it starts after (it receives the events after it); default: the changelog's end (only what is recorded from now on)." }),
+  initial: INITIAL.optional(),
+});
+
+/** The body of `POST /consumers/{name}/ack`: the last seq handled, or (while reading a snapshot) the page's position. */
+export const ACK_BODY = z
+  .object({
+    seq: seqMember((input) => `seq: must be the last seq handled, a whole number 0 or more, got ${JSON.stringify(input)}`)
+      .optional()
+      .meta({ description: 'The last seq the consumer handled: its cursor moves there (forward, or back to read again).' }),
+    snapshot: z
+      .string({ error: (issue) => `snapshot: must be a page's snapshot.position (a string), got ${JSON.stringify(issue.input)}` })
+      .optional()
+      .meta({ description: "While it reads a snapshot: the page's `snapshot.position`, once its events are handled." }),
+  })
+  .superRefine((body, context) => {
+    if (body.seq === undefined && body.snapshot === undefined) context.addIssue({ code: 'custom', path: ['seq'], message: 'seq: required, in a JSON body {"seq": SEQ} (the last seq handled)' });
+  });
+
+/** The query of `POST /consumers/{name}/reset`: `initial=snapshot`, the only reset there is. */
+export const RESET_CONSUMER_QUERY = z.object({
+  initial: z
+    .string({ error: 'initial: POST .../reset?initial=snapshot starts the consumer over from a snapshot (the only reset there is)' })
+    .refine((value) => value === 'snapshot', { error: 'initial: POST .../reset?initial=snapshot starts the consumer over from a snapshot (the only reset there is)' })
+    .meta({ override: { type: 'string', enum: ['snapshot'] }, description: 'Always `snapshot`.' }),
+});
+
+/** Where a snapshot stands (src/notify/snapshot.ts `SnapshotState`). */
+const SNAPSHOT_STATE = z
+  .object({
+    boundary: z.number().int().meta({ description: 'The changelog seq it stands at: the changes after it follow the snapshot.' }),
+    streams: z.array(z.string()),
+    stream: z.string().nullable().meta({ description: 'The stream being read; null once done.' }),
+    after: z.string().nullable(),
+    at: z.string(),
+  })
+  .meta({ id: 'SnapshotState' });
+
+/** A page of a consumer's snapshot (`SnapshotPageAnswer`). */
+export const SNAPSHOT_PAGE = z
+  .object({
+    events: z.array(PULLED_EVENT).meta({ description: 'One `<stream>.snapshot` event per current record (`seq` = the boundary).' }),
+    after: z.number().int(),
+    next: z.number().int(),
+    latestSeq: z.number().int(),
+    oldestSeq: z.number().int(),
+    snapshot: z.object({
+      boundary: z.number().int(),
+      position: z.string().meta({ description: 'Acknowledge it (`POST .../ack {"snapshot": position}`) once these events are handled.' }),
+      last: z.boolean().meta({ description: 'True when this page ends the snapshot: after its acknowledgement the changes after the boundary follow.' }),
+    }),
+  })
+  .meta({ id: 'SnapshotPage' });
+
+/** A consumer as the document describes it (`ConsumerState`). */
+export const CONSUMER_STATE = z
+  .object({
+    name: z.string(),
+    cursor: z.number().int().meta({ description: 'The last seq it acknowledged: its next read starts after it.' }),
+    createdAt: z.string(),
+    lastReadAt: z.string().nullable(),
+    lastAckAt: z.string().nullable(),
+    snapshot: SNAPSHOT_STATE.nullable().meta({ description: 'The snapshot it reads before the changelog; null when none or done.' }),
+  })
+  .meta({ id: 'ConsumerState' });
+
+/** A consumer with its lag (`ConsumerListing`). */
+export const CONSUMER_LISTING = CONSUMER_STATE.extend({
+  lagEvents: z.number().int().meta({ description: "The changelog's last seq minus its cursor." }),
+  lagSeconds: z.number().meta({ description: 'Age of the oldest event after its cursor, seconds; 0 when caught up.' }),
+}).meta({ id: 'ConsumerListing' });
 
 /** One consumer (times ISO 8601). */
 export interface ConsumerState {
