@@ -51,6 +51,8 @@ export function registerSimulateCommand(program: Command): void {
         extraCompanySizes: { transactions: options.companyTransactions, deals: options.companyDeals, onboardings: options.companyOnboardings },
       };
       const simulator = await startSimulator(simulatorOptions);
+      // Listening for signals before the first line: a Ctrl-C sent as soon as it is read still ends with 130.
+      const shutdown = shutdownOnSignals();
       process.stdout.write(
         [
           `simulator listening on ${simulator.url} (API at ${simulator.url}/api/public/v1, admin at ${simulator.url}/__admin/state)`,
@@ -63,8 +65,7 @@ export function registerSimulateCommand(program: Command): void {
           '',
         ].join('\n'),
       );
-      const shutdown = shutdownOnSignals();
-      await new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
+      if (!shutdown.signal.aborted) await new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
       shutdown.dispose();
       await simulator.close();
       // Like every command: 130 after Ctrl-C, 0 after SIGTERM.

@@ -37,7 +37,7 @@ const TRANSACTIONS = 5_000;
 /** A simulator, a PostgreSQL server, and the first daemon holding the transactions stream; `startReplica` starts the second. */
 async function twoDaemons() {
   server = await startPostgresServer();
-  sim = await simulator({ size: { transactions: TRANSACTIONS, deals: 5, onboardings: 2 }, latencyMs: 10 });
+  sim = await simulator({ size: { transactions: TRANSACTIONS, deals: 5, onboardings: 2 }, latencyMs: 25 });
   const base = {
     BIZOPS_BASE_URL: sim.url,
     BIZOPS_DB: server.mirrorUrl(),
@@ -91,16 +91,24 @@ async function twoDaemons() {
 describe('the holder of a PostgreSQL mirror paused (SIGSTOP)', () => {
   it('inside a page transaction: the server ends its session, the replica takes the stream over once the lease lapses and finishes the backfill; woken, the old holder writes nothing', async () => {
     const { sim, server, db, holder, startReplica, created, replicaFinished, wake } = await twoDaemons();
+    // The sessions open before the replica starts are the holder's (and this test's, which takes no lock):
+    // the replica's own writing transactions take the same mirror-wide lock and must not be mistaken for the holder's.
+    const before = (await server.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = 'bizops-sync'")).map((row) => row.pid);
     const replica = await startReplica();
     // Pause the holder while it is inside a transaction (it holds the mirror's transaction lock).
     const inTransaction = async () =>
-      (await server.query<{ n: number }>("SELECT COUNT(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'bizops-sync'"))[0]!.n > 0;
+      (
+        await server.query<{ n: number }>(
+          `SELECT COUNT(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'bizops-sync' AND a.pid IN (${before.join(', ') || 'NULL'})`,
+        )
+      )[0]!.n > 0;
     await waitFor(
       async () => {
         holder.child.kill('SIGSTOP');
+        // Paused, the holder commits nothing: the count read now is the one it stays at.
+        if ((await created()) >= TRANSACTIONS) throw new Error('the backfill ended before the holder was caught inside a transaction');
         if (await inTransaction()) return true;
         holder.child.kill('SIGCONT');
-        if ((await created()) >= TRANSACTIONS) throw new Error('the backfill ended before the holder was caught inside a transaction');
         return false;
       },
       'the holder to be paused inside a transaction',
