@@ -8,7 +8,8 @@
  *        leases, so that a replica on the same mirror runs what this daemon does not hold
  *     -> webhook delivery while holding `webhooks` (a dispatcher on its own connection, fenced),
  *        woken by every change the process records
- *     -> readiness probe (an API client without retries, on the same budgets)
+ *     -> readiness: the answers the sync client got (ApiAnswers); a probe (an API client without
+ *        retries, on the same budgets) only when they are older than 15 min
  *     -> scheduler (node-cron: incremental syncs, reconciliation, a backfill at start where needed;
  *        only the streams whose lease this daemon holds; a stream taken over runs at once)
  * and once for the process:
@@ -32,6 +33,7 @@ import {
   pageTrustSource,
   LeaseKeeper,
   LeasedWebhookDelivery,
+  ApiAnswers,
   apiReadinessCheck,
   combineReadiness,
   probeBudget,
@@ -139,10 +141,14 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
   // An unsupported stream is asked again at every start (its first sync, whatever its last probe).
   // Each connection's sync client tells its console which streams' list requests are being retried.
   const retriesOf = new Map<string, RunRetries>();
+  // Each connection's readiness reads the answers its sync client got (src/daemon/readiness.ts): no request of its own while runs talk to the API.
+  const answersOf = new Map<string, ApiAnswers>();
   const clientHooks = (config: Config) => {
     const retries = new RunRetries();
     retriesOf.set(config.connection, retries);
-    return [retries.hooks()];
+    const answers = new ApiAnswers();
+    answersOf.set(config.connection, answers);
+    return [retries.hooks(), answers.hooks()];
   };
   const opened = await openDeployment(deployment, { logger, clientRetry: options.clientRetry, clientHooks, checkMirror: true, redisKeys: options.redisKeys, probeUnsupportedAtStart: true });
   const cleanups = new Teardown(logger);
@@ -171,12 +177,15 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
 
       // The probe never waits for a budget slot: a paused budget is reported (ready, with the wait), not waited on.
       const budget = context.budgets.budgetFor('default');
-      const probeClient = context.apiClient({ tokens: { default: config.tokens.default! }, timeoutMs, retry: { maxRetries: 0, maxRateLimitRetries: 0 }, budget: probeBudget(budget) });
+      const answers = answersOf.get(config.connection) ?? new ApiAnswers();
+      const probeClient = context.apiClient({ tokens: { default: config.tokens.default! }, timeoutMs, retry: { maxRetries: 0, maxRateLimitRetries: 0 }, budget: probeBudget(budget), hooks: [answers.hooks()] });
       const probeStream = config.sync.streams.includes('onboardings') ? 'onboardings' : (config.sync.streams[0] ?? 'onboardings');
       const readiness = new ReadinessProbe({
         check: apiReadinessCheck(probeClient, STREAMS[probeStream].request.path, budget),
         cacheMs: config.http.readinessCacheSeconds * 1000,
         timeoutMs,
+        answers,
+        budget,
       });
       // A wrong base URL refuses to start (src/sync/base-url-check.ts): the first probe's list
       // answered 404, and so does every other stream's. Unreachable or refused: the daemon starts, not ready.

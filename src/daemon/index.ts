@@ -7,7 +7,7 @@ export { StreamScheduler, type StreamSchedulerOptions, type TickOutcome } from '
 export { DEFAULT_MAX_POLL_FACTOR, PollBackoff } from './poll-backoff.ts';
 export { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.ts';
 export { LeasedWebhookDelivery, type LeasedWebhookDeliveryOptions } from './leased-webhooks.ts';
-export { apiReadinessCheck, combineReadiness, failingPartitions, probeBudget, ReadinessProbe, unsupportedStreams } from './readiness.ts';
+export { ApiAnswers, apiReadinessCheck, LEARNED_MAX_AGE_MS, combineReadiness, failingPartitions, probeBudget, ReadinessProbe, unsupportedStreams } from './readiness.ts';
 export { DaemonMetrics, pageTrustSource, type ConnectionMetricsSources } from './metrics.ts';
 export { HEALTH_ROUTE_SPECS, healthRoutes, startDaemonHttpServer, type DaemonHttpServerOptions, type RunningHttpServer } from './http-server.ts';
 export { bearerKeyMatches } from './read-access.ts';

@@ -1,16 +1,25 @@
 /**
  * Readiness (`GET /readyz`): the daemon is ready when the API is reachable and accepts its token
- * (spec §5: a refused token answers 401 or 403). Checked by a cheap probe, one list request with
- * `limit=1` (spec §1 Pagination), cached and run at most once per `cacheMs`.
+ * (spec §5: a refused token answers 401 or 403).
+ *
+ * It costs no API request while the runs talk to the API: `ApiAnswers`, a layer of the connection's
+ * sync client (and of the probe's client), keeps the last answer the API gave a request made with
+ * the `default` token (its status and when), or that none came; a verdict is read from it while it
+ * is younger than `learnedMaxAgeMs` (15 min: longer than a stream rested by adaptive polling waits,
+ * 16 ticks of 30 s). Only when the runs learned nothing that recent (at start, on a replica standing
+ * by, or with every stream rested longer) is a probe sent: one list request with `limit=1` (spec §1
+ * Pagination), cached and run at most once per `cacheMs`, whose answer is learned in turn.
  *
  * The probe never waits for a rate-budget slot (a backfill using the whole limit is not
  * "unready"): it reads the budget's pause without waiting (`RateBudget.peek`); while the
  * budget is paused by a 429 it sends nothing and reports READY with
  * the wait (`budget.waitMs`); otherwise it sends its one request outside the budget's slots (its
  * answer's rate-limit headers still feed the budget) and a 429 is ready too, with its Retry-After.
+ * A verdict read from the runs' answers carries the budget's wait the same way.
  */
 import { z } from 'zod';
 import type { ApiClient } from '../client/client.ts';
+import type { RequestHooks } from '../client/hooks.ts';
 import type { BudgetPeek, RateBudget, RateSlot } from '../client/rate-budget.ts';
 import type { MirrorStore } from '../mirror/mirror-store.ts';
 import type { StreamName } from '../streams/definitions.ts';
@@ -71,6 +80,74 @@ export interface ReadinessProbeOptions {
   cacheMs: number;
   /** How long one probe may take before it counts as unreachable, ms. Default 5000. */
   timeoutMs?: number;
+  /** The answers the connection's requests got: a verdict is read from them while they are recent, no probe sent. */
+  answers?: ApiAnswers;
+  /** An answer is recent this long, ms. Default `LEARNED_MAX_AGE_MS` (15 min). */
+  learnedMaxAgeMs?: number;
+  /** The budget the daemon's requests spend: a verdict read from the answers carries its pause or spent wait (`peek`, never a wait). */
+  budget?: Pick<RateBudget, 'peek'>;
+}
+
+/** How long the last answer of the runs stands for the API's, ms: longer than a rested stream's 16 ticks of 30 s. */
+export const LEARNED_MAX_AGE_MS = 15 * 60_000;
+
+/** The last answer the API gave (or the lack of one), as `ApiAnswers` keeps it. */
+export interface LearnedAnswer {
+  /** When it arrived (or the request failed), epoch ms. */
+  atMs: number;
+  /** Its HTTP status; null when no answer came. */
+  status: number | null;
+  /** The failure when no answer came (a transport error: refused, reset, timed out). */
+  error?: ConnectionError;
+}
+
+/**
+ * The last answer the API gave any request of the clients this layer is part of, made with the
+ * `default` token (module comment): `hooks()` is a client layer (hooks.ts). A request aborted by its
+ * caller, or stopped before it left by another layer (a lease check, a budget wait), teaches nothing.
+ */
+export class ApiAnswers {
+  #last: LearnedAnswer | undefined;
+
+  /** The last answer, or undefined before any. */
+  get last(): LearnedAnswer | undefined {
+    return this.#last;
+  }
+
+  /** The client layer that records each answer (and each transport failure). */
+  hooks(): RequestHooks {
+    return {
+      afterResponse: (context, response) => {
+        if (context.token === 'default') this.#last = { atMs: Date.now(), status: response.status };
+      },
+      onNoResponse: (context, { error }) => {
+        if (context.token !== 'default' || !(error instanceof ConnectionError) || error.code === 'ABORTED') return;
+        this.#last = { atMs: Date.now(), status: null, error };
+      },
+    };
+  }
+}
+
+/**
+ * The verdict an answer of the runs gives: a 2xx, 3xx or 4xx is the API there with the token
+ * accepted (a 404 is a missing record or list, a 400/409/422 a refused request), a 429 too (with the
+ * budget's pause as `budget.waitMs`); a 401/403 is the token refused, a 5xx the API failing, no
+ * answer the API unreachable. `checkedAt` is the answer's time.
+ */
+function learnedVerdict(answer: LearnedAnswer, peek: BudgetPeek | undefined): ReadinessVerdict {
+  const checkedAt = new Date(answer.atMs).toISOString();
+  const status = answer.status;
+  const pausedMs = peek ? pausedWaitMs(peek) : 0;
+  const spentMs = peek && peek.available <= 0 ? Math.max(0, peek.nextSlotAtMs - Date.now()) : 0;
+  const waitMs = Math.max(pausedMs, spentMs);
+  const budget = waitMs > 0 || status === 429 ? { budget: { waitMs } } : {};
+  const age = `${Math.round((Date.now() - answer.atMs) / 1000)} s ago`;
+  if (status === null) return { ready: false, reason: `the API is unreachable: ${answer.error?.message ?? 'no answer'} (the daemon's last request, ${age})`, status, checkedAt };
+  if (status === 401 || status === 403) return { ready: false, reason: `the API refused the token (HTTP ${status}) (the daemon's last request, ${age})`, status, checkedAt };
+  if (status >= 500) return { ready: false, reason: `the API is failing (HTTP ${status}) (the daemon's last request, ${age})`, status, checkedAt };
+  if (status === 429) return { ready: true, reason: `the API answered 429: reachable, token accepted, rate limited for now (the daemon's last request, ${age})`, status, checkedAt, ...budget };
+  const paused = pausedMs > 0 ? `; the rate budget is paused for ${pausedMs} ms` : spentMs > 0 ? `; the rate budget is spent by other requests for ${spentMs} ms` : '';
+  return { ready: true, reason: `the API answered the daemon's last request (HTTP ${status}, ${age}) and accepted the token${paused}`, status, checkedAt, ...budget };
 }
 
 /**
@@ -158,6 +235,9 @@ export class ReadinessProbe {
   readonly #check: ReadinessCheck;
   readonly #cacheMs: number;
   readonly #timeoutMs: number;
+  readonly #answers: ApiAnswers | undefined;
+  readonly #learnedMaxAgeMs: number;
+  readonly #budget: Pick<RateBudget, 'peek'> | undefined;
   #verdict: ReadinessVerdict = { ready: false, reason: 'the API has not been probed yet', status: null, checkedAt: null };
   #verdictAtMs = Number.NEGATIVE_INFINITY;
   #inFlight: Promise<ReadinessVerdict> | null = null;
@@ -170,6 +250,9 @@ export class ReadinessProbe {
     this.#check = options.check;
     this.#cacheMs = options.cacheMs;
     this.#timeoutMs = timeoutMs;
+    this.#answers = options.answers;
+    this.#learnedMaxAgeMs = options.learnedMaxAgeMs ?? LEARNED_MAX_AGE_MS;
+    this.#budget = options.budget;
   }
 
   /** The last verdict, without probing. */
@@ -178,10 +261,17 @@ export class ReadinessProbe {
   }
 
   /**
-   * The cached verdict while it is younger than `cacheMs`; otherwise probes (joining a probe already
-   * in flight) and returns the fresh verdict. Never throws.
+   * The verdict of the last answer the runs got while it is younger than `learnedMaxAgeMs` (no
+   * request sent); else the cached probe's verdict while it is younger than `cacheMs`; otherwise
+   * probes (joining a probe already in flight) and returns the fresh verdict. Never throws.
    */
   async current(): Promise<ReadinessVerdict> {
+    const learned = this.#answers?.last;
+    if (learned && Date.now() - learned.atMs < this.#learnedMaxAgeMs) {
+      const peek = this.#budget ? await this.#budget.peek().catch(() => undefined) : undefined;
+      this.#verdict = learnedVerdict(learned, peek);
+      return this.#verdict;
+    }
     if (performance.now() - this.#verdictAtMs < this.#cacheMs) return this.#verdict;
     this.#inFlight ??= this.#probe().finally(() => {
       this.#inFlight = null;

@@ -117,6 +117,8 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
     expect(sampleValue(samples, 'bizops_rate_budget_granted_total', { priority: 'backfill' })).toBeGreaterThanOrEqual(4);
 
     expect(await readyz(url)).toMatchObject({ status: 200, body: { ready: true } });
+    // Readiness reads the answers the runs got: the one probe is the start's (a wrong base URL's check).
+    expect(listRequests(sim, '/employee-onboardings').filter((r) => r.query === 'limit=1')).toHaveLength(1);
     await sim.close();
     const down = await waitFor(async () => {
       const answer = await readyz(url);

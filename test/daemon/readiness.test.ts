@@ -5,14 +5,18 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/client.ts';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
-import { apiReadinessCheck, probeBudget, ReadinessProbe } from '../../src/daemon/readiness.ts';
+import { ApiAnswers, apiReadinessCheck, probeBudget, ReadinessProbe } from '../../src/daemon/readiness.ts';
+import { z } from 'zod';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { listRequests, simulator } from '../helpers.ts';
 
 let sim: RunningSimulator | undefined;
 let client: ApiClient | undefined;
+let runsClient: ApiClient | undefined;
 
 afterEach(async () => {
+  await runsClient?.close();
+  runsClient = undefined;
   await client?.close();
   await sim?.close();
   sim = client = undefined;
@@ -87,5 +91,47 @@ describe('ReadinessProbe', () => {
     expect(paused.reason).toMatch(/rate budget is paused/);
     expect(listRequests(sim, '/employee-onboardings')).toHaveLength(1);
     await budget.close();
+  });
+
+  it("reads the runs' answers: no request of its own while they are recent (200, 503, no answer, 401), one probe once they are older than learnedMaxAgeMs", async () => {
+    sim = await simulator();
+    const answers = new ApiAnswers();
+    // The runs' client (the daemon's sync client) carries the layer; the probe's client too.
+    runsClient = new ApiClient({ baseUrl: sim.url, tokens: { default: String(sim.tokens.admin) }, budget: new LocalRateBudget({ limit: 1000, windowMs: 1000 }), retry: { maxRetries: 0, maxRateLimitRetries: 0 }, hooks: [answers.hooks()] });
+    client = new ApiClient({ baseUrl: sim.url, tokens: { default: String(sim.tokens.admin) }, budget: new LocalRateBudget({ limit: 1000, windowMs: 1000 }), retry: { maxRetries: 0, maxRateLimitRetries: 0 }, hooks: [answers.hooks()] });
+    const probe = new ReadinessProbe({ check: apiReadinessCheck(client, '/employee-onboardings'), cacheMs: 1, timeoutMs: 1000, answers });
+    const run = () => runsClient!.request({ method: 'GET', path: '/transactions', query: { limit: 5 }, contentSchema: z.unknown(), priority: 'incremental', retry: 'none' }).then(() => undefined, () => undefined);
+    const probes = () => listRequests(sim!, '/employee-onboardings').length;
+
+    await run();
+    for (let poll = 0; poll < 20; poll++) expect(await probe.current()).toMatchObject({ ready: true, status: 200 });
+    sim.faults.inject({ kind: 'status', status: 503 });
+    await run();
+    const failing = await probe.current();
+    expect(failing).toMatchObject({ ready: false, status: 503 });
+    expect(failing.reason).toMatch(/failing \(HTTP 503\)/);
+    sim.faults.inject({ kind: 'refuse' });
+    await run();
+    const away = await probe.current();
+    expect(away).toMatchObject({ ready: false, status: null });
+    expect(away.reason).toMatch(/unreachable/);
+    sim.faults.inject({ kind: 'status', status: 401 });
+    await run();
+    expect(await probe.current()).toMatchObject({ ready: false, status: 401 });
+    await run();
+    expect(await probe.current()).toMatchObject({ ready: true, status: 200 });
+    expect(probes()).toBe(0);
+
+    // Nothing learned that recent: one probe, whose answer is learned in turn.
+    const stale = new ReadinessProbe({ check: apiReadinessCheck(client, '/employee-onboardings'), cacheMs: 1, timeoutMs: 1000, answers, learnedMaxAgeMs: 1 });
+    const waitPast = async (ms: number) => {
+      const from = answers.last!.atMs;
+      while (Date.now() - from <= ms) await new Promise((resolve) => setTimeout(resolve, 2));
+    };
+    await waitPast(1);
+    expect(await stale.current()).toMatchObject({ ready: true, status: 200 });
+    expect(probes()).toBe(1);
+    expect(await probe.current()).toMatchObject({ ready: true, status: 200 });
+    expect(probes()).toBe(1);
   });
 });
