@@ -3,8 +3,9 @@
  * delivery core in front of each (the same as webhooks'). What a consumer of each broker reads is
  * checked: every event, the webhook's body, the event id where the broker keeps it, each record's
  * events in changelog order (a chained checksum per record), duplicates only with the same id.
- * Broker faults: a NATS server killed and restarted, RabbitMQ connections reset and its confirms
- * held back past the time limit, Redis connections killed. Nothing waits on time: each step waits
+ * Broker faults: NATS's acknowledgements held back past the time limit (its retries then stored
+ * once, by Nats-Msg-Id) and the server killed and restarted, RabbitMQ connections reset and its
+ * confirms held back past the time limit, Redis connections killed. Nothing waits on time: each step waits
  * for a state.
  */
 import { createHash } from 'node:crypto';
@@ -210,11 +211,13 @@ describe('sinks', () => {
     ]);
   });
 
-  it('loses nothing through broker faults: NATS killed and restarted, RabbitMQ connections reset and confirms held back, Redis connections killed', async () => {
+  it('loses nothing through broker faults: NATS acknowledging late, then killed and restarted; RabbitMQ connections reset and confirms held back; Redis connections killed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bizops-sinks-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const nats: OwnNats = await startOwnNats(join(dir, 'jetstream'));
     cleanups.push(() => nats.kill());
+    const natsProxy: BrokerProxy = await startProxy(Number(new URL(nats.url).port));
+    cleanups.push(() => natsProxy.close());
     const rabbitPort = Number(new URL(RABBITMQ_URL).port || 5672);
     const proxy: BrokerProxy = await startProxy(rabbitPort);
     cleanups.push(() => proxy.close());
@@ -230,7 +233,7 @@ describe('sinks', () => {
     const rabbitUrl = new URL(RABBITMQ_URL);
     rabbitUrl.port = String(proxy.port);
     const configured = sinks([
-      { name: 'to-nats', kind: 'nats', url: nats.url, subjectPrefix: 'faults', stream: 'FAULTS', createStream: true, maxInFlight: 4, ackTimeoutSeconds: 1 },
+      { name: 'to-nats', kind: 'nats', url: `nats://127.0.0.1:${natsProxy.port}`, subjectPrefix: 'faults', stream: 'FAULTS', createStream: true, maxInFlight: 4, ackTimeoutSeconds: 1 },
       { name: 'to-rabbit', kind: 'rabbitmq', url: rabbitUrl.toString(), exchange, maxInFlight: 4, ackTimeoutSeconds: 0.3 },
       { name: 'to-redis', kind: 'redis-stream', url: REDIS_URL, keyPrefix: redisPrefix, maxInFlight: 4, ackTimeoutSeconds: 1 },
     ]);
@@ -244,9 +247,13 @@ describe('sinks', () => {
     await waitFor(async () => (await atSeq('to-nats', first.at(-1)!.seq)) && (await atSeq('to-rabbit', first.at(-1)!.seq)) && (await atSeq('to-redis', first.at(-1)!.seq)), 'the first round');
 
     proxy.holdAnswers(true); // confirms come late: past the sink's time limit, so its publishes are retried
+    natsProxy.holdAnswers(true); // PubAcks too: the server stored what their publishes carried
     await appendChanges(records, 3, 2);
     dispatcher.notify();
+    await waitFor(async () => ((await loadEndpoint(mirror.connection, 'to-nats'))?.consecutiveFailures ?? 0) >= 1, 'a NATS publish past the time limit');
     await nats.kill();
+    natsProxy.holdAnswers(false);
+    natsProxy.reset();
     const redis = new Redis(REDIS_URL);
     cleanups.push(async () => redis.disconnect());
     const killRedisClients = async () => {
@@ -270,6 +277,12 @@ describe('sinks', () => {
 
     const natsMessages = await readNats(nats.url, 'FAULTS', last);
     await expectDelivered(natsMessages, 0);
+    // The retries after late PubAcks were dropped by the stream's duplicate window (Nats-Msg-Id): stored once each.
+    const natsConnection = await connect({ servers: new URL(nats.url).host });
+    cleanups.push(() => natsConnection.close());
+    expect((await (await jetstreamManager(natsConnection)).streams.info('FAULTS')).state.messages).toBe(last);
+    const duplicates = await mirror.connection.all<{ n: number | string }>("SELECT COUNT(*) AS n FROM webhook_attempts WHERE endpoint = 'to-nats' AND response LIKE '%(duplicate: stored before)'");
+    expect(Number(duplicates[0]!.n)).toBeGreaterThan(0); // the server said so on the retries' PubAcks
     await waitFor(() => new Set(rabbit.received.map((message) => message.id)).size >= last, 'the queue to hold every event');
     await expectDelivered(rabbit.received, 0);
     expect(rabbit.received.length).toBeGreaterThan(last); // the publishes whose confirms came late were sent again: duplicates, each with its event's id
