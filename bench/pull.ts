@@ -15,7 +15,7 @@
  *
  * Figures per page size (100, the default, and 1000): events/s of CPU of the project's server over
  * the plain server's (goal >= 0.95), and each one's events per CPU second; min / median / max of
- * `BENCH_PULL_RUNS` rounds (default 3). Run alone: `node bench/pull.ts` (prints JSON).
+ * `BENCH_PULL_RUNS` rounds (default 3); `BENCH_PULL_SIZES` (default `100,1000`) the page sizes. Run alone: `node bench/pull.ts` (prints JSON).
  */
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -33,7 +33,7 @@ import { buildMirror } from './changelog.ts';
 import { machineLoad, repeat, spread } from './runs.ts';
 
 const READ_KEY = 'bench-read-key-0123456789abcdef';
-const SIZES = [100, 1000] as const;
+const SIZES = (process.env.BENCH_PULL_SIZES ?? '100,1000').split(',').map(Number);
 
 /** Pages through the whole changelog at `base` with `limit`; the events read and the CPU time the pass took, ms. */
 async function readAll(base: string, limit: number, agent: Agent, keep?: Map<number, string>): Promise<{ events: number; cpuMs: number }> {
