@@ -14,9 +14,16 @@
  * 2. Records per second with the network taken out: validation (zod), change detection and the
  *    SQLite commit (records, changelog, checkpoint per page) of 100,000 records, over a plain
  *    better-sqlite3 loop writing the same rows into the same tables plus one changelog row each, in
- *    transactions of 100. Goal >= 0.5.
+ *    transactions of 100, with the project's pragmas (`wal_autocheckpoint = 10000` too). Goal >= 0.5;
+ *    as time over the plain loop's, goal <= 1.1.
  * 3. Peak RSS (the kernel's maxrss, via /usr/bin/time) of the backfill child at 1,000,000 records
  *    over that at 100,000: memory flat, not growing with N. Goal <= 1.2.
+ * 4. CPU time (user + system) of the backfill child, the limit not binding, over that of the fair
+ *    plain loop (bench/plain-backfill.ts: the same requests, hashing, upserts, changelog rows and
+ *    checkpoints into an empty mirror the project created, with its pragmas; rows byte-identical to
+ *    the project's), the two in turn, at N and at the large N (`BENCH_BACKFILL_LARGE_RUNS` rounds,
+ *    default 1), and the CLI's CPU per record at the large N over that at N: flat, no per-record
+ *    cost that grows with the run. Goals <= 1.3 and <= 1.1.
  *
  * Environment: `BENCH_BACKFILL_N` (default 100000), `BENCH_BACKFILL_LARGE` (default 1000000; 0 skips
  * figure 3: a 1M backfill took 134 to 307 s on a shared 2-CPU machine at load 9 to 14, so the three
@@ -73,6 +80,50 @@ export async function backfillThroughCli(n: number): Promise<WorkerRun> {
   }
 }
 
+const PLAIN_BACKFILL = fileURLToPath(new URL('./plain-backfill.ts', import.meta.url));
+
+/**
+ * CPU time (user + system, ms) of `bizops-sync backfill --stream transactions` of `n` records in a
+ * child process, the limit not binding, and of the fair plain loop (bench/plain-backfill.ts) into an
+ * empty mirror the project created, both against one simulator in this process; `rounds` times,
+ * the two in turn (which goes first alternates), so that load from other processes falls on both alike.
+ */
+export async function backfillCpuOverPlain(n: number, rounds: number): Promise<{ cliMs: number; plainMs: number }[]> {
+  const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: false });
+  const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-backfill-cpu-'));
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_LEVEL: 'warn' };
+  try {
+    return await repeat(rounds, async (round) => {
+      const cli = async () => {
+        const measured = await runMeasured(BIN, ['backfill', '--stream', 'transactions', '--no-progress'], {
+          ...env,
+          BIZOPS_BASE_URL: simulator.url,
+          BIZOPS_TOKEN: String(simulator.tokens.admin),
+          BIZOPS_DB: join(dir, `cli-${round}.db`),
+          BIZOPS_RATE_LIMIT_PER_MIN: '100000000',
+          BIZOPS_COMPANY_ID: `bench-${process.pid}-${Date.now()}`,
+        });
+        return measured.cpuMs;
+      };
+      const plain = async () => {
+        const path = join(dir, `plain-${round}.db`);
+        openMirror(path).close();
+        const measured = await runMeasured(process.execPath, [PLAIN_BACKFILL, simulator.url, String(simulator.tokens.admin), path], env);
+        return measured.cpuMs;
+      };
+      if (round % 2 === 0) {
+        const cliMs = await cli();
+        return { cliMs, plainMs: await plain() };
+      }
+      const plainMs = await plain();
+      return { cliMs: await cli(), plainMs };
+    });
+  } finally {
+    await simulator.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** The pages of `n` simulator transactions as JSON text, the way they arrive. */
 async function pagesOf(n: number): Promise<string[]> {
   const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: false });
@@ -92,6 +143,7 @@ function plainRate(pages: readonly string[], dir: string): number {
   const plain = new Database(path);
   plain.pragma('journal_mode = WAL');
   plain.pragma('synchronous = NORMAL');
+  plain.pragma('wal_autocheckpoint = 10000');
   const insert = plain.prepare(
     'INSERT INTO transactions (id, type, status, amount, description, date, raw, content_hash, first_seen_at, synced_at, last_seen_scan) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)',
   );
@@ -144,10 +196,23 @@ export async function run(): Promise<Record<string, number | string>> {
     'requests / minimum possible': spread(cliRuns.map((r) => r.requests / minimumRequests)),
     '429s received': cliRuns.map((r) => r.rateLimited).join(', '),
     'engine records/s / plain loop records/s': spread(rates.map((r) => r.engine / r.plain)),
+    'commit path time / plain loop time (goal <= 1.1)': spread(rates.map((r) => r.plain / r.engine)),
     'engine records/s': spread(rates.map((r) => r.engine), 0),
     'plain loop records/s': spread(rates.map((r) => r.plain), 0),
     [`peak RSS at N=${n}, MB`]: spread(cliRuns.map((r) => r.peakRssMb), 1),
   };
+  // CPU of the whole command over the fair plain loop (bench/plain-backfill.ts), the limit not binding.
+  const cpu = await backfillCpuOverPlain(n, RUNS);
+  const perRecordUs = (runs: { cliMs: number }[], records: number) => runs.map((r) => (r.cliMs * 1000) / records);
+  figures[`CLI backfill CPU / fair plain loop CPU at N=${n} (goal <= 1.3)`] = spread(cpu.map((r) => r.cliMs / r.plainMs));
+  figures[`CLI backfill CPU, s at N=${n} (CLI; plain)`] = `${spread(cpu.map((r) => r.cliMs / 1000), 2)}; ${spread(cpu.map((r) => r.plainMs / 1000), 2)}`;
+  if (large > 0) {
+    const largeCpu = await backfillCpuOverPlain(large, Number(process.env.BENCH_BACKFILL_LARGE_RUNS ?? 1));
+    const smallPerRecord = [...perRecordUs(cpu, n)].sort((a, b) => a - b)[1]!;
+    figures[`CLI backfill CPU / fair plain loop CPU at N=${large} (goal <= 1.3)`] = spread(largeCpu.map((r) => r.cliMs / r.plainMs));
+    figures[`CLI backfill CPU, s at N=${large} (CLI; plain)`] = `${spread(largeCpu.map((r) => r.cliMs / 1000), 2)}; ${spread(largeCpu.map((r) => r.plainMs / 1000), 2)}`;
+    figures[`CLI CPU per record at N=${large} / at N=${n} (goal flat: <= 1.1)`] = spread(perRecordUs(largeCpu, large).map((us) => us / smallPerRecord));
+  }
   if (large > 0) {
     const started = performance.now();
     const largeRuns = await repeat(RUNS, () => backfillThroughCli(large));

@@ -71,13 +71,17 @@ export async function startOwnNats(storeDir: string): Promise<OwnNats> {
   return { url: `nats://127.0.0.1:${port}`, start, kill };
 }
 
-/** A TCP proxy in front of a broker: `reset()` cuts every connection; `holdAnswers(true)` keeps the broker's bytes back until released. */
+/** A TCP proxy in front of a broker: `reset()` cuts every connection; `holdAnswers(true)` keeps the broker's bytes back until released (`releaseHeld()` passes those held so far). */
 export interface BrokerProxy {
   port: number;
   /** Connections opened through it so far. */
   connections: number;
   reset(): void;
   holdAnswers(hold: boolean): void;
+  /** Chunks of the broker's answers held back now. */
+  readonly heldChunks: number;
+  /** Passes the answers held back so far, and goes on holding the later ones. */
+  releaseHeld(): void;
   close(): Promise<void>;
 }
 
@@ -98,7 +102,13 @@ export async function startProxy(targetPort: number): Promise<BrokerProxy> {
     },
     holdAnswers(hold) {
       held = hold;
-      if (!hold) for (const { socket, data } of waiting.splice(0)) if (!socket.destroyed) socket.write(data);
+      if (!hold) proxy.releaseHeld();
+    },
+    get heldChunks() {
+      return waiting.length;
+    },
+    releaseHeld() {
+      for (const { socket, data } of waiting.splice(0)) if (!socket.destroyed) socket.write(data);
     },
     async close() {
       proxy.reset();

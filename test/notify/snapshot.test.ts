@@ -2,9 +2,10 @@
  * A new reader starts from a snapshot (docs/mirror.md "Starting from a snapshot"): the current rows
  * of its streams, one `<stream>.snapshot` event per live record at the boundary, then every change
  * after it. Checked under churn between the snapshot's pages (deals updated, created and deleted
- * by real syncs of the simulator): the snapshot events hold each record as it stood at the
- * boundary (never a later state, which its change would then repeat), the changes after the
- * boundary follow, and applying both gives exactly the mirror's live records (no gap). Through the
+ * by real syncs of the simulator; for the sink, while a page waits for the broker's answers): the
+ * snapshot events hold each record as it stood at the boundary (never a later state, which its
+ * change would then repeat), the changes after the boundary follow, and applying both gives exactly
+ * the mirror's live records (no gap). Through the
  * pull API (a named consumer over HTTP) and through a sink (the delivery core, Redis Streams).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -21,7 +22,7 @@ import { pruneChangelog } from '../../src/notify/retention.ts';
 import { sinkTargets } from '../../src/notify/sinks/index.ts';
 import { eventProblems } from '../event-validation.ts';
 import { syncFixtures, waitFor, type SyncFixture } from '../helpers.ts';
-import { REDIS_URL, uniqueName } from './brokers.ts';
+import { REDIS_URL, startProxy, uniqueName, type BrokerProxy } from './brokers.ts';
 
 const KEY = 'read-key-for-snapshot-tests';
 const fixtures = syncFixtures();
@@ -157,7 +158,7 @@ describe('starting from a snapshot', () => {
     expect(first.body.events).toHaveLength(5);
   });
 
-  it('a sink with initial "snapshot" publishes the current rows, then the changes after the boundary, under churn', async () => {
+  it('a sink with initial "snapshot" publishes the current rows, then the changes after the boundary, with churn while its pages are in flight', async () => {
     const prefix = `bizops-test:${uniqueName('snap')}:`;
     cleanups.push(async () => {
       const redis = new Redis(REDIS_URL);
@@ -165,14 +166,26 @@ describe('starting from a snapshot', () => {
       if (keys.length > 0) await redis.del(...keys);
       redis.disconnect();
     });
-    const sink = configSchema.parse({ baseUrl: 'http://127.0.0.1:9', tokens: { default: 'tok_default_0000' }, sinks: [{ name: 'feed', kind: 'redis-stream', url: REDIS_URL, key: `${prefix}all`, events: ['deal.*'], initial: 'snapshot', maxInFlight: 4 }] }).sinks;
+    // The sink reaches Redis through a proxy that holds Redis's answers back: a page stays unacknowledged while the churn runs.
+    const proxy: BrokerProxy = await startProxy(Number(new URL(REDIS_URL).port || 6379));
+    cleanups.push(() => proxy.close());
+    const viaProxy = new URL(REDIS_URL);
+    viaProxy.port = String(proxy.port);
+    proxy.holdAnswers(true);
+    const sink = configSchema.parse({ baseUrl: 'http://127.0.0.1:9', tokens: { default: 'tok_default_0000' }, sinks: [{ name: 'feed', kind: 'redis-stream', url: viaProxy.toString(), key: `${prefix}all`, events: ['deal.*'], initial: 'snapshot', maxInFlight: 4, ackTimeoutSeconds: 120 }] }).sinks;
     const atBoundary = await liveDeals();
     const dispatcher = new DeliveryDispatcher({ connection: fixture.context.connection, targets: await sinkTargets(sink), pollMs: 20, scheduleMs: [0, 20, 40] });
     cleanups.push(() => dispatcher.stop());
     await dispatcher.start();
     const boundary = (await loadEndpoint(fixture.context.connection, 'feed'))!.deliveredSeq;
-    // Churn while the snapshot is being published (4 at a time).
-    for (let round = 0; round < 3; round += 1) await churn(round);
+    // Each round: the sink waits for Redis's answers to what it sent, the snapshot unfinished; deals change, are created and deleted; then the answers pass.
+    for (let round = 0; round < 3; round += 1) {
+      await waitFor(() => proxy.heldChunks > 0, 'a page sent, its answers held back');
+      expect((await loadEndpoint(fixture.context.connection, 'feed'))!.snapshot).not.toBeNull();
+      await churn(round);
+      proxy.releaseHeld();
+    }
+    proxy.holdAnswers(false);
     dispatcher.notify();
     const last = await lastChangeSeq(fixture.context.connection);
     await waitFor(async () => {
