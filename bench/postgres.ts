@@ -11,6 +11,10 @@
  * once), so its share of the time dilutes the ratio the same way for both.
  *
  *
+ * Beside it, the CPU time of each backfill: this process's (the engine, and the simulator serving
+ * both alike) plus, for PostgreSQL, that of the server's backends serving its connections (read from
+ * /proc: the server must run on this machine); PostgreSQL's sum over SQLite's. Goal <= 1.4.
+ *
  * Second figure, the commit path alone (no HTTP, no simulator): the same records, pre-fetched and
  * parsed by zod per page, each page applied (`MirrorStore.applyRecords`) and checkpointed
  * (`saveRun`) in one transaction, into each back end; PostgreSQL records/s over SQLite records/s.
@@ -20,7 +24,7 @@
  * postgres://postgres@127.0.0.1:5432/postgres; each run gets its own schema, dropped afterwards).
  * Run alone: `node bench/postgres.ts` (prints JSON).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,8 +41,54 @@ import { machineLoad, repeat, spread } from './runs.ts';
 
 const RUNS = 3;
 
-/** Backfills the simulator's transactions into the mirror at `location`; records per second of the run. */
-async function backfillRate(simulator: RunningSimulator, location: string): Promise<number> {
+/**
+ * CPU time (user + system, ms, since each started) of the PostgreSQL server's backends serving this
+ * process's open connections: this process's TCP sockets to port `serverPort` (/proc/self/fd and
+ * /proc/net/tcp*), their backends by `client_port` in `pg_stat_activity`, each backend's
+ * /proc/PID/stat. The server must run on this machine. A backend whose connection the pool closed
+ * before this call is not counted.
+ */
+async function ownBackendsCpuMs(serverUrl: string, serverPort: number): Promise<number> {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/self/fd/${fd}`));
+      if (match) inodes.add(match[1]!);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports: number[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10 || !inodes.has(fields[9]!)) continue;
+      if (Number.parseInt(fields[2]!.split(':')[1]!, 16) === serverPort) ports.push(Number.parseInt(fields[1]!.split(':')[1]!, 16));
+    }
+  }
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    const rows = (await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[]) AND pid <> pg_backend_pid()', [ports])).rows;
+    let ticks = 0;
+    for (const { pid } of rows) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        ticks += Number(fields[11]) + Number(fields[12]);
+      } catch {
+        // ended meanwhile
+      }
+    }
+    return ticks * 10;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Backfills the simulator's transactions into the mirror at `location`; records per second of the run, and its CPU time (ms) in this process and in the PostgreSQL server's backends (0 for SQLite). */
+async function backfillRate(simulator: RunningSimulator, location: string, serverUrl: string): Promise<{ rate: number; workerMs: number; serverMs: number }> {
+  const cpuBefore = process.cpuUsage();
   const connection = await openMirrorConnection(location, { streams: [transactionsStream] });
   const client = new ApiClient({
     baseUrl: simulator.url,
@@ -52,7 +102,9 @@ async function backfillRate(simulator: RunningSimulator, location: string): Prom
     const result = await engine.run('transactions', 'backfill');
     const seconds = (performance.now() - started) / 1000;
     if (result.status !== 'succeeded') throw new Error(`the backfill into ${connection.location} ended ${result.status}: ${result.error ?? ''}`);
-    return result.records / seconds;
+    const used = process.cpuUsage(cpuBefore);
+    const serverMs = location.startsWith('postgres') ? await ownBackendsCpuMs(serverUrl, Number(new URL(serverUrl).port || 5432)) : 0;
+    return { rate: result.records / seconds, workerMs: (used.user + used.system) / 1000, serverMs };
   } finally {
     await client.close();
     await connection.close();
@@ -80,12 +132,12 @@ export async function run(): Promise<Record<string, number | string>> {
   const loadAtStart = machineLoad();
   const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: false });
   const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-postgres-'));
-  let rates: { sqlite: number; postgres: number }[];
+  let backfills: { sqlite: { rate: number; workerMs: number; serverMs: number }; postgres: { rate: number; workerMs: number; serverMs: number } }[];
   let commits: { sqlite: number; postgres: number }[];
   try {
-    rates = await repeat(RUNS, async () => ({
-      sqlite: await backfillRate(simulator, join(dir, `mirror-${timeOrderedUuid()}.db`)),
-      postgres: await inFreshSchema(serverUrl, (location) => backfillRate(simulator, location)),
+    backfills = await repeat(RUNS, async () => ({
+      sqlite: await backfillRate(simulator, join(dir, `mirror-${timeOrderedUuid()}.db`), serverUrl),
+      postgres: await inFreshSchema(serverUrl, (location) => backfillRate(simulator, location, serverUrl)),
     }));
     const pages = jsonPages(simulator.world.groundTruth('transactions'));
     commits = await repeat(RUNS, async () => ({
@@ -96,8 +148,12 @@ export async function run(): Promise<Record<string, number | string>> {
     await simulator.close();
     rmSync(dir, { recursive: true, force: true });
   }
+  const rates = backfills.map((r) => ({ sqlite: r.sqlite.rate, postgres: r.postgres.rate }));
+  const cpu = (run: { workerMs: number; serverMs: number }) => run.workerMs + run.serverMs;
   return {
     records: n,
+    'backfill CPU (worker + database server): PostgreSQL / SQLite (goal <= 1.4)': spread(backfills.map((r) => cpu(r.postgres) / cpu(r.sqlite))),
+    'backfill CPU, s: PostgreSQL worker + server; SQLite': `${spread(backfills.map((r) => r.postgres.workerMs / 1000), 2)} + ${spread(backfills.map((r) => r.postgres.serverMs / 1000), 2)}; ${spread(backfills.map((r) => r.sqlite.workerMs / 1000), 2)}`,
     'PostgreSQL records/s / SQLite records/s': spread(rates.map((r) => r.postgres / r.sqlite)),
     'PostgreSQL records/s': spread(rates.map((r) => r.postgres), 0),
     'SQLite records/s': spread(rates.map((r) => r.sqlite), 0),

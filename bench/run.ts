@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const BENCHMARKS = ['backfill', 'budget', 'changelog', 'memory', 'unstable-ties', 'record-clock', 'verify', 'webhooks', 'retention', 'latency', 'writes', 'write-faults', 'companies', 'startup', 'startup-failures', 'postgres', 'replicas', 'sinks'] as const;
+const BENCHMARKS = ['backfill', 'budget', 'changelog', 'pull', 'memory', 'unstable-ties', 'record-clock', 'verify', 'webhooks', 'retention', 'latency', 'writes', 'write-faults', 'companies', 'startup', 'startup-failures', 'postgres', 'replicas', 'sinks'] as const;
 
 const wanted = process.argv.slice(2);
 for (const name of BENCHMARKS) {

@@ -1,8 +1,8 @@
 /**
  * The brokers sink tests publish to: the shared ones `.ci/run` starts (NATS with JetStream on
  * 127.0.0.1:4222, RabbitMQ on 127.0.0.1:5672, Redis at REDIS_URL; NATS_URL and RABBITMQ_URL point
- * elsewhere), each test in names of its own; a NATS server of the test's own where a test kills and
- * restarts it (`nats-server -js` on a free port, its store in a temp dir, kept across restarts); a
+ * elsewhere), each test in names of its own; a NATS or Redis server of the test's own where a test
+ * kills and restarts it (on a free port, its store in a temp dir, kept across restarts); a
  * TCP proxy where a test resets connections or holds the broker's answers back (late confirms).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -43,21 +43,22 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-export interface OwnNats {
+/** A broker process of the test's own, on a free port, killed and restarted with its store kept. */
+export interface OwnBroker {
   url: string;
-  /** Starts (again) on the same port with the same JetStream store; resolves when it accepts connections. */
+  /** Starts (again) on the same port with the same store; resolves when it accepts connections. */
   start(): Promise<void>;
   /** SIGKILL; resolves when the process is gone. */
   kill(): Promise<void>;
 }
 
-/** A `nats-server -js` of the test's own on a free port, its JetStream store in `storeDir`. */
-export async function startOwnNats(storeDir: string): Promise<OwnNats> {
+/** Runs `command` with `args(port)` on a free port, `scheme://127.0.0.1:port`. */
+async function ownBroker(command: string, scheme: string, args: (port: number) => string[]): Promise<OwnBroker> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: 'ignore' });
-    await waitFor(() => listening(port), `nats-server on port ${port}`, 20_000, 25);
+    child = spawn(command, args(port), { stdio: 'ignore' });
+    await waitFor(() => listening(port), `${command} on port ${port}`, 20_000, 25);
   };
   const kill = async () => {
     const running = child;
@@ -68,7 +69,20 @@ export async function startOwnNats(storeDir: string): Promise<OwnNats> {
     await exited;
   };
   await start();
-  return { url: `nats://127.0.0.1:${port}`, start, kill };
+  return { url: `${scheme}://127.0.0.1:${port}`, start, kill };
+}
+
+/** A `nats-server -js` of the test's own on a free port, its JetStream store in `storeDir`. */
+export function startOwnNats(storeDir: string): Promise<OwnBroker> {
+  return ownBroker('nats-server', 'nats', (port) => ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir]);
+}
+
+/**
+ * A `redis-server` of the test's own on a free port, its append-only file in `dir` written before
+ * each answer (`appendfsync always`): what it acknowledged survives a SIGKILL.
+ */
+export function startOwnRedis(dir: string): Promise<OwnBroker> {
+  return ownBroker('redis-server', 'redis', (port) => ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir]);
 }
 
 /** A TCP proxy in front of a broker: `reset()` cuts every connection; `holdAnswers(true)` keeps the broker's bytes back until released (`releaseHeld()` passes those held so far). */

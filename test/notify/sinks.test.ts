@@ -5,11 +5,12 @@
  * events in changelog order (a chained checksum per record), duplicates only with the same id.
  * Broker faults: NATS's acknowledgements held back past the time limit (its retries then stored
  * once, by Nats-Msg-Id) and the server killed and restarted, RabbitMQ connections reset and its
- * confirms held back past the time limit, Redis connections killed. Nothing waits on time: each step waits
+ * confirms held back past the time limit, Redis connections killed and the server killed and
+ * restarted (its append-only file written before each answer). Nothing waits on time: each step waits
  * for a state.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -25,7 +26,7 @@ import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { webhookPayload } from '../../src/notify/event-payload.ts';
 import { listSinks, sinkTargets } from '../../src/notify/sinks/index.ts';
 import { waitFor } from '../helpers.ts';
-import { NATS_URL, RABBITMQ_URL, REDIS_URL, startOwnNats, startProxy, uniqueName, type BrokerProxy, type OwnNats } from './brokers.ts';
+import { NATS_URL, RABBITMQ_URL, REDIS_URL, startOwnNats, startOwnRedis, startProxy, uniqueName, type BrokerProxy, type OwnBroker } from './brokers.ts';
 import { tempMirror, type TempMirror } from './helpers.ts';
 
 let mirror: TempMirror;
@@ -120,8 +121,8 @@ async function readNats(url: string, stream: string, count: number): Promise<Rec
 }
 
 /** Reads every entry of a Redis stream key. */
-async function readRedis(key: string): Promise<Received[]> {
-  const client = new Redis(REDIS_URL);
+async function readRedis(key: string, url = REDIS_URL): Promise<Received[]> {
+  const client = new Redis(url);
   try {
     const entries = await client.xrange(key, '-', '+');
     return entries.map(([, fields]) => {
@@ -211,11 +212,14 @@ describe('sinks', () => {
     ]);
   });
 
-  it('loses nothing through broker faults: NATS acknowledging late, then killed and restarted; RabbitMQ connections reset and confirms held back; Redis connections killed', async () => {
+  it('loses nothing through broker faults: NATS acknowledging late, then killed and restarted; RabbitMQ connections reset and confirms held back; Redis connections killed, then the server killed and restarted', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bizops-sinks-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
-    const nats: OwnNats = await startOwnNats(join(dir, 'jetstream'));
+    const nats: OwnBroker = await startOwnNats(join(dir, 'jetstream'));
     cleanups.push(() => nats.kill());
+    mkdirSync(join(dir, 'redis'));
+    const ownRedis: OwnBroker = await startOwnRedis(join(dir, 'redis'));
+    cleanups.push(() => ownRedis.kill());
     const natsProxy: BrokerProxy = await startProxy(Number(new URL(nats.url).port));
     cleanups.push(() => natsProxy.close());
     const rabbitPort = Number(new URL(RABBITMQ_URL).port || 5672);
@@ -224,18 +228,13 @@ describe('sinks', () => {
     const name = uniqueName('f');
     const exchange = `${name}.x`;
     const redisPrefix = `bizops-test:${name}:`;
-    cleanups.push(async () => {
-      const client = new Redis(REDIS_URL);
-      await client.del(`${redisPrefix}deals`);
-      client.disconnect();
-    });
     const rabbit = await rabbitQueue(exchange);
     const rabbitUrl = new URL(RABBITMQ_URL);
     rabbitUrl.port = String(proxy.port);
     const configured = sinks([
       { name: 'to-nats', kind: 'nats', url: `nats://127.0.0.1:${natsProxy.port}`, subjectPrefix: 'faults', stream: 'FAULTS', createStream: true, maxInFlight: 4, ackTimeoutSeconds: 1 },
       { name: 'to-rabbit', kind: 'rabbitmq', url: rabbitUrl.toString(), exchange, maxInFlight: 4, ackTimeoutSeconds: 0.3 },
-      { name: 'to-redis', kind: 'redis-stream', url: REDIS_URL, keyPrefix: redisPrefix, maxInFlight: 4, ackTimeoutSeconds: 1 },
+      { name: 'to-redis', kind: 'redis-stream', url: ownRedis.url, keyPrefix: redisPrefix, maxInFlight: 4, ackTimeoutSeconds: 1 },
     ]);
     const dispatcher = await dispatch(configured);
     const records = ['deal_a', 'deal_b', 'deal_c', 'deal_d'];
@@ -254,7 +253,8 @@ describe('sinks', () => {
     await nats.kill();
     natsProxy.holdAnswers(false);
     natsProxy.reset();
-    const redis = new Redis(REDIS_URL);
+    const redis = new Redis(ownRedis.url);
+    redis.on('error', () => undefined); // its server is killed below
     cleanups.push(async () => redis.disconnect());
     const killRedisClients = async () => {
       const clients = (await redis.client('LIST')) as string;
@@ -269,7 +269,12 @@ describe('sinks', () => {
     proxy.holdAnswers(false);
     proxy.reset();
     await killRedisClients();
+    // Redis killed (SIGKILL) with what it acknowledged in its append-only file, the third round appended while it is away.
+    await ownRedis.kill();
     const third = await appendChanges(records, 3, 3);
+    dispatcher.notify();
+    await waitFor(async () => ((await loadEndpoint(mirror.connection, 'to-redis'))?.consecutiveFailures ?? 0) >= 1, 'a failed XADD to the dead Redis server');
+    await ownRedis.start();
     await nats.start();
     dispatcher.notify();
     const last = third.at(-1)!.seq;
@@ -286,7 +291,7 @@ describe('sinks', () => {
     await waitFor(() => new Set(rabbit.received.map((message) => message.id)).size >= last, 'the queue to hold every event');
     await expectDelivered(rabbit.received, 0);
     expect(rabbit.received.length).toBeGreaterThan(last); // the publishes whose confirms came late were sent again: duplicates, each with its event's id
-    await expectDelivered(await readRedis(`${redisPrefix}deals`), 0);
+    await expectDelivered(await readRedis(`${redisPrefix}deals`, ownRedis.url), 0);
     expect(proxy.connections).toBeGreaterThan(1); // the sink opened its connection again after the reset
   });
 });

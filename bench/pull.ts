@@ -1,0 +1,123 @@
+/**
+ * Benchmark: the pull API (`GET /changes?after=SEQ&limit=L`, docs/mirror.md "Reading over HTTP")
+ * against a plain HTTP server serving the same bytes.
+ *
+ * A mirror of N created transaction events (bench/changelog.ts `buildMirror`, default 100,000,
+ * `BENCH_PULL_EVENTS`); the daemon's HTTP server (`startDaemonHttpServer`) with the changelog's
+ * routes (`changeRoutes`, as the daemon mounts them, behind a read key) on it, in this process. A
+ * first pass reads every page of each size through it and keeps each answer's body; the baseline is
+ * a `node:http` server answering each request with the kept body (the same bytes, looked up by its
+ * `after`, nothing read nor serialised). Then rounds of: a reader paging through the whole
+ * changelog (one request at a time, keep-alive, each body parsed as a consumer would) from the
+ * project's server, then from the plain one (which goes first alternates). The reader, both
+ * servers and the mirror share this process: the CPU time (`process.cpuUsage`) of a pass is the
+ * server's plus the reader's, the reader's the same in both.
+ *
+ * Figures per page size (100, the default, and 1000): events/s of CPU of the project's server over
+ * the plain server's (goal >= 0.95), and each one's events per CPU second; min / median / max of
+ * `BENCH_PULL_RUNS` rounds (default 3); `BENCH_PULL_SIZES` (default `100,1000`) the page sizes. Run alone: `node bench/pull.ts` (prints JSON).
+ */
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Agent, request } from 'undici';
+import { changeRoutes } from '../src/daemon/change-routes.ts';
+import { startDaemonHttpServer } from '../src/daemon/http-server.ts';
+import { RouteTable } from '../src/http/route-table.ts';
+import { openMirror } from '../src/mirror/database.ts';
+import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
+import { ChangeSignal } from '../src/notify/pull/change-signal.ts';
+import { buildMirror } from './changelog.ts';
+import { machineLoad, repeat, spread } from './runs.ts';
+
+const READ_KEY = 'bench-read-key-0123456789abcdef';
+const SIZES = (process.env.BENCH_PULL_SIZES ?? '100,1000').split(',').map(Number);
+
+/** Pages through the whole changelog at `base` with `limit`; the events read and the CPU time the pass took, ms. */
+async function readAll(base: string, limit: number, agent: Agent, keep?: Map<number, string>): Promise<{ events: number; cpuMs: number }> {
+  const before = process.cpuUsage();
+  let after = 0;
+  let events = 0;
+  for (;;) {
+    const answer = await request(`${base}/changes?after=${after}&limit=${limit}`, { dispatcher: agent, headers: { authorization: `Bearer ${READ_KEY}` } });
+    const text = await answer.body.text();
+    if (answer.statusCode !== 200) throw new Error(`GET /changes answered ${answer.statusCode}: ${text.slice(0, 200)}`);
+    keep?.set(after, text);
+    const page = JSON.parse(text) as { events: unknown[]; next: number };
+    if (page.events.length === 0) break;
+    events += page.events.length;
+    after = page.next;
+  }
+  const used = process.cpuUsage(before);
+  return { events, cpuMs: (used.user + used.system) / 1000 };
+}
+
+/** A plain server answering `/changes?after=A` with the kept body for A (the same bytes and content type). */
+async function plainServer(bodies: Map<number, string>): Promise<{ url: string; server: Server }> {
+  const buffers = new Map([...bodies].map(([after, text]) => [after, Buffer.from(text)]));
+  const server = createServer((req, res) => {
+    const after = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('after'));
+    const body = buffers.get(after);
+    if (!body) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(body.length), 'cache-control': 'no-store' });
+    res.end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${address.port}`, server };
+}
+
+export async function run(): Promise<Record<string, number | string>> {
+  const n = Number(process.env.BENCH_PULL_EVENTS ?? 100_000);
+  const runs = Number(process.env.BENCH_PULL_RUNS ?? 3);
+  const loadAtStart = machineLoad();
+  const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-pull-'));
+  const path = join(dir, 'mirror.db');
+  await buildMirror(path, n);
+  const connection = sqliteConnection(openMirror(path));
+  const table = new RouteTable({ readKey: READ_KEY, writeKey: undefined });
+  table.mount(changeRoutes({ executor: connection, signal: new ChangeSignal() }));
+  const project = await startDaemonHttpServer({ host: '127.0.0.1', port: 0, readiness: async () => ({ ready: true, reason: 'bench', status: 200, checkedAt: null }), metrics: async () => ({ contentType: 'text/plain', body: '' }), routes: table });
+  const agent = new Agent({ connections: 1, pipelining: 1 });
+  const figures: Record<string, number | string> = { events: n };
+  try {
+    for (const limit of SIZES) {
+      const bodies = new Map<number, string>();
+      await readAll(project.url, limit, agent, bodies);
+      const plain = await plainServer(bodies);
+      try {
+        // Both warmed alike before the measured rounds (the first pass above warmed the project's).
+        await readAll(plain.url, limit, agent);
+        const rounds = await repeat(runs, async (round) => {
+          if (round % 2 === 0) {
+            const ours = await readAll(project.url, limit, agent);
+            return { ours, plain: await readAll(plain.url, limit, agent) };
+          }
+          const base = await readAll(plain.url, limit, agent);
+          return { ours: await readAll(project.url, limit, agent), plain: base };
+        });
+        const rate = (pass: { events: number; cpuMs: number }) => pass.events / (pass.cpuMs / 1000);
+        figures[`limit=${limit}: pull API / plain server, events per CPU s (goal >= 0.95)`] = spread(rounds.map((r) => rate(r.ours) / rate(r.plain)));
+        figures[`limit=${limit}: events per CPU s (pull API; plain server)`] = `${spread(rounds.map((r) => rate(r.ours)), 0)}; ${spread(rounds.map((r) => rate(r.plain)), 0)}`;
+      } finally {
+        await new Promise((resolve) => plain.server.close(resolve));
+      }
+    }
+  } finally {
+    await agent.close();
+    await project.close();
+    await connection.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  figures.machine = `${loadAtStart} at start, ${machineLoad()} at end`;
+  return figures;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  console.log(JSON.stringify(await run(), null, 2));
+}
