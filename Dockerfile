@@ -25,6 +25,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # npm ci links the workspace packages the lockfile names: their manifests must be there first.
 COPY packages/simulator/package.json ./packages/simulator/
+COPY packages/client/package.json ./packages/client/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 # simulate and demo import the simulator (when run), so the typecheck reads its sources.

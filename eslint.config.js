@@ -33,7 +33,7 @@ const dynamicImportRule = (pattern, message) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'data/', 'coverage/'] },
+  { ignores: ['node_modules/', 'dist/', 'packages/*/dist/', 'data/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

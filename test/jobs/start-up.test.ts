@@ -65,7 +65,9 @@ function expectOneLine(stderr: string, pattern: RegExp): void {
   expect(lines[0]).toMatch(pattern);
 }
 
-const COMMANDS = [['sync'], ['backfill', '--no-progress'], ['daemon']];
+// `backfill` and `sync` are one command body (cli/commands/sync.ts runCommand, the reason apart) up to
+// the mirror's open: `sync` stands for both here; `backfill` runs one of the UNCREATABLE cases below.
+const COMMANDS = [['sync'], ['daemon']];
 
 describe('a mirror that cannot be opened ends the process with one line', () => {
   it.each(COMMANDS)('%s: BIZOPS_DB is a directory -> exit 2 naming BIZOPS_DB', async (...args) => {

@@ -80,6 +80,25 @@ describe('WebhookDispatcher', () => {
     await waitFor(() => target.requests.length === 1, 'the delivery after notify');
   });
 
+  it('webhook delivery stalled after a database error: the loop tries again within seconds though the changelog stays quiet', async () => {
+    const { logger, lines } = capturingLogger();
+    const target = await receiver();
+    // The poll is an hour and nothing notifies again: only the error back-off brings the next round.
+    const running = dispatcher({ endpoints: [endpoint('crm', target)], pollMs: 3_600_000, logger });
+    await running.start();
+    const [event] = await insertChanges(mirror.connection, 1);
+    // The round reading the changelog fails (as while PostgreSQL restarts or SQLite is busy) ...
+    const other = await mirror.connect();
+    await other.exec('ALTER TABLE changes RENAME TO changes_away');
+    running.notify();
+    await waitFor(() => lines.some((line) => line.includes('webhook delivery loop error')), 'the delivery loop error');
+    expect(target.requests).toHaveLength(0);
+    // ... and the database answers again: the event goes out without another change or notify().
+    await other.exec('ALTER TABLE changes_away RENAME TO changes');
+    await waitFor(() => target.requests.length === 1, 'the delivery after the database answered again (a first back-off of 1 s)', 20_000);
+    expect(target.requests[0]!.headers['webhook-id']).toBe(event!.eventId);
+  });
+
   it('strict order (ordering endpoint): a receiver down (refused, then 503) gets every event in order once back, same webhook-id on retries; other endpoints keep receiving; a hanging one holds nobody up', async () => {
     const flaky = await receiver();
     const steady = await receiver();

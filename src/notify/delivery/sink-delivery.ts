@@ -69,8 +69,16 @@ const FLUSH_EVERY_MS = 100;
 /** ...or once this many attempts wait to be written. */
 const FLUSH_EVERY_ATTEMPTS = 200;
 
-/** Longest pause after an unexpected error (database busy, corrupt row) before the loop tries again, ms. */
-const MAX_ERROR_BACKOFF_MS = 60_000;
+/**
+ * Longest pause after an unexpected error (database busy, a PostgreSQL session ended or the server
+ * restarting, a corrupt row) before the loop tries again, ms. The pause starts at the poll (at most
+ * `FIRST_ERROR_BACKOFF_MS`) and doubles. Short, because nothing else ends it once the changelog is
+ * quiet: events already recorded would wait out the whole pause after the database answers again.
+ */
+const MAX_ERROR_BACKOFF_MS = 5_000;
+
+/** The first pause after an unexpected error, ms (the poll when shorter). */
+const FIRST_ERROR_BACKOFF_MS = 1000;
 
 /** One target as the loop needs it. */
 export interface EndpointSettings {
@@ -233,7 +241,7 @@ export class EndpointDelivery {
           return;
         }
         consecutiveErrors += 1;
-        waitMs = Math.min(env.pollMs * 2 ** (consecutiveErrors - 1), MAX_ERROR_BACKOFF_MS);
+        waitMs = Math.min(Math.min(env.pollMs, FIRST_ERROR_BACKOFF_MS) * 2 ** (consecutiveErrors - 1), MAX_ERROR_BACKOFF_MS);
         this.#loaded = false; // read the stored state again
         env.logger.error({ endpoint: this.settings.name, err: error, retryInMs: waitMs }, 'webhook delivery loop error');
       }
