@@ -25,7 +25,7 @@
  */
 import { deploymentSecrets, type Config, type DeploymentConfig } from '../src/config/index.ts';
 import { ConsoleHistory, HISTORY_SAMPLE_MS, HistorySampler, RecentRuns, RunRetries, type ConsoleConnection } from '../src/console/index.ts';
-import type { ApiClientOptions } from '../src/client/index.ts';
+import { assertApiReachable, type ApiClientOptions } from '../src/client/index.ts';
 import {
   ChangelogRetention,
   startDaemonHttpServer,
@@ -175,6 +175,9 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
               logger: context.logger,
             });
 
+      // A closed port or a host name that does not resolve refuses to start, one line naming the address
+      // (src/client/reachability.ts); a host that answers anything at all starts, ready or not.
+      await assertApiReachable(config.baseUrl, deployment.named ? { key: `connections.${config.connection}.baseUrl` } : {});
       // The probe never waits for a budget slot: a paused budget is reported (ready, with the wait), not waited on.
       const budget = context.budgets.budgetFor('default');
       const answers = answersOf.get(config.connection) ?? new ApiAnswers();

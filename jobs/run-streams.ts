@@ -4,6 +4,7 @@
  * Wiring only: the engine does the work.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { assertApiReachable } from '../src/client/index.ts';
 import type { Config, DeploymentConfig } from '../src/config/index.ts';
 import type { Logger } from '../src/logging/index.ts';
 import { streamByName, type StreamName } from '../src/streams/index.ts';
@@ -72,6 +73,12 @@ export async function runConnectionsJob(
     ran = await Promise.all(
       opened.contexts.map(async (context) => {
         const connection = context.config.connection;
+        // A closed port or a host name that does not resolve: one line naming the address within seconds
+        // (src/client/reachability.ts), not every stream retrying in turn.
+        await assertApiReachable(context.config.baseUrl, {
+          ...(deployment.named ? { key: `connections.${connection}.baseUrl` } : {}),
+          ...(runOptions.signal ? { signal: runOptions.signal } : {}),
+        });
         const results = await runStreams(context, streams(context.config), reason, {
           ...runOptions,
           ...(onProgress ? { onProgress: (progress: RunProgress) => onProgress(connection, progress) } : {}),

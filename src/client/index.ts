@@ -25,6 +25,7 @@ export { PRIORITIES, type Priority, type RateBudget, type RateBudgetStats } from
 export { LocalRateBudget, type LocalRateBudgetOptions } from './local-rate-budget.ts';
 export { rateBudgetKey, RedisRateBudget, type RedisRateBudgetOptions } from './redis-rate-budget.ts';
 export { connectProducer, redisConnection } from './redis-connection.ts';
+export { ApiUnreachableError, assertApiReachable, type ReachabilityOptions } from './reachability.ts';
 export {
   escapeUnstorable,
   isStorable,

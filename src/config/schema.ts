@@ -323,9 +323,10 @@ export const configSchema = z.object({
       reconcileSchedule: cronExpression.default('0 17 */6 * * *'),
       /**
        * An `unsupported` stream (its list answered 404) is asked again by a sync at most this often,
-       * seconds; 0 asks on every sync. A backfill or reconciliation always asks.
+       * seconds (default 600: a list that comes back is mirrored within 10 minutes, for one request per
+       * 10 minutes while it stays away); 0 asks on every sync. A backfill or reconciliation always asks.
        */
-      unsupportedProbeSeconds: z.number().int().min(0).default(3600),
+      unsupportedProbeSeconds: z.number().int().min(0).default(600),
       /**
        * Failed runs in a row that make a stream `failing` (one `stream.failing` event;
        * docs/operations.md "Operational events"). Default 3.

@@ -4,7 +4,7 @@
  */
 export { SyncEngine, type RunOptions, type RunProgress, type RunReason, type RunResult, type SyncEngineOptions } from './sync-engine.ts';
 export { assertBaseUrlServes, WrongBaseUrlError, type BaseUrlCheckOptions } from './base-url-check.ts';
-export { verifyStream, VERIFY_SAMPLE_SIZE, type StreamVerification, type VerifyProgress, type VerifyStreamOptions } from './mirror-verify.ts';
+export { verifyStream, VERIFY_SAMPLE_SIZE, type PartitionVerification, type StreamVerification, type VerifyProgress, type VerifyStreamOptions } from './mirror-verify.ts';
 export {
   DEFAULT_FAILING_AFTER_RUNS,
   STREAM_CONDITION_EVENTS,

@@ -98,6 +98,13 @@ export interface StreamVerification {
   pages: number;
   /** A partitioned stream's scanned partitions (how many values were read); absent for an unpartitioned stream. */
   partitions?: number;
+  /**
+   * A partitioned stream's scans, one per partition value in the order read: what each listed and
+   * found (`complete`: the scan listed every record its total names). Extra and outside rows are
+   * decided once every partition was scanned (a record may have moved between them), so they are
+   * counted for the stream only. Absent for an unpartitioned stream.
+   */
+  perPartition?: PartitionVerification[];
   /** Records the API lists that the mirror lacks (or holds tombstoned): how many, and the first ids. */
   missing: { count: number; ids: string[] };
   /** Live mirror records complete scans never listed; null when a scan was not complete. */
@@ -123,6 +130,24 @@ export interface StreamVerification {
   repaired?: { changes: number; tombstones: number; held: number; missesCounted: number };
   /** For `failed`, `unsupported`, `busy` and `incomplete`: what happened. */
   error?: string;
+}
+
+/** One partition's scan within a `StreamVerification` (`verify --json` prints them as `perPartition`). */
+export interface PartitionVerification {
+  /** The partition value read (`locationId` of the corrective actions). */
+  partition: string;
+  /** Whether the scan listed every record its total names. */
+  complete: boolean;
+  /** The last page's `pagination.total`. */
+  total: number;
+  /** Distinct records the scan listed. */
+  listed: number;
+  /** List requests sent. */
+  pages: number;
+  /** Records this partition lists that the mirror lacks (or holds tombstoned). */
+  missing: number;
+  /** Records this partition lists whose fields differ from the mirror's. */
+  stale: number;
 }
 
 /** What `verifyStream` works with. */
@@ -203,6 +228,7 @@ export async function verifyStream(streamName: StreamName | string, options: Ver
   }
   if (plan.values !== undefined) {
     result.partitions = plan.values.length;
+    result.perPartition = [];
     result.outside = { count: 0, ids: [] };
     if (plan.values.length === 0) {
       // Nothing is read: equal when the mirror holds none of its records either.
@@ -357,6 +383,7 @@ class Verification {
       driftStepBacks: 0,
     };
     const sink = new VerifySink(this, stream.key, listing, partition);
+    const found = { missing: this.result.missing.count, stale: this.result.stale.count };
     const run = new StreamRun(
       stream,
       partition,
@@ -392,6 +419,15 @@ class Verification {
       return undefined;
     }
     const outcome = sink.outcome!;
+    this.result.perPartition?.push({
+      partition,
+      complete: outcome.outcome === 'complete' && !outcome.missesWithheld,
+      total: outcome.total,
+      listed: outcome.distinctIds,
+      pages: runResult.pages,
+      missing: this.result.missing.count - found.missing,
+      stale: this.result.stale.count - found.stale,
+    });
     this.result.listed += outcome.distinctIds;
     this.result.total += outcome.total;
     this.totals += outcome.total;

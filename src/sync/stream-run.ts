@@ -44,6 +44,7 @@
  */
 import type { ApiClient } from '../client/client.ts';
 import { NotFoundError } from '../client/api-errors.ts';
+import { withSpan } from '../telemetry/index.ts';
 import { paginateByOffset, type Page, type PageStep, type PositionRange } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -327,6 +328,14 @@ export class StreamRun implements TieReReader {
    * @throws on a failed request or commit, LeaseLostError, or an abort: the checkpoint stands
    */
   async execute(): Promise<void> {
+    const attributes = { 'bizops.stream': this.stream.name, 'bizops.partition': this.partition, 'bizops.mode': this.checkpoint.mode, 'bizops.reason': this.checkpoint.reason };
+    await withSpan('sync.run', attributes, async (span) => {
+      await this.executeRun();
+      span.setAttribute('bizops.status', this.result.status);
+    }, { root: true });
+  }
+
+  private async executeRun(): Promise<void> {
     await this.page();
     if (this.result.status === 'succeeded') {
       this.result.scan = await this.checkScan();
@@ -337,6 +346,14 @@ export class StreamRun implements TieReReader {
 
   /** Fetches (and validates) the run's page at `offset`; `createdBefore` is read at each call (set after the first page). */
   private fetchPage(offset: number): Promise<Page<ApiRecord>> {
+    return withSpan('api.page', { 'bizops.stream': this.stream.name, 'bizops.partition': this.partition, 'bizops.offset': offset }, async (span) => {
+      const page = await this.requestPage(offset);
+      span.setAttribute('bizops.records', page.items.length);
+      return page;
+    });
+  }
+
+  private requestPage(offset: number): Promise<Page<ApiRecord>> {
     const { signal } = this.options;
     signal?.throwIfAborted();
     const { stream, checkpoint } = this;
@@ -397,7 +414,11 @@ export class StreamRun implements TieReReader {
   }
 
   /** One page: the cursor's server time (first page), then records, changelog and checkpoint in one transaction, then notification. */
-  private async commitPage(step: PageStep<ApiRecord>): Promise<void> {
+  private commitPage(step: PageStep<ApiRecord>): Promise<void> {
+    return withSpan('mirror.commit', { 'bizops.stream': this.stream.name, 'bizops.partition': this.partition, 'bizops.offset': step.page.offset, 'bizops.records': step.page.items.length }, () => this.commitPageNow(step));
+  }
+
+  private async commitPageNow(step: PageStep<ApiRecord>): Promise<void> {
     const { checkpoint: run, result } = this;
     const { page } = step;
     this.noteTotal(page.pagination.total, step.kind === 'gap');

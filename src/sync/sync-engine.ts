@@ -53,7 +53,7 @@ export interface SyncEngineOptions {
   leaseSeconds?: number;
   /**
    * An `unsupported` stream is probed again by a sync at most this often, seconds (config
-   * `sync.unsupportedProbeSeconds`). Default 3600; 0 probes on every sync.
+   * `sync.unsupportedProbeSeconds`). Default 600; 0 probes on every sync.
    */
   unsupportedProbeSeconds?: number;
   /**
@@ -545,7 +545,7 @@ export class SyncEngine {
   private probeDue(stream: StreamName, lastProbeAt: string | null): boolean {
     if (lastProbeAt === null) return true;
     if (this.options.probeUnsupportedAtStart && !this.askedSinceStart.has(stream)) return true;
-    const intervalMs = (this.options.unsupportedProbeSeconds ?? 3600) * SECOND_MS;
+    const intervalMs = (this.options.unsupportedProbeSeconds ?? 600) * SECOND_MS;
     return Date.now() - Date.parse(lastProbeAt) >= intervalMs;
   }
 

@@ -1,6 +1,6 @@
 /**
- * `backfill --json`, `sync --json` and `verify --repair --json` for cron jobs: one JSON object on
- * stdout, with one result per stream and per partition of a partitioned stream, and the exit code
+ * `backfill --json`, `sync --json` and `verify [--repair] --json` for cron jobs: one JSON object on
+ * stdout, with one result per stream and per partition of a partitioned stream (verify: `perPartition`), and the exit code
  * the command ends with. Real processes against the simulator and a mirror file.
  */
 import Database from 'better-sqlite3';
@@ -64,5 +64,20 @@ describe('--json results', () => {
     expect(repair.code, repair.stderr).toBe(1);
     const repaired = JSON.parse(repair.stdout) as { equal: boolean; repaired: boolean; streams: { stream: string; status: string; missing: { count: number }; repaired: { changes: number } }[] };
     expect(repaired).toMatchObject({ equal: false, repaired: true, streams: [{ stream: 'deals', status: 'drift', missing: { count: 1 }, repaired: { changes: 1 } }] });
+
+    // verify --json on a partitioned stream: one object per partition read, a row gone from the mirror
+    // counted in its own partition's object.
+    const actions = new Database(dir.file('mirror.db'));
+    const lost = actions.prepare("SELECT id, json_extract(raw, '$.locationId') AS location FROM qa_corrective_actions WHERE deleted_at IS NULL LIMIT 1").get() as { id: string; location: string };
+    actions.prepare('DELETE FROM qa_corrective_actions WHERE id = ?').run(lost.id);
+    actions.close();
+    const check = await runCli(['verify', '--stream', 'qa_corrective_actions', '--json'], env);
+    expect(check.code, check.stderr).toBe(1);
+    const [verified] = (JSON.parse(check.stdout) as { streams: { status: string; listed: number; missing: { count: number }; perPartition: { partition: string; complete: boolean; listed: number; missing: number; stale: number }[] }[] }).streams;
+    expect(verified).toMatchObject({ status: 'drift', missing: { count: 1 } });
+    expect(verified!.perPartition.map((scan) => scan.partition).sort()).toEqual(locations);
+    expect(verified!.perPartition.every((scan) => scan.complete && scan.stale === 0)).toBe(true);
+    expect(verified!.perPartition.reduce((sum, scan) => sum + scan.listed, 0)).toBe(verified!.listed);
+    expect(verified!.perPartition.filter((scan) => scan.missing > 0)).toEqual([expect.objectContaining({ partition: lost.location, missing: 1 })]);
   });
 });

@@ -5,10 +5,12 @@
  * zeros; `enqueue --help` shows each kind's fields. Real processes against the simulator.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { BIN, listRequests, runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
 import { cliEnv } from '../daemon/helpers.ts';
+import { ApiUnreachableError, assertApiReachable } from '../../src/client/index.ts';
 
 let dir: TempDir | undefined;
 let sim: RunningSimulator | undefined;
@@ -62,6 +64,36 @@ describe('messages that help', () => {
     );
     const status = await runCli(['status'], wrong);
     expect(status.stdout).not.toContain('unsupported');
+  });
+
+  it('an API at a closed port: sync and the daemon each end with one line naming the address (exit 1), after trying for at most 10 s', async () => {
+    const env = await setUp();
+    // A port that was just free: nothing listens on it.
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    const away = { ...env, BIZOPS_BASE_URL: `http://127.0.0.1:${closed}`, BIZOPS_HTTP_PORT: '0' };
+    const [sync, daemon] = await Promise.all([runCli(['sync', '--no-progress'], away), runCli(['daemon'], away)]);
+    for (const result of [sync, daemon]) {
+      expect(result.code, result.stderr).toBe(1);
+      const lines = result.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('{'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^bizops-sync: BIZOPS_BASE_URL \\(baseUrl\\): cannot reach the API at http://127\\.0\\.0\\.1:${closed}: connection refused \\(ECONNREFUSED\\); tried for (\\d) s$`));
+    }
+    // No stream ran: nothing was requested of the simulator, nothing marked.
+    expect(sim!.requests).toHaveLength(0);
+  });
+
+  it('a host name that does not resolve is named the same way', async () => {
+    const error = await assertApiReachable('http://no-such-host.invalid:8080', { windowMs: 300, retryDelayMs: 100 }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ApiUnreachableError);
+    expect((error as ApiUnreachableError).message).toMatch(/^BIZOPS_BASE_URL \(baseUrl\): cannot reach the API at http:\/\/no-such-host\.invalid:8080: the host name (does not resolve \(ENOTFOUND\)|could not be resolved \(DNS\) \(EAI_AGAIN\)); tried for 0 s$/);
+    // A host that answers at the TCP level is reachable, whatever it answers over HTTP.
+    sim = await simulator({ size: { transactions: 1, deals: 1, onboardings: 1 } });
+    await expect(assertApiReachable(sim.url, { windowMs: 1_000 })).resolves.toBeUndefined();
   });
 
   it('status shows a run still going as in progress, not as the zeros of a run that did nothing', async () => {

@@ -47,7 +47,7 @@ describe('an unsupported stream', () => {
     const probes = listRequests(world, '/deals').length;
     expect(probes).toBe(1);
 
-    // Within the hour: skipped without a request, and status says why.
+    // Within 10 minutes (the default sync.unsupportedProbeSeconds): skipped without a request, and status says why.
     world.faults.clear();
     expect((await context.engine.run('deals', 'sync')).status).toBe('unsupported');
     expect(listRequests(world, '/deals')).toHaveLength(probes);
@@ -55,8 +55,8 @@ describe('an unsupported stream', () => {
     expect(deals.supported).toBe(false);
     expect(deals.skipped).toMatch(/unsupported since .*\/deals answered 404.*sync\.unsupportedProbeSeconds/);
 
-    // The last probe an hour ago: the next sync asks again, finds the list, and mirrors it.
-    await context.store.updateSyncState('deals', { last_run_started_at: new Date(Date.now() - 3_600_000).toISOString() });
+    // The last probe 10 minutes ago: the next sync asks again, finds the list, and mirrors it.
+    await context.store.updateSyncState('deals', { last_run_started_at: new Date(Date.now() - 600_000).toISOString() });
     const probed = await context.engine.run('deals', 'sync');
     expect(probed).toMatchObject({ status: 'succeeded', records: 25 });
     expect(listRequests(world, '/deals')).toHaveLength(probes + 1);

@@ -1,0 +1,70 @@
+/**
+ * OpenTelemetry traces (docs/operations.md "Traces"): a span per sync run (`sync.run`, the root of
+ * its own trace), per page request (`api.page`) and per page commit (`mirror.commit`) inside it.
+ * Attributes name what was worked on (`bizops.stream`, `bizops.partition`, `bizops.mode`,
+ * `bizops.offset`, `bizops.records`), never a secret or a record's contents.
+ *
+ * Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set and
+ * `OTEL_SDK_DISABLED` is not `true`: then `startTelemetry` loads the SDK (a dynamic import, so a
+ * process without it loads nothing more than @opentelemetry/api) and exports over OTLP/HTTP, the
+ * exporter reading the standard `OTEL_*` variables (headers, timeout, service name). Off, every
+ * span is the API's no-op: `withSpan` costs a function call.
+ */
+import { context, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
+
+const TRACER = 'bizops-sync';
+
+/** A started SDK: `shutdown` flushes the spans still buffered (call it before the process exits). */
+export interface Telemetry {
+  shutdown(): Promise<void>;
+}
+
+/** What `startTelemetry` exports to instead of OTLP (tests: an in-memory exporter's processor). */
+export interface TelemetryOptions {
+  /** Span processors (`@opentelemetry/sdk-trace-base` `SpanProcessor`s); default one batching to OTLP/HTTP. */
+  spanProcessors?: unknown[];
+}
+
+/**
+ * Starts tracing when the environment asks for it (module comment), or always when `options.spanProcessors`
+ * is given. Registers the global tracer provider and the async context manager (spans nest across awaits).
+ * @returns null when tracing stays off
+ */
+export async function startTelemetry(env: NodeJS.ProcessEnv = process.env, options: TelemetryOptions = {}): Promise<Telemetry | null> {
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (!options.spanProcessors && (!endpoint || env.OTEL_SDK_DISABLED === 'true')) return null;
+  const { NodeTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-node');
+  let processors = options.spanProcessors as InstanceType<typeof BatchSpanProcessor>[] | undefined;
+  if (!processors) {
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+    processors = [new BatchSpanProcessor(new OTLPTraceExporter())];
+  }
+  const provider = new NodeTracerProvider({ spanProcessors: processors });
+  provider.register();
+  return {
+    async shutdown() {
+      await provider.shutdown();
+      trace.disable();
+      context.disable();
+    },
+  };
+}
+
+/**
+ * Runs `fn` inside a span named `name` with `attributes`; the span ends when `fn` settles, with an
+ * error status and the exception recorded when it throws (the error is rethrown).
+ * @param options.root start a new trace (a sync run) instead of a child of the active span
+ */
+export async function withSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, options: { root?: boolean } = {}): Promise<T> {
+  return trace.getTracer(TRACER).startActiveSpan(name, { attributes, root: options.root ?? false }, async (span) => {
+    try {
+      return await fn(span);
+    } catch (error) {
+      span.recordException(error as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}

@@ -1,0 +1,55 @@
+/**
+ * A backfill's traces (docs/operations.md "Traces"), received through the SDK's in-memory exporter:
+ * each stream's run is one trace, rooted at its `sync.run` span, holding an `api.page` span per page
+ * request and a `mirror.commit` span per page commit; attributes name the stream, never a token or
+ * a record's contents. Without OTEL_EXPORTER_OTLP_ENDPOINT tracing stays off.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { startTelemetry, type Telemetry } from '../../src/telemetry/index.ts';
+import { syncFixtures } from '../helpers.ts';
+
+const fixtures = syncFixtures();
+const exporter = new InMemorySpanExporter();
+let telemetry: Telemetry | null = null;
+
+beforeAll(async () => {
+  expect(await startTelemetry({})).toBeNull();
+  telemetry = await startTelemetry({}, { spanProcessors: [new SimpleSpanProcessor(exporter)] });
+});
+afterAll(async () => telemetry?.shutdown());
+
+describe('traces', () => {
+  it("a backfill's spans form one trace per run: its pages' requests and commits under its sync.run", async () => {
+    const { context, sim } = await fixtures.start({ size: { transactions: 25, deals: 3, onboardings: 2 } });
+    exporter.reset();
+    const transactions = await context.engine.run('transactions', 'backfill');
+    const deals = await context.engine.run('deals', 'backfill');
+    expect([transactions.status, deals.status]).toEqual(['succeeded', 'succeeded']);
+    const spans = exporter.getFinishedSpans();
+    const runs = spans.filter((span) => span.name === 'sync.run');
+    expect(runs.map((span) => span.attributes['bizops.stream'])).toEqual(['transactions', 'deals']);
+    expect(new Set(runs.map((span) => span.spanContext().traceId)).size).toBe(2);
+    for (const run of runs) {
+      expect(run.parentSpanContext).toBeUndefined();
+      expect(run.attributes).toMatchObject({ 'bizops.mode': 'complete', 'bizops.status': 'succeeded' });
+      const inTrace = spans.filter((span) => span.spanContext().traceId === run.spanContext().traceId);
+      const pages = inTrace.filter((span) => span.name === 'api.page');
+      const commits = inTrace.filter((span) => span.name === 'mirror.commit');
+      expect(pages.length).toBeGreaterThan(0);
+      expect(commits.length).toBe(pages.length);
+      for (const span of [...pages, ...commits]) {
+        expect(span.parentSpanContext?.spanId).toBe(run.spanContext().spanId);
+        expect(span.attributes['bizops.stream']).toBe(run.attributes['bizops.stream']);
+      }
+    }
+    // The page requests' records add up to the stream's: 25 transactions listed.
+    const transactionPages = spans.filter((span) => span.name === 'api.page' && span.attributes['bizops.stream'] === 'transactions');
+    expect(transactionPages.reduce((sum, span) => sum + Number(span.attributes['bizops.records']), 0)).toBe(25);
+    // Names and counts only: no token, no record field.
+    const text = JSON.stringify(spans.map((span) => [span.name, span.attributes, span.events]));
+    expect(text).not.toContain(String(sim.tokens.admin));
+    const firstTransaction = sim.world.groundTruth('transactions')[0] as { id: string };
+    expect(text).not.toContain(firstTransaction.id);
+  });
+});
