@@ -1,6 +1,7 @@
 /**
  * OpenTelemetry traces (docs/operations.md "Traces"): a span per sync run (`sync.run`, the root of
- * its own trace), per page request (`api.page`) and per page commit (`mirror.commit`) inside it.
+ * its own trace), per page request (`api.page`) and per page commit (`mirror.commit`) inside it; a
+ * trace per webhook delivery attempt (`webhook.deliver`) and per write send (`write.send`).
  * Attributes name what was worked on (`bizops.stream`, `bizops.partition`, `bizops.mode`,
  * `bizops.offset`, `bizops.records`), never a secret or a record's contents.
  *
@@ -37,7 +38,9 @@ export async function startTelemetry(env: NodeJS.ProcessEnv = process.env, optio
   let processors = options.spanProcessors as InstanceType<typeof BatchSpanProcessor>[] | undefined;
   if (!processors) {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-    processors = [new BatchSpanProcessor(new OTLPTraceExporter())];
+    // The signal's own variable is the whole URL; the general one is a base the path is appended to (OTLP spec).
+    const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${env.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/+$/, '')}/v1/traces`;
+    processors = [new BatchSpanProcessor(new OTLPTraceExporter({ url }))];
   }
   const provider = new NodeTracerProvider({ spanProcessors: processors });
   provider.register();

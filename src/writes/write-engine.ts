@@ -42,6 +42,7 @@
  * Outcomes are recorded with their change row (`write.succeeded`, `write.failed`,
  * `write.needs_review`) and the mirror write-through in one transaction (store.ts).
  */
+import { withSpan } from '../telemetry/index.ts';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
@@ -272,7 +273,16 @@ export class WriteEngine {
     return this.send(write, kind, payload, run);
   }
 
-  private async send(write: WriteRecord, kind: WriteKind, payload: unknown, run: ClaimedRun): Promise<WriteProcessResult> {
+  private send(write: WriteRecord, kind: WriteKind, payload: unknown, run: ClaimedRun): Promise<WriteProcessResult> {
+    // One trace per send (src/telemetry): the write's id and kind, never its payload.
+    return withSpan('write.send', { 'bizops.write_id': write.id, 'bizops.write_kind': write.kind }, async (span) => {
+      const result = await this.sendNow(write, kind, payload, run);
+      span.setAttribute('bizops.action', result.action);
+      return result;
+    }, { root: true });
+  }
+
+  private async sendNow(write: WriteRecord, kind: WriteKind, payload: unknown, run: ClaimedRun): Promise<WriteProcessResult> {
     let sentAt: string | undefined;
     let response: ApiResponse<unknown>;
     try {

@@ -7,6 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startTelemetry, type Telemetry } from '../../src/telemetry/index.ts';
+import { Agent } from 'undici';
+import { readChanges } from '../../src/notify/index.ts';
+import { webhookSender } from '../../src/notify/webhooks/webhook-sender.ts';
+import { newWebhookSecret, WebhookReceiver } from '../daemon/helpers.ts';
 import { syncFixtures } from '../helpers.ts';
 
 const fixtures = syncFixtures();
@@ -51,5 +55,23 @@ describe('traces', () => {
     expect(text).not.toContain(String(sim.tokens.admin));
     const firstTransaction = sim.world.groundTruth('transactions')[0] as { id: string };
     expect(text).not.toContain(firstTransaction.id);
+
+    // A webhook delivery is a trace of its own naming the endpoint and the event, not its URL or secret.
+    const receiver = await new WebhookReceiver().start();
+    const http = new Agent();
+    try {
+      const [event] = await readChanges(context.connection, { limit: 1 });
+      const secret = newWebhookSecret();
+      const sender = webhookSender({ name: 'crm', url: receiver.url, secret, events: ['*'] } as Parameters<typeof webhookSender>[0], { timeoutMs: 5_000, http });
+      exporter.reset();
+      expect((await sender.send(event!, new AbortController().signal)).ok).toBe(true);
+      const [delivery] = exporter.getFinishedSpans();
+      expect(delivery).toMatchObject({ name: 'webhook.deliver', parentSpanContext: undefined, attributes: { 'bizops.endpoint': 'crm', 'bizops.event_id': event!.eventId, 'bizops.seq': event!.seq, 'bizops.stream': event!.stream } });
+      expect(JSON.stringify(delivery!.attributes)).not.toContain(receiver.url);
+      expect(JSON.stringify(delivery!.attributes)).not.toContain(secret);
+    } finally {
+      await http.close();
+      await receiver.close();
+    }
   });
 });

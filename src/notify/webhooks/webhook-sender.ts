@@ -6,6 +6,7 @@ import type { Dispatcher } from 'undici';
 import type { WebhookEndpointConfig } from '../../config/schema.ts';
 import type { ChangeEvent } from '../changelog-reader.ts';
 import type { DeliveryOutcome, SinkSender } from '../delivery/sink-kind.ts';
+import { withSpan } from '../../telemetry/index.ts';
 import { deliverWebhook } from './delivery.ts';
 import { buildWebhookMessage, signerForEndpoint } from './signing.ts';
 
@@ -23,7 +24,9 @@ export function webhookSender(endpoint: WebhookEndpointConfig, options: WebhookS
   const signer = signerForEndpoint(endpoint);
   return {
     send(event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
-      return deliverWebhook(endpoint.url, buildWebhookMessage(event), signer, { timeoutMs: options.timeoutMs, dispatcher: options.http, signal });
+      // One trace per attempt (src/telemetry): the endpoint and the event named, never the URL (it may hold credentials) nor the body.
+      const attributes = { 'bizops.endpoint': endpoint.name, 'bizops.event_id': event.eventId, 'bizops.event_type': event.type, 'bizops.seq': event.seq, 'bizops.stream': event.stream, 'bizops.partition': event.partition ?? '' };
+      return withSpan('webhook.deliver', attributes, () => deliverWebhook(endpoint.url, buildWebhookMessage(event), signer, { timeoutMs: options.timeoutMs, dispatcher: options.http, signal }), { root: true });
     },
     // The undici dispatcher is the delivery dispatcher's (shared by every endpoint): it closes it.
     close: () => Promise.resolve(),
