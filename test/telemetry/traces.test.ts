@@ -12,6 +12,7 @@ import { readChanges } from '../../src/notify/index.ts';
 import { webhookSender } from '../../src/notify/webhooks/webhook-sender.ts';
 import { newWebhookSecret, WebhookReceiver } from '../daemon/helpers.ts';
 import { syncFixtures } from '../helpers.ts';
+import { deleteKeys, requireRedis, writeStack } from '../writes/support.ts';
 
 const fixtures = syncFixtures();
 const exporter = new InMemorySpanExporter();
@@ -72,6 +73,28 @@ describe('traces', () => {
     } finally {
       await http.close();
       await receiver.close();
+    }
+  });
+
+  it("a write's send is a trace of its own naming the write, its kind and what was done, never its payload", async () => {
+    await requireRedis();
+    const fixture = await fixtures.start({ size: { transactions: 5, deals: 3, onboardings: 2 } });
+    const id = Math.random().toString(36).slice(2, 10);
+    const bed = { dir: fixture.dir.path, dbPath: '', connection: fixture.context.connection, prefix: `test-traces-${id}`, budgetPrefix: `test-traces-rate-${id}`, queueName: 'writes', cleanup: async () => {} };
+    const stack = await writeStack(fixture.sim, bed, {});
+    try {
+      exporter.reset();
+      const write = await stack.intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 4200, description: 'Traced payload text' });
+      expect((await stack.finished(write.id)).status).toBe('succeeded');
+      const sends = exporter.getFinishedSpans().filter((span) => span.name === 'write.send');
+      expect(sends).toHaveLength(1);
+      expect(sends[0]).toMatchObject({ parentSpanContext: undefined, attributes: { 'bizops.write_id': write.id, 'bizops.write_kind': 'transaction.create' } });
+      expect(typeof sends[0]!.attributes['bizops.action']).toBe('string');
+      expect(JSON.stringify(sends[0]!.attributes)).not.toContain('Traced payload text');
+    } finally {
+      await stack.close();
+      await deleteKeys(`${bed.prefix}:*`);
+      await deleteKeys(`${bed.budgetPrefix}:*`);
     }
   });
 });
