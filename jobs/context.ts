@@ -398,6 +398,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
     const engine = new SyncEngine({
       conditions,
       client,
+      company: config.companyId,
       store,
       logger,
       overlapSeconds: config.sync.overlapSeconds,

@@ -175,6 +175,8 @@ const SECOND_MS = 1000;
 export interface RunEnvironment {
   /** Lists pages; requests go at priority `incremental` (sync) or `backfill` (backfill, reconcile). */
   client: ApiClient;
+  /** The company the run mirrors (config `companyId`): its trace spans' `bizops.company`. */
+  company?: string;
   /** The mirror, outside a transaction (reads that need no fence). */
   store: MirrorStore;
   logger: Logger;
@@ -328,7 +330,13 @@ export class StreamRun implements TieReReader {
    * @throws on a failed request or commit, LeaseLostError, or an abort: the checkpoint stands
    */
   async execute(): Promise<void> {
-    const attributes = { 'bizops.stream': this.stream.name, 'bizops.partition': this.partition, 'bizops.mode': this.checkpoint.mode, 'bizops.reason': this.checkpoint.reason };
+    const attributes = {
+      'bizops.stream': this.stream.name,
+      'bizops.partition': this.partition,
+      'bizops.mode': this.checkpoint.mode,
+      'bizops.reason': this.checkpoint.reason,
+      ...(this.environment.company !== undefined ? { 'bizops.company': this.environment.company } : {}),
+    };
     await withSpan('sync.run', attributes, async (span) => {
       await this.executeRun();
       span.setAttribute('bizops.status', this.result.status);

@@ -30,6 +30,8 @@ export { MASS_DELETION_HELD, type RunOptions, type RunProgress, type RunReason, 
 export interface SyncEngineOptions {
   /** Lists pages; requests go at priority `incremental` (sync) or `backfill` (backfill, reconcile). */
   client: ApiClient;
+  /** The company the runs mirror (config `companyId`): the `bizops.company` attribute of their trace spans. */
+  company?: string;
   /** Where each page's records, changes and checkpoint commit together. */
   store: MirrorStore;
   logger?: Logger;
@@ -449,6 +451,7 @@ export class SyncEngine {
       client: this.client,
       store: this.store,
       logger: this.logger,
+      ...(this.options.company !== undefined ? { company: this.options.company } : {}),
       database: (step) => this.database(stream.name, step, signal),
       fenced: (fn) => this.fenced(stream.name, fn),
       beforeRequest: () => this.leaseBeforeRequest(stream.name),

@@ -36,7 +36,7 @@ describe('traces', () => {
     expect(new Set(runs.map((span) => span.spanContext().traceId)).size).toBe(2);
     for (const run of runs) {
       expect(run.parentSpanContext).toBeUndefined();
-      expect(run.attributes).toMatchObject({ 'bizops.mode': 'complete', 'bizops.status': 'succeeded' });
+      expect(run.attributes).toMatchObject({ 'bizops.mode': 'complete', 'bizops.status': 'succeeded', 'bizops.company': context.config.companyId });
       const inTrace = spans.filter((span) => span.spanContext().traceId === run.spanContext().traceId);
       const pages = inTrace.filter((span) => span.name === 'api.page');
       const commits = inTrace.filter((span) => span.name === 'mirror.commit');
