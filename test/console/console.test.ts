@@ -125,7 +125,8 @@ describe('the operator console', { timeout: 120_000 }, () => {
     let hooksDown = true;
     hooks.handler = (_request, response) => {
       if (!hooksDown) return false;
-      response.writeHead(500, { 'content-type': 'text/plain' }).end('receiver down for maintenance');
+      // Retry-After: a pause long enough (60 s) that it cannot end between reading the page and clicking "Retry now".
+      response.writeHead(500, { 'content-type': 'text/plain', 'retry-after': '60' }).end('receiver down for maintenance');
       return true;
     };
     const webhookSecret = newWebhookSecret();
@@ -230,7 +231,12 @@ describe('the operator console', { timeout: 120_000 }, () => {
     expect(await forged.text()).toMatch(/no valid CSRF token/);
 
     // The receiver is back. Taken for down, the endpoint is paused: "Retry now" ends the pause at once.
-    expect(await rowText(page, 'Webhook endpoints', 'env')).toMatch(/paused until /);
+    // (Its first failures may not have paused it yet when the page was read.)
+    await waitFor(async () => {
+      if (/paused until /.test(await rowText(page, 'Webhook endpoints', 'env'))) return true;
+      await page.goto(url);
+      return false;
+    }, 'the endpoint to read paused', 30_000);
     hooksDown = false;
     await page.getByRole('button', { name: 'Retry env now' }).click();
     await page.getByRole('status').waitFor();
