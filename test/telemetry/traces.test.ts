@@ -12,6 +12,10 @@ import { readChanges } from '../../src/notify/index.ts';
 import { webhookSender } from '../../src/notify/webhooks/webhook-sender.ts';
 import { newWebhookSecret, WebhookReceiver } from '../daemon/helpers.ts';
 import { syncFixtures } from '../helpers.ts';
+import { configSchema } from '../../src/config/schema.ts';
+import { sinkSender } from '../../src/notify/sinks/sink-targets.ts';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 import { deleteKeys, requireRedis, writeStack } from '../writes/support.ts';
 
 const fixtures = syncFixtures();
@@ -70,6 +74,25 @@ describe('traces', () => {
       expect(delivery).toMatchObject({ name: 'webhook.deliver', parentSpanContext: undefined, attributes: { 'bizops.endpoint': 'crm', 'bizops.event_id': event!.eventId, 'bizops.seq': event!.seq, 'bizops.stream': event!.stream } });
       expect(JSON.stringify(delivery!.attributes)).not.toContain(receiver.url);
       expect(JSON.stringify(delivery!.attributes)).not.toContain(secret);
+
+      // A publish to a sink (Redis Streams here) is a trace of its own too, without the sink's URL.
+      const key = `test-traces-sink-${Math.random().toString(36).slice(2, 10)}`;
+      const [sink] = configSchema.parse({ baseUrl: 'http://127.0.0.1:9', tokens: { default: 'tok_default_0000' }, sinks: [{ name: 'feed', kind: 'redis-stream', url: REDIS_URL, key, events: ['*'] }] }).sinks;
+      const publisher = await sinkSender(sink!);
+      try {
+        exporter.reset();
+        expect((await publisher.send(event!, new AbortController().signal)).ok).toBe(true);
+        const [published] = exporter.getFinishedSpans();
+        expect(published).toMatchObject({
+          name: 'sink.deliver',
+          parentSpanContext: undefined,
+          attributes: { 'bizops.sink': 'feed', 'bizops.sink_kind': 'redis-stream', 'bizops.event_id': event!.eventId, 'bizops.seq': event!.seq, 'bizops.delivered': true },
+        });
+        expect(JSON.stringify(published!.attributes)).not.toContain(REDIS_URL);
+      } finally {
+        await publisher.close();
+        await deleteKeys(`${key}*`);
+      }
     } finally {
       await http.close();
       await receiver.close();
