@@ -60,23 +60,26 @@ export class LeasedWebhookDelivery {
   }
 
   /**
-   * Starts delivering under `lease` (after any earlier `end`). A start that fails (the database
-   * busy or away) is logged and tried again after `retryMs` (default 1000) until it starts or `end`
-   * is called.
+   * Starts delivering under `lease` (after any earlier `end`). A creation or start that fails (the
+   * database busy or away) is logged and tried again after `retryMs` (default 1000) until it starts
+   * or `end` is called.
    */
   begin(lease: HeldLease, retryMs = 1000): Promise<void> {
     this.#holding = lease;
     return this.#enqueue(async () => {
       if (this.#holding !== lease) return; // ended (or taken again) meanwhile
       await this.#stopCurrent();
-      const dispatcher = await this.#options.create({
-        fence: (tx) => this.#options.confirm(tx, lease),
-        mayDeliver: () => this.#holding === lease && leaseKnownValid(lease),
-      });
+      // Its creation is retried like its start: creating it reads and registers the endpoints, which a
+      // database busy at the daemon's start (another connection on the SQLite file) refuses for a while.
+      let dispatcher: DeliveryDispatcher | undefined;
       try {
+        dispatcher = await this.#options.create({
+          fence: (tx) => this.#options.confirm(tx, lease),
+          mayDeliver: () => this.#holding === lease && leaseKnownValid(lease),
+        });
         await dispatcher.start();
       } catch (error) {
-        await dispatcher.stop();
+        await dispatcher?.stop();
         setTimeout(() => {
           if (this.#holding === lease && this.#current === null) void this.begin(lease, retryMs);
         }, retryMs).unref();
