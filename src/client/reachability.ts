@@ -10,7 +10,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { connect } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
+import pRetry from 'p-retry';
 
 /** The API's host refused or could not be found for the whole window; the message names the address and the cause. */
 export class ApiUnreachableError extends Error {
@@ -90,16 +90,19 @@ export async function assertApiReachable(baseUrl: string, options: ReachabilityO
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
   const started = Date.now();
-  for (;;) {
-    try {
-      await tryConnect(host, port, Math.max(100, Math.min(options.attemptTimeoutMs ?? 3_000, windowMs - (Date.now() - started))));
-      return;
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? 'ECONNECT';
-      if (options.signal?.aborted || Date.now() - started + (options.retryDelayMs ?? 1_000) >= windowMs) {
-        throw new ApiUnreachableError(printable(url), code, DETAILS[code] ?? (error as Error).message, Date.now() - started, options.key ?? 'BIZOPS_BASE_URL (baseUrl)');
-      }
-      await sleep(options.retryDelayMs ?? 1_000, undefined, { signal: options.signal }).catch(() => undefined);
-    }
+  try {
+    // p-retry (as src/client/retry.ts): an attempt every `retryDelayMs`, the last one starting a delay before the window ends.
+    const retryDelayMs = options.retryDelayMs ?? 1_000;
+    await pRetry(() => tryConnect(host, port, Math.max(100, Math.min(options.attemptTimeoutMs ?? 3_000, windowMs - (Date.now() - started)))), {
+      retries: Number.POSITIVE_INFINITY,
+      factor: 1,
+      minTimeout: retryDelayMs,
+      randomize: false,
+      maxRetryTime: Math.max(0, windowMs - retryDelayMs),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'ECONNECT';
+    throw new ApiUnreachableError(printable(url), code, DETAILS[code] ?? (error as Error).message, Date.now() - started, options.key ?? 'BIZOPS_BASE_URL (baseUrl)');
   }
 }

@@ -7,7 +7,9 @@
  * the same for every kind. A new kind is one file: a `SinkSender` factory registered in
  * src/notify/sinks/sink-kinds.ts.
  */
+import type { Attributes } from '@opentelemetry/api';
 import type { ChangeEvent } from '../changelog-reader.ts';
+import { withSpan } from '../../telemetry/index.ts';
 
 /** An event the sink acknowledged: a webhook receiver's 2xx, a broker's publish acknowledgement. */
 export interface DeliverySuccess {
@@ -72,4 +74,38 @@ export function describeError(error: unknown): string {
   const code = (error as { code?: unknown }).code;
   const cause = error.cause instanceof Error && error.cause.message !== error.message ? `: ${error.cause.message}` : '';
   return `${typeof code === 'string' && !error.message.includes(code) ? `${code} ` : ''}${error.message}${cause}`.replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * `sender` with each attempt a trace of its own (docs/operations.md "Traces"): a root span `name`
+ * carrying `target` (which endpoint or sink), the event's id, type, seq, stream and partition, and
+ * whether it was delivered; never a URL (it may hold credentials) nor the body. Every kind's factory
+ * wraps its sender with it, so the attributes are the same for webhooks and brokers.
+ * @param name the span's name: `webhook.deliver`, `sink.deliver`
+ * @param target the target's attributes, e.g. `{ 'bizops.endpoint': 'crm' }`
+ */
+export function tracedSender(sender: SinkSender, name: string, target: Attributes): SinkSender {
+  return {
+    send(event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
+      const attributes = {
+        ...target,
+        'bizops.event_id': event.eventId,
+        'bizops.event_type': event.type,
+        'bizops.seq': event.seq,
+        'bizops.stream': event.stream,
+        'bizops.partition': event.partition ?? '',
+      };
+      return withSpan(
+        name,
+        attributes,
+        async (span) => {
+          const outcome = await sender.send(event, signal);
+          span.setAttribute('bizops.delivered', outcome.ok);
+          return outcome;
+        },
+        { root: true },
+      );
+    },
+    close: () => sender.close(),
+  };
 }

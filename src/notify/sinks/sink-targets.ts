@@ -5,44 +5,17 @@
 import type { SinkConfig } from '../../config/schema.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import type { DeliveryTarget } from '../delivery/delivery-dispatcher.ts';
-import type { DeliveryOutcome, SinkSender } from '../delivery/sink-kind.ts';
-import type { ChangeEvent } from '../changelog-reader.ts';
-import { withSpan } from '../../telemetry/index.ts';
+import { tracedSender, type SinkSender } from '../delivery/sink-kind.ts';
 import { listDeliveryTargets, replayFailedDeliveries, type FailedReplayOutcome, type ListWebhookEndpointsOptions, type WebhookEndpointListing } from '../delivery/target-admin.ts';
 import { SINK_KIND_LOADERS } from './sink-kinds.ts';
 
 /**
- * The sender of one sink (its kind's module loaded on first use). Each publish is a trace of its own
- * (`sink.deliver`: the sink, its kind, the event's id, type, seq, stream and partition; never the URL,
- * which may hold credentials, nor the body), as a webhook delivery is (docs/operations.md "Traces").
+ * The sender of one sink (its kind's module loaded on first use), each publish a trace of its own
+ * (`sink.deliver`, naming the sink and its kind, never its URL: `tracedSender`).
  */
 export async function sinkSender(sink: SinkConfig): Promise<SinkSender> {
   const create = await SINK_KIND_LOADERS[sink.kind]();
-  const sender = create(sink);
-  return {
-    send(event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
-      const attributes = {
-        'bizops.sink': sink.name,
-        'bizops.sink_kind': sink.kind,
-        'bizops.event_id': event.eventId,
-        'bizops.event_type': event.type,
-        'bizops.seq': event.seq,
-        'bizops.stream': event.stream,
-        'bizops.partition': event.partition ?? '',
-      };
-      return withSpan(
-        'sink.deliver',
-        attributes,
-        async (span) => {
-          const outcome = await sender.send(event, signal);
-          span.setAttribute('bizops.delivered', outcome.ok);
-          return outcome;
-        },
-        { root: true },
-      );
-    },
-    close: () => sender.close(),
-  };
+  return tracedSender(create(sink), 'sink.deliver', { 'bizops.sink': sink.name, 'bizops.sink_kind': sink.kind });
 }
 
 /**

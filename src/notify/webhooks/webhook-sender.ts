@@ -5,8 +5,7 @@
 import type { Dispatcher } from 'undici';
 import type { WebhookEndpointConfig } from '../../config/schema.ts';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import type { DeliveryOutcome, SinkSender } from '../delivery/sink-kind.ts';
-import { withSpan } from '../../telemetry/index.ts';
+import { tracedSender, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
 import { deliverWebhook } from './delivery.ts';
 import { buildWebhookMessage, signerForEndpoint } from './signing.ts';
 
@@ -22,13 +21,12 @@ export interface WebhookSenderOptions {
  */
 export function webhookSender(endpoint: WebhookEndpointConfig, options: WebhookSenderOptions): SinkSender {
   const signer = signerForEndpoint(endpoint);
-  return {
-    send(event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
-      // One trace per attempt (src/telemetry): the endpoint and the event named, never the URL (it may hold credentials) nor the body.
-      const attributes = { 'bizops.endpoint': endpoint.name, 'bizops.event_id': event.eventId, 'bizops.event_type': event.type, 'bizops.seq': event.seq, 'bizops.stream': event.stream, 'bizops.partition': event.partition ?? '' };
-      return withSpan('webhook.deliver', attributes, () => deliverWebhook(endpoint.url, buildWebhookMessage(event), signer, { timeoutMs: options.timeoutMs, dispatcher: options.http, signal }), { root: true });
-    },
+  const sender: SinkSender = {
+    send: (event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome> =>
+      deliverWebhook(endpoint.url, buildWebhookMessage(event), signer, { timeoutMs: options.timeoutMs, dispatcher: options.http, signal }),
     // The undici dispatcher is the delivery dispatcher's (shared by every endpoint): it closes it.
     close: () => Promise.resolve(),
   };
+  // One trace per attempt (src/telemetry), naming the endpoint, never its URL.
+  return tracedSender(sender, 'webhook.deliver', { 'bizops.endpoint': endpoint.name });
 }
