@@ -115,16 +115,25 @@ export const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
 
 /**
  * Applies every migration newer than the file's `user_version`, each in its own transaction.
+ * Each transaction takes the write lock (IMMEDIATE) before it reads the version, so two processes
+ * opening a new file at once (a `sync` beside a starting daemon) never both apply a migration: the
+ * second waits for the first's commit, then finds it applied.
  * @throws Error when the file's version is newer than this build knows.
  */
 function migrate(db: MirrorDatabase): void {
-  const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > SCHEMA_VERSION) {
-    throw new Error(`the mirror database is at schema version ${current}, newer than this bizops-sync (${SCHEMA_VERSION}); upgrade bizops-sync`);
-  }
+  const version = (): number => db.pragma('user_version', { simple: true }) as number;
+  const newer = (current: number): void => {
+    if (current > SCHEMA_VERSION) {
+      throw new Error(`the mirror database is at schema version ${current}, newer than this bizops-sync (${SCHEMA_VERSION}); upgrade bizops-sync`);
+    }
+  };
+  newer(version());
   for (const migration of MIGRATIONS) {
-    if (migration.version <= current) continue;
+    if (migration.version <= version()) continue;
     db.transaction(() => {
+      const current = version();
+      newer(current);
+      if (migration.version <= current) return;
       db.exec(migration.sql);
       db.pragma(`user_version = ${migration.version}`);
     }).immediate();
