@@ -19,9 +19,14 @@
  *        its key: one route table, jobs/daemon-routes.ts)
  *     -> per connection, the changelog's retention (changes.retainDays), hourly
  *
- * `stop()` undoes it in order: abort runs (checkpoints stand) and stop cron, stop the dispatcher,
- * release the leases (a replica takes them at its next round), close the HTTP server, close the
- * context's parts, flush the log.
+ * The parts that run on their own (lease keeper, webhook delivery, write worker, retention, stale
+ * watch, console samples, scheduler) start through each connection's part supervisor
+ * (src/daemon/part-supervisor.ts): a start that fails is tried again until it runs, and `/readyz`
+ * and `bizops_daemon_part_running` show each part's state.
+ *
+ * `stop()` undoes it in order: each connection's parts stop once (abort runs, checkpoints stand, and
+ * stop cron first; the dispatcher; the leases last, released: a replica takes them at its next
+ * round), then close the HTTP server, close the context's parts, flush the log.
  */
 import { deploymentSecrets, type Config, type DeploymentConfig } from '../src/config/index.ts';
 import { ConsoleHistory, HISTORY_SAMPLE_MS, HistorySampler, RecentRuns, RunRetries, type ConsoleConnection } from '../src/console/index.ts';
