@@ -43,8 +43,9 @@ import {
   listConsumers,
   loadConsumer,
   noteConsumerRead,
-  readChangesPage,
   readConsumerSnapshot,
+  readEncodedChangesPage,
+  changesPageJson,
   REGISTER_CONSUMER_BODY,
   REGISTER_CONSUMER_QUERY,
   registerConsumer,
@@ -52,9 +53,9 @@ import {
   RESET_CONSUMER_QUERY,
   resetConsumer,
   SNAPSHOT_PAGE,
-  type ChangesPage,
+  type EncodedChangesPage,
 } from '../notify/pull/index.ts';
-import { sendJson } from './read-access.ts';
+import { sendJson, sendJsonText } from './read-access.ts';
 
 /** What the routes of one connection read and wait on. */
 export interface ChangeRoutesOptions {
@@ -196,16 +197,16 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
   const specs = CHANGE_ROUTE_SPECS;
 
   /** Reads a page, and while it is empty, waits for changes up to `waitMs` (or the client leaving). */
-  const longPoll = async (request: IncomingMessage, response: ServerResponse, waitMs: number, read: () => Promise<ChangesPage>): Promise<ChangesPage> => {
+  const longPoll = async (request: IncomingMessage, response: ServerResponse, waitMs: number, read: () => Promise<EncodedChangesPage>): Promise<EncodedChangesPage> => {
     let page = await read();
-    if (page.events.length > 0 || waitMs <= 0) return page;
+    if (page.eventCount > 0 || waitMs <= 0) return page;
     const left = new AbortController();
     const onClose = () => left.abort();
     response.once('close', onClose);
     request.once('aborted', onClose);
     try {
       const deadline = Date.now() + waitMs;
-      while (page.events.length === 0 && !left.signal.aborted) {
+      while (page.eventCount === 0 && !left.signal.aborted) {
         const remaining = deadline - Date.now();
         if (remaining <= 0) break;
         await options.signal.wait(Math.min(remaining, pollMs), left.signal);
@@ -222,11 +223,15 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
   const answer = (response: ServerResponse, status: number, body: unknown) => {
     if (!response.writableEnded && !response.destroyed) sendJson(response, status, body);
   };
+  /** Sends a page of changes (with the consumer's name first for a consumer's read) unless the client left. */
+  const answerPage = (response: ServerResponse, page: EncodedChangesPage, consumer?: string) => {
+    if (!response.writableEnded && !response.destroyed) sendJsonText(response, 200, changesPageJson(page, consumer));
+  };
 
   return [
     route(specs.changes, async (request, response, { query }) => {
-      const page = await longPoll(request, response, query.wait, () => readChangesPage(executor, { after: query.after, limit: query.limit, ...(query.types ? { types: query.types } : {}) }));
-      answer(response, 200, page);
+      const page = await longPoll(request, response, query.wait, () => readEncodedChangesPage(executor, { after: query.after, limit: query.limit, ...(query.types ? { types: query.types } : {}) }));
+      answerPage(response, page);
     }),
     route(specs.consumers, async (_request, response) => answer(response, 200, { consumers: await listConsumers(executor, now()) })),
     route(specs.register, async (_request, response, { params, query, body }) => {
@@ -255,10 +260,10 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
       }
       const page = await longPoll(request, response, query.wait, async () => {
         const state = await requireConsumer(executor, params.name);
-        return readChangesPage(executor, { after: state.cursor, parameter: 'cursor', limit: query.limit, ...(query.types ? { types: query.types } : {}) });
+        return readEncodedChangesPage(executor, { after: state.cursor, parameter: 'cursor', limit: query.limit, ...(query.types ? { types: query.types } : {}) });
       });
       await noteConsumerRead(executor, params.name, now());
-      answer(response, 200, { consumer: params.name, ...page });
+      answerPage(response, page, params.name);
     }),
     route(specs.ack, async (_request, response, { params, body }) => {
       const state = body.snapshot !== undefined ? await acknowledgeSnapshot(executor, params.name, body.snapshot, now()) : await acknowledge(executor, params.name, body.seq, now());

@@ -20,7 +20,14 @@ export const READ_API_KEY_MIN_LENGTH = 16;
  * Sends `body` as JSON with `status` (no caching; `headers` added). HEAD requests get the headers only.
  */
 export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = `${JSON.stringify(body)}\n`;
+  sendJsonText(response, status, JSON.stringify(body), headers);
+}
+
+/**
+ * Sends `json`, a JSON text already encoded, as `sendJson` sends a body (a newline after it).
+ */
+export function sendJsonText(response: ServerResponse, status: number, json: string, headers: Record<string, string> = {}): void {
+  const text = `${json}\n`;
   response.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(Buffer.byteLength(text)),

@@ -91,6 +91,11 @@ const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_
  * @throws Error naming the seq when a row's `data` is not valid JSON
  */
 export async function readChanges(executor: SqlExecutor, options: ReadChangesOptions = {}): Promise<ChangeEvent[]> {
+  return (await selectChangeRows(executor, options)).map(toChangeEvent);
+}
+
+/** The rows `readChanges` reads, as the driver returns them. */
+async function selectChangeRows(executor: SqlExecutor, options: ReadChangesOptions): Promise<ChangeRow[]> {
   const sinceSeq = checkSeq(options.sinceSeq ?? 0, 'sinceSeq');
   const limit = options.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
@@ -98,8 +103,16 @@ export async function readChanges(executor: SqlExecutor, options: ReadChangesOpt
   }
   const types = options.types ?? ['*'];
   const { clause, parameters } = typeClause(types);
-  const rows = await executor.all<ChangeRow>(`${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`, [sinceSeq, ...parameters, limit]);
-  return rows.map(toChangeEvent);
+  return executor.all<ChangeRow>(`${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`, [sinceSeq, ...parameters, limit]);
+}
+
+/**
+ * The rows of `readChanges` undecoded (each with its `data` text): what the pull API encodes into
+ * its pages (`encodePulledEvent`) without decoding and encoding each record again.
+ * @throws Error naming the option when `sinceSeq`, `limit` or a type pattern is invalid (the promise rejects)
+ */
+export async function readStoredChanges(executor: SqlExecutor, options: ReadChangesOptions = {}): Promise<StoredChange[]> {
+  return (await selectChangeRows(executor, options)).map(toStoredChange);
 }
 
 /** Options of `iterateChanges`: an exclusive seq cursor, a type filter and the rows per query. */
@@ -266,6 +279,9 @@ export interface StoredChangeLineOptions {
 /** How `encodeChangeData` starts a version-2 `data` text: its `version` key, left out of a printed line. */
 const VERSION_2_PREFIX = `{"version":${CHANGE_DATA_VERSION},`;
 
+/** How a version-2 `data` text starts, up to its record's JSON. */
+const VERSION_2_RECORD = `${VERSION_2_PREFIX}"record":`;
+
 /**
  * One JSON line for `bizops-sync changes` (no trailing newline), from the stored row:
  * `{"seq":42,"version":2,"event_id":"...","type":"deal.won","stream":"deals","record_id":"...","occurred_at":"...","data":{...}}`.
@@ -286,6 +302,39 @@ export function formatStoredChangeLine(row: StoredChange, options: StoredChangeL
   const version = typeof parsed.version === 'number' ? parsed.version : 1;
   const partition = row.partition === undefined ? '' : `,"partition":${JSON.stringify(row.partition)}`;
   return `{"seq":${row.seq},"version":${version},"event_id":${JSON.stringify(row.eventId)},"type":${JSON.stringify(row.type)},"stream":${JSON.stringify(row.stream)},"record_id":${JSON.stringify(row.recordId)}${partition},"occurred_at":${JSON.stringify(row.occurredAt)},"data":${data}}`;
+}
+
+/**
+ * One event of a pull API page as JSON text, from the stored row: exactly
+ * `JSON.stringify({ id: eventId, ...webhookPayload(event) })` of the decoded event (event-payload.ts:
+ * `{"id":...,"type":...,"timestamp":...,"data":{"record":...,"changes":...,"seq":...,"stream":...,"record_id":...}}`,
+ * `"error"` after `changes` for `record.rejected`, `"partition"` after `record_id` for a partitioned
+ * stream). A version-2 row's stored text (the only form `encodeChangeData` writes) is spliced in:
+ * its record is not encoded again; a created event's `changes` are derived from the record as
+ * `decodeChangeData` derives them. Any other stored form goes through the decoded event.
+ * @throws Error naming the seq when the row's `data` is not a JSON object
+ */
+export function encodePulledEvent(row: StoredChange): string {
+  const parsed = parseData(row.seq, row.eventId, row.data);
+  const error = typeof parsed.error === 'string' ? parsed.error : undefined;
+  const keys = 2 + (parsed.changes === undefined ? 0 : 1) + (error === undefined ? 0 : 1);
+  let data: string;
+  if (parsed.version === CHANGE_DATA_VERSION && row.data.startsWith(VERSION_2_RECORD) && Object.keys(parsed).length === keys) {
+    if (parsed.changes !== undefined) {
+      // `{"version":2,"record":R,"changes":C[,"error":E]}`: the decoded data is the same keys in the same order.
+      data = `{${row.data.slice(VERSION_2_PREFIX.length, -1)}`;
+    } else {
+      const errorText = error === undefined ? '' : `,"error":${JSON.stringify(error)}`;
+      const record = row.data.slice(VERSION_2_RECORD.length, row.data.length - 1 - errorText.length);
+      data = `{"record":${record},"changes":${JSON.stringify(decodeChangeData(parsed, row.stream).data.changes)}${errorText}`;
+    }
+  } else {
+    const decoded = JSON.stringify(decodeChangeData(parsed, row.stream).data);
+    data = decoded.slice(0, -1);
+  }
+  const partition = row.partition === undefined ? '' : `,"partition":${JSON.stringify(row.partition)}`;
+  const tail = `,"seq":${row.seq},"stream":${JSON.stringify(row.stream)},"record_id":${JSON.stringify(row.recordId)}${partition}}`;
+  return `{"id":${JSON.stringify(row.eventId)},"type":${JSON.stringify(row.type)},"timestamp":${JSON.stringify(row.occurredAt)},"data":${data}${tail}}`;
 }
 
 /** A row's `data` text parsed. @throws Error naming the seq when it is not a JSON object */

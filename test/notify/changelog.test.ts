@@ -2,9 +2,10 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteConnection } from '../../src/mirror/sql/sqlite.ts';
-import { lastChangeSeq } from '../../src/mirror/changelog-format.ts';
+import { encodeChangeData, lastChangeSeq } from '../../src/mirror/changelog-format.ts';
 import { MirrorStore } from '../../src/mirror/mirror-store.ts';
-import { followChanges, followStoredChanges, formatChangeLine, formatStoredChangeLine, iterateChanges, iterateStoredChanges, readChanges, type ChangeEvent, type StoredChange } from '../../src/notify/changelog-reader.ts';
+import { encodePulledEvent, followChanges, followStoredChanges, formatChangeLine, formatStoredChangeLine, iterateChanges, iterateStoredChanges, readChanges, readStoredChanges, type ChangeEvent, type StoredChange } from '../../src/notify/changelog-reader.ts';
+import { webhookPayload } from '../../src/notify/event-payload.ts';
 import { transactionsStream } from '../../src/streams/definitions.ts';
 import { insertChanges, tempMirror, type TempMirror } from './helpers.ts';
 
@@ -113,6 +114,34 @@ describe('formatStoredChangeLine (the changes command)', () => {
     const row: StoredChange = { seq: 7, eventId: 'evt_bad', type: 'deal.won', stream: 'deals', recordId: 'd', occurredAt: '2026-01-01T00:00:00Z', data: '{oops' };
     expect(() => formatStoredChangeLine(row)).toThrow(/^changes row seq 7 \(event evt_bad\): data is not valid JSON/);
     expect(() => formatStoredChangeLine({ ...row, data: '[1]' })).toThrow(/^changes row seq 7 \(event evt_bad\): data is not a JSON object/);
+  });
+
+  it('encodePulledEvent (the pull API) writes, from the stored text, the bytes of the decoded event, for every stored form', async () => {
+    await insertChanges(mirror.connection, 2); // version 1: { record, changes }
+    const store = new MirrorStore(mirror.connection);
+    await store.applyRecords(transactionsStream, [listed]); // version 2, created: no changes stored
+    await store.applyRecords(transactionsStream, [{ ...listed, status: 'CONFIRMED', description: 'caf\u00e9 "quoted" \u2028' }]); // version 2 update
+    const insert = 'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) VALUES (?, ?, ?, ?, ?, ?, ?)';
+    const at = '2026-11-28T10:00:00.000Z';
+    const rejected = { id: 'txn_bad', amount: 'lots' };
+    // A rejected item (created form, with its error), an update with an error, a partitioned change,
+    // and version-2 texts encodeChangeData never writes (an extra key; changes null).
+    await mirror.connection.run(insert, ['evt_rej', 'record.rejected', 'transactions', 'txn_bad', at, encodeChangeData({ record: rejected, error: 'amount: must be a number' }), null]);
+    await mirror.connection.run(insert, ['evt_rej2', 'record.rejected', 'transactions', 'txn_bad', at, encodeChangeData({ record: rejected, changes: { amount: { old: 1, new: 'lots' } }, error: 'amount: must be a number' }), null]);
+    await mirror.connection.run(insert, ['evt_part', 'qa_corrective_action.updated', 'qa_corrective_actions', 'qa_1', at, encodeChangeData({ record: { id: 'qa_1', status: 'OPEN' }, changes: { status: { old: 'CLOSED', new: 'OPEN' } } }), 'loc_7']);
+    await mirror.connection.run(insert, ['evt_extra', 'deal.updated', 'deals', 'd_1', at, '{"version":2,"record":{"id":"d_1"},"changes":{},"note":"kept out"}', null]);
+    await mirror.connection.run(insert, ['evt_null', 'deal.updated', 'deals', 'd_1', at, '{"version":2,"record":{"id":"d_1"},"changes":null}', null]);
+    const rows = await readStoredChanges(mirror.connection, { limit: 100 });
+    const events = await readChanges(mirror.connection, { limit: 100 });
+    expect(rows).toHaveLength(9);
+    for (const [index, row] of rows.entries()) {
+      const event = events[index]!;
+      expect(encodePulledEvent(row), row.eventId).toBe(JSON.stringify({ id: event.eventId, ...webhookPayload(event) }));
+    }
+    // The rejected created item's changes are derived from its record, as for any created event.
+    expect(JSON.parse(encodePulledEvent(rows[4]!)).data).toMatchObject({ error: 'amount: must be a number', record: rejected });
+    expect(JSON.parse(encodePulledEvent(rows[6]!)).data.partition).toBe('loc_7');
+    expect(() => encodePulledEvent({ ...rows[0]!, data: '{oops' })).toThrow(/^changes row seq 1 \(event evt_.*\): data is not valid JSON/);
   });
 
   it('iterateStoredChanges and followStoredChanges read the rows after the cursor in batches, with the type filter', async () => {

@@ -8,11 +8,11 @@ import { z } from 'zod';
 import { RouteRefusal } from '../../http/route.ts';
 import { lastChangeSeq } from '../../mirror/changelog-format.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
-import { readChanges } from '../changelog-reader.ts';
+import { encodePulledEvent, readStoredChanges } from '../changelog-reader.ts';
 import { checkEventPatterns } from '../event-filter.ts';
 import { knownEventTypes } from '../event-schemas.ts';
 import { changelogPrunedThrough } from '../retention.ts';
-import { webhookPayload, type WebhookPayload } from '../event-payload.ts';
+import type { WebhookPayload } from '../event-payload.ts';
 
 /** Most events one page holds. */
 export const MAX_PAGE_LIMIT = 1000;
@@ -201,21 +201,56 @@ export function checkAfter(after: number, ends: { latestSeq: number; oldestSeq: 
 }
 
 /**
- * Reads the events after `query.after`, in seq order.
+ * A page of changes with its events already encoded (`encodePulledEvent`): what the pull API sends,
+ * built without decoding and encoding each record again. `changesPageJson` gives its JSON text.
+ */
+export interface EncodedChangesPage {
+  /** The events' JSON array text: `[{...},{...}]`. */
+  eventsJson: string;
+  /** How many events `eventsJson` holds. */
+  eventCount: number;
+  after: number;
+  next: number;
+  latestSeq: number;
+  oldestSeq: number;
+}
+
+/**
+ * Reads the events after `query.after`, in seq order, encoded for the pull API.
+ * @throws ChangesRequestError when `after` is ahead of the changelog (400) or was pruned (410)
+ */
+export async function readEncodedChangesPage(executor: SqlExecutor, query: ChangesPageQuery): Promise<EncodedChangesPage> {
+  const ends = await changelogEnds(executor);
+  checkAfter(query.after, ends, query.parameter);
+  const rows = await readStoredChanges(executor, { sinceSeq: query.after, limit: query.limit, ...(query.types ? { types: query.types } : {}) });
+  // A page short of the limit read every matching event up to the end seen before the query (writers
+  // commit in seq order), so a filtered reader skips what it does not want instead of re-reading it.
+  const lastEventSeq = rows.at(-1)?.seq ?? query.after;
+  return {
+    eventsJson: `[${rows.map(encodePulledEvent).join(',')}]`,
+    eventCount: rows.length,
+    after: query.after,
+    next: rows.length < query.limit ? Math.max(lastEventSeq, ends.latestSeq) : lastEventSeq,
+    latestSeq: Math.max(ends.latestSeq, rows.at(-1)?.seq ?? 0),
+    oldestSeq: ends.oldestSeq,
+  };
+}
+
+/**
+ * The JSON text of a page (`ChangesPage`, with `consumer` first for a consumer's read), as
+ * `JSON.stringify` would write the decoded page: `{"consumer":...,"events":[...],"after":...,"next":...,"latestSeq":...,"oldestSeq":...}`.
+ */
+export function changesPageJson(page: EncodedChangesPage, consumer?: string): string {
+  const head = consumer === undefined ? '' : `"consumer":${JSON.stringify(consumer)},`;
+  return `{${head}"events":${page.eventsJson},"after":${page.after},"next":${page.next},"latestSeq":${page.latestSeq},"oldestSeq":${page.oldestSeq}}`;
+}
+
+/**
+ * Reads the events after `query.after`, in seq order, as objects: the pull API's page
+ * (`readEncodedChangesPage`) decoded, for readers in this process.
  * @throws ChangesRequestError when `after` is ahead of the changelog (400) or was pruned (410)
  */
 export async function readChangesPage(executor: SqlExecutor, query: ChangesPageQuery): Promise<ChangesPage> {
-  const ends = await changelogEnds(executor);
-  checkAfter(query.after, ends, query.parameter);
-  const events = await readChanges(executor, { sinceSeq: query.after, limit: query.limit, ...(query.types ? { types: query.types } : {}) });
-  // A page short of the limit read every matching event up to the end seen before the query (writers
-  // commit in seq order), so a filtered reader skips what it does not want instead of re-reading it.
-  const lastEventSeq = events.at(-1)?.seq ?? query.after;
-  return {
-    events: events.map((event) => ({ id: event.eventId, ...webhookPayload(event) })),
-    after: query.after,
-    next: events.length < query.limit ? Math.max(lastEventSeq, ends.latestSeq) : lastEventSeq,
-    latestSeq: Math.max(ends.latestSeq, events.at(-1)?.seq ?? 0),
-    oldestSeq: ends.oldestSeq,
-  };
+  const page = await readEncodedChangesPage(executor, query);
+  return { events: JSON.parse(page.eventsJson) as PulledEvent[], after: page.after, next: page.next, latestSeq: page.latestSeq, oldestSeq: page.oldestSeq };
 }
