@@ -6,7 +6,7 @@
  * sync client (and of the probe's client), keeps the last answer the API gave a request made with
  * the `default` token (its status and when), or that none came; a verdict is read from it while it
  * is younger than `learnedMaxAgeMs` (15 min: longer than a stream rested by adaptive polling waits,
- * 16 ticks of 30 s). Only when the runs learned nothing that recent (at start, on a replica standing
+ * 4 ticks of 30 s by default, 16 when configured so). Only when the runs learned nothing that recent (at start, on a replica standing
  * by, or with every stream rested longer) is a probe sent: one list request with `limit=1` (spec §1
  * Pagination), cached and run at most once per `cacheMs`, whose answer is learned in turn.
  *
@@ -23,6 +23,7 @@ import type { RequestHooks } from '../client/hooks.ts';
 import type { BudgetPeek, RateBudget, RateSlot } from '../client/rate-budget.ts';
 import type { MirrorStore } from '../mirror/mirror-store.ts';
 import type { StreamName } from '../streams/definitions.ts';
+import type { PartStatus } from './part-supervisor.ts';
 import {
   AuthenticationError,
   BizopsApiError,
@@ -63,6 +64,12 @@ export interface ReadinessVerdict {
    * all the same: the other partitions and streams run.
    */
   failingPartitions?: string[];
+  /**
+   * The daemon's: each part's state by name (part-supervisor.ts `PartStatus`: `leases`, `webhooks`,
+   * `scheduler`, `writes`, ...). Not ready while a required part is starting, retrying or stopped
+   * (`partsReadiness`).
+   */
+  parts?: Record<string, PartStatus>;
 }
 
 /**
@@ -88,7 +95,7 @@ export interface ReadinessProbeOptions {
   budget?: Pick<RateBudget, 'peek'>;
 }
 
-/** How long the last answer of the runs stands for the API's, ms: longer than a rested stream's 16 ticks of 30 s. */
+/** How long the last answer of the runs stands for the API's, ms: longer than a rested stream's interval (4 ticks of 30 s by default; 16 ticks configured). */
 export const LEARNED_MAX_AGE_MS = 15 * 60_000;
 
 /** The last answer the API gave (or the lack of one), as `ApiAnswers` keeps it. */
@@ -309,8 +316,8 @@ export interface DeploymentReadinessVerdict extends ReadinessVerdict {
  * Combines the verdicts of every connection (docs/operations.md "Many companies"): ready when every
  * connection is. With one connection its verdict is the whole answer (plus `connections`); with
  * several, `reason` names the connections that are not ready, `status` is null, `checkedAt` the
- * oldest check, `budget` the longest wait, `unsupported` every connection's as `<connection>/<stream>`
- * and `failingPartitions` as `<connection>/<stream>/<partition>`.
+ * oldest check, `budget` the longest wait, `unsupported` every connection's as `<connection>/<stream>`,
+ * `failingPartitions` as `<connection>/<stream>/<partition>` and `parts` as `<connection>/<part>`.
  */
 export function combineReadiness(verdicts: Record<string, ReadinessVerdict>): DeploymentReadinessVerdict {
   const entries = Object.entries(verdicts);
@@ -328,6 +335,7 @@ export function combineReadiness(verdicts: Record<string, ReadinessVerdict>): De
     checkedAt: checked.includes(null) ? null : (checked as string[]).sort()[0]!,
     unsupported: entries.flatMap(([name, verdict]) => (verdict.unsupported ?? []).map((stream) => `${name}/${stream}`)),
     failingPartitions: entries.flatMap(([name, verdict]) => (verdict.failingPartitions ?? []).map((partition) => `${name}/${partition}`)),
+    parts: Object.fromEntries(entries.flatMap(([name, verdict]) => Object.entries(verdict.parts ?? {}).map(([part, status]) => [`${name}/${part}`, status] as const))),
     ...(waits.length > 0 ? { budget: { waitMs: Math.max(...waits) } } : {}),
     connections: verdicts,
   };
