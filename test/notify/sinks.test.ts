@@ -296,6 +296,43 @@ describe('sinks', () => {
   });
 });
 
+describe('redis-stream batches', () => {
+  it('sends the ready events of different records in one pipeline, each XADD its own outcome: a refused one holds back only its record', async () => {
+    const name = uniqueName('b');
+    const prefix = `bizops-test:${name}:`;
+    const client = new Redis(REDIS_URL);
+    cleanups.push(async () => {
+      await client.del(`${prefix}deals`, `${prefix}people`);
+      client.disconnect();
+    });
+    await client.set(`${prefix}people`, 'not a stream'); // every XADD to it is refused (WRONGTYPE)
+    const store = new MirrorStore(mirror.connection);
+    const changes: ChangeRowInput[] = [];
+    for (let n = 0; n < 3; n += 1) {
+      for (const id of ['deal_a', 'deal_b', 'deal_c']) changes.push({ type: 'deal.updated', stream: 'deals', recordId: id, data: { record: { id, n } } });
+      changes.push({ type: 'person.updated', stream: 'people', recordId: 'person_a', data: { record: { id: 'person_a', n } } });
+    }
+    const dispatcher = await dispatch(sinks([{ name: 'to-redis', kind: 'redis-stream', url: REDIS_URL, keyPrefix: prefix, maxInFlight: 8 }]));
+    const appended = await store.transaction((tx) => tx.appendChanges(changes));
+    dispatcher.notify();
+    const deals = appended.filter((change) => change.stream === 'deals');
+    await waitFor(async () => (await client.xlen(`${prefix}deals`)) === deals.length, 'every deal event in its stream');
+    await waitFor(async () => ((await loadEndpoint(mirror.connection, 'to-redis'))?.consecutiveFailures ?? 0) >= 1, 'a refused XADD of the person');
+
+    // The deals went in the same pipelines as the refused person events, each acknowledged at its first attempt.
+    const dealAttempts = await mirror.connection.all<{ outcome: string; attempt: number | string }>("SELECT outcome, attempt FROM webhook_attempts WHERE endpoint = 'to-redis' AND type = 'deal.updated'");
+    expect(dealAttempts.map((row) => [row.outcome, Number(row.attempt)])).toEqual(deals.map(() => ['delivered', 1]));
+    const personFailures = await mirror.connection.all<{ error: string }>("SELECT error FROM webhook_attempts WHERE endpoint = 'to-redis' AND type = 'person.updated' AND outcome = 'failed'");
+    expect(personFailures[0]!.error).toMatch(/^Redis XADD bizops-test:\S+:people: WRONGTYPE/);
+
+    await client.del(`${prefix}people`); // the key fixed: the held person events go, in order
+    dispatcher.notify();
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'to-redis'))?.deliveredSeq === appended.at(-1)!.seq && (await client.xlen(`${prefix}people`)) === 3, 'the person events after the fix');
+    const people = await client.xrange(`${prefix}people`, '-', '+');
+    expect(people.map(([, fields]) => Number(fields[fields.indexOf('seq') + 1]))).toEqual(appended.filter((change) => change.stream === 'people').map((change) => change.seq));
+  });
+});
+
 describe('sink configuration', () => {
   it('refuses a sink key of another kind, an unknown kind and a wrong scheme, naming the field', () => {
     const parse = (sink: Record<string, unknown>) => configSchema.safeParse({ baseUrl: 'http://127.0.0.1:9', tokens: { default: 'tok_default_0000' }, sinks: [sink] });

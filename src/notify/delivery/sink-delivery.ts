@@ -48,7 +48,7 @@ import { readSnapshotPage, type SnapshotState } from '../snapshot.ts';
 import { insertFailedDelivery, type FailedDelivery } from './failed-deliveries.ts';
 import { deleteHeldEvents, insertHeldEvents, loadHeldEvents, recordHeldFailure, recordLane, setHeldRetryTimes, type HeldEvent } from './held-events.ts';
 import { nextRetryDelayMs, probeDelayMs, type ProbeIntervals, type WebhookRetrySchedule } from './retry-schedule.ts';
-import type { DeliveryOutcome, SinkSender } from './sink-kind.ts';
+import { failedWithoutAnswer, type DeliveryOutcome, type SinkSender } from './sink-kind.ts';
 import { Wakeup } from './wakeup.ts';
 
 /** How an endpoint orders its events: by record (default) or all of them (one request at a time). */
@@ -129,6 +129,8 @@ interface ActiveEvent {
   event: ChangeEvent;
   lane: string;
   sending: boolean;
+  /** Delivered or given up on: leaves `#active` at the end of the settling (one pass, not one search per event). */
+  done: boolean;
 }
 
 /** An answer that arrived, settled by the loop in its next round. */
@@ -176,6 +178,8 @@ export class EndpointDelivery {
   #cursor = 0;
   #frontier = 0;
   #active: ActiveEvent[] = [];
+  /** Entries of `#active` marked done and not yet removed. */
+  #doneActive = 0;
   /** Held events by lane, each lane in seq order (its head first). */
   #held = new Map<string, HeldEvent[]>();
   /** Held events whose request is in flight. */
@@ -396,6 +400,7 @@ export class EndpointDelivery {
     this.#cursor = state.deliveredSeq;
     this.#frontier = state.deliveredSeq;
     this.#active = [];
+    this.#doneActive = 0;
     this.#heldSending.clear();
     this.#arrivals = [];
     this.#pending = new PendingWrites();
@@ -459,7 +464,7 @@ export class EndpointDelivery {
         this.#hold(event, lane, heldAt);
         continue;
       }
-      this.#active.push({ event, lane, sending: false });
+      this.#active.push({ event, lane, sending: false, done: false });
     }
   }
 
@@ -527,16 +532,47 @@ export class EndpointDelivery {
     return nextDueMs;
   }
 
-  /** Starts ready active events, oldest first, while fewer than `limit` requests are in flight. */
+  /**
+   * Starts ready active events, oldest first, while fewer than `limit` requests are in flight: in
+   * one batch when the kind sends batches (`SinkSender.sendBatch`, each event of a different record),
+   * else one request each.
+   */
   #startActive(limit: number): void {
     const seen = new Set<string>();
+    const ready: ActiveEvent[] = [];
     for (const entry of this.#active) {
-      if (this.#inFlight >= limit) return;
+      if (this.#inFlight + ready.length >= limit) break;
       if (seen.has(entry.lane)) continue; // an earlier event of its record goes first
       seen.add(entry.lane);
       if (entry.sending || this.#held.has(entry.lane)) continue;
-      this.#send({ kind: 'active', entry });
+      ready.push(entry);
     }
+    if (ready.length > 1 && this.settings.sender.sendBatch) this.#sendBatch(ready);
+    else for (const entry of ready) this.#send({ kind: 'active', entry });
+  }
+
+  /** Sends ready active events (each of a different record) in one batch unless the lease says no; their answers arrive in `#arrivals`. */
+  #sendBatch(entries: readonly ActiveEvent[]): void {
+    const env = this.#env;
+    if (!env.mayDeliver()) return; // checked right before the batch leaves
+    const generation = this.#generation;
+    const attemptedAt = env.now().toISOString();
+    for (const entry of entries) entry.sending = true;
+    this.#inFlight += entries.length;
+    const started = performance.now();
+    const request = this.settings.sender.sendBatch!(
+      entries.map((entry) => entry.event),
+      env.abortSignal,
+    ).then((outcomes) => {
+      this.#inFlight -= entries.length;
+      this.#inFlightRequests.delete(request);
+      entries.forEach((entry, index) => {
+        const outcome = outcomes[index] ?? failedWithoutAnswer('the sink gave no outcome for this event of its batch', started);
+        this.#arrivals.push({ generation, attemptedAt, outcome, source: { kind: 'active', entry } });
+      });
+      this.#wakeup.wake();
+    });
+    this.#inFlightRequests.add(request);
   }
 
   /** Sends one event unless the lease says no; its answer arrives in `#arrivals`. */
@@ -570,76 +606,83 @@ export class EndpointDelivery {
   #settleArrivals(): void {
     const arrivals = this.#arrivals;
     this.#arrivals = [];
-    for (const arrival of arrivals) {
-      if (arrival.generation !== this.#generation) continue; // sent before the loop started again
-      const { outcome, source } = arrival;
-      if (source.kind === 'active') source.entry.sending = false;
-      else this.#heldSending.delete(source.held.seq);
-      if (!outcome.ok && outcome.aborted) continue; // stopping: not the receiver's failure, nothing recorded
-      const event = source.kind === 'active' ? source.entry.event : source.held;
-      const seq = event.seq;
-      const attempt = source.kind === 'active' ? 1 : source.held.attempts + 1;
-      const noEvent = source.kind === 'held' && source.event === null;
-      if (!noEvent) {
-        this.#env.report({ endpoint: this.settings.name, kind: this.settings.kind, seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
-        this.#pending.attempts.push({
-          endpoint: this.settings.name,
-          seq,
-          eventId: event.eventId,
-          type: event.type,
-          attempt,
-          attemptedAt: arrival.attemptedAt,
-          outcome: outcome.ok ? 'delivered' : outcome.gone ? 'gone' : 'failed',
-          status: outcome.status,
-          latencyMs: outcome.durationMs,
-          error: outcome.ok ? null : outcome.error,
-          response: outcome.response,
-        });
-        this.#pending.lastAttempt = { at: arrival.attemptedAt, status: outcome.status };
-      }
-      if (outcome.ok) {
-        this.deliveries += 1;
-        this.#pending.delivered += 1;
-        this.#pending.lastSuccessAt = arrival.attemptedAt;
-        if (this.#streak.failures >= STALL_AFTER_FAILURES) this.#makeHeldDue();
-        this.#streak = { failures: 0, failingSince: null, pausedUntil: null };
-        this.#done(source);
-        continue;
-      }
-      const now = this.#env.now();
-      if (!noEvent) {
-        this.failures += 1;
-        this.#pending.failed += 1;
-        this.#pending.lastError = { at: arrival.attemptedAt, error: outcome.error };
-        this.#streak.failures += 1;
-        this.#streak.failingSince ??= arrival.attemptedAt;
-      }
-      if (outcome.gone) {
-        // Disabled at once; the event stays where it is (the cursor before it), as do the others.
-        this.#disabling ??= { kind: 'gone', reason: outcome.error, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
-        continue;
-      }
-      const giveUp = noEvent || attempt >= this.#env.maxAttempts;
-      const retryInMs = giveUp ? 0 : nextRetryDelayMs(attempt, outcome.retryAfterMs, this.#env.retrySchedule);
-      const failingForMs = this.#streak.failingSince === null ? 0 : now.getTime() - Date.parse(this.#streak.failingSince);
-      if (this.#streak.failures >= STALL_AFTER_FAILURES) {
-        // Down: the pause follows how long the endpoint has been failing, not how many attempts failed.
-        const pauseMs = probeDelayMs(failingForMs, outcome.retryAfterMs, this.#env.probeIntervals, this.#env.retrySchedule);
-        this.#streak.pausedUntil = new Date(now.getTime() + pauseMs).toISOString();
-      }
-      if (giveUp) {
-        this.#giveUp(source, attempt, outcome.status, outcome.error, now);
-      } else {
-        this.#retryLater(source, arrival.attemptedAt, attempt, new Date(now.getTime() + retryInMs).toISOString(), outcome.status, outcome.error);
-        this.#env.logger.warn(
-          { endpoint: this.settings.name, seq, eventId: event.eventId, status: outcome.status, error: outcome.error, attempt, consecutiveFailures: this.#streak.failures, retryInMs },
-          'webhook delivery failed; will retry',
-        );
-      }
-      if (failingForMs >= this.settings.disableAfterMs) {
-        const reason = `no 2xx for ${formatDays(failingForMs)} (failing since ${this.#streak.failingSince}; disableAfterDays ${formatDays(this.settings.disableAfterMs)}); last: ${outcome.error}`;
-        this.#disabling ??= { kind: 'failing', reason, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
-      }
+    for (const arrival of arrivals) this.#settle(arrival);
+    if (this.#doneActive > 0) {
+      this.#active = this.#active.filter((entry) => !entry.done);
+      this.#doneActive = 0;
+    }
+  }
+
+  /** Settles one answer: its attempt, the streak, and what becomes of its event. */
+  #settle(arrival: Arrival): void {
+    if (arrival.generation !== this.#generation) return; // sent before the loop started again
+    const { outcome, source } = arrival;
+    if (source.kind === 'active') source.entry.sending = false;
+    else this.#heldSending.delete(source.held.seq);
+    if (!outcome.ok && outcome.aborted) return; // stopping: not the receiver's failure, nothing recorded
+    const event = source.kind === 'active' ? source.entry.event : source.held;
+    const seq = event.seq;
+    const attempt = source.kind === 'active' ? 1 : source.held.attempts + 1;
+    const noEvent = source.kind === 'held' && source.event === null;
+    if (!noEvent) {
+      this.#env.report({ endpoint: this.settings.name, kind: this.settings.kind, seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
+      this.#pending.attempts.push({
+        endpoint: this.settings.name,
+        seq,
+        eventId: event.eventId,
+        type: event.type,
+        attempt,
+        attemptedAt: arrival.attemptedAt,
+        outcome: outcome.ok ? 'delivered' : outcome.gone ? 'gone' : 'failed',
+        status: outcome.status,
+        latencyMs: outcome.durationMs,
+        error: outcome.ok ? null : outcome.error,
+        response: outcome.response,
+      });
+      this.#pending.lastAttempt = { at: arrival.attemptedAt, status: outcome.status };
+    }
+    if (outcome.ok) {
+      this.deliveries += 1;
+      this.#pending.delivered += 1;
+      this.#pending.lastSuccessAt = arrival.attemptedAt;
+      if (this.#streak.failures >= STALL_AFTER_FAILURES) this.#makeHeldDue();
+      this.#streak = { failures: 0, failingSince: null, pausedUntil: null };
+      this.#done(source);
+      return;
+    }
+    const now = this.#env.now();
+    if (!noEvent) {
+      this.failures += 1;
+      this.#pending.failed += 1;
+      this.#pending.lastError = { at: arrival.attemptedAt, error: outcome.error };
+      this.#streak.failures += 1;
+      this.#streak.failingSince ??= arrival.attemptedAt;
+    }
+    if (outcome.gone) {
+      // Disabled at once; the event stays where it is (the cursor before it), as do the others.
+      this.#disabling ??= { kind: 'gone', reason: outcome.error, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
+      return;
+    }
+    const giveUp = noEvent || attempt >= this.#env.maxAttempts;
+    const retryInMs = giveUp ? 0 : nextRetryDelayMs(attempt, outcome.retryAfterMs, this.#env.retrySchedule);
+    const failingForMs = this.#streak.failingSince === null ? 0 : now.getTime() - Date.parse(this.#streak.failingSince);
+    if (this.#streak.failures >= STALL_AFTER_FAILURES) {
+      // Down: the pause follows how long the endpoint has been failing, not how many attempts failed.
+      const pauseMs = probeDelayMs(failingForMs, outcome.retryAfterMs, this.#env.probeIntervals, this.#env.retrySchedule);
+      this.#streak.pausedUntil = new Date(now.getTime() + pauseMs).toISOString();
+    }
+    if (giveUp) {
+      this.#giveUp(source, attempt, outcome.status, outcome.error, now);
+    } else {
+      this.#retryLater(source, arrival.attemptedAt, attempt, new Date(now.getTime() + retryInMs).toISOString(), outcome.status, outcome.error);
+      this.#env.logger.warn(
+        { endpoint: this.settings.name, seq, eventId: event.eventId, status: outcome.status, error: outcome.error, attempt, consecutiveFailures: this.#streak.failures, retryInMs },
+        'webhook delivery failed; will retry',
+      );
+    }
+    if (failingForMs >= this.settings.disableAfterMs) {
+      const reason = `no 2xx for ${formatDays(failingForMs)} (failing since ${this.#streak.failingSince}; disableAfterDays ${formatDays(this.settings.disableAfterMs)}); last: ${outcome.error}`;
+      this.#disabling ??= { kind: 'failing', reason, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
     }
   }
 
@@ -665,7 +708,8 @@ export class EndpointDelivery {
   /** The event is delivered (or given up on): it leaves the window, or its lane's held events. */
   #done(source: Arrival['source']): void {
     if (source.kind === 'active') {
-      this.#active.splice(this.#active.indexOf(source.entry), 1);
+      source.entry.done = true;
+      this.#doneActive += 1;
       return;
     }
     this.#pending.releases.push(source.held.seq);
@@ -715,7 +759,7 @@ export class EndpointDelivery {
     // By record: the later events of the record wait in the table too, so the cursor passes them.
     // By endpoint: every later event waits in memory (the lane is held: nothing more is read).
     if (this.settings.ordering === 'record') {
-      const followers = this.#active.filter((other) => other.lane === entry.lane);
+      const followers = this.#active.filter((other) => other.lane === entry.lane && !other.done);
       this.#active = this.#active.filter((other) => other.lane !== entry.lane);
       for (const follower of followers) this.#hold(follower.event, follower.lane, heldAt);
     }
