@@ -43,7 +43,20 @@ import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
 import { readChanges, type ChangeEvent } from '../changelog-reader.ts';
 import type { EventTypeFilter } from '../event-filter.ts';
 import { insertAttempts, type WebhookAttempt } from './attempts.ts';
-import { disableEndpoint, loadEndpoint, recordProgress, recordSnapshotProgress, registerEndpoint, type Disablement, type WebhookEndpointState } from './endpoint-store.ts';
+import {
+  appendSinkCondition,
+  disableEndpoint,
+  loadEndpoint,
+  recordProgress,
+  recordSnapshotProgress,
+  registerEndpoint,
+  SINK_FAILING_EVENT,
+  SINK_RECOVERED_EVENT,
+  WEBHOOK_KIND,
+  type Disablement,
+  type SinkConditionRecord,
+  type WebhookEndpointState,
+} from './endpoint-store.ts';
 import { readSnapshotPage, type SnapshotState } from '../snapshot.ts';
 import { insertFailedDelivery, type FailedDelivery } from './failed-deliveries.ts';
 import { deleteHeldEvents, insertHeldEvents, loadHeldEvents, recordHeldFailure, recordLane, setHeldRetryTimes, type HeldEvent } from './held-events.ts';
@@ -192,6 +205,12 @@ export class EndpointDelivery {
   #snapshot: SnapshotState | null = null;
   /** The pause as the mirror holds it (`next_attempt_at`), as last read or written: a NULL there instead is a retry asked for. */
   #storedPause: string | null = null;
+  /** The failure streak as the mirror holds it (`consecutive_failures`), as last read or written: a sink's condition events say when it crosses `STALL_AFTER_FAILURES`. */
+  #storedFailures = 0;
+  /** The last failed attempt's error, for a sink's condition events. */
+  #lastFailure: string | null = null;
+  /** A streak of at least `STALL_AFTER_FAILURES` that an acknowledgement ended since the last write (for `sink.recovered`). */
+  #endedStreak: { failingSince: string; failures: number; lastError: string | null } | null = null;
   #disabled = false;
   #disabling: Disablement | null = null;
   #generation = 0;
@@ -348,8 +367,10 @@ export class EndpointDelivery {
     });
     if (failed === 0) {
       this.deliveries += delivered;
+      if (delivered > 0 && this.#streak.failures >= STALL_AFTER_FAILURES) this.#streakEnded(attemptedAt);
       this.#streak = { failures: 0, failingSince: null, pausedUntil: null };
     } else {
+      this.#lastFailure = lastError?.error ?? this.#lastFailure;
       this.deliveries += delivered;
       this.failures += failed;
       this.#streak.failures += failed;
@@ -360,8 +381,10 @@ export class EndpointDelivery {
       env.logger.warn({ endpoint: this.settings.name, failed, error: lastError?.error }, 'snapshot page not acknowledged whole; it is sent again after a pause');
     }
     const next = failed === 0 ? (page.next.stream === null ? null : page.next) : snapshot;
+    const condition = this.#conditionChange();
     const moved = await env.write(async (tx) => {
       await insertAttempts(tx, attempts);
+      if (condition) await appendSinkCondition(tx, condition, env.now());
       return recordSnapshotProgress(tx, this.settings.name, snapshot, next, {
         consecutiveFailures: this.#streak.failures,
         failingSince: this.#streak.failingSince,
@@ -379,6 +402,7 @@ export class EndpointDelivery {
     }
     this.#snapshot = next;
     this.#storedPause = failed === 0 ? null : this.#streak.pausedUntil;
+    this.#conditionWritten(condition);
     this.#stateReadAt = Date.now();
     if (next === null) env.logger.info({ endpoint: this.settings.name, boundary: snapshot.boundary }, 'snapshot sent: the changes after its boundary follow');
     return failed === 0 ? 0 : Math.min(env.pollMs, Math.max(1, Date.parse(this.#streak.pausedUntil!) - env.now().getTime()));
@@ -406,6 +430,9 @@ export class EndpointDelivery {
     this.#pending = new PendingWrites();
     this.#streak = { failures: state.consecutiveFailures, failingSince: state.failingSince, pausedUntil: state.nextAttemptAt };
     this.#storedPause = state.nextAttemptAt;
+    this.#storedFailures = state.consecutiveFailures;
+    this.#lastFailure = state.lastError;
+    this.#endedStreak = null;
     this.#snapshot = state.snapshot;
     this.#disabled = state.disabledAt !== null;
     this.#mayHaveMore = true;
@@ -459,6 +486,7 @@ export class EndpointDelivery {
     for (const event of events) {
       this.#frontier = event.seq;
       if (!this.settings.filter(event.type)) continue; // filtered out: the cursor passes it
+      if (this.#ownCondition(event)) continue; // a sink's own condition events go to the other targets only
       const lane = this.#laneOf(event);
       if (this.settings.ordering === 'record' && this.#held.has(lane)) {
         this.#hold(event, lane, heldAt);
@@ -466,6 +494,11 @@ export class EndpointDelivery {
       }
       this.#active.push({ event, lane, sending: false, done: false });
     }
+  }
+
+  /** True for this sink's own `sink.failing` / `sink.recovered` events: never sent to it (they would reach its consumers only once it recovered, and could feed its own streak). */
+  #ownCondition(event: ChangeEvent): boolean {
+    return event.stream === 'sinks' && event.recordId === this.settings.name && this.settings.kind !== WEBHOOK_KIND && (event.type === SINK_FAILING_EVENT || event.type === SINK_RECOVERED_EVENT);
   }
 
   /** Events that could go out now: the first active event of each lane, not in flight, its lane not held. */
@@ -645,7 +678,10 @@ export class EndpointDelivery {
       this.deliveries += 1;
       this.#pending.delivered += 1;
       this.#pending.lastSuccessAt = arrival.attemptedAt;
-      if (this.#streak.failures >= STALL_AFTER_FAILURES) this.#makeHeldDue();
+      if (this.#streak.failures >= STALL_AFTER_FAILURES) {
+        this.#makeHeldDue();
+        this.#streakEnded(arrival.attemptedAt);
+      }
       this.#streak = { failures: 0, failingSince: null, pausedUntil: null };
       this.#done(source);
       return;
@@ -655,6 +691,7 @@ export class EndpointDelivery {
       this.failures += 1;
       this.#pending.failed += 1;
       this.#pending.lastError = { at: arrival.attemptedAt, error: outcome.error };
+      this.#lastFailure = outcome.error;
       this.#streak.failures += 1;
       this.#streak.failingSince ??= arrival.attemptedAt;
     }
@@ -684,6 +721,42 @@ export class EndpointDelivery {
       const reason = `no 2xx for ${formatDays(failingForMs)} (failing since ${this.#streak.failingSince}; disableAfterDays ${formatDays(this.settings.disableAfterMs)}); last: ${outcome.error}`;
       this.#disabling ??= { kind: 'failing', reason, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
     }
+  }
+
+  /** An acknowledgement ended a streak of at least `STALL_AFTER_FAILURES` (the sink was taken for down): kept for `sink.recovered`. */
+  #streakEnded(at: string): void {
+    this.#endedStreak ??= { failingSince: this.#streak.failingSince ?? at, failures: this.#streak.failures, lastError: this.#lastFailure };
+  }
+
+  /**
+   * A sink's condition event to write with the state about to be written (docs/sinks.md "Condition
+   * events"): `sink.failing` when its streak reaches `STALL_AFTER_FAILURES` (taken for down) where
+   * the mirror's is below, `sink.recovered` when an acknowledgement ended such a streak the mirror
+   * holds. Null for a webhook endpoint and when the condition stays.
+   */
+  #conditionChange(): SinkConditionRecord | null {
+    if (this.settings.kind === WEBHOOK_KIND) return null;
+    const wasDown = this.#storedFailures >= STALL_AFTER_FAILURES;
+    const isDown = this.#streak.failures >= STALL_AFTER_FAILURES;
+    const base = { sink: this.settings.name, sinkKind: this.settings.kind, url: safeUrl(this.settings.url), at: this.#env.now().toISOString() };
+    if (!wasDown && isDown) {
+      return { ...base, condition: 'failing', failingSince: this.#streak.failingSince ?? base.at, consecutiveFailures: this.#streak.failures, lastError: this.#lastFailure };
+    }
+    if (wasDown && !isDown && this.#endedStreak) {
+      return { ...base, condition: 'ok', failingSince: this.#endedStreak.failingSince, consecutiveFailures: this.#endedStreak.failures, lastError: this.#endedStreak.lastError };
+    }
+    return null;
+  }
+
+  /** After a write: the stored streak is the loop's; a condition event written is logged and the other targets woken to deliver it. */
+  #conditionWritten(condition: SinkConditionRecord | null): void {
+    this.#storedFailures = this.#streak.failures;
+    this.#endedStreak = null;
+    if (!condition) return;
+    const fields = { endpoint: condition.sink, sinkKind: condition.sinkKind, url: condition.url, failingSince: condition.failingSince, consecutiveFailures: condition.consecutiveFailures, lastError: condition.lastError };
+    if (condition.condition === 'failing') this.#env.logger.warn(fields, `${condition.sinkKind} sink failing: ${STALL_AFTER_FAILURES} publishes in a row failed; it is probed until it acknowledges again (sink.failing appended)`);
+    else this.#env.logger.info(fields, `${condition.sinkKind} sink recovered: the broker acknowledged again (sink.recovered appended)`);
+    this.#env.notifyAll();
   }
 
   /**
@@ -801,6 +874,7 @@ export class EndpointDelivery {
     this.#pending = new PendingWrites();
     const cursor = this.#nextCursor();
     const name = this.settings.name;
+    const condition = this.#conditionChange();
     try {
       await this.#env.write(async (tx) => {
         // A pause cleared in the mirror since it was written (`webhooks retry`, the console) wins over this write.
@@ -824,6 +898,7 @@ export class EndpointDelivery {
           nextAttemptAt: this.#streak.failures >= STALL_AFTER_FAILURES ? this.#streak.pausedUntil : null,
         });
         if (!moved) throw new CursorMovedError();
+        if (condition) await appendSinkCondition(tx, condition, this.#env.now());
       });
     } catch (error) {
       if (!(error instanceof CursorMovedError)) {
@@ -836,6 +911,7 @@ export class EndpointDelivery {
     }
     this.#cursor = cursor;
     this.#storedPause = this.#streak.failures >= STALL_AFTER_FAILURES ? this.#streak.pausedUntil : null;
+    this.#conditionWritten(condition);
     this.#flushedAt = Date.now();
     if (this.#streak.failures < STALL_AFTER_FAILURES) this.#streak.pausedUntil = null;
     return true;
