@@ -256,6 +256,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         reconcileSchedule: config.sync.reconcileSchedule,
         hasCursor: (stream) => withCursor.has(stream),
         maxPollFactor: config.sync.maxPollFactor,
+        maxScanFactor: config.sync.maxScanFactor,
         activity: changelogActivity(context.connection),
         logger: context.logger,
         onRunFinished: (result, durationMs) => {

@@ -389,6 +389,7 @@ const ENV_FOR_KEY: Record<string, string> = {
   'changes.retainDays': 'BIZOPS_CHANGES_RETAIN_DAYS',
   'sync.massDeletionShare': 'BIZOPS_MASS_DELETION_SHARE',
   'sync.maxPollFactor': 'BIZOPS_MAX_POLL_FACTOR',
+  'sync.maxScanFactor': 'BIZOPS_MAX_SCAN_FACTOR',
   'api.requestDeadlineSeconds': 'BIZOPS_REQUEST_DEADLINE_SECONDS',
   'rateLimit.redisWaitSeconds': 'BIZOPS_REDIS_WAIT_SECONDS',
   'writes.sweepSeconds': 'BIZOPS_WRITES_SWEEP_SECONDS',
@@ -462,6 +463,7 @@ function environmentOverrides(env: NodeJS.ProcessEnv): { values: Record<string, 
   if (env.BIZOPS_RATE_WINDOW_MS) set('rateLimit.windowMs', 'BIZOPS_RATE_WINDOW_MS', number('BIZOPS_RATE_WINDOW_MS'));
   if (env.BIZOPS_OVERLAP_SECONDS) set('sync.overlapSeconds', 'BIZOPS_OVERLAP_SECONDS', number('BIZOPS_OVERLAP_SECONDS'));
   if (env.BIZOPS_MAX_POLL_FACTOR) set('sync.maxPollFactor', 'BIZOPS_MAX_POLL_FACTOR', number('BIZOPS_MAX_POLL_FACTOR'));
+  if (env.BIZOPS_MAX_SCAN_FACTOR) set('sync.maxScanFactor', 'BIZOPS_MAX_SCAN_FACTOR', number('BIZOPS_MAX_SCAN_FACTOR'));
   if (env.BIZOPS_UNSUPPORTED_PROBE_SECONDS) set('sync.unsupportedProbeSeconds', 'BIZOPS_UNSUPPORTED_PROBE_SECONDS', number('BIZOPS_UNSUPPORTED_PROBE_SECONDS'));
   if (env.BIZOPS_FAILING_AFTER_RUNS) set('sync.failingAfterRuns', 'BIZOPS_FAILING_AFTER_RUNS', number('BIZOPS_FAILING_AFTER_RUNS'));
   for (const [key, envName] of [['sync.staleAfterSchedules', 'BIZOPS_STALE_AFTER_SCHEDULES'], ['sync.staleMinimumSeconds', 'BIZOPS_STALE_MINIMUM_SECONDS']] as const) {

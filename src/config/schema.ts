@@ -362,9 +362,17 @@ export const configSchema = z.object({
        * Adaptive polling (docs/sync.md "Adaptive polling"): a stream whose last 3 runs appended no
        * change is polled on every 2nd, 4th, ... tick of its schedule, up to every this-many-th; a
        * change or a write-through touching it brings it back to every tick. 1 polls on every tick.
-       * Default 16 (8 minutes on the default 30-second schedule).
+       * Default 4 (2 minutes on the default 30-second schedule).
        */
-      maxPollFactor: z.number().int().min(1).max(1024).default(16),
+      maxPollFactor: z.number().int().min(1).max(1024).default(4),
+      /**
+       * The change probe (docs/sync.md "Change probe"): a resting poll of a complete-scan stream
+       * (onboardings) asks two one-item questions instead of reading the whole list, and scans when
+       * they say it moved; a complete scan still comes at least every this-many ticks of its
+       * schedule, for a change the probe cannot see. 1: every poll scans (no probe). Default 16
+       * (8 minutes on the default 30-second schedule).
+       */
+      maxScanFactor: z.number().int().min(1).max(1024).default(16),
       /** Streams to run. Default: every registered stream. */
       streams: z.array(streamName).default(() => [...STREAM_NAMES]),
       /**

@@ -4,7 +4,7 @@
  * with its routes. The face of src/daemon/ for jobs/ (jobs/daemon.ts assembles them).
  */
 export { StreamScheduler, type StreamSchedulerOptions, type TickOutcome } from './scheduler.ts';
-export { DEFAULT_MAX_POLL_FACTOR, PollBackoff } from './poll-backoff.ts';
+export { DEFAULT_MAX_POLL_FACTOR, DEFAULT_MAX_SCAN_FACTOR, PollBackoff, type PollBackoffLimits } from './poll-backoff.ts';
 export { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.ts';
 export { LeasedWebhookDelivery, type LeasedWebhookDeliveryOptions } from './leased-webhooks.ts';
 export { ApiAnswers, apiReadinessCheck, LEARNED_MAX_AGE_MS, combineReadiness, failingPartitions, probeBudget, ReadinessProbe, unsupportedStreams } from './readiness.ts';

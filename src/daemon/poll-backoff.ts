@@ -14,14 +14,23 @@
  *   - `wake()` (a write-through or any other process's change touched the stream) brings it back to
  *     its schedule at once: the next tick polls;
  *   - a run that did not succeed (failed, busy, interrupted, unsupported) changes nothing: it is
- *     neither quiet nor a change.
+ *     neither quiet nor a change;
+ *   - a resting poll of a complete-scan stream is a change probe (`probesNext`, src/sync/change-probe.ts):
+ *     two requests of one item instead of the whole list, which scans only when the list moved; a
+ *     complete scan still comes at least every `maxScanFactor` ticks, for what the probe cannot see.
  *
  * The state is in memory: a restarted daemon polls every stream on its schedule again, and backs off
  * anew after `quietPolls` quiet runs (docs/decisions.md).
  */
 
-/** Default largest interval, in ticks of the stream's schedule: 16 × 30 s = 8 minutes on the default schedule. */
-export const DEFAULT_MAX_POLL_FACTOR = 16;
+/** Default largest interval, in ticks of the stream's schedule: 4 × 30 s = 2 minutes on the default schedule. */
+export const DEFAULT_MAX_POLL_FACTOR = 4;
+
+/**
+ * Default largest interval between the complete scans of a resting complete-scan stream whose polls
+ * are change probes, in ticks: 16 × 30 s = 8 minutes on the default schedule.
+ */
+export const DEFAULT_MAX_SCAN_FACTOR = 16;
 
 /** Default number of quiet runs in a row before the interval starts doubling. */
 export const DEFAULT_QUIET_POLLS = 3;
@@ -35,27 +44,47 @@ export interface PollOutcome {
   scan?: { mode: 'incremental' | 'complete'; total: number };
 }
 
+/** The largest intervals of a PollBackoff, in ticks of the stream's schedule. */
+export interface PollBackoffLimits {
+  /** The largest interval between polls (an integer >= 1; 1 turns the backoff off). Default `DEFAULT_MAX_POLL_FACTOR`. */
+  maxFactor?: number;
+  /** Quiet runs in a row before the interval doubles (an integer >= 1). Default `DEFAULT_QUIET_POLLS`. */
+  quietPolls?: number;
+  /**
+   * The largest interval between complete scans while a probe stands in for the resting polls (an
+   * integer >= 1; 1: every poll scans, no probe). Default `DEFAULT_MAX_SCAN_FACTOR`.
+   */
+  maxScanFactor?: number;
+}
+
 /** One stream's adaptive interval; see the module comment. */
 export class PollBackoff {
   readonly #maxFactor: number;
   readonly #quietPolls: number;
+  readonly #maxScanFactor: number;
   /** Succeeded runs in a row that appended nothing. */
   #quietRuns = 0;
   /** The list total of the last complete scan, to tell a record leaving the list. */
   #lastCompleteTotal: number | undefined;
   /** Ticks since the last run started (or since the state was made). */
   #ticksSincePoll = 0;
+  /** Ticks since the last complete scan that succeeded started (none yet: as good as forever). */
+  #ticksSinceScan = Number.MAX_SAFE_INTEGER - 1;
 
-  /**
-   * @param maxFactor the largest interval in ticks (an integer >= 1; 1 turns the backoff off)
-   * @param quietPolls quiet runs in a row before the interval doubles (an integer >= 1)
-   * @throws RangeError naming the parameter when either is not an integer >= 1
-   */
-  constructor(maxFactor = DEFAULT_MAX_POLL_FACTOR, quietPolls = DEFAULT_QUIET_POLLS) {
-    if (!Number.isInteger(maxFactor) || maxFactor < 1) throw new RangeError(`maxFactor: must be an integer >= 1, got ${maxFactor}`);
-    if (!Number.isInteger(quietPolls) || quietPolls < 1) throw new RangeError(`quietPolls: must be an integer >= 1, got ${quietPolls}`);
+  /** @throws RangeError naming the limit when one is not an integer >= 1 */
+  constructor(limits: PollBackoffLimits = {}) {
+    const { maxFactor = DEFAULT_MAX_POLL_FACTOR, quietPolls = DEFAULT_QUIET_POLLS, maxScanFactor = DEFAULT_MAX_SCAN_FACTOR } = limits;
+    for (const [name, value] of Object.entries({ maxFactor, quietPolls, maxScanFactor })) {
+      if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name}: must be an integer >= 1, got ${value}`);
+    }
     this.#maxFactor = maxFactor;
     this.#quietPolls = quietPolls;
+    this.#maxScanFactor = maxScanFactor;
+  }
+
+  /** The list total of the last complete scan that succeeded (undefined before one). */
+  get lastCompleteTotal(): number | undefined {
+    return this.#lastCompleteTotal;
   }
 
   /** The interval now, in ticks of the stream's schedule: 1 (every tick) up to `maxFactor`. */
@@ -72,7 +101,17 @@ export class PollBackoff {
    */
   tick(): boolean {
     this.#ticksSincePoll += 1;
+    this.#ticksSinceScan += 1;
     return this.#ticksSincePoll >= this.factor;
+  }
+
+  /**
+   * Whether the poll starting now may be a change probe (for a complete-scan stream; others ignore
+   * it): the stream rests (its interval is over 1 tick) and its last complete scan started fewer
+   * than `maxScanFactor` ticks ago.
+   */
+  probesNext(): boolean {
+    return this.factor > 1 && this.#ticksSinceScan < this.#maxScanFactor;
   }
 
   /** A run of the stream started (from a tick, the start, a lease taken over or a reconciliation): the interval counts from here. */
@@ -87,6 +126,8 @@ export class PollBackoff {
     if (outcome.scan?.mode === 'complete') {
       totalMoved = this.#lastCompleteTotal !== undefined && this.#lastCompleteTotal !== outcome.scan.total;
       this.#lastCompleteTotal = outcome.scan.total;
+      // Counted from the run's start, like the interval.
+      this.#ticksSinceScan = this.#ticksSincePoll;
     }
     if (outcome.changes > 0 || totalMoved) this.wake();
     else this.#quietRuns += 1;

@@ -6,7 +6,7 @@
  * sync client (and of the probe's client), keeps the last answer the API gave a request made with
  * the `default` token (its status and when), or that none came; a verdict is read from it while it
  * is younger than `learnedMaxAgeMs` (15 min: longer than a stream rested by adaptive polling waits,
- * 16 ticks of 30 s). Only when the runs learned nothing that recent (at start, on a replica standing
+ * 4 ticks of 30 s by default, 16 when configured so). Only when the runs learned nothing that recent (at start, on a replica standing
  * by, or with every stream rested longer) is a probe sent: one list request with `limit=1` (spec §1
  * Pagination), cached and run at most once per `cacheMs`, whose answer is learned in turn.
  *
@@ -88,7 +88,7 @@ export interface ReadinessProbeOptions {
   budget?: Pick<RateBudget, 'peek'>;
 }
 
-/** How long the last answer of the runs stands for the API's, ms: longer than a rested stream's 16 ticks of 30 s. */
+/** How long the last answer of the runs stands for the API's, ms: longer than a rested stream's interval (4 ticks of 30 s by default; 16 ticks configured). */
 export const LEARNED_MAX_AGE_MS = 15 * 60_000;
 
 /** The last answer the API gave (or the lack of one), as `ApiAnswers` keeps it. */

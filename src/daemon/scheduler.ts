@@ -15,7 +15,11 @@
  * through `tick(stream)`, which lets a stream whose last runs appended nothing rest on some ticks
  * (its interval doubles up to `maxPollFactor` ticks), unless the changelog shows a change row of the
  * stream since its last run started (a write-through, another process). Reconciliation, the start's
- * runs and `trigger` are never rested.
+ * runs and `trigger` are never rested. A resting poll of a complete-scan stream (onboardings) asks
+ * the engine's change probe first (`probeFirst`, src/sync/change-probe.ts), except when its last
+ * complete scan is `maxScanFactor` ticks old. A complete-scan stream's sync that finds the list's
+ * total fell since the previous complete scan (a record left: it counts the first miss) is followed at
+ * once by the confirming scan of the two-scan rule, instead of a tick later.
  *
  * One run per stream at a time in this process: a sync tick that finds its stream running is
  * skipped (the next tick comes soon); a reconciliation that finds it running is queued and starts
@@ -28,7 +32,7 @@ import { createTask, type Logger as CronLogger, type ScheduledTask } from 'node-
 import { cronExpressionProblem } from '../config/schema.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { ChangelogActivity } from '../mirror/changelog-activity.ts';
-import { DEFAULT_MAX_POLL_FACTOR, DEFAULT_QUIET_POLLS, PollBackoff } from './poll-backoff.ts';
+import { DEFAULT_MAX_POLL_FACTOR, DEFAULT_MAX_SCAN_FACTOR, DEFAULT_QUIET_POLLS, PollBackoff } from './poll-backoff.ts';
 import { isStreamName, STREAMS, type StreamName } from '../streams/definitions.ts';
 import type { RunOptions, RunReason, RunResult } from '../sync/sync-engine.ts';
 
@@ -70,6 +74,12 @@ export interface StreamSchedulerOptions {
   maxPollFactor?: number;
   /** Quiet runs in a row before a stream's interval starts doubling (default 3). */
   quietPolls?: number;
+  /**
+   * The largest interval between the complete scans of a resting complete-scan stream whose polls
+   * are change probes, in ticks of its schedule (config `sync.maxScanFactor`, default 16); 1: every
+   * poll scans.
+   */
+  maxScanFactor?: number;
   /**
    * The changelog, asked on a tick that would rest a stream whether a change row of it was appended
    * since its last run started (a write-through: the stream polls at once). Without it, only the
@@ -135,7 +145,11 @@ export class StreamScheduler {
         running: null,
         reason: null,
         reconcileQueued: false,
-        backoff: new PollBackoff(options.maxPollFactor ?? DEFAULT_MAX_POLL_FACTOR, options.quietPolls ?? DEFAULT_QUIET_POLLS),
+        backoff: new PollBackoff({
+          maxFactor: options.maxPollFactor ?? DEFAULT_MAX_POLL_FACTOR,
+          quietPolls: options.quietPolls ?? DEFAULT_QUIET_POLLS,
+          maxScanFactor: options.maxScanFactor ?? DEFAULT_MAX_SCAN_FACTOR,
+        }),
         since: null,
       });
     }
@@ -315,6 +329,21 @@ export class StreamScheduler {
 
   async #runOnce(stream: StreamName, reason: RunReason): Promise<void> {
     const slot = this.#slot(stream);
+    const probeFirst = reason === 'sync' && slot.backoff.probesNext();
+    const previousTotal = slot.backoff.lastCompleteTotal;
+    const result = await this.#runEngine(stream, slot, reason, probeFirst ? { probeFirst } : {});
+    // A complete-scan stream's sync found the list shorter than its previous scan (a record left:
+    // this scan counted its first miss): the second complete scan of the two-scan rule runs now, not
+    // a tick (or a resting interval) later (docs/sync.md "Change probe").
+    const total = result.scan?.mode === 'complete' ? result.scan.total : undefined;
+    if (reason === 'sync' && STREAMS[stream].request.cursor === 'complete-scan' && result.status === 'succeeded' && total !== undefined && previousTotal !== undefined && total < previousTotal && result.tombstones === 0 && this.#state === 'running') {
+      this.#logger.debug({ stream, total, previousTotal }, 'a record left the list: the confirming complete scan runs at once');
+      await this.#runEngine(stream, slot, reason, {});
+    }
+  }
+
+  /** One engine run of `stream`: counted as a poll, read by its backoff, reported to `onRunFinished`. */
+  async #runEngine(stream: StreamName, slot: StreamSlot, reason: RunReason, runOptions: { probeFirst?: boolean }): Promise<RunResult> {
     slot.backoff.polled();
     const started = performance.now();
     this.#options.onRunStarted?.(stream, reason);
@@ -326,7 +355,7 @@ export class StreamScheduler {
     });
     let result: RunResult;
     try {
-      result = await this.#options.engine.run(stream, reason, { signal: this.#abort.signal });
+      result = await this.#options.engine.run(stream, reason, { signal: this.#abort.signal, ...runOptions });
     } catch (error) {
       // The engine reports API failures as results; a throw is a bug or a database failure.
       const err = error instanceof Error ? error : new Error(String(error));
@@ -336,6 +365,7 @@ export class StreamScheduler {
     slot.since = position === undefined ? null : await position;
     slot.backoff.record(result);
     this.#options.onRunFinished?.(result, performance.now() - started);
+    return result;
   }
 }
 

@@ -62,6 +62,7 @@ import { creditFound, gapPageInTies, noteTie, scanOutcome, tallyPage } from './s
 import { RECENT_LISTINGS, ScanMemory } from './scan-memory.ts';
 import { listedInScan } from '../mirror/scan-marks.ts';
 import { reReadTies, type TieReReader } from './tie-re-reads.ts';
+import type { ChangeProbeOutcome } from './change-probe.ts';
 
 /** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
 export type RunReason = 'backfill' | 'sync' | 'reconcile';
@@ -142,6 +143,12 @@ export interface RunResult {
    * the line the backfill's summary prints (docs/sync.md "Partitioned streams").
    */
   partitionSources?: PartitionSources & { describe: string };
+  /**
+   * A run asked with `probeFirst` that probed: what the change probe found. When it found the list
+   * unmoved the run ends there (`mode` `incremental`, `pages` its requests, no `scan`); when it
+   * moved, the complete scan follows and `pages` counts the probe's requests too.
+   */
+  probe?: ChangeProbeOutcome;
 }
 
 /** The change type a complete scan appends when it holds back a mass deletion (docs/sync.md "Mass deletions held"). */
@@ -164,6 +171,13 @@ export interface RunOptions {
    * bounds as `checkCreatedRange` (src/sync/created-range.ts) returns them. Backfill only.
    */
   createdRange?: CreatedRange;
+  /**
+   * A resting poll of a complete-scan stream (the daemon's scheduler): ask the stream's change probe
+   * first (src/sync/change-probe.ts, docs/sync.md "Change probe") and scan only when the list moved
+   * since the last complete scan. Ignored by a stream without a probe, a reason other than `sync`,
+   * a checkpoint to resume, or a stream that has not completed a scan yet.
+   */
+  probeFirst?: boolean;
 }
 
 const SECOND_MS = 1000;

@@ -18,6 +18,7 @@ import { checkCreatedRange, sameCreatedRange } from './created-range.ts';
 import { WrongBaseUrlError } from './base-url-check.ts';
 import type { StreamConditions } from './stream-conditions.ts';
 import { RecordClockProbe, type ProbeRequestOptions } from './record-clock-probe.ts';
+import { ChangeProbe } from './change-probe.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { lookbackMsOf, newCheckpoint, StreamRun, type RunEnvironment, type RunOptions, type RunReason, type RunResult } from './stream-run.ts';
 
@@ -133,6 +134,8 @@ export class SyncEngine {
   private readonly massDeletionShare: number;
   /** The own probe of streams whose list items carry no timestamps (docs/sync.md "Record clock"). */
   private readonly recordClockProbe: RecordClockProbe;
+  /** The change probe of complete-scan streams' resting polls (docs/sync.md "Change probe"). */
+  private readonly changeProbe: ChangeProbe;
   /** Streams this engine ran (or tried to) since it was built: `probeUnsupportedAtStart` asks the others once. */
   private readonly askedSinceStart = new Set<StreamName>();
 
@@ -149,6 +152,7 @@ export class SyncEngine {
     this.leaseHolder = options.leaseHolder ?? PROCESS_LEASE_HOLDER;
     this.leases = new Leases(options.store.executor, options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
     this.recordClockProbe = new RecordClockProbe({ client: this.client, logger: this.logger });
+    this.changeProbe = new ChangeProbe({ client: this.client, logger: this.logger });
     this.databaseWaitMs = (options.databaseWaitSeconds ?? DEFAULT_DATABASE_WAIT_SECONDS) * SECOND_MS;
     this.massDeletionShare = options.massDeletionShare ?? DEFAULT_MASS_DELETION_SHARE;
   }
@@ -350,6 +354,7 @@ export class SyncEngine {
    * @throws as `StreamRun.execute`
    */
   private async runOnce(stream: RegisteredStream, partition: string, result: RunResult, options: RunOptions): Promise<void> {
+    if (options.probeFirst && (await this.probedUnmoved(stream, partition, result, options))) return;
     const { run, listTotal } = await this.startRun(stream, partition, result, options);
     await run.execute();
     const checkpoint = run.checkpoint;
@@ -360,6 +365,45 @@ export class SyncEngine {
       ...this.probeRequests(stream, options),
       write: (fn) => this.fenced(stream.name, fn),
     });
+  }
+
+  /**
+   * A resting poll of a complete-scan stream (`RunOptions.probeFirst`): asks the change probe
+   * (change-probe.ts) whether the list moved since the stream's last complete scan. Unmoved: the run
+   * ends here, a success noted in the stream's state (`last_run_mode` `sync/probe`; the cursor, the
+   * scan number and the last scan stay the last complete scan's) and `true`. Moved, or nothing to
+   * compare with (no complete scan yet, a checkpoint to resume, a probe refused or failed): `false`,
+   * and the complete scan runs; `result.pages` counts the probe's requests.
+   * @throws LeaseLostError, the abort of the run, a database error: as a run's own step
+   */
+  private async probedUnmoved(stream: RegisteredStream, partition: string, result: RunResult, options: RunOptions): Promise<boolean> {
+    if (result.reason !== 'sync' || !ChangeProbe.probes(stream)) return false;
+    const state = await this.database(stream.name, () => this.store.readSyncState(stream.name, partition), options.signal);
+    const lastScan = state.lastScan;
+    if (state.run || state.cursor === null || !state.supported || lastScan?.mode !== 'complete' || lastScan.outcome !== 'complete') return false;
+    const startedAt = new Date().toISOString();
+    const lagSeconds = Math.ceil(await this.database(stream.name, () => new RecordClockStore(this.store.executor).largest(), options.signal));
+    const basis = { cursor: state.cursor, lastTotal: lastScan.total, overlapMs: lookbackMsOf(stream, this.overlapMs), lagSeconds };
+    const probe = await this.changeProbe.probe(stream, basis, this.probeRequests(stream, options));
+    if (!probe) return false;
+    result.probe = probe;
+    result.pages += probe.requests;
+    const names = partition ? { stream: stream.name, partition } : { stream: stream.name };
+    if (probe.moved) {
+      this.logger.info({ ...names, total: probe.total, lastTotal: probe.lastTotal, updated: probe.updated, updatedAfter: probe.updatedAfter }, 'the change probe says the list moved since its last complete scan: scanning');
+      return false;
+    }
+    result.mode = 'incremental';
+    const now = new Date().toISOString();
+    await this.fenced(stream.name, (store) =>
+      store.updateSyncState(
+        stream.name,
+        { last_run_started_at: startedAt, last_run_finished_at: now, last_success_at: now, last_error: null, last_run_mode: 'sync/probe', last_run_requests: probe.requests, last_run_records: 0, last_run_changes: 0 },
+        partition,
+      ),
+    );
+    this.logger.debug({ ...names, total: probe.total, updatedAfter: probe.updatedAfter }, 'the change probe says the list has not moved since its last complete scan');
+    return true;
   }
 
   /** How the stream's own probe sends its requests: at the run's priority, after the run's lease check. */
