@@ -43,6 +43,15 @@ export interface BrokerSinkView {
   read(): Promise<void>;
 }
 
+/**
+ * The changelog as a broker sink is to get it: a sink never publishes the condition events about
+ * itself (`sink.failing`, `sink.recovered`: stream `sinks`, record id the sink's name; docs/sinks.md
+ * "Condition events").
+ */
+function forSink(changes: readonly ChangeRow[], sink: string): ChangeRow[] {
+  return changes.filter((change) => !(change.stream === 'sinks' && change.recordId === sink));
+}
+
 /** Each endpoint's event filter, as configured by the harness (docs/webhooks.md "Endpoints"). */
 export const RECEIVER_EVENTS: Record<'a' | 'b', string[]> = {
   a: ['*'],
@@ -181,7 +190,7 @@ export async function stepChecks(reader: MirrorReader, input: OracleInput): Prom
   }
   problems.push(...chainProblems('order: pull consumer', changelogChains(changes), input.consumer));
   for (const sink of input.sinks) {
-    problems.push(...chainProblems(`order: sink ${sink.name}`, changelogChains(changes, sink.events), sink.chains));
+    problems.push(...chainProblems(`order: sink ${sink.name}`, changelogChains(forSink(changes, sink.name), sink.events), sink.chains));
     problems.push(...sink.problems.map((line) => `order: ${line}`));
   }
   return problems;
@@ -305,7 +314,7 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
   let changes = await readChangelog(reader);
   const pending = () => {
     const count = missingEvents(changes, RECEIVER_EVENTS.a, input.receivers.a.chains).length + missingEvents(changes, RECEIVER_EVENTS.b, input.receivers.b.chains).length + missingEvents(changes, ['*'], input.consumer).length;
-    return count + input.sinks.reduce((sum, sink) => sum + missingEvents(changes, sink.events, sink.chains).length, 0);
+    return count + input.sinks.reduce((sum, sink) => sum + missingEvents(forSink(changes, sink.name), sink.events, sink.chains).length, 0);
   };
   while (Date.now() < options.deadline && pending() > 0) {
     await sleep(500);
@@ -314,11 +323,11 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
   }
   // Every target, webhook endpoints and broker sinks alike: what it lacks must be explained.
   const targets = [
-    ...(['a', 'b'] as const).map((name) => ({ name, label: `receiver ${name}`, events: RECEIVER_EVENTS[name], chains: input.receivers[name].chains, strict: name === 'b', answered: input.receivers[name].counts as object })),
-    ...input.sinks.map((sink) => ({ name: sink.name, label: `sink ${sink.name}`, events: sink.events, chains: sink.chains, strict: false, answered: undefined as object | undefined })),
+    ...(['a', 'b'] as const).map((name) => ({ name, label: `receiver ${name}`, events: RECEIVER_EVENTS[name], chains: input.receivers[name].chains, strict: name === 'b', answered: input.receivers[name].counts as object, due: changes })),
+    ...input.sinks.map((sink) => ({ name: sink.name, label: `sink ${sink.name}`, events: sink.events, chains: sink.chains, strict: false, answered: undefined as object | undefined, due: forSink(changes, sink.name) })),
   ];
-  for (const { name, label, events, chains, strict, answered } of targets) {
-    const missing = missingEvents(changes, events, chains);
+  for (const { name, label, events, chains, strict, answered, due } of targets) {
+    const missing = missingEvents(due, events, chains);
     if (missing.length === 0) continue;
     const held = new Set(
       (await reader.all<{ stream: string; record_id: string }>('SELECT stream, record_id FROM webhook_held_events WHERE endpoint = ?', [name])).map((row) => `${row.stream}/${row.record_id}`),
