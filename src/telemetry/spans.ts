@@ -9,6 +9,15 @@ import { SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetr
 const TRACER = 'bizops-sync';
 
 /**
+ * Starts a span named `name` with `attributes`, the root of a trace of its own, not made active:
+ * the caller ends it (`span.end()`). For work whose spans cannot each wrap a function (several
+ * events sent in one round trip).
+ */
+export function startRootSpan(name: string, attributes: Attributes): Span {
+  return trace.getTracer(TRACER).startSpan(name, { attributes, root: true });
+}
+
+/**
  * Runs `fn` inside a span named `name` with `attributes`; the span ends when `fn` settles, with an
  * error status and the exception recorded when it throws (the error is rethrown).
  * @param options.root start a new trace (a sync run) instead of a child of the active span

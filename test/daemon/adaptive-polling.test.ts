@@ -204,6 +204,28 @@ describe('adaptive polling', () => {
     expect(await ctx.connection.get("SELECT COUNT(*) AS n FROM changes WHERE type = 'onboarding.updated' AND record_id = ?", [renamed.id])).toEqual({ n: 1 });
   });
 
+  it('a list that refuses the change probe (a 4xx): that poll scans, and every later poll of the stream scans without asking again', async () => {
+    sim = await simulator({ clock: simulatedClock, size: { transactions: 5, deals: 5, onboardings: 120 } });
+    dir = tempDir();
+    const ctx = (context = await testContext(testConfig(sim, dir.file('mirror.db'))));
+    await backfillAll(ctx);
+    const results: RunResult[] = [];
+    scheduler = tickedScheduler(ctx, results);
+    scheduler.start();
+    await tickUntilResting(scheduler, ['onboardings']);
+
+    sim.faults.inject({ kind: 'status', status: 400, match: { path: '/employee-onboardings', query: { limit: '1' } } });
+    const before = results.length;
+    for (let tick = 0; tick < 3 * DEFAULT_MAX_POLL_FACTOR; tick++) await tickOnce(scheduler, ['onboardings']);
+    const polls = results.slice(before);
+    expect(polls.length).toBeGreaterThanOrEqual(3);
+    expect(polls.every((result) => result.status === 'succeeded' && result.probe === undefined && result.scan?.mode === 'complete')).toBe(true);
+    // The refused probe was the only one-item request since.
+    const probes = listRequests(sim, '/employee-onboardings').filter((request) => new URLSearchParams(request.query).get('limit') === '1');
+    expect(probes.filter((request) => request.status === 400)).toHaveLength(1);
+    expect(probes.at(-1)!.status).toBe(400);
+  });
+
   it('a busy stream is polled on every tick: a deal changed before each tick is found by the tick right after it', async () => {
     sim = await simulator({ clock: simulatedClock, size: { transactions: 5, deals: 40, onboardings: 5 } });
     dir = tempDir();
