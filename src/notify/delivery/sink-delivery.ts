@@ -41,7 +41,7 @@ import { LeaseLostError } from '../../mirror/leases.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
 import { readChanges, type ChangeEvent } from '../changelog-reader.ts';
-import type { EventTypeFilter } from '../event-filter.ts';
+import type { EventTypeFilter } from '../event-filter/index.ts';
 import { insertAttempts, type WebhookAttempt } from './attempts.ts';
 import {
   appendSinkCondition,

@@ -9,7 +9,7 @@
  */
 import type { Attributes } from '@opentelemetry/api';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { startRootSpan, withSpan } from '../../telemetry/index.ts';
+import { startRootSpan, withSpan } from '../../telemetry/spans.ts';
 
 /** An event the sink acknowledged: a webhook receiver's 2xx, a broker's publish acknowledgement. */
 export interface DeliverySuccess {
