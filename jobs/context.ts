@@ -79,6 +79,11 @@ export interface ContextOptions {
    * daemon: `SyncEngineOptions.probeUnsupportedAtStart`). Default false.
    */
   probeUnsupportedAtStart?: boolean;
+  /**
+   * Who holds the stream leases this context's runs take (`SyncEngineOptions.leaseHolder`); default
+   * this process (`PROCESS_LEASE_HOLDER`). Tests give a second in-process "process" its own name.
+   */
+  leaseHolder?: string;
   /** Redis key names: tests give each run its own. Defaults: budgets `bizops:rate`, queue `bizops` / `deploymentQueueName(config)`. */
   redisKeys?: { budgetPrefix?: string; queuePrefix?: string; queueName?: string };
   /**
@@ -404,6 +409,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       overlapSeconds: config.sync.overlapSeconds,
       unsupportedProbeSeconds: config.sync.unsupportedProbeSeconds,
       probeUnsupportedAtStart: options.probeUnsupportedAtStart ?? false,
+      ...(options.leaseHolder !== undefined ? { leaseHolder: options.leaseHolder } : {}),
       leaseSeconds: config.sync.leaseSeconds,
       databaseWaitSeconds: config.sync.databaseWaitSeconds,
       massDeletionShare: config.sync.massDeletionShare,
