@@ -51,7 +51,7 @@ export async function attemptUntilFree<T>(options: AttemptUntilFreeOptions<T>): 
     while (busy(result) && !signal?.aborted) {
       try {
         const asked = await leases.acquire(requestName, holder);
-        if (asked?.taken) logger.info({ stream, request: requestName }, 'waiting for the stream: asked its holder to yield it (--wait)');
+        if (asked?.taken) logger.info({ stream, request: requestName }, 'waiting for the stream\'s lease to be free (--wait): asked its holder to yield it');
         if (!asked && !request && !behindAnother) logger.info({ stream }, 'waiting for the stream behind another one-off run waiting for it (--wait)');
         behindAnother ||= !asked;
         request = asked?.lease ?? request;
