@@ -84,6 +84,8 @@ export interface ContextOptions {
    * this process (`PROCESS_LEASE_HOLDER`). Tests give a second in-process "process" its own name.
    */
   leaseHolder?: string;
+  /** SQLite: how long a statement waits for another connection's lock, ms (`OpenMirrorOptions.busyTimeoutMs`; tests shorten it). Default 5000. */
+  sqliteBusyTimeoutMs?: number;
   /** Redis key names: tests give each run its own. Defaults: budgets `bizops:rate`, queue `bizops` / `deploymentQueueName(config)`. */
   redisKeys?: { budgetPrefix?: string; queuePrefix?: string; queueName?: string };
   /**
@@ -349,7 +351,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
     // PostgreSQL: a process paused inside a transaction has its session ended after a third of a
     // lease, so the other replicas go on (src/mirror/sql/postgres.ts idleInTransactionTimeoutMs).
     const idleInTransactionTimeoutMs = Math.round((config.sync.leaseSeconds * 1000) / 3);
-    const connection = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs });
+    const connection = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs, busyTimeoutMs: options.sqliteBusyTimeoutMs });
     cleanups.add(() => connection.close());
     if (options.checkMirror && connection.dialect === 'sqlite') {
       let quickCheck: string;
@@ -370,7 +372,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
      */
     const partConnection = async (): Promise<SqlConnection> => {
       if (connection.dialect !== 'sqlite') return connection;
-      const own = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs });
+      const own = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs, busyTimeoutMs: options.sqliteBusyTimeoutMs });
       cleanups.add(() => own.close());
       return own;
     };

@@ -19,13 +19,18 @@
  *        its key: one route table, jobs/daemon-routes.ts)
  *     -> per connection, the changelog's retention (changes.retainDays), hourly
  *
- * `stop()` undoes it in order: abort runs (checkpoints stand) and stop cron, stop the dispatcher,
- * release the leases (a replica takes them at its next round), close the HTTP server, close the
- * context's parts, flush the log.
+ * The parts that run on their own (lease keeper, webhook delivery, write worker, retention, stale
+ * watch, console samples, scheduler) start through each connection's part supervisor
+ * (src/daemon/part-supervisor.ts): a start that fails is tried again until it runs, and `/readyz`
+ * and `bizops_daemon_part_running` show each part's state.
+ *
+ * `stop()` undoes it in order: each connection's parts stop once (abort runs, checkpoints stand, and
+ * stop cron first; the dispatcher; the leases last, released: a replica takes them at its next
+ * round), then close the HTTP server, close the context's parts, flush the log.
  */
 import { deploymentSecrets, type Config, type DeploymentConfig } from '../src/config/index.ts';
 import { ConsoleHistory, HISTORY_SAMPLE_MS, HistorySampler, RecentRuns, RunRetries, type ConsoleConnection } from '../src/console/index.ts';
-import { assertApiReachable, type ApiClientOptions } from '../src/client/index.ts';
+import { assertApiReachable, type ApiClientOptions, type ApiClientStats } from '../src/client/index.ts';
 import {
   ChangelogRetention,
   startDaemonHttpServer,
@@ -33,6 +38,10 @@ import {
   pageTrustSource,
   LeaseKeeper,
   LeasedWebhookDelivery,
+  PartSupervisor,
+  partsReadiness,
+  type PartRun,
+  type PartSupervisorOptions,
   ApiAnswers,
   apiReadinessCheck,
   combineReadiness,
@@ -72,6 +81,10 @@ export interface DaemonOptions {
   retentionIntervalMs?: number;
   /** How often the console's plots take a sample, ms (tests shorten it). Default a minute (src/console `HISTORY_SAMPLE_MS`). */
   consoleSampleMs?: number;
+  /** The backoff of a part's start tried again (src/daemon/part-supervisor.ts; tests shorten it). Default 1 s doubling up to 30 s. */
+  partRetry?: Pick<PartSupervisorOptions, 'minDelayMs' | 'maxDelayMs'>;
+  /** SQLite: how long a statement waits for another connection's lock, ms (tests shorten it). Default 5000. */
+  sqliteBusyTimeoutMs?: number;
 }
 
 /** What the daemon runs for one connection. */
@@ -99,6 +112,8 @@ export interface RunningConnection {
   history: ConsoleHistory;
   /** The retry streaks of the sync's list requests (the console's state cells). */
   retries: RunRetries;
+  /** Starts every part above until it runs, and says each one's state (`/readyz` `parts`, `bizops_daemon_part_running`). */
+  parts: PartSupervisor;
 }
 
 /**
@@ -121,6 +136,11 @@ export interface RunningDaemon {
   /** Graceful stop (module comment). Safe to call twice. */
   stop(): Promise<void>;
 }
+
+/** The part delivering webhooks and sinks (src/daemon/part-supervisor.ts), while this daemon holds the `webhooks` lease. */
+const WEBHOOKS_PART = 'webhooks';
+/** Why the webhooks part stands by. */
+const REPLICA_HOLDS_WEBHOOKS = 'a replica holds the webhooks lease';
 
 /** A deployment of one connection, for callers holding a single connection's Config. */
 function asDeployment(input: Config | DeploymentConfig): DeploymentConfig {
@@ -150,7 +170,15 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
     answersOf.set(config.connection, answers);
     return [retries.hooks(), answers.hooks()];
   };
-  const opened = await openDeployment(deployment, { logger, clientRetry: options.clientRetry, clientHooks, checkMirror: true, redisKeys: options.redisKeys, probeUnsupportedAtStart: true });
+  const opened = await openDeployment(deployment, {
+    logger,
+    clientRetry: options.clientRetry,
+    clientHooks,
+    checkMirror: true,
+    redisKeys: options.redisKeys,
+    probeUnsupportedAtStart: true,
+    sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs,
+  });
   const cleanups = new Teardown(logger);
   cleanups.add(() => opened.close());
   const cleanup = () => cleanups.run();
@@ -164,7 +192,9 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       // The write queue shares the rate budgets in Redis with every other process; without Redis the
       // daemon still syncs (the context warned once) and the write API stays off.
       const writes = context.budgets.shared ? await context.writeQueue() : null;
-      const worker = writes ? await writes.startWorker() : null;
+      // Every part below is started through the supervisor: a start that fails (the SQLite file busy,
+      // the database or Redis away) is tried again until it runs (src/daemon/part-supervisor.ts).
+      const parts = new PartSupervisor({ logger: context.logger, secrets: deploymentSecrets(deployment.connections), ...options.partRetry });
       const leases = new Leases(context.store.executor, config.sync.leaseSeconds);
       const dispatcher =
         config.webhooks.length === 0 && config.sinks.length === 0
@@ -200,6 +230,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         }
       }
       // The same holder as the engine's runs (PROCESS_LEASE_HOLDER): a run renews the lease the keeper holds.
+      // Its rounds are its retries (every third of a lease): each round's failures show on its part.
+      let leaseRounds: PartRun | undefined;
       const keeper: LeaseKeeper = new LeaseKeeper({
         leases,
         holder: PROCESS_LEASE_HOLDER,
@@ -208,12 +240,21 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         // A stream a one-off run waits for (--wait) is released once its run in progress (if any) ended.
         mayYield: (name) => !(name.startsWith('stream:') && context.engine.isRunning(name.slice('stream:'.length) as StreamName)),
         onAcquired: (lease) => {
-          if (lease.name === WEBHOOKS_LEASE) void dispatcher?.begin(lease);
+          if (lease.name === WEBHOOKS_LEASE) void parts.start(WEBHOOKS_PART);
           // A stream taken over (from a replica that died) runs at once, resuming its checkpoint.
           else if (lease.name.startsWith('stream:')) scheduler.trigger(lease.name.slice('stream:'.length) as StreamName, 'sync');
         },
         onLost: (name) => {
-          if (name === WEBHOOKS_LEASE) void dispatcher?.end();
+          if (name === WEBHOOKS_LEASE) void parts.standBy(WEBHOOKS_PART, REPLICA_HOLDS_WEBHOOKS);
+        },
+        onRoundEnded: (failures) => {
+          const first = [...failures][0];
+          if (first) leaseRounds?.failing(new Error(`${first[0]}: ${first[1].message}`));
+          else leaseRounds?.working();
+          // Found held by a replica (no failure asking for it): delivery stands by until the lease comes here.
+          if (dispatcher && !failures.has(WEBHOOKS_LEASE) && !keeper.holds(WEBHOOKS_LEASE) && parts.status(WEBHOOKS_PART)?.state === 'starting') {
+            void parts.standBy(WEBHOOKS_PART, REPLICA_HOLDS_WEBHOOKS);
+          }
         },
       });
       const changeSignal = new ChangeSignal();
@@ -229,6 +270,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         onChanges: (changes) => context.notifyChanges(changes),
         logger: context.logger,
       });
+      // The write worker's client joins when the worker starts.
+      const apiClients: { readonly stats: ApiClientStats }[] = [context.client, probeClient];
       metricSources.push({
         conditions: context.conditions,
         staleAfterSeconds: (stream) => staleWatch.thresholdSeconds(stream),
@@ -237,10 +280,11 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         streams: config.sync.streams,
         store: context.store,
         pageTrust: pageTrustSource(context.store),
-        apiClients: worker ? [context.client, probeClient, worker.client] : [context.client, probeClient],
+        apiClients,
         budget: context.budgets,
         webhooks: dispatcher,
         leases: keeper,
+        parts,
       });
       // Read now: the scheduler asks at start() which streams have a cursor (their first run is a sync).
       const runs = new RecentRuns();
@@ -277,7 +321,69 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         ...(options.retentionIntervalMs === undefined ? {} : { intervalMs: options.retentionIntervalMs }),
         logger: context.logger,
       });
-      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes, leases: keeper, changeSignal, retention, runs, staleWatch, history, retries });
+      // Stopped in the reverse order: the scheduler first (runs aborted, their checkpoints stand), then
+      // the rest, the write worker and webhook delivery, and the leases last (released: a replica takes them).
+      parts.add({
+        name: 'leases',
+        start: async (run) => {
+          leaseRounds = run;
+          await keeper.start();
+        },
+        stop: () => keeper.stop(),
+      });
+      if (dispatcher) {
+        parts.add(
+          {
+            name: WEBHOOKS_PART,
+            start: async () => {
+              const lease = keeper.lease(WEBHOOKS_LEASE);
+              if (!lease) throw new Error('the webhooks lease is not held');
+              await dispatcher.begin(lease);
+            },
+            stop: () => dispatcher.end(),
+          },
+          'waiting for the webhooks lease',
+        );
+      }
+      if (writes) {
+        parts.add({
+          name: 'writes',
+          start: async () => {
+            const worker = await writes.startWorker();
+            if (!apiClients.includes(worker.client)) apiClients.push(worker.client);
+            stopWorker = () => worker.close();
+          },
+          stop: () => stopWorker(),
+        });
+      }
+      let stopWorker = (): Promise<void> => Promise.resolve();
+      parts.add({
+        name: 'retention',
+        required: false,
+        start: async (run) => {
+          await retention.runOnce(run.signal);
+          retention.start(retention.intervalMs);
+        },
+        stop: () => retention.stop(),
+      });
+      parts.add({ name: 'stale-watch', required: false, start: () => Promise.resolve(staleWatch.start()), stop: () => staleWatch.stop() });
+      if (processWide.http.readApiKey) {
+        // The console's plots: the mirror's lags and this daemon's requests, sampled into a small ring.
+        const budget = context.budgets.budgetFor('default');
+        const sampler = new HistorySampler(
+          history,
+          {
+            executor: context.store.executor,
+            streams: config.sync.streams,
+            webhooks: config.webhooks,
+            grantedRequests: () => Object.values(budget.stats().granted).reduce((sum, granted) => sum + granted, 0),
+          },
+          context.logger,
+        );
+        parts.add({ name: 'console-history', required: false, start: () => Promise.resolve(sampler.start()), stop: () => Promise.resolve(sampler.stop()) });
+      }
+      parts.add({ name: 'scheduler', start: () => Promise.resolve(scheduler.start()), stop: () => scheduler.stop() });
+      connections.push({ name: config.connection, context, scheduler, readiness, dispatcher, writes, leases: keeper, changeSignal, retention, runs, staleWatch, history, retries, parts });
     }
     const metrics = new DaemonMetrics({ connections: metricSources, processMetrics: options.processMetrics });
     for (const { name, context, dispatcher } of connections) {
@@ -312,13 +418,16 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
                 async (connection) =>
                   [
                     connection.name,
-                    {
-                      ...(await connection.readiness.current()),
-                      leases: connection.leases.held(),
-                      ...(connection.leases.yielded().length > 0 ? { yielded: connection.leases.yielded() } : {}),
-                      unsupported: await unsupportedStreams(connection.context.store, connection.context.config.sync.streams).catch(() => []),
-                      failingPartitions: await failingPartitions(connection.context.conditions, connection.context.config.sync.streams).catch(() => []),
-                    },
+                    partsReadiness(
+                      {
+                        ...(await connection.readiness.current()),
+                        leases: connection.leases.held(),
+                        ...(connection.leases.yielded().length > 0 ? { yielded: connection.leases.yielded() } : {}),
+                        unsupported: await unsupportedStreams(connection.context.store, connection.context.config.sync.streams).catch(() => []),
+                        failingPartitions: await failingPartitions(connection.context.conditions, connection.context.config.sync.streams).catch(() => []),
+                      },
+                      connection.parts.statuses(),
+                    ),
                   ] as const,
               ),
             ),
@@ -342,35 +451,20 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
     cleanups.add(() => http.close());
 
     for (const connection of connections) {
-      // Leases first (the first round takes every free one: webhook delivery starts if `webhooks`
-      // is among them); released last, after the runs and the delivery stopped.
-      await connection.leases.start();
+      // Every part stops once, through its supervisor, before the HTTP server closes.
+      cleanups.add(() => connection.parts.stopAll());
+      const parts = connection.parts;
+      // Leases first (the first round takes every free one: webhook delivery starts if `webhooks` is
+      // among them). Each start below waits for its part's first attempt only: a part that cannot
+      // start yet (the mirror busy, Redis away) is tried again in the background, and shown.
+      await parts.start('leases');
       // Endpoints registered before the first run: a new endpoint starts at the changelog's end as it is now.
-      await connection.dispatcher?.settled();
-      cleanups.add(() => connection.leases.stop());
-      cleanups.add(() => connection.dispatcher?.end());
-      connection.scheduler.start();
-      cleanups.add(() => connection.scheduler.stop());
-      connection.retention.start();
-      cleanups.add(() => connection.retention.stop());
-      connection.staleWatch.start();
-      cleanups.add(() => connection.staleWatch.stop());
-      if (processWide.http.readApiKey) {
-        // The console's plots: the mirror's lags and this daemon's requests, sampled into a small ring.
-        const budget = connection.context.budgets.budgetFor('default');
-        const sampler = new HistorySampler(
-          connection.history,
-          {
-            executor: connection.context.store.executor,
-            streams: connection.context.config.sync.streams,
-            webhooks: connection.context.config.webhooks,
-            grantedRequests: () => Object.values(budget.stats().granted).reduce((sum, granted) => sum + granted, 0),
-          },
-          connection.context.logger,
-        );
-        sampler.start();
-        cleanups.add(() => sampler.stop());
-      }
+      if (connection.dispatcher && connection.leases.holds(WEBHOOKS_LEASE)) await parts.start(WEBHOOKS_PART);
+      if (connection.writes) await parts.start('writes');
+      void parts.start('retention');
+      await parts.start('stale-watch');
+      if (processWide.http.readApiKey) await parts.start('console-history');
+      await parts.start('scheduler');
       const config = connection.context.config;
       connection.context.logger.info(
         { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), sinks: config.sinks.map((sink) => sink.name), database: mirrorLocation(config.dbPath), leases: connection.leases.held() },

@@ -39,9 +39,18 @@ export class ChangelogRetention {
     this.#logger = (options.logger ?? silentLogger).child({ component: 'retention' });
   }
 
-  /** Runs once at once (in the background) and then every interval. */
-  start(): void {
-    this.#schedule(0);
+  /**
+   * Runs once after `firstRunDelayMs` (default 0: at once, in the background) and then every interval.
+   * The daemon runs the first pruning itself (`runOnce`, retried by its part supervisor until it
+   * works) and then starts the timer with the interval as the first delay.
+   */
+  start(firstRunDelayMs = 0): void {
+    this.#schedule(firstRunDelayMs);
+  }
+
+  /** Between two runs, ms. */
+  get intervalMs(): number {
+    return this.#options.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS;
   }
 
   /** Stops the timer and waits for a run in progress to end (between two batches). Safe to call twice. */
@@ -51,10 +60,15 @@ export class ChangelogRetention {
     await this.#running;
   }
 
-  /** One run now. @returns what it pruned */
-  async runOnce(): Promise<PruneResult> {
+  /**
+   * One run now, ended early (between two batches) by `stop()` or by `signal`.
+   * @returns what it pruned
+   * @throws the database's error when it cannot read or delete (busy, away)
+   */
+  async runOnce(signal?: AbortSignal): Promise<PruneResult> {
     const before = retentionCutoff(this.#options.retainDays) ?? new Date(0);
-    const result = await pruneChangelog(this.#options.executor, { before, endpoints: this.#options.endpoints, signal: this.#stop.signal });
+    const stopped = signal ? AbortSignal.any([this.#stop.signal, signal]) : this.#stop.signal;
+    const result = await pruneChangelog(this.#options.executor, { before, endpoints: this.#options.endpoints, signal: stopped });
     if (result.rows > 0 || result.attempts > 0) {
       this.#logger.info(
         { rows: result.rows, bytes: result.bytes, prunedThrough: result.prunedThrough, oldestSeq: result.oldestSeq, heldBy: result.heldBy, attempts: result.attempts, retainDays: this.#options.retainDays },
@@ -71,7 +85,7 @@ export class ChangelogRetention {
       this.#running = this.runOnce()
         .then(() => undefined)
         .catch((error: unknown) => this.#logger.warn({ err: { message: (error as Error).message } }, 'changelog pruning failed; it runs again at the next interval'))
-        .finally(() => this.#schedule(this.#options.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS));
+        .finally(() => this.#schedule(this.intervalMs));
     }, delayMs);
     this.#timer.unref();
   }

@@ -16,6 +16,7 @@ import { z } from 'zod';
 import { defineRouteSpec, route, type Route } from '../http/route.ts';
 import { RouteTable, type MountedRoute } from '../http/route-table.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
+import { PART_STATES } from './part-supervisor.ts';
 import type { ReadinessVerdict } from './readiness.ts';
 
 /** `/readyz`'s answer (readiness.ts `ReadinessVerdict`; the daemon adds its connections' details). */
@@ -25,6 +26,21 @@ const READINESS_VERDICT = z
     reason: z.string().meta({ description: 'One sentence: why (not) ready.' }),
     status: z.number().int().nullable().meta({ description: "The last probe's HTTP status; null when no answer arrived." }),
     checkedAt: z.string().nullable().meta({ description: 'When that verdict was reached (ISO 8601).' }),
+    parts: z
+      .record(
+        z.string(),
+        z.looseObject({
+          part: z.string(),
+          state: z.enum(PART_STATES),
+          required: z.boolean().meta({ description: 'The daemon is not ready while a required part is starting, retrying or stopped.' }),
+          since: z.string().meta({ description: 'When the part entered this state (ISO 8601).' }),
+          error: z.string().optional().meta({ description: "retrying: the last error's short form." }),
+          failures: z.number().int().optional().meta({ description: 'retrying: failed attempts (or rounds) in a row.' }),
+          reason: z.string().optional().meta({ description: 'starting or standby: what it waits for, or why it does not run here.' }),
+        }),
+      )
+      .optional()
+      .meta({ description: "Each part the daemon starts, by name (`<connection>/<part>` with several connections): its state (docs/operations.md \"The daemon's parts\")." }),
   })
   .meta({ id: 'ReadinessVerdict', description: 'The readiness verdict (docs/operations.md "Health and readiness").' });
 

@@ -1,7 +1,7 @@
 /**
  * The daemon's parts (docs/operations.md): the stream scheduler, the lease keeper and the leased
- * webhook delivery (replicas), the readiness probe, the metrics (prom-client), and the HTTP server
- * with its routes. The face of src/daemon/ for jobs/ (jobs/daemon.ts assembles them).
+ * webhook delivery (replicas), the part supervisor (each part started until it runs, its state
+ * shown), the readiness probe, the metrics (prom-client), and the HTTP server with its routes. The face of src/daemon/ for jobs/ (jobs/daemon.ts assembles them).
  */
 export { StreamScheduler, type StreamSchedulerOptions, type TickOutcome } from './scheduler.ts';
 export { DEFAULT_MAX_POLL_FACTOR, DEFAULT_MAX_SCAN_FACTOR, PollBackoff, type PollBackoffLimits } from './poll-backoff.ts';
@@ -15,3 +15,4 @@ export { CHANGE_ROUTE_SPECS, changeRoutes, type ChangeRoutesOptions } from './ch
 export { SCHEMA_ROUTE_SPECS, schemaRoutes } from './schema-routes.ts';
 export { ChangelogRetention, DEFAULT_RETENTION_INTERVAL_MS, type ChangelogRetentionOptions } from './changelog-retention.ts';
 export { scheduleIntervalMs, StaleStreamWatch, type StaleStreamWatchOptions } from './stale-streams.ts';
+export { PART_STATES, PartSupervisor, partIsUp, partsReadiness, type PartDefinition, type PartRun, type PartState, type PartStatus, type PartSupervisorOptions } from './part-supervisor.ts';

@@ -36,6 +36,12 @@ export interface LeaseKeeperOptions {
   onAcquired?: (lease: HeldLease) => void;
   /** Called when a held lease was found taken over, or released by `stop()`. Must not throw. */
   onLost?: (name: string) => void;
+  /**
+   * Called after each round with the leases it could neither renew nor acquire because the database
+   * failed (busy, away), each with its error; empty when every lease was renewed, acquired or found
+   * held by another process. Must not throw.
+   */
+  onRoundEnded?: (failures: ReadonlyMap<string, Error>) => void;
 }
 
 /** Holds and renews a set of leases; see the module comment. Start once, stop once. */
@@ -125,6 +131,7 @@ export class LeaseKeeper {
 
   async #roundOnce(): Promise<void> {
     const { leases, holder } = this.#options;
+    const failures = new Map<string, Error>();
     for (const name of this.#options.names) {
       if (this.#stopped) return;
       const held = this.#held.get(name);
@@ -158,10 +165,12 @@ export class LeaseKeeper {
           this.#notify(() => this.#options.onLost?.(name));
         } else {
           // The database is busy or away: the next round tries again; fences keep writes safe meanwhile.
+          failures.set(name, error instanceof Error ? error : new Error(String(error)));
           this.#logger.warn({ lease: name, err: { message: (error as Error).message } }, 'could not renew or acquire a lease');
         }
       }
     }
+    if (!this.#stopped) this.#notify(() => this.#options.onRoundEnded?.(failures));
   }
 
   #notify(callback: () => void): void {

@@ -60,17 +60,16 @@ export class LeasedWebhookDelivery {
   }
 
   /**
-   * Starts delivering under `lease` (after any earlier `end`). A creation or start that fails (the
-   * database busy or away) is logged and tried again after `retryMs` (default 1000) until it starts
-   * or `end` is called.
+   * Starts delivering under `lease` (after any earlier `begin` or `end`). The daemon calls it through
+   * its part supervisor (part-supervisor.ts), which calls it again after a backoff when it throws.
+   * @throws the creation's or the start's error (the database busy or away: creating the dispatcher
+   *   reads and registers the endpoints); nothing is left running then
    */
-  begin(lease: HeldLease, retryMs = 1000): Promise<void> {
+  begin(lease: HeldLease): Promise<void> {
     this.#holding = lease;
-    return this.#enqueue(async () => {
+    const step = this.#queue.then(async () => {
       if (this.#holding !== lease) return; // ended (or taken again) meanwhile
       await this.#stopCurrent();
-      // Its creation is retried like its start: creating it reads and registers the endpoints, which a
-      // database busy at the daemon's start (another connection on the SQLite file) refuses for a while.
       let dispatcher: DeliveryDispatcher | undefined;
       try {
         dispatcher = await this.#options.create({
@@ -79,15 +78,14 @@ export class LeasedWebhookDelivery {
         });
         await dispatcher.start();
       } catch (error) {
-        await dispatcher?.stop();
-        setTimeout(() => {
-          if (this.#holding === lease && this.#current === null) void this.begin(lease, retryMs);
-        }, retryMs).unref();
+        await dispatcher?.stop().catch(() => undefined);
         throw error;
       }
       this.#current = dispatcher;
       this.#logger.info({ fence: lease.fence }, 'webhook delivery started: this daemon holds the webhooks lease');
     });
+    this.#queue = step.catch(() => undefined);
+    return step;
   }
 
   /** Stops delivering (the lease was lost or released). */
@@ -124,7 +122,7 @@ export class LeasedWebhookDelivery {
 
   #enqueue(step: () => Promise<void>): Promise<void> {
     this.#queue = this.#queue.then(step).catch((error: unknown) => {
-      this.#logger.error({ err: error }, 'starting or stopping webhook delivery failed');
+      this.#logger.error({ err: error }, 'stopping webhook delivery failed');
     });
     return this.#queue;
   }

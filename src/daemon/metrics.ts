@@ -66,6 +66,7 @@
  *   sink_consecutive_failures, sink_held_events, sink_in_flight, sink_enabled, sink_failed_events {sink,kind}: as the webhook_ ones
  *   consumer_lag_events{consumer}                   gauge, changelog events after a named consumer's cursor
  *   consumer_lag_seconds{consumer}                  gauge, age of the oldest event after its cursor
+ *   daemon_part_running{part}                       gauge, 1 while the part runs (or stands by for a replica), 0 while starting, retrying or stopped
  * plus prom-client's default process metrics (`process_*`, `nodejs_*`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -79,6 +80,7 @@ import { STREAMS, type StreamName } from '../streams/definitions.ts';
 import type { RunReason, RunResult } from '../sync/sync-engine.ts';
 import { STREAM_CONDITION_EVENTS } from '../sync/stream-conditions.ts';
 import { STREAM_CONDITIONS, type StreamCondition } from '../mirror/stream-condition-store.ts';
+import { partIsUp, type PartState } from './part-supervisor.ts';
 
 /** Where scrape-time figures come from. */
 export interface DaemonMetricsSources {
@@ -106,6 +108,8 @@ export interface DaemonMetricsSources {
   staleAfterSeconds?: (stream: StreamName) => number | undefined;
   /** The leases this daemon competes for, and which it holds (src/daemon/lease-keeper.ts); absent: `bizops_leases_held` is not exported. */
   leases?: { readonly names: readonly string[]; holds(name: string): boolean };
+  /** The parts the daemon started and their states (src/daemon/part-supervisor.ts); absent: `bizops_daemon_part_running` is not exported. */
+  parts?: { statuses(): readonly { part: string; state: PartState }[] };
   /** The named consumers of the changelog with their lag (src/notify/pull); absent: their gauges are not exported. */
   consumers?: () => Promise<readonly { name: string; lagEvents: number; lagSeconds: number }[]>;
 }
@@ -452,6 +456,18 @@ export class DaemonMetrics {
         collect() {
           this.reset();
           for (const source of connections) for (const lease of source.leases?.names ?? []) this.set({ connection: source.name, lease }, source.leases!.holds(lease) ? 1 : 0);
+        },
+      });
+    }
+    if (connections.some((source) => source.parts)) {
+      new Gauge({
+        name: 'bizops_daemon_part_running',
+        help: 'Each part the daemon starts (leases, webhooks, scheduler, writes, retention, stale-watch, console-history): 1 while it runs or stands by for a replica holding its lease, 0 while it is starting, retrying or stopped (docs/operations.md "The daemon\'s parts").',
+        labelNames: ['connection', 'part'],
+        registers,
+        collect() {
+          this.reset();
+          for (const source of connections) for (const { part, state } of source.parts?.statuses() ?? []) this.set({ connection: source.name, part }, partIsUp(state) ? 1 : 0);
         },
       });
     }

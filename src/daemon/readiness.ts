@@ -23,6 +23,7 @@ import type { RequestHooks } from '../client/hooks.ts';
 import type { BudgetPeek, RateBudget, RateSlot } from '../client/rate-budget.ts';
 import type { MirrorStore } from '../mirror/mirror-store.ts';
 import type { StreamName } from '../streams/definitions.ts';
+import type { PartStatus } from './part-supervisor.ts';
 import {
   AuthenticationError,
   BizopsApiError,
@@ -69,6 +70,12 @@ export interface ReadinessVerdict {
    * all the same: the other partitions and streams run.
    */
   failingPartitions?: string[];
+  /**
+   * The daemon's: each part's state by name (part-supervisor.ts `PartStatus`: `leases`, `webhooks`,
+   * `scheduler`, `writes`, ...). Not ready while a required part is starting, retrying or stopped
+   * (`partsReadiness`).
+   */
+  parts?: Record<string, PartStatus>;
 }
 
 /**
@@ -315,8 +322,8 @@ export interface DeploymentReadinessVerdict extends ReadinessVerdict {
  * Combines the verdicts of every connection (docs/operations.md "Many companies"): ready when every
  * connection is. With one connection its verdict is the whole answer (plus `connections`); with
  * several, `reason` names the connections that are not ready, `status` is null, `checkedAt` the
- * oldest check, `budget` the longest wait, `unsupported` every connection's as `<connection>/<stream>`
- * and `failingPartitions` as `<connection>/<stream>/<partition>`.
+ * oldest check, `budget` the longest wait, `unsupported` every connection's as `<connection>/<stream>`,
+ * `failingPartitions` as `<connection>/<stream>/<partition>` and `parts` as `<connection>/<part>`.
  */
 export function combineReadiness(verdicts: Record<string, ReadinessVerdict>): DeploymentReadinessVerdict {
   const entries = Object.entries(verdicts);
@@ -334,6 +341,7 @@ export function combineReadiness(verdicts: Record<string, ReadinessVerdict>): De
     checkedAt: checked.includes(null) ? null : (checked as string[]).sort()[0]!,
     unsupported: entries.flatMap(([name, verdict]) => (verdict.unsupported ?? []).map((stream) => `${name}/${stream}`)),
     failingPartitions: entries.flatMap(([name, verdict]) => (verdict.failingPartitions ?? []).map((partition) => `${name}/${partition}`)),
+    parts: Object.fromEntries(entries.flatMap(([name, verdict]) => Object.entries(verdict.parts ?? {}).map(([part, status]) => [`${name}/${part}`, status] as const))),
     ...(waits.length > 0 ? { budget: { waitMs: Math.max(...waits) } } : {}),
     connections: verdicts,
   };

@@ -42,7 +42,16 @@ export interface OpenMirrorOptions {
   readonly?: boolean;
   /** The streams whose tables must be in place. Default: every registered stream (src/streams/definitions.ts). */
   streams?: readonly StreamDefinition[];
+  /**
+   * How long a statement waits for another connection's lock before it fails with `database is
+   * locked`, ms (`PRAGMA busy_timeout`; better-sqlite3 waits synchronously, so the process waits
+   * with it). Default 5000; tests shorten it.
+   */
+  busyTimeoutMs?: number;
 }
+
+/** `OpenMirrorOptions.busyTimeoutMs` by default, ms. */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 /**
  * Opens (creating if needed) the mirror at `path`, applies pending migrations, and prepares the
@@ -62,7 +71,7 @@ export function openMirror(path: string, options: OpenMirrorOptions = {}): Mirro
   } catch (error) {
     throw new Error(`cannot open the mirror database ${path}: ${(error as Error).message}`, { cause: error });
   }
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${Math.max(0, Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))}`);
   if (options.readonly) return readableOnReadOnlyStorage(db, path);
   db.pragma('journal_mode = WAL');
   // NORMAL is durable across process crashes in WAL mode (only an OS crash can lose the last commits).

@@ -29,6 +29,8 @@ export interface OpenMirrorConnectionOptions {
    * `PostgresConnectionOptions`); the commands and the daemon give a third of `sync.leaseSeconds`.
    */
   idleInTransactionTimeoutMs?: number;
+  /** SQLite: `OpenMirrorOptions.busyTimeoutMs` (default 5000 ms). */
+  busyTimeoutMs?: number;
 }
 
 /**

@@ -147,10 +147,14 @@ function prepareStreamTable(db: Database.Database, stream: StreamDefinition): st
 
 /**
  * `prepareStreamTable` for every stream, in one transaction: the mirror opens with every table in
- * place or not at all.
+ * place or not at all. When every table already agrees with its definition (read without a lock),
+ * nothing is written and no write lock is taken: a process opening the mirror while another holds
+ * the file's write lock (a long transaction, a stuck writer) opens it at once instead of failing
+ * with `database is locked` after the busy timeout.
  * @throws Error naming the table and the column, as `prepareStreamTable`
  */
 export function prepareStreamTables(db: Database.Database, streams: readonly StreamDefinition[]): void {
+  if (streams.every((stream) => planStreamTable(stream, sqliteColumns(db, stream.table), 'sqlite').action === 'unchanged')) return;
   db.transaction(() => {
     for (const stream of streams) prepareStreamTable(db, stream);
   }).immediate();

@@ -75,10 +75,14 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
     await waitFor(async () => (await leasesHeld(firstUrl)).length === LEASES.length, 'the first daemon to hold every lease', 30_000);
     const second = start();
     const secondUrl = await second.url;
-    // The second stands by: ready, holding nothing while the first renews its leases.
-    const standby = await fetch(`${secondUrl}/readyz`);
-    expect(standby.status).toBe(200);
-    expect(((await standby.json()) as { leases: string[] }).leases).toEqual([]);
+    // The second stands by: ready once its parts started (its webhook delivery stands by), holding
+    // nothing while the first renews its leases.
+    const standby = await waitFor(async () => {
+      const response = await fetch(`${secondUrl}/readyz`);
+      return response.status === 200 ? ((await response.json()) as { leases: string[]; parts: Record<string, { state: string }> }) : undefined;
+    }, 'the second daemon to be ready, standing by');
+    expect(standby.leases).toEqual([]);
+    expect(standby.parts.webhooks?.state).toBe('standby');
 
     const db = await openMirrorConnection(location, { readonly: true });
     connections.push(db);
