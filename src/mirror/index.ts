@@ -7,6 +7,7 @@ export { openMirrorConnection, type OpenMirrorConnectionOptions } from './open.t
 export type { SqlConnection, SqlExecutor } from './sql/executor.ts';
 export { isPostgresUrl, quoteIdentifier } from './sql/postgres-location.ts';
 export { PostgresConnection } from './sql/postgres.ts';
+export { MirrorFileLockedError, mirrorFileLockedCount } from './sql/sqlite.ts';
 export { postgresSchemaVersion } from './postgres-migrate.ts';
 export { MIGRATIONS } from './migrations/index.ts';
 export { mirrorHealthCheck, mirrorSchemaVersion } from './health.ts';
