@@ -9,7 +9,8 @@
  * number in flight (the sink's default `maxInFlight`), each publish awaited, nothing written back.
  * Goal: 5,000 events/s or more to NATS and to Redis, at least 0.8 of the plain loop.
  *
- * `npm run bench -- sinks`; `SINKS_BENCH_EVENTS=20000` for a shorter run.
+ * `npm run bench -- sinks`; `SINKS_BENCH_EVENTS=20000` for a shorter run, `SINKS_BENCH_BROKERS=redis`
+ * (a comma-separated list of `nats`, `redis`, `rabbitmq`) for some brokers only.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,6 +35,7 @@ const PER_RECORD = 5;
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RABBITMQ_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+const BROKERS = new Set((process.env.SINKS_BENCH_BROKERS ?? 'nats,redis,rabbitmq').split(',').map((name) => name.trim()));
 
 /** A mirror holding the backlog, the sink registered before it (its cursor at 0). */
 async function backlog(dir: string, sinkName: string) {
@@ -101,63 +103,75 @@ export async function run(): Promise<Record<string, number | string>> {
   const figures: Record<string, number | string> = { 'backlog (events)': EVENTS, 'records (events each)': `${EVENTS / PER_RECORD} (${PER_RECORD})` };
   const tag = `bench${process.pid}`;
   try {
-    // NATS JetStream: a stream of the benchmark's own.
-    const nats = await connect({ servers: new URL(NATS_URL).host });
-    const manager = await jetstreamManager(nats);
-    const stream = tag.toUpperCase();
-    await manager.streams.add({ name: stream, subjects: [`${tag}.>`], duplicate_window: 120_000_000_000 });
-    const natsSink = sinkConfig({ name: 'nats', kind: 'nats', url: NATS_URL, subjectPrefix: tag, stream });
-    const core = await throughCore(dir, natsSink);
-    await manager.streams.purge(stream);
-    const js = jetstream(nats);
-    const plain = await plainLoop(dir, 'nats', natsSink.maxInFlight, (message) => js.publish(`${tag}.deals.${message.recordId}`, message.body, { msgID: message.id }));
-    figures['NATS JetStream: events/s'] = core;
-    figures['NATS JetStream: plain publisher loop, events/s'] = plain;
-    figures['NATS JetStream: ratio to the plain loop (goal >= 0.8)'] = (core / plain).toFixed(2);
-    await manager.streams.delete(stream);
-    await nats.close();
-
-    // Redis Streams: a key of the benchmark's own.
-    const key = `bizops-bench:${tag}:`;
-    const redisSink = sinkConfig({ name: 'redis', kind: 'redis-stream', url: REDIS_URL, keyPrefix: key });
-    const redisCore = await throughCore(dir, redisSink);
-    const redis = new Redis(REDIS_URL, { enableAutoPipelining: true });
-    await redis.del(`${key}deals`);
-    const redisPlain = await plainLoop(dir, 'redis', redisSink.maxInFlight, (message) =>
-      redis.xadd(`${key}deals`, '*', 'id', message.id, 'type', message.type, 'seq', String(message.seq), 'record_id', message.recordId, 'data', message.body),
-    );
-    figures['Redis Streams: events/s'] = redisCore;
-    figures['Redis Streams: plain publisher loop, events/s'] = redisPlain;
-    figures['Redis Streams: ratio to the plain loop (goal >= 0.8)'] = (redisCore / redisPlain).toFixed(2);
-    await redis.del(`${key}deals`);
-    redis.disconnect();
-
-    // RabbitMQ with publisher confirms: an exchange of the benchmark's own, one queue bound to it.
-    const rabbit = await amqp.connect(RABBITMQ_URL);
-    const setup = await rabbit.createChannel();
-    const exchange = `${tag}.x`;
-    await setup.assertExchange(exchange, 'topic', { durable: true });
-    const { queue } = await setup.assertQueue(`${tag}.q`, { durable: true });
-    await setup.bindQueue(queue, exchange, '#');
-    const rabbitSink = sinkConfig({ name: 'rabbit', kind: 'rabbitmq', url: RABBITMQ_URL, exchange });
-    const rabbitCore = await throughCore(dir, rabbitSink);
-    await setup.purgeQueue(queue);
-    const confirm = await rabbit.createConfirmChannel();
-    const rabbitPlain = await plainLoop(dir, 'rabbit', rabbitSink.maxInFlight, (message) =>
-      new Promise<void>((resolve, reject) =>
-        confirm.publish(exchange, `deals.${message.type}`, Buffer.from(message.body), { persistent: true, mandatory: true, messageId: message.id, contentType: 'application/json', type: message.type }, (error: unknown) => (error ? reject(error as Error) : resolve())),
-      ),
-    );
-    figures['RabbitMQ (confirms): events/s'] = rabbitCore;
-    figures['RabbitMQ (confirms): plain publisher loop, events/s'] = rabbitPlain;
-    figures['RabbitMQ (confirms): ratio to the plain loop'] = (rabbitCore / rabbitPlain).toFixed(2);
-    await setup.deleteQueue(queue);
-    await setup.deleteExchange(exchange);
-    await rabbit.close();
+    if (BROKERS.has('nats')) await natsFigures(dir, tag, figures);
+    if (BROKERS.has('redis')) await redisFigures(dir, tag, figures);
+    if (BROKERS.has('rabbitmq')) await rabbitFigures(dir, tag, figures);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
   return figures;
+}
+
+/** NATS JetStream: a stream of the benchmark's own. */
+async function natsFigures(dir: string, tag: string, figures: Record<string, number | string>): Promise<void> {
+  const nats = await connect({ servers: new URL(NATS_URL).host });
+  const manager = await jetstreamManager(nats);
+  const stream = tag.toUpperCase();
+  await manager.streams.add({ name: stream, subjects: [`${tag}.>`], duplicate_window: 120_000_000_000 });
+  const natsSink = sinkConfig({ name: 'nats', kind: 'nats', url: NATS_URL, subjectPrefix: tag, stream });
+  const core = await throughCore(dir, natsSink);
+  await manager.streams.purge(stream);
+  const js = jetstream(nats);
+  const plain = await plainLoop(dir, 'nats', natsSink.maxInFlight, (message) => js.publish(`${tag}.deals.${message.recordId}`, message.body, { msgID: message.id }));
+  figures['NATS JetStream: events/s'] = core;
+  figures['NATS JetStream: plain publisher loop, events/s'] = plain;
+  figures['NATS JetStream: ratio to the plain loop (goal >= 0.8)'] = (core / plain).toFixed(2);
+  await manager.streams.delete(stream);
+  await nats.close();
+
+}
+
+/** Redis Streams: a key of the benchmark's own. */
+async function redisFigures(dir: string, tag: string, figures: Record<string, number | string>): Promise<void> {
+  const key = `bizops-bench:${tag}:`;
+  const redisSink = sinkConfig({ name: 'redis', kind: 'redis-stream', url: REDIS_URL, keyPrefix: key });
+  const redisCore = await throughCore(dir, redisSink);
+  const redis = new Redis(REDIS_URL, { enableAutoPipelining: true });
+  await redis.del(`${key}deals`);
+  const redisPlain = await plainLoop(dir, 'redis', redisSink.maxInFlight, (message) =>
+    redis.xadd(`${key}deals`, '*', 'id', message.id, 'type', message.type, 'seq', String(message.seq), 'record_id', message.recordId, 'data', message.body),
+  );
+  figures['Redis Streams: events/s'] = redisCore;
+  figures['Redis Streams: plain publisher loop, events/s'] = redisPlain;
+  figures['Redis Streams: ratio to the plain loop (goal >= 0.8)'] = (redisCore / redisPlain).toFixed(2);
+  await redis.del(`${key}deals`);
+  redis.disconnect();
+
+}
+
+/** RabbitMQ with publisher confirms: an exchange of the benchmark's own, one queue bound to it. */
+async function rabbitFigures(dir: string, tag: string, figures: Record<string, number | string>): Promise<void> {
+  const rabbit = await amqp.connect(RABBITMQ_URL);
+  const setup = await rabbit.createChannel();
+  const exchange = `${tag}.x`;
+  await setup.assertExchange(exchange, 'topic', { durable: true });
+  const { queue } = await setup.assertQueue(`${tag}.q`, { durable: true });
+  await setup.bindQueue(queue, exchange, '#');
+  const rabbitSink = sinkConfig({ name: 'rabbit', kind: 'rabbitmq', url: RABBITMQ_URL, exchange });
+  const rabbitCore = await throughCore(dir, rabbitSink);
+  await setup.purgeQueue(queue);
+  const confirm = await rabbit.createConfirmChannel();
+  const rabbitPlain = await plainLoop(dir, 'rabbit', rabbitSink.maxInFlight, (message) =>
+    new Promise<void>((resolve, reject) =>
+      confirm.publish(exchange, `deals.${message.type}`, Buffer.from(message.body), { persistent: true, mandatory: true, messageId: message.id, contentType: 'application/json', type: message.type }, (error: unknown) => (error ? reject(error as Error) : resolve())),
+    ),
+  );
+  figures['RabbitMQ (confirms): events/s'] = rabbitCore;
+  figures['RabbitMQ (confirms): plain publisher loop, events/s'] = rabbitPlain;
+  figures['RabbitMQ (confirms): ratio to the plain loop'] = (rabbitCore / rabbitPlain).toFixed(2);
+  await setup.deleteQueue(queue);
+  await setup.deleteExchange(exchange);
+  await rabbit.close();
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) console.log(JSON.stringify(await run(), null, 2));

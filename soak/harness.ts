@@ -2,7 +2,8 @@
  * Runs one schedule against the real parts: the simulator (in this process, served over HTTP), a
  * `bizops-sync daemon` process (and, as the schedule says, a replica, `worker` processes and
  * one-off commands), the soak's own Redis, the mirror (a SQLite file, or a schema of the soak's own
- * PostgreSQL server), two webhook receivers and a pull consumer. Steps change the world and break
+ * PostgreSQL server), two webhook receivers, a Redis Streams sink on a Redis of its own (read as a
+ * consumer reads it) and a pull consumer. Steps change the world and break
  * things; then everything is healed, the soak waits for quiescence, and the oracle judges.
  */
 import { randomBytes } from 'node:crypto';
@@ -17,6 +18,7 @@ import { finalChecks, mirrorDifferences, stepChecks, type OracleInput } from './
 import { SoakProcess, runCommand } from './processes.ts';
 import { SoakRandom } from './random.ts';
 import { SoakReceiver } from './receiver.ts';
+import { SinkStreamReader } from './stream-reader.ts';
 import type { Schedule, Step } from './schedule.ts';
 import type { SoakServices } from './services.ts';
 import { TruthTimeline } from './truth.ts';
@@ -64,12 +66,18 @@ const UNSTORABLE = { surrogate: 'broken \ud800 text', nul: 'nul \u0000 text' } a
 /** The stream each list path serves. */
 const STREAM_BY_PATH: Record<string, StreamName> = Object.fromEntries(SIMULATED_STREAMS.map((stream) => [stream.path, stream.name]));
 const WRITE_KEY = 'soak-write-key-0123456789';
+/** The Redis Streams sink's one stream key (its `key` setting: every event in one stream). */
+const FEED_KEY = 'soak:feed';
 /** Between two steps, so the daemon's schedule (every second) gets to run. */
 const STEP_GAP_MS = 350;
 /** How long quiescence may take before the oracle judges what it has. */
-const QUIESCENCE_MS = 90_000;
-/** How long the writes and the sinks may take to settle once the mirror is equal. */
-const SINKS_WAIT_MS = 75_000;
+const QUIESCENCE_MS = 60_000;
+/**
+ * How long the writes and the sinks may take to settle once the mirror is equal: a target's pause
+ * after a database error is at most 5 s (src/notify/delivery/sink-delivery.ts), a broker taken for
+ * down is probed every 5 to 30 s.
+ */
+const SINKS_WAIT_MS = 40_000;
 
 let scheduleCounter = 0;
 
@@ -108,6 +116,8 @@ class ScheduleRun {
   location!: string;
   configFile!: string;
   receivers!: { a: SoakReceiver; b: SoakReceiver };
+  /** The Redis Streams sink `feed`, as a reader of its stream key sees it. */
+  feed: SinkStreamReader | undefined;
   reader: MirrorReader | undefined;
   daemon: SoakProcess | undefined;
   replica: SoakProcess | undefined;
@@ -175,6 +185,8 @@ class ScheduleRun {
     this.receivers = { a: new SoakReceiver('a', webhookSecret()), b: new SoakReceiver('b', webhookSecret()) };
     await this.receivers.a.listen();
     await this.receivers.b.listen();
+    await options.services.sinkRedis.flush();
+    this.feed = new SinkStreamReader('feed', options.services.sinkRedis.url, FEED_KEY);
     this.configFile = join(this.dir, 'bizops-sync.json');
     writeFileSync(
       this.configFile,
@@ -202,6 +214,8 @@ class ScheduleRun {
             { name: 'a', url: this.receivers.a.url, secret: this.receivers.a.secret, ordering: 'record', maxInFlight: 8 },
             { name: 'b', url: this.receivers.b.url, secret: this.receivers.b.secret, ordering: 'endpoint', events: ['deal.*', 'transaction.*', 'qa_action.*', 'onboarding.*', 'write.*'] },
           ],
+          // A Redis Streams sink on a Redis of its own that a step takes away (docs/sinks.md).
+          sinks: [{ name: 'feed', kind: 'redis-stream', url: options.services.sinkRedis.url, key: FEED_KEY, ackTimeoutSeconds: 2 }],
         },
         null,
         2,
@@ -213,7 +227,10 @@ class ScheduleRun {
     await fetch(`${url}/consumers/soak`, { method: 'PUT', headers: { authorization: `Bearer ${READ_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ after: 0 }) });
     const ready = await until(async () => (await this.mirrorDiff()) === '', 60_000, 500);
     if (!ready) this.failures.push({ check: 'start', message: `the first backfill did not make the mirror equal to the truth within 60 s: ${await this.mirrorDiff()}` });
-    this.#consumerTimer = setInterval(() => void this.consume(), 300);
+    this.#consumerTimer = setInterval(() => {
+      void this.consume();
+      void this.feed?.read();
+    }, 300);
   }
 
   async openReader(): Promise<MirrorReader> {
@@ -316,10 +333,16 @@ class ScheduleRun {
     if (this.#redisBack) await this.#redisBack;
   }
 
-  async enqueue(step: Extract<Step, { do: 'write' }>, index: number): Promise<void> {
+  /**
+   * Sends one write (the write API, or `bizops-sync enqueue` when no daemon answers) with its fault at
+   * the API injected first; `latencyMs` is the answer's delay of a `latency` fault.
+   * @returns the fault injected at the API (a `latency` fault is consumed once the write reaches the API)
+   */
+  async enqueue(step: Extract<Step, { do: 'write' }>, index: number, latencyMs = 1500): Promise<Fault | undefined> {
     const key = `s${this.schedule.seed}-${index}-${randomBytes(3).toString('hex')}`;
     const { payload, actAs } = writePayload(step.kind, key, step.pick, this.simulator, this.writes.length);
     const write: SoakWrite = { kind: step.kind, key, payload, ...(actAs ? { actAs } : {}) };
+    let injected: Fault | undefined;
     if (step.fault !== 'none') {
       const { method, pathPattern } = writeRequestMatch(step.kind);
       const match = { method, path: pathPattern };
@@ -330,9 +353,10 @@ class ScheduleRun {
             ? { kind: 'reset-mid-body', match }
             : step.fault === 'status-503'
               ? { kind: 'status', status: 503, match }
-              : { kind: 'latency', ms: 1500, match };
+              : { kind: 'latency', ms: latencyMs, match };
       this.simulator.faults.inject(fault);
       this.fault(`write:${step.fault}`);
+      injected = fault;
     }
     const body = JSON.stringify({ kind: step.kind, payload, idempotencyKey: key, ...(actAs ? { actAs } : {}) });
     if (step.via === 'http') {
@@ -360,6 +384,7 @@ class ScheduleRun {
       else this.failures.push({ check: 'writes', message: `enqueue ${step.kind} exited ${result.code}: ${result.tail.slice(-3).join(' | ')}` });
     }
     if (write.id) this.writes.push(write);
+    return injected;
   }
 
   async runStep(step: Step, index: number): Promise<void> {
@@ -420,13 +445,33 @@ class ScheduleRun {
         return;
       }
       case 'write-burst': {
-        // Writes slowed at the API while Redis loses every job: the sweepers must not send any twice.
+        // Writes claimed and waiting for the rate budget when Redis loses their jobs, a sweep (every
+        // second, and on a reconnect) running meanwhile: the sweepers must not send any twice. Redis
+        // is flushed first: a budget that lost its state grants one request at a time until an
+        // answer's rate-limit headers arrive (docs/rate-budget.md "When Redis is away"), and the
+        // answers are slowed, so the writes after the first wait, claimed, while Redis loses them.
         const kinds = ['transaction.create', 'email.send', 'location.create'] as const;
+        const latencyMs = step.latencyMs ?? 1500;
+        const redis = this.options.services.redis;
+        await redis.flush();
+        this.simulator.faults.inject({ kind: 'latency', ms: latencyMs, match: { method: 'GET' }, times: 2 });
         const burst = Array.from({ length: step.count }, (_, offset) => ({ do: 'write' as const, kind: kinds[offset % kinds.length]!, fault: 'latency' as const, via: 'http' as const, pick: offset * 7919 + index }));
-        await Promise.all(burst.map((write, offset) => this.enqueue(write, index * 100 + offset)));
+        await Promise.all(burst.map((write, offset) => this.enqueue(write, index * 100 + offset, latencyMs)));
+        // Claimed but not sent yet: the window a second claim must not get into.
+        const reader = await this.openReader().catch(() => undefined);
+        if (reader) await until(async () => (await reader.all<{ id: string }>("SELECT id FROM writes WHERE status = 'queued' AND claim_token IS NOT NULL")).length > 0, 3000, 25);
         await sleep(step.flushAfterMs);
-        this.fault('redis:flush-during-writes');
-        await this.options.services.redis.flush();
+        if (step.redis === 'restart') {
+          this.fault('redis:restart-during-writes');
+          await redis.kill();
+          this.#redisBack = sleep(step.downMs ?? 0).then(() => redis.start());
+          await this.#redisBack;
+        } else {
+          this.fault('redis:flush-during-writes');
+          await redis.flush();
+        }
+        // The writes' answers come while the step waits: a sweep runs in between.
+        await sleep(latencyMs + 1000);
         return;
       }
       case 'kill-daemon': {
@@ -437,6 +482,37 @@ class ScheduleRun {
         this.ended.push(victim);
         await sleep(step.downMs);
         this.daemon = await this.startDaemon();
+        return;
+      }
+      case 'api-down': {
+        const victim = this.daemon;
+        if (!victim?.alive) return;
+        this.fault(step.outlast ? 'api:down-at-start-outlasted' : 'api:down-at-start');
+        await victim.kill();
+        this.ended.push(victim);
+        await this.simulator.refuseConnections();
+        await this.redisUp();
+        const starting = this.spawn('daemon', ['daemon']);
+        if (step.outlast) {
+          // The daemon tries for 10 s, then ends with exit 1 and one line naming the address and the cause.
+          const timer = setTimeout(() => starting.child.kill('SIGKILL'), 60_000);
+          const { code } = await starting.exited;
+          clearTimeout(timer);
+          starting.expectedExit = true;
+          this.ended.push(starting);
+          const lines = starting.tail.filter((line) => line !== '' && !line.startsWith('{'));
+          if (code !== 1 || lines.length !== 1 || !/cannot reach the API at .*\(ECONNREFUSED\)/.test(lines[0]!)) {
+            this.failures.push({ check: 'process', step: index + 1, message: `a daemon started while the API refused connections: exit ${code} (1 promised) with ${lines.length} plain line(s) (one naming the address and the cause promised): ${JSON.stringify(lines.slice(-3))}` });
+          }
+          await this.simulator.acceptConnections();
+          this.daemon = await this.startDaemon();
+        } else {
+          // Back within the daemon's 10 s of trying: it starts.
+          await sleep(step.ms);
+          await this.simulator.acceptConnections();
+          await starting.httpUrl(60_000).catch((error: unknown) => this.failures.push({ check: 'process', step: index + 1, message: `a daemon started while the API was away for ${step.ms} ms: ${String(error)}` }));
+          this.daemon = starting;
+        }
         return;
       }
       case 'pause-daemon': {
@@ -562,6 +638,22 @@ class ScheduleRun {
         }
         return;
       }
+      case 'sink-outage': {
+        // The sink's broker away (killed; its append-only file keeps what it acknowledged), while a
+        // record changes before and during: nothing lost, each record's events in order once back.
+        const broker = this.options.services.sinkRedis;
+        const deals = this.simulator.world.deals;
+        const id = deals.length > 0 ? deals[step.pick % deals.length]!.id : undefined;
+        this.fault('sink:broker-away');
+        if (id) this.timeline.touchDeal(id, `soak title ${index}.0`);
+        await sleep(300);
+        await broker.kill();
+        if (id) this.timeline.touchDeal(id, `soak title ${index}.1`);
+        await sleep(step.ms);
+        await broker.start();
+        if (id) this.timeline.touchDeal(id, `soak title ${index}.2`);
+        return;
+      }
       case 'wait':
         await sleep(step.ms);
         return;
@@ -571,6 +663,8 @@ class ScheduleRun {
   /** Clears every fault and brings every part back, leaving one daemon (and the live replica and workers). */
   async heal(): Promise<void> {
     this.simulator.faults.clear();
+    await this.simulator.acceptConnections();
+    await this.options.services.sinkRedis.start().catch(() => undefined);
     for (const poisoned of this.poisoned.splice(0)) this.timeline.cleanPoison(poisoned);
     await this.redisUp();
     await this.receivers.a.heal();
@@ -590,6 +684,7 @@ class ScheduleRun {
       simulator: this.simulator,
       timeline: this.timeline,
       receivers: this.receivers,
+      sinks: this.feed ? [{ name: this.feed.name, events: ['*'], chains: this.feed.chains, problems: this.feed.problems, read: () => this.feed!.read() }] : [],
       consumer: this.consumer,
       writes: this.writes,
       refusedMarks: this.refusedMarks,
@@ -599,6 +694,7 @@ class ScheduleRun {
 
   async tearDown(): Promise<void> {
     if (this.#consumerTimer) clearInterval(this.#consumerTimer);
+    this.feed?.close();
     for (const process of [this.daemon, this.replica, ...this.workers, ...this.oneOffs]) {
       if (process?.alive) await process.kill();
     }
@@ -654,8 +750,7 @@ export async function runSchedule(schedule: Schedule, options: RunOptions): Prom
     // Quiescence: the truth stands still; wait for the mirror, the writes and the sinks to settle.
     await until(async () => (await run.mirrorDiff()) === '', QUIESCENCE_MS, 500);
     const quiet = Date.now();
-    // The sinks and the writes get their own wait: after database errors a delivery loop backs off
-    // up to 60 s (src/notify/delivery/sink-delivery.ts), and a quiet changelog does not wake it.
+    // The sinks and the writes get their own wait (SINKS_WAIT_MS).
     const deadline = quiet + SINKS_WAIT_MS;
     const reader = await run.openReader();
     const final = await finalChecks(reader, run.oracleInput(), {

@@ -21,11 +21,35 @@ export interface OracleInput {
   simulator: RunningSimulator;
   timeline: TruthTimeline;
   receivers: { a: SoakReceiver; b: SoakReceiver };
+  /** The broker sinks, as their readers saw them: `events` their filter, `read()` reads what is new. */
+  sinks: BrokerSinkView[];
   consumer: RecordChains;
   writes: SoakWrite[];
   /** Marks of writes intake had to refuse: none may reach the API. */
   refusedMarks: string[];
   schedule: Schedule;
+}
+
+/** A broker sink as the soak's reader of it sees it. */
+export interface BrokerSinkView {
+  /** The sink's name in the configuration (its row in `webhook_endpoints`). */
+  name: string;
+  /** Its event filter. */
+  events: string[];
+  chains: RecordChains;
+  /** What the reader saw that no sink may publish. */
+  problems: string[];
+  /** Reads what the broker holds now (never throws). */
+  read(): Promise<void>;
+}
+
+/**
+ * The changelog as a broker sink is to get it: a sink never publishes the condition events about
+ * itself (`sink.failing`, `sink.recovered`: stream `sinks`, record id the sink's name; docs/sinks.md
+ * "Condition events").
+ */
+function forSink(changes: readonly ChangeRow[], sink: string): ChangeRow[] {
+  return changes.filter((change) => !(change.stream === 'sinks' && change.recordId === sink));
 }
 
 /** Each endpoint's event filter, as configured by the harness (docs/webhooks.md "Endpoints"). */
@@ -165,6 +189,10 @@ export async function stepChecks(reader: MirrorReader, input: OracleInput): Prom
     problems.push(...input.receivers[name].problems.map((line) => `signature: ${line}`));
   }
   problems.push(...chainProblems('order: pull consumer', changelogChains(changes), input.consumer));
+  for (const sink of input.sinks) {
+    problems.push(...chainProblems(`order: sink ${sink.name}`, changelogChains(forSink(changes, sink.name), sink.events), sink.chains));
+    problems.push(...sink.problems.map((line) => `order: ${line}`));
+  }
   return problems;
 }
 
@@ -286,14 +314,20 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
   let changes = await readChangelog(reader);
   const pending = () => {
     const count = missingEvents(changes, RECEIVER_EVENTS.a, input.receivers.a.chains).length + missingEvents(changes, RECEIVER_EVENTS.b, input.receivers.b.chains).length + missingEvents(changes, ['*'], input.consumer).length;
-    return count;
+    return count + input.sinks.reduce((sum, sink) => sum + missingEvents(forSink(changes, sink.name), sink.events, sink.chains).length, 0);
   };
   while (Date.now() < options.deadline && pending() > 0) {
     await sleep(500);
     changes = await readChangelog(reader);
+    for (const sink of input.sinks) await sink.read();
   }
-  for (const name of ['a', 'b'] as const) {
-    const missing = missingEvents(changes, RECEIVER_EVENTS[name], input.receivers[name].chains);
+  // Every target, webhook endpoints and broker sinks alike: what it lacks must be explained.
+  const targets = [
+    ...(['a', 'b'] as const).map((name) => ({ name, label: `receiver ${name}`, events: RECEIVER_EVENTS[name], chains: input.receivers[name].chains, strict: name === 'b', answered: input.receivers[name].counts as object, due: changes })),
+    ...input.sinks.map((sink) => ({ name: sink.name, label: `sink ${sink.name}`, events: sink.events, chains: sink.chains, strict: false, answered: undefined as object | undefined, due: forSink(changes, sink.name) })),
+  ];
+  for (const { name, label, events, chains, strict, answered, due } of targets) {
+    const missing = missingEvents(due, events, chains);
     if (missing.length === 0) continue;
     const held = new Set(
       (await reader.all<{ stream: string; record_id: string }>('SELECT stream, record_id FROM webhook_held_events WHERE endpoint = ?', [name])).map((row) => `${row.stream}/${row.record_id}`),
@@ -308,16 +342,16 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
     const heldSeqs = (await reader.all<{ seq: number | string }>('SELECT seq FROM webhook_held_events WHERE endpoint = ?', [name])).map((row) => Number(row.seq));
     const heldRows = heldSeqs.length;
     // The strict-order endpoint holds back every event after its held one, not only its record's.
-    const firstHeld = name === 'b' && heldSeqs.length > 0 ? Math.min(...heldSeqs) : Infinity;
+    const firstHeld = strict && heldSeqs.length > 0 ? Math.min(...heldSeqs) : Infinity;
     const lastSeq = changes[changes.length - 1]?.seq ?? 0;
     const paused = endpoint !== undefined && (endpoint.disabled_at !== null || (endpoint.next_attempt_at !== null && Date.parse(endpoint.next_attempt_at) > Date.now()));
     const unexplained = missing.filter((change) => !paused && !held.has(recordKey(change)) && !failed.has(change.seq) && change.seq < firstHeld);
     if (unexplained.length > 0) {
       problems.push(
-        `lost: receiver ${name} lacks ${unexplained.length} event(s) nothing holds back (endpoint not paused, no held event of their record), e.g. ${unexplained
+        `lost: ${label} lacks ${unexplained.length} event(s) nothing holds back (endpoint not paused, no held event of their record), e.g. ${unexplained
           .slice(0, 4)
           .map((change) => `seq ${change.seq} ${change.type} ${recordKey(change)}`)
-          .join('; ')}; the endpoint's row: delivered_seq ${endpoint?.delivered_seq} of ${lastSeq}, ${heldRows} held, attempts ${endpoint?.attempts}, last status ${endpoint?.last_status}, last error ${endpoint?.last_error}, next attempt ${endpoint?.next_attempt_at}; the receiver answered ${JSON.stringify(input.receivers[name].counts)}`,
+          .join('; ')}; the endpoint's row: delivered_seq ${endpoint?.delivered_seq} of ${lastSeq}, ${heldRows} held, attempts ${endpoint?.attempts}, last status ${endpoint?.last_status}, last error ${endpoint?.last_error}, next attempt ${endpoint?.next_attempt_at}${answered ? `; the receiver answered ${JSON.stringify(answered)}` : ''}`,
       );
     }
   }
@@ -346,6 +380,6 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
   if (process.env.SOAK_VERBOSE) console.log(`  final checks: ${phases.join(', ')}`);
   if (verify.code !== 0) problems.push(`verify: bizops-sync verify exited ${verify.code} at quiescence (0 promised when the mirror equals the API): ${verify.output.replace(/\s+/g, ' ').slice(0, 600)}`);
 
-  const eventsChecked = changes.length + input.receivers.a.chains.count + input.receivers.b.chains.count + input.consumer.count;
+  const eventsChecked = changes.length + input.receivers.a.chains.count + input.receivers.b.chains.count + input.consumer.count + input.sinks.reduce((sum, sink) => sum + sink.chains.count, 0);
   return { problems, recordsChecked: mirror.records + last.checked, eventsChecked };
 }

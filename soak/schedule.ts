@@ -20,6 +20,26 @@ export interface ListFaultStep {
   times: number;
 }
 
+/**
+ * Writes claimed while Redis loses their jobs, a sweep running meanwhile: the sweepers must not send
+ * any twice (docs/writes.md "The sweeper"). Redis is flushed (the rate budget then grants one request
+ * at a time until an answer comes), `count` writes are sent, each answered after `latencyMs` (and the
+ * next two reads too), so the writes after the first wait for the budget, claimed; once one is
+ * claimed, `flushAfterMs` later, Redis is flushed again (`redis: 'flush'`) or killed and started
+ * again empty after `downMs` (`redis: 'restart'`).
+ */
+export interface WriteRaceStep {
+  do: 'write-burst';
+  count: number;
+  flushAfterMs: number;
+  /** How long the API takes to answer each write of the burst (ms); 1500 when absent (older schedules). */
+  latencyMs?: number;
+  /** What Redis does while they are in flight; `flush` when absent. */
+  redis?: 'flush' | 'restart';
+  /** With `restart`: how long Redis stays away (ms). */
+  downMs?: number;
+}
+
 /** One step of a schedule. Numbers named `pick` choose a record among the current ones (modulo). */
 export type Step =
   | { do: 'churn'; count: number }
@@ -29,11 +49,17 @@ export type Step =
   | { do: 'expose-fields' }
   | { do: 'tie-burst'; count: number }
   | ListFaultStep
-  | { do: 'write-burst'; count: number; flushAfterMs: number }
+  | WriteRaceStep
   | { do: 'poison-record'; stream: 'deals' | 'customers'; pick: number; text: 'surrogate' | 'nul'; cleanAfterMs: number }
   | { do: 'unstorable-write'; text: 'surrogate' | 'nul'; via: 'http' | 'cli' }
   | { do: 'write'; kind: WriteKind; fault: 'none' | 'lose-response' | 'reset' | 'status-503' | 'latency'; via: 'http' | 'cli'; pick: number }
   | { do: 'kill-daemon'; downMs: number }
+  /**
+   * The daemon killed and started again while the API's port refuses connections: for `ms`, or
+   * (`outlast`) until the new daemon gives up (exit 1, one line: docs/operations.md "An unreachable
+   * API"), then the port opens and a daemon started after it catches up.
+   */
+  | { do: 'api-down'; ms: number; outlast: boolean }
   | { do: 'pause-daemon'; ms: number }
   | { do: 'restart-daemon' }
   | { do: 'replica'; on: boolean }
@@ -42,6 +68,8 @@ export type Step =
   | { do: 'redis'; action: 'flush' | 'restart'; downMs: number }
   | { do: 'postgres'; action: 'terminate' | 'restart' }
   | { do: 'receiver'; endpoint: 'a' | 'b'; mode: 'fail' | 'hang' | 'reject-record' | 'outage'; ms: number; pick: number }
+  /** The Redis Streams sink's broker killed for `ms`, a deal changing before and during. */
+  | { do: 'sink-outage'; ms: number; pick: number }
   | { do: 'wait'; ms: number };
 
 /** A whole schedule: what `npm run soak -- --schedule FILE` replays. */
@@ -83,12 +111,14 @@ const WEIGHTS = {
   'kill-daemon': 2,
   'pause-daemon': 2,
   'restart-daemon': 1,
+  'api-down': 1,
   replica: 2,
   'one-off': 3,
   worker: 3,
   redis: 2,
   postgres: 3,
   receiver: 7,
+  'sink-outage': 2,
   wait: 4,
 } as const;
 
@@ -133,6 +163,16 @@ function listFault(random: SoakRandom, path: string): ListFaultStep {
   }
 }
 
+/**
+ * A write race (`WriteRaceStep`): 2 or 3 writes answered after 2 to 3 s, Redis losing their jobs
+ * within 0.3 s of the first being claimed, so a sweep (every second) runs while they wait or are in
+ * flight, whatever the machine's load does to the sending side.
+ */
+function writeRace(random: SoakRandom): WriteRaceStep {
+  const restart = random.chance(0.75);
+  return { do: 'write-burst', count: random.int(2, 3), flushAfterMs: random.int(0, 150), latencyMs: random.int(2000, 3000), redis: restart ? 'restart' : 'flush', ...(restart ? { downMs: random.int(100, 800) } : {}) };
+}
+
 /** One step drawn by the weights; `backend` leaves out PostgreSQL's faults on SQLite. */
 function step(random: SoakRandom, backend: Backend): Step {
   const kind = random.weighted(WEIGHTS);
@@ -159,13 +199,15 @@ function step(random: SoakRandom, backend: Backend): Step {
     case 'unstorable-write':
       return { do: 'unstorable-write', text: random.pick(['surrogate', 'nul'] as const), via: random.chance(0.7) ? 'http' : 'cli' };
     case 'write-burst':
-      return { do: 'write-burst', count: random.int(2, 5), flushAfterMs: random.int(100, 1200) };
+      return writeRace(random);
     case 'kill-daemon':
       return { do: 'kill-daemon', downMs: random.int(0, 3000) };
     case 'pause-daemon':
       return { do: 'pause-daemon', ms: random.int(500, 4000) };
     case 'restart-daemon':
       return { do: 'restart-daemon' };
+    case 'api-down':
+      return { do: 'api-down', ms: random.int(1000, 5000), outlast: random.chance(0.5) };
     case 'replica':
       return { do: 'replica', on: random.chance(0.6) };
     case 'one-off':
@@ -179,6 +221,8 @@ function step(random: SoakRandom, backend: Backend): Step {
       return { do: 'postgres', action: random.chance(0.6) ? 'terminate' : 'restart' };
     case 'receiver':
       return { do: 'receiver', endpoint: random.chance(0.75) ? 'a' : 'b', mode: random.pick(['fail', 'hang', 'reject-record', 'outage'] as const), ms: random.int(1500, 3000), pick };
+    case 'sink-outage':
+      return { do: 'sink-outage', ms: random.int(1500, 5000), pick };
     default:
       return { do: 'wait', ms: random.int(200, 2500) };
   }
@@ -203,8 +247,20 @@ export function generateSchedule(seed: number, backend: Backend, length?: number
     },
     recordClockLagMs: random.chance(0.3) ? random.int(1, 8) * 1000 : 0,
     bursts: random.chance(0.4) ? random.int(2, 12) : 0,
-    steps: Array.from({ length: count }, () => step(random, backend)),
+    steps: withWriteRace(Array.from({ length: count }, () => step(random, backend)), seed),
   };
+}
+
+/**
+ * A write sent twice needs a sweep while a slowed write is in flight and Redis lost its job: too rare
+ * a draw for a two-minute run. Most schedules (85 %) that drew no write race get one in place of a
+ * step, chosen by a generator of their own (the other steps stay as the seed drew them).
+ */
+function withWriteRace(steps: Step[], seed: number): Step[] {
+  const random = new SoakRandom(seed ^ 0x7ace);
+  if (steps.some((entry) => entry.do === 'write-burst') || !random.chance(0.85) || steps.length === 0) return steps;
+  const at = random.int(0, steps.length - 1);
+  return steps.map((entry, index) => (index === at ? writeRace(random) : entry));
 }
 
 /** One line per step, for a report. */

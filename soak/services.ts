@@ -1,18 +1,23 @@
 /**
  * The services the soak breaks, of its own so nobody else's tests feel it: a redis-server on a free
- * port (killed, restarted empty, flushed), and a PostgreSQL server started on first use (backends
- * terminated, the server restarted: test/postgres-server.ts, the helper the test suite uses).
+ * port (killed, restarted empty, flushed), a second one the Redis Streams sink publishes to (with
+ * `appendfsync always`, so a kill and restart keeps every entry it acknowledged: docs/sinks.md), and
+ * a PostgreSQL server started on first use (backends terminated, the server restarted:
+ * test/postgres-server.ts, the helper the test suite uses).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { startPostgresServer, type TestPostgresServer } from '../test/postgres-server.ts';
 import { LIVE_CHILDREN } from './processes.ts';
 
-/** The soak's own redis-server (no persistence: a restart comes back empty). */
+/** The soak's own redis-server (without persistence a restart comes back empty). */
 export interface SoakRedis {
   url: string;
-  /** Starts it (again) on its port, empty; resolves when it answers PING. */
+  /** Starts it (again) on its port (empty unless it persists; nothing when it runs); resolves when it answers PING. */
   start(): Promise<void>;
   /** SIGKILL; resolves when the process is gone. */
   kill(): Promise<void>;
@@ -23,6 +28,8 @@ export interface SoakRedis {
 /** The soak's own Redis and (on demand) PostgreSQL. */
 export interface SoakServices {
   redis: SoakRedis;
+  /** The Redis the Redis Streams sink publishes to: every write fsynced before its answer, so a restart keeps them. */
+  sinkRedis: SoakRedis;
   /** The soak's PostgreSQL server, started on the first call. */
   postgres(): Promise<TestPostgresServer>;
   close(): Promise<void>;
@@ -52,12 +59,15 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-async function startRedis(): Promise<SoakRedis> {
+/** A redis-server on a free port; with `dir`, an append-only file there fsynced on every write. */
+async function startRedis(dir?: string): Promise<SoakRedis> {
   const port = await freePort();
   const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
+  const persistence = dir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir] : ['--appendonly', 'no'];
   const start = async () => {
-    const started = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    if (child && child.exitCode === null && child.signalCode === null) return;
+    const started = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence], { stdio: 'ignore' });
     LIVE_CHILDREN.add(started);
     started.once('exit', () => LIVE_CHILDREN.delete(started));
     child = started;
@@ -95,12 +105,17 @@ async function startRedis(): Promise<SoakRedis> {
 /** Starts the soak's Redis; PostgreSQL waits for its first use. */
 export async function startServices(): Promise<SoakServices> {
   const redis = await startRedis();
+  const sinkDir = mkdtempSync(join(tmpdir(), 'bizops-soak-sink-redis-'));
+  const sinkRedis = await startRedis(sinkDir);
   let postgres: Promise<TestPostgresServer> | undefined;
   return {
     redis,
+    sinkRedis,
     postgres: () => (postgres ??= startPostgresServer()),
     async close() {
       await redis.kill();
+      await sinkRedis.kill();
+      rmSync(sinkDir, { recursive: true, force: true });
       if (postgres) await (await postgres).stop();
     },
   };

@@ -6,8 +6,8 @@
  */
 import type { Command } from 'commander';
 import { ConfigError, maskDeployment, type Config, type DeploymentConfig } from '../../src/config/index.ts';
-// The notify face holds the filter without the webhook sender (src/notify/webhooks/): checking patterns needs none.
-import { compileEventFilter } from '../../src/notify/index.ts';
+// The event filter's own face: checking patterns loads neither the changelog reader nor the delivery engines.
+import { compileEventFilter } from '../../src/notify/event-filter/index.ts';
 import { deploymentFromEnvironment } from '../shared.ts';
 
 export function registerConfigCommands(program: Command): void {

@@ -13,7 +13,7 @@
  */
 import { CHANGE_DATA_VERSION, decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog-format.ts';
 import { CHANGES_CHANNEL, type Listening, type SqlExecutor, type SqlValue } from '../mirror/sql/executor.ts';
-import { validateEventPattern } from './event-filter.ts';
+import { validateEventPattern } from './event-filter/index.ts';
 import { Wakeup } from './delivery/wakeup.ts';
 
 /** One changelog row. */
@@ -66,7 +66,7 @@ export interface ReadChangesOptions {
   sinceSeq?: number;
   /** At most this many events (1 to 10000). Default 100. */
   limit?: number;
-  /** Only these event types: exact (`deal.won`), prefix wildcard (`deal.*`) or `*` (see event-filter.ts). */
+  /** Only these event types: exact (`deal.won`), prefix wildcard (`deal.*`) or `*` (see event-filter/index.ts). */
   types?: readonly string[];
 }
 

@@ -25,12 +25,11 @@ import { FIELD_ADDED_EVENT } from '../mirror/field-registry.ts';
 import { RECORD_REJECTED } from '../mirror/rejected-records.ts';
 import type { ColumnDefinition, ColumnType } from '../streams/define-stream.ts';
 import { STREAM_LIST, STREAM_NAMES, type RegisteredStream } from '../streams/definitions.ts';
-import { MASS_DELETION_HELD } from '../sync/stream-run.ts';
-import { STREAM_FAILING, STREAM_RECOVERED, STREAM_STALE, STREAM_UNSUPPORTED } from '../sync/stream-conditions.ts';
+import { MASS_DELETION_HELD, STREAM_FAILING, STREAM_RECOVERED, STREAM_STALE, STREAM_UNSUPPORTED } from '../sync/stream-conditions.ts';
 import { STREAM_CONDITIONS } from '../mirror/stream-condition-store.ts';
 import { WRITE_KIND_NAMES } from '../writes/kinds/index.ts';
 import { WRITE_DUPLICATED, WRITE_EVENT_TYPES } from '../writes/write-store.ts';
-import { ENDPOINT_DISABLED_EVENT, SINK_DISABLED_EVENT } from './delivery/endpoint-store.ts';
+import { ENDPOINT_DISABLED_EVENT, SINK_DISABLED_EVENT, SINK_FAILING_EVENT, SINK_RECOVERED_EVENT } from './delivery/endpoint-store.ts';
 import { snapshotEventType } from './snapshot.ts';
 import { TEST_EVENT_TYPE } from './event-payload.ts';
 
@@ -266,6 +265,28 @@ export const OTHER_EVENT_TYPES: readonly EventTypeEntry[] = [
     }),
     changes: closedObject({ enabled: fieldChange({ const: true }, { const: false }) }),
   },
+  ...(
+    [
+      [SINK_FAILING_EVENT, 'failing', 'A sink was taken for down: 5 publishes in a row failed (its broker unreachable or refusing); said once, sink.recovered follows its next acknowledgement. Not sent to that sink.'],
+      [SINK_RECOVERED_EVENT, 'ok', 'A sink that was taken for down acknowledged a publish again. Not sent to that sink.'],
+    ] as const
+  ).map(([type, condition, description]) => ({
+    type,
+    description,
+    streams: ['sinks'],
+    recordId: "the sink's name",
+    record: closedObject({
+      sink: nonEmptyString,
+      sinkKind: { enum: ['nats', 'rabbitmq', 'redis-stream'] },
+      url: { type: 'string', description: 'without credentials' },
+      condition: { const: condition, description: 'the condition the sink entered' },
+      failingSince: { ...dateTime, description: 'when its failed publishes in a row began' },
+      consecutiveFailures: { type: 'integer', minimum: 1, description: 'its failed publishes in a row: so far (failing), or before the acknowledgement that ended them (ok)' },
+      lastError: { ...nullable(string), description: 'the last failed publish\'s error (one line, no secret)' },
+      at: { ...dateTime, description: 'when the condition changed' },
+    }),
+    changes: noChanges,
+  })),
 ];
 
 /** The record events of one stream: created, updated, the stream's own, and its gone event. */

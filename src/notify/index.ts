@@ -19,4 +19,4 @@ export {
 } from './changelog-reader.ts';
 export { ChangeSignal, listConsumers, type ConsumerListing } from './pull/index.ts';
 export { changelogPrunedThrough, pruneChangelog, retentionCutoff, retentionFloor, type PruneResult, type RetentionFloor } from './retention.ts';
-export { checkKnownEventPatterns, compileEventFilter } from './event-filter.ts';
+export { checkKnownEventPatterns, compileEventFilter } from './event-filter/index.ts';

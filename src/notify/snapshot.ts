@@ -21,7 +21,7 @@ import { lastChangeSeq } from '../mirror/changelog-format.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { STREAM_LIST, type RegisteredStream } from '../streams/definitions.ts';
 import type { ChangeEvent } from './changelog-reader.ts';
-import type { EventTypeFilter } from './event-filter.ts';
+import type { EventTypeFilter } from './event-filter/index.ts';
 
 /** Where a snapshot stands (kept as JSON in `webhook_endpoints.snapshot`, `consumers.snapshot`). */
 export interface SnapshotState {

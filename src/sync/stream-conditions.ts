@@ -31,6 +31,9 @@ import type { StreamName } from '../streams/definitions.ts';
 import { WrongBaseUrlError } from './base-url-check.ts';
 import type { RunResult } from './stream-run.ts';
 
+/** The change type a complete scan appends when it holds back a mass deletion (docs/sync.md "Mass deletions held"); here, beside the other `stream.*` types, so that the event schemas do not load the sync run. */
+export const MASS_DELETION_HELD = 'stream.mass_deletion_held';
+
 /** `failingAfterRuns` failed runs in a row. */
 export const STREAM_FAILING = 'stream.failing';
 /** No successful run for the stream's stale threshold. */

@@ -44,7 +44,7 @@
  */
 import type { ApiClient } from '../client/client.ts';
 import { NotFoundError } from '../client/api-errors.ts';
-import { withSpan } from '../telemetry/index.ts';
+import { withSpan } from '../telemetry/spans.ts';
 import { paginateByOffset, type Page, type PageStep, type PositionRange } from '../client/paginate.ts';
 import type { Priority } from '../client/rate-budget.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -63,6 +63,7 @@ import { RECENT_LISTINGS, ScanMemory } from './scan-memory.ts';
 import { listedInScan } from '../mirror/scan-marks.ts';
 import { reReadTies, type TieReReader } from './tie-re-reads.ts';
 import type { ChangeProbeOutcome } from './change-probe.ts';
+import { MASS_DELETION_HELD } from './stream-conditions.ts';
 
 /** Why a run happens: `backfill` (full refresh), `sync` (incremental), `reconcile` (complete scan to find records gone). */
 export type RunReason = 'backfill' | 'sync' | 'reconcile';
@@ -151,8 +152,7 @@ export interface RunResult {
   probe?: ChangeProbeOutcome;
 }
 
-/** The change type a complete scan appends when it holds back a mass deletion (docs/sync.md "Mass deletions held"). */
-export const MASS_DELETION_HELD = 'stream.mass_deletion_held';
+export { MASS_DELETION_HELD };
 
 /** Per-run options of `SyncEngine.run`. */
 export interface RunOptions {

@@ -7,13 +7,11 @@
  *
  * Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set and
  * `OTEL_SDK_DISABLED` is not `true`: then `startTelemetry` loads the SDK (a dynamic import, so a
- * process without it loads nothing more than @opentelemetry/api) and exports over OTLP/HTTP, the
+ * process without it loads nothing of OpenTelemetry here; the parts that trace load the API through
+ * spans.ts) and exports over OTLP/HTTP, the
  * exporter reading the standard `OTEL_*` variables (headers, timeout, service name). Off, every
  * span is the API's no-op: `withSpan` costs a function call.
  */
-import { context, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
-
-const TRACER = 'bizops-sync';
 
 /** A started SDK: `shutdown` flushes the spans still buffered (call it before the process exits). */
 export interface Telemetry {
@@ -47,27 +45,9 @@ export async function startTelemetry(env: NodeJS.ProcessEnv = process.env, optio
   return {
     async shutdown() {
       await provider.shutdown();
+      const { context, trace } = await import('@opentelemetry/api');
       trace.disable();
       context.disable();
     },
   };
-}
-
-/**
- * Runs `fn` inside a span named `name` with `attributes`; the span ends when `fn` settles, with an
- * error status and the exception recorded when it throws (the error is rethrown).
- * @param options.root start a new trace (a sync run) instead of a child of the active span
- */
-export async function withSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, options: { root?: boolean } = {}): Promise<T> {
-  return trace.getTracer(TRACER).startActiveSpan(name, { attributes, root: options.root ?? false }, async (span) => {
-    try {
-      return await fn(span);
-    } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
 }

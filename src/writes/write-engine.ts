@@ -42,7 +42,7 @@
  * Outcomes are recorded with their change row (`write.succeeded`, `write.failed`,
  * `write.needs_review`) and the mirror write-through in one transaction (store.ts).
  */
-import { withSpan } from '../telemetry/index.ts';
+import { withSpan } from '../telemetry/spans.ts';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';

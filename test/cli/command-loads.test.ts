@@ -14,6 +14,10 @@ import { BIN, tempDir, type TempDir } from '../helpers.ts';
 const WORKER_LIBRARIES = ['pino', 'undici', 'p-retry', 'ioredis', 'bullmq', 'prom-client', 'standardwebhooks'];
 /** The mirror's drivers, which a command that opens no mirror does not need. */
 const MIRROR_DRIVERS = ['better-sqlite3', 'pg'];
+/** The tracing API: loaded by the parts that trace (the sync run, the write engine, the sinks), never by a command that runs none of them. */
+const TRACING = ['@opentelemetry/api'];
+/** The sync run (loaded by `sync`, `backfill`, `verify`, the daemon), which a reading command does not run. */
+const SYNC_RUN = ['src/sync/stream-run.ts'];
 
 let dir: TempDir;
 beforeAll(() => {
@@ -22,7 +26,7 @@ beforeAll(() => {
 });
 afterAll(() => dir.remove());
 
-/** The npm packages `bizops-sync ...args` loaded, and its exit code. */
+/** The npm packages and the src/ modules (`src/notify/index.ts`) `bizops-sync ...args` loaded, and its exit code. */
 function packagesLoadedBy(args: string[]): { code: number | null; packages: string[]; stderr: string } {
   const record = dir.file(`packages-${args.join('-').replace(/\W+/g, '_')}.txt`);
   const hook = new URL('./fixtures/record-packages.mjs', import.meta.url).pathname;
@@ -46,12 +50,15 @@ describe('what a command loads', () => {
     [['--help'], 0],
     [['config', 'check'], 0],
     [['sync', '--stream', 'nope'], 2],
-  ])('bizops-sync %j loads neither the worker libraries nor a mirror driver', (args, code) => {
+  ])('bizops-sync %j loads neither the worker libraries nor a mirror driver nor more of src/notify/ than the event filter', (args, code) => {
     const loaded = packagesLoadedBy(args);
     expect(loaded.code, loaded.stderr).toBe(code);
     expect(loaded.packages).toContain('commander');
-    expect(loaded.packages.filter((name) => [...WORKER_LIBRARIES, ...MIRROR_DRIVERS].includes(name))).toEqual([]);
+    expect(loaded.packages.filter((name) => [...WORKER_LIBRARIES, ...MIRROR_DRIVERS, ...TRACING].includes(name))).toEqual([]);
+    // `config check` (and the daemon's start) checks the webhooks' and sinks' event patterns: the filter alone.
+    expect(loaded.packages.filter((name) => name.startsWith('src/notify/') && name !== 'src/notify/event-filter/index.ts')).toEqual([]);
   });
+
 
   it.each([
     [['status'], 0],
@@ -62,6 +69,6 @@ describe('what a command loads', () => {
     const loaded = packagesLoadedBy(args);
     expect(loaded.code, loaded.stderr).toBe(code);
     expect(loaded.packages).toContain('better-sqlite3');
-    expect(loaded.packages.filter((name) => WORKER_LIBRARIES.includes(name))).toEqual([]);
+    expect(loaded.packages.filter((name) => [...WORKER_LIBRARIES, ...TRACING, ...SYNC_RUN].includes(name))).toEqual([]);
   });
 });

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { PartSupervisor, partsReadiness, type PartRun } from '../../src/daemon/part-supervisor.ts';
+import { combineReadiness } from '../../src/daemon/readiness.ts';
 import { waitFor } from '../helpers.ts';
 
 /** A part that fails its first `failures` starts, counting starts and stops. */
@@ -108,6 +109,16 @@ describe('the part supervisor', () => {
     const verdict = partsReadiness(apiReady, parts.statuses());
     expect(verdict.ready).toBe(true);
     expect(verdict.parts.retention).toMatchObject({ state: 'retrying', required: false });
+
+    // Several connections: each one's parts under `<connection>/<part>`, the one with a part down named.
+    rounds!.failing(new Error('webhooks: database is locked'));
+    const deployment = combineReadiness({
+      acme: { ...partsReadiness({ ...apiReady, status: 200, checkedAt: null }, parts.statuses()) },
+      globex: { ...partsReadiness({ ...apiReady, status: 200, checkedAt: null }, []) },
+    });
+    expect(deployment.ready).toBe(false);
+    expect(deployment.reason).toBe('not ready: acme (not every part runs: leases retrying (webhooks: database is locked))');
+    expect(Object.keys(deployment.parts ?? {}).sort()).toEqual(['acme/leases', 'acme/retention']);
     await parts.stopAll();
   });
 });

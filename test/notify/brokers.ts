@@ -1,13 +1,15 @@
 /**
  * The brokers sink tests publish to: the shared ones `.ci/run` starts (NATS with JetStream on
  * 127.0.0.1:4222, RabbitMQ on 127.0.0.1:5672, Redis at REDIS_URL; NATS_URL and RABBITMQ_URL point
- * elsewhere), each test in names of its own; a NATS or Redis server of the test's own where a test
+ * elsewhere), each test in names of its own; a NATS, Redis or RabbitMQ server of the test's own where a test
  * kills and restarts it (on a free port, its store in a temp dir, kept across restarts); a
  * TCP proxy where a test resets connections or holds the broker's answers back (late confirms).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { waitFor } from '../helpers.ts';
 
 export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -83,6 +85,47 @@ export function startOwnNats(storeDir: string): Promise<OwnBroker> {
  */
 export function startOwnRedis(dir: string): Promise<OwnBroker> {
   return ownBroker('redis-server', 'redis', (port) => ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir]);
+}
+
+/**
+ * A `rabbitmq-server` of the test's own (Debian's package, run as this user): AMQP on a free port,
+ * its Erlang distribution on another, node `bizops<port>@localhost`, its store (mnesia, the durable
+ * queues' messages) and logs in `dir`, kept across restarts; no plugins. `kill()` is a SIGKILL of
+ * the whole process group (the script, the Erlang VM and its helpers). Starts in about 6 s.
+ */
+export async function startOwnRabbit(dir: string): Promise<OwnBroker> {
+  const port = await freePort();
+  const distPort = await freePort();
+  writeFileSync(join(dir, 'enabled_plugins'), '[].\n');
+  const env = {
+    ...process.env,
+    HOME: dir, // its Erlang cookie
+    RABBITMQ_NODE_PORT: String(port),
+    RABBITMQ_NODE_IP_ADDRESS: '127.0.0.1',
+    RABBITMQ_DIST_PORT: String(distPort),
+    RABBITMQ_NODENAME: `bizops${port}@localhost`,
+    RABBITMQ_MNESIA_BASE: join(dir, 'mnesia'),
+    RABBITMQ_LOG_BASE: join(dir, 'log'),
+    RABBITMQ_ENABLED_PLUGINS_FILE: join(dir, 'enabled_plugins'),
+    RABBITMQ_PID_FILE: join(dir, 'rabbitmq.pid'),
+    RABBITMQ_CONFIG_FILE: join(dir, 'none'),
+  };
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    child = spawn('/usr/lib/rabbitmq/bin/rabbitmq-server', [], { env, stdio: 'ignore', detached: true });
+    await waitFor(() => listening(port), `rabbitmq-server on port ${port}`, 60_000, 50);
+  };
+  const kill = async () => {
+    const running = child;
+    child = undefined;
+    if (!running?.pid || running.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
+    process.kill(-running.pid, 'SIGKILL');
+    await exited;
+    await waitFor(async () => !(await listening(port)), `rabbitmq-server on port ${port} gone`, 20_000, 25);
+  };
+  await start();
+  return { url: `amqp://guest:guest@127.0.0.1:${port}`, start, kill };
 }
 
 /** A TCP proxy in front of a broker: `reset()` cuts every connection; `holdAnswers(true)` keeps the broker's bytes back until released (`releaseHeld()` passes those held so far). */

@@ -22,7 +22,8 @@ import { STREAM_LIST, STREAM_NAMES, type RegisteredStream, type StreamName } fro
 import { syncFixtures, waitFor, type SyncFixture } from '../helpers.ts';
 import { newSecret, receiverFixture } from './helpers.ts';
 import { eventProblems } from '../event-validation.ts';
-import { deleteKeys, requireRedis, writeStack, type WriteStack } from '../writes/support.ts';
+import { Redis } from 'ioredis';
+import { deleteKeys, REDIS_URL, requireRedis, writeStack, type WriteStack } from '../writes/support.ts';
 
 const fixtures = syncFixtures();
 const receiver = receiverFixture();
@@ -104,7 +105,22 @@ describe('event schemas', () => {
         server.close(() => resolve(port));
       });
     });
-    const deadSink = configSchema.parse({ baseUrl: 'http://127.0.0.1:9', tokens: { default: 'tok_default_0000' }, sinks: [{ name: 'dead', kind: 'redis-stream', url: `redis://127.0.0.1:${closedPort}`, disableAfterDays: 0.00001 }] }).sinks;
+    // And a sink whose broker refuses every publish (its key holds a string: WRONGTYPE) until the key is freed: failing, then recovered.
+    const refusedKey = `bizops-test:schemas${process.pid}:refused`;
+    const redis = new Redis(REDIS_URL);
+    cleanups.push(async () => {
+      await redis.del(refusedKey);
+      redis.disconnect();
+    });
+    await redis.set(refusedKey, 'not a stream');
+    const deadSink = configSchema.parse({
+      baseUrl: 'http://127.0.0.1:9',
+      tokens: { default: 'tok_default_0000' },
+      sinks: [
+        { name: 'dead', kind: 'redis-stream', url: `redis://127.0.0.1:${closedPort}`, disableAfterDays: 0.00001 },
+        { name: 'refused', kind: 'redis-stream', url: REDIS_URL, key: refusedKey },
+      ],
+    }).sinks;
     const dispatcher = new WebhookDispatcher({
       connection: context.connection,
       endpoints: [
@@ -190,6 +206,9 @@ describe('event schemas', () => {
     expect((await writes.finished(refused.id)).status).toBe('failed');
 
     await waitFor(async () => (await loadEndpoint(context.connection, 'dead'))?.disabledAt, 'the dead sink disabled');
+    await waitFor(async () => (await context.connection.all("SELECT seq FROM changes WHERE type = 'sink.failing' AND record_id = 'refused'")).length === 1, 'the refused sink failing');
+    await redis.del(refusedKey);
+    await waitFor(async () => (await context.connection.all("SELECT seq FROM changes WHERE type = 'sink.recovered'")).length === 1, 'the refused sink recovered');
 
     // Every change row through the pull API's page: the webhook body with its id.
     const lastSeq = await lastChangeSeq(context.connection);

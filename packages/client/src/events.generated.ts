@@ -3008,6 +3008,116 @@ export interface SinkDisabledEvent {
 }
 
 /**
+ * A sink was taken for down: 5 publishes in a row failed (its broker unreachable or refusing); said once, sink.recovered follows its next acknowledgement. Not sent to that sink.
+ */
+export interface SinkFailingEvent {
+  /**
+   * the event id (webhook-id); in the pull API's events only (webhooks send it as the webhook-id header)
+   */
+  id?: string;
+  type: "sink.failing";
+  /**
+   * when the mirror recorded the change
+   */
+  timestamp: string;
+  data: {
+    /**
+     * the event's position in the changelog (ascending; gaps are events an endpoint's filter skipped or the retention pruned)
+     */
+    seq: number;
+    stream: "sinks";
+    /**
+     * the sink's name
+     */
+    record_id: string;
+    record: {
+      sink: string;
+      sinkKind: "nats" | "rabbitmq" | "redis-stream";
+      /**
+       * without credentials
+       */
+      url: string;
+      /**
+       * the condition the sink entered
+       */
+      condition: "failing";
+      /**
+       * when its failed publishes in a row began
+       */
+      failingSince: string;
+      /**
+       * its failed publishes in a row: so far (failing), or before the acknowledgement that ended them (ok)
+       */
+      consecutiveFailures: number;
+      /**
+       * the last failed publish's error (one line, no secret)
+       */
+      lastError: string | null;
+      /**
+       * when the condition changed
+       */
+      at: string;
+    };
+    changes: {};
+  };
+}
+
+/**
+ * A sink that was taken for down acknowledged a publish again. Not sent to that sink.
+ */
+export interface SinkRecoveredEvent {
+  /**
+   * the event id (webhook-id); in the pull API's events only (webhooks send it as the webhook-id header)
+   */
+  id?: string;
+  type: "sink.recovered";
+  /**
+   * when the mirror recorded the change
+   */
+  timestamp: string;
+  data: {
+    /**
+     * the event's position in the changelog (ascending; gaps are events an endpoint's filter skipped or the retention pruned)
+     */
+    seq: number;
+    stream: "sinks";
+    /**
+     * the sink's name
+     */
+    record_id: string;
+    record: {
+      sink: string;
+      sinkKind: "nats" | "rabbitmq" | "redis-stream";
+      /**
+       * without credentials
+       */
+      url: string;
+      /**
+       * the condition the sink entered
+       */
+      condition: "ok";
+      /**
+       * when its failed publishes in a row began
+       */
+      failingSince: string;
+      /**
+       * its failed publishes in a row: so far (failing), or before the acknowledgement that ended them (ok)
+       */
+      consecutiveFailures: number;
+      /**
+       * the last failed publish's error (one line, no secret)
+       */
+      lastError: string | null;
+      /**
+       * when the condition changed
+       */
+      at: string;
+    };
+    changes: {};
+  };
+}
+
+/**
  * A live record of transactions as it stood at the snapshot's boundary (data.seq), sent to a reader starting from a snapshot before the changes after it; not in the changelog.
  */
 export interface TransactionsSnapshotEvent {
@@ -3240,7 +3350,7 @@ export interface WebhookTestEvent {
 }
 
 /** Every event type the daemon emits. */
-export type EventType = "transaction.created" | "transaction.updated" | "transaction.voided" | "transaction.confirmed" | "transaction.deleted" | "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.reopened" | "deal.deleted" | "onboarding.started" | "onboarding.step_changed" | "onboarding.updated" | "onboarding.completed" | "customer.created" | "customer.updated" | "customer.deleted" | "qa_action.opened" | "qa_action.closed" | "qa_action.updated" | "qa_action.deleted" | "write.succeeded" | "write.failed" | "write.needs_review" | "write.duplicated" | "record.rejected" | "schema.field_added" | "stream.mass_deletion_held" | "stream.failing" | "stream.stale" | "stream.recovered" | "stream.unsupported" | "webhook.endpoint_disabled" | "sink.disabled" | "transactions.snapshot" | "deals.snapshot" | "onboardings.snapshot" | "customers.snapshot" | "qa_corrective_actions.snapshot" | "webhook.test";
+export type EventType = "transaction.created" | "transaction.updated" | "transaction.voided" | "transaction.confirmed" | "transaction.deleted" | "deal.created" | "deal.updated" | "deal.stage_changed" | "deal.won" | "deal.lost" | "deal.reopened" | "deal.deleted" | "onboarding.started" | "onboarding.step_changed" | "onboarding.updated" | "onboarding.completed" | "customer.created" | "customer.updated" | "customer.deleted" | "qa_action.opened" | "qa_action.closed" | "qa_action.updated" | "qa_action.deleted" | "write.succeeded" | "write.failed" | "write.needs_review" | "write.duplicated" | "record.rejected" | "schema.field_added" | "stream.mass_deletion_held" | "stream.failing" | "stream.stale" | "stream.recovered" | "stream.unsupported" | "webhook.endpoint_disabled" | "sink.disabled" | "sink.failing" | "sink.recovered" | "transactions.snapshot" | "deals.snapshot" | "onboardings.snapshot" | "customers.snapshot" | "qa_corrective_actions.snapshot" | "webhook.test";
 
 /** The event body of each type: `EventOfType["deal.won"]`. */
 export interface EventOfType {
@@ -3280,6 +3390,8 @@ export interface EventOfType {
   "stream.unsupported": StreamUnsupportedEvent;
   "webhook.endpoint_disabled": WebhookEndpointDisabledEvent;
   "sink.disabled": SinkDisabledEvent;
+  "sink.failing": SinkFailingEvent;
+  "sink.recovered": SinkRecoveredEvent;
   "transactions.snapshot": TransactionsSnapshotEvent;
   "deals.snapshot": DealsSnapshotEvent;
   "onboardings.snapshot": OnboardingsSnapshotEvent;
@@ -3292,4 +3404,4 @@ export interface EventOfType {
 export type BizopsEvent = EventOfType[EventType];
 
 /** Every event type, in the order of docs/event-schemas.json. */
-export const EVENT_TYPES: readonly EventType[] = ["transaction.created","transaction.updated","transaction.voided","transaction.confirmed","transaction.deleted","deal.created","deal.updated","deal.stage_changed","deal.won","deal.lost","deal.reopened","deal.deleted","onboarding.started","onboarding.step_changed","onboarding.updated","onboarding.completed","customer.created","customer.updated","customer.deleted","qa_action.opened","qa_action.closed","qa_action.updated","qa_action.deleted","write.succeeded","write.failed","write.needs_review","write.duplicated","record.rejected","schema.field_added","stream.mass_deletion_held","stream.failing","stream.stale","stream.recovered","stream.unsupported","webhook.endpoint_disabled","sink.disabled","transactions.snapshot","deals.snapshot","onboardings.snapshot","customers.snapshot","qa_corrective_actions.snapshot","webhook.test"];
+export const EVENT_TYPES: readonly EventType[] = ["transaction.created","transaction.updated","transaction.voided","transaction.confirmed","transaction.deleted","deal.created","deal.updated","deal.stage_changed","deal.won","deal.lost","deal.reopened","deal.deleted","onboarding.started","onboarding.step_changed","onboarding.updated","onboarding.completed","customer.created","customer.updated","customer.deleted","qa_action.opened","qa_action.closed","qa_action.updated","qa_action.deleted","write.succeeded","write.failed","write.needs_review","write.duplicated","record.rejected","schema.field_added","stream.mass_deletion_held","stream.failing","stream.stale","stream.recovered","stream.unsupported","webhook.endpoint_disabled","sink.disabled","sink.failing","sink.recovered","transactions.snapshot","deals.snapshot","onboardings.snapshot","customers.snapshot","qa_corrective_actions.snapshot","webhook.test"];

@@ -132,6 +132,13 @@ export interface RunningSimulator {
    * 429s, requests counted against the budget, responses by status. Also `GET /__admin/request-counts`.
    */
   requestCounts(): Record<string, CompanyRequestCounts>;
+  /**
+   * Closes the port: new connections are refused (ECONNREFUSED) and open ones destroyed, while the
+   * world (and churn) goes on, until `acceptConnections()`. For an API that is down.
+   */
+  refuseConnections(): Promise<void>;
+  /** Listens again on the same port after `refuseConnections()` (nothing when listening). */
+  acceptConnections(): Promise<void>;
   /** Stops churn, closes every socket and the server. */
   close(): Promise<void>;
 }
@@ -200,13 +207,15 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     socket.on('close', () => sockets.delete(socket));
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, options.host ?? '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  await listen(options.port ?? 0);
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
@@ -233,10 +242,22 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       return company;
     },
     requestCounts: () => countRequestsByCompany(requests, Object.keys(world.companies)),
+    async refuseConnections() {
+      if (!server.listening) return;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+    async acceptConnections() {
+      if (server.listening || closing) return;
+      await listen(address.port);
+    },
     close() {
       closing ??= new Promise<void>((resolve) => {
         if (churnTimer) clearInterval(churnTimer);
-        server.close(() => resolve());
+        if (server.listening) server.close(() => resolve());
+        else resolve();
         server.closeAllConnections();
         for (const socket of sockets) socket.destroy();
       });

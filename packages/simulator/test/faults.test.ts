@@ -183,3 +183,25 @@ async function waitUntil(probe: () => boolean): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+describe('an API that is down', () => {
+  it('refuseConnections closes the port (ECONNREFUSED) while the world goes on; acceptConnections opens the same port again', async () => {
+    const down = await startSimulator({ rateLimit: { limit: 1000, windowMs: 60_000 } });
+    try {
+      const list = () => fetch(`${down.url}/api/public/v1/deals?limit=1`, { headers: { Authorization: `Bearer ${down.tokens.admin}` } });
+      expect((await list()).status).toBe(200);
+      await down.refuseConnections();
+      const refused = await list().then(
+        () => 'answered',
+        (error: unknown) => String((error as { cause?: { code?: string } }).cause?.code),
+      );
+      expect(refused).toBe('ECONNREFUSED');
+      down.world.churnTick(3);
+      await down.acceptConnections();
+      expect((await list()).status).toBe(200);
+      expect(down.url).toMatch(/:\d+$/);
+    } finally {
+      await down.close();
+    }
+  });
+});

@@ -45,7 +45,7 @@ import { DEFAULT_WEBHOOK_DISABLE_AFTER_DAYS } from '../../config/schema.ts';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
 import type { Listening, SqlExecutor } from '../../mirror/sql/executor.ts';
 import { listenForChanges } from '../changelog-reader.ts';
-import { compileEventFilter } from '../event-filter.ts';
+import { compileEventFilter } from '../event-filter/index.ts';
 import { EndpointDelivery, safeUrl, type DeliveryEnvironment, type WebhookOrdering } from './sink-delivery.ts';
 import { endpointLag, forgetStoredCredentials, loadEndpoint, registerEndpoint, undeliveredEvents } from './endpoint-store.ts';
 import { countFailedDeliveries } from './failed-deliveries.ts';

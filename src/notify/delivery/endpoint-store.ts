@@ -26,6 +26,52 @@ export const ENDPOINT_DISABLED_EVENT = 'webhook.endpoint_disabled';
 /** The changelog event type appended when a sink is disabled (delivered to the endpoints and the other sinks). */
 export const SINK_DISABLED_EVENT = 'sink.disabled';
 
+/** The changelog event type appended when a sink is taken for down: its publishes failed `STALL_AFTER_FAILURES` times in a row. */
+export const SINK_FAILING_EVENT = 'sink.failing';
+
+/** The changelog event type appended when a sink that was taken for down acknowledged a publish again. */
+export const SINK_RECOVERED_EVENT = 'sink.recovered';
+
+/** `data.record` of a `sink.failing` or `sink.recovered` event (docs/events.md, docs/sinks.md "Condition events"). */
+export interface SinkConditionRecord {
+  sink: string;
+  /** `nats`, `rabbitmq` or `redis-stream`. */
+  sinkKind: string;
+  /** The broker's URL without credentials. */
+  url: string;
+  /** The condition the sink entered: `failing` (taken for down) or `ok` (acknowledging again). */
+  condition: 'failing' | 'ok';
+  /** When its failed publishes in a row began (ISO 8601). */
+  failingSince: string;
+  /** Its failed publishes in a row: so far (`failing`), or before the acknowledgement that ended them (`ok`). */
+  consecutiveFailures: number;
+  /** The last failed publish's error (one line, no secret), null when none is known. */
+  lastError: string | null;
+  /** When the condition changed (ISO 8601). */
+  at: string;
+}
+
+/**
+ * Appends a sink's `sink.failing` or `sink.recovered` change (stream `sinks`, record id the sink's
+ * name, `data.changes` `{}`) inside the caller's transaction, so it is written with the delivery
+ * state that made the condition change, once per transition.
+ * @returns the seq of the appended change
+ * @throws the driver's error when the mirror cannot be written
+ */
+export async function appendSinkCondition(tx: SqlExecutor, record: SinkConditionRecord, now: Date): Promise<number> {
+  const appended = await tx.get<{ seq: number }>('INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq', [
+    `evt_${timeOrderedUuid(now.getTime())}`,
+    record.condition === 'failing' ? SINK_FAILING_EVENT : SINK_RECOVERED_EVENT,
+    'sinks',
+    record.sink,
+    record.at,
+    encodeChangeData({ record, changes: {} }),
+  ]);
+  if (!appended) throw new Error(`sink ${record.sink}: the ${record.condition} change returned no seq`);
+  await tx.changesAppended();
+  return Number(appended.seq);
+}
+
 /** The kind of a webhook endpoint's row; a sink's row holds its kind (`nats`, `rabbitmq`, `redis-stream`). */
 export const WEBHOOK_KIND = 'webhook';
 

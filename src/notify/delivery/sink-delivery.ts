@@ -41,14 +41,27 @@ import { LeaseLostError } from '../../mirror/leases.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { SqliteConnection } from '../../mirror/sql/sqlite.ts';
 import { readChanges, type ChangeEvent } from '../changelog-reader.ts';
-import type { EventTypeFilter } from '../event-filter.ts';
+import type { EventTypeFilter } from '../event-filter/index.ts';
 import { insertAttempts, type WebhookAttempt } from './attempts.ts';
-import { disableEndpoint, loadEndpoint, recordProgress, recordSnapshotProgress, registerEndpoint, type Disablement, type WebhookEndpointState } from './endpoint-store.ts';
+import {
+  appendSinkCondition,
+  disableEndpoint,
+  loadEndpoint,
+  recordProgress,
+  recordSnapshotProgress,
+  registerEndpoint,
+  SINK_FAILING_EVENT,
+  SINK_RECOVERED_EVENT,
+  WEBHOOK_KIND,
+  type Disablement,
+  type SinkConditionRecord,
+  type WebhookEndpointState,
+} from './endpoint-store.ts';
 import { readSnapshotPage, type SnapshotState } from '../snapshot.ts';
 import { insertFailedDelivery, type FailedDelivery } from './failed-deliveries.ts';
 import { deleteHeldEvents, insertHeldEvents, loadHeldEvents, recordHeldFailure, recordLane, setHeldRetryTimes, type HeldEvent } from './held-events.ts';
 import { nextRetryDelayMs, probeDelayMs, type ProbeIntervals, type WebhookRetrySchedule } from './retry-schedule.ts';
-import type { DeliveryOutcome, SinkSender } from './sink-kind.ts';
+import { failedWithoutAnswer, type DeliveryOutcome, type SinkSender } from './sink-kind.ts';
 import { Wakeup } from './wakeup.ts';
 
 /** How an endpoint orders its events: by record (default) or all of them (one request at a time). */
@@ -129,6 +142,8 @@ interface ActiveEvent {
   event: ChangeEvent;
   lane: string;
   sending: boolean;
+  /** Delivered or given up on: leaves `#active` at the end of the settling (one pass, not one search per event). */
+  done: boolean;
 }
 
 /** An answer that arrived, settled by the loop in its next round. */
@@ -176,6 +191,8 @@ export class EndpointDelivery {
   #cursor = 0;
   #frontier = 0;
   #active: ActiveEvent[] = [];
+  /** Entries of `#active` marked done and not yet removed. */
+  #doneActive = 0;
   /** Held events by lane, each lane in seq order (its head first). */
   #held = new Map<string, HeldEvent[]>();
   /** Held events whose request is in flight. */
@@ -188,6 +205,12 @@ export class EndpointDelivery {
   #snapshot: SnapshotState | null = null;
   /** The pause as the mirror holds it (`next_attempt_at`), as last read or written: a NULL there instead is a retry asked for. */
   #storedPause: string | null = null;
+  /** The failure streak as the mirror holds it (`consecutive_failures`), as last read or written: a sink's condition events say when it crosses `STALL_AFTER_FAILURES`. */
+  #storedFailures = 0;
+  /** The last failed attempt's error, for a sink's condition events. */
+  #lastFailure: string | null = null;
+  /** A streak of at least `STALL_AFTER_FAILURES` that an acknowledgement ended since the last write (for `sink.recovered`). */
+  #endedStreak: { failingSince: string; failures: number; lastError: string | null } | null = null;
   #disabled = false;
   #disabling: Disablement | null = null;
   #generation = 0;
@@ -344,8 +367,10 @@ export class EndpointDelivery {
     });
     if (failed === 0) {
       this.deliveries += delivered;
+      if (delivered > 0 && this.#streak.failures >= STALL_AFTER_FAILURES) this.#streakEnded(attemptedAt);
       this.#streak = { failures: 0, failingSince: null, pausedUntil: null };
     } else {
+      this.#lastFailure = lastError?.error ?? this.#lastFailure;
       this.deliveries += delivered;
       this.failures += failed;
       this.#streak.failures += failed;
@@ -356,8 +381,10 @@ export class EndpointDelivery {
       env.logger.warn({ endpoint: this.settings.name, failed, error: lastError?.error }, 'snapshot page not acknowledged whole; it is sent again after a pause');
     }
     const next = failed === 0 ? (page.next.stream === null ? null : page.next) : snapshot;
+    const condition = this.#conditionChange();
     const moved = await env.write(async (tx) => {
       await insertAttempts(tx, attempts);
+      if (condition) await appendSinkCondition(tx, condition, env.now());
       return recordSnapshotProgress(tx, this.settings.name, snapshot, next, {
         consecutiveFailures: this.#streak.failures,
         failingSince: this.#streak.failingSince,
@@ -375,6 +402,7 @@ export class EndpointDelivery {
     }
     this.#snapshot = next;
     this.#storedPause = failed === 0 ? null : this.#streak.pausedUntil;
+    this.#conditionWritten(condition);
     this.#stateReadAt = Date.now();
     if (next === null) env.logger.info({ endpoint: this.settings.name, boundary: snapshot.boundary }, 'snapshot sent: the changes after its boundary follow');
     return failed === 0 ? 0 : Math.min(env.pollMs, Math.max(1, Date.parse(this.#streak.pausedUntil!) - env.now().getTime()));
@@ -396,11 +424,15 @@ export class EndpointDelivery {
     this.#cursor = state.deliveredSeq;
     this.#frontier = state.deliveredSeq;
     this.#active = [];
+    this.#doneActive = 0;
     this.#heldSending.clear();
     this.#arrivals = [];
     this.#pending = new PendingWrites();
     this.#streak = { failures: state.consecutiveFailures, failingSince: state.failingSince, pausedUntil: state.nextAttemptAt };
     this.#storedPause = state.nextAttemptAt;
+    this.#storedFailures = state.consecutiveFailures;
+    this.#lastFailure = state.lastError;
+    this.#endedStreak = null;
     this.#snapshot = state.snapshot;
     this.#disabled = state.disabledAt !== null;
     this.#mayHaveMore = true;
@@ -454,13 +486,19 @@ export class EndpointDelivery {
     for (const event of events) {
       this.#frontier = event.seq;
       if (!this.settings.filter(event.type)) continue; // filtered out: the cursor passes it
+      if (this.#ownCondition(event)) continue; // a sink's own condition events go to the other targets only
       const lane = this.#laneOf(event);
       if (this.settings.ordering === 'record' && this.#held.has(lane)) {
         this.#hold(event, lane, heldAt);
         continue;
       }
-      this.#active.push({ event, lane, sending: false });
+      this.#active.push({ event, lane, sending: false, done: false });
     }
+  }
+
+  /** True for this sink's own `sink.failing` / `sink.recovered` events: never sent to it (they would reach its consumers only once it recovered, and could feed its own streak). */
+  #ownCondition(event: ChangeEvent): boolean {
+    return event.stream === 'sinks' && event.recordId === this.settings.name && this.settings.kind !== WEBHOOK_KIND && (event.type === SINK_FAILING_EVENT || event.type === SINK_RECOVERED_EVENT);
   }
 
   /** Events that could go out now: the first active event of each lane, not in flight, its lane not held. */
@@ -527,16 +565,47 @@ export class EndpointDelivery {
     return nextDueMs;
   }
 
-  /** Starts ready active events, oldest first, while fewer than `limit` requests are in flight. */
+  /**
+   * Starts ready active events, oldest first, while fewer than `limit` requests are in flight: in
+   * one batch when the kind sends batches (`SinkSender.sendBatch`, each event of a different record),
+   * else one request each.
+   */
   #startActive(limit: number): void {
     const seen = new Set<string>();
+    const ready: ActiveEvent[] = [];
     for (const entry of this.#active) {
-      if (this.#inFlight >= limit) return;
+      if (this.#inFlight + ready.length >= limit) break;
       if (seen.has(entry.lane)) continue; // an earlier event of its record goes first
       seen.add(entry.lane);
       if (entry.sending || this.#held.has(entry.lane)) continue;
-      this.#send({ kind: 'active', entry });
+      ready.push(entry);
     }
+    if (ready.length > 1 && this.settings.sender.sendBatch) this.#sendBatch(ready);
+    else for (const entry of ready) this.#send({ kind: 'active', entry });
+  }
+
+  /** Sends ready active events (each of a different record) in one batch unless the lease says no; their answers arrive in `#arrivals`. */
+  #sendBatch(entries: readonly ActiveEvent[]): void {
+    const env = this.#env;
+    if (!env.mayDeliver()) return; // checked right before the batch leaves
+    const generation = this.#generation;
+    const attemptedAt = env.now().toISOString();
+    for (const entry of entries) entry.sending = true;
+    this.#inFlight += entries.length;
+    const started = performance.now();
+    const request = this.settings.sender.sendBatch!(
+      entries.map((entry) => entry.event),
+      env.abortSignal,
+    ).then((outcomes) => {
+      this.#inFlight -= entries.length;
+      this.#inFlightRequests.delete(request);
+      entries.forEach((entry, index) => {
+        const outcome = outcomes[index] ?? failedWithoutAnswer('the sink gave no outcome for this event of its batch', started);
+        this.#arrivals.push({ generation, attemptedAt, outcome, source: { kind: 'active', entry } });
+      });
+      this.#wakeup.wake();
+    });
+    this.#inFlightRequests.add(request);
   }
 
   /** Sends one event unless the lease says no; its answer arrives in `#arrivals`. */
@@ -570,77 +639,124 @@ export class EndpointDelivery {
   #settleArrivals(): void {
     const arrivals = this.#arrivals;
     this.#arrivals = [];
-    for (const arrival of arrivals) {
-      if (arrival.generation !== this.#generation) continue; // sent before the loop started again
-      const { outcome, source } = arrival;
-      if (source.kind === 'active') source.entry.sending = false;
-      else this.#heldSending.delete(source.held.seq);
-      if (!outcome.ok && outcome.aborted) continue; // stopping: not the receiver's failure, nothing recorded
-      const event = source.kind === 'active' ? source.entry.event : source.held;
-      const seq = event.seq;
-      const attempt = source.kind === 'active' ? 1 : source.held.attempts + 1;
-      const noEvent = source.kind === 'held' && source.event === null;
-      if (!noEvent) {
-        this.#env.report({ endpoint: this.settings.name, kind: this.settings.kind, seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
-        this.#pending.attempts.push({
-          endpoint: this.settings.name,
-          seq,
-          eventId: event.eventId,
-          type: event.type,
-          attempt,
-          attemptedAt: arrival.attemptedAt,
-          outcome: outcome.ok ? 'delivered' : outcome.gone ? 'gone' : 'failed',
-          status: outcome.status,
-          latencyMs: outcome.durationMs,
-          error: outcome.ok ? null : outcome.error,
-          response: outcome.response,
-        });
-        this.#pending.lastAttempt = { at: arrival.attemptedAt, status: outcome.status };
-      }
-      if (outcome.ok) {
-        this.deliveries += 1;
-        this.#pending.delivered += 1;
-        this.#pending.lastSuccessAt = arrival.attemptedAt;
-        if (this.#streak.failures >= STALL_AFTER_FAILURES) this.#makeHeldDue();
-        this.#streak = { failures: 0, failingSince: null, pausedUntil: null };
-        this.#done(source);
-        continue;
-      }
-      const now = this.#env.now();
-      if (!noEvent) {
-        this.failures += 1;
-        this.#pending.failed += 1;
-        this.#pending.lastError = { at: arrival.attemptedAt, error: outcome.error };
-        this.#streak.failures += 1;
-        this.#streak.failingSince ??= arrival.attemptedAt;
-      }
-      if (outcome.gone) {
-        // Disabled at once; the event stays where it is (the cursor before it), as do the others.
-        this.#disabling ??= { kind: 'gone', reason: outcome.error, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
-        continue;
-      }
-      const giveUp = noEvent || attempt >= this.#env.maxAttempts;
-      const retryInMs = giveUp ? 0 : nextRetryDelayMs(attempt, outcome.retryAfterMs, this.#env.retrySchedule);
-      const failingForMs = this.#streak.failingSince === null ? 0 : now.getTime() - Date.parse(this.#streak.failingSince);
-      if (this.#streak.failures >= STALL_AFTER_FAILURES) {
-        // Down: the pause follows how long the endpoint has been failing, not how many attempts failed.
-        const pauseMs = probeDelayMs(failingForMs, outcome.retryAfterMs, this.#env.probeIntervals, this.#env.retrySchedule);
-        this.#streak.pausedUntil = new Date(now.getTime() + pauseMs).toISOString();
-      }
-      if (giveUp) {
-        this.#giveUp(source, attempt, outcome.status, outcome.error, now);
-      } else {
-        this.#retryLater(source, arrival.attemptedAt, attempt, new Date(now.getTime() + retryInMs).toISOString(), outcome.status, outcome.error);
-        this.#env.logger.warn(
-          { endpoint: this.settings.name, seq, eventId: event.eventId, status: outcome.status, error: outcome.error, attempt, consecutiveFailures: this.#streak.failures, retryInMs },
-          'webhook delivery failed; will retry',
-        );
-      }
-      if (failingForMs >= this.settings.disableAfterMs) {
-        const reason = `no 2xx for ${formatDays(failingForMs)} (failing since ${this.#streak.failingSince}; disableAfterDays ${formatDays(this.settings.disableAfterMs)}); last: ${outcome.error}`;
-        this.#disabling ??= { kind: 'failing', reason, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
-      }
+    for (const arrival of arrivals) this.#settle(arrival);
+    if (this.#doneActive > 0) {
+      this.#active = this.#active.filter((entry) => !entry.done);
+      this.#doneActive = 0;
     }
+  }
+
+  /** Settles one answer: its attempt, the streak, and what becomes of its event. */
+  #settle(arrival: Arrival): void {
+    if (arrival.generation !== this.#generation) return; // sent before the loop started again
+    const { outcome, source } = arrival;
+    if (source.kind === 'active') source.entry.sending = false;
+    else this.#heldSending.delete(source.held.seq);
+    if (!outcome.ok && outcome.aborted) return; // stopping: not the receiver's failure, nothing recorded
+    const event = source.kind === 'active' ? source.entry.event : source.held;
+    const seq = event.seq;
+    const attempt = source.kind === 'active' ? 1 : source.held.attempts + 1;
+    const noEvent = source.kind === 'held' && source.event === null;
+    if (!noEvent) {
+      this.#env.report({ endpoint: this.settings.name, kind: this.settings.kind, seq, type: event.type, ok: outcome.ok, status: outcome.status, durationMs: outcome.durationMs });
+      this.#pending.attempts.push({
+        endpoint: this.settings.name,
+        seq,
+        eventId: event.eventId,
+        type: event.type,
+        attempt,
+        attemptedAt: arrival.attemptedAt,
+        outcome: outcome.ok ? 'delivered' : outcome.gone ? 'gone' : 'failed',
+        status: outcome.status,
+        latencyMs: outcome.durationMs,
+        error: outcome.ok ? null : outcome.error,
+        response: outcome.response,
+      });
+      this.#pending.lastAttempt = { at: arrival.attemptedAt, status: outcome.status };
+    }
+    if (outcome.ok) {
+      this.deliveries += 1;
+      this.#pending.delivered += 1;
+      this.#pending.lastSuccessAt = arrival.attemptedAt;
+      if (this.#streak.failures >= STALL_AFTER_FAILURES) {
+        this.#makeHeldDue();
+        this.#streakEnded(arrival.attemptedAt);
+      }
+      this.#streak = { failures: 0, failingSince: null, pausedUntil: null };
+      this.#done(source);
+      return;
+    }
+    const now = this.#env.now();
+    if (!noEvent) {
+      this.failures += 1;
+      this.#pending.failed += 1;
+      this.#pending.lastError = { at: arrival.attemptedAt, error: outcome.error };
+      this.#lastFailure = outcome.error;
+      this.#streak.failures += 1;
+      this.#streak.failingSince ??= arrival.attemptedAt;
+    }
+    if (outcome.gone) {
+      // Disabled at once; the event stays where it is (the cursor before it), as do the others.
+      this.#disabling ??= { kind: 'gone', reason: outcome.error, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
+      return;
+    }
+    const giveUp = noEvent || attempt >= this.#env.maxAttempts;
+    const retryInMs = giveUp ? 0 : nextRetryDelayMs(attempt, outcome.retryAfterMs, this.#env.retrySchedule);
+    const failingForMs = this.#streak.failingSince === null ? 0 : now.getTime() - Date.parse(this.#streak.failingSince);
+    if (this.#streak.failures >= STALL_AFTER_FAILURES) {
+      // Down: the pause follows how long the endpoint has been failing, not how many attempts failed.
+      const pauseMs = probeDelayMs(failingForMs, outcome.retryAfterMs, this.#env.probeIntervals, this.#env.retrySchedule);
+      this.#streak.pausedUntil = new Date(now.getTime() + pauseMs).toISOString();
+    }
+    if (giveUp) {
+      this.#giveUp(source, attempt, outcome.status, outcome.error, now);
+    } else {
+      this.#retryLater(source, arrival.attemptedAt, attempt, new Date(now.getTime() + retryInMs).toISOString(), outcome.status, outcome.error);
+      this.#env.logger.warn(
+        { endpoint: this.settings.name, seq, eventId: event.eventId, status: outcome.status, error: outcome.error, attempt, consecutiveFailures: this.#streak.failures, retryInMs },
+        'webhook delivery failed; will retry',
+      );
+    }
+    if (failingForMs >= this.settings.disableAfterMs) {
+      const reason = `no 2xx for ${formatDays(failingForMs)} (failing since ${this.#streak.failingSince}; disableAfterDays ${formatDays(this.settings.disableAfterMs)}); last: ${outcome.error}`;
+      this.#disabling ??= { kind: 'failing', reason, goneStatus: null, safeUrl: safeUrl(this.settings.url) };
+    }
+  }
+
+  /** An acknowledgement ended a streak of at least `STALL_AFTER_FAILURES` (the sink was taken for down): kept for `sink.recovered`. */
+  #streakEnded(at: string): void {
+    this.#endedStreak ??= { failingSince: this.#streak.failingSince ?? at, failures: this.#streak.failures, lastError: this.#lastFailure };
+  }
+
+  /**
+   * A sink's condition event to write with the state about to be written (docs/sinks.md "Condition
+   * events"): `sink.failing` when its streak reaches `STALL_AFTER_FAILURES` (taken for down) where
+   * the mirror's is below, `sink.recovered` when an acknowledgement ended such a streak the mirror
+   * holds. Null for a webhook endpoint and when the condition stays.
+   */
+  #conditionChange(): SinkConditionRecord | null {
+    if (this.settings.kind === WEBHOOK_KIND) return null;
+    const wasDown = this.#storedFailures >= STALL_AFTER_FAILURES;
+    const isDown = this.#streak.failures >= STALL_AFTER_FAILURES;
+    const base = { sink: this.settings.name, sinkKind: this.settings.kind, url: safeUrl(this.settings.url), at: this.#env.now().toISOString() };
+    if (!wasDown && isDown) {
+      return { ...base, condition: 'failing', failingSince: this.#streak.failingSince ?? base.at, consecutiveFailures: this.#streak.failures, lastError: this.#lastFailure };
+    }
+    if (wasDown && !isDown && this.#endedStreak) {
+      return { ...base, condition: 'ok', failingSince: this.#endedStreak.failingSince, consecutiveFailures: this.#endedStreak.failures, lastError: this.#endedStreak.lastError };
+    }
+    return null;
+  }
+
+  /** After a write: the stored streak is the loop's; a condition event written is logged and the other targets woken to deliver it. */
+  #conditionWritten(condition: SinkConditionRecord | null): void {
+    this.#storedFailures = this.#streak.failures;
+    this.#endedStreak = null;
+    if (!condition) return;
+    const fields = { endpoint: condition.sink, sinkKind: condition.sinkKind, url: condition.url, failingSince: condition.failingSince, consecutiveFailures: condition.consecutiveFailures, lastError: condition.lastError };
+    if (condition.condition === 'failing') this.#env.logger.warn(fields, `${condition.sinkKind} sink failing: ${STALL_AFTER_FAILURES} publishes in a row failed; it is probed until it acknowledges again (sink.failing appended)`);
+    else this.#env.logger.info(fields, `${condition.sinkKind} sink recovered: the broker acknowledged again (sink.recovered appended)`);
+    this.#env.notifyAll();
   }
 
   /**
@@ -665,7 +781,8 @@ export class EndpointDelivery {
   /** The event is delivered (or given up on): it leaves the window, or its lane's held events. */
   #done(source: Arrival['source']): void {
     if (source.kind === 'active') {
-      this.#active.splice(this.#active.indexOf(source.entry), 1);
+      source.entry.done = true;
+      this.#doneActive += 1;
       return;
     }
     this.#pending.releases.push(source.held.seq);
@@ -715,7 +832,7 @@ export class EndpointDelivery {
     // By record: the later events of the record wait in the table too, so the cursor passes them.
     // By endpoint: every later event waits in memory (the lane is held: nothing more is read).
     if (this.settings.ordering === 'record') {
-      const followers = this.#active.filter((other) => other.lane === entry.lane);
+      const followers = this.#active.filter((other) => other.lane === entry.lane && !other.done);
       this.#active = this.#active.filter((other) => other.lane !== entry.lane);
       for (const follower of followers) this.#hold(follower.event, follower.lane, heldAt);
     }
@@ -757,6 +874,7 @@ export class EndpointDelivery {
     this.#pending = new PendingWrites();
     const cursor = this.#nextCursor();
     const name = this.settings.name;
+    const condition = this.#conditionChange();
     try {
       await this.#env.write(async (tx) => {
         // A pause cleared in the mirror since it was written (`webhooks retry`, the console) wins over this write.
@@ -780,6 +898,7 @@ export class EndpointDelivery {
           nextAttemptAt: this.#streak.failures >= STALL_AFTER_FAILURES ? this.#streak.pausedUntil : null,
         });
         if (!moved) throw new CursorMovedError();
+        if (condition) await appendSinkCondition(tx, condition, this.#env.now());
       });
     } catch (error) {
       if (!(error instanceof CursorMovedError)) {
@@ -792,6 +911,7 @@ export class EndpointDelivery {
     }
     this.#cursor = cursor;
     this.#storedPause = this.#streak.failures >= STALL_AFTER_FAILURES ? this.#streak.pausedUntil : null;
+    this.#conditionWritten(condition);
     this.#flushedAt = Date.now();
     if (this.#streak.failures < STALL_AFTER_FAILURES) this.#streak.pausedUntil = null;
     return true;

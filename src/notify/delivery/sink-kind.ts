@@ -9,7 +9,7 @@
  */
 import type { Attributes } from '@opentelemetry/api';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { withSpan } from '../../telemetry/index.ts';
+import { startRootSpan, withSpan } from '../../telemetry/spans.ts';
 
 /** An event the sink acknowledged: a webhook receiver's 2xx, a broker's publish acknowledgement. */
 export interface DeliverySuccess {
@@ -54,6 +54,13 @@ export interface SinkSender {
    * a `DeliveryFailure` (with `aborted: true` when `signal` aborted it).
    */
   send(event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome>;
+  /**
+   * Optional: sends several events at once, each of a different record (a broker's pipeline: one
+   * round trip for all), and resolves once every one of them was acknowledged or failed, with each
+   * one's outcome in the order given (one failing does not fail the others). Each outcome means what
+   * `send`'s does. Without it the core calls `send` once per event. Never rejects.
+   */
+  sendBatch?(events: readonly ChangeEvent[], signal: AbortSignal): Promise<DeliveryOutcome[]>;
   /** Closes the sink's connections (the dispatcher stopping). Never rejects. */
   close(): Promise<void>;
 }
@@ -85,19 +92,19 @@ export function describeError(error: unknown): string {
  * @param target the target's attributes, e.g. `{ 'bizops.endpoint': 'crm' }`
  */
 export function tracedSender(sender: SinkSender, name: string, target: Attributes): SinkSender {
-  return {
+  const attributesOf = (event: ChangeEvent): Attributes => ({
+    ...target,
+    'bizops.event_id': event.eventId,
+    'bizops.event_type': event.type,
+    'bizops.seq': event.seq,
+    'bizops.stream': event.stream,
+    'bizops.partition': event.partition ?? '',
+  });
+  const traced: SinkSender = {
     send(event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
-      const attributes = {
-        ...target,
-        'bizops.event_id': event.eventId,
-        'bizops.event_type': event.type,
-        'bizops.seq': event.seq,
-        'bizops.stream': event.stream,
-        'bizops.partition': event.partition ?? '',
-      };
       return withSpan(
         name,
-        attributes,
+        attributesOf(event),
         async (span) => {
           const outcome = await sender.send(event, signal);
           span.setAttribute('bizops.delivered', outcome.ok);
@@ -108,4 +115,18 @@ export function tracedSender(sender: SinkSender, name: string, target: Attribute
     },
     close: () => sender.close(),
   };
+  const sendBatch = sender.sendBatch?.bind(sender);
+  if (sendBatch) {
+    // Each event of a batch is still an attempt with a trace of its own, ending when the batch's answers arrive.
+    traced.sendBatch = async (events, signal) => {
+      const spans = events.map((event) => startRootSpan(name, attributesOf(event)));
+      const outcomes = await sendBatch(events, signal);
+      spans.forEach((span, index) => {
+        span.setAttribute('bizops.delivered', outcomes[index]?.ok ?? false);
+        span.end();
+      });
+      return outcomes;
+    };
+  }
+  return traced;
 }

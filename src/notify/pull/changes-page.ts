@@ -9,7 +9,7 @@ import { RouteRefusal } from '../../http/route.ts';
 import { lastChangeSeq } from '../../mirror/changelog-format.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { encodePulledEvent, readStoredChanges } from '../changelog-reader.ts';
-import { checkEventPatterns } from '../event-filter.ts';
+import { checkEventPatterns } from '../event-filter/index.ts';
 import { knownEventTypes } from '../event-schemas.ts';
 import { changelogPrunedThrough } from '../retention.ts';
 import type { WebhookPayload } from '../event-payload.ts';
@@ -64,7 +64,7 @@ const WAIT = z
   .transform((text) => Math.round(Number(text ?? '0') * 1000))
   .meta({ description: `Long-poll: how long to wait for a change when there is none, seconds, 0 to ${MAX_WAIT_SECONDS}; default 0 (answer at once).`, example: '30' });
 
-/** `types`: comma-separated event type patterns, each matching at least one known type (event-filter.ts `checkEventPatterns`). */
+/** `types`: comma-separated event type patterns, each matching at least one known type (event-filter/index.ts `checkEventPatterns`). */
 const TYPES = z
   .string()
   .optional()
@@ -154,7 +154,7 @@ export interface ChangesPageQuery {
 
 /**
  * Parses `after`, `limit` (default 100), `wait` (seconds, default 0) and `types` (comma-separated
- * patterns, each matching at least one known event type: event-filter.ts `checkEventPatterns`) from
+ * patterns, each matching at least one known event type: event-filter/index.ts `checkEventPatterns`) from
  * a query string, with `CHANGES_QUERY` (or, for a consumer's read, `CONSUMER_CHANGES_QUERY`).
  * @param requireAfter false for a consumer's read (its cursor is `after`)
  * @throws ChangesRequestError (400) naming the parameter and the rule; for a pattern no event type

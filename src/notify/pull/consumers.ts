@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
-import { compileEventFilter } from '../event-filter.ts';
+import { compileEventFilter } from '../event-filter/index.ts';
 import { webhookPayload } from '../event-payload.ts';
 import { parseSnapshot, readSnapshotPage, snapshotStreams, startSnapshot, type SnapshotState } from '../snapshot.ts';
 import { ChangesRequestError, changelogEnds, checkAfter, PULLED_EVENT, type PulledEvent } from './changes-page.ts';

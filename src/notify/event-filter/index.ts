@@ -1,5 +1,6 @@
 /**
- * Event-type filters: which changelog events a webhook endpoint (or a `changes` reader) wants.
+ * Event-type filters (the face of src/notify/event-filter/: no imports, so checking a configuration's
+ * patterns loads none of the changelog, the pull API or the delivery engines): which changelog events a webhook endpoint (or a `changes` reader) wants.
  *
  * A filter is a list of patterns (src/config/schema.ts `WebhookEndpointConfig.events`), matched against
  * an event's `type` (e.g. `deal.won`):
@@ -76,7 +77,7 @@ function closestPattern(pattern: string, knownTypes: readonly string[]): string 
  * @throws Error naming the field and the pattern, listing the known types
  */
 export async function checkKnownEventPatterns(patterns: readonly string[], field = 'events'): Promise<void> {
-  const { knownEventTypes } = await import('./event-schemas.ts');
+  const { knownEventTypes } = await import('../event-schemas.ts');
   checkEventPatterns(patterns, knownEventTypes(), field);
 }
 
