@@ -7,7 +7,7 @@ import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { configSchema } from '../src/config/index.ts';
 import type { Logger } from '../src/logging/index.ts';
-import { isPostgresUrl, quoteIdentifier, PostgresConnection, type SqlExecutor, type AppendedChange } from '../src/mirror/index.ts';
+import { dropPostgresMirror, isPostgresUrl, type SqlExecutor, type AppendedChange } from '../src/mirror/index.ts';
 import { readChanges } from '../src/notify/index.ts';
 import { startSimulator } from '@bizops-sync/simulator';
 import { STREAM_NAMES, STREAMS } from '../src/streams/index.ts';
@@ -109,10 +109,5 @@ async function removeMirror(dbPath: string): Promise<void> {
     for (const suffix of ['', '-wal', '-shm']) rmSync(`${dbPath}${suffix}`, { force: true });
     return;
   }
-  const connection = new PostgresConnection(dbPath, { maxConnections: 1 });
-  try {
-    await connection.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(connection.schema)} CASCADE`);
-  } finally {
-    await connection.close();
-  }
+  await dropPostgresMirror(dbPath);
 }

@@ -10,7 +10,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { ConfigError } from '../src/config/index.ts';
 import { maskUrlPassword } from '../src/logging/index.ts';
-import { openMirrorConnection, postgresSchemaVersion, isPostgresUrl, PostgresConnection, type SqlConnection } from '../src/mirror/index.ts';
+import { openMirrorConnection, postgresMirrorExists, isPostgresUrl, type SqlConnection } from '../src/mirror/index.ts';
 import { MirrorDamagedError, MirrorMissingError } from './mirror-errors.ts';
 
 export { MirrorDamagedError, MirrorMissingError } from './mirror-errors.ts';
@@ -80,13 +80,7 @@ export function damagedMirrorError(dbPath: string, error: unknown): MirrorDamage
  */
 export async function mirrorExists(dbPath: string): Promise<boolean> {
   if (!isPostgresUrl(dbPath)) return dbPath === ':memory:' || existsSync(dbPath);
-  const probe = new PostgresConnection(dbPath, { readonly: true, maxConnections: 1 });
-  try {
-    const schema = await probe.get('SELECT 1 AS found FROM pg_namespace WHERE nspname = ?', [probe.schema]);
-    return schema !== undefined && (await postgresSchemaVersion(probe)) > 0;
-  } finally {
-    await probe.close();
-  }
+  return postgresMirrorExists(dbPath);
 }
 
 /**

@@ -453,6 +453,14 @@ class ScheduleRun {
         const kinds = ['transaction.create', 'email.send', 'location.create'] as const;
         const latencyMs = step.latencyMs ?? 1500;
         const redis = this.options.services.redis;
+        // A `worker` process beside the daemon, as deployments run them: its sweeper and free slots too.
+        await this.redisUp();
+        if (!this.workers.some((worker) => worker.alive && !worker.paused)) {
+          this.fault('process:worker-start');
+          const worker = this.spawn('worker', ['worker', '--concurrency', '2']);
+          this.workers.push(worker);
+          await until(() => worker.tail.some((line) => line.includes('write worker started')) || !worker.alive, 30_000, 100);
+        }
         await redis.flush();
         this.simulator.faults.inject({ kind: 'latency', ms: latencyMs, match: { method: 'GET' }, times: 2 });
         const burst = Array.from({ length: step.count }, (_, offset) => ({ do: 'write' as const, kind: kinds[offset % kinds.length]!, fault: 'latency' as const, via: 'http' as const, pick: offset * 7919 + index }));

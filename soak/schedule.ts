@@ -22,7 +22,7 @@ export interface ListFaultStep {
 
 /**
  * Writes claimed while Redis loses their jobs, a sweep running meanwhile: the sweepers must not send
- * any twice (docs/writes.md "The sweeper"). Redis is flushed (the rate budget then grants one request
+ * any twice (docs/writes.md "The sweeper"). A `worker` process is started when none runs. Redis is flushed (the rate budget then grants one request
  * at a time until an answer comes), `count` writes are sent, each answered after `latencyMs` (and the
  * next two reads too), so the writes after the first wait for the budget, claimed; once one is
  * claimed, `flushAfterMs` later, Redis is flushed again (`redis: 'flush'`) or killed and started

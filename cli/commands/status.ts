@@ -75,6 +75,15 @@ function table(header: string[], rows: string[][]): string[] {
   return [format(header), ...rows.map(format)];
 }
 
+/**
+ * The text `bizops-sync status` prints for one mirror (`readStatus`'s answer): the verdict, the table,
+ * then the warnings; errors short unless `options.details` (`--details`).
+ */
+export async function statusText(status: MirrorStatus, options: { details?: boolean } = {}): Promise<string> {
+  const { shortError } = await import('../../src/status/index.ts');
+  return formatStatusText(status, { shortError, details: options.details === true });
+}
+
 /** A readable table of the status, led by its verdict. */
 function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
   const short = (line: string | null) => (line === null ? '-' : errors.shortError(line).short);

@@ -6,7 +6,6 @@
  */
 import { STREAM_LIST } from '../streams/definitions.ts';
 import type { MirrorDatabase } from './database.ts';
-import { postgresSchemaVersion } from './postgres-migrate.ts';
 import type { SqlConnection, SqlExecutor } from './sql/executor.ts';
 import { SqliteConnection } from './sql/sqlite.ts';
 
@@ -67,5 +66,7 @@ export async function mirrorHealthCheck(connection: SqlConnection): Promise<stri
  */
 export async function mirrorSchemaVersion(connection: SqlConnection): Promise<number> {
   if (connection instanceof SqliteConnection) return connection.sqlite.pragma('user_version', { simple: true }) as number;
+  // Loaded here: a SQLite mirror's check loads no PostgreSQL driver.
+  const { postgresSchemaVersion } = await import('./postgres-migrate.ts');
   return postgresSchemaVersion(connection);
 }

@@ -6,9 +6,8 @@
 export { openMirrorConnection, type OpenMirrorConnectionOptions } from './open.ts';
 export type { SqlConnection, SqlExecutor } from './sql/executor.ts';
 export { isPostgresUrl, quoteIdentifier } from './sql/postgres-location.ts';
-export { PostgresConnection } from './sql/postgres.ts';
 export { MirrorFileLockedError, mirrorFileLockedCount } from './sql/sqlite.ts';
-export { postgresSchemaVersion } from './postgres-migrate.ts';
+export { dropPostgresMirror, postgresMirrorExists } from './postgres-admin.ts';
 export { MIGRATIONS } from './migrations/index.ts';
 export { mirrorHealthCheck, mirrorSchemaVersion } from './health.ts';
 export { MirrorStore, type AppendedChange, type DeletionHold, type ScanOutcome } from './mirror-store.ts';

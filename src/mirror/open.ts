@@ -7,10 +7,8 @@
 import type { StreamDefinition } from '../streams/define-stream.ts';
 import { STREAM_LIST } from '../streams/definitions.ts';
 import { openMirror } from './database.ts';
-import { migratePostgres } from './postgres-migrate.ts';
 import type { SqlConnection } from './sql/executor.ts';
 import { isPostgresUrl } from './sql/postgres-location.ts';
-import { openPostgresConnection } from './sql/postgres.ts';
 import { sqliteConnection } from './sql/sqlite.ts';
 import { preparePostgresStreamTables } from './stream-tables.ts';
 
@@ -49,6 +47,8 @@ export interface OpenMirrorConnectionOptions {
  */
 export async function openMirrorConnection(location: string, options: OpenMirrorConnectionOptions = {}): Promise<SqlConnection> {
   if (!isPostgresUrl(location)) return sqliteConnection(openMirror(location, options), { nonBlocking: options.nonBlocking ?? false });
+  // Loaded here, not at the top: a SQLite mirror loads no PostgreSQL driver (docs/operations.md "Start-up").
+  const [{ openPostgresConnection }, { migratePostgres }] = await Promise.all([import('./sql/postgres.ts'), import('./postgres-migrate.ts')]);
   const connection = await openPostgresConnection(location, { readonly: options.readonly ?? false, idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs });
   if (options.readonly) return connection;
   try {

@@ -65,10 +65,10 @@ describe('what a command loads', () => {
     [['changes', '--since', '0'], 0],
     [['write', 'wr_missing'], 2],
     [['status', '--db', '/nonexistent/mirror.db'], 1],
-  ])('bizops-sync %j reads the mirror without the worker libraries', (args, code) => {
+  ])('bizops-sync %j reads the SQLite mirror without the worker libraries nor the PostgreSQL driver', (args, code) => {
     const loaded = packagesLoadedBy(args);
     expect(loaded.code, loaded.stderr).toBe(code);
     expect(loaded.packages).toContain('better-sqlite3');
-    expect(loaded.packages.filter((name) => [...WORKER_LIBRARIES, ...TRACING, ...SYNC_RUN].includes(name))).toEqual([]);
+    expect(loaded.packages.filter((name) => [...WORKER_LIBRARIES, ...TRACING, ...SYNC_RUN, 'pg'].includes(name))).toEqual([]);
   });
 });
