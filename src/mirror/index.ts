@@ -6,6 +6,7 @@
 export { openMirrorConnection, type OpenMirrorConnectionOptions } from './open.ts';
 export type { SqlConnection, SqlExecutor } from './sql/executor.ts';
 export { isPostgresUrl, quoteIdentifier } from './sql/postgres-location.ts';
+export { MirrorFileLockedError, mirrorFileLockedCount } from './sql/sqlite.ts';
 export { dropPostgresMirror, postgresMirrorExists } from './postgres-admin.ts';
 export { MIGRATIONS } from './migrations/index.ts';
 export { mirrorHealthCheck, mirrorSchemaVersion } from './health.ts';
