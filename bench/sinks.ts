@@ -57,18 +57,27 @@ async function backlog(dir: string, sinkName: string) {
   return connection;
 }
 
+/**
+ * CPU time of this process per event (user + system, µs) in the last `throughCore` or `plainLoop`:
+ * what the core adds on top of the plain loop, less swayed than events/s by other work on a shared
+ * machine (the broker's own CPU is not in it).
+ */
+let lastCpuUsPerEvent = 0;
+
 /** Events per second through the delivery core to `sink`. */
 async function throughCore(dir: string, sink: SinkConfig): Promise<number> {
   const connection = await backlog(dir, sink.name);
   try {
     const dispatcher = new DeliveryDispatcher({ connection, targets: await sinkTargets([sink]), pollMs: 50 });
     const started = performance.now();
+    const cpu = process.cpuUsage();
     await dispatcher.start();
     for (;;) {
       if ((await loadEndpoint(connection, sink.name))?.deliveredSeq === EVENTS) break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     const seconds = (performance.now() - started) / 1000;
+    lastCpuUsPerEvent = cpuPerEvent(cpu);
     await dispatcher.stop();
     return Math.round(EVENTS / seconds);
   } finally {
@@ -81,6 +90,7 @@ async function plainLoop(dir: string, name: string, window: number, publish: (me
   const connection = await backlog(dir, `${name}-plain`);
   try {
     const started = performance.now();
+    const cpu = process.cpuUsage();
     const inFlight = new Set<Promise<unknown>>();
     for await (const event of iterateChanges(connection, { batchSize: 1000 })) {
       const sent: Promise<unknown> = publish(sinkMessage(event)).finally(() => inFlight.delete(sent));
@@ -88,10 +98,17 @@ async function plainLoop(dir: string, name: string, window: number, publish: (me
       if (inFlight.size >= window) await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
+    lastCpuUsPerEvent = cpuPerEvent(cpu);
     return Math.round(EVENTS / ((performance.now() - started) / 1000));
   } finally {
     await connection.close();
   }
+}
+
+/** µs of this process's CPU per event since `since` (a `process.cpuUsage()`). */
+function cpuPerEvent(since: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(since);
+  return Math.round(((used.user + used.system) / EVENTS) * 10) / 10;
 }
 
 function sinkConfig(entry: Record<string, unknown>): SinkConfig {
@@ -136,6 +153,7 @@ async function redisFigures(dir: string, tag: string, figures: Record<string, nu
   const key = `bizops-bench:${tag}:`;
   const redisSink = sinkConfig({ name: 'redis', kind: 'redis-stream', url: REDIS_URL, keyPrefix: key });
   const redisCore = await throughCore(dir, redisSink);
+  const redisCoreCpu = lastCpuUsPerEvent;
   const redis = new Redis(REDIS_URL, { enableAutoPipelining: true });
   await redis.del(`${key}deals`);
   const redisPlain = await plainLoop(dir, 'redis', redisSink.maxInFlight, (message) =>
@@ -144,6 +162,7 @@ async function redisFigures(dir: string, tag: string, figures: Record<string, nu
   figures['Redis Streams: events/s'] = redisCore;
   figures['Redis Streams: plain publisher loop, events/s'] = redisPlain;
   figures['Redis Streams: ratio to the plain loop (goal >= 0.8)'] = (redisCore / redisPlain).toFixed(2);
+  figures['Redis Streams: CPU µs/event, core / plain loop'] = `${redisCoreCpu} / ${lastCpuUsPerEvent}`;
   await redis.del(`${key}deals`);
   redis.disconnect();
 

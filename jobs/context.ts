@@ -79,8 +79,20 @@ export interface ContextOptions {
    * daemon: `SyncEngineOptions.probeUnsupportedAtStart`). Default false.
    */
   probeUnsupportedAtStart?: boolean;
+  /**
+   * Who holds the stream leases this context's runs take (`SyncEngineOptions.leaseHolder`); default
+   * this process (`PROCESS_LEASE_HOLDER`). Tests give a second in-process "process" its own name.
+   */
+  leaseHolder?: string;
   /** SQLite: how long a statement waits for another connection's lock, ms (`OpenMirrorOptions.busyTimeoutMs`; tests shorten it). Default 5000. */
   sqliteBusyTimeoutMs?: number;
+  /**
+   * SQLite: once open, never wait on another process's write lock with the event loop blocked (the
+   * daemon): a write that finds the file locked fails with MirrorFileLockedError after a few short
+   * timers and is tried again at its part's next round (src/mirror/sql/sqlite.ts). Default false:
+   * the one-off commands wait `sqliteBusyTimeoutMs`.
+   */
+  sqliteNonBlocking?: boolean;
   /** Redis key names: tests give each run its own. Defaults: budgets `bizops:rate`, queue `bizops` / `deploymentQueueName(config)`. */
   redisKeys?: { budgetPrefix?: string; queuePrefix?: string; queueName?: string };
   /**
@@ -346,7 +358,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
     // PostgreSQL: a process paused inside a transaction has its session ended after a third of a
     // lease, so the other replicas go on (src/mirror/sql/postgres.ts idleInTransactionTimeoutMs).
     const idleInTransactionTimeoutMs = Math.round((config.sync.leaseSeconds * 1000) / 3);
-    const connection = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs, busyTimeoutMs: options.sqliteBusyTimeoutMs });
+    const connection = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs, busyTimeoutMs: options.sqliteBusyTimeoutMs, nonBlocking: options.sqliteNonBlocking ?? false });
     cleanups.add(() => connection.close());
     if (options.checkMirror && connection.dialect === 'sqlite') {
       let quickCheck: string;
@@ -367,7 +379,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
      */
     const partConnection = async (): Promise<SqlConnection> => {
       if (connection.dialect !== 'sqlite') return connection;
-      const own = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs, busyTimeoutMs: options.sqliteBusyTimeoutMs });
+      const own = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs, busyTimeoutMs: options.sqliteBusyTimeoutMs, nonBlocking: options.sqliteNonBlocking ?? false });
       cleanups.add(() => own.close());
       return own;
     };
@@ -406,6 +418,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       overlapSeconds: config.sync.overlapSeconds,
       unsupportedProbeSeconds: config.sync.unsupportedProbeSeconds,
       probeUnsupportedAtStart: options.probeUnsupportedAtStart ?? false,
+      ...(options.leaseHolder !== undefined ? { leaseHolder: options.leaseHolder } : {}),
       leaseSeconds: config.sync.leaseSeconds,
       databaseWaitSeconds: config.sync.databaseWaitSeconds,
       massDeletionShare: config.sync.massDeletionShare,

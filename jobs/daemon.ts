@@ -54,7 +54,7 @@ import {
   type RunningHttpServer,
   type ConnectionMetricsSources,
 } from '../src/daemon/index.ts';
-import { changelogActivity, confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE } from '../src/mirror/index.ts';
+import { changelogActivity, confirmLease, Leases, mirrorFileLockedCount, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE } from '../src/mirror/index.ts';
 import type { Logger } from '../src/logging/index.ts';
 import { ChangeSignal, listConsumers, listenForChanges } from '../src/notify/index.ts';
 import type { WebhookDispatcherOptions } from '../src/notify/webhooks/index.ts';
@@ -83,7 +83,10 @@ export interface DaemonOptions {
   consoleSampleMs?: number;
   /** The backoff of a part's start tried again (src/daemon/part-supervisor.ts; tests shorten it). Default 1 s doubling up to 30 s. */
   partRetry?: Pick<PartSupervisorOptions, 'minDelayMs' | 'maxDelayMs'>;
-  /** SQLite: how long a statement waits for another connection's lock, ms (tests shorten it). Default 5000. */
+  /**
+   * SQLite: how long opening the mirror waits for another process's lock, ms. Default 5000. Once
+   * open, the daemon's statements never wait on it synchronously (`ContextOptions.sqliteNonBlocking`).
+   */
   sqliteBusyTimeoutMs?: number;
 }
 
@@ -178,6 +181,9 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
     redisKeys: options.redisKeys,
     probeUnsupportedAtStart: true,
     sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs,
+    // Health, metrics and readiness keep answering while another process holds the SQLite file's
+    // write lock (a replica beside a paused holder): no statement waits on it synchronously.
+    sqliteNonBlocking: true,
   });
   const cleanups = new Teardown(logger);
   cleanups.add(() => opened.close());
@@ -237,6 +243,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         holder: PROCESS_LEASE_HOLDER,
         names: [...config.sync.streams.map(streamLeaseName), ...(dispatcher ? [WEBHOOKS_LEASE] : [])],
         logger: context.logger,
+        // A stream a one-off run waits for (--wait) is released once its run in progress (if any) ended.
+        mayYield: (name) => !(name.startsWith('stream:') && context.engine.isRunning(name.slice('stream:'.length) as StreamName)),
         onAcquired: (lease) => {
           if (lease.name === WEBHOOKS_LEASE) void parts.start(WEBHOOKS_PART);
           // A stream taken over (from a replica that died) runs at once, resuming its checkpoint.
@@ -283,6 +291,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         webhooks: dispatcher,
         leases: keeper,
         parts,
+        ...(context.connection.dialect === 'sqlite' ? { mirrorFileLocked: () => mirrorFileLockedCount(config.dbPath) } : {}),
       });
       // Read now: the scheduler asks at start() which streams have a cursor (their first run is a sync).
       const runs = new RecentRuns();
@@ -420,6 +429,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
                       {
                         ...(await connection.readiness.current()),
                         leases: connection.leases.held(),
+                        ...(connection.leases.yielded().length > 0 ? { yielded: connection.leases.yielded() } : {}),
                         unsupported: await unsupportedStreams(connection.context.store, connection.context.config.sync.streams).catch(() => []),
                         failingPartitions: await failingPartitions(connection.context.conditions, connection.context.config.sync.streams).catch(() => []),
                       },

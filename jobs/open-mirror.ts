@@ -33,7 +33,7 @@ export function mirrorLocation(dbPath: string): string {
  *   `cannot connect to the PostgreSQL mirror at <URL, password masked>: <reason>`.
  * Other errors (a mirror written by a newer bizops-sync, a stream table that disagrees) pass as they are.
  */
-export async function openMirrorAt(dbPath: string, options: { readonly?: boolean; idleInTransactionTimeoutMs?: number; busyTimeoutMs?: number } = {}): Promise<SqlConnection> {
+export async function openMirrorAt(dbPath: string, options: { readonly?: boolean; idleInTransactionTimeoutMs?: number; busyTimeoutMs?: number; nonBlocking?: boolean } = {}): Promise<SqlConnection> {
   if (isPostgresUrl(dbPath)) return openMirrorConnection(dbPath, { readonly: options.readonly ?? false, idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs });
   if (dbPath !== ':memory:' && existsSync(dbPath) && statSync(dbPath).isDirectory()) {
     throw new ConfigError(`BIZOPS_DB (dbPath): ${dbPath} is a directory; give the path of the mirror's file, e.g. ${dbPath.replace(/\/+$/, '')}/mirror.db`);
@@ -42,7 +42,7 @@ export async function openMirrorAt(dbPath: string, options: { readonly?: boolean
     throw new ConfigError(`BIZOPS_DB (dbPath): ${dbPath} is not a regular file (a device, a pipe or a socket); give the path of the mirror's file`);
   }
   try {
-    return await openMirrorConnection(dbPath, { readonly: options.readonly ?? false, busyTimeoutMs: options.busyTimeoutMs });
+    return await openMirrorConnection(dbPath, { readonly: options.readonly ?? false, busyTimeoutMs: options.busyTimeoutMs, nonBlocking: options.nonBlocking ?? false });
   } catch (error) {
     throw classifyMirrorError(dbPath, error);
   }

@@ -75,6 +75,15 @@ function table(header: string[], rows: string[][]): string[] {
   return [format(header), ...rows.map(format)];
 }
 
+/**
+ * The text `bizops-sync status` prints for one mirror (`readStatus`'s answer): the verdict, the table,
+ * then the warnings; errors short unless `options.details` (`--details`).
+ */
+export async function statusText(status: MirrorStatus, options: { details?: boolean } = {}): Promise<string> {
+  const { shortError } = await import('../../src/status/index.ts');
+  return formatStatusText(status, { shortError, details: options.details === true });
+}
+
 /** A readable table of the status, led by its verdict. */
 function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
   const short = (line: string | null) => (line === null ? '-' : errors.shortError(line).short);
@@ -189,6 +198,9 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
     );
   }
   const held = status.leases.filter((lease) => !lease.free);
+  if (status.waiting.length > 0) {
+    lines.push('', `yielded to a waiting one-off run (--wait): ${status.waiting.map((wait) => `${wait.stream} (waiter ${wait.waiter}, request live until ${wait.until})`).join('; ')}`);
+  }
   if (held.length > 0) lines.push('', `leases: ${held.map((lease) => `${lease.name} held by ${lease.holder} (fence ${lease.fence}, until ${lease.expiresAt})`).join('; ')}`);
   const writes = Object.entries(status.writes);
   lines.push('', `writes: ${writes.length ? writes.map(([state, count]) => `${count} ${state}`).join(', ') : 'none'}`);

@@ -110,6 +110,12 @@ export interface DaemonMetricsSources {
   leases?: { readonly names: readonly string[]; holds(name: string): boolean };
   /** The parts the daemon started and their states (src/daemon/part-supervisor.ts); absent: `bizops_daemon_part_running` is not exported. */
   parts?: { statuses(): readonly { part: string; state: PartState }[] };
+  /**
+   * SQLite: how many of this process's writes to the mirror file gave up because another process
+   * held its write lock (src/mirror `mirrorFileLockedCount`); absent (PostgreSQL):
+   * `bizops_mirror_file_locked_total` is not exported for the connection.
+   */
+  mirrorFileLocked?: () => number;
   /** The named consumers of the changelog with their lag (src/notify/pull); absent: their gauges are not exported. */
   consumers?: () => Promise<readonly { name: string; lagEvents: number; lagSeconds: number }[]>;
 }
@@ -510,6 +516,19 @@ export class DaemonMetrics {
       },
     });
     perConnectionCounter('bizops_rate_budget_wait_seconds_total', 'Time requests spent waiting for the rate budget, seconds.', (source) => source.budget.stats().waitedMs / 1000);
+    const lockedSources = connections.filter((source) => source.mirrorFileLocked);
+    if (lockedSources.length > 0) {
+      new Counter({
+        name: 'bizops_mirror_file_locked_total',
+        help: 'Writes to the SQLite mirror file that found it write-locked by another process and gave up without waiting (tried again at the next round or tick).',
+        labelNames: ['connection'],
+        registers,
+        collect() {
+          this.reset();
+          for (const source of lockedSources) this.inc({ connection: source.name }, source.mirrorFileLocked!());
+        },
+      });
+    }
     perConnectionCounter('bizops_rate_budget_pauses_total', "Rate budget pauses after a 429's Retry-After.", (source) => source.budget.stats().pauses);
 
     const consumerSources = connections.filter((source) => source.consumers);

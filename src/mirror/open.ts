@@ -27,8 +27,14 @@ export interface OpenMirrorConnectionOptions {
    * `PostgresConnectionOptions`); the commands and the daemon give a third of `sync.leaseSeconds`.
    */
   idleInTransactionTimeoutMs?: number;
-  /** SQLite: `OpenMirrorOptions.busyTimeoutMs` (default 5000 ms). */
+  /** SQLite: `OpenMirrorOptions.busyTimeoutMs` (default 5000 ms): how long opening (and, unless `nonBlocking`, every statement) waits on another process's lock. */
   busyTimeoutMs?: number;
+  /**
+   * SQLite: never wait on another process's write lock with the event loop blocked once open (the
+   * daemon): a write that finds the file locked fails with MirrorFileLockedError after a few short
+   * timers (src/mirror/sql/sqlite.ts `SqliteConnectionOptions.nonBlocking`). Default false.
+   */
+  nonBlocking?: boolean;
 }
 
 /**
@@ -40,7 +46,7 @@ export interface OpenMirrorConnectionOptions {
  *   table disagrees with its definition
  */
 export async function openMirrorConnection(location: string, options: OpenMirrorConnectionOptions = {}): Promise<SqlConnection> {
-  if (!isPostgresUrl(location)) return sqliteConnection(openMirror(location, options));
+  if (!isPostgresUrl(location)) return sqliteConnection(openMirror(location, options), { nonBlocking: options.nonBlocking ?? false });
   // Loaded here, not at the top: a SQLite mirror loads no PostgreSQL driver (docs/operations.md "Start-up").
   const [{ openPostgresConnection }, { migratePostgres }] = await Promise.all([import('./sql/postgres.ts'), import('./postgres-migrate.ts')]);
   const connection = await openPostgresConnection(location, { readonly: options.readonly ?? false, idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs });

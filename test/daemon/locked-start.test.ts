@@ -4,7 +4,8 @@
  * comes up, `/readyz` and `bizops_daemon_part_running` say which parts cannot run (the leases, hence
  * webhook delivery) and why, and once the lock is released every part runs: `/readyz` is ready and a
  * change made afterwards reaches the webhook receiver. Nothing waits on time: each step waits for a
- * state. The mirror's busy timeout is shortened (better-sqlite3 waits synchronously on it).
+ * state. The mirror's busy timeout is long (a minute): the daemon never waits on it once the mirror
+ * is open (a daemon that did would block this very process, and its probes, for that minute).
  */
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
@@ -60,6 +61,12 @@ async function partsRunning(url: string): Promise<Record<string, number>> {
   return Object.fromEntries(samples.filter((sample) => sample.name === 'bizops_daemon_part_running').map((sample) => [sample.labels.part!, sample.value]));
 }
 
+/** `bizops_mirror_file_locked_total` of the default connection. */
+async function fileLockedTotal(url: string): Promise<number> {
+  const { samples } = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
+  return samples.find((sample) => sample.name === 'bizops_mirror_file_locked_total' && sample.labels.connection === 'default')?.value ?? -1;
+}
+
 describe('a daemon started while another connection holds the mirror write-locked', { timeout: 60_000 }, () => {
   it('comes up showing the blocked parts retrying, and runs every part once the lock is released', async () => {
     sim = await simulator({ size: { transactions: 2, deals: 2, onboardings: 2 } });
@@ -80,7 +87,7 @@ describe('a daemon started while another connection holds the mirror write-locke
     daemon = await startDaemon(config, {
       logger: silentLogger,
       processMetrics: false,
-      sqliteBusyTimeoutMs: 20,
+      sqliteBusyTimeoutMs: 60_000,
       partRetry: { minDelayMs: 20, maxDelayMs: 200 },
       webhooks: { pollMs: 50, scheduleMs: [0, 50, 100] },
       redisKeys: { budgetPrefix: `${prefix}rate`, queuePrefix: prefix, queueName: 'writes' },
@@ -96,14 +103,17 @@ describe('a daemon started while another connection holds the mirror write-locke
     expect(locked.status).toBe(503);
     expect(locked.body.ready).toBe(false);
     expect(locked.body.parts.leases).toMatchObject({ state: 'retrying', required: true });
-    expect(locked.body.parts.leases!.error).toMatch(/^stream:onboardings: database is locked|^webhooks: database is locked/);
+    expect(locked.body.parts.leases!.error).toMatch(/^(stream:onboardings|webhooks): the mirror file is locked by another process/);
     expect(locked.body.parts.webhooks).toMatchObject({ state: 'starting', reason: 'waiting for the webhooks lease' });
     // Not required: the daemon's readiness does not hang on it, but it shows.
-    expect(locked.body.parts.retention).toMatchObject({ state: 'retrying', required: false, error: 'database is locked' });
+    expect(locked.body.parts.retention).toMatchObject({ state: 'retrying', required: false });
+    expect(locked.body.parts.retention!.error).toMatch(/^the mirror file is locked by another process/);
     expect(locked.body.reason).toContain('not every part runs: leases retrying (');
     expect(Object.keys(locked.body.parts).sort()).toEqual(['leases', 'retention', 'scheduler', 'stale-watch', 'webhooks', 'writes']);
     const lockedMetric = await partsRunning(url);
     expect(lockedMetric).toMatchObject({ leases: 0, webhooks: 0, retention: 0, scheduler: 1 });
+    // Each write that found the file locked is counted.
+    expect(await fileLockedTotal(url)).toBeGreaterThanOrEqual(2);
     expect(receiver.received).toHaveLength(0);
 
     lock.exec('COMMIT');

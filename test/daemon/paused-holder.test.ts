@@ -1,4 +1,11 @@
 /**
+ * Two daemons on one SQLite file, the holder paused (SIGSTOP) inside a write transaction: the file
+ * stays write-locked for the whole pause, so the replica takes no lease, but it never waits on the
+ * lock with its event loop blocked (its busy timeout here is a minute, which would block this very
+ * process): `/healthz` and `/metrics` answer, `/readyz` names the locked file, and
+ * `bizops_mirror_file_locked_total` counts the writes given up. Woken, the holder goes on and the
+ * replica is ready, standing by.
+ *
  * Two daemons on one PostgreSQL mirror, the holder paused (SIGSTOP, as a VM pause would) inside a
  * page transaction (docs/operations.md "Running two daemons (replicas)"): the server ends the paused
  * session after `idle_in_transaction_session_timeout` (a third of the lease), which frees the mirror's
@@ -6,30 +13,44 @@
  * backfill from the checkpoint. Woken, the old holder sends no request for the stream it lost and
  * writes nothing. Runs on a PostgreSQL server of its own (test/postgres-server.ts).
  */
+import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
-import { expectMirrorEqualsGroundTruth, simulator, waitFor } from '../helpers.ts';
+import { startDaemon, type RunningDaemon } from '../../jobs/daemon.ts';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { expectMirrorEqualsGroundTruth, simulator, tempDir, testConfig, waitFor, type TempDir } from '../helpers.ts';
 import { startPostgresServer, type TestPostgresServer } from '../postgres-server.ts';
-import { cliEnv, spawnDaemon, terminate, type DaemonProcess } from './helpers.ts';
+import { cliEnv, parsePrometheusText, spawnDaemon, terminate, type DaemonProcess } from './helpers.ts';
 
 let server: TestPostgresServer | undefined;
 let sim: RunningSimulator | undefined;
 const daemons: DaemonProcess[] = [];
 const connections: SqlConnection[] = [];
+let replicaInProcess: RunningDaemon | undefined;
+let probe: Database.Database | undefined;
+let dir: TempDir | undefined;
 
 afterEach(async () => {
+  if (probe?.inTransaction) probe.exec('ROLLBACK');
+  probe?.close();
+  probe = undefined;
   for (const daemon of daemons.splice(0)) {
     if (daemon.child.exitCode === null && daemon.child.signalCode === null) {
       daemon.child.kill('SIGCONT');
       daemon.child.kill('SIGKILL');
     }
   }
+  await replicaInProcess?.stop();
+  replicaInProcess = undefined;
   for (const connection of connections.splice(0)) await connection.close();
   await server?.stop();
   await sim?.close();
-  server = sim = undefined;
+  dir?.remove();
+  server = sim = dir = undefined;
 });
 
 const TRANSACTIONS = 5_000;
@@ -151,5 +172,111 @@ describe('the holder of a PostgreSQL mirror paused (SIGSTOP)', () => {
     await expectMirrorEqualsGroundTruth({ connection: db }, sim, 'transactions');
     expect((await terminate(holder)).code).toBe(0);
     expect((await terminate(replica)).code).toBe(0);
+  });
+});
+
+/** The state letter of process `pid` (`/proc/<pid>/stat`): `T` once a SIGSTOP has stopped it. */
+function processState(pid: number): string {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0]!;
+}
+
+describe('the holder of a SQLite mirror paused (SIGSTOP) inside a write transaction', () => {
+  it("keeps the file write-locked: the replica takes no lease, but its health, metrics and readiness answer, /readyz names the locked file and the writes given up are counted; woken, the holder goes on and the replica is ready", { timeout: 120_000 }, async () => {
+    sim = await simulator({ size: { transactions: TRANSACTIONS, deals: 5, onboardings: 2 }, latencyMs: 25 });
+    dir = tempDir();
+    const path = dir.file('mirror.db');
+    const holder = spawnDaemon(
+      cliEnv({
+        BIZOPS_BASE_URL: sim.url,
+        BIZOPS_DB: path,
+        BIZOPS_HTTP_PORT: '0',
+        BIZOPS_SCHEDULE: '*/1 * * * * *',
+        BIZOPS_RATE_LIMIT_PER_MIN: '100000',
+        BIZOPS_LEASE_SECONDS: '3',
+        BIZOPS_TOKEN: String(sim.tokens.admin),
+        ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+      }),
+    );
+    daemons.push(holder);
+    await holder.url;
+    // The test's own handle: it reads, and tries the write lock without waiting.
+    probe = new Database(path);
+    probe.pragma('busy_timeout = 0');
+    const holderOf = (name: string) => (probe!.prepare('SELECT holder FROM leases WHERE name = ?').get(name) as { holder: string | null } | undefined)?.holder ?? null;
+    await waitFor(() => holderOf('stream:transactions') !== null, 'the holder to take the transactions stream', 30_000);
+    const first = holderOf('stream:transactions');
+    const writeLocked = (): boolean => {
+      try {
+        probe!.exec('BEGIN IMMEDIATE');
+      } catch (error) {
+        if ((error as { code?: string }).code === 'SQLITE_BUSY') return true;
+        throw error;
+      }
+      probe!.exec('ROLLBACK');
+      return false;
+    };
+    // Stopped (state T, so it can no longer commit), then the lock tried: held means it was caught inside a transaction.
+    const pid = holder.child.pid!;
+    await waitFor(
+      async () => {
+        holder.child.kill('SIGSTOP');
+        await waitFor(() => processState(pid) === 'T', 'the holder to stop', 10_000, 1);
+        if (writeLocked()) return true;
+        holder.child.kill('SIGCONT');
+        await waitFor(() => processState(pid) !== 'T', 'the holder to run again', 10_000, 1);
+        return false;
+      },
+      'the holder to be paused inside a write transaction',
+      60_000,
+      5,
+    );
+
+    replicaInProcess = await startDaemon(
+      testConfig(sim, path, { http: { port: 0 }, sync: { streams: ['transactions', 'deals', 'onboardings'], schedule: '* * * * * *', leaseSeconds: 3 } }),
+      {
+        logger: silentLogger,
+        processMetrics: false,
+        // A minute: a daemon that waited on the lock synchronously would block this process for it, again and again.
+        sqliteBusyTimeoutMs: 60_000,
+        partRetry: { minDelayMs: 20, maxDelayMs: 200 },
+        redisKeys: { budgetPrefix: `bizops-test:paused-sqlite:${randomUUID()}:rate`, queuePrefix: `bizops-test:paused-sqlite:${randomUUID()}:`, queueName: 'writes' },
+      },
+    );
+    const url = replicaInProcess.url;
+    const lockedTotal = async (): Promise<number> => {
+      const { samples } = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
+      return samples.find((sample) => sample.name === 'bizops_mirror_file_locked_total')?.value ?? -1;
+    };
+    const locked = await waitFor(async () => {
+      const response = await fetch(`${url}/readyz`);
+      const body = (await response.json()) as { ready: boolean; reason: string; parts: Record<string, { state: string; error?: string }> };
+      return response.status === 503 && body.parts.leases?.state === 'retrying' ? body : undefined;
+    }, "the replica's lease keeper to find the file locked", 30_000);
+    expect(locked.reason).toContain('not every part runs: leases retrying (stream:');
+    expect(locked.reason).toContain('the mirror file is locked by another process');
+    expect(locked.parts.leases!.error).toMatch(/^(stream:\w+|webhooks): the mirror file is locked by another process/);
+    // Round after round the replica finds the file locked, counts it, and answers meanwhile.
+    const before = await lockedTotal();
+    expect(before).toBeGreaterThanOrEqual(1);
+    await waitFor(async () => {
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      return (await lockedTotal()) >= before + 3;
+    }, 'the replica to count later rounds on the locked file', 30_000);
+    // It took nothing, and the holder stayed paused, holding the lock, all along.
+    expect(replicaInProcess.connections[0]!.leases.held()).toEqual([]);
+    expect(processState(pid)).toBe('T');
+    expect(writeLocked()).toBe(true);
+    expect(holderOf('stream:transactions')).toBe(first);
+
+    // Woken, the holder commits and the file is free: the replica is ready again. The pause outlasted
+    // the leases, so either daemon may hold each of them now, one holder each.
+    holder.child.kill('SIGCONT');
+    await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, 'the replica to be ready once the holder wakes', 30_000);
+    const leaseRows = probe.prepare('SELECT name, holder FROM leases').all() as { name: string; holder: string | null }[];
+    expect(leaseRows.length).toBeGreaterThanOrEqual(3);
+    await replicaInProcess.stop();
+    replicaInProcess = undefined;
+    expect((await terminate(holder)).code).toBe(0);
   });
 });

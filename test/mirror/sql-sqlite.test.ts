@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sqliteConnection, type SqliteConnection } from '../../src/mirror/sql/sqlite.ts';
+import { MirrorFileLockedError, mirrorFileLockedCount, sqliteConnection, type SqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 
 const opened: SqliteConnection[] = [];
-function open(path: string): SqliteConnection {
+function open(path: string, nonBlocking = false): SqliteConnection {
   const database = new Database(path);
   database.pragma('journal_mode = WAL');
   database.pragma('busy_timeout = 100');
-  const connection = sqliteConnection(database);
+  const connection = sqliteConnection(database, { nonBlocking });
   opened.push(connection);
   return connection;
 }
@@ -68,5 +68,35 @@ describe('the SQLite executor', () => {
     await expect(kept!.run("INSERT INTO t VALUES ('late')")).rejects.toThrow('already ended');
     await expect(db.run('INSERT INTO missing VALUES (1)')).rejects.toThrow('no such table');
     expect(db.dialect).toBe('sqlite');
+  });
+
+  it('nonBlocking: a write on a file another process holds write-locked fails with MirrorFileLockedError, counted, without waiting on the busy timeout; a lock released between its tries lets it through', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'sql-')), 'm.db');
+    const setup = open(path);
+    await setup.exec('CREATE TABLE t (id TEXT PRIMARY KEY)');
+    // Another process's handle (SQLite's own file lock, not this process's), holding the write lock.
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    // Its handle would wait 5 s synchronously (better-sqlite3's default): the connection sets it to 0.
+    const daemonDb = sqliteConnection(new Database(path), { nonBlocking: true });
+    opened.push(daemonDb);
+    expect(daemonDb.sqlite.pragma('busy_timeout', { simple: true })).toBe(0);
+    const before = mirrorFileLockedCount(path);
+    const insert = daemonDb.run('INSERT INTO t (id) VALUES (?)', ['a']);
+    await expect(insert).rejects.toThrow(MirrorFileLockedError);
+    await expect(insert).rejects.toThrow(/^the mirror file is locked by another process: /);
+    await expect(daemonDb.transaction((tx) => tx.run('INSERT INTO t (id) VALUES (?)', ['b']))).rejects.toMatchObject({ name: 'MirrorFileLockedError', code: 'SQLITE_BUSY' });
+    expect(mirrorFileLockedCount(path)).toBe(before + 2);
+    // Reads go on meanwhile (WAL).
+    expect(await daemonDb.all('SELECT id FROM t')).toEqual([]);
+
+    // A statement's first try runs at once (and fails); the lock is released before its next try.
+    const statement = daemonDb.run('INSERT INTO t (id) VALUES (?)', ['c']);
+    other.exec('COMMIT');
+    await statement;
+    await daemonDb.transaction((tx) => tx.run('INSERT INTO t (id) VALUES (?)', ['d']));
+    expect(await daemonDb.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 'c' }, { id: 'd' }]);
+    expect(mirrorFileLockedCount(path)).toBe(before + 2);
+    other.close();
   });
 });

@@ -11,14 +11,82 @@
  *
  * When nobody holds the lock a statement runs at once, synchronously, and its promise is already
  * settled: a page of a backfill costs no more than the synchronous calls did.
+ *
+ * Another process's write lock: better-sqlite3 waits on it synchronously (`busy_timeout`), the
+ * event loop blocked. A connection opened `nonBlocking` (the daemon's) never does: its handle's
+ * busy timeout is 0, so a statement or `BEGIN IMMEDIATE` that finds the file locked fails at once
+ * (SQLITE_BUSY) and is tried again after short timers (`LOCKED_RETRY_DELAYS_MS`), then fails with
+ * `MirrorFileLockedError`; the daemon's parts try again at their next round or tick. A holder paused
+ * inside a write transaction keeps the lock for the whole pause (docs/operations.md "Running two
+ * daemons (replicas)"); health, metrics and readiness keep answering meanwhile.
  */
 import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Mutex } from 'async-mutex';
 import { preparedStatement, type MirrorDatabase } from '../database.ts';
 import type { RunResult, SqlConnection, SqlExecutor, SqlRow, SqlValue } from './executor.ts';
 
 /** The lock of each file open in this process, by absolute path (`:memory:` databases get their own). */
 const fileLocks = new Map<string, { mutex: Mutex; users: number }>();
+
+/**
+ * The waits, ms, between the tries of a `nonBlocking` connection's statement or transaction that
+ * found the file write-locked by another process (375 ms in all): enough for a one-off command's
+ * transaction of a page to end, short beside a lease round.
+ */
+export const LOCKED_RETRY_DELAYS_MS: readonly number[] = [5, 20, 50, 100, 200];
+
+/** How many writes gave up on a locked file (`MirrorFileLockedError`), by absolute path, since this process started. */
+const lockedCounts = new Map<string, number>();
+
+/**
+ * How many statements and transactions of this process's `nonBlocking` connections to the SQLite
+ * file `location` gave up because another process held its write lock (`MirrorFileLockedError`),
+ * since the process started (the daemon's `bizops_mirror_file_locked_total`). 0 for a file never locked.
+ */
+export function mirrorFileLockedCount(location: string): number {
+  return lockedCounts.get(resolve(location)) ?? 0;
+}
+
+/**
+ * Another process holds the SQLite mirror file's write lock (it is inside a write transaction:
+ * running, stuck, or paused), and a `nonBlocking` connection did not wait for it. Nothing was
+ * written; try again later. `code` is SQLite's, `SQLITE_BUSY`.
+ */
+export class MirrorFileLockedError extends Error {
+  override name = 'MirrorFileLockedError';
+  readonly code = 'SQLITE_BUSY';
+
+  constructor(location: string, options?: ErrorOptions) {
+    super(`the mirror file is locked by another process: ${location} (another process is inside a write transaction)`, options);
+  }
+}
+
+/** True for SQLite's "the file is locked" errors (SQLITE_BUSY and its extended codes). */
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY') && !(error instanceof MirrorFileLockedError);
+}
+
+/** `BEGIN IMMEDIATE` found the file locked (so `fn` never ran: the transaction may be tried again). */
+class BeginBusy {
+  readonly error: unknown;
+
+  constructor(error: unknown) {
+    this.error = error;
+  }
+}
+
+/** Options of `sqliteConnection`. */
+export interface SqliteConnectionOptions {
+  /**
+   * Never wait on another process's write lock with the event loop blocked (the daemon): the
+   * handle's busy timeout is set to 0, and a statement or transaction that finds the file locked is
+   * tried again after `LOCKED_RETRY_DELAYS_MS`, then fails with `MirrorFileLockedError` (module
+   * header). Default false: statements wait on the handle's busy timeout (`OpenMirrorOptions.busyTimeoutMs`), as the one-off commands do.
+   */
+  nonBlocking?: boolean;
+}
 
 /** Statements on a connection or in a transaction, run at once (the caller holds the file's lock). */
 class SqliteStatements implements SqlExecutor {
@@ -99,13 +167,17 @@ function settle<T>(work: () => T): Promise<T> {
  */
 export class SqliteConnection extends SqliteStatements implements SqlConnection {
   readonly location: string;
+  /** True when this connection never waits on another process's write lock (`SqliteConnectionOptions.nonBlocking`). */
+  readonly nonBlocking: boolean;
   readonly #lock: Mutex;
   readonly #lockKey: string;
   #closed = false;
 
-  constructor(database: MirrorDatabase) {
+  constructor(database: MirrorDatabase, options: SqliteConnectionOptions = {}) {
     super(database, false);
     this.location = database.name;
+    this.nonBlocking = options.nonBlocking ?? false;
+    if (this.nonBlocking) database.pragma('busy_timeout = 0');
     this.#lockKey = database.memory || database.name === '' ? `memory:${Math.random()}` : resolve(database.name);
     let entry = fileLocks.get(this.#lockKey);
     if (!entry) fileLocks.set(this.#lockKey, (entry = { mutex: new Mutex(), users: 0 }));
@@ -124,31 +196,78 @@ export class SqliteConnection extends SqliteStatements implements SqlConnection 
     return this.#lock.runExclusive(work);
   }
 
-  override run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {
-    return this.#whenFree(() => this.runNow(sql, parameters));
-  }
-
-  override get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined> {
-    return this.#whenFree(() => this.getNow<Row>(sql, parameters));
-  }
-
-  override all<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row[]> {
-    return this.#whenFree(() => this.allNow<Row>(sql, parameters));
-  }
-
-  override exec(sql: string): Promise<void> {
-    return this.#whenFree(() => this.execNow(sql));
+  /**
+   * `#whenFree(work)`; on a `nonBlocking` connection, tried again while the file is locked by
+   * another process (`retryable`: one statement, which did nothing when it found the lock taken).
+   */
+  #statement<T>(work: () => T, retryable = true): Promise<T> {
+    const first = this.#whenFree(work);
+    if (!this.nonBlocking) return first;
+    return first.catch((error: unknown) => this.#whileLocked(error, retryable ? () => this.#whenFree(work) : undefined));
   }
 
   /**
-   * Runs `fn` in one `BEGIN IMMEDIATE` transaction holding the file's lock (executor.ts).
+   * After `error`: while it says the file is locked (SQLITE_BUSY; for a transaction only its
+   * `BEGIN IMMEDIATE`'s, `BeginBusy`), `again()` after each of `LOCKED_RETRY_DELAYS_MS`; still
+   * locked: `MirrorFileLockedError` (counted). Other errors pass as they are.
+   */
+  async #whileLocked<T>(error: unknown, again: (() => Promise<T>) | undefined, onlyBegin = false): Promise<T> {
+    const locked = (candidate: unknown): boolean => candidate instanceof BeginBusy || (!onlyBegin && isBusy(candidate));
+    let last = error;
+    for (const delayMs of again ? LOCKED_RETRY_DELAYS_MS : []) {
+      if (!locked(last)) break;
+      await sleep(delayMs);
+      try {
+        return await again!();
+      } catch (next) {
+        last = next;
+      }
+    }
+    const cause = last instanceof BeginBusy ? last.error : last;
+    if (!locked(last)) throw cause;
+    lockedCounts.set(this.#lockKey, (lockedCounts.get(this.#lockKey) ?? 0) + 1);
+    throw new MirrorFileLockedError(this.location, { cause });
+  }
+
+  override run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {
+    return this.#statement(() => this.runNow(sql, parameters));
+  }
+
+  override get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined> {
+    return this.#statement(() => this.getNow<Row>(sql, parameters));
+  }
+
+  override all<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row[]> {
+    return this.#statement(() => this.allNow<Row>(sql, parameters));
+  }
+
+  /** Not tried again when locked (a script of several statements may have run part of itself). */
+  override exec(sql: string): Promise<void> {
+    return this.#statement(() => this.execNow(sql), false);
+  }
+
+  /**
+   * Runs `fn` in one `BEGIN IMMEDIATE` transaction holding the file's lock (executor.ts). On a
+   * `nonBlocking` connection a `BEGIN IMMEDIATE` that finds the file locked is tried again (module
+   * header), the process's lock released between tries so that its reads go on.
    * @throws SqliteError SQLITE_BUSY when another process holds the write lock past the busy timeout;
-   *   whatever `fn` throws (after the rollback)
+   *   MirrorFileLockedError instead on a `nonBlocking` connection; whatever `fn` throws (after the rollback)
    */
   override transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    if (!this.nonBlocking) return this.#transactionOnce(fn);
+    const attempt = (): Promise<T> => this.#transactionOnce(fn, true);
+    return attempt().catch((error: unknown) => this.#whileLocked(error, attempt, true));
+  }
+
+  /** One try of `transaction`; with `markBusyBegin`, a `BEGIN IMMEDIATE` that found the file locked rejects with `BeginBusy`. */
+  #transactionOnce<T>(fn: (tx: SqlExecutor) => Promise<T>, markBusyBegin = false): Promise<T> {
     return this.#lock.runExclusive(async () => {
       this.check();
-      this.database.exec('BEGIN IMMEDIATE');
+      try {
+        this.database.exec('BEGIN IMMEDIATE');
+      } catch (error) {
+        throw markBusyBegin && isBusy(error) ? new BeginBusy(error) : error;
+      }
       const tx = new SqliteStatements(this.database, true);
       try {
         const result = await fn(tx);
@@ -179,10 +298,10 @@ const connections = new WeakMap<MirrorDatabase, SqliteConnection>();
 
 /**
  * The asynchronous connection over an open better-sqlite3 handle (one per handle: asking twice
- * gives the same object). Closing it closes the handle.
+ * gives the same object, with the options of the first ask). Closing it closes the handle.
  */
-export function sqliteConnection(database: MirrorDatabase): SqliteConnection {
+export function sqliteConnection(database: MirrorDatabase, options: SqliteConnectionOptions = {}): SqliteConnection {
   let connection = connections.get(database);
-  if (!connection) connections.set(database, (connection = new SqliteConnection(database)));
+  if (!connection) connections.set(database, (connection = new SqliteConnection(database, options)));
   return connection;
 }
