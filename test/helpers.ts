@@ -11,6 +11,8 @@ import { Writable } from 'node:stream';
 import { afterEach, expect } from 'vitest';
 import { configSchema, type Config } from '../src/config/schema.ts';
 import { openContext, type Context, type ContextOptions } from '../jobs/context.ts';
+import { readStatus } from '../jobs/status.ts';
+import { statusText } from '../cli/commands/status.ts';
 import { createLogger, silentLogger, type Logger } from '../src/logging/logger.ts';
 import { STREAM_LIST, STREAM_NAMES, streamByName, STREAMS, type RegisteredStream, type StreamName } from '../src/streams/definitions.ts';
 import { RecordClockProbe } from '../src/sync/record-clock-probe.ts';
@@ -42,6 +44,15 @@ export async function waitFor<T>(probe: () => T | Promise<T>, what: string, time
 
 /** The `bizops-sync` command of this checkout. */
 export const BIN = new URL('../bin/bizops-sync.js', import.meta.url).pathname;
+
+/**
+ * What `bizops-sync status` prints for the one mirror at `location` (a file, or a postgres:// URL):
+ * the command's own job (`readStatus`) and text (`statusText`), in this process, for tests about what
+ * status says rather than about the command line (a CLI start costs 0.3-0.6 s of CPU).
+ */
+export async function statusOutput(location: string): Promise<string> {
+  return statusText(await readStatus(location));
+}
 
 /** Runs `bizops-sync ARGS` to completion (async, so a simulator in this process keeps serving). */
 export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {

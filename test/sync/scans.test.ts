@@ -9,13 +9,9 @@ import type { RateBudgetStats } from '../../src/client/rate-budget.ts';
 import { STREAM_NAMES, STREAMS } from '../../src/streams/definitions.ts';
 import { SyncEngine } from '../../src/sync/sync-engine.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { statusText } from '../../cli/commands/status.ts';
 import { readStatus } from '../../jobs/status.ts';
-import { capturingLogger, expectMirrorEqualsGroundTruth, listRequests, runCli, syncFixtures, tempDir, testMirrorLocation } from '../helpers.ts';
+import { capturingLogger, expectMirrorEqualsGroundTruth, listRequests, runCli, statusOutput, syncFixtures, tempDir, testMirrorLocation } from '../helpers.ts';
 import { TEST_MIRROR_BACKEND } from '../test-mirror.ts';
-
-/** What `bizops-sync status` prints for the mirror at `location` (the command's own job and text, in this process). */
-const statusOutput = async (location: string): Promise<string> => statusText(await readStatus(location));
 
 const fixtures = syncFixtures();
 const LIST = { path: '/transactions', method: 'GET' };
