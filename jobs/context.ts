@@ -79,6 +79,11 @@ export interface ContextOptions {
    * daemon: `SyncEngineOptions.probeUnsupportedAtStart`). Default false.
    */
   probeUnsupportedAtStart?: boolean;
+  /**
+   * Who holds the stream leases this context's runs take (`SyncEngineOptions.leaseHolder`); default
+   * this process (`PROCESS_LEASE_HOLDER`). Tests give a second in-process "process" its own name.
+   */
+  leaseHolder?: string;
   /** SQLite: how long a statement waits for another connection's lock, ms (`OpenMirrorOptions.busyTimeoutMs`; tests shorten it). Default 5000. */
   sqliteBusyTimeoutMs?: number;
   /**
@@ -413,6 +418,7 @@ export async function openContext(config: Config, options: ContextOptions = {}):
       overlapSeconds: config.sync.overlapSeconds,
       unsupportedProbeSeconds: config.sync.unsupportedProbeSeconds,
       probeUnsupportedAtStart: options.probeUnsupportedAtStart ?? false,
+      ...(options.leaseHolder !== undefined ? { leaseHolder: options.leaseHolder } : {}),
       leaseSeconds: config.sync.leaseSeconds,
       databaseWaitSeconds: config.sync.databaseWaitSeconds,
       massDeletionShare: config.sync.massDeletionShare,

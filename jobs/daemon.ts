@@ -243,6 +243,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         holder: PROCESS_LEASE_HOLDER,
         names: [...config.sync.streams.map(streamLeaseName), ...(dispatcher ? [WEBHOOKS_LEASE] : [])],
         logger: context.logger,
+        // A stream a one-off run waits for (--wait) is released once its run in progress (if any) ended.
+        mayYield: (name) => !(name.startsWith('stream:') && context.engine.isRunning(name.slice('stream:'.length) as StreamName)),
         onAcquired: (lease) => {
           if (lease.name === WEBHOOKS_LEASE) void parts.start(WEBHOOKS_PART);
           // A stream taken over (from a replica that died) runs at once, resuming its checkpoint.
@@ -427,6 +429,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
                       {
                         ...(await connection.readiness.current()),
                         leases: connection.leases.held(),
+                        ...(connection.leases.yielded().length > 0 ? { yielded: connection.leases.yielded() } : {}),
                         unsupported: await unsupportedStreams(connection.context.store, connection.context.config.sync.streams).catch(() => []),
                         failingPartitions: await failingPartitions(connection.context.conditions, connection.context.config.sync.streams).catch(() => []),
                       },

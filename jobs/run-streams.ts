@@ -3,20 +3,22 @@
  * (the `backfill` and `sync` commands, and the demo).
  * Wiring only: the engine does the work.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { assertApiReachable } from '../src/client/index.ts';
 import type { Config, DeploymentConfig } from '../src/config/index.ts';
 import type { Logger } from '../src/logging/index.ts';
 import { streamByName, type StreamName } from '../src/streams/index.ts';
-import { measuringFirst, WrongBaseUrlError, type RunOptions, type RunProgress, type RunReason, type RunResult } from '../src/sync/index.ts';
+import { Leases } from '../src/mirror/index.ts';
+import { attemptUntilFree, measuringFirst, WrongBaseUrlError, type RunOptions, type RunProgress, type RunReason, type RunResult } from '../src/sync/index.ts';
 import { damagedMirrorError, openDeployment, type Context } from './context.ts';
 
 /** Options of `runStreams`: the engine's, and what to do with a stream another process runs. */
 export interface RunStreamsOptions extends RunOptions {
   /**
    * A stream found `busy` (its lease held by another process or run) is asked again until it is
-   * free (its holder finished, or died and its lease expired), then run; default false: it ends busy.
-   * Polls every third of `sync.leaseSeconds`, at most every second; `signal` ends the wait.
+   * free, then run; default false: it ends busy. Meanwhile a request for the stream's lease is held
+   * in the mirror (src/sync/wait-for-lease.ts), so a daemon holding it yields it within a third of
+   * `sync.leaseSeconds`; a holder that died frees it when its lease expires. Polls every third of
+   * `sync.leaseSeconds`, at most every second; `signal` ends the wait.
    */
   waitWhileBusy?: boolean;
 }
@@ -35,14 +37,19 @@ export async function runStreams(context: Context, streams: readonly StreamName[
   const results: RunResult[] = [];
   for (const stream of measuringFirst(streams, streamByName)) {
     if (options.signal?.aborted) break;
-    let result = await context.engine.run(stream, reason, runOptions);
-    if (result.status === 'busy' && waitWhileBusy) {
-      context.logger.info({ stream, ...result.heldBy }, 'waiting for the stream\'s lease to be free (--wait)');
-      while (result.status === 'busy' && !options.signal?.aborted) {
-        await sleep(pollMs, undefined, { signal: options.signal }).catch(() => undefined);
-        if (!options.signal?.aborted) result = await context.engine.run(stream, reason, runOptions);
-      }
-    }
+    const attempt = () => context.engine.run(stream, reason, runOptions);
+    const result = waitWhileBusy
+      ? await attemptUntilFree({
+          leases: new Leases(context.store.executor, context.config.sync.leaseSeconds),
+          stream,
+          holder: context.engine.leaseHolder,
+          attempt,
+          busy: (ran) => ran.status === 'busy',
+          pollMs,
+          ...(options.signal ? { signal: options.signal } : {}),
+          logger: context.logger,
+        })
+      : await attempt();
     const damaged = result.status === 'failed' ? damagedMirrorError(context.config.dbPath, result.error) : undefined;
     if (damaged) throw damaged;
     results.push(result);

@@ -198,6 +198,9 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
     );
   }
   const held = status.leases.filter((lease) => !lease.free);
+  if (status.waiting.length > 0) {
+    lines.push('', `yielded to a waiting one-off run (--wait): ${status.waiting.map((wait) => `${wait.stream} (waiter ${wait.waiter}, request live until ${wait.until})`).join('; ')}`);
+  }
   if (held.length > 0) lines.push('', `leases: ${held.map((lease) => `${lease.name} held by ${lease.holder} (fence ${lease.fence}, until ${lease.expiresAt})`).join('; ')}`);
   const writes = Object.entries(status.writes);
   lines.push('', `writes: ${writes.length ? writes.map(([state, count]) => `${count} ${state}`).join(', ') : 'none'}`);

@@ -24,7 +24,7 @@ export function registerSyncCommands(program: Command): void {
       .option('--connection <name>', CONNECTION_OPTION_HELP)
       .option('--all', 'every configured connection, concurrently (log lines instead of progress bars)')
       .option('--db <path>', "the mirror: a file, or a postgres:// URL (default: the connection's dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)")
-      .option('--wait', 'a stream another process runs (its lease held: a daemon, another run) is waited for, then run; without it the stream is skipped and the exit code is 75')
+      .option('--wait', `a stream another process runs (its lease held: a daemon, another run) is waited for, then run: a daemon yields it within a third of sync.leaseSeconds once its run in progress ends (a request for the lease is recorded in the mirror meanwhile); without it the stream is skipped and the exit code is ${EXIT_BUSY}`)
       .option('--json', 'print the results as one JSON object (for cron jobs): the exit code, and one result per stream and per partition of a partitioned stream')
       .addHelpText('after', `\nExit codes: 0 every stream ran; 1 a run failed; 2 bad usage or configuration; ${EXIT_BUSY} a stream was skipped, busy in another process (run again later, or use --wait); 130 Ctrl-C (the checkpoint stands).`)
       .action(async (options: CommandOptions) => runCommand(reason, options));

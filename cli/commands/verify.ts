@@ -22,6 +22,7 @@ export function registerVerifyCommand(program: Command): void {
     .option('--stream <name>', `only this stream: ${STREAM_NAMES.join(', ')}`)
     .option('--json', 'print the report as JSON (one object: equal, and per stream its counts and the first ids)')
     .option('--repair', 'apply the differences as a backfill would, with their change events: missing and stale records written, extra ones tombstoned (needs the stream\'s lease)')
+    .option('--wait', `with --repair: a stream a daemon (or another run) holds is waited for, then repaired: the daemon yields it within a third of sync.leaseSeconds once its run in progress ends; without it the stream is skipped and the exit code is ${EXIT_BUSY}`)
     .option('--confirm-deletions', 'with --repair: tombstone the extra records even when they are more than sync.massDeletionShare of a stream (held otherwise)')
     .option('--no-progress', 'log lines instead of progress bars, even on a terminal')
     .option('--connection <name>', CONNECTION_OPTION_HELP)
@@ -38,6 +39,7 @@ interface CommandOptions {
   json?: boolean;
   repair?: boolean;
   confirmDeletions?: boolean;
+  wait?: boolean;
   progress: boolean;
   connection?: string;
   db?: string;
@@ -47,6 +49,7 @@ async function runVerify(options: CommandOptions): Promise<void> {
   let config = configFromEnvironment({}, options.connection);
   if (options.db !== undefined) config = withMirrorPath(config, options.db);
   const streams = selectStreams(config, options.stream);
+  if (options.wait && !options.repair) throw new UsageError('--wait: only with --repair (verify alone takes no lease)');
   if (options.confirmDeletions && !options.repair) throw new UsageError('--confirm-deletions: only with --repair (verify alone writes nothing)');
   // The arguments and the configuration are good: load what runs them.
   const [{ verifyJob }, { createProgressReporter }, { processLogger }] = await Promise.all([import('../../jobs/verify.ts'), import('../progress.ts'), import('../../jobs/context.ts')]);
@@ -56,7 +59,7 @@ async function runVerify(options: CommandOptions): Promise<void> {
   try {
     let results: StreamVerification[];
     try {
-      results = await verifyJob(config, streams, { logger, repair: options.repair === true, confirmDeletions: options.confirmDeletions === true, signal: shutdown.signal, onProgress: (progress) => reporter.update(progress) });
+      results = await verifyJob(config, streams, { logger, repair: options.repair === true, confirmDeletions: options.confirmDeletions === true, waitWhileBusy: options.wait === true, signal: shutdown.signal, onProgress: (progress) => reporter.update(progress) });
     } finally {
       reporter.stop();
     }

@@ -3,8 +3,12 @@
  * mirror, the daemon competes for `stream:<stream>` of each stream it runs and for `webhooks` when
  * endpoints are configured (src/mirror/leases.ts). Every third of the lease length, one round:
  *
- *   held     -> renew (fence kept); a renewal that finds the lease taken over drops it (`onLost`)
- *   not held -> acquire when free or expired (fence + 1: `onAcquired`)
+ *   held     -> renew (fence kept); a renewal that finds the lease taken over drops it (`onLost`);
+ *               a lease a one-off run is waiting for (a live request, `leaseRequestName`) is released
+ *               instead, once `mayYield` says no run is in progress under it (`onLost`; `yielded()`)
+ *   not held -> acquire when free or expired (fence + 1: `onAcquired`); never while another
+ *               holder's request for it lives (`Leases.acquire`), so a yielded stream stays with the
+ *               waiter until its request is released or lapses
  *
  * So a daemon that holds nothing takes a dead peer's leases at most a lease length plus a third of
  * it after the peer's last renewal, and a live holder never lets its leases lapse. `stop()` releases
@@ -22,6 +26,12 @@ export interface LeaseKeeperOptions {
   /** The leases to compete for. */
   names: readonly string[];
   logger?: Logger;
+  /**
+   * Whether lease `name` may be released now for a one-off run waiting for it (default: always):
+   * the daemon answers false while a run of the stream is in progress, so the run finishes first
+   * (it renews the lease itself meanwhile). Must not throw.
+   */
+  mayYield?: (name: string) => boolean;
   /** Called when a lease was taken (after a round's acquire). Must not throw. */
   onAcquired?: (lease: HeldLease) => void;
   /** Called when a held lease was found taken over, or released by `stop()`. Must not throw. */
@@ -39,6 +49,8 @@ export class LeaseKeeper {
   readonly #options: LeaseKeeperOptions;
   readonly #logger: Logger;
   readonly #held = new Map<string, HeldLease>();
+  /** The leases released to a waiting one-off run, with the waiter (its request's holder), until taken again. */
+  readonly #yielded = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> | undefined;
   #stopped = false;
@@ -72,6 +84,14 @@ export class LeaseKeeper {
   /** The names of the leases held, sorted. */
   held(): string[] {
     return [...this.#held.keys()].sort();
+  }
+
+  /**
+   * The leases this keeper released to a waiting one-off run (docs/operations.md "A one-off run
+   * beside the daemon (--wait)") and not taken again since, sorted, each with the waiter's holder name.
+   */
+  yielded(): { lease: string; waiter: string }[] {
+    return [...this.#yielded].map(([lease, waiter]) => ({ lease, waiter })).sort((a, b) => a.lease.localeCompare(b.lease));
   }
 
   /** Every lease this keeper competes for. */
@@ -117,12 +137,22 @@ export class LeaseKeeper {
       const held = this.#held.get(name);
       try {
         if (held) {
+          const request = await leases.requestedByOther(name, holder);
+          if (request && (this.#options.mayYield?.(name) ?? true)) {
+            this.#held.delete(name);
+            this.#yielded.set(name, request.holder ?? '?');
+            this.#notify(() => this.#options.onLost?.(name));
+            await leases.release(held);
+            this.#logger.info({ lease: name, fence: held.fence, waiter: request.holder }, 'lease yielded to a one-off run waiting for it (--wait)');
+            continue;
+          }
           await leases.renew(held);
           continue;
         }
         const acquired = await leases.acquire(name, holder);
         if (!acquired || this.#stopped) continue;
         this.#held.set(name, acquired.lease);
+        this.#yielded.delete(name);
         this.#logger.info(
           { lease: name, fence: acquired.lease.fence, ...(acquired.previousHolder ? { previousHolder: acquired.previousHolder } : {}) },
           acquired.previousHolder ? 'lease taken over: its holder stopped renewing it' : 'lease acquired',

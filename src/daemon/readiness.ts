@@ -52,6 +52,12 @@ export interface ReadinessVerdict {
    */
   leases?: string[];
   /**
+   * The daemon's: the leases it released to a one-off run waiting for them (`--wait`, docs/operations.md
+   * "A one-off run beside the daemon (--wait)"), each with the waiter's holder name; absent when none.
+   * Ready all the same: the daemon takes each back once the waiter's request is gone.
+   */
+  yielded?: { lease: string; waiter: string }[];
+  /**
    * The daemon's: the streams marked unsupported (their list answered 404 while the other lists
    * answered, docs/sync.md "Deals"). Ready all the same: the server has no such list, and the
    * stream's records arrive from write responses only; each is asked again at the daemon's start and

@@ -11,7 +11,7 @@ export { dropPostgresMirror, postgresMirrorExists } from './postgres-admin.ts';
 export { MIGRATIONS } from './migrations/index.ts';
 export { mirrorHealthCheck, mirrorSchemaVersion } from './health.ts';
 export { MirrorStore, type AppendedChange, type DeletionHold, type ScanOutcome } from './mirror-store.ts';
-export { confirmLease, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE, type LeaseState } from './leases.ts';
+export { confirmLease, LEASE_REQUEST_PREFIX, leaseRequestName, Leases, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE, type LeaseState } from './leases.ts';
 export { RecordClockStore } from './record-clock-store.ts';
 export { changelogActivity, type ChangelogActivity } from './changelog-activity.ts';
 export { RejectedRecords } from './rejected-records.ts';

@@ -24,6 +24,13 @@
  *   lapsed the moment it runs again, before any round trip. `leaseTimeLeftMs` says how long is left,
  *   and `Leases.ensureHeld` renews a lease with little left before such an action (a stream's page
  *   request) and refuses one another holder took.
+ * - A one-off run waiting for a stream the daemon holds (`--wait`) records a lease REQUEST: a row of
+ *   the same table named `wait:<lease>` (`leaseRequestName`), held by the waiter and expiring like
+ *   any lease, so a killed waiter's request lapses on its own. While a live request of another
+ *   holder exists, `acquire` of the lease neither takes nor renews it (the daemon's next run of the
+ *   stream is busy); a holder already running under it goes on with `renew`/`confirmLease`, and the
+ *   daemon's lease keeper releases it once no run is in progress (src/daemon/lease-keeper.ts).
+ *   Fencing is untouched: the waiter takes the lease only when it is free, with fence + 1.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -184,25 +191,38 @@ export class Leases {
       if (!this.executor.inTransaction) noteRenewal(lease, sentAtMs, this.seconds);
       return lease;
     };
+    // A live request of another holder for this lease (a one-off run waiting for it): neither renewed nor taken.
+    const notRequested = `NOT EXISTS (SELECT 1 FROM leases AS request WHERE request.name = ? AND request.holder IS NOT NULL
+      AND request.holder <> ? AND request.expires_at IS NOT NULL AND request.expires_at >= ${databaseNow(dialect)})`;
     const renewed = await this.executor.get<{ fence: number }>(
-      `UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? RETURNING fence`,
-      [this.seconds, name, holder],
+      `UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? AND ${notRequested} RETURNING fence`,
+      [this.seconds, name, holder, leaseRequestName(name), holder],
     );
     if (renewed) return { lease: noted({ name, holder, fence: Number(renewed.fence) }), taken: false };
     const before = await this.state(name);
+    if (before?.holder === holder && !before.free) return undefined; // held by `holder`, but requested by another: not renewed
     const taken = await this.executor.get<{ fence: number }>(
       `INSERT INTO leases (name, holder, fence, expires_at, acquired_at, renewed_at)
-       VALUES (?, ?, 1, ${databaseNowPlusSeconds(dialect)}, ${databaseNow(dialect)}, ${databaseNow(dialect)})
+       SELECT ?, ?, 1, ${databaseNowPlusSeconds(dialect)}, ${databaseNow(dialect)}, ${databaseNow(dialect)} WHERE ${notRequested}
        ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, fence = leases.fence + 1, expires_at = excluded.expires_at,
          acquired_at = excluded.acquired_at, renewed_at = excluded.renewed_at
        WHERE leases.holder IS NULL OR leases.expires_at IS NULL OR leases.expires_at < ${databaseNow(dialect)}
        RETURNING fence`,
-      [name, holder, this.seconds],
+      [name, holder, this.seconds, leaseRequestName(name), holder],
     );
     if (!taken) return undefined;
     const previousHolder = before?.holder ?? undefined;
     // Sent after the renewal attempt above: the INSERT's own send time would be later, so this deadline is the safer one.
     return { lease: noted({ name, holder, fence: Number(taken.fence) }), taken: true, ...(previousHolder !== undefined && previousHolder !== holder ? { previousHolder } : {}) };
+  }
+
+  /**
+   * The live request of a holder other than `holder` for lease `name` (a one-off run waiting for it,
+   * `leaseRequestName`), or undefined when there is none (or it expired).
+   */
+  async requestedByOther(name: string, holder: string): Promise<LeaseState | undefined> {
+    const request = await this.state(leaseRequestName(name));
+    return request && !request.free && request.holder !== holder ? request : undefined;
   }
 
   /**
@@ -275,6 +295,18 @@ function decode(row: LeaseRow): LeaseState {
 export function streamLeaseName(stream: string): string {
   return `stream:${stream}`;
 }
+
+/**
+ * The name of the request row a waiting one-off run holds for lease `name` (`wait:stream:<stream>`):
+ * take it with `acquire(leaseRequestName(name), holder)`, renew it the same way while waiting, and
+ * `release` it after the run. @see the module comment
+ */
+export function leaseRequestName(name: string): string {
+  return `${LEASE_REQUEST_PREFIX}${name}`;
+}
+
+/** The prefix of a lease request's name. */
+export const LEASE_REQUEST_PREFIX = 'wait:';
 
 /** The lease name of webhook delivery. */
 export const WEBHOOKS_LEASE = 'webhooks';

@@ -8,7 +8,7 @@
  * `SqlExecutor` (src/mirror/sql/executor.ts): works on a read-only connection, on both back ends.
  */
 import { listUndeclaredFields } from '../mirror/field-registry.ts';
-import { Leases, streamLeaseName, type LeaseState } from '../mirror/leases.ts';
+import { LEASE_REQUEST_PREFIX, Leases, streamLeaseName, type LeaseState } from '../mirror/leases.ts';
 import { MirrorStore, type DeletionHold, type PartitionSources, type ScanOutcome, type SyncState } from '../mirror/mirror-store.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
@@ -209,8 +209,14 @@ export interface MirrorReport {
    * enabled or not, failing since when, next attempt. What the verdict of `status` reads.
    */
   endpoints: EndpointStatus[];
-  /** Who holds which lease (docs/operations.md "Running two daemons (replicas)"): the `leases` table, by name. */
+  /** Who holds which lease (docs/operations.md "Running two daemons (replicas)"): the `leases` table, by name, without the requests of `waiting`. */
   leases: LeaseState[];
+  /**
+   * The streams a one-off run is waiting for (`--wait`, docs/operations.md "A one-off run beside the
+   * daemon (--wait)"): a live lease request (`wait:stream:<stream>`), with its holder and expiry. A
+   * daemon holding such a stream yields it once its run in progress ends, and takes it back after.
+   */
+  waiting: { stream: string; waiter: string | null; until: string | null }[];
 }
 
 /** Options of `readMirrorReport`. */
@@ -234,7 +240,8 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
   const recordClock = new RecordClockStore(executor);
   const conditions = new StreamConditionStore(executor);
   const streams: StreamStatus[] = [];
-  const leases = await new Leases(executor).list();
+  const leaseRows = await new Leases(executor).list();
+  const leases = leaseRows.filter((lease) => !lease.name.startsWith(LEASE_REQUEST_PREFIX));
   const held = new Set(leases.filter((lease) => !lease.free).map((lease) => lease.name));
   for (const stream of STREAM_LIST as readonly RegisteredStream[]) {
     const state = await store.readSyncState(stream.name);
@@ -314,6 +321,9 @@ export async function readMirrorReport(executor: SqlExecutor, options: MirrorRep
     recentFailedWrites,
     endpoints,
     leases,
+    waiting: leaseRows
+      .filter((lease) => !lease.free && lease.name.startsWith(`${LEASE_REQUEST_PREFIX}stream:`))
+      .map((lease) => ({ stream: lease.name.slice(`${LEASE_REQUEST_PREFIX}stream:`.length), waiter: lease.holder, until: lease.expiresAt })),
   };
 }
 

@@ -16,5 +16,6 @@ export {
   type StreamConditionRecord,
   type StreamConditionsOptions,
 } from './stream-conditions.ts';
+export { attemptUntilFree, type AttemptUntilFreeOptions } from './wait-for-lease.ts';
 export { checkCreatedRange, CreatedRangeError, type CreatedRange } from './created-range.ts';
 export { measuringFirst } from './record-clock-lags.ts';

@@ -255,7 +255,7 @@ export async function verifyStream(streamName: StreamName | string, options: Ver
       if (!acquired) {
         const held = await leases.state(streamLeaseName(stream.name));
         result.status = 'busy';
-        result.error = `another process holds the stream's lease (${held?.holder ?? '?'} until ${held?.expiresAt ?? '?'}); run the repair again later`;
+        result.error = `another process holds the stream's lease (${held?.holder ?? '?'} until ${held?.expiresAt ?? '?'}); run the repair again later, or with --wait`;
         return result;
       }
       lease = acquired.lease;

@@ -123,7 +123,8 @@ export class SyncEngine {
   private readonly logger: Logger;
   private readonly overlapMs: number;
   private readonly options: SyncEngineOptions;
-  private readonly leaseHolder: string;
+  /** Who holds the stream leases this engine takes (`SyncEngineOptions.leaseHolder`). */
+  readonly leaseHolder: string;
   private readonly leases: Leases;
   /** The lease of each stream this engine is running now (null while it is being taken): one run per stream per engine. */
   private readonly running = new Map<StreamName, HeldLease | null>();
@@ -155,6 +156,11 @@ export class SyncEngine {
     this.changeProbe = new ChangeProbe({ client: this.client, logger: this.logger });
     this.databaseWaitMs = (options.databaseWaitSeconds ?? DEFAULT_DATABASE_WAIT_SECONDS) * SECOND_MS;
     this.massDeletionShare = options.massDeletionShare ?? DEFAULT_MASS_DELETION_SHARE;
+  }
+
+  /** True while a run of `stream` is in progress in this engine (taking its lease, or running under it). */
+  isRunning(stream: StreamName): boolean {
+    return this.running.has(stream);
   }
 
   /**

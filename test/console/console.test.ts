@@ -65,7 +65,7 @@ async function openBrowser(): Promise<Page> {
 
 /** A connection's snapshot around a report, as the console gathers it (the verdict over the given streams). */
 function snapshotOf(report: Partial<MirrorReport>, extra: Partial<ConnectionSnapshot> = {}, now = new Date('2026-01-01T01:00:00Z')): ConnectionSnapshot {
-  const full: MirrorReport = { changelogSeq: 1, oldestSeq: 1, consumers: [], streams: [], unsupported: [], writes: {}, writesNeedingReview: [], failedWrites: [], recentFailedWrites: 0, endpoints: [], leases: [], ...report };
+  const full: MirrorReport = { changelogSeq: 1, oldestSeq: 1, consumers: [], streams: [], unsupported: [], writes: {}, writesNeedingReview: [], failedWrites: [], recentFailedWrites: 0, endpoints: [], leases: [], waiting: [], ...report };
   return {
     name: 'default',
     verdict: verdictOf({ streams: full.streams, recentFailedWrites: full.recentFailedWrites, writesNeedingReview: full.writes.needs_review ?? 0, now }),

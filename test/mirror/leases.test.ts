@@ -4,7 +4,7 @@
  * commit (its transaction rolled back).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { confirmLease, LeaseLostError, leaseKnownValid, Leases, leaseTimeLeftMs, noteLeaseConfirmed } from '../../src/mirror/leases.ts';
+import { confirmLease, LeaseLostError, leaseKnownValid, leaseRequestName, Leases, leaseTimeLeftMs, noteLeaseConfirmed } from '../../src/mirror/leases.ts';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { waitFor } from '../helpers.ts';
@@ -51,6 +51,35 @@ describe.each(BACKENDS)('leases on $name', (backend) => {
     // About 30 s ahead of the database's clock (never judged by a test's clock: only its order).
     expect(state.expiresAt! > state.renewedAt!).toBe(true);
     expect(await theirs.state('webhooks')).toBeUndefined();
+  });
+
+  it('a live request of another holder: the lease is neither renewed by acquire nor taken; its holder may still renew; an expired or released request stops counting', async () => {
+    const [a, b] = await twoConnections();
+    const daemon = new Leases(a, 30);
+    const waiter = new Leases(b, 30);
+    const held = (await daemon.acquire('stream:deals', 'daemon:1:aa'))!.lease;
+    const request = (await waiter.acquire(leaseRequestName('stream:deals'), 'waiter:2:bb'))!.lease;
+    expect(request.name).toBe('wait:stream:deals');
+    expect(await daemon.requestedByOther('stream:deals', 'daemon:1:aa')).toMatchObject({ holder: 'waiter:2:bb', free: false });
+    expect(await waiter.requestedByOther('stream:deals', 'waiter:2:bb')).toBeUndefined();
+    // The daemon's next run may not start; the run in progress renews with its fence.
+    expect(await daemon.acquire('stream:deals', 'daemon:1:aa')).toBeUndefined();
+    await daemon.renew(held);
+    expect(await waiter.acquire('stream:deals', 'waiter:2:bb')).toBeUndefined(); // still held
+    expect(await daemon.release(held)).toBe(true);
+    // Released: the daemon may not take it back while the request lives; the waiter takes it (fence + 1).
+    expect(await daemon.acquire('stream:deals', 'daemon:1:aa')).toBeUndefined();
+    const taken = (await waiter.acquire('stream:deals', 'waiter:2:bb'))!;
+    expect(taken).toMatchObject({ taken: true, lease: { fence: held.fence + 1 } });
+    expect(await waiter.release(taken.lease)).toBe(true);
+    expect(await waiter.release(request)).toBe(true);
+    expect((await daemon.acquire('stream:deals', 'daemon:1:aa'))?.taken).toBe(true);
+    // A killed waiter's request lapses: the daemon renews again.
+    await waiter.acquire(leaseRequestName('stream:deals'), 'waiter:3:cc');
+    expect(await daemon.acquire('stream:deals', 'daemon:1:aa')).toBeUndefined();
+    await expire(b, 'wait:stream:deals');
+    expect(await daemon.requestedByOther('stream:deals', 'daemon:1:aa')).toBeUndefined();
+    expect(await daemon.acquire('stream:deals', 'daemon:1:aa')).toMatchObject({ taken: false });
   });
 
   it('an expired lease is taken over with the next fence; the old holder then loses it: renew and release refuse', async () => {
