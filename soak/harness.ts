@@ -328,6 +328,14 @@ class ScheduleRun {
     return daemon;
   }
 
+  /**
+   * Waits (at most 30 s) until every live `worker` process has started: one still starting exits 1
+   * when Redis does not answer (its promise), so Redis is not taken away under it.
+   */
+  async workersStarted(): Promise<void> {
+    await until(() => this.workers.every((worker) => !worker.alive || worker.workerStarted), 30_000, 100);
+  }
+
   /** Waits for Redis when a restart step took it away (a process started now would pace alone). */
   async redisUp(): Promise<void> {
     if (this.#redisBack) await this.#redisBack;
@@ -457,10 +465,9 @@ class ScheduleRun {
         await this.redisUp();
         if (!this.workers.some((worker) => worker.alive && !worker.paused)) {
           this.fault('process:worker-start');
-          const worker = this.spawn('worker', ['worker', '--concurrency', '2']);
-          this.workers.push(worker);
-          await until(() => worker.tail.some((line) => line.includes('write worker started')) || !worker.alive, 30_000, 100);
+          this.workers.push(this.spawn('worker', ['worker', '--concurrency', '2']));
         }
+        await this.workersStarted();
         await redis.flush();
         this.simulator.faults.inject({ kind: 'latency', ms: latencyMs, match: { method: 'GET' }, times: 2 });
         const burst = Array.from({ length: step.count }, (_, offset) => ({ do: 'write' as const, kind: kinds[offset % kinds.length]!, fault: 'latency' as const, via: 'http' as const, pick: offset * 7919 + index }));
@@ -607,6 +614,7 @@ class ScheduleRun {
           return;
         }
         this.fault('redis:restart-empty');
+        await this.workersStarted();
         await redis.kill();
         // The steps go on while Redis is away; a process started meanwhile waits for it.
         this.#redisBack = sleep(step.downMs).then(() => redis.start());

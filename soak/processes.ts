@@ -39,6 +39,8 @@ export class SoakProcess {
   /** Set when the soak asked it to end (a kill or a stop), so its exit is not a failure. */
   expectedExit = false;
   paused = false;
+  /** True once a `worker` process logged that its write worker started (it has its Redis connections). */
+  workerStarted = false;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   #urlWaiters: ((url: string) => void)[] = [];
 
@@ -77,6 +79,7 @@ export class SoakProcess {
       this.warnings.push(kept);
       if (this.warnings.length > TAIL_LINES) this.warnings.shift();
     }
+    if (line.includes('write worker started')) this.workerStarted = true;
     if (this.url !== undefined || !line.includes('HTTP server listening')) return;
     try {
       const entry = JSON.parse(line) as { url?: unknown };

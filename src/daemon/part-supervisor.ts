@@ -309,7 +309,7 @@ export function partIsUp(state: PartState): boolean {
 /**
  * `verdict` with the daemon's `parts` (by name), not ready while a required part is starting,
  * retrying or stopped: its reason then names each such part with its state and last error
- * (`not every part runs: leases retrying (stream:deals: database is locked)`), after the API's
+ * (`not every part runs: leases retrying (stream:deals: the mirror file is locked by another process: …)`), after the API's
  * reason when that was not ready either.
  */
 export function partsReadiness<Verdict extends { ready: boolean; reason: string }>(verdict: Verdict, parts: readonly PartStatus[]): Verdict & { parts: Record<string, PartStatus> } {
