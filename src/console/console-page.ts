@@ -20,7 +20,7 @@ import type { WebhookEndpointListing } from '../notify/delivery/target-admin.ts'
 import type { WebhookAttempt } from '../notify/delivery/attempts.ts';
 import type { LeaseState } from '../mirror/leases.ts';
 import type { ConsumerListing } from '../notify/pull/consumers.ts';
-import type { FailedWrite, PartitionStatus, StreamStatus, WriteNeedingReview } from '../status/mirror-status.ts';
+import type { FailedWrite, MirrorReport, PartitionStatus, StreamStatus, WriteNeedingReview } from '../status/mirror-status.ts';
 import { shortError, shortTime, type VerdictTarget } from '../status/verdict.ts';
 import type { HistoryPoint, HistorySnapshot } from './console-history.ts';
 import type { ConnectionSnapshot } from './console-snapshot.ts';
@@ -208,7 +208,7 @@ ${webhooksSection(connection, view)}
 ${webhooksSection(connection, view, 'sinks')}
 ${consumersTable(report.consumers)}
 ${writesSection(connection.name, report.writes, report.writesNeedingReview, report.failedWrites)}
-${leasesTable(connection, report.leases)}`
+${leasesTable(connection, report.leases, report.waiting)}`
     : ''}
 </section>`;
 }
@@ -570,21 +570,24 @@ ${failed.map(
 ${needingReview.length + failed.length > 0 ? html`<p class="hint"><code>bizops-sync write ID</code> shows a write whole; docs/writes.md says how to settle one.</p>` : ''}`;
 }
 
-function leasesTable(connection: ConnectionSnapshot, leases: readonly LeaseState[]): Fragment {
+function leasesTable(connection: ConnectionSnapshot, leases: readonly LeaseState[], waiting: MirrorReport['waiting']): Fragment {
   if (leases.length === 0) return html`<p class="meta">No lease taken yet.</p>`;
+  // A stream a one-off run waits for (--wait): the daemon yields it (docs/operations.md "A one-off run beside the daemon (--wait)").
+  const waiterOf = new Map<string, string>(waiting.map((wait) => [`stream:${wait.stream}`, wait.waiter ?? '?'] as const));
   return scrolling(html`<table class="leases cards">
 <caption>Leases</caption>
 <thead><tr><th scope="col">Lease</th><th scope="col">Held by</th><th scope="col">Fence</th><th scope="col">Until</th><th scope="col">State</th></tr></thead>
 <tbody>
 ${leases.map((lease) => {
     const mine = connection.heldLeases.includes(lease.name);
-    const state = lease.free ? 'free' : mine ? 'held by this daemon' : 'held by another process';
+    const waiter = waiterOf.get(lease.name);
+    const state = waiter !== undefined ? `yielded to a waiting one-off run (${waiter})` : lease.free ? 'free' : mine ? 'held by this daemon' : 'held by another process';
     return html`<tr>
 <th scope="row">${lease.name}</th>
 <td data-label="Held by">${lease.free ? '-' : (lease.holder ?? '-')}</td>
 <td data-label="Fence" class="num">${lease.fence}</td>
 <td data-label="Until">${lease.free ? '-' : time(lease.expiresAt)}</td>
-<td data-label="State"><span class="state ${lease.free ? 'idle' : mine ? 'ok' : 'warn'}">${state}</span></td>
+<td data-label="State"><span class="state ${waiter !== undefined || lease.free ? 'idle' : mine ? 'ok' : 'warn'}">${state}</span></td>
 </tr>`;
   })}
 </tbody>

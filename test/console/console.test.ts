@@ -331,7 +331,15 @@ describe('the operator console', { timeout: 120_000 }, () => {
       consecutiveFailures: 4, nextAttemptAt: new Date(now.getTime() + 30 * 60_000).toISOString(), pausedUntil: new Date(now.getTime() + 30 * 60_000).toISOString(), lastAttemptAt: at(59), lastStatus: 502, lastSuccessAt: at(39), lastError: 'HTTP 502 from the receiver', lastErrorAt: at(59), deliveredCount: 10, failedCount: 4,
     };
     const points = (minutes: number[], value: (index: number) => number) => minutes.map((minute, index) => ({ at: at(minute), value: value(index) }));
-    const report: Partial<MirrorReport> = { streams, writes: { failed: 3, succeeded: 5 }, failedWrites, recentFailedWrites: 3 };
+    const report: Partial<MirrorReport> = {
+      streams,
+      writes: { failed: 3, succeeded: 5 },
+      failedWrites,
+      recentFailedWrites: 3,
+      // deals yielded to a one-off run waiting for it (--wait): released by the daemon, the waiter not running yet.
+      leases: [{ name: 'stream:deals', holder: null, fence: 4, expiresAt: null, acquiredAt: at(50), renewedAt: at(59), free: true }],
+      waiting: [{ stream: 'deals', waiter: 'ops-host:77:0badcafe', until: at(59) }],
+    };
     const snapshot = snapshotOf(report, {
       verdict: verdictOf({ streams, endpoints: [endpoint], recentFailedWrites: 3, now }),
       webhooks: [endpoint],
@@ -364,6 +372,7 @@ describe('the operator console', { timeout: 120_000 }, () => {
     for (const link of await verdict.getByRole('link').all()) expect(await page.locator((await link.getAttribute('href'))!).count()).toBe(1);
 
     // The condition first, the activity second; never green while a stream fails, even on its first retries.
+    expect(await rowText(page, 'Leases', 'stream:deals')).toMatch(/yielded to a waiting one-off run \(ops-host:77:0badcafe\)$/);
     expect(await rowText(page, 'Streams', 'transactions')).toMatch(/^transactions failing since 00:10 UTC \(3 failed runs in a row\), retrying \(2 retries since 00:58 UTC, HTTP 503\) 10 0 /);
     expect(await stateClass(page, 'Streams', 'transactions')).toBe('state bad');
     expect(await rowText(page, 'Streams', 'deals')).toMatch(/^deals stale: no success since 2025-12-31 22:00 UTC 10 0 /);
