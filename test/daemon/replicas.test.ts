@@ -152,6 +152,11 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
 
   it('SIGKILL the holder in the middle of a backfill: the other resumes its checkpoint; the mirror equals the ground truth, no change twice', async () => {
     sim = await simulator({ size: { transactions: 4_000, deals: 10, onboardings: 3 }, rateLimit: { limit: 10, windowMs: 500 } });
+    // The first daemon's page at offset 1500 is held at the simulator until it is killed, so its
+    // backfill is in the middle when it dies however slowly the machine runs.
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    sim.faults.inject({ kind: 'hold', until: gate, match: { method: 'GET', path: '/transactions', query: { offset: '1500' } } });
     dir = tempDir();
     const location = await backend.location();
     const env = cliEnv({
@@ -171,9 +176,10 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
     const second = spawnDaemon(env);
     daemons.push(second);
     const secondUrl = await second.url;
-    await waitFor(() => sim!.requests.filter((request) => request.path.endsWith('/transactions')).length >= 12, 'a few backfill pages', 60_000);
+    await waitFor(() => sim!.requests.some((request) => request.path.endsWith('/transactions') && new URLSearchParams(request.query).get('offset') === '1500'), 'the first daemon to ask for the page at offset 1500', 60_000);
     first.child.kill('SIGKILL');
     await first.exited;
+    open();
     await waitFor(async () => (await leasesHeld(secondUrl)).length === STREAM_LEASES.length, 'the second daemon to take every stream over', 60_000);
     const resumed = await waitFor(
       () => second.logs.find((line) => line.msg === 'run finished' && line.stream === 'transactions'),
