@@ -16,6 +16,7 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
@@ -110,32 +111,35 @@ async function twoDaemons() {
 }
 
 describe('the holder of a PostgreSQL mirror paused (SIGSTOP)', () => {
-  it('inside a page transaction: the server ends its session, the replica takes the stream over once the lease lapses and finishes the backfill; woken, the old holder writes nothing', async () => {
+  it('inside a page transaction: the server ends its session, the replica takes the stream over once the lease lapses and finishes the backfill; woken, the old holder writes nothing', { timeout: 120_000 }, async () => {
     const { sim, server, db, holder, startReplica, created, replicaFinished, wake } = await twoDaemons();
-    // The sessions open before the replica starts are the holder's (and this test's, which takes no lock):
-    // the replica's own writing transactions take the same mirror-wide lock and must not be mistaken for the holder's.
-    const before = (await server.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = 'bizops-sync'")).map((row) => row.pid);
+    // The holder's page at offset 4000 waits at the simulator until the changes table is locked below,
+    // so the backfill cannot end before the holder is caught, however slowly the machine runs.
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    sim.faults.inject({ kind: 'hold', until: gate, match: { method: 'GET', path: '/transactions', query: { offset: '4000' } } });
     const replica = await startReplica();
-    // Pause the holder while it is inside a transaction (it holds the mirror's transaction lock).
+    // Pause the holder while it is inside a transaction (it holds the mirror's transaction lock): this
+    // test's own session locks the changes table, so the holder's next page transaction waits on its
+    // INSERT into changes while holding that lock; it is paused there, then the table is let go.
+    const blocker = new pg.Client({ connectionString: server.mirrorUrl().replace(/\?.*$/, ''), application_name: 'bizops-test-blocker' });
+    blocker.on('error', () => {});
+    await blocker.connect();
+    await blocker.query('BEGIN');
+    await blocker.query('LOCK TABLE bizops.changes IN SHARE ROW EXCLUSIVE MODE');
+    open();
     const inTransaction = async () =>
       (
         await server.query<{ n: number }>(
-          `SELECT COUNT(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'bizops-sync' AND a.pid IN (${before.join(', ') || 'NULL'})`,
+          // A session holding the mirror's transaction lock and waiting on the locked table: only a page
+          // transaction appends to changes, and only the holder runs the transactions backfill.
+          `SELECT COUNT(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'bizops-sync' AND a.wait_event_type = 'Lock'`,
         )
       )[0]!.n > 0;
-    await waitFor(
-      async () => {
-        holder.child.kill('SIGSTOP');
-        // Paused, the holder commits nothing: the count read now is the one it stays at.
-        if ((await created()) >= TRANSACTIONS) throw new Error('the backfill ended before the holder was caught inside a transaction');
-        if (await inTransaction()) return true;
-        holder.child.kill('SIGCONT');
-        return false;
-      },
-      'the holder to be paused inside a transaction',
-      60_000,
-      5,
-    );
+    await waitFor(inTransaction, 'the holder to wait inside a page transaction', 60_000);
+    holder.child.kill('SIGSTOP');
+    await blocker.query('COMMIT');
+    await blocker.end();
     expect(await created()).toBeLessThan(TRANSACTIONS);
 
     // While it stays paused, the replica takes the stream over and finishes the backfill.

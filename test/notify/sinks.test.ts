@@ -10,6 +10,7 @@
  * for a state.
  */
 import { createHash } from 'node:crypto';
+import { describeOnSqlite } from '../sqlite-only.ts';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -298,7 +299,7 @@ describe('sinks', () => {
 });
 
 // The broker's restart is the same whichever mirror the core writes to: run once, with the SQLite mirror (a private RabbitMQ starts in about 6 s).
-describe.skipIf(process.env.BIZOPS_TEST_MIRROR === 'postgres')('rabbitmq killed mid-delivery', () => {
+describeOnSqlite('rabbitmq killed mid-delivery', () => {
   it('loses nothing when its RabbitMQ server is killed (SIGKILL) mid-delivery and restarted: duplicates only with the same message_id, each record in changelog order', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bizops-rabbit-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));

@@ -4,11 +4,11 @@
  * commit, `status` and `/metrics` count it, and it leaves the quarantine when a run accepts it.
  */
 import { describe, expect, it } from 'vitest';
+import { describeOnSqlite } from '../sqlite-only.ts';
 import { readStatus } from '../../jobs/status.ts';
 import type { Context } from '../../jobs/context.ts';
 import { DaemonMetrics, pageTrustSource } from '../../src/daemon/metrics.ts';
 import { RejectedRecords } from '../../src/mirror/rejected-records.ts';
-import { TEST_MIRROR_BACKEND } from '../test-mirror.ts';
 import { runCli, simulator, statusOutput, syncFixtures, tempDir, testMirrorLocation } from '../helpers.ts';
 
 const fixtures = syncFixtures();
@@ -90,7 +90,7 @@ describe('quarantined records', () => {
 });
 
 // The command's exit code and line; the quarantine itself is tested on both back ends above.
-describe.skipIf(TEST_MIRROR_BACKEND === 'postgres')('the CLI', () => {
+describeOnSqlite('the CLI', () => {
   it('backfill exits 0 with the invalid record quarantined, and status counts it', async () => {
     const sim = await simulator({ size: { deals: 12, transactions: 5, onboardings: 3 } });
     const dir = tempDir();

@@ -3,6 +3,7 @@
  * simulator with a list fault: a list cut short, ties in an unstable order, a list that never ends.
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { itOnSqlite } from '../sqlite-only.ts';
 import type { Context } from '../../jobs/context.ts';
 import { DaemonMetrics } from '../../src/daemon/metrics.ts';
 import type { RateBudgetStats } from '../../src/client/rate-budget.ts';
@@ -11,7 +12,6 @@ import { SyncEngine } from '../../src/sync/sync-engine.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { readStatus } from '../../jobs/status.ts';
 import { capturingLogger, expectMirrorEqualsGroundTruth, listRequests, runCli, statusOutput, syncFixtures, tempDir, testMirrorLocation } from '../helpers.ts';
-import { TEST_MIRROR_BACKEND } from '../test-mirror.ts';
 
 const fixtures = syncFixtures();
 const LIST = { path: '/transactions', method: 'GET' };
@@ -257,7 +257,7 @@ describe('hasMore forever', () => {
   }
 
   // The command line's exit code and line, not the mirror: on SQLite only (the runs above cover both back ends).
-  it.skipIf(TEST_MIRROR_BACKEND === 'postgres')('the CLI exits 1 with a one-line message', async () => {
+  itOnSqlite('the CLI exits 1 with a one-line message', async () => {
     const { sim } = await fixtures.start({ size: { transactions: 250 } });
     sim.faults.inject({ kind: 'endless-list', mode: 'repeat', times: 1_000_000, match: LIST });
     const dir = tempDir();

@@ -6,15 +6,15 @@
  * `sync.unsupportedProbeSeconds`, and `status` says why it is skipped.
  */
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
+import { describeOnSqlite, itOnSqlite } from '../sqlite-only.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { readStatus } from '../../jobs/status.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { spawnDaemon } from '../daemon/helpers.ts';
 import { listRequests, runCli, simulator, syncFixtures, tempDir, type TempDir, testMirrorLocation } from '../helpers.ts';
-import { TEST_MIRROR_BACKEND } from '../test-mirror.ts';
 
-/** Tests of the command line and the configuration, not of the mirror: on SQLite only (the `postgres` project skips them). */
-const cliOnly = describe.skipIf(TEST_MIRROR_BACKEND === 'postgres');
+/** Tests of the command line and the configuration, not of the mirror: on SQLite only (the `postgres` project does not register them). */
+const cliOnly = describeOnSqlite;
 
 const fixtures = syncFixtures();
 let sim: RunningSimulator | undefined;
@@ -87,7 +87,7 @@ describe('an unsupported stream', () => {
     expect((await context.store.readSyncState('deals')).supported).toBe(false);
   });
 
-  it.skipIf(TEST_MIRROR_BACKEND === 'postgres')('the CLI: sync after a 404 reports the stream unsupported, status shows the reason', async () => {
+  itOnSqlite('the CLI: sync after a 404 reports the stream unsupported, status shows the reason', async () => {
     sim = await simulator({ size: { deals: 5, transactions: 5, onboardings: 3 } });
     dir = tempDir();
     const env = cliEnv({ BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: testMirrorLocation(dir.file('mirror.db')) });
@@ -128,7 +128,7 @@ describe('a base URL that answers 404 everywhere (a typo)', () => {
     }
   });
 
-  it.skipIf(TEST_MIRROR_BACKEND === 'postgres')('the daemon refuses to start: one line naming the URL, exit 2', async () => {
+  itOnSqlite('the daemon refuses to start: one line naming the URL, exit 2', async () => {
     sim = await simulator({ size: { deals: 2, transactions: 2, onboardings: 1 } });
     dir = tempDir();
     const env = cliEnv({ BIZOPS_BASE_URL: `${sim.url}/typo`, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: testMirrorLocation(dir.file('mirror.db')), BIZOPS_HTTP_PORT: '0', BIZOPS_LOG_LEVEL: 'error' });
