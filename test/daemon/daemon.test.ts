@@ -169,14 +169,20 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
     const hooks = await receiver();
     const daemon = start(daemonEnv({ BIZOPS_WEBHOOK_URL: hooks.url, BIZOPS_WEBHOOK_SECRET: secret }));
     const url = await daemon.url;
-    // The backfill's 85 events are delivered first.
-    await waitFor(() => hooks.received.length >= 85, 'the backfill events', 60_000);
+    // The backfill's 85 created events are delivered first (other events, such as a stream's
+    // condition, may come between them).
+    const createdEvents = () => hooks.received.filter((request) => (JSON.parse(request.body) as { type: string }).type.endsWith('.created')).length;
+    await waitFor(() => createdEvents() >= 85, 'the backfill events', 60_000);
 
     const deal = sim.world.groundTruth('deals')[3] as { id: string };
     const changedAt = Date.now();
     sim.world.updateDeal(deal.id, { title: 'Renamed upstream' });
     const arrival = await waitFor(
-      () => hooks.received.find((request) => request.at >= changedAt && (JSON.parse(request.body) as { data: { record_id: string } }).data.record_id === deal.id),
+      () =>
+        hooks.received.find((request) => {
+          const body = JSON.parse(request.body) as { type: string; data: { record_id: string } };
+          return request.at >= changedAt && body.type === 'deal.updated' && body.data.record_id === deal.id;
+        }),
       'the deal.updated webhook',
       20_000,
     );
