@@ -18,6 +18,13 @@
  *   a slot is never handed out beyond what the window allows, counting every process's in flight.
  *   Answers and releases are sent in the background, batched (`observe` never waits on Redis and
  *   never throws).
+ * - Far from the limit (the window's room at least `FAR_ROOM_FACTOR` times `farLease`, as the last
+ *   script call saw it): a waiter of ANY priority takes `farLease` more slots ahead when nobody
+ *   else waits anywhere and the room stays that far after the lease, and answers are recorded
+ *   in batches (up to `FAR_BATCH_RECORDS` of them, or `FAR_BATCH_MS` ms), so a backfill that the
+ *   limit does not bind costs a few script calls per hundred requests instead of two per request.
+ *   Exact all the same: a leased slot is in flight for every process, and an answer recorded late
+ *   keeps its slot in flight until then (it counts against the window either way).
  * - Pauses: a 429's `Retry-After` (`pauseUntil`) is stored in Redis, so every process waits, and the
  *   learned window is forgotten (a 429 proves a bound wrong).
  * - Priority across processes: a process waiting with some priority announces its demand in a
@@ -85,12 +92,18 @@ export interface RedisRateBudgetOptions {
   /**
    * Write slots taken ahead of need when no other waiter exists anywhere and the window has twice
    * that room, so that writes sent one after another do not pay a Redis round trip each. Lower
-   * priorities never lease ahead (a held backfill slot would go out ahead of a write waiting in
-   * another process). Default 2; 0 turns it off.
+   * priorities lease ahead only far from the limit (`farLease`): a held backfill slot must not go
+   * out ahead of a write waiting in another process. Default 2; 0 turns it off.
    */
   leaseAhead?: number;
   /** A slot leased ahead and not used within this long is given back, ms. Default 100. */
   leaseHoldMs?: number;
+  /**
+   * Slots of any priority taken ahead of need when the window's room is far (at least
+   * `FAR_ROOM_FACTOR` times this, after the lease) and nobody else waits anywhere: a held slot
+   * then cannot keep a write waiting, since the room it leaves is far larger. Default 16; 0 turns it off.
+   */
+  farLease?: number;
   /** A slot never ended (its process died) stops counting as in flight after this, ms. Default 2 windows + 60 s. */
   slotTtlMs?: number;
   /**
@@ -106,6 +119,8 @@ export interface RedisRateBudgetStats extends RateBudgetStats {
   waiting: Record<Priority, number>;
   /** Script calls that granted slots (one may grant several): granted / leaseCalls = slots per Redis round trip. */
   leaseCalls: number;
+  /** Every call of the budget's step script (acquire, recording answers and releases, peek): its Redis round trips. */
+  scriptCalls: number;
   /** Slots served from a lease taken ahead, without a Redis round trip. */
   heldUsed: number;
   /** Answers and releases not recorded because Redis did not answer. */
@@ -143,8 +158,9 @@ export function rateBudgetKey(
  * ARGV: 1 limit, 2 sliding window ms, 3 rank (0: none), 4 waiter id, 5 demand ttl ms, 6 slots wanted,
  *   7 slot id prefix, 8 configured window ms, 9 resume margin ms, 10 slot ttl ms, 11 mode
  *   (acquire | flush | peek), 12 n, 13 extra slots to lease ahead when nobody else waits and the
- *   window has twice that room, 14 the epoch this process saw last ('' for none), 15 a new epoch id
- *   (used when the marker is missing), then n records of 6: slot id, reset ms, remaining, limit,
+ *   window has ARGV 16 times that room, 14 the epoch this process saw last ('' for none), 15 a new epoch id
+ *   (used when the marker is missing), 16 how many times the extra slots the window's room must
+ *   hold for them to be leased, then n records of 6: slot id, reset ms, remaining, limit,
  *   Date ms (each '' when absent), kind (obs | sent | unsent)
  * Returns { slots granted, wait ms (hint), redis now ms, slots available, in flight, paused until,
  *   epoch, 1 when this call found the state lost }.
@@ -168,6 +184,7 @@ local extra = tonumber(ARGV[13])
 local log, pauseKey, win, flight = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local epochKey = KEYS[11]
 local knownEpoch, newEpoch = ARGV[14], ARGV[15]
+local roomFactor = tonumber(ARGV[16])
 
 -- The budget's memory: a process that saw another epoch (or none where it saw one) knows it was lost.
 local epoch = redis.call('HGET', epochKey, 'id')
@@ -200,7 +217,7 @@ local changed = false
 
 redis.call('ZREMRANGEBYSCORE', flight, '-inf', now)
 for i = 0, n - 1 do
-  local b = 16 + i * 6
+  local b = 17 + i * 6
   local slot, r, rem, lim, date, kind = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
   if kind == 'obs' then
     if slot ~= '' then redis.call('ZREM', flight, slot) end
@@ -307,7 +324,7 @@ for r = 1, rank - 1 do
 end
 local granted = math.min(want, slots)
 if recovering then redis.call('HINCRBY', epochKey, 'probes', granted) end
-if extra > 0 and not recovering and slots - granted >= 2 * extra then
+if extra > 0 and not recovering and slots - granted >= roomFactor * extra then
   -- Lease ahead only when no other waiter, of any priority in any process, could want those slots.
   local others = 0
   for r = 1, 6 do
@@ -354,6 +371,18 @@ type BudgetRedis = Redis & {
   bizopsRateWithdraw(...args: (string | number)[]): Promise<number>;
 };
 
+/**
+ * "Far from the limit": the window's room (what may be granted now across every process) at least
+ * this many times `farLease`. Lower priorities lease ahead only when their lease leaves that much
+ * room, and answers are batched only while the last script call saw that much room.
+ */
+export const FAR_ROOM_FACTOR = 4;
+
+/** Far from the limit, answers and releases are sent once this many wait ... */
+const FAR_BATCH_RECORDS = 16;
+/** ... or this long after the first of them, ms (their slots stay in flight meanwhile: the safe side). */
+const FAR_BATCH_MS = 20;
+
 /** An answer or release waiting to be sent to Redis: the six ARGV fields of STEP_SCRIPT's records. */
 type PendingRecord = [slot: string, resetMs: string, remaining: string, limit: string, dateMs: string, kind: 'obs' | 'sent' | 'unsent'];
 
@@ -385,6 +414,10 @@ export class RedisRateBudget implements RateBudget {
   private readonly maxLease: number;
   private readonly leaseAhead: number;
   private readonly leaseHoldMs: number;
+  private readonly farLease: number;
+  /** The window's room the last script call reported (slots grantable across every process); 0 before the first. */
+  private lastRoom = 0;
+  private batchTimer: NodeJS.Timeout | undefined;
   /** Slots leased ahead, not yet used; given back after `leaseHoldMs`. */
   private held: RateSlot[] = [];
   private holdTimer: NodeJS.Timeout | undefined;
@@ -399,11 +432,12 @@ export class RedisRateBudget implements RateBudget {
   private pumping = false;
   /** Wakes a pump sleeping between polls (an answer may have freed a slot, or a waiter arrived). */
   private wake: (() => void) | undefined;
-  private readonly counters: RateBudgetStats & { leaseCalls: number; heldUsed: number; observeFailures: number; stateLosses: number; redisGaveUp: number } = {
+  private readonly counters: RateBudgetStats & { leaseCalls: number; scriptCalls: number; heldUsed: number; observeFailures: number; stateLosses: number; redisGaveUp: number } = {
     granted: { write: 0, incremental: 0, backfill: 0 },
     waitedMs: 0,
     pauses: 0,
     leaseCalls: 0,
+    scriptCalls: 0,
     heldUsed: 0,
     observeFailures: 0,
     stateLosses: 0,
@@ -434,6 +468,8 @@ export class RedisRateBudget implements RateBudget {
     this.leaseAhead = options.leaseAhead ?? 2;
     if (!Number.isInteger(this.leaseAhead) || this.leaseAhead < 0) throw new RangeError(`RedisRateBudget option leaseAhead must be an integer >= 0, got ${String(options.leaseAhead)}`);
     this.leaseHoldMs = options.leaseHoldMs ?? 100;
+    this.farLease = options.farLease ?? 16;
+    if (!Number.isInteger(this.farLease) || this.farLease < 0) throw new RangeError(`RedisRateBudget option farLease must be an integer >= 0, got ${String(options.farLease)}`);
     this.slotTtlMs = positiveInteger(options.slotTtlMs ?? 2 * this.windowMs + 60_000, 'slotTtlMs');
     this.redisWaitMs = positiveInteger(options.redisWaitMs ?? 60_000, 'redisWaitMs');
     const base = `${options.prefix ?? 'bizops:rate'}:{${this.key}}`;
@@ -544,6 +580,7 @@ export class RedisRateBudget implements RateBudget {
       pauses: this.counters.pauses,
       waiting: this.line.counts(),
       leaseCalls: this.counters.leaseCalls,
+      scriptCalls: this.counters.scriptCalls,
       heldUsed: this.counters.heldUsed,
       observeFailures: this.counters.observeFailures,
       stateLosses: this.counters.stateLosses,
@@ -577,12 +614,26 @@ export class RedisRateBudget implements RateBudget {
   private record(record: PendingRecord): void {
     this.pending.push(record);
     if (this.flushQueued) return;
+    if (this.far() && this.pending.length < FAR_BATCH_RECORDS && !(record[2] !== '' && Number(record[2]) < FAR_ROOM_FACTOR * this.farLease)) {
+      // Far from the limit (and this answer does not say otherwise): sent with the next batch or script call.
+      this.batchTimer ??= setTimeout(() => {
+        this.batchTimer = undefined;
+        void this.flush();
+      }, FAR_BATCH_MS);
+      this.batchTimer.unref();
+      return;
+    }
     this.flushQueued = true;
     // Answers arriving in the same tick go in one script call.
     queueMicrotask(() => {
       this.flushQueued = false;
       void this.flush();
     });
+  }
+
+  /** True when the last script call saw the window's room far from the limit (module header). */
+  private far(): boolean {
+    return this.farLease > 0 && this.lastRoom >= FAR_ROOM_FACTOR * this.farLease;
   }
 
   /** Sends the pending records; a failure drops them (counted). Wakes the pump: a slot may be free. */
@@ -600,6 +651,10 @@ export class RedisRateBudget implements RateBudget {
   private async step(mode: 'acquire' | 'flush' | 'peek', rank: number, slotPrefix: string, want: number): Promise<StepResult> {
     const records = this.pending;
     this.pending = [];
+    // Every pending record goes with this call: no batch is left to send.
+    if (this.batchTimer) clearTimeout(this.batchTimer);
+    this.batchTimer = undefined;
+    this.counters.scriptCalls++;
     try {
       const result = await this.redis.bizopsRateStep(
         this.keys.log,
@@ -620,10 +675,12 @@ export class RedisRateBudget implements RateBudget {
         this.slotTtlMs,
         mode,
         records.length,
-        // Only writes lease ahead: a held slot of a lower priority would go out ahead of a write waiting in another process.
-        mode === 'acquire' && rank <= 2 ? this.leaseAhead : 0,
+        // Writes lease ahead when the window has twice the room; lower priorities only when it is far
+        // (FAR_ROOM_FACTOR): else a held slot of theirs could go out ahead of a write waiting in another process.
+        mode !== 'acquire' ? 0 : rank <= 2 ? this.leaseAhead : this.farLease,
         this.epoch,
         `${this.processId}:${Date.now()}`,
+        rank <= 2 ? 2 : FAR_ROOM_FACTOR,
         ...records.flat(),
       );
       if (Number(result[7]) === 1) {
@@ -632,6 +689,7 @@ export class RedisRateBudget implements RateBudget {
         this.returnHeld();
       }
       this.epoch = String(result[6]);
+      this.lastRoom = Number(result[3]);
       return result;
     } catch (error) {
       this.counters.observeFailures += records.length;
