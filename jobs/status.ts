@@ -66,6 +66,8 @@ export function configuredDaemonUrl(env: NodeJS.ProcessEnv = process.env): strin
 /**
  * Reads the status of every stream from the mirror at `dbPath` (a file path or a PostgreSQL URL),
  * opened READ-ONLY: `status` never migrates nor writes the mirror (a daemon may be writing it).
+ * The daemons serving it are asked for their parts (`daemons`: each recorded daemon's `/readyz`,
+ * then `options.daemonUrl` when none is recorded; 2 s each at most).
  * @throws MirrorMissingError when the file, or the PostgreSQL schema, does not exist (nothing has run yet)
  * @throws MirrorNeedsMigrationError when the file's schema is older than this bizops-sync's
  *   (`bizops-sync sync` or the daemon migrates it)
