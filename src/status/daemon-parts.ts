@@ -147,7 +147,7 @@ export async function readDaemonParts(executor: SqlExecutor, options: DaemonPart
     }
     const error =
       answer instanceof Error
-        ? `did not answer: ${answer.message}`
+        ? `did not answer (${answer.message})`
         : answer.daemon?.instance === row.instance
           ? 'answered without its parts'
           : `another process answers at ${row.url}${answer.daemon ? ` (daemon ${answer.daemon.instance})` : ''}`;
@@ -158,7 +158,15 @@ export async function readDaemonParts(executor: SqlExecutor, options: DaemonPart
   }
   const configured = options.configuredUrl;
   const answer = await ask(configured);
-  if (answer instanceof Error) return { daemons, none: `no daemon recorded in the mirror, and none answers at ${configured} (http.host/http.port): no daemon is running for it` };
+  if (answer instanceof Error) {
+    const refused = answer.message === 'ECONNREFUSED';
+    return {
+      daemons,
+      none: refused
+        ? `no daemon recorded in the mirror, and nothing listens at ${configured} (http.host/http.port): no daemon is running for it`
+        : `no daemon recorded in the mirror, and the daemon cannot be reached at ${configured} (http.host/http.port: ${answer.message})`,
+    };
+  }
   const served = Object.entries(answer.daemon?.mirrors ?? {}).filter(([, key]) => key === options.mirrorKey);
   for (const [connection] of served) {
     const parts = connectionParts(answer, connection);
@@ -180,20 +188,24 @@ export async function readDaemonParts(executor: SqlExecutor, options: DaemonPart
   return { daemons, none: `no daemon recorded in the mirror; the daemon answering at ${configured} (http.host/http.port) serves another mirror` };
 }
 
-/** `GET <url>/readyz` (200 or 503 both carry the verdict), or the Error saying why no usable answer came. */
+/**
+ * `GET <url>/readyz` (200 or 503 both carry the verdict), or the Error saying why no usable answer
+ * came: the connection's error code (`ECONNREFUSED`: nothing listens), `no answer within N ms`, or
+ * an answer that is not a daemon's.
+ */
 async function askReadyz(url: string, timeoutMs: number): Promise<Readyz | Error> {
   try {
     const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
     const text = await response.text();
-    if (response.status !== 200 && response.status !== 503) return new Error(`HTTP ${response.status} from ${url}/readyz`);
+    if (response.status !== 200 && response.status !== 503) return new Error(`HTTP ${response.status} from /readyz: not a bizops-sync daemon's answer`);
     const parsed = READYZ.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : new Error(`${url}/readyz is not a bizops-sync daemon's answer`);
+    return parsed.success ? parsed.data : new Error("/readyz's answer is not a bizops-sync daemon's");
   } catch (error) {
-    if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return new Error(`no answer from ${url} within ${timeoutMs} ms`);
-    if (error instanceof SyntaxError) return new Error(`${url}/readyz is not a bizops-sync daemon's answer`);
+    if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return new Error(`no answer within ${timeoutMs} ms`);
+    if (error instanceof SyntaxError) return new Error("/readyz's answer is not a bizops-sync daemon's");
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause : undefined;
     const code = cause && 'code' in cause ? String(cause.code) : undefined;
-    return new Error(`${url}: ${code ?? cause?.message ?? (error instanceof Error ? error.message : String(error))}`);
+    return new Error(code ?? cause?.message ?? (error instanceof Error ? error.message : String(error)));
   }
 }
 

@@ -171,6 +171,6 @@ describe('a daemon started while another connection holds the mirror write-locke
     expect(Object.values(daemon.connections[0]!.parts.statuses()).map((part) => part.state)).toEqual(Array(6).fill('stopped'));
     // Stopped: its row is gone, and nothing answers at its address.
     const stopped = await readStatus(path, { daemonUrl: url });
-    expect(stopped.daemons).toEqual({ daemons: [], none: `no daemon recorded in the mirror, and none answers at ${url} (http.host/http.port): no daemon is running for it` });
+    expect(stopped.daemons).toEqual({ daemons: [], none: `no daemon recorded in the mirror, and nothing listens at ${url} (http.host/http.port): no daemon is running for it` });
   });
 });

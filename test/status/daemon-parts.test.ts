@@ -60,7 +60,7 @@ it('says in one line that no daemon is recorded, and that none answers at the co
   const location = await mirror();
   const configured = await closedUrl();
   const status = await readStatus(location, { daemonUrl: configured });
-  expect(status.daemons).toEqual({ daemons: [], none: `no daemon recorded in the mirror, and none answers at ${configured} (http.host/http.port): no daemon is running for it` });
+  expect(status.daemons).toEqual({ daemons: [], none: `no daemon recorded in the mirror, and nothing listens at ${configured} (http.host/http.port): no daemon is running for it` });
   // No daemon is not a verdict of its own (one-off syncs need none).
   expect(status.verdict).toMatchObject({ ok: true });
   const lines = (await statusText(status)).split('\n');
@@ -86,14 +86,14 @@ it('shows a recorded daemon that does not answer with the parts it last wrote an
       startedAt: '2026-01-01T00:00:00.000Z',
       source: 'stored',
       seenAt: expect.any(String),
-      error: expect.stringMatching(/^did not answer: http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED$/),
+      error: 'did not answer (ECONNREFUSED)',
       parts: [RETRYING, RUNNING],
     },
   ]);
   // Stored states are not counted as parts down (they may be old): the silence is the warning.
   expect(status.verdict).toMatchObject({ ok: false, text: '1 recorded daemon not answering', parts: [{ tone: 'warn', target: { kind: 'daemon' } }] });
   const text = await statusText(status);
-  expect(text).toMatch(new RegExp(`daemon: pid ${process.pid} on \\S+, ${url}, up since 2026-01-01T00:00:00.000Z: did not answer: [^;]+; its parts as it last wrote them, \\d+ s ago \\(\\S+\\):\\n`));
+  expect(text).toMatch(new RegExp(`daemon: pid ${process.pid} on \\S+, ${url}, up since 2026-01-01T00:00:00.000Z: did not answer \\(ECONNREFUSED\\); its parts as it last wrote them, \\d+ s ago \\(\\S+\\):\\n`));
   expect(text).toMatch(/\n {2}leases +retrying +2026-01-01T00:00:00.000Z +4 failure\(s\): stream:deals: the mirror file is locked by another process\n/);
   // Its stop deletes its row.
   await record.stop();
