@@ -10,7 +10,7 @@
  */
 import { readField, type ApiRecord } from '../streams/define-stream.ts';
 import { STREAM_LIST } from '../streams/definitions.ts';
-import type { SqlExecutor } from './sql/executor.ts';
+import type { SqlExecutor, SqlReaderNow } from './sql/executor.ts';
 
 /** One changed field: its value before and after (null when absent). */
 export interface FieldChange {
@@ -93,4 +93,9 @@ const LAST_SEQ_SQL = 'SELECT COALESCE(MAX(seq), 0) AS seq FROM changes';
 export async function lastChangeSeq(executor: SqlExecutor): Promise<number> {
   const row = await executor.get<{ seq: number }>(LAST_SEQ_SQL);
   return Number(row?.seq ?? 0);
+}
+
+/** `lastChangeSeq` read at once (a SQLite connection's `readNow`). */
+export function lastChangeSeqNow(reader: SqlReaderNow): number {
+  return Number(reader.getNow<{ seq: number }>(LAST_SEQ_SQL)?.seq ?? 0);
 }

@@ -12,7 +12,7 @@
  * the mirror, and is asynchronous.
  */
 import { CHANGE_DATA_VERSION, decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog-format.ts';
-import { CHANGES_CHANNEL, type Listening, type SqlExecutor, type SqlValue } from '../mirror/sql/executor.ts';
+import { CHANGES_CHANNEL, type Listening, type SqlExecutor, type SqlReaderNow, type SqlValue } from '../mirror/sql/executor.ts';
 import { validateEventPattern } from './event-filter/index.ts';
 import { Wakeup } from './delivery/wakeup.ts';
 
@@ -83,6 +83,8 @@ interface ChangeRow {
 
 const MAX_LIMIT = 10_000;
 const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_at, data, partition_value FROM changes';
+/** The page query of every type (`typeClause(['*'])` adds nothing). */
+const ALL_TYPES_SQL = `${SELECT_COLUMNS} WHERE seq > ? ORDER BY seq LIMIT ?`;
 
 
 /**
@@ -96,14 +98,20 @@ export async function readChanges(executor: SqlExecutor, options: ReadChangesOpt
 
 /** The rows `readChanges` reads, as the driver returns them. */
 async function selectChangeRows(executor: SqlExecutor, options: ReadChangesOptions): Promise<ChangeRow[]> {
+  const { sql, parameters } = changeRowsQuery(options);
+  return executor.all<ChangeRow>(sql, parameters);
+}
+
+/** The statement of `selectChangeRows`. @throws Error naming the option when an option is invalid */
+function changeRowsQuery(options: ReadChangesOptions): { sql: string; parameters: SqlValue[] } {
   const sinceSeq = checkSeq(options.sinceSeq ?? 0, 'sinceSeq');
   const limit = options.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
     throw new Error(`limit: must be an integer from 1 to ${MAX_LIMIT}, got ${String(limit)}`);
   }
-  const types = options.types ?? ['*'];
-  const { clause, parameters } = typeClause(types);
-  return executor.all<ChangeRow>(`${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`, [sinceSeq, ...parameters, limit]);
+  if (options.types === undefined) return { sql: ALL_TYPES_SQL, parameters: [sinceSeq, limit] };
+  const { clause, parameters } = typeClause(options.types);
+  return { sql: `${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`, parameters: [sinceSeq, ...parameters, limit] };
 }
 
 /**
@@ -113,6 +121,15 @@ async function selectChangeRows(executor: SqlExecutor, options: ReadChangesOptio
  */
 export async function readStoredChanges(executor: SqlExecutor, options: ReadChangesOptions = {}): Promise<StoredChange[]> {
   return (await selectChangeRows(executor, options)).map(toStoredChange);
+}
+
+/**
+ * `readStoredChanges` read at once (a SQLite connection's `readNow`).
+ * @throws Error naming the option when `sinceSeq`, `limit` or a type pattern is invalid
+ */
+export function readStoredChangesNow(reader: SqlReaderNow, options: ReadChangesOptions = {}): StoredChange[] {
+  const { sql, parameters } = changeRowsQuery(options);
+  return reader.allNow<ChangeRow>(sql, parameters).map(toStoredChange);
 }
 
 /** Options of `iterateChanges`: an exclusive seq cursor, a type filter and the rows per query. */

@@ -39,6 +39,17 @@ export interface RunResult {
   changes: number;
 }
 
+/**
+ * Statements run at once, synchronously: what a SQLite connection's `readNow` hands its reader
+ * (better-sqlite3's calls are synchronous). Same rows as `get` and `all`.
+ */
+export interface SqlReaderNow {
+  /** The first row of a query, or undefined when it returns none. @throws the driver's error */
+  getNow<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Row | undefined;
+  /** Every row of a query. @throws the driver's error */
+  allNow<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Row[];
+}
+
 /** Runs statements on one connection or inside one transaction. */
 export interface SqlExecutor {
   readonly dialect: SqlDialect;
@@ -77,6 +88,17 @@ export interface SqlExecutor {
    * @throws Error naming the masked URL when the listening connection cannot be made
    */
   listen?(channel: string, onNotify: () => void): Promise<Listening>;
+  /**
+   * SQLite connections only (absent on PostgreSQL and on a transaction's executor): runs `read`'s
+   * statements at once, synchronously, when they can run without waiting, and gives its result;
+   * undefined when they cannot (a transaction of this process holds the file's lock, or, on a
+   * connection that never waits, another process's lock made a statement fail with SQLITE_BUSY):
+   * the caller then reads through the asynchronous calls, which wait or try again. A hot read path
+   * (the pull API's page) uses it to read without a promise per statement. `read` must not return
+   * undefined, and must only read.
+   * @throws whatever `read` throws, but SQLITE_BUSY on such a connection
+   */
+  readNow?<T>(read: (reader: SqlReaderNow) => T): T | undefined;
 }
 
 /** A `listen` in progress: `close()` stops it (safe to call twice). */
