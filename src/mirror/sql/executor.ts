@@ -19,6 +19,17 @@ export type SqlDialect = 'sqlite' | 'postgres';
 /** A value bound to a `?` placeholder. Booleans are stored as 0/1, objects as JSON text, by the caller. */
 export type SqlValue = string | number | null;
 
+/**
+ * An array bound to one placeholder as a PostgreSQL `text[]` (read it as `?::text[]`; numbers come
+ * as their decimal text, to cast where needed), so that a statement handles many rows through
+ * `unnest` with a fixed text (src/mirror/sql/postgres-arrays.ts). PostgreSQL only: SQLite binds no
+ * arrays (its driver throws a TypeError).
+ */
+export type SqlArray = readonly SqlValue[];
+
+/** What a placeholder binds: a value, or (PostgreSQL only) an array of values. */
+export type SqlParameter = SqlValue | SqlArray;
+
 /** One row as the engine returns it: column name to value (INTEGER columns as numbers on both back ends). */
 export type SqlRow = Record<string, unknown>;
 
@@ -48,11 +59,11 @@ export interface SqlExecutor {
    * Runs one statement (INSERT, UPDATE, DELETE, DDL).
    * @throws the driver's error (SqliteError, pg DatabaseError) when the statement fails
    */
-  run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult>;
+  run(sql: string, parameters?: readonly SqlParameter[]): Promise<RunResult>;
   /** The first row of a query, or undefined when it returns none. */
-  get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined>;
+  get<Row = SqlRow>(sql: string, parameters?: readonly SqlParameter[]): Promise<Row | undefined>;
   /** Every row of a query. */
-  all<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row[]>;
+  all<Row = SqlRow>(sql: string, parameters?: readonly SqlParameter[]): Promise<Row[]>;
   /** Runs several statements without parameters (migrations, DDL). */
   exec(sql: string): Promise<void>;
   /**
