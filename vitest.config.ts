@@ -8,6 +8,8 @@ const BOTH_BACK_ENDS = [
   'test/writes/**/*.test.ts',
   // verify keeps its scratch list in the mirror's database (verify_listed): both back ends.
   'test/jobs/verify.test.ts',
+  // What status reads of the daemons serving a mirror (the `daemons` table): both back ends.
+  'test/status/**/*.test.ts',
 ];
 
 /**

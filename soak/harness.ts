@@ -2,8 +2,8 @@
  * Runs one schedule against the real parts: the simulator (in this process, served over HTTP), a
  * `bizops-sync daemon` process (and, as the schedule says, a replica, `worker` processes and
  * one-off commands), the soak's own Redis, the mirror (a SQLite file, or a schema of the soak's own
- * PostgreSQL server), two webhook receivers, a Redis Streams sink on a Redis of its own (read as a
- * consumer reads it) and a pull consumer. Steps change the world and break
+ * PostgreSQL server), two webhook receivers, a Redis Streams sink on a Redis of its own and a NATS
+ * JetStream sink on a NATS server of its own (each read as a consumer reads it) and a pull consumer. Steps change the world and break
  * things; then everything is healed, the soak waits for quiescence, and the oracle judges.
  */
 import { randomBytes } from 'node:crypto';
@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SIMULATED_STREAMS, startSimulator, type Fault, type RunningSimulator, type StreamName } from '@bizops-sync/simulator';
+import { LIST_PAGE_LIMIT } from '../src/client/paginate.ts';
 import { isStorable } from '../src/client/storable-json.ts';
 import { RecordChains } from './chain.ts';
 import { openMirrorReader, type MirrorReader } from './mirror-reader.ts';
@@ -18,6 +19,7 @@ import { finalChecks, mirrorDifferences, stepChecks, type OracleInput } from './
 import { SoakProcess, runCommand } from './processes.ts';
 import { SoakRandom } from './random.ts';
 import { SoakReceiver } from './receiver.ts';
+import { NatsStreamReader } from './nats-reader.ts';
 import { SinkStreamReader } from './stream-reader.ts';
 import type { Schedule, Step } from './schedule.ts';
 import type { SoakServices } from './services.ts';
@@ -118,6 +120,8 @@ class ScheduleRun {
   receivers!: { a: SoakReceiver; b: SoakReceiver };
   /** The Redis Streams sink `feed`, as a reader of its stream key sees it. */
   feed: SinkStreamReader | undefined;
+  /** The NATS JetStream sink `jet`, as a reader of its JetStream stream sees it. */
+  jet: NatsStreamReader | undefined;
   reader: MirrorReader | undefined;
   daemon: SoakProcess | undefined;
   replica: SoakProcess | undefined;
@@ -187,6 +191,9 @@ class ScheduleRun {
     await this.receivers.b.listen();
     await options.services.sinkRedis.flush();
     this.feed = new SinkStreamReader('feed', options.services.sinkRedis.url, FEED_KEY);
+    // A JetStream stream (and subjects) of this schedule's own on the soak's NATS server.
+    const natsStream = `SOAK${process.pid}N${scheduleCounter}`;
+    this.jet = new NatsStreamReader('jet', options.services.nats.url, natsStream);
     this.configFile = join(this.dir, 'bizops-sync.json');
     writeFileSync(
       this.configFile,
@@ -215,7 +222,11 @@ class ScheduleRun {
             { name: 'b', url: this.receivers.b.url, secret: this.receivers.b.secret, ordering: 'endpoint', events: ['deal.*', 'transaction.*', 'qa_action.*', 'onboarding.*', 'write.*'] },
           ],
           // A Redis Streams sink on a Redis of its own that a step takes away (docs/sinks.md).
-          sinks: [{ name: 'feed', kind: 'redis-stream', url: options.services.sinkRedis.url, key: FEED_KEY, ackTimeoutSeconds: 2 }],
+          // A NATS JetStream sink on a NATS server of its own that a step kills and starts again.
+          sinks: [
+            { name: 'feed', kind: 'redis-stream', url: options.services.sinkRedis.url, key: FEED_KEY, ackTimeoutSeconds: 2 },
+            { name: 'jet', kind: 'nats', url: options.services.nats.url, subjectPrefix: natsStream.toLowerCase(), stream: natsStream, createStream: true, ackTimeoutSeconds: 2 },
+          ],
         },
         null,
         2,
@@ -230,6 +241,7 @@ class ScheduleRun {
     this.#consumerTimer = setInterval(() => {
       void this.consume();
       void this.feed?.read();
+      void this.jet?.read();
     }, 300);
   }
 
@@ -307,17 +319,26 @@ class ScheduleRun {
               ? `timestamp-style-${String(fault.style)}`
               : fault.kind;
     const { hide, ...rest } = fault;
+    let query: Record<string, string | null> | undefined;
     if (typeof hide === 'number') {
-      // The last `hide` records of the list (its size now) are not served.
+      // The last `hide` records of the list (of its largest partition, for a partitioned stream) are
+      // not served to one complete scan (no `updatedAfter`: the scans whose misses count): the fault
+      // matches that scan's last page (`limit` the client's page size, `offset` the page holding
+      // them), so neither an earlier page nor a `limit=1` probe takes it, and it hides them at most
+      // up to that page's start.
       const stream = STREAM_BY_PATH[path]!;
-      const size = Math.max(...this.simulator.world.partitionQueries(stream).map((query) => this.simulator.world.groundTruth(stream, Object.keys(query).length ? query : undefined).length));
-      const at = Math.max(1, size - hide);
+      const partitions = this.simulator.world
+        .partitionQueries(stream)
+        .map((partition) => ({ partition, size: this.simulator.world.groundTruth(stream, Object.keys(partition).length ? partition : undefined).length }))
+        .sort((left, right) => right.size - left.size);
+      const { partition, size } = partitions[0] ?? { partition: {}, size: 0 };
+      const lastPage = Math.max(0, Math.floor((size - 1) / LIST_PAGE_LIMIT) * LIST_PAGE_LIMIT);
+      const at = Math.max(1, lastPage, size - hide);
       if (rest.kind === 'capped-list') rest.cap = at;
       else rest.atOffset = at;
+      query = { ...partition, updatedAfter: null, limit: String(LIST_PAGE_LIMIT), offset: String(lastPage) };
     }
-    // A lying list lies to complete scans (no `updatedAfter`): the scans whose misses count.
-    const query = typeof hide === 'number' ? { query: { updatedAfter: null } } : {};
-    this.simulator.faults.inject({ ...(rest as unknown as Fault), match: { method: 'GET', path, ...query }, times } as Fault);
+    this.simulator.faults.inject({ ...(rest as unknown as Fault), match: { method: 'GET', path, ...(query ? { query } : {}) }, times } as Fault);
     this.fault(`list:${kind}`);
   }
 
@@ -670,6 +691,23 @@ class ScheduleRun {
         if (id) this.timeline.touchDeal(id, `soak title ${index}.2`);
         return;
       }
+      case 'nats-outage': {
+        // The NATS server killed and started again on its port and store, while a record changes
+        // before, during and after: nothing lost, each record's events in order, duplicates only of
+        // one event id.
+        const server = this.options.services.nats;
+        const deals = this.simulator.world.deals;
+        const id = deals.length > 0 ? deals[step.pick % deals.length]!.id : undefined;
+        this.fault('sink:nats-away');
+        if (id) this.timeline.touchDeal(id, `soak title ${index}.0`);
+        await sleep(300);
+        await server.kill();
+        if (id) this.timeline.touchDeal(id, `soak title ${index}.1`);
+        await sleep(step.ms);
+        await server.start();
+        if (id) this.timeline.touchDeal(id, `soak title ${index}.2`);
+        return;
+      }
       case 'wait':
         await sleep(step.ms);
         return;
@@ -681,6 +719,7 @@ class ScheduleRun {
     this.simulator.faults.clear();
     await this.simulator.acceptConnections();
     await this.options.services.sinkRedis.start().catch(() => undefined);
+    await this.options.services.nats.start().catch(() => undefined);
     for (const poisoned of this.poisoned.splice(0)) this.timeline.cleanPoison(poisoned);
     await this.redisUp();
     await this.receivers.a.heal();
@@ -700,7 +739,7 @@ class ScheduleRun {
       simulator: this.simulator,
       timeline: this.timeline,
       receivers: this.receivers,
-      sinks: this.feed ? [{ name: this.feed.name, events: ['*'], chains: this.feed.chains, problems: this.feed.problems, read: () => this.feed!.read() }] : [],
+      sinks: [this.feed, this.jet].filter((sink) => sink !== undefined).map((sink) => ({ name: sink.name, events: ['*'], chains: sink.chains, problems: sink.problems, read: () => sink.read() })),
       consumer: this.consumer,
       writes: this.writes,
       refusedMarks: this.refusedMarks,
@@ -711,6 +750,7 @@ class ScheduleRun {
   async tearDown(): Promise<void> {
     if (this.#consumerTimer) clearInterval(this.#consumerTimer);
     this.feed?.close();
+    await Promise.race([this.jet?.close(), sleep(5000)]);
     for (const process of [this.daemon, this.replica, ...this.workers, ...this.oneOffs]) {
       if (process?.alive) await process.kill();
     }

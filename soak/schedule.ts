@@ -70,6 +70,8 @@ export type Step =
   | { do: 'receiver'; endpoint: 'a' | 'b'; mode: 'fail' | 'hang' | 'reject-record' | 'outage'; ms: number; pick: number }
   /** The Redis Streams sink's broker killed for `ms`, a deal changing before and during. */
   | { do: 'sink-outage'; ms: number; pick: number }
+  /** The NATS JetStream sink's server killed for `ms` and started again on its port and store, a deal changing before, during and after. */
+  | { do: 'nats-outage'; ms: number; pick: number }
   | { do: 'wait'; ms: number };
 
 /** A whole schedule: what `npm run soak -- --schedule FILE` replays. */
@@ -119,6 +121,7 @@ const WEIGHTS = {
   postgres: 3,
   receiver: 7,
   'sink-outage': 2,
+  'nats-outage': 2,
   wait: 4,
 } as const;
 
@@ -161,6 +164,19 @@ function listFault(random: SoakRandom, path: string): ListFaultStep {
     default:
       return { do: 'list-fault', fault: { kind }, path, times };
   }
+}
+
+/**
+ * A list fault that hides the last 1 to 8 records of a list from one complete scan and is not
+ * detectable as such by a client (a capped list, or one cut short with its total cut too), on a
+ * stream whose lists fit one page: the harness injects it on the page that holds those records, once.
+ */
+function lyingListFault(random: SoakRandom): ListFaultStep {
+  // Lists of one page (transactions may have several, whose totals a client compares page to page).
+  const path = LIST_PATHS[random.pick(STREAMS.filter((stream) => stream !== 'transactions'))];
+  const hide = random.int(1, 8);
+  if (random.chance(0.5)) return { do: 'list-fault', fault: { kind: 'capped-list', hide }, path, times: 1 };
+  return { do: 'list-fault', fault: { kind: 'truncate-list', hide, cutTotal: true }, path, times: 1 };
 }
 
 /**
@@ -223,6 +239,8 @@ function step(random: SoakRandom, backend: Backend): Step {
       return { do: 'receiver', endpoint: random.chance(0.75) ? 'a' : 'b', mode: random.pick(['fail', 'hang', 'reject-record', 'outage'] as const), ms: random.int(1500, 3000), pick };
     case 'sink-outage':
       return { do: 'sink-outage', ms: random.int(1500, 5000), pick };
+    case 'nats-outage':
+      return { do: 'nats-outage', ms: random.int(1500, 5000), pick };
     default:
       return { do: 'wait', ms: random.int(200, 2500) };
   }
@@ -247,20 +265,34 @@ export function generateSchedule(seed: number, backend: Backend, length?: number
     },
     recordClockLagMs: random.chance(0.3) ? random.int(1, 8) * 1000 : 0,
     bursts: random.chance(0.4) ? random.int(2, 12) : 0,
-    steps: withWriteRace(Array.from({ length: count }, () => step(random, backend)), seed),
+    steps: withEarlyRaces(Array.from({ length: count }, () => step(random, backend)), seed),
   };
 }
 
+/** How many steps from the start the early races are placed among. */
+const EARLY_STEPS = 4;
+
 /**
- * A write sent twice needs a sweep while a slowed write is in flight and Redis lost its job: too rare
- * a draw for a two-minute run. Most schedules (85 %) that drew no write race get one in place of a
- * step, chosen by a generator of their own (the other steps stay as the seed drew them).
+ * The conditions the known bugs need (soak/README.md "Proof it can fail"), too rare a draw for a
+ * two-minute run, placed among the first `EARLY_STEPS` steps of every schedule, so that the first
+ * schedule of a run already has them: a write race (`WriteRaceStep`: a sweep while slowed writes
+ * are claimed and Redis lost their jobs), a list that hides records from exactly one complete scan,
+ * and a receiver failing while one record changes before and after. Each is inserted (the seed's
+ * own steps all stay, after them) unless the seed drew one of its kind there already; drawn by a
+ * generator of their own, so the seed's other steps are the ones it always drew.
  */
-function withWriteRace(steps: Step[], seed: number): Step[] {
+function withEarlyRaces(steps: Step[], seed: number): Step[] {
   const random = new SoakRandom(seed ^ 0x7ace);
-  if (steps.some((entry) => entry.do === 'write-burst') || !random.chance(0.85) || steps.length === 0) return steps;
-  const at = random.int(0, steps.length - 1);
-  return steps.map((entry, index) => (index === at ? writeRace(random) : entry));
+  const early = steps.slice(0, EARLY_STEPS);
+  const added: Step[] = [];
+  if (!early.some((entry) => entry.do === 'write-burst')) added.push(writeRace(random));
+  if (!early.some((entry) => entry.do === 'list-fault' && typeof entry.fault.hide === 'number')) added.push(lyingListFault(random));
+  if (!early.some((entry) => entry.do === 'receiver' && entry.mode === 'fail')) {
+    added.push({ do: 'receiver', endpoint: random.chance(0.75) ? 'a' : 'b', mode: 'fail', ms: random.int(1500, 3000), pick: random.int(0, 1_000_000) });
+  }
+  const result = [...steps];
+  for (const entry of added) result.splice(random.int(0, Math.min(EARLY_STEPS - 1, result.length)), 0, entry);
+  return result;
 }
 
 /** One line per step, for a report. */

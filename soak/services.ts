@@ -2,14 +2,15 @@
  * The services the soak breaks, of its own so nobody else's tests feel it: a redis-server on a free
  * port (killed, restarted empty, flushed), a second one the Redis Streams sink publishes to (with
  * `appendfsync always`, so a kill and restart keeps every entry it acknowledged: docs/sinks.md), and
- * a PostgreSQL server started on first use (backends terminated, the server restarted:
- * test/postgres-server.ts, the helper the test suite uses).
+ * a `nats-server -js` the NATS JetStream sink publishes to (its store in a temp dir, kept across a
+ * kill and restart on the same port), and a PostgreSQL server started on first use (backends
+ * terminated, the server restarted: test/postgres-server.ts, the helper the test suite uses).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { startPostgresServer, type TestPostgresServer } from '../test/postgres-server.ts';
 import { LIVE_CHILDREN } from './processes.ts';
@@ -25,11 +26,23 @@ export interface SoakRedis {
   flush(): Promise<void>;
 }
 
-/** The soak's own Redis and (on demand) PostgreSQL. */
+/** A broker process of the soak's own on a free port, killed and started again with its store kept. */
+export interface SoakBroker {
+  /** `nats://127.0.0.1:PORT`. */
+  url: string;
+  /** Starts it (again) on its port with its store (nothing when it runs); resolves when it accepts connections (15 s at most, else throws). */
+  start(): Promise<void>;
+  /** SIGKILL; resolves when the process is gone. */
+  kill(): Promise<void>;
+}
+
+/** The soak's own Redis, sink brokers and (on demand) PostgreSQL. */
 export interface SoakServices {
   redis: SoakRedis;
   /** The Redis the Redis Streams sink publishes to: every write fsynced before its answer, so a restart keeps them. */
   sinkRedis: SoakRedis;
+  /** The NATS server (JetStream, file store kept across restarts) the NATS JetStream sink publishes to. */
+  nats: SoakBroker;
   /** The soak's PostgreSQL server, started on the first call. */
   postgres(): Promise<TestPostgresServer>;
   close(): Promise<void>;
@@ -102,20 +115,65 @@ async function startRedis(dir?: string): Promise<SoakRedis> {
   };
 }
 
-/** Starts the soak's Redis; PostgreSQL waits for its first use. */
+/** True when something accepts TCP connections on `port` of 127.0.0.1. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** A `nats-server -js` on a free port, its JetStream store in `storeDir` (kept across restarts). */
+async function startNats(storeDir: string): Promise<SoakBroker> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    if (child && child.exitCode === null && child.signalCode === null) return;
+    const started = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: 'ignore' });
+    LIVE_CHILDREN.add(started);
+    started.once('exit', () => LIVE_CHILDREN.delete(started));
+    child = started;
+    const deadline = Date.now() + 15_000;
+    while (!(await listening(port))) {
+      if (Date.now() > deadline) throw new Error(`nats-server on port ${port} did not accept connections within 15 s`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  const kill = async () => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
+    running.kill('SIGKILL');
+    await exited;
+  };
+  await start();
+  return { url: `nats://127.0.0.1:${port}`, start, kill };
+}
+
+/** Starts the soak's Redis and sink brokers; PostgreSQL waits for its first use. */
 export async function startServices(): Promise<SoakServices> {
   const redis = await startRedis();
   const sinkDir = mkdtempSync(join(tmpdir(), 'bizops-soak-sink-redis-'));
   const sinkRedis = await startRedis(sinkDir);
+  const natsDir = mkdtempSync(join(tmpdir(), 'bizops-soak-nats-'));
+  const nats = await startNats(natsDir);
   let postgres: Promise<TestPostgresServer> | undefined;
   return {
     redis,
     sinkRedis,
+    nats,
     postgres: () => (postgres ??= startPostgresServer()),
     async close() {
       await redis.kill();
       await sinkRedis.kill();
+      await nats.kill();
       rmSync(sinkDir, { recursive: true, force: true });
+      rmSync(natsDir, { recursive: true, force: true });
       if (postgres) await (await postgres).stop();
     },
   };

@@ -25,14 +25,10 @@ import type { MirrorStore } from '../mirror/mirror-store.ts';
 import type { StreamName } from '../streams/definitions.ts';
 import type { PartStatus } from './part-supervisor.ts';
 import {
-  AuthenticationError,
   BizopsApiError,
   ConnectionError,
   InvalidResponseError,
-  NotFoundError,
-  PermissionError,
   RateLimitError,
-  ServerError,
 } from '../client/api-errors.ts';
 
 /** What `/readyz` answers (as JSON), 200 when `ready`, else 503. */
@@ -76,6 +72,22 @@ export interface ReadinessVerdict {
    * (`partsReadiness`).
    */
   parts?: Record<string, PartStatus>;
+  /**
+   * The daemon process answering (`/readyz` of a daemon only, at the top level): its id in the
+   * mirror's `daemons` and `leases` rows (`instance`, its lease holder name), its pid, when it
+   * started (ISO 8601), and each connection's mirror as `mirrorKey` (src/status/daemon-parts.ts), so
+   * that `status` can tell a daemon serving its mirror from another process on the same port.
+   */
+  daemon?: DaemonIdentity;
+}
+
+/** Which daemon process answers `/readyz` (`ReadinessVerdict.daemon`). */
+export interface DaemonIdentity {
+  instance: string;
+  pid: number;
+  startedAt: string;
+  /** Each connection's mirror key, by connection name. */
+  mirrors: Record<string, string>;
 }
 
 /**
@@ -142,51 +154,58 @@ export class ApiAnswers {
 }
 
 /**
- * The verdict an answer of the runs gives: a 2xx, 3xx or 4xx is the API there with the token
- * accepted (a 404 is a missing record or list, a 400/409/422 a refused request), a 429 too (with the
- * budget's pause as `budget.waitMs`); a 401/403 is the token refused, a 5xx the API failing, no
- * answer the API unreachable. `checkedAt` is the answer's time.
+ * What one answer of the API says of readiness: the rule shared by the runs' last answer and the
+ * probe's. No answer: the API unreachable; a 401/403: the token refused (or lacking the scope); a
+ * 5xx: the API failing; anything else, the API there with the token accepted: a 2xx, a 3xx, a 404
+ * (a missing record or list, e.g. GET /deals, docs/sync.md "Deals": the token still passed), a
+ * 400/409/422 (a refused request) and a 429 (spec §7: the server is there and only asks us to slow
+ * down).
+ * @param status the answer's HTTP status; null when none came
+ * @param detail what follows the rule's words: the error's message (`: ...`) or where the answer came from (` (...)`)
+ */
+function answerVerdict(status: number | null, detail: string): Pick<ReadinessVerdict, 'ready' | 'reason'> {
+  if (status === null) return { ready: false, reason: `the API is unreachable${detail}` };
+  if (status === 401 || status === 403) return { ready: false, reason: `the API refused the token (HTTP ${status})${detail}` };
+  if (status >= 500) return { ready: false, reason: `the API is failing (HTTP ${status})${detail}` };
+  if (status === 429) return { ready: true, reason: `the API answered 429: reachable, token accepted, rate limited for now${detail}` };
+  return { ready: true, reason: `the API answered (HTTP ${status}) and accepted the token${detail}` };
+}
+
+/**
+ * The verdict of the runs' last answer (`answerVerdict`), carrying the budget's pause or spent wait
+ * as `budget.waitMs` (a 429 always has one). `checkedAt` is the answer's time.
  */
 function learnedVerdict(answer: LearnedAnswer, peek: BudgetPeek | undefined): ReadinessVerdict {
-  const checkedAt = new Date(answer.atMs).toISOString();
   const status = answer.status;
   const pausedMs = peek ? pausedWaitMs(peek) : 0;
   const spentMs = peek && peek.available <= 0 ? Math.max(0, peek.nextSlotAtMs - Date.now()) : 0;
   const waitMs = Math.max(pausedMs, spentMs);
   const budget = waitMs > 0 || status === 429 ? { budget: { waitMs } } : {};
-  const age = `${Math.round((Date.now() - answer.atMs) / 1000)} s ago`;
-  if (status === null) return { ready: false, reason: `the API is unreachable: ${answer.error?.message ?? 'no answer'} (the daemon's last request, ${age})`, status, checkedAt };
-  if (status === 401 || status === 403) return { ready: false, reason: `the API refused the token (HTTP ${status}) (the daemon's last request, ${age})`, status, checkedAt };
-  if (status >= 500) return { ready: false, reason: `the API is failing (HTTP ${status}) (the daemon's last request, ${age})`, status, checkedAt };
-  if (status === 429) return { ready: true, reason: `the API answered 429: reachable, token accepted, rate limited for now (the daemon's last request, ${age})`, status, checkedAt, ...budget };
-  const paused = pausedMs > 0 ? `; the rate budget is paused for ${pausedMs} ms` : spentMs > 0 ? `; the rate budget is spent by other requests for ${spentMs} ms` : '';
-  return { ready: true, reason: `the API answered the daemon's last request (HTTP ${status}, ${age}) and accepted the token${paused}`, status, checkedAt, ...budget };
+  const source = ` (the daemon's last request, ${Math.round((Date.now() - answer.atMs) / 1000)} s ago)`;
+  const verdict = answerVerdict(status, status === null ? `: ${answer.error?.message ?? 'no answer'}${source}` : source);
+  const paused = !verdict.ready || status === 429 ? '' : pausedMs > 0 ? `; the rate budget is paused for ${pausedMs} ms` : spentMs > 0 ? `; the rate budget is spent by other requests for ${spentMs} ms` : '';
+  return { ...verdict, reason: `${verdict.reason}${paused}`, status, checkedAt: new Date(answer.atMs).toISOString(), ...(verdict.ready ? budget : {}) };
 }
 
 /**
- * Turns a probe's outcome into a verdict. Reachable with the token accepted (ready): a 2xx, a 404
- * (the list endpoint is missing, e.g. GET /deals, docs/sync.md "Deals": the token still passed) and a
- * 429 (spec §7: the server is there and only asks us to slow down). Not ready: 401/403 (the token
- * is refused or lacks the scope), no answer, a 5xx, or an answer that is not the API's envelope.
+ * Turns a probe's outcome into a verdict: an answer by `answerVerdict` (a success is a 200, an API
+ * error its status, a transport failure no answer). Not sent because the budget is paused: ready,
+ * with the wait. An answer that is not the API's envelope, or a failure of the probe itself: not ready.
  */
 function verdictFor(outcome: unknown, now: Date = new Date()): ReadinessVerdict {
   const checkedAt = now.toISOString();
-  if (outcome === undefined) return { ready: true, reason: 'the API answered and accepted the token', status: 200, checkedAt };
+  if (outcome === undefined) return { ...answerVerdict(200, ''), status: 200, checkedAt };
   if (outcome instanceof BudgetPaused) {
     return { ready: true, reason: `the rate budget is paused for ${outcome.waitMs} ms (a 429 or a spent window): not probed, requests resume after the wait`, status: null, checkedAt, budget: { waitMs: outcome.waitMs } };
   }
-  if (outcome instanceof NotFoundError) return { ready: true, reason: 'the API answered and accepted the token (the probed list answered 404)', status: 404, checkedAt };
-  if (outcome instanceof RateLimitError) {
-    const waitMs = outcome.retryAfter !== undefined && outcome.retryAfter > 0 ? Math.round(outcome.retryAfter * 1000) : 0;
-    return { ready: true, reason: 'the API answered 429: reachable, token accepted, rate limited for now', status: 429, checkedAt, budget: { waitMs } };
-  }
-  if (outcome instanceof AuthenticationError || outcome instanceof PermissionError) {
-    return { ready: false, reason: `the API refused the token (HTTP ${outcome.status}): ${outcome.message}`, status: outcome.status ?? null, checkedAt };
-  }
-  if (outcome instanceof ConnectionError) return { ready: false, reason: `the API is unreachable: ${outcome.message}`, status: null, checkedAt };
-  if (outcome instanceof ServerError) return { ready: false, reason: `the API is failing (HTTP ${outcome.status}): ${outcome.message}`, status: outcome.status ?? null, checkedAt };
   if (outcome instanceof InvalidResponseError) return { ready: false, reason: `the API's answer is not valid: ${outcome.message}`, status: outcome.status ?? null, checkedAt };
-  if (outcome instanceof BizopsApiError) return { ready: false, reason: `the API refused the probe (HTTP ${outcome.status ?? '?'}): ${outcome.message}`, status: outcome.status ?? null, checkedAt };
+  if (outcome instanceof ConnectionError) return { ...answerVerdict(null, `: ${outcome.message}`), status: null, checkedAt };
+  if (outcome instanceof BizopsApiError && outcome.status !== undefined) {
+    const status = outcome.status;
+    const verdict = { ...answerVerdict(status, `: ${outcome.message}`), status, checkedAt };
+    if (!(outcome instanceof RateLimitError)) return verdict;
+    return { ...verdict, budget: { waitMs: outcome.retryAfter !== undefined && outcome.retryAfter > 0 ? Math.round(outcome.retryAfter * 1000) : 0 } };
+  }
   const message = outcome instanceof Error ? outcome.message : String(outcome);
   return { ready: false, reason: `the readiness probe failed: ${message}`, status: null, checkedAt };
 }

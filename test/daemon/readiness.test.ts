@@ -134,4 +134,25 @@ describe('ReadinessProbe', () => {
     expect(await probe.current()).toMatchObject({ ready: true, status: 200 });
     expect(probes()).toBe(1);
   });
+  it("one rule for the probe's answer and the runs' last answer: the same readiness and status for 200, 400, 404, 429, 401, 403, 500, 503 and no answer", async () => {
+    sim = await simulator();
+    const answers = new ApiAnswers();
+    runsClient = new ApiClient({ baseUrl: sim.url, tokens: { default: String(sim.tokens.admin) }, budget: new LocalRateBudget({ limit: 1000, windowMs: 1000 }), retry: { maxRetries: 0, maxRateLimitRetries: 0 }, hooks: [answers.hooks()] });
+    const learned = new ReadinessProbe({ check: () => Promise.reject(new Error('the learned verdict sends no probe')), cacheMs: 1, timeoutMs: 1000, answers });
+    const probe = probeFor(sim, 1);
+    const run = () => runsClient!.request({ method: 'GET', path: '/transactions', query: { limit: 5 }, contentSchema: z.unknown(), priority: 'incremental', retry: 'none' }).then(() => undefined, () => undefined);
+    const faults = { 200: undefined, 400: { kind: 'status', status: 400 }, 404: { kind: 'status', status: 404 }, 429: { kind: 'rate-limit', retryAfter: '1' }, 401: { kind: 'status', status: 401 }, 403: { kind: 'status', status: 403 }, 500: { kind: 'status', status: 500 }, 503: { kind: 'status', status: 503 }, none: { kind: 'refuse' } } as const;
+    const expected = { 200: true, 400: true, 404: true, 429: true, 401: false, 403: false, 500: false, 503: false, none: false };
+    for (const [answer, fault] of Object.entries(faults)) {
+      if (fault) sim.faults.inject(fault);
+      await run();
+      const fromRuns = await learned.current();
+      await new Promise((resolve) => setTimeout(resolve, 2)); // past the probe's 1 ms cache
+      if (fault) sim.faults.inject(fault);
+      const fromProbe = await probe.current();
+      const status = answer === 'none' ? null : Number(answer);
+      expect({ answer, ready: fromRuns.ready, status: fromRuns.status }).toEqual({ answer, ready: expected[answer as keyof typeof expected], status });
+      expect({ answer, ready: fromProbe.ready, status: fromProbe.status }).toEqual({ answer, ready: expected[answer as keyof typeof expected], status });
+    }
+  });
 });

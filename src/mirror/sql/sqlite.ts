@@ -15,26 +15,27 @@
  * Another process's write lock: better-sqlite3 waits on it synchronously (`busy_timeout`), the
  * event loop blocked. A connection opened `nonBlocking` (the daemon's) never does: its handle's
  * busy timeout is 0, so a statement or `BEGIN IMMEDIATE` that finds the file locked fails at once
- * (SQLITE_BUSY) and is tried again after short timers (`LOCKED_RETRY_DELAYS_MS`), then fails with
+ * (SQLITE_BUSY) and is tried again after short timers (`LOCKED_RETRY`, p-retry), then fails with
  * `MirrorFileLockedError`; the daemon's parts try again at their next round or tick. A holder paused
  * inside a write transaction keeps the lock for the whole pause (docs/operations.md "Running two
  * daemons (replicas)"); health, metrics and readiness keep answering meanwhile.
  */
 import { resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Mutex } from 'async-mutex';
+import pRetry from 'p-retry';
 import { preparedStatement, type MirrorDatabase } from '../database.ts';
-import type { RunResult, SqlConnection, SqlExecutor, SqlRow, SqlValue } from './executor.ts';
+import type { RunResult, SqlConnection, SqlExecutor, SqlReaderNow, SqlRow, SqlValue } from './executor.ts';
 
 /** The lock of each file open in this process, by absolute path (`:memory:` databases get their own). */
 const fileLocks = new Map<string, { mutex: Mutex; users: number }>();
 
 /**
- * The waits, ms, between the tries of a `nonBlocking` connection's statement or transaction that
- * found the file write-locked by another process (375 ms in all): enough for a one-off command's
- * transaction of a page to end, short beside a lease round.
+ * How a `nonBlocking` connection's statement or transaction that found the file write-locked by
+ * another process is tried again (p-retry options): 5 more tries, after waits of 5 ms growing 2.8
+ * times a try up to 200 ms (5, 14, 39, 110, 200: about 370 ms in all), enough for a one-off
+ * command's transaction of a page to end, short beside a lease round.
  */
-export const LOCKED_RETRY_DELAYS_MS: readonly number[] = [5, 20, 50, 100, 200];
+export const LOCKED_RETRY = { retries: 5, minTimeout: 5, factor: 2.8, maxTimeout: 200, randomize: false } as const;
 
 /** How many writes gave up on a locked file (`MirrorFileLockedError`), by absolute path, since this process started. */
 const lockedCounts = new Map<string, number>();
@@ -68,11 +69,12 @@ function isBusy(error: unknown): boolean {
   return typeof code === 'string' && code.startsWith('SQLITE_BUSY') && !(error instanceof MirrorFileLockedError);
 }
 
-/** `BEGIN IMMEDIATE` found the file locked (so `fn` never ran: the transaction may be tried again). */
-class BeginBusy {
+/** `BEGIN IMMEDIATE` found the file locked (so `fn` never ran: the transaction may be tried again); `error` is SQLite's. */
+class BeginBusy extends Error {
   readonly error: unknown;
 
   constructor(error: unknown) {
+    super('BEGIN IMMEDIATE found the mirror file locked', { cause: error });
     this.error = error;
   }
 }
@@ -82,7 +84,7 @@ export interface SqliteConnectionOptions {
   /**
    * Never wait on another process's write lock with the event loop blocked (the daemon): the
    * handle's busy timeout is set to 0, and a statement or transaction that finds the file locked is
-   * tried again after `LOCKED_RETRY_DELAYS_MS`, then fails with `MirrorFileLockedError` (module
+   * tried again (`LOCKED_RETRY`), then fails with `MirrorFileLockedError` (module
    * header). Default false: statements wait on the handle's busy timeout (`OpenMirrorOptions.busyTimeoutMs`), as the one-off commands do.
    */
   nonBlocking?: boolean;
@@ -207,18 +209,17 @@ export class SqliteConnection extends SqliteStatements implements SqlConnection 
   }
 
   /**
-   * After `error`: while it says the file is locked (SQLITE_BUSY; for a transaction only its
-   * `BEGIN IMMEDIATE`'s, `BeginBusy`), `again()` after each of `LOCKED_RETRY_DELAYS_MS`; still
-   * locked: `MirrorFileLockedError` (counted). Other errors pass as they are.
+   * After the first try failed with `error`: while the failure says the file is locked
+   * (SQLITE_BUSY; for a transaction only its `BEGIN IMMEDIATE`'s, `BeginBusy`), `again()` as
+   * `LOCKED_RETRY` says; still locked: `MirrorFileLockedError` (counted). Other errors pass as they are.
    */
   async #whileLocked<T>(error: unknown, again: (() => Promise<T>) | undefined, onlyBegin = false): Promise<T> {
     const locked = (candidate: unknown): boolean => candidate instanceof BeginBusy || (!onlyBegin && isBusy(candidate));
     let last = error;
-    for (const delayMs of again ? LOCKED_RETRY_DELAYS_MS : []) {
-      if (!locked(last)) break;
-      await sleep(delayMs);
+    if (again && locked(error)) {
       try {
-        return await again!();
+        // Attempt 1 is the try that already failed (run outside p-retry, so that an unlocked file's statement settles at once).
+        return await pRetry((attempt) => (attempt === 1 ? Promise.reject(error as Error) : again()), { ...LOCKED_RETRY, shouldRetry: ({ error: next }) => locked(next) });
       } catch (next) {
         last = next;
       }
@@ -227,6 +228,22 @@ export class SqliteConnection extends SqliteStatements implements SqlConnection 
     if (!locked(last)) throw cause;
     lockedCounts.set(this.#lockKey, (lockedCounts.get(this.#lockKey) ?? 0) + 1);
     throw new MirrorFileLockedError(this.location, { cause });
+  }
+
+  /**
+   * Runs `read` at once when no transaction of this process holds the file's lock; undefined when
+   * one does, or when this `nonBlocking` connection found the file locked by another process
+   * (SQLITE_BUSY): the caller reads asynchronously instead (executor.ts `SqlExecutor.readNow`).
+   * @throws whatever `read` throws, but SQLITE_BUSY on a `nonBlocking` connection
+   */
+  readNow<T>(read: (reader: SqlReaderNow) => T): T | undefined {
+    if (this.#lock.isLocked()) return undefined;
+    try {
+      return read(this);
+    } catch (error) {
+      if (this.nonBlocking && isBusy(error)) return undefined;
+      throw error;
+    }
   }
 
   override run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {

@@ -11,6 +11,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { SinkConfig } from '../../config/schema.ts';
 import { maskSecrets } from '../../logging/mask.ts';
+import { plantedBug } from '../../logging/planted-bugs.ts';
 import { urlCredentials } from '../../logging/mask-url.ts';
 import type { ChangeEvent } from '../changelog-reader.ts';
 import { describeError, elapsedMs, failedWithoutAnswer, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
@@ -21,6 +22,9 @@ export const DEFAULT_SUBJECT_PREFIX = 'bizops';
 
 /** The JetStream stream unless `stream` says otherwise. */
 export const DEFAULT_NATS_STREAM = 'BIZOPS';
+
+/** The soak's planted bug `nats-drop-seq-7` (src/logging/planted-bugs.ts): an event whose seq ends in 7 is dropped. Off in production. */
+const DROP_SEQ_7 = plantedBug('nats-drop-seq-7');
 
 /**
  * The sender of one `nats` sink.
@@ -70,6 +74,7 @@ export function natsSender(sink: SinkConfig): SinkSender {
       if (signal.aborted) return failedWithoutAnswer('aborted: the dispatcher is stopping', started, true);
       const message = sinkMessage(event);
       const subject = `${prefix}.${subjectToken(message.stream)}.${subjectToken(message.recordId)}`;
+      if (DROP_SEQ_7 && message.seq % 10 === 7) return { ok: true, status: 0, durationMs: elapsedMs(started), response: 'dropped (planted bug)' };
       try {
         const { client } = await open();
         const ack = await client.publish(subject, message.body, { msgID: message.id, timeout: timeoutMs });
