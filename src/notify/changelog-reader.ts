@@ -11,7 +11,7 @@
  * Every function reads through a `SqlExecutor` (src/mirror/sql/executor.ts), whichever back end holds
  * the mirror, and is asynchronous.
  */
-import { CHANGE_DATA_VERSION, decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog-format.ts';
+import { CHANGE_DATA_VERSION, decodeChangeData, derivedChanges, lastChangeSeq, type ChangeData } from '../mirror/changelog-format.ts';
 import { CHANGES_CHANNEL, type Listening, type SqlExecutor, type SqlReaderNow, type SqlValue } from '../mirror/sql/executor.ts';
 import { validateEventPattern } from './event-filter/index.ts';
 import { Wakeup } from './delivery/wakeup.ts';
@@ -336,14 +336,14 @@ export function encodePulledEvent(row: StoredChange): string {
   const error = typeof parsed.error === 'string' ? parsed.error : undefined;
   const keys = 2 + (parsed.changes === undefined ? 0 : 1) + (error === undefined ? 0 : 1);
   let data: string;
-  if (parsed.version === CHANGE_DATA_VERSION && row.data.startsWith(VERSION_2_RECORD) && Object.keys(parsed).length === keys) {
+  if (parsed.version === CHANGE_DATA_VERSION && row.data.startsWith(VERSION_2_RECORD) && keyCount(parsed) === keys) {
     if (parsed.changes !== undefined) {
       // `{"version":2,"record":R,"changes":C[,"error":E]}`: the decoded data is the same keys in the same order.
       data = `{${row.data.slice(VERSION_2_PREFIX.length, -1)}`;
     } else {
       const errorText = error === undefined ? '' : `,"error":${JSON.stringify(error)}`;
       const record = row.data.slice(VERSION_2_RECORD.length, row.data.length - 1 - errorText.length);
-      data = `{"record":${record},"changes":${JSON.stringify(decodeChangeData(parsed, row.stream).data.changes)}${errorText}`;
+      data = `{"record":${record},"changes":${JSON.stringify(derivedChanges(parsed.record, row.stream))}${errorText}`;
     }
   } else {
     const decoded = JSON.stringify(decodeChangeData(parsed, row.stream).data);
@@ -352,6 +352,13 @@ export function encodePulledEvent(row: StoredChange): string {
   const partition = row.partition === undefined ? '' : `,"partition":${JSON.stringify(row.partition)}`;
   const tail = `,"seq":${row.seq},"stream":${JSON.stringify(row.stream)},"record_id":${JSON.stringify(row.recordId)}${partition}}`;
   return `{"id":${JSON.stringify(row.eventId)},"type":${JSON.stringify(row.type)},"timestamp":${JSON.stringify(row.occurredAt)},"data":${data}${tail}}`;
+}
+
+/** How many own keys a parsed JSON object has (`Object.keys(object).length` without the array). */
+function keyCount(object: Record<string, unknown>): number {
+  let count = 0;
+  for (const key in object) if (Object.hasOwn(object, key)) count += 1;
+  return count;
 }
 
 /** A row's `data` text parsed. @throws Error naming the seq when it is not a JSON object */
