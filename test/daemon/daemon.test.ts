@@ -298,6 +298,9 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
     const key = 'write-key-0123456789abcdef';
     const daemon = start(daemonEnv({ BIZOPS_WRITE_API_KEY: key, BIZOPS_SCHEDULE: '*/30 * * * * *' }));
     const url = await daemon.url;
+    // The start-up backfill first: a deals page it read before the close, committed after the
+    // write-through, would put the deal back to OPEN in the mirror.
+    await waitFor(async () => (await readStatus(dir!.file('mirror.db'))).streams.every((stream) => stream.cursor !== null && stream.inProgress === null), 'the start-up backfill to finish', 60_000, 100);
     const open = (sim.world.groundTruth('deals') as { id: string; status: string }[]).find((deal) => deal.status === 'OPEN')!;
     const post = (body: unknown, auth = `Bearer ${key}`) =>
       fetch(`${url}/writes`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
