@@ -3,8 +3,10 @@
  * against a plain HTTP server doing the same work, and against the HTTP floor.
  *
  * A mirror of N created transaction events (bench/changelog.ts `buildMirror`, default 100,000,
- * `BENCH_PULL_EVENTS`); the daemon's HTTP server (`startDaemonHttpServer`) with the changelog's
- * routes (`changeRoutes`, as the daemon mounts them, behind a read key) on it, in this process. A
+ * `BENCH_PULL_EVENTS`), opened as the daemon opens it (a `nonBlocking` connection); the daemon's
+ * HTTP server (`startDaemonHttpServer`) with the daemon's route table (jobs/daemon-routes.ts
+ * `daemonRouteTable`: every route it mounts for one connection, the changelog's behind a read key)
+ * on it, in this process. A
  * first pass reads every page of each size through it and keeps each answer's body. Two baselines:
  *   - the plain server (bench/plain-pull-server.ts): `node:http` and better-sqlite3 on the same
  *     file, the same key check, page query, per-event encoding and bytes, written by hand; its
@@ -12,9 +14,11 @@
  *   - the HTTP floor: a `node:http` server answering each request with the kept body (nothing read
  *     nor encoded): what serving the bytes alone costs, for scale.
  * Then rounds of: a reader paging through the whole changelog (one request at a time, keep-alive,
- * each body parsed as a consumer would) from each of the three (which goes first rotates). The
- * reader, the servers and the mirror share this process: the CPU time (`process.cpuUsage`) of a
- * pass is the server's plus the reader's, the reader's the same in all three.
+ * each body parsed as a consumer would) from the three at once, page by page: each page asked of
+ * each server in turn, in every order of the three by turns, so that a burst of load on a shared
+ * machine falls on all three alike. The reader, the servers and the mirror share
+ * this process: the CPU time (`process.cpuUsage`) of each request is the server's plus the
+ * reader's, the reader's the same in all three; a server's pass is the sum over its requests.
  *
  * Figures per page size (100, the default, and 1000): events per CPU second of the project's server
  * over the plain server's (goal >= 0.95) and over the floor's, and each one's events per CPU second;
@@ -27,9 +31,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import { changeRoutes } from '../src/daemon/change-routes.ts';
+import { daemonRouteTable } from '../jobs/daemon-routes.ts';
 import { startDaemonHttpServer } from '../src/daemon/http-server.ts';
-import { RouteTable } from '../src/http/route-table.ts';
 import { openMirror } from '../src/mirror/database.ts';
 import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { ChangeSignal } from '../src/notify/pull/change-signal.ts';
@@ -60,6 +63,42 @@ async function readAll(base: string, limit: number, agent: Agent, keep?: Map<num
   return { events, cpuMs: (used.user + used.system) / 1000 };
 }
 
+/** Asks `base` for the page after `after`; the number of events it holds (the body parsed as a consumer would). */
+async function readPage(base: string, after: number, limit: number, agent: Agent): Promise<number> {
+  const answer = await request(`${base}/changes?after=${after}&limit=${limit}`, { dispatcher: agent, headers: { authorization: `Bearer ${READ_KEY}` } });
+  const text = await answer.body.text();
+  if (answer.statusCode !== 200) throw new Error(`GET /changes answered ${answer.statusCode}: ${text.slice(0, 200)}`);
+  return (JSON.parse(text) as { events: unknown[] }).events.length;
+}
+
+/** Every order of `0 .. n-1`. */
+function permutations(n: number): number[][] {
+  if (n === 0) return [[]];
+  return permutations(n - 1).flatMap((order) => Array.from({ length: n }, (_, at) => [...order.slice(0, at), n - 1, ...order.slice(at)]));
+}
+
+/**
+ * One round: every page (`afters`, the `after` of each, the empty last one included) asked of each
+ * of `bases` in turn, in every order of them by turns (the page's and `round`'s), so that each
+ * server goes first as often as the others and follows each other as often (work one leaves to
+ * the event loop after its answer, counted in the next request's time, falls on each alike); per
+ * base, the events read and the CPU time of its requests, ms.
+ */
+async function readInterleaved(bases: readonly string[], afters: readonly number[], limit: number, agent: Agent, round: number): Promise<{ events: number; cpuMs: number }[]> {
+  const passes = bases.map(() => ({ events: 0, cpuMs: 0 }));
+  const orders = permutations(bases.length);
+  for (let page = 0; page < afters.length; page += 1) {
+    for (const which of orders[(page + round) % orders.length]!) {
+      const before = process.cpuUsage();
+      const events = await readPage(bases[which]!, afters[page]!, limit, agent);
+      const used = process.cpuUsage(before);
+      passes[which]!.events += events;
+      passes[which]!.cpuMs += (used.user + used.system) / 1000;
+    }
+  }
+  return passes;
+}
+
 /** The HTTP floor: a server answering `/changes?after=A` with the kept body for A (the same bytes and content type), reading nothing. */
 async function plainServer(bodies: Map<number, string>): Promise<{ url: string; server: Server }> {
   const buffers = new Map([...bodies].map(([after, text]) => [after, Buffer.from(text)]));
@@ -85,9 +124,12 @@ export async function run(): Promise<Record<string, number | string>> {
   const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-pull-'));
   const path = join(dir, 'mirror.db');
   await buildMirror(path, n);
-  const connection = sqliteConnection(openMirror(path));
-  const table = new RouteTable({ readKey: READ_KEY, writeKey: undefined });
-  table.mount(changeRoutes({ executor: connection, signal: new ChangeSignal() }));
+  const connection = sqliteConnection(openMirror(path), { nonBlocking: true });
+  const table = daemonRouteTable([{ name: 'bench', changes: { executor: connection, signal: new ChangeSignal() }, writes: null }], {
+    readKey: READ_KEY,
+    writeKey: undefined,
+    console: { readKey: READ_KEY, writeKey: undefined, connections: [], secrets: [] },
+  });
   const project = await startDaemonHttpServer({ host: '127.0.0.1', port: 0, readiness: async () => ({ ready: true, reason: 'bench', status: 200, checkedAt: null }), metrics: async () => ({ contentType: 'text/plain', body: '' }), routes: table });
   const agent = new Agent({ connections: 1, pipelining: 1 });
   const figures: Record<string, number | string> = { events: n };
@@ -102,12 +144,11 @@ export async function run(): Promise<Record<string, number | string>> {
         // project's); the plain server's pages are checked byte for byte against the project's.
         await readAll(plain.url, limit, agent, undefined, bodies);
         await readAll(floor.url, limit, agent);
+        const afters = [...bodies.keys()];
         const rounds = await repeat(runs, async (round) => {
-          // Which goes first rotates, so a burst of load on a shared machine hits all three alike.
-          const order = [0, 1, 2].map((index) => (index + round) % 3);
-          const passes: { events: number; cpuMs: number }[] = [];
-          for (const which of order) passes[which] = await readAll([project.url, plain.url, floor.url][which]!, limit, agent);
-          return { ours: passes[0]!, plain: passes[1]!, floor: passes[2]! };
+          const [ours, plainPass, floorPass] = await readInterleaved([project.url, plain.url, floor.url], afters, limit, agent, round);
+          if (ours!.events !== n || plainPass!.events !== n || floorPass!.events !== n) throw new Error(`a pass read ${ours!.events}, ${plainPass!.events}, ${floorPass!.events} events, not ${n}`);
+          return { ours: ours!, plain: plainPass!, floor: floorPass! };
         });
         const rate = (pass: { events: number; cpuMs: number }) => pass.events / (pass.cpuMs / 1000);
         figures[`limit=${limit}: pull API / plain server reading the mirror, events per CPU s (goal >= 0.95)`] = spread(rounds.map((r) => rate(r.ours) / rate(r.plain)));

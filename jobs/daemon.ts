@@ -53,7 +53,10 @@ import {
   failingPartitions,
   type RunningHttpServer,
   type ConnectionMetricsSources,
+  DaemonRecord,
+  type DaemonIdentity,
 } from '../src/daemon/index.ts';
+import { mirrorKey, reachableUrl } from '../src/status/index.ts';
 import { changelogActivity, confirmLease, Leases, mirrorFileLockedCount, PROCESS_LEASE_HOLDER, streamLeaseName, WEBHOOKS_LEASE } from '../src/mirror/index.ts';
 import type { Logger } from '../src/logging/index.ts';
 import { ChangeSignal, listConsumers, listenForChanges } from '../src/notify/index.ts';
@@ -158,6 +161,7 @@ function asDeployment(input: Config | DeploymentConfig): DeploymentConfig {
  */
 export async function startDaemon(input: Config | DeploymentConfig, options: DaemonOptions = {}): Promise<RunningDaemon> {
   const deployment = asDeployment(input);
+  const startedAt = new Date().toISOString();
   // `http` is process-wide (the same in every connection): the first connection's is the process's.
   const processWide = deployment.connections[0]!;
   const logger = options.logger ?? deploymentLogger(deployment);
@@ -414,11 +418,18 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       changes: { executor: connection.context.connection, signal: connection.changeSignal },
       writes: connection.writes?.routes ?? null,
     }));
+    // Which process answers, and which mirror each connection serves: `status` asks /readyz and checks both.
+    const identity: DaemonIdentity = {
+      instance: PROCESS_LEASE_HOLDER,
+      pid: process.pid,
+      startedAt,
+      mirrors: Object.fromEntries(connections.map((connection) => [connection.name, mirrorKey(connection.context.config.dbPath)] as const)),
+    };
     const http: RunningHttpServer = await startDaemonHttpServer({
       host: processWide.http.host,
       port: processWide.http.port,
-      readiness: async () =>
-        combineReadiness(
+      readiness: async () => ({
+        ...combineReadiness(
           Object.fromEntries(
             await Promise.all(
               connections.map(
@@ -440,6 +451,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
             ),
           ),
         ),
+        daemon: identity,
+      }),
       metrics: () => metrics.render(),
       routes: daemonRouteTable(routedConnections, {
         readKey: processWide.http.readApiKey,
@@ -473,6 +486,20 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       if (processWide.http.readApiKey) await parts.start('console-history');
       await parts.start('scheduler');
       const config = connection.context.config;
+      // Where this daemon answers and its parts' states, in the mirror for `status` (src/daemon/daemon-record.ts):
+      // written now and every third of a lease while the mirror takes writes; deleted at the stop.
+      const record = new DaemonRecord({
+        executor: connection.context.store.executor,
+        instance: PROCESS_LEASE_HOLDER,
+        connection: connection.name,
+        url: reachableUrl(processWide.http.host, http.port),
+        startedAt,
+        parts: () => parts.statuses(),
+        intervalMs: (config.sync.leaseSeconds * 1000) / 3,
+        logger: connection.context.logger,
+      });
+      cleanups.add(() => record.stop());
+      await record.start();
       connection.context.logger.info(
         { url: http.url, streams: config.sync.streams, webhooks: config.webhooks.map((endpoint) => endpoint.name), sinks: config.sinks.map((sink) => sink.name), database: mirrorLocation(config.dbPath), leases: connection.leases.held() },
         deployment.named ? 'connection started' : 'daemon started',

@@ -11,14 +11,24 @@ import { afterAll, afterEach, expect } from 'vitest';
 /** A path of the project's own code, outside node_modules. */
 const OWN_FRAME = /\/(src|jobs|cli|bin|packages\/[^/]+\/src)\/[^\s:)]+\.(ts|js|mjs)/;
 
-const raised: string[] = [];
+/**
+ * The warnings not yet checked, one list per process: the test files of a worker that does not
+ * isolate them (vitest.config.ts `isolate: false`) run this file each, in one global scope, so the
+ * listener is added once and every file reads the same list.
+ */
+const WARNINGS = Symbol.for('bizops-sync.test.deprecations');
+const shared = globalThis as typeof globalThis & { [WARNINGS]?: string[] };
+const raised: string[] = shared[WARNINGS] ?? listen((shared[WARNINGS] = []));
 
-process.on('warning', (warning) => {
-  if (warning.name !== 'DeprecationWarning') return;
-  const frames = (warning.stack ?? '').split('\n').slice(1);
-  const own = frames.find((frame) => OWN_FRAME.test(frame) && !frame.includes('/node_modules/'));
-  if (own) raised.push(`${warning.message} (called from ${own.trim()})`);
-});
+function listen(list: string[]): string[] {
+  process.on('warning', (warning) => {
+    if (warning.name !== 'DeprecationWarning') return;
+    const frames = (warning.stack ?? '').split('\n').slice(1);
+    const own = frames.find((frame) => OWN_FRAME.test(frame) && !frame.includes('/node_modules/'));
+    if (own) list.push(`${warning.message} (called from ${own.trim()})`);
+  });
+  return list;
+}
 
 /** Fails when a warning arrived since the last check. Node emits a warning on the next tick after the call: let it arrive first. */
 async function noDeprecations(): Promise<void> {

@@ -4,7 +4,7 @@
  * writes needing a look. Loads its job (SQLite, the mirror's stores) when it runs.
  */
 import type { Command } from 'commander';
-import type { MirrorStatus, StreamStatus } from '../../jobs/status.ts';
+import type { DaemonParts, MirrorStatus, StreamStatus } from '../../jobs/status.ts';
 import type { ShortError } from '../../src/status/index.ts';
 import { MirrorMissingError } from '../../jobs/mirror-errors.ts';
 import { mirrorPaths } from '../../src/config/index.ts';
@@ -13,14 +13,17 @@ import { mirrorPath } from '../shared.ts';
 export function registerStatusCommand(program: Command): void {
   program
     .command('status')
-    .description('show each stream (records mirrored, cursor, last run, last error, any run waiting to resume) and the writes by status; every connection when several are configured')
+    .description("show the daemon's parts (live from the daemon, or as it last wrote them), each stream (records mirrored, cursor, last run, last error, any run waiting to resume) and the writes by status; every connection when several are configured")
     .option('--json', 'print JSON instead of a table (keyed by connection when several are shown)')
     .option('--details', 'print each error whole under the table (the table shows it short: HTTP status, request, the start of the message)')
     .option('--db <path>', 'the mirror: a file, or a postgres:// URL (default: the connection\'s dbPath: BIZOPS_DB, the config file, or ./data/mirror.db)')
     .option('--connection <name>', 'only this configured connection (default: every one)')
     .action(async (options: { json?: boolean; details?: boolean; db?: string; connection?: string }) => {
       const { paths } = mirrorPaths();
-      const [{ readStatus }, { shortError }] = await Promise.all([import('../../jobs/status.ts'), import('../../src/status/index.ts')]);
+      const [{ readStatus: readMirror, configuredDaemonUrl }, { shortError }] = await Promise.all([import('../../jobs/status.ts'), import('../../src/status/index.ts')]);
+      // A daemon that cannot write the mirror (its file locked) is not recorded there: the configured address is asked then.
+      const daemonUrl = configuredDaemonUrl();
+      const readStatus = (dbPath: string) => readMirror(dbPath, { daemonUrl });
       const formatStatus = (status: MirrorStatus) => formatStatusText(status, { shortError, details: options.details === true });
       if (options.db !== undefined || options.connection !== undefined || paths.length === 1) {
         const status = await readStatus(mirrorPath(options.db, options.connection));
@@ -91,6 +94,7 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
     `${status.verdict.ok ? 'ok' : 'NEEDS A LOOK'}: ${status.verdict.text}`,
     `mirror: ${status.database} (changelog at seq ${status.changelogSeq}${status.oldestSeq > 1 ? `, kept from seq ${status.oldestSeq}` : ''})`,
   ];
+  lines.push(...daemonLines(status.daemons, new Date()));
   if (status.quickCheck !== 'ok') {
     lines.push(
       status.backend === 'postgres'
@@ -218,6 +222,40 @@ function formatStatusText(status: MirrorStatus, errors: ErrorDisplay): string {
     }
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** How long ago `iso` was, in words (`12 s`, `3 min`, `2 h`, `4 d`). */
+function ageOf(iso: string, now: Date): string {
+  const seconds = Math.max(0, Math.round((now.getTime() - Date.parse(iso)) / 1000));
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 172_800) return `${Math.round(seconds / 3600)} h`;
+  return `${Math.round(seconds / 86_400)} d`;
+}
+
+/**
+ * The daemon lines of `status`: per daemon serving the mirror, who it is and whether it answered,
+ * then one row per part (state, since when, failures and the short error, or what it waits for);
+ * or the one line saying no daemon was found.
+ */
+function daemonLines(report: MirrorStatus['daemons'], now: Date): string[] {
+  if (report.daemons.length === 0) return [`daemon: ${report.none ?? 'none found'}`];
+  return report.daemons.flatMap((daemon: DaemonParts) => {
+    const who = [daemon.pid === null ? null : `pid ${daemon.pid}${daemon.hostname ? ` on ${daemon.hostname}` : ''}`, daemon.url, daemon.startedAt ? `up since ${daemon.startedAt}` : null, daemon.connection === 'default' ? null : `connection ${daemon.connection}`]
+      .filter(Boolean)
+      .join(', ');
+    const head =
+      daemon.source === 'live'
+        ? `daemon: ${who}: its parts now:`
+        : `daemon: ${who}: ${daemon.error ?? 'did not answer'}; its parts as it last wrote them, ${daemon.seenAt ? `${ageOf(daemon.seenAt, now)} ago (${daemon.seenAt})` : 'at an unknown time'}:`;
+    const rows = daemon.parts.map((part) => [
+      `  ${part.part}`,
+      part.state + (part.required ? '' : ' (not required)'),
+      part.since,
+      part.state === 'retrying' ? `${part.failures ?? '?'} failure(s): ${part.error ?? '?'}` : (part.reason ?? ''),
+    ]);
+    return [head, ...(rows.length > 0 ? table(['  part', 'state', 'since', 'error or reason'], rows).map((line) => line.trimEnd()) : ['  (no parts recorded)'])];
+  });
 }
 
 /** Why the last complete scan counted no record missing (`ScanOutcome.missesWithheld`), in words. */

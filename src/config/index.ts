@@ -13,6 +13,7 @@ export {
   maskConfig,
   maskDeployment,
   mirrorPaths,
+  daemonAddress,
   tokenSetting,
   withMirrorPath,
   type LoadConfigOptions,

@@ -337,6 +337,21 @@ export function mirrorPaths(options: Pick<LoadConfigOptions, 'env'> = {}): { nam
 }
 
 /**
+ * The daemon's configured HTTP address, for commands that ask a running daemon without loading the
+ * whole configuration (`status`): `http.host` and `http.port` from `BIZOPS_HTTP_HOST` /
+ * `BIZOPS_HTTP_PORT` or the config file, defaults `127.0.0.1` and 8080. Undefined when the port is 0
+ * (any free port: only the daemon's log and its `daemons` row say which) or not a port number.
+ */
+export function daemonAddress(options: Pick<LoadConfigOptions, 'env'> = {}): { host: string; port: number } | undefined {
+  const env = options.env ?? process.env;
+  const http = readConfigFile(env.BIZOPS_CONFIG).http;
+  const file = http && typeof http === 'object' && !Array.isArray(http) ? (http as Record<string, unknown>) : {};
+  const host = env.BIZOPS_HTTP_HOST || (typeof file.host === 'string' && file.host !== '' ? file.host : '127.0.0.1');
+  const port = env.BIZOPS_HTTP_PORT ? Number(env.BIZOPS_HTTP_PORT) : typeof file.port === 'number' ? file.port : 8080;
+  return Number.isInteger(port) && port > 0 && port <= 65535 ? { host, port } : undefined;
+}
+
+/**
  * The mirror the environment names: `BIZOPS_DB` (a file path or a PostgreSQL URL) or
  * `BIZOPS_DATABASE_URL` (a PostgreSQL URL only), with the variable's name; undefined when neither
  * is set (empty counts as unset).

@@ -173,6 +173,7 @@ function anchorOf(connection: string, target: VerdictTarget): string {
     case 'writes':
       return `writes-${connection}-${target.status}`;
     case 'mirror':
+    case 'daemon':
       return `connection-${connection}`;
   }
 }

@@ -44,7 +44,10 @@ import {
   loadConsumer,
   noteConsumerRead,
   readConsumerSnapshot,
+  quickChangesQuery,
+  quickConsumerChangesQuery,
   readEncodedChangesPage,
+  readEncodedChangesPageNow,
   changesPageJson,
   REGISTER_CONSUMER_BODY,
   REGISTER_CONSUMER_QUERY,
@@ -86,6 +89,7 @@ export const CHANGE_ROUTE_SPECS = {
     access: 'read',
     perConnection: true,
     query: CHANGES_QUERY,
+    quickQuery: quickChangesQuery,
     responses: { 200: { description: 'A page of events (empty after `wait`).', content: { 'application/json': CHANGES_PAGE } }, 400: BAD_INPUT, 410: PRUNED },
   }),
   consumers: defineRouteSpec({
@@ -148,6 +152,7 @@ export const CHANGE_ROUTE_SPECS = {
     perConnection: true,
     params: CONSUMER_PARAMS,
     query: CONSUMER_CHANGES_QUERY,
+    quickQuery: quickConsumerChangesQuery,
     responses: {
       200: {
         description: 'A page of events after its cursor; while it reads a snapshot, a page of `<stream>.snapshot` events with `snapshot.position` to acknowledge.',
@@ -196,9 +201,12 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
   const pollMs = options.pollMs ?? 1000;
   const specs = CHANGE_ROUTE_SPECS;
 
-  /** Reads a page, and while it is empty, waits for changes up to `waitMs` (or the client leaving). */
-  const longPoll = async (request: IncomingMessage, response: ServerResponse, waitMs: number, read: () => Promise<EncodedChangesPage>): Promise<EncodedChangesPage> => {
-    let page = await read();
+  /**
+   * Reads a page (unless `first` is the one just read), and while it is empty, waits for changes up
+   * to `waitMs` (or the client leaving).
+   */
+  const longPoll = async (request: IncomingMessage, response: ServerResponse, waitMs: number, read: () => Promise<EncodedChangesPage>, first?: EncodedChangesPage): Promise<EncodedChangesPage> => {
+    let page = first ?? (await read());
     if (page.eventCount > 0 || waitMs <= 0) return page;
     const left = new AbortController();
     const onClose = () => left.abort();
@@ -230,8 +238,12 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
 
   return [
     route(specs.changes, async (request, response, { query }) => {
-      const page = await longPoll(request, response, query.wait, () => readEncodedChangesPage(executor, { after: query.after, limit: query.limit, ...(query.types ? { types: query.types } : {}) }));
-      answerPage(response, page);
+      const pageQuery = query.types ? { after: query.after, limit: query.limit, types: query.types } : { after: query.after, limit: query.limit };
+      // Read at once when the mirror can (SQLite, its lock free); a page with events is answered
+      // without the long-poll's promises and listeners.
+      const now = readEncodedChangesPageNow(executor, pageQuery);
+      if (now && (now.eventCount > 0 || query.wait <= 0)) return answerPage(response, now);
+      answerPage(response, await longPoll(request, response, query.wait, () => readEncodedChangesPage(executor, pageQuery), now));
     }),
     route(specs.consumers, async (_request, response) => answer(response, 200, { consumers: await listConsumers(executor, now()) })),
     route(specs.register, async (_request, response, { params, query, body }) => {

@@ -41,6 +41,15 @@ const READINESS_VERDICT = z
       )
       .optional()
       .meta({ description: "Each part the daemon starts, by name (`<connection>/<part>` with several connections): its state (docs/operations.md \"The daemon's parts\")." }),
+    daemon: z
+      .looseObject({
+        instance: z.string().meta({ description: "The daemon process's id: its lease holder name, as in the mirror's `daemons` and `leases` rows." }),
+        pid: z.number().int(),
+        startedAt: z.string().meta({ description: 'When the process started (ISO 8601).' }),
+        mirrors: z.record(z.string(), z.string()).meta({ description: "Each connection's mirror key (16 hex digits; nothing of the location can be read from it): `status` checks the daemon serves its mirror." }),
+      })
+      .optional()
+      .meta({ description: 'The daemon process answering (docs/operations.md "The daemon\'s parts").' }),
   })
   .meta({ id: 'ReadinessVerdict', description: 'The readiness verdict (docs/operations.md "Health and readiness").' });
 

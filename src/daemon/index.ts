@@ -7,7 +7,8 @@ export { StreamScheduler, type StreamSchedulerOptions, type TickOutcome } from '
 export { DEFAULT_MAX_POLL_FACTOR, DEFAULT_MAX_SCAN_FACTOR, PollBackoff, type PollBackoffLimits } from './poll-backoff.ts';
 export { LeaseKeeper, type LeaseKeeperOptions } from './lease-keeper.ts';
 export { LeasedWebhookDelivery, type LeasedWebhookDeliveryOptions } from './leased-webhooks.ts';
-export { ApiAnswers, apiReadinessCheck, LEARNED_MAX_AGE_MS, combineReadiness, failingPartitions, probeBudget, ReadinessProbe, unsupportedStreams } from './readiness.ts';
+export { DaemonRecord, DAEMON_ROW_STALE_AFTER_MS, type DaemonRecordOptions } from './daemon-record.ts';
+export { ApiAnswers, apiReadinessCheck, LEARNED_MAX_AGE_MS, combineReadiness, failingPartitions, probeBudget, ReadinessProbe, unsupportedStreams, type DaemonIdentity } from './readiness.ts';
 export { DaemonMetrics, pageTrustSource, type ConnectionMetricsSources } from './metrics.ts';
 export { HEALTH_ROUTE_SPECS, healthRoutes, startDaemonHttpServer, type DaemonHttpServerOptions, type RunningHttpServer } from './http-server.ts';
 export { bearerKeyMatches } from './read-access.ts';

@@ -3,7 +3,8 @@
  * starts for a connection (the lease keeper, webhook and sink delivery, the scheduler, the write
  * worker and its sweeper, the changelog retention, the stale-streams watch, the console's plots)
  * is started through it, so that none is left stopped by a failure at its start, and each one's
- * state can be read (`/readyz` `parts`, `bizops_daemon_part_running`).
+ * state can be read (`/readyz` `parts`, `bizops_daemon_part_running`, and `status` through the
+ * daemon's row in the mirror: daemon-record.ts).
  *
  * A part's start that throws (the SQLite file busy, the database or Redis away) is tried again on a
  * bounded exponential backoff (p-retry: `minDelayMs` doubling up to `maxDelayMs`, each wait

@@ -72,6 +72,22 @@ export interface ReadinessVerdict {
    * (`partsReadiness`).
    */
   parts?: Record<string, PartStatus>;
+  /**
+   * The daemon process answering (`/readyz` of a daemon only, at the top level): its id in the
+   * mirror's `daemons` and `leases` rows (`instance`, its lease holder name), its pid, when it
+   * started (ISO 8601), and each connection's mirror as `mirrorKey` (src/status/daemon-parts.ts), so
+   * that `status` can tell a daemon serving its mirror from another process on the same port.
+   */
+  daemon?: DaemonIdentity;
+}
+
+/** Which daemon process answers `/readyz` (`ReadinessVerdict.daemon`). */
+export interface DaemonIdentity {
+  instance: string;
+  pid: number;
+  startedAt: string;
+  /** Each connection's mirror key, by connection name. */
+  mirrors: Record<string, string>;
 }
 
 /**

@@ -3,17 +3,46 @@
  * carries `Authorization: Bearer <key>`, compared in constant time over SHA-256 digests (no length
  * leak). Never logged, never echoed.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/**
+ * One configured key, its SHA-256 digest computed once: each check hashes only the key presented
+ * and compares the two digests in constant time.
+ */
+export class BearerKey {
+  readonly #digest: Buffer;
+
+  /** @param key the configured key (non-empty) */
+  constructor(key: string) {
+    this.#digest = hash('sha256', key, 'buffer');
+  }
+
+  /**
+   * True when `request` carries `Authorization: Bearer <key>` (scheme in any case). False for any
+   * other header, or none.
+   */
+  matches(request: IncomingMessage): boolean {
+    const match = BEARER.exec(request.headers.authorization ?? '');
+    if (!match) return false;
+    return timingSafeEqual(hash('sha256', match[1]!, 'buffer'), this.#digest);
+  }
+}
+
+/** The `BearerKey` of each key asked about (the port's few configured keys). */
+const bearerKeys = new Map<string, BearerKey>();
 
 /**
  * True when `request` carries `Authorization: Bearer <key>` (scheme in any case), compared in
  * constant time. False for any other header, or none.
  */
 export function bearerKeyMatches(request: IncomingMessage, key: string): boolean {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-  if (!match) return false;
-  const presented = createHash('sha256').update(match[1]!).digest();
-  const expected = createHash('sha256').update(key).digest();
-  return timingSafeEqual(presented, expected);
+  let bearer = bearerKeys.get(key);
+  if (!bearer) {
+    if (bearerKeys.size >= 16) bearerKeys.clear();
+    bearerKeys.set(key, (bearer = new BearerKey(key)));
+  }
+  return bearer.matches(request);
 }

@@ -12,7 +12,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
-import { bearerKeyMatches } from './bearer.ts';
+import { BearerKey } from './bearer.ts';
 import { readRouteBody } from './request-body.ts';
 import { RouteRefusal, type Route, type RouteAccess, type RouteInput, type RouteMethod } from './route.ts';
 
@@ -45,6 +45,8 @@ interface Entry {
   pattern: RegExp;
   names: string[];
   documentedPath: string;
+  /** The template's text before its first `{name}` (the whole path when it has none): a path not starting with it cannot match. */
+  literalPrefix: string;
 }
 
 /** The 401 of each key, naming the header and the setting (never the key). */
@@ -56,10 +58,16 @@ const WRONG_KEY: Record<'read' | 'write', string> = {
 /** Routes matched by method and path template (module comment). */
 export class RouteTable {
   readonly #entries: Entry[] = [];
+  /** The entries of templates without parameters, by path (one lookup instead of a pattern each). */
+  readonly #literal = new Map<string, Entry[]>();
+  /** The entries of templates with parameters, matched by pattern. */
+  readonly #templated: Entry[] = [];
   readonly #options: RouteTableOptions;
+  readonly #keys: Record<'read' | 'write', BearerKey | undefined>;
 
   constructor(options: RouteTableOptions = {}) {
     this.#options = options;
+    this.#keys = { read: options.readKey ? new BearerKey(options.readKey) : undefined, write: options.writeKey ? new BearerKey(options.writeKey) : undefined };
   }
 
   /**
@@ -87,7 +95,15 @@ export class RouteTable {
       if (this.#entries.some((entry) => entry.pattern.source === pattern.source && entry.route.spec.method === route.spec.method)) {
         throw new Error(`route ${route.spec.method} ${template} is mounted twice`);
       }
-      this.#entries.push({ route, pattern, names, documentedPath });
+      const entry: Entry = { route, pattern, names, documentedPath, literalPrefix: template.split('{')[0]! };
+      this.#entries.push(entry);
+      if (names.length === 0) {
+        const atPath = this.#literal.get(template);
+        if (atPath) atPath.push(entry);
+        else this.#literal.set(template, [entry]);
+      } else {
+        this.#templated.push(entry);
+      }
     }
     return this;
   }
@@ -104,7 +120,7 @@ export class RouteTable {
   async handle(request: IncomingMessage, response: ServerResponse): Promise<boolean> {
     const url = new URL(request.url ?? '/', 'http://daemon.local');
     const pathname = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') || '/' : url.pathname;
-    const atPath = this.#entries.filter((entry) => entry.pattern.test(pathname));
+    const atPath = this.#atPath(pathname);
     if (atPath.length === 0) return false;
     const method = request.method === 'HEAD' ? 'GET' : (request.method ?? 'GET');
     const entry = atPath.find((candidate) => candidate.route.spec.method === method);
@@ -112,15 +128,16 @@ export class RouteTable {
     try {
       const access = route.spec.access;
       if (access === 'read' || access === 'write') {
-        const key = access === 'read' ? this.#options.readKey : this.#options.writeKey;
-        if (!key || !bearerKeyMatches(request, key)) throw new RouteRefusal(401, 'authorization', WRONG_KEY[access], { headers: { 'www-authenticate': 'Bearer' } });
+        const key = this.#keys[access];
+        if (!key || !key.matches(request)) throw new RouteRefusal(401, 'authorization', WRONG_KEY[access], { headers: { 'www-authenticate': 'Bearer' } });
       }
       if (!entry) {
         const allowed: string[] = [...new Set(atPath.map((candidate) => candidate.route.spec.method))];
         if (allowed.includes('GET')) allowed.splice(allowed.indexOf('GET') + 1, 0, 'HEAD');
         throw new RouteRefusal(405, 'method', `method: ${pathname} answers ${allowed.join(', ')} only`, { allow: allowed.join(', '), headers: { allow: allowed.join(', ') } });
       }
-      const input = await parseInput(entry, pathname, url, request);
+      const spec = entry.route.spec;
+      const input = spec.body && spec.body.checkedBy !== 'handler' ? await parseInputWithBody(entry, pathname, url, request) : parseInput(entry, pathname, url, request);
       await entry.route.handle(request, response, input as never);
     } catch (error) {
       if (!(error instanceof RouteRefusal)) throw error;
@@ -133,6 +150,18 @@ export class RouteTable {
     return true;
   }
 
+  /** The entries whose template matches `pathname`, in the order they were mounted. */
+  #atPath(pathname: string): Entry[] {
+    const literal = this.#literal.get(pathname);
+    let templated: Entry[] | undefined;
+    for (const entry of this.#templated) {
+      if (pathname.startsWith(entry.literalPrefix) && entry.pattern.test(pathname)) (templated ??= []).push(entry);
+    }
+    if (!templated) return literal ?? [];
+    if (!literal) return templated;
+    return [...literal, ...templated].sort((a, b) => this.#entries.indexOf(a) - this.#entries.indexOf(b));
+  }
+
   #keyConfigured(access: RouteAccess): boolean {
     if (access === 'read' || access === 'console' || access === 'console-open') return Boolean(this.#options.readKey);
     if (access === 'write') return Boolean(this.#options.writeKey);
@@ -140,8 +169,19 @@ export class RouteTable {
   }
 }
 
-/** The path parameters (decoded), query and body, each validated with the route's schemas. */
-async function parseInput(entry: Entry, pathname: string, url: URL, request: IncomingMessage): Promise<RouteInput> {
+/** `parseInput` of a route whose body the table reads and validates. */
+async function parseInputWithBody(entry: Entry, pathname: string, url: URL, request: IncomingMessage): Promise<RouteInput> {
+  const spec = entry.route.spec;
+  const input = parseInput(entry, pathname, url, request);
+  input.body = checked(spec.body!.schema, (await readRouteBody(request, spec.body!)).value, 'body') as never;
+  return input;
+}
+
+/**
+ * The path parameters (decoded) and query, each validated with the route's schemas (the query by
+ * the route's `quickQuery` first when it has one); the body undefined (`parseInputWithBody` reads it).
+ */
+function parseInput(entry: Entry, pathname: string, url: URL, request: IncomingMessage): RouteInput {
   const spec = entry.route.spec;
   const match = entry.pattern.exec(pathname)!;
   const rawParams: Record<string, string> = {};
@@ -154,11 +194,9 @@ async function parseInput(entry: Entry, pathname: string, url: URL, request: Inc
     }
   });
   const params = spec.params ? checked(spec.params, rawParams, undefined) : rawParams;
-  const query = spec.query ? checked(spec.query, Object.fromEntries(url.searchParams), undefined) : {};
+  const query = spec.query ? (spec.quickQuery?.(url.searchParams) ?? checked(spec.query, Object.fromEntries(url.searchParams), undefined)) : {};
   const headers = spec.headers ? checked(spec.headers, request.headers, undefined) : {};
-  let body: unknown;
-  if (spec.body && spec.body.checkedBy !== 'handler') body = checked(spec.body.schema, (await readRouteBody(request, spec.body)).value, 'body');
-  return { params, query, headers, body, url } as RouteInput;
+  return { params, query, headers, body: undefined, url } as RouteInput;
 }
 
 /**

@@ -10,7 +10,7 @@
  */
 import { readField, type ApiRecord } from '../streams/define-stream.ts';
 import { STREAM_LIST } from '../streams/definitions.ts';
-import type { SqlExecutor } from './sql/executor.ts';
+import type { SqlExecutor, SqlReaderNow } from './sql/executor.ts';
 
 /** One changed field: its value before and after (null when absent). */
 export interface FieldChange {
@@ -65,7 +65,35 @@ export interface DecodedChangeData {
   data: ChangeData;
 }
 
-const LISTED_FIELDS = new Map<string, readonly string[]>(STREAM_LIST.map((stream) => [stream.name, stream.listedFields]));
+/** Each stream's listed fields, each with its dot path split. */
+const LISTED_PATHS = new Map<string, readonly (readonly [string, readonly string[]])[]>(STREAM_LIST.map((stream) => [stream.name, stream.listedFields.map((field) => [field, field.split('.')] as const)]));
+
+/** The value at `path` of `record` (undefined when a step is missing or not an object). */
+function valueAt(record: unknown, path: readonly string[]): unknown {
+  let node = record;
+  for (const part of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<string, unknown>)[part];
+  }
+  return node;
+}
+
+/**
+ * A new record's `changes`, as a version-2 row without them reads (`decodeChangeData`): each of
+ * the stream's listed fields as `{ old: null, new: value }` (null when absent); for a stream this
+ * build does not know, each top-level field of the record.
+ * @param record the row's `record` (any JSON value)
+ */
+export function derivedChanges(record: unknown, stream: string): FieldChanges {
+  const changes: FieldChanges = {};
+  const listed = LISTED_PATHS.get(stream);
+  if (listed) {
+    for (const [field, path] of listed) changes[field] = { old: null, new: valueAt(record, path) ?? null };
+    return changes;
+  }
+  if (record !== null && typeof record === 'object') for (const field of Object.keys(record)) changes[field] = { old: null, new: readField(record as ApiRecord, field) ?? null };
+  return changes;
+}
 
 /**
  * Reads a change row's parsed `data` of either format (module comment). A version-2 row without
@@ -78,12 +106,7 @@ const LISTED_FIELDS = new Map<string, readonly string[]>(STREAM_LIST.map((stream
 export function decodeChangeData(parsed: Record<string, unknown>, stream: string): DecodedChangeData {
   const version = typeof parsed.version === 'number' ? parsed.version : 1;
   const record = parsed.record;
-  let changes = parsed.changes as FieldChanges | undefined;
-  if (changes === undefined) {
-    changes = {};
-    const fields = LISTED_FIELDS.get(stream) ?? (record !== null && typeof record === 'object' ? Object.keys(record) : []);
-    for (const field of fields) changes[field] = { old: null, new: (record !== null && typeof record === 'object' ? readField(record as ApiRecord, field) : undefined) ?? null };
-  }
+  const changes = parsed.changes === undefined ? derivedChanges(record, stream) : (parsed.changes as FieldChanges);
   return { version, data: { record, changes, ...(typeof parsed.error === 'string' ? { error: parsed.error } : {}) } };
 }
 
@@ -93,4 +116,9 @@ const LAST_SEQ_SQL = 'SELECT COALESCE(MAX(seq), 0) AS seq FROM changes';
 export async function lastChangeSeq(executor: SqlExecutor): Promise<number> {
   const row = await executor.get<{ seq: number }>(LAST_SEQ_SQL);
   return Number(row?.seq ?? 0);
+}
+
+/** `lastChangeSeq` read at once (a SQLite connection's `readNow`). */
+export function lastChangeSeqNow(reader: SqlReaderNow): number {
+  return Number(reader.getNow<{ seq: number }>(LAST_SEQ_SQL)?.seq ?? 0);
 }

@@ -8,7 +8,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { plantedBug } from '../logging/planted-bugs.ts';
-import { jsonArrayValues } from './sql/dialect.ts';
+import { inList, jsonArrayValues, listParameter } from './sql/dialect.ts';
+import { STORED_TYPE } from './sql/column-types.ts';
 import type { SqlExecutor, SqlValue } from './sql/executor.ts';
 import { contentHash, declaredFieldPaths, diffRecord, forEachFieldPath } from './change-detection.ts';
 import { FIELD_ADDED_EVENT, fieldsFirstSeen, registerFields } from './field-registry.ts';
@@ -398,8 +399,8 @@ export class MirrorStore {
       await writes.flush();
       if (unchanged.length > 0) {
         await store.executor.run(
-          `UPDATE ${stream.table} SET synced_at = ?, last_seen_scan = COALESCE(?, last_seen_scan), missed_scans = 0 WHERE ${key} IN ${jsonArrayValues(store.executor.dialect)}`,
-          [now, scan, JSON.stringify(unchanged)],
+          `UPDATE ${stream.table} SET synced_at = ?, last_seen_scan = COALESCE(?, last_seen_scan), missed_scans = 0 WHERE ${inList(store.executor.dialect, key)}`,
+          [now, scan, listParameter(store.executor.dialect, unchanged)],
         );
       }
       return store.appendChanges(pending);
@@ -435,8 +436,8 @@ export class MirrorStore {
   private async storedStates(stream: StreamDefinition, ids: readonly string[]): Promise<Map<string, StoredState>> {
     const key = keyColumn(stream);
     const rows = await this.executor.all<StoredState & { id: string }>(
-      `SELECT ${key} AS id, content_hash, deleted_at, last_seen_scan FROM ${stream.table} WHERE ${key} IN ${jsonArrayValues(this.executor.dialect)}`,
-      [JSON.stringify(ids)],
+      `SELECT ${key} AS id, content_hash, deleted_at, last_seen_scan FROM ${stream.table} WHERE ${inList(this.executor.dialect, key)}`,
+      [listParameter(this.executor.dialect, ids)],
     );
     const states = new Map<string, StoredState>();
     for (const row of rows) states.set(row.id, { content_hash: row.content_hash, deleted_at: row.deleted_at, last_seen_scan: row.last_seen_scan === null ? null : Number(row.last_seen_scan) });
@@ -446,8 +447,8 @@ export class MirrorStore {
   /** The records of `ids` as last stored (their `raw`) and when (`synced_at`), for the diff of changed records: one SELECT. */
   private async storedRecords(stream: StreamDefinition, key: string, ids: readonly string[]): Promise<Map<string, { record: ApiRecord; storedAt: string }>> {
     const rows = await this.executor.all<{ id: string; raw: string; synced_at: string }>(
-      `SELECT ${key} AS id, raw, synced_at FROM ${stream.table} WHERE ${key} IN ${jsonArrayValues(this.executor.dialect)}`,
-      [JSON.stringify(ids)],
+      `SELECT ${key} AS id, raw, synced_at FROM ${stream.table} WHERE ${inList(this.executor.dialect, key)}`,
+      [listParameter(this.executor.dialect, ids)],
     );
     return new Map(rows.map((row) => [row.id, { record: JSON.parse(row.raw) as ApiRecord, storedAt: row.synced_at }]));
   }
@@ -476,6 +477,8 @@ export class MirrorStore {
    * @returns the rows appended, in the order given, with their `seq` (ascending in that order)
    */
   async appendChanges(changes: readonly ChangeRowInput[]): Promise<AppendedChange[]> {
+    if (changes.length === 0) return [];
+    if (this.executor.dialect === 'postgres') return this.appendChangesUnnest(changes);
     const appended: AppendedChange[] = [];
     for (let start = 0; start < changes.length; start += CHANGE_ROWS_PER_INSERT) {
       const chunk = changes.slice(start, start + CHANGE_ROWS_PER_INSERT);
@@ -495,6 +498,36 @@ export class MirrorStore {
       }
     }
     if (appended.length > 0) await this.executor.changesAppended();
+    return appended;
+  }
+
+  /**
+   * PostgreSQL's `appendChanges`: every row in one `INSERT ... SELECT FROM unnest(<one text array per
+   * column>)` (`CHANGE_ROWS_UNNEST`), whatever their number. `unnest` yields the rows in array order,
+   * so the identity gives them ascending `seq` in the order given.
+   */
+  private async appendChangesUnnest(changes: readonly ChangeRowInput[]): Promise<AppendedChange[]> {
+    const count = changes.length;
+    const columns: SqlValue[][] = Array.from({ length: 7 }, () => new Array<SqlValue>(count));
+    const [eventIds, types, streams, recordIds, occurredAts, datas, partitions] = columns as [SqlValue[], SqlValue[], SqlValue[], SqlValue[], SqlValue[], SqlValue[], SqlValue[]];
+    const appended: AppendedChange[] = new Array<AppendedChange>(count);
+    for (let index = 0; index < count; index += 1) {
+      const change = changes[index]!;
+      const eventId = `evt_${timeOrderedUuid()}`;
+      eventIds[index] = eventId;
+      types[index] = change.type;
+      streams[index] = change.stream;
+      recordIds[index] = change.recordId;
+      occurredAts[index] = change.occurredAt ?? new Date().toISOString();
+      datas[index] = encodeChangeData(change.data);
+      partitions[index] = change.partition ?? null;
+      appended[index] = { seq: 0, eventId, type: change.type, stream: change.stream, recordId: change.recordId };
+    }
+    // RETURNING lists rows in no promised order: each seq is matched to its row by event_id.
+    const returned = await this.executor.all<{ seq: number; event_id: string }>(CHANGE_ROWS_UNNEST, columns);
+    const seqs = new Map(returned.map((row) => [row.event_id, Number(row.seq)]));
+    for (const row of appended) row.seq = seqs.get(row.eventId)!;
+    await this.executor.changesAppended();
     return appended;
   }
 
@@ -650,8 +683,9 @@ function changeRowsInsert(count: number): string {
   return sql;
 }
 
-/** Most parameters in one multi-row upsert: under SQLite's 32,766 and PostgreSQL's 65,535. */
-const PARAMETERS_PER_UPSERT = 30_000;
+/** PostgreSQL's INSERT of any number of change rows, one text array per column (`appendChangesUnnest`). */
+const CHANGE_ROWS_UNNEST =
+  'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) RETURNING seq, event_id';
 
 /** One row to write: its key, the columns its record carries (in definition order) and their values. */
 interface RowWrite {
@@ -668,8 +702,9 @@ interface RowWrite {
  * cleared. A known row keeps its `first_seen_at` (and key); it loses its tombstone and misses.
  *
  * Rows per statement depend on the back end (the one place they differ):
- * - PostgreSQL: one multi-row statement per column set (chunks under `PARAMETERS_PER_UPSERT`, at
- *   most 500 rows): one round trip per page instead of one per record.
+ * - PostgreSQL: one statement per column set, its rows bound as one array per column and read
+ *   back by `unnest` (`rowUpsertUnnest`): one round trip per page instead of one per record, and
+ *   one statement text whatever the number of rows, prepared once per connection.
  * - SQLite: one row per statement, the prepared single-row upsert run per record: no round trips
  *   to save there, and the multi-row form cost 5-20% more CPU on a backfill's commit path
  *   (100-row pages, 50,000 records, alternated), the single-row one none.
@@ -728,18 +763,53 @@ class RowWrites {
         for (const row of rows) await this.#executor.run(sql, row.values);
         continue;
       }
-      const chunkSize = Math.max(1, Math.min(500, Math.floor(PARAMETERS_PER_UPSERT / rows[0]!.values.length)));
-      for (let start = 0; start < rows.length; start += chunkSize) {
-        const chunk = rows.slice(start, start + chunkSize);
-        await this.#executor.run(
-          rowUpsert(this.#stream, group, columns, chunk.length),
-          chunk.flatMap((row) => row.values),
-        );
+      // PostgreSQL: the group's rows as one array per written column, one statement whatever their number.
+      const written = columns.length + 2;
+      const arrays: SqlValue[][] = Array.from({ length: written }, () => new Array<SqlValue>(rows.length));
+      for (let index = 0; index < rows.length; index += 1) {
+        const values = rows[index]!.values;
+        for (let column = 0; column < written; column += 1) arrays[column]![index] = values[column]!;
       }
+      await this.#executor.run(rowUpsertUnnest(this.#stream, group, columns), [this.#now, this.#now, this.#scan, ...arrays]);
     }
     this.#groups.clear();
     this.#ids.clear();
   }
+}
+
+/** The PostgreSQL upserts by table and column set: built once (one named prepared statement each). */
+const rowUpsertsUnnest = new Map<string, string>();
+
+/**
+ * PostgreSQL's form of `rowUpsert` for any number of rows: `INSERT INTO <table> (<columns>, raw,
+ * content_hash, first_seen_at, synced_at, last_seen_scan) SELECT <the columns>, ?, ?, ? FROM unnest(<one text
+ * array per column, raw and content_hash>) ... ON CONFLICT` as `rowUpsert`. Parameters:
+ * `first_seen_at`, `synced_at`, `last_seen_scan` (alike for every row), then one `text[]` per column
+ * in column order (a bigint or double precision column's elements cast).
+ */
+function rowUpsertUnnest(stream: StreamDefinition, group: string, columns: readonly string[]): string {
+  const cacheKey = `${stream.table}:${group}`;
+  let sql = rowUpsertsUnnest.get(cacheKey);
+  if (sql !== undefined) return sql;
+  const types = new Map(stream.columns.map((mapping) => [mapping.column, STORED_TYPE.postgres[mapping.type]]));
+  // Every array is text[] (executor.ts `SqlArray`): a column of another type reads its elements cast.
+  const read = columns.map((column) => (types.get(column) ?? 'text') === 'text' ? `u.${column}` : `u.${column}::${types.get(column)!}`);
+  const arrays = [...columns, 'raw', 'content_hash'].map(() => '?::text[]');
+  const all = [...columns, 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'last_seen_scan'];
+  sql = `INSERT INTO ${stream.table} (${all.join(', ')}) SELECT ${[...read, 'u.raw', 'u.content_hash'].join(', ')}, ?::text, ?::text, ?::bigint FROM unnest(${arrays.join(', ')}) AS u(${[...columns, 'raw', 'content_hash'].join(', ')}) ON CONFLICT (${keyColumn(stream)}) DO UPDATE SET ${upsertAssignments(stream, columns).join(', ')}`;
+  rowUpsertsUnnest.set(cacheKey, sql);
+  return sql;
+}
+
+/** The SET list of an upsert writing `columns`: every written column but the key and `first_seen_at`, clearing the tombstone and misses, keeping `last_seen_scan` when none is given. */
+function upsertAssignments(stream: StreamDefinition, columns: readonly string[]): string[] {
+  const key = keyColumn(stream);
+  return [
+    ...[...columns, 'raw', 'content_hash', 'synced_at'].filter((column) => column !== key).map((column) => `${column} = excluded.${column}`),
+    'deleted_at = NULL',
+    `last_seen_scan = COALESCE(excluded.last_seen_scan, ${stream.table}.last_seen_scan)`,
+    'missed_scans = 0',
+  ];
 }
 
 /** The multi-row upserts by table, column set and row count: built once (the same text hits the prepared-statement caches). */
@@ -759,13 +829,7 @@ function rowUpsert(stream: StreamDefinition, group: string, columns: readonly st
   const key = keyColumn(stream);
   const all = [...columns, 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'last_seen_scan'];
   const row = `(${all.map(() => '?').join(', ')})`;
-  const assignments = [
-    ...[...columns, 'raw', 'content_hash', 'synced_at'].filter((column) => column !== key).map((column) => `${column} = excluded.${column}`),
-    'deleted_at = NULL',
-    `last_seen_scan = COALESCE(excluded.last_seen_scan, ${stream.table}.last_seen_scan)`,
-    'missed_scans = 0',
-  ];
-  sql = `INSERT INTO ${stream.table} (${all.join(', ')}) VALUES ${Array.from({ length: rows }, () => row).join(', ')} ON CONFLICT (${key}) DO UPDATE SET ${assignments.join(', ')}`;
+  sql = `INSERT INTO ${stream.table} (${all.join(', ')}) VALUES ${Array.from({ length: rows }, () => row).join(', ')} ON CONFLICT (${key}) DO UPDATE SET ${upsertAssignments(stream, columns).join(', ')}`;
   rowUpserts.set(cacheKey, sql);
   return sql;
 }

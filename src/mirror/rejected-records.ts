@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { storableCopy, storableText, unstorableTextRule } from '../client/storable-json.ts';
 import { maskSecrets } from '../logging/mask.ts';
-import { jsonArrayValues } from './sql/dialect.ts';
+import { inList, listParameter } from './sql/dialect.ts';
 import type { AppendedChange, MirrorStore } from './mirror-store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 
@@ -142,7 +142,7 @@ export class RejectedRecords {
     if (recordIds.length === 0) return 0;
     // One statement per page whatever its size (usually deleting nothing).
     const sql = this.store.executor;
-    return (await sql.run(`DELETE FROM rejected_records WHERE stream = ? AND record_key IN ${jsonArrayValues(sql.dialect)}`, [stream, JSON.stringify(recordIds)])).changes;
+    return (await sql.run(`DELETE FROM rejected_records WHERE stream = ? AND ${inList(sql.dialect, 'record_key')}`, [stream, listParameter(sql.dialect, recordIds)])).changes;
   }
 
   /**

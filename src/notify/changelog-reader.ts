@@ -11,8 +11,8 @@
  * Every function reads through a `SqlExecutor` (src/mirror/sql/executor.ts), whichever back end holds
  * the mirror, and is asynchronous.
  */
-import { CHANGE_DATA_VERSION, decodeChangeData, lastChangeSeq, type ChangeData } from '../mirror/changelog-format.ts';
-import { CHANGES_CHANNEL, type Listening, type SqlExecutor, type SqlValue } from '../mirror/sql/executor.ts';
+import { CHANGE_DATA_VERSION, decodeChangeData, derivedChanges, lastChangeSeq, type ChangeData } from '../mirror/changelog-format.ts';
+import { CHANGES_CHANNEL, type Listening, type SqlExecutor, type SqlReaderNow, type SqlValue } from '../mirror/sql/executor.ts';
 import { validateEventPattern } from './event-filter/index.ts';
 import { Wakeup } from './delivery/wakeup.ts';
 
@@ -83,6 +83,8 @@ interface ChangeRow {
 
 const MAX_LIMIT = 10_000;
 const SELECT_COLUMNS = 'SELECT seq, event_id, type, stream, record_id, occurred_at, data, partition_value FROM changes';
+/** The page query of every type (`typeClause(['*'])` adds nothing). */
+const ALL_TYPES_SQL = `${SELECT_COLUMNS} WHERE seq > ? ORDER BY seq LIMIT ?`;
 
 
 /**
@@ -96,14 +98,20 @@ export async function readChanges(executor: SqlExecutor, options: ReadChangesOpt
 
 /** The rows `readChanges` reads, as the driver returns them. */
 async function selectChangeRows(executor: SqlExecutor, options: ReadChangesOptions): Promise<ChangeRow[]> {
+  const { sql, parameters } = changeRowsQuery(options);
+  return executor.all<ChangeRow>(sql, parameters);
+}
+
+/** The statement of `selectChangeRows`. @throws Error naming the option when an option is invalid */
+function changeRowsQuery(options: ReadChangesOptions): { sql: string; parameters: SqlValue[] } {
   const sinceSeq = checkSeq(options.sinceSeq ?? 0, 'sinceSeq');
   const limit = options.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
     throw new Error(`limit: must be an integer from 1 to ${MAX_LIMIT}, got ${String(limit)}`);
   }
-  const types = options.types ?? ['*'];
-  const { clause, parameters } = typeClause(types);
-  return executor.all<ChangeRow>(`${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`, [sinceSeq, ...parameters, limit]);
+  if (options.types === undefined) return { sql: ALL_TYPES_SQL, parameters: [sinceSeq, limit] };
+  const { clause, parameters } = typeClause(options.types);
+  return { sql: `${SELECT_COLUMNS} WHERE seq > ?${clause} ORDER BY seq LIMIT ?`, parameters: [sinceSeq, ...parameters, limit] };
 }
 
 /**
@@ -113,6 +121,15 @@ async function selectChangeRows(executor: SqlExecutor, options: ReadChangesOptio
  */
 export async function readStoredChanges(executor: SqlExecutor, options: ReadChangesOptions = {}): Promise<StoredChange[]> {
   return (await selectChangeRows(executor, options)).map(toStoredChange);
+}
+
+/**
+ * `readStoredChanges` read at once (a SQLite connection's `readNow`).
+ * @throws Error naming the option when `sinceSeq`, `limit` or a type pattern is invalid
+ */
+export function readStoredChangesNow(reader: SqlReaderNow, options: ReadChangesOptions = {}): StoredChange[] {
+  const { sql, parameters } = changeRowsQuery(options);
+  return reader.allNow<ChangeRow>(sql, parameters).map(toStoredChange);
 }
 
 /** Options of `iterateChanges`: an exclusive seq cursor, a type filter and the rows per query. */
@@ -319,14 +336,14 @@ export function encodePulledEvent(row: StoredChange): string {
   const error = typeof parsed.error === 'string' ? parsed.error : undefined;
   const keys = 2 + (parsed.changes === undefined ? 0 : 1) + (error === undefined ? 0 : 1);
   let data: string;
-  if (parsed.version === CHANGE_DATA_VERSION && row.data.startsWith(VERSION_2_RECORD) && Object.keys(parsed).length === keys) {
+  if (parsed.version === CHANGE_DATA_VERSION && row.data.startsWith(VERSION_2_RECORD) && keyCount(parsed) === keys) {
     if (parsed.changes !== undefined) {
       // `{"version":2,"record":R,"changes":C[,"error":E]}`: the decoded data is the same keys in the same order.
       data = `{${row.data.slice(VERSION_2_PREFIX.length, -1)}`;
     } else {
       const errorText = error === undefined ? '' : `,"error":${JSON.stringify(error)}`;
       const record = row.data.slice(VERSION_2_RECORD.length, row.data.length - 1 - errorText.length);
-      data = `{"record":${record},"changes":${JSON.stringify(decodeChangeData(parsed, row.stream).data.changes)}${errorText}`;
+      data = `{"record":${record},"changes":${JSON.stringify(derivedChanges(parsed.record, row.stream))}${errorText}`;
     }
   } else {
     const decoded = JSON.stringify(decodeChangeData(parsed, row.stream).data);
@@ -335,6 +352,13 @@ export function encodePulledEvent(row: StoredChange): string {
   const partition = row.partition === undefined ? '' : `,"partition":${JSON.stringify(row.partition)}`;
   const tail = `,"seq":${row.seq},"stream":${JSON.stringify(row.stream)},"record_id":${JSON.stringify(row.recordId)}${partition}}`;
   return `{"id":${JSON.stringify(row.eventId)},"type":${JSON.stringify(row.type)},"timestamp":${JSON.stringify(row.occurredAt)},"data":${data}${tail}}`;
+}
+
+/** How many own keys a parsed JSON object has (`Object.keys(object).length` without the array). */
+function keyCount(object: Record<string, unknown>): number {
+  let count = 0;
+  for (const key in object) if (Object.hasOwn(object, key)) count += 1;
+  return count;
 }
 
 /** A row's `data` text parsed. @throws Error naming the seq when it is not a JSON object */

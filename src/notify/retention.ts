@@ -12,7 +12,7 @@
  * Delivery attempts (`webhook_attempts`) older than their own retention go with the same job.
  * Every function runs through a `SqlExecutor` (src/mirror/sql/executor.ts).
  */
-import type { SqlExecutor } from '../mirror/sql/executor.ts';
+import type { SqlExecutor, SqlReaderNow } from '../mirror/sql/executor.ts';
 import { lastChangeSeq } from '../mirror/changelog-format.ts';
 import { DEFAULT_ATTEMPT_RETAIN_DAYS, pruneAttempts } from './delivery/attempts.ts';
 
@@ -21,10 +21,17 @@ export const PRUNE_BATCH_ROWS = 1000;
 
 const DAY_MS = 86_400_000;
 
+const PRUNED_THROUGH_SQL = 'SELECT through_seq FROM changelog_pruned WHERE id = 1';
+
 /** The highest seq pruned so far (0 when nothing was). */
 export async function changelogPrunedThrough(executor: SqlExecutor): Promise<number> {
-  const row = await executor.get<{ through_seq: number }>('SELECT through_seq FROM changelog_pruned WHERE id = 1');
+  const row = await executor.get<{ through_seq: number }>(PRUNED_THROUGH_SQL);
   return Number(row?.through_seq ?? 0);
+}
+
+/** `changelogPrunedThrough` read at once (a SQLite connection's `readNow`). */
+export function changelogPrunedThroughNow(reader: SqlReaderNow): number {
+  return Number(reader.getNow<{ through_seq: number }>(PRUNED_THROUGH_SQL)?.through_seq ?? 0);
 }
 
 /** The highest seq the retention may prune now, and who holds it there. */

@@ -14,4 +14,5 @@ export {
   type StreamStatus,
   type WriteNeedingReview,
 } from './mirror-status.ts';
+export { DAEMON_ANSWER_TIMEOUT_MS, mirrorKey, reachableUrl, readDaemonParts, type DaemonParts, type DaemonPartsOptions, type DaemonPartsReport } from './daemon-parts.ts';
 export { shortError, shortTime, verdictOf, type ShortError, type Verdict, type VerdictEndpoint, type VerdictInput, type VerdictPart, type VerdictTarget } from './verdict.ts';

@@ -5,6 +5,7 @@
  * (the console links them; `status` prints them below). Shared by the `status` command and the
  * operator console, so the two never disagree. Also the short form of an error (`shortError`).
  */
+import type { PartStatus } from '../daemon/part-supervisor.ts';
 import type { StreamStatus } from './mirror-status.ts';
 
 /** What one part of the verdict points at: the rows an operator opens next. */
@@ -12,7 +13,8 @@ export type VerdictTarget =
   | { kind: 'stream'; stream: string }
   | { kind: 'endpoint'; endpoint: string }
   | { kind: 'writes'; status: 'failed' | 'needs_review' }
-  | { kind: 'mirror' };
+  | { kind: 'mirror' }
+  | { kind: 'daemon' };
 
 /** One part of the verdict: its words, how bad (`bad`: broken now; `warn`: look when you can), and its first row. */
 export interface VerdictPart {
@@ -48,6 +50,12 @@ export interface VerdictInput {
   recentFailedWrites?: number;
   /** Writes parked as `needs_review`. */
   writesNeedingReview?: number;
+  /**
+   * The daemons serving the mirror (src/status/daemon-parts.ts): a required part of a daemon that
+   * answered (`live`) that is starting, retrying or stopped counts as down; a recorded daemon that
+   * did not answer (`stored`) is a warning.
+   */
+  daemons?: readonly { source: 'live' | 'stored'; parts: readonly Pick<PartStatus, 'part' | 'state' | 'required'>[] }[];
   /** Why the mirror could not be read, when it could not (nothing else is known then). */
   mirrorError?: string | null;
   now: Date;
@@ -90,6 +98,11 @@ export function verdictOf(input: VerdictInput): Verdict {
     parts.push({ text: 'the mirror could not be read', tone: 'bad', target: { kind: 'mirror' } });
     return { ok: false, text: parts[0]!.text, parts };
   }
+  const daemons = input.daemons ?? [];
+  const down = daemons.flatMap((daemon) => (daemon.source === 'live' ? daemon.parts.filter((part) => part.required && part.state !== 'running' && part.state !== 'standby') : []));
+  if (down.length > 0) {
+    parts.push({ text: `${count(down.length, 'daemon part')} down (${down.map((part) => `${part.part} ${part.state}`).join(', ')})`, tone: 'bad', target: { kind: 'daemon' } });
+  }
   const streams = input.streams;
   const failing = streams.filter((stream) => stream.supported && stream.condition.condition === 'failing');
   if (failing.length > 0) {
@@ -116,6 +129,8 @@ export function verdictOf(input: VerdictInput): Verdict {
   if (lastRunFailed.length > 0) {
     parts.push({ text: `${count(lastRunFailed.length, 'stream')} with a failed last run`, tone: 'warn', target: { kind: 'stream', stream: lastRunFailed[0]!.stream } });
   }
+  const silent = daemons.filter((daemon) => daemon.source === 'stored').length;
+  if (silent > 0) parts.push({ text: `${count(silent, 'recorded daemon')} not answering`, tone: 'warn', target: { kind: 'daemon' } });
   const unsupported = streams.filter((stream) => !stream.supported);
   if (unsupported.length > 0) parts.push({ text: `${count(unsupported.length, 'stream')} unsupported`, tone: 'warn', target: { kind: 'stream', stream: unsupported[0]!.stream } });
   const held = streams.filter((stream) => stream.deletionHold !== null || (stream.partitions?.list ?? []).some((partition) => partition.deletionHold !== null));

@@ -43,7 +43,7 @@
  * the records its list holds that the incremental runs did not list, and bounds the lag from above.
  */
 import { instantMs } from '../mirror/instants.ts';
-import { jsonArrayValues } from '../mirror/sql/dialect.ts';
+import { inList, listParameter } from '../mirror/sql/dialect.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import type { ApiRecord, StreamDefinition } from '../streams/define-stream.ts';
@@ -200,8 +200,8 @@ export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefiniti
   if (stamped.length === 0) return [];
   const key = stream.columns.find((c) => c.primaryKey)?.column ?? 'id';
   const rows = await executor.all<{ id: string; synced_at: string; updated_at: string | null }>(
-    `SELECT ${key} AS id, synced_at, ${column} AS updated_at FROM ${stream.table} WHERE deleted_at IS NULL AND ${key} IN ${jsonArrayValues(executor.dialect)}`,
-    [JSON.stringify(stamped.map((record) => String(record[stream.key])))],
+    `SELECT ${key} AS id, synced_at, ${column} AS updated_at FROM ${stream.table} WHERE deleted_at IS NULL AND ${inList(executor.dialect, key)}`,
+    [listParameter(executor.dialect, stamped.map((record) => String(record[stream.key])))],
   );
   const stored = new Map(rows.map((row) => [row.id, row]));
   const { highWater } = await new RecordClockStore(executor).read({ stream: stream.name, partition });

@@ -3,7 +3,10 @@
  * IMMEDIATE` left open: a stuck writer, a long transaction), in this process on the real file: it
  * comes up, `/readyz` and `bizops_daemon_part_running` say which parts cannot run (the leases, hence
  * webhook delivery) and why, and once the lock is released every part runs: `/readyz` is ready and a
- * change made afterwards reaches the webhook receiver. Nothing waits on time: each step waits for a
+ * change made afterwards reaches the webhook receiver. `status` shows the same: while the lock is held
+ * the daemon cannot record itself in the mirror, so `status` finds it at its configured address and
+ * shows its parts live (retrying, with the lock error); once released, the daemon's row leads
+ * `status` to it, every part running; once stopped, `status` says no daemon is recorded. Nothing waits on time: each step waits for a
  * state. The mirror's busy timeout is long (a minute): the daemon never waits on it once the mirror
  * is open (a daemon that did would block this very process, and its probes, for that minute).
  */
@@ -13,10 +16,11 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { startDaemon, type RunningDaemon } from '../../jobs/daemon.ts';
+import { readStatus } from '../../jobs/status.ts';
 import { openMirror } from '../../src/mirror/database.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { PartStatus } from '../../src/daemon/index.ts';
-import { simulator, tempDir, testConfig, waitFor, type TempDir } from '../helpers.ts';
+import { runCli, simulator, tempDir, testConfig, waitFor, type TempDir } from '../helpers.ts';
 import { newWebhookSecret, parsePrometheusText, WebhookReceiver } from './helpers.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -116,6 +120,32 @@ describe('a daemon started while another connection holds the mirror write-locke
     expect(await fileLockedTotal(url)).toBeGreaterThanOrEqual(2);
     expect(receiver.received).toHaveLength(0);
 
+    // `status` (reading only, the lock held): the daemon could not record itself in the mirror...
+    const unrecorded = await readStatus(path);
+    expect(unrecorded.daemons).toEqual({ daemons: [], none: expect.stringMatching(/^no daemon recorded in the mirror/) });
+    // ...so it asks the configured address, which serves this mirror: the parts live, with the lock error.
+    const lockedStatus = await readStatus(path, { daemonUrl: url });
+    expect(lockedStatus.daemons.none).toBeNull();
+    expect(lockedStatus.daemons.daemons).toHaveLength(1);
+    const lockedDaemon = lockedStatus.daemons.daemons[0]!;
+    expect(lockedDaemon).toMatchObject({ source: 'live', connection: 'default', url, pid: process.pid, error: null });
+    const lockedParts = Object.fromEntries(lockedDaemon.parts.map((part) => [part.part, part]));
+    expect(lockedParts.leases).toMatchObject({ state: 'retrying', required: true, error: expect.stringMatching(/^(stream:onboardings|webhooks): the mirror file is locked by another process/) });
+    expect(lockedParts.retention).toMatchObject({ state: 'retrying', required: false, error: expect.stringMatching(/^the mirror file is locked by another process/) });
+    expect(lockedParts.webhooks).toMatchObject({ state: 'starting', reason: 'waiting for the webhooks lease' });
+    // The verdict counts the required parts down (leases retrying, webhooks starting), not the retention.
+    expect(lockedStatus.verdict.ok).toBe(false);
+    expect(lockedStatus.verdict.text).toMatch(/^2 daemon parts down \(leases retrying, webhooks starting\)/);
+    // The command line finds the daemon at its configured port (BIZOPS_HTTP_PORT) and prints the parts.
+    const port = new URL(url).port;
+    const cli = await runCli(['status', '--db', path], { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_HTTP_PORT: port });
+    expect(cli.code, cli.stderr).toBe(0);
+    const cliLines = cli.stdout.split('\n');
+    expect(cliLines[0]).toMatch(/^NEEDS A LOOK: 2 daemon parts down \(leases retrying, webhooks starting\)/);
+    expect(cli.stdout).toContain(`daemon: pid ${process.pid}, http://127.0.0.1:${port}, up since `);
+    expect(cliLines.find((line) => line.startsWith('  leases '))).toMatch(/^ {2}leases +retrying +\S+ +\d+ failure\(s\): (stream:onboardings|webhooks): the mirror file is locked by another process/);
+    expect(cliLines.find((line) => line.startsWith('  webhooks '))).toMatch(/starting +\S+ +waiting for the webhooks lease$/);
+
     lock.exec('COMMIT');
     // Released: the next lease round takes every lease, delivery starts, every part runs.
     const ready = await waitFor(async () => {
@@ -124,11 +154,23 @@ describe('a daemon started while another connection holds the mirror write-locke
     }, 'every part to run once the lock is released', 30_000);
     expect(ready.body.ready).toBe(true);
     expect(await partsRunning(url)).toEqual({ leases: 1, webhooks: 1, writes: 1, retention: 1, 'stale-watch': 1, scheduler: 1 });
+    // The daemon records itself once the mirror takes writes: `status` finds it from its row alone, every part running.
+    const released = await waitFor(async () => {
+      const status = await readStatus(path);
+      return status.daemons.daemons[0]?.parts.every((part) => part.state === 'running') ? status : undefined;
+    }, 'status to find the daemon from its row, every part running', 30_000);
+    expect(released.daemons.daemons).toHaveLength(1);
+    expect(released.daemons.daemons[0]).toMatchObject({ source: 'live', url, pid: process.pid, seenAt: expect.any(String) });
+    expect(released.daemons.daemons[0]!.parts.map((part) => part.part).sort()).toEqual(['leases', 'retention', 'scheduler', 'stale-watch', 'webhooks', 'writes']);
+    expect(released.verdict.text).not.toContain('daemon part');
     // A change made now is synced and delivered.
     const onboarding = sim.world.startOnboarding();
     await waitFor(() => receiver!.received.some((request) => request.body.includes(onboarding.id)), 'the new onboarding delivered as a webhook', 30_000);
 
     await daemon.stop();
     expect(Object.values(daemon.connections[0]!.parts.statuses()).map((part) => part.state)).toEqual(Array(6).fill('stopped'));
+    // Stopped: its row is gone, and nothing answers at its address.
+    const stopped = await readStatus(path, { daemonUrl: url });
+    expect(stopped.daemons).toEqual({ daemons: [], none: `no daemon recorded in the mirror, and nothing listens at ${url} (http.host/http.port): no daemon is running for it` });
   });
 });

@@ -12,7 +12,7 @@ import { openMirrorConnection } from '../../src/mirror/open.ts';
 import { migratePostgres, POSTGRES_SCHEMA_VERSION, postgresSchemaVersion } from '../../src/mirror/postgres-migrate.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { parsePostgresLocation } from '../../src/mirror/sql/postgres-location.ts';
-import { numberPlaceholders, openPostgresConnection, type PostgresConnection } from '../../src/mirror/sql/postgres.ts';
+import { numberPlaceholders, openPostgresConnection, statementName, type PostgresConnection } from '../../src/mirror/sql/postgres.ts';
 import { postgresColumns } from '../../src/mirror/stream-tables.ts';
 import { column, defineStream, listRequest } from '../../src/streams/define-stream.ts';
 import { STREAM_LIST } from '../../src/streams/definitions.ts';
@@ -221,5 +221,45 @@ describe('numberPlaceholders', () => {
     expect(numberPlaceholders("SELECT 'a?''b?', E'c\\'?', \"d?\" FROM t WHERE x = ?")).toBe("SELECT 'a?''b?', E'c\\'?', \"d?\" FROM t WHERE x = $1");
     expect(numberPlaceholders('SELECT $$ ? $$, $tag$ ? $tag$, ? -- ?\n, /* ? /* ? */ ? */ ?')).toBe('SELECT $$ ? $$, $tag$ ? $tag$, $1 -- ?\n, /* ? /* ? */ ? */ $2');
     expect(numberPlaceholders('SELECT (SELECT jsonb_array_elements_text(?::jsonb))')).toBe('SELECT (SELECT jsonb_array_elements_text($1::jsonb))');
+  });
+});
+
+describe('statements on PostgreSQL', () => {
+  it('prepares each statement with parameters once per connection under one name, and plans it at every execution', async () => {
+    const db = (await openTracked(await freshPostgresUrl())) as PostgresConnection;
+    const sql = 'SELECT count(*) AS n FROM sync_state WHERE stream = ?';
+    const name = statementName(numberPlaceholders(sql));
+    expect(name).toMatch(/^bz\d+$/);
+    const prepared = await db.transaction(async (tx) => {
+      for (const stream of ['deals', 'transactions', 'onboardings']) expect(await tx.get(sql, [stream])).toEqual({ n: 0 });
+      return tx.all<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements');
+    });
+    expect(prepared.filter((row) => row.name === name)).toEqual([{ name, statement: numberPlaceholders(sql) }]);
+    expect(await db.get('SHOW plan_cache_mode')).toEqual({ plan_cache_mode: 'force_custom_plan' });
+  });
+
+  it('sends a statement again on another connection when a migration changed the columns its prepared plan returns', async () => {
+    const db = await openTracked(await freshPostgresUrl(), { streams: [] });
+    await db.exec('CREATE TABLE probe (id text PRIMARY KEY)');
+    await db.run('INSERT INTO probe (id) VALUES (?)', ['a']);
+    expect(await db.get('SELECT * FROM probe WHERE id = ?', ['a'])).toEqual({ id: 'a' });
+    await db.exec('ALTER TABLE probe ADD COLUMN note text');
+    expect(await db.get('SELECT * FROM probe WHERE id = ?', ['a'])).toEqual({ id: 'a', note: null });
+  });
+
+  it('binds arrays as text[] in binary: NULLs, quotes, backslashes, braces, non-ASCII text, numbers, and none at all', async () => {
+    const db = await openTracked(await freshPostgresUrl(), { streams: [] });
+    const values = ['plain', null, 'a "quoted" {braced}, comma', 'back\\slash', 'ünïcødé ✓ 😀', '', 'NULL', 42, -1.5];
+    expect(await db.get('SELECT ?::text[] AS a, cardinality(?::text[]) AS n', [values, values])).toEqual({ a: values.map((value) => (value === null ? null : String(value))), n: values.length });
+    expect(await db.get('SELECT ?::text[] AS a, cardinality(?::text[]) AS n', [[], []])).toEqual({ a: [], n: 0 });
+    const rows = await db.all<{ v: string | null; i: number | null }>('SELECT u.v, u.i::bigint AS i FROM unnest(?::text[], ?::text[]) AS u(v, i) ORDER BY u.i', [
+      ['x', null, 'z'],
+      [3, 1, null],
+    ]);
+    expect(rows).toEqual([
+      { v: null, i: 1 },
+      { v: 'x', i: 3 },
+      { v: 'z', i: null },
+    ]);
   });
 });

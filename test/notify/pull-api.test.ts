@@ -10,6 +10,8 @@ import { changeRoutes } from '../../src/daemon/change-routes.ts';
 import { startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
 import { RouteTable } from '../../src/http/route-table.ts';
 import { ChangeSignal } from '../../src/notify/pull/change-signal.ts';
+import { CHANGES_QUERY, CONSUMER_CHANGES_QUERY, quickChangesQuery, quickConsumerChangesQuery, readEncodedChangesPage, readEncodedChangesPageNow } from '../../src/notify/pull/changes-page.ts';
+import { describeOnSqlite } from '../sqlite-only.ts';
 import { pruneChangelog } from '../../src/notify/retention.ts';
 import { buildWebhookMessage } from '../../src/notify/webhooks/signing.ts';
 import { readChanges } from '../../src/notify/changelog-reader.ts';
@@ -171,5 +173,80 @@ describe('named consumers', () => {
     expect(listing.consumers[0]!.lastReadAt).not.toBeNull();
     expect((await call('DELETE', '/consumers/ledger')).status).toBe(200);
     expect((await call('GET', '/consumers/ledger')).status).toBe(404);
+  });
+});
+
+describeOnSqlite('the query of a page, parsed by hand for the common case', () => {
+  // Every query string here: the hand-written parse (the route's `quickQuery`) either gives exactly
+  // what the zod schema gives, or leaves it to the schema; it never accepts what the schema refuses.
+  const queries = [
+    'after=0', 'after=41&limit=100', 'after=7&limit=1000', 'after=7&limit=1', 'after=5&wait=30', 'after=5&wait=0.25', 'after=5&wait=60', 'limit=10&after=3&other=x',
+    'after=1&after=2', 'after=1&limit=5&limit=7', 'after=000012&limit=010',
+    '', 'limit=10', 'after=', 'after=x', 'after=-1', 'after=1.5', 'after=1234567890123456', 'after=1&limit=0', 'after=1&limit=1001', 'after=1&limit=', 'after=1&limit=ten',
+    'after=1&wait=61', 'after=1&wait=60.5', 'after=1&wait=-1', 'after=1&wait=', 'after=1&wait=1e3', 'after=1&types=deal.*', 'after=1&types=nothing.*', 'after=1&types=',
+  ];
+
+  it('GET /changes: the same output as CHANGES_QUERY, or none', () => {
+    let quick = 0;
+    for (const text of queries) {
+      const query = new URLSearchParams(text);
+      const byHand = quickChangesQuery(query);
+      const bySchema = CHANGES_QUERY.safeParse(Object.fromEntries(query));
+      if (byHand === undefined) continue;
+      quick += 1;
+      expect(bySchema.success, text).toBe(true);
+      expect(byHand, text).toStrictEqual({ types: undefined, ...bySchema.data });
+    }
+    // The common queries (the first eleven) take the hand-written path.
+    expect(quick).toBe(11);
+    expect(quickChangesQuery(new URLSearchParams('after=41&limit=100&wait=2.5'))).toStrictEqual({ after: 41, limit: 100, wait: 2500, types: undefined });
+  });
+
+  it('GET /consumers/{name}/changes: the same output as CONSUMER_CHANGES_QUERY, or none', () => {
+    let quick = 0;
+    for (const text of ['', 'limit=5', 'wait=1', 'after=3', ...queries]) {
+      const query = new URLSearchParams(text);
+      const byHand = quickConsumerChangesQuery(query);
+      const bySchema = CONSUMER_CHANGES_QUERY.safeParse(Object.fromEntries(query));
+      if (byHand === undefined) continue;
+      quick += 1;
+      expect(bySchema.success, text).toBe(true);
+      expect(byHand, text).toStrictEqual({ types: undefined, ...bySchema.data });
+    }
+    expect(quick).toBeGreaterThanOrEqual(15);
+  });
+});
+
+describeOnSqlite('reading a page at once', () => {
+  it('reads the page synchronously when the file is free, and waits for a transaction of this process holding it', async () => {
+    await insertChanges(mirror.connection, 3);
+    const query = { after: 0, limit: 100 };
+    const now = readEncodedChangesPageNow(mirror.connection, query);
+    expect(now).toMatchObject({ eventCount: 3, next: 3, latestSeq: 3 });
+    expect(now).toStrictEqual(await readEncodedChangesPage(mirror.connection, query));
+    expect(() => readEncodedChangesPageNow(mirror.connection, { after: 9, limit: 100 })).toThrow(/after: 9 is ahead of the changelog/);
+
+    // A transaction holding the file's lock: its rows are not committed, and may never be. A read at
+    // once on the same handle would see them; it is refused, and the asynchronous read waits for the end.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let inside!: () => void;
+    const entered = new Promise<void>((resolve) => (inside = resolve));
+    const transaction = mirror.connection
+      .transaction(async (tx) => {
+        await insertChanges(tx, 2);
+        inside();
+        await gate;
+        throw new Error('rolled back');
+      })
+      .catch((error: unknown) => error);
+    await entered;
+    expect(readEncodedChangesPageNow(mirror.connection, query)).toBeUndefined();
+    const waiting = readEncodedChangesPage(mirror.connection, query);
+    release();
+    expect(String(await transaction)).toMatch(/rolled back/);
+    expect(await waiting).toMatchObject({ eventCount: 3, next: 3, latestSeq: 3 });
+    // Through the route as well: answered from the committed rows only.
+    expect(((await call('GET', '/changes?after=0')).body as unknown as Page).events.map((event) => event.data.seq)).toEqual([1, 2, 3]);
   });
 });

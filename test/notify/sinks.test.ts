@@ -9,11 +9,13 @@
  * restarted (its append-only file written before each answer). Nothing waits on time: each step waits
  * for a state.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { describeOnSqlite } from '../sqlite-only.ts';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import amqp from 'amqplib';
 import { connect } from '@nats-io/transport-node';
@@ -29,6 +31,8 @@ import { listSinks, sinkTargets } from '../../src/notify/sinks/index.ts';
 import { waitFor } from '../helpers.ts';
 import { NATS_URL, RABBITMQ_URL, REDIS_URL, startOwnNats, startOwnRabbit, startOwnRedis, startProxy, uniqueName, type BrokerProxy, type OwnBroker } from './brokers.ts';
 import { tempMirror, type TempMirror } from './helpers.ts';
+
+const SINK_DISPATCHER = fileURLToPath(new URL('./fixtures/run-sink-dispatcher.ts', import.meta.url));
 
 let mirror: TempMirror;
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -386,6 +390,69 @@ describe('redis-stream batches', () => {
     await waitFor(async () => (await loadEndpoint(mirror.connection, 'to-redis'))?.deliveredSeq === appended.at(-1)!.seq && (await client.xlen(`${prefix}people`)) === 3, 'the person events after the fix');
     const people = await client.xrange(`${prefix}people`, '-', '+');
     expect(people.map(([, fields]) => Number(fields[fields.indexOf('seq') + 1]))).toEqual(appended.filter((change) => change.stream === 'people').map((change) => change.seq));
+  });
+});
+
+/** Starts a dispatcher of the sinks `entries` in a child process (killed at the end) and waits until it runs. */
+async function startSinkProcess(entries: Record<string, unknown>[]): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [SINK_DISPATCHER], {
+    env: { ...process.env, BIZOPS_TEST_SINK_DISPATCHER: JSON.stringify({ dbPath: mirror.path, sinks: entries, pollMs: 20 }) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('started')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`sink dispatcher process exited early with ${String(code)}`)));
+  });
+  return child;
+}
+
+describe('redis-stream sink killed between XADD and the cursor write', () => {
+  it('moves its cursor only past answered XADDs; after a SIGKILL the entries added without an answer go again with the same id, each record in changelog order', async () => {
+    const proxy: BrokerProxy = await startProxy(Number(new URL(REDIS_URL).port || 6379));
+    cleanups.push(() => proxy.close());
+    const key = `bizops-test:${uniqueName('crash')}`;
+    const redis = new Redis(REDIS_URL);
+    cleanups.push(async () => {
+      await redis.del(key);
+      redis.disconnect();
+    });
+    const proxied = new URL(REDIS_URL);
+    proxied.port = String(proxy.port);
+    const sink = { name: 'to-redis', kind: 'redis-stream', key, ackTimeoutSeconds: 300 };
+    const records = Array.from({ length: 600 }, (_, index) => `deal_${index}`);
+
+    // A first round goes through: 600 events, 256 in flight at most (the default maxInFlight).
+    const child = await startSinkProcess([{ ...sink, url: proxied.toString() }]);
+    const first = await appendChanges(records, 1, 1);
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'to-redis'))?.deliveredSeq === first.at(-1)!.seq, 'the first round acknowledged');
+    expect(await redis.xlen(key)).toBe(first.length);
+
+    // Then Redis's answers are held back: the next 256 XADDs (each a different record) are added, never answered.
+    proxy.holdAnswers(true);
+    const second = await appendChanges(records, 4, 2);
+    await waitFor(async () => (await redis.xlen(key)) === first.length + 256, 'the next 256 XADDs added');
+    const killed = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await killed;
+    // The cursor never passed an XADD whose answer did not arrive.
+    expect((await loadEndpoint(mirror.connection, 'to-redis'))?.deliveredSeq).toBe(first.at(-1)!.seq);
+
+    // Restarted (straight to Redis): every event after the cursor goes again.
+    await startSinkProcess([{ ...sink, url: REDIS_URL }]);
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'to-redis'))?.deliveredSeq === second.at(-1)!.seq, 'every event acknowledged after the restart');
+    const received = await readRedis(key);
+    await expectDelivered(received, 0);
+    // The 256 added before the kill are there twice, with the same id (and body, checked above); no other event is.
+    const copies = new Map<number, number>();
+    for (const message of received) copies.set(message.seq, (copies.get(message.seq) ?? 0) + 1);
+    const twice = [...copies].filter(([, count]) => count === 2).map(([seq]) => seq);
+    expect(twice).toEqual(second.slice(0, 256).map((change) => change.seq));
+    expect(received).toHaveLength(first.length + second.length + 256);
   });
 });
 

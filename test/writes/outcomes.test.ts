@@ -175,6 +175,9 @@ describe('idempotency keys', () => {
 
 describe('durability at intake', () => {
   it('a write stored while Redis refuses the job is accepted (not an error), marked, and queued by the sweep', async () => {
+    // This worker's own sweep would queue the write whenever its interval came round: the test runs the sweep itself.
+    await stack.close();
+    stack = await writeStack(sim, bed, { worker: { sweepIntervalMs: 3_600_000 } });
     const broken = new WriteIntake({ connection: bed.connection, queue: { redis: 'redis://127.0.0.1:1', prefix: bed.prefix, queueName: bed.queueName }, enqueueTimeoutMs: 300 });
     const accepted = await broken.enqueueWrite('transaction.create', { type: 'INCOME', amount: 2500, description: 'Stored while Redis was down' }, { idempotencyKey: 'redis-down-1' });
     await broken.close().catch(() => undefined);

@@ -2,7 +2,7 @@
  * The few pieces of SQL that differ between SQLite and PostgreSQL, so that every statement of the
  * mirror's modules is written once (src/mirror/sql/executor.ts).
  */
-import type { SqlDialect } from './executor.ts';
+import type { SqlDialect, SqlParameter } from './executor.ts';
 
 /**
  * A subquery listing the strings of a JSON array bound to its one `?`: `WHERE id IN ${jsonArrayValues(dialect)}`
@@ -11,6 +11,23 @@ import type { SqlDialect } from './executor.ts';
  */
 export function jsonArrayValues(dialect: SqlDialect): string {
   return dialect === 'sqlite' ? '(SELECT value FROM json_each(?))' : '(SELECT jsonb_array_elements_text(?::jsonb))';
+}
+
+/**
+ * `<column>` is one of the strings of a list bound to the condition's one `?`, given as
+ * `listParameter(dialect, values)`: SQLite `column IN (SELECT value FROM json_each(?))` (the list as
+ * JSON text), PostgreSQL `column = ANY(?::text[])` (the list as a `text[]`, executor.ts `SqlArray`:
+ * planned as one index scan over the list, cheaper to plan than a join with a set-returning function).
+ * One parameter whatever the number of values, like `jsonArrayValues`.
+ * @param column a column name of the statement, never user input
+ */
+export function inList(dialect: SqlDialect, column: string): string {
+  return dialect === 'sqlite' ? `${column} IN (SELECT value FROM json_each(?))` : `${column} = ANY(?::text[])`;
+}
+
+/** The parameter of an `inList` condition: `values` as JSON text (SQLite) or as the array itself (PostgreSQL). */
+export function listParameter(dialect: SqlDialect, values: readonly string[]): SqlParameter {
+  return dialect === 'sqlite' ? JSON.stringify(values) : values;
 }
 
 /**

@@ -19,6 +19,17 @@ export type SqlDialect = 'sqlite' | 'postgres';
 /** A value bound to a `?` placeholder. Booleans are stored as 0/1, objects as JSON text, by the caller. */
 export type SqlValue = string | number | null;
 
+/**
+ * An array bound to one placeholder as a PostgreSQL `text[]` (read it as `?::text[]`; numbers come
+ * as their decimal text, to cast where needed), so that a statement handles many rows through
+ * `unnest` with a fixed text (src/mirror/sql/postgres-arrays.ts). PostgreSQL only: SQLite binds no
+ * arrays (its driver throws a TypeError).
+ */
+export type SqlArray = readonly SqlValue[];
+
+/** What a placeholder binds: a value, or (PostgreSQL only) an array of values. */
+export type SqlParameter = SqlValue | SqlArray;
+
 /** One row as the engine returns it: column name to value (INTEGER columns as numbers on both back ends). */
 export type SqlRow = Record<string, unknown>;
 
@@ -26,6 +37,17 @@ export type SqlRow = Record<string, unknown>;
 export interface RunResult {
   /** Rows inserted, updated or deleted by the statement. */
   changes: number;
+}
+
+/**
+ * Statements run at once, synchronously: what a SQLite connection's `readNow` hands its reader
+ * (better-sqlite3's calls are synchronous). Same rows as `get` and `all`.
+ */
+export interface SqlReaderNow {
+  /** The first row of a query, or undefined when it returns none. @throws the driver's error */
+  getNow<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Row | undefined;
+  /** Every row of a query. @throws the driver's error */
+  allNow<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Row[];
 }
 
 /** Runs statements on one connection or inside one transaction. */
@@ -37,11 +59,11 @@ export interface SqlExecutor {
    * Runs one statement (INSERT, UPDATE, DELETE, DDL).
    * @throws the driver's error (SqliteError, pg DatabaseError) when the statement fails
    */
-  run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult>;
+  run(sql: string, parameters?: readonly SqlParameter[]): Promise<RunResult>;
   /** The first row of a query, or undefined when it returns none. */
-  get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined>;
+  get<Row = SqlRow>(sql: string, parameters?: readonly SqlParameter[]): Promise<Row | undefined>;
   /** Every row of a query. */
-  all<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row[]>;
+  all<Row = SqlRow>(sql: string, parameters?: readonly SqlParameter[]): Promise<Row[]>;
   /** Runs several statements without parameters (migrations, DDL). */
   exec(sql: string): Promise<void>;
   /**
@@ -66,6 +88,17 @@ export interface SqlExecutor {
    * @throws Error naming the masked URL when the listening connection cannot be made
    */
   listen?(channel: string, onNotify: () => void): Promise<Listening>;
+  /**
+   * SQLite connections only (absent on PostgreSQL and on a transaction's executor): runs `read`'s
+   * statements at once, synchronously, when they can run without waiting, and gives its result;
+   * undefined when they cannot (a transaction of this process holds the file's lock, or, on a
+   * connection that never waits, another process's lock made a statement fail with SQLITE_BUSY):
+   * the caller then reads through the asynchronous calls, which wait or try again. A hot read path
+   * (the pull API's page) uses it to read without a promise per statement. `read` must not return
+   * undefined, and must only read.
+   * @throws whatever `read` throws, but SQLITE_BUSY on such a connection
+   */
+  readNow?<T>(read: (reader: SqlReaderNow) => T): T | undefined;
 }
 
 /** A `listen` in progress: `close()` stops it (safe to call twice). */

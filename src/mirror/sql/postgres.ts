@@ -5,6 +5,14 @@
  * - Statements are written with `?` placeholders; each is rewritten once to `$1..$n` (outside quoted
  *   strings, quoted identifiers and comments) and the rewrite cached per SQL text. A `?` is always a
  *   placeholder there: the jsonb operators `?`, `?|`, `?&` cannot be written (use `jsonb_exists`).
+ * - A statement with parameters is a named prepared statement (`statementName`: one name per
+ *   distinct text): each pooled connection parses it once, then only binds and executes it. Every
+ *   execution is still planned with its parameters (`plan_cache_mode=force_custom_plan` on every
+ *   pooled connection): a generic plan cached while a table was small would keep a sequential scan
+ *   as it grows. A plan a migration made stale (a `SELECT *` of a table that gained a column) drops
+ *   its connection, and a statement outside a transaction is sent again on another.
+ * - An array parameter (executor.ts `SqlArray`) is bound as a binary `text[]`
+ *   (postgres-arrays.ts): a page's rows go in one statement through `unnest`, with a fixed text.
  * - One schema per mirror (postgres-location.ts): every pooled connection starts with its
  *   `search_path` set to it, so the statements name tables unqualified, as on SQLite.
  * - `int8` (BIGINT, COUNT(*)) and `numeric` (SUM of a bigint) come back as JS numbers, like SQLite's
@@ -24,7 +32,8 @@
  *   appears in a message. A failing statement rejects with the driver's `DatabaseError`.
  */
 import pg from 'pg';
-import { CHANGES_CHANNEL, DatabaseUnavailableError, type Listening, type RunResult, type SqlConnection, type SqlExecutor, type SqlRow, type SqlValue } from './executor.ts';
+import { CHANGES_CHANNEL, DatabaseUnavailableError, type Listening, type RunResult, type SqlConnection, type SqlExecutor, type SqlArray, type SqlParameter, type SqlRow } from './executor.ts';
+import { binaryTextArray } from './postgres-arrays.ts';
 import { parsePostgresLocation, quoteIdentifier } from './postgres-location.ts';
 import { listenOnPostgres } from './postgres-listen.ts';
 
@@ -156,6 +165,37 @@ function isConnectionError(error: unknown): boolean {
   return code.startsWith('28') || code === '3D000';
 }
 
+/**
+ * Most distinct statement texts that get a prepared-statement name (`statementName`): every text
+ * written in the code, with room to spare; texts built at run time past it run unnamed, so that no
+ * connection holds an unbounded number of prepared statements.
+ */
+export const NAMED_STATEMENTS_MAX = 2000;
+
+const statementNames = new Map<string, string>();
+
+/**
+ * The prepared-statement name of the statement text `sql` (`$1..$n` already numbered): one name per
+ * distinct text in this process (`bz1`, `bz2`, ...), so that a pooled connection parses and plans
+ * each statement once and then only binds and executes it. Undefined past `NAMED_STATEMENTS_MAX`
+ * texts (the statement then runs unnamed, parsed every time).
+ */
+export function statementName(sql: string): string | undefined {
+  let name = statementNames.get(sql);
+  if (name === undefined && statementNames.size < NAMED_STATEMENTS_MAX) statementNames.set(sql, (name = `bz${statementNames.size + 1}`));
+  return name;
+}
+
+/**
+ * True for the server's refusal to run a prepared statement whose result columns changed since it
+ * was parsed (a migration of another process altered a table a `SELECT *` reads: SQLSTATE 0A000,
+ * "cached plan must not change result type"). The connection holding it is destroyed at release;
+ * a statement outside a transaction is sent again on a fresh connection.
+ */
+function isStalePlanError(error: unknown): boolean {
+  return error instanceof pg.DatabaseError && error.code === '0A000' && /cached plan must not change result type/.test(error.message);
+}
+
 /** What the two executors share: where the mirror is, and how to word an error. */
 interface PostgresTarget {
   readonly location: string;
@@ -205,16 +245,31 @@ class CheckedOutClient {
     client.on('error', this.#onError);
   }
 
-  /** Sends one query; a connection already lost fails at once with its error. */
-  query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
-    if (this.lost) return Promise.reject(this.lost);
-    return this.client.query(sql, parameters === undefined ? undefined : [...parameters]);
+  /** Set when a prepared statement of this connection went stale (`isStalePlanError`): destroyed at release. */
+  stale: Error | undefined;
+
+  /**
+   * Sends one query; a connection already lost fails at once with its error. With `parameters`, the
+   * statement is a named prepared one (`statementName`): parsed once per connection, then only bound
+   * and executed. Without, a simple query (several statements allowed).
+   */
+  async query(sql: string, parameters: readonly SqlParameter[] | undefined): Promise<pg.QueryResult> {
+    if (this.lost) throw this.lost;
+    if (parameters === undefined) return this.client.query(sql);
+    const name = statementName(sql);
+    try {
+      const values = parameters.map((value) => (Array.isArray(value) ? binaryTextArray(value as SqlArray) : value));
+      return await this.client.query(name === undefined ? { text: sql, values } : { name, text: sql, values });
+    } catch (error) {
+      if (isStalePlanError(error)) this.stale ??= error as Error;
+      throw error;
+    }
   }
 
-  /** Gives the client back; `broken` (or a lost connection) destroys it instead. */
+  /** Gives the client back; `broken` (or a lost or stale connection) destroys it instead. */
   release(broken?: Error): void {
     this.client.removeListener('error', this.#onError);
-    this.client.release(broken ?? this.lost);
+    this.client.release(broken ?? this.lost ?? this.stale);
   }
 }
 
@@ -224,17 +279,17 @@ class CheckedOutClient {
  */
 abstract class PostgresStatements {
   /** Sends one query (`parameters` undefined: a simple query, several statements allowed). */
-  protected abstract query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult>;
+  protected abstract query(sql: string, parameters: readonly SqlParameter[] | undefined): Promise<pg.QueryResult>;
 
-  async run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {
+  async run(sql: string, parameters?: readonly SqlParameter[]): Promise<RunResult> {
     return { changes: (await this.query(numberPlaceholders(sql), parameters)).rowCount ?? 0 };
   }
 
-  async get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined> {
+  async get<Row = SqlRow>(sql: string, parameters?: readonly SqlParameter[]): Promise<Row | undefined> {
     return (await this.query(numberPlaceholders(sql), parameters)).rows[0] as Row | undefined;
   }
 
-  async all<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row[]> {
+  async all<Row = SqlRow>(sql: string, parameters?: readonly SqlParameter[]): Promise<Row[]> {
     return (await this.query(numberPlaceholders(sql), parameters)).rows as Row[];
   }
 
@@ -261,7 +316,7 @@ class PostgresTransaction extends PostgresStatements implements SqlExecutor {
     this.#target = target;
   }
 
-  protected async query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
+  protected async query(sql: string, parameters: readonly SqlParameter[] | undefined): Promise<pg.QueryResult> {
     if (this.ended) throw new Error('this transaction has already ended: use the connection, or run the statement inside the transaction');
     try {
       return await this.#client.query(sql, parameters);
@@ -352,6 +407,9 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
       `-c search_path=${quoteIdentifier(this.schema)}`,
       ...(this.readonly ? ['-c default_transaction_read_only=on'] : []),
       `-c idle_in_transaction_session_timeout=${idleMs}`,
+      // Named statements are parsed once per connection but planned at every execution: a generic
+      // plan cached while a table was small (a sequential scan) would stay as it grows.
+      '-c plan_cache_mode=force_custom_plan',
       ...(urlOptions ? [urlOptions] : []),
     ];
     this.#clientConfig = { connectionString: connection.toString(), options: startup.join(' '), application_name: 'bizops-sync', types: NUMBER_TYPES };
@@ -376,8 +434,20 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
     }
   }
 
-  /** Runs one query on a pooled client; a client whose connection broke is dropped from the pool. */
-  protected async query(sql: string, parameters: readonly SqlValue[] | undefined): Promise<pg.QueryResult> {
+  /**
+   * Runs one query on a pooled client; a client whose connection broke is dropped from the pool. A
+   * prepared statement gone stale (`isStalePlanError`) is sent once more, on another connection.
+   */
+  protected async query(sql: string, parameters: readonly SqlParameter[] | undefined): Promise<pg.QueryResult> {
+    try {
+      return await this.#queryOnce(sql, parameters);
+    } catch (error) {
+      if (isStalePlanError(error)) return this.#queryOnce(sql, parameters);
+      throw error;
+    }
+  }
+
+  async #queryOnce(sql: string, parameters: readonly SqlParameter[] | undefined): Promise<pg.QueryResult> {
     const client = await this.#checkOut();
     let broken: Error | undefined;
     try {

@@ -24,7 +24,7 @@ import { resolve } from 'node:path';
 import { Mutex } from 'async-mutex';
 import pRetry from 'p-retry';
 import { preparedStatement, type MirrorDatabase } from '../database.ts';
-import type { RunResult, SqlConnection, SqlExecutor, SqlRow, SqlValue } from './executor.ts';
+import type { RunResult, SqlConnection, SqlExecutor, SqlReaderNow, SqlRow, SqlValue } from './executor.ts';
 
 /** The lock of each file open in this process, by absolute path (`:memory:` databases get their own). */
 const fileLocks = new Map<string, { mutex: Mutex; users: number }>();
@@ -228,6 +228,22 @@ export class SqliteConnection extends SqliteStatements implements SqlConnection 
     if (!locked(last)) throw cause;
     lockedCounts.set(this.#lockKey, (lockedCounts.get(this.#lockKey) ?? 0) + 1);
     throw new MirrorFileLockedError(this.location, { cause });
+  }
+
+  /**
+   * Runs `read` at once when no transaction of this process holds the file's lock; undefined when
+   * one does, or when this `nonBlocking` connection found the file locked by another process
+   * (SQLITE_BUSY): the caller reads asynchronously instead (executor.ts `SqlExecutor.readNow`).
+   * @throws whatever `read` throws, but SQLITE_BUSY on a `nonBlocking` connection
+   */
+  readNow<T>(read: (reader: SqlReaderNow) => T): T | undefined {
+    if (this.#lock.isLocked()) return undefined;
+    try {
+      return read(this);
+    } catch (error) {
+      if (this.nonBlocking && isBusy(error)) return undefined;
+      throw error;
+    }
   }
 
   override run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {

@@ -49,34 +49,46 @@ interface AttemptRow {
   response: string | null;
 }
 
-/** Most attempts in one multi-row INSERT (11 parameters each). */
-const ROWS_PER_INSERT = 500;
+/**
+ * Rows per multi-row INSERT, largest first: a write of any length runs as statements of these fixed
+ * sizes (each compiled once per connection and reused), never as one statement of its own length
+ * (compiled afresh for each length, and each kept in the connection's statement cache).
+ */
+const ROWS_PER_INSERT = [100, 10, 1] as const;
 
-/** Stores attempts, in the order given. */
+/** The INSERT of `rows` attempts (11 parameters each). */
+function insertSql(rows: number): string {
+  return `INSERT INTO webhook_attempts (endpoint, seq, event_id, type, attempt, attempted_at, outcome, status, latency_ms, error, response)
+       VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
+}
+
+const INSERT_SQL = new Map<number, string>(ROWS_PER_INSERT.map((rows) => [rows, insertSql(rows)]));
+
+/** Stores attempts, in the order given (in statements of `ROWS_PER_INSERT` rows). */
 export async function insertAttempts(executor: SqlExecutor, attempts: readonly WebhookAttempt[]): Promise<void> {
-  for (let start = 0; start < attempts.length; start += ROWS_PER_INSERT) {
-    const chunk = attempts.slice(start, start + ROWS_PER_INSERT);
-    const parameters: SqlValue[] = [];
-    for (const attempt of chunk) {
-      parameters.push(
-        attempt.endpoint,
-        attempt.seq,
-        attempt.eventId,
-        attempt.type,
-        attempt.attempt,
-        attempt.attemptedAt,
-        attempt.outcome,
-        attempt.status,
-        attempt.latencyMs,
-        attempt.error,
-        attempt.response,
-      );
+  let start = 0;
+  for (const rows of ROWS_PER_INSERT) {
+    const sql = INSERT_SQL.get(rows)!;
+    for (; start + rows <= attempts.length; start += rows) {
+      const parameters: SqlValue[] = [];
+      for (let index = start; index < start + rows; index += 1) {
+        const attempt = attempts[index]!;
+        parameters.push(
+          attempt.endpoint,
+          attempt.seq,
+          attempt.eventId,
+          attempt.type,
+          attempt.attempt,
+          attempt.attemptedAt,
+          attempt.outcome,
+          attempt.status,
+          attempt.latencyMs,
+          attempt.error,
+          attempt.response,
+        );
+      }
+      await executor.run(sql, parameters);
     }
-    await executor.run(
-      `INSERT INTO webhook_attempts (endpoint, seq, event_id, type, attempt, attempted_at, outcome, status, latency_ms, error, response)
-       VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
-      parameters,
-    );
   }
 }
 

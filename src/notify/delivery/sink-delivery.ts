@@ -80,7 +80,7 @@ const OUT_OF_ORDER = plantedBug('webhook-out-of-order');
 const FLUSH_EVERY_MS = 100;
 
 /** ...or once this many attempts wait to be written. */
-const FLUSH_EVERY_ATTEMPTS = 200;
+const FLUSH_EVERY_ATTEMPTS = 1000;
 
 /**
  * Longest pause after an unexpected error (database busy, a PostgreSQL session ended or the server
@@ -288,9 +288,22 @@ export class EndpointDelivery {
     const env = this.#env;
     if (!this.#loaded) await this.#load();
     this.#settleArrivals();
-    // While events flow (none held back, given up on or released, no disabling), what was settled is
-    // written after the next requests left: the write overlaps their round trip.
-    const flowing = this.#inFlight > 0 && this.#pending.holds.length === 0 && this.#pending.heldFailures.length === 0 && this.#pending.releases.length === 0 && this.#pending.madeDue.length === 0 && this.#pending.givenUp.length === 0 && this.#disabling === null;
+    // While events flow (only deliveries settled: none held back, given up on or released, no
+    // disabling), what was settled is written after the next requests left: the write overlaps
+    // their round trip. With several requests at once (`maxInFlight` > 1) also when the answers of
+    // every request in flight just arrived, if this round goes on to send: a round that stops
+    // before sending (disabled, a snapshot, the lease, a pause, the stored state to read again)
+    // writes first. One request at a time, each answer is written (its fence checked) before the
+    // next request leaves.
+    const stateReadDue = this.#stateReadDue();
+    const flowing =
+      this.#pending.holds.length === 0 &&
+      this.#pending.heldFailures.length === 0 &&
+      this.#pending.releases.length === 0 &&
+      this.#pending.madeDue.length === 0 &&
+      this.#pending.givenUp.length === 0 &&
+      this.#disabling === null &&
+      (this.#inFlight > 0 || (this.settings.maxInFlight > 1 && !this.#disabled && this.#snapshot === null && this.#streak.failures < STALL_AFTER_FAILURES && !stateReadDue && env.mayDeliver()));
     if (!flowing && this.#flushDue()) {
       if (!(await this.#flush())) return 0;
     }
@@ -300,7 +313,7 @@ export class EndpointDelivery {
       await this.#disable(disablement);
     }
     // The stored state, at most once per poll: a replay, `webhooks enable` or the other process's view.
-    if (Date.now() - this.#stateReadAt >= env.pollMs && this.#inFlight === 0 && this.#arrivals.length === 0) {
+    if (stateReadDue) {
       if (!(await this.#refreshState())) return 0;
     }
     if (this.#disabled) return env.pollMs;
@@ -331,6 +344,11 @@ export class EndpointDelivery {
     if (this.#arrivals.length > 0) return 0;
     // Answers in flight wake the loop; otherwise the next retry or the poll.
     return Math.max(1, Math.min(nextHeldMs, env.pollMs));
+  }
+
+  /** True when the stored state is to be read again now: a poll since the last read, nothing in flight or unsettled. */
+  #stateReadDue(): boolean {
+    return Date.now() - this.#stateReadAt >= this.#env.pollMs && this.#inFlight === 0 && this.#arrivals.length === 0;
   }
 
   /**

@@ -6,12 +6,12 @@
  */
 import { z } from 'zod';
 import { RouteRefusal } from '../../http/route.ts';
-import { lastChangeSeq } from '../../mirror/changelog-format.ts';
+import { lastChangeSeq, lastChangeSeqNow } from '../../mirror/changelog-format.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
-import { encodePulledEvent, readStoredChanges } from '../changelog-reader.ts';
+import { encodePulledEvent, readStoredChanges, readStoredChangesNow, type ReadChangesOptions, type StoredChange } from '../changelog-reader.ts';
 import { checkEventPatterns } from '../event-filter/index.ts';
 import { knownEventTypes } from '../event-schemas.ts';
-import { changelogPrunedThrough } from '../retention.ts';
+import { changelogPrunedThrough, changelogPrunedThroughNow } from '../retention.ts';
 import type { WebhookPayload } from '../event-payload.ts';
 
 /** Most events one page holds. */
@@ -92,6 +92,53 @@ export const CHANGES_QUERY = z.object({
 
 /** The query of `GET /consumers/{name}/changes`: a consumer reads after its own cursor (no `after`). */
 export const CONSUMER_CHANGES_QUERY = z.object({ limit: LIMIT, wait: WAIT, types: TYPES });
+
+/** The output of `CHANGES_QUERY`: `after`, `limit`, `wait` in ms, `types` split. */
+export type ChangesQuery = z.output<typeof CHANGES_QUERY>;
+
+const SEQ_TEXT = /^\d{1,15}$/;
+const WAIT_TEXT = /^\d+(\.\d+)?$/;
+
+/**
+ * `CHANGES_QUERY`'s output for the common query, parsed by hand (the route's `quickQuery`): `after`
+ * and `limit` digits, `limit` 1 to `MAX_PAGE_LIMIT`, `wait` seconds up to `MAX_WAIT_SECONDS`, no
+ * `types`. Undefined for anything else (a missing or bad value, a type filter): `CHANGES_QUERY`
+ * then parses it, or explains the refusal. Other parameters are ignored, and of one given twice the
+ * last counts, as with the schema.
+ */
+export function quickChangesQuery(query: URLSearchParams): ChangesQuery | undefined {
+  return quickQuery(query, true) as ChangesQuery | undefined;
+}
+
+/** `quickChangesQuery` for `CONSUMER_CHANGES_QUERY` (no `after`: the schema ignores it, the route refuses it). */
+export function quickConsumerChangesQuery(query: URLSearchParams): z.output<typeof CONSUMER_CHANGES_QUERY> | undefined {
+  return quickQuery(query, false) as z.output<typeof CONSUMER_CHANGES_QUERY> | undefined;
+}
+
+function quickQuery(query: URLSearchParams, withAfter: boolean): { after?: number; limit: number; wait: number; types: undefined } | undefined {
+  let after: string | undefined;
+  let limit: string | undefined;
+  let wait: string | undefined;
+  for (const [name, value] of query) {
+    if (name === 'after') after = value;
+    else if (name === 'limit') limit = value;
+    else if (name === 'wait') wait = value;
+    else if (name === 'types') return undefined;
+  }
+  if (withAfter && (after === undefined || !SEQ_TEXT.test(after))) return undefined;
+  let pageLimit = 100;
+  if (limit !== undefined) {
+    if (!SEQ_TEXT.test(limit)) return undefined;
+    pageLimit = Number(limit);
+    if (pageLimit < 1 || pageLimit > MAX_PAGE_LIMIT) return undefined;
+  }
+  let waitMs = 0;
+  if (wait !== undefined) {
+    if (!WAIT_TEXT.test(wait) || Number(wait) > MAX_WAIT_SECONDS) return undefined;
+    waitMs = Math.round(Number(wait) * 1000);
+  }
+  return withAfter ? { after: Number(after), limit: pageLimit, wait: waitMs, types: undefined } : { limit: pageLimit, wait: waitMs, types: undefined };
+}
 
 /** One event over HTTP as the document describes it: the webhook body (per type: `GET /schemas/{type}`) and its id. */
 export const PULLED_EVENT = z
@@ -220,9 +267,35 @@ export interface EncodedChangesPage {
  * @throws ChangesRequestError when `after` is ahead of the changelog (400) or was pruned (410)
  */
 export async function readEncodedChangesPage(executor: SqlExecutor, query: ChangesPageQuery): Promise<EncodedChangesPage> {
+  const now = readEncodedChangesPageNow(executor, query);
+  if (now) return now;
   const ends = await changelogEnds(executor);
   checkAfter(query.after, ends, query.parameter);
-  const rows = await readStoredChanges(executor, { sinceSeq: query.after, limit: query.limit, ...(query.types ? { types: query.types } : {}) });
+  return encodedPage(query, ends, await readStoredChanges(executor, pageOptions(query)));
+}
+
+/**
+ * `readEncodedChangesPage` read at once, synchronously, when the mirror can (a SQLite connection
+ * whose file's lock nobody holds: `SqlExecutor.readNow`); undefined when it cannot (PostgreSQL, or
+ * the lock is held: read with `readEncodedChangesPage`).
+ * @throws ChangesRequestError when `after` is ahead of the changelog (400) or was pruned (410)
+ */
+export function readEncodedChangesPageNow(executor: SqlExecutor, query: ChangesPageQuery): EncodedChangesPage | undefined {
+  return executor.readNow?.((reader) => {
+    const prunedThrough = changelogPrunedThroughNow(reader);
+    const ends = { latestSeq: Math.max(lastChangeSeqNow(reader), prunedThrough), oldestSeq: prunedThrough + 1 };
+    checkAfter(query.after, ends, query.parameter);
+    return encodedPage(query, ends, readStoredChangesNow(reader, pageOptions(query)));
+  });
+}
+
+/** What `readStoredChanges` reads for `query`. */
+function pageOptions(query: ChangesPageQuery): ReadChangesOptions {
+  return query.types ? { sinceSeq: query.after, limit: query.limit, types: query.types } : { sinceSeq: query.after, limit: query.limit };
+}
+
+/** The page of `rows`, read after `query.after` with the changelog's `ends` read before them. */
+function encodedPage(query: ChangesPageQuery, ends: { latestSeq: number; oldestSeq: number }, rows: readonly StoredChange[]): EncodedChangesPage {
   // A page short of the limit read every matching event up to the end seen before the query (writers
   // commit in seq order), so a filtered reader skips what it does not want instead of re-reading it.
   const lastEventSeq = rows.at(-1)?.seq ?? query.after;
