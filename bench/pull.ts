@@ -15,8 +15,8 @@
  *     nor encoded): what serving the bytes alone costs, for scale.
  * Then rounds of: a reader paging through the whole changelog (one request at a time, keep-alive,
  * each body parsed as a consumer would) from the three at once, page by page: each page asked of
- * each server in turn, which goes first rotating with the page and the round, so that a burst of
- * load on a shared machine falls on all three alike. The reader, the servers and the mirror share
+ * each server in turn, in every order of the three by turns, so that a burst of load on a shared
+ * machine falls on all three alike. The reader, the servers and the mirror share
  * this process: the CPU time (`process.cpuUsage`) of each request is the server's plus the
  * reader's, the reader's the same in all three; a server's pass is the sum over its requests.
  *
@@ -71,16 +71,24 @@ async function readPage(base: string, after: number, limit: number, agent: Agent
   return (JSON.parse(text) as { events: unknown[] }).events.length;
 }
 
+/** Every order of `0 .. n-1`. */
+function permutations(n: number): number[][] {
+  if (n === 0) return [[]];
+  return permutations(n - 1).flatMap((order) => Array.from({ length: n }, (_, at) => [...order.slice(0, at), n - 1, ...order.slice(at)]));
+}
+
 /**
  * One round: every page (`afters`, the `after` of each, the empty last one included) asked of each
- * of `bases` in turn, which goes first rotating with the page and `round`; per base, the events read
- * and the CPU time of its requests, ms.
+ * of `bases` in turn, in every order of them by turns (the page's and `round`'s), so that each
+ * server goes first as often as the others and follows each other as often (work one leaves to
+ * the event loop after its answer, counted in the next request's time, falls on each alike); per
+ * base, the events read and the CPU time of its requests, ms.
  */
 async function readInterleaved(bases: readonly string[], afters: readonly number[], limit: number, agent: Agent, round: number): Promise<{ events: number; cpuMs: number }[]> {
   const passes = bases.map(() => ({ events: 0, cpuMs: 0 }));
+  const orders = permutations(bases.length);
   for (let page = 0; page < afters.length; page += 1) {
-    for (let turn = 0; turn < bases.length; turn += 1) {
-      const which = (turn + page + round) % bases.length;
+    for (const which of orders[(page + round) % orders.length]!) {
       const before = process.cpuUsage();
       const events = await readPage(bases[which]!, afters[page]!, limit, agent);
       const used = process.cpuUsage(before);

@@ -132,10 +132,11 @@ export interface WriteQueue {
   routes: Route[];
   /**
    * Starts a write worker in this process, on its own API client and mirror connection (SQLite: its
-   * own handle on the file; PostgreSQL: the context's pool); the context's `close` stops it.
+   * own handle on the file, closed with the worker; PostgreSQL: the context's pool); the context's
+   * `close` stops it.
    */
   startWorker(
-    options?: Partial<Pick<WriteWorkerOptions, 'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'ambiguousSettleMs' | 'writeThrough' | 'sweepIntervalMs' | 'claimSeconds' | 'ledgerSettleMs'>>,
+    options?: Partial<Pick<WriteWorkerOptions, 'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'ambiguousSettleMs' | 'writeThrough' | 'sweepIntervalMs' | 'sweepRounds' | 'claimSeconds' | 'ledgerSettleMs'>>,
   ): Promise<WriteWorkerHandle>;
 }
 
@@ -328,9 +329,13 @@ export class Teardown {
     this.#logger = logger;
   }
 
-  /** Adds the step undoing the part just built. */
-  add(step: () => Promise<void> | void): void {
+  /** Adds the step undoing the part just built; returns its removal (the part was undone already). */
+  add(step: () => Promise<void> | void): () => void {
     this.#steps.push(step);
+    return () => {
+      const index = this.#steps.indexOf(step);
+      if (index >= 0) this.#steps.splice(index, 1);
+    };
   }
 
   /** Runs every step added so far, last first, each once. */
@@ -377,11 +382,21 @@ export async function openContext(config: Config, options: ContextOptions = {}):
      * one at a time). PostgreSQL: the context's pool, whose transactions each take a pooled
      * connection of their own (docs/decisions.md); closed with the context.
      */
-    const partConnection = async (): Promise<SqlConnection> => {
-      if (connection.dialect !== 'sqlite') return connection;
+    // A part's connection to the mirror (SQLite: a handle of its own; PostgreSQL: the context's pool),
+    // with its release: the part that opened it closes it when it stops or fails to start, so a start
+    // tried again and again opens no handle it leaves open.
+    const partConnection = async (): Promise<{ connection: SqlConnection; release: () => Promise<void> }> => {
+      if (connection.dialect !== 'sqlite') return { connection, release: () => Promise.resolve() };
       const own = await openMirrorAt(config.dbPath, { idleInTransactionTimeoutMs, busyTimeoutMs: options.sqliteBusyTimeoutMs, nonBlocking: options.sqliteNonBlocking ?? false });
-      cleanups.add(() => own.close());
-      return own;
+      const close = () => own.close();
+      const forget = cleanups.add(close);
+      return {
+        connection: own,
+        release: () => {
+          forget();
+          return close();
+        },
+      };
     };
     // A deployment's connections share Redis and the budget map (openDeployment); alone, the context owns them.
     const shared = options.shared ?? (await openSharedParts(config.redisUrl, logger, options.rateBudget ?? 'shared', options.redisKeys?.budgetPrefix));
@@ -448,28 +463,43 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         async startWorker(workerOptions = {}) {
           // SQLite: its own connection, so the worker's transactions never wait behind the sync's.
           const workerConnection = await partConnection();
-          const worker = await startWriteWorker({
-            connection: workerConnection,
-            // The worker's own connection (maxRetriesPerRequest: null); the producer's fails fast.
-            queue: { ...queue, workerRedis: config.redisUrl },
-            api: {
-              baseUrl: config.baseUrl,
-              tokens: config.tokens,
-              budget: (tokenName) => budgets.budgetFor(tokenName),
-              retry: options.clientRetry,
-              // The same request deadline as every other client of the process.
-              requestDeadlineMs: Math.round(config.api.requestDeadlineSeconds * 1000),
-              describeToken: (tokenName) => tokenSetting(config, tokenName),
-            },
-            sweepIntervalMs: Math.round(config.writes.sweepSeconds * 1000),
-            claimSeconds: config.writes.claimSeconds,
-            ledgerSettleMs: Math.round(config.writes.ledgerSettleSeconds * 1000),
-            logger,
-            onChanges: notify,
-            ...workerOptions,
-          });
-          cleanups.add(() => worker.close());
-          return worker;
+          let worker: WriteWorkerHandle;
+          try {
+            worker = await startWriteWorker({
+              connection: workerConnection.connection,
+              // The worker's own connection (maxRetriesPerRequest: null); the producer's fails fast.
+              queue: { ...queue, workerRedis: config.redisUrl },
+              api: {
+                baseUrl: config.baseUrl,
+                tokens: config.tokens,
+                budget: (tokenName) => budgets.budgetFor(tokenName),
+                retry: options.clientRetry,
+                // The same request deadline as every other client of the process.
+                requestDeadlineMs: Math.round(config.api.requestDeadlineSeconds * 1000),
+                describeToken: (tokenName) => tokenSetting(config, tokenName),
+              },
+              sweepIntervalMs: Math.round(config.writes.sweepSeconds * 1000),
+              claimSeconds: config.writes.claimSeconds,
+              ledgerSettleMs: Math.round(config.writes.ledgerSettleSeconds * 1000),
+              logger,
+              onChanges: notify,
+              ...workerOptions,
+            });
+          } catch (error) {
+            await workerConnection.release();
+            throw error;
+          }
+          const stop = worker.close.bind(worker);
+          let closing: Promise<void> | undefined;
+          // Closing the worker closes its connection too.
+          const close = () =>
+            (closing ??= (async () => {
+              await stop();
+              forget();
+              await workerConnection.release();
+            })());
+          const forget = cleanups.add(close);
+          return { ...worker, close };
         },
       };
     };
@@ -498,8 +528,22 @@ export async function openContext(config: Config, options: ContextOptions = {}):
         // A delivery is bounded by the request deadline too (api.requestDeadlineSeconds), when it is the shorter.
         const timeoutMs = Math.min(15_000, Math.round(config.api.requestDeadlineSeconds * 1000));
         const targets = await sinkTargets(config.sinks);
-        const dispatcher = new WebhookDispatcher({ connection: await partConnection(), endpoints: config.webhooks, targets, logger, timeoutMs, ...dispatcherOptions });
-        cleanups.add(() => dispatcher.stop());
+        const own = await partConnection();
+        let forget = () => {};
+        let dispatcher: WebhookDispatcher;
+        try {
+          // Its stop closes its connection: a dispatcher that failed to start (and was stopped) holds none.
+          const release = async () => {
+            forget();
+            await own.release();
+          };
+          dispatcher = new WebhookDispatcher({ connection: own.connection, endpoints: config.webhooks, targets, logger, timeoutMs, ...dispatcherOptions, release });
+        } catch (error) {
+          await own.release();
+          await Promise.allSettled(targets.map((target) => target.sender.close()));
+          throw error;
+        }
+        forget = cleanups.add(() => dispatcher.stop());
         return dispatcher;
       },
       apiClient,

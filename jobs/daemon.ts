@@ -40,7 +40,6 @@ import {
   LeasedWebhookDelivery,
   PartSupervisor,
   partsReadiness,
-  type PartRun,
   type PartSupervisorOptions,
   ApiAnswers,
   apiReadinessCheck,
@@ -241,7 +240,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       }
       // The same holder as the engine's runs (PROCESS_LEASE_HOLDER): a run renews the lease the keeper holds.
       // Its rounds are its retries (every third of a lease): each round's failures show on its part.
-      let leaseRounds: PartRun | undefined;
+      const leaseRounds = parts.rounds('leases');
       const keeper: LeaseKeeper = new LeaseKeeper({
         leases,
         holder: PROCESS_LEASE_HOLDER,
@@ -259,8 +258,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         },
         onRoundEnded: (failures) => {
           const first = [...failures][0];
-          if (first) leaseRounds?.failing(new Error(`${first[0]}: ${first[1].message}`));
-          else leaseRounds?.working();
+          if (first) leaseRounds.failing(new Error(`${first[0]}: ${first[1].message}`));
+          else leaseRounds.working();
           // Found held by a replica (no failure asking for it): delivery stands by until the lease comes here.
           if (dispatcher && !failures.has(WEBHOOKS_LEASE) && !keeper.holds(WEBHOOKS_LEASE) && parts.status(WEBHOOKS_PART)?.state === 'starting') {
             void parts.standBy(WEBHOOKS_PART, REPLICA_HOLDS_WEBHOOKS);
@@ -279,6 +278,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         pollFactor: (stream) => scheduler.pollFactor(stream),
         onChanges: (changes) => context.notifyChanges(changes),
         logger: context.logger,
+        rounds: parts.rounds('stale-watch'),
       });
       // The write worker's client joins when the worker starts.
       const apiClients: { readonly stats: ApiClientStats }[] = [context.client, probeClient];
@@ -331,15 +331,13 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         endpoints: [...config.webhooks.map((endpoint) => endpoint.name), ...config.sinks.map((sink) => sink.name)],
         ...(options.retentionIntervalMs === undefined ? {} : { intervalMs: options.retentionIntervalMs }),
         logger: context.logger,
+        rounds: parts.rounds('retention'),
       });
       // Stopped in the reverse order: the scheduler first (runs aborted, their checkpoints stand), then
       // the rest, the write worker and webhook delivery, and the leases last (released: a replica takes them).
       parts.add({
         name: 'leases',
-        start: async (run) => {
-          leaseRounds = run;
-          await keeper.start();
-        },
+        start: () => keeper.start(),
         stop: () => keeper.stop(),
       });
       if (dispatcher) {
@@ -359,8 +357,9 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       if (writes) {
         parts.add({
           name: 'writes',
-          start: async () => {
-            const worker = await writes.startWorker();
+          start: async (run) => {
+            // Its sweeps recur: each one's outcome shows on the part.
+            const worker = await writes.startWorker({ sweepRounds: run });
             if (!apiClients.includes(worker.client)) apiClients.push(worker.client);
             stopWorker = () => worker.close();
           },
@@ -390,6 +389,7 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
             grantedRequests: () => Object.values(budget.stats().granted).reduce((sum, granted) => sum + granted, 0),
           },
           context.logger,
+          parts.rounds('console-history'),
         );
         parts.add({ name: 'console-history', required: false, start: () => Promise.resolve(sampler.start()), stop: () => Promise.resolve(sampler.stop()) });
       }

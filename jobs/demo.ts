@@ -20,7 +20,7 @@ export interface DemoOptions {
   dbPath: string;
   /** Seconds between polls. */
   pollSeconds: number;
-  /** Stop after this many seconds (0: until the signal). */
+  /** How long to poll after the backfill, seconds (0: until the signal). */
   durationSeconds: number;
   signal: AbortSignal;
   logger: Logger;
@@ -64,13 +64,14 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       .catch((error: unknown) => options.logger.warn({ err: error }, 'demo: could not describe a change'));
     printed += changes.length;
   });
-  const deadline = options.durationSeconds > 0 ? Date.now() + options.durationSeconds * 1000 : Infinity;
-  const stop = AbortSignal.any([options.signal, AbortSignal.timeout(Math.min(2 ** 31 - 1, deadline - Date.now()))]);
+  let stop = options.signal;
   try {
     options.print(`simulator: ${simulator.url} (churn: 3 changes every 1.5 s)  mirror: ${location}`);
     options.print('backfilling...');
     await runStreams(context, STREAM_NAMES, 'backfill', { signal: stop, onProgress: options.onProgress });
     options.onBackfillDone?.();
+    // `durationSeconds` bounds the live part, counted from the end of the backfill (however long that took).
+    if (options.durationSeconds > 0) stop = AbortSignal.any([options.signal, AbortSignal.timeout(Math.min(2 ** 31 - 1, options.durationSeconds * 1000))]);
     const counts = (await Promise.all(STREAM_NAMES.map(async (name) => `${(await context.store.countRecords(STREAMS[name])).live} ${name}`))).join(', ');
     options.print(`mirrored: ${counts} (changelog at seq ${await context.store.lastSeq()})`);
     options.print(`polling every ${options.pollSeconds} s; each change prints below. Ctrl-C to stop.`);

@@ -665,9 +665,12 @@ class ScheduleRun {
         if (hot) {
           // One record changes while its event fails, and again once the receiver is back: its later
           // events must wait behind the failed one.
+          // It changes once more halfway through: an event recorded while an earlier one of its record is failing.
           const id = hot.slice('deals/'.length);
           this.timeline.touchDeal(id, `soak title ${index}.0`);
-          await sleep(step.ms + 300);
+          await sleep(step.ms / 2);
+          this.timeline.touchDeal(id, `soak title ${index}.m`);
+          await sleep(step.ms / 2 + 300);
           for (let round = 1; round < 3; round += 1) {
             this.timeline.touchDeal(id, `soak title ${index}.${round}`);
             await sleep(400);
@@ -681,7 +684,7 @@ class ScheduleRun {
         const broker = this.options.services.sinkRedis;
         const deals = this.simulator.world.deals;
         const id = deals.length > 0 ? deals[step.pick % deals.length]!.id : undefined;
-        this.fault('sink:broker-away');
+        this.fault('sink:redis-stream-away');
         if (id) this.timeline.touchDeal(id, `soak title ${index}.0`);
         await sleep(300);
         await broker.kill();

@@ -248,7 +248,7 @@ function step(random: SoakRandom, backend: Backend): Step {
 
 /**
  * The schedule of `seed` on `backend`: sizes, clock lag and ties of the world, then `length` steps
- * (default 12 to 24).
+ * drawn (default 12 to 24), with up to four more among the first four (`withEarlyRaces`).
  */
 export function generateSchedule(seed: number, backend: Backend, length?: number): Schedule {
   const random = new SoakRandom(seed);
@@ -277,7 +277,7 @@ const EARLY_STEPS = 4;
  * two-minute run, placed among the first `EARLY_STEPS` steps of every schedule, so that the first
  * schedule of a run already has them: a write race (`WriteRaceStep`: a sweep while slowed writes
  * are claimed and Redis lost their jobs), a list that hides records from exactly one complete scan,
- * and a receiver failing while one record changes before and after. Each is inserted (the seed's
+ * a receiver failing while one record changes before and after, and a churn of 4 to 8 changes. Each is inserted (the seed's
  * own steps all stay, after them) unless the seed drew one of its kind there already; drawn by a
  * generator of their own, so the seed's other steps are the ones it always drew.
  */
@@ -292,6 +292,12 @@ function withEarlyRaces(steps: Step[], seed: number): Step[] {
   }
   const result = [...steps];
   for (const entry of added) result.splice(random.int(0, Math.min(EARLY_STEPS - 1, result.length)), 0, entry);
+  // A churn that changes records' `status` (deals won and lost, transactions voided, ...), drawn by
+  // a generator of its own so the early steps above stay as they are drawn.
+  if (!result.slice(0, EARLY_STEPS).some((entry) => entry.do === 'churn')) {
+    const churn = new SoakRandom(seed ^ 0xc4a9);
+    result.splice(churn.int(0, Math.min(EARLY_STEPS - 1, result.length)), 0, { do: 'churn', count: churn.int(4, 8) });
+  }
   return result;
 }
 

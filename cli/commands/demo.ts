@@ -8,7 +8,7 @@ export function registerDemoCommand(program: Command): void {
     .description('start the simulator with churn, backfill it into ./data/demo.db, then poll every few seconds and print each change until Ctrl-C')
     .option('--db <path>', 'the demo mirror (deleted and recreated)', './data/demo.db')
     .option('--poll <seconds>', 'seconds between polls', integerOption('--poll', 1), 3)
-    .option('--duration <seconds>', 'stop after this many seconds (0: run until Ctrl-C)', integerOption('--duration'), 0)
+    .option('--duration <seconds>', 'poll for this many seconds after the backfill, then stop (0: until Ctrl-C)', integerOption('--duration'), 0)
     .action(async (options: { db: string; poll: number; duration: number }) => {
       // The demo job imports the simulator, which the production image does not have: load it when run.
       requireSimulatorInstalled('demo');

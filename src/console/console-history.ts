@@ -12,6 +12,7 @@ import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import type { WebhookEndpointConfig } from '../config/schema.ts';
 import { listWebhookEndpoints } from '../notify/webhooks/admin.ts';
 import type { StreamName } from '../streams/definitions.ts';
+import type { RoundReports } from '../daemon/part-supervisor.ts';
 
 /** Default interval between samples, ms: a minute, the API's rate window (spec §8). */
 export const HISTORY_SAMPLE_MS = 60_000;
@@ -112,14 +113,17 @@ export class HistorySampler {
   readonly #history: ConsoleHistory;
   readonly #source: HistorySource;
   readonly #logger: Logger;
+  readonly #rounds: RoundReports | undefined;
   #timer: NodeJS.Timeout | undefined;
   #lastGranted: number | undefined;
   #sampling: Promise<void> | undefined;
 
-  constructor(history: ConsoleHistory, source: HistorySource, logger: Logger = silentLogger) {
+  /** `rounds`: told how each sample went (the daemon's `console-history` part: src/daemon/part-supervisor.ts). */
+  constructor(history: ConsoleHistory, source: HistorySource, logger: Logger = silentLogger, rounds?: RoundReports) {
     this.#history = history;
     this.#source = source;
     this.#logger = logger;
+    this.#rounds = rounds;
   }
 
   /** Takes the first sample now, then one every interval (the timer does not keep the process alive). */
@@ -144,7 +148,9 @@ export class HistorySampler {
       try {
         const reading = await this.#read(now);
         this.#history.record(now, reading);
+        this.#rounds?.working();
       } catch (error) {
+        this.#rounds?.failing(error);
         this.#logger.debug({ err: { message: (error as Error).message } }, 'console history: sample skipped (the mirror could not be read)');
       } finally {
         this.#sampling = undefined;

@@ -8,6 +8,7 @@
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
 import { pruneChangelog, retentionCutoff, type PruneResult } from '../notify/retention.ts';
+import type { RoundReports } from './part-supervisor.ts';
 
 /** How often the retention runs by default, ms: hourly (a day's changelog is pruned in 24 small steps). */
 export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
@@ -24,6 +25,8 @@ export interface ChangelogRetentionOptions {
   logger?: Logger;
   /** Called after each run (metrics, tests). */
   onPruned?: (result: PruneResult) => void;
+  /** Told how each run on the timer went (the daemon's `retention` part: part-supervisor.ts). */
+  rounds?: RoundReports;
 }
 
 /** Runs the retention on a timer; `start` once, `stop` once. */
@@ -83,8 +86,11 @@ export class ChangelogRetention {
     if (this.#stop.signal.aborted) return;
     this.#timer = setTimeout(() => {
       this.#running = this.runOnce()
-        .then(() => undefined)
-        .catch((error: unknown) => this.#logger.warn({ err: { message: (error as Error).message } }, 'changelog pruning failed; it runs again at the next interval'))
+        .then(() => this.#options.rounds?.working())
+        .catch((error: unknown) => {
+          this.#options.rounds?.failing(error);
+          this.#logger.warn({ err: { message: (error as Error).message } }, 'changelog pruning failed; it runs again at the next interval');
+        })
         .finally(() => this.#schedule(this.intervalMs));
     }, delayMs);
     this.#timer.unref();

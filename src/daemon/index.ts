@@ -16,4 +16,4 @@ export { CHANGE_ROUTE_SPECS, changeRoutes, type ChangeRoutesOptions } from './ch
 export { SCHEMA_ROUTE_SPECS, schemaRoutes } from './schema-routes.ts';
 export { ChangelogRetention, DEFAULT_RETENTION_INTERVAL_MS, type ChangelogRetentionOptions } from './changelog-retention.ts';
 export { scheduleIntervalMs, StaleStreamWatch, type StaleStreamWatchOptions } from './stale-streams.ts';
-export { PART_STATES, PartSupervisor, partIsUp, partsReadiness, type PartDefinition, type PartRun, type PartState, type PartStatus, type PartSupervisorOptions } from './part-supervisor.ts';
+export { PART_STATES, PartSupervisor, partIsUp, partsReadiness, type PartDefinition, type PartRun, type RoundReports, type PartState, type PartStatus, type PartSupervisorOptions } from './part-supervisor.ts';

@@ -13,6 +13,11 @@
  * So a daemon that holds nothing takes a dead peer's leases at most a lease length plus a third of
  * it after the peer's last renewal, and a live holder never lets its leases lapse. `stop()` releases
  * every lease held, so a peer takes them over at its next round instead of waiting for expiry.
+ *
+ * Rounds that fail (the database busy, locked by another process, or away) are logged once when the
+ * first one fails (a warning naming the leases and the first error), at most once every
+ * `failureLogEveryMs` while they go on (with the failed rounds so far), and once when a round works
+ * again (with how many failed): a locked mirror does not flood the log.
  */
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { LeaseLostError, type HeldLease, type Leases } from '../mirror/leases.ts';
@@ -42,7 +47,12 @@ export interface LeaseKeeperOptions {
    * held by another process. Must not throw.
    */
   onRoundEnded?: (failures: ReadonlyMap<string, Error>) => void;
+  /** While rounds keep failing, at most one warning per this many ms after the first, ms. Default 60000. */
+  failureLogEveryMs?: number;
 }
+
+/** Default `failureLogEveryMs`: a warning a minute at most while lease rounds keep failing. */
+export const LEASE_FAILURE_LOG_EVERY_MS = 60_000;
 
 /** Holds and renews a set of leases; see the module comment. Start once, stop once. */
 export class LeaseKeeper {
@@ -54,6 +64,8 @@ export class LeaseKeeper {
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> | undefined;
   #stopped = false;
+  /** The rounds failed in a row, when the first failed and when that was last logged (ms since the epoch); null while rounds work. */
+  #failing: { rounds: number; since: string; loggedAt: number } | null = null;
 
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
@@ -166,11 +178,34 @@ export class LeaseKeeper {
         } else {
           // The database is busy or away: the next round tries again; fences keep writes safe meanwhile.
           failures.set(name, error instanceof Error ? error : new Error(String(error)));
-          this.#logger.warn({ lease: name, err: { message: (error as Error).message } }, 'could not renew or acquire a lease');
         }
       }
     }
-    if (!this.#stopped) this.#notify(() => this.#options.onRoundEnded?.(failures));
+    if (this.#stopped) return;
+    this.#logRound(failures);
+    this.#notify(() => this.#options.onRoundEnded?.(failures));
+  }
+
+  /** Logs a round's failures as the module comment says: when they start, at most every `failureLogEveryMs`, and when they end. */
+  #logRound(failures: ReadonlyMap<string, Error>): void {
+    const now = Date.now();
+    if (failures.size === 0) {
+      if (this.#failing) this.#logger.info({ failedRounds: this.#failing.rounds, failingSince: this.#failing.since }, `leases renewed or acquired again after ${this.#failing.rounds} failed round(s)`);
+      this.#failing = null;
+      return;
+    }
+    const leases = [...failures.keys()];
+    const [first, error] = [...failures][0]!;
+    const fields = { leases, err: { message: `${first}: ${error.message}` } };
+    if (!this.#failing) {
+      this.#failing = { rounds: 1, since: new Date(now).toISOString(), loggedAt: now };
+      this.#logger.warn(fields, 'could not renew or acquire leases (the database is busy, locked by another process or away); trying again every round');
+      return;
+    }
+    this.#failing.rounds += 1;
+    if (now - this.#failing.loggedAt < (this.#options.failureLogEveryMs ?? LEASE_FAILURE_LOG_EVERY_MS)) return;
+    this.#failing.loggedAt = now;
+    this.#logger.warn({ ...fields, failedRounds: this.#failing.rounds, failingSince: this.#failing.since }, `still cannot renew or acquire leases after ${this.#failing.rounds} failed rounds`);
   }
 
   #notify(callback: () => void): void {

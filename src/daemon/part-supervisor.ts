@@ -9,9 +9,12 @@
  * A part's start that throws (the SQLite file busy, the database or Redis away) is tried again on a
  * bounded exponential backoff (p-retry: `minDelayMs` doubling up to `maxDelayMs`, each wait
  * times a random factor in [1, 2)) until it
- * starts or the part is stood by or stopped; the backoff's wait is cancelled then. A part that
- * retries its own rounds once started (the lease keeper renews every third of a lease) says how its
- * latest round went through `PartRun.failing` and `PartRun.working`.
+ * starts or the part is stood by or stopped; the backoff's wait is cancelled then. A part whose
+ * work recurs once started (the lease keeper's rounds, the write sweeper's sweeps, the retention's
+ * prunings, the stale watch's checks, the console's samples) says how its latest round went through
+ * `RoundReports` (`PartRun` is one; `rounds(name)` gives one that reports to part `name`'s latest
+ * start): a failed round shows the part `retrying` with the error and `failures` (rounds in a row),
+ * `since` the first of them; the next round that works shows it `running` again.
  *
  * States (`PartState`):
  *   starting   not started yet (its first attempt runs, or it waits for something: `reason`)
@@ -52,14 +55,21 @@ export interface PartStatus {
   reason?: string;
 }
 
-/** What a part's `start` is given. */
-export interface PartRun {
-  /** Aborted when the part is stood by or stopped while this start runs. */
-  signal: AbortSignal;
-  /** The part's latest round failed (it retries on its own): the part shows `retrying` with `error`. */
+/**
+ * How a part's recurring work reports each round (module comment). Never throws; a report while the
+ * part is not started (or is stopping) changes nothing shown.
+ */
+export interface RoundReports {
+  /** The part's latest round failed (it tries again on its own): the part shows `retrying` with `error`. */
   failing(error: unknown): void;
   /** The part's latest round worked: the part shows `running` again. */
   working(): void;
+}
+
+/** What a part's `start` is given: its round reports, and the abort of this start. */
+export interface PartRun extends RoundReports {
+  /** Aborted when the part is stood by or stopped while this start runs. */
+  signal: AbortSignal;
 }
 
 /** A part the supervisor starts and stops. */
@@ -219,6 +229,18 @@ export class PartSupervisor {
     return [...this.#parts.values()].map((part) => ({ ...part.status }));
   }
 
+  /**
+   * The round reports of part `name` (module comment), for work built before the part is added:
+   * each report goes to the part's latest start (ignored while it is not started).
+   * @throws Error (at the first report) when no part `name` was added by then
+   */
+  rounds(name: string): RoundReports {
+    return {
+      failing: (error) => this.#failing(this.#part(name), error),
+      working: () => this.#working(this.#part(name)),
+    };
+  }
+
   /** Part `name`'s state, or undefined when no such part was added. */
   status(name: string): PartStatus | undefined {
     const part = this.#parts.get(name);
@@ -229,20 +251,8 @@ export class PartSupervisor {
     part.roundFailure = null;
     const run: PartRun = {
       signal,
-      failing: (error) => {
-        if (this.#stopping) return;
-        const failures = (part.roundFailure?.failures ?? 0) + 1;
-        part.roundFailure = { error: this.#short(error), failures };
-        if (part.started) this.#set(part, { state: 'retrying', ...part.roundFailure });
-      },
-      working: () => {
-        if (!part.roundFailure) return;
-        part.roundFailure = null;
-        if (part.started && !this.#stopping) {
-          this.#set(part, { state: 'running' });
-          this.#logger.info({ part: part.definition.name }, `part ${part.definition.name} runs again`);
-        }
-      },
+      failing: (error) => this.#failing(part, error),
+      working: () => this.#working(part),
     };
     try {
       await part.definition.start(run);
@@ -256,6 +266,22 @@ export class PartSupervisor {
     const roundFailure = part.roundFailure as Supervised['roundFailure'];
     this.#set(part, roundFailure ? { state: 'retrying', ...roundFailure } : { state: 'running' });
     if (failedBefore !== undefined) this.#logger.info({ part: part.definition.name, failures: failedBefore }, `part ${part.definition.name} started after ${failedBefore} failed attempts`);
+  }
+
+  #failing(part: Supervised, error: unknown): void {
+    if (this.#stopping) return;
+    const failures = (part.roundFailure?.failures ?? 0) + 1;
+    part.roundFailure = { error: this.#short(error), failures };
+    if (part.started) this.#set(part, { state: 'retrying', ...part.roundFailure });
+  }
+
+  #working(part: Supervised): void {
+    if (!part.roundFailure) return;
+    part.roundFailure = null;
+    if (part.started && !this.#stopping) {
+      this.#set(part, { state: 'running' });
+      this.#logger.info({ part: part.definition.name }, `part ${part.definition.name} runs again`);
+    }
   }
 
   async #stopStarted(part: Supervised): Promise<void> {

@@ -17,6 +17,7 @@ import type { AppendedChange } from '../mirror/mirror-store.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import type { StreamName } from '../streams/definitions.ts';
 import type { StreamConditions } from '../sync/stream-conditions.ts';
+import type { RoundReports } from './part-supervisor.ts';
 
 /** Ticks of a schedule looked at to find its interval. */
 const TICKS_LOOKED_AT = 10;
@@ -57,6 +58,8 @@ export interface StaleStreamWatchOptions {
   /** Hears the events appended (the webhook dispatcher, metrics). */
   onChanges?: (changes: readonly AppendedChange[]) => void;
   logger?: Logger;
+  /** Told how each check of every stream went (the first stream that could not be checked, or none: the daemon's `stale-watch` part). */
+  rounds?: RoundReports;
 }
 
 /** Checks the watched streams for staleness on a timer (module comment). */
@@ -122,6 +125,7 @@ export class StaleStreamWatch {
   }
 
   async #checkAll(now: Date): Promise<void> {
+    let failed: Error | undefined;
     for (const stream of this.#baseMs.keys()) {
       if (this.#options.mayCheck && !this.#options.mayCheck(stream)) continue;
       const thresholdMs = this.thresholdMs(stream)!;
@@ -132,8 +136,11 @@ export class StaleStreamWatch {
           this.#options.onChanges?.([appended]);
         }
       } catch (error) {
+        failed ??= new Error(`${stream}: ${(error as Error).message}`, { cause: error });
         this.#logger.warn({ stream, err: { message: (error as Error).message } }, 'could not check the stream for staleness');
       }
     }
+    if (failed) this.#options.rounds?.failing(failed);
+    else this.#options.rounds?.working();
   }
 }

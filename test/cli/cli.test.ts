@@ -147,7 +147,7 @@ describe('command line', { timeout: 120_000 }, () => {
 
   it('the demo shows mirrored counts and live change events', async () => {
     dir = tempDir();
-    const demo = await runCli(['demo', '--duration', '9', '--poll', '1', '--db', dir.file('demo.db')], cliEnv());
+    const demo = await runCli(['demo', '--duration', '6', '--poll', '1', '--db', dir.file('demo.db')], cliEnv());
     expect(demo.code).toBe(0);
     // Each registered stream's count, in registry order (the demo's simulator: 2000 transactions, 300 deals, 40 onboardings, the others their default size).
     expect(demo.stdout).toMatch(new RegExp(`mirrored: ${STREAM_NAMES.map((stream) => `\\d+ ${stream}`).join(', ')} \\(changelog at seq \\d+\\)`));

@@ -157,7 +157,7 @@ describe('the holder of a PostgreSQL mirror paused (SIGSTOP)', () => {
     expect((await terminate(replica)).code).toBe(0);
   });
 
-  it('while a page request is in flight: woken after the replica took the stream, it checks its lease before the next request leaves and sends nothing more for the stream', async () => {
+  it('while a page request is in flight: woken after the replica took the stream, it checks its lease before the next request leaves and sends nothing more for the stream', { timeout: 120_000 }, async () => {
     const { sim, db, holder, startReplica, created, replicaFinished, wake } = await twoDaemons();
     // The holder's page at offset 2000 is held at the simulator until the test opens the gate.
     let open: () => void = () => undefined;

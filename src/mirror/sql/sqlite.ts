@@ -22,7 +22,6 @@
  */
 import { resolve } from 'node:path';
 import { Mutex } from 'async-mutex';
-import pRetry from 'p-retry';
 import { preparedStatement, type MirrorDatabase } from '../database.ts';
 import type { RunResult, SqlConnection, SqlExecutor, SqlReaderNow, SqlRow, SqlValue } from './executor.ts';
 
@@ -218,7 +217,10 @@ export class SqliteConnection extends SqliteStatements implements SqlConnection 
     let last = error;
     if (again && locked(error)) {
       try {
-        // Attempt 1 is the try that already failed (run outside p-retry, so that an unlocked file's statement settles at once).
+        // Attempt 1 is the try that already failed (run outside p-retry, so that an unlocked file's
+        // statement settles at once). p-retry is loaded here, when a file is first found locked, so
+        // that the commands that only read the mirror load none of the worker's libraries.
+        const { default: pRetry } = await import('p-retry');
         return await pRetry((attempt) => (attempt === 1 ? Promise.reject(error as Error) : again()), { ...LOCKED_RETRY, shouldRetry: ({ error: next }) => locked(next) });
       } catch (next) {
         last = next;

@@ -89,9 +89,14 @@ export interface DeliveryTarget {
 export interface DeliveryDispatcherOptions {
   /**
    * The mirror. Prefer a connection of its own (`sqliteConnection(openMirror(path))`), not the one
-   * the sync holds transactions on. The dispatcher does not close it.
+   * the sync holds transactions on. The dispatcher does not close it (see `release`).
    */
   connection: SqlExecutor;
+  /**
+   * Run once, last, by `stop()`: closes what was opened for this dispatcher alone (the daemon's own
+   * connection to the mirror). A dispatcher whose `start()` failed is stopped to release it.
+   */
+  release?: () => Promise<void>;
   /** The targets: webhook endpoints and sinks (names unique across both). */
   targets: readonly DeliveryTarget[];
   logger?: Logger;
@@ -194,6 +199,7 @@ const DAY_MS = 86_400_000;
  */
 export class DeliveryDispatcher {
   readonly #connection: SqlExecutor;
+  readonly #release: (() => Promise<void>) | undefined;
   readonly #logger: Logger;
   readonly #pollMs: number;
   readonly #stopGraceMs: number;
@@ -215,6 +221,7 @@ export class DeliveryDispatcher {
    */
   constructor(options: DeliveryDispatcherOptions) {
     this.#connection = options.connection;
+    this.#release = options.release;
     this.#logger = (options.logger ?? silentLogger).child({ component: 'delivery' });
     this.#pollMs = positive(options.pollMs ?? 1000, 'pollMs');
     this.#stopGraceMs = nonNegative(options.stopGraceMs ?? 2000, 'stopGraceMs');
@@ -330,6 +337,14 @@ export class DeliveryDispatcher {
    */
   async stop(): Promise<void> {
     if (this.#state === 'stopped') return;
+    try {
+      await this.#stopDelivering();
+    } finally {
+      await this.#release?.();
+    }
+  }
+
+  async #stopDelivering(): Promise<void> {
     const wasRunning = this.#state === 'running';
     this.#state = 'stopped';
     this.#stopRequested.abort();

@@ -19,6 +19,7 @@
  *   await sweeper.stop();
  */
 import type { Queue } from 'bullmq';
+import type { RoundReports } from '../../daemon/part-supervisor.ts';
 import type { Redis } from 'ioredis';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
 import { writeJobOptions, type WriteJobData, type WriteRetrySchedule } from './write-queue.ts';
@@ -52,6 +53,8 @@ export interface WriteSweeperOptions {
   /** Redis connections whose `ready` (a reconnect) triggers a sweep. */
   reconnects?: readonly Redis[];
   logger?: Logger;
+  /** Told how each background sweep went (the daemon's `writes` part: src/daemon/part-supervisor.ts). */
+  rounds?: RoundReports;
 }
 
 /** Queues again the unfinished writes whose job is gone, as this module's header describes. */
@@ -62,6 +65,7 @@ export class WriteSweeper {
   private readonly intervalMs: number;
   private readonly reconnects: readonly Redis[];
   private readonly logger: Logger;
+  private readonly rounds: RoundReports | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<SweepResult> | undefined;
   private again = false;
@@ -81,6 +85,7 @@ export class WriteSweeper {
     if (!(Number.isFinite(this.intervalMs) && this.intervalMs > 0)) throw new RangeError(`sweep interval must be a positive number of ms, got ${String(options.intervalMs)}`);
     this.reconnects = options.reconnects ?? [];
     this.logger = options.logger ?? silentLogger;
+    this.rounds = options.rounds;
   }
 
   /** Sweeps on the interval and on every reconnect of the given connections, until `stop()`. */
@@ -100,7 +105,10 @@ export class WriteSweeper {
     await this.running?.catch(() => undefined);
   }
 
-  /** A sweep in the background (errors logged, once per outage); one more after the current when one runs. */
+  /**
+   * A sweep in the background (errors logged, once per outage; each outcome told to `rounds`); one
+   * more after the current when one runs.
+   */
   trigger(): void {
     if (this.stopped) return;
     if (this.running) {
@@ -111,8 +119,10 @@ export class WriteSweeper {
       () => {
         if (this.failing) this.logger.info('write sweep works again');
         this.failing = false;
+        this.rounds?.working();
       },
       (error: unknown) => {
+        this.rounds?.failing(error);
         if (!this.failing) this.logger.warn({ error: error instanceof Error ? error.message : String(error) }, 'write sweep failed (Redis or the mirror did not answer); it runs again on the next interval or reconnect');
         this.failing = true;
       },

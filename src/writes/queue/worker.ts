@@ -26,6 +26,7 @@
  * between ledger lookups, moves the job to BullMQ's delayed set (`DelayedError`: no attempt spent);
  * a final `failed` ends the job with `UnrecoverableError` (no retry); `needs_review` completes it.
  */
+import type { RoundReports } from '../../daemon/part-supervisor.ts';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { ApiClient, type ApiClientOptions } from '../../client/client.ts';
 import type { BudgetSource } from '../../client/hooks.ts';
@@ -83,6 +84,8 @@ export interface WriteWorkerOptions {
    */
   sweep?: boolean;
   sweepIntervalMs?: number;
+  /** Told how each background sweep went (the daemon's `writes` part reports them: src/daemon/part-supervisor.ts `RoundReports`). */
+  sweepRounds?: RoundReports;
   /** Hears every change row appended (to wake the webhook dispatcher). */
   onChanges?: (changes: AppendedChange[]) => void;
 }
@@ -156,6 +159,7 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
       queue: producer.queue,
       retrySchedule: options.retrySchedule,
       intervalMs: options.sweepIntervalMs,
+      ...(options.sweepRounds ? { rounds: options.sweepRounds } : {}),
       // A reconnect of either connection may follow a Redis restart that lost every job.
       reconnects: [connection, producer.client],
       logger,
