@@ -423,8 +423,17 @@ function parseErrorBody(text: string): { message?: unknown; err?: unknown; retry
   }
 }
 
+/** The list content schemas by items key: built once, not per page (zod compiles an object schema at its first parse). */
+const listContentSchemas = new Map<string, z.ZodType<Record<string, unknown> & { pagination: Pagination }>>();
+
 /** `content` of a list response: `{ [itemsKey]: unknown[], pagination }`; items are checked one by one later. */
 function listContentSchema(itemsKey: string): z.ZodType<Record<string, unknown> & { pagination: Pagination }> {
+  let schema = listContentSchemas.get(itemsKey);
+  if (schema === undefined) listContentSchemas.set(itemsKey, (schema = buildListContentSchema(itemsKey)));
+  return schema;
+}
+
+function buildListContentSchema(itemsKey: string): z.ZodType<Record<string, unknown> & { pagination: Pagination }> {
   return z.looseObject({ [itemsKey]: z.array(z.unknown()), pagination: paginationSchema }) as unknown as z.ZodType<
     Record<string, unknown> & { pagination: Pagination }
   >;
