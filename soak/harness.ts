@@ -307,6 +307,35 @@ class ScheduleRun {
     return lines;
   }
 
+  /**
+   * Whether a fault hiding records of `path` from one complete scan may be injected now: no earlier
+   * hiding fault of that list is pending, and since the last one was taken a complete scan has read
+   * the list's last page unhidden. Two hiding faults taken by two complete scans in a row hide the
+   * records from two scans, which is what a record really gone looks like (the two-scan rule): a
+   * schedule never asks that of the sync. Waits at most 30 s (no daemon scanning: false, the fault
+   * is skipped).
+   */
+  async hidingSettled(path: string): Promise<boolean> {
+    const isHiding = (fault: Fault): boolean => fault.match?.path === path && ('atOffset' in fault || 'cap' in fault);
+    const hidden = this.hidingPaths.get(path);
+    if (!hidden) return true;
+    if (!(await until(() => !this.simulator.faults.list().some((entry) => isHiding(entry.fault)), 30_000, 50))) return false;
+    const from = this.simulator.requests.length;
+    return until(
+      () =>
+        this.simulator.requests.slice(from).some((request) => {
+          if (request.method !== 'GET' || !request.path.endsWith(path) || request.status !== 200) return false;
+          const query = new URLSearchParams(request.query);
+          return Object.entries(hidden).every(([key, value]) => query.get(key) === value);
+        }),
+      30_000,
+      50,
+    );
+  }
+
+  /** The lists a hiding fault was injected on in this schedule, with the query of the page it hid (`null`: a parameter absent). */
+  private readonly hidingPaths = new Map<string, Record<string, string | null>>();
+
   injectList(fault: Record<string, unknown> & { kind: string }, path: string, times: number): void {
     const kind =
       fault.kind === 'status'
@@ -337,6 +366,7 @@ class ScheduleRun {
       if (rest.kind === 'capped-list') rest.cap = at;
       else rest.atOffset = at;
       query = { ...partition, updatedAfter: null, limit: String(LIST_PAGE_LIMIT), offset: String(lastPage) };
+      this.hidingPaths.set(path, query);
     }
     this.simulator.faults.inject({ ...(rest as unknown as Fault), match: { method: 'GET', path, ...(query ? { query } : {}) }, times } as Fault);
     this.fault(`list:${kind}`);
@@ -439,6 +469,10 @@ class ScheduleRun {
         timeline.tieBurst(step.count, this.random);
         return;
       case 'list-fault':
+        if (typeof step.fault.hide === 'number' && !(await this.hidingSettled(step.path))) {
+          this.fault('list:hide-skipped');
+          return;
+        }
         this.injectList(step.fault, step.path, step.times);
         return;
       case 'write':
