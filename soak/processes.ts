@@ -13,8 +13,26 @@ export const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.ur
 /** Every process the soak started that may still run: killed when the soak itself is stopped. */
 export const LIVE_CHILDREN = new Set<ChildProcess>();
 
-/** Kills every child still running (SIGCONT first, so a paused one dies too). */
+/** Set once the soak is being stopped: a child started after that (a step still running) is killed at once. */
+let stopping = false;
+
+/**
+ * Tracks a child the soak started until it exits, so a stopped soak leaves nothing running. A child
+ * adopted after {@link killAllChildren} (a schedule's step restarting Redis while the soak stops) is
+ * killed at once.
+ */
+export function adoptChild(child: ChildProcess): void {
+  if (stopping) {
+    child.kill('SIGKILL');
+    return;
+  }
+  LIVE_CHILDREN.add(child);
+  child.once('exit', () => LIVE_CHILDREN.delete(child));
+}
+
+/** Kills every child still running (SIGCONT first, so a paused one dies too), and every child started from now on. */
 export function killAllChildren(): void {
+  stopping = true;
   for (const child of LIVE_CHILDREN) {
     child.kill('SIGCONT');
     child.kill('SIGKILL');
@@ -52,13 +70,8 @@ export class SoakProcess {
   constructor(name: string, args: string[], env: NodeJS.ProcessEnv) {
     this.name = name;
     this.child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    LIVE_CHILDREN.add(this.child);
-    this.exited = new Promise((resolve) =>
-      this.child.once('exit', (code, signal) => {
-        LIVE_CHILDREN.delete(this.child);
-        resolve({ code, signal });
-      }),
-    );
+    adoptChild(this.child);
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
     let pending = '';
     this.child.stderr!.on('data', (chunk: Buffer) => {
       pending += String(chunk);

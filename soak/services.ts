@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { connect, createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { startPostgresServer, type TestPostgresServer } from '../test/postgres-server.ts';
-import { LIVE_CHILDREN } from './processes.ts';
+import { adoptChild } from './processes.ts';
 
 /** The soak's own redis-server (without persistence a restart comes back empty). */
 export interface SoakRedis {
@@ -81,8 +81,7 @@ async function startRedis(dir?: string): Promise<SoakRedis> {
   const start = async () => {
     if (child && child.exitCode === null && child.signalCode === null) return;
     const started = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence], { stdio: 'ignore' });
-    LIVE_CHILDREN.add(started);
-    started.once('exit', () => LIVE_CHILDREN.delete(started));
+    adoptChild(started);
     child = started;
     const deadline = Date.now() + 15_000;
     while (!(await answers(url))) {
@@ -93,7 +92,7 @@ async function startRedis(dir?: string): Promise<SoakRedis> {
   const kill = async () => {
     const running = child;
     child = undefined;
-    if (!running || running.exitCode !== null) return;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
     running.kill('SIGKILL');
     await exited;
@@ -134,8 +133,7 @@ async function startNats(storeDir: string): Promise<SoakBroker> {
   const start = async () => {
     if (child && child.exitCode === null && child.signalCode === null) return;
     const started = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: 'ignore' });
-    LIVE_CHILDREN.add(started);
-    started.once('exit', () => LIVE_CHILDREN.delete(started));
+    adoptChild(started);
     child = started;
     const deadline = Date.now() + 15_000;
     while (!(await listening(port))) {
@@ -169,12 +167,16 @@ export async function startServices(): Promise<SoakServices> {
     nats,
     postgres: () => (postgres ??= startPostgresServer()),
     async close() {
-      await redis.kill();
-      await sinkRedis.kill();
-      await nats.kill();
-      rmSync(sinkDir, { recursive: true, force: true });
-      rmSync(natsDir, { recursive: true, force: true });
-      if (postgres) await (await postgres).stop();
+      try {
+        await redis.kill();
+        await sinkRedis.kill();
+        await nats.kill();
+        rmSync(sinkDir, { recursive: true, force: true });
+        rmSync(natsDir, { recursive: true, force: true });
+      } finally {
+        // pg_ctl runs the server detached from the soak: nothing but this stops it.
+        if (postgres) await (await postgres).stop();
+      }
     },
   };
 }
