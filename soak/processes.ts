@@ -5,6 +5,8 @@
  * failure report, and says when it exited without being asked to.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** bin/bizops-sync.js of this checkout. */
@@ -39,6 +41,12 @@ export function killAllChildren(): void {
   }
 }
 
+/**
+ * `SOAK_LOG_DIR`: a directory each process's whole log is written to (`<pid>-<name>.log`), for a
+ * replay whose failure the report's last lines do not explain. Unset: only the tails are kept.
+ */
+const LOG_DIR = process.env.SOAK_LOG_DIR;
+
 /** How many of a process's last log lines a failure report shows. */
 const TAIL_LINES = 40;
 
@@ -61,6 +69,7 @@ export class SoakProcess {
   workerStarted = false;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   #urlWaiters: ((url: string) => void)[] = [];
+  #log: WriteStream | undefined;
 
   /**
    * @param name how reports name it (`daemon#1`, `worker#2`, `sync#3`)
@@ -72,6 +81,11 @@ export class SoakProcess {
     this.child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     adoptChild(this.child);
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+    if (LOG_DIR) {
+      mkdirSync(LOG_DIR, { recursive: true });
+      this.#log = createWriteStream(join(LOG_DIR, `${this.child.pid}-${name.replace(/[^\w.-]/g, '_')}.log`));
+      this.child.once('exit', () => this.#log?.end());
+    }
     let pending = '';
     this.child.stderr!.on('data', (chunk: Buffer) => {
       pending += String(chunk);
@@ -85,6 +99,7 @@ export class SoakProcess {
   }
 
   #line(line: string): void {
+    this.#log?.write(`${line}\n`);
     const kept = line.length > 600 ? `${line.slice(0, 600)}...` : line;
     this.tail.push(kept);
     if (this.tail.length > TAIL_LINES) this.tail.shift();
