@@ -5,7 +5,7 @@
  * failure report, and says when it exited without being asked to.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -41,12 +41,6 @@ export function killAllChildren(): void {
   }
 }
 
-/**
- * `SOAK_LOG_DIR`: a directory each process's whole log is written to (`<pid>-<name>.log`), for a
- * replay whose failure the report's last lines do not explain. Unset: only the tails are kept.
- */
-const LOG_DIR = process.env.SOAK_LOG_DIR;
-
 /** How many of a process's last log lines a failure report shows. */
 const TAIL_LINES = 40;
 
@@ -68,8 +62,9 @@ export class SoakProcess {
   /** True once a `worker` process logged that its write worker started (it has its Redis connections). */
   workerStarted = false;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Its whole log, line by line, when `SOAK_LOG_DIR` names a directory: `<dir>/<pid>-<name>.log`. */
+  readonly logFile: string | undefined;
   #urlWaiters: ((url: string) => void)[] = [];
-  #log: WriteStream | undefined;
 
   /**
    * @param name how reports name it (`daemon#1`, `worker#2`, `sync#3`)
@@ -80,12 +75,12 @@ export class SoakProcess {
     this.name = name;
     this.child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     adoptChild(this.child);
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
-    if (LOG_DIR) {
-      mkdirSync(LOG_DIR, { recursive: true });
-      this.#log = createWriteStream(join(LOG_DIR, `${this.child.pid}-${name.replace(/[^\w.-]/g, '_')}.log`));
-      this.child.once('exit', () => this.#log?.end());
+    const logDir = process.env.SOAK_LOG_DIR;
+    if (logDir) {
+      mkdirSync(logDir, { recursive: true });
+      this.logFile = join(logDir, `${this.child.pid ?? 'none'}-${name.replace('#', '-')}.log`);
     }
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
     let pending = '';
     this.child.stderr!.on('data', (chunk: Buffer) => {
       pending += String(chunk);
@@ -99,7 +94,7 @@ export class SoakProcess {
   }
 
   #line(line: string): void {
-    this.#log?.write(`${line}\n`);
+    if (this.logFile) appendFileSync(this.logFile, `${line}\n`);
     const kept = line.length > 600 ? `${line.slice(0, 600)}...` : line;
     this.tail.push(kept);
     if (this.tail.length > TAIL_LINES) this.tail.shift();
