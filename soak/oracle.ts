@@ -268,6 +268,11 @@ export interface FinalOptions {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** How long a target's missing events may stand still, past the final wait's deadline, before the oracle judges them. */
+const SINKS_STILL_MS = 10_000;
+/** The most the final wait goes on past its deadline while targets are still catching up. */
+const SINKS_PROGRESS_CAP_MS = 120_000;
+
 /** Events a sink lacks per record: the changelog's chain minus the sink's. */
 function missingEvents(changes: readonly ChangeRow[], patterns: readonly string[], sink: RecordChains): ChangeRow[] {
   const counts = new Map<string, number>();
@@ -322,10 +327,19 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
     const count = missingEvents(changes, RECEIVER_EVENTS.a, input.receivers.a.chains).length + missingEvents(changes, RECEIVER_EVENTS.b, input.receivers.b.chains).length + missingEvents(changes, ['*'], input.consumer).length;
     return count + input.sinks.reduce((sum, sink) => sum + missingEvents(forSink(changes, sink.name), sink.events, sink.chains).length, 0);
   };
-  while (Date.now() < options.deadline && pending() > 0) {
+  // A target still catching up is not losing events: while the count of missing events keeps
+  // falling, the wait goes on past the deadline (up to SINKS_PROGRESS_CAP_MS more) until it stands
+  // still for SINKS_STILL_MS. A strict-order endpoint sends one event at a time, each recorded before
+  // the next leaves: on a loaded machine a backlog of hundreds takes minutes.
+  let missingNow = pending();
+  let progressUntil = options.deadline;
+  while (missingNow > 0 && Date.now() < Math.min(Math.max(options.deadline, progressUntil), options.deadline + SINKS_PROGRESS_CAP_MS)) {
     await sleep(500);
     changes = await readChangelog(reader);
     for (const sink of input.sinks) await sink.read();
+    const missingBefore = missingNow;
+    missingNow = pending();
+    if (missingNow < missingBefore) progressUntil = Date.now() + SINKS_STILL_MS;
   }
   // Every target, webhook endpoints and broker sinks alike: what it lacks must be explained.
   const targets = [

@@ -25,6 +25,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { defineRouteSpec, errorResponse, route, type Route } from '../http/route.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
+import { MirrorFileLockedError } from '../mirror/sql/sqlite.ts';
 import {
   ACK_BODY,
   acknowledge,
@@ -227,6 +228,19 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
     }
   };
 
+  /**
+   * Notes the consumer's read (`last_read_at`). Another process holding the SQLite file's write
+   * lock past the connection's tries (MirrorFileLockedError) skips the note: the page read is
+   * answered all the same, and a later read notes it.
+   */
+  const noteRead = async (name: string): Promise<void> => {
+    try {
+      await noteConsumerRead(executor, name, now());
+    } catch (error) {
+      if (!(error instanceof MirrorFileLockedError)) throw error;
+    }
+  };
+
   /** Sends `body` unless the client left during a long-poll. */
   const answer = (response: ServerResponse, status: number, body: unknown) => {
     if (!response.writableEnded && !response.destroyed) sendJson(response, status, body);
@@ -266,7 +280,7 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
       if (reading.snapshot) {
         // The snapshot first (src/notify/snapshot.ts): pages of current rows, acknowledged by position.
         const snapshotPage = await readConsumerSnapshot(executor, reading.snapshot, query.limit, query.types);
-        await noteConsumerRead(executor, params.name, now());
+        await noteRead(params.name);
         const ends = await changelogEnds(executor);
         return answer(response, 200, { consumer: params.name, ...snapshotPage, latestSeq: ends.latestSeq, oldestSeq: ends.oldestSeq });
       }
@@ -274,7 +288,7 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
         const state = await requireConsumer(executor, params.name);
         return readEncodedChangesPage(executor, { after: state.cursor, parameter: 'cursor', limit: query.limit, ...(query.types ? { types: query.types } : {}) });
       });
-      await noteConsumerRead(executor, params.name, now());
+      await noteRead(params.name);
       answerPage(response, page, params.name);
     }),
     route(specs.ack, async (_request, response, { params, body }) => {
