@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { changeRoutes } from '../../src/daemon/change-routes.ts';
+import { changeRoutes, CONSUMER_READ_NOTE_MS } from '../../src/daemon/change-routes.ts';
 import { startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
 import { RouteTable } from '../../src/http/route-table.ts';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
@@ -351,6 +351,61 @@ describeOnSqlite('another process holding the mirror file\'s write lock', () => 
       holder.kill();
       await daemon.close();
       await daemonConnection.close();
+    }
+  });
+});
+
+describeOnSqlite('noting a consumer\'s reads', () => {
+  it('a burst of reads writes last_read_at at most once per CONSUMER_READ_NOTE_MS, sooner when the cursor moved; the time shown is never older than that', async () => {
+    await insertChanges(mirror.connection, 4);
+    // Every write of last_read_at, counted by the database itself.
+    await mirror.connection.exec(`
+      CREATE TABLE read_notes (at TEXT NOT NULL);
+      CREATE TRIGGER read_noted AFTER UPDATE OF last_read_at ON consumers BEGIN INSERT INTO read_notes VALUES (NEW.last_read_at); END;
+    `);
+    let clock = Date.parse('2026-03-01T09:00:00.000Z');
+    const clocked = await startDaemonHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      readiness: async () => ({ ready: true, status: 200, reason: 'test', checkedAt: null }),
+      metrics: async () => ({ contentType: 'text/plain', body: '' }),
+      routes: new RouteTable({ readKey: KEY }).mount(changeRoutes({ executor: mirror.connection, signal, pollMs: 50, now: () => new Date(clock) })),
+    });
+    const send = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${clocked.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      expect(response.status, `${method} ${path}`).toBeLessThan(300);
+      return (await response.json()) as Record<string, unknown>;
+    };
+    const notes = async () => Number((await mirror.connection.get<{ count: number }>('SELECT count(*) AS count FROM read_notes'))!.count);
+    const shownReadAt = async () => Date.parse(((await send('GET', '/consumers/erp')) as { consumer: { lastReadAt: string } }).consumer.lastReadAt);
+    try {
+      await send('PUT', '/consumers/erp', { after: 0 });
+
+      // 40 reads, 100 ms of the clock apart: 4 s of fast polling.
+      for (let read = 0; read < 40; read += 1) {
+        const page = (await send('GET', '/consumers/erp/changes?limit=2')) as unknown as Page;
+        expect(page.events.map((event) => event.data.seq)).toEqual([1, 2]);
+        const shown = await shownReadAt();
+        expect(clock - shown).toBeGreaterThanOrEqual(0);
+        expect(clock - shown).toBeLessThan(CONSUMER_READ_NOTE_MS);
+        clock += 100;
+      }
+      expect(await notes()).toBe(4);
+
+      // Within the second, an acknowledged move of the cursor: the next read is noted at once.
+      await send('POST', '/consumers/erp/ack', { seq: 2 });
+      const before = await notes();
+      expect(((await send('GET', '/consumers/erp/changes')) as unknown as Page).events.map((event) => event.data.seq)).toEqual([3, 4]);
+      expect(await notes()).toBe(before + 1);
+      expect(await shownReadAt()).toBe(clock);
+      await send('GET', '/consumers/erp/changes');
+      expect(await notes()).toBe(before + 1);
+    } finally {
+      await clocked.close();
     }
   });
 });
