@@ -180,10 +180,36 @@ function incompleteChanges(changes: readonly ChangeRow[]): string[] {
   return problems;
 }
 
+/**
+ * No event sets a record back: of a stream whose records carry `updatedAt`, each record's events
+ * carry stamps that never go below one an earlier event of it carried (a page read before a
+ * write-through, applied after it, would: docs/sync.md "Write-throughs during a run"). The soak's
+ * world never sets a stamp back itself.
+ */
+function revertedRecords(changes: readonly ChangeRow[]): string[] {
+  const newest = new Map<string, { at: number; seq: number }>();
+  const problems: string[] = [];
+  for (const change of changes) {
+    if (!(change.stream in STREAMS) || /^(record|schema|stream)\./.test(change.type)) continue;
+    const stamp = (change.record as { updatedAt?: unknown } | null)?.updatedAt;
+    const at = typeof stamp === 'string' ? Date.parse(stamp) : Number.NaN;
+    if (!Number.isFinite(at)) continue;
+    const key = recordKey(change);
+    const before = newest.get(key);
+    if (before && at < before.at) {
+      problems.push(`reverted: ${change.type} (seq ${change.seq}) of ${key} carries updatedAt ${String(stamp)}, older than the ${new Date(before.at).toISOString()} its event seq ${before.seq} carried`);
+      continue;
+    }
+    newest.set(key, { at, seq: change.seq });
+  }
+  return problems;
+}
+
 /** The checks after every step. */
 export async function stepChecks(reader: MirrorReader, input: OracleInput): Promise<string[]> {
   const changes = await readChangelog(reader);
   const problems = falseDeletions(changes, input.timeline);
+  problems.push(...revertedRecords(changes).slice(0, 5));
   problems.push(...incompleteChanges(changes).slice(0, 5));
   for (const name of ['a', 'b'] as const) {
     problems.push(...chainProblems(`order: receiver ${name}`, changelogChains(changes, RECEIVER_EVENTS[name]), input.receivers[name].chains));
