@@ -176,7 +176,7 @@ describe.each(BACKENDS)('stream tables on $name (the same messages on both back 
   it('creates a missing stream table from its definition and finds it in place on the next open', async () => {
     const location = await backend.location();
     const db = await openTracked(location, { streams: [...STREAM_LIST, invoicesStream] });
-    expect(await columnNames(db, 'invoices')).toEqual(['id', 'total', 'customer_name', 'rate', 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'deleted_at', 'last_seen_scan', 'missed_scans']);
+    expect(await columnNames(db, 'invoices')).toEqual(['id', 'total', 'customer_name', 'rate', 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'deleted_at', 'last_seen_scan', 'missed_scans', 'written_seq']);
     await db.run("INSERT INTO invoices (id, total, rate, raw, content_hash, first_seen_at, synced_at) VALUES ('inv_1', 1250, 0.25, '{}', 'h', 'now', 'now')");
     expect(await db.get('SELECT total, rate, missed_scans FROM invoices')).toEqual({ total: 1250, rate: 0.25, missed_scans: 0 });
     await db.close();
