@@ -691,23 +691,29 @@ export class MirrorStore {
    * when missing): one `INSERT ... ON CONFLICT (stream, partition_value) DO UPDATE` (a page's
    * checkpoint costs one statement).
    * @param partition the partition's value; '' (default) for an unpartitioned stream or a partitioned stream's own row
+   * @param options.atCommit sent with the transaction's COMMIT on PostgreSQL (executor.ts `runAtCommit`):
+   *   only when no later statement of the transaction reads or writes this row
    */
-  async updateSyncState(stream: StreamName, fields: Partial<Record<SyncStateColumn, string | number | null>>, partition = ''): Promise<void> {
+  async updateSyncState(stream: StreamName, fields: Partial<Record<SyncStateColumn, string | number | null>>, partition = '', options: { atCommit?: boolean } = {}): Promise<void> {
     const entries = Object.entries(fields);
     if (entries.length === 0) {
       await this.executor.run('INSERT INTO sync_state (stream, partition_value) VALUES (?, ?) ON CONFLICT (stream, partition_value) DO NOTHING', [stream, partition]);
       return;
     }
     const columns = entries.map(([column]) => column);
-    await this.executor.run(
+    await (options.atCommit ? this.executor.runAtCommit.bind(this.executor) : this.executor.run.bind(this.executor))(
       `INSERT INTO sync_state (stream, partition_value, ${columns.join(', ')}) VALUES (?, ?${', ?'.repeat(columns.length)}) ON CONFLICT (stream, partition_value) DO UPDATE SET ${columns.map((column) => `${column} = excluded.${column}`).join(', ')}`,
       [stream, partition, ...entries.map(([, value]) => value ?? null)],
     );
   }
 
-  /** Saves (or clears, with null) the checkpoint of the run in progress of a stream (or of its partition `partition`). */
-  saveRun(stream: StreamName, run: RunCheckpoint | null, partition = ''): Promise<void> {
-    return this.updateSyncState(stream, { run: run ? JSON.stringify(run) : null }, partition);
+  /**
+   * Saves (or clears, with null) the checkpoint of the run in progress of a stream (or of its
+   * partition `partition`). With `atCommit`, sent with the transaction's COMMIT on PostgreSQL (a
+   * page's checkpoint, the last write of its transaction: no round trip of its own).
+   */
+  saveRun(stream: StreamName, run: RunCheckpoint | null, partition = '', options: { atCommit?: boolean } = {}): Promise<void> {
+    return this.updateSyncState(stream, { run: run ? JSON.stringify(run) : null }, partition, options);
   }
 
   /** Rows per stream table: live (listed upstream) and tombstoned; only a partition's with `partition` (a partitioned stream's value). */

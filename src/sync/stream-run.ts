@@ -850,11 +850,15 @@ export class StreamRun implements TieReReader {
           keptWrittenThrough: kept,
         });
         // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
+        // Writes no later statement depends on go with the COMMIT (PostgreSQL: no round trip of their own).
         const rejectedRecords = new RejectedRecords(store);
-        await rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
-        if (page.rejected && page.rejected.length > 0) appended.push(...(await rejectedRecords.quarantine(stream, page.rejected, { scanNumber, partition: this.partition })));
+        const acceptedIds = page.items.map((record) => String(record[stream.key]));
+        if (page.rejected && page.rejected.length > 0) {
+          await rejectedRecords.release(stream.name, acceptedIds);
+          appended.push(...(await rejectedRecords.quarantine(stream, page.rejected, { scanNumber, partition: this.partition })));
+        } else await rejectedRecords.releaseAtCommit(stream.name, acceptedIds);
         run.changes = changesBefore + appended.length;
-        await store.saveRun(stream.name, run, this.partition);
+        await store.saveRun(stream.name, run, this.partition, { atCommit: true });
         return appended;
       });
     } catch (error) {
