@@ -207,19 +207,26 @@ function revertedRecords(changes: readonly ChangeRow[]): string[] {
 
 /** The checks after every step. */
 export async function stepChecks(reader: MirrorReader, input: OracleInput): Promise<string[]> {
+  // What each sink held before the changelog is read: only that much of it is judged (chainProblems).
+  const reached = {
+    a: input.receivers.a.chains.lengths(),
+    b: input.receivers.b.chains.lengths(),
+    consumer: input.consumer.lengths(),
+    sinks: input.sinks.map((sink) => sink.chains.lengths()),
+  };
   const changes = await readChangelog(reader);
   const problems = falseDeletions(changes, input.timeline);
   problems.push(...revertedRecords(changes).slice(0, 5));
   problems.push(...incompleteChanges(changes).slice(0, 5));
   for (const name of ['a', 'b'] as const) {
-    problems.push(...chainProblems(`order: receiver ${name}`, changelogChains(changes, RECEIVER_EVENTS[name]), input.receivers[name].chains));
+    problems.push(...chainProblems(`order: receiver ${name}`, changelogChains(changes, RECEIVER_EVENTS[name]), input.receivers[name].chains, reached[name]));
     problems.push(...input.receivers[name].problems.map((line) => `signature: ${line}`));
   }
-  problems.push(...chainProblems('order: pull consumer', changelogChains(changes), input.consumer));
-  for (const sink of input.sinks) {
-    problems.push(...chainProblems(`order: sink ${sink.name}`, changelogChains(forSink(changes, sink.name), sink.events), sink.chains));
+  problems.push(...chainProblems('order: pull consumer', changelogChains(changes), input.consumer, reached.consumer));
+  input.sinks.forEach((sink, index) => {
+    problems.push(...chainProblems(`order: sink ${sink.name}`, changelogChains(forSink(changes, sink.name), sink.events), sink.chains, reached.sinks[index]));
     problems.push(...sink.problems.map((line) => `order: ${line}`));
-  }
+  });
   return problems;
 }
 
