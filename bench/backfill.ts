@@ -21,7 +21,7 @@
  * 4. CPU time (user + system) of the backfill child, the limit not binding, over that of the fair
  *    plain loop (bench/plain-backfill.ts: the same requests, hashing, upserts, changelog rows and
  *    checkpoints into an empty mirror the project created, with its pragmas; rows byte-identical to
- *    the project's), the two in turn, at N and at the large N (`BENCH_BACKFILL_LARGE_RUNS` rounds,
+ *    the project's, compared after each round), the two in turn, at N and at the large N (`BENCH_BACKFILL_LARGE_RUNS` rounds,
  *    default 1), and the CLI's CPU per record at the large N over that at N: flat, no per-record
  *    cost that grows with the run. Goals <= 1.3 and <= 1.1.
  *
@@ -88,6 +88,8 @@ const PLAIN_BACKFILL = fileURLToPath(new URL('./plain-backfill.ts', import.meta.
  * child process, the limit not binding, and of the fair plain loop (bench/plain-backfill.ts) into an
  * empty mirror the project created, both against one simulator in this process; `rounds` times,
  * the two in turn (which goes first alternates), so that load from other processes falls on both alike.
+ * After each round the two mirrors are compared (`assertSameMirror`).
+ * @throws Error when a child fails or the two mirrors differ
  */
 export async function backfillCpuOverPlain(n: number, rounds: number): Promise<{ cliMs: number; plainMs: number }[]> {
   const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: false });
@@ -121,16 +123,51 @@ export async function backfillCpuOverPlain(n: number, rounds: number): Promise<{
         const measured = await runMeasured(process.execPath, [PLAIN_BACKFILL, simulator.url, String(simulator.tokens.admin), path], env);
         return measured.cpuMs;
       };
+      let measured: { cliMs: number; plainMs: number };
       if (round % 2 === 0) {
         const cliMs = await cli();
-        return { cliMs, plainMs: await plain() };
+        measured = { cliMs, plainMs: await plain() };
+      } else {
+        const plainMs = await plain();
+        measured = { cliMs: await cli(), plainMs };
       }
-      const plainMs = await plain();
-      return { cliMs: await cli(), plainMs };
+      assertSameMirror(join(dir, `cli-${round}.db`), join(dir, `plain-${round}.db`), n);
+      return measured;
     });
   } finally {
     await simulator.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Checks that the plain loop left the same mirror as the command (the baseline's fairness): `n`
+ * transaction rows and `n` changelog rows in each, every record row equal in every column but the
+ * times it was first seen and synced, every change row equal but its fresh `event_id` and time.
+ * @throws Error naming what differs
+ */
+export function assertSameMirror(cliPath: string, plainPath: string, n: number): void {
+  const db = new Database(cliPath, { readonly: true });
+  try {
+    db.prepare('ATTACH DATABASE ? AS plain').run(plainPath);
+    const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+    const counts = [
+      count('SELECT COUNT(*) AS n FROM main.transactions'),
+      count('SELECT COUNT(*) AS n FROM plain.transactions'),
+      count('SELECT COUNT(*) AS n FROM main.changes'),
+      count('SELECT COUNT(*) AS n FROM plain.changes'),
+    ];
+    if (counts.some((value) => value !== n)) throw new Error(`the mirrors hold other counts than ${n} (transactions CLI, plain; changes CLI, plain): ${counts.join(', ')}`);
+    const columns = (db.prepare('SELECT name FROM pragma_table_info(\'transactions\')').all() as { name: string }[])
+      .map((column) => column.name)
+      .filter((name) => name !== 'first_seen_at' && name !== 'synced_at');
+    const rowsDiffering = count(`SELECT COUNT(*) AS n FROM main.transactions a JOIN plain.transactions b USING (id) WHERE ${columns.map((name) => `a.${name} IS NOT b.${name}`).join(' OR ')}`);
+    const changesDiffering = count(
+      'SELECT COUNT(*) AS n FROM main.changes a JOIN plain.changes b USING (seq) WHERE a.type IS NOT b.type OR a.stream IS NOT b.stream OR a.record_id IS NOT b.record_id OR a.data IS NOT b.data OR a.partition_value IS NOT b.partition_value',
+    );
+    if (rowsDiffering > 0 || changesDiffering > 0) throw new Error(`the plain loop's mirror differs from the command's: ${rowsDiffering} record rows, ${changesDiffering} change rows`);
+  } finally {
+    db.close();
   }
 }
 
