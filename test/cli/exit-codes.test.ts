@@ -61,46 +61,55 @@ describe('exit codes', () => {
 
   it('Ctrl-C ends the daemon with 130 and SIGTERM with 0', async () => {
     const env = await setUp({ BIZOPS_HTTP_PORT: '0', BIZOPS_SCHEDULE: '0 0 1 1 *' });
-    for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 0]] as const) {
-      const daemon = spawnDaemon(env);
-      children.push(daemon.child);
-      await daemon.url;
-      expect((await terminate(daemon, signal)).code, signal).toBe(code);
-    }
+    // One process per signal, both at once: each signal's exit code is asserted on its own process.
+    await Promise.all(
+      ([['SIGINT', 130], ['SIGTERM', 0]] as const).map(async ([signal, code]) => {
+        const daemon = spawnDaemon(env);
+        children.push(daemon.child);
+        await daemon.url;
+        expect((await terminate(daemon, signal)).code, signal).toBe(code);
+      }),
+    );
   });
 
   it('Ctrl-C ends changes --follow with 130 and SIGTERM with 0', async () => {
     const env = await setUp();
     expect((await runCli(['backfill', '--stream', 'deals', '--no-progress'], env)).code).toBe(0);
-    for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 0]] as const) {
-      const follow = spawnCli(['changes', '--follow'], env);
-      await waitFor(() => follow.stdout().split('\n').length > 10, 'changes --follow to print the backlog');
-      follow.child.kill(signal);
-      expect(await follow.exited, signal).toBe(code);
-    }
+    await Promise.all(
+      ([['SIGINT', 130], ['SIGTERM', 0]] as const).map(async ([signal, code]) => {
+        const follow = spawnCli(['changes', '--follow'], env);
+        await waitFor(() => follow.stdout().split('\n').length > 10, 'changes --follow to print the backlog');
+        follow.child.kill(signal);
+        expect(await follow.exited, signal).toBe(code);
+      }),
+    );
   });
 
   it('Ctrl-C ends a worker with 130 and SIGTERM with 0', async () => {
     await requireRedis();
     const env = await setUp();
     expect((await runCli(['backfill', '--stream', 'deals', '--no-progress'], env)).code).toBe(0);
-    for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 0]] as const) {
-      const worker = spawnCli(['worker'], env);
-      await waitFor(() => worker.stderr().includes('"msg":"write worker started"'), 'the worker to start', 30_000);
-      worker.child.kill(signal);
-      expect(await worker.exited, `${signal}: ${worker.stderr()}`).toBe(code);
-    }
+    await Promise.all(
+      ([['SIGINT', 130], ['SIGTERM', 0]] as const).map(async ([signal, code]) => {
+        const worker = spawnCli(['worker'], env);
+        await waitFor(() => worker.stderr().includes('"msg":"write worker started"'), 'the worker to start', 30_000);
+        worker.child.kill(signal);
+        expect(await worker.exited, `${signal}: ${worker.stderr()}`).toBe(code);
+      }),
+    );
   });
 
   it('Ctrl-C ends simulate and the demo with 130 (SIGTERM with 0), as every command; their hints are npx commands a user can paste', async () => {
     dir = tempDir();
-    for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 0]] as const) {
-      const simulate = spawnCli(['simulate', '--port', '0', '--transactions', '5', '--deals', '2', '--onboardings', '1'], cliEnv());
-      await waitFor(() => simulate.stdout().includes('try: '), 'the simulator to listen', 30_000);
-      simulate.child.kill(signal);
-      expect(await simulate.exited, `${signal}: ${simulate.stderr()}`).toBe(code);
-      expect(simulate.stdout()).toMatch(/^try: BIZOPS_BASE_URL=http:\/\/127\.0\.0\.1:\d+ BIZOPS_TOKEN=\S+ npx bizops-sync backfill$/m);
-    }
+    await Promise.all(
+      ([['SIGINT', 130], ['SIGTERM', 0]] as const).map(async ([signal, code]) => {
+        const simulate = spawnCli(['simulate', '--port', '0', '--transactions', '5', '--deals', '2', '--onboardings', '1'], cliEnv());
+        await waitFor(() => simulate.stdout().includes('try: '), 'the simulator to listen', 30_000);
+        simulate.child.kill(signal);
+        expect(await simulate.exited, `${signal}: ${simulate.stderr()}`).toBe(code);
+        expect(simulate.stdout()).toMatch(/^try: BIZOPS_BASE_URL=http:\/\/127\.0\.0\.1:\d+ BIZOPS_TOKEN=\S+ npx bizops-sync backfill$/m);
+      }),
+    );
     const db = dir.file('demo.db');
     const demo = spawnCli(['demo', '--db', db], cliEnv({ REDIS_URL }));
     await waitFor(() => demo.stdout().includes('backfilling...'), 'the demo to start', 30_000);
