@@ -21,7 +21,7 @@
  * 4. CPU time (user + system) of the backfill child, the limit not binding, over that of the fair
  *    plain loop (bench/plain-backfill.ts: the same requests, hashing, upserts, changelog rows and
  *    checkpoints into an empty mirror the project created, with its pragmas; rows byte-identical to
- *    the project's), the two in turn, at N and at the large N (`BENCH_BACKFILL_LARGE_RUNS` rounds,
+ *    the project's, compared after each round), the two in turn, at N and at the large N (`BENCH_BACKFILL_LARGE_RUNS` rounds,
  *    default 1), and the CLI's CPU per record at the large N over that at N: flat, no per-record
  *    cost that grows with the run. Goals <= 1.3 and <= 1.1.
  *
@@ -39,7 +39,7 @@ import { openMirror } from '../src/mirror/database.ts';
 import { timeOrderedUuid } from '../src/mirror/mirror-store.ts';
 import { contentHash } from '../src/mirror/change-detection.ts';
 import type { ApiRecord } from '../src/streams/define-stream.ts';
-import { commitRate, jsonPages, PAGE } from './commit-rate.ts';
+import { commitRun, jsonPages, PAGE, type CommitRun } from './commit-rate.ts';
 import { machineLoad, repeat, runMeasured, spread } from './runs.ts';
 
 const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));
@@ -88,6 +88,8 @@ const PLAIN_BACKFILL = fileURLToPath(new URL('./plain-backfill.ts', import.meta.
  * child process, the limit not binding, and of the fair plain loop (bench/plain-backfill.ts) into an
  * empty mirror the project created, both against one simulator in this process; `rounds` times,
  * the two in turn (which goes first alternates), so that load from other processes falls on both alike.
+ * After each round the two mirrors are compared (`assertSameMirror`).
+ * @throws Error when a child fails or the two mirrors differ
  */
 export async function backfillCpuOverPlain(n: number, rounds: number): Promise<{ cliMs: number; plainMs: number }[]> {
   const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: false });
@@ -121,12 +123,16 @@ export async function backfillCpuOverPlain(n: number, rounds: number): Promise<{
         const measured = await runMeasured(process.execPath, [PLAIN_BACKFILL, simulator.url, String(simulator.tokens.admin), path], env);
         return measured.cpuMs;
       };
+      let measured: { cliMs: number; plainMs: number };
       if (round % 2 === 0) {
         const cliMs = await cli();
-        return { cliMs, plainMs: await plain() };
+        measured = { cliMs, plainMs: await plain() };
+      } else {
+        const plainMs = await plain();
+        measured = { cliMs: await cli(), plainMs };
       }
-      const plainMs = await plain();
-      return { cliMs: await cli(), plainMs };
+      assertSameMirror(join(dir, `cli-${round}.db`), join(dir, `plain-${round}.db`), n);
+      return measured;
     });
   } finally {
     await simulator.close();
@@ -134,8 +140,39 @@ export async function backfillCpuOverPlain(n: number, rounds: number): Promise<{
   }
 }
 
+/**
+ * Checks that the plain loop left the same mirror as the command (the baseline's fairness): `n`
+ * transaction rows and `n` changelog rows in each, every record row equal in every column but the
+ * times it was first seen and synced, every change row equal but its fresh `event_id` and time.
+ * @throws Error naming what differs
+ */
+export function assertSameMirror(cliPath: string, plainPath: string, n: number): void {
+  const db = new Database(cliPath, { readonly: true });
+  try {
+    db.prepare('ATTACH DATABASE ? AS plain').run(plainPath);
+    const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+    const counts = [
+      count('SELECT COUNT(*) AS n FROM main.transactions'),
+      count('SELECT COUNT(*) AS n FROM plain.transactions'),
+      count('SELECT COUNT(*) AS n FROM main.changes'),
+      count('SELECT COUNT(*) AS n FROM plain.changes'),
+    ];
+    if (counts.some((value) => value !== n)) throw new Error(`the mirrors hold other counts than ${n} (transactions CLI, plain; changes CLI, plain): ${counts.join(', ')}`);
+    const columns = (db.prepare('SELECT name FROM pragma_table_info(\'transactions\')').all() as { name: string }[])
+      .map((column) => column.name)
+      .filter((name) => name !== 'first_seen_at' && name !== 'synced_at');
+    const rowsDiffering = count(`SELECT COUNT(*) AS n FROM main.transactions a JOIN plain.transactions b USING (id) WHERE ${columns.map((name) => `a.${name} IS NOT b.${name}`).join(' OR ')}`);
+    const changesDiffering = count(
+      'SELECT COUNT(*) AS n FROM main.changes a JOIN plain.changes b USING (seq) WHERE a.type IS NOT b.type OR a.stream IS NOT b.stream OR a.record_id IS NOT b.record_id OR a.data IS NOT b.data OR a.partition_value IS NOT b.partition_value',
+    );
+    if (rowsDiffering > 0 || changesDiffering > 0) throw new Error(`the plain loop's mirror differs from the command's: ${rowsDiffering} record rows, ${changesDiffering} change rows`);
+  } finally {
+    db.close();
+  }
+}
+
 /** The pages of `n` simulator transactions as JSON text, the way they arrive. */
-async function pagesOf(n: number): Promise<string[]> {
+export async function pagesOf(n: number): Promise<string[]> {
   const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: false });
   const records = simulator.world.groundTruth('transactions');
   await simulator.close();
@@ -147,7 +184,7 @@ async function pagesOf(n: number): Promise<string[]> {
  * record's row (typed columns, raw, a hash) and one changelog row holding the record, in
  * transactions of 100, no reads.
  */
-function plainRate(pages: readonly string[], dir: string): number {
+export function plainRun(pages: readonly string[], dir: string): CommitRun {
   const path = join(dir, `plain-${timeOrderedUuid()}.db`);
   openMirror(path).close(); // the same tables and indexes, then plain better-sqlite3
   const plain = new Database(path);
@@ -166,6 +203,7 @@ function plainRate(pages: readonly string[], dir: string): number {
       change.run(`evt_${timeOrderedUuid()}`, row.id, now, raw);
     }
   });
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   let count = 0;
   for (const text of pages) {
@@ -174,8 +212,9 @@ function plainRate(pages: readonly string[], dir: string): number {
     insertPage(rows);
   }
   const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
   plain.close();
-  return count / seconds;
+  return { perSecond: count / seconds, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
 export async function run(): Promise<Record<string, number | string>> {
@@ -189,10 +228,10 @@ export async function run(): Promise<Record<string, number | string>> {
 
   const pages = await pagesOf(n);
   const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-commit-'));
-  let rates: { engine: number; plain: number }[];
+  let rates: { engine: CommitRun; plain: CommitRun }[];
   try {
     // Alternate the two so that load from other processes falls on both alike.
-    rates = await repeat(RUNS, async () => ({ engine: await commitRate(pages, join(dir, `engine-${timeOrderedUuid()}.db`)), plain: plainRate(pages, dir) }));
+    rates = await repeat(RUNS, async () => ({ engine: await commitRun(pages, join(dir, `engine-${timeOrderedUuid()}.db`)), plain: plainRun(pages, dir) }));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -205,10 +244,10 @@ export async function run(): Promise<Record<string, number | string>> {
     rateLimitBoundSeconds: rateBoundMs / 1000,
     'requests / minimum possible': spread(cliRuns.map((r) => r.requests / minimumRequests)),
     '429s received': cliRuns.map((r) => r.rateLimited).join(', '),
-    'engine records/s / plain loop records/s': spread(rates.map((r) => r.engine / r.plain)),
-    'commit path time / plain loop time (goal <= 1.1)': spread(rates.map((r) => r.plain / r.engine)),
-    'engine records/s': spread(rates.map((r) => r.engine), 0),
-    'plain loop records/s': spread(rates.map((r) => r.plain), 0),
+    'commit path CPU / plain loop CPU (goal <= 1.1)': spread(rates.map((r) => r.engine.cpuMs / r.plain.cpuMs)),
+    'commit path wall time / plain loop wall time': spread(rates.map((r) => r.plain.perSecond / r.engine.perSecond)),
+    'engine records/s': spread(rates.map((r) => r.engine.perSecond), 0),
+    'plain loop records/s': spread(rates.map((r) => r.plain.perSecond), 0),
     [`peak RSS at N=${n}, MB`]: spread(cliRuns.map((r) => r.peakRssMb), 1),
   };
   // CPU of the whole command over the fair plain loop (bench/plain-backfill.ts), the limit not binding.

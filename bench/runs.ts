@@ -30,13 +30,20 @@ export function machineLoad(): string {
  * Runs a child process to its end under `/usr/bin/time`, discarding its stdout (read as fast as it
  * comes), and returns its peak resident set size (the kernel's maxrss, MB), wall time, and CPU time
  * (user + system, ms, in steps of 10 ms): on a shared machine the wall time stretches with the
- * load, the CPU time much less.
+ * load, the CPU time much less. `onSpawn` receives the pid of `/usr/bin/time`, whose only child is
+ * the command (`childCpuMs` reads the command's CPU time while it runs).
  * @throws Error when the child exits non-zero
  */
-export function runMeasured(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<{ peakRssMb: number; wallMs: number; cpuMs: number; stdoutBytes: number }> {
+export function runMeasured(
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  onSpawn?: (timePid: number) => void,
+): Promise<{ peakRssMb: number; wallMs: number; cpuMs: number; stdoutBytes: number }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const child = spawn('/usr/bin/time', ['-f', 'maxrss_kb=%M cpu_s=%U+%S', command, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid !== undefined) onSpawn?.(child.pid);
     let stdoutBytes = 0;
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdoutBytes += chunk.length));
@@ -51,3 +58,24 @@ export function runMeasured(command: string, args: readonly string[], env: NodeJ
     });
   });
 }
+
+/**
+ * CPU time (user + system, ms, every thread, in steps of 10 ms: the kernel's clock ticks) the only
+ * child of process `parentPid` has used so far, read from /proc (Linux), or undefined when it has
+ * no child (not started yet, or ended). With `runMeasured`'s `onSpawn`: a command's CPU time at a
+ * moment of its run, e.g. when its first request reaches a server.
+ */
+export function childCpuMs(parentPid: number): number | undefined {
+  try {
+    const [child] = readFileSync(`/proc/${parentPid}/task/${parentPid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+    if (child === undefined) return undefined;
+    // Fields after the command's name (which may hold spaces, in parentheses): utime and stime are fields 14 and 15.
+    const fields = readFileSync(`/proc/${child}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The kernel's clock ticks per second (`getconf CLK_TCK`): 100 on Linux. */
+const CLOCK_TICKS_PER_SECOND = 100;

@@ -9,21 +9,27 @@
  *   - help:     `bizops-sync --help`, start-up and nothing else;
  *   - status:   `bizops-sync status` on the existing mirror (read-only, no API);
  *   - sync:     `bizops-sync sync --stream deals --no-progress`, one incremental page from the simulator
- *               (Redis answers: the shared rate budget is used, as in production).
+ *               (Redis answers: the shared rate budget is used, as in production);
+ *   - backfill: `bizops-sync backfill --stream deals --no-progress`, a complete scan of one page.
  * Figures: each command's wall time, ms, as min / median / max of the 5 runs; its median over the
  * floor's median (the ratio start-up chases: 1.0 is Node itself); its CPU time (user + system, ms,
  * median; it stretches much less than the wall time when other processes share the CPUs, so it is
- * the figure to compare across runs on a loaded machine); and its peak RSS, MB (median).
+ * the figure to compare across runs on a loaded machine); and its peak RSS, MB (median). For `sync`
+ * and `backfill` also the CPU time to the first page (min / median / max): the command's CPU time
+ * (every thread, from /proc, in steps of 10 ms) when the first bytes of its first HTTP request reach
+ * the simulator, through a TCP relay in front of it that reads it (the reachability probe before it
+ * connects and sends nothing, so it does not count).
  * Rounds interleave the commands, so a burst of load on a shared machine hits all of them alike.
  *
  * Run alone: `node bench/startup.ts` (prints JSON).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSimulator } from '@bizops-sync/simulator';
-import { machineLoad, runMeasured, spread } from './runs.ts';
+import { childCpuMs, machineLoad, runMeasured, spread } from './runs.ts';
 
 const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));
 const RUNS = 5;
@@ -34,7 +40,30 @@ const COMMANDS: readonly { name: string; args: readonly string[] }[] = [
   { name: 'help', args: [BIN, '--help'] },
   { name: 'status', args: [BIN, 'status'] },
   { name: 'sync', args: [BIN, 'sync', '--stream', 'deals', '--no-progress'] },
+  { name: 'backfill', args: [BIN, 'backfill', '--stream', 'deals', '--no-progress'] },
 ];
+
+/** The commands whose CPU time to the first page is measured. */
+const FIRST_PAGE_COMMANDS: ReadonlySet<string> = new Set(['sync', 'backfill']);
+
+/**
+ * A TCP relay to `port` on 127.0.0.1 that calls `onFirstBytes` when the first bytes of a connection
+ * arrive from the client (an HTTP request's start), before relaying them.
+ */
+async function startRelay(port: number, onFirstBytes: () => void): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((socket) => {
+    const upstream = connect(port, '127.0.0.1');
+    socket.once('data', onFirstBytes);
+    socket.pipe(upstream).pipe(socket);
+    socket.on('error', () => upstream.destroy());
+    upstream.on('error', () => socket.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -45,9 +74,15 @@ function median(values: readonly number[]): number {
 export async function run(): Promise<Record<string, number | string>> {
   const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-startup-'));
   const simulator = await startSimulator({ rateLimit: false, size: { transactions: 60, deals: 40, onboardings: 10 } });
+  // The command being measured (its /usr/bin/time's pid) and its CPU time when its first request arrived.
+  let measuredPid: number | undefined;
+  let firstRequestCpuMs: number | undefined;
+  const relay = await startRelay(Number(new URL(simulator.url).port), () => {
+    if (measuredPid !== undefined && firstRequestCpuMs === undefined) firstRequestCpuMs = childCpuMs(measuredPid);
+  });
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    BIZOPS_BASE_URL: simulator.url,
+    BIZOPS_BASE_URL: relay.url,
     BIZOPS_TOKEN: String(simulator.tokens.admin),
     BIZOPS_DB: join(dir, 'mirror.db'),
     BIZOPS_RATE_LIMIT_PER_MIN: '100000',
@@ -60,12 +95,19 @@ export async function run(): Promise<Record<string, number | string>> {
     const wall = new Map<string, number[]>(COMMANDS.map(({ name }) => [name, []]));
     const rss = new Map<string, number[]>(COMMANDS.map(({ name }) => [name, []]));
     const cpu = new Map<string, number[]>(COMMANDS.map(({ name }) => [name, []]));
+    const firstPageCpu = new Map<string, number[]>(COMMANDS.map(({ name }) => [name, []]));
     for (let round = 0; round < RUNS; round += 1) {
       for (const { name, args } of COMMANDS) {
-        const measured = await runMeasured(process.execPath, args, env);
+        firstRequestCpuMs = undefined;
+        const measured = await runMeasured(process.execPath, args, env, (pid) => (measuredPid = pid));
+        measuredPid = undefined;
         wall.get(name)!.push(measured.wallMs);
         rss.get(name)!.push(measured.peakRssMb);
         cpu.get(name)!.push(measured.cpuMs);
+        if (FIRST_PAGE_COMMANDS.has(name)) {
+          if (firstRequestCpuMs === undefined) throw new Error(`${name}: no request reached the simulator`);
+          firstPageCpu.get(name)!.push(firstRequestCpuMs);
+        }
       }
     }
     const floor = median(wall.get('floor')!);
@@ -74,10 +116,12 @@ export async function run(): Promise<Record<string, number | string>> {
       figures[`${name}: wall ms (min / median / max)`] = spread(wall.get(name)!, 0);
       if (name !== 'floor') figures[`${name}: median / floor median`] = Number((median(wall.get(name)!) / floor).toFixed(2));
       figures[`${name}: CPU ms (median)`] = Number(median(cpu.get(name)!).toFixed(0));
+      if (FIRST_PAGE_COMMANDS.has(name)) figures[`${name}: CPU ms to the first page (min / median / max)`] = spread(firstPageCpu.get(name)!, 0);
       figures[`${name}: peak RSS MB (median)`] = Number(median(rss.get(name)!).toFixed(0));
     }
     return figures;
   } finally {
+    await relay.close();
     await simulator.close();
     rmSync(dir, { recursive: true, force: true });
   }

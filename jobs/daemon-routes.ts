@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { CONSOLE_ROUTE_SPECS, consoleRoutes, type ConsoleRoutesOptions } from '../src/console/index.ts';
-import { bearerKeyMatches, CHANGE_ROUTE_SPECS, changeRoutes, HEALTH_ROUTE_SPECS, SCHEMA_ROUTE_SPECS, schemaRoutes, type ChangeRoutesOptions } from '../src/daemon/index.ts';
+import { CHANGE_ROUTE_SPECS, changeRoutes, HEALTH_ROUTE_SPECS, SCHEMA_ROUTE_SPECS, schemaRoutes, type ChangeRoutesOptions } from '../src/daemon/index.ts';
 import { CONNECTION_PREFIX, OPENAPI_ROUTE_SPEC, openApiRoute, RouteTable, type Route, type RouteSpec } from '../src/http/index.ts';
 
 /**
@@ -58,14 +58,14 @@ export function daemonRouteTable(connections: readonly RoutedConnection[], optio
 }
 
 /**
- * The 404's message for a caller holding a key: with several connections, a bare per-connection path
- * names the `/connections/{name}` form; an unknown connection is named. Undefined otherwise (the
- * server's own message; a stranger learns no connection name).
+ * The 404's message for a caller holding a key of `routes` (`daemonRouteTable`'s: read or write):
+ * with several connections, a bare per-connection path names the `/connections/{name}` form; an
+ * unknown connection is named. Undefined otherwise (the server's own message; a stranger learns no
+ * connection name).
  */
-export function daemonNotFound(connections: readonly RoutedConnection[], options: Pick<DaemonRouteOptions, 'readKey' | 'writeKey'>) {
+export function daemonNotFound(connections: readonly RoutedConnection[], routes: RouteTable) {
   return (request: IncomingMessage, pathname: string): string | undefined => {
-    const keyed = [options.readKey, options.writeKey].some((key) => key && bearerKeyMatches(request, key));
-    if (!keyed) return undefined;
+    if (!routes.carriesKey(request)) return undefined;
     const names = connections.map((connection) => connection.name).join(', ');
     const prefixed = /^\/connections\/([^/]+)\//.exec(pathname);
     if (prefixed) return `no connection named "${safeDecode(prefixed[1]!)}" with this route (connections: ${names})`;

@@ -418,6 +418,17 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
       changes: { executor: connection.context.connection, signal: connection.changeSignal },
       writes: connection.writes?.routes ?? null,
     }));
+    const routes = daemonRouteTable(routedConnections, {
+      readKey: processWide.http.readApiKey,
+      writeKey: processWide.http.writeApiKey,
+      console: {
+        readKey: processWide.http.readApiKey,
+        writeKey: processWide.http.writeApiKey,
+        connections: connections.map(consoleConnection),
+        secrets: deploymentSecrets(deployment.connections),
+        logger,
+      },
+    });
     // Which process answers, and which mirror each connection serves: `status` asks /readyz and checks both.
     const identity: DaemonIdentity = {
       instance: PROCESS_LEASE_HOLDER,
@@ -454,18 +465,8 @@ export async function startDaemon(input: Config | DeploymentConfig, options: Dae
         daemon: identity,
       }),
       metrics: () => metrics.render(),
-      routes: daemonRouteTable(routedConnections, {
-        readKey: processWide.http.readApiKey,
-        writeKey: processWide.http.writeApiKey,
-        console: {
-          readKey: processWide.http.readApiKey,
-          writeKey: processWide.http.writeApiKey,
-          connections: connections.map(consoleConnection),
-          secrets: deploymentSecrets(deployment.connections),
-          logger,
-        },
-      }),
-      notFound: daemonNotFound(routedConnections, { readKey: processWide.http.readApiKey, writeKey: processWide.http.writeApiKey }),
+      routes,
+      notFound: daemonNotFound(routedConnections, routes),
       logger,
     });
     cleanups.add(() => http.close());

@@ -37,6 +37,13 @@ export class RecordChains {
   readonly seqs = new Map<string, number[]>();
   count = 0;
 
+  /** Per record, how many events the chain holds now: what {@link chainProblems} may judge of it after a later changelog read. */
+  lengths(): Map<string, number> {
+    const lengths = new Map<string, number>();
+    for (const [key, links] of this.links) lengths.set(key, links.length);
+    return lengths;
+  }
+
   /** Appends `event` to its record's chain; returns the new link. */
   append(event: ChainEvent): string {
     const key = recordKey(event);
@@ -60,10 +67,16 @@ export class RecordChains {
  * Compares a sink's chains with the changelog's: every record's sink chain must be a prefix of the
  * changelog's (same links at every length). Returns one line per record that breaks it (events out of
  * order, one skipped, doubled, or content changed on the way).
+ *
+ * `reached` (from `sink.lengths()` taken BEFORE the changelog was read) limits each record's chain to
+ * what the sink held then: a sink that receives while the changelog is read (a webhook receiver in
+ * this process, answering during the query) may hold events committed after the read's snapshot,
+ * which the read cannot show. Every event a sink held before the read was committed before it.
  */
-export function chainProblems(sinkName: string, changelog: RecordChains, sink: RecordChains): string[] {
+export function chainProblems(sinkName: string, changelog: RecordChains, sink: RecordChains, reached?: ReadonlyMap<string, number>): string[] {
   const problems: string[] = [];
-  for (const [key, links] of sink.links) {
+  for (const [key, held] of sink.links) {
+    const links = reached ? held.slice(0, reached.get(key) ?? 0) : held;
     const expected = changelog.links.get(key) ?? [];
     const length = Math.min(links.length, expected.length);
     let firstBad = -1;
@@ -77,7 +90,7 @@ export function chainProblems(sinkName: string, changelog: RecordChains, sink: R
     if (firstBad >= 0) {
       problems.push(
         `${sinkName}: record ${key}: its events differ from the changelog's from event ${firstBad + 1} on ` +
-          `(received seqs ${JSON.stringify(sink.seqs.get(key))}, changelog seqs ${JSON.stringify(changelog.seqs.get(key) ?? [])})`,
+          `(received seqs ${JSON.stringify(sink.seqs.get(key)?.slice(0, links.length))}, changelog seqs ${JSON.stringify(changelog.seqs.get(key) ?? [])})`,
       );
     }
   }

@@ -712,6 +712,34 @@ class ScheduleRun {
         }
         return;
       }
+      case 'write-through-race': {
+        // A deals page read before a deal.close, sent after its write-through committed: no event may
+        // set the deal back to the page's older version (docs/sync.md "Write-throughs during a run").
+        const open = this.simulator.world.deals.filter((deal) => deal.status === 'OPEN');
+        if (open.length === 0) return;
+        // Changed now, so that the daemon's next incremental page of deals lists it.
+        this.timeline.touchDeal(open[step.pick % open.length]!.id, `soak title ${index}.race`);
+        let release: () => void = () => undefined;
+        const gate = new Promise<void>((resolve) => (release = resolve));
+        const before = this.simulator.requests.length;
+        this.simulator.faults.inject({ kind: 'hold-answer', until: gate, match: { method: 'GET', path: '/deals' } });
+        try {
+          const held = await until(() => this.simulator.requests.slice(before).some((request) => request.method === 'GET' && request.path.endsWith('/deals')), 30_000, 50);
+          if (!held) {
+            this.fault('write:through-race-skipped');
+            return;
+          }
+          this.fault('write:through-during-held-page');
+          // The same pick among the same open deals: the deal touched above.
+          await this.enqueue({ do: 'write', kind: 'deal.close', fault: 'none', via: 'http', pick: step.pick }, index);
+          const id = this.writes.at(-1)?.id;
+          const reader = await this.openReader().catch(() => undefined);
+          if (id && reader) await until(async () => !['queued', 'sending'].includes((await reader.all<{ status: string }>('SELECT status FROM writes WHERE id = ?', [id]))[0]?.status ?? 'queued'), 30_000, 50);
+        } finally {
+          release();
+        }
+        return;
+      }
       case 'sink-outage': {
         // The sink's broker away (killed; its append-only file keeps what it acknowledged), while a
         // record changes before and during: nothing lost, each record's events in order once back.

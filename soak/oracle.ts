@@ -180,20 +180,53 @@ function incompleteChanges(changes: readonly ChangeRow[]): string[] {
   return problems;
 }
 
+/**
+ * No event sets a record back: of a stream whose records carry `updatedAt`, each record's events
+ * carry stamps that never go below one an earlier event of it carried (a page read before a
+ * write-through, applied after it, would: docs/sync.md "Write-throughs during a run"). The soak's
+ * world never sets a stamp back itself.
+ */
+function revertedRecords(changes: readonly ChangeRow[]): string[] {
+  const newest = new Map<string, { at: number; seq: number }>();
+  const problems: string[] = [];
+  for (const change of changes) {
+    if (!(change.stream in STREAMS) || /^(record|schema|stream)\./.test(change.type)) continue;
+    const stamp = (change.record as { updatedAt?: unknown } | null)?.updatedAt;
+    const at = typeof stamp === 'string' ? Date.parse(stamp) : Number.NaN;
+    if (!Number.isFinite(at)) continue;
+    const key = recordKey(change);
+    const before = newest.get(key);
+    if (before && at < before.at) {
+      problems.push(`reverted: ${change.type} (seq ${change.seq}) of ${key} carries updatedAt ${String(stamp)}, older than the ${new Date(before.at).toISOString()} its event seq ${before.seq} carried`);
+      continue;
+    }
+    newest.set(key, { at, seq: change.seq });
+  }
+  return problems;
+}
+
 /** The checks after every step. */
 export async function stepChecks(reader: MirrorReader, input: OracleInput): Promise<string[]> {
+  // What each sink held before the changelog is read: only that much of it is judged (chainProblems).
+  const reached = {
+    a: input.receivers.a.chains.lengths(),
+    b: input.receivers.b.chains.lengths(),
+    consumer: input.consumer.lengths(),
+    sinks: input.sinks.map((sink) => sink.chains.lengths()),
+  };
   const changes = await readChangelog(reader);
   const problems = falseDeletions(changes, input.timeline);
+  problems.push(...revertedRecords(changes).slice(0, 5));
   problems.push(...incompleteChanges(changes).slice(0, 5));
   for (const name of ['a', 'b'] as const) {
-    problems.push(...chainProblems(`order: receiver ${name}`, changelogChains(changes, RECEIVER_EVENTS[name]), input.receivers[name].chains));
+    problems.push(...chainProblems(`order: receiver ${name}`, changelogChains(changes, RECEIVER_EVENTS[name]), input.receivers[name].chains, reached[name]));
     problems.push(...input.receivers[name].problems.map((line) => `signature: ${line}`));
   }
-  problems.push(...chainProblems('order: pull consumer', changelogChains(changes), input.consumer));
-  for (const sink of input.sinks) {
-    problems.push(...chainProblems(`order: sink ${sink.name}`, changelogChains(forSink(changes, sink.name), sink.events), sink.chains));
+  problems.push(...chainProblems('order: pull consumer', changelogChains(changes), input.consumer, reached.consumer));
+  input.sinks.forEach((sink, index) => {
+    problems.push(...chainProblems(`order: sink ${sink.name}`, changelogChains(forSink(changes, sink.name), sink.events), sink.chains, reached.sinks[index]));
     problems.push(...sink.problems.map((line) => `order: ${line}`));
-  }
+  });
   return problems;
 }
 
@@ -268,6 +301,11 @@ export interface FinalOptions {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** How long a target's missing events may stand still, past the final wait's deadline, before the oracle judges them. */
+const SINKS_STILL_MS = 10_000;
+/** The most the final wait goes on past its deadline while targets are still catching up. */
+const SINKS_PROGRESS_CAP_MS = 120_000;
+
 /** Events a sink lacks per record: the changelog's chain minus the sink's. */
 function missingEvents(changes: readonly ChangeRow[], patterns: readonly string[], sink: RecordChains): ChangeRow[] {
   const counts = new Map<string, number>();
@@ -322,10 +360,19 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
     const count = missingEvents(changes, RECEIVER_EVENTS.a, input.receivers.a.chains).length + missingEvents(changes, RECEIVER_EVENTS.b, input.receivers.b.chains).length + missingEvents(changes, ['*'], input.consumer).length;
     return count + input.sinks.reduce((sum, sink) => sum + missingEvents(forSink(changes, sink.name), sink.events, sink.chains).length, 0);
   };
-  while (Date.now() < options.deadline && pending() > 0) {
+  // A target still catching up is not losing events: while the count of missing events keeps
+  // falling, the wait goes on past the deadline (up to SINKS_PROGRESS_CAP_MS more) until it stands
+  // still for SINKS_STILL_MS. A strict-order endpoint sends one event at a time, each recorded before
+  // the next leaves: on a loaded machine a backlog of hundreds takes minutes.
+  let missingNow = pending();
+  let progressUntil = options.deadline;
+  while (missingNow > 0 && Date.now() < Math.min(Math.max(options.deadline, progressUntil), options.deadline + SINKS_PROGRESS_CAP_MS)) {
     await sleep(500);
     changes = await readChangelog(reader);
     for (const sink of input.sinks) await sink.read();
+    const missingBefore = missingNow;
+    missingNow = pending();
+    if (missingNow < missingBefore) progressUntil = Date.now() + SINKS_STILL_MS;
   }
   // Every target, webhook endpoints and broker sinks alike: what it lacks must be explained.
   const targets = [

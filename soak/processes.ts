@@ -5,6 +5,8 @@
  * failure report, and says when it exited without being asked to.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** bin/bizops-sync.js of this checkout. */
@@ -60,6 +62,8 @@ export class SoakProcess {
   /** True once a `worker` process logged that its write worker started (it has its Redis connections). */
   workerStarted = false;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Its whole log, line by line, when `SOAK_LOG_DIR` names a directory: `<dir>/<pid>-<name>.log`. */
+  readonly logFile: string | undefined;
   #urlWaiters: ((url: string) => void)[] = [];
 
   /**
@@ -71,6 +75,11 @@ export class SoakProcess {
     this.name = name;
     this.child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     adoptChild(this.child);
+    const logDir = process.env.SOAK_LOG_DIR;
+    if (logDir) {
+      mkdirSync(logDir, { recursive: true });
+      this.logFile = join(logDir, `${this.child.pid ?? 'none'}-${name.replace('#', '-')}.log`);
+    }
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
     let pending = '';
     this.child.stderr!.on('data', (chunk: Buffer) => {
@@ -85,6 +94,7 @@ export class SoakProcess {
   }
 
   #line(line: string): void {
+    if (this.logFile) appendFileSync(this.logFile, `${line}\n`);
     const kept = line.length > 600 ? `${line.slice(0, 600)}...` : line;
     this.tail.push(kept);
     if (this.tail.length > TAIL_LINES) this.tail.shift();

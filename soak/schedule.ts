@@ -72,6 +72,11 @@ export type Step =
   | { do: 'sink-outage'; ms: number; pick: number }
   /** The NATS JetStream sink's server killed for `ms` and started again on its port and store, a deal changing before, during and after. */
   | { do: 'nats-outage'; ms: number; pick: number }
+  /**
+   * A deal closed (`deal.close`) while a deals page read before the close is held: the page's answer
+   * is sent once the write-through committed (docs/sync.md "Write-throughs during a run").
+   */
+  | { do: 'write-through-race'; pick: number }
   | { do: 'wait'; ms: number };
 
 /** A whole schedule: what `npm run soak -- --schedule FILE` replays. */
@@ -298,6 +303,10 @@ function withEarlyRaces(steps: Step[], seed: number): Step[] {
     const churn = new SoakRandom(seed ^ 0xc4a9);
     result.splice(churn.int(0, Math.min(EARLY_STEPS - 1, result.length)), 0, { do: 'churn', count: churn.int(4, 8) });
   }
+  // Half the schedules: a write-through while a deals page read before it is held, anywhere in the
+  // schedule, drawn by a generator of its own (the steps above stay as they are drawn).
+  const race = new SoakRandom(seed ^ 0x5e0f);
+  if (race.chance(0.5)) result.splice(race.int(0, result.length), 0, { do: 'write-through-race', pick: race.int(0, 1_000_000) });
   return result;
 }
 

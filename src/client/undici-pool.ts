@@ -5,10 +5,12 @@
  * loading them alone takes about half the CPU time (docs/decisions.md "Start-up"): every command
  * that talks to the API pays it before its first request.
  *
- * The two files required are the ones undici's own index requires for `Pool`, and the prototype
- * assignment is the one it makes (`Object.assign(Dispatcher.prototype, api)`), so a pool made here
- * is the same class, with the same methods, as `require('undici').Pool`; loading the full index
- * later (the webhook sender does) assigns the same functions again. undici has no `exports` map, so
+ * The files required are the ones undici's own index requires for `Pool` and `request`, and the
+ * prototype assignment is the one it makes for `request` (its index assigns `stream`, `pipeline`,
+ * `connect` and `upgrade` too: `Object.assign(Dispatcher.prototype, api)`), so a pool made here is
+ * the same class as `require('undici').Pool`, with `request` alone until the full index is loaded
+ * (the webhook sender does: it assigns the same `request` again, and the other four). The type
+ * (`RequestPool`) says so. undici has no `exports` map, so
  * these paths are reachable; should an upgrade move them, loading this module throws at once
  * (test/client/undici-pool.test.ts).
  */
@@ -17,9 +19,13 @@ import type { Pool as UndiciPool } from 'undici';
 
 const require = createRequire(import.meta.url);
 
-// The request API (`request`, `stream`, `pipeline`, `connect`, `upgrade`) lives on Dispatcher.prototype.
+// The request API lives on Dispatcher.prototype: `request` alone (its four siblings load node:stream's
+// pipeline and more, about 5-10 ms of start-up, for methods the transport does not call).
 const Dispatcher = require('undici/lib/dispatcher/dispatcher.js') as { prototype: object };
-Object.assign(Dispatcher.prototype, require('undici/lib/api/index.js') as object);
+Object.assign(Dispatcher.prototype, { request: require('undici/lib/api/api-request.js') as unknown });
 
-/** undici's `Pool` (keep-alive connections to one origin), with `request()`; typed as undici's own. */
-export const Pool = require('undici/lib/dispatcher/pool.js') as typeof UndiciPool;
+/** A pool of undici's `Pool` class as loaded here: `request`, not the rest of the request API (`stream`, `pipeline`, `connect`, `upgrade`). */
+export type RequestPool = Omit<UndiciPool, 'stream' | 'pipeline' | 'connect' | 'upgrade'>;
+
+/** undici's `Pool` (keep-alive connections to one origin, `new Pool(origin, options)`), its instances typed as `RequestPool`. */
+export const Pool = require('undici/lib/dispatcher/pool.js') as new (...args: ConstructorParameters<typeof UndiciPool>) => RequestPool;

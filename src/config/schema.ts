@@ -2,7 +2,7 @@
  * The configuration schema: every key, its rule and its built-in default (zod). How the defaults,
  * the JSON file and the environment combine is load.ts.
  */
-import { validateDetailed as validateCron } from 'node-cron';
+import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { STREAM_LIST, STREAM_NAMES } from '../streams/definitions.ts';
 import { unstorableTextRule } from '../client/storable-json.ts';
@@ -18,12 +18,54 @@ const API_PREFIX_IN_PATH = /\/api\/public(\/v1)?(\/.*)?$/i;
 /**
  * Why `expression` is not a node-cron expression, or null when it is one: 5 fields (minute hour
  * day-of-month month day-of-week), or 6 with a seconds field first (`*\/30 * * * * *` = every 30 s).
+ * A plain expression (`isPlainCronExpression`) is valid without node-cron; any other is checked by
+ * node-cron itself, loaded then (a one-off `sync` with the usual schedules loads no scheduler library).
  */
 export function cronExpressionProblem(expression: string): string | null {
-  const result = validateCron(expression);
+  if (isPlainCronExpression(expression)) return null;
+  const { validateDetailed } = createRequire(import.meta.url)('node-cron') as typeof import('node-cron');
+  const result = validateDetailed(expression);
   if (result.valid) return null;
   const why = result.errors.map((error) => (error.field === 'expression' ? error.message : `${error.field}: ${error.message}`)).join('; ');
   return `"${expression}" is not a valid cron expression (${why}); use 5 fields, or 6 with seconds first, e.g. "*/30 * * * * *"`;
+}
+
+/** The values each field of a 6-field cron expression allows, [min, max]: second, minute, hour, day of month, month, day of week (0 = Sunday). */
+const CRON_FIELD_BOUNDS: readonly (readonly [number, number])[] = [
+  [0, 59],
+  [0, 59],
+  [0, 23],
+  [1, 31],
+  [1, 12],
+  [0, 6],
+];
+
+/**
+ * Whether `expression` is a cron expression node-cron accepts, decided without it for the plain
+ * ones: 5 or 6 fields separated by single spaces, each a comma-separated list of `*`, `*\/N`, `A`,
+ * `A-B` or `A-B/N` (numbers within the field's bounds, A <= B, 1 <= N <= the field's maximum), and
+ * the day of month or the month `*` (no impossible date such as `31 2`). False means "not decided
+ * here" (names, `?`, `L`, `W`, 7 for Sunday, odd spacing), never "invalid".
+ */
+export function isPlainCronExpression(expression: string): boolean {
+  if (!/^\S+(?: \S+){4,5}$/.test(expression)) return false;
+  const fields = expression.split(' ');
+  const bounds = fields.length === 6 ? CRON_FIELD_BOUNDS : CRON_FIELD_BOUNDS.slice(1);
+  const [dayOfMonth, month] = fields.slice(-3, -1);
+  if (dayOfMonth !== '*' && month !== '*') return false;
+  return fields.every((field, index) => field.split(',').every((part) => isPlainCronPart(part, bounds[index]!)));
+}
+
+/** One element of a cron field's list (`*`, `*\/N`, `A`, `A-B`, `A-B/N`) within `[min, max]`. */
+function isPlainCronPart(part: string, [min, max]: readonly [number, number]): boolean {
+  const match = /^(?:(\*)|(\d{1,2})(?:-(\d{1,2}))?)(?:\/(\d{1,2}))?$/.exec(part);
+  if (!match) return false;
+  const [, star, from, to, step] = match;
+  if (step !== undefined && (Number(step) < 1 || Number(step) > max || (star === undefined && to === undefined))) return false;
+  if (star !== undefined) return true;
+  const first = Number(from);
+  const last = to === undefined ? first : Number(to);
+  return first >= min && last <= max && first <= last;
 }
 
 /** A cron expression, checked at load: a bad schedule is a ConfigError naming its key, not a daemon that never runs. */

@@ -27,7 +27,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import { z } from 'zod';
-import { bearerKeyMatches, sendJson } from '../daemon/read-access.ts';
+import { sendJson } from '../daemon/read-access.ts';
+import { BearerKey } from '../http/bearer.ts';
 import { defineRouteSpec, errorResponse, route, type Route, type RouteSpec } from '../http/route.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { maskSecrets } from '../logging/mask.ts';
@@ -186,6 +187,7 @@ class ConsoleRefusal extends Error {
 export function consoleRoutes(options: ConsoleRoutesOptions): Route[] {
   const readKey = options.readKey;
   if (!readKey) return [];
+  const readBearer = new BearerKey(readKey);
   const writeKey = options.writeKey || undefined;
   const logger = (options.logger ?? silentLogger).child({ component: 'console' });
   const now = options.now ?? Date.now;
@@ -310,7 +312,7 @@ export function consoleRoutes(options: ConsoleRoutesOptions): Route[] {
 
   const page = async (request: IncomingMessage, response: ServerResponse, url: URL, asJson: boolean) => {
     const bearer = request.headers.authorization !== undefined;
-    if (bearer && !bearerKeyMatches(request, readKey)) {
+    if (bearer && !readBearer.matches(request)) {
       return sendJson(response, 401, { error: 'Authorization: missing or wrong bearer key; send Authorization: Bearer <http.readApiKey>' }, { 'www-authenticate': 'Bearer' });
     }
     const session = bearer ? undefined : sessionOf(request);

@@ -25,6 +25,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { defineRouteSpec, errorResponse, route, type Route } from '../http/route.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
+import { MirrorFileLockedError } from '../mirror/sql/sqlite.ts';
 import {
   ACK_BODY,
   acknowledge,
@@ -56,6 +57,7 @@ import {
   RESET_CONSUMER_QUERY,
   resetConsumer,
   SNAPSHOT_PAGE,
+  type ConsumerState,
   type EncodedChangesPage,
 } from '../notify/pull/index.ts';
 import { sendJson, sendJsonText } from './read-access.ts';
@@ -69,7 +71,19 @@ export interface ChangeRoutesOptions {
   /** While a long-poll waits, it reads again at least this often (another process's commits on SQLite), ms. Default 1000. */
   pollMs?: number;
   now?: () => Date;
+  /**
+   * A consumer's read is noted (`last_read_at`) at most once per this many ms of `now()`, unless its
+   * cursor or snapshot position moved since the last note. Default `CONSUMER_READ_NOTE_MS`.
+   */
+  readNoteMs?: number;
 }
+
+/**
+ * How often, at most, a consumer's reads are written to its `last_read_at`, ms (one per second of
+ * polling: docs/decisions.md, "noting a consumer's reads"): the time `status` and the console show is at most
+ * this much older than its last read.
+ */
+export const CONSUMER_READ_NOTE_MS = 1000;
 
 /** Largest JSON body of a PUT or POST, bytes. */
 const MAX_BODY_BYTES = 64 * 1024;
@@ -227,6 +241,30 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
     }
   };
 
+  const readNoteMs = options.readNoteMs ?? CONSUMER_READ_NOTE_MS;
+  /** Per consumer: when its read was last noted (ms of `now()`) and where it stood then (cursor and snapshot position). */
+  const readNotes = new Map<string, { at: number; position: string }>();
+
+  /**
+   * Notes the consumer's read (`last_read_at`), unless one was noted less than `readNoteMs` ago at
+   * the same `position` (its cursor and snapshot position). Another process holding the SQLite
+   * file's write lock past the connection's tries (MirrorFileLockedError) skips the note: the page
+   * read is answered all the same, and the next read notes it.
+   */
+  const noteRead = async (name: string, position: string): Promise<void> => {
+    const at = now();
+    const last = readNotes.get(name);
+    if (last && last.position === position && at.getTime() - last.at < readNoteMs && at.getTime() >= last.at) return;
+    try {
+      await noteConsumerRead(executor, name, at);
+      readNotes.set(name, { at: at.getTime(), position });
+    } catch (error) {
+      if (!(error instanceof MirrorFileLockedError)) throw error;
+    }
+  };
+  /** Where a consumer stands, as `noteRead` compares it. */
+  const positionOf = (state: ConsumerState): string => `${state.cursor}:${state.snapshot ? JSON.stringify(state.snapshot) : ''}`;
+
   /** Sends `body` unless the client left during a long-poll. */
   const answer = (response: ServerResponse, status: number, body: unknown) => {
     if (!response.writableEnded && !response.destroyed) sendJson(response, status, body);
@@ -257,6 +295,7 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
       answer(response, 200, { consumer: listing });
     }),
     route(specs.remove, async (_request, response, { params }) => {
+      readNotes.delete(params.name);
       if (!(await deleteConsumer(executor, params.name))) throw new ChangesRequestError(404, 'name', `name: no consumer named "${params.name}"`);
       answer(response, 200, { deleted: params.name });
     }),
@@ -266,15 +305,17 @@ export function changeRoutes(options: ChangeRoutesOptions): Route[] {
       if (reading.snapshot) {
         // The snapshot first (src/notify/snapshot.ts): pages of current rows, acknowledged by position.
         const snapshotPage = await readConsumerSnapshot(executor, reading.snapshot, query.limit, query.types);
-        await noteConsumerRead(executor, params.name, now());
+        await noteRead(params.name, positionOf(reading));
         const ends = await changelogEnds(executor);
         return answer(response, 200, { consumer: params.name, ...snapshotPage, latestSeq: ends.latestSeq, oldestSeq: ends.oldestSeq });
       }
+      let position = positionOf(reading);
       const page = await longPoll(request, response, query.wait, async () => {
         const state = await requireConsumer(executor, params.name);
+        position = positionOf(state);
         return readEncodedChangesPage(executor, { after: state.cursor, parameter: 'cursor', limit: query.limit, ...(query.types ? { types: query.types } : {}) });
       });
-      await noteConsumerRead(executor, params.name, now());
+      await noteRead(params.name, position);
       answerPage(response, page, params.name);
     }),
     route(specs.ack, async (_request, response, { params, body }) => {

@@ -11,7 +11,6 @@ export { DaemonRecord, DAEMON_ROW_STALE_AFTER_MS, type DaemonRecordOptions } fro
 export { ApiAnswers, apiReadinessCheck, LEARNED_MAX_AGE_MS, combineReadiness, failingPartitions, probeBudget, ReadinessProbe, unsupportedStreams, type DaemonIdentity } from './readiness.ts';
 export { DaemonMetrics, pageTrustSource, type ConnectionMetricsSources } from './metrics.ts';
 export { HEALTH_ROUTE_SPECS, healthRoutes, startDaemonHttpServer, type DaemonHttpServerOptions, type RunningHttpServer } from './http-server.ts';
-export { bearerKeyMatches } from './read-access.ts';
 export { CHANGE_ROUTE_SPECS, changeRoutes, type ChangeRoutesOptions } from './change-routes.ts';
 export { SCHEMA_ROUTE_SPECS, schemaRoutes } from './schema-routes.ts';
 export { ChangelogRetention, DEFAULT_RETENTION_INTERVAL_MS, type ChangelogRetentionOptions } from './changelog-retention.ts';

@@ -42,6 +42,8 @@ export interface PollOutcome {
   changes: number;
   /** How the scan ended (absent unless it paged to its end): its mode and the list's total. */
   scan?: { mode: 'incremental' | 'complete'; total: number };
+  /** Listed records the run left as a write-through wrote them (docs/sync.md "Write-throughs during a run"): the next tick reads them again. */
+  keptWrittenThrough?: number;
 }
 
 /** The largest intervals of a PollBackoff, in ticks of the stream's schedule. */
@@ -129,7 +131,7 @@ export class PollBackoff {
       // Counted from the run's start, like the interval.
       this.#ticksSinceScan = this.#ticksSincePoll;
     }
-    if (outcome.changes > 0 || totalMoved) this.wake();
+    if (outcome.changes > 0 || totalMoved || (outcome.keptWrittenThrough ?? 0) > 0) this.wake();
     else this.#quietRuns += 1;
   }
 

@@ -11,8 +11,6 @@
  */
 import type { ServerResponse } from 'node:http';
 
-export { bearerKeyMatches } from '../http/bearer.ts';
-
 /** Fewest characters of a read key (config rule of `http.readApiKey`). */
 export const READ_API_KEY_MIN_LENGTH = 16;
 

@@ -1,7 +1,8 @@
 /**
  * The bearer keys of the daemon's HTTP port (`http.readApiKey`, `http.writeApiKey`): a request
  * carries `Authorization: Bearer <key>`, compared in constant time over SHA-256 digests (no length
- * leak). Never logged, never echoed.
+ * leak). Never logged, never echoed. Whoever checks a key builds its `BearerKey` once, with the
+ * routes that check it (the route table, the console), and holds it: no key is kept anywhere else.
  */
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -29,20 +30,4 @@ export class BearerKey {
     if (!match) return false;
     return timingSafeEqual(hash('sha256', match[1]!, 'buffer'), this.#digest);
   }
-}
-
-/** The `BearerKey` of each key asked about (the port's few configured keys). */
-const bearerKeys = new Map<string, BearerKey>();
-
-/**
- * True when `request` carries `Authorization: Bearer <key>` (scheme in any case), compared in
- * constant time. False for any other header, or none.
- */
-export function bearerKeyMatches(request: IncomingMessage, key: string): boolean {
-  let bearer = bearerKeys.get(key);
-  if (!bearer) {
-    if (bearerKeys.size >= 16) bearerKeys.clear();
-    bearerKeys.set(key, (bearer = new BearerKey(key)));
-  }
-  return bearer.matches(request);
 }

@@ -7,6 +7,6 @@
  */
 export { CONNECTION_PREFIX, defineRouteSpec, ERROR_BODY, errorResponse, route, RouteRefusal, type Route, type RouteAccess, type RouteBody, type RouteInput, type RouteMethod, type RouteResponse, type RouteSpec } from './route.ts';
 export { refuseAsJson, RouteTable, type MountedRoute, type RoutePrefix, type RouteTableOptions } from './route-table.ts';
-export { BearerKey, bearerKeyMatches } from './bearer.ts';
+export { BearerKey } from './bearer.ts';
 export { mediaTypeOf, readBodyText, readRouteBody } from './request-body.ts';
 export { OPENAPI_ROUTE_SPEC, openApiRoute, renderOpenApi } from './openapi-route.ts';

@@ -108,6 +108,14 @@ export class RouteTable {
     return this;
   }
 
+  /**
+   * True when `request` carries one of the configured keys (`Authorization: Bearer <key>`, read or
+   * write), compared in constant time with the `BearerKey`s the table built; false without keys.
+   */
+  carriesKey(request: IncomingMessage): boolean {
+    return Boolean(this.#keys.read?.matches(request) || this.#keys.write?.matches(request));
+  }
+
   /** Every mounted route: method, documented path, operationId. */
   registered(): MountedRoute[] {
     return this.#entries.map((entry) => ({ method: entry.route.spec.method, path: entry.documentedPath, operationId: entry.route.spec.operationId }));

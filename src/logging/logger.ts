@@ -66,32 +66,108 @@ export interface LoggerOptions {
 /**
  * Creates the process logger.
  * @throws ConfigError when BIZOPS_LOG_LEVEL or BIZOPS_LOG_FORMAT holds a value it does not accept
- * @returns a pino logger whose output never contains the configured secrets.
+ * @returns a pino logger whose output never contains the configured secrets. pino itself is loaded
+ *   when the first line at an enabled level is written (or a property beyond the level methods,
+ *   `level`, `isLevelEnabled`, `child` and `flush` is read: `deferredLogger`), so that a command that
+ *   logs nothing before its first request (a one-off `sync` at the default level) does not load pino
+ *   before it.
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const secrets = options.secrets ?? [];
   const fromEnvironment = logSettingsFromEnvironment();
   const level = options.level ?? fromEnvironment.level ?? 'info';
   const pretty = options.pretty ?? (fromEnvironment.format === 'pretty' || (fromEnvironment.format !== 'json' && process.stderr.isTTY === true));
-  const sink = options.destination ?? loadPino().destination({ fd: 2, sync: true });
-  const destination: DestinationStream = {
-    write(line: string) {
-      const clean = maskSecrets(line, secrets);
-      sink.write(pretty ? prettyLine(clean) : clean);
-    },
+  return deferredLogger(level, () => {
+    const sink = options.destination ?? loadPino().destination({ fd: 2, sync: true });
+    const destination: DestinationStream = {
+      write(line: string) {
+        const clean = maskSecrets(line, secrets);
+        sink.write(pretty ? prettyLine(clean) : clean);
+      },
+    };
+    return loadPino()(
+      {
+        level,
+        base: undefined,
+        redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+        formatters: { level: (label) => ({ level: label }) },
+        // `err` by pino's convention; `error` too, where an Error would otherwise log as `{}`.
+        serializers: { err: serializeError, error: serializeError },
+        timestamp: loadPino().stdTimeFunctions.isoTime,
+      },
+      destination,
+    );
+  });
+}
+
+/** pino's level methods and their values (its default levels; `silent` is above all of them). */
+const LEVEL_VALUES: Readonly<Record<string, number>> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
+
+/**
+ * A logger that stands for the pino logger `make` returns, made (and pino loaded) only when needed:
+ * a level method at an enabled level (at a disabled one it returns at once, as pino's does), or any
+ * property other than the level methods, `level` (read and set), `isLevelEnabled`, `child` and
+ * `flush`. A child is deferred too, made from its parent's logger (`parent.child(bindings, options)`)
+ * with the level it had when it was asked for, as pino's children keep theirs.
+ * @param level the logger's level, a pino level name (`info`); `make` gives a logger at that level
+ * @throws Error (from a level method, `child` or `level`) for a level name pino does not know, as pino would
+ */
+function deferredLogger(level: string, make: () => Logger): Logger {
+  levelValue(level);
+  let made: Logger | undefined;
+  let current = level;
+  const logger = (): Logger => {
+    if (!made) {
+      made = make();
+      if (made.level !== current) made.level = current;
+    }
+    return made;
   };
-  return loadPino()(
-    {
-      level,
-      base: undefined,
-      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-      formatters: { level: (label) => ({ level: label }) },
-      // `err` by pino's convention; `error` too, where an Error would otherwise log as `{}`.
-      serializers: { err: serializeError, error: serializeError },
-      timestamp: loadPino().stdTimeFunctions.isoTime,
+  const enabled = (name: string): boolean => (LEVEL_VALUES[name] ?? -Infinity) >= levelValue(current);
+  const methods: Record<string, unknown> = {
+    isLevelEnabled: (name: string) => (made ? made.isLevelEnabled(name) : enabled(name)),
+    child: (bindings: Record<string, unknown>, childOptions?: { level?: string }) =>
+      made ? made.child(bindings, childOptions) : deferredLogger(childOptions?.level ?? current, () => logger().child(bindings, childOptions)),
+    flush: (callback?: (error?: Error) => void) => (made ? made.flush(callback) : callback?.()),
+  };
+  for (const name of ['trace', 'debug', 'info', 'warn', 'error', 'fatal']) {
+    methods[name] = (...args: unknown[]) => {
+      if (!made && !enabled(name)) return;
+      const target = logger();
+      (target[name as 'info'] as (...values: unknown[]) => void).apply(target, args);
+    };
+  }
+  return new Proxy({} as Logger, {
+    get(_target, property) {
+      if (property === 'level') return made ? made.level : current;
+      if (typeof property === 'string' && Object.hasOwn(methods, property)) return methods[property];
+      return bound(logger(), property);
     },
-    destination,
-  );
+    set(_target, property, value) {
+      if (property === 'level' && !made) {
+        levelValue(String(value));
+        current = String(value);
+        return true;
+      }
+      return Reflect.set(logger(), property, value);
+    },
+  });
+}
+
+/** `logger[property]`, a function bound to `logger`. */
+function bound(logger: Logger, property: PropertyKey): unknown {
+  const value: unknown = Reflect.get(logger, property, logger);
+  return typeof value === 'function' ? value.bind(logger) : value;
+}
+
+/**
+ * The value of pino level `name`.
+ * @throws Error `unknown level <name>` for a name pino does not know (pino's own words)
+ */
+function levelValue(name: string): number {
+  const value = LEVEL_VALUES[name];
+  if (value === undefined) throw new Error(`unknown level ${name}`);
+  return value;
 }
 
 /** Fields of an error worth a log line besides its message and stack (short values only: never a body or headers). */

@@ -41,6 +41,21 @@ export interface ApplyOptions {
   secondVersions?: string[];
   /** The partition these records were listed in (a partitioned stream's value); stored with their change rows. */
   partition?: string;
+  /**
+   * The page's changelog mark (docs/sync.md "Write-throughs during a run"): a changelog `seq` no
+   * greater than the changelog's last one when the page's request was sent. A record whose row a
+   * write-through wrote after it (`written_seq` above it) is not applied: the page's copy may be
+   * older than the write's response. Its row is only marked seen by `scanNumber` (it is listed, so
+   * it is no miss), and its id goes to `keptWrittenThrough`. Absent: every record is applied.
+   */
+  writtenAfter?: number;
+  /** Receives the ids of records not applied because a write-through wrote their row after `writtenAfter`. */
+  keptWrittenThrough?: string[];
+  /**
+   * A write-through (docs/writes.md): the `seq` of the write's outcome change row, stamped on each
+   * record's row as `written_seq` whether or not its content changed.
+   */
+  writtenSeq?: number;
 }
 
 /**
@@ -72,6 +87,12 @@ export interface RunCheckpoint {
   lastTotal?: number;
   /** The number this complete scan will get when it finishes. */
   scanNumber?: number;
+  /**
+   * The changelog's last `seq` before the run's first request (for a checkpoint saved without one,
+   * before its resumption's first request): a record a write-through wrote after it is no miss of
+   * this scan (docs/sync.md "Write-throughs during a run").
+   */
+  changelogMark?: number;
   pages: number;
   records: number;
   changes: number;
@@ -222,6 +243,8 @@ interface StoredState {
   deleted_at: string | null;
   /** The complete scan that last listed it (null when none did). */
   last_seen_scan: number | null;
+  /** The changelog `seq` of the write-through that last wrote it (null when none did). */
+  written_seq: number | null;
 }
 
 /**
@@ -260,6 +283,15 @@ function inPartition(stream: StreamDefinition, partition: string | undefined): {
   const column = partitionColumn(stream);
   if (column === undefined || !partition) return { sql: '', params: [] };
   return { sql: ` AND ${column} = ?`, params: [partition] };
+}
+
+/**
+ * The condition keeping a scan's misses off the rows a write-through wrote after the scan's changelog
+ * mark (` AND (written_seq IS NULL OR written_seq <= ?)` and its parameter); nothing without a mark.
+ */
+export function writtenNotAfter(mark: number | undefined, alias = ''): { sql: string; params: SqlValue[] } {
+  if (mark === undefined) return { sql: '', params: [] };
+  return { sql: ` AND (${alias}written_seq IS NULL OR ${alias}written_seq <= ?)`, params: [mark] };
 }
 
 /** Columns hold numbers, strings, null; booleans become 0/1 and objects JSON text. */
@@ -357,6 +389,9 @@ export class MirrorStore {
       const seenInPage = new Set<string>();
       const writes = new RowWrites(store.executor, stream, now, scan);
       const unchanged: string[] = [];
+      // Rows a write-through wrote after the page's request was sent: listed (seen), not overwritten.
+      const keptWritten: string[] = [];
+      const writtenAfter = options.writtenAfter;
       for (let index = 0; index < records.length; index += 1) {
         const record = records[index]!;
         const id = ids[index]!;
@@ -366,6 +401,13 @@ export class MirrorStore {
         seenInPage.add(id);
         if (state && state.content_hash === hash && state.deleted_at === null) {
           if (!earlierInPage) unchanged.push(id);
+          continue;
+        }
+        if (writtenAfter !== undefined && state !== undefined && state.written_seq !== null && state.written_seq > writtenAfter) {
+          if (!earlierInPage) {
+            keptWritten.push(id);
+            options.keptWrittenThrough?.push(id);
+          }
           continue;
         }
         const listedInThisScan = earlierInPage || (scan !== null && state?.last_seen_scan === scan) || (options.listedBefore?.(id) ?? false);
@@ -378,7 +420,7 @@ export class MirrorStore {
         const previous = storedVersion?.record;
         if (writes.has(id)) await writes.flush();
         writes.add(id, record, hash, raws[index]);
-        stored.set(id, { content_hash: hash, deleted_at: null, last_seen_scan: scan });
+        stored.set(id, { content_hash: hash, deleted_at: null, last_seen_scan: scan, written_seq: state?.written_seq ?? null });
         let type: string;
         let data: ChangeDataInput;
         if (previous === undefined) {
@@ -402,6 +444,20 @@ export class MirrorStore {
           `UPDATE ${stream.table} SET synced_at = ?, last_seen_scan = COALESCE(?, last_seen_scan), missed_scans = 0 WHERE ${inList(store.executor.dialect, key)}`,
           [now, scan, listParameter(store.executor.dialect, unchanged)],
         );
+      }
+      if (keptWritten.length > 0 && scan !== null) {
+        // Listed by this scan (no miss), but the row stays the write-through's: `synced_at` too (the record clock reads it).
+        await store.executor.run(`UPDATE ${stream.table} SET last_seen_scan = ?, missed_scans = 0 WHERE ${inList(store.executor.dialect, key)}`, [
+          scan,
+          listParameter(store.executor.dialect, keptWritten),
+        ]);
+      }
+      if (options.writtenSeq !== undefined) {
+        // A write-through: every record's row carries the write's seq, changed or not (equal content appends no change row).
+        await store.executor.run(`UPDATE ${stream.table} SET written_seq = ? WHERE ${inList(store.executor.dialect, key)}`, [
+          options.writtenSeq,
+          listParameter(store.executor.dialect, ids),
+        ]);
       }
       return store.appendChanges(pending);
     });
@@ -436,11 +492,18 @@ export class MirrorStore {
   private async storedStates(stream: StreamDefinition, ids: readonly string[]): Promise<Map<string, StoredState>> {
     const key = keyColumn(stream);
     const rows = await this.executor.all<StoredState & { id: string }>(
-      `SELECT ${key} AS id, content_hash, deleted_at, last_seen_scan FROM ${stream.table} WHERE ${inList(this.executor.dialect, key)}`,
+      `SELECT ${key} AS id, content_hash, deleted_at, last_seen_scan, written_seq FROM ${stream.table} WHERE ${inList(this.executor.dialect, key)}`,
       [listParameter(this.executor.dialect, ids)],
     );
     const states = new Map<string, StoredState>();
-    for (const row of rows) states.set(row.id, { content_hash: row.content_hash, deleted_at: row.deleted_at, last_seen_scan: row.last_seen_scan === null ? null : Number(row.last_seen_scan) });
+    for (const row of rows) {
+      states.set(row.id, {
+        content_hash: row.content_hash,
+        deleted_at: row.deleted_at,
+        last_seen_scan: row.last_seen_scan === null ? null : Number(row.last_seen_scan),
+        written_seq: row.written_seq === null ? null : Number(row.written_seq),
+      });
+    }
     return states;
   }
 
@@ -549,6 +612,10 @@ export class MirrorStore {
    *
    * For a partitioned stream, `options.partition` keeps all of it inside that partition (its records,
    * its live count; docs/sync.md "Partitioned streams"): a partition's scan never misses another's records.
+   *
+   * `options.writtenAfter` (the scan's changelog mark when it began, docs/sync.md "Write-throughs
+   * during a run"): a record a write-through wrote after it (`written_seq` above it) is not counted
+   * missed: the write's response showed it after the scan's first request.
    * @param scanStartedAt ISO local time the scan began
    * @returns the tombstone changes appended (none when held)
    */
@@ -557,21 +624,25 @@ export class MirrorStore {
     scanNumber: number,
     scanStartedAt: string,
     now = new Date().toISOString(),
-    options: { massDeletion?: { share: number; confirmed?: boolean }; onHeld?: (held: { count: number; live: number }) => void; partition?: string } = {},
+    options: { massDeletion?: { share: number; confirmed?: boolean }; onHeld?: (held: { count: number; live: number }) => void; partition?: string; writtenAfter?: number } = {},
   ): Promise<AppendedChange[]> {
     const scope = inPartition(stream, options.partition);
+    const written = writtenNotAfter(options.writtenAfter);
     return this.transaction(async (store) => {
       await store.executor.run(
         `UPDATE ${stream.table} SET missed_scans = missed_scans + 1
-         WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ?${scope.sql}`,
-        [scanNumber, scanStartedAt, ...scope.params],
+         WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ?${written.sql}${scope.sql}`,
+        [scanNumber, scanStartedAt, ...written.params, ...scope.params],
       );
       const key = keyColumn(stream);
       // Sorted here, not by ORDER BY: with it SQLite walks the key's index and looks up every row
       // (293 ms at 100,000 records when none is gone, the largest part of a backfill's finish);
       // without it, one table scan (~30 ms). Byte order of UTF-8, SQLite's BINARY collation.
       const gone = (
-        await store.executor.all<{ id: string; raw: string }>(`SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= ${plantedBug('one-scan-tombstone') ? 1 : 2}${scope.sql}`, scope.params)
+        await store.executor.all<{ id: string; raw: string }>(
+          `SELECT ${key} AS id, raw FROM ${stream.table} WHERE deleted_at IS NULL AND missed_scans >= ${plantedBug('one-scan-tombstone') ? 1 : 2}${written.sql}${scope.sql}`,
+          [...written.params, ...scope.params],
+        )
       ).sort((a, b) => Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))));
       if (gone.length === 0) return [];
       const hold = options.massDeletion;
@@ -620,23 +691,29 @@ export class MirrorStore {
    * when missing): one `INSERT ... ON CONFLICT (stream, partition_value) DO UPDATE` (a page's
    * checkpoint costs one statement).
    * @param partition the partition's value; '' (default) for an unpartitioned stream or a partitioned stream's own row
+   * @param options.atCommit sent with the transaction's COMMIT on PostgreSQL (executor.ts `runAtCommit`):
+   *   only when no later statement of the transaction reads or writes this row
    */
-  async updateSyncState(stream: StreamName, fields: Partial<Record<SyncStateColumn, string | number | null>>, partition = ''): Promise<void> {
+  async updateSyncState(stream: StreamName, fields: Partial<Record<SyncStateColumn, string | number | null>>, partition = '', options: { atCommit?: boolean } = {}): Promise<void> {
     const entries = Object.entries(fields);
     if (entries.length === 0) {
       await this.executor.run('INSERT INTO sync_state (stream, partition_value) VALUES (?, ?) ON CONFLICT (stream, partition_value) DO NOTHING', [stream, partition]);
       return;
     }
     const columns = entries.map(([column]) => column);
-    await this.executor.run(
+    await (options.atCommit ? this.executor.runAtCommit.bind(this.executor) : this.executor.run.bind(this.executor))(
       `INSERT INTO sync_state (stream, partition_value, ${columns.join(', ')}) VALUES (?, ?${', ?'.repeat(columns.length)}) ON CONFLICT (stream, partition_value) DO UPDATE SET ${columns.map((column) => `${column} = excluded.${column}`).join(', ')}`,
       [stream, partition, ...entries.map(([, value]) => value ?? null)],
     );
   }
 
-  /** Saves (or clears, with null) the checkpoint of the run in progress of a stream (or of its partition `partition`). */
-  saveRun(stream: StreamName, run: RunCheckpoint | null, partition = ''): Promise<void> {
-    return this.updateSyncState(stream, { run: run ? JSON.stringify(run) : null }, partition);
+  /**
+   * Saves (or clears, with null) the checkpoint of the run in progress of a stream (or of its
+   * partition `partition`). With `atCommit`, sent with the transaction's COMMIT on PostgreSQL (a
+   * page's checkpoint, the last write of its transaction: no round trip of its own).
+   */
+  saveRun(stream: StreamName, run: RunCheckpoint | null, partition = '', options: { atCommit?: boolean } = {}): Promise<void> {
+    return this.updateSyncState(stream, { run: run ? JSON.stringify(run) : null }, partition, options);
   }
 
   /** Rows per stream table: live (listed upstream) and tombstoned; only a partition's with `partition` (a partitioned stream's value). */

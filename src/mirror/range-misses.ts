@@ -17,7 +17,7 @@
 import { instantMs } from './instants.ts';
 import { jsonArrayValues, jsonPath, jsonTextField } from './sql/dialect.ts';
 import type { SqlValue } from './sql/executor.ts';
-import { MASS_DELETION_FLOOR, type AppendedChange, type MirrorStore } from './mirror-store.ts';
+import { MASS_DELETION_FLOOR, writtenNotAfter, type AppendedChange, type MirrorStore } from './mirror-store.ts';
 import { partitionColumn, type StreamDefinition } from '../streams/define-stream.ts';
 
 /** A creation-time range: records created after `after` and before `before` (ISO 8601, exclusive; either may be absent). */
@@ -47,7 +47,8 @@ function createdInside(createdAt: unknown, range: CreatedRange): boolean {
  * `MirrorStore.recordMisses` for a complete scan of `range`: every live record known to lie in the
  * range (module comment) that scan `scanNumber` did not list gets one more miss; one missed by two
  * consecutive complete scans is tombstoned with the stream's gone change. Records first seen after
- * the scan began are not counted. A mass deletion is judged against the live records of the range
+ * the scan began are not counted, nor records a write-through wrote after the scan's changelog mark
+ * (`options.writtenAfter`). A mass deletion is judged against the live records of the range
  * (those the scan listed and those it missed): more than `MASS_DELETION_FLOOR` and more than `share`
  * of them are held (none tombstoned, `onHeld` hears how many) unless `confirmed`. With
  * `options.partition`, only that partition's records (a partitioned stream). Call inside the
@@ -62,9 +63,11 @@ export async function recordRangeMisses(
   scanStartedAt: string,
   range: CreatedRange,
   now = new Date().toISOString(),
-  options: { massDeletion?: { share: number; confirmed?: boolean }; onHeld?: (held: { count: number; live: number }) => void; partition?: string } = {},
+  options: { massDeletion?: { share: number; confirmed?: boolean }; onHeld?: (held: { count: number; live: number }) => void; partition?: string; writtenAfter?: number } = {},
 ): Promise<AppendedChange[]> {
   const { executor } = store;
+  // Rows a write-through wrote after the scan's changelog mark are no misses (mirror-store.ts `recordMisses`).
+  const written = writtenNotAfter(options.writtenAfter);
   const key = keyColumn(stream);
   const createdAt = jsonTextField(executor.dialect, 'raw');
   const path = jsonPath(executor.dialect, ['createdAt']);
@@ -76,9 +79,9 @@ export async function recordRangeMisses(
   for (let after: string | undefined; ; ) {
     const rows = await executor.all<{ id: string; created_at: unknown }>(
       `SELECT ${key} AS id, ${createdAt} AS created_at FROM ${stream.table}
-       WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ?${scope.sql}${after === undefined ? '' : ` AND ${key} > ?`}
+       WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ?${written.sql}${scope.sql}${after === undefined ? '' : ` AND ${key} > ?`}
        ORDER BY ${key} LIMIT ${BATCH}`,
-      [path, scanNumber, scanStartedAt, ...scope.parameters, ...(after === undefined ? [] : [after])],
+      [path, scanNumber, scanStartedAt, ...written.params, ...scope.parameters, ...(after === undefined ? [] : [after])],
     );
     for (const row of rows) if (createdInside(row.created_at, range)) missed.push(String(row.id));
     if (rows.length < BATCH) break;

@@ -146,6 +146,17 @@ export class RejectedRecords {
   }
 
   /**
+   * `release`, sent with the transaction's COMMIT on PostgreSQL (executor.ts `runAtCommit`: no round
+   * trip of its own; at once on SQLite). Only when no later statement of the transaction writes
+   * `rejected_records` (a page with rejected items quarantines them after: use `release`).
+   */
+  async releaseAtCommit(stream: string, recordIds: readonly string[]): Promise<void> {
+    if (recordIds.length === 0) return;
+    const sql = this.store.executor;
+    await sql.runAtCommit(`DELETE FROM rejected_records WHERE stream = ? AND ${inList(sql.dialect, 'record_key')}`, [stream, listParameter(sql.dialect, recordIds)]);
+  }
+
+  /**
    * How many quarantined items of `stream` were listed at or after `sinceIso` (a run's start) and
    * have no live row in the mirror: those with an id the mirror does not hold, and those without an
    * id (each distinct item once). A complete scan listed them, though its seen marks (on mirror

@@ -39,6 +39,9 @@ interface WantedColumn {
  *   deleted_at     set when tombstoned (gone from two consecutive complete scans); null while listed
  *   last_seen_scan the complete scan (sync_state.scan_number) that last listed it
  *   missed_scans   consecutive complete scans that did not list it
+ *   written_seq    the changelog `seq` of the write whose response last wrote it through (the
+ *                  write's outcome row); null when no write-through did. A page requested before
+ *                  that seq existed does not overwrite the row (docs/sync.md "Write-throughs during a run")
  */
 const BOOKKEEPING_COLUMNS: readonly WantedColumn[] = [
   { column: 'raw', type: 'TEXT', notNull: true, primaryKey: false },
@@ -48,6 +51,7 @@ const BOOKKEEPING_COLUMNS: readonly WantedColumn[] = [
   { column: 'deleted_at', type: 'TEXT', notNull: false, primaryKey: false },
   { column: 'last_seen_scan', type: 'INTEGER', notNull: false, primaryKey: false },
   { column: 'missed_scans', type: 'INTEGER', notNull: true, primaryKey: false, defaultValue: '0' },
+  { column: 'written_seq', type: 'INTEGER', notNull: false, primaryKey: false },
 ];
 
 /**

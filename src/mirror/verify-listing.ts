@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { jsonArrayValues } from './sql/dialect.ts';
 import type { SqlExecutor, SqlValue } from './sql/executor.ts';
-import type { AppendedChange, MirrorStore } from './mirror-store.ts';
+import { writtenNotAfter, type AppendedChange, type MirrorStore } from './mirror-store.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
 
 /**
@@ -57,6 +57,12 @@ export class VerifyListing {
   readonly verification: string;
   /** The listings of the same verification made by `part()`. */
   private readonly parts: VerifyListing[] = [];
+  /**
+   * The changelog's last `seq` when the verification began, once set: a row a write-through wrote
+   * after it is never unlisted (not an extra, no miss, no tombstone; docs/sync.md "Write-throughs
+   * during a run"). Undefined: no such condition.
+   */
+  writtenAfter: number | undefined;
 
   constructor(executor: SqlExecutor, verification = `ver_${randomUUID()}`) {
     this.executor = executor;
@@ -133,7 +139,8 @@ export class VerifyListing {
    * at or before the verification began, and its parameters after the statement's own. `where`:
    * `inside` the scanned scope (the extras), `outside` it (rows of no scanned partition: their
    * column holds another value, or none), or `unconfirmed`: inside it and not missed by the
-   * previous complete scan (`missed_scans = 0`), `confirmed`: inside it and missed by it too.
+   * previous complete scan (`missed_scans = 0`), `confirmed`: inside it and missed by it too. A row
+   * written through after `writtenAfter` is none of them.
    */
   private unlistedWhere(stream: StreamDefinition, since: string, scope: UnlistedScope | undefined, where: 'inside' | 'outside' | 'confirmed' | 'unconfirmed'): { sql: string; parameters: SqlValue[] } {
     const key = keyColumn(stream);
@@ -145,9 +152,10 @@ export class VerifyListing {
       scopeParameters.push(JSON.stringify(scope.values));
     } else if (where === 'outside') inScope = ' AND 1 = 0';
     const missed = where === 'confirmed' ? ' AND t.missed_scans > 0' : where === 'unconfirmed' ? ' AND t.missed_scans = 0' : '';
+    const written = writtenNotAfter(this.writtenAfter, 't.');
     return {
-      sql: `t.deleted_at IS NULL AND t.first_seen_at <= ?${inScope}${missed} AND NOT EXISTS (SELECT 1 FROM verify_listed v WHERE v.verification IN ${values} AND v.record_id = t.${key})`,
-      parameters: [since, ...scopeParameters, JSON.stringify(this.keys())],
+      sql: `t.deleted_at IS NULL AND t.first_seen_at <= ?${inScope}${missed}${written.sql} AND NOT EXISTS (SELECT 1 FROM verify_listed v WHERE v.verification IN ${values} AND v.record_id = t.${key})`,
+      parameters: [since, ...scopeParameters, ...written.params, JSON.stringify(this.keys())],
     };
   }
 

@@ -18,17 +18,11 @@
  * ticks (src/daemon/poll-backoff.ts). A probe answered with a 4xx is not asked again by the process
  * (one warning: the stream scans on every poll as before); any other failure scans this once.
  */
-import { BizopsApiError } from '../client/api-errors.ts';
 import type { ApiClient } from '../client/client.ts';
-import { paginationSchema } from '../client/schemas.ts';
 import type { Logger } from '../logging/logger.ts';
 import { LeaseLostError } from '../mirror/leases.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
-import { z } from 'zod';
-import type { ProbeRequestOptions } from './record-clock-probe.ts';
-
-/** A list answer read for its count only (`content.pagination`). */
-const COUNT_CONTENT = z.looseObject({ pagination: paginationSchema });
+import { countListItems, probeRefusalStatus, type ProbeRequestOptions } from './list-count.ts';
 
 /** What a change probe found (`RunResult.probe`). */
 export interface ChangeProbeOutcome {
@@ -92,8 +86,8 @@ export class ChangeProbe {
       return { total, lastTotal: basis.lastTotal, updated, updatedAfter, moved: updated > 0, requests: 2 };
     } catch (error) {
       if (error instanceof LeaseLostError || options.signal?.aborted) throw error;
-      const status = error instanceof BizopsApiError ? error.status : undefined;
-      if (status !== undefined && status >= 400 && status < 500 && status !== 429) {
+      const status = probeRefusalStatus(error);
+      if (status !== undefined) {
         this.refused.add(stream.name);
         this.logger.warn({ stream: stream.name, status }, `the stream's change probe (GET ${stream.request.path}?limit=1) answered ${status}: not asked again by this process, every poll of the stream is a complete scan (docs/sync.md "Change probe")`);
       } else {
@@ -105,16 +99,6 @@ export class ChangeProbe {
 
   /** The list's `pagination.total` under `query` (one request of one item). */
   private async count(stream: StreamDefinition, query: Record<string, string>, options: ProbeRequestOptions): Promise<number> {
-    const response = await this.client.request({
-      method: 'GET',
-      path: stream.request.path,
-      query: { ...stream.request.filters, ...query, limit: 1 },
-      contentSchema: COUNT_CONTENT,
-      priority: options.priority,
-      retry: 'safe',
-      signal: options.signal,
-      hooks: { beforeRequest: options.beforeRequest },
-    });
-    return response.content.pagination.total;
+    return (await countListItems(this.client, stream, query, options)).total;
   }
 }

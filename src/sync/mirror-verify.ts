@@ -342,6 +342,8 @@ class Verification {
     const firstSeen = new Map(undeclared.map((field) => [field.field, field.firstSeenAt]));
     const declared = declaredFieldPaths(this.stream);
     this.diffFields = { listed: this.stream.listedFields, known: (path) => registered.has(path) && !declared.has(path), firstSeenAt: (path) => firstSeen.get(path) };
+    // Rows written through from now on hold a version newer than the scans may list: never extras (verify-listing.ts `writtenAfter`).
+    this.listing.writtenAfter = await this.options.store.lastSeq();
     // The mirror's live rows of what the scans read, before a repair changes them: what the lists' totals must account for.
     this.liveAtStart = await this.listing.liveAtStart(this.stream, this.startedAt, this.plan.scope);
     let complete = true;
@@ -503,11 +505,15 @@ class Verification {
    * Compares records listed for the first time with their stored rows: the diff of change
    * detection over the stored `raw`, and each typed column against the field it holds (a row edited
    * in place keeps its content hash, so the hash is not trusted here). With repair, applies those
-   * that differ (their hashes forgotten first, so that change detection rewrites them).
+   * that differ (their hashes forgotten first, so that change detection rewrites them). A row a
+   * write-through wrote after the page's request was sent (`written_seq` above `changelogMark`) is
+   * not compared: it holds a version at least as new as the page's (docs/sync.md "Write-throughs
+   * during a run"); the repair leaves it as well.
    * @param partition the partition they were listed in ('' for none): their change rows name it
+   * @param changelogMark the page's changelog mark (`PageSink.take`)
    * @returns differences found
    */
-  async compare(records: readonly ApiRecord[], listing: VerifyListing, partition: string): Promise<number> {
+  async compare(records: readonly ApiRecord[], listing: VerifyListing, partition: string, changelogMark: number): Promise<number> {
     if (records.length === 0) return 0;
     const key = this.stream.key;
     const stored = await listing.storedRows(this.stream, records.map((record) => String(record[key])));
@@ -516,6 +522,8 @@ class Verification {
     for (const record of records) {
       const id = String(record[key]);
       const row = stored.get(id);
+      const writtenSeq = row?.columns.written_seq;
+      if (writtenSeq !== undefined && writtenSeq !== null && Number(writtenSeq) > changelogMark) continue;
       if (row === undefined || row.deleted) {
         this.result.missing.count += 1;
         if (this.result.missing.ids.length < this.sampleSize) this.result.missing.ids.push(id);
@@ -537,7 +545,7 @@ class Verification {
     if (this.repair && missing.length + stale.length > 0) {
       const appended = await this.underLease(async (store) => {
         await listing.forgetHashes(store, this.stream, stale.map((record) => String(record[key])));
-        return store.applyRecords(this.stream, [...missing, ...stale], partition && this.plan.namesPartitions ? { partition } : {});
+        return store.applyRecords(this.stream, [...missing, ...stale], { writtenAfter: changelogMark, ...(partition && this.plan.namesPartitions ? { partition } : {}) });
       });
       this.noteRepaired(appended, 0);
     }
@@ -620,7 +628,7 @@ class VerifySink implements PageSink {
     this.partition = partition;
   }
 
-  async take(page: Page<ApiRecord>, _listedBefore: ReadonlySet<string>): Promise<number> {
+  async take(page: Page<ApiRecord>, _listedBefore: ReadonlySet<string>, changelogMark: number): Promise<number> {
     const key = this.key;
     const positioned: { id: string; position: number; record?: ApiRecord }[] = page.items.map((record, index) => ({ id: String(record[key]), position: page.offset + index, record }));
     for (const item of page.rejected ?? []) positioned.push({ id: quarantineKey(item.raw, key), position: page.offset + item.index });
@@ -636,7 +644,7 @@ class VerifySink implements PageSink {
     }
     await this.listing.note(fresh);
     this.verification.noteInvalid(invalid);
-    return this.verification.compare(toCompare, this.listing, this.partition);
+    return this.verification.compare(toCompare, this.listing, this.partition, changelogMark);
   }
 
   listedEarlier(ids: readonly string[]): Promise<ReadonlySet<string>> {

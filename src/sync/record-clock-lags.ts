@@ -190,20 +190,31 @@ export async function saveHighWater(
  * Lags shown by the records of one page, seconds (only those >= MIN_LAG_SECONDS): changed records
  * against their stored versions (a stamp that went backwards measures nothing), and records stamped
  * after the stream's high water (`lagsAboveHighWater`). Call before the page is applied (it reads
- * the stored versions).
+ * the stored versions). A record whose row a write-through wrote after the page's changelog mark
+ * (`writtenAfter`) is not compared with it: the page does not apply it, and its `synced_at` is the
+ * write-through's, not a listing's (docs/sync.md "Write-throughs during a run").
  * @param offsetMs the cursor's clock minus ours at the page (server `Date` minus local receipt time; 0 without a `Date`)
+ * @param writtenAfter the page's changelog mark; undefined compares every record
  */
-export async function lagsFromPage(executor: SqlExecutor, stream: StreamDefinition, partition: string, records: readonly ApiRecord[], offsetMs: number): Promise<number[]> {
+export async function lagsFromPage(
+  executor: SqlExecutor,
+  stream: StreamDefinition,
+  partition: string,
+  records: readonly ApiRecord[],
+  offsetMs: number,
+  writtenAfter?: number,
+): Promise<number[]> {
   const column = updatedAtColumn(stream);
   if (!column) return [];
   const stamped = records.filter((record) => typeof record.updatedAt === 'string');
   if (stamped.length === 0) return [];
   const key = stream.columns.find((c) => c.primaryKey)?.column ?? 'id';
-  const rows = await executor.all<{ id: string; synced_at: string; updated_at: string | null }>(
-    `SELECT ${key} AS id, synced_at, ${column} AS updated_at FROM ${stream.table} WHERE deleted_at IS NULL AND ${inList(executor.dialect, key)}`,
+  const rows = await executor.all<{ id: string; synced_at: string; updated_at: string | null; written_seq: number | string | null }>(
+    `SELECT ${key} AS id, synced_at, ${column} AS updated_at, written_seq FROM ${stream.table} WHERE deleted_at IS NULL AND ${inList(executor.dialect, key)}`,
     [listParameter(executor.dialect, stamped.map((record) => String(record[stream.key])))],
   );
-  const stored = new Map(rows.map((row) => [row.id, row]));
+  const kept = (row: { written_seq: number | string | null }) => writtenAfter !== undefined && row.written_seq !== null && Number(row.written_seq) > writtenAfter;
+  const stored = new Map(rows.filter((row) => !kept(row)).map((row) => [row.id, row]));
   const { highWater } = await new RecordClockStore(executor).read({ stream: stream.name, partition });
   const water = highWater ? instantMs(highWater.updatedAt) : Number.NEGATIVE_INFINITY;
   const lags: number[] = [];

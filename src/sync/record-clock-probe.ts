@@ -28,27 +28,23 @@
  * probe answered with a 4xx is not asked again by the process (one warning); any other failure
  * skips one probe, never the run.
  */
-import { BizopsApiError } from '../client/api-errors.ts';
 import type { ApiClient } from '../client/client.ts';
-import type { Priority } from '../client/rate-budget.ts';
 import type { Logger } from '../logging/logger.ts';
 import { LeaseLostError } from '../mirror/leases.ts';
 import type { MirrorStore } from '../mirror/mirror-store.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
-import { z } from 'zod';
-import { paginationSchema } from '../client/schemas.ts';
 import type { StreamDefinition } from '../streams/define-stream.ts';
+import { countListItems, probeRefusalStatus, type ProbeRequestOptions } from './list-count.ts';
 import { measuresRecordClock, MIN_LAG_SECONDS } from './record-clock-lags.ts';
+
+export type { ProbeRequestOptions } from './list-count.ts';
 
 /** Most doublings of one search for the newest stamp (the overlap times 2^13 is over a week at 120 s). */
 export const MAX_SEARCH_STEPS = 14;
 
 /** Halvings of the last doubling once a window holds a stamp: the bound within an eighth of it. */
 const BISECT_STEPS = 3;
-
-/** A list answer read for its count: `content.pagination` (the items are not looked at). */
-const COUNT_CONTENT = z.looseObject({ pagination: paginationSchema });
 
 /** What the probe found after a run (for logs and tests). */
 export interface ProbeOutcome {
@@ -58,14 +54,6 @@ export interface ProbeOutcome {
   lagBoundSeconds?: number;
   /** Count requests the search sent. */
   searchRequests: number;
-}
-
-/** How a probe's requests go: the run's priority, abort signal and lease check. */
-export interface ProbeRequestOptions {
-  priority: Priority;
-  signal?: AbortSignal;
-  /** The run's lease check (throws LeaseLostError: no request leaves). */
-  beforeRequest: () => Promise<void>;
 }
 
 /** The stream's own probe of the records' clock (module comment). One per engine. */
@@ -161,7 +149,7 @@ export class RecordClockProbe {
     /** Whether the list holds a record stamped later than `windowSeconds` before now, and that window in the cursor's clock. */
     const stampedWithin = async (windowSeconds: number): Promise<{ found: boolean; seconds: number }> => {
       requests += 1;
-      const page = await this.page(stream, { updatedAfter: new Date(Date.now() - windowSeconds * 1000).toISOString() }, options);
+      const page = await countListItems(this.client, stream, { updatedAfter: new Date(Date.now() - windowSeconds * 1000).toISOString() }, options);
       // The page's time (its Date, else ours) is the cursor's clock: the window measured from it.
       const shiftSeconds = page.serverTimeMs === undefined ? 0 : (page.serverTimeMs - page.sentAtMs) / 1000;
       return { found: page.total > 0, seconds: windowSeconds + shiftSeconds };
@@ -192,30 +180,14 @@ export class RecordClockProbe {
 
   /** The list's `pagination.total` under `query` (one request of one item). */
   private async count(stream: StreamDefinition, query: Record<string, string> | undefined, options: ProbeRequestOptions): Promise<number> {
-    return (await this.page(stream, query ?? {}, options)).total;
-  }
-
-  /** One request of one item (`limit=1`): only its `pagination.total` is read, and the server's clock. */
-  private async page(stream: StreamDefinition, query: Record<string, string>, options: ProbeRequestOptions): Promise<{ total: number; serverTimeMs?: number; sentAtMs: number }> {
-    const sentAtMs = Date.now();
-    const response = await this.client.request({
-      method: 'GET',
-      path: stream.request.path,
-      query: { ...stream.request.filters, ...query, limit: 1 },
-      contentSchema: COUNT_CONTENT,
-      priority: options.priority,
-      retry: 'safe',
-      signal: options.signal,
-      hooks: { beforeRequest: options.beforeRequest },
-    });
-    return { total: response.content.pagination.total, ...(response.serverTime ? { serverTimeMs: response.serverTime.getTime() } : {}), sentAtMs };
+    return (await countListItems(this.client, stream, query ?? {}, options)).total;
   }
 
   /** A probe request failed: a lost lease or an abort stops the run; a 4xx refuses the probe for the process; anything else skips it. */
   private failed(stream: StreamDefinition, error: unknown, options: ProbeRequestOptions): void {
     if (error instanceof LeaseLostError || options.signal?.aborted) throw error;
-    const status = error instanceof BizopsApiError ? error.status : undefined;
-    if (status !== undefined && status >= 400 && status < 500 && status !== 429) {
+    const status = probeRefusalStatus(error);
+    if (status !== undefined) {
       this.refused.add(stream.name);
       this.logger.warn({ stream: stream.name, status }, `the stream's record clock probe (GET ${stream.request.path}?limit=1) answered ${status}: it is not asked again by this process (docs/sync.md "Record clock")`);
       return;

@@ -117,6 +117,11 @@ export interface RunResult {
   deletionsHeld?: number;
   /** Items quarantined because they failed their schema (docs/sync.md "Invalid records"); the rest of their page committed. */
   rejected: number;
+  /**
+   * Listed records not applied because a write-through wrote their row after their page's request
+   * was sent (docs/sync.md "Write-throughs during a run"): the next run reads them again. Absent when none.
+   */
+  keptWrittenThrough?: number;
   /** Step-backs made because `pagination.total` dropped between pages. */
   driftStepBacks: number;
   /**
@@ -233,9 +238,11 @@ export interface PageSink {
    * Takes one page of the scan (a first read, a drift gap's page or a tie re-read), after its ids
    * were counted; quarantine-worthy items are in `page.rejected`.
    * @param listedBefore the page's ids this process's memory holds from earlier pages of the scan
+   * @param changelogMark the page's changelog mark: a `seq` no greater than the changelog's last one
+   *   when its request was sent (rows written through after it hold a newer version than the page)
    * @returns changes to count in the run's progress (verify: the differences the page showed)
    */
-  take(page: Page<ApiRecord>, listedBefore: ReadonlySet<string>): Promise<number>;
+  take(page: Page<ApiRecord>, listedBefore: ReadonlySet<string>, changelogMark: number): Promise<number>;
   /** Of `ids` (ids the run's bounded memory no longer holds), those this scan listed already. */
   listedEarlier(ids: readonly string[]): Promise<ReadonlySet<string>>;
   /** Distinct ids this scan listed so far, quarantined items included (exact: the completeness rule counts them). */
@@ -301,6 +308,14 @@ export class StreamRun implements TieReReader {
   private readonly memory: ScanMemory;
   /** Where the pages go instead of the mirror (verify), or undefined: the run commits them to the mirror. */
   private readonly sink: PageSink | undefined;
+  /**
+   * The changelog's last `seq` this run knows was committed: read before its first request, raised by
+   * each of its commits. Never above the changelog's last seq at any later moment, so the value a
+   * request is sent under is a mark for its page (docs/sync.md "Write-throughs during a run").
+   */
+  private changelogMark = 0;
+  /** Each page's changelog mark: `changelogMark` when its fetch began. */
+  private readonly pageMarks = new WeakMap<Page<ApiRecord>, number>();
 
   /**
    * @param stream the stream being run
@@ -358,6 +373,10 @@ export class StreamRun implements TieReReader {
   }
 
   private async executeRun(): Promise<void> {
+    const { store } = this.environment;
+    this.changelogMark = await this.environment.database(() => store.lastSeq());
+    // A checkpoint saved without a mark gets this resumption's: later than its start, never later than a request.
+    this.checkpoint.changelogMark ??= this.changelogMark;
     await this.page();
     if (this.result.status === 'succeeded') {
       this.result.scan = await this.checkScan();
@@ -366,10 +385,15 @@ export class StreamRun implements TieReReader {
     }
   }
 
-  /** Fetches (and validates) the run's page at `offset`; `createdBefore` is read at each call (set after the first page). */
+  /**
+   * Fetches (and validates) the run's page at `offset`; `createdBefore` is read at each call (set after
+   * the first page). The page's changelog mark is the run's `changelogMark` as the fetch begins.
+   */
   private fetchPage(offset: number): Promise<Page<ApiRecord>> {
+    const mark = this.changelogMark;
     return withSpan('api.page', { 'bizops.stream': this.stream.name, 'bizops.partition': this.partition, 'bizops.offset': offset }, async (span) => {
       const page = await this.requestPage(offset);
+      this.pageMarks.set(page, mark);
       span.setAttribute('bizops.records', page.items.length);
       return page;
     });
@@ -486,7 +510,8 @@ export class StreamRun implements TieReReader {
     // Our clock shifted to the cursor's: the server's Date minus now (0 when the server sends no Date).
     const offsetMs = page.serverTime ? page.serverTime.getTime() - Date.now() : 0;
     const firstPage = run.pages === 1;
-    const clock = await this.writePage(page, listedBefore, (store) => this.observeRecordClock(store, page.items, offsetMs, firstPage, page.serverTime?.getTime() ?? Date.now()));
+    const mark = this.pageMarks.get(page);
+    const clock = await this.writePage(page, listedBefore, (store) => this.observeRecordClock(store, page.items, offsetMs, firstPage, page.serverTime?.getTime() ?? Date.now(), mark));
     if (clock && clock.after > clock.before) {
       this.logger.warn(
         { ...this.names, lagSeconds: clock.after, previousLagSeconds: clock.before },
@@ -516,10 +541,18 @@ export class StreamRun implements TieReReader {
    * Measures the lag of the stream's record clock from this page's changed records (and, on a run's
    * first page, from the writes finished since the last success) and records it. Call inside the
    * page's transaction (`store` bound to it), before its records are applied; the caller warns when
-   * the lag grew (after the commit: a transaction body awaits only statements).
+   * the lag grew (after the commit: a transaction body awaits only statements). `changelogMark`: the
+   * page's (rows written through after it are not compared, `lagsFromPage`).
    * @returns the stream's lag before and after, seconds
    */
-  private async observeRecordClock(store: MirrorStore, records: readonly ApiRecord[], offsetMs: number, firstPage: boolean, pageTimeMs: number): Promise<{ before: number; after: number }> {
+  private async observeRecordClock(
+    store: MirrorStore,
+    records: readonly ApiRecord[],
+    offsetMs: number,
+    firstPage: boolean,
+    pageTimeMs: number,
+    changelogMark: number | undefined,
+  ): Promise<{ before: number; after: number }> {
     const { stream, partition } = this;
     const recordClock = new RecordClockStore(store.executor);
     // The stream's record clock, or its partition's: its own high water (docs/sync.md "Partitioned streams").
@@ -527,7 +560,7 @@ export class StreamRun implements TieReReader {
     // One read, then a write only when a lag was measured (it returns the lag after it).
     const before = (await recordClock.read(key)).lagSeconds;
     let after = before;
-    const fromPage = await lagsFromPage(store.executor, stream, partition, records, offsetMs);
+    const fromPage = await lagsFromPage(store.executor, stream, partition, records, offsetMs, changelogMark);
     if (fromPage.length > 0) after = await recordClock.observe(key, fromPage, 'list');
     // The newest stamp listed bounds the lag from above: it decays (record-clock-lags.ts).
     const ceiling = lagCeiling(records, pageTimeMs);
@@ -788,9 +821,11 @@ export class StreamRun implements TieReReader {
    */
   private async writePage<T>(page: Page<ApiRecord>, listedBefore: ReadonlySet<string>, beforeApply?: (store: MirrorStore) => Promise<T>): Promise<T | undefined> {
     const { stream, checkpoint: run, result } = this;
+    // Taken before the request left: rows written through after it keep their version (docs/sync.md "Write-throughs during a run").
+    const mark = this.pageMarks.get(page) ?? run.changelogMark ?? 0;
     if (this.sink) {
       // Not the mirror's: the sink takes the page (verify compares it); nothing is measured or committed here.
-      const taken = await this.sink.take(page, listedBefore);
+      const taken = await this.sink.take(page, listedBefore, mark);
       run.changes += taken;
       result.changes += taken;
       return undefined;
@@ -799,18 +834,31 @@ export class StreamRun implements TieReReader {
     const changesBefore = run.changes;
     let changes: AppendedChange[];
     let secondVersions: string[] = [];
+    let kept: string[] = [];
     try {
       changes = await this.environment.fenced(async (store) => {
         measured = await beforeApply?.(store);
         const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
         secondVersions = [];
-        const appended = await store.applyRecords(stream, page.items, { scanNumber, listedBefore: (id) => listedBefore.has(id), secondVersions, partition: this.inPartition });
+        kept = [];
+        const appended = await store.applyRecords(stream, page.items, {
+          scanNumber,
+          listedBefore: (id) => listedBefore.has(id),
+          secondVersions,
+          partition: this.inPartition,
+          writtenAfter: mark,
+          keptWrittenThrough: kept,
+        });
         // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
+        // Writes no later statement depends on go with the COMMIT (PostgreSQL: no round trip of their own).
         const rejectedRecords = new RejectedRecords(store);
-        await rejectedRecords.release(stream.name, page.items.map((record) => String(record[stream.key])));
-        if (page.rejected && page.rejected.length > 0) appended.push(...(await rejectedRecords.quarantine(stream, page.rejected, { scanNumber, partition: this.partition })));
+        const acceptedIds = page.items.map((record) => String(record[stream.key]));
+        if (page.rejected && page.rejected.length > 0) {
+          await rejectedRecords.release(stream.name, acceptedIds);
+          appended.push(...(await rejectedRecords.quarantine(stream, page.rejected, { scanNumber, partition: this.partition })));
+        } else await rejectedRecords.releaseAtCommit(stream.name, acceptedIds);
         run.changes = changesBefore + appended.length;
-        await store.saveRun(stream.name, run, this.partition);
+        await store.saveRun(stream.name, run, this.partition, { atCommit: true });
         return appended;
       });
     } catch (error) {
@@ -819,7 +867,16 @@ export class StreamRun implements TieReReader {
       throw error;
     }
     result.changes += changes.length;
+    // Committed: the changelog held these seqs, so a request sent from now on may carry them as its mark.
+    for (const change of changes) if (change.seq > this.changelogMark) this.changelogMark = change.seq;
     if (changes.length > 0) this.environment.onChanges?.(changes);
+    if (kept.length > 0) {
+      result.keptWrittenThrough = (result.keptWrittenThrough ?? 0) + kept.length;
+      this.logger.info(
+        { ...this.names, offset: page.offset, ids: kept.slice(0, 10), count: kept.length },
+        "records written through from a write's response after this page was requested keep that version (the page's copy may be older); the next run reads them again",
+      );
+    }
     if (secondVersions.length > 0) {
       this.logger.warn(
         { ...this.names, offset: page.offset, ids: secondVersions.slice(0, 10), count: secondVersions.length },
@@ -853,11 +910,13 @@ export class StreamRun implements TieReReader {
                 massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
                 onHeld: (hold) => (holding = hold),
                 partition: this.inPartition,
+                writtenAfter: run.changelogMark,
               })
             : store.recordMisses(stream, scanNumber, run.startedAt, now, {
                 massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
                 onHeld: (hold) => (holding = hold),
                 partition: this.inPartition,
+                writtenAfter: run.changelogMark,
               }))),
         );
         const previous = (await store.readSyncState(stream.name, this.partition)).deletionHold;

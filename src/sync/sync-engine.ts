@@ -631,4 +631,5 @@ function addCounts(total: RunResult, part: RunResult): void {
   total.rejected += part.rejected;
   total.driftStepBacks += part.driftStepBacks;
   if (part.deletionsHeld !== undefined) total.deletionsHeld = (total.deletionsHeld ?? 0) + part.deletionsHeld;
+  if (part.keptWrittenThrough !== undefined) total.keptWrittenThrough = (total.keptWrittenThrough ?? 0) + part.keptWrittenThrough;
 }

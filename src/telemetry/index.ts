@@ -6,12 +6,12 @@
  * `bizops.offset`, `bizops.records`), never a secret or a record's contents.
  *
  * Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set and
- * `OTEL_SDK_DISABLED` is not `true`: then `startTelemetry` loads the SDK (a dynamic import, so a
- * process without it loads nothing of OpenTelemetry here; the parts that trace load the API through
- * spans.ts) and exports over OTLP/HTTP, the
- * exporter reading the standard `OTEL_*` variables (headers, timeout, service name). Off, every
- * span is the API's no-op: `withSpan` costs a function call.
+ * `OTEL_SDK_DISABLED` is not `true`: then `startTelemetry` loads the SDK and the API (dynamic
+ * imports, so a process without tracing loads nothing of OpenTelemetry) and exports over OTLP/HTTP,
+ * the exporter reading the standard `OTEL_*` variables (headers, timeout, service name). Off, every
+ * span is spans.ts's no-op: `withSpan` costs a function call.
  */
+import { useTracingApi } from './spans.ts';
 
 /** A started SDK: `shutdown` flushes the spans still buffered (call it before the process exits). */
 export interface Telemetry {
@@ -26,7 +26,8 @@ export interface TelemetryOptions {
 
 /**
  * Starts tracing when the environment asks for it (module comment), or always when `options.spanProcessors`
- * is given. Registers the global tracer provider and the async context manager (spans nest across awaits).
+ * is given. Registers the global tracer provider and the async context manager (spans nest across awaits), and
+ * hands the API to spans.ts, whose spans are no-ops until then.
  * @returns null when tracing stays off
  */
 export async function startTelemetry(env: NodeJS.ProcessEnv = process.env, options: TelemetryOptions = {}): Promise<Telemetry | null> {
@@ -42,12 +43,14 @@ export async function startTelemetry(env: NodeJS.ProcessEnv = process.env, optio
   }
   const provider = new NodeTracerProvider({ spanProcessors: processors });
   provider.register();
+  const api = await import('@opentelemetry/api');
+  useTracingApi(api);
   return {
     async shutdown() {
+      useTracingApi(null);
       await provider.shutdown();
-      const { context, trace } = await import('@opentelemetry/api');
-      trace.disable();
-      context.disable();
+      api.trace.disable();
+      api.context.disable();
     },
   };
 }

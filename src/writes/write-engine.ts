@@ -158,22 +158,26 @@ const listItemSchema = z.looseObject({ id: z.string() });
 
 /**
  * Keeps a run's claim alive: renews it every third of its length; when a renewal finds the claim
- * gone (it expired and another run took it), `signal` aborts so the run's waits stop.
+ * gone (it expired and another run took it), `signal` aborts so the run's waits stop. A renewal
+ * answered after `stop()` (the run recorded its outcome, which releases the claim) means nothing.
  */
 class ClaimKeeper {
   readonly #lost = new AbortController();
   readonly #timer: NodeJS.Timeout;
+  #stopped = false;
 
   constructor(store: WriteStore, writeId: string, token: string, seconds: number, logger: Logger) {
     this.#timer = setInterval(
       () => {
         store.renewClaim(writeId, token, seconds).then(
           (held) => {
-            if (held || this.#lost.signal.aborted) return;
+            if (held || this.#stopped || this.#lost.signal.aborted) return;
             logger.error({ writeId }, 'write claim lost (it expired and another run took it): this run stops');
             this.#lost.abort(new Error(`the claim on write ${writeId} was lost`));
           },
-          (error: unknown) => logger.warn({ writeId, error: describe(error) }, 'could not renew the write claim; trying again'),
+          (error: unknown) => {
+            if (!this.#stopped) logger.warn({ writeId, error: describe(error) }, 'could not renew the write claim; trying again');
+          },
         );
       },
       Math.max(50, Math.floor((seconds * 1000) / 3)),
@@ -186,6 +190,7 @@ class ClaimKeeper {
   }
 
   stop(): void {
+    this.#stopped = true;
     clearInterval(this.#timer);
   }
 }

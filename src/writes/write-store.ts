@@ -105,7 +105,13 @@ export interface WriteOutcome {
  * transaction; returns the change rows it appended. Runs inside a savepoint of that transaction
  * (`WriteStore.finish`): what it throws undoes only its own statements.
  */
-export type WriteThroughHook = (mirror: MirrorStore, stream: StreamName, record: Record<string, unknown>) => Promise<AppendedChange[]> | AppendedChange[];
+/**
+ * Writes a successful write's record into the mirror (`mirror` is bound to the outcome's transaction).
+ * `writtenSeq` is the `seq` of the write's outcome change row: the hook stamps it on the record's row
+ * (`written_seq`, `ApplyOptions.writtenSeq`), so a sync page requested before it does not overwrite
+ * the row (docs/sync.md "Write-throughs during a run").
+ */
+export type WriteThroughHook = (mirror: MirrorStore, stream: StreamName, record: Record<string, unknown>, writtenSeq: number) => Promise<AppendedChange[]> | AppendedChange[];
 
 interface WriteRow {
   id: string;
@@ -184,7 +190,7 @@ function storedResult(result: unknown): string {
 
 /** The default write-through: the mirror store's own upsert + changelog (src/mirror/mirror-store.ts `applyRecords`). */
 export function defaultWriteThrough(streams: Record<StreamName, Parameters<MirrorStore['applyRecords']>[0]>): WriteThroughHook {
-  return async (mirror, stream, record) => await mirror.applyRecords(streams[stream], [record]);
+  return async (mirror, stream, record, writtenSeq) => await mirror.applyRecords(streams[stream], [record], { writtenSeq });
 }
 
 /** What `WriteStore.finish` did: the write after the update and every change row appended. */
@@ -411,7 +417,8 @@ export class WriteStore {
       // A savepoint (standard SQL, both back ends): a record the mirror refuses must not undo the outcome.
       await store.executor.exec('SAVEPOINT write_through');
       try {
-        const appended = await writeThrough.hook(mirror, writeThrough.stream, writeThrough.record);
+        // The outcome's change row was appended in this transaction: its seq is above every mark a page took before.
+        const appended = await writeThrough.hook(mirror, writeThrough.stream, writeThrough.record, changes[0]!.seq);
         await store.executor.exec('RELEASE SAVEPOINT write_through');
         return { write, changes: [...changes, ...appended] };
       } catch (error) {

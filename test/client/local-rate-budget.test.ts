@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
 import type { Priority } from '../../src/client/rate-budget.ts';
 
@@ -10,21 +10,28 @@ function budget(limit: number, windowMs: number, safetyMarginMs = 20): LocalRate
 }
 
 afterEach(async () => {
+  vi.useRealTimers();
   for (const created of budgets.splice(0)) await created.close();
 });
 
 describe('LocalRateBudget', () => {
   it('never grants more than `limit` in any window, and grants the first `limit` at once', async () => {
+    // The budget's clock and timers are faked, so each grant's time is the budget's own (a process
+    // descheduled between a grant and its callback cannot shift one).
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
     const rate = budget(3, 500);
     const started = Date.now();
     const grants: number[] = [];
-    await Promise.all(
+    const all = Promise.all(
       Array.from({ length: 9 }, () =>
         rate.acquire('backfill').then(() => {
           grants.push(Date.now());
         }),
       ),
     );
+    await vi.runAllTimersAsync();
+    await all;
+    vi.useRealTimers();
     grants.sort((a, b) => a - b);
     expect(grants).toHaveLength(9);
     // The first three go immediately: pacing starts only when the window is full.

@@ -39,7 +39,7 @@ async function runInNewProcess(source: string): Promise<unknown> {
 }
 
 describe('undici Pool without undici index', () => {
-  it('sends a request over HTTP while undici index and fetch stay unloaded', async () => {
+  it('sends a request over HTTP while undici index, fetch and the request API beside `request` stay unloaded', async () => {
     const outcome = await runInNewProcess(`
       import { createRequire } from 'node:module';
       const { createHttpTransport } = await import('./src/client/http-transport.ts');
@@ -47,9 +47,9 @@ describe('undici Pool without undici index', () => {
       const response = await transport.send({ method: 'GET', path: '/deals', query: { limit: 1 } });
       await transport.close();
       const loaded = Object.keys(createRequire(import.meta.url).cache).map((file) => file.replace(/^.*node_modules\\//, ''));
-      console.log(JSON.stringify({ status: response.status, body: response.bodyText, index: loaded.includes('undici/index.js'), fetch: loaded.some((file) => file.startsWith('undici/lib/web/fetch/')) }));
+      console.log(JSON.stringify({ status: response.status, body: response.bodyText, index: loaded.includes('undici/index.js'), fetch: loaded.some((file) => file.startsWith('undici/lib/web/fetch/')), otherApi: ['stream', 'pipeline', 'connect', 'upgrade'].map((name) => 'undici/lib/api/api-' + name + '.js').filter((file) => loaded.includes(file)) }));
     `);
-    expect(outcome).toEqual({ status: 200, body: 'GET /api/deals?limit=1', index: false, fetch: false });
+    expect(outcome).toEqual({ status: 200, body: 'GET /api/deals?limit=1', index: false, fetch: false, otherApi: [] });
   });
 
   it("is undici's own Pool class, with its request API, when undici's index is loaded too", async () => {

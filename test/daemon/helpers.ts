@@ -126,7 +126,9 @@ export class WebhookReceiver {
 
 const METRIC_NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
 const LABEL = '[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"';
-const VALUE = '(?:[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][+-]?\\d+)?|NaN|[+-]Inf)';
+// prom-client writes a NaN as `Nan` (an event-loop lag with no sample yet); Prometheus reads a
+// value with Go's ParseFloat, which takes NaN in any case.
+const VALUE = '(?:[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][+-]?\\d+)?|[Nn][Aa][Nn]|[+-]Inf)';
 const SAMPLE = new RegExp(`^(${METRIC_NAME})(\\{(?:${LABEL})(?:,${LABEL})*,?\\})? (${VALUE})(?: -?\\d+)?$`);
 const HELP = new RegExp(`^# HELP (${METRIC_NAME}) .*$`);
 const TYPE = new RegExp(`^# TYPE (${METRIC_NAME}) (counter|gauge|histogram|summary|untyped)$`);

@@ -2,12 +2,14 @@
  * The route table (src/http/route-table.ts) on a real daemon HTTP server: a path without parameters
  * is found by its lookup, a path with parameters by its pattern, both together when both take a
  * path (405 with every method in `Allow`); a route's `quickQuery` answers the common query, its zod
- * schema the rest and every refusal; the key is checked against the digest computed once.
+ * schema the rest and every refusal; the key is checked against the digest computed once, by the
+ * `BearerKey` each configured key has in the table (the bearer module keeps no keys of its own).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
 import { sendJson } from '../../src/daemon/read-access.ts';
+import * as bearerModule from '../../src/http/bearer.ts';
 import { defineRouteSpec, route, type RouteSpec } from '../../src/http/route.ts';
 import { RouteTable } from '../../src/http/route-table.ts';
 
@@ -82,5 +84,29 @@ describe('the route table', () => {
     expect(await call('/things?n=1', { key: KEY.slice(0, -1) })).toMatchObject({ status: 401 });
     const lowerScheme = await fetch(`${server.url}/things?n=1`, { headers: { authorization: `bearer   ${KEY}  ` } });
     expect(lowerScheme.status).toBe(200);
+  });
+
+  it('holds one BearerKey per configured key: carriesKey answers for either key, the bearer module keeps none', async () => {
+    const writeKey = 'write-key-for-route-table-tests';
+    const table = new RouteTable({ readKey: KEY, writeKey });
+    server = await startDaemonHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      readiness: async () => ({ ready: true, status: 200, reason: 'test', checkedAt: null }),
+      metrics: async () => ({ contentType: 'text/plain', body: '' }),
+      routes: table,
+      notFound: (request) => (table.carriesKey(request) ? 'keyed caller' : undefined),
+    });
+    const notFound = async (authorization?: string) => {
+      const response = await fetch(`${server!.url}/nowhere`, { headers: authorization === undefined ? {} : { authorization } });
+      return { status: response.status, error: ((await response.json()) as { error: string }).error };
+    };
+    expect(await notFound(`Bearer ${KEY}`)).toEqual({ status: 404, error: 'keyed caller' });
+    expect(await notFound(`bearer ${writeKey}`)).toEqual({ status: 404, error: 'keyed caller' });
+    expect((await notFound(`Bearer ${KEY}x`)).error).toMatch(/^no route \/nowhere/);
+    expect((await notFound()).error).toMatch(/^no route \/nowhere/);
+
+    // No module-level matcher taking a key per call (and caching its digest): only the class.
+    expect(Object.keys(bearerModule)).toEqual(['BearerKey']);
   });
 });

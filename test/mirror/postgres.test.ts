@@ -12,7 +12,8 @@ import { openMirrorConnection } from '../../src/mirror/open.ts';
 import { migratePostgres, POSTGRES_SCHEMA_VERSION, postgresSchemaVersion } from '../../src/mirror/postgres-migrate.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { parsePostgresLocation } from '../../src/mirror/sql/postgres-location.ts';
-import { numberPlaceholders, openPostgresConnection, statementName, type PostgresConnection } from '../../src/mirror/sql/postgres.ts';
+import pg from 'pg';
+import { inlineParameters, numberPlaceholders, openPostgresConnection, statementName, type PostgresConnection } from '../../src/mirror/sql/postgres.ts';
 import { postgresColumns } from '../../src/mirror/stream-tables.ts';
 import { column, defineStream, listRequest } from '../../src/streams/define-stream.ts';
 import { STREAM_LIST } from '../../src/streams/definitions.ts';
@@ -176,7 +177,7 @@ describe.each(BACKENDS)('stream tables on $name (the same messages on both back 
   it('creates a missing stream table from its definition and finds it in place on the next open', async () => {
     const location = await backend.location();
     const db = await openTracked(location, { streams: [...STREAM_LIST, invoicesStream] });
-    expect(await columnNames(db, 'invoices')).toEqual(['id', 'total', 'customer_name', 'rate', 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'deleted_at', 'last_seen_scan', 'missed_scans']);
+    expect(await columnNames(db, 'invoices')).toEqual(['id', 'total', 'customer_name', 'rate', 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'deleted_at', 'last_seen_scan', 'missed_scans', 'written_seq']);
     await db.run("INSERT INTO invoices (id, total, rate, raw, content_hash, first_seen_at, synced_at) VALUES ('inv_1', 1250, 0.25, '{}', 'h', 'now', 'now')");
     expect(await db.get('SELECT total, rate, missed_scans FROM invoices')).toEqual({ total: 1250, rate: 0.25, missed_scans: 0 });
     await db.close();
@@ -221,6 +222,50 @@ describe('numberPlaceholders', () => {
     expect(numberPlaceholders("SELECT 'a?''b?', E'c\\'?', \"d?\" FROM t WHERE x = ?")).toBe("SELECT 'a?''b?', E'c\\'?', \"d?\" FROM t WHERE x = $1");
     expect(numberPlaceholders('SELECT $$ ? $$, $tag$ ? $tag$, ? -- ?\n, /* ? /* ? */ ? */ ?')).toBe('SELECT $$ ? $$, $tag$ ? $tag$, $1 -- ?\n, /* ? /* ? */ ? */ $2');
     expect(numberPlaceholders('SELECT (SELECT jsonb_array_elements_text(?::jsonb))')).toBe('SELECT (SELECT jsonb_array_elements_text($1::jsonb))');
+  });
+});
+
+describe('inlineParameters', () => {
+  it('writes each ? outside literals as a quoted literal typed like a bound parameter, and refuses what has no literal', () => {
+    expect(inlineParameters("SELECT ?, '?', ? -- ?\n, ?::text[], ?", ["it's", 42, ['a', null, "b'c"], null])).toBe(
+      "SELECT 'it''s', '?', '42' -- ?\n, ARRAY['a', NULL, 'b''c']::text[]::text[], NULL",
+    );
+    expect(inlineParameters('SELECT ?', [])).toBeUndefined();
+    expect(inlineParameters('SELECT ?', [1, 2])).toBeUndefined();
+    expect(inlineParameters('SELECT ?', [Number.NaN])).toBeUndefined();
+  });
+});
+
+describe('round trips of a transaction on PostgreSQL', () => {
+  it('sends BEGIN with the first statement and runAtCommit statements with the COMMIT: three statements in two messages, values intact', async () => {
+    const db = await openTracked(await freshPostgresUrl(), { streams: [] });
+    await db.exec('CREATE TABLE probe (id text PRIMARY KEY, n bigint, note text, tags text)');
+    const values = ['plain', "it's", 'back\\slash', 'ünïcødé ✓ 😀', '', 'NULL'];
+    const sent: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
+      const first = args[0] as unknown;
+      sent.push(typeof first === 'string' ? first : (first as { text: string }).text);
+      return (query as (...inner: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    let lockedByFirst: unknown;
+    try {
+      await db.transaction(async (tx) => {
+        lockedByFirst = await tx.get("SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND mode = ?", ['ExclusiveLock']);
+        for (const [index, value] of values.entries()) await tx.runAtCommit('INSERT INTO probe (id, n, note, tags) VALUES (?, ?, ?, array_to_string(?::text[], \',\'))', [`r${index}`, index - 2, value, [value, 'x']]);
+      });
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    expect(lockedByFirst).toEqual({ n: 1 });
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toMatch(/^BEGIN; SELECT pg_advisory_xact_lock\(.*\); SELECT COUNT\(\*\)/);
+    expect(sent[1]).toMatch(/^INSERT INTO probe .*; COMMIT$/s);
+    expect(await db.all('SELECT id, n, note, tags FROM probe ORDER BY n')).toEqual(values.map((value, index) => ({ id: `r${index}`, n: index - 2, note: value, tags: `${value},x` })));
+    // A body that sends nothing begins nothing.
+    const before = sent.length;
+    await db.transaction(async () => {});
+    expect(sent).toHaveLength(before);
   });
 });
 

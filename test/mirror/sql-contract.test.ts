@@ -124,6 +124,29 @@ describe.each(BACKENDS)('the SQL executor on $name', (backend) => {
     expect(await db.get('SELECT COUNT(*) AS n FROM items')).toEqual({ n: 0 });
   });
 
+  it('commits a runAtCommit statement with its transaction, after the body\'s other statements; a failing one rolls the transaction back', async () => {
+    const db = await open();
+    const note = "it's a \\back\\slash, ünïcødé ✓ 😀";
+    await db.transaction(async (tx) => {
+      await tx.run('INSERT INTO items (id, amount, ratio, note) VALUES (?, ?, ?, ?)', ['a', -5, 0.25, null]);
+      await tx.runAtCommit('UPDATE items SET note = ?, amount = amount + ? WHERE id = ?', [note, 7, 'a']);
+      await tx.run('INSERT INTO items (id, amount) VALUES (?, ?)', ['b', 1]);
+    });
+    expect(await db.all('SELECT id, amount, ratio, note FROM items ORDER BY id')).toEqual([
+      { id: 'a', amount: 2, ratio: 0.25, note },
+      { id: 'b', amount: 1, ratio: null, note: null },
+    ]);
+    const failing = db.transaction(async (tx) => {
+      await tx.run('INSERT INTO items (id, amount) VALUES (?, ?)', ['c', 1]);
+      await tx.runAtCommit('INSERT INTO items (id, amount) VALUES (?, ?)', ['a', 1]);
+    });
+    await expect(failing).rejects.toThrow(/unique|UNIQUE|duplicate/);
+    expect(await db.get('SELECT COUNT(*) AS n FROM items')).toEqual({ n: 2 });
+    // Outside a transaction it runs at once.
+    await db.runAtCommit('DELETE FROM items WHERE id = ?', ['b']);
+    expect(await db.get('SELECT COUNT(*) AS n FROM items')).toEqual({ n: 1 });
+  });
+
   it('runs the transactions of two connections to one mirror one after the other, never interleaved', async () => {
     const location = await backend.location();
     const first = await backend.openBare(location);
@@ -132,10 +155,11 @@ describe.each(BACKENDS)('the SQL executor on $name', (backend) => {
     await first.run("INSERT INTO counter (name, n) VALUES ('shared', 0)");
     const trace: string[] = [];
     // Each transaction reads the counter, then writes it back plus one: interleaved, updates would be lost.
+    // Traced from its first statement: PostgreSQL takes the lock with it (executor.ts `transaction`).
     const increment = (db: SqlConnection, label: string) =>
       db.transaction(async (tx) => {
-        trace.push(`begin ${label}`);
         const row = await tx.get<{ n: number }>("SELECT n FROM counter WHERE name = 'shared'");
+        trace.push(`begin ${label}`);
         await tx.run('INSERT INTO log (event_id, data) VALUES (?, ?)', [label, String(row!.n)]);
         await tx.run("UPDATE counter SET n = ? WHERE name = 'shared'", [row!.n + 1]);
         trace.push(`end ${label}`);

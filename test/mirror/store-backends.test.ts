@@ -50,6 +50,10 @@ class CountingExecutor implements SqlExecutor {
     this.#counter.statements += 1;
     return this.#inner.exec(sql);
   }
+  runAtCommit(sql: string, parameters?: readonly SqlValue[]) {
+    this.#counter.statements += 1;
+    return this.#inner.runAtCommit(sql, parameters);
+  }
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return this.#inner.transaction((tx) => fn(new CountingExecutor(tx, this.#counter)));
   }

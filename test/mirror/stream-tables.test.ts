@@ -66,6 +66,7 @@ describe('stream tables', () => {
       'deleted_at TEXT',
       'last_seen_scan INTEGER',
       'missed_scans INTEGER NOT NULL',
+      'written_seq INTEGER',
     ]);
     const store = new MirrorStore(sqliteConnection(db));
     const [created] = await store.applyRecords(invoicesStream, [{ id: 'inv_1', total: 1250, customer: { name: 'Acme' } }]);

@@ -5,10 +5,15 @@
  * process's commits), named consumers that read, acknowledge and read on (at-least-once), and a
  * clear 4xx naming the parameter for every bad request. Conditions only, no time asserted.
  */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { changeRoutes } from '../../src/daemon/change-routes.ts';
+import { changeRoutes, CONSUMER_READ_NOTE_MS } from '../../src/daemon/change-routes.ts';
 import { startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/http-server.ts';
 import { RouteTable } from '../../src/http/route-table.ts';
+import { openMirrorConnection } from '../../src/mirror/open.ts';
 import { ChangeSignal } from '../../src/notify/pull/change-signal.ts';
 import { CHANGES_QUERY, CONSUMER_CHANGES_QUERY, quickChangesQuery, quickConsumerChangesQuery, readEncodedChangesPage, readEncodedChangesPageNow } from '../../src/notify/pull/changes-page.ts';
 import { describeOnSqlite } from '../sqlite-only.ts';
@@ -248,5 +253,159 @@ describeOnSqlite('reading a page at once', () => {
     expect(await waiting).toMatchObject({ eventCount: 3, next: 3, latestSeq: 3 });
     // Through the route as well: answered from the committed rows only.
     expect(((await call('GET', '/changes?after=0')).body as unknown as Page).events.map((event) => event.data.seq)).toEqual([1, 2, 3]);
+  });
+});
+
+/**
+ * Another process inside a write transaction on the mirror file (`BEGIN IMMEDIATE`, change rows
+ * inserted, not committed), as a one-off `sync` beside the daemon is: a child process on its own
+ * better-sqlite3 handle, committing when told on stdin.
+ */
+function holdWriteTransaction(file: string, rows: { eventId: string; recordId: string }[]) {
+  const script = `
+    const Database = require(${JSON.stringify(createRequire(import.meta.url).resolve('better-sqlite3'))});
+    const db = new Database(${JSON.stringify(file)});
+    db.pragma('busy_timeout = 10000');
+    db.exec('BEGIN IMMEDIATE');
+    const insert = db.prepare('INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)');
+    for (const row of ${JSON.stringify(rows)}) insert.run(row.eventId, 'deal.updated', 'deals', row.recordId, new Date().toISOString(), JSON.stringify({ record: { id: row.recordId }, changes: {} }));
+    process.stdout.write('held\\n');
+    process.stdin.once('data', () => { db.exec('COMMIT'); db.close(); process.stdout.write('committed\\n'); process.exit(0); });
+  `;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout });
+  const line = (expected: string) => new Promise<void>((resolve, reject) => {
+    lines.on('line', (text) => text === expected && resolve());
+    child.once('close', (code) => reject(new Error(`the lock holder exited (${code}) before printing ${expected}`)));
+  });
+  const held = line('held');
+  return {
+    held,
+    /** Commits and resolves once the transaction is committed and the handle closed. */
+    async commit() {
+      const committed = line('committed');
+      child.stdin.write('commit\n');
+      await committed;
+    },
+    kill: () => child.kill('SIGKILL'),
+  };
+}
+
+describeOnSqlite('another process holding the mirror file\'s write lock', () => {
+  it('a reader waiting on GET /changes and GET /consumers/{name}/changes gets the rows once they are committed: no 500, none lost or doubled', async () => {
+    const before = await insertChanges(mirror.connection, 3);
+    // The daemon's route table on a connection that never waits on another process's lock.
+    const daemonConnection = await openMirrorConnection(mirror.path, { nonBlocking: true });
+    const daemonSignal = new ChangeSignal();
+    const daemon = await startDaemonHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      readiness: async () => ({ ready: true, status: 200, reason: 'test', checkedAt: null }),
+      metrics: async () => ({ contentType: 'text/plain', body: '' }),
+      routes: new RouteTable({ readKey: KEY }).mount(changeRoutes({ executor: daemonConnection, signal: daemonSignal, pollMs: 50 })),
+    });
+    const get = async (path: string, method = 'GET') => {
+      const response = await fetch(`${daemon.url}${path}`, { method, headers: { authorization: `Bearer ${KEY}` } });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    const rows = [1, 2].map(() => ({ eventId: `evt_${randomUUID()}`, recordId: `rec_${randomUUID().slice(0, 8)}` }));
+    expect((await get('/consumers/erp', 'PUT')).body).toMatchObject({ consumer: { cursor: 3 } });
+    const holder = holdWriteTransaction(mirror.path, rows);
+    try {
+      await holder.held;
+
+      // The lock is held and its rows are not committed (and may never be). The file is in WAL:
+      // a reader is not locked out, and reads the committed rows only.
+      expect(readEncodedChangesPageNow(daemonConnection, { after: 0, limit: 100 })).toMatchObject({ eventCount: 3, latestSeq: 3 });
+      const listed = await get('/changes?after=0');
+      expect(listed.status).toBe(200);
+      expect((listed.body as unknown as Page).events.map((event) => event.id)).toEqual(before.map((row) => row.eventId));
+      const consumerNow = await get('/consumers/erp/changes');
+      expect(consumerNow).toMatchObject({ status: 200, body: { consumer: 'erp', events: [], next: 3 } });
+
+      // Both readers wait for what comes after seq 3; no notification reaches them (another process): they poll.
+      const waitingPull = get('/changes?after=3&wait=30');
+      const waitingConsumer = get('/consumers/erp/changes?wait=30');
+      await expect.poll(() => daemonSignal.waiting, { timeout: 20_000 }).toBe(2);
+      await holder.commit();
+
+      const [pulled, consumed] = await Promise.all([waitingPull, waitingConsumer]);
+      for (const answer of [pulled, consumed]) {
+        expect(answer.status).toBe(200);
+        const page = answer.body as unknown as Page;
+        expect(page.events.map((event) => [event.id, event.data.seq])).toEqual([
+          [rows[0]!.eventId, 4],
+          [rows[1]!.eventId, 5],
+        ]);
+        expect(page).toMatchObject({ next: 5, latestSeq: 5 });
+      }
+      expect(consumed.body).toMatchObject({ consumer: 'erp' });
+
+      // The whole changelog once each, in order; the consumer acknowledges and has nothing left.
+      const all = (await get('/changes?after=0')).body as unknown as Page;
+      expect(all.events.map((event) => event.id)).toEqual([...before.map((row) => row.eventId), ...rows.map((row) => row.eventId)]);
+      expect(all.events.map((event) => event.data.seq)).toEqual([1, 2, 3, 4, 5]);
+      expect((await fetch(`${daemon.url}/consumers/erp/ack`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ seq: 5 }) })).status).toBe(200);
+      expect((await get('/consumers/erp/changes')).body).toMatchObject({ events: [], next: 5 });
+    } finally {
+      holder.kill();
+      await daemon.close();
+      await daemonConnection.close();
+    }
+  });
+});
+
+describeOnSqlite('noting a consumer\'s reads', () => {
+  it('a burst of reads writes last_read_at at most once per CONSUMER_READ_NOTE_MS, sooner when the cursor moved; the time shown is never older than that', async () => {
+    await insertChanges(mirror.connection, 4);
+    // Every write of last_read_at, counted by the database itself.
+    await mirror.connection.exec(`
+      CREATE TABLE read_notes (at TEXT NOT NULL);
+      CREATE TRIGGER read_noted AFTER UPDATE OF last_read_at ON consumers BEGIN INSERT INTO read_notes VALUES (NEW.last_read_at); END;
+    `);
+    let clock = Date.parse('2026-03-01T09:00:00.000Z');
+    const clocked = await startDaemonHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      readiness: async () => ({ ready: true, status: 200, reason: 'test', checkedAt: null }),
+      metrics: async () => ({ contentType: 'text/plain', body: '' }),
+      routes: new RouteTable({ readKey: KEY }).mount(changeRoutes({ executor: mirror.connection, signal, pollMs: 50, now: () => new Date(clock) })),
+    });
+    const send = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${clocked.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      expect(response.status, `${method} ${path}`).toBeLessThan(300);
+      return (await response.json()) as Record<string, unknown>;
+    };
+    const notes = async () => Number((await mirror.connection.get<{ count: number }>('SELECT count(*) AS count FROM read_notes'))!.count);
+    const shownReadAt = async () => Date.parse(((await send('GET', '/consumers/erp')) as { consumer: { lastReadAt: string } }).consumer.lastReadAt);
+    try {
+      await send('PUT', '/consumers/erp', { after: 0 });
+
+      // 40 reads, 100 ms of the clock apart: 4 s of fast polling.
+      for (let read = 0; read < 40; read += 1) {
+        const page = (await send('GET', '/consumers/erp/changes?limit=2')) as unknown as Page;
+        expect(page.events.map((event) => event.data.seq)).toEqual([1, 2]);
+        const shown = await shownReadAt();
+        expect(clock - shown).toBeGreaterThanOrEqual(0);
+        expect(clock - shown).toBeLessThan(CONSUMER_READ_NOTE_MS);
+        clock += 100;
+      }
+      expect(await notes()).toBe(4);
+
+      // Within the second, an acknowledged move of the cursor: the next read is noted at once.
+      await send('POST', '/consumers/erp/ack', { seq: 2 });
+      const before = await notes();
+      expect(((await send('GET', '/consumers/erp/changes')) as unknown as Page).events.map((event) => event.data.seq)).toEqual([3, 4]);
+      expect(await notes()).toBe(before + 1);
+      expect(await shownReadAt()).toBe(clock);
+      await send('GET', '/consumers/erp/changes');
+      expect(await notes()).toBe(before + 1);
+    } finally {
+      await clocked.close();
+    }
   });
 });

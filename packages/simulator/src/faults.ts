@@ -50,6 +50,12 @@ export type FaultKind =
    * gate, to have something happen (a database stopped, a process paused) while a request is in flight.
    */
   | { kind: 'hold'; until: Promise<unknown> }
+  /**
+   * Answer from the world as it is when the request arrives (the handler runs at once: a write
+   * commits), but send that answer only once `until` settles: a page read before something else
+   * changed the record, delivered after it.
+   */
+  | { kind: 'hold-answer'; until: Promise<unknown> }
   /** Destroy the socket immediately, before reading or processing the request. */
   | { kind: 'refuse' }
   /** Answer normally but without a `Date` header (a proxy that strips it). The handler runs. */
@@ -203,6 +209,7 @@ export class FaultInjector {
       'lose-response-after-commit',
       'latency',
       'hold',
+      'hold-answer',
       'refuse',
       'slow-commit',
       'late-commit',

@@ -293,6 +293,13 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
       listFault: isListFault(fault) ? fault : undefined,
     });
     faults.noteCommit(method, url.pathname, url.searchParams);
+    if (fault?.kind === 'hold-answer') {
+      // The answer is the world's at arrival; only its sending waits for the gate.
+      await fault.until.then(
+        () => undefined,
+        () => undefined,
+      );
+    }
     if (fault?.kind === 'invalid-record') corruptFirstRecord(result.content);
     if (fault?.kind === 'invalid-item') corruptListItems(result.content, fault.index ?? 0, fault.count ?? 1, fault.field ?? 'status', 'value' in fault ? fault.value : 12345);
     body = result;

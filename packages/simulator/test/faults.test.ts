@@ -2,6 +2,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../src/index.ts';
 import { api } from './helpers.ts';
 
+/** Resolves once `condition` holds, checked every 10 ms (fails after 10 s). */
+async function waitForRequest(condition: () => boolean): Promise<void> {
+  for (const started = Date.now(); !condition(); ) {
+    if (Date.now() - started > 10_000) throw new Error('the request did not arrive');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 let simulator: RunningSimulator;
 beforeAll(async () => {
   simulator = await startSimulator({ rateLimit: { limit: 1000, windowMs: 60_000 } });
@@ -62,6 +70,27 @@ describe('fault injection', () => {
     const response = await held;
     expect(response.status).toBe(200);
     expect((response.body.content as { deals: { title: string }[] }).deals[0]!.title).toBe('Changed while held');
+  });
+
+  it('hold-answer: the matching request is answered with the world as it was when it arrived, sent once the gate opens', async () => {
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const first = simulator.world.deals[0]!;
+    const before = first.title;
+    simulator.faults.inject({ kind: 'hold-answer', until: gate, match: { path: '/deals', query: { offset: '0' } } });
+    let answered = false;
+    const held = api(simulator, '/deals?offset=0&limit=1&sortBy=createdAt&sortOrder=asc').then((response) => {
+      answered = true;
+      return response;
+    });
+    await waitForRequest(() => simulator.requests.some((request) => request.path.endsWith('/deals') && new URLSearchParams(request.query).get('offset') === '0'));
+    expect((await api(simulator, '/deals?offset=1&limit=1')).status).toBe(200);
+    expect(answered).toBe(false);
+    simulator.world.updateDeal(first.id, { title: 'Changed while held' });
+    open();
+    const response = await held;
+    expect(response.status).toBe(200);
+    expect((response.body.content as { deals: { title: string }[] }).deals[0]!.title).toBe(before);
   });
 
   it('rate-limit: 429 with the Retry-After header verbatim (seconds or HTTP date)', async () => {

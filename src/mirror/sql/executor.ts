@@ -10,7 +10,9 @@
  * that transaction; every statement of the transaction must go through that executor (a statement
  * on the outer connection waits until the transaction ends: calling it from inside `fn` deadlocks).
  * A transaction body awaits only its executor: no network, no timers (on SQLite it holds the file's
- * write lock while it runs). Calling `transaction` on a transaction's executor joins it.
+ * write lock while it runs; PostgreSQL takes the mirror's lock with the body's first statement, so
+ * the code of a body before its first statement may run while another transaction holds it).
+ * Calling `transaction` on a transaction's executor joins it.
  */
 
 /** Which engine runs the statements (src/mirror/sql/dialect.ts holds what differs between them). */
@@ -67,9 +69,20 @@ export interface SqlExecutor {
   /** Runs several statements without parameters (migrations, DDL). */
   exec(sql: string): Promise<void>;
   /**
-   * Runs `fn` in one transaction (SQLite: `BEGIN IMMEDIATE`, taking the write lock at once) and
-   * commits when it resolves, rolls back when it throws (the error is rethrown). On an executor
-   * already in a transaction, runs `fn` in it.
+   * Runs a statement whose result the transaction's body does not read (an INSERT, UPDATE or DELETE
+   * that must commit with it). PostgreSQL, inside a transaction: queued, its parameters written into
+   * its text as literals, and sent in one message with the COMMIT, after every other statement of the
+   * body, in the order queued (no round trip of its own); a failure fails the commit (the transaction
+   * rolls back and `transaction` rejects with the error). So queue only a statement that no later
+   * statement of the body depends on. Elsewhere (SQLite, or outside a transaction): runs at once.
+   * @throws the driver's error when it runs at once and fails
+   */
+  runAtCommit(sql: string, parameters?: readonly SqlParameter[]): Promise<void>;
+  /**
+   * Runs `fn` in one transaction (SQLite: `BEGIN IMMEDIATE`, taking the write lock at once;
+   * PostgreSQL: `BEGIN` and the schema's advisory lock sent with the body's first statement, in one
+   * message) and commits when it resolves, rolls back when it throws (the error is rethrown). On an
+   * executor already in a transaction, runs `fn` in it.
    */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   /**

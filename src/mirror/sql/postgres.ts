@@ -68,6 +68,57 @@ const rewrites = new Map<string, string>();
 export function numberPlaceholders(sql: string): string {
   const cached = rewrites.get(sql);
   if (cached !== undefined) return cached;
+  const out = replacePlaceholders(sql, (index) => `$${index + 1}`);
+  if (rewrites.size >= 2000) rewrites.clear();
+  rewrites.set(sql, out);
+  return out;
+}
+
+/**
+ * `sql` with each of its `?` placeholders (the same ones `numberPlaceholders` numbers) replaced by
+ * the literal of its parameter (`sqlLiteral`), for a statement sent as text in one message with
+ * others (`PostgresTransaction`: the BEGIN, the COMMIT). Undefined when a parameter has no literal
+ * (a number that is not finite) or the count of parameters differs from that of placeholders.
+ */
+export function inlineParameters(sql: string, parameters: readonly SqlParameter[]): string | undefined {
+  const literals: string[] = [];
+  for (const parameter of parameters) {
+    const literal = sqlLiteral(parameter);
+    if (literal === undefined) return undefined;
+    literals.push(literal);
+  }
+  let used = 0;
+  const out = replacePlaceholders(sql, (index) => {
+    used = index + 1;
+    return literals[index] ?? '?';
+  });
+  return used === literals.length ? out : undefined;
+}
+
+/**
+ * A parameter as an SQL literal that the server types as it types a parameter bound as text: a
+ * string or a number as a quoted literal of unknown type (`'it''s'`, `'42'`), resolved from the
+ * statement as a placeholder is; null as `NULL`; an array (`SqlArray`) as `ARRAY[...]::text[]`.
+ * Quotes are doubled (the connection runs with `standard_conforming_strings=on`: a backslash is
+ * an ordinary character). Undefined for a number that is not finite.
+ */
+export function sqlLiteral(value: SqlParameter | undefined): string | undefined {
+  if (value === null || value === undefined) return 'NULL';
+  if (Array.isArray(value)) {
+    const elements: string[] = [];
+    for (const element of value as SqlArray) {
+      const literal = sqlLiteral(element);
+      if (literal === undefined) return undefined;
+      elements.push(literal);
+    }
+    return `ARRAY[${elements.join(', ')}]::text[]`;
+  }
+  if (typeof value === 'number') return Number.isFinite(value) ? `'${String(value)}'` : undefined;
+  return `'${(value as string).replaceAll("'", "''")}'`;
+}
+
+/** `sql` with its `?` placeholders (outside literals, quoted identifiers and comments) replaced by `replace(index)`, index from 0. */
+function replacePlaceholders(sql: string, replace: (index: number) => string): string {
   let out = '';
   let number = 0;
   let index = 0;
@@ -76,7 +127,7 @@ export function numberPlaceholders(sql: string): string {
     const char = sql[index]!;
     const next = sql[index + 1];
     if (char === '?') {
-      out += `$${++number}`;
+      out += replace(number++);
       index += 1;
     } else if (char === "'") {
       const escapes = index > 0 && /[eE]/.test(sql[index - 1]!) && (index < 2 || !/[A-Za-z0-9_$]/.test(sql[index - 2]!));
@@ -128,8 +179,6 @@ export function numberPlaceholders(sql: string): string {
       index += 1;
     }
   }
-  if (rewrites.size >= 2000) rewrites.clear();
-  rewrites.set(sql, out);
   return out;
 }
 
@@ -275,22 +324,25 @@ class CheckedOutClient {
 
 /**
  * `run`, `get`, `all` and `exec` of both executors (a transaction's and the pool's), on the one
- * `query` each provides: `?` placeholders numbered, the driver's result read.
+ * `query` each provides: the driver's result read.
  */
 abstract class PostgresStatements {
-  /** Sends one query (`parameters` undefined: a simple query, several statements allowed). */
+  /**
+   * Sends one query: `sql` with `?` placeholders and its `parameters` (numbered by `numberPlaceholders`),
+   * or, with `parameters` undefined, a simple query (several statements allowed, no placeholders).
+   */
   protected abstract query(sql: string, parameters: readonly SqlParameter[] | undefined): Promise<pg.QueryResult>;
 
   async run(sql: string, parameters?: readonly SqlParameter[]): Promise<RunResult> {
-    return { changes: (await this.query(numberPlaceholders(sql), parameters)).rowCount ?? 0 };
+    return { changes: (await this.query(sql, parameters)).rowCount ?? 0 };
   }
 
   async get<Row = SqlRow>(sql: string, parameters?: readonly SqlParameter[]): Promise<Row | undefined> {
-    return (await this.query(numberPlaceholders(sql), parameters)).rows[0] as Row | undefined;
+    return (await this.query(sql, parameters)).rows[0] as Row | undefined;
   }
 
   async all<Row = SqlRow>(sql: string, parameters?: readonly SqlParameter[]): Promise<Row[]> {
-    return (await this.query(numberPlaceholders(sql), parameters)).rows as Row[];
+    return (await this.query(sql, parameters)).rows as Row[];
   }
 
   /** Runs several statements without parameters (one simple query). */
@@ -299,27 +351,56 @@ abstract class PostgresStatements {
   }
 }
 
-/** Statements of one transaction, on the pooled client that holds it. */
+/**
+ * The last result of a query: a simple query of several statements gives one per statement (the
+ * driver's array), the statement that matters being the last.
+ */
+function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
+  return Array.isArray(result) ? result[result.length - 1]! : result;
+}
+
+/**
+ * Statements of one transaction, on the pooled client that holds it. Its first and last messages
+ * carry statements of the body, so that none of them costs a round trip of its own (docs/mirror.md
+ * "Round trips per page"):
+ * - The opening (`BEGIN` and the schema's advisory lock) is sent with the body's first statement,
+ *   its parameters written as literals (`inlineParameters`), in one simple query; a first statement
+ *   whose parameters have no literal goes after the opening, as a named prepared statement.
+ * - `runAtCommit` statements are sent, as literals, in the COMMIT's message, after every other
+ *   statement of the body, in the order given.
+ */
 class PostgresTransaction extends PostgresStatements implements SqlExecutor {
   readonly dialect = 'postgres' as const;
   readonly inTransaction = true;
   readonly #client: CheckedOutClient;
   readonly #target: PostgresTarget;
+  /** The opening statements not sent yet (`BEGIN; SELECT pg_advisory_xact_lock(...)`); undefined once sent. */
+  opening: string | undefined;
+  /** Statements for the COMMIT's message, literals written in (`runAtCommit`). */
+  readonly atCommit: string[] = [];
   /** Set when the transaction has ended: later use is a bug. */
   ended = false;
   /** Set by `changesAppended`: the COMMIT goes with a `pg_notify`. */
   notifyAtCommit = false;
 
-  constructor(client: CheckedOutClient, target: PostgresTarget) {
+  constructor(client: CheckedOutClient, target: PostgresTarget, opening: string) {
     super();
     this.#client = client;
     this.#target = target;
+    this.opening = opening;
   }
 
   protected async query(sql: string, parameters: readonly SqlParameter[] | undefined): Promise<pg.QueryResult> {
     if (this.ended) throw new Error('this transaction has already ended: use the connection, or run the statement inside the transaction');
     try {
-      return await this.#client.query(sql, parameters);
+      const opening = this.opening;
+      if (opening !== undefined) {
+        this.opening = undefined;
+        const inlined = parameters === undefined ? sql : inlineParameters(sql, parameters);
+        if (inlined !== undefined) return lastResult(await this.#client.query(`${opening}; ${inlined}`, undefined));
+        await this.#client.query(opening, undefined);
+      }
+      return await this.#client.query(parameters === undefined ? sql : numberPlaceholders(sql), parameters);
     } catch (error) {
       if (isConnectionError(error)) throw connectionError(this.#target, error, 'lost');
       throw error;
@@ -335,6 +416,30 @@ class PostgresTransaction extends PostgresStatements implements SqlExecutor {
   changesAppended(): Promise<void> {
     this.notifyAtCommit = true;
     return Promise.resolve();
+  }
+
+  /** Queued for the COMMIT's message (class comment); a statement whose parameters have no literal runs at once. */
+  async runAtCommit(sql: string, parameters: readonly SqlParameter[] = []): Promise<void> {
+    if (this.ended) throw new Error('this transaction has already ended: use the connection, or run the statement inside the transaction');
+    const inlined = inlineParameters(sql, parameters);
+    if (inlined === undefined) await this.run(sql, parameters);
+    else this.atCommit.push(inlined);
+  }
+
+  /**
+   * The text of the closing message: the opening when no statement sent it yet, the `runAtCommit`
+   * statements, the notification, the COMMIT; undefined when the body sent nothing and queued
+   * nothing (no transaction was begun on the server).
+   */
+  closing(schema: string): string | undefined {
+    const statements = [...this.atCommit, ...(this.notifyAtCommit ? [notifyStatement(schema)] : [])];
+    if (this.opening !== undefined) {
+      if (statements.length === 0) return undefined;
+      statements.unshift(this.opening);
+      this.opening = undefined;
+    }
+    statements.push('COMMIT');
+    return statements.join('; ');
   }
 }
 
@@ -411,6 +516,8 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
       // plan cached while a table was small (a sequential scan) would stay as it grows.
       '-c plan_cache_mode=force_custom_plan',
       ...(urlOptions ? [urlOptions] : []),
+      // Literals written into statements (inlineParameters) double their quotes only: a backslash must stay an ordinary character.
+      '-c standard_conforming_strings=on',
     ];
     this.#clientConfig = { connectionString: connection.toString(), options: startup.join(' '), application_name: 'bizops-sync', types: NUMBER_TYPES };
     this.#pool = new pg.Pool({ ...this.#clientConfig, max: options.maxConnections ?? 10 });
@@ -451,7 +558,7 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
     const client = await this.#checkOut();
     let broken: Error | undefined;
     try {
-      return await client.query(sql, parameters);
+      return await client.query(parameters === undefined ? sql : numberPlaceholders(sql), parameters);
     } catch (error) {
       if (!(error instanceof pg.DatabaseError) || isConnectionError(error)) broken = error as Error;
       if (isConnectionError(error)) throw connectionError(this, error, 'lost');
@@ -471,7 +578,8 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
    */
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const client = await this.#checkOut();
-    const tx = new PostgresTransaction(client, this);
+    // Sent with the body's first statement (PostgresTransaction): BEGIN costs no round trip of its own.
+    const tx = new PostgresTransaction(client, this, this.readonly ? 'BEGIN' : `BEGIN; ${advisoryLockStatement(ADVISORY_LOCK_CLASS.transaction, this.schema)}`);
     let broken: Error | undefined;
     const send = async (sql: string): Promise<void> => {
       try {
@@ -482,16 +590,16 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
       }
     };
     try {
-      await send(this.readonly ? 'BEGIN' : `BEGIN; ${advisoryLockStatement(ADVISORY_LOCK_CLASS.transaction, this.schema)}`);
       const result = await fn(tx);
       tx.ended = true;
-      // One message either way: the notification is delivered when (and only if) the COMMIT succeeds.
-      await send(tx.notifyAtCommit ? `${notifyStatement(this.schema)}; COMMIT` : 'COMMIT');
+      // One message: the statements queued for it, and the notification, delivered when (and only if) the COMMIT succeeds.
+      const closing = tx.closing(this.schema);
+      if (closing !== undefined) await send(closing);
       return result;
     } catch (error) {
       tx.ended = true;
       if (client.lost) broken = client.lost;
-      else {
+      else if (tx.opening === undefined) {
         try {
           await client.query('ROLLBACK', undefined);
         } catch (rollbackError) {
@@ -503,6 +611,11 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
       tx.ended = true;
       client.release(broken);
     }
+  }
+
+  /** Outside a transaction: runs at once (executor.ts `runAtCommit`). */
+  async runAtCommit(sql: string, parameters?: readonly SqlParameter[]): Promise<void> {
+    await this.run(sql, parameters);
   }
 
   /** Outside a transaction (a statement that appended change rows committed on its own): notifies at once. */

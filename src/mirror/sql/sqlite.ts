@@ -142,6 +142,11 @@ class SqliteStatements implements SqlExecutor {
     return settle(() => this.execNow(sql));
   }
 
+  /** Runs at once: SQLite's statements cost no round trip (executor.ts `runAtCommit`). */
+  async runAtCommit(sql: string, parameters?: readonly SqlValue[]): Promise<void> {
+    await this.run(sql, parameters);
+  }
+
   /** Inside a transaction: joins it. */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return fn(this);

@@ -6,9 +6,11 @@
  *
  * - a `queued` or `sending` row whose job is missing (Redis lost it: restarted without persistence,
  *   a failover, a flush) or finished (BullMQ gave up on a stalled job) is queued again;
- * - a row whose claim expired (its holder died) is queued again the same way: the run that takes it
- *   resolves it from its status (`sending`: by the kind's rule for ambiguous outcomes, never a blind
- *   re-send; src/writes/write-engine.ts).
+ * - a row whose claim expired (its holder died) is queued again the same way when its job is missing
+ *   or finished; a dead holder's job still `active` is left to BullMQ's stalled check, which moves it
+ *   back to wait once its lock lapses (the lock lasts as long as the claim: src/writes/queue/worker.ts).
+ *   Either way the run that takes it resolves it from its status (`sending`: by the kind's rule for
+ *   ambiguous outcomes, never a blind re-send; src/writes/write-engine.ts).
  *
  * Rows a live run holds are left alone. Queueing is idempotent (job id = write id), so sweeps in
  * several processes at once are harmless. No restart is ever needed for an acknowledged write to be sent.

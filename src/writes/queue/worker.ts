@@ -15,9 +15,10 @@
  * on its row first (src/writes/write-store.ts), so a second run of the same write (a job re-added after
  * Redis lost it, a second worker, a replica) leaves it alone. The worker's sweeper
  * (src/writes/queue/sweeper.ts) re-queues, at start, on an interval and on every Redis reconnect, the
- * unfinished writes whose job is gone or whose claim expired. A worker SIGKILLed mid-job leaves its
- * claim to expire; the row tells the next run where the last one stopped (`queued`: nothing was
- * sent; `sending`: maybe sent, so the outcome is resolved, not resent blindly). What that guarantees
+ * unfinished writes whose job is gone. A worker SIGKILLed mid-job leaves its claim and its job's
+ * BullMQ lock (as long as the claim) to expire; a live worker's stalled check then moves the job back
+ * to wait, within about two claim lengths, and the row tells the next run where the last one stopped
+ * (`queued`: nothing was sent; `sending`: maybe sent, so the outcome is resolved, not resent blindly). What that guarantees
  * is in src/writes/write-engine.ts: never sent again while the outcome is unknown, and at most once per
  * Idempotency-Key where the server honours the key.
  *
@@ -34,7 +35,7 @@ import { silentLogger, type Logger } from '../../logging/logger.ts';
 import type { SqlConnection } from '../../mirror/sql/executor.ts';
 import type { AppendedChange } from '../../mirror/mirror-store.ts';
 import { STREAMS } from '../../streams/definitions.ts';
-import { WriteEngine, type WriteProcessResult } from '../write-engine.ts';
+import { DEFAULT_CLAIM_SECONDS, WriteEngine, type WriteProcessResult } from '../write-engine.ts';
 import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, openWriteQueue, redisConnection, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './write-queue.ts';
 import { defaultWriteThrough, WriteStore, type WriteThroughHook } from '../write-store.ts';
 import { WriteSweeper } from './sweeper.ts';
@@ -69,9 +70,13 @@ export interface WriteWorkerOptions {
   ledgerSettleMs?: number;
   ledgerLookups?: number;
   claimSeconds?: number;
-  /** BullMQ lock of a running job, ms; a killed worker's job is re-run after it expires. Default 30000. */
+  /**
+   * BullMQ lock of a running job, ms (renewed every half of it); a killed worker's job is found
+   * stalled and run again once it lapses. Default: the claim's length (`claimSeconds`, 30 s unless
+   * set), so a dead holder's write is taken over when its claim expires, not later.
+   */
   lockDurationMs?: number;
-  /** How often stalled jobs are looked for, ms. Default 30000. */
+  /** How often stalled jobs are looked for, ms. Default: the claim's length, as `lockDurationMs`. */
   stalledIntervalMs?: number;
   /** Times a job may stall (its worker died) before BullMQ fails it; the sweeper re-queues it then. Default 5. */
   maxStalledCount?: number;
@@ -174,6 +179,7 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
   }
 
   const counters: Omit<WriteWorkerStats, 'requests'> = { finished: 0, retried: 0, delayed: 0, skipped: 0 };
+  const claimMs = Math.round((options.claimSeconds ?? DEFAULT_CLAIM_SECONDS) * 1000);
   const worker = new Worker<WriteJobData>(
     options.queue.queueName ?? DEFAULT_QUEUE_NAME,
     async (job: Job<WriteJobData>, token?: string) => {
@@ -208,8 +214,11 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
       connection,
       prefix: options.queue.prefix ?? DEFAULT_QUEUE_PREFIX,
       concurrency: options.concurrency ?? 4,
-      lockDuration: options.lockDurationMs ?? 30_000,
-      stalledInterval: options.stalledIntervalMs ?? 30_000,
+      // The job's lock lasts as long as the write's claim, and stalled jobs are looked for as often:
+      // a killed holder's job runs again within about two claim lengths of its death (its lock
+      // lapses, then the next stalled check moves it back to wait), as its claim promises.
+      lockDuration: options.lockDurationMs ?? claimMs,
+      stalledInterval: options.stalledIntervalMs ?? claimMs,
       maxStalledCount: options.maxStalledCount ?? 5,
       autorun: true,
     },
