@@ -112,7 +112,7 @@ export interface DeliveryDispatcherOptions {
   random?: () => number;
   /** On `stop()`, how long an in-flight request may finish before it is aborted, ms. Default 2000. */
   stopGraceMs?: number;
-  /** Changes read per query, per endpoint. Default 100. */
+  /** Changes read per query, per endpoint (at most the 2,000 events a loop keeps in memory). Default 1000. */
   batchSize?: number;
   /**
    * How often a target that is down is probed, by how long it has been failing (retry-schedule.ts
@@ -225,7 +225,7 @@ export class DeliveryDispatcher {
     this.#logger = (options.logger ?? silentLogger).child({ component: 'delivery' });
     this.#pollMs = positive(options.pollMs ?? 1000, 'pollMs');
     this.#stopGraceMs = nonNegative(options.stopGraceMs ?? 2000, 'stopGraceMs');
-    const batchSize = positive(options.batchSize ?? 100, 'batchSize');
+    const batchSize = positive(options.batchSize ?? 1000, 'batchSize');
     const jitterRatio = options.jitterRatio ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE.jitterRatio;
     if (!(jitterRatio >= 0 && jitterRatio <= 1)) throw new Error(`jitterRatio: must be between 0 and 1, got ${String(jitterRatio)}`);
     const retrySchedule: WebhookRetrySchedule = {

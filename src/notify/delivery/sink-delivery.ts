@@ -77,7 +77,7 @@ const MAX_ACTIVE = 2000;
 const OUT_OF_ORDER = plantedBug('webhook-out-of-order');
 
 /** Settled answers are written at least this often while requests are in flight, ms... */
-const FLUSH_EVERY_MS = 100;
+const FLUSH_EVERY_MS = 250;
 
 /** ...or once this many attempts wait to be written. */
 const FLUSH_EVERY_ATTEMPTS = 1000;
@@ -493,7 +493,7 @@ export class EndpointDelivery {
   async #refill(): Promise<void> {
     const env = this.#env;
     if (this.settings.ordering === 'endpoint' && this.#held.size > 0) return; // everything waits behind the held event
-    const ready = this.#readyCount();
+    const ready = this.#readyCount(this.settings.maxInFlight);
     if (ready >= this.settings.maxInFlight || this.#active.length >= MAX_ACTIVE) return;
     if (!this.#mayHaveMore && Date.now() - this.#lastReadAt < env.pollMs) return;
     const limit = Math.min(env.batchSize, MAX_ACTIVE - this.#active.length);
@@ -519,14 +519,17 @@ export class EndpointDelivery {
     return event.stream === 'sinks' && event.recordId === this.settings.name && this.settings.kind !== WEBHOOK_KIND && (event.type === SINK_FAILING_EVENT || event.type === SINK_RECOVERED_EVENT);
   }
 
-  /** Events that could go out now: the first active event of each lane, not in flight, its lane not held. */
-  #readyCount(): number {
+  /**
+   * Events that could go out now (the first active event of each lane, not in flight, its lane not
+   * held), counted up to `enough`: the scan stops there instead of going through the whole window.
+   */
+  #readyCount(enough: number): number {
     const seen = new Set<string>();
     let ready = 0;
     for (const entry of this.#active) {
       if (seen.has(entry.lane)) continue;
       seen.add(entry.lane);
-      if (!entry.sending && !this.#held.has(entry.lane)) ready += 1;
+      if (!entry.sending && !this.#held.has(entry.lane) && (ready += 1) >= enough) break;
     }
     return ready;
   }

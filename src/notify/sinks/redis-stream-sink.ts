@@ -6,7 +6,8 @@
  * message ids: a retry after a lost answer adds a second entry with the same `id` field, which
  * readers deduplicate on. ioredis reconnects on its own; commands are pipelined automatically, and
  * the events the delivery core sends at once (each of a different record) go in one pipeline: one
- * round trip, each XADD's own answer its event's outcome.
+ * round trip, each XADD's own answer its event's outcome, under one acknowledgement timer for the
+ * whole pipeline (`ackTimeoutSeconds`), not one per XADD.
  */
 import { Redis } from 'ioredis';
 import type { SinkConfig } from '../../config/schema.ts';
@@ -32,7 +33,7 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
     client = new Redis(sink.url!, {
       lazyConnect: false,
       enableAutoPipelining: true,
-      commandTimeout: timeoutMs,
+      // No `commandTimeout`: it arms a timer per command; `acknowledged` arms one per send or pipeline.
       connectTimeout: timeoutMs,
       // A command fails at once while the server is away (the core retries it): nothing queues behind a dead link.
       enableOfflineQueue: false,
@@ -73,20 +74,45 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
   };
 
   const trim = sink.maxLen === undefined ? [] : ['MAXLEN', '~', String(sink.maxLen)];
-  /** The XADD's arguments after the key: the trim, `*`, the fields. */
-  const fields = (event: ChangeEvent): { key: string; args: string[] } => {
-    const message = sinkMessage(event);
-    return { key: keyOf(message.stream), args: [...trim, '*', 'id', message.id, 'type', message.type, 'seq', String(message.seq), 'record_id', message.recordId, 'data', message.body] };
+  /** The stream keys by stream name (a handful of streams: one string per stream, not one per event). */
+  const keys = new Map<string, string>();
+  const keyOfStream = (stream: string): string => {
+    let key = keys.get(stream);
+    if (key === undefined) keys.set(stream, (key = keyOf(stream)));
+    return key;
   };
+  /** The event's XADD after the key: the trim, `*`, the fields `id`, `type`, `seq`, `record_id`, `data`. */
+  const xaddArguments = (event: ChangeEvent): string[] => {
+    const message = sinkMessage(event);
+    return [...trim, '*', 'id', message.id, 'type', message.type, 'seq', String(message.seq), 'record_id', message.recordId, 'data', message.body];
+  };
+  /**
+   * `answer`, or a rejection when it did not come within the acknowledgement time limit (the XADDs
+   * may still be added: a retry is then a duplicate with the same `id`).
+   */
+  const acknowledged = <T>(answer: Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`not acknowledged within ${timeoutMs} ms`)), timeoutMs);
+      answer.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error as Error);
+        },
+      );
+    });
   const failure = (key: string, error: unknown, started: number, signal: AbortSignal) => failedWithoutAnswer(maskSecrets(`Redis XADD ${key}: ${describeError(error)}`, secrets), started, signal.aborted);
 
   return {
     async send(event: ChangeEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
       const started = performance.now();
       if (signal.aborted) return failedWithoutAnswer('aborted: the dispatcher is stopping', started, true);
-      const { key, args } = fields(event);
+      const key = keyOfStream(event.stream);
       try {
-        const entry = await (await ready()).xadd(key, ...args);
+        const entry = await acknowledged((await ready()).xadd(key, ...xaddArguments(event)));
         return { ok: true, status: 0, durationMs: elapsedMs(started), response: `${key} ${entry ?? ''}` };
       } catch (error) {
         return failure(key, error, started, signal);
@@ -95,17 +121,17 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
     async sendBatch(events: readonly ChangeEvent[], signal: AbortSignal): Promise<DeliveryOutcome[]> {
       const started = performance.now();
       if (signal.aborted) return events.map(() => failedWithoutAnswer('aborted: the dispatcher is stopping', started, true));
-      const messages = events.map(fields);
+      const eventKeys = events.map((event) => keyOfStream(event.stream));
       let answers: [Error | null, unknown][];
       try {
         const pipeline = (await ready()).pipeline();
-        for (const { key, args } of messages) pipeline.xadd(key, ...args);
-        answers = (await pipeline.exec()) ?? [];
+        events.forEach((event, index) => pipeline.xadd(eventKeys[index]!, ...xaddArguments(event)));
+        answers = (await acknowledged(pipeline.exec())) ?? [];
       } catch (error) {
-        return messages.map(({ key }) => failure(key, error, started, signal));
+        return eventKeys.map((key) => failure(key, error, started, signal));
       }
       const durationMs = elapsedMs(started);
-      return messages.map(({ key }, index) => {
+      return eventKeys.map((key, index) => {
         const [error, entry] = answers[index] ?? [new Error('no answer in the pipeline'), null];
         return error ? failure(key, error, started, signal) : { ok: true, status: 0, durationMs, response: `${key} ${typeof entry === 'string' ? entry : ''}` };
       });
