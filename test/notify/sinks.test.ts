@@ -352,7 +352,7 @@ describeOnSqlite('rabbitmq killed mid-delivery', () => {
       received.push({ id: String(message.properties.messageId), recordId: data.record_id, seq: data.seq, body });
     }
     await expectDelivered(received, 0);
-  });
+  }, 150_000); // two starts of an Erlang VM and a 60 s wait of its own: 60 s was seen exceeded by CI at load 5, with a soak beside
 });
 
 describe('redis-stream batches', () => {
