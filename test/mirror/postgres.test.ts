@@ -82,6 +82,19 @@ describe('the mirror schema on PostgreSQL', () => {
     const reader = await openTracked(url, { readonly: true });
     expect(await reader.get('SELECT COUNT(*) AS n FROM changes')).toEqual({ n: 0 });
   });
+
+  it('applies the missing migrations all or nothing: a failing one leaves the mirror at its version, without the earlier ones of the same upgrade', async () => {
+    const url = await freshPostgresUrl();
+    const connection = await openPostgresConnection(url);
+    opened.push(connection);
+    expect(await migratePostgres(connection, MIGRATIONS.slice(0, 2))).toEqual([1, 2]);
+    const failing = { version: MIGRATIONS.length + 1, name: 'failing', sql: 'CREATE TABLE broken (id TEXT REFERENCES no_such_table (id))' };
+    await expect(migratePostgres(connection, [...MIGRATIONS, failing])).rejects.toThrow(/no_such_table/);
+    expect(await postgresSchemaVersion(connection)).toBe(2);
+    // Migration 3's table (writes) is not there: the upgrade was rolled back as a whole.
+    expect(await connection.get<{ found: string | null }>("SELECT to_regclass('writes')::text AS found")).toEqual({ found: null });
+    expect(await migratePostgres(connection)).toEqual(MIGRATIONS.slice(2).map((migration) => migration.version));
+  });
 });
 
 describe('connecting to PostgreSQL', () => {
