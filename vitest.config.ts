@@ -13,11 +13,20 @@ const BOTH_BACK_ENDS = [
 ];
 
 /**
- * Tests of those suites that are about SQLite itself, so they run in the `sqlite` project only:
+ * Tests of those suites that run in the `sqlite` project only:
  * - test/writes/redis-down.test.ts: runs the CLI on a mirror file and reads the file with
- *   better-sqlite3 to show nothing was stored, and re-runs test/writes/http.test.ts in a child vitest.
+ *   better-sqlite3 to show nothing was stored, and re-runs test/writes/http.test.ts in a child vitest;
+ * - the files that open no mirror at all (a pure function, the webhook signer, the Redis rate
+ *   budget): on PostgreSQL they would run the same code a second time.
  */
-const SQLITE_ONLY = ['test/writes/redis-down.test.ts'];
+const SQLITE_ONLY = [
+  'test/writes/redis-down.test.ts',
+  'test/writes/redis-rate-budget.test.ts',
+  'test/sync/read-ahead.test.ts',
+  'test/sync/scan-check.test.ts',
+  'test/notify/delivery.test.ts',
+  'test/notify/signing.test.ts',
+];
 
 /**
  * The `streams` project: two throwaway streams registered (test/streams/throwaway-setup.ts) and the
