@@ -5,7 +5,7 @@
  * (PostgreSQL has no `PRAGMA user_version`). The migrations a mirror lacks are applied in one
  * transaction (PostgreSQL's DDL is transactional): an upgrade is all or nothing, so a failing
  * migration leaves the mirror at the version it had, which the previous build still opens; and a new
- * mirror's schema costs one commit, not one per migration (19 commits took 0.6-1.3 s).
+ * mirror's schema costs one commit, not one per migration.
  *
  * `schema_version` holds one row per applied migration: `version`, `name`, `applied_at` (ISO 8601);
  * the mirror's version is the largest. Every migrating transaction first takes the schema's
