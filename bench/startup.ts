@@ -6,6 +6,9 @@
  * backfilled once by the command itself; then 5 rounds, each running once, as a user would
  * (`node bin/bizops-sync.js ...`, a child process to its exit):
  *   - floor:    `node -e 0`, Node's own start-up, what no command can go below;
+ *   - libraries: bench/startup-libraries.js, loading only the libraries a `sync` needs before its
+ *               first request (commander, zod, undici's pool, ioredis, better-sqlite3), compile cache
+ *               on: the floor of any command built on these libraries;
  *   - help:     `bizops-sync --help`, start-up and nothing else;
  *   - status:   `bizops-sync status` on the existing mirror (read-only, no API);
  *   - sync:     `bizops-sync sync --stream deals --no-progress`, one incremental page from the simulator
@@ -32,11 +35,13 @@ import { startSimulator } from '@bizops-sync/simulator';
 import { childCpuMs, machineLoad, runMeasured, spread } from './runs.ts';
 
 const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));
+const LIBRARIES = fileURLToPath(new URL('./startup-libraries.js', import.meta.url));
 const RUNS = 5;
 
 /** The commands measured, in the order each round runs them; `floor` first. */
 const COMMANDS: readonly { name: string; args: readonly string[] }[] = [
   { name: 'floor', args: ['-e', '0'] },
+  { name: 'libraries', args: [LIBRARIES] },
   { name: 'help', args: [BIN, '--help'] },
   { name: 'status', args: [BIN, 'status'] },
   { name: 'sync', args: [BIN, 'sync', '--stream', 'deals', '--no-progress'] },
@@ -116,7 +121,10 @@ export async function run(): Promise<Record<string, number | string>> {
       figures[`${name}: wall ms (min / median / max)`] = spread(wall.get(name)!, 0);
       if (name !== 'floor') figures[`${name}: median / floor median`] = Number((median(wall.get(name)!) / floor).toFixed(2));
       figures[`${name}: CPU ms (median)`] = Number(median(cpu.get(name)!).toFixed(0));
-      if (FIRST_PAGE_COMMANDS.has(name)) figures[`${name}: CPU ms to the first page (min / median / max)`] = spread(firstPageCpu.get(name)!, 0);
+      if (FIRST_PAGE_COMMANDS.has(name)) {
+        figures[`${name}: CPU ms to the first page (min / median / max)`] = spread(firstPageCpu.get(name)!, 0);
+        figures[`${name}: CPU to the first page over the libraries' CPU (median)`] = Number((median(firstPageCpu.get(name)!) / median(cpu.get('libraries')!)).toFixed(2));
+      }
       figures[`${name}: peak RSS MB (median)`] = Number(median(rss.get(name)!).toFixed(0));
     }
     return figures;
