@@ -10,10 +10,12 @@
  * for Redis the same XADDs in explicit pipelines of `maxInFlight`, the lightest plain loop measured.
  * Goal: 5,000 events/s or more to NATS and to Redis, at least 0.8 of the plain loop.
  *
+ * Redis Streams runs `SINKS_BENCH_ROUNDS` (3) rounds of both, alternating which goes first.
+ *
  * `npm run bench -- sinks`; `SINKS_BENCH_EVENTS=20000` for a shorter run, `SINKS_BENCH_BROKERS=redis`
  * (a comma-separated list of `nats`, `redis`, `rabbitmq`) for some brokers only.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,12 +32,15 @@ import { DeliveryDispatcher } from '../src/notify/delivery/delivery-dispatcher.t
 import { loadEndpoint, registerEndpoint } from '../src/notify/delivery/endpoint-store.ts';
 import { sinkMessage } from '../src/notify/sinks/sink-message.ts';
 import { sinkTargets } from '../src/notify/sinks/index.ts';
+import { machineLoad, spread } from './runs.ts';
 
 const EVENTS = Number(process.env.SINKS_BENCH_EVENTS ?? 100_000);
 const PER_RECORD = 5;
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RABBITMQ_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+/** Rounds of core and plain loop for Redis Streams (`SINKS_BENCH_ROUNDS`). */
+const ROUNDS = Number(process.env.SINKS_BENCH_ROUNDS ?? 3);
 const BROKERS = new Set((process.env.SINKS_BENCH_BROKERS ?? 'nats,redis,rabbitmq').split(',').map((name) => name.trim()));
 
 /** A mirror holding the backlog, the sink registered before it (its cursor at 0). */
@@ -200,22 +205,53 @@ async function natsFigures(dir: string, tag: string, figures: Record<string, num
 
 }
 
-/** Redis Streams: a key of the benchmark's own. */
+/**
+ * Redis Streams: a key of the benchmark's own. `ROUNDS` rounds, each the core and the plain loop
+ * one after the other (the order alternating from round to round, so a burst of load on a shared
+ * machine falls on both alike); each figure min / median / max over the rounds, the ratio taken
+ * within each round.
+ */
 async function redisFigures(dir: string, tag: string, figures: Record<string, number | string>): Promise<void> {
   const key = `bizops-bench:${tag}:`;
   const redisSink = sinkConfig({ name: 'redis', kind: 'redis-stream', url: REDIS_URL, keyPrefix: key });
-  const redisCore = await throughCore(dir, redisSink);
-  const redisCoreCpu = lastCpuUsPerEvent;
   const redis = new Redis(REDIS_URL);
-  await redis.del(`${key}deals`);
-  const redisPlain = await plainPipelines(dir, 'redis', redisSink.maxInFlight, redis, `${key}deals`);
-  figures['Redis Streams: events/s'] = redisCore;
-  figures['Redis Streams: plain publisher loop, events/s'] = redisPlain;
-  figures['Redis Streams: ratio to the plain loop (goal >= 0.8)'] = (redisCore / redisPlain).toFixed(2);
-  figures['Redis Streams: CPU µs/event, core / plain loop'] = `${redisCoreCpu} / ${lastCpuUsPerEvent}`;
-  await redis.del(`${key}deals`);
+  const core: number[] = [];
+  const plain: number[] = [];
+  const coreCpu: number[] = [];
+  const plainCpu: number[] = [];
+  const ratios: number[] = [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    const roundDir = join(dir, `redis-${round}`);
+    const runCore = async () => {
+      core.push(await throughCore(roundDir, redisSink));
+      coreCpu.push(lastCpuUsPerEvent);
+      await redis.del(`${key}deals`);
+    };
+    const runPlain = async () => {
+      plain.push(await plainPipelines(roundDir, 'redis', redisSink.maxInFlight, redis, `${key}deals`));
+      plainCpu.push(lastCpuUsPerEvent);
+      await redis.del(`${key}deals`);
+    };
+    mkdirSync(roundDir);
+    await redis.del(`${key}deals`);
+    if (round % 2 === 0) {
+      await runCore();
+      await runPlain();
+    } else {
+      await runPlain();
+      await runCore();
+    }
+    ratios.push(core.at(-1)! / plain.at(-1)!);
+    rmSync(roundDir, { recursive: true, force: true });
+  }
+  figures['Redis Streams: rounds'] = ROUNDS;
+  figures['Redis Streams: events/s (min / median / max)'] = spread(core, 0);
+  figures['Redis Streams: plain publisher loop, events/s (min / median / max)'] = spread(plain, 0);
+  figures['Redis Streams: ratio to the plain loop, min / median / max (goal >= 0.8)'] = spread(ratios, 2);
+  figures['Redis Streams: CPU µs/event, core (min / median / max)'] = spread(coreCpu, 1);
+  figures['Redis Streams: CPU µs/event, plain loop (min / median / max)'] = spread(plainCpu, 1);
+  figures['Redis Streams: machine'] = machineLoad();
   redis.disconnect();
-
 }
 
 /** RabbitMQ with publisher confirms: an exchange of the benchmark's own, one queue bound to it. */
