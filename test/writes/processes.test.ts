@@ -1,7 +1,7 @@
 /**
  * Several worker PROCESSES sharing one queue, one SQLite file and one Redis rate budget, against the
  * simulator's own (fixed-window) rate limit, with time scaled down (windows of 1 s):
- * - 150 writes through 3 processes (five windows' worth at the limit): zero 429s (counted by the simulator, which enforces the limit);
+ * - 90 writes through 3 processes (three budget windows' worth at the limit): zero 429s (counted by the simulator, which enforces the limit);
  *   the most grants in one window is a figure of bench/writes.ts, not an assertion here: a window
  *   count sampled by a busy test process on a loaded machine measures the machine, not the budget;
  * - a 429 with Retry-After seen by one process silences every process until it passes;
@@ -96,11 +96,11 @@ afterEach(async () => {
 });
 
 describe('worker processes sharing one rate budget', () => {
-  it('150 writes through 3 processes: zero 429s, each write applied once', { timeout: 150_000 }, async () => {
+  it('90 writes through 3 processes: zero 429s, each write applied once', { timeout: 150_000 }, async () => {
     const limit = 30;
     await setUp(limit);
     // Accepted first, then sent: the processes start on a full queue.
-    const ids = await enqueueTransactions(150, 'three-processes');
+    const ids = await enqueueTransactions(90, 'three-processes');
     processes = await Promise.all([0, 1, 2].map(() => spawnWorkerProcess(workerOptions(limit))));
     const writes = await allFinished(ids, 120_000);
     const stats: WorkerProcessStats[] = await Promise.all(processes.map((worker) => worker.stop()));
@@ -108,14 +108,14 @@ describe('worker processes sharing one rate budget', () => {
 
     expect(writes.filter((write) => write.status !== 'succeeded')).toEqual([]);
     const counts = ledgerCounts('three-processes');
-    expect(counts.size).toBe(150);
+    expect(counts.size).toBe(90);
     expect([...counts.values()].every((count) => count === 1)).toBe(true);
 
     const apiRequests = sim.requests.filter((request) => request.company === 'A');
     // The simulator enforces the limit per window: a window over it would have been answered 429.
     expect(apiRequests.filter((request) => request.status === 429)).toEqual([]);
     // Every process took part. (How close to the limit they keep, and the most grants per window, are bench/writes.ts figures.)
-    for (const stat of stats) expect(stat.requests).toBeGreaterThan(20);
+    for (const stat of stats) expect(stat.requests).toBeGreaterThan(5);
     expect(stats.reduce((sum, stat) => sum + stat.requests, 0)).toBe(apiRequests.length);
   });
 
@@ -153,7 +153,7 @@ describe('worker processes sharing one rate budget', () => {
     const options = workerOptions(limit, { lockDurationMs: 1000, stalledIntervalMs: 300, concurrency: 6 });
     const doomed = await spawnWorkerProcess(options);
     processes = [doomed];
-    const ids = await enqueueTransactions(40, 'killed');
+    const ids = await enqueueTransactions(24, 'killed');
     await waitFor(
       () => sim.requests.length >= 6 && sim.requests.some((request) => request.status === 0 && request.method === 'POST'),
       'requests in flight',
@@ -170,11 +170,11 @@ describe('worker processes sharing one rate budget', () => {
 
     expect(writes.filter((write) => write.status !== 'succeeded')).toEqual([]);
     const counts = ledgerCounts('killed');
-    expect(counts.size).toBe(40);
+    expect(counts.size).toBe(24);
     expect([...counts.values()].every((count) => count === 1)).toBe(true);
     // The writes caught in flight were found in the ledger, not sent a second time.
     expect(writes.filter((write) => /found in the ledger/.test(write.outcome ?? '')).length).toBeGreaterThan(0);
     const transactionIds = writes.map((write) => write.remoteId);
-    expect(new Set(transactionIds).size).toBe(40);
+    expect(new Set(transactionIds).size).toBe(24);
   });
 });
