@@ -27,13 +27,13 @@ async function liveRows(ctx: Context): Promise<number> {
 describe('a complete scan that ends early is not complete', () => {
   it('hasMore false short of the total: no miss counted, no tombstone, cursor kept, marked incomplete (warning, status, metric); recovery re-emits nothing', async () => {
     const { logger, lines } = capturingLogger();
-    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } }, {}, { logger });
+    const { sim, context } = await fixtures.start({ size: { transactions: 500 } }, {}, { logger });
     const first = await context.engine.run('transactions', 'backfill');
-    expect(first.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
+    expect(first.scan).toMatchObject({ outcome: 'complete', total: 500, distinctIds: 500 });
     const cursor = (await context.store.readSyncState('transactions')).cursor;
     const seqBefore = await context.store.lastSeq();
 
-    sim.faults.inject({ kind: 'truncate-list', atOffset: 400, times: 1_000, match: LIST });
+    sim.faults.inject({ kind: 'truncate-list', atOffset: 200, times: 1_000, match: LIST });
     const metrics = new DaemonMetrics({
       streams: STREAM_NAMES,
       store: context.store,
@@ -44,12 +44,12 @@ describe('a complete scan that ends early is not complete', () => {
     for (let run = 0; run < 2; run += 1) {
       const result = await context.engine.run('transactions', 'reconcile');
       expect(result.status).toBe('succeeded');
-      expect(result.scan).toMatchObject({ outcome: 'incomplete', reason: 'ended-early', total: 1_000, distinctIds: 400 });
+      expect(result.scan).toMatchObject({ outcome: 'incomplete', reason: 'ended-early', total: 500, distinctIds: 200 });
       expect(result.tombstones).toBe(0);
       metrics.recordRun(result, 10);
     }
     expect(await countChanges(context, 'transaction.deleted')).toBe(0);
-    expect(await liveRows(context)).toBe(1_000);
+    expect(await liveRows(context)).toBe(500);
     const state = await context.store.readSyncState('transactions');
     expect(state.cursor).toBe(cursor);
     expect(state.lastScan).toMatchObject({ outcome: 'incomplete', reason: 'ended-early' });
@@ -66,19 +66,19 @@ describe('a complete scan that ends early is not complete', () => {
   });
 
   it('a cut page that also rewrites the total (earlier pages said more): the scan is incomplete, nothing is tombstoned', async () => {
-    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } });
+    const { sim, context } = await fixtures.start({ size: { transactions: 500 } });
     await context.engine.run('transactions', 'backfill');
-    sim.faults.inject({ kind: 'truncate-list', atOffset: 400, cutTotal: true, times: 1_000_000, match: LIST });
+    sim.faults.inject({ kind: 'truncate-list', atOffset: 200, cutTotal: true, times: 1_000_000, match: LIST });
     for (let run = 0; run < 2; run += 1) {
       const result = await context.engine.run('transactions', 'reconcile');
-      // The drop reads as removals: the 400 positions read are read again (a drift gap), whose pages
-      // say the total is 1,000 again: 400 distinct records of 1,000, an incomplete scan.
+      // The drop reads as removals: the 200 positions read are read again (a drift gap), whose pages
+      // say the total is 500 again: 200 distinct records of 500, an incomplete scan.
       expect(result.status).toBe('succeeded');
-      expect(result.scan).toMatchObject({ outcome: 'incomplete', total: 1_000, distinctIds: 400 });
+      expect(result.scan).toMatchObject({ outcome: 'incomplete', total: 500, distinctIds: 200 });
       expect(result.tombstones).toBe(0);
     }
     expect(await countChanges(context, 'transaction.deleted')).toBe(0);
-    expect(await liveRows(context)).toBe(1_000);
+    expect(await liveRows(context)).toBe(500);
   });
 
   it('status shows the incomplete scan (read from the mirror)', async () => {
@@ -108,7 +108,7 @@ describe('unstable order among equal timestamps', () => {
   }
 
   it('ties reordered on each request: the mirror equals the truth after at most 2 runs, with no deletion ever', async () => {
-    const { sim, context } = await tiedSimulator(3_000);
+    const { sim, context } = await tiedSimulator(1_000);
     let runs = 0;
     for (; runs < 2; ) {
       runs += 1;
@@ -119,7 +119,7 @@ describe('unstable order among equal timestamps', () => {
     expect(runs).toBeLessThanOrEqual(2);
     await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
     const last = (await context.store.readSyncState('transactions')).lastScan;
-    expect(last).toMatchObject({ outcome: 'complete', total: 3_000, distinctIds: 3_000 });
+    expect(last).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
     // The fault did bite: ids came twice, and boundaries were re-read.
     expect(last!.repeatedIds).toBeGreaterThan(0);
     expect(last!.reReads).toBeGreaterThan(0);
@@ -129,19 +129,18 @@ describe('unstable order among equal timestamps', () => {
       expect(result.tombstones).toBe(0);
     }
     expect(await countChanges(context, 'transaction.deleted')).toBe(0);
-    expect(await countChanges(context, 'transaction.created')).toBe(3_000);
+    expect(await countChanges(context, 'transaction.created')).toBe(1_000);
     await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 
-  // 3,000 records re-read in tie runs, in this process: the limit is a hang guard on a loaded 2-core machine.
-  it('tie runs longer than a page (bursts of up to 299 equal createdAt, order seeded): the first scan lists every record, with no deletion', { timeout: 120_000 }, async () => {
-    // On the engine that kept its debt per page boundary, this seed left the mirror at 2,999 of
-    // 3,000 after two runs, neither of them complete.
-    const { sim, context } = await fixtures.start({ size: { transactions: 3_000 }, createdInBursts: 150, anchor: ANCHOR });
+  it('tie runs longer than a page (bursts of up to 299 equal createdAt, order seeded): the first scan lists every record, with no deletion', async () => {
+    // An engine that keeps its re-read debt per page boundary instead of per run of ties ends this
+    // seed's first scan incomplete, 789 distinct records of 800 (any seed of 1-6 does).
+    const { sim, context } = await fixtures.start({ size: { transactions: 800 }, createdInBursts: 150, anchor: ANCHOR });
     sim.faults.inject({ kind: 'unstable-order', seed: 2, times: 1_000_000, match: LIST });
     const first = await context.engine.run('transactions', 'backfill');
-    expect(first.scan!.repeatedIds).toBeGreaterThan(300);
-    expect(first.scan).toMatchObject({ outcome: 'complete', total: 3_000, distinctIds: 3_000 });
+    expect(first.scan!.repeatedIds).toBeGreaterThan(100);
+    expect(first.scan).toMatchObject({ outcome: 'complete', total: 800, distinctIds: 800 });
     await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
     await context.engine.run('transactions', 'reconcile');
     await context.engine.run('transactions', 'reconcile');
@@ -159,39 +158,39 @@ describe('unstable order among equal timestamps', () => {
   }
 
   it('a run of 250 equal createdAt across two page boundaries: the first scan lists every record (order seeded); later scans delete nothing', async () => {
-    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 }, anchor: ANCHOR });
+    const { sim, context } = await fixtures.start({ size: { transactions: 500 }, anchor: ANCHOR });
     tieRun(sim, 120, 250);
     sim.faults.inject({ kind: 'unstable-order', seed: 11, times: 1_000_000, match: LIST });
     const first = await context.engine.run('transactions', 'backfill');
     expect(first.status).toBe('succeeded');
     // The fault bit: pages 100-399 each hold a random part of the run, so ids came twice.
     expect(first.scan!.repeatedIds).toBeGreaterThan(20);
-    expect(first.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
+    expect(first.scan).toMatchObject({ outcome: 'complete', total: 500, distinctIds: 500 });
     await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
     expect((await context.store.readSyncState('transactions')).cursor).not.toBeNull();
-    // Every request beyond the 10 pages of the scan is a re-read, and they are few.
-    expect(listRequests(sim, '/transactions').length - 10).toBe(first.scan!.reReads);
+    // Every request beyond the 5 pages of the scan is a re-read, and they are few.
+    expect(listRequests(sim, '/transactions').length - 5).toBe(first.scan!.reReads);
     expect(first.scan!.reReads).toBeLessThanOrEqual(30);
     for (let scan = 0; scan < 3; scan += 1) {
       const result = await context.engine.run('transactions', 'reconcile');
-      expect(result.scan).toMatchObject({ outcome: 'complete', distinctIds: 1_000 });
+      expect(result.scan).toMatchObject({ outcome: 'complete', distinctIds: 500 });
       expect(result.tombstones).toBe(0);
     }
     expect(await countChanges(context, 'transaction.deleted')).toBe(0);
-    expect(await countChanges(context, 'transaction.created')).toBe(1_000);
+    expect(await countChanges(context, 'transaction.created')).toBe(500);
     await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
 
   it('the re-reads are bounded: past the rounds bound the scan ends incomplete with a warning naming it, nothing is tombstoned, and the next run completes', async () => {
     const { logger, lines } = capturingLogger();
-    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 }, anchor: ANCHOR });
+    const { sim, context } = await fixtures.start({ size: { transactions: 500 }, anchor: ANCHOR });
     tieRun(sim, 120, 250);
     sim.faults.inject({ kind: 'unstable-order', seed: 11, times: 1_000_000, match: LIST });
     const bounded = new SyncEngine({ client: context.client, store: context.store, logger, tieReReadRounds: 1 });
     const first = await bounded.run('transactions', 'backfill');
     expect(first.status).toBe('succeeded');
-    expect(first.scan).toMatchObject({ outcome: 'incomplete', reason: 'unstable-order', total: 1_000 });
-    expect(first.scan!.distinctIds).toBeLessThan(1_000);
+    expect(first.scan).toMatchObject({ outcome: 'incomplete', reason: 'unstable-order', total: 500 });
+    expect(first.scan!.distinctIds).toBeLessThan(500);
     // One round: the run's region (about 250 positions) is read by 3 pages inside it, plus one page
     // per other region; never a second round.
     expect(first.scan!.reReads).toBeGreaterThanOrEqual(3);
@@ -201,7 +200,7 @@ describe('unstable order among equal timestamps', () => {
     expect(() => new SyncEngine({ client: context.client, store: context.store, tieReReadRounds: 0 })).toThrow(/tieReReadRounds must be an integer >= 1, got 0/);
 
     const second = await context.engine.run('transactions', 'backfill');
-    expect(second.scan).toMatchObject({ outcome: 'complete', distinctIds: 1_000 });
+    expect(second.scan).toMatchObject({ outcome: 'complete', distinctIds: 500 });
     expect(await countChanges(context, 'transaction.deleted')).toBe(0);
     await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
   });
@@ -221,10 +220,10 @@ describe('unstable order among equal timestamps', () => {
 
 describe('incremental runs', () => {
   it('records updated while an incremental run pages (entering its set behind it) do not make it incomplete; the next run lists them', async () => {
-    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } });
+    const { sim, context } = await fixtures.start({ size: { transactions: 500 } });
     await context.engine.run('transactions', 'backfill');
     const records = sim.world.transactions;
-    for (const record of records.slice(500, 800)) sim.world.updateTransaction(record.id, { description: `changed ${record.id}` });
+    for (const record of records.slice(200, 500)) sim.world.updateTransaction(record.id, { description: `changed ${record.id}` });
     const early = records.slice(10, 13).map((record) => record.id);
     const result = await context.engine.run('transactions', 'sync', {
       onProgress: (progress) => {
@@ -396,34 +395,34 @@ describe('a deletion needs a proof: a scan that cannot name every record, or con
 
 describe('a list capped like a search result window (mass deletions held)', () => {
   it('a capped list reporting the capped total: the tombstones it would cause are held (a change, status, the run says so) until confirmed; when the cap goes, nothing was lost or re-created', async () => {
-    const { sim, context, dir } = await fixtures.start({ size: { transactions: 1_500 } });
+    const { sim, context, dir } = await fixtures.start({ size: { transactions: 300 } });
     await context.engine.run('transactions', 'backfill');
     const seq = await context.store.lastSeq();
-    sim.faults.inject({ kind: 'capped-list', cap: 1_000, times: 1_000_000, match: LIST });
+    sim.faults.inject({ kind: 'capped-list', cap: 200, times: 1_000_000, match: LIST });
     const first = await context.engine.run('transactions', 'reconcile');
-    // The scan sees as many records as the capped total says: complete, 500 first misses.
-    expect(first.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
+    // The scan sees as many records as the capped total says: complete, 100 first misses.
+    expect(first.scan).toMatchObject({ outcome: 'complete', total: 200, distinctIds: 200 });
     expect(first.tombstones).toBe(0);
     for (let scan = 0; scan < 2; scan += 1) {
       const held = await context.engine.run('transactions', 'reconcile');
-      // Before: 500 tombstones here (a third of the stream), and 500 `created` when the cap went.
-      expect(held).toMatchObject({ status: 'succeeded', tombstones: 0, deletionsHeld: 500 });
+      // Before: 100 tombstones here (a third of the stream), and 100 `created` when the cap went.
+      expect(held).toMatchObject({ status: 'succeeded', tombstones: 0, deletionsHeld: 100 });
     }
     expect(await countChanges(context, 'transaction.deleted')).toBe(0);
-    expect(await liveRows(context)).toBe(1_500);
+    expect(await liveRows(context)).toBe(300);
     // One change row for the hold (not one per scan that keeps it).
     const holds = await context.connection.all<{ record_id: string; data: string }>("SELECT record_id, data FROM changes WHERE type = 'stream.mass_deletion_held'");
     expect(holds).toHaveLength(1);
     expect(holds[0]!.record_id).toBe('transactions');
-    expect(JSON.parse(holds[0]!.data)).toMatchObject({ record: { stream: 'transactions', held: 500, live: 1_500, share: 0.1 } });
+    expect(JSON.parse(holds[0]!.data)).toMatchObject({ record: { stream: 'transactions', held: 100, live: 300, share: 0.1 } });
     const state = await context.store.readSyncState('transactions');
-    expect(state.deletionHold).toMatchObject({ count: 500, live: 1_500, share: 0.1 });
-    expect(await statusOutput(testMirrorLocation(dir.file('mirror.db')))).toMatch(/WARNING: transactions: 500 tombstones HELD since .*: the last complete scan no longer listed 500 of 1500 live records, more than sync.massDeletionShare \(0\.1\); nothing was tombstoned\. If the API really deleted them: bizops-sync backfill --stream transactions --confirm-deletions/);
+    expect(state.deletionHold).toMatchObject({ count: 100, live: 300, share: 0.1 });
+    expect(await statusOutput(testMirrorLocation(dir.file('mirror.db')))).toMatch(/WARNING: transactions: 100 tombstones HELD since .*: the last complete scan no longer listed 100 of 300 live records, more than sync.massDeletionShare \(0\.1\); nothing was tombstoned\. If the API really deleted them: bizops-sync backfill --stream transactions --confirm-deletions/);
 
     // The cap goes: the next complete scan lists everyone again, the hold is gone, nothing re-created.
     sim.faults.clear();
     const back = await context.engine.run('transactions', 'reconcile');
-    expect(back).toMatchObject({ tombstones: 0, scan: { outcome: 'complete', total: 1_500 } });
+    expect(back).toMatchObject({ tombstones: 0, scan: { outcome: 'complete', total: 300 } });
     expect((await context.store.readSyncState('transactions')).deletionHold).toBeNull();
     expect(await context.connection.all("SELECT type FROM changes WHERE seq > ? AND type <> 'stream.mass_deletion_held'", [seq])).toEqual([]);
     await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
