@@ -6,24 +6,26 @@
  * `PRAGMA quick_check`; `config check` masks a password inside BIZOPS_BASE_URL. A path that cannot be
  * created (under /proc, /dev/null, a file used as a directory) ends the same way, also when SIGTERM
  * arrives meanwhile: no busy loop on a failed open.
- * Each command is awaited to its exit (no timing assertion).
+ * Each command is awaited to its exit (no timing assertion). The tests run concurrently (each in a
+ * directory of its own): each waits on its own child processes.
  */
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, type TestContext } from 'vitest';
 import { openMirror, SCHEMA_VERSION } from '../../src/mirror/database.ts';
 import { spawn } from 'node:child_process';
 import { BIN, runCli, tempDir, type TempDir } from '../helpers.ts';
 import { REDIS_URL } from '../writes/support.ts';
 
-let dir: TempDir;
-beforeEach(() => {
-  dir = tempDir('bizops-start-');
-});
-afterEach(() => {
-  chmodSync(dir.path, 0o755);
-  dir.remove();
-});
+/** A temporary directory of the test's own, removed when the test ends. */
+function ownDir(onTestFinished: TestContext['onTestFinished']): TempDir {
+  const dir = tempDir('bizops-start-');
+  onTestFinished(() => {
+    chmodSync(dir.path, 0o755);
+    dir.remove();
+  });
+  return dir;
+}
 
 /** The environment of a deployment whose Redis answers; the API is never reached before the mirror opens. */
 function env(dbPath: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
@@ -49,7 +51,7 @@ function validMirror(path: string): void {
 }
 
 /** `runCli`, and a process still running when the test ends (it timed out: the bug is back) is killed, not left spinning. */
-function runKilledAtTheEnd(args: string[], environment: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runKilledAtTheEnd(args: string[], environment: NodeJS.ProcessEnv, onTestFinished: TestContext['onTestFinished']): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN, ...args], { env: environment });
   onTestFinished(() => void child.kill('SIGKILL'));
   let stdout = '';
@@ -69,14 +71,15 @@ function expectOneLine(stderr: string, pattern: RegExp): void {
 // the mirror's open: `sync` stands for both here; `backfill` runs one of the UNCREATABLE cases below.
 const COMMANDS = [['sync'], ['daemon']];
 
-describe('a mirror that cannot be opened ends the process with one line', () => {
-  it.each(COMMANDS)('%s: BIZOPS_DB is a directory -> exit 2 naming BIZOPS_DB', async (...args) => {
+describe.concurrent('a mirror that cannot be opened ends the process with one line', () => {
+  it.for(COMMANDS)('%s: BIZOPS_DB is a directory -> exit 2 naming BIZOPS_DB', async (args, { onTestFinished }) => {
+    const dir = ownDir(onTestFinished);
     const result = await runCli(args, env(dir.path));
     expect(result.code).toBe(2);
     expectOneLine(result.stderr, /^bizops-sync: configuration error: BIZOPS_DB \(dbPath\): .* is a directory/);
   });
 
-  it.each(COMMANDS)('%s: BIZOPS_DB under /proc -> exit 2 naming BIZOPS_DB', async (...args) => {
+  it.for(COMMANDS)('%s: BIZOPS_DB under /proc -> exit 2 naming BIZOPS_DB', async (args) => {
     const result = await runCli(args, env('/proc/self/bizops-mirror.db'));
     expect(result.code).toBe(2);
     expectOneLine(result.stderr, /^bizops-sync: configuration error: BIZOPS_DB \(dbPath\): cannot use \/proc\/self\/bizops-mirror\.db/);
@@ -93,14 +96,15 @@ describe('a mirror that cannot be opened ends the process with one line', () => 
     ['sync', 'a file used as a directory', (tmp) => (writeFileSync(tmp.file('plain'), 'x'), `${tmp.file('plain')}/sub/x.db`), /plain is a file, not a directory/],
     ['daemon', 'a file used as a directory', (tmp) => (writeFileSync(tmp.file('plain'), 'x'), `${tmp.file('plain')}/x.db`), /plain is a file, not a directory/],
   ];
-  it.each(UNCREATABLE)('%s: BIZOPS_DB is %s -> exit 2, one line naming BIZOPS_DB', async (command, _what, path, reason) => {
-    const result = await runKilledAtTheEnd(command === 'backfill' ? [command, '--no-progress'] : [command], env(path(dir)));
+  it.for(UNCREATABLE)('%s: BIZOPS_DB is %s -> exit 2, one line naming BIZOPS_DB', async ([command, _what, path, reason], { onTestFinished }) => {
+    const dir = ownDir(onTestFinished);
+    const result = await runKilledAtTheEnd(command === 'backfill' ? [command, '--no-progress'] : [command], env(path(dir)), onTestFinished);
     expect(result.code, result.stderr).toBe(2);
     expectOneLine(result.stderr, /^bizops-sync: configuration error: BIZOPS_DB \(dbPath\): /);
     expect(result.stderr).toMatch(reason);
   });
 
-  it('sync: BIZOPS_DB under /proc and a SIGTERM while it starts -> it ends, one line at most', async () => {
+  it('sync: BIZOPS_DB under /proc and a SIGTERM while it starts -> it ends, one line at most', async ({ onTestFinished }) => {
     const child = spawn(process.execPath, [BIN, 'sync'], { env: env('/proc/nope/x.db') });
     onTestFinished(() => void child.kill('SIGKILL'));
     let stderr = '';
@@ -117,7 +121,8 @@ describe('a mirror that cannot be opened ends the process with one line', () => 
     } else expect(stderr.trim().split('\n').filter(Boolean).length).toBeLessThanOrEqual(1);
   });
 
-  it.each(COMMANDS)('%s: a read-only directory -> exit 2 naming BIZOPS_DB', async (...args) => {
+  it.for(COMMANDS)('%s: a read-only directory -> exit 2 naming BIZOPS_DB', async (args, { onTestFinished }) => {
+    const dir = ownDir(onTestFinished);
     const readOnly = dir.file('ro');
     mkdirSync(readOnly);
     chmodSync(readOnly, 0o555);
@@ -128,7 +133,8 @@ describe('a mirror that cannot be opened ends the process with one line', () => 
     expectOneLine(result.stderr, /^bizops-sync: configuration error: BIZOPS_DB \(dbPath\): cannot use /);
   });
 
-  it.each(COMMANDS)('%s: a corrupted header -> exit 1 saying the mirror is damaged', async (...args) => {
+  it.for(COMMANDS)('%s: a corrupted header -> exit 1 saying the mirror is damaged', async (args, { onTestFinished }) => {
+    const dir = ownDir(onTestFinished);
     const path = dir.file('mirror.db');
     validMirror(path);
     const fd = openSync(path, 'r+');
@@ -148,8 +154,9 @@ function damagePages(path: string): void {
   closeSync(fd);
 }
 
-describe('a damaged page', () => {
-  it('the daemon refuses to start, one line, exit 1', async () => {
+describe.concurrent('a damaged page', () => {
+  it('the daemon refuses to start, one line, exit 1', async ({ onTestFinished }) => {
+    const dir = ownDir(onTestFinished);
     const path = dir.file('mirror.db');
     validMirror(path);
     damagePages(path);
@@ -158,7 +165,8 @@ describe('a damaged page', () => {
     expectOneLine(result.stderr, /^bizops-sync: the mirror .*mirror\.db is damaged \(/);
   });
 
-  it('status reports it (quick_check) and exits 1 or prints the warning', async () => {
+  it('status reports it (quick_check) and exits 1 or prints the warning', async ({ onTestFinished }) => {
+    const dir = ownDir(onTestFinished);
     const path = dir.file('mirror.db');
     validMirror(path);
     damagePages(path);
@@ -171,8 +179,9 @@ describe('a damaged page', () => {
   });
 });
 
-describe('status on a damaged mirror: one line naming the file, exit 1', () => {
-  it('a corrupted header', async () => {
+describe.concurrent('status on a damaged mirror: one line naming the file, exit 1', () => {
+  it('a corrupted header', async ({ onTestFinished }) => {
+    const dir = ownDir(onTestFinished);
     const path = dir.file('mirror.db');
     validMirror(path);
     const fd = openSync(path, 'r+');
@@ -183,7 +192,8 @@ describe('status on a damaged mirror: one line naming the file, exit 1', () => {
     expectOneLine(result.stderr, /^bizops-sync: the mirror .*mirror\.db is damaged \(/);
   });
 
-  it.each(['sync_state', 'transactions', 'changes'])('a damaged page of a table status reads (%s): one line, quick_check or SQLite says so', async (table) => {
+  it.for(['sync_state', 'transactions', 'changes'])('a damaged page of a table status reads (%s): one line, quick_check or SQLite says so', async (table, { onTestFinished }) => {
+    const dir = ownDir(onTestFinished);
     const path = dir.file('mirror.db');
     validMirror(path);
     const db = new Database(path);
@@ -205,8 +215,9 @@ describe('status on a damaged mirror: one line naming the file, exit 1', () => {
   });
 });
 
-describe('status reads without writing', () => {
-  it('a healthy mirror: quickCheck ok', async () => {
+describe.concurrent('status reads without writing', () => {
+  it('a healthy mirror: quickCheck ok', async ({ onTestFinished }) => {
+    const dir = ownDir(onTestFinished);
     const path = dir.file('mirror.db');
     validMirror(path);
     const result = await runCli(['status', '--json'], env(path));
@@ -214,7 +225,8 @@ describe('status reads without writing', () => {
     expect(JSON.parse(result.stdout).quickCheck).toBe('ok');
   });
 
-  it('an older schema is not migrated: one line saying what migrates it, the file unchanged', async () => {
+  it('an older schema is not migrated: one line saying what migrates it, the file unchanged', async ({ onTestFinished }) => {
+    const dir = ownDir(onTestFinished);
     const path = dir.file('mirror.db');
     validMirror(path);
     const old = new Database(path);
@@ -231,8 +243,9 @@ describe('status reads without writing', () => {
   });
 });
 
-describe('config check', () => {
-  it('masks a password inside BIZOPS_BASE_URL', async () => {
+describe.concurrent('config check', () => {
+  it('masks a password inside BIZOPS_BASE_URL', async ({ onTestFinished }) => {
+    const dir = ownDir(onTestFinished);
     writeFileSync(dir.file('unused'), '');
     const result = await runCli(['config', 'check'], env(dir.file('mirror.db'), { BIZOPS_BASE_URL: 'https://sync:hunter2-secret@api.example.com' }));
     expect(result.code, result.stderr).toBe(0);
