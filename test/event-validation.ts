@@ -13,19 +13,38 @@ import type { SqlExecutor } from '../src/mirror/sql/executor.ts';
 /** One compiled validator per event type. */
 export type EventValidators = Map<string, ValidateFunction>;
 
-/** Compiles `schemas` (default: every event type's of this build). */
-export function eventValidators(schemas: Record<string, JsonSchema> = eventSchemas()): EventValidators {
+/** The validator the schemas are compiled with: draft 2020-12, every error, formats checked, strict schemas. */
+function newAjv(): Ajv2020 {
   const ajv = new Ajv2020({ allErrors: true, strict: true });
   ajvFormats.default(ajv);
+  return ajv;
+}
+
+/** Compiles `schemas` (default: every event type's of this build). */
+export function eventValidators(schemas: Record<string, JsonSchema> = eventSchemas()): EventValidators {
+  const ajv = newAjv();
   return new Map(Object.entries(schemas).map(([type, schema]) => [type, ajv.compile(schema)]));
 }
 
-let shared: EventValidators | undefined;
+/**
+ * This build's validators, each compiled when its type is first validated: compiling all of them
+ * takes seconds of CPU, and a test's mirror holds a few types.
+ */
+const shared = { ajv: undefined as Ajv2020 | undefined, schemas: undefined as Record<string, JsonSchema> | undefined, compiled: new Map<string, ValidateFunction>() };
+function sharedValidator(type: string): ValidateFunction | undefined {
+  const known = shared.compiled.get(type);
+  if (known) return known;
+  const schemas = (shared.schemas ??= eventSchemas());
+  if (!Object.hasOwn(schemas, type)) return undefined;
+  const validate = (shared.ajv ??= newAjv()).compile(schemas[type]!);
+  shared.compiled.set(type, validate);
+  return validate;
+}
 
-/** The reasons `body` (an event body) fails its type's schema, one line each; empty when it is valid. */
-export function eventProblems(body: object, validators: EventValidators = (shared ??= eventValidators())): string[] {
+/** The reasons `body` (an event body) fails its type's schema (`validators`, default this build's), one line each; empty when it is valid. */
+export function eventProblems(body: object, validators?: EventValidators): string[] {
   const type = String((body as { type?: unknown }).type);
-  const validate = validators.get(type);
+  const validate = validators ? validators.get(type) : sharedValidator(type);
   if (!validate) return [`no schema for event type ${type}`];
   if (validate(body)) return [];
   return (validate.errors ?? []).map((error) => `${type} ${error.instancePath || '/'} ${error.message ?? ''} ${JSON.stringify(error.params)}`);

@@ -31,7 +31,8 @@ let server: RunningHttpServer;
 const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeEach(async () => {
-  fixture = await fixtures.start({ size: { transactions: 8, deals: 30, onboardings: 3 } });
+  // Small lists: the snapshot still takes several pages (of 7) of every stream, churn between them.
+  fixture = await fixtures.start({ size: { transactions: 8, deals: 30, onboardings: 3, customers: 5, qa_corrective_actions: 4 } });
   for (const stream of fixture.context.config.sync.streams) await fixture.context.engine.run(stream, 'backfill');
   server = await startDaemonHttpServer({
     host: '127.0.0.1',
