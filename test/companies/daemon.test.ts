@@ -13,6 +13,7 @@ import { STREAM_NAMES, STREAMS } from '../../src/streams/definitions.ts';
 import { cliEnv, parsePrometheusText, sampleValue, spawnDaemon, terminate, type DaemonProcess } from '../daemon/helpers.ts';
 import { runCli, tempDir, waitFor, type TempDir } from '../helpers.ts';
 import { requireRedis } from '../writes/support.ts';
+import { readStatus } from '../../jobs/status.ts';
 
 const SIZES = { transactions: 120, deals: 20, onboardings: 6, customers: 5 };
 const WRITE_KEY = 'companies-write-key-0123456789';
@@ -62,7 +63,7 @@ function truthIds(simulator: RunningSimulator, k: number, stream: (typeof STREAM
   return simulator.company(k).world.groundTruth(stream).map((record) => String((record as { id: string }).id)).sort();
 }
 
-describe('one daemon, two connections', () => {
+describe('one daemon, two connections', { timeout: 120_000 }, () => {
   it('syncs each company into its own file with its own cursors; status, metrics and readiness per connection; writes routed by connection; SIGTERM stops both', async () => {
     await requireRedis();
     sim = await startSimulator({ companies: 2, extraCompanySizes: SIZES, rateLimit: { limit: 50, windowMs: 1000 } });
@@ -71,19 +72,22 @@ describe('one daemon, two connections', () => {
     daemon = spawnDaemon(env);
     const url = await daemon.url;
 
-    // Both connections' streams get a cursor (the backfill at start, then syncs).
-    const status = await waitFor(
-      async () => {
-        const shown = await runCli(['status', '--json'], env);
-        if (shown.code !== 0) return undefined;
-        const parsed = JSON.parse(shown.stdout) as Record<string, { streams: { stream: string; cursor: string | null }[] }>;
-        const ready = (name: string, streams: readonly string[]) => parsed[name]?.streams.filter((s) => streams.includes(s.stream)).every((s) => s.cursor !== null);
-        return ready('acme', STREAM_NAMES) && ready('globex', ['transactions', 'deals']) ? parsed : undefined;
-      },
+    // Both connections' streams get a cursor (the backfill at start, then syncs): waited on in this
+    // process (`readStatus`, what the command prints), then shown once by the CLI.
+    const cursored = async (name: string, streams: readonly string[]) =>
+      (await readStatus(dir!.file(`${name}.db`))).streams.filter((s) => streams.includes(s.stream)).every((s) => s.cursor !== null);
+    await waitFor(
+      async () => (await cursored('acme', STREAM_NAMES)) && (await cursored('globex', ['transactions', 'deals'])),
       'both connections to have a cursor on each configured stream',
       60_000,
       200,
     );
+    const [json, one, both] = await Promise.all([runCli(['status', '--json'], env), runCli(['status', '--connection', 'globex'], env), runCli(['status'], env)]);
+    expect(json.code).toBe(0);
+    const status = JSON.parse(json.stdout) as Record<string, { streams: { stream: string; cursor: string | null }[] }>;
+    for (const [name, streams] of [['acme', STREAM_NAMES], ['globex', ['transactions', 'deals']]] as const) {
+      expect(status[name]!.streams.filter((s) => streams.includes(s.stream as never)).every((s) => s.cursor !== null), name).toBe(true);
+    }
     expect(Object.keys(status)).toEqual(['acme', 'globex']);
     // globex does not run onboardings: its own configuration, its own cursor.
     expect(status.globex!.streams.find((s) => s.stream === 'onboardings')!.cursor).toBeNull();
@@ -92,10 +96,8 @@ describe('one daemon, two connections', () => {
     expect(mirroredIds(dir.file('globex.db'), 'onboardings')).toEqual([]);
 
     // status of one connection, as a table.
-    const one = await runCli(['status', '--connection', 'globex'], env);
     expect(one.code).toBe(0);
     expect(one.stdout).toContain(`mirror: ${dir.file('globex.db')}`);
-    const both = await runCli(['status'], env);
     expect(both.stdout).toContain('== connection acme ==');
     expect(both.stdout).toContain('== connection globex ==');
 
@@ -178,16 +180,22 @@ describe('--connection', () => {
 
   it('is required among several (a one-line usage error listing them, exit 2) and must name a configured one', async () => {
     const { env } = await twoCompanies();
-    const missing = await runCli(['sync'], env);
+    // Independent processes, started at once.
+    const perCommand = [['enqueue', 'transaction.create', '--data', '{}'], ['write', 'w_1'], ['changes'], ['webhooks', 'list']];
+    const [missing, unknown, both, ...results] = await Promise.all([
+      runCli(['sync'], env),
+      runCli(['status', '--connection', 'initech'], env),
+      runCli(['sync', '--all', '--connection', 'acme'], env),
+      ...perCommand.map((args) => runCli(args, env)),
+    ]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe('bizops-sync: several connections are configured (acme, globex): choose one with --connection NAME, or --all\n');
-    for (const args of [['enqueue', 'transaction.create', '--data', '{}'], ['write', 'w_1'], ['changes'], ['webhooks', 'list']]) {
-      const result = await runCli(args, env);
+    perCommand.forEach((args, index) => {
+      const result = results[index]!;
       expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 2, stderr: 'bizops-sync: several connections are configured (acme, globex): choose one with --connection NAME\n' });
-    }
-    const unknown = await runCli(['status', '--connection', 'initech'], env);
+    });
     expect(unknown).toMatchObject({ code: 2, stderr: 'bizops-sync: --connection: no connection named "initech"; configured: acme, globex\n' });
-    expect((await runCli(['sync', '--all', '--connection', 'acme'], env)).stderr).toBe('bizops-sync: --all and --connection: use one of them\n');
+    expect(both.stderr).toBe('bizops-sync: --all and --connection: use one of them\n');
   });
 
   it('syncs the named connection alone: only its file is written, and status shows the other as not synced yet', async () => {
@@ -196,9 +204,8 @@ describe('--connection', () => {
     expect(acme.code).toBe(0);
     expect(acme.stdout).toMatch(/^acme: deals: succeeded/);
     expect(mirroredIds(dir.file('acme.db'), 'deals')).toEqual(truthIds(sim, 1, 'deals'));
-    const changes = await runCli(['changes', '--connection', 'acme', '--type', 'deal.*'], env);
+    const [changes, statuses] = await Promise.all([runCli(['changes', '--connection', 'acme', '--type', 'deal.*'], env), runCli(['status', '--json'], env)]);
     expect(changes.stdout.trim().split('\n')).toHaveLength(truthIds(sim, 1, 'deals').length);
-    const statuses = await runCli(['status', '--json'], env);
     expect(statuses.code).toBe(1);
     expect(JSON.parse(statuses.stdout).globex.error).toMatch(/globex\.db/);
   });
