@@ -200,7 +200,7 @@ describe('verify', () => {
   });
 
   it('ties in a new order on every request, and records removed while it pages: the scan completes and finds no false difference', async () => {
-    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 }, createdInBursts: 8, anchor: Date.UTC(2026, 0, 1) });
+    const { sim, context } = await fixtures.start({ size: { transactions: 500 }, createdInBursts: 8, anchor: Date.UTC(2026, 0, 1) });
     expect((await context.engine.run('transactions', 'backfill')).status).toBe('succeeded');
     sim.faults.inject({ kind: 'unstable-order', seed: 5, times: 1_000_000, match: { path: '/transactions' } });
     // After each of the first pages, a record it listed leaves the API: unread records slide below
@@ -217,9 +217,9 @@ describe('verify', () => {
       },
     });
     expect(result, JSON.stringify(result)).toMatchObject({ status: 'equal' });
-    expect(result!.listed).toBeGreaterThanOrEqual(997);
+    expect(result!.listed).toBeGreaterThanOrEqual(497);
     expect([result!.missing.count, result!.extra?.count, result!.stale.count]).toEqual([0, 0, 0]);
-    // The faults bit: more requests than the 10 pages.
-    expect(result!.pages).toBeGreaterThan(10);
+    // The faults bit: more requests than the 5 pages.
+    expect(result!.pages).toBeGreaterThan(5);
   });
 });
