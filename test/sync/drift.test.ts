@@ -46,7 +46,7 @@ describe('offset drift, ties and leaves', () => {
   });
 
   it('transactions inserted and removed while a scan pages: none untouched is missed; the inserted arrive with the next sync', async () => {
-    const { sim, context } = await fixtures.start({ size: { transactions: 1_000 } });
+    const { sim, context } = await fixtures.start({ size: { transactions: 600 } });
     const before = ids(sim.world.groundTruth('transactions'));
     const removed = new Set<string>();
     const inserted: string[] = [];
