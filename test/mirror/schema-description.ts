@@ -5,7 +5,7 @@
  */
 import Database from 'better-sqlite3';
 import type { SqlExecutor } from '../../src/mirror/sql/executor.ts';
-import { postgresColumns } from '../../src/mirror/stream-tables.ts';
+import { POSTGRES_TYPE_NAMES } from '../../src/mirror/sql/column-types.ts';
 
 /** The tables of a SQLite file, described column by column. */
 export function sqliteSchema(path: string): Record<string, string[]> {
@@ -25,20 +25,30 @@ export function sqliteSchema(path: string): Record<string, string[]> {
   }
 }
 
-/** The same description of the tables of the PostgreSQL schema on the executor's search_path. */
+/**
+ * The same description of the tables of the PostgreSQL schema on the executor's search_path: each
+ * column as `postgresColumns` (src/mirror/stream-tables.ts) reads it (its type by
+ * `POSTGRES_TYPE_NAMES`, NOT NULL, primary key) with its default, every table's in one query (a
+ * mirror's 22 tables: about 0.1 s; a query per table and a sub-query per column, five times that).
+ */
 export async function postgresSchema(db: SqlExecutor): Promise<Record<string, string[]>> {
   const tables = await db.all<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name");
-  const described: Record<string, string[]> = {};
-  for (const { name } of tables) {
-    const defaults = new Map(
-      (await db.all<{ name: string; value: string | null }>('SELECT column_name AS name, column_default AS value FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?', [name])).map(
-        (row) => [row.name, row.value],
-      ),
-    );
-    described[name] = (await postgresColumns(db, name)).map((row) => {
-      const value = defaults.get(row.name)?.replace(/::[a-z ]+$/, '');
-      return `${row.name} ${row.type}${row.notNull || row.primaryKey ? ' NOT NULL' : ''}${row.primaryKey ? ' PK' : ''}${value ? ` DEFAULT ${value}` : ''}`;
-    });
+  const columns = await db.all<{ table_name: string; name: string; type: string; not_null: boolean; primary_key: boolean; value: string | null }>(
+    `WITH pk AS (
+       SELECT t.relname AS table_name, a.attname AS name
+         FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+        WHERE i.indisprimary AND t.relnamespace = current_schema()::regnamespace
+     )
+     SELECT c.table_name, c.column_name AS name, c.udt_name AS type, c.is_nullable = 'NO' AS not_null, pk.name IS NOT NULL AS primary_key, c.column_default AS value
+     FROM information_schema.columns c LEFT JOIN pk ON pk.table_name = c.table_name AND pk.name = c.column_name
+     WHERE c.table_schema = current_schema()
+     ORDER BY c.table_name, c.ordinal_position`,
+  );
+  const described: Record<string, string[]> = Object.fromEntries(tables.map(({ name }) => [name, []]));
+  for (const row of columns) {
+    const type = POSTGRES_TYPE_NAMES[row.type] ?? row.type.toUpperCase();
+    const value = row.value?.replace(/::[a-z ]+$/, '');
+    described[row.table_name]?.push(`${row.name} ${type}${row.not_null || row.primary_key ? ' NOT NULL' : ''}${row.primary_key ? ' PK' : ''}${value ? ` DEFAULT ${value}` : ''}`);
   }
   return described;
 }
