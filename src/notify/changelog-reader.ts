@@ -41,6 +41,12 @@ export interface ChangeEvent {
    */
   version?: number;
   data: ChangeData;
+  /**
+   * `data` as JSON text, exactly `JSON.stringify(data)`, built from the stored row's text without
+   * encoding its record again: set by `readChanges` with `dataJson: true` (the delivery core, whose
+   * bodies splice it in: event-payload.ts `webhookBody`), absent otherwise.
+   */
+  dataJson?: string;
 }
 
 /**
@@ -68,6 +74,8 @@ export interface ReadChangesOptions {
   limit?: number;
   /** Only these event types: exact (`deal.won`), prefix wildcard (`deal.*`) or `*` (see event-filter/index.ts). */
   types?: readonly string[];
+  /** Also set each event's `dataJson` (from the stored text). Default false. */
+  dataJson?: boolean;
 }
 
 interface ChangeRow {
@@ -93,7 +101,8 @@ const ALL_TYPES_SQL = `${SELECT_COLUMNS} WHERE seq > ? ORDER BY seq LIMIT ?`;
  * @throws Error naming the seq when a row's `data` is not valid JSON
  */
 export async function readChanges(executor: SqlExecutor, options: ReadChangesOptions = {}): Promise<ChangeEvent[]> {
-  return (await selectChangeRows(executor, options)).map(toChangeEvent);
+  const rows = await selectChangeRows(executor, options);
+  return options.dataJson ? rows.map((row) => storedToChangeEventWithJson(toStoredChange(row))) : rows.map(toChangeEvent);
 }
 
 /** The rows `readChanges` reads, as the driver returns them. */
@@ -332,26 +341,30 @@ export function formatStoredChangeLine(row: StoredChange, options: StoredChangeL
  * @throws Error naming the seq when the row's `data` is not a JSON object
  */
 export function encodePulledEvent(row: StoredChange): string {
-  const parsed = parseData(row.seq, row.eventId, row.data);
-  const error = typeof parsed.error === 'string' ? parsed.error : undefined;
-  const keys = 2 + (parsed.changes === undefined ? 0 : 1) + (error === undefined ? 0 : 1);
-  let data: string;
-  if (parsed.version === CHANGE_DATA_VERSION && row.data.startsWith(VERSION_2_RECORD) && keyCount(parsed) === keys) {
-    if (parsed.changes !== undefined) {
-      // `{"version":2,"record":R,"changes":C[,"error":E]}`: the decoded data is the same keys in the same order.
-      data = `{${row.data.slice(VERSION_2_PREFIX.length, -1)}`;
-    } else {
-      const errorText = error === undefined ? '' : `,"error":${JSON.stringify(error)}`;
-      const record = row.data.slice(VERSION_2_RECORD.length, row.data.length - 1 - errorText.length);
-      data = `{"record":${record},"changes":${JSON.stringify(derivedChanges(parsed.record, row.stream))}${errorText}`;
-    }
-  } else {
-    const decoded = JSON.stringify(decodeChangeData(parsed, row.stream).data);
-    data = decoded.slice(0, -1);
-  }
+  const data = openDataJson(row, parseData(row.seq, row.eventId, row.data));
   const partition = row.partition === undefined ? '' : `,"partition":${JSON.stringify(row.partition)}`;
   const tail = `,"seq":${row.seq},"stream":${JSON.stringify(row.stream)},"record_id":${JSON.stringify(row.recordId)}${partition}}`;
   return `{"id":${JSON.stringify(row.eventId)},"type":${JSON.stringify(row.type)},"timestamp":${JSON.stringify(row.occurredAt)},"data":${data}${tail}}`;
+}
+
+/**
+ * The decoded event's `data` as JSON text without its closing `}`: `JSON.stringify(data)` but its
+ * last character. A version-2 row's stored text (the only form `encodeChangeData` writes) is
+ * spliced in: its record is not encoded again; a created event's `changes` are derived from the
+ * record as `decodeChangeData` derives them. Any other stored form goes through the decoded data.
+ * @param parsed the row's `data` text parsed (`parseData`)
+ */
+function openDataJson(row: StoredChange, parsed: Record<string, unknown>): string {
+  const error = typeof parsed.error === 'string' ? parsed.error : undefined;
+  const keys = 2 + (parsed.changes === undefined ? 0 : 1) + (error === undefined ? 0 : 1);
+  if (parsed.version === CHANGE_DATA_VERSION && row.data.startsWith(VERSION_2_RECORD) && keyCount(parsed) === keys) {
+    // `{"version":2,"record":R,"changes":C[,"error":E]}`: the decoded data is the same keys in the same order.
+    if (parsed.changes !== undefined) return `{${row.data.slice(VERSION_2_PREFIX.length, -1)}`;
+    const errorText = error === undefined ? '' : `,"error":${JSON.stringify(error)}`;
+    const record = row.data.slice(VERSION_2_RECORD.length, row.data.length - 1 - errorText.length);
+    return `{"record":${record},"changes":${JSON.stringify(derivedChanges(parsed.record, row.stream))}${errorText}`;
+  }
+  return JSON.stringify(decodeChangeData(parsed, row.stream).data).slice(0, -1);
 }
 
 /** How many own keys a parsed JSON object has (`Object.keys(object).length` without the array). */
@@ -395,6 +408,13 @@ function toChangeEvent(row: ChangeRow): ChangeEvent {
 function storedToChangeEvent(row: StoredChange): ChangeEvent {
   const decoded = decodeChangeData(parseData(row.seq, row.eventId, row.data), row.stream);
   return { ...row, version: decoded.version, data: decoded.data };
+}
+
+/** `storedToChangeEvent` with `dataJson` set, the row's text parsed once for both. */
+function storedToChangeEventWithJson(row: StoredChange): ChangeEvent {
+  const parsed = parseData(row.seq, row.eventId, row.data);
+  const decoded = decodeChangeData(parsed, row.stream);
+  return { ...row, version: decoded.version, data: decoded.data, dataJson: `${openDataJson(row, parsed)}}` };
 }
 
 function checkSeq(value: number, field: string): number {

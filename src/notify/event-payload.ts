@@ -22,3 +22,16 @@ export interface WebhookPayload {
 export function webhookPayload(event: ChangeEvent): WebhookPayload {
   return { type: event.type, timestamp: event.occurredAt, data: { ...event.data, seq: event.seq, stream: event.stream, record_id: event.recordId, ...(event.partition === undefined ? {} : { partition: event.partition }) } };
 }
+
+/**
+ * The body of a changelog event as JSON text: exactly `JSON.stringify(webhookPayload(event))`.
+ * When the event carries `dataJson` (changelog-reader.ts `readChanges` with `dataJson: true`), that
+ * text is spliced in instead of the record being encoded again.
+ */
+export function webhookBody(event: ChangeEvent): string {
+  const dataJson = event.dataJson;
+  // `data` always has `record` and `changes`: never `{}`, so its text less the `}` takes more keys.
+  if (dataJson === undefined || dataJson.length <= 2) return JSON.stringify(webhookPayload(event));
+  const partition = event.partition === undefined ? '' : `,"partition":${JSON.stringify(event.partition)}`;
+  return `{"type":${JSON.stringify(event.type)},"timestamp":${JSON.stringify(event.occurredAt)},"data":${dataJson.slice(0, -1)},"seq":${event.seq},"stream":${JSON.stringify(event.stream)},"record_id":${JSON.stringify(event.recordId)}${partition}}}`;
+}

@@ -24,6 +24,11 @@ export function useTracingApi(api: TracingApi | null): void {
   tracingApi = api;
 }
 
+/** True while spans are recorded (`useTracingApi` was given the API): a caller can skip building attributes otherwise. */
+export function tracingOn(): boolean {
+  return tracingApi !== null;
+}
+
 /** The span context of a span that is not recorded: the API's INVALID_SPAN_CONTEXT. */
 const INVALID_SPAN_CONTEXT: SpanContext = { traceId: '0'.repeat(32), spanId: '0'.repeat(16), traceFlags: 0 };
 

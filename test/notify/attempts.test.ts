@@ -1,6 +1,7 @@
 /**
  * The `webhook_attempts` table (src/notify/delivery/attempts.ts): a write of any length is stored
- * whole and in order, though it runs as INSERTs of fixed sizes.
+ * whole and in order, though it runs as INSERTs of fixed sizes, and on SQLite a run of attempts
+ * sharing endpoint, attempt number, time, outcome, status and error binds those once.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { insertAttempts, latestAttempts, listAttemptsOfEvent, type WebhookAttempt } from '../../src/notify/delivery/attempts.ts';
@@ -46,5 +47,28 @@ describe('insertAttempts', () => {
     }
     expect(await latestAttempts(mirror.connection, 'sink', 10_000)).toEqual([...written].reverse());
     expect(await listAttemptsOfEvent(mirror.connection, 'evt_1234')).toEqual([written[1233]]);
+  });
+
+  it('stores runs that share endpoint, attempt, time, outcome, status and error whole and in order, between rows that do not', async () => {
+    // Runs of 1, 9, 10, 11, 100, 256 and 1,001 attempts sharing those fields (a sink's batches), each
+    // run at its own time; a failure inside one run, another endpoint's run and a retry between runs.
+    let seq = 0;
+    const run = (count: number, endpoint = 'sink', attempt = 1): WebhookAttempt[] => {
+      const attemptedAt = new Date(Date.UTC(2026, 0, 1) + seq * 1000).toISOString();
+      return Array.from({ length: count }, () => {
+        seq += 1;
+        return { endpoint, seq, eventId: `evt_${seq}`, type: `deal.t${seq % 3}`, attempt, attemptedAt, outcome: 'delivered', status: 0, latencyMs: seq / 8, error: null, response: `bizops:changes:deals ${seq}-0` };
+      });
+    };
+    const runs = [run(1), run(9), run(10), run(11, 'other'), run(100), run(2, 'sink', 2), run(256), run(1001)];
+    runs[6]![100] = { ...runs[6]![100]!, outcome: 'failed', status: null, error: 'refused', response: null };
+    const first = runs.flat();
+    const second = run(37);
+    await insertAttempts(mirror.connection, first);
+    await insertAttempts(mirror.connection, second);
+    const sink = [...first, ...second].filter((attempt) => attempt.endpoint === 'sink');
+    expect(await latestAttempts(mirror.connection, 'sink', 10_000)).toEqual(sink.reverse());
+    expect(await latestAttempts(mirror.connection, 'other', 100)).toEqual([...runs[3]!].reverse());
+    expect(await listAttemptsOfEvent(mirror.connection, runs[6]![100]!.eventId)).toEqual([runs[6]![100]]);
   });
 });

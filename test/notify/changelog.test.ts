@@ -5,7 +5,7 @@ import { SqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import { encodeChangeData, lastChangeSeq } from '../../src/mirror/changelog-format.ts';
 import { MirrorStore } from '../../src/mirror/mirror-store.ts';
 import { encodePulledEvent, followChanges, followStoredChanges, formatChangeLine, formatStoredChangeLine, iterateChanges, iterateStoredChanges, readChanges, readStoredChanges, type ChangeEvent, type StoredChange } from '../../src/notify/changelog-reader.ts';
-import { webhookPayload } from '../../src/notify/event-payload.ts';
+import { webhookBody, webhookPayload } from '../../src/notify/event-payload.ts';
 import { transactionsStream } from '../../src/streams/definitions.ts';
 import { insertChanges, tempMirror, type TempMirror } from './helpers.ts';
 
@@ -116,7 +116,7 @@ describe('formatStoredChangeLine (the changes command)', () => {
     expect(() => formatStoredChangeLine({ ...row, data: '[1]' })).toThrow(/^changes row seq 7 \(event evt_bad\): data is not a JSON object/);
   });
 
-  it('encodePulledEvent (the pull API) writes, from the stored text, the bytes of the decoded event, for every stored form', async () => {
+  it('encodePulledEvent (the pull API) and webhookBody of an event read with dataJson (the delivery core) write, from the stored text, the bytes of the decoded event, for every stored form', async () => {
     await insertChanges(mirror.connection, 2); // version 1: { record, changes }
     const store = new MirrorStore(mirror.connection);
     await store.applyRecords(transactionsStream, [listed]); // version 2, created: no changes stored
@@ -134,9 +134,16 @@ describe('formatStoredChangeLine (the changes command)', () => {
     const rows = await readStoredChanges(mirror.connection, { limit: 100 });
     const events = await readChanges(mirror.connection, { limit: 100 });
     expect(rows).toHaveLength(9);
+    const withJson = await readChanges(mirror.connection, { limit: 100, dataJson: true });
     for (const [index, row] of rows.entries()) {
       const event = events[index]!;
       expect(encodePulledEvent(row), row.eventId).toBe(JSON.stringify({ id: event.eventId, ...webhookPayload(event) }));
+      // The delivery core's read: the same event, its data's text beside it; the body from it is the encoded one.
+      const { dataJson, ...decoded } = withJson[index]!;
+      expect(decoded).toEqual(event);
+      expect(dataJson, row.eventId).toBe(JSON.stringify(event.data));
+      expect(webhookBody(withJson[index]!), row.eventId).toBe(JSON.stringify(webhookPayload(event)));
+      expect(webhookBody(event)).toBe(JSON.stringify(webhookPayload(event)));
     }
     // The rejected created item's changes are derived from its record, as for any created event.
     expect(JSON.parse(encodePulledEvent(rows[4]!)).data).toMatchObject({ error: 'amount: must be a number', record: rejected });

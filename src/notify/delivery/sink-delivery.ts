@@ -497,7 +497,7 @@ export class EndpointDelivery {
     if (ready >= this.settings.maxInFlight || this.#active.length >= MAX_ACTIVE) return;
     if (!this.#mayHaveMore && Date.now() - this.#lastReadAt < env.pollMs) return;
     const limit = Math.min(env.batchSize, MAX_ACTIVE - this.#active.length);
-    const events = await readChanges(env.connection, { sinceSeq: this.#frontier, limit });
+    const events = await readChanges(env.connection, { sinceSeq: this.#frontier, limit, dataJson: true });
     this.#lastReadAt = Date.now();
     this.#mayHaveMore = events.length === limit;
     const heldAt = env.now().toISOString();
@@ -580,7 +580,7 @@ export class EndpointDelivery {
     due.sort((a, b) => a.seq - b.seq);
     for (const held of due) {
       if (this.#inFlight >= limit) break;
-      const [event] = await readChanges(this.#env.connection, { sinceSeq: held.seq - 1, limit: 1 });
+      const [event] = await readChanges(this.#env.connection, { sinceSeq: held.seq - 1, limit: 1, dataJson: true });
       this.#send({ kind: 'held', held, event: event?.seq === held.seq ? event : null });
     }
     return nextDueMs;

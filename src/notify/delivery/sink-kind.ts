@@ -9,7 +9,7 @@
  */
 import type { Attributes } from '@opentelemetry/api';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { startRootSpan, withSpan } from '../../telemetry/spans.ts';
+import { startRootSpan, tracingOn, withSpan } from '../../telemetry/spans.ts';
 
 /** An event the sink acknowledged: a webhook receiver's 2xx, a broker's publish acknowledgement. */
 export interface DeliverySuccess {
@@ -119,6 +119,8 @@ export function tracedSender(sender: SinkSender, name: string, target: Attribute
   if (sendBatch) {
     // Each event of a batch is still an attempt with a trace of its own, ending when the batch's answers arrive.
     traced.sendBatch = async (events, signal) => {
+      // While tracing is off no span, and no attributes, per event.
+      if (!tracingOn()) return sendBatch(events, signal);
       const spans = events.map((event) => startRootSpan(name, attributesOf(event)));
       const outcomes = await sendBatch(events, signal);
       spans.forEach((span, index) => {

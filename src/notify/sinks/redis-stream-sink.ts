@@ -73,7 +73,7 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
     return connecting;
   };
 
-  const trim = sink.maxLen === undefined ? [] : ['MAXLEN', '~', String(sink.maxLen)];
+  const maxLen = sink.maxLen === undefined ? null : String(sink.maxLen);
   /** The stream keys by stream name (a handful of streams: one string per stream, not one per event). */
   const keys = new Map<string, string>();
   const keyOfStream = (stream: string): string => {
@@ -81,10 +81,17 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
     if (key === undefined) keys.set(stream, (key = keyOf(stream)));
     return key;
   };
-  /** The event's XADD after the key: the trim, `*`, the fields `id`, `type`, `seq`, `record_id`, `data`. */
-  const xaddArguments = (event: ChangeEvent): string[] => {
+  /**
+   * Queues the event's XADD on `target` (the client or a pipeline): the key, the trim when set, `*`,
+   * the fields `id`, `type`, `seq`, `record_id`, `data`; the arguments passed as they are, without
+   * an array of them built per event.
+   */
+  const xadd = <T>(target: { xadd(...args: string[]): T }, key: string, event: ChangeEvent): T => {
     const message = sinkMessage(event);
-    return [...trim, '*', 'id', message.id, 'type', message.type, 'seq', String(message.seq), 'record_id', message.recordId, 'data', message.body];
+    const seq = String(message.seq);
+    return maxLen === null
+      ? target.xadd(key, '*', 'id', message.id, 'type', message.type, 'seq', seq, 'record_id', message.recordId, 'data', message.body)
+      : target.xadd(key, 'MAXLEN', '~', maxLen, '*', 'id', message.id, 'type', message.type, 'seq', seq, 'record_id', message.recordId, 'data', message.body);
   };
   /**
    * `answer`, or a rejection when it did not come within the acknowledgement time limit (the XADDs
@@ -112,7 +119,7 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
       if (signal.aborted) return failedWithoutAnswer('aborted: the dispatcher is stopping', started, true);
       const key = keyOfStream(event.stream);
       try {
-        const entry = await acknowledged((await ready()).xadd(key, ...xaddArguments(event)));
+        const entry = await acknowledged(xadd(await ready(), key, event));
         return { ok: true, status: 0, durationMs: elapsedMs(started), response: `${key} ${entry ?? ''}` };
       } catch (error) {
         return failure(key, error, started, signal);
@@ -125,7 +132,7 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
       let answers: [Error | null, unknown][];
       try {
         const pipeline = (await ready()).pipeline();
-        events.forEach((event, index) => pipeline.xadd(eventKeys[index]!, ...xaddArguments(event)));
+        events.forEach((event, index) => xadd(pipeline, eventKeys[index]!, event));
         answers = (await acknowledged(pipeline.exec())) ?? [];
       } catch (error) {
         return eventKeys.map((key) => failure(key, error, started, signal));

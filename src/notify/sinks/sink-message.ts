@@ -4,7 +4,7 @@
  * and the event's id, the same on every attempt, for the receiver's deduplication.
  */
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { webhookPayload } from '../event-payload.ts';
+import { webhookBody } from '../event-payload.ts';
 
 /** One event as a sink sends it. */
 export interface SinkMessage {
@@ -21,9 +21,9 @@ export interface SinkMessage {
   body: string;
 }
 
-/** The message of a changelog event. */
+/** The message of a changelog event (its body spliced from `event.dataJson` when the reader set it). */
 export function sinkMessage(event: ChangeEvent): SinkMessage {
-  return { id: event.eventId, type: event.type, seq: event.seq, stream: event.stream, recordId: event.recordId, body: JSON.stringify(webhookPayload(event)) };
+  return { id: event.eventId, type: event.type, seq: event.seq, stream: event.stream, recordId: event.recordId, body: webhookBody(event) };
 }
 
 /**

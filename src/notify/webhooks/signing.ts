@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { TEST_EVENT_TYPE, webhookPayload } from '../event-payload.ts';
+import { TEST_EVENT_TYPE, webhookBody } from '../event-payload.ts';
 
 /** What is sent for one event: the id and the exact body bytes that are signed. */
 export interface WebhookMessage {
@@ -31,10 +31,11 @@ export interface WebhookMessage {
  * The Standard Webhooks payload for a changelog event:
  * `{"type":"deal.won","timestamp":"<occurred_at ISO>","data":{"seq":42,"stream":"deals","record_id":"d_1","record":{...},"changes":{"status":{"old":"OPEN","new":"WON"}}}}`.
  * `data` is the changelog's `data` plus `seq`, `stream` and `record_id`, so receivers can order,
- * detect gaps and find the record without another lookup.
+ * detect gaps and find the record without another lookup. Spliced from `event.dataJson` when the
+ * reader set it (the same bytes).
  */
 export function buildWebhookMessage(event: ChangeEvent): WebhookMessage {
-  return { id: event.eventId, type: event.type, seq: event.seq, body: JSON.stringify(webhookPayload(event)) };
+  return { id: event.eventId, type: event.type, seq: event.seq, body: webhookBody(event) };
 }
 
 
