@@ -1,15 +1,18 @@
 /**
  * A mirror damaged after it was written, found by the commands that read it in their work rather
- * than at open: a real mirror filled by `backfill` from the simulator, then its header or one of
+ * than at open: a real mirror filled by a backfill of every stream from the simulator (in this
+ * process, as the command's engine does it), then its header or one of
  * its tables' pages (the table's root, in the middle of the file) overwritten. `sync`, `backfill` and
  * `changes` end with the documented line naming the file and the remedy (docs/operations.md "A
  * damaged mirror"), exit 1, never a bare SQLite message ("database disk image is malformed").
+ * The cases run concurrently, each on a copy of its own.
  */
 import { closeSync, copyFileSync, openSync, statSync, writeSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
-import { runCli, simulator, tempDir, type TempDir } from '../helpers.ts';
+import { STREAM_NAMES } from '../../src/streams/definitions.ts';
+import { runCli, simulator, tempDir, testConfig, testContext, type TempDir } from '../helpers.ts';
 import { cliEnv } from '../daemon/helpers.ts';
 import { REDIS_URL } from '../writes/support.ts';
 
@@ -21,8 +24,12 @@ beforeAll(async () => {
   sim = await simulator({ size: { transactions: 600, deals: 20, onboardings: 5, customers: 5 } });
   dir = tempDir('bizops-damaged-');
   pristine = dir.file('pristine.db');
-  const result = await runCli(['backfill', '--no-progress'], env(pristine));
-  expect(result.code, result.stderr).toBe(0);
+  const context = await testContext(testConfig(sim, pristine));
+  try {
+    for (const stream of STREAM_NAMES) expect((await context.engine.run(stream, 'backfill')).status, stream).toBe('succeeded');
+  } finally {
+    await context.close();
+  }
   const db = new Database(pristine);
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
@@ -76,7 +83,7 @@ function expectDamagedLine(result: { code: number | null; stdout: string; stderr
   expect(result.stdout).not.toMatch(/malformed|not a database/);
 }
 
-describe('a damaged mirror found while working: the one documented line, exit 1', () => {
+describe.concurrent('a damaged mirror found while working: the one documented line, exit 1', () => {
   it('changes: a corrupt header', async () => {
     const path = backfilledMirror('header.db');
     damageHeader(path);
