@@ -8,7 +8,7 @@ import { SyncEngine } from '../../src/sync/sync-engine.ts';
 import { changelogProblems } from '../event-validation.ts';
 import { cliEnv } from '../daemon/helpers.ts';
 import { verifyStream } from '../../src/sync/mirror-verify.ts';
-import { expectMirrorEqualsGroundTruth, listRequests, runCli, statusOutput, syncFixtures, type SyncFixture } from '../helpers.ts';
+import { expectMirrorEqualsGroundTruth, listRequests, runCli, simulator, statusOutput, syncFixtures, type SyncFixture } from '../helpers.ts';
 import { REDIS_URL } from '../writes/support.ts';
 
 const fixtures = syncFixtures();
@@ -34,7 +34,9 @@ async function backfillDealsAndActions({ context }: SyncFixture): Promise<void> 
 describe('a partitioned stream (GET /qa-corrective-actions, one list per locationId)', () => {
   it('reads exactly the configured partitions, each with its own state; the mirror, status, /metrics and the changelog name the partition', async () => {
     // The same seed gives the same locations: learn them from a first simulator.
-    const [a, b, c] = locations((await fixtures.start({ size: SIZES })).sim);
+    const learnt = await simulator({ size: SIZES });
+    const [a, b, c] = locations(learnt);
+    await learnt.close();
     expect(c).toBeDefined();
     const { sim: server, context } = await fixtures.start({ size: SIZES }, { sync: { partitions: { [STREAM]: { locationId: [a, b] } } } });
     expect(locations(server)).toEqual([a, b, c]);
