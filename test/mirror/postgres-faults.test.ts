@@ -51,7 +51,7 @@ async function countChanges(context: Context, type: string): Promise<number> {
 
 describe('PostgreSQL backends terminated mid-backfill', () => {
   it('every page commit whose connection was ended is tried again: the backfill completes, the mirror equals the truth, each record is created once, nothing crashes', async () => {
-    const { server, sim, context, lines } = await setUp(2_000);
+    const { server, sim, context, lines } = await setUp(1_000);
     let terminated = 0;
     const pending: Promise<void>[] = [];
     // After every committed page the test ends every bizops-sync backend: the next page's commit,
@@ -65,9 +65,9 @@ describe('PostgreSQL backends terminated mid-backfill', () => {
     expect(result.status).toBe('succeeded');
     expect(terminated).toBeGreaterThan(5);
     expect(lines.some((line) => line.includes("the mirror's database is unavailable; waiting for it"))).toBe(true);
-    expect(result.scan).toMatchObject({ outcome: 'complete', total: 2_000, distinctIds: 2_000 });
+    expect(result.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
     await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
-    expect(await countChanges(context, 'transaction.created')).toBe(2_000);
+    expect(await countChanges(context, 'transaction.created')).toBe(1_000);
     // The run held its lease to the end, and gave it back.
     expect((await context.connection.get<{ holder: string | null }>("SELECT holder FROM leases WHERE name = 'stream:transactions'"))!.holder).toBeNull();
   });
@@ -75,7 +75,7 @@ describe('PostgreSQL backends terminated mid-backfill', () => {
 
 describe('PostgreSQL restarted mid-backfill', () => {
   it('the run waits for the database (sync.databaseWaitSeconds), then goes on from its checkpoint: complete, every record once', async () => {
-    const { server, sim, context, lines } = await setUp(1_000);
+    const { server, sim, context, lines } = await setUp(500);
     // Page 4 is held at the simulator until the server is down: its commit then finds no database.
     let open: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (open = resolve));
@@ -88,10 +88,10 @@ describe('PostgreSQL restarted mid-backfill', () => {
     await server.start();
     const result = await running;
     expect(result.status).toBe('succeeded');
-    expect(result.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
+    expect(result.scan).toMatchObject({ outcome: 'complete', total: 500, distinctIds: 500 });
     await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
-    expect(await countChanges(context, 'transaction.created')).toBe(1_000);
-    expect((await context.store.countRecords(STREAMS.transactions)).live).toBe(1_000);
+    expect(await countChanges(context, 'transaction.created')).toBe(500);
+    expect((await context.store.countRecords(STREAMS.transactions)).live).toBe(500);
   });
 
   it('a database away longer than the wait: `bizops-sync backfill` fails with one line (exit 1); once it is back, the next backfill resumes the checkpoint', async () => {
@@ -136,7 +136,7 @@ describe('PostgreSQL restarted mid-backfill', () => {
 describe('a daemon on PostgreSQL whose backends are terminated', () => {
   it('stays up, reconnects, and goes on syncing every change once', async () => {
     server = await startPostgresServer();
-    sim = await simulator({ size: { transactions: 300, deals: 30, onboardings: 5 } });
+    sim = await simulator({ size: { transactions: 100, deals: 10, onboardings: 2, customers: 2, qa_corrective_actions: 4 } });
     const env = cliEnv({
       BIZOPS_BASE_URL: sim.url,
       BIZOPS_TOKEN: String(sim.tokens.admin),
@@ -152,7 +152,7 @@ describe('a daemon on PostgreSQL whose backends are terminated', () => {
     const db = await openMirrorConnection(server.mirrorUrl(), { readonly: true });
     connections.push(db);
     const created = async (type: string) => Number((await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM changes WHERE type = ?', [type]))!.n);
-    await waitFor(async () => (await created('transaction.created')) === 300 && (await created('deal.created')) === 30, 'the backfill', 60_000);
+    await waitFor(async () => (await created('transaction.created')) === 100 && (await created('deal.created')) === 10, 'the backfill', 60_000);
     // End every connection of the daemon, again and again, while changes keep coming.
     const deals = sim.world.groundTruth('deals') as { id: string }[];
     for (let round = 0; round < 5; round += 1) {
