@@ -90,7 +90,7 @@ describe('transactions stamped 3 h behind our clock, no Date header, and only tr
 
 describe('one record whose updatedAt goes backwards once (694 days)', () => {
   it('measures no lag: a later quiet sync stays at its minimum requests', async () => {
-    const { sim, context: ctx } = await fixtures.start({ size: { transactions: 250, deals: 250, onboardings: 5 } });
+    const { sim, context: ctx } = await fixtures.start({ size: { transactions: 150, deals: 150, onboardings: 5 } });
     await syncAll(ctx, 'backfill');
     const deal = sim.world.deals[0]!;
     const backwards = new Date(Date.parse(deal.updatedAt) - 694 * 24 * HOUR_MS).toISOString();
@@ -110,7 +110,7 @@ describe('one record whose updatedAt goes backwards once (694 days)', () => {
     // Our clock is the cursor's (no Date header); the records' clock is `behindMs` behind it.
     let behindMs = 2 * HOUR_MS;
     const now = Date.now();
-    const { sim, context: ctx } = await fixtures.start({ size: { transactions: 250, deals: 250, onboardings: 5 }, clock: () => Date.now() - behindMs, anchor: now - 3 * HOUR_MS });
+    const { sim, context: ctx } = await fixtures.start({ size: { transactions: 150, deals: 150, onboardings: 5 }, clock: () => Date.now() - behindMs, anchor: now - 3 * HOUR_MS });
     sim.faults.inject({ kind: 'no-date-header', times: 100_000 });
     await syncAll(ctx, 'backfill');
     sim.world.updateDeal(sim.world.deals[5]!.id, { title: 'stamped 2 h behind' });
