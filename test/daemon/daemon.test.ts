@@ -1,16 +1,21 @@
 /**
  * The real `bizops-sync daemon` process against an in-test simulator over HTTP, with a temp SQLite
  * file and a free HTTP port: its HTTP endpoints, webhook delivery latency and signatures, graceful
- * SIGTERM mid-backfill with a resume, and SIGKILL mid-delivery with at-least-once redelivery.
+ * SIGTERM mid-backfill with a resume, and SIGKILL mid-delivery with at-least-once redelivery. The
+ * readiness under a spent rate budget and the write API are what the daemon serves, not what its
+ * process does: those two run it in this process (`startDaemon`).
  */
+import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
+import { startDaemon, type RunningDaemon } from '../../jobs/daemon.ts';
 import { readStatus } from '../../jobs/status.ts';
+import { silentLogger } from '../../src/logging/logger.ts';
 import { openMirror, type MirrorDatabase } from '../../src/mirror/database.ts';
 import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { STREAM_NAMES } from '../../src/streams/definitions.ts';
-import { expectMirrorEqualsGroundTruth, groundTruthTotal, listRequests, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
+import { expectMirrorEqualsGroundTruth, groundTruthTotal, listRequests, simulator, tempDir, testConfig, type TempDir, waitFor } from '../helpers.ts';
 import {
   cliEnv,
   newWebhookSecret,
@@ -26,8 +31,11 @@ let sim: RunningSimulator | undefined;
 let dir: TempDir | undefined;
 const daemons: DaemonProcess[] = [];
 const receivers: WebhookReceiver[] = [];
+let inProcess: RunningDaemon | undefined;
 
 afterEach(async () => {
+  await inProcess?.stop();
+  inProcess = undefined;
   for (const daemon of daemons.splice(0)) if (daemon.child.exitCode === null && daemon.child.signalCode === null) daemon.child.kill('SIGKILL');
   for (const receiver of receivers.splice(0)) await receiver.close();
   await sim?.close();
@@ -53,6 +61,20 @@ function start(env: NodeJS.ProcessEnv): DaemonProcess {
   const daemon = spawnDaemon(env);
   daemons.push(daemon);
   return daemon;
+}
+
+/**
+ * The daemon in this process, for a test about what it serves rather than about the process (those
+ * above and below run the real one): the mirror file, any free port, Redis keys of its own.
+ */
+async function startInProcess(overrides: Record<string, unknown>): Promise<RunningDaemon> {
+  const prefix = `bizops-test:daemon:${randomUUID()}:`;
+  inProcess = await startDaemon(testConfig(sim!, dir!.file('mirror.db'), overrides), {
+    logger: silentLogger,
+    processMetrics: false,
+    redisKeys: { budgetPrefix: `${prefix}rate`, queuePrefix: prefix, queueName: 'writes' },
+  });
+  return inProcess;
 }
 
 async function receiver(): Promise<WebhookReceiver> {
@@ -136,8 +158,11 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
   it('/readyz stays 200 while the rate budget is spent and paused by the server (remaining 0), with the wait in the body', async () => {
     sim = await simulator({ size: { transactions: 400, deals: 5, onboardings: 3 }, rateLimit: { limit: 3, windowMs: 60_000 } });
     dir = tempDir();
-    const daemon = start(daemonEnv({ BIZOPS_RATE_LIMIT_PER_MIN: '3' }));
-    const url = await daemon.url;
+    const { url } = await startInProcess({
+      rateLimit: { perMinute: 3, windowMs: 60_000 },
+      sync: { schedule: '*/1 * * * * *' },
+      http: { port: 0, readinessCacheSeconds: 1 },
+    });
     // The start-up backfill spends the window; the server's `remaining: 0` pauses the budget.
     const answer = await waitFor(async () => {
       const current = await readyz(url);
@@ -145,7 +170,8 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
     }, '/readyz to report the paused budget', 20_000, 200);
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({ ready: true, budget: { waitMs: expect.any(Number) } });
-    expect((await terminate(daemon)).code).toBe(0);
+    await inProcess!.stop();
+    inProcess = undefined;
   });
 
   it('/readyz answers 503 naming the refusal while the API refuses the token (403 without the scope, 401 unknown)', async () => {
@@ -202,12 +228,20 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
   });
 
   it('SIGTERM during a backfill page: exit 0; a restart resumes from the checkpoint and nothing is lost', async () => {
-    sim = await simulator({ size: { transactions: 2_500, deals: 20, onboardings: 5 }, latencyMs: 100 });
+    sim = await simulator({ size: { transactions: 1_000, deals: 20, onboardings: 5 } });
+    // The page at offset 400 is held at the simulator until the SIGTERM is received: the signal lands
+    // while a backfill page is in flight, however fast or slow the machine runs.
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    sim.faults.inject({ kind: 'hold', until: gate, match: { method: 'GET', path: '/transactions', query: { offset: '400' } } });
     dir = tempDir();
     const env = daemonEnv({ BIZOPS_SCHEDULE: '0 0 1 1 *' });
     const first = start(env);
-    await waitFor(() => listRequests(sim!, '/transactions').length >= 4, 'a few backfill pages', 30_000, 5);
-    const exit = await terminate(first);
+    await waitFor(() => listRequests(sim!, '/transactions').some((request) => new URLSearchParams(request.query).get('offset') === '400'), 'the backfill to ask for the page at offset 400', 30_000);
+    const stopping = terminate(first);
+    await waitFor(() => first.logs.some((entry) => entry.msg === 'stop signal received'), 'the daemon to receive the SIGTERM', 30_000);
+    open();
+    const exit = await stopping;
     expect(exit.code).toBe(0);
     expect(first.logs.some((entry) => entry.msg === 'daemon stopped')).toBe(true);
 
@@ -296,8 +330,7 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
     sim = await simulator({ size: { transactions: 20, deals: 15, onboardings: 3 } });
     dir = tempDir();
     const key = 'write-key-0123456789abcdef';
-    const daemon = start(daemonEnv({ BIZOPS_WRITE_API_KEY: key, BIZOPS_SCHEDULE: '*/30 * * * * *' }));
-    const url = await daemon.url;
+    const { url } = await startInProcess({ sync: { schedule: '*/30 * * * * *' }, http: { port: 0, readinessCacheSeconds: 1, writeApiKey: key } });
     // The start-up backfill first: a deals page it read before the close, committed after the
     // write-through, would put the deal back to OPEN in the mirror.
     await waitFor(async () => (await readStatus(dir!.file('mirror.db'))).streams.every((stream) => stream.cursor !== null && stream.inProgress === null), 'the start-up backfill to finish', 60_000, 100);
@@ -326,6 +359,7 @@ describe('bizops-sync daemon', { timeout: 120_000 }, () => {
     } finally {
       db.close();
     }
-    expect((await terminate(daemon)).code).toBe(0);
+    await inProcess!.stop();
+    inProcess = undefined;
   });
 });
