@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
@@ -48,21 +48,28 @@ afterEach(async () => {
   await replicaInProcess?.stop();
   replicaInProcess = undefined;
   for (const connection of connections.splice(0)) await connection.close();
-  await server?.stop();
   await sim?.close();
   dir?.remove();
-  server = sim = dir = undefined;
+  sim = dir = undefined;
 });
 
-const TRANSACTIONS = 5_000;
+afterAll(async () => {
+  await server?.stop();
+  server = undefined;
+});
 
-/** A simulator, a PostgreSQL server, and the first daemon holding the transactions stream; `startReplica` starts the second. */
-async function twoDaemons() {
-  server = await startPostgresServer();
+const TRANSACTIONS = 2_000;
+
+/**
+ * A simulator, a PostgreSQL server (one for the file, each test on a schema of its own), and the first
+ * daemon holding the transactions stream on the mirror in `schema`; `startReplica` starts the second.
+ */
+async function twoDaemons(schema: string) {
+  server ??= await startPostgresServer();
   sim = await simulator({ size: { transactions: TRANSACTIONS, deals: 5, onboardings: 2 }, latencyMs: 25 });
   const base = {
     BIZOPS_BASE_URL: sim.url,
-    BIZOPS_DB: server.mirrorUrl(),
+    BIZOPS_DB: server.mirrorUrl(schema),
     BIZOPS_HTTP_PORT: '0',
     BIZOPS_SCHEDULE: '*/1 * * * * *',
     BIZOPS_READINESS_CACHE_SECONDS: '1',
@@ -73,7 +80,7 @@ async function twoDaemons() {
   const holder = spawnDaemon(cliEnv({ ...base, BIZOPS_TOKEN: String(sim.tokens.admin) }));
   daemons.push(holder);
   await holder.url;
-  const db = await openMirrorConnection(server.mirrorUrl(), { readonly: true });
+  const db = await openMirrorConnection(server.mirrorUrl(schema), { readonly: true });
   connections.push(db);
   const holderOf = async (name: string) => (await db.get<{ holder: string | null }>('SELECT holder FROM leases WHERE name = ?', [name]))?.holder ?? null;
   await waitFor(async () => (await holderOf('stream:transactions')) !== null, 'the first daemon to take the transactions stream', 30_000);
@@ -112,17 +119,17 @@ async function twoDaemons() {
 
 describe('the holder of a PostgreSQL mirror paused (SIGSTOP)', () => {
   it('inside a page transaction: the server ends its session, the replica takes the stream over once the lease lapses and finishes the backfill; woken, the old holder writes nothing', { timeout: 120_000 }, async () => {
-    const { sim, server, db, holder, startReplica, created, replicaFinished, wake } = await twoDaemons();
-    // The holder's page at offset 4000 waits at the simulator until the changes table is locked below,
+    const { sim, server, db, holder, startReplica, created, replicaFinished, wake } = await twoDaemons('bizops');
+    // The holder's page at offset 1500 waits at the simulator until the changes table is locked below,
     // so the backfill cannot end before the holder is caught, however slowly the machine runs.
     let open: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    sim.faults.inject({ kind: 'hold', until: gate, match: { method: 'GET', path: '/transactions', query: { offset: '4000' } } });
+    sim.faults.inject({ kind: 'hold', until: gate, match: { method: 'GET', path: '/transactions', query: { offset: '1500' } } });
     const replica = await startReplica();
     // Pause the holder while it is inside a transaction (it holds the mirror's transaction lock): this
     // test's own session locks the changes table, so the holder's next page transaction waits on its
     // INSERT into changes while holding that lock; it is paused there, then the table is let go.
-    const blocker = new pg.Client({ connectionString: server.mirrorUrl().replace(/\?.*$/, ''), application_name: 'bizops-test-blocker' });
+    const blocker = new pg.Client({ connectionString: server.url, application_name: 'bizops-test-blocker' });
     blocker.on('error', () => {});
     await blocker.connect();
     await blocker.query('BEGIN');
@@ -158,12 +165,12 @@ describe('the holder of a PostgreSQL mirror paused (SIGSTOP)', () => {
   });
 
   it('while a page request is in flight: woken after the replica took the stream, it checks its lease before the next request leaves and sends nothing more for the stream', { timeout: 120_000 }, async () => {
-    const { sim, db, holder, startReplica, created, replicaFinished, wake } = await twoDaemons();
-    // The holder's page at offset 2000 is held at the simulator until the test opens the gate.
+    const { sim, db, holder, startReplica, created, replicaFinished, wake } = await twoDaemons('bizops_in_flight');
+    // The holder's page at offset 1000 is held at the simulator until the test opens the gate.
     let open: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    sim.faults.inject({ kind: 'hold', until: gate, match: { method: 'GET', path: '/transactions', query: { offset: '2000' } } });
-    await waitFor(() => sim.requests.some((request) => request.tokenName === 'admin' && new URLSearchParams(request.query).get('offset') === '2000'), 'the holder to ask for the page at offset 2000', 30_000);
+    sim.faults.inject({ kind: 'hold', until: gate, match: { method: 'GET', path: '/transactions', query: { offset: '1000' } } });
+    await waitFor(() => sim.requests.some((request) => request.tokenName === 'admin' && new URLSearchParams(request.query).get('offset') === '1000'), 'the holder to ask for the page at offset 1000', 30_000);
     holder.child.kill('SIGSTOP');
     const replica = await startReplica();
     await replicaFinished(replica);
