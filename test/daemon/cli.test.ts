@@ -58,21 +58,25 @@ describe('bizops-sync config check', { timeout: 120_000 }, () => {
 
   it('a bad cron expression is one line naming the key, exit 2 (environment and config file)', async () => {
     dir = tempDir();
-    const fromEnv = await runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_SCHEDULE: '*/30 * * * * * *' }));
+    const file = dir.file('bizops-sync.json');
+    writeFileSync(file, JSON.stringify({ sync: { streamSchedules: { deals: '0 25 * * *' } } }));
+    const patternFile = dir.file('patterns.json');
+    writeFileSync(patternFile, JSON.stringify({ webhooks: [{ name: 'crm', url: 'https://crm.example.com/h', secret: newWebhookSecret(), events: ['deal won'] }] }));
+    // Independent processes, started at once.
+    const [fromEnv, fromFile, badPattern] = await Promise.all([
+      runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_SCHEDULE: '*/30 * * * * * *' })),
+      runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file })),
+      runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: patternFile })),
+    ]);
     expect(fromEnv.code).toBe(2);
     expect(fromEnv.stdout).toBe('');
     expect(fromEnv.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(fromEnv.stderr).toMatch(/^bizops-sync: configuration error: BIZOPS_SCHEDULE \(sync\.schedule\): "\*\/30 \* \* \* \* \* \*" is not a valid cron expression \(expected 5 or 6 fields/);
 
-    const file = dir.file('bizops-sync.json');
-    writeFileSync(file, JSON.stringify({ sync: { streamSchedules: { deals: '0 25 * * *' } } }));
-    const fromFile = await runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));
     expect(fromFile.code).toBe(2);
     expect(fromFile.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(fromFile.stderr).toMatch(/^bizops-sync: configuration error: sync\.streamSchedules\.deals \(in .*bizops-sync\.json\): "0 25 \* \* \*" is not a valid cron expression \(hour/);
 
-    writeFileSync(file, JSON.stringify({ webhooks: [{ name: 'crm', url: 'https://crm.example.com/h', secret: newWebhookSecret(), events: ['deal won'] }] }));
-    const badPattern = await runCli(['config', 'check'], cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_CONFIG: file }));
     expect(badPattern.code).toBe(2);
     expect(badPattern.stderr).toMatch(/^bizops-sync: configuration error: webhooks\.crm\.events\[0\]: "deal won" is not an event type pattern/);
   });
@@ -97,7 +101,7 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     await sqliteConnection(db).close();
     const env = cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_DB: dbPath, BIZOPS_WEBHOOK_URL: receiver.url, BIZOPS_WEBHOOK_SECRET: secret });
 
-    const test = await runCli(['webhooks', 'send-test'], env);
+    const [test, unknown] = await Promise.all([runCli(['webhooks', 'send-test'], env), runCli(['webhooks', 'send-test', '--endpoint', 'crm'], env)]);
     expect(test.stderr).toBe('');
     expect(test.code).toBe(0);
     expect(test.stdout).toMatch(/^env: ok \(HTTP 204\) in \d+ ms; webhook-id test_[0-9a-f-]+ to http:\/\/127\.0\.0\.1:\d+\/hooks\n$/);
@@ -105,7 +109,6 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     const payload = new Webhook(secret).verify(receiver.received[0]!.body, receiver.received[0]!.headers as Record<string, string>) as { type: string };
     expect(payload.type).toBe('webhook.test');
 
-    const unknown = await runCli(['webhooks', 'send-test', '--endpoint', 'crm'], env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe('bizops-sync: --endpoint: no endpoint named "crm"; configured: env\n');
 
@@ -113,15 +116,18 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     expect(replay.stderr).toBe('');
     expect(replay.code).toBe(0);
     expect(replay.stdout).toBe('env: cursor moved from 5 to 2; 3 events will be delivered again\n');
-    const ahead = await runCli(['webhooks', 'replay', '--endpoint', 'env', '--since', '9'], env);
+    // Read-only or refused: started at once.
+    const [ahead, list, table] = await Promise.all([
+      runCli(['webhooks', 'replay', '--endpoint', 'env', '--since', '9'], env),
+      runCli(['webhooks', 'list', '--json'], env),
+      runCli(['webhooks', 'list'], env),
+    ]);
     expect(ahead.code).toBe(2);
     expect(ahead.stderr).toMatch(/^bizops-sync: --since: 9 is ahead of endpoint "env"'s cursor \(2\)/);
 
-    const list = await runCli(['webhooks', 'list', '--json'], env);
     expect(list.code).toBe(0);
     expect(JSON.parse(list.stdout)).toMatchObject([{ name: 'env', configured: true, registered: true, enabled: true, deliveredSeq: 2, lagEvents: 3 }]);
     expect(list.stdout).not.toContain(secret.slice(6));
-    const table = await runCli(['webhooks', 'list'], env);
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+URL\s+STATE\s+CURSOR\s+LAG/);
     expect(table.stdout.split('\n')[1]).toMatch(/^env\s+http:\/\/127\.0\.0\.1:\d+\/hooks\s+enabled\s+2\s+3 events/);
@@ -147,10 +153,9 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     await connection.close();
     const env = cliEnv({ BIZOPS_BASE_URL: 'http://127.0.0.1:1', BIZOPS_TOKEN: TOKEN, BIZOPS_DB: dbPath, BIZOPS_WEBHOOK_URL: receiver.url, BIZOPS_WEBHOOK_SECRET: secret });
 
-    const before = await runCli(['webhooks', 'list', '--json'], env);
+    const [before, usage] = await Promise.all([runCli(['webhooks', 'list', '--json'], env), runCli(['webhooks', 'replay'], env)]);
     expect(JSON.parse(before.stdout)).toMatchObject([{ name: 'env', enabled: false, disabledKind: 'failing', failedEvents: 2, deliveredSeq: 2 }]);
 
-    const usage = await runCli(['webhooks', 'replay'], env);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toBe('bizops-sync: replay needs --endpoint NAME --since SEQ, or --failed [--endpoint NAME]\n');
 
@@ -172,9 +177,8 @@ describe('bizops-sync webhooks', { timeout: 120_000 }, () => {
     const enabled = await runCli(['webhooks', 'enable', 'env'], env);
     expect(enabled.stderr).toBe('');
     expect(enabled.stdout).toBe('env: enabled again (was disabled: no 2xx for 5 days); delivery resumes after seq 2\n');
-    const after = await runCli(['webhooks', 'list', '--json'], env);
+    const [after, unknown] = await Promise.all([runCli(['webhooks', 'list', '--json'], env), runCli(['webhooks', 'enable', 'crm'], env)]);
     expect(JSON.parse(after.stdout)).toMatchObject([{ name: 'env', enabled: true, disabledKind: null, failedEvents: 0, deliveredSeq: 2 }]);
-    const unknown = await runCli(['webhooks', 'enable', 'crm'], env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/"crm" is not registered/);
 
