@@ -44,7 +44,7 @@ async function leasesHeld(url: string): Promise<string[]> {
   return body.leases ?? [];
 }
 
-describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backend) => {
+describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', { timeout: 120_000 }, (backend) => {
   it("each lease is held by one daemon; SIGKILL the holder and the other takes every stream and the webhooks over, syncing and delivering every change once, each record's in order", async () => {
     sim = await simulator({ size: { transactions: 40, deals: 20, onboardings: 5 } });
     dir = tempDir();
@@ -122,7 +122,11 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
       expect(row.fence).toBeGreaterThan(before.find((old) => old.name === row.name)!.fence);
     }
     expect(second.logs.some((line) => line.msg === 'lease taken over: its holder stopped renewing it' && line.previousHolder === firstHolder)).toBe(true);
-    const status = await runCli(['status'], env);
+    // Two CLI processes beside the survivor, started now and read below: `status` shows the leases it
+    // took; `bizops-sync sync` uses the same lease: busy, nothing sent (exit 75).
+    const statusRun = runCli(['status'], env);
+    const syncRun = runCli(['sync', '--stream', 'deals'], env);
+    const status = await statusRun;
     expect(status.stdout).toContain(`leases: ${after[0]!.name} held by ${after[0]!.holder} (fence ${after[0]!.fence}, until `);
 
     // A later change upstream is synced and delivered by the survivor.
@@ -141,7 +145,7 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
     for (const request of hooks.received) expect(() => new Webhook(secret).verify(request.body, request.headers as Record<string, string>)).not.toThrow();
 
     // `bizops-sync sync` beside the daemon uses the same lease: busy, nothing sent (exit 75).
-    const cli = await runCli(['sync', '--stream', 'deals'], env);
+    const cli = await syncRun;
     expect(cli.code).toBe(75);
     expect(cli.stdout).toMatch(/deals: busy \(sync, [a-z ]+\), 0 pages, 0 records, 0 changes/);
 
@@ -151,12 +155,12 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
   });
 
   it('SIGKILL the holder in the middle of a backfill: the other resumes its checkpoint; the mirror equals the ground truth, no change twice', async () => {
-    sim = await simulator({ size: { transactions: 4_000, deals: 10, onboardings: 3 }, rateLimit: { limit: 10, windowMs: 500 } });
-    // The first daemon's page at offset 1500 is held at the simulator until it is killed, so its
+    sim = await simulator({ size: { transactions: 2_000, deals: 10, onboardings: 3 }, rateLimit: { limit: 10, windowMs: 500 } });
+    // The first daemon's page at offset 1000 is held at the simulator until it is killed, so its
     // backfill is in the middle when it dies however slowly the machine runs.
     let open: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    sim.faults.inject({ kind: 'hold', until: gate, match: { method: 'GET', path: '/transactions', query: { offset: '1500' } } });
+    sim.faults.inject({ kind: 'hold', until: gate, match: { method: 'GET', path: '/transactions', query: { offset: '1000' } } });
     dir = tempDir();
     const location = await backend.location();
     const env = cliEnv({
@@ -176,7 +180,7 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
     const second = spawnDaemon(env);
     daemons.push(second);
     const secondUrl = await second.url;
-    await waitFor(() => sim!.requests.some((request) => request.path.endsWith('/transactions') && new URLSearchParams(request.query).get('offset') === '1500'), 'the first daemon to ask for the page at offset 1500', 60_000);
+    await waitFor(() => sim!.requests.some((request) => request.path.endsWith('/transactions') && new URLSearchParams(request.query).get('offset') === '1000'), 'the first daemon to ask for the page at offset 1000', 60_000);
     first.child.kill('SIGKILL');
     await first.exited;
     open();
@@ -197,7 +201,7 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', (backen
     const byId = new Map(rows.map((row) => [row.id, JSON.parse(row.raw) as unknown]));
     for (const record of truth) expect(byId.get(record.id)).toEqual(record);
     // One transaction.created per record: neither daemon wrote a page the other had written.
-    expect(await db.get("SELECT COUNT(*) AS total, COUNT(DISTINCT record_id) AS records FROM changes WHERE stream = 'transactions'")).toEqual({ total: 4_000, records: 4_000 });
+    expect(await db.get("SELECT COUNT(*) AS total, COUNT(DISTINCT record_id) AS records FROM changes WHERE stream = 'transactions'")).toEqual({ total: 2_000, records: 2_000 });
     expect((await terminate(second)).code).toBe(0);
   });
 });
