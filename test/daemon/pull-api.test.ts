@@ -4,19 +4,25 @@
  * consumer's long-poll woken by the next sync's change, its lag in /metrics and in `status`; without
  * the key configured the routes are off. Conditions only, no time asserted.
  */
+import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { readStatus } from '../../jobs/status.ts';
 import { eventSchemas } from '../../src/notify/event-schemas.ts';
-import { groundTruthTotal, runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
+import { startDaemon, type RunningDaemon } from '../../jobs/daemon.ts';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { groundTruthTotal, simulator, statusOutput, tempDir, testConfig, type TempDir, waitFor } from '../helpers.ts';
 import { cliEnv, parsePrometheusText, sampleValue, spawnDaemon, type DaemonProcess } from './helpers.ts';
 
 const KEY = 'read-key-0123456789abcdef';
 let sim: RunningSimulator | undefined;
 let dir: TempDir | undefined;
 const daemons: DaemonProcess[] = [];
+let inProcess: RunningDaemon | undefined;
 
 afterEach(async () => {
+  await inProcess?.stop();
+  inProcess = undefined;
   for (const daemon of daemons.splice(0)) if (daemon.child.exitCode === null && daemon.child.signalCode === null) daemon.child.kill('SIGKILL');
   await sim?.close();
   dir?.remove();
@@ -77,8 +83,8 @@ describe('the changelog over HTTP on the daemon', { timeout: 120_000 }, () => {
     expect(sampleValue(metrics.samples, 'bizops_consumer_lag_seconds', { consumer: 'erp' })).toBeGreaterThanOrEqual(0);
     const status = await readStatus(dir.file('mirror.db'));
     expect(status.consumers).toMatchObject([{ name: 'erp', cursor: total, lagEvents: 1 }]);
-    const table = await runCli(['status'], env());
-    expect(table.stdout).toMatch(new RegExp(`consumers: erp at seq ${total} \\(1 events / \\d+ s behind, last read `));
+    // What `bizops-sync status` prints (its job and text, in this process).
+    expect(await statusOutput(dir.file('mirror.db'))).toMatch(new RegExp(`consumers: erp at seq ${total} \\(1 events / \\d+ s behind, last read `));
     expect((await get('/consumers/erp/ack', { method: 'POST', body: JSON.stringify({ seq: woken.next }) })).body).toMatchObject({ consumer: { cursor: total + 1 } });
 
     // The event schemas on the same port and key: every type, one type, an unknown type named.
@@ -95,9 +101,14 @@ describe('the changelog over HTTP on the daemon', { timeout: 120_000 }, () => {
   it('without http.readApiKey the read routes are off (404)', async () => {
     sim = await simulator({ size: { transactions: 2, deals: 1, onboardings: 1 } });
     dir = tempDir();
-    const daemon = spawnDaemon(env());
-    daemons.push(daemon);
-    const url = await daemon.url;
+    // The daemon's routes, in this process (the real process serves them in the test above).
+    const prefix = `bizops-test:pull-api:${randomUUID()}:`;
+    inProcess = await startDaemon(testConfig(sim, dir.file('mirror.db'), { http: { port: 0 } }), {
+      logger: silentLogger,
+      processMetrics: false,
+      redisKeys: { budgetPrefix: `${prefix}rate`, queuePrefix: prefix, queueName: 'writes' },
+    });
+    const url = inProcess.url;
     expect((await fetch(`${url}/changes?after=0`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(404);
     expect((await fetch(`${url}/schemas`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(404);
   });
