@@ -15,7 +15,7 @@ import type { FinishedRun } from '../../src/console/recent-runs.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { leaseRequestName, Leases } from '../../src/mirror/leases.ts';
 import { readMirrorReport } from '../../src/status/mirror-status.ts';
-import { runCli, simulator, testConfig, waitFor } from '../helpers.ts';
+import { runCli, simulator, statusOutput, testConfig, waitFor } from '../helpers.ts';
 import { BACKENDS, removeTestMirrors } from '../sql-backends.ts';
 import { cliEnv } from './helpers.ts';
 
@@ -79,8 +79,8 @@ describe.each(BACKENDS)('a one-off run --wait beside the daemon on $name', (back
     expect(keeper.yielded()).toEqual([{ lease: `stream:${stream}`, waiter: 'dead-host:1:00000000' }]);
     const ready = (await (await fetch(`${daemon.url}/readyz`)).json()) as { yielded?: unknown };
     expect(ready.yielded).toEqual([{ lease: `stream:${stream}`, waiter: 'dead-host:1:00000000' }]);
-    const status = await runCli(['status'], env);
-    expect(status.stdout).toContain(`yielded to a waiting one-off run (--wait): ${stream} (waiter dead-host:1:00000000`);
+    // What `bizops-sync status` prints (its job and text, in this process).
+    expect(await statusOutput(location)).toContain(`yielded to a waiting one-off run (--wait): ${stream} (waiter dead-host:1:00000000`);
     const yieldedMark = newest(stream);
     // The request expires (as if its 600 s had passed): the daemon takes the stream back and syncs it.
     await daemon.context.connection.run("UPDATE leases SET expires_at = '2000-01-01T00:00:00.000Z' WHERE name = ?", [leaseRequestName(`stream:${stream}`)]);
