@@ -42,6 +42,8 @@ export const CHANGE_DATA_VERSION = 2;
  */
 export interface ChangeDataInput {
   record: unknown;
+  /** `JSON.stringify(record)` when the caller has it already (stored as is: the record is not encoded again). */
+  recordJson?: string;
   changes?: FieldChanges;
   /** `record.rejected` only: why the item failed its schema. */
   error?: string;
@@ -52,7 +54,7 @@ export interface ChangeDataInput {
  * `"changes"` when given.
  */
 export function encodeChangeData(data: ChangeDataInput): string {
-  const record = JSON.stringify(data.record);
+  const record = data.recordJson ?? JSON.stringify(data.record);
   const error = data.error === undefined ? '' : `,"error":${JSON.stringify(data.error)}`;
   return data.changes === undefined
     ? `{"version":${CHANGE_DATA_VERSION},"record":${record}${error}}`

@@ -18,6 +18,9 @@ import type { StreamDefinition } from '../streams/define-stream.ts';
 /** The change type appended when a record is first quarantined, or quarantined again with other content. */
 export const RECORD_REJECTED = 'record.rejected';
 
+/** Does `stream` (the one parameter) have any quarantined item? A row when it does, none when not: one probe of the primary key. */
+const QUARANTINED_ANY = 'SELECT 1 AS found FROM rejected_records WHERE stream = ? LIMIT 1';
+
 /** Keys whose values never enter the quarantine (nor its change row): secrets a record may carry. */
 const SECRET_KEYS = /^(sensitiveData|password|secret|token|accessToken|refreshToken|apiKey|authorization)$/i;
 
@@ -153,6 +156,10 @@ export class RejectedRecords {
   async releaseAtCommit(stream: string, recordIds: readonly string[]): Promise<void> {
     if (recordIds.length === 0) return;
     const sql = this.store.executor;
+    // SQLite: one probe of the primary key's first column first; the DELETE (the page's ids parsed
+    // from JSON, each looked up) only when the stream has quarantined records at all, which it
+    // seldom has. PostgreSQL sends the DELETE with the COMMIT: a probe would cost a round trip.
+    if (sql.dialect === 'sqlite' && (await sql.get(QUARANTINED_ANY, [stream])) === undefined) return;
     await sql.runAtCommit(`DELETE FROM rejected_records WHERE stream = ? AND ${inList(sql.dialect, 'record_key')}`, [stream, listParameter(sql.dialect, recordIds)]);
   }
 

@@ -761,10 +761,13 @@ export class StreamRun implements TieReReader {
     let reReads = 0;
     let rounds = 0;
     let boundHit = false;
-    if (scanOutcome(run, await this.distinctIds(), 0).outcome === 'incomplete' && (run.tieRegions ?? []).length > 0) {
+    // Counted once when nothing is re-read (a complete scan's count is a scan of its table).
+    let listed = await this.distinctIds();
+    if (scanOutcome(run, listed, 0).outcome === 'incomplete' && (run.tieRegions ?? []).length > 0) {
       ({ reads: reReads, rounds, boundHit } = await reReadTies(this, this.environment.tieReReadRounds));
+      listed = await this.distinctIds();
     }
-    const outcome = scanOutcome(run, await this.distinctIds(), reReads);
+    const outcome = scanOutcome(run, listed, reReads);
     if (outcome.missesWithheld === 'unnamed-items') {
       this.logger.warn(
         { ...this.names, unnamed: outcome.unnamed, total: outcome.total, distinctIds: outcome.distinctIds },

@@ -52,6 +52,19 @@ export interface SqlReaderNow {
   allNow<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Row[];
 }
 
+/**
+ * Statements run at once, synchronously, inside a SQLite transaction (`SqlExecutor.writeNow`): a
+ * page's per-row statements without a promise each. Same rows as `get` and `all`.
+ */
+export interface SqlWriterNow extends SqlReaderNow {
+  /**
+   * Runs one statement (INSERT, UPDATE, DELETE). `lastInsertRowid`: the rowid of the last row this
+   * connection inserted (after an INSERT, its INTEGER PRIMARY KEY: a change row's `seq`).
+   * @throws the driver's error
+   */
+  runNow(sql: string, parameters?: readonly SqlValue[]): RunResult & { lastInsertRowid: number };
+}
+
 /** Runs statements on one connection or inside one transaction. */
 export interface SqlExecutor {
   readonly dialect: SqlDialect;
@@ -112,6 +125,13 @@ export interface SqlExecutor {
    * @throws whatever `read` throws, but SQLITE_BUSY on such a connection
    */
   readNow?<T>(read: (reader: SqlReaderNow) => T): T | undefined;
+  /**
+   * A SQLite transaction's executor only (absent on PostgreSQL and on a connection): its statements
+   * run at once, synchronously (the transaction holds the file's lock), in the same transaction and
+   * in the order run, mixed freely with the asynchronous calls. A page's per-row statements (the
+   * records' upserts, the change rows) use it: no promise per row.
+   */
+  readonly writeNow?: SqlWriterNow;
 }
 
 /** A `listen` in progress: `close()` stops it (safe to call twice). */

@@ -23,7 +23,7 @@
 import { resolve } from 'node:path';
 import { Mutex } from 'async-mutex';
 import { preparedStatement, type MirrorDatabase } from '../database.ts';
-import type { RunResult, SqlConnection, SqlExecutor, SqlReaderNow, SqlRow, SqlValue } from './executor.ts';
+import type { RunResult, SqlConnection, SqlExecutor, SqlReaderNow, SqlRow, SqlValue, SqlWriterNow } from './executor.ts';
 
 /** The lock of each file open in this process, by absolute path (`:memory:` databases get their own). */
 const fileLocks = new Map<string, { mutex: Mutex; users: number }>();
@@ -90,9 +90,11 @@ export interface SqliteConnectionOptions {
 }
 
 /** Statements on a connection or in a transaction, run at once (the caller holds the file's lock). */
-class SqliteStatements implements SqlExecutor {
+class SqliteStatements implements SqlExecutor, SqlWriterNow {
   readonly dialect = 'sqlite' as const;
   readonly inTransaction: boolean;
+  /** In a transaction: this executor itself (executor.ts `writeNow`); undefined on a connection, whose statements wait for the file's lock. */
+  readonly writeNow: SqlWriterNow | undefined;
   protected readonly database: MirrorDatabase;
   /** Set when the transaction this executor belongs to has ended: later use is a bug. */
   ended = false;
@@ -100,15 +102,17 @@ class SqliteStatements implements SqlExecutor {
   constructor(database: MirrorDatabase, inTransaction: boolean) {
     this.database = database;
     this.inTransaction = inTransaction;
+    this.writeNow = inTransaction ? this : undefined;
   }
 
   protected check(): void {
     if (this.ended) throw new Error('this transaction has already ended: use the connection, or run the statement inside the transaction');
   }
 
-  runNow(sql: string, parameters: readonly SqlValue[] = []): RunResult {
+  runNow(sql: string, parameters: readonly SqlValue[] = []): RunResult & { lastInsertRowid: number } {
     this.check();
-    return { changes: preparedStatement(this.database, sql).run(...parameters).changes };
+    const result = preparedStatement(this.database, sql).run(...parameters);
+    return { changes: result.changes, lastInsertRowid: Number(result.lastInsertRowid) };
   }
 
   getNow<Row>(sql: string, parameters: readonly SqlValue[] = []): Row | undefined {
@@ -127,7 +131,7 @@ class SqliteStatements implements SqlExecutor {
   }
 
   run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {
-    return settle(() => this.runNow(sql, parameters));
+    return settle(() => ({ changes: this.runNow(sql, parameters).changes }));
   }
 
   get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined> {
@@ -254,7 +258,7 @@ export class SqliteConnection extends SqliteStatements implements SqlConnection 
   }
 
   override run(sql: string, parameters?: readonly SqlValue[]): Promise<RunResult> {
-    return this.#statement(() => this.runNow(sql, parameters));
+    return this.#statement(() => ({ changes: this.runNow(sql, parameters).changes }));
   }
 
   override get<Row = SqlRow>(sql: string, parameters?: readonly SqlValue[]): Promise<Row | undefined> {
@@ -288,14 +292,15 @@ export class SqliteConnection extends SqliteStatements implements SqlConnection 
     return this.#lock.runExclusive(async () => {
       this.check();
       try {
-        this.database.exec('BEGIN IMMEDIATE');
+        // Prepared once per connection (database.ts `preparedStatement`), as COMMIT: no parse per transaction.
+        preparedStatement(this.database, 'BEGIN IMMEDIATE').run();
       } catch (error) {
         throw markBusyBegin && isBusy(error) ? new BeginBusy(error) : error;
       }
       const tx = new SqliteStatements(this.database, true);
       try {
         const result = await fn(tx);
-        this.database.exec('COMMIT');
+        preparedStatement(this.database, 'COMMIT').run();
         return result;
       } catch (error) {
         if (this.database.inTransaction) this.database.exec('ROLLBACK');
