@@ -15,7 +15,7 @@ async function mirroredIds(ctx: Context, table: string): Promise<string[]> {
 
 describe('offset drift, ties and leaves', () => {
   it('onboardings completing and starting while a scan pages: every untouched record is mirrored once', async () => {
-    const { sim, context } = await fixtures.start({ size: { onboardings: 450 } });
+    const { sim, context } = await fixtures.start({ size: { onboardings: 350 } });
     const before = ids(sim.world.groundTruth('onboardings'));
     const touched = new Set<string>();
     let page = 0;
