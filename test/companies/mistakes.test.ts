@@ -58,24 +58,31 @@ describe('configuration mistakes with connections', () => {
 
   it('status and changes report an unreadable configuration file (exit 2) instead of reading ./data/mirror.db', async () => {
     const broken = withFile('{"connections": {"acme": ');
-    for (const command of [['status'], ['changes'], ['status', '--connection', 'acme']]) {
-      const result = await runCli(command, broken);
+    const commands = [['status'], ['changes'], ['status', '--connection', 'acme']];
+    // Independent processes, started at once.
+    const [missing, ...results] = await Promise.all([
+      runCli(['status'], { PATH: process.env.PATH, BIZOPS_CONFIG: '/nonexistent/bizops-sync.json' }),
+      ...commands.map((command) => runCli(command, broken)),
+    ]);
+    for (const [index, command] of commands.entries()) {
+      const result = results[index]!;
       expect(result.code, command.join(' ')).toBe(2);
       expectOneLine(result.stderr);
       expect(result.stderr).toMatch(/bizops-sync\.json: not valid JSON/);
       expect(result.stderr).not.toContain('mirror.db');
     }
-    const missing = await runCli(['status'], { PATH: process.env.PATH, BIZOPS_CONFIG: '/nonexistent/bizops-sync.json' });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('BIZOPS_CONFIG: file /nonexistent/bizops-sync.json does not exist');
   });
 
   it('status and changes of one connection refuse a mirror file every connection shares (BIZOPS_DB), as config check does', async () => {
     const env = withFile(two, { BIZOPS_DB: '/data/mirror.db' });
-    const checked = await runCli(['config', 'check'], env);
+    const commands = [['status', '--connection', 'acme'], ['changes', '--connection', 'globex'], ['status']];
+    // Independent processes, started at once.
+    const [checked, ...results] = await Promise.all([runCli(['config', 'check'], env), ...commands.map((command) => runCli(command, env))]);
     expect(checked.code).toBe(2);
-    for (const command of [['status', '--connection', 'acme'], ['changes', '--connection', 'globex'], ['status']]) {
-      const result = await runCli(command, env);
+    for (const [index, command] of commands.entries()) {
+      const result = results[index]!;
       expect(result.code, command.join(' ')).toBe(2);
       expectOneLine(result.stderr);
       expect(result.stderr).toBe(checked.stderr);
@@ -86,10 +93,12 @@ describe('configuration mistakes with connections', () => {
   it('a write or a webhook endpoint not found in the chosen connection is reported for that connection', async () => {
     dir ??= tempDir();
     const env = withFile(two, { BIZOPS_DB: `${dir.path}/{connection}.db` });
-    const write = await runCli(['write', 'wr_missing', '--connection', 'globex'], env);
+    const [write, hooks] = await Promise.all([
+      runCli(['write', 'wr_missing', '--connection', 'globex'], env),
+      runCli(['webhooks', 'send-test', '--endpoint', 'crm', '--connection', 'acme'], env),
+    ]);
     expect(write.code).toBe(2);
     expect(write.stderr.trim()).toBe(`bizops-sync: no write wr_missing in connection globex (mirror ${dir.path}/globex.db)`);
-    const hooks = await runCli(['webhooks', 'send-test', '--endpoint', 'crm', '--connection', 'acme'], env);
     expect(hooks.code).toBe(2);
     expectOneLine(hooks.stderr);
     expect(hooks.stderr).toContain('connection acme has no webhook endpoint: add "webhooks" to connections.acme in the config file');
@@ -114,13 +123,13 @@ describe('configuration mistakes with connections', () => {
     const queueName = deploymentQueueName({ companyId: two.id, baseUrl: sim.url, connection: 'globex' });
     try {
       // acme's token given where a token name belongs, on globex: the error echoes what was given.
-      const mistaken = await enqueue('--act-as', one.token);
+      // Started at once with the enqueue that succeeds: independent processes.
+      const [mistaken, queued] = await Promise.all([enqueue('--act-as', one.token), enqueue()]);
       expect(mistaken.code).toBe(2);
       expectOneLine(mistaken.stderr);
       expect(mistaken.stderr).toContain('actAs: no token named "[redacted]"');
       expect(mistaken.stderr).not.toContain(one.token);
 
-      const queued = await enqueue();
       expect(queued.code).toBe(0);
       const lines = queued.stderr.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
       expect(lines.find((line) => line.msg === 'write queued')).toMatchObject({ connection: 'globex', writeId: queued.stdout.trim() });
