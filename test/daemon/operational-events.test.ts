@@ -13,7 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { readStatus } from '../../jobs/status.ts';
 import { newWebhookSecret, parsePrometheusText, sampleValue, spawnDaemon, cliEnv, terminate, WebhookReceiver, type DaemonProcess } from './helpers.ts';
-import { runCli, simulator, tempDir, type TempDir, waitFor } from '../helpers.ts';
+import { simulator, statusOutput, tempDir, type TempDir, waitFor } from '../helpers.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const ALERTS = `${ROOT}deploy/prometheus/alerts.yml`;
@@ -106,9 +106,8 @@ describe('operational events in the daemon', () => {
     expect(sampleValue(metrics, 'bizops_stream_stale_after_seconds', { stream: 'transactions' })).toBe(6);
     expect(sampleValue(metrics, 'bizops_stream_condition_events_total', { stream: 'transactions', type: 'stream.failing' })).toBe(1);
     expect(sampleValue(metrics, 'bizops_stream_condition_events_total', { stream: 'transactions', type: 'stream.stale' })).toBe(1);
-    // status says so too.
-    const status = await runCli(['status'], env);
-    expect(status.stdout).toMatch(/WARNING: transactions: STALE since \d{4}-\d\d-\d\dT\S+ \(\d+ failed run\(s\) in a row; last success \d{4}-/);
+    // status says so too (its job and text, in this process).
+    expect(await statusOutput(dbPath)).toMatch(/WARNING: transactions: STALE since \d{4}-\d\d-\d\dT\S+ \(\d+ failed run\(s\) in a row; last success \d{4}-/);
 
     sim.faults.clear();
     await waitFor(async () => (await conditionEvents(url)).some((event) => event.type === 'stream.recovered'), 'stream.recovered');
