@@ -56,6 +56,26 @@ export interface ApplyOptions {
    * record's row as `written_seq` whether or not its content changed.
    */
   writtenSeq?: number;
+  /**
+   * The stored states of these records' ids, asked earlier in the same transaction
+   * (`MirrorStore.askStoredStates` with the same stream and records): used instead of asking again.
+   */
+  storedStates?: StoredStates;
+  /**
+   * The change rows' `seq` may be filled in as late as the commit of the transaction this runs in
+   * (`appendChanges`' `seqsAtCommit`): read them only once it committed.
+   */
+  seqsAtCommit?: boolean;
+}
+
+/**
+ * The stored hash, tombstone and marks of some records' ids, asked of the stream's table by
+ * `MirrorStore.askStoredStates` and read by `applyRecords` (`ApplyOptions.storedStates`).
+ */
+export interface StoredStates {
+  readonly stream: string;
+  readonly records: readonly ApiRecord[];
+  readonly states: Promise<Map<string, StoredState>>;
 }
 
 /**
@@ -336,7 +356,9 @@ export class MirrorStore {
    * (before the page's record changes).
    * Call inside `transaction` together with the checkpoint (alone, it runs in its own transaction).
    *
-   * Cost per page, whatever its size (PostgreSQL pays a network round trip per statement): one SELECT
+   * Cost per page, whatever its size (PostgreSQL pays a round trip per statement it waits for: the
+   * upsert goes with the next statement, `runAtCommit`; the stored hashes can be asked earlier,
+   * `storedStates`, and the change rows' INSERT sent with the commit, `seqsAtCommit`): one SELECT
    * for the stored hashes of the page's ids, one SELECT of the stored `raw` of the records whose
    * hash differs (to diff them; none on a backfill), one multi-row upsert per set of columns the
    * page's records carry (usually one; SQLite: one prepared upsert per record, see `RowWrites`), one
@@ -359,9 +381,10 @@ export class MirrorStore {
     const ids = records.map((record) => String(record[stream.key]));
     const raws = records.map((record) => JSON.stringify(record));
     const hashes = records.map((record, index) => contentHash(record, raws[index]));
+    const asked = options.storedStates;
     return this.transaction(async (store) => {
       const pending: ChangeRowInput[] = [];
-      const stored = await store.storedStates(stream, ids);
+      const stored = asked !== undefined && asked.stream === stream.name && asked.records === records ? await asked.states : await store.storedStates(stream, ids);
       const differing = ids.filter((id, index) => {
         const state = stored.get(id);
         return state !== undefined && state.deleted_at === null && state.content_hash !== hashes[index];
@@ -459,7 +482,7 @@ export class MirrorStore {
           listParameter(store.executor.dialect, ids),
         ]);
       }
-      return store.appendChanges(pending);
+      return store.appendChanges(pending, { seqsAtCommit: options.seqsAtCommit ?? false });
     });
   }
 
@@ -486,6 +509,19 @@ export class MirrorStore {
       });
     }
     return candidates.size === 0 ? [] : registerFields(this.executor, stream.name, candidates, now);
+  }
+
+  /**
+   * Asks the stored states of `records`' ids now, for `applyRecords` later in the same transaction
+   * (`ApplyOptions.storedStates`): on PostgreSQL the SELECT leaves with the statements the caller
+   * sends before its answer is needed (one round trip fewer per page). Call only where no statement
+   * between this one and `applyRecords` writes the stream's table. A failure is reported by
+   * `applyRecords` (and fails the transaction), never as an unhandled rejection.
+   */
+  askStoredStates(stream: StreamDefinition, records: readonly ApiRecord[]): StoredStates {
+    const states = records.length === 0 ? Promise.resolve(new Map<string, StoredState>()) : this.storedStates(stream, records.map((record) => String(record[stream.key])));
+    states.catch(() => {});
+    return { stream: stream.name, records, states };
   }
 
   /** The stored hash and tombstone of each of `ids` that the stream's table holds: one SELECT. */
@@ -540,11 +576,14 @@ export class MirrorStore {
    * row, run at once (`writeNow`), its `seq` the rowid it inserted (`appendChangesNow`: CPU as a
    * plain loop's, where a multi-row `INSERT ... RETURNING` cost about 2.5 times as much); otherwise
    * multi-row INSERTs of up to `CHANGE_ROWS_PER_INSERT` rows `RETURNING seq, event_id`.
+   * @param options.seqsAtCommit the rows' `seq` may be filled in as late as the transaction's commit
+   *   (PostgreSQL: the INSERT's answer is not waited for, so it leaves with the body's next
+   *   statements or its COMMIT: executor.ts `allAtCommit`): read them only once it committed
    * @returns the rows appended, in the order given, with their `seq` (ascending in that order)
    */
-  async appendChanges(changes: readonly ChangeRowInput[]): Promise<AppendedChange[]> {
+  async appendChanges(changes: readonly ChangeRowInput[], options: { seqsAtCommit?: boolean } = {}): Promise<AppendedChange[]> {
     if (changes.length === 0) return [];
-    if (this.executor.dialect === 'postgres') return this.appendChangesUnnest(changes);
+    if (this.executor.dialect === 'postgres') return this.appendChangesUnnest(changes, options.seqsAtCommit ?? false);
     const now = this.executor.writeNow;
     if (now !== undefined) {
       const appended = appendChangesNow(now, changes);
@@ -578,7 +617,7 @@ export class MirrorStore {
    * column>)` (`CHANGE_ROWS_UNNEST`), whatever their number. `unnest` yields the rows in array order,
    * so the identity gives them ascending `seq` in the order given.
    */
-  private async appendChangesUnnest(changes: readonly ChangeRowInput[]): Promise<AppendedChange[]> {
+  private async appendChangesUnnest(changes: readonly ChangeRowInput[], seqsAtCommit: boolean): Promise<AppendedChange[]> {
     const count = changes.length;
     const columns: SqlValue[][] = Array.from({ length: 7 }, () => new Array<SqlValue>(count));
     const [eventIds, types, streams, recordIds, occurredAts, datas, partitions] = columns as [SqlValue[], SqlValue[], SqlValue[], SqlValue[], SqlValue[], SqlValue[], SqlValue[]];
@@ -596,9 +635,12 @@ export class MirrorStore {
       appended[index] = { seq: 0, eventId, type: change.type, stream: change.stream, recordId: change.recordId };
     }
     // RETURNING lists rows in no promised order: each seq is matched to its row by event_id.
-    const returned = await this.executor.all<{ seq: number; event_id: string }>(CHANGE_ROWS_UNNEST, columns);
-    const seqs = new Map(returned.map((row) => [row.event_id, Number(row.seq)]));
-    for (const row of appended) row.seq = seqs.get(row.eventId)!;
+    const fill = (returned: { seq: number; event_id: string }[]): void => {
+      const seqs = new Map(returned.map((row) => [row.event_id, Number(row.seq)]));
+      for (const row of appended) row.seq = seqs.get(row.eventId)!;
+    };
+    if (seqsAtCommit) await this.executor.allAtCommit(CHANGE_ROWS_UNNEST, columns, fill);
+    else fill(await this.executor.all<{ seq: number; event_id: string }>(CHANGE_ROWS_UNNEST, columns));
     await this.executor.changesAppended();
     return appended;
   }
@@ -886,7 +928,8 @@ class RowWrites {
         const values = rows[index]!.values;
         for (let column = 0; column < written; column += 1) arrays[column]![index] = values[column]!;
       }
-      await this.#executor.run(rowUpsertUnnest(this.#stream, group, columns), [this.#now, this.#now, this.#scan, ...arrays]);
+      // Its result is not read: sent with the page's next statement (executor.ts `runAtCommit`), no round trip of its own.
+      await this.#executor.runAtCommit(rowUpsertUnnest(this.#stream, group, columns), [this.#now, this.#now, this.#scan, ...arrays]);
     }
     this.#groups.clear();
     this.#ids.clear();

@@ -50,7 +50,8 @@ export async function postgresSchemaVersion(executor: SqlExecutor): Promise<numb
 export async function migratePostgres(connection: PostgresConnection, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
   const latest = migrations.at(-1)?.version ?? 0;
   return connection.transaction(async (tx) => {
-    await tx.run(advisoryLockStatement(ADVISORY_LOCK_CLASS.migration, connection.schema));
+    const lock = advisoryLockStatement(ADVISORY_LOCK_CLASS.migration, connection.schema);
+    await tx.run(lock.sql, lock.parameters);
     await tx.exec(SCHEMA_VERSION_TABLE);
     const current = await postgresSchemaVersion(tx);
     if (current > latest) {

@@ -840,6 +840,8 @@ export class StreamRun implements TieReReader {
     let kept: string[] = [];
     try {
       changes = await this.environment.fenced(async (store) => {
+        // Asked before the record clock's statements: on PostgreSQL all leave in one write.
+        const storedStates = store.askStoredStates(stream, page.items);
         measured = await beforeApply?.(store);
         const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
         secondVersions = [];
@@ -851,6 +853,9 @@ export class StreamRun implements TieReReader {
           partition: this.inPartition,
           writtenAfter: mark,
           keptWrittenThrough: kept,
+          storedStates,
+          // Read after the commit only (`changelogMark`, `onChanges`).
+          seqsAtCommit: true,
         });
         // Accepted records leave the quarantine; invalid ones enter it (the rest of the page commits).
         // Writes no later statement depends on go with the COMMIT (PostgreSQL: no round trip of their own).

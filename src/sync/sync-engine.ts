@@ -526,15 +526,28 @@ export class SyncEngine {
       async () => {
         const sentAt = performance.now();
         const result = await this.store.transaction(async (store) => {
-          try {
-            await confirmLease(store.executor, lease, this.leases.seconds);
-          } catch (error) {
-            if (error instanceof LeaseLostError) {
-              throw new LeaseLostError(lease, `${stream}: another process took over this stream's lease (fence ${lease.fence} is no longer current); stopping without writing`);
-            }
-            throw error;
+          const lost = (error: unknown): unknown =>
+            error instanceof LeaseLostError ? new LeaseLostError(lease, `${stream}: another process took over this stream's lease (fence ${lease.fence} is no longer current); stopping without writing`) : error;
+          // PostgreSQL: the body's first statement goes in the same write as the confirmation (one round
+          // trip fewer); its answer is read before the commit, and a lost lease rolls the body back.
+          const confirmation = confirmLease(store.executor, lease, this.leases.seconds).then(
+            () => undefined,
+            (error: unknown) => ({ error }),
+          );
+          if (store.executor.dialect !== 'postgres') {
+            const failed = await confirmation;
+            if (failed) throw lost(failed.error);
           }
-          return fn(store);
+          let value: T;
+          try {
+            value = await fn(store);
+          } catch (error) {
+            const failed = await confirmation;
+            throw failed ? lost(failed.error) : error;
+          }
+          const failed = await confirmation;
+          if (failed) throw lost(failed.error);
+          return value;
         });
         // Committed: the renewal inside it counts (leases.ts `leaseTimeLeftMs`).
         noteLeaseConfirmed(lease, sentAt, this.leases.seconds);

@@ -12,8 +12,9 @@ import { openMirrorConnection } from '../../src/mirror/open.ts';
 import { migratePostgres, POSTGRES_SCHEMA_VERSION, postgresSchemaVersion } from '../../src/mirror/postgres-migrate.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { parsePostgresLocation } from '../../src/mirror/sql/postgres-location.ts';
+import net from 'node:net';
 import pg from 'pg';
-import { inlineParameters, numberPlaceholders, openPostgresConnection, statementName, type PostgresConnection } from '../../src/mirror/sql/postgres.ts';
+import { numberPlaceholders, openPostgresConnection, statementName, type PostgresConnection } from '../../src/mirror/sql/postgres.ts';
 import { postgresColumns } from '../../src/mirror/stream-tables.ts';
 import { column, defineStream, listRequest } from '../../src/streams/define-stream.ts';
 import { STREAM_LIST } from '../../src/streams/definitions.ts';
@@ -238,49 +239,147 @@ describe('numberPlaceholders', () => {
   });
 });
 
-describe('inlineParameters', () => {
-  it('writes each ? outside literals as a quoted literal typed like a bound parameter, and refuses what has no literal', () => {
-    expect(inlineParameters("SELECT ?, '?', ? -- ?\n, ?::text[], ?", ["it's", 42, ['a', null, "b'c"], null])).toBe(
-      "SELECT 'it''s', '?', '42' -- ?\n, ARRAY['a', NULL, 'b''c']::text[]::text[], NULL",
-    );
-    expect(inlineParameters('SELECT ?', [])).toBeUndefined();
-    expect(inlineParameters('SELECT ?', [1, 2])).toBeUndefined();
-    expect(inlineParameters('SELECT ?', [Number.NaN])).toBeUndefined();
-  });
-});
+/**
+ * What the pooled connections send while `body` runs: every query's text and values, and the writes
+ * on their sockets to the test server (one write per batch sent without waiting).
+ */
+async function traced<T>(body: () => Promise<T>): Promise<{ result: T; sent: { text: string; values?: unknown[] }[]; writes: number }> {
+  const sent: { text: string; values?: unknown[] }[] = [];
+  let writes = 0;
+  const port = Number(new URL(TEST_POSTGRES_URL).port || 5432);
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
+    const first = args[0] as unknown;
+    sent.push(typeof first === 'string' ? { text: first } : { text: (first as { text: string }).text, values: (first as { values?: unknown[] }).values });
+    return (query as (...inner: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  const socket = net.Socket.prototype as unknown as Record<'_write' | '_writev', (...args: unknown[]) => unknown>;
+  const originals = { _write: socket._write, _writev: socket._writev };
+  for (const method of ['_write', '_writev'] as const) {
+    socket[method] = function (this: net.Socket, ...args: unknown[]) {
+      if (this.remotePort === port) writes += 1;
+      return originals[method].apply(this, args);
+    };
+  }
+  try {
+    const result = await body();
+    return { result, sent, writes };
+  } finally {
+    pg.Client.prototype.query = query;
+    socket._write = originals._write;
+    socket._writev = originals._writev;
+  }
+}
 
 describe('round trips of a transaction on PostgreSQL', () => {
-  it('sends BEGIN with the first statement and runAtCommit statements with the COMMIT: three statements in two messages, values intact', async () => {
+  it('sends BEGIN and the lock with the first statement, runAtCommit statements with the COMMIT: two writes, every value bound, values intact', async () => {
     const db = await openTracked(await freshPostgresUrl(), { streams: [] });
     await db.exec('CREATE TABLE probe (id text PRIMARY KEY, n bigint, note text, tags text)');
     const values = ['plain', "it's", 'back\\slash', 'ünïcødé ✓ 😀', '', 'NULL'];
-    const sent: string[] = [];
-    const query = pg.Client.prototype.query;
-    pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
-      const first = args[0] as unknown;
-      sent.push(typeof first === 'string' ? first : (first as { text: string }).text);
-      return (query as (...inner: unknown[]) => unknown).apply(this, args);
-    } as typeof query;
-    let lockedByFirst: unknown;
-    try {
-      await db.transaction(async (tx) => {
-        lockedByFirst = await tx.get("SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND mode = ?", ['ExclusiveLock']);
-        for (const [index, value] of values.entries()) await tx.runAtCommit('INSERT INTO probe (id, n, note, tags) VALUES (?, ?, ?, array_to_string(?::text[], \',\'))', [`r${index}`, index - 2, value, [value, 'x']]);
-      });
-    } finally {
-      pg.Client.prototype.query = query;
-    }
+    const { result: lockedByFirst, sent, writes } = await traced(() =>
+      db.transaction(async (tx) => {
+        const locked = await tx.get("SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND mode = ?", ['ExclusiveLock']);
+        for (const [index, value] of values.entries()) await tx.runAtCommit("INSERT INTO probe (id, n, note, tags) VALUES (?, ?, ?, array_to_string(?::text[], ','))", [`r${index}`, index - 2, value, [value, 'tag_x']]);
+        return locked;
+      }),
+    );
     expect(lockedByFirst).toEqual({ n: 1 });
-    expect(sent).toHaveLength(2);
-    expect(sent[0]).toMatch(/^BEGIN; SELECT pg_advisory_xact_lock\(.*\); SELECT COUNT\(\*\)/);
-    expect(sent[1]).toMatch(/^INSERT INTO probe .*; COMMIT$/s);
-    expect(await db.all('SELECT id, n, note, tags FROM probe ORDER BY n')).toEqual(values.map((value, index) => ({ id: `r${index}`, n: index - 2, note: value, tags: `${value},x` })));
+    expect(writes).toBe(2);
+    expect(sent.map((query) => query.text.split(' (')[0])).toEqual([
+      'BEGIN',
+      'SELECT pg_advisory_xact_lock($1::integer, hashtext($2::text))',
+      "SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND mode = $1",
+      ...values.map(() => 'INSERT INTO probe'),
+      'COMMIT',
+    ]);
+    // Every value bound as a parameter, none written into a statement's text.
+    for (const query of sent) for (const value of ["it's", 'back\\slash', 'ünïcødé', 'r0', 'tag_x']) expect(query.text).not.toContain(value);
+    expect(await db.all('SELECT id, n, note, tags FROM probe ORDER BY n')).toEqual(values.map((value, index) => ({ id: `r${index}`, n: index - 2, note: value, tags: `${value},tag_x` })));
     // A body that sends nothing begins nothing.
-    const before = sent.length;
-    await db.transaction(async () => {});
-    expect(sent).toHaveLength(before);
+    const empty = await traced(() => db.transaction(async () => {}));
+    expect(empty.sent).toEqual([]);
+  });
+
+  it('sends a statement the body does not await yet and the next one in one write, each answered in order', async () => {
+    const db = await openTracked(await freshPostgresUrl(), { streams: [] });
+    await db.exec('CREATE TABLE probe (id text PRIMARY KEY, n bigint)');
+    const { result, writes } = await traced(() =>
+      db.transaction(async (tx) => {
+        const first = tx.run('INSERT INTO probe (id, n) VALUES (?, ?)', ['a', 1]);
+        const second = tx.get<{ n: number }>('SELECT SUM(n) AS n FROM probe');
+        return [await first, await second];
+      }),
+    );
+    expect(result).toEqual([{ changes: 1 }, { n: 1 }]);
+    // The opening and both statements: one write; the COMMIT: another.
+    expect(writes).toBe(2);
+  });
+
+  it('reports the failure of a runAtCommit statement, not the aborted transaction after it, at the next statement or at the commit; nothing commits', async () => {
+    const db = await openTracked(await freshPostgresUrl(), { streams: [] });
+    await db.exec('CREATE TABLE probe (id text PRIMARY KEY, n bigint)');
+    await db.run('INSERT INTO probe (id, n) VALUES (?, ?)', ['a', 1]);
+    const atNext = db.transaction(async (tx) => {
+      await tx.run('INSERT INTO probe (id, n) VALUES (?, ?)', ['b', 2]);
+      await tx.runAtCommit('INSERT INTO probe (id, n) VALUES (?, ?)', ['a', 3]);
+      await tx.get('SELECT COUNT(*) AS n FROM probe');
+    });
+    await expect(atNext).rejects.toThrow(/duplicate key value violates unique constraint/);
+    const atCommit = db.transaction(async (tx) => {
+      await tx.run('INSERT INTO probe (id, n) VALUES (?, ?)', ['c', 2]);
+      await tx.runAtCommit('INSERT INTO probe (id, n) VALUES (?, ?)', ['a', 3]);
+      await tx.runAtCommit('UPDATE probe SET n = n + 1');
+    });
+    await expect(atCommit).rejects.toThrow(/duplicate key value violates unique constraint/);
+    expect(await db.all('SELECT id, n FROM probe')).toEqual([{ id: 'a', n: 1 }]);
+    // The connection is whole afterwards.
+    await db.transaction((tx) => tx.run('INSERT INTO probe (id, n) VALUES (?, ?)', ['d', 4]));
+    expect(await db.get('SELECT COUNT(*) AS n FROM probe')).toEqual({ n: 2 });
+  });
+
+  it('sends an allAtCommit query with the COMMIT and hands its rows over before the transaction resolves', async () => {
+    const db = await openTracked(await freshPostgresUrl(), { streams: [] });
+    await db.exec('CREATE TABLE probe (id text PRIMARY KEY, n bigint GENERATED ALWAYS AS IDENTITY)');
+    let rows: { id: string; n: number }[] | undefined;
+    let inBody: unknown = 'unset';
+    const { writes } = await traced(() =>
+      db.transaction(async (tx) => {
+        await tx.run('INSERT INTO probe (id) VALUES (?)', ['a']);
+        await tx.allAtCommit<{ id: string; n: number }>('INSERT INTO probe (id) SELECT unnest(?::text[]) RETURNING id, n', [['b', 'c']], (returned) => {
+          rows = returned;
+        });
+        inBody = rows;
+      }),
+    );
+    expect(inBody).toBeUndefined();
+    expect(rows).toEqual([
+      { id: 'b', n: 2 },
+      { id: 'c', n: 3 },
+    ]);
+    // The opening with the first INSERT; the second INSERT with the COMMIT.
+    expect(writes).toBe(2);
+    // A failing one fails the commit; nothing of the transaction stays.
+    const failing = db.transaction(async (tx) => {
+      await tx.run('INSERT INTO probe (id) VALUES (?)', ['d']);
+      await tx.allAtCommit('INSERT INTO probe (id) SELECT unnest(?::text[]) RETURNING n', [['a']], () => {});
+    });
+    await expect(failing).rejects.toThrow(/duplicate key value violates unique constraint/);
+    expect(await db.get('SELECT COUNT(*) AS n FROM probe')).toEqual({ n: 3 });
+  });
+
+  it('rejects a transaction whose body went on after a failed statement: the server rolled it back', async () => {
+    const db = await openTracked(await freshPostgresUrl(), { streams: [] });
+    await db.exec('CREATE TABLE probe (id text PRIMARY KEY)');
+    await db.run('INSERT INTO probe (id) VALUES (?)', ['a']);
+    const swallowed = db.transaction(async (tx) => {
+      await tx.run('INSERT INTO probe (id) VALUES (?)', ['b']);
+      await tx.run('INSERT INTO probe (id) VALUES (?)', ['a']).catch(() => undefined);
+    });
+    await expect(swallowed).rejects.toThrow(/duplicate key value violates unique constraint/);
+    expect(await db.all('SELECT id FROM probe')).toEqual([{ id: 'a' }]);
   });
 });
+
 
 describe('statements on PostgreSQL', () => {
   it('prepares each statement with parameters once per connection under one name, and plans it at every execution', async () => {

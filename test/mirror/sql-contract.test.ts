@@ -124,7 +124,7 @@ describe.each(BACKENDS)('the SQL executor on $name', (backend) => {
     expect(await db.get('SELECT COUNT(*) AS n FROM items')).toEqual({ n: 0 });
   });
 
-  it('commits a runAtCommit statement with its transaction, after the body\'s other statements; a failing one rolls the transaction back', async () => {
+  it('commits a runAtCommit statement with its transaction, in order with the body\'s other statements; a failing one rolls the transaction back', async () => {
     const db = await open();
     const note = "it's a \\back\\slash, ünïcødé ✓ 😀";
     await db.transaction(async (tx) => {

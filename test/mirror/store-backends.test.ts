@@ -54,6 +54,10 @@ class CountingExecutor implements SqlExecutor {
     this.#counter.statements += 1;
     return this.#inner.runAtCommit(sql, parameters);
   }
+  allAtCommit<Row>(sql: string, parameters: readonly SqlValue[], onRows: (rows: Row[]) => void) {
+    this.#counter.statements += 1;
+    return this.#inner.allAtCommit<Row>(sql, parameters, onRows);
+  }
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return this.#inner.transaction((tx) => fn(new CountingExecutor(tx, this.#counter)));
   }

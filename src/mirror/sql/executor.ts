@@ -83,18 +83,28 @@ export interface SqlExecutor {
   exec(sql: string): Promise<void>;
   /**
    * Runs a statement whose result the transaction's body does not read (an INSERT, UPDATE or DELETE
-   * that must commit with it). PostgreSQL, inside a transaction: queued, its parameters written into
-   * its text as literals, and sent in one message with the COMMIT, after every other statement of the
-   * body, in the order queued (no round trip of its own); a failure fails the commit (the transaction
-   * rolls back and `transaction` rejects with the error). So queue only a statement that no later
-   * statement of the body depends on. Elsewhere (SQLite, or outside a transaction): runs at once.
+   * that must commit with it), in the order the body issues its statements. PostgreSQL, inside a
+   * transaction: held, then sent ahead of the body's next statement or with the COMMIT, in the same
+   * write, its values bound as parameters; nothing waits for its answer (no round trip of its own). A
+   * failure fails the transaction: the body's next statement, or the commit, rejects with its error
+   * and the transaction rolls back. Elsewhere (SQLite, or outside a transaction): runs at once.
    * @throws the driver's error when it runs at once and fails
    */
   runAtCommit(sql: string, parameters?: readonly SqlParameter[]): Promise<void>;
   /**
+   * Runs a query whose rows the transaction's body does not wait for: `onRows` receives them (it
+   * must not throw), at the latest before `transaction` resolves. PostgreSQL, inside a transaction:
+   * sent at once without waiting for its answer, so the body's next statements, or its COMMIT, leave
+   * in the same write (no round trip of its own); the commit waits for its answer and `onRows`, and a
+   * failure fails the transaction. Elsewhere (SQLite, or outside a transaction): runs at once, and
+   * `onRows` is called before the returned promise resolves.
+   * @throws the driver's error when it runs at once and fails
+   */
+  allAtCommit<Row = SqlRow>(sql: string, parameters: readonly SqlParameter[], onRows: (rows: Row[]) => void): Promise<void>;
+  /**
    * Runs `fn` in one transaction (SQLite: `BEGIN IMMEDIATE`, taking the write lock at once;
    * PostgreSQL: `BEGIN` and the schema's advisory lock sent with the body's first statement, in one
-   * message) and commits when it resolves, rolls back when it throws (the error is rethrown). On an
+   * write) and commits when it resolves, rolls back when it throws (the error is rethrown). On an
    * executor already in a transaction, runs `fn` in it.
    */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;

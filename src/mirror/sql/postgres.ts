@@ -23,8 +23,13 @@
  *   run one at a time per mirror, as SQLite's `BEGIN IMMEDIATE` makes them (a body that reads then
  *   writes, e.g. a record and its previous version, sees no other transaction's commit in between).
  *   A statement outside a transaction runs on any free pooled connection, at once.
+ * - Pipelining: the pooled connections run in the driver's pipeline mode (`pipeline: true`): a
+ *   statement is sent without waiting for the answers of those sent before it, and each is answered
+ *   in order. A transaction sends its opening (`BEGIN`, the advisory lock) with its first statement,
+ *   its `runAtCommit` statements with its next statement or its COMMIT, each batch in one write
+ *   (`PostgresTransaction`): none costs a round trip of its own, and every value is a bound parameter.
  * - Wake-ups: a transaction that appended change rows (`changesAppended`) sends
- *   `SELECT pg_notify('bizops_changes', <schema>)` in the same message as its COMMIT; `listen` hands
+ *   `SELECT pg_notify($1, $2)` (channel `bizops_changes`, its schema) with its COMMIT; `listen` hands
  *   those notifications to readers (`changes --follow`, the webhook dispatcher) through a connection
  *   of its own (postgres-listen.ts). Readers still poll: a notification only wakes them early.
  * - Errors: a connection that cannot be made (refused, unknown host, authentication, missing
@@ -53,9 +58,20 @@ export const ADVISORY_LOCK_CLASS = {
   migration: 0x62697a6d,
 } as const;
 
-/** The SQL taking the transaction-scoped advisory lock `lockClass` of `schema`. */
-export function advisoryLockStatement(lockClass: number, schema: string): string {
-  return `SELECT pg_advisory_xact_lock(${lockClass}, hashtext('${schema.replaceAll("'", "''")}'))`;
+/** A statement with `?` placeholders and the values bound to them; without `parameters`, a simple query (no placeholders, several statements allowed). */
+export interface BoundStatement {
+  sql: string;
+  parameters?: readonly SqlParameter[];
+}
+
+/** The statement taking the transaction-scoped advisory lock `lockClass` of `schema` (both bound as parameters). */
+export function advisoryLockStatement(lockClass: number, schema: string): BoundStatement {
+  return { sql: 'SELECT pg_advisory_xact_lock(?::integer, hashtext(?::text))', parameters: [lockClass, schema] };
+}
+
+/** The statement waking the readers of `schema`'s changes (`listen`): `pg_notify` on `CHANGES_CHANNEL`, the schema as its payload. */
+function notifyStatement(schema: string): BoundStatement {
+  return { sql: 'SELECT pg_notify(?::text, ?::text)', parameters: [CHANGES_CHANNEL, schema] };
 }
 
 const rewrites = new Map<string, string>();
@@ -72,49 +88,6 @@ export function numberPlaceholders(sql: string): string {
   if (rewrites.size >= 2000) rewrites.clear();
   rewrites.set(sql, out);
   return out;
-}
-
-/**
- * `sql` with each of its `?` placeholders (the same ones `numberPlaceholders` numbers) replaced by
- * the literal of its parameter (`sqlLiteral`), for a statement sent as text in one message with
- * others (`PostgresTransaction`: the BEGIN, the COMMIT). Undefined when a parameter has no literal
- * (a number that is not finite) or the count of parameters differs from that of placeholders.
- */
-export function inlineParameters(sql: string, parameters: readonly SqlParameter[]): string | undefined {
-  const literals: string[] = [];
-  for (const parameter of parameters) {
-    const literal = sqlLiteral(parameter);
-    if (literal === undefined) return undefined;
-    literals.push(literal);
-  }
-  let used = 0;
-  const out = replacePlaceholders(sql, (index) => {
-    used = index + 1;
-    return literals[index] ?? '?';
-  });
-  return used === literals.length ? out : undefined;
-}
-
-/**
- * A parameter as an SQL literal that the server types as it types a parameter bound as text: a
- * string or a number as a quoted literal of unknown type (`'it''s'`, `'42'`), resolved from the
- * statement as a placeholder is; null as `NULL`; an array (`SqlArray`) as `ARRAY[...]::text[]`.
- * Quotes are doubled (the connection runs with `standard_conforming_strings=on`: a backslash is
- * an ordinary character). Undefined for a number that is not finite.
- */
-export function sqlLiteral(value: SqlParameter | undefined): string | undefined {
-  if (value === null || value === undefined) return 'NULL';
-  if (Array.isArray(value)) {
-    const elements: string[] = [];
-    for (const element of value as SqlArray) {
-      const literal = sqlLiteral(element);
-      if (literal === undefined) return undefined;
-      elements.push(literal);
-    }
-    return `ARRAY[${elements.join(', ')}]::text[]`;
-  }
-  if (typeof value === 'number') return Number.isFinite(value) ? `'${String(value)}'` : undefined;
-  return `'${(value as string).replaceAll("'", "''")}'`;
 }
 
 /** `sql` with its `?` placeholders (outside literals, quoted identifiers and comments) replaced by `replace(index)`, index from 0. */
@@ -297,6 +270,25 @@ class CheckedOutClient {
   /** Set when a prepared statement of this connection went stale (`isStalePlanError`): destroyed at release. */
   stale: Error | undefined;
 
+  /** True while `holdWrites` holds the socket's writes. */
+  #holding = false;
+
+  /**
+   * Holds the socket's writes (`cork`) until this turn of the event loop ends (`setImmediate`):
+   * the statements sent meanwhile (a transaction's opening, its first statement, a statement the
+   * body sends without awaiting it and the next one) leave in one write instead of one each.
+   */
+  holdWrites(): void {
+    if (this.#holding) return;
+    this.#holding = true;
+    const stream = this.client.connection.stream;
+    stream.cork();
+    setImmediate(() => {
+      this.#holding = false;
+      stream.uncork();
+    });
+  }
+
   /**
    * Sends one query; a connection already lost fails at once with its error. With `parameters`, the
    * statement is a named prepared one (`statementName`): parsed once per connection, then only bound
@@ -352,59 +344,89 @@ abstract class PostgresStatements {
 }
 
 /**
- * The last result of a query: a simple query of several statements gives one per statement (the
- * driver's array), the statement that matters being the last.
- */
-function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
-  return Array.isArray(result) ? result[result.length - 1]! : result;
-}
-
-/**
- * Statements of one transaction, on the pooled client that holds it. Its first and last messages
- * carry statements of the body, so that none of them costs a round trip of its own (docs/mirror.md
+ * Statements of one transaction, on the pooled client that holds it (a connection in pipeline mode:
+ * module header). No statement but the body's awaited ones costs a round trip (docs/mirror.md
  * "Round trips per page"):
- * - The opening (`BEGIN` and the schema's advisory lock) is sent with the body's first statement,
- *   its parameters written as literals (`inlineParameters`), in one simple query; a first statement
- *   whose parameters have no literal goes after the opening, as a named prepared statement.
- * - `runAtCommit` statements are sent, as literals, in the COMMIT's message, after every other
- *   statement of the body, in the order given.
+ * - The opening (`BEGIN`, then the schema's advisory lock) is sent with the body's first statement,
+ *   without waiting for its answers.
+ * - `runAtCommit` statements are held until the body's next statement (sent ahead of it) or the
+ *   COMMIT: they run in the order the body issued them, and nothing waits for them.
+ * - The COMMIT goes with the statements still held and the `pg_notify`.
+ * - What is sent in one turn of the event loop leaves in one write (`CheckedOutClient.holdWrites`):
+ *   a statement the body does not await yet (a lease confirmation) and the next one share it.
+ * Every value is a bound parameter. A statement sent unawaited that fails aborts the transaction on
+ * the server, so every later statement fails too: the body's next statement, or the commit, rejects
+ * with the first failure, not with the "transaction is aborted" that follows it.
  */
 class PostgresTransaction extends PostgresStatements implements SqlExecutor {
   readonly dialect = 'postgres' as const;
   readonly inTransaction = true;
   readonly #client: CheckedOutClient;
   readonly #target: PostgresTarget;
-  /** The opening statements not sent yet (`BEGIN; SELECT pg_advisory_xact_lock(...)`); undefined once sent. */
-  opening: string | undefined;
-  /** Statements for the COMMIT's message, literals written in (`runAtCommit`). */
-  readonly atCommit: string[] = [];
+  /** The opening statements (`BEGIN`, the advisory lock), until sent. */
+  readonly #opening: readonly BoundStatement[];
+  /** True once the opening was sent: a transaction is open on the server. */
+  begun = false;
+  /** `runAtCommit` statements not sent yet, in order. */
+  readonly #held: BoundStatement[] = [];
+  /** The answers of every statement sent, in the order sent (the commit reads them: `#firstFailure`). */
+  readonly #answers: Promise<pg.QueryResult>[] = [];
+  /** The `allAtCommit` callbacks' completions, which the commit waits for. */
+  readonly #atCommit: Promise<void>[] = [];
   /** Set when the transaction has ended: later use is a bug. */
   ended = false;
   /** Set by `changesAppended`: the COMMIT goes with a `pg_notify`. */
   notifyAtCommit = false;
 
-  constructor(client: CheckedOutClient, target: PostgresTarget, opening: string) {
+  constructor(client: CheckedOutClient, target: PostgresTarget, opening: readonly BoundStatement[]) {
     super();
     this.#client = client;
     this.#target = target;
-    this.opening = opening;
+    this.#opening = opening;
   }
 
   protected async query(sql: string, parameters: readonly SqlParameter[] | undefined): Promise<pg.QueryResult> {
     if (this.ended) throw new Error('this transaction has already ended: use the connection, or run the statement inside the transaction');
+    const answer = this.#send({ sql, parameters });
     try {
-      const opening = this.opening;
-      if (opening !== undefined) {
-        this.opening = undefined;
-        const inlined = parameters === undefined ? sql : inlineParameters(sql, parameters);
-        if (inlined !== undefined) return lastResult(await this.#client.query(`${opening}; ${inlined}`, undefined));
-        await this.#client.query(opening, undefined);
-      }
-      return await this.#client.query(parameters === undefined ? sql : numberPlaceholders(sql), parameters);
+      return await answer;
     } catch (error) {
-      if (isConnectionError(error)) throw connectionError(this.#target, error, 'lost');
-      throw error;
+      throw await this.#firstFailure(error);
     }
+  }
+
+  /**
+   * Sends, in one write, the opening (when not sent yet), the held statements, then `last`; waits for
+   * nothing.
+   * @returns the answer to `last`
+   */
+  #send(last: BoundStatement): Promise<pg.QueryResult> {
+    const batch: BoundStatement[] = this.begun ? [] : [...this.#opening];
+    this.begun = true;
+    batch.push(...this.#held.splice(0));
+    this.#client.holdWrites();
+    let answer: Promise<pg.QueryResult> | undefined;
+    for (const statement of [...batch, last]) {
+      answer = this.#client.query(numbered(statement), statement.parameters);
+      // Read by `#firstFailure` or at the commit; never an unhandled rejection meanwhile.
+      answer.catch(() => {});
+      this.#answers.push(answer);
+    }
+    return answer!;
+  }
+
+  /** The error to report for `error`: the first failure of a statement sent before it, else `error`; a lost connection's as `connectionError`. */
+  async #firstFailure(error: unknown): Promise<unknown> {
+    let first = error;
+    for (const answer of this.#answers) {
+      try {
+        await answer;
+      } catch (earlier) {
+        first = earlier;
+        break;
+      }
+    }
+    return isConnectionError(first) ? connectionError(this.#target, first, 'lost') : first;
   }
 
   /** Inside a transaction: joins it. */
@@ -418,34 +440,49 @@ class PostgresTransaction extends PostgresStatements implements SqlExecutor {
     return Promise.resolve();
   }
 
-  /** Queued for the COMMIT's message (class comment); a statement whose parameters have no literal runs at once. */
-  async runAtCommit(sql: string, parameters: readonly SqlParameter[] = []): Promise<void> {
-    if (this.ended) throw new Error('this transaction has already ended: use the connection, or run the statement inside the transaction');
-    const inlined = inlineParameters(sql, parameters);
-    if (inlined === undefined) await this.run(sql, parameters);
-    else this.atCommit.push(inlined);
+  /** Held for the body's next statement or the COMMIT (class comment). */
+  runAtCommit(sql: string, parameters: readonly SqlParameter[] = []): Promise<void> {
+    if (this.ended) return Promise.reject(new Error('this transaction has already ended: use the connection, or run the statement inside the transaction'));
+    this.#held.push({ sql, parameters });
+    return Promise.resolve();
+  }
+
+  /** Sent at once, not awaited: the commit waits for its answer and `onRows` (executor.ts `allAtCommit`). */
+  allAtCommit<Row = SqlRow>(sql: string, parameters: readonly SqlParameter[], onRows: (rows: Row[]) => void): Promise<void> {
+    if (this.ended) return Promise.reject(new Error('this transaction has already ended: use the connection, or run the statement inside the transaction'));
+    const done = this.#send({ sql, parameters }).then((result) => onRows(result.rows as Row[]));
+    done.catch(() => {});
+    this.#atCommit.push(done);
+    return Promise.resolve();
   }
 
   /**
-   * The text of the closing message: the opening when no statement sent it yet, the `runAtCommit`
-   * statements, the notification, the COMMIT; undefined when the body sent nothing and queued
-   * nothing (no transaction was begun on the server).
+   * Commits: sends the opening when no statement sent it yet, the held statements, the notification
+   * and the COMMIT in one write, and waits for every answer not read yet and every `allAtCommit`
+   * callback. Sends nothing when the body sent and held nothing (no transaction was begun on the server).
+   * @throws the first failure of a statement of the transaction (the server then rolled it back)
    */
-  closing(schema: string): string | undefined {
-    const statements = [...this.atCommit, ...(this.notifyAtCommit ? [notifyStatement(schema)] : [])];
-    if (this.opening !== undefined) {
-      if (statements.length === 0) return undefined;
-      statements.unshift(this.opening);
-      this.opening = undefined;
+  async commit(schema: string): Promise<void> {
+    this.ended = true;
+    if (!this.begun && this.#held.length === 0 && !this.notifyAtCommit) return;
+    if (this.notifyAtCommit) this.#held.push(notifyStatement(schema));
+    const answer = this.#send({ sql: 'COMMIT' });
+    try {
+      await answer;
+    } catch (error) {
+      throw await this.#firstFailure(error);
     }
-    statements.push('COMMIT');
-    return statements.join('; ');
+    // A COMMIT of a transaction a statement aborted answers ROLLBACK, not an error: report that statement's.
+    const failure = await this.#firstFailure(undefined);
+    if (failure !== undefined) throw failure;
+    if ((await answer).command !== 'COMMIT') throw new Error('the transaction was rolled back: one of its statements failed');
+    for (const done of this.#atCommit) await done;
   }
 }
 
-/** `SELECT pg_notify(<channel>, <schema>)` as a literal statement, sent in one message with the COMMIT. */
-function notifyStatement(schema: string): string {
-  return `SELECT pg_notify('${CHANGES_CHANNEL}', '${schema.replaceAll("'", "''")}')`;
+/** `statement`'s text, its placeholders numbered `$1..$n` when it has parameters. */
+function numbered(statement: BoundStatement): string {
+  return statement.parameters === undefined ? statement.sql : numberPlaceholders(statement.sql);
 }
 
 /** Options of `openPostgresConnection`. */
@@ -516,11 +553,10 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
       // plan cached while a table was small (a sequential scan) would stay as it grows.
       '-c plan_cache_mode=force_custom_plan',
       ...(urlOptions ? [urlOptions] : []),
-      // Literals written into statements (inlineParameters) double their quotes only: a backslash must stay an ordinary character.
-      '-c standard_conforming_strings=on',
     ];
     this.#clientConfig = { connectionString: connection.toString(), options: startup.join(' '), application_name: 'bizops-sync', types: NUMBER_TYPES };
-    this.#pool = new pg.Pool({ ...this.#clientConfig, max: options.maxConnections ?? 10 });
+    // Pipeline mode: a transaction sends statements without waiting for earlier answers (PostgresTransaction).
+    this.#pool = new pg.Pool({ ...this.#clientConfig, pipeline: true, max: options.maxConnections ?? 10 });
     // An idle pooled connection lost (the server restarted): the pool drops it and the next
     // statement connects afresh. Without a listener the error would end the process.
     this.#pool.on('error', () => {});
@@ -579,27 +615,18 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const client = await this.#checkOut();
     // Sent with the body's first statement (PostgresTransaction): BEGIN costs no round trip of its own.
-    const tx = new PostgresTransaction(client, this, this.readonly ? 'BEGIN' : `BEGIN; ${advisoryLockStatement(ADVISORY_LOCK_CLASS.transaction, this.schema)}`);
+    const opening: BoundStatement[] = [{ sql: 'BEGIN' }, ...(this.readonly ? [] : [advisoryLockStatement(ADVISORY_LOCK_CLASS.transaction, this.schema)])];
+    const tx = new PostgresTransaction(client, this, opening);
     let broken: Error | undefined;
-    const send = async (sql: string): Promise<void> => {
-      try {
-        await client.query(sql, undefined);
-      } catch (error) {
-        if (isConnectionError(error)) throw connectionError(this, error, 'lost');
-        throw error;
-      }
-    };
     try {
       const result = await fn(tx);
-      tx.ended = true;
-      // One message: the statements queued for it, and the notification, delivered when (and only if) the COMMIT succeeds.
-      const closing = tx.closing(this.schema);
-      if (closing !== undefined) await send(closing);
+      // One write: the statements held for it, and the notification, delivered when (and only if) the COMMIT succeeds.
+      await tx.commit(this.schema);
       return result;
     } catch (error) {
       tx.ended = true;
       if (client.lost) broken = client.lost;
-      else if (tx.opening === undefined) {
+      else if (tx.begun) {
         try {
           await client.query('ROLLBACK', undefined);
         } catch (rollbackError) {
@@ -618,9 +645,15 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
     await this.run(sql, parameters);
   }
 
+  /** Outside a transaction: runs at once, then `onRows` (executor.ts `allAtCommit`). */
+  async allAtCommit<Row = SqlRow>(sql: string, parameters: readonly SqlParameter[], onRows: (rows: Row[]) => void): Promise<void> {
+    onRows(await this.all<Row>(sql, parameters));
+  }
+
   /** Outside a transaction (a statement that appended change rows committed on its own): notifies at once. */
   async changesAppended(): Promise<void> {
-    await this.query(notifyStatement(this.schema), undefined);
+    const notify = notifyStatement(this.schema);
+    await this.query(notify.sql, notify.parameters);
   }
 
   /**
@@ -672,7 +705,8 @@ export async function openPostgresConnection(url: string, options: PostgresConne
     if (!(await exists(connection))) {
       if (connection.readonly) throw new Error(`the PostgreSQL mirror at ${connection.location} has no schema ${connection.schema}: no mirror there yet`);
       await connection.transaction(async (tx) => {
-        await tx.run(advisoryLockStatement(ADVISORY_LOCK_CLASS.migration, connection.schema));
+        const lock = advisoryLockStatement(ADVISORY_LOCK_CLASS.migration, connection.schema);
+        await tx.run(lock.sql, lock.parameters);
         if (!(await exists(tx))) await tx.exec(`CREATE SCHEMA ${quoteIdentifier(connection.schema)}`);
       });
     }

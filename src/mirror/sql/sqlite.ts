@@ -151,6 +151,11 @@ class SqliteStatements implements SqlExecutor, SqlWriterNow {
     await this.run(sql, parameters);
   }
 
+  /** Runs at once, then `onRows` (executor.ts `allAtCommit`). */
+  async allAtCommit<Row = SqlRow>(sql: string, parameters: readonly SqlValue[], onRows: (rows: Row[]) => void): Promise<void> {
+    onRows(await this.all<Row>(sql, parameters));
+  }
+
   /** Inside a transaction: joins it. */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return fn(this);
