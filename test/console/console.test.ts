@@ -101,7 +101,7 @@ async function consoleJson(url: string): Promise<ConsoleJson> {
 
 describe('the operator console', { timeout: 120_000 }, () => {
   it('is off without a read key: / is the daemon\'s 404, like the other read routes', async () => {
-    sim = await simulator({ size: { transactions: 5, deals: 2, onboardings: 1 } });
+    sim = await simulator({ size: { transactions: 5, deals: 2, onboardings: 1, customers: 1, qa_corrective_actions: 2 } });
     dir = tempDir();
     const daemon = start(daemonEnv({ BIZOPS_WRITE_API_KEY: WRITE_KEY }));
     const url = await daemon.url;
@@ -115,7 +115,7 @@ describe('the operator console', { timeout: 120_000 }, () => {
   });
 
   it('shows a backfill, a failing endpoint and a parked write to a signed-in browser; sign-in refuses a wrong key; replay works from a button', async () => {
-    sim = await simulator({ size: { transactions: 30, deals: 6, onboardings: 3 } });
+    sim = await simulator({ size: { transactions: 30, deals: 6, onboardings: 3, customers: 3, qa_corrective_actions: 4 } });
     dir = tempDir();
     // One record of the backfill fails its schema: it is quarantined, the rest of its page commits.
     sim.faults.inject({ kind: 'invalid-item', index: 3, times: 1, match: { path: '/transactions' } });

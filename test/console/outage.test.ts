@@ -82,7 +82,7 @@ async function polylinePoints(page: Page, selector: string): Promise<number> {
 
 describe('the console through an API outage', { timeout: 120_000 }, () => {
   it('shows every stream failing while the API answers 503 (never green), the verdict, short errors and plots; recovers by itself', async () => {
-    sim = await simulator({ size: { transactions: 30, deals: 6, onboardings: 3 } });
+    sim = await simulator({ size: { transactions: 30, deals: 6, onboardings: 3, customers: 3, qa_corrective_actions: 4 } });
     dir = tempDir();
     hooks = await new WebhookReceiver().start();
     let receiverDown = true;
