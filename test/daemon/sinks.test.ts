@@ -105,11 +105,11 @@ describe('a sink in the daemon', { timeout: 120_000 }, () => {
 
     // The commands, on the file's configuration (its URL from urlFile, password and all).
     const env = cliEnv({ BIZOPS_CONFIG: dir.file('config.json'), BIZOPS_BASE_URL: sim.url, BIZOPS_TOKEN: String(sim.tokens.admin), BIZOPS_DB: dir.file('mirror.db') });
-    const listed = await runCli(['sinks', 'list', '--json'], env);
+    // The two listings read only: started at once.
+    const [listed, table] = await Promise.all([runCli(['sinks', 'list', '--json'], env), runCli(['sinks', 'list'], env)]);
     expect(listed.stderr).toBe('');
     expect(JSON.parse(listed.stdout)).toMatchObject([{ name: 'feed', kind: 'redis-stream', deliveredSeq: published, heldEvents: 0, failedEvents: 0, enabled: true, configured: true }]);
     expect(listed.stdout).not.toContain('not-the-real-password');
-    const table = await runCli(['sinks', 'list'], env);
     expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+KIND\s+URL\s+STATE\s+CURSOR\s+LAG/);
     expect(table.stdout.split('\n')[1]).toMatch(/^feed\s+redis-stream\s+redis:\/\/\*\*\*:\*\*\*@127\.0\.0\.1:\d+\S*\s+enabled\s+\d+\s+0 events/);
     const retried = await runCli(['sinks', 'retry', 'feed'], env);
