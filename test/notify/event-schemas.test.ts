@@ -90,7 +90,7 @@ async function writesOn(sim: RunningSimulator, fixture: SyncFixture): Promise<Wr
 describe('event schemas', () => {
   it('every event type occurs, and every event, read through the pull API or received by a webhook, validates against its schema', async () => {
     const schemas = eventSchemas();
-    const fixture = await fixtures.start({ size: { transactions: 40, deals: 20, onboardings: 15 } });
+    const fixture = await fixtures.start({ size: { transactions: 40, deals: 20, onboardings: 15, customers: 6 } });
     const { sim, context } = fixture;
     const world = sim.world;
 
