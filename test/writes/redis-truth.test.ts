@@ -73,7 +73,7 @@ function ledgerCounts(tag: string): number[] {
 }
 
 describe('Redis loses its data', () => {
-  it('then a second worker starts (12 email.send): none sent twice, every outcome true', { timeout: 120_000 }, async () => {
+  it('then a second worker starts (8 email.send): none sent twice, every outcome true', { timeout: 120_000 }, async () => {
     sim = await simulator();
     // The first three emails reach the server, but their answers are held until the test releases them:
     // those writes are in flight in the first worker when Redis loses their jobs, and stay so while the
@@ -84,7 +84,7 @@ describe('Redis loses its data', () => {
     const settings = { limit: 3, windowMs: 1000, timeoutMs: 120_000, baseUrl: proxy.url };
     const first = await open(settings);
     const ids: string[] = [];
-    for (let index = 0; index < 12; index++) {
+    for (let index = 0; index < 8; index++) {
       ids.push((await first.intake.enqueueWrite('email.send', { from, to: `customer${index}@example.com`, subject: `Invoice ${index}`, text: 'Attached.' })).id);
     }
     await waitFor(() => proxy.held.length === 3, 'three emails in flight');
@@ -94,7 +94,7 @@ describe('Redis loses its data', () => {
     const second = await open(settings);
     // Everything but the writes in flight is run to its end (by either worker) while those stay in flight.
     const others = ids.filter((id) => !inFlight.includes(id));
-    await waitFor(async () => (await Promise.all(others.map((id) => second.intake.getWrite(id)))).every((write) => write && !['queued', 'sending'].includes(write.status)), 'the other nine writes to finish', 60_000, 100);
+    await waitFor(async () => (await Promise.all(others.map((id) => second.intake.getWrite(id)))).every((write) => write && !['queued', 'sending'].includes(write.status)), 'the other five writes to finish', 60_000, 100);
     proxy.release();
     const writes = await allFinished(second, ids);
     const sent = appliedPerWrite('/emails');
@@ -106,26 +106,26 @@ describe('Redis loses its data', () => {
     }
   });
 
-  it('under a running worker (30 writes): all sent once by the sweeper, nothing restarted', { timeout: 120_000 }, async () => {
+  it('under a running worker (15 writes): all sent once by the sweeper, nothing restarted', { timeout: 120_000 }, async () => {
     sim = await simulator();
     // The first write's answer is held until Redis has lost the jobs: the worker is mid-run when it does.
     const proxy = await holdingProxy((request) => request.method === 'POST');
     const stack = await open({ limit: 6, windowMs: 1000, timeoutMs: 30_000, baseUrl: proxy.url });
     const ids: string[] = [];
-    for (let index = 0; index < 30; index++) ids.push((await stack.intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 100 + index, description: `flushed #${index}` })).id);
+    for (let index = 0; index < 15; index++) ids.push((await stack.intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 100 + index, description: `flushed #${index}` })).id);
     await waitFor(() => proxy.held.length === 1, 'the first write in flight');
     await redis.flush();
     proxy.release();
     const writes = await allFinished(stack, ids);
     expect(writes.filter((write) => write.status !== 'succeeded')).toEqual([]);
-    expect(ledgerCounts('flushed #')).toEqual(Array(30).fill(1));
+    expect(ledgerCounts('flushed #')).toEqual(Array(15).fill(1));
     expect(stack.worker.sweeper!.stats.requeued).toBeGreaterThan(0);
   });
 });
 
 describe('Redis SIGKILLed mid-run, back empty later', () => {
   it('150 writes and a one-off backfill: every write sent once, the backfill survives the outage', { timeout: 180_000 }, async () => {
-    sim = await simulator({ size: { transactions: 3000, deals: 20, onboardings: 5, customers: 10 }, latencyMs: 20 });
+    sim = await simulator({ size: { transactions: 1000, deals: 20, onboardings: 5, customers: 10 }, latencyMs: 20 });
     // The answers of the 10th write and of the backfill's 3rd page are held until Redis is dead: both
     // are mid-run when it dies, and ask the budget for their next request during the outage.
     let writesSent = 0;
