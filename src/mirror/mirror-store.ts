@@ -562,8 +562,8 @@ export class MirrorStore {
   async appendChange(change: ChangeRowInput): Promise<AppendedChange> {
     const eventId = `evt_${timeOrderedUuid()}`;
     const row = await this.executor.get<{ seq: number }>(
-      'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq',
-      [eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data), change.partition ?? null],
+      `${CHANGE_ROW_INSERT} RETURNING seq`,
+      changeRowValues(eventId, change),
     );
     await this.executor.changesAppended();
     return { seq: Number(row!.seq), eventId, type: change.type, stream: change.stream, recordId: change.recordId };
@@ -597,7 +597,7 @@ export class MirrorStore {
       const rows: AppendedChange[] = [];
       for (const change of chunk) {
         const eventId = `evt_${timeOrderedUuid()}`;
-        parameters.push(eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data), change.partition ?? null);
+        parameters.push(...changeRowValues(eventId, change));
         rows.push({ seq: 0, eventId, type: change.type, stream: change.stream, recordId: change.recordId });
       }
       // RETURNING lists rows in no promised order: each seq is matched to its row by event_id.
@@ -811,8 +811,13 @@ function changeRowsInsert(count: number): string {
   return sql;
 }
 
-/** The single-row INSERT of a change row (`appendChangesNow`): its `seq` is the rowid it inserted. */
+/** The single-row INSERT of a change row (`appendChange`, `appendChangesNow`), its values `changeRowValues`. */
 const CHANGE_ROW_INSERT = 'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) VALUES (?, ?, ?, ?, ?, ?, ?)';
+
+/** A change row's 7 values in the order of `CHANGE_ROW_INSERT`'s columns (and of each row of `changeRowsInsert`). */
+function changeRowValues(eventId: string, change: ChangeRowInput): SqlValue[] {
+  return [eventId, change.type, change.stream, change.recordId, change.occurredAt ?? new Date().toISOString(), encodeChangeData(change.data), change.partition ?? null];
+}
 
 /**
  * SQLite's `appendChanges` inside a transaction: one prepared single-row INSERT per change, run at
@@ -824,15 +829,7 @@ function appendChangesNow(now: SqlWriterNow, changes: readonly ChangeRowInput[])
   for (let index = 0; index < changes.length; index += 1) {
     const change = changes[index]!;
     const eventId = `evt_${timeOrderedUuid()}`;
-    const { lastInsertRowid } = now.runNow(CHANGE_ROW_INSERT, [
-      eventId,
-      change.type,
-      change.stream,
-      change.recordId,
-      change.occurredAt ?? new Date().toISOString(),
-      encodeChangeData(change.data),
-      change.partition ?? null,
-    ]);
+    const { lastInsertRowid } = now.runNow(CHANGE_ROW_INSERT, changeRowValues(eventId, change));
     appended[index] = { seq: lastInsertRowid, eventId, type: change.type, stream: change.stream, recordId: change.recordId };
   }
   return appended;
