@@ -31,7 +31,7 @@ export function mirrorQuickCheck(db: MirrorDatabase): string {
 }
 
 /** The mirror's own tables (src/mirror/migrations), besides one table per stream. */
-export const MIRROR_TABLES = ['changes', 'sync_state', 'webhook_endpoints', 'writes', 'rejected_records', 'record_clock', 'webhook_failed_deliveries', 'webhook_held_events', 'webhook_attempts', 'stream_fields', 'consumers', 'changelog_pruned'] as const;
+export const MIRROR_TABLES = ['changes', 'sync_state', 'webhook_endpoints', 'writes', 'rejected_records', 'record_clock', 'webhook_failed_deliveries', 'webhook_held_events', 'webhook_attempts', 'webhook_attempt_batches', 'stream_fields', 'consumers', 'changelog_pruned'] as const;
 
 /**
  * The PostgreSQL counterpart of `mirrorQuickCheck` (PostgreSQL keeps its own storage consistent and

@@ -9,7 +9,7 @@
  *
  * The changelog is pruned as a prefix: every seq at or below `changelog_pruned.through_seq` is gone,
  * none above it, so a reader asking for a pruned seq is told so exactly (and to re-read the mirror).
- * Delivery attempts (`webhook_attempts`) older than their own retention go with the same job.
+ * Delivery attempts (`webhook_attempts`, `webhook_attempt_batches`) older than their own retention go with the same job.
  * Every function runs through a `SqlExecutor` (src/mirror/sql/executor.ts).
  */
 import type { SqlExecutor, SqlReaderNow } from '../mirror/sql/executor.ts';
@@ -141,8 +141,8 @@ export async function pruneChangelog(executor: SqlExecutor, options: PruneOption
   for (;;) {
     if (options.signal?.aborted) break;
     const deleted = await pruneAttempts(executor, attemptsBefore, batchRows);
-    attempts += deleted;
-    if (deleted < batchRows) break;
+    attempts += deleted.attempts;
+    if (deleted.rows < batchRows) break;
   }
   const prunedThrough = await changelogPrunedThrough(executor);
   return { rows, bytes, prunedThrough, oldestSeq: prunedThrough + 1, heldBy, attempts };

@@ -26,6 +26,7 @@ import { configSchema, type SinkConfig } from '../../src/config/schema.ts';
 import { MirrorStore, type AppendedChange, type ChangeRowInput } from '../../src/mirror/mirror-store.ts';
 import { readChanges } from '../../src/notify/changelog-reader.ts';
 import { DeliveryDispatcher } from '../../src/notify/delivery/delivery-dispatcher.ts';
+import { latestAttempts, listAttemptsOfEvent } from '../../src/notify/delivery/attempts.ts';
 import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { webhookPayload } from '../../src/notify/event-payload.ts';
 import { listSinks, sinkTargets } from '../../src/notify/sinks/index.ts';
@@ -309,8 +310,8 @@ describe('sinks', () => {
     const natsConnection = await connect({ servers: new URL(nats.url).host });
     cleanups.push(() => natsConnection.close());
     expect((await (await jetstreamManager(natsConnection)).streams.info('FAULTS')).state.messages).toBe(third.length * 3);
-    const duplicates = await mirror.connection.all<{ n: number | string }>("SELECT COUNT(*) AS n FROM webhook_attempts WHERE endpoint = 'to-nats' AND response LIKE '%(duplicate: stored before)'");
-    expect(Number(duplicates[0]!.n)).toBeGreaterThan(0); // the server said so on the retries' PubAcks
+    const duplicates = (await latestAttempts(mirror.connection, 'to-nats', 1_000_000)).filter((attempt) => attempt.response?.endsWith('(duplicate: stored before)'));
+    expect(duplicates.length).toBeGreaterThan(0); // the server said so on the retries' PubAcks
     // The broker confirmed every publish before the cursor moved; its consumer gets them a moment later, the retries' copies too.
     await waitFor(() => new Set(rabbit.received.map((message) => message.id)).size >= third.length * 3 && rabbit.received.length > third.length * 3, 'the queue to hold every event and the copies sent again');
     await expectDelivered(rabbit.received, 0);
@@ -321,6 +322,33 @@ describe('sinks', () => {
 });
 
 describe('redis-stream batches', () => {
+  it('keeps an acknowledged pipeline as one attempt row and shows each of its attempts by event id, with its entry id', async () => {
+    const name = uniqueName('k');
+    const prefix = `bizops-test:${name}:`;
+    const client = new Redis(REDIS_URL);
+    cleanups.push(async () => {
+      await client.del(`${prefix}deals`);
+      client.disconnect();
+    });
+    const dispatcher = await dispatch(sinks([{ name: 'to-redis', kind: 'redis-stream', url: REDIS_URL, keyPrefix: prefix, maxInFlight: 32 }]));
+    const appended = await appendChanges(Array.from({ length: 64 }, (_, index) => `deal_${index}`), 1);
+    dispatcher.notify();
+    await waitFor(async () => (await loadEndpoint(mirror.connection, 'to-redis'))?.deliveredSeq === appended.at(-1)!.seq, 'the sink at the last seq');
+    await waitFor(async () => (await latestAttempts(mirror.connection, 'to-redis', 1000)).length === appended.length, 'every attempt written');
+
+    // Pipelines of up to 32 XADDs, each acknowledged whole: batch rows, not a row per attempt.
+    const batches = Number((await mirror.connection.get<{ n: number | string }>("SELECT COUNT(*) AS n FROM webhook_attempt_batches WHERE endpoint = 'to-redis'"))!.n);
+    const single = Number((await mirror.connection.get<{ n: number | string }>("SELECT COUNT(*) AS n FROM webhook_attempts WHERE endpoint = 'to-redis'"))!.n);
+    expect(batches).toBeGreaterThan(0);
+    expect(batches + single).toBeLessThan(appended.length);
+    // Each event's attempt by its id: delivered at the first attempt, the answer naming its own entry in the stream.
+    const entries = new Map((await client.xrange(`${prefix}deals`, '-', '+')).map(([entryId, fields]) => [fields[fields.indexOf('id') + 1]!, entryId]));
+    for (const change of appended) {
+      const attempts = await listAttemptsOfEvent(mirror.connection, change.eventId);
+      expect(attempts.map((attempt) => [attempt.endpoint, attempt.seq, attempt.attempt, attempt.outcome, attempt.response])).toEqual([['to-redis', change.seq, 1, 'delivered', `${prefix}deals ${entries.get(change.eventId)}`]]);
+    }
+  });
+
   it('sends the ready events of different records in one pipeline, each XADD its own outcome: a refused one holds back only its record', async () => {
     const name = uniqueName('b');
     const prefix = `bizops-test:${name}:`;
@@ -342,12 +370,13 @@ describe('redis-stream batches', () => {
     const deals = appended.filter((change) => change.stream === 'deals');
     await waitFor(async () => (await client.xlen(`${prefix}deals`)) === deals.length, 'every deal event in its stream');
     await waitFor(async () => ((await loadEndpoint(mirror.connection, 'to-redis'))?.consecutiveFailures ?? 0) >= 1, 'a refused XADD of the person');
-    await waitFor(async () => (await mirror.connection.all("SELECT seq FROM webhook_attempts WHERE type = 'deal.updated'")).length === deals.length, 'every deal attempt written');
+    const attemptsOf = async (type: string) => (await latestAttempts(mirror.connection, 'to-redis', 1000)).filter((attempt) => attempt.type === type);
+    await waitFor(async () => (await attemptsOf('deal.updated')).length === deals.length, 'every deal attempt written');
 
     // The deals went in the same pipelines as the refused person events, each acknowledged at its first attempt.
-    const dealAttempts = await mirror.connection.all<{ outcome: string; attempt: number | string }>("SELECT outcome, attempt FROM webhook_attempts WHERE endpoint = 'to-redis' AND type = 'deal.updated'");
-    expect(dealAttempts.map((row) => [row.outcome, Number(row.attempt)])).toEqual(deals.map(() => ['delivered', 1]));
-    const personFailures = await mirror.connection.all<{ error: string }>("SELECT error FROM webhook_attempts WHERE endpoint = 'to-redis' AND type = 'person.updated' AND outcome = 'failed'");
+    const dealAttempts = await attemptsOf('deal.updated');
+    expect(dealAttempts.map((attempt) => [attempt.outcome, attempt.attempt])).toEqual(deals.map(() => ['delivered', 1]));
+    const personFailures = (await attemptsOf('person.updated')).filter((attempt) => attempt.outcome === 'failed');
     expect(personFailures[0]!.error).toMatch(/^Redis XADD bizops-test:\S+:people: WRONGTYPE/);
 
     await client.del(`${prefix}people`); // the key fixed: the held person events go, in order

@@ -28,6 +28,7 @@ import { sql as partitionSources } from './016_partition_sources.ts';
 import { sql as sinks } from './017_sinks.ts';
 import { sql as recordClockPartitions } from './018_record_clock_partitions.ts';
 import { sql as daemons } from './019_daemons.ts';
+import { sql as attemptBatches } from './020_attempt_batches.ts';
 
 /** One migration: its version (`PRAGMA user_version` / `schema_version.version`), a name, its one text. */
 export interface Migration {
@@ -57,4 +58,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 17, name: 'sinks, snapshots', sql: sinks },
   { version: 18, name: 'record clock per partition: window, unlisted records', sql: recordClockPartitions },
   { version: 19, name: 'daemons: where each answers, its parts', sql: daemons },
+  { version: 20, name: 'attempt batches', sql: attemptBatches },
 ];

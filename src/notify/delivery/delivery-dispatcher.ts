@@ -17,7 +17,7 @@
  *     about 27 h), recorded in `webhook_failed_deliveries` (`webhooks replay --failed` re-sends it)
  *     and its record moves on. `ordering: 'endpoint'` keeps the strict order of the whole endpoint
  *     (one request at a time; a failing event holds back every later one).
- *   - Every attempt is kept in `webhook_attempts` (time, status, latency, the answer's first 1 KiB).
+ *   - Every attempt is kept (attempts.ts: time, status, latency, the answer's first 1 KiB).
  *   - An endpoint without a 2xx for `disableAfterDays` (per endpoint, default 5) is disabled and a
  *     `webhook.endpoint_disabled` change is appended, which the other endpoints receive.
  *   - Independent: one loop per endpoint, so a dead or slow endpoint never holds up another, nor

@@ -25,7 +25,7 @@
  *     served within the longest pause, without a command. A dead receiver gets one request per
  *     pause, never the whole changelog parked.
  *
- * What a round does: settles the answers that arrived (each attempt kept in `webhook_attempts`),
+ * What a round does: settles the answers that arrived (each attempt kept: attempts.ts),
  * writes them with the new cursor in ONE fenced transaction (compare-and-set on the cursor: a
  * `webhooks replay` from another process wins, and the loop starts again from the stored state),
  * reads more of the changelog when fewer events are ready than requests may be in flight, and
