@@ -379,8 +379,17 @@ export class ApiClient {
     const rateLimit = parseRateLimitHeaders(response.headers);
     for (const layer of hooks) await layer.afterResponse?.(context, { status: response.status, headers: response.headers, rateLimit });
     const serverTime = rateLimit.serverNowMs !== undefined ? new Date(rateLimit.serverNowMs) : undefined;
-    // A server that echoes the token back must not leak it into our errors.
-    const received = { status: response.status, headers: response.headers, rawBody: this.scrubTokens(response.bodyText) };
+    // A server that echoes the token back must not leak it into our errors. Masked when first read:
+    // an error reads it, a successful answer's `rawBody` only when a list item fails its schema.
+    let masked: string | undefined;
+    const scrubTokens = (): string => (masked ??= this.scrubTokens(response.bodyText));
+    const received = {
+      status: response.status,
+      headers: response.headers,
+      get rawBody(): string {
+        return scrubTokens();
+      },
+    };
 
     if (response.status < 200 || response.status >= 300) {
       if (response.status === 429) this.stats.rateLimited++;
@@ -409,7 +418,17 @@ export class ApiClient {
     if (!envelope.success) throw invalidResponse(description, `envelope ${describeIssues(envelope.error)}`, received, envelope.error);
     const content = options.contentSchema.safeParse(envelope.data.content);
     if (!content.success) throw invalidResponse(description, `content ${describeIssues(content.error)}`, received, content.error);
-    return { status: response.status, message: envelope.data.message, content: content.data as z.infer<S>, serverTime, rateLimit, headers: received.headers, rawBody: received.rawBody };
+    return {
+      status: response.status,
+      message: envelope.data.message,
+      content: content.data as z.infer<S>,
+      serverTime,
+      rateLimit,
+      headers: received.headers,
+      get rawBody(): string {
+        return scrubTokens();
+      },
+    };
   }
 }
 

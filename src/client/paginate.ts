@@ -201,8 +201,7 @@ export async function* paginateByOffset<T>(fetchPage: (offset: number) => Promis
     for (const item of page.items) {
       const id = idOf(item);
       if (id === undefined) continue;
-      if (seen.has(id)) repeatedIds += 1;
-      else seen.set(id, true);
+      if (!seen.set(id, true)) repeatedIds += 1;
     }
     repeatedTotal += repeatedIds;
     const where = `${options.label}?offset=${target.offset}`;

@@ -45,24 +45,25 @@ export class RecentMap<K, V> {
   /**
    * Sets `key`'s value. A key already held keeps its place in the order; a new key is the latest,
    * and past the limit the oldest key is dropped.
+   * @returns true when `key` is new (it was not held), false when it was held already
    */
-  set(key: K, value: V): void {
+  set(key: K, value: V): boolean {
     const entries = this.#entries;
-    if (entries.has(key)) {
-      entries.set(key, value);
-      return;
-    }
+    const size = entries.size;
+    // One lookup: a held key changes the value in place, its place in the order kept.
     entries.set(key, value);
+    if (entries.size === size) return false;
     const limit = this.#limit;
-    if (limit === undefined) return;
+    if (limit === undefined) return true;
     const order = this.#order;
     if (order.length < limit) {
       order.push(key);
-      return;
+      return true;
     }
     const oldest = this.#oldest;
     entries.delete(order[oldest]!);
     order[oldest] = key;
     this.#oldest = oldest + 1 === limit ? 0 : oldest + 1;
+    return true;
   }
 }

@@ -29,11 +29,20 @@ const preparedStatements = new WeakMap<MirrorDatabase, Map<string, Database.Stat
  * @throws SqliteError when `sql` does not compile
  */
 export function preparedStatement(db: MirrorDatabase, sql: string): Database.Statement<unknown[]> {
-  let cache = preparedStatements.get(db);
-  if (!cache) preparedStatements.set(db, (cache = new Map()));
+  const cache = preparedStatementCache(db);
   let statement = cache.get(sql);
   if (!statement) cache.set(sql, (statement = db.prepare<unknown[]>(sql)));
   return statement;
+}
+
+/**
+ * The connection's cache of `preparedStatement` (statements by SQL text), for a caller that runs
+ * statements often enough to keep the cache at hand instead of finding it per statement.
+ */
+export function preparedStatementCache(db: MirrorDatabase): Map<string, Database.Statement<unknown[]>> {
+  let cache = preparedStatements.get(db);
+  if (!cache) preparedStatements.set(db, (cache = new Map()));
+  return cache;
 }
 
 /** Options of `openMirror`. */

@@ -14,7 +14,7 @@ import type { SqlExecutor, SqlValue, SqlWriterNow } from './sql/executor.ts';
 import { contentHash, declaredFieldPaths, diffRecord, forEachFieldPath } from './change-detection.ts';
 import { FIELD_ADDED_EVENT, fieldsFirstSeen, registerFields } from './field-registry.ts';
 import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog-format.ts';
-import { partitionColumn, readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
+import { partitionColumn, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
 /** A change row just appended to the changelog. */
@@ -526,11 +526,8 @@ export class MirrorStore {
 
   /** The stored hash and tombstone of each of `ids` that the stream's table holds: one SELECT. */
   private async storedStates(stream: StreamDefinition, ids: readonly string[]): Promise<Map<string, StoredState>> {
-    const key = keyColumn(stream);
-    const rows = await this.executor.all<StoredState & { id: string }>(
-      `SELECT ${key} AS id, content_hash, deleted_at, last_seen_scan, written_seq FROM ${stream.table} WHERE ${inList(this.executor.dialect, key)}`,
-      [listParameter(this.executor.dialect, ids)],
-    );
+    const dialect = this.executor.dialect;
+    const rows = await this.executor.all<StoredState & { id: string }>(storedStatesQuery(stream, dialect), [listParameter(dialect, ids)]);
     const states = new Map<string, StoredState>();
     for (const row of rows) {
       states.set(row.id, {
@@ -826,11 +823,12 @@ function changeRowValues(eventId: string, change: ChangeRowInput): SqlValue[] {
  */
 function appendChangesNow(now: SqlWriterNow, changes: readonly ChangeRowInput[]): AppendedChange[] {
   const appended = new Array<AppendedChange>(changes.length);
+  const insert = now.statementNow(CHANGE_ROW_INSERT);
   for (let index = 0; index < changes.length; index += 1) {
     const change = changes[index]!;
     const eventId = `evt_${timeOrderedUuid()}`;
-    const { lastInsertRowid } = now.runNow(CHANGE_ROW_INSERT, changeRowValues(eventId, change));
-    appended[index] = { seq: lastInsertRowid, eventId, type: change.type, stream: change.stream, recordId: change.recordId };
+    const { lastInsertRowid } = insert.run(changeRowValues(eventId, change));
+    appended[index] = { seq: Number(lastInsertRowid), eventId, type: change.type, stream: change.stream, recordId: change.recordId };
   }
   return appended;
 }
@@ -839,13 +837,54 @@ function appendChangesNow(now: SqlWriterNow, changes: readonly ChangeRowInput[])
 const CHANGE_ROWS_UNNEST =
   'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) RETURNING seq, event_id';
 
-/** One row to write: its key, the columns its record carries (in definition order) and their values; `stored` when the table holds a row of its key. */
-interface RowWrite {
-  id: string;
-  columns: string[];
-  values: SqlValue[];
-  stored: boolean;
+/** How `RowWrites` reads one typed column off a record: its field, split once (not per record). */
+interface ColumnReader {
+  column: string;
+  /** The field, when it is a top-level one (`amount`). */
+  key: string | undefined;
+  /** The field's dot path split (`user.fullname`), when it is nested. */
+  path: readonly string[] | undefined;
 }
+
+/** Each stream's `ColumnReader`s, in definition order: built once per stream. */
+const columnReadersByStream = new WeakMap<StreamDefinition, readonly ColumnReader[]>();
+
+function columnReaders(stream: StreamDefinition): readonly ColumnReader[] {
+  let readers = columnReadersByStream.get(stream);
+  if (readers === undefined) {
+    readers = stream.columns.map((mapping) => (mapping.field.includes('.') ? { column: mapping.column, key: undefined, path: mapping.field.split('.') } : { column: mapping.column, key: mapping.field, path: undefined }));
+    columnReadersByStream.set(stream, readers);
+  }
+  return readers;
+}
+
+/** The value of a column's field in `record` (define-stream.ts `readField`: undefined when a step is missing). */
+function readColumn(record: ApiRecord, reader: ColumnReader): unknown {
+  if (reader.key !== undefined) return record[reader.key];
+  let node: unknown = record;
+  for (const part of reader.path!) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<string, unknown>)[part];
+  }
+  return node;
+}
+
+/**
+ * A set of columns some records carry, with their rows waiting: `columns` in definition order,
+ * `group` those joined by commas (the upserts' cache key), each row's values in `rows` and whether
+ * the table holds its key in `stored`.
+ */
+interface RowGroup {
+  columns: string[];
+  group: string;
+  /** Per row: its columns' values, then raw, content_hash, first_seen_at, synced_at, last_seen_scan. */
+  rows: SqlValue[][];
+  /** Per row: false only when the table holds no row of its key, as read in this transaction (`RowWrites.add`). */
+  stored: boolean[];
+}
+
+/** Streams with at most this many typed columns key a set of columns by a bit mask (one bit per column), others by text. */
+const MASKED_COLUMNS = 30;
 
 /**
  * The record rows of one page waiting to be written, flushed as upserts
@@ -869,15 +908,17 @@ interface RowWrite {
 class RowWrites {
   readonly #executor: SqlExecutor;
   readonly #stream: StreamDefinition;
+  readonly #readers: readonly ColumnReader[];
   readonly #now: string;
   readonly #scan: number | null;
-  /** Waiting rows by column set (`a,b,c`). */
-  readonly #groups = new Map<string, RowWrite[]>();
+  /** Waiting rows by column set: a bit mask of the columns (`MASKED_COLUMNS`), or their indexes as text. */
+  readonly #groups = new Map<number | string, RowGroup>();
   readonly #ids = new Set<string>();
 
   constructor(executor: SqlExecutor, stream: StreamDefinition, now: string, scan: number | null) {
     this.#executor = executor;
     this.#stream = stream;
+    this.#readers = columnReaders(stream);
     this.#now = now;
     this.#scan = scan;
   }
@@ -893,59 +934,96 @@ class RowWrites {
    * @returns the `raw` text it will store
    */
   add(id: string, record: ApiRecord, hash: string, json?: string, stored = true): string {
-    const columns: string[] = [];
+    const readers = this.#readers;
+    const masked = readers.length <= MASKED_COLUMNS;
     const values: SqlValue[] = [];
-    for (const mapping of this.#stream.columns) {
-      const value = readField(record, mapping.field);
+    let mask = 0;
+    let indexes = '';
+    for (let index = 0; index < readers.length; index += 1) {
+      const value = readColumn(record, readers[index]!);
       if (value === undefined) continue;
-      columns.push(mapping.column);
+      if (masked) mask |= 1 << index;
+      else indexes += `${index},`;
       values.push(toColumnValue(value));
     }
     const raw = json ?? JSON.stringify(record);
     values.push(raw, hash, this.#now, this.#now, this.#scan);
-    const group = columns.join(',');
-    let rows = this.#groups.get(group);
-    if (rows === undefined) this.#groups.set(group, (rows = []));
-    rows.push({ id, columns, values, stored });
+    const key = masked ? mask : indexes;
+    let group = this.#groups.get(key);
+    if (group === undefined) {
+      const columns: string[] = [];
+      for (let index = 0; index < readers.length; index += 1) {
+        if (masked ? (mask & (1 << index)) !== 0 : indexes.split(',').includes(String(index))) columns.push(readers[index]!.column);
+      }
+      group = { columns, group: columns.join(','), rows: [], stored: [] };
+      this.#groups.set(key, group);
+    }
+    group.rows.push(values);
+    group.stored.push(stored);
     this.#ids.add(id);
     return raw;
   }
 
   /** Writes every waiting row: one statement per column set (and per chunk). */
   async flush(): Promise<void> {
-    for (const [group, rows] of this.#groups) {
-      const columns = rows[0]!.columns;
+    for (const { columns, group, rows, stored } of this.#groups.values()) {
       if (this.#executor.dialect === 'sqlite') {
         // One prepared single-row upsert run per record (class comment): no per-row arrays; in a
         // transaction run at once (`writeNow`), without a promise per row.
         const sql = rowUpsert(this.#stream, group, columns, 1);
         const now = this.#executor.writeNow;
-        if (now !== undefined) for (const row of rows) now.runNow(sql, row.values);
-        else for (const row of rows) await this.#executor.run(sql, row.values);
+        if (now !== undefined) {
+          const upsert = now.statementNow(sql);
+          for (const values of rows) upsert.run(values);
+        } else for (const values of rows) await this.#executor.run(sql, values);
         continue;
       }
       // PostgreSQL: the group's rows as one array per written column, one statement whatever their
       // number; the rows of keys not stored yet in a plain INSERT, the others in an upsert (class comment).
-      const fresh = rows.filter((row) => !row.stored);
-      const stored = fresh.length === rows.length ? [] : fresh.length === 0 ? rows : rows.filter((row) => row.stored);
+      const fresh = rows.filter((_, index) => !stored[index]);
+      const known = fresh.length === rows.length ? [] : fresh.length === 0 ? rows : rows.filter((_, index) => stored[index]);
       if (fresh.length > 0) await this.#writeUnnest(rowInsertUnnest(this.#stream, group, columns), columns, fresh);
-      if (stored.length > 0) await this.#writeUnnest(rowUpsertUnnest(this.#stream, group, columns), columns, stored);
+      if (known.length > 0) await this.#writeUnnest(rowUpsertUnnest(this.#stream, group, columns), columns, known);
     }
     this.#groups.clear();
     this.#ids.clear();
   }
 
   /** PostgreSQL: `rows` (all writing `columns`) bound as one array per written column to `sql` (`rowInsertUnnest` or `rowUpsertUnnest`). */
-  async #writeUnnest(sql: string, columns: readonly string[], rows: readonly RowWrite[]): Promise<void> {
+  async #writeUnnest(sql: string, columns: readonly string[], rows: readonly SqlValue[][]): Promise<void> {
     const written = columns.length + 2;
     const arrays: SqlValue[][] = Array.from({ length: written }, () => new Array<SqlValue>(rows.length));
     for (let index = 0; index < rows.length; index += 1) {
-      const values = rows[index]!.values;
+      const values = rows[index]!;
       for (let column = 0; column < written; column += 1) arrays[column]![index] = values[column]!;
     }
     // Its result is not read: sent with the page's next statement (executor.ts `runAtCommit`), no round trip of its own.
     await this.#executor.runAtCommit(sql, [this.#now, this.#now, this.#scan, ...arrays]);
   }
+}
+
+/** `storedStatesQuery`'s statements by back end and table: built once. */
+const storedStatesQueries = new Map<string, string>();
+
+/**
+ * The SELECT of `MirrorStore.storedStates`: the stored hash, tombstone and marks of the ids bound
+ * to its one parameter (`listParameter`), each row's key as `id`. SQLite walks the list and looks
+ * each id up in the key's index (`CROSS JOIN` keeps the list the outer loop): `IN (SELECT ...)`
+ * first copied the list into a temporary index, a fifth of the statement's cost. An id listed twice
+ * gives its row twice.
+ */
+function storedStatesQuery(stream: StreamDefinition, dialect: SqlExecutor['dialect']): string {
+  const cacheKey = `${dialect}:${stream.table}`;
+  let sql = storedStatesQueries.get(cacheKey);
+  if (sql === undefined) {
+    const key = keyColumn(stream);
+    sql =
+      dialect === 'sqlite'
+        ? `SELECT t.${key} AS id, t.content_hash, t.deleted_at, t.last_seen_scan, t.written_seq FROM json_each(?) AS j CROSS JOIN ${stream.table} AS t ON t.${key} = j.value`
+        : `SELECT ${key} AS id, content_hash, deleted_at, last_seen_scan, written_seq FROM ${stream.table} WHERE ${inList(dialect, key)}`;
+    storedStatesQueries.set(cacheKey, sql);
+  }
+  return sql;
 }
 
 /** The PostgreSQL upserts by table and column set: built once (one named prepared statement each). */

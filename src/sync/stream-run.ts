@@ -316,6 +316,8 @@ export class StreamRun implements TieReReader {
   private changelogMark = 0;
   /** Each page's changelog mark: `changelogMark` when its fetch began. */
   private readonly pageMarks = new WeakMap<Page<ApiRecord>, number>();
+  /** Each page's `positionedIds`, worked out once (a page's commit asks for them twice). */
+  private readonly positioned = new WeakMap<Page<ApiRecord>, readonly { id: string; position: number }[]>();
 
   /**
    * @param stream the stream being run
@@ -614,7 +616,14 @@ export class StreamRun implements TieReReader {
   }
 
   /** A page's ids with their positions in the set (the page's offset plus the index in the answer); quarantined items included (`quarantineKey`). */
-  private positionedIds(page: Page<ApiRecord>): { id: string; position: number }[] {
+  private positionedIds(page: Page<ApiRecord>): readonly { id: string; position: number }[] {
+    let positioned = this.positioned.get(page);
+    if (positioned === undefined) this.positioned.set(page, (positioned = this.positionIds(page)));
+    return positioned;
+  }
+
+  /** `positionedIds` worked out. */
+  private positionIds(page: Page<ApiRecord>): { id: string; position: number }[] {
     const { stream } = this;
     const rejected = [...(page.rejected ?? [])].sort((left, right) => left.index - right.index);
     const out: { id: string; position: number }[] = [];

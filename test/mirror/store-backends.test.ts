@@ -74,6 +74,10 @@ class CountingExecutor implements SqlExecutor {
       runNow: (sql, parameters) => ((counter.statements += 1), inner.runNow(sql, parameters)),
       getNow: (sql, parameters) => ((counter.statements += 1), inner.getNow(sql, parameters)),
       allNow: (sql, parameters) => ((counter.statements += 1), inner.allNow(sql, parameters)),
+      statementNow: (sql) => {
+        const statement = inner.statementNow(sql);
+        return { run: (parameters) => ((counter.statements += 1), statement.run(parameters)) };
+      },
     };
   }
 }

@@ -63,6 +63,21 @@ export interface SqlWriterNow extends SqlReaderNow {
    * @throws the driver's error
    */
   runNow(sql: string, parameters?: readonly SqlValue[]): RunResult & { lastInsertRowid: number };
+  /**
+   * `sql` prepared once, to run many times in this transaction (a page's upserts, its change rows):
+   * each `run` is `runNow(sql, parameters)` without looking the statement up again.
+   * @throws the driver's error when `sql` does not compile
+   */
+  statementNow(sql: string): StatementNow;
+}
+
+/** One statement of a SQLite transaction, run at once as often as needed (`SqlWriterNow.statementNow`). */
+export interface StatementNow {
+  /**
+   * Runs the statement with `parameters` (one value per placeholder). `lastInsertRowid` as `runNow`'s.
+   * @throws the driver's error; Error when the transaction has ended
+   */
+  run(parameters: readonly SqlValue[]): RunResult & { lastInsertRowid: number };
 }
 
 /** Runs statements on one connection or inside one transaction. */

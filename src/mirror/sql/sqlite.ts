@@ -22,8 +22,9 @@
  */
 import { resolve } from 'node:path';
 import { Mutex } from 'async-mutex';
-import { preparedStatement, type MirrorDatabase } from '../database.ts';
-import type { RunResult, SqlConnection, SqlExecutor, SqlReaderNow, SqlRow, SqlValue, SqlWriterNow } from './executor.ts';
+import type Database from 'better-sqlite3';
+import { preparedStatement, preparedStatementCache, type MirrorDatabase } from '../database.ts';
+import type { RunResult, SqlConnection, SqlExecutor, SqlReaderNow, SqlRow, SqlValue, SqlWriterNow, StatementNow } from './executor.ts';
 
 /** The lock of each file open in this process, by absolute path (`:memory:` databases get their own). */
 const fileLocks = new Map<string, { mutex: Mutex; users: number }>();
@@ -96,6 +97,8 @@ class SqliteStatements implements SqlExecutor, SqlWriterNow {
   /** In a transaction: this executor itself (executor.ts `writeNow`); undefined on a connection, whose statements wait for the file's lock. */
   readonly writeNow: SqlWriterNow | undefined;
   protected readonly database: MirrorDatabase;
+  /** The connection's prepared statements by SQL text (database.ts `preparedStatement`), kept at hand: every statement looks one up. */
+  readonly #statements: Map<string, Database.Statement<unknown[]>>;
   /** Set when the transaction this executor belongs to has ended: later use is a bug. */
   ended = false;
 
@@ -103,26 +106,47 @@ class SqliteStatements implements SqlExecutor, SqlWriterNow {
     this.database = database;
     this.inTransaction = inTransaction;
     this.writeNow = inTransaction ? this : undefined;
+    this.#statements = preparedStatementCache(database);
   }
 
   protected check(): void {
     if (this.ended) throw new Error('this transaction has already ended: use the connection, or run the statement inside the transaction');
   }
 
+  /** `sql` prepared once per connection (the same cache as database.ts `preparedStatement`). */
+  #prepared(sql: string): Database.Statement<unknown[]> {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) this.#statements.set(sql, (statement = this.database.prepare<unknown[]>(sql)));
+    return statement;
+  }
+
   runNow(sql: string, parameters: readonly SqlValue[] = []): RunResult & { lastInsertRowid: number } {
     this.check();
-    const result = preparedStatement(this.database, sql).run(...parameters);
+    const result = this.#prepared(sql).run(...parameters);
     return { changes: result.changes, lastInsertRowid: Number(result.lastInsertRowid) };
+  }
+
+  statementNow(sql: string): StatementNow {
+    this.check();
+    const statement = this.#prepared(sql);
+    return {
+      run: (parameters) => {
+        this.check();
+        const result = statement.run(...parameters);
+        // better-sqlite3's own result object (no copy per row); its rowid is a number, the mirror never turns on safeIntegers.
+        return result as RunResult & { lastInsertRowid: number };
+      },
+    };
   }
 
   getNow<Row>(sql: string, parameters: readonly SqlValue[] = []): Row | undefined {
     this.check();
-    return preparedStatement(this.database, sql).get(...parameters) as Row | undefined;
+    return this.#prepared(sql).get(...parameters) as Row | undefined;
   }
 
   allNow<Row>(sql: string, parameters: readonly SqlValue[] = []): Row[] {
     this.check();
-    return preparedStatement(this.database, sql).all(...parameters) as Row[];
+    return this.#prepared(sql).all(...parameters) as Row[];
   }
 
   execNow(sql: string): void {
