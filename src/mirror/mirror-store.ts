@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { plantedBug } from '../logging/planted-bugs.ts';
 import { inList, jsonArrayValues, listParameter } from './sql/dialect.ts';
 import { STORED_TYPE } from './sql/column-types.ts';
-import type { SqlExecutor, SqlValue, SqlWriterNow } from './sql/executor.ts';
+import type { SqlExecutor, SqlValue, SqlWriterNow, StatementNow } from './sql/executor.ts';
 import { contentHash, declaredFieldPaths, diffRecord, forEachFieldPath } from './change-detection.ts';
 import { FIELD_ADDED_EVENT, fieldsFirstSeen, registerFields } from './field-registry.ts';
 import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog-format.ts';
@@ -359,7 +359,9 @@ export class MirrorStore {
    * Cost per page, whatever its size (PostgreSQL pays a round trip per statement it waits for: the
    * upsert goes with the next statement, `runAtCommit`; the stored hashes can be asked earlier,
    * `storedStates`, and the change rows' INSERT sent with the commit, `seqsAtCommit`): one SELECT
-   * for the stored hashes of the page's ids, one SELECT of the stored `raw` of the records whose
+   * for the stored hashes of the page's ids (SQLite, a page whose first id the table does not hold:
+   * each row inserted at once unless its id is held, and the hashes of the held ones read after,
+   * `RowWrites.insertNew`), one SELECT of the stored `raw` of the records whose
    * hash differs (to diff them; none on a backfill), one multi-row upsert per set of columns the
    * page's records carry (usually one; SQLite: one prepared upsert per record, see `RowWrites`), one
    * UPDATE marking the unchanged ones seen, and one multi-row INSERT of the page's change rows
@@ -384,7 +386,13 @@ export class MirrorStore {
     const asked = options.storedStates;
     return this.transaction(async (store) => {
       const pending: ChangeRowInput[] = [];
-      const stored = asked !== undefined && asked.stream === stream.name && asked.records === records ? await asked.states : await store.storedStates(stream, ids);
+      const writes = new RowWrites(store.executor, stream, now, scan);
+      // SQLite: a page of new records is inserted at once, without a SELECT of stored states (`RowWrites.insertNew`).
+      const writeNow = store.executor.writeNow;
+      const insertedFirst = writeNow === undefined ? undefined : writes.insertNew(writeNow, records, ids, hashes, raws);
+      let stored: Map<string, StoredState>;
+      if (insertedFirst !== undefined) stored = insertedFirst.held.length > 0 ? await store.storedStates(stream, insertedFirst.held) : new Map<string, StoredState>();
+      else stored = asked !== undefined && asked.stream === stream.name && asked.records === records ? await asked.states : await store.storedStates(stream, ids);
       const differing = ids.filter((id, index) => {
         const state = stored.get(id);
         return state !== undefined && state.deleted_at === null && state.content_hash !== hashes[index];
@@ -410,7 +418,6 @@ export class MirrorStore {
       const diffFields = { listed: stream.listedFields, known: (path: string) => !fresh.has(path) && !declared.has(path), firstSeenAt: (path: string) => firstSeen.get(path) };
       // The ids this page listed so far: a second copy of one with other content is a second version.
       const seenInPage = new Set<string>();
-      const writes = new RowWrites(store.executor, stream, now, scan);
       const unchanged: string[] = [];
       // Rows a write-through wrote after the page's request was sent: listed (seen), not overwritten.
       const keptWritten: string[] = [];
@@ -441,8 +448,12 @@ export class MirrorStore {
         // A tombstoned record that is listed again counts as new (created / started again).
         const storedVersion = state && state.deleted_at === null ? storedRaw.get(id) : undefined;
         const previous = storedVersion?.record;
-        if (writes.has(id)) await writes.flush();
-        const raw = writes.add(id, record, hash, raws[index], state !== undefined);
+        let raw: string;
+        if (!earlierInPage && insertedFirst?.inserted.has(id)) raw = raws[index]!; // its row is written already
+        else {
+          if (writes.has(id)) await writes.flush();
+          raw = writes.add(id, record, hash, raws[index], state !== undefined);
+        }
         stored.set(id, { content_hash: hash, deleted_at: null, last_seen_scan: scan, written_seq: state?.written_seq ?? null });
         let type: string;
         let data: ChangeDataInput;
@@ -514,14 +525,28 @@ export class MirrorStore {
   /**
    * Asks the stored states of `records`' ids now, for `applyRecords` later in the same transaction
    * (`ApplyOptions.storedStates`): on PostgreSQL the SELECT leaves with the statements the caller
-   * sends before its answer is needed (one round trip fewer per page). Call only where no statement
+   * sends before its answer is needed (one round trip fewer per page); in a SQLite transaction it
+   * runs when `applyRecords` first reads them, if it does. Call only where no statement
    * between this one and `applyRecords` writes the stream's table. A failure is reported by
    * `applyRecords` (and fails the transaction), never as an unhandled rejection.
    */
   askStoredStates(stream: StreamDefinition, records: readonly ApiRecord[]): StoredStates {
-    const states = records.length === 0 ? Promise.resolve(new Map<string, StoredState>()) : this.storedStates(stream, records.map((record) => String(record[stream.key])));
-    states.catch(() => {});
-    return { stream: stream.name, records, states };
+    const ask = (): Promise<Map<string, StoredState>> => {
+      const states = records.length === 0 ? Promise.resolve(new Map<string, StoredState>()) : this.storedStates(stream, records.map((record) => String(record[stream.key])));
+      states.catch(() => {});
+      return states;
+    };
+    if (this.executor.writeNow === undefined) return { stream: stream.name, records, states: ask() };
+    // SQLite: asked when first read (a SELECT costs no round trip there), and not at all when
+    // `applyRecords` inserts a page of new records without it (`RowWrites.insertNew`).
+    let asked: Promise<Map<string, StoredState>> | undefined;
+    return {
+      stream: stream.name,
+      records,
+      get states() {
+        return (asked ??= ask());
+      },
+    };
   }
 
   /** The stored hash and tombstone of each of `ids` that the stream's table holds: one SELECT. */
@@ -934,6 +959,53 @@ class RowWrites {
    * @returns the `raw` text it will store
    */
   add(id: string, record: ApiRecord, hash: string, json?: string, stored = true): string {
+    const { group, values, raw } = this.#row(record, hash, json);
+    group.rows.push(values);
+    group.stored.push(stored);
+    this.#ids.add(id);
+    return raw;
+  }
+
+  /**
+   * SQLite inside a transaction: writes at once the rows of the records whose keys the table does
+   * not hold (the first copy of an id listed twice), each by `INSERT ... ON CONFLICT (key) DO
+   * NOTHING` with the values `add` would queue, so that a page of new records needs no SELECT of
+   * stored states (its ids looked up in the key's index once, by their INSERTs, instead of twice).
+   * Asks the table for the page's first key before: when it holds that key, nothing is inserted and
+   * the result is undefined (a page of known records costs one SELECT of their states, not an
+   * INSERT each that finds its key). `ids`, `hashes` and `raws` are the records' keys, content
+   * hashes and JSON texts, by index.
+   * @returns the ids inserted, and those whose keys the table holds (nothing written for them); undefined when nothing was tried
+   * @throws the driver's error (a NOT NULL column missing): the transaction fails
+   */
+  insertNew(
+    now: SqlWriterNow,
+    records: readonly ApiRecord[],
+    ids: readonly string[],
+    hashes: readonly string[],
+    raws: readonly string[],
+  ): { inserted: Set<string>; held: string[] } | undefined {
+    const stream = this.#stream;
+    if (records.length === 0 || now.getNow(keyProbe(stream), [ids[0]!]) !== undefined) return undefined;
+    const inserted = new Set<string>();
+    const held: string[] = [];
+    const tried = new Set<string>();
+    const inserts = new Map<RowGroup, StatementNow>();
+    for (let index = 0; index < records.length; index += 1) {
+      const id = ids[index]!;
+      if (tried.has(id)) continue;
+      tried.add(id);
+      const { group, values } = this.#row(records[index]!, hashes[index]!, raws[index]);
+      let insert = inserts.get(group);
+      if (insert === undefined) inserts.set(group, (insert = now.statementNow(rowInsertIfNew(stream, group.group, group.columns))));
+      if (insert.run(values).changes === 1) inserted.add(id);
+      else held.push(id);
+    }
+    return { inserted, held };
+  }
+
+  /** The values of `record`'s row (its columns', raw, content_hash, first_seen_at, synced_at, last_seen_scan), and the group of its column set. */
+  #row(record: ApiRecord, hash: string, json: string | undefined): { group: RowGroup; values: SqlValue[]; raw: string } {
     const readers = this.#readers;
     const masked = readers.length <= MASKED_COLUMNS;
     const values: SqlValue[] = [];
@@ -958,15 +1030,13 @@ class RowWrites {
       group = { columns, group: columns.join(','), rows: [], stored: [] };
       this.#groups.set(key, group);
     }
-    group.rows.push(values);
-    group.stored.push(stored);
-    this.#ids.add(id);
-    return raw;
+    return { group, values, raw };
   }
 
   /** Writes every waiting row: one statement per column set (and per chunk). */
   async flush(): Promise<void> {
     for (const { columns, group, rows, stored } of this.#groups.values()) {
+      if (rows.length === 0) continue;
       if (this.#executor.dialect === 'sqlite') {
         // One prepared single-row upsert run per record (class comment): no per-row arrays; in a
         // transaction run at once (`writeNow`), without a promise per row.
@@ -1000,6 +1070,35 @@ class RowWrites {
     // Its result is not read: sent with the page's next statement (executor.ts `runAtCommit`), no round trip of its own.
     await this.#executor.runAtCommit(sql, [this.#now, this.#now, this.#scan, ...arrays]);
   }
+}
+
+/** `keyProbe`'s statements by table: built once. */
+const keyProbes = new Map<string, string>();
+
+/** `SELECT 1 AS held FROM <table> WHERE <key> = ?`: a row when the table holds the key bound. */
+function keyProbe(stream: StreamDefinition): string {
+  let sql = keyProbes.get(stream.table);
+  if (sql === undefined) keyProbes.set(stream.table, (sql = `SELECT 1 AS held FROM ${stream.table} WHERE ${keyColumn(stream)} = ?`));
+  return sql;
+}
+
+/** `rowInsertIfNew`'s statements by table and column set: built once. */
+const rowInsertsIfNew = new Map<string, string>();
+
+/**
+ * SQLite's single-row `INSERT INTO <table> (<columns>, raw, content_hash, first_seen_at, synced_at,
+ * last_seen_scan) VALUES (...) ON CONFLICT (<key>) DO NOTHING` (`RowWrites.insertNew`): `rowUpsert`'s
+ * parameters and row, written only when the table holds no row of its key.
+ */
+function rowInsertIfNew(stream: StreamDefinition, group: string, columns: readonly string[]): string {
+  const cacheKey = `${stream.table}:${group}`;
+  let sql = rowInsertsIfNew.get(cacheKey);
+  if (sql === undefined) {
+    const all = [...columns, 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'last_seen_scan'];
+    sql = `INSERT INTO ${stream.table} (${all.join(', ')}) VALUES (${all.map(() => '?').join(', ')}) ON CONFLICT (${keyColumn(stream)}) DO NOTHING`;
+    rowInsertsIfNew.set(cacheKey, sql);
+  }
+  return sql;
 }
 
 /** `storedStatesQuery`'s statements by back end and table: built once. */
