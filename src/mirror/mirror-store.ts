@@ -380,16 +380,29 @@ export class MirrorStore {
     const scan = options.scanNumber ?? null;
     const key = keyColumn(stream);
     if (records.length === 0) return [];
-    const ids = records.map((record) => String(record[stream.key]));
-    const raws = records.map((record) => JSON.stringify(record));
-    const hashes = records.map((record, index) => contentHash(record, raws[index]));
+    const count = records.length;
+    const ids = new Array<string>(count);
+    const raws = new Array<string>(count);
+    const hashes = new Array<string>(count);
+    const distinct = new Set<string>();
+    for (let index = 0; index < count; index += 1) {
+      const record = records[index]!;
+      const id = String(record[stream.key]);
+      const raw = JSON.stringify(record);
+      ids[index] = id;
+      raws[index] = raw;
+      hashes[index] = contentHash(record, raw);
+      distinct.add(id);
+    }
+    // An id listed twice in the page (a duplicate, ties): only then does the loop below follow the ids it passed.
+    const repeats = distinct.size < count;
     const asked = options.storedStates;
     return this.transaction(async (store) => {
       const pending: ChangeRowInput[] = [];
       const writes = new RowWrites(store.executor, stream, now, scan);
       // SQLite: a page of new records is inserted at once, without a SELECT of stored states (`RowWrites.insertNew`).
       const writeNow = store.executor.writeNow;
-      const insertedFirst = writeNow === undefined ? undefined : writes.insertNew(writeNow, records, ids, hashes, raws);
+      const insertedFirst = writeNow === undefined ? undefined : writes.insertNew(writeNow, records, ids, hashes, raws, repeats);
       let stored: Map<string, StoredState>;
       if (insertedFirst !== undefined) stored = insertedFirst.held.length > 0 ? await store.storedStates(stream, insertedFirst.held) : new Map<string, StoredState>();
       else stored = asked !== undefined && asked.stream === stream.name && asked.records === records ? await asked.states : await store.storedStates(stream, ids);
@@ -427,8 +440,11 @@ export class MirrorStore {
         const id = ids[index]!;
         const hash = hashes[index]!;
         const state = stored.get(id);
-        const earlierInPage = seenInPage.has(id);
-        seenInPage.add(id);
+        let earlierInPage = false;
+        if (repeats) {
+          earlierInPage = seenInPage.has(id);
+          seenInPage.add(id);
+        }
         if (state && state.content_hash === hash && state.deleted_at === null) {
           if (!earlierInPage) unchanged.push(id);
           continue;
@@ -449,12 +465,13 @@ export class MirrorStore {
         const storedVersion = state && state.deleted_at === null ? storedRaw.get(id) : undefined;
         const previous = storedVersion?.record;
         let raw: string;
-        if (!earlierInPage && insertedFirst?.inserted.has(id)) raw = raws[index]!; // its row is written already
+        if (insertedFirst?.inserted[index] === true) raw = raws[index]!; // its row is written already
         else {
           if (writes.has(id)) await writes.flush();
           raw = writes.add(id, record, hash, raws[index], state !== undefined);
         }
-        stored.set(id, { content_hash: hash, deleted_at: null, last_seen_scan: scan, written_seq: state?.written_seq ?? null });
+        // What a later copy of the id in this page finds stored.
+        if (repeats) stored.set(id, { content_hash: hash, deleted_at: null, last_seen_scan: scan, written_seq: state?.written_seq ?? null });
         let type: string;
         let data: ChangeDataInput;
         if (previous === undefined) {
@@ -470,7 +487,9 @@ export class MirrorStore {
           type = stream.changes.classify(previous, record, changed);
           data = { record, recordJson: raw, changes };
         }
-        pending.push({ type, stream: stream.name, recordId: id, occurredAt: now, data, ...(options.partition ? { partition: options.partition } : {}) });
+        const change: ChangeRowInput = { type, stream: stream.name, recordId: id, occurredAt: now, data };
+        if (options.partition) change.partition = options.partition;
+        pending.push(change);
       }
       await writes.flush();
       if (unchanged.length > 0) {
@@ -974,8 +993,9 @@ class RowWrites {
    * Asks the table for the page's first key before: when it holds that key, nothing is inserted and
    * the result is undefined (a page of known records costs one SELECT of their states, not an
    * INSERT each that finds its key). `ids`, `hashes` and `raws` are the records' keys, content
-   * hashes and JSON texts, by index.
-   * @returns the ids inserted, and those whose keys the table holds (nothing written for them); undefined when nothing was tried
+   * hashes and JSON texts, by index; `repeats` true when an id comes more than once.
+   * @returns by record index, true for a record whose row it inserted; and the ids whose keys the
+   *   table holds (nothing written for them); undefined when nothing was tried
    * @throws the driver's error (a NOT NULL column missing): the transaction fails
    */
   insertNew(
@@ -984,21 +1004,27 @@ class RowWrites {
     ids: readonly string[],
     hashes: readonly string[],
     raws: readonly string[],
-  ): { inserted: Set<string>; held: string[] } | undefined {
+    repeats: boolean,
+  ): { inserted: boolean[]; held: string[] } | undefined {
     const stream = this.#stream;
     if (records.length === 0 || now.getNow(keyProbe(stream), [ids[0]!]) !== undefined) return undefined;
-    const inserted = new Set<string>();
+    const inserted = new Array<boolean>(records.length).fill(false);
     const held: string[] = [];
-    const tried = new Set<string>();
-    const inserts = new Map<RowGroup, StatementNow>();
+    const tried = repeats ? new Set<string>() : undefined;
+    let lastGroup: RowGroup | undefined;
+    let insert: StatementNow | undefined;
     for (let index = 0; index < records.length; index += 1) {
       const id = ids[index]!;
-      if (tried.has(id)) continue;
-      tried.add(id);
+      if (tried !== undefined) {
+        if (tried.has(id)) continue;
+        tried.add(id);
+      }
       const { group, values } = this.#row(records[index]!, hashes[index]!, raws[index]);
-      let insert = inserts.get(group);
-      if (insert === undefined) inserts.set(group, (insert = now.statementNow(rowInsertIfNew(stream, group.group, group.columns))));
-      if (insert.run(values).changes === 1) inserted.add(id);
+      if (group !== lastGroup) {
+        lastGroup = group;
+        insert = now.statementNow(rowInsertIfNew(stream, group.group, group.columns));
+      }
+      if (insert!.run(values).changes === 1) inserted[index] = true;
       else held.push(id);
     }
     return { inserted, held };
