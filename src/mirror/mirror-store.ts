@@ -852,7 +852,7 @@ function changeRowsInsert(count: number): string {
   return sql;
 }
 
-/** The single-row INSERT of a change row (`appendChange`, `appendChangesNow`), its values `changeRowValues`. */
+/** The single-row INSERT of a change row (`appendChange`), its values `changeRowValues` (`appendChangesNow` writes type and stream as literals: `changeRowInsertOf`). */
 const CHANGE_ROW_INSERT = 'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) VALUES (?, ?, ?, ?, ?, ?, ?)';
 
 /** A change row's 7 values in the order of `CHANGE_ROW_INSERT`'s columns (and of each row of `changeRowsInsert`). */
@@ -867,14 +867,46 @@ function changeRowValues(eventId: string, change: ChangeRowInput): SqlValue[] {
  */
 function appendChangesNow(now: SqlWriterNow, changes: readonly ChangeRowInput[]): AppendedChange[] {
   const appended = new Array<AppendedChange>(changes.length);
-  const insert = now.statementNow(CHANGE_ROW_INSERT);
+  // The statement of the previous row's type, stream and partitioning: a page's rows mostly share them.
+  let last: { type: string; stream: string; partitioned: boolean; insert: StatementNow } | undefined;
   for (let index = 0; index < changes.length; index += 1) {
     const change = changes[index]!;
     const eventId = `evt_${timeOrderedUuid()}`;
-    const { lastInsertRowid } = insert.run(changeRowValues(eventId, change));
+    const partitioned = change.partition !== undefined;
+    if (last === undefined || last.type !== change.type || last.stream !== change.stream || last.partitioned !== partitioned) {
+      last = { type: change.type, stream: change.stream, partitioned, insert: now.statementNow(changeRowInsertOf(change.type, change.stream, partitioned)) };
+    }
+    const insert = last.insert;
+    const occurredAt = change.occurredAt ?? new Date().toISOString();
+    const data = encodeChangeData(change.data);
+    const { lastInsertRowid } = insert.run(partitioned ? [eventId, change.recordId, occurredAt, data, change.partition!] : [eventId, change.recordId, occurredAt, data]);
     appended[index] = { seq: Number(lastInsertRowid), eventId, type: change.type, stream: change.stream, recordId: change.recordId };
   }
   return appended;
+}
+
+/** `changeRowInsertOf`'s statements by type, stream and whether a partition is given: built once. */
+const changeRowInsertsOf = new Map<string, string>();
+
+/**
+ * SQLite's single-row INSERT of a change row of `type` and `stream` (`appendChangesNow`): both
+ * written into the statement as SQL text literals, so that a page's rows bind only their event id,
+ * record id, time, data and, when `partitioned`, partition (as the plain loop of bench/backfill.ts
+ * does; binding a value costs more than the statement's own work on it). `type` and `stream` come
+ * from the stream definitions; each quote is doubled all the same. Without a partition,
+ * `partition_value` keeps its default, NULL.
+ */
+function changeRowInsertOf(type: string, stream: string, partitioned: boolean): string {
+  const cacheKey = `${partitioned ? 'p' : 'n'}\n${type}\n${stream}`;
+  let sql = changeRowInsertsOf.get(cacheKey);
+  if (sql === undefined) {
+    const literal = (text: string): string => `'${text.replaceAll("'", "''")}'`;
+    sql = partitioned
+      ? `INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) VALUES (?, ${literal(type)}, ${literal(stream)}, ?, ?, ?, ?)`
+      : `INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ${literal(type)}, ${literal(stream)}, ?, ?, ?)`;
+    changeRowInsertsOf.set(cacheKey, sql);
+  }
+  return sql;
 }
 
 /** PostgreSQL's INSERT of any number of change rows, one text array per column (`appendChangesUnnest`). */
@@ -900,6 +932,24 @@ function columnReaders(stream: StreamDefinition): readonly ColumnReader[] {
     columnReadersByStream.set(stream, readers);
   }
   return readers;
+}
+
+/** Each stream's column index by field, or null when a column holds a nested field (`topLevelColumns`). */
+const topLevelColumnsByStream = new WeakMap<StreamDefinition, ReadonlyMap<string, number> | null>();
+
+/**
+ * The column index (in definition order) of each field, when every column of the stream holds a
+ * top-level field (`amount`, not `user.fullname`): `RowWrites` then walks a record's own keys instead
+ * of asking it for every column's field (most records lack most of the fields only a write response
+ * carries, and asking an object for a key it lacks costs a lookup through its prototype). Undefined otherwise.
+ */
+function topLevelColumns(stream: StreamDefinition, readers: readonly ColumnReader[]): ReadonlyMap<string, number> | undefined {
+  let byField = topLevelColumnsByStream.get(stream);
+  if (byField === undefined) {
+    byField = readers.every((reader) => reader.key !== undefined) ? new Map(readers.map((reader, index) => [reader.key!, index])) : null;
+    topLevelColumnsByStream.set(stream, byField);
+  }
+  return byField ?? undefined;
 }
 
 /** The value of a column's field in `record` (define-stream.ts `readField`: undefined when a step is missing). */
@@ -953,6 +1003,10 @@ class RowWrites {
   readonly #executor: SqlExecutor;
   readonly #stream: StreamDefinition;
   readonly #readers: readonly ColumnReader[];
+  /** The column index of each field, when every column holds a top-level field (`topLevelColumns`). */
+  readonly #columnByField: ReadonlyMap<string, number> | undefined;
+  /** Scratch of `#row`: each column's value of the record at hand, by column index (undefined between records). */
+  readonly #found: unknown[];
   readonly #now: string;
   readonly #scan: number | null;
   /** Waiting rows by column set: a bit mask of the columns (`MASKED_COLUMNS`), or their indexes as text. */
@@ -963,6 +1017,8 @@ class RowWrites {
     this.#executor = executor;
     this.#stream = stream;
     this.#readers = columnReaders(stream);
+    this.#columnByField = topLevelColumns(stream, this.#readers);
+    this.#found = new Array<unknown>(this.#readers.length).fill(undefined);
     this.#now = now;
     this.#scan = scan;
   }
@@ -1037,9 +1093,19 @@ class RowWrites {
     const values: SqlValue[] = [];
     let mask = 0;
     let indexes = '';
+    const found = this.#found;
+    const byField = this.#columnByField;
+    if (byField !== undefined) {
+      // Every column a top-level field: the record's keys looked up, so the fields it lacks are never asked for.
+      for (const field in record) {
+        const index = byField.get(field);
+        if (index !== undefined) found[index] = record[field];
+      }
+    } else for (let index = 0; index < readers.length; index += 1) found[index] = readColumn(record, readers[index]!);
     for (let index = 0; index < readers.length; index += 1) {
-      const value = readColumn(record, readers[index]!);
+      const value = found[index];
       if (value === undefined) continue;
+      found[index] = undefined;
       if (masked) mask |= 1 << index;
       else indexes += `${index},`;
       values.push(toColumnValue(value));
