@@ -16,6 +16,7 @@ import { startDaemonHttpServer, type RunningHttpServer } from '../../src/daemon/
 import { RouteTable } from '../../src/http/route-table.ts';
 import { lastChangeSeq } from '../../src/mirror/changelog-format.ts';
 import { DeliveryDispatcher } from '../../src/notify/delivery/delivery-dispatcher.ts';
+import { latestAttempts, listAttemptsOfEvent } from '../../src/notify/delivery/attempts.ts';
 import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { ChangeSignal } from '../../src/notify/pull/change-signal.ts';
 import { pruneChangelog } from '../../src/notify/retention.ts';
@@ -199,5 +200,36 @@ describe('starting from a snapshot', () => {
     // The filter `deal.*` snapshots deals only.
     expect(new Set(got.filter((event) => event.type.endsWith('.snapshot')).map((event) => event.type))).toEqual(new Set(['deals.snapshot']));
     expectNoGapNoDuplicate(got, atBoundary, boundary, await liveDeals());
+  });
+
+  it('a sink\'s snapshot attempts carry no seq, so pages acknowledged whole stay a row per attempt, each found by its event id (never in the changelog)', async () => {
+    const prefix = `bizops-test:${uniqueName('snapatt')}:`;
+    cleanups.push(async () => {
+      const redis = new Redis(REDIS_URL);
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    });
+    const sink = configSchema.parse({ baseUrl: 'http://127.0.0.1:9', tokens: { default: 'tok_default_0000' }, sinks: [{ name: 'feed', kind: 'redis-stream', url: REDIS_URL, key: `${prefix}all`, events: ['deal.*'], initial: 'snapshot', maxInFlight: 16 }] }).sinks;
+    const deals = (await liveDeals()).size;
+    const dispatcher = new DeliveryDispatcher({ connection: fixture.context.connection, targets: await sinkTargets(sink), pollMs: 20, scheduleMs: [0, 20, 40] });
+    cleanups.push(() => dispatcher.stop());
+    await dispatcher.start();
+    const connection = fixture.context.connection;
+    await waitFor(async () => (await loadEndpoint(connection, 'feed'))?.snapshot === null && (await latestAttempts(connection, 'feed', 1000)).length === deals, 'the snapshot acknowledged, its attempts written');
+    // Pages of up to 16 snapshot events, each acknowledged whole, but without a seq: no batch row
+    // (a batch is found from its seqs), a row each in webhook_attempts.
+    const batches = Number((await connection.get<{ n: number | string }>("SELECT COUNT(*) AS n FROM webhook_attempt_batches WHERE endpoint = 'feed'"))!.n);
+    const rows = Number((await connection.get<{ n: number | string }>("SELECT COUNT(*) AS n FROM webhook_attempts WHERE endpoint = 'feed'"))!.n);
+    expect([batches, rows]).toEqual([0, deals]);
+    const redis = new Redis(REDIS_URL);
+    cleanups.push(async () => redis.disconnect());
+    const entries = await redis.xrange(`${prefix}all`, '-', '+');
+    expect(entries.length).toBe(deals);
+    for (const [entryId, fields] of entries) {
+      const eventId = fields[fields.indexOf('id') + 1]!;
+      const attempts = await listAttemptsOfEvent(connection, eventId);
+      expect(attempts.map((attempt) => [attempt.endpoint, attempt.type, attempt.seq, attempt.attempt, attempt.outcome, attempt.response])).toEqual([['feed', 'deals.snapshot', null, 1, 'delivered', `${prefix}all ${entryId}`]]);
+    }
   });
 });

@@ -187,8 +187,9 @@ function batchAttempts(row: BatchRow): WebhookAttempt[] {
 /**
  * Every kept attempt of one event (its `event_id`), by endpoint then time (then attempt number).
  * Its batched attempts are found from its seq (`changes.event_id`, then the batches whose seq range
- * holds it); an event no longer in the changelog, or never in it (a snapshot's), by the batches
- * whose `events` text holds its id (a scan of the batch table: an operator's lookup, not a hot path).
+ * holds it); an event no longer in the changelog (pruned) by the batches whose `events` text holds
+ * its id (a scan of the batch table: an operator's lookup, not a hot path). A snapshot's attempts
+ * carry no seq and are never batched: rows, found by the event id's index.
  */
 export async function listAttemptsOfEvent(executor: SqlExecutor, eventId: string): Promise<WebhookAttempt[]> {
   const rows = (await executor.all<AttemptRow>('SELECT * FROM webhook_attempts WHERE event_id = ? ORDER BY endpoint, id', [eventId])).map(toAttempt);
