@@ -29,7 +29,14 @@ const preparedStatements = new WeakMap<MirrorDatabase, Map<string, Database.Stat
  * @throws SqliteError when `sql` does not compile
  */
 export function preparedStatement(db: MirrorDatabase, sql: string): Database.Statement<unknown[]> {
-  const cache = preparedStatementCache(db);
+  return preparedIn(preparedStatementCache(db), db, sql);
+}
+
+/**
+ * `preparedStatement` with the connection's cache at hand (`preparedStatementCache(db)`).
+ * @throws SqliteError when `sql` does not compile
+ */
+export function preparedIn(cache: Map<string, Database.Statement<unknown[]>>, db: MirrorDatabase, sql: string): Database.Statement<unknown[]> {
   let statement = cache.get(sql);
   if (!statement) cache.set(sql, (statement = db.prepare<unknown[]>(sql)));
   return statement;

@@ -837,6 +837,22 @@ export class MirrorStore {
  */
 export const MASS_DELETION_FLOOR = 10;
 
+/**
+ * The statement text `cache` holds under `key`, built by `build` the first time: each statement
+ * text of this module is built once per process (the same text then hits the prepared-statement
+ * caches).
+ */
+function builtOnce<K>(cache: Map<K, string>, key: K, build: () => string): string {
+  let sql = cache.get(key);
+  if (sql === undefined) cache.set(key, (sql = build()));
+  return sql;
+}
+
+/** A row write's columns after the record's own (`columns`): what `RowWrites` binds last, in this order. */
+function rowColumns(columns: readonly string[]): string[] {
+  return [...columns, 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'last_seen_scan'];
+}
+
 /** Most change rows in one INSERT of `appendChanges` (6 parameters each: far under SQLite's and PostgreSQL's limits). */
 const CHANGE_ROWS_PER_INSERT = 500;
 
@@ -844,12 +860,11 @@ const CHANGE_ROWS_PER_INSERT = 500;
 const changeRowsInserts = new Map<number, string>();
 
 function changeRowsInsert(count: number): string {
-  let sql = changeRowsInserts.get(count);
-  if (sql === undefined) {
-    sql = `INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) VALUES ${Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ')} RETURNING seq, event_id`;
-    changeRowsInserts.set(count, sql);
-  }
-  return sql;
+  return builtOnce(
+    changeRowsInserts,
+    count,
+    () => `INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) VALUES ${Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ')} RETURNING seq, event_id`,
+  );
 }
 
 /** The single-row INSERT of a change row (`appendChange`), its values `changeRowValues` (`appendChangesNow` writes type and stream as literals: `changeRowInsertOf`). */
@@ -897,16 +912,12 @@ const changeRowInsertsOf = new Map<string, string>();
  * `partition_value` keeps its default, NULL.
  */
 function changeRowInsertOf(type: string, stream: string, partitioned: boolean): string {
-  const cacheKey = `${partitioned ? 'p' : 'n'}\n${type}\n${stream}`;
-  let sql = changeRowInsertsOf.get(cacheKey);
-  if (sql === undefined) {
+  return builtOnce(changeRowInsertsOf, `${partitioned ? 'p' : 'n'}\n${type}\n${stream}`, () => {
     const literal = (text: string): string => `'${text.replaceAll("'", "''")}'`;
-    sql = partitioned
+    return partitioned
       ? `INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) VALUES (?, ${literal(type)}, ${literal(stream)}, ?, ?, ?, ?)`
       : `INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ${literal(type)}, ${literal(stream)}, ?, ?, ?)`;
-    changeRowInsertsOf.set(cacheKey, sql);
-  }
-  return sql;
+  });
 }
 
 /** PostgreSQL's INSERT of any number of change rows, one text array per column (`appendChangesUnnest`). */
@@ -1169,9 +1180,7 @@ const keyProbes = new Map<string, string>();
 
 /** `SELECT 1 AS held FROM <table> WHERE <key> = ?`: a row when the table holds the key bound. */
 function keyProbe(stream: StreamDefinition): string {
-  let sql = keyProbes.get(stream.table);
-  if (sql === undefined) keyProbes.set(stream.table, (sql = `SELECT 1 AS held FROM ${stream.table} WHERE ${keyColumn(stream)} = ?`));
-  return sql;
+  return builtOnce(keyProbes, stream.table, () => `SELECT 1 AS held FROM ${stream.table} WHERE ${keyColumn(stream)} = ?`);
 }
 
 /** `rowInsertIfNew`'s statements by table and column set: built once. */
@@ -1183,14 +1192,7 @@ const rowInsertsIfNew = new Map<string, string>();
  * parameters and row, written only when the table holds no row of its key.
  */
 function rowInsertIfNew(stream: StreamDefinition, group: string, columns: readonly string[]): string {
-  const cacheKey = `${stream.table}:${group}`;
-  let sql = rowInsertsIfNew.get(cacheKey);
-  if (sql === undefined) {
-    const all = [...columns, 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'last_seen_scan'];
-    sql = `INSERT INTO ${stream.table} (${all.join(', ')}) VALUES (${all.map(() => '?').join(', ')}) ON CONFLICT (${keyColumn(stream)}) DO NOTHING`;
-    rowInsertsIfNew.set(cacheKey, sql);
-  }
-  return sql;
+  return builtOnce(rowInsertsIfNew, `${stream.table}:${group}`, () => `${valuesInsert(stream, columns, 1)} ON CONFLICT (${keyColumn(stream)}) DO NOTHING`);
 }
 
 /** `storedStatesQuery`'s statements by back end and table: built once. */
@@ -1204,17 +1206,12 @@ const storedStatesQueries = new Map<string, string>();
  * gives its row twice.
  */
 function storedStatesQuery(stream: StreamDefinition, dialect: SqlExecutor['dialect']): string {
-  const cacheKey = `${dialect}:${stream.table}`;
-  let sql = storedStatesQueries.get(cacheKey);
-  if (sql === undefined) {
+  return builtOnce(storedStatesQueries, `${dialect}:${stream.table}`, () => {
     const key = keyColumn(stream);
-    sql =
-      dialect === 'sqlite'
-        ? `SELECT t.${key} AS id, t.content_hash, t.deleted_at, t.last_seen_scan, t.written_seq FROM json_each(?) AS j CROSS JOIN ${stream.table} AS t ON t.${key} = j.value`
-        : `SELECT ${key} AS id, content_hash, deleted_at, last_seen_scan, written_seq FROM ${stream.table} WHERE ${inList(dialect, key)}`;
-    storedStatesQueries.set(cacheKey, sql);
-  }
-  return sql;
+    return dialect === 'sqlite'
+      ? `SELECT t.${key} AS id, t.content_hash, t.deleted_at, t.last_seen_scan, t.written_seq FROM json_each(?) AS j CROSS JOIN ${stream.table} AS t ON t.${key} = j.value`
+      : `SELECT ${key} AS id, content_hash, deleted_at, last_seen_scan, written_seq FROM ${stream.table} WHERE ${inList(dialect, key)}`;
+  });
 }
 
 /** The PostgreSQL upserts by table and column set: built once (one named prepared statement each). */
@@ -1229,10 +1226,7 @@ const rowInsertsUnnest = new Map<string, string>();
  * transaction with it.
  */
 function rowInsertUnnest(stream: StreamDefinition, group: string, columns: readonly string[]): string {
-  const cacheKey = `${stream.table}:${group}`;
-  let sql = rowInsertsUnnest.get(cacheKey);
-  if (sql === undefined) rowInsertsUnnest.set(cacheKey, (sql = unnestInsert(stream, columns)));
-  return sql;
+  return builtOnce(rowInsertsUnnest, `${stream.table}:${group}`, () => unnestInsert(stream, columns));
 }
 
 /**
@@ -1243,12 +1237,7 @@ function rowInsertUnnest(stream: StreamDefinition, group: string, columns: reado
  * in column order (a bigint or double precision column's elements cast).
  */
 function rowUpsertUnnest(stream: StreamDefinition, group: string, columns: readonly string[]): string {
-  const cacheKey = `${stream.table}:${group}`;
-  let sql = rowUpsertsUnnest.get(cacheKey);
-  if (sql !== undefined) return sql;
-  sql = `${unnestInsert(stream, columns)} ON CONFLICT (${keyColumn(stream)}) DO UPDATE SET ${upsertAssignments(stream, columns).join(', ')}`;
-  rowUpsertsUnnest.set(cacheKey, sql);
-  return sql;
+  return builtOnce(rowUpsertsUnnest, `${stream.table}:${group}`, () => `${unnestInsert(stream, columns)} ON CONFLICT (${keyColumn(stream)}) DO UPDATE SET ${upsertAssignments(stream, columns).join(', ')}`);
 }
 
 /** The `INSERT INTO <table> (...) SELECT ... FROM unnest(...)` both `rowUpsertUnnest` and `rowInsertUnnest` start with. */
@@ -1257,8 +1246,7 @@ function unnestInsert(stream: StreamDefinition, columns: readonly string[]): str
   // Every array is text[] (executor.ts `SqlArray`): a column of another type reads its elements cast.
   const read = columns.map((column) => (types.get(column) ?? 'text') === 'text' ? `u.${column}` : `u.${column}::${types.get(column)!}`);
   const arrays = [...columns, 'raw', 'content_hash'].map(() => '?::text[]');
-  const all = [...columns, 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'last_seen_scan'];
-  return `INSERT INTO ${stream.table} (${all.join(', ')}) SELECT ${[...read, 'u.raw', 'u.content_hash'].join(', ')}, ?::text, ?::text, ?::bigint FROM unnest(${arrays.join(', ')}) AS u(${[...columns, 'raw', 'content_hash'].join(', ')})`;
+  return `INSERT INTO ${stream.table} (${rowColumns(columns).join(', ')}) SELECT ${[...read, 'u.raw', 'u.content_hash'].join(', ')}, ?::text, ?::text, ?::bigint FROM unnest(${arrays.join(', ')}) AS u(${[...columns, 'raw', 'content_hash'].join(', ')})`;
 }
 
 /** The SET list of an upsert writing `columns`: every written column but the key and `first_seen_at`, clearing the tombstone and misses, keeping `last_seen_scan` when none is given. */
@@ -1283,15 +1271,14 @@ const rowUpserts = new Map<string, string>();
  */
 function rowUpsert(stream: StreamDefinition, group: string, columns: readonly string[], rows: number): string {
   // `group` is `columns` joined by commas (RowWrites' key), passed in so that no call joins them again.
-  const cacheKey = `${stream.table}:${group}:${rows}`;
-  let sql = rowUpserts.get(cacheKey);
-  if (sql !== undefined) return sql;
-  const key = keyColumn(stream);
-  const all = [...columns, 'raw', 'content_hash', 'first_seen_at', 'synced_at', 'last_seen_scan'];
+  return builtOnce(rowUpserts, `${stream.table}:${group}:${rows}`, () => `${valuesInsert(stream, columns, rows)} ON CONFLICT (${keyColumn(stream)}) DO UPDATE SET ${upsertAssignments(stream, columns).join(', ')}`);
+}
+
+/** `INSERT INTO <table> (<columns>, raw, content_hash, first_seen_at, synced_at, last_seen_scan) VALUES` and `rows` rows of placeholders: what `rowUpsert` and `rowInsertIfNew` start with. */
+function valuesInsert(stream: StreamDefinition, columns: readonly string[], rows: number): string {
+  const all = rowColumns(columns);
   const row = `(${all.map(() => '?').join(', ')})`;
-  sql = `INSERT INTO ${stream.table} (${all.join(', ')}) VALUES ${Array.from({ length: rows }, () => row).join(', ')} ON CONFLICT (${key}) DO UPDATE SET ${upsertAssignments(stream, columns).join(', ')}`;
-  rowUpserts.set(cacheKey, sql);
-  return sql;
+  return `INSERT INTO ${stream.table} (${all.join(', ')}) VALUES ${Array.from({ length: rows }, () => row).join(', ')}`;
 }
 
 export type SyncStateColumn =

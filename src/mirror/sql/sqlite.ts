@@ -23,7 +23,7 @@
 import { resolve } from 'node:path';
 import { Mutex } from 'async-mutex';
 import type Database from 'better-sqlite3';
-import { preparedStatement, preparedStatementCache, type MirrorDatabase } from '../database.ts';
+import { preparedIn, preparedStatement, preparedStatementCache, type MirrorDatabase } from '../database.ts';
 import type { RunResult, SqlConnection, SqlExecutor, SqlReaderNow, SqlRow, SqlValue, SqlWriterNow, StatementNow } from './executor.ts';
 
 /** The lock of each file open in this process, by absolute path (`:memory:` databases get their own). */
@@ -115,9 +115,7 @@ class SqliteStatements implements SqlExecutor, SqlWriterNow {
 
   /** `sql` prepared once per connection (the same cache as database.ts `preparedStatement`). */
   #prepared(sql: string): Database.Statement<unknown[]> {
-    let statement = this.#statements.get(sql);
-    if (statement === undefined) this.#statements.set(sql, (statement = this.database.prepare<unknown[]>(sql)));
-    return statement;
+    return preparedIn(this.#statements, this.database, sql);
   }
 
   runNow(sql: string, parameters: readonly SqlValue[] = []): RunResult & { lastInsertRowid: number } {
