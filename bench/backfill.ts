@@ -95,14 +95,19 @@ const PLAIN_BACKFILL = fileURLToPath(new URL('./plain-backfill.ts', import.meta.
 export async function backfillCpuOverPlain(n: number, rounds: number): Promise<{ cliMs: number; plainMs: number }[]> {
   const simulator = await startSimulator({ size: { transactions: n, deals: 0, onboardings: 0 }, rateLimit: false });
   const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-backfill-cpu-'));
-  // Both children get Node's compile cache (the CLI turns it on in bin/bizops-sync.js, in the same
-  // directory): without it the plain loop stripped its TypeScript again every run, 0.25 s of CPU the
-  // command did not pay. REDIS_URL passes through, so the command's rate budget uses the Redis asked for.
+  // Both children get Node's compile cache (the CLI turns it on in bin/bizops-sync.js): without it
+  // the plain loop stripped its TypeScript again every run, 0.25 s of CPU the command did not pay.
+  // Each its own directory, as each program has on a user's machine: Node opens NODE_COMPILE_CACHE's
+  // directory as the process starts, before bin/bizops-sync.js sets `--heap-growing-percent`, which
+  // changes V8's flag hash, so in one directory the two rejected each other's code for the files both
+  // load (src/mirror, better-sqlite3: about 150) and compiled them again in every round.
+  // REDIS_URL passes through, so the command's rate budget uses the Redis asked for.
+  const compileCache = process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'node-compile-cache');
   const env = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     BIZOPS_LOG_LEVEL: 'warn',
-    NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'node-compile-cache'),
+    NODE_COMPILE_CACHE: compileCache,
     ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
   };
   try {
@@ -121,7 +126,7 @@ export async function backfillCpuOverPlain(n: number, rounds: number): Promise<{
       const plain = async () => {
         const path = join(dir, `plain-${round}.db`);
         openMirror(path).close();
-        const measured = await runMeasured(process.execPath, [PLAIN_BACKFILL, simulator.url, String(simulator.tokens.admin), path], env);
+        const measured = await runMeasured(process.execPath, [PLAIN_BACKFILL, simulator.url, String(simulator.tokens.admin), path], { ...env, NODE_COMPILE_CACHE: `${compileCache}-plain-backfill` });
         return measured.cpuMs;
       };
       let measured: { cliMs: number; plainMs: number };
