@@ -140,6 +140,15 @@ export class RejectedRecords {
     });
   }
 
+  /**
+   * True when `stream` has quarantined items (one probe of the primary key's first column). A run
+   * asks once (`StreamRun`): only the runs holding the stream's lease quarantine its items, so the
+   * answer holds for the rest of the run until the run itself quarantines one.
+   */
+  async anyQuarantined(stream: string): Promise<boolean> {
+    return (await this.store.executor.get(QUARANTINED_ANY, [stream])) !== undefined;
+  }
+
   /** Removes the quarantine rows of records a run just accepted. @returns how many rows left */
   async release(stream: string, recordIds: readonly string[]): Promise<number> {
     if (recordIds.length === 0) return 0;
