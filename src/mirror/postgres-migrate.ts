@@ -23,8 +23,8 @@ export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
 const SCHEMA_VERSION_TABLE = `
 CREATE TABLE IF NOT EXISTS schema_version (
   version    bigint PRIMARY KEY,
-  name       text NOT NULL,
-  applied_at text NOT NULL
+  name       text COLLATE "C" NOT NULL,
+  applied_at text COLLATE "C" NOT NULL
 )`;
 
 /**
@@ -60,7 +60,7 @@ export async function migratePostgres(connection: PostgresConnection, migrations
     const applied: number[] = [];
     for (const migration of migrations) {
       if (migration.version <= current) continue;
-      await tx.exec(postgresDdl(migration.sql, `migration ${migration.version} (${migration.name})`));
+      await tx.exec(migration.postgres ?? postgresDdl(migration.sql, `migration ${migration.version} (${migration.name})`, { byteOrder: true }));
       await tx.run('INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)', [migration.version, migration.name, new Date().toISOString()]);
       applied.push(migration.version);
     }

@@ -16,7 +16,7 @@
  * the same way in messages (another type shows as its own name: INT4).
  */
 import type Database from 'better-sqlite3';
-import { POSTGRES_TYPE_NAMES, STORED_TYPE } from './sql/column-types.ts';
+import { POSTGRES_TEXT_IN_BYTE_ORDER, POSTGRES_TYPE_NAMES, STORED_TYPE } from './sql/column-types.ts';
 import type { SqlDialect, SqlExecutor } from './sql/executor.ts';
 import type { ColumnDefinition, ColumnType, StreamDefinition } from '../streams/define-stream.ts';
 
@@ -78,9 +78,10 @@ function wantedColumns(stream: StreamDefinition): WantedColumn[] {
   ];
 }
 
+/** A column's declaration on `dialect` (a TEXT column in byte order on PostgreSQL: column-types.ts `POSTGRES_TEXT_IN_BYTE_ORDER`). */
 function declaration(column: WantedColumn, dialect: SqlDialect): string {
   return (
-    `${column.column} ${STORED_TYPE[dialect][column.type]}${column.primaryKey ? ' PRIMARY KEY' : ''}${column.notNull ? ' NOT NULL' : ''}` +
+    `${column.column} ${dialect === 'postgres' && column.type === 'TEXT' ? POSTGRES_TEXT_IN_BYTE_ORDER : STORED_TYPE[dialect][column.type]}${column.primaryKey ? ' PRIMARY KEY' : ''}${column.notNull ? ' NOT NULL' : ''}` +
     (column.defaultValue === undefined ? '' : ` DEFAULT ${column.defaultValue}`)
   );
 }

@@ -89,6 +89,56 @@ UPDATE things SET count = CAST(ratio AS bigint) WHERE "note" = 'it''s text';`.re
   });
 });
 
+describe('text in byte order on PostgreSQL (migration 21)', () => {
+  it('declares the TEXT columns of migrations from 21 on COLLATE "C", not a CAST\'s type', () => {
+    const sql = "CREATE TABLE things (name TEXT PRIMARY KEY, n INTEGER);\nALTER TABLE things ADD COLUMN note TEXT;\nUPDATE things SET note = CAST(n AS TEXT);";
+    expect(postgresDdl(sql, 'migration 22 (things)', { byteOrder: true })).toBe(
+      'CREATE TABLE things (name text COLLATE "C" PRIMARY KEY, n bigint);\nALTER TABLE things ADD COLUMN note text COLLATE "C";\nUPDATE things SET note = CAST(n AS text);',
+    );
+    expect(postgresDdl(sql)).toBe('CREATE TABLE things (name text PRIMARY KEY, n bigint);\nALTER TABLE things ADD COLUMN note text;\nUPDATE things SET note = CAST(n AS text);');
+  });
+
+  it('every text column of a new mirror, of a mirror made before it and of a stream column added later is COLLATE "C"', async () => {
+    const textColumns = async (db: SqlConnection) =>
+      db.all<{ name: string; collation: string | null }>(
+        "SELECT table_name || '.' || column_name AS name, collation_name AS collation FROM information_schema.columns WHERE table_schema = current_schema() AND data_type = 'text' ORDER BY 1",
+      );
+    const fresh = await openMirrorConnection(await freshPostgresUrl());
+    opened.push(fresh);
+    const columns = await textColumns(fresh);
+    expect(columns.map((column) => column.name)).toEqual(expect.arrayContaining(['transactions.id', 'changes.event_id', 'changes.record_id', 'deals.id', 'sync_state.stream']));
+    expect(columns.filter((column) => column.collation !== 'C')).toEqual([]);
+
+    // Made by the build before it (migrations 1 to 20 translated without byte order: the database's
+    // default collation, one transaction and one schema_version row each), then opened by this one.
+    const url = await freshPostgresUrl();
+    const old = await openPostgresConnection(url);
+    await old.exec('CREATE TABLE schema_version (version bigint PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)');
+    for (const migration of MIGRATIONS.filter((candidate) => candidate.version < 21)) {
+      await old.transaction(async (tx) => {
+        await tx.exec(postgresDdl(migration.sql));
+        await tx.run("INSERT INTO schema_version (version, name, applied_at) VALUES (?, 'before 21', 'then')", [migration.version]);
+      });
+    }
+    await old.exec("INSERT INTO transactions (id, type, status, amount, raw, content_hash, first_seen_at, synced_at) VALUES ('txn_B', 't', 's', 1, '{}', 'h', 'x', 'x'), ('txn_a', 't', 's', 1, '{}', 'h', 'x', 'x')");
+    expect((await textColumns(old)).filter((column) => column.collation !== 'C')).not.toEqual([]);
+    await old.close();
+    const migrated = await openMirrorConnection(url);
+    opened.push(migrated);
+    expect((await textColumns(migrated)).filter((column) => column.collation !== 'C')).toEqual([]);
+    // Byte order, as SQLite's BINARY: 'B' (0x42) before 'a' (0x61) whatever the database's locale.
+    expect((await migrated.all<{ id: string }>('SELECT id FROM transactions ORDER BY id')).map((row) => row.id)).toEqual(['txn_B', 'txn_a']);
+
+    // A column a stream definition adds later (src/mirror/stream-tables.ts) is declared in byte order too.
+    await migrated.exec('ALTER TABLE deals DROP COLUMN title');
+    await migrated.close();
+    const reopened = await openMirrorConnection(url);
+    opened.push(reopened);
+    expect((await textColumns(reopened)).filter((column) => column.collation !== 'C')).toEqual([]);
+    expect((await textColumns(reopened)).map((column) => column.name)).toContain('deals.title');
+  });
+});
+
 describe('a mirror made by an older build migrates to what a new mirror is', () => {
   it('on SQLite, from every version: the same tables, columns, defaults and indexes', () => {
     const freshPath = freshSqlitePath();

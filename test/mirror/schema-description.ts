@@ -54,13 +54,13 @@ export async function postgresSchema(db: SqlExecutor): Promise<Record<string, st
 }
 
 /**
- * What `postgresSchema` leaves out, for comparing two PostgreSQL mirrors: every column's exact type
- * and identity, every constraint's and index's definition (the schema's name taken out).
+ * What `postgresSchema` leaves out, for comparing two PostgreSQL mirrors: every column's exact type,
+ * identity and collation, every constraint's and index's definition (the schema's name taken out).
  */
 export async function postgresSchemaDetails(db: SqlExecutor): Promise<{ columns: string[]; constraints: string[]; indexes: string[] }> {
   const columns = await db.all<{ line: string }>(
     `SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' identity:' || is_identity || coalesce(' ' || identity_generation, '')
-            || coalesce(' default ' || column_default, '') AS line
+            || coalesce(' default ' || column_default, '') || coalesce(' collate ' || collation_name, '') AS line
        FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position`,
   );
   const constraints = await db.all<{ line: string }>(

@@ -29,13 +29,19 @@ import { sql as sinks } from './017_sinks.ts';
 import { sql as recordClockPartitions } from './018_record_clock_partitions.ts';
 import { sql as daemons } from './019_daemons.ts';
 import { sql as attemptBatches } from './020_attempt_batches.ts';
+import { postgres as textByteOrderPostgres, sql as textByteOrder } from './021_text_byte_order.ts';
 
 /** One migration: its version (`PRAGMA user_version` / `schema_version.version`), a name, its one text. */
 export interface Migration {
   version: number;
   name: string;
-  /** The migration's text: SQLite runs it as it is, PostgreSQL its `postgresDdl` translation. */
+  /** The migration's text: SQLite runs it as it is, PostgreSQL its `postgresDdl` translation (unless `postgres` is given). */
   sql: string;
+  /**
+   * What PostgreSQL runs instead of the translation of `sql`, as it is: only for a change PostgreSQL
+   * alone needs (`sql` then holds what SQLite runs, possibly nothing). Never a second copy of `sql`.
+   */
+  postgres?: string;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -59,4 +65,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 18, name: 'record clock per partition: window, unlisted records', sql: recordClockPartitions },
   { version: 19, name: 'daemons: where each answers, its parts', sql: daemons },
   { version: 20, name: 'attempt batches', sql: attemptBatches },
+  { version: 21, name: 'text in byte order', sql: textByteOrder, postgres: textByteOrderPostgres },
 ];

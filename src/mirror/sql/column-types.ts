@@ -16,6 +16,13 @@ export const STORED_TYPE: Record<SqlDialect, Record<ColumnType, string>> = {
   postgres: { TEXT: 'text', INTEGER: 'bigint', REAL: 'double precision' },
 };
 
+/**
+ * How a TEXT column is declared on PostgreSQL: `text` in byte order (`COLLATE "C"`), so that it sorts
+ * and compares as SQLite's TEXT (BINARY) whatever the database's default collation, and its indexes
+ * compare bytes instead of calling the locale (src/mirror/migrations/021_text_byte_order.ts).
+ */
+export const POSTGRES_TEXT_IN_BYTE_ORDER = 'text COLLATE "C"';
+
 /** PostgreSQL's type names (`udt_name`) of the stored types, named back as the mirror's column types. */
 export const POSTGRES_TYPE_NAMES: Record<string, ColumnType> = { text: 'TEXT', int8: 'INTEGER', float8: 'REAL' };
 

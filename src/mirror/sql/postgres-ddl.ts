@@ -17,7 +17,7 @@
  * tables, `CREATE TABLE ... AS`), its own functions (strftime, json_extract, ifnull, ...), the
  * CURRENT_TIMESTAMP family (another text format on each engine), LIKE and GLOB (other case rules).
  */
-import { columnType, COLUMN_TYPES, STORED_TYPE } from './column-types.ts';
+import { columnType, COLUMN_TYPES, POSTGRES_TEXT_IN_BYTE_ORDER, STORED_TYPE } from './column-types.ts';
 
 interface Token {
   kind: 'word' | 'string' | 'quoted' | 'comment' | 'space' | 'symbol';
@@ -185,10 +185,14 @@ function checkStatement(statement: readonly Token[], what: string): void {
  * The PostgreSQL text of a migration's text (the rules above).
  * @param sql the migration's text, in the SQL both engines read, with SQLite's type names
  * @param what the migration, for errors (`migration 8 (partitions)`)
+ * @param options.byteOrder a column declared TEXT becomes `text COLLATE "C"` (byte order, as SQLite's
+ *   BINARY), as postgres-migrate.ts translates every migration; without it, plain `text`, as the
+ *   PostgreSQL texts of migrations 1 to 20 shipped (mirrors made by them are altered by migration 21,
+ *   src/mirror/migrations/021_text_byte_order.ts)
  * @throws Error `<what>: <the word>: <why and what to write instead> (docs/mirror.md ...)` when the
  *   text holds something PostgreSQL would read otherwise, or a string, quoted name or comment is not closed
  */
-export function postgresDdl(sql: string, what = 'the migration'): string {
+export function postgresDdl(sql: string, what = 'the migration', options: { byteOrder?: boolean } = {}): string {
   const tokens = tokenize(sql, what);
   for (const statement of statements(tokens)) checkStatement(statement, what);
   const significant = tokens.flatMap((token, index) => (token.kind === 'space' || token.kind === 'comment' ? [] : [index]));
@@ -203,7 +207,9 @@ export function postgresDdl(sql: string, what = 'the migration'): string {
       for (let at = index + 1; at <= significant[position + 3]!; at += 1) text[at] = '';
       return;
     }
-    text[index] = STORED_TYPE.postgres[type];
+    // A column declared TEXT (not a CAST's `AS TEXT`) compares in byte order, as SQLite's TEXT.
+    const declared = type === 'TEXT' && options.byteOrder === true && upper(tokens[significant[position - 1] ?? -1]) !== 'AS';
+    text[index] = declared ? POSTGRES_TEXT_IN_BYTE_ORDER : STORED_TYPE.postgres[type];
   });
   return text
     .join('')
