@@ -9,7 +9,7 @@
 import { errorLine } from '../client/api-errors.ts';
 import type { ApiClient } from '../client/client.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
-import { confirmLease, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
+import { confirmLeaseRenewingWhenDue, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
 import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
@@ -514,8 +514,8 @@ export class SyncEngine {
 
   /**
    * Runs `fn` in one transaction that first confirms the stream's lease (its fence still current,
-   * src/mirror/leases.ts `confirmLease`, renewing it): a run whose lease another process took over
-   * writes nothing.
+   * renewing it when due: src/mirror/leases.ts `confirmLeaseRenewingWhenDue`): a run whose lease
+   * another process took over writes nothing.
    * @throws LeaseLostError naming the stream when the fence is no longer current (rolled back)
    */
   private fenced<T>(stream: StreamName, fn: (store: MirrorStore) => Promise<T>): Promise<T> {
@@ -525,13 +525,18 @@ export class SyncEngine {
       stream,
       async () => {
         const sentAt = performance.now();
+        let renewed = false;
         const result = await this.store.transaction(async (store) => {
           const lost = (error: unknown): unknown =>
             error instanceof LeaseLostError ? new LeaseLostError(lease, `${stream}: another process took over this stream's lease (fence ${lease.fence} is no longer current); stopping without writing`) : error;
           // PostgreSQL: the body's first statement goes in the same write as the confirmation (one round
           // trip fewer); its answer is read before the commit, and a lost lease rolls the body back.
-          const confirmation = confirmLease(store.executor, lease, this.leases.seconds).then(
-            () => undefined,
+          // SQLite renews only when due (leases.ts `confirmLeaseRenewingWhenDue`): most pages' commits write no lease row.
+          const confirmation = confirmLeaseRenewingWhenDue(store.executor, lease, this.leases.seconds).then(
+            (renewedNow) => {
+              renewed = renewedNow;
+              return undefined;
+            },
             (error: unknown) => ({ error }),
           );
           if (store.executor.dialect !== 'postgres') {
@@ -549,8 +554,8 @@ export class SyncEngine {
           if (failed) throw lost(failed.error);
           return value;
         });
-        // Committed: the renewal inside it counts (leases.ts `leaseTimeLeftMs`).
-        noteLeaseConfirmed(lease, sentAt, this.leases.seconds);
+        // Committed: a renewal inside it counts (leases.ts `leaseTimeLeftMs`); a check alone renewed nothing.
+        if (renewed) noteLeaseConfirmed(lease, sentAt, this.leases.seconds);
         return result;
       },
       this.signals.get(stream),

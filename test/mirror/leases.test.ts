@@ -4,7 +4,7 @@
  * commit (its transaction rolled back).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { confirmLease, LeaseLostError, leaseKnownValid, leaseRequestName, Leases, leaseTimeLeftMs, noteLeaseConfirmed } from '../../src/mirror/leases.ts';
+import { confirmLease, confirmLeaseRenewingWhenDue, LeaseLostError, leaseKnownValid, leaseRequestName, Leases, leaseTimeLeftMs, noteLeaseConfirmed } from '../../src/mirror/leases.ts';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { waitFor } from '../helpers.ts';
@@ -145,6 +145,41 @@ describe.each(BACKENDS)('leases on $name', (backend) => {
     await expire(a, 'stream:deals');
     await leases.renew(lease);
     expect(await leases.state('stream:deals')).toMatchObject({ holder: 'host-a:1:aa', fence: 1, free: false });
+  });
+
+  it('a page commit renews the lease only when due on SQLite (a SELECT of the fence otherwise), always on PostgreSQL; a stale fence is refused either way', async () => {
+    const [a, b] = await twoConnections();
+    const mine = new Leases(a, 30);
+    const lease = (await mine.acquire('stream:deals', 'host-a:1:aa'))!.lease;
+    const stored = async () => (await b.get<{ expires_at: string; renewed_at: string | null }>('SELECT expires_at, renewed_at FROM leases WHERE name = ?', ['stream:deals']))!;
+    const writeUnder = (seconds: number, cursor: string) =>
+      a.transaction(async (tx) => {
+        const renewed = await confirmLeaseRenewingWhenDue(tx, lease, seconds);
+        await tx.run('INSERT INTO sync_state (stream, cursor) VALUES (?, ?) ON CONFLICT (stream, partition_value) DO UPDATE SET cursor = excluded.cursor', ['deals', cursor]);
+        return renewed;
+      });
+    // Just acquired: its whole 30 s are known left, more than two thirds.
+    const marked = '2099-01-01T00:00:00.000Z';
+    await b.run('UPDATE leases SET expires_at = ?, renewed_at = NULL WHERE name = ?', [marked, 'stream:deals']);
+    const renewed = await writeUnder(30, '2026-01-01T00:00:00.000Z');
+    if (backend.name === 'sqlite') {
+      expect(renewed).toBe(false);
+      expect(await stored()).toEqual({ expires_at: marked, renewed_at: null });
+    } else {
+      expect(renewed).toBe(true);
+      expect((await stored()).renewed_at).toMatch(ISO_MS);
+    }
+    // Due: a lease of an hour with 30 s known left is renewed on both back ends.
+    await b.run('UPDATE leases SET expires_at = ?, renewed_at = NULL WHERE name = ?', [marked, 'stream:deals']);
+    expect(await writeUnder(3600, '2026-02-01T00:00:00.000Z')).toBe(true);
+    expect((await stored()).renewed_at).toMatch(ISO_MS);
+    // Taken over: the check refuses and the commit rolls back, renewal due or not.
+    await expire(b, 'stream:deals');
+    await new Leases(b, 30).acquire('stream:deals', 'host-b:2:bb');
+    await expect(writeUnder(30, '2026-06-01T00:00:00.000Z')).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(writeUnder(3600, '2026-06-01T00:00:00.000Z')).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await b.get('SELECT cursor FROM sync_state WHERE stream = ?', ['deals'])).toEqual({ cursor: '2026-02-01T00:00:00.000Z' });
+    expect(leaseTimeLeftMs(lease)).toBe(0);
   });
 
   it('release frees the lease at once for another holder, who gets the next fence', async () => {
