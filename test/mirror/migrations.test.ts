@@ -139,6 +139,37 @@ describe('text in byte order on PostgreSQL (migration 21)', () => {
   });
 });
 
+describe('migration 21 beside what the user keeps in the mirror\'s schema', () => {
+  it('a column a view of the user\'s reads keeps its collation and the upgrade goes on; a table of the user\'s is not touched', async () => {
+    const url = await freshPostgresUrl();
+    const old = await openPostgresConnection(url);
+    await old.exec('CREATE TABLE schema_version (version bigint PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)');
+    for (const migration of MIGRATIONS.filter((candidate) => candidate.version < 21)) {
+      await old.transaction(async (tx) => {
+        await tx.exec(postgresDdl(migration.sql));
+        await tx.run("INSERT INTO schema_version (version, name, applied_at) VALUES (?, 'before 21', 'then')", [migration.version]);
+      });
+    }
+    await old.exec("INSERT INTO transactions (id, type, status, amount, raw, content_hash, first_seen_at, synced_at) VALUES ('txn_B', 't', 's', 1, '{}', 'h', 'x', 'x'), ('txn_a', 't', 's', 1, '{}', 'h', 'x', 'x')");
+    await old.exec('CREATE VIEW my_transactions AS SELECT id, amount FROM transactions');
+    await old.exec('CREATE TABLE my_notes (note text PRIMARY KEY)');
+    await old.close();
+    const migrated = await openMirrorConnection(url);
+    opened.push(migrated);
+    const collation = async (table: string, column: string) =>
+      (await migrated.get<{ collation: string | null }>('SELECT collation_name AS collation FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?', [table, column]))!.collation;
+    expect(await migrated.get('SELECT max(version) AS version FROM schema_version')).toEqual({ version: MIGRATIONS.at(-1)!.version });
+    expect(await collation('transactions', 'id')).not.toBe('C');
+    expect(await collation('transactions', 'raw')).toBe('C');
+    expect(await collation('changes', 'record_id')).toBe('C');
+    expect(await collation('my_notes', 'note')).not.toBe('C');
+    expect((await migrated.all<{ id: string }>('SELECT id FROM my_transactions ORDER BY id')).map((row) => row.id).sort()).toEqual(['txn_B', 'txn_a'].sort());
+    // Compared with a "C" column, the one left behind compares in "C": a join of the two still runs.
+    await migrated.exec("INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES ('evt_1', 'transaction.created', 'transactions', 'txn_a', 'x', '{}')");
+    expect(await migrated.get('SELECT count(*) AS n FROM changes c JOIN transactions t ON t.id = c.record_id')).toEqual({ n: 1 });
+  });
+});
+
 describe('a mirror made by an older build migrates to what a new mirror is', () => {
   it('on SQLite, from every version: the same tables, columns, defaults and indexes', () => {
     const freshPath = freshSqlitePath();
