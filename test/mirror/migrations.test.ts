@@ -89,6 +89,24 @@ UPDATE things SET count = CAST(ratio AS bigint) WHERE "note" = 'it''s text';`.re
   });
 });
 
+/**
+ * A PostgreSQL mirror at `url` as the build before migration 21 left it (migrations 1 to 20 translated
+ * without byte order: the database's default collation, one transaction and one schema_version row
+ * each), holding transactions `txn_B` and `txn_a`; the connection is the caller's to close.
+ */
+async function mirrorMadeBefore21(url: string): Promise<SqlConnection> {
+  const old = await openPostgresConnection(url);
+  await old.exec('CREATE TABLE schema_version (version bigint PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)');
+  for (const migration of MIGRATIONS.filter((candidate) => candidate.version < 21)) {
+    await old.transaction(async (tx) => {
+      await tx.exec(postgresDdl(migration.sql));
+      await tx.run("INSERT INTO schema_version (version, name, applied_at) VALUES (?, 'before 21', 'then')", [migration.version]);
+    });
+  }
+  await old.exec("INSERT INTO transactions (id, type, status, amount, raw, content_hash, first_seen_at, synced_at) VALUES ('txn_B', 't', 's', 1, '{}', 'h', 'x', 'x'), ('txn_a', 't', 's', 1, '{}', 'h', 'x', 'x')");
+  return old;
+}
+
 describe('text in byte order on PostgreSQL (migration 21)', () => {
   it('declares the TEXT columns of migrations from 21 on COLLATE "C", not a CAST\'s type', () => {
     const sql = "CREATE TABLE things (name TEXT PRIMARY KEY, n INTEGER);\nALTER TABLE things ADD COLUMN note TEXT;\nUPDATE things SET note = CAST(n AS TEXT);";
@@ -109,18 +127,9 @@ describe('text in byte order on PostgreSQL (migration 21)', () => {
     expect(columns.map((column) => column.name)).toEqual(expect.arrayContaining(['transactions.id', 'changes.event_id', 'changes.record_id', 'deals.id', 'sync_state.stream']));
     expect(columns.filter((column) => column.collation !== 'C')).toEqual([]);
 
-    // Made by the build before it (migrations 1 to 20 translated without byte order: the database's
-    // default collation, one transaction and one schema_version row each), then opened by this one.
+    // Made by the build before it, then opened by this one.
     const url = await freshPostgresUrl();
-    const old = await openPostgresConnection(url);
-    await old.exec('CREATE TABLE schema_version (version bigint PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)');
-    for (const migration of MIGRATIONS.filter((candidate) => candidate.version < 21)) {
-      await old.transaction(async (tx) => {
-        await tx.exec(postgresDdl(migration.sql));
-        await tx.run("INSERT INTO schema_version (version, name, applied_at) VALUES (?, 'before 21', 'then')", [migration.version]);
-      });
-    }
-    await old.exec("INSERT INTO transactions (id, type, status, amount, raw, content_hash, first_seen_at, synced_at) VALUES ('txn_B', 't', 's', 1, '{}', 'h', 'x', 'x'), ('txn_a', 't', 's', 1, '{}', 'h', 'x', 'x')");
+    const old = await mirrorMadeBefore21(url);
     expect((await textColumns(old)).filter((column) => column.collation !== 'C')).not.toEqual([]);
     await old.close();
     const migrated = await openMirrorConnection(url);
@@ -142,15 +151,7 @@ describe('text in byte order on PostgreSQL (migration 21)', () => {
 describe('migration 21 beside what the user keeps in the mirror\'s schema', () => {
   it('a column a view of the user\'s reads keeps its collation and the upgrade goes on; a table of the user\'s is not touched', async () => {
     const url = await freshPostgresUrl();
-    const old = await openPostgresConnection(url);
-    await old.exec('CREATE TABLE schema_version (version bigint PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)');
-    for (const migration of MIGRATIONS.filter((candidate) => candidate.version < 21)) {
-      await old.transaction(async (tx) => {
-        await tx.exec(postgresDdl(migration.sql));
-        await tx.run("INSERT INTO schema_version (version, name, applied_at) VALUES (?, 'before 21', 'then')", [migration.version]);
-      });
-    }
-    await old.exec("INSERT INTO transactions (id, type, status, amount, raw, content_hash, first_seen_at, synced_at) VALUES ('txn_B', 't', 's', 1, '{}', 'h', 'x', 'x'), ('txn_a', 't', 's', 1, '{}', 'h', 'x', 'x')");
+    const old = await mirrorMadeBefore21(url);
     await old.exec('CREATE VIEW my_transactions AS SELECT id, amount FROM transactions');
     await old.exec('CREATE TABLE my_notes (note text PRIMARY KEY)');
     await old.close();
