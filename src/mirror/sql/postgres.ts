@@ -248,23 +248,38 @@ export function connectionError(target: PostgresTarget, error: unknown, phase: '
 }
 
 /**
- * A pooled client checked out of the pool, with an `error` listener for as long as it is out: the
- * pool listens only to its idle clients, so a connection that breaks while checked out (its backend
- * terminated between two statements of a transaction) would otherwise emit an unhandled `error`
- * and end the process. The error is kept: the next statement fails with it (a
- * `DatabaseUnavailableError`), and the client is destroyed at release instead of going back.
+ * The first error of each pooled connection, kept from the moment it connected (`keepConnectionErrors`).
+ * The pool listens only to its idle clients: a connection that breaks while checked out (its backend
+ * terminated between two statements of a transaction), or in the instant between a new connection's
+ * checkout and its first use (the server's termination read in the same chunk as its ReadyForQuery),
+ * would otherwise emit an unhandled `error` and end the process.
+ */
+const connectionErrors = new WeakMap<pg.Client, Error>();
+
+/** Listens to every connection of `pool` from the moment it connects (its `connect` event), keeping its first error (`connectionErrors`). */
+function keepConnectionErrors(pool: pg.Pool): void {
+  pool.on('connect', (client) => {
+    client.on('error', (error: Error) => {
+      if (!connectionErrors.has(client)) connectionErrors.set(client, error);
+    });
+  });
+}
+
+/**
+ * A pooled client checked out of the pool. An error its connection broke with (`connectionErrors`)
+ * is kept: the next statement fails with it (a `DatabaseUnavailableError`), and the client is
+ * destroyed at release instead of going back.
  */
 class CheckedOutClient {
   readonly client: pg.PoolClient;
-  /** The error the connection broke with while checked out, if it did. */
-  lost: Error | undefined;
-  readonly #onError = (error: Error): void => {
-    this.lost ??= error;
-  };
 
   constructor(client: pg.PoolClient) {
     this.client = client;
-    client.on('error', this.#onError);
+  }
+
+  /** The error the connection broke with, if it did. */
+  get lost(): Error | undefined {
+    return connectionErrors.get(this.client);
   }
 
   /** Set when a prepared statement of this connection went stale (`isStalePlanError`): destroyed at release. */
@@ -309,7 +324,6 @@ class CheckedOutClient {
 
   /** Gives the client back; `broken` (or a lost or stale connection) destroys it instead. */
   release(broken?: Error): void {
-    this.client.removeListener('error', this.#onError);
     this.client.release(broken ?? this.lost ?? this.stale);
   }
 }
@@ -560,6 +574,7 @@ export class PostgresConnection extends PostgresStatements implements SqlConnect
     // An idle pooled connection lost (the server restarted): the pool drops it and the next
     // statement connects afresh. Without a listener the error would end the process.
     this.#pool.on('error', () => {});
+    keepConnectionErrors(this.#pool);
   }
 
   /**
