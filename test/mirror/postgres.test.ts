@@ -107,6 +107,57 @@ describe('connecting to PostgreSQL', () => {
     return parsed.toString();
   };
 
+  it('a new connection whose backend is terminated in the chunk that says it is ready fails the statement that meets it, not the process; the next statement connects afresh', async () => {
+    const url = await freshPostgresUrl();
+    await openTracked(url);
+    // A relay in front of the server: the next connection made through it gets, in the same chunk as
+    // its first ReadyForQuery, the FATAL an administrator's pg_terminate_backend sends, then the end.
+    const upstream = new URL(TEST_POSTGRES_URL);
+    let terminateNext = false;
+    const fatal = Buffer.concat(['SFATAL', 'VFATAL', 'C57P01', 'Mterminating connection due to administrator command'].map((field) => Buffer.from(`${field}\0`)).concat(Buffer.from('\0')));
+    const errorResponse = Buffer.concat([Buffer.from('E'), Buffer.alloc(4), fatal]);
+    errorResponse.writeInt32BE(4 + fatal.length, 1);
+    const relay = net.createServer((socket) => {
+      const terminate = terminateNext;
+      terminateNext = false;
+      const server = net.connect(Number(upstream.port || 5432), upstream.hostname);
+      socket.pipe(server);
+      server.on('data', (chunk: Buffer) => {
+        const ready = chunk.indexOf(Buffer.from([0x5a, 0, 0, 0, 5]));
+        if (terminate && ready >= 0) {
+          socket.end(Buffer.concat([chunk.subarray(0, ready + 6), errorResponse]));
+          server.destroy();
+        } else if (!socket.writableEnded) socket.write(chunk);
+      });
+      socket.on('error', () => server.destroy());
+      server.on('error', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    let closeFirst: () => Promise<void> = async () => undefined;
+    try {
+      const relayed = new URL(url);
+      relayed.hostname = '127.0.0.1';
+      relayed.port = String((relay.address() as net.AddressInfo).port);
+      const db = await openMirrorConnection(relayed.toString());
+      closeFirst = () => db.close();
+      // The pool's one connection held by a transaction, so the next statement needs a new one.
+      let finish: () => void = () => undefined;
+      const held = new Promise<void>((resolve) => (finish = resolve));
+      const transaction = db.transaction(async (tx) => {
+        await tx.get('SELECT 1 AS n');
+        await held;
+      });
+      terminateNext = true;
+      await expect(db.get('SELECT 1 AS n')).rejects.toThrow(/terminating connection due to administrator command/);
+      finish();
+      await transaction;
+      expect(await db.get('SELECT 2 AS n')).toEqual({ n: 2 });
+    } finally {
+      await closeFirst();
+      await new Promise<void>((resolve) => relay.close(() => resolve()));
+    }
+  });
+
   it('names the URL with its password masked when nothing answers on the port', async () => {
     const url = withPassword(TEST_POSTGRES_URL, '1');
     const error = await openMirrorConnection(url).then(
