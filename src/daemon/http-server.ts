@@ -8,7 +8,10 @@
  *   GET /openapi.json   the OpenAPI document of every declared route (src/http/openapi-route.ts)
  *
  * `HEAD` is answered like `GET` without a body. Other paths are 404 (JSON), other methods 405 with
- * `Allow`, both from the table.
+ * `Allow`, both from the table. A route that finds the SQLite mirror file write-locked by another
+ * process past the connection's short tries (MirrorFileLockedError: a one-off command's long
+ * transaction, a paused replica) is answered 503 with `Retry-After: 1`, as the moment's unavailability
+ * it is; any other error a handler throws is a 500 (logged, never its message).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -16,6 +19,7 @@ import { z } from 'zod';
 import { defineRouteSpec, route, type Route } from '../http/route.ts';
 import { RouteTable, type MountedRoute } from '../http/route-table.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
+import { MirrorFileLockedError } from '../mirror/sql/sqlite.ts';
 import { PART_STATES } from './part-supervisor.ts';
 import type { ReadinessVerdict } from './readiness.ts';
 
@@ -129,9 +133,12 @@ export interface RunningHttpServer {
   close(): Promise<void>;
 }
 
-function sendJson(response: ServerResponse, status: number, body: unknown, headOnly: boolean): void {
+/** The 503's `error` when the SQLite mirror file is write-locked by another process (module comment). */
+export const MIRROR_LOCKED_ANSWER = 'the mirror file is locked by another process (a command writing to it); try again after Retry-After seconds';
+
+function sendJson(response: ServerResponse, status: number, body: unknown, headOnly: boolean, headers: Record<string, string> = {}): void {
   const text = `${JSON.stringify(body)}\n`;
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...headers });
   response.end(headOnly ? undefined : text);
 }
 
@@ -151,9 +158,12 @@ export async function startDaemonHttpServer(options: DaemonHttpServerOptions): P
 
   const server: Server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
-      logger.error({ err: error, path: request.url }, 'HTTP request failed');
-      if (!response.headersSent) sendJson(response, 500, { error: 'internal error; see the daemon log' }, request.method === 'HEAD');
-      else response.destroy();
+      const locked = error instanceof MirrorFileLockedError;
+      if (locked) logger.warn({ path: request.url }, 'HTTP request answered 503: the mirror file is locked by another process');
+      else logger.error({ err: error, path: request.url }, 'HTTP request failed');
+      if (response.headersSent) response.destroy();
+      else if (locked) sendJson(response, 503, { error: MIRROR_LOCKED_ANSWER }, request.method === 'HEAD', { 'retry-after': '1' });
+      else sendJson(response, 500, { error: 'internal error; see the daemon log' }, request.method === 'HEAD');
     });
   });
   server.keepAliveTimeout = 5_000;

@@ -34,12 +34,24 @@ const SECURITY: Record<RouteAccess, Record<string, string[]>[]> = {
   'console-open': [],
 };
 
+/**
+ * What every route that changes something may answer besides its own responses: the SQLite mirror
+ * file write-locked by another process past the connection's short tries (the daemon's HTTP server
+ * answers it, src/daemon/http-server.ts).
+ */
+const MIRROR_LOCKED = {
+  ...errorResponse('The SQLite mirror file is write-locked by another process (a command writing to it): try again after `Retry-After` seconds.'),
+  headers: { 'retry-after': 'Seconds to wait (1).' },
+};
+
 /** One operation of `spec`, its path parameters extended with `extraPath` (the connection). */
 function operation(spec: RouteSpec, operationId: string, extraPath: z.ZodObject | undefined): ZodOpenApiOperationObject {
   const path = extraPath && spec.params ? extraPath.extend(spec.params.shape) : (extraPath ?? spec.params);
   const responses: ZodOpenApiResponsesObject = {};
   const keyed = spec.access === 'read' || spec.access === 'write';
-  const declared = keyed && !spec.responses[401] ? { ...spec.responses, 401: errorResponse(`A missing or wrong bearer key (\`WWW-Authenticate: Bearer\`).`) } : spec.responses;
+  const declared = { ...spec.responses };
+  if (keyed && !declared[401]) declared[401] = errorResponse(`A missing or wrong bearer key (\`WWW-Authenticate: Bearer\`).`);
+  if (spec.method !== 'GET' && !declared[503]) declared[503] = MIRROR_LOCKED;
   for (const [status, answer] of Object.entries(declared)) {
     responses[status as `${1 | 2 | 3 | 4 | 5}${string}`] = {
       description: answer.description,

@@ -48,6 +48,13 @@ afterEach(async () => {
   sim = dir = daemon = receiver = lock = prefix = undefined;
 });
 
+const READ_KEY = 'locked-start-read-key-0123456789';
+
+/** `PUT /consumers/after-the-lock` with the read key: a route that writes to the mirror. */
+function registerConsumer(url: string): Promise<Response> {
+  return fetch(`${url}/consumers/after-the-lock`, { method: 'PUT', headers: { authorization: `Bearer ${READ_KEY}` } });
+}
+
 interface ReadyzBody {
   ready: boolean;
   reason: string;
@@ -172,5 +179,33 @@ describe('a daemon started while another connection holds the mirror write-locke
     // Stopped: its row is gone, and nothing answers at its address.
     const stopped = await readStatus(path, { daemonUrl: url });
     expect(stopped.daemons).toEqual({ daemons: [], none: `no daemon recorded in the mirror, and nothing listens at ${url} (http.host/http.port): no daemon is running for it` });
+  });
+
+  it('answers a route that writes to the mirror 503 with Retry-After while the lock is held, and serves it once released', async () => {
+    sim = await simulator({ size: { transactions: 1, deals: 1, onboardings: 1 } });
+    dir = tempDir();
+    prefix = `bizops-test:locked-start:${randomUUID()}:`;
+    const path = dir.file('mirror.db');
+    openMirror(path).close();
+    lock = new Database(path);
+    lock.exec('BEGIN IMMEDIATE');
+    daemon = await startDaemon(testConfig(sim, path, { http: { port: 0, readApiKey: READ_KEY }, sync: { streams: ['onboardings'], schedule: '0 0 1 1 *' } }), {
+      logger: silentLogger,
+      processMetrics: false,
+      sqliteBusyTimeoutMs: 60_000,
+      redisKeys: { budgetPrefix: `${prefix}rate`, queuePrefix: prefix, queueName: 'writes' },
+    });
+
+    // Registering a consumer writes to the mirror: refused as a moment's unavailability, not a 500.
+    const refused = await registerConsumer(daemon.url);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(await refused.json()).toEqual({ error: 'the mirror file is locked by another process (a command writing to it); try again after Retry-After seconds' });
+
+    // Released: the same request registers it (the refused one registered nothing).
+    lock.exec('COMMIT');
+    const registered = await registerConsumer(daemon.url);
+    expect(registered.status).toBe(201);
+    expect(await registered.json()).toMatchObject({ created: true, consumer: { name: 'after-the-lock' } });
   });
 });
