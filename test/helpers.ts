@@ -99,9 +99,12 @@ export function testConfig(sim: RunningSimulator, dbPath: string, overrides: Rec
   });
 }
 
-/** A context on an in-process rate budget with fast client retries, silent unless a logger is given. */
+/**
+ * A context on an in-process rate budget, silent unless a logger is given, with fast client retries
+ * (4 retries, 20-200 ms apart) where `options.clientRetry` does not set its own.
+ */
 export function testContext(config: Config, options: ContextOptions & { logger?: Logger } = {}): Promise<Context> {
-  return openContext(config, { logger: options.logger ?? silentLogger, rateBudget: 'local', ...options, clientRetry: { minTimeoutMs: 20, maxTimeoutMs: 200, maxRetries: 4 } });
+  return openContext(config, { logger: options.logger ?? silentLogger, rateBudget: 'local', ...options, clientRetry: { minTimeoutMs: 20, maxTimeoutMs: 200, maxRetries: 4, ...options.clientRetry } });
 }
 
 /** A logger whose lines are collected in `lines` (for asserting what reaches the logs). */
