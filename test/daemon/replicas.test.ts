@@ -155,7 +155,7 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', { timeo
   });
 
   it('SIGKILL the holder in the middle of a backfill: the other resumes its checkpoint; the mirror equals the ground truth, no change twice', async () => {
-    sim = await simulator({ size: { transactions: 2_000, deals: 10, onboardings: 3 }, rateLimit: { limit: 10, windowMs: 500 } });
+    sim = await simulator({ size: { transactions: 2_000, deals: 10, onboardings: 3 } });
     // The first daemon's page at offset 1000 is held at the simulator until it is killed, so its
     // backfill is in the middle when it dies however slowly the machine runs.
     let open: () => void = () => undefined;
@@ -169,8 +169,7 @@ describe.each(BACKENDS)('two daemons on one mirror (replicas) on $name', { timeo
       BIZOPS_DB: location,
       BIZOPS_HTTP_PORT: '0',
       BIZOPS_SCHEDULE: '*/1 * * * * *',
-      BIZOPS_RATE_LIMIT_PER_MIN: '10',
-      BIZOPS_RATE_WINDOW_MS: '500',
+      BIZOPS_RATE_LIMIT_PER_MIN: '100000',
       BIZOPS_LEASE_SECONDS: '3',
     });
     const first = spawnDaemon(env);
