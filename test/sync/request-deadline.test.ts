@@ -45,7 +45,10 @@ describe('the whole-request deadline', () => {
     const leases = new Leases(context.store.executor);
     // Another process, whose lease lasts 300 ms unless renewed.
     const slow = new SyncEngine({ client: context.client, store: context.store, leaseHolder: 'other-host.example:4242:abcd', leaseSeconds });
-    sim.faults.inject({ kind: 'latency', ms: 4000, match: { path: '/deals' } });
+    // The page is held at the simulator until the checks below are done: in flight however slowly the machine runs.
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    sim.faults.inject({ kind: 'hold', until: gate, match: { path: '/deals' } });
     const running = slow.run('deals', 'backfill');
     await waitFor(() => listRequests(sim, '/deals').length === 1, 'the slow page to be in flight');
     // SQLite: the database's clock is this host's.
@@ -55,6 +58,7 @@ describe('the whole-request deadline', () => {
     expect(sim.requests.filter((r) => r.path.endsWith('/deals') && r.status === 0)).toHaveLength(1);
     expect(await leases.state('stream:deals')).toMatchObject({ holder: 'other-host.example:4242:abcd', fence: 1, free: false });
     expect((await context.engine.run('deals', 'sync')).status).toBe('busy');
+    open();
     expect(await running).toMatchObject({ status: 'succeeded', records: 30 });
     // Released at the end of the run, its fence kept.
     expect(await leases.state('stream:deals')).toMatchObject({ holder: null, fence: 1, free: true });
