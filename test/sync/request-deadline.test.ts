@@ -28,12 +28,12 @@ describe('the whole-request deadline', () => {
   });
 
   it('a server that always trickles fails the run with a RequestDeadlineError after the retries, instead of hanging', async () => {
-    const { sim, context } = await fixtures.start({ size: { deals: 30 } }, { api: { requestDeadlineSeconds: 0.5 } });
+    const { sim, context } = await fixtures.start({ size: { deals: 30 } }, { api: { requestDeadlineSeconds: 0.25 } });
     sim.faults.inject({ ...TRICKLE, times: 100 });
     const result = await context.engine.run('deals', 'backfill');
     expect(result.status).toBe('failed');
     expect(result.error).toBeInstanceOf(RequestDeadlineError);
-    expect(result.error?.message).toMatch(/deadline of 500 ms .*GET \/deals/);
+    expect(result.error?.message).toMatch(/deadline of 250 ms .*GET \/deals/);
     // The first attempt and the 4 retries of the test context's retry policy.
     expect(listRequests(sim, '/deals')).toHaveLength(5);
     expect((await context.store.readSyncState('deals')).lastError).toMatch(/DEADLINE/);
