@@ -243,8 +243,10 @@ describe('the holder of a SQLite mirror paused (SIGSTOP) inside a write transact
       5,
     );
 
+    // The replica's lease keeper tries the file every half second (a third of its 1.5 s lease): the
+    // rounds counted below, and its readiness once the holder wakes, come twice as fast as at 3 s.
     replicaInProcess = await startDaemon(
-      testConfig(sim, path, { http: { port: 0 }, sync: { streams: ['transactions', 'deals', 'onboardings'], schedule: '* * * * * *', leaseSeconds: 3 } }),
+      testConfig(sim, path, { http: { port: 0 }, sync: { streams: ['transactions', 'deals', 'onboardings'], schedule: '* * * * * *', leaseSeconds: 1.5 } }),
       {
         logger: silentLogger,
         processMetrics: false,
