@@ -64,28 +64,36 @@ describe('command line', { timeout: 120_000 }, () => {
   });
 
   it('SIGKILL in the middle of a backfill, then run again: the mirror equals the ground truth, no change twice, at most one page fetched twice', async () => {
-    sim = await simulator({ size: { transactions: 4_000 }, rateLimit: { limit: 10, windowMs: 500 } });
+    sim = await simulator({ size: { transactions: 4_000 } });
+    // The first run's page at offset 1200 is held at the simulator until the run is killed: the kill
+    // lands in the middle of the backfill however slowly the machine runs.
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    sim.faults.inject({ kind: 'hold', until: gate, match: { method: 'GET', path: '/transactions', query: { offset: '1200' } } });
     dir = tempDir();
     const env = cliEnv({
       BIZOPS_BASE_URL: sim.url,
       BIZOPS_TOKEN: String(sim.tokens.admin),
       BIZOPS_DB: dir.file('mirror.db'),
-      BIZOPS_RATE_LIMIT_PER_MIN: '10',
-      BIZOPS_RATE_WINDOW_MS: '500',
+      BIZOPS_RATE_LIMIT_PER_MIN: '100000',
       // The killed run's stream lease lapses after 1 s (docs/sync.md "Resumable"): until then the stream is busy.
       BIZOPS_LEASE_SECONDS: '1',
     });
     const child = spawn(process.execPath, [BIN, 'backfill', '--stream', 'transactions', '--no-progress'], { env, stdio: 'ignore' });
-    await new Promise<void>((resolve) => {
-      const timer = setInterval(() => {
-        if (listRequests(sim!, '/transactions').length >= 12) {
-          clearInterval(timer);
-          child.kill('SIGKILL');
-          resolve();
-        }
-      }, 5);
-    });
-    await new Promise((resolve) => child.on('exit', resolve));
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    // Killed once the pages before the held one are committed (read from the file beside the run).
+    await waitFor(() => listRequests(sim!, '/transactions').some((request) => new URLSearchParams(request.query).get('offset') === '1200'), 'the page at offset 1200 to be asked for', 60_000);
+    await waitFor(() => {
+      const reader = openMirror(dir!.file('mirror.db'), { readonly: true });
+      try {
+        return (reader.prepare('SELECT COUNT(*) AS n FROM transactions').get() as { n: number }).n === 1200;
+      } finally {
+        reader.close();
+      }
+    }, 'the 12 pages before it to be committed', 60_000);
+    child.kill('SIGKILL');
+    await exited;
+    open();
     // The kill landed mid-backfill: the second run says it resumed (a finished first run would not leave a checkpoint).
     const second = await waitFor(async () => {
       const attempt = await runCli(['backfill', '--stream', 'transactions', '--no-progress'], env);
