@@ -35,7 +35,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { databaseNow, databaseNowPlusSeconds } from './sql/dialect.ts';
-import type { SqlExecutor } from './sql/executor.ts';
+import { planOnce, type SqlExecutor } from './sql/executor.ts';
 
 /** The default lease length, seconds (config `sync.leaseSeconds`). */
 export const DEFAULT_LEASE_SECONDS = 30;
@@ -183,14 +183,24 @@ export async function confirmLeaseRenewingWhenDue(executor: SqlExecutor, lease: 
   return false;
 }
 
+/** `fencedRenewal`'s text by dialect. */
+const fencedRenewals = new Map<SqlExecutor['dialect'], string>();
+
+/** The UPDATE of `renewFenced`: a lookup by the lease's name (the key of a table of a row per lease), planned once in a transaction (executor.ts `planOnce`). */
+function fencedRenewal(dialect: SqlExecutor['dialect']): string {
+  let sql = fencedRenewals.get(dialect);
+  if (sql === undefined) {
+    sql = planOnce(`UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? AND fence = ?`);
+    fencedRenewals.set(dialect, sql);
+  }
+  return sql;
+}
+
 /** The fenced renewal of `confirmLease` and `Leases.renew`. @throws LeaseLostError when the fence is no longer current */
 async function renewFenced(executor: SqlExecutor, lease: HeldLease, seconds: number): Promise<void> {
   const dialect = executor.dialect;
   const sentAtMs = performance.now();
-  const result = await executor.run(
-    `UPDATE leases SET expires_at = ${databaseNowPlusSeconds(dialect)}, renewed_at = ${databaseNow(dialect)} WHERE name = ? AND holder = ? AND fence = ?`,
-    [seconds, lease.name, lease.holder, lease.fence],
-  );
+  const result = await executor.run(fencedRenewal(dialect), [seconds, lease.name, lease.holder, lease.fence]);
   if (result.changes !== 1) {
     knownDeadlines.delete(deadlineKey(lease));
     throw new LeaseLostError(lease);

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { plantedBug } from '../logging/planted-bugs.ts';
 import { inList, jsonArrayValues, listParameter } from './sql/dialect.ts';
 import { STORED_TYPE } from './sql/column-types.ts';
-import type { SqlExecutor, SqlValue, SqlWriterNow, StatementNow } from './sql/executor.ts';
+import { planOnce, type SqlExecutor, type SqlValue, type SqlWriterNow, type StatementNow } from './sql/executor.ts';
 import { contentHash, declaredFieldPaths, diffRecord, forEachFieldPath } from './change-detection.ts';
 import { FIELD_ADDED_EVENT, fieldsFirstSeen, registerFields } from './field-registry.ts';
 import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changelog-format.ts';
@@ -793,10 +793,11 @@ export class MirrorStore {
       return;
     }
     const columns = entries.map(([column]) => column);
-    await (options.atCommit ? this.executor.runAtCommit.bind(this.executor) : this.executor.run.bind(this.executor))(
-      `INSERT INTO sync_state (stream, partition_value, ${columns.join(', ')}) VALUES (?, ?${', ?'.repeat(columns.length)}) ON CONFLICT (stream, partition_value) DO UPDATE SET ${columns.map((column) => `${column} = excluded.${column}`).join(', ')}`,
-      [stream, partition, ...entries.map(([, value]) => value ?? null)],
-    );
+    await (options.atCommit ? this.executor.runAtCommit.bind(this.executor) : this.executor.run.bind(this.executor))(syncStateUpsert(columns), [
+      stream,
+      partition,
+      ...entries.map(([, value]) => value ?? null),
+    ]);
   }
 
   /**
@@ -920,9 +921,26 @@ function changeRowInsertOf(type: string, stream: string, partitioned: boolean): 
   });
 }
 
-/** PostgreSQL's INSERT of any number of change rows, one text array per column (`appendChangesUnnest`). */
-const CHANGE_ROWS_UNNEST =
-  'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) RETURNING seq, event_id';
+/** PostgreSQL's INSERT of any number of change rows, one text array per column (`appendChangesUnnest`): planned once in a transaction (executor.ts `planOnce`). */
+const CHANGE_ROWS_UNNEST = planOnce(
+  'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) RETURNING seq, event_id',
+);
+
+/** `syncStateUpsert`'s statements by column list: built once. */
+const syncStateUpserts = new Map<string, string>();
+
+/**
+ * `MirrorStore.updateSyncState`'s `INSERT INTO sync_state (stream, partition_value, <columns>) VALUES
+ * (...) ON CONFLICT (stream, partition_value) DO UPDATE SET` each column: a row of bound values,
+ * planned once in a transaction (executor.ts `planOnce`).
+ */
+function syncStateUpsert(columns: readonly string[]): string {
+  return builtOnce(syncStateUpserts, columns.join(','), () =>
+    planOnce(
+      `INSERT INTO sync_state (stream, partition_value, ${columns.join(', ')}) VALUES (?, ?${', ?'.repeat(columns.length)}) ON CONFLICT (stream, partition_value) DO UPDATE SET ${columns.map((column) => `${column} = excluded.${column}`).join(', ')}`,
+    ),
+  );
+}
 
 /** How `RowWrites` reads one typed column off a record: its field, split once (not per record). */
 interface ColumnReader {
@@ -1223,10 +1241,10 @@ const rowInsertsUnnest = new Map<string, string>();
 /**
  * `rowUpsertUnnest` without its `ON CONFLICT` clause, same parameters: for rows whose keys the
  * table does not hold (`RowWrites`). A key it holds fails the statement (unique violation) and the
- * transaction with it.
+ * transaction with it. Planned once in a transaction (executor.ts `planOnce`), as `rowUpsertUnnest`.
  */
 function rowInsertUnnest(stream: StreamDefinition, group: string, columns: readonly string[]): string {
-  return builtOnce(rowInsertsUnnest, `${stream.table}:${group}`, () => unnestInsert(stream, columns));
+  return builtOnce(rowInsertsUnnest, `${stream.table}:${group}`, () => planOnce(unnestInsert(stream, columns)));
 }
 
 /**
@@ -1234,10 +1252,11 @@ function rowInsertUnnest(stream: StreamDefinition, group: string, columns: reado
  * content_hash, first_seen_at, synced_at, last_seen_scan) SELECT <the columns>, ?, ?, ? FROM unnest(<one text
  * array per column, raw and content_hash>) ... ON CONFLICT` as `rowUpsert`. Parameters:
  * `first_seen_at`, `synced_at`, `last_seen_scan` (alike for every row), then one `text[]` per column
- * in column order (a bigint or double precision column's elements cast).
+ * in column order (a bigint or double precision column's elements cast). Planned once in a
+ * transaction (executor.ts `planOnce`): its plan is the same whatever the table holds.
  */
 function rowUpsertUnnest(stream: StreamDefinition, group: string, columns: readonly string[]): string {
-  return builtOnce(rowUpsertsUnnest, `${stream.table}:${group}`, () => `${unnestInsert(stream, columns)} ON CONFLICT (${keyColumn(stream)}) DO UPDATE SET ${upsertAssignments(stream, columns).join(', ')}`);
+  return builtOnce(rowUpsertsUnnest, `${stream.table}:${group}`, () => planOnce(`${unnestInsert(stream, columns)} ON CONFLICT (${keyColumn(stream)}) DO UPDATE SET ${upsertAssignments(stream, columns).join(', ')}`));
 }
 
 /** The `INSERT INTO <table> (...) SELECT ... FROM unnest(...)` both `rowUpsertUnnest` and `rowInsertUnnest` start with. */

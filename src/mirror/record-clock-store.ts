@@ -7,7 +7,7 @@
  * unpartitioned stream. Every statement on `record_clock` is here; src/sync/record-clock-lags.ts
  * makes the observations and the engine widens its overlap by the lag.
  */
-import type { SqlExecutor } from './sql/executor.ts';
+import { planOnce, type SqlExecutor } from './sql/executor.ts';
 
 /** The record clock of one stream or partition. */
 export interface RecordClockLag {
@@ -67,6 +67,11 @@ interface Row {
 /** A stream's or partition's record clock before anything was observed. */
 const NOTHING_OBSERVED: RecordClockLag = { lagSeconds: 0, observations: 0, lastObservedAt: null, source: null, highWater: null, window: null, unlisted: null };
 
+/** `RecordClockStore.read`'s lookup by the whole key: planned once in a transaction (executor.ts `planOnce`). */
+const RECORD_CLOCK_READ = planOnce(
+  'SELECT lag_seconds, observations, last_observed_at, source, probe_at, probe_high_water, window_from, window_lag_seconds, unlisted_records, unlisted_at FROM record_clock WHERE stream = ? AND partition_value = ?',
+);
+
 /** Reads and records the record clock of each stream and partition. */
 export class RecordClockStore {
   private readonly executor: SqlExecutor;
@@ -78,10 +83,7 @@ export class RecordClockStore {
 
   /** The record clock of a stream or one partition of it (`NOTHING_OBSERVED` when there is no row). */
   async read(key: RecordClockKey): Promise<RecordClockLag> {
-    const row = await this.executor.get<Row>(
-      'SELECT lag_seconds, observations, last_observed_at, source, probe_at, probe_high_water, window_from, window_lag_seconds, unlisted_records, unlisted_at FROM record_clock WHERE stream = ? AND partition_value = ?',
-      [key.stream, key.partition ?? ''],
-    );
+    const row = await this.executor.get<Row>(RECORD_CLOCK_READ, [key.stream, key.partition ?? '']);
     if (!row) return NOTHING_OBSERVED;
     return {
       lagSeconds: Number(row.lag_seconds),

@@ -10,7 +10,7 @@ import { openMirror } from '../../src/mirror/database.ts';
 import { MIGRATIONS } from '../../src/mirror/migrations/index.ts';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import { migratePostgres, POSTGRES_SCHEMA_VERSION, postgresSchemaVersion } from '../../src/mirror/postgres-migrate.ts';
-import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
+import { planOnce, type SqlConnection, type SqlExecutor } from '../../src/mirror/sql/executor.ts';
 import { parsePostgresLocation } from '../../src/mirror/sql/postgres-location.ts';
 import net from 'node:net';
 import pg from 'pg';
@@ -337,8 +337,10 @@ describe('round trips of a transaction on PostgreSQL', () => {
     expect(lockedByFirst).toEqual({ n: 1 });
     expect(writes).toBe(2);
     expect(sent.map((query) => query.text.split(' (')[0])).toEqual([
-      'BEGIN',
+      // The lock is planned once (executor.ts `planOnce`); the statements after it are planned at each execution.
+      'BEGIN; SET LOCAL plan_cache_mode = force_generic_plan',
       'SELECT pg_advisory_xact_lock($1::integer, hashtext($2::text))',
+      'SET LOCAL plan_cache_mode = force_custom_plan',
       "SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND mode = $1",
       ...values.map(() => 'INSERT INTO probe'),
       'COMMIT',
@@ -443,6 +445,33 @@ describe('statements on PostgreSQL', () => {
       return tx.all<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements');
     });
     expect(prepared.filter((row) => row.name === name)).toEqual([{ name, statement: numberPlaceholders(sql) }]);
+    expect(await db.get('SHOW plan_cache_mode')).toEqual({ plan_cache_mode: 'force_custom_plan' });
+  });
+
+  it('runs a planOnce statement on its cached generic plan inside a transaction, the others on a plan of their own at every execution; the setting ends with the transaction', async () => {
+    const db = (await openTracked(await freshPostgresUrl())) as PostgresConnection;
+    const once = planOnce('SELECT stream, partition_value FROM sync_state WHERE stream = ? AND partition_value = ? AND 1 = 1');
+    const each = 'SELECT count(*) AS n FROM sync_state WHERE stream = ? AND 2 = 2';
+    const plans = (tx: SqlExecutor) =>
+      tx.all<{ statement: string; generic: number; custom: number }>('SELECT statement, generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements WHERE statement = ? OR statement = ? ORDER BY statement', [
+        numberPlaceholders(each),
+        numberPlaceholders(once),
+      ]);
+    const counted = await db.transaction(async (tx) => {
+      for (const stream of ['deals', 'transactions', 'onboardings']) {
+        expect(await tx.get(once, [stream, ''])).toBeUndefined();
+        expect(await tx.get(each, [stream])).toEqual({ n: 0 });
+      }
+      // Switched back after each: the setting in force for a statement that is not marked.
+      expect(await tx.get('SELECT current_setting(?) AS mode', ['plan_cache_mode'])).toEqual({ mode: 'force_custom_plan' });
+      return plans(tx);
+    });
+    expect(counted).toEqual([
+      { statement: numberPlaceholders(each), generic: 0, custom: 3 },
+      // Its one generic plan, cached with the prepared statement, ran all three times.
+      { statement: numberPlaceholders(once), generic: 3, custom: 0 },
+    ]);
+    // Outside a transaction, and after one: custom plans (the setting ended with the transaction).
     expect(await db.get('SHOW plan_cache_mode')).toEqual({ plan_cache_mode: 'force_custom_plan' });
   });
 

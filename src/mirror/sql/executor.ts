@@ -80,6 +80,29 @@ export interface StatementNow {
   run(parameters: readonly SqlValue[]): RunResult & { lastInsertRowid: number };
 }
 
+/** The texts `planOnce` marked (`isPlannedOnce`). */
+const plannedOnce = new Set<string>();
+
+/**
+ * Marks `sql` as a statement whose best plan does not depend on the data or on the values bound:
+ * a write of bound rows (`INSERT ... VALUES`, `INSERT ... SELECT FROM unnest(...)`, with or without
+ * `ON CONFLICT` on a key), a function call (`SELECT pg_notify(...)`), a lookup by the whole primary
+ * key of a table that holds a row per stream or lease. Inside a PostgreSQL transaction such a
+ * statement runs on the plan its connection made the first time (src/mirror/sql/postgres.ts
+ * "Plans"), instead of being planned again at every execution. Mark nothing whose plan should
+ * change as a table grows (a scan, a range, a list of keys to look up). SQLite: no effect.
+ * @returns `sql`, unchanged
+ */
+export function planOnce(sql: string): string {
+  plannedOnce.add(sql);
+  return sql;
+}
+
+/** True when `planOnce` marked `sql`. */
+export function isPlannedOnce(sql: string): boolean {
+  return plannedOnce.has(sql);
+}
+
 /** Runs statements on one connection or inside one transaction. */
 export interface SqlExecutor {
   readonly dialect: SqlDialect;

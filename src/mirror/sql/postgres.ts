@@ -11,6 +11,13 @@
  *   pooled connection): a generic plan cached while a table was small would keep a sequential scan
  *   as it grows. A plan a migration made stale (a `SELECT *` of a table that gained a column) drops
  *   its connection, and a statement outside a transaction is sent again on another.
+ * - Plans: inside a transaction, a statement marked `planOnce` (executor.ts: a write of bound rows,
+ *   a function call, a primary-key lookup in a table of a row per stream) runs on its connection's
+ *   cached generic plan, made once: the transaction switches `plan_cache_mode` to
+ *   `force_generic_plan` before it (`SET LOCAL`, sent in the same write; after `BEGIN`, in its
+ *   query) and back to `force_custom_plan` before the next statement with parameters that is not
+ *   marked. A page commit plans none of its statements (planning them cost about an eighth of the
+ *   server's CPU in a backfill). The setting ends with the transaction.
  * - An array parameter (executor.ts `SqlArray`) is bound as a binary `text[]`
  *   (postgres-arrays.ts): a page's rows go in one statement through `unnest`, with a fixed text.
  * - One schema per mirror (postgres-location.ts): every pooled connection starts with its
@@ -37,7 +44,7 @@
  *   appears in a message. A failing statement rejects with the driver's `DatabaseError`.
  */
 import pg from 'pg';
-import { CHANGES_CHANNEL, DatabaseUnavailableError, type Listening, type RunResult, type SqlConnection, type SqlExecutor, type SqlArray, type SqlParameter, type SqlRow } from './executor.ts';
+import { CHANGES_CHANNEL, DatabaseUnavailableError, isPlannedOnce, planOnce, type Listening, type RunResult, type SqlConnection, type SqlExecutor, type SqlArray, type SqlParameter, type SqlRow } from './executor.ts';
 import { binaryTextArray } from './postgres-arrays.ts';
 import { parsePostgresLocation, quoteIdentifier } from './postgres-location.ts';
 import { listenOnPostgres } from './postgres-listen.ts';
@@ -66,13 +73,19 @@ export interface BoundStatement {
 
 /** The statement taking the transaction-scoped advisory lock `lockClass` of `schema` (both bound as parameters). */
 export function advisoryLockStatement(lockClass: number, schema: string): BoundStatement {
-  return { sql: 'SELECT pg_advisory_xact_lock(?::integer, hashtext(?::text))', parameters: [lockClass, schema] };
+  return { sql: ADVISORY_LOCK, parameters: [lockClass, schema] };
 }
+
+/** `advisoryLockStatement`'s text: a function call, planned once (executor.ts `planOnce`). */
+const ADVISORY_LOCK = planOnce('SELECT pg_advisory_xact_lock(?::integer, hashtext(?::text))');
 
 /** The statement waking the readers of `schema`'s changes (`listen`): `pg_notify` on `CHANGES_CHANNEL`, the schema as its payload. */
 function notifyStatement(schema: string): BoundStatement {
-  return { sql: 'SELECT pg_notify(?::text, ?::text)', parameters: [CHANGES_CHANNEL, schema] };
+  return { sql: NOTIFY, parameters: [CHANGES_CHANNEL, schema] };
 }
+
+/** `notifyStatement`'s text: a function call, planned once (executor.ts `planOnce`). */
+const NOTIFY = planOnce('SELECT pg_notify(?::text, ?::text)');
 
 const rewrites = new Map<string, string>();
 
@@ -391,6 +404,8 @@ class PostgresTransaction extends PostgresStatements implements SqlExecutor {
   ended = false;
   /** Set by `changesAppended`: the COMMIT goes with a `pg_notify`. */
   notifyAtCommit = false;
+  /** The `plan_cache_mode` the statements sent so far left in force (module header "Plans"). */
+  #plans: 'custom' | 'generic' = 'custom';
 
   constructor(client: CheckedOutClient, target: PostgresTarget, opening: readonly BoundStatement[]) {
     super();
@@ -415,18 +430,39 @@ class PostgresTransaction extends PostgresStatements implements SqlExecutor {
    * @returns the answer to `last`
    */
   #send(last: BoundStatement): Promise<pg.QueryResult> {
-    const batch: BoundStatement[] = this.begun ? [] : [...this.#opening];
+    const batch: BoundStatement[] = [];
+    if (!this.begun) for (const statement of this.#opening) this.#planned(batch, statement);
     this.begun = true;
-    batch.push(...this.#held.splice(0));
+    for (const statement of this.#held.splice(0)) this.#planned(batch, statement);
+    this.#planned(batch, last);
     this.#client.holdWrites();
     let answer: Promise<pg.QueryResult> | undefined;
-    for (const statement of [...batch, last]) {
+    for (const statement of batch) {
       answer = this.#client.query(numbered(statement), statement.parameters);
       // Read by `#firstFailure` or at the commit; never an unhandled rejection meanwhile.
       answer.catch(() => {});
       this.#answers.push(answer);
     }
     return answer!;
+  }
+
+  /**
+   * Appends `statement` to `batch`, preceded by the `SET LOCAL plan_cache_mode` it needs when it
+   * has parameters and its plan is not the kind in force (module header "Plans"); a switch right
+   * after a statement without parameters (the opening's `BEGIN`) joins that statement's query.
+   */
+  #planned(batch: BoundStatement[], statement: BoundStatement): void {
+    if (statement.parameters !== undefined && statement.parameters.length > 0) {
+      const plans = isPlannedOnce(statement.sql) ? 'generic' : 'custom';
+      if (plans !== this.#plans) {
+        this.#plans = plans;
+        const switched = `SET LOCAL plan_cache_mode = ${plans === 'generic' ? 'force_generic_plan' : 'force_custom_plan'}`;
+        const previous = batch.at(-1);
+        if (previous !== undefined && previous.parameters === undefined && previous.sql === 'BEGIN') batch[batch.length - 1] = { sql: `BEGIN; ${switched}` };
+        else batch.push({ sql: switched });
+      }
+    }
+    batch.push(statement);
   }
 
   /** The error to report for `error`: the first failure of a statement sent before it, else `error`; a lost connection's as `connectionError`. */
