@@ -76,6 +76,36 @@ export interface StoredStates {
   readonly stream: string;
   readonly records: readonly ApiRecord[];
   readonly states: Promise<Map<string, StoredState>>;
+  /** PostgreSQL: asked at once, or assumed none (`assumedNone`); SQLite: asked when first read, if ever. */
+  readonly eager: boolean;
+  /**
+   * True when the states were not asked but assumed to be none (`askStoredStates`' `assumeNone`):
+   * every record is written as new, and a commit that finds one of their ids held fails (`heldKeyConflict`).
+   */
+  readonly assumedNone: boolean;
+}
+
+/**
+ * After the transaction that asked `asked` (`MirrorStore.askStoredStates`) committed: true when the
+ * stream's table held none of its records' ids (asked and none found, or assumed none and written
+ * as new), so that the next page's records may be assumed new too (`assumeNone`). False for no
+ * records, and on SQLite (it asks nothing up front: `RowWrites.insertNew`).
+ */
+export async function foundNoneStored(asked: StoredStates): Promise<boolean> {
+  if (!asked.eager || asked.records.length === 0) return false;
+  return asked.assumedNone || (await asked.states).size === 0;
+}
+
+/**
+ * True when `error` is PostgreSQL's unique violation of `stream`'s table key (SQLSTATE 23505 on
+ * its primary key): what the commit of a page whose stored states were assumed none
+ * (`askStoredStates`' `assumeNone`) fails with when the table holds one of its ids. The transaction
+ * rolled back whole; write the page again, asking its stored states.
+ */
+export function heldKeyConflict(error: unknown, stream: StreamDefinition): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, table, constraint } = error as { code?: unknown; table?: unknown; constraint?: unknown };
+  return code === '23505' && table === stream.table && constraint === `${stream.table}_pkey`;
 }
 
 /**
@@ -548,20 +578,36 @@ export class MirrorStore {
    * runs when `applyRecords` first reads them, if it does. Call only where no statement
    * between this one and `applyRecords` writes the stream's table. A failure is reported by
    * `applyRecords` (and fails the transaction), never as an unhandled rejection.
+   *
+   * `options.assumeNone` (PostgreSQL; ignored on SQLite, which inserts new records without asking):
+   * nothing is asked, the states are taken to be none, so `applyRecords` writes every record as new
+   * (its row in a plain INSERT, a created change). The table's key checks the assumption: when it
+   * holds one of the ids, that INSERT fails with a unique violation and the transaction with it
+   * (`heldKeyConflict`); nothing of it is written, and the caller writes the page again without the
+   * assumption. Where it holds none, the rows and change rows are those the SELECT would have led
+   * to. For a page that likely holds new records only (the previous page of a backfill did:
+   * `foundNoneStored`): each id is looked up in the key's index once, by its INSERT, not twice.
    */
-  askStoredStates(stream: StreamDefinition, records: readonly ApiRecord[]): StoredStates {
+  askStoredStates(stream: StreamDefinition, records: readonly ApiRecord[], options: { assumeNone?: boolean } = {}): StoredStates {
     const ask = (): Promise<Map<string, StoredState>> => {
       const states = records.length === 0 ? Promise.resolve(new Map<string, StoredState>()) : this.storedStates(stream, records.map((record) => String(record[stream.key])));
       states.catch(() => {});
       return states;
     };
-    if (this.executor.writeNow === undefined) return { stream: stream.name, records, states: ask() };
+    if (this.executor.writeNow === undefined) {
+      if (options.assumeNone === true && this.executor.dialect === 'postgres') {
+        return { stream: stream.name, records, states: Promise.resolve(new Map<string, StoredState>()), eager: true, assumedNone: true };
+      }
+      return { stream: stream.name, records, states: ask(), eager: true, assumedNone: false };
+    }
     // SQLite: asked when first read (a SELECT costs no round trip there), and not at all when
     // `applyRecords` inserts a page of new records without it (`RowWrites.insertNew`).
     let asked: Promise<Map<string, StoredState>> | undefined;
     return {
       stream: stream.name,
       records,
+      eager: false,
+      assumedNone: false,
       get states() {
         return (asked ??= ask());
       },

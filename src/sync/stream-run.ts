@@ -50,7 +50,7 @@ import type { Priority } from '../client/rate-budget.ts';
 import type { Logger } from '../logging/logger.ts';
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { quarantineKey, recordIdOf, RejectedRecords } from '../mirror/rejected-records.ts';
-import { UNNAMED_KEPT, type AppendedChange, type DeletionHold, type MirrorStore, type PartitionSources, type RunCheckpoint, type ScanOutcome } from '../mirror/mirror-store.ts';
+import { foundNoneStored, heldKeyConflict, UNNAMED_KEPT, type AppendedChange, type DeletionHold, type MirrorStore, type PartitionSources, type RunCheckpoint, type ScanOutcome, type StoredStates } from '../mirror/mirror-store.ts';
 import type { ApiRecord } from '../streams/define-stream.ts';
 import { createdFilters, type CreatedRange } from './created-range.ts';
 import { recordRangeMisses } from '../mirror/range-misses.ts';
@@ -324,6 +324,13 @@ export class StreamRun implements TieReReader {
    * DELETE binding the page's ids per page, about a tenth of a millisecond of the server's CPU).
    */
   private quarantineMayHold: boolean | undefined;
+  /**
+   * True after a page whose records the stream's table held none of (PostgreSQL): the next page's
+   * stored states are assumed none instead of asked (`askStoredStates`' `assumeNone`), as on a
+   * backfill's pages after its first. A page the table refuses (one of its ids held) clears it and
+   * is written again, asking.
+   */
+  private pagesNew = false;
   /** Each page's `positionedIds`, worked out once (a page's commit asks for them twice). */
   private readonly positioned = new WeakMap<Page<ApiRecord>, readonly { id: string; position: number }[]>();
 
@@ -855,10 +862,15 @@ export class StreamRun implements TieReReader {
     let changes: AppendedChange[];
     let secondVersions: string[] = [];
     let kept: string[] = [];
+    const assumeNone = this.pagesNew;
+    let asked: StoredStates | undefined;
     try {
       changes = await this.environment.fenced(async (store) => {
-        // Asked before the record clock's statements: on PostgreSQL all leave in one write.
-        const storedStates = store.askStoredStates(stream, page.items);
+        // Asked before the record clock's statements: on PostgreSQL all leave in one write. After a
+        // page of new records only, assumed none (PostgreSQL): the table's key refuses the page if it
+        // holds one of them, and it is written again below, asking.
+        const storedStates = store.askStoredStates(stream, page.items, { assumeNone });
+        asked = storedStates;
         measured = await beforeApply?.(store);
         const scanNumber = run.mode === 'complete' ? run.scanNumber : undefined;
         secondVersions = [];
@@ -894,8 +906,14 @@ export class StreamRun implements TieReReader {
     } catch (error) {
       // Rolled back: the checkpoint in memory must not count changes that were not stored.
       run.changes = changesBefore;
+      if (assumeNone && heldKeyConflict(error, stream)) {
+        // The table holds one of the page's ids: nothing of the page was written; again, asking.
+        this.pagesNew = false;
+        return this.writePage(page, listedBefore, beforeApply);
+      }
       throw error;
     }
+    this.pagesNew = await foundNoneStored(asked!);
     result.changes += changes.length;
     // Committed: the changelog held these seqs, so a request sent from now on may carry them as its mark.
     for (const change of changes) if (change.seq > this.changelogMark) this.changelogMark = change.seq;

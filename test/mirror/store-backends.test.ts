@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection, SqlExecutor, SqlValue, SqlWriterNow } from '../../src/mirror/sql/executor.ts';
-import { MirrorStore } from '../../src/mirror/mirror-store.ts';
+import { foundNoneStored, heldKeyConflict, MirrorStore, type StoredStates } from '../../src/mirror/mirror-store.ts';
 import { transactionsStream } from '../../src/streams/definitions.ts';
 import { BACKENDS, removeTestMirrors } from '../sql-backends.ts';
 
@@ -172,6 +172,54 @@ describe.each(BACKENDS)('the mirror store on $name', (backend) => {
     // Without seen marks (an incremental run), the caller says what the run listed before.
     expect(await store.applyRecords(transactionsStream, [{ ...listed, status: 'CONFIRMED' }], { listedBefore: (id) => id === 'txn_1' })).toEqual([]);
     expect(await connection.get('SELECT COUNT(*) AS n FROM changes')).toEqual({ n: 3 });
+  });
+
+  it('a page whose stored states are assumed none is written without asking them on PostgreSQL, and fails whole when the table holds one of its ids; SQLite ignores the assumption', async () => {
+    await open();
+    const counting = new CountingExecutor(connection);
+    const store = new MirrorStore(counting);
+    await store.applyRecords(transactionsStream, [listed], { scanNumber: 1 });
+    const commit = async (ids: string[], assumeNone: boolean) => {
+      const records = ids.map((id) => ({ ...listed, id }));
+      counting.statements = 0;
+      let asked: StoredStates | undefined;
+      const appended = await store.transaction(async (tx) => {
+        asked = tx.askStoredStates(transactionsStream, records, { assumeNone });
+        return tx.applyRecords(transactionsStream, records, { scanNumber: 2, storedStates: asked });
+      });
+      return { changes: appended.map((change) => [change.type, change.recordId]), statements: counting.statements, foundNone: await foundNoneStored(asked!) };
+    };
+    const postgres = backend.name === 'postgres';
+    const asking = await commit(['txn_a', 'txn_b'], false);
+    expect(asking.changes).toEqual([
+      ['transaction.created', 'txn_a'],
+      ['transaction.created', 'txn_b'],
+    ]);
+    // None held: the next page may be assumed new (PostgreSQL; SQLite asks nothing up front).
+    expect(asking.foundNone).toBe(postgres);
+    const assumed = await commit(['txn_c', 'txn_d'], true);
+    expect(assumed.changes).toEqual([
+      ['transaction.created', 'txn_c'],
+      ['transaction.created', 'txn_d'],
+    ]);
+    expect(assumed.foundNone).toBe(postgres);
+    // PostgreSQL: no SELECT of the stored states.
+    expect(assumed.statements).toBe(asking.statements - (postgres ? 1 : 0));
+    const before = await connection.all('SELECT id, last_seen_scan FROM transactions ORDER BY id');
+    const changesBefore = await connection.get('SELECT COUNT(*) AS n FROM changes');
+    if (postgres) {
+      // txn_1 is held: the key refuses the page, and nothing of it stays.
+      const refused: unknown = await commit(['txn_e', 'txn_1'], true).catch((error: unknown) => error);
+      expect(heldKeyConflict(refused, transactionsStream)).toBe(true);
+      expect(await connection.all('SELECT id, last_seen_scan FROM transactions ORDER BY id')).toEqual(before);
+      expect(await connection.get('SELECT COUNT(*) AS n FROM changes')).toEqual(changesBefore);
+    }
+    // Asked (SQLite: whatever assumed): the new record created, the held unchanged one only marked seen.
+    const again = await commit(['txn_e', 'txn_1'], !postgres);
+    expect(again.changes).toEqual([['transaction.created', 'txn_e']]);
+    expect(again.foundNone).toBe(false);
+    expect(await connection.get('SELECT last_seen_scan FROM transactions WHERE id = ?', ['txn_1'])).toEqual({ last_seen_scan: 2 });
+    expect(heldKeyConflict(new Error('duplicate key'), transactionsStream)).toBe(false);
   });
 
   it('writes a page in the same number of statements whatever its size on PostgreSQL, two more per record on SQLite (new records, then changed ones)', async () => {

@@ -29,6 +29,23 @@ describe('backfill', () => {
     for (const request of sim.requests) expect(new URLSearchParams(request.query).get('limit')).toBe('100');
   });
 
+  it('a backfill over a mirror holding some of its records, after pages of records it lacks, records one created change per record it lacked and none for the others', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 350, deals: 10, onboardings: 10 } });
+    expect((await context.engine.run('transactions', 'backfill')).status).toBe('succeeded');
+    // The mirror loses the rows of the first two pages listed; it keeps the next two pages' (their change rows stay).
+    const listedFirst = (await context.connection.all<{ id: string }>("SELECT record_id AS id FROM changes WHERE stream = 'transactions' ORDER BY seq LIMIT 200")).map((row) => row.id);
+    for (const id of listedFirst) await context.connection.run('DELETE FROM transactions WHERE id = ?', [id]);
+    const seq = await context.store.lastSeq();
+    // On PostgreSQL the second page is written as new without asking (the first held none), and the third,
+    // written so too, is refused by the table's key and written again asking: no change for its records.
+    const result = await context.engine.run('transactions', 'backfill');
+    expect(result.status).toBe('succeeded');
+    expect(result.changes).toBe(200);
+    const added = await context.connection.all<{ type: string; id: string }>('SELECT type, record_id AS id FROM changes WHERE seq > ? ORDER BY seq', [seq]);
+    expect(added).toEqual(listedFirst.map((id) => ({ type: 'transaction.created', id })));
+    await expectMirrorEqualsGroundTruth(context, sim, 'transactions');
+  });
+
   it('a second sync with nothing changed upstream records zero changes and sends one request per stream (per partition of a partitioned one), and one record clock probe in all: a count of the one list whose items carry no timestamps', async () => {
     // Transactions and deals longer than a page: a complete scan of either sends more than one request.
     const { sim, context } = await fixtures.start({ size: { transactions: 300, deals: 150, onboardings: 60 } });
