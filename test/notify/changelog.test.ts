@@ -8,6 +8,7 @@ import { encodePulledEvent, followChanges, followStoredChanges, formatChangeLine
 import { webhookBody, webhookPayload } from '../../src/notify/event-payload.ts';
 import { transactionsStream } from '../../src/streams/definitions.ts';
 import { insertChanges, tempMirror, type TempMirror } from './helpers.ts';
+import { fixtureEnv } from '../helpers.ts';
 
 let mirror: TempMirror;
 beforeEach(async () => {
@@ -175,7 +176,7 @@ describe('followChanges', () => {
     const reader = (await mirror.connect());
     const controller = new AbortController();
     const seen: ChangeEvent[] = [];
-    const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/append-changes.ts', import.meta.url)), mirror.path, '12', '15'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/append-changes.ts', import.meta.url)), mirror.path, '12', '15'], { env: fixtureEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     for await (const event of followChanges(reader, { sinceSeq: 2, pollMs: 20, signal: controller.signal })) {
       seen.push(event);

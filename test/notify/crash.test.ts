@@ -6,7 +6,7 @@ import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
 import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { insertChanges, newSecret, Receiver, seqOf, tempMirror, type TempMirror } from './helpers.ts';
-import { waitFor } from '../helpers.ts';
+import { fixtureEnv, waitFor } from '../helpers.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/run-dispatcher.ts', import.meta.url));
 
@@ -27,7 +27,7 @@ afterEach(async () => {
 /** Starts the dispatcher in a child process and waits until it runs. */
 async function startDispatcherProcess(endpoints: WebhookEndpointConfig[]): Promise<ChildProcess> {
   const child = spawn(process.execPath, [FIXTURE], {
-    env: { ...process.env, BIZOPS_TEST_DISPATCHER: JSON.stringify({ dbPath: mirror.path, endpoints, pollMs: 20, scheduleMs: [0, 20, 40] }) },
+    env: fixtureEnv({ BIZOPS_TEST_DISPATCHER: JSON.stringify({ dbPath: mirror.path, endpoints, pollMs: 20, scheduleMs: [0, 20, 40] }) }),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);

@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
 import { Leases, WEBHOOKS_LEASE } from '../../src/mirror/leases.ts';
 import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
-import { waitFor } from '../helpers.ts';
+import { fixtureEnv, waitFor } from '../helpers.ts';
 import { insertChanges, newSecret, Receiver, tempMirror, type TempMirror } from './helpers.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/run-leased-delivery.ts', import.meta.url));
@@ -39,7 +39,7 @@ describe('webhook delivery under a lapsed lease', () => {
     const endpoint: WebhookEndpointConfig = { name: 'crm', url: target.url, secret: newSecret(), events: ['*'] };
     const output: string[] = [];
     child = spawn(process.execPath, [FIXTURE], {
-      env: { ...process.env, BIZOPS_TEST_LEASED: JSON.stringify({ dbPath: mirror.path, endpoints: [endpoint], leaseSeconds: 1, pollMs: 10 }) },
+      env: fixtureEnv({ BIZOPS_TEST_LEASED: JSON.stringify({ dbPath: mirror.path, endpoints: [endpoint], leaseSeconds: 1, pollMs: 10 }) }),
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     child.stdout!.on('data', (chunk: Buffer) => output.push(...chunk.toString().split('\n').filter(Boolean)));

@@ -30,7 +30,7 @@ import { latestAttempts, listAttemptsOfEvent } from '../../src/notify/delivery/a
 import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { webhookPayload } from '../../src/notify/event-payload.ts';
 import { listSinks, sinkTargets } from '../../src/notify/sinks/index.ts';
-import { waitFor } from '../helpers.ts';
+import { fixtureEnv, waitFor } from '../helpers.ts';
 import { NATS_URL, RABBITMQ_URL, REDIS_URL, startOwnNats, startOwnRabbit, startOwnRedis, startProxy, uniqueName, type BrokerProxy, type OwnBroker } from './brokers.ts';
 import { tempMirror, type TempMirror } from './helpers.ts';
 
@@ -390,7 +390,7 @@ describe('redis-stream batches', () => {
 /** Starts a dispatcher of the sinks `entries` in a child process (killed at the end) and waits until it runs. */
 async function startSinkProcess(entries: Record<string, unknown>[]): Promise<ChildProcess> {
   const child = spawn(process.execPath, [SINK_DISPATCHER], {
-    env: { ...process.env, BIZOPS_TEST_SINK_DISPATCHER: JSON.stringify({ dbPath: mirror.path, sinks: entries, pollMs: 20 }) },
+    env: fixtureEnv({ BIZOPS_TEST_SINK_DISPATCHER: JSON.stringify({ dbPath: mirror.path, sinks: entries, pollMs: 20 }) }),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   cleanups.push(async () => {

@@ -18,7 +18,7 @@ import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '@bizops-sync/simulator';
 import type { WriteRecord } from '../../src/writes/index.ts';
 import { connectProducer, startWriteWorker, WriteIntake, type WriteWorkerHandle, type WriteWorkerOptions } from '../../src/writes/queue/index.ts';
-import { waitFor } from '../helpers.ts';
+import { fixtureEnv, waitFor } from '../helpers.ts';
 import { testMirrorLocation } from '../test-mirror.ts';
 import type { WorkerProcessOptions } from './fixtures/worker-process.ts';
 
@@ -223,7 +223,7 @@ const WORKER_SCRIPT = fileURLToPath(new URL('./fixtures/worker-process.ts', impo
 
 /** Starts a worker process and resolves once it takes jobs. */
 export function spawnWorkerProcess(options: WorkerProcessOptions): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [WORKER_SCRIPT, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [WORKER_SCRIPT, JSON.stringify(options)], { env: fixtureEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
