@@ -187,6 +187,15 @@ export interface RunOptions {
 
 const SECOND_MS = 1000;
 
+/** A page's ids in the order listed (quarantined items last) and each one's position in the set, index by index (`StreamRun.positionedIds`). */
+interface PositionedIds {
+  readonly ids: readonly string[];
+  readonly positions: readonly number[];
+}
+
+/** A page none of whose ids the run's memory held (`countIds`'s `listedBefore` on most pages). */
+const NONE_LISTED: ReadonlySet<string> = new Set();
+
 /**
  * What a run may do besides reading its own state: the engine's client and store, and the steps the
  * engine guards with the stream's lease and the database wait (src/sync/sync-engine.ts).
@@ -331,8 +340,13 @@ export class StreamRun implements TieReReader {
    * is written again, asking.
    */
   private pagesNew = false;
-  /** Each page's `positionedIds`, worked out once (a page's commit asks for them twice). */
-  private readonly positioned = new WeakMap<Page<ApiRecord>, readonly { id: string; position: number }[]>();
+  /**
+   * The last page's `positionedIds`, worked out once (a drift gap's page asks for them twice, one
+   * right after the other). One page, not a `WeakMap` of every page: V8's young-generation
+   * collections keep a WeakMap's values alive until the next full collection, so a WeakMap of the
+   * pages' ids promoted every page's ids to the old generation and brought full collections more often.
+   */
+  private positioned: { page: Page<ApiRecord>; listed: PositionedIds } | undefined;
 
   /**
    * @param stream the stream being run
@@ -485,10 +499,9 @@ export class StreamRun implements TieReReader {
     const { checkpoint: run, result } = this;
     const { page } = step;
     this.noteTotal(page.pagination.total, step.kind === 'gap');
-    const listedBefore = this.listedBefore(page);
     // A frontier page reads positions for the first time; a gap page re-reads some (offset drift).
     const read = step.kind === 'frontier' ? { firstRead: true } : { firstRead: false, gap: step.gap, listedEarlier: await this.listedEarlier(page) };
-    const { fresh, repeated, slid } = this.countIds(page, read);
+    const { fresh, repeated, slid, listedBefore } = this.countIds(page, read);
     this.noteUnnamed(page);
     if (step.gap) {
       // How many records may have slid into this gap, each a removal of a record the scan may have
@@ -631,30 +644,42 @@ export class StreamRun implements TieReReader {
   }
 
   /** A page's ids with their positions in the set (the page's offset plus the index in the answer); quarantined items included (`quarantineKey`). */
-  private positionedIds(page: Page<ApiRecord>): readonly { id: string; position: number }[] {
-    let positioned = this.positioned.get(page);
-    if (positioned === undefined) this.positioned.set(page, (positioned = this.positionIds(page)));
-    return positioned;
+  private positionedIds(page: Page<ApiRecord>): PositionedIds {
+    if (this.positioned?.page !== page) this.positioned = { page, listed: this.positionIds(page) };
+    return this.positioned.listed;
   }
 
-  /** `positionedIds` worked out. */
-  private positionIds(page: Page<ApiRecord>): { id: string; position: number }[] {
+  /** `positionedIds` worked out: two arrays, not an object per id (a backfill lists 100 ids a page). */
+  private positionIds(page: Page<ApiRecord>): PositionedIds {
     const { stream } = this;
-    const rejected = [...(page.rejected ?? [])].sort((left, right) => left.index - right.index);
-    const out: { id: string; position: number }[] = [];
+    const { items, offset } = page;
+    const ids: string[] = [];
+    const positions: number[] = [];
+    if (page.rejected === undefined || page.rejected.length === 0) {
+      for (let index = 0; index < items.length; index += 1) {
+        ids.push(String(items[index]![stream.key]));
+        positions.push(offset + index);
+      }
+      return { ids, positions };
+    }
+    const rejected = [...page.rejected].sort((left, right) => left.index - right.index);
     let index = 0;
     let next = 0;
-    for (const item of page.items) {
+    for (const item of items) {
       while (next < rejected.length && rejected[next]!.index === index) {
         next += 1;
         index += 1;
       }
-      out.push({ id: String(item[stream.key]), position: page.offset + index });
+      ids.push(String(item[stream.key]));
+      positions.push(offset + index);
       index += 1;
     }
     // Quarantined items count as listed; one without an id under its quarantine key (its content).
-    for (const item of rejected) out.push({ id: quarantineKey(item.raw, stream.key), position: page.offset + item.index });
-    return out;
+    for (const item of rejected) {
+      ids.push(quarantineKey(item.raw, stream.key));
+      positions.push(offset + item.index);
+    }
+    return { ids, positions };
   }
 
   /**
@@ -672,11 +697,6 @@ export class StreamRun implements TieReReader {
     }
   }
 
-  /** The ids of `page` this process's part of the run listed on an earlier page (before `countIds` remembers the page). */
-  private listedBefore(page: Page<ApiRecord>): Set<string> {
-    return new Set(this.positionedIds(page).filter(({ id }) => this.memory.has(id)).map(({ id }) => id));
-  }
-
   /**
    * For a page that reads positions again (a drift gap, a tie re-read) of a complete scan whose
    * memory is bounded: the ids of `page` the memory no longer holds that this scan listed all the
@@ -686,7 +706,7 @@ export class StreamRun implements TieReReader {
   private async listedEarlier(page: Page<ApiRecord>): Promise<ReadonlySet<string>> {
     const scanNumber = this.checkpoint.scanNumber;
     if (!this.memory.bounded || (scanNumber === undefined && !this.sink)) return new Set();
-    const forgotten = this.positionedIds(page).filter(({ id }) => !this.memory.has(id)).map(({ id }) => id);
+    const forgotten = this.positionedIds(page).ids.filter((id) => !this.memory.has(id));
     if (forgotten.length === 0) return new Set();
     if (this.sink) return this.sink.listedEarlier(forgotten);
     if (scanNumber === undefined) return new Set();
@@ -723,15 +743,23 @@ export class StreamRun implements TieReReader {
    * records is still owed, on a re-read nothing more. On a re-read, a record new to the scan outside
    * the page's drift `gap` (where slid records are expected, counted as `slid`) pays a region's debt.
    * `listedEarlier`: ids the memory no longer holds that the mirror says this scan listed (repeats
-   * whose first position is forgotten).
+   * whose first position is forgotten). Also returns `listedBefore`: the page's ids the memory held
+   * from earlier pages (before this page was remembered), found by the same lookup per id.
    */
-  private countIds(page: Page<ApiRecord>, read: { firstRead: boolean; gap?: PositionRange; listedEarlier?: ReadonlySet<string> }): { fresh: number; repeated: number; slid: number } {
+  private countIds(
+    page: Page<ApiRecord>,
+    read: { firstRead: boolean; gap?: PositionRange; listedEarlier?: ReadonlySet<string> },
+  ): { fresh: number; repeated: number; slid: number; listedBefore: ReadonlySet<string> } {
     const { checkpoint: run, memory } = this;
     let fresh = 0;
     let repeated = 0;
     let slid = 0;
+    let listedBefore: Set<string> | undefined;
     const inThisAnswer = new Set<string>();
-    for (const { id, position } of this.positionedIds(page)) {
+    const { ids, positions } = this.positionedIds(page);
+    for (let index = 0; index < ids.length; index += 1) {
+      const id = ids[index]!;
+      const position = positions[index]!;
       if (inThisAnswer.has(id)) {
         // Twice in one answer: no order changing between requests did that. The server lists this
         // record at two positions (a duplicate), so the total counts one record too many.
@@ -754,13 +782,14 @@ export class StreamRun implements TieReReader {
         else if (!read.firstRead) creditFound(run, position);
         continue;
       }
+      (listedBefore ??= new Set()).add(id);
       repeated += 1;
       const down = memory.removed - first.removed;
       const up = memory.added - first.added;
       if (position >= first.position - down && position <= first.position + up) continue; // drift, or the same place
       noteTie(run, first.position, position, read.firstRead ? 1 : 0);
     }
-    return { fresh, repeated, slid };
+    return { fresh, repeated, slid, listedBefore: listedBefore ?? NONE_LISTED };
   }
 
   /** Distinct ids the run listed: for a complete scan the rows it marked seen (exact across a resume), else the run's tally. */
@@ -827,8 +856,7 @@ export class StreamRun implements TieReReader {
     result.pages += 1;
     run.pages += 1;
     this.noteTotal(page.pagination.total, true);
-    const listedBefore = this.listedBefore(page);
-    const { fresh } = this.countIds(page, { firstRead: false, listedEarlier: await this.listedEarlier(page) });
+    const { fresh, listedBefore } = this.countIds(page, { firstRead: false, listedEarlier: await this.listedEarlier(page) });
     this.noteUnnamed(page);
     if (measuresRecordClock(this.stream)) run.newestUpdatedAt = newestStamp(page.items, run.newestUpdatedAt);
     run.distinctIds = (run.distinctIds ?? 0) + fresh;
