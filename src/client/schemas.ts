@@ -7,6 +7,7 @@
  * value is an `InvalidResponseError` naming the field, never a silently wrong row.
  */
 import { z } from 'zod';
+import { asListedCheck } from './items-as-listed.ts';
 import { storabilityIssue } from './storable-json.ts';
 
 /** Describes a value's type the way the error messages do: `string`, `null`, `array`, `undefined`. */
@@ -122,12 +123,16 @@ export interface ItemSchema<T> {
  * "Invalid records") instead of failing its page and every later run at a SQL cast. Refused on
  * SQLite too, so that both back ends hold the same records. The storability check comes first and
  * is iterative, so nothing recursive (the schema, the quarantine) ever walks an item nested too deep.
+ * An item that `schema` accepts as it is (src/client/items-as-listed.ts: its keys in the shape's order,
+ * every value passing unchanged) is returned itself, not zod's equal copy; any other goes through zod.
  */
 export function storableItems<T>(schema: ItemSchema<T>): ItemSchema<T> {
+  const asListed = asListedCheck(schema);
   return {
     safeParse(input) {
       const unstorable = storabilityIssue(input);
       if (unstorable) return { success: false, error: new z.ZodError([{ code: 'custom', path: unstorable.path, message: unstorable.rule, input: undefined }]) };
+      if (asListed?.(input)) return { success: true, data: input as T };
       return schema.safeParse(input);
     },
   };
