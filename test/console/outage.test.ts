@@ -102,8 +102,9 @@ describe('the console through an API outage', { timeout: 120_000 }, () => {
     daemon = await startDaemon(config, {
       logger: silentLogger,
       processMetrics: false,
-      // A run retries each failed list request 3 times over about 2 s: most of the time one is in progress, as in production.
-      clientRetry: { maxRetries: 3, minTimeoutMs: 300, maxTimeoutMs: 1000 },
+      // A run retries each failed list request 3 times over about 1 s (150, 300 and 500 ms apart): most
+      // of the time one is in progress, as in production.
+      clientRetry: { maxRetries: 3, minTimeoutMs: 150, maxTimeoutMs: 500 },
       consoleSampleMs: 200,
       webhooks: { scheduleMs: [100, 200, 400], jitterRatio: 0, pollMs: 50 },
       redisKeys: { budgetPrefix: `${redisPrefix}:rate`, queuePrefix: redisPrefix, queueName: 'writes' },
