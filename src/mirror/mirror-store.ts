@@ -702,7 +702,8 @@ export class MirrorStore {
   /**
    * PostgreSQL's `appendChanges`: every row in one `INSERT ... SELECT FROM unnest(<one text array per
    * column>)` (`CHANGE_ROWS_UNNEST`), whatever their number. `unnest` yields the rows in array order,
-   * so the identity gives them ascending `seq` in the order given.
+   * so the identity gives them ascending `seq` in the order given: consecutive ones (the writers of
+   * a mirror commit one at a time) come back as the first alone, the others each with its `event_id`.
    */
   private async appendChangesUnnest(changes: readonly ChangeRowInput[], seqsAtCommit: boolean): Promise<AppendedChange[]> {
     const count = changes.length;
@@ -721,13 +722,19 @@ export class MirrorStore {
       partitions[index] = change.partition ?? null;
       appended[index] = { seq: 0, eventId, type: change.type, stream: change.stream, recordId: change.recordId };
     }
-    // RETURNING lists rows in no promised order: each seq is matched to its row by event_id.
-    const fill = (returned: { seq: number; event_id: string }[]): void => {
+    const fill = (returned: { seq: number; event_id: string | null }[]): void => {
+      if (returned.length === 1 && returned[0]!.event_id === null) {
+        // Consecutive, in the order given: the first and its successors.
+        const first = Number(returned[0]!.seq);
+        for (let index = 0; index < count; index += 1) appended[index]!.seq = first + index;
+        return;
+      }
+      // RETURNING lists rows in no promised order: each seq is matched to its row by event_id.
       const seqs = new Map(returned.map((row) => [row.event_id, Number(row.seq)]));
       for (const row of appended) row.seq = seqs.get(row.eventId)!;
     };
     if (seqsAtCommit) await this.executor.allAtCommit(CHANGE_ROWS_UNNEST, columns, fill);
-    else fill(await this.executor.all<{ seq: number; event_id: string }>(CHANGE_ROWS_UNNEST, columns));
+    else fill(await this.executor.all<{ seq: number; event_id: string | null }>(CHANGE_ROWS_UNNEST, columns));
     await this.executor.changesAppended();
     return appended;
   }
@@ -967,9 +974,17 @@ function changeRowInsertOf(type: string, stream: string, partitioned: boolean): 
   });
 }
 
-/** PostgreSQL's INSERT of any number of change rows, one text array per column (`appendChangesUnnest`): planned once in a transaction (executor.ts `planOnce`). */
+/**
+ * PostgreSQL's INSERT of any number of change rows, one text array per column (`appendChangesUnnest`),
+ * and what it answers: when the rows' `seq`s are consecutive (the identity gave them one after the
+ * other, in array order), one row, the first `seq` with a NULL `event_id`; otherwise every row's
+ * `seq` and `event_id`. Planned once in a transaction (executor.ts `planOnce`).
+ */
 const CHANGE_ROWS_UNNEST = planOnce(
-  'INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) RETURNING seq, event_id',
+  `WITH appended AS (INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data, partition_value) SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) RETURNING seq, event_id),
+  span AS (SELECT MIN(seq) AS first, MAX(seq) - MIN(seq) + 1 = COUNT(*) AS consecutive FROM appended)
+  SELECT span.first AS seq, NULL AS event_id FROM span WHERE span.consecutive
+  UNION ALL SELECT appended.seq, appended.event_id FROM appended, span WHERE NOT span.consecutive`,
 );
 
 /** `syncStateUpsert`'s statements by column list: built once. */

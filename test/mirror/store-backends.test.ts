@@ -222,6 +222,25 @@ describe.each(BACKENDS)('the mirror store on $name', (backend) => {
     expect(heldKeyConflict(new Error('duplicate key'), transactionsStream)).toBe(false);
   });
 
+  it('gives each appended change the seq its row holds, whether the seqs the page took are consecutive or not', async () => {
+    const store = await open();
+    const page = (from: number) => Array.from({ length: 5 }, (_, index) => ({ ...listed, id: `txn_${from + index}` }));
+    const expectSeqsOfRows = async (appended: Awaited<ReturnType<MirrorStore['applyRecords']>>) => {
+      expect(appended.map((change) => change.seq)).toEqual([...appended.map((change) => change.seq)].sort((a, b) => a - b));
+      for (const change of appended) {
+        expect(await connection.get('SELECT event_id, record_id FROM changes WHERE seq = ?', [change.seq])).toEqual({ event_id: change.eventId, record_id: change.recordId });
+      }
+    };
+    const consecutive = await store.transaction((tx) => tx.applyRecords(transactionsStream, page(0), { seqsAtCommit: true }));
+    expect(consecutive.map((change) => change.seq - consecutive[0]!.seq)).toEqual([0, 1, 2, 3, 4]);
+    await expectSeqsOfRows(consecutive);
+    // Gaps between the seqs (on PostgreSQL an identity stepping by 3; SQLite's rowids have none to make).
+    if (backend.name === 'postgres') await connection.exec('ALTER TABLE changes ALTER COLUMN seq SET INCREMENT BY 3');
+    const spaced = await store.transaction((tx) => tx.applyRecords(transactionsStream, page(10), { seqsAtCommit: true }));
+    await expectSeqsOfRows(spaced);
+    if (backend.name === 'postgres') expect(spaced.map((change) => change.seq - spaced[0]!.seq)).toEqual([0, 3, 6, 9, 12]);
+  });
+
   it('writes a page in the same number of statements whatever its size on PostgreSQL, two more per record on SQLite (new records, then changed ones)', async () => {
     await open();
     const counting = new CountingExecutor(connection);
