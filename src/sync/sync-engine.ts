@@ -11,6 +11,7 @@ import type { ApiClient } from '../client/client.ts';
 import { silentLogger, type Logger } from '../logging/logger.ts';
 import { confirmLeaseRenewingWhenDue, DEFAULT_LEASE_SECONDS, LeaseLostError, Leases, noteLeaseConfirmed, PROCESS_LEASE_HOLDER, streamLeaseName, type HeldLease } from '../mirror/leases.ts';
 import { whileDatabaseAway } from '../mirror/sql/wait-for-database.ts';
+import { DatabaseUnavailableError } from '../mirror/sql/executor.ts';
 import type { AppendedChange, MirrorStore, SyncState } from '../mirror/mirror-store.ts';
 import { streamByName, type RegisteredStream, type StreamName } from '../streams/definitions.ts';
 import { describePartitions, noPartitionsMessage, partitionSources, readPartitions, type ConfiguredPartitions } from './partition-values.ts';
@@ -300,10 +301,14 @@ export class SyncEngine {
       this.running.delete(stream.name);
       this.signals.delete(stream.name);
       // A lease this run took is given back; one the process held before (a daemon's) stays held.
+      // A connection ended meanwhile (its backend terminated) fails the release once: sent again on a fresh one.
       if (acquired.taken) {
-        await this.leases.release(acquired.lease).catch((error: unknown) => {
-          this.logger.warn({ stream: stream.name, err: { message: (error as Error).message } }, 'could not release the stream\'s lease; it lapses on its own');
-        });
+        const release = () => this.leases.release(acquired.lease);
+        await release()
+          .catch((error: unknown) => (error instanceof DatabaseUnavailableError ? release() : Promise.reject(error)))
+          .catch((error: unknown) => {
+            this.logger.warn({ stream: stream.name, err: { message: (error as Error).message } }, 'could not release the stream\'s lease; it lapses on its own');
+          });
       }
     }
     return result;
