@@ -97,10 +97,10 @@ export async function backfillCpuOverPlain(n: number, rounds: number): Promise<{
   const dir = mkdtempSync(join(tmpdir(), 'bizops-bench-backfill-cpu-'));
   // Both children get Node's compile cache (the CLI turns it on in bin/bizops-sync.js): without it
   // the plain loop stripped its TypeScript again every run, 0.25 s of CPU the command did not pay.
-  // Each its own directory, as each program has on a user's machine: Node opens NODE_COMPILE_CACHE's
-  // directory as the process starts, before bin/bizops-sync.js sets `--heap-growing-percent`, which
-  // changes V8's flag hash, so in one directory the two rejected each other's code for the files both
-  // load (src/mirror, better-sqlite3: about 150) and compiled them again in every round.
+  // Each its own directory, as each program has on a user's machine: bin/bizops-sync.js sets
+  // `--heap-growing-percent` (2 s in), which changes V8's flag hash, so in one directory the two
+  // rejected each other's code for the files both load after that and compiled them again in every
+  // round (when it was set at the start: src/mirror and better-sqlite3, about 150 files).
   // REDIS_URL passes through, so the command's rate budget uses the Redis asked for.
   const compileCache = process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'node-compile-cache');
   const env = {
