@@ -298,7 +298,8 @@ export class ApiClient {
     const items: T[] = [];
     const rejected: RejectedItem[] = [];
     let firstFailure: { index: number; error: z.ZodError } | undefined;
-    for (const [index, raw] of rawItems.entries()) {
+    for (let index = 0; index < rawItems.length; index += 1) {
+      const raw = rawItems[index];
       const parsed = options.itemSchema.safeParse(raw);
       if (parsed.success) {
         items.push(parsed.data);

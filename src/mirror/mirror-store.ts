@@ -561,12 +561,16 @@ export class MirrorStore {
   ) {
     const declared = declaredFieldPaths(stream);
     const candidates = new Map<string, string>();
+    // One visitor for the page (not a closure per record): the record it walks is `walked`.
+    let walked = '';
+    const visit = (path: string): void => {
+      if (!declared.has(path) && !candidates.has(path)) candidates.set(path, walked);
+    };
     for (let index = 0; index < records.length; index += 1) {
       const state = stored.get(ids[index]!);
       if (state && state.content_hash === hashes[index] && state.deleted_at === null) continue;
-      forEachFieldPath(records[index]!, (path) => {
-        if (!declared.has(path) && !candidates.has(path)) candidates.set(path, ids[index]!);
-      });
+      walked = ids[index]!;
+      forEachFieldPath(records[index]!, visit);
     }
     return candidates.size === 0 ? [] : registerFields(this.executor, stream.name, candidates, now);
   }
