@@ -11,7 +11,7 @@
  * the step and its output; nothing is skipped.
  */
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,7 +56,8 @@ let template: Promise<string> | undefined;
  */
 function clusterTemplate(): Promise<string> {
   template ??= (async () => {
-    const dir = await ownedTempDir('bizops-pg-template-');
+    removeTemplatesOfEndedProcesses();
+    const dir = await ownedTempDir(`${TEMPLATE_PREFIX}${process.pid}-`);
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     const data = join(dir, 'data');
     await pgBinary('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
@@ -64,6 +65,32 @@ function clusterTemplate(): Promise<string> {
   })();
   template.catch(() => (template = undefined));
   return template;
+}
+
+/** A template's temp dir: this prefix, then the pid of the process that made it. */
+const TEMPLATE_PREFIX = 'bizops-pg-template-';
+
+/**
+ * Removes the templates whose process has ended without running its exit handler (a test worker the
+ * runner ended from outside), each a cluster of about 40 MB left in the temp dir. Those of running
+ * processes, this one's or another test run's, stay.
+ */
+function removeTemplatesOfEndedProcesses(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const pid = Number(/^bizops-pg-template-(\d+)-/.exec(name)?.[1]);
+    if (!Number.isInteger(pid) || pid === process.pid || processRuns(pid)) continue;
+    rmSync(join(tmpdir(), name), { recursive: true, force: true });
+  }
+}
+
+/** Whether process `pid` runs (signal 0 checks without sending; EPERM: it runs as another user). */
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** A new temp dir, owned by the postgres user when this process is root. */
