@@ -162,7 +162,11 @@ function falseDeletions(changes: readonly ChangeRow[], timeline: TruthTimeline):
 
 /**
  * Each update event names every field that changed since the record's previous event: a field whose
- * value differs between the two events' records (present in both) must be in `data.changes`.
+ * value differs between the two events' records (present in both) must be in `data.changes`
+ * (`missed-change`). And it changes something: an update event whose record equals the previous
+ * event's, field for field (instants compared as instants), is a change the API never made
+ * (`invented-change`: e.g. the same items served with their keys in another order, or their times
+ * in another style, taken for new versions).
  */
 function incompleteChanges(changes: readonly ChangeRow[]): string[] {
   const previous = new Map<string, ChangeRow>();
@@ -174,8 +178,12 @@ function incompleteChanges(changes: readonly ChangeRow[]): string[] {
     previous.set(key, change);
     if (!before || !change.changes || GONE_TYPES.has(change.type) || GONE_TYPES.has(before.type)) continue;
     const old = flatten(before.record);
-    const differing = [...flatten(change.record)].filter(([path, value]) => old.has(path) && old.get(path) !== value && !(path in change.changes!) && !(path.split('.')[0]! in change.changes!));
+    const now = flatten(change.record);
+    const differing = [...now].filter(([path, value]) => old.has(path) && old.get(path) !== value && !(path in change.changes!) && !(path.split('.')[0]! in change.changes!));
     if (differing.length > 0) problems.push(`missed-change: ${change.type} (seq ${change.seq}) of ${key} does not name ${differing.map(([path]) => path).join(', ')} among its changes, though it differs from the previous event (seq ${before.seq})`);
+    if (now.size === old.size && [...now].every(([path, value]) => old.get(path) === value)) {
+      problems.push(`invented-change: ${change.type} (seq ${change.seq}) of ${key} carries the same record as the previous event (seq ${before.seq}): nothing changed`);
+    }
   }
   return problems;
 }

@@ -147,10 +147,12 @@ function listFault(random: SoakRandom, path: string): ListFaultStep {
     return { do: 'list-fault', fault: { kind: 'truncate-list', hide, ...(kind === 'truncate-list-cut-total' ? { cutTotal: true } : {}) }, path, times: 1 };
   }
   if (family === 'items') {
-    const kind = random.pick(['duplicate-id', 'id-less-item', 'id-less-item-instead', 'invalid-item', 'timestamp-style'] as const);
+    const kind = random.pick(['duplicate-id', 'id-less-item', 'id-less-item-instead', 'invalid-item', 'timestamp-style', 'key-order'] as const);
     if (kind === 'invalid-item') return { do: 'list-fault', fault: { kind, index: random.int(0, 10) }, path, times };
     // Instants written `+00:00` or without a fraction (the same instants: no change).
     if (kind === 'timestamp-style') return { do: 'list-fault', fault: { kind, style: random.pick(['+00:00', 'no-fraction'] as const) }, path, times };
+    // Every item with its keys in reverse order (the same records: no change).
+    if (kind === 'key-order') return { do: 'list-fault', fault: { kind }, path, times };
     // An item in its own place without its id (or with id null), instead of beside its copy.
     if (kind === 'id-less-item-instead') return { do: 'list-fault', fault: { kind: 'id-less-item', position: random.int(0, 20), instead: true, ...(random.chance(0.5) ? { nullId: true } : {}) }, path, times };
     return { do: 'list-fault', fault: { kind, position: random.int(0, 20) }, path, times };

@@ -77,6 +77,34 @@ describe('fields the spec does not show', () => {
     expect(columns.map((column) => column.name)).not.toContain('notes');
   });
 
+  it('lists served with every item\'s keys in reverse order (an undeclared field among them) change nothing: no change row, raw and content hash byte for byte', async () => {
+    const { sim, context } = await fixtures.start({ size: { transactions: 120, deals: 40, onboardings: 15 } });
+    sim.world.exposeUndeclaredFields('transactions.notes', 'onboardings.user.email');
+    for (const record of sim.world.transactions) sim.world.updateTransaction(record.id, { notes: `note of ${record.id}` });
+    const streams = ['transactions', 'deals', 'onboardings'] as const;
+    for (const stream of streams) expect((await context.engine.run(stream, 'backfill')).status).toBe('succeeded');
+    const rows = async () =>
+      Object.fromEntries(
+        await Promise.all(
+          streams.map(async (stream) => [stream, await context.connection.all<{ id: string; raw: string; content_hash: string }>(`SELECT id, raw, content_hash FROM ${STREAMS[stream].table} ORDER BY id`)] as const),
+        ),
+      );
+    const before = await rows();
+    const lastSeq = (await context.connection.all<{ seq: number }>('SELECT MAX(seq) AS seq FROM changes'))[0]!.seq;
+    expect(before.transactions).toHaveLength(120);
+    // As listed, a transaction's keys come in its schema's order with `notes` last.
+    expect(Object.keys(JSON.parse(before.transactions![0]!.raw) as object).at(-1)).toBe('notes');
+
+    // Every list page from now on with its items' keys reversed (`notes` first), over two complete scans.
+    sim.faults.inject({ kind: 'key-order', times: 10_000, match: { method: 'GET' } });
+    for (let scan = 0; scan < 2; scan += 1) {
+      for (const stream of streams) expect((await context.engine.run(stream, 'reconcile')).status).toBe('succeeded');
+    }
+    expect(sim.faults.list()[0]!.remaining).toBeLessThan(10_000);
+    expect(await context.connection.all('SELECT seq, type, record_id FROM changes WHERE seq > ?', [lastSeq])).toEqual([]);
+    expect(await rows()).toEqual(before);
+  });
+
   it('the API starts returning a field on every record at once (a deploy): announced once, raw rewritten, no record updated, on every page; later changes of it are updates; a write response field a later list item lacks is not a change', async () => {
     const { sim, context } = await fixtures.start({ size: { transactions: 130, deals: 2, onboardings: 110 } });
     await context.engine.run('transactions', 'backfill');

@@ -73,6 +73,11 @@ export type FaultKind =
    */
   | { kind: 'invalid-item'; index?: number; count?: number; field?: string; value?: unknown }
   /**
+   * Every item of a list page served with its keys in reverse order: the same fields and values in
+   * another order (JSON objects are unordered; spec §2 shows each item's fields in one order only).
+   */
+  | { kind: 'key-order' }
+  /**
    * A commit the client never hears of in time: hold the request until the CLIENT closes the
    * connection (its timeout), wait `ms` more (default 0), then run the handler (the write commits);
    * nobody is left to read the answer.
@@ -216,6 +221,7 @@ export class FaultInjector {
       'no-date-header',
       'trickle-body',
       'invalid-item',
+      'key-order',
       'truncate-list',
       'unstable-order',
       'endless-list',

@@ -145,6 +145,17 @@ function corruptListItems(content: Record<string, unknown>, index: number, count
   }
 }
 
+/** Each item of the content's list (its first array) rebuilt with its keys in reverse order (`key-order` fault). */
+function reverseListItemKeys(content: Record<string, unknown>): void {
+  for (const items of Object.values(content)) {
+    if (!Array.isArray(items)) continue;
+    for (let at = 0; at < items.length; at++) {
+      if (typeof items[at] === 'object' && items[at] !== null) items[at] = Object.fromEntries(Object.entries(items[at] as Record<string, unknown>).reverse());
+    }
+    return;
+  }
+}
+
 /** Seconds a Retry-After value (delta seconds or an HTTP date) stands for, rounded up, at least 0. */
 function retryAfterSeconds(value: string): number {
   if (/^\s*\d+\s*$/.test(value)) return Number(value);
@@ -301,6 +312,7 @@ export async function handleApiRequest(request: IncomingMessage, response: Serve
       );
     }
     if (fault?.kind === 'invalid-record') corruptFirstRecord(result.content);
+    if (fault?.kind === 'key-order') reverseListItemKeys(result.content);
     if (fault?.kind === 'invalid-item') corruptListItems(result.content, fault.index ?? 0, fault.count ?? 1, fault.field ?? 'status', 'value' in fault ? fault.value : 12345);
     body = result;
   } catch (error) {

@@ -148,6 +148,15 @@ describe('list faults', () => {
     expect(() => simulator.faults.inject({ kind: 'timestamp-style', style: 'local' as '+00:00' })).toThrow(/style/);
   });
 
+  it('key-order: the same items with their keys in reverse order', async () => {
+    const customers = async () => (await api(simulator, '/customers?sortBy=createdAt&sortOrder=asc&limit=100')).body.content.customers as Record<string, unknown>[];
+    const plain = await customers();
+    simulator.faults.inject({ kind: 'key-order', times: 1, match: { path: '/customers' } });
+    const reordered = await customers();
+    expect(Object.keys(reordered[0]!)).toEqual(Object.keys(plain[0]!).reverse());
+    expect(reordered).toEqual(plain);
+  });
+
   it('backwards-updated-at: one record served, and filtered, with the given updatedAt', async () => {
     const record = simulator.world.transactions[10]!;
     const old = '2020-01-01T00:00:00.000Z';
