@@ -255,7 +255,7 @@ function step(random: SoakRandom, backend: Backend): Step {
 
 /**
  * The schedule of `seed` on `backend`: sizes, clock lag and ties of the world, then `length` steps
- * drawn (default 12 to 24), with up to four more among the first four (`withEarlyRaces`).
+ * drawn (default 12 to 24), with up to five more among the first four (`withEarlyRaces`).
  */
 export function generateSchedule(seed: number, backend: Backend, length?: number): Schedule {
   const random = new SoakRandom(seed);
@@ -284,7 +284,8 @@ const EARLY_STEPS = 4;
  * two-minute run, placed among the first `EARLY_STEPS` steps of every schedule, so that the first
  * schedule of a run already has them: a write race (`WriteRaceStep`: a sweep while slowed writes
  * are claimed and Redis lost their jobs), a list that hides records from exactly one complete scan,
- * a receiver failing while one record changes before and after, and a churn of 4 to 8 changes. Each is inserted (the seed's
+ * a receiver failing while one record changes before and after, a churn of 4 to 8 changes, and the
+ * deals listed with their times in another style (the same records). Each is inserted (the seed's
  * own steps all stay, after them) unless the seed drew one of its kind there already; drawn by a
  * generator of their own, so the seed's other steps are the ones it always drew.
  */
@@ -304,6 +305,12 @@ function withEarlyRaces(steps: Step[], seed: number): Step[] {
   if (!result.slice(0, EARLY_STEPS).some((entry) => entry.do === 'churn')) {
     const churn = new SoakRandom(seed ^ 0xc4a9);
     result.splice(churn.int(0, Math.min(EARLY_STEPS - 1, result.length)), 0, { do: 'churn', count: churn.int(4, 8) });
+  }
+  // The deals listed with their times in another style (the same instants: no change), unless the
+  // seed drew a list in another form early, drawn by a generator of its own.
+  if (!result.slice(0, EARLY_STEPS).some((entry) => entry.do === 'list-fault' && (entry.fault.kind === 'timestamp-style' || entry.fault.kind === 'key-order'))) {
+    const restyle = new SoakRandom(seed ^ 0x7e57);
+    result.splice(restyle.int(0, Math.min(EARLY_STEPS - 1, result.length)), 0, { do: 'list-fault', fault: { kind: 'timestamp-style', style: '+00:00' }, path: LIST_PATHS.deals, times: 3 });
   }
   // Half the schedules: a write-through while a deals page read before it is held, anywhere in the
   // schedule, drawn by a generator of its own (the steps above stay as they are drawn).

@@ -17,6 +17,9 @@ import { encodeChangeData, lastChangeSeq, type ChangeDataInput } from './changel
 import { partitionColumn, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
 import type { StreamName } from '../streams/definitions.ts';
 
+/** The soak's planted bug `invent-change` (src/logging/planted-bugs.ts): an update event for a record whose values did not change. Off in production. */
+const INVENT_CHANGE = plantedBug('invent-change');
+
 /** A change row just appended to the changelog. */
 export interface AppendedChange {
   seq: number;
@@ -513,7 +516,7 @@ export class MirrorStore {
           const changes = diffRecord(previous, record, diffFields, storedVersion!.storedAt);
           const changed = Object.keys(changes);
           // Nothing differs in the fields it carries: stored again (its hash, its latest raw), no event.
-          if (changed.length === 0) continue;
+          if (changed.length === 0 && !INVENT_CHANGE) continue;
           type = stream.changes.classify(previous, record, changed);
           data = { record, recordJson: raw, changes };
         }
