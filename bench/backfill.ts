@@ -98,7 +98,7 @@ export async function backfillCpuOverPlain(n: number, rounds: number): Promise<{
   // Both children get Node's compile cache (the CLI turns it on in bin/bizops-sync.js): without it
   // the plain loop stripped its TypeScript again every run, 0.25 s of CPU the command did not pay.
   // Each its own directory, as each program has on a user's machine: bin/bizops-sync.js sets
-  // `--heap-growing-percent` (2 s in), which changes V8's flag hash, so in one directory the two
+  // `--heap-growing-percent` (after the first answer), which changes V8's flag hash, so in one directory the two
   // rejected each other's code for the files both load after that and compiled them again in every
   // round (when it was set at the start: src/mirror and better-sqlite3, about 150 files).
   // REDIS_URL passes through, so the command's rate budget uses the Redis asked for.
