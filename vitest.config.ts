@@ -70,9 +70,9 @@ export default defineConfig({
     // Test files start their own simulator on port 0 and their own mirrors (a SQLite file, a
     // PostgreSQL schema), so they can run in parallel. Three workers for both projects together on a
     // 2-core machine: most test time is spent waiting on simulators, rate windows, leases and child
-    // processes, not on the CPU (1,060 tests: 229 s with three, 284 s of CPU, quiet; four workers were
-    // faster quiet, 268 s against 306 s before these figures, but at a load of 27 five tests ran past
-    // their 60 s hang guard).
+    // processes, not on the CPU (1,086 tests: 169 s with three in a fresh clone's CI run at load about
+    // 1; four workers were faster quiet in an earlier measure, 268 s against 306 s, but at a load of 27
+    // five tests ran past their 60 s hang guard).
     pool: 'forks',
     maxWorkers: 3,
     // The long files first, whatever their project, then the short ones project by project (test/sequencer.ts).
