@@ -134,7 +134,7 @@ export interface RunningHttpServer {
 }
 
 /** The 503's `error` when the SQLite mirror file is write-locked by another process (module comment). */
-export const MIRROR_LOCKED_ANSWER = 'the mirror file is locked by another process (a command writing to it); try again after Retry-After seconds';
+const MIRROR_LOCKED_ANSWER = 'the mirror file is locked by another process (a command writing to it); try again after Retry-After seconds';
 
 function sendJson(response: ServerResponse, status: number, body: unknown, headOnly: boolean, headers: Record<string, string> = {}): void {
   const text = `${JSON.stringify(body)}\n`;

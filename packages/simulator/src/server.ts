@@ -134,26 +134,26 @@ async function trickleJson(response: ServerResponse, status: number, body: unkno
   if (!response.destroyed) response.end();
 }
 
+/**
+ * Replaces the list items of a response content (its first array) from `from`, `count` of them, by
+ * what `rewrite` makes of each (items that are not objects are left as they are).
+ */
+function rewriteListItems(content: Record<string, unknown>, rewrite: (item: Record<string, unknown>) => Record<string, unknown>, from = 0, count = Number.POSITIVE_INFINITY): void {
+  const items = Object.values(content).find(Array.isArray);
+  if (items === undefined) return;
+  for (let at = from; at < Math.min(items.length, from + count); at++) {
+    if (typeof items[at] === 'object' && items[at] !== null) items[at] = rewrite(items[at] as Record<string, unknown>);
+  }
+}
+
 /** Makes `count` list items from `index` invalid but keeps their ids: `field` becomes `value` (the `invalid-item` fault). */
 function corruptListItems(content: Record<string, unknown>, index: number, count: number, field: string, value: unknown): void {
-  for (const items of Object.values(content)) {
-    if (!Array.isArray(items)) continue;
-    for (let at = index; at < Math.min(items.length, index + count); at++) {
-      if (typeof items[at] === 'object' && items[at] !== null) items[at] = { ...(items[at] as Record<string, unknown>), [field]: value };
-    }
-    return;
-  }
+  rewriteListItems(content, (item) => ({ ...item, [field]: value }), index, count);
 }
 
 /** Each item of the content's list (its first array) rebuilt with its keys in reverse order (`key-order` fault). */
 function reverseListItemKeys(content: Record<string, unknown>): void {
-  for (const items of Object.values(content)) {
-    if (!Array.isArray(items)) continue;
-    for (let at = 0; at < items.length; at++) {
-      if (typeof items[at] === 'object' && items[at] !== null) items[at] = Object.fromEntries(Object.entries(items[at] as Record<string, unknown>).reverse());
-    }
-    return;
-  }
+  rewriteListItems(content, (item) => Object.fromEntries(Object.entries(item).reverse()));
 }
 
 /** Seconds a Retry-After value (delta seconds or an HTTP date) stands for, rounded up, at least 0. */
