@@ -13,7 +13,7 @@ import { MirrorStore, type DeletionHold, type PartitionSources, type ScanOutcome
 import { RecordClockStore } from '../mirror/record-clock-store.ts';
 import { RejectedRecords } from '../mirror/rejected-records.ts';
 import type { SqlExecutor } from '../mirror/sql/executor.ts';
-import { listConsumers, type ConsumerListing } from '../notify/pull/consumers.ts';
+import { listConsumers, type ConsumerListing } from '../notify/pull/consumer-listing.ts';
 import { loadAllEndpoints } from '../notify/delivery/endpoint-store.ts';
 import { changelogPrunedThrough } from '../notify/retention.ts';
 import { STREAM_LIST, type RegisteredStream, type StreamName } from '../streams/definitions.ts';

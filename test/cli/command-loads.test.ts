@@ -85,6 +85,14 @@ describe('what a command loads', () => {
     expect(loaded.packages).toContain('better-sqlite3');
     expect(loaded.packages.filter((name) => [...WORKER_LIBRARIES, ...TRACING, ...SYNC_RUN, 'pg'].includes(name))).toEqual([]);
   });
+
+  it('bizops-sync status lists the named consumers without the HTTP pull API (its routes\' schemas, the page reader) nor the event schemas and write kinds behind it', async () => {
+    const loaded = await packagesLoadedBy(['status']);
+    expect(loaded.code, loaded.stderr).toBe(0);
+    // It read the consumers: their listing's module was loaded.
+    expect(loaded.packages).toContain('src/notify/pull/consumer-listing.ts');
+    expect(loaded.packages.filter((name) => ['src/notify/pull/consumers.ts', 'src/notify/pull/changes-page.ts', 'src/notify/event-schemas.ts', 'src/writes/kinds/index.ts', 'src/http/route.ts'].includes(name))).toEqual([]);
+  });
 });
 
 describe('what a one-page sync loads', () => {

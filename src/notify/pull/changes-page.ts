@@ -6,12 +6,15 @@
  */
 import { z } from 'zod';
 import { RouteRefusal } from '../../http/route.ts';
-import { lastChangeSeq, lastChangeSeqNow } from '../../mirror/changelog-format.ts';
+import { lastChangeSeqNow } from '../../mirror/changelog-format.ts';
 import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { encodePulledEvent, readStoredChanges, readStoredChangesNow, type ReadChangesOptions, type StoredChange } from '../changelog-reader.ts';
 import { checkEventPatterns } from '../event-filter/index.ts';
 import { knownEventTypes } from '../event-schemas.ts';
-import { changelogPrunedThrough, changelogPrunedThroughNow } from '../retention.ts';
+import { changelogPrunedThroughNow } from '../retention.ts';
+import { changelogEnds } from './consumer-listing.ts';
+
+export { changelogEnds } from './consumer-listing.ts';
 import type { WebhookPayload } from '../event-payload.ts';
 
 /** Most events one page holds. */
@@ -223,11 +226,6 @@ export function consumerAfterError(): ChangesRequestError {
   return new ChangesRequestError(400, 'after', 'after: a consumer reads after its own cursor; move it with POST .../ack, or read GET /changes?after=SEQ');
 }
 
-/** The changelog's ends: its last seq and the oldest one kept. */
-export async function changelogEnds(executor: SqlExecutor): Promise<{ latestSeq: number; oldestSeq: number }> {
-  const prunedThrough = await changelogPrunedThrough(executor);
-  return { latestSeq: Math.max(await lastChangeSeq(executor), prunedThrough), oldestSeq: prunedThrough + 1 };
-}
 
 /**
  * Checks that `after` lies within the changelog: not ahead of its end, not before what was pruned.

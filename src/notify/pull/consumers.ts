@@ -11,7 +11,10 @@ import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { compileEventFilter } from '../event-filter/index.ts';
 import { webhookPayload } from '../event-payload.ts';
 import { parseSnapshot, readSnapshotPage, snapshotStreams, startSnapshot, type SnapshotState } from '../snapshot.ts';
-import { ChangesRequestError, changelogEnds, checkAfter, PULLED_EVENT, type PulledEvent } from './changes-page.ts';
+import { ChangesRequestError, checkAfter, PULLED_EVENT, type PulledEvent } from './changes-page.ts';
+import { changelogEnds, consumerState, type ConsumerRow, type ConsumerState } from './consumer-listing.ts';
+
+export { listConsumers, type ConsumerListing, type ConsumerState } from './consumer-listing.ts';
 
 /** A consumer's name: the URL's NAME. */
 export const CONSUMER_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -117,34 +120,6 @@ export const CONSUMER_LISTING = CONSUMER_STATE.extend({
 }).meta({ id: 'ConsumerListing' });
 
 /** One consumer (times ISO 8601). */
-export interface ConsumerState {
-  name: string;
-  /** The last seq it acknowledged: its next read starts after it. */
-  cursor: number;
-  createdAt: string;
-  lastReadAt: string | null;
-  lastAckAt: string | null;
-  /** The snapshot it reads before the changelog (`initial=snapshot`); null when none or done. */
-  snapshot: SnapshotState | null;
-}
-
-/** A consumer with how far it is behind. */
-export interface ConsumerListing extends ConsumerState {
-  /** The changelog's last seq − its cursor. */
-  lagEvents: number;
-  /** now − occurred_at of the oldest event after its cursor, seconds; 0 when caught up. */
-  lagSeconds: number;
-}
-
-interface ConsumerRow {
-  name: string;
-  cursor: number;
-  created_at: string;
-  last_read_at: string | null;
-  last_ack_at: string | null;
-  snapshot: string | null;
-}
-
 /**
  * Checks a consumer's name.
  * @throws ChangesRequestError (400, `name`) naming the rule
@@ -252,7 +227,7 @@ export async function acknowledgeSnapshot(executor: SqlExecutor, name: string, p
 /** The consumer named `name`, or undefined. */
 export async function loadConsumer(executor: SqlExecutor, name: string): Promise<ConsumerState | undefined> {
   const row = await executor.get<ConsumerRow>('SELECT * FROM consumers WHERE name = ?', [name]);
-  return row ? toState(row) : undefined;
+  return row ? consumerState(row) : undefined;
 }
 
 /**
@@ -296,24 +271,3 @@ export async function deleteConsumer(executor: SqlExecutor, name: string): Promi
   return (await executor.run('DELETE FROM consumers WHERE name = ?', [name])).changes === 1;
 }
 
-/** Every consumer with its lag, by name. */
-export async function listConsumers(executor: SqlExecutor, now: Date = new Date()): Promise<ConsumerListing[]> {
-  const rows = await executor.all<ConsumerRow>('SELECT * FROM consumers ORDER BY name');
-  const { latestSeq } = await changelogEnds(executor);
-  const listings: ConsumerListing[] = [];
-  for (const row of rows) {
-    const state = toState(row);
-    const oldest = await executor.get<{ occurred_at: string }>('SELECT occurred_at FROM changes WHERE seq > ? ORDER BY seq LIMIT 1', [state.cursor]);
-    const occurred = oldest ? Date.parse(oldest.occurred_at) : Number.NaN;
-    listings.push({
-      ...state,
-      lagEvents: Math.max(0, latestSeq - state.cursor),
-      lagSeconds: Number.isNaN(occurred) ? 0 : Math.max(0, Math.round((now.getTime() - occurred) / 100) / 10),
-    });
-  }
-  return listings;
-}
-
-function toState(row: ConsumerRow): ConsumerState {
-  return { name: row.name, cursor: Number(row.cursor), createdAt: row.created_at, lastReadAt: row.last_read_at, lastAckAt: row.last_ack_at, snapshot: parseSnapshot(row.snapshot ?? null) };
-}
