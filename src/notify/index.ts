@@ -17,6 +17,7 @@ export {
   type StoredChange,
   type StoredChangeLineOptions,
 } from './changelog-reader.ts';
-export { ChangeSignal, listConsumers, type ConsumerListing } from './pull/index.ts';
+export { ChangeSignal } from './pull/change-signal.ts';
+export { listConsumers, type ConsumerListing } from './pull/consumer-listing.ts';
 export { changelogPrunedThrough, pruneChangelog, retentionCutoff, retentionFloor, type PruneResult, type RetentionFloor } from './retention.ts';
 export { checkKnownEventPatterns, compileEventFilter } from './event-filter/index.ts';

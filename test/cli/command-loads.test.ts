@@ -86,11 +86,14 @@ describe('what a command loads', () => {
     expect(loaded.packages.filter((name) => [...WORKER_LIBRARIES, ...TRACING, ...SYNC_RUN, 'pg'].includes(name))).toEqual([]);
   });
 
-  it('bizops-sync status lists the named consumers without the HTTP pull API (its routes\' schemas, the page reader) nor the event schemas and write kinds behind it', async () => {
-    const loaded = await packagesLoadedBy(['status']);
+  it.each([
+    [['status'], 'src/notify/pull/consumer-listing.ts'],
+    [['changes', '--since', '0'], 'src/notify/changelog-reader.ts'],
+  ])('bizops-sync %j loads neither the HTTP pull API (its routes\' schemas, the page reader) nor the event schemas and write kinds behind it', async (args, used) => {
+    const loaded = await packagesLoadedBy(args);
     expect(loaded.code, loaded.stderr).toBe(0);
-    // It read the consumers: their listing's module was loaded.
-    expect(loaded.packages).toContain('src/notify/pull/consumer-listing.ts');
+    // It read what it shows: the consumers' listing (status), the changelog (changes).
+    expect(loaded.packages).toContain(used);
     expect(loaded.packages.filter((name) => ['src/notify/pull/consumers.ts', 'src/notify/pull/changes-page.ts', 'src/notify/event-schemas.ts', 'src/writes/kinds/index.ts', 'src/http/route.ts'].includes(name))).toEqual([]);
   });
 });
