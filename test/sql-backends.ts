@@ -13,11 +13,13 @@ import { openPostgresConnection } from '../src/mirror/sql/postgres.ts';
 import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { tempDir } from './helpers.ts';
 
-import { onTestServer, testSchemaUrl, uniqueTestSchema } from './test-mirror.ts';
+import { closeTestServer, dropTestSchemas, onTestServerShared, testSchemaUrl, uniqueTestSchema } from './test-mirror.ts';
 
 export { onTestServer, TEST_POSTGRES_URL } from './test-mirror.ts';
 
 const cleanups: (() => Promise<void> | void)[] = [];
+/** The schemas `freshPostgresUrl` handed out, dropped together by `removeTestMirrors`. */
+const schemas: string[] = [];
 
 /**
  * The URL of a fresh, not yet created schema on the test server (`?schema=test_<random>`), dropped
@@ -25,8 +27,8 @@ const cleanups: (() => Promise<void> | void)[] = [];
  */
 export async function freshPostgresUrl(): Promise<string> {
   const schema = uniqueTestSchema();
-  await onTestServer(async () => {}); // fails here, clearly, when the server is down
-  cleanups.push(() => onTestServer(async (client) => void (await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`))));
+  await onTestServerShared(async (client) => client.query('SELECT 1')); // fails here, clearly, when the server is down
+  schemas.push(schema);
   return testSchemaUrl(schema);
 }
 
@@ -37,9 +39,18 @@ export function freshSqlitePath(): string {
   return dir.file('mirror.db');
 }
 
-/** Closes the connections opened by `openBare` and drops every schema and file handed out. */
+/**
+ * Closes the connections opened by `openBare`, removes every file handed out, then drops every
+ * schema handed out in one statement and ends the admin connection (test/test-mirror.ts
+ * `onTestServerShared`).
+ */
 export async function removeTestMirrors(): Promise<void> {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  try {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    await dropTestSchemas(schemas.splice(0));
+  } finally {
+    await closeTestServer();
+  }
 }
 
 /** One back end, for `describe.each`. */

@@ -61,7 +61,8 @@ export function testMirrorLocation(filePath: string): string {
 
 /**
  * Drops the schemas `testMirrorLocation` handed out during the test (`scope: 'test'`, after each
- * test), or all of them (`scope: 'file'`, after the file).
+ * test), or all of them (`scope: 'file'`, after the file), in one statement on the file's admin
+ * connection (`onTestServerShared`).
  * @throws Error naming the URL when PostgreSQL does not answer
  */
 export async function dropTestMirrors(scope: 'test' | 'file'): Promise<void> {
@@ -71,18 +72,64 @@ export async function dropTestMirrors(scope: 'test' | 'file'): Promise<void> {
     handedOut.delete(path);
     dropped.push(entry.schema);
   }
-  if (dropped.length === 0) return;
-  await onTestServer(async (client) => {
-    for (const schema of dropped) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  });
+  await dropTestSchemas(dropped);
 }
 
 /**
- * Runs `work` with a client of the test server, outside any mirror (creating and dropping schemas).
+ * Drops `schemas` (`DROP SCHEMA IF EXISTS ... CASCADE`, every one in one statement) on the admin
+ * connection `onTestServerShared` keeps; nothing when the list is empty.
  * @throws Error naming the URL when PostgreSQL does not answer
  */
-export async function onTestServer<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+export async function dropTestSchemas(schemas: readonly string[]): Promise<void> {
+  if (schemas.length === 0) return;
+  await onTestServerShared(async (client) => void (await client.query(`DROP SCHEMA IF EXISTS ${schemas.map((schema) => `"${schema}"`).join(', ')} CASCADE`)));
+}
+
+/** The admin connection `onTestServerShared` keeps until `closeTestServer`. */
+let shared: Promise<pg.Client> | undefined;
+
+/**
+ * Runs `work` on one admin connection of the test server kept between calls (each new connection
+ * costs the server about 33 ms of CPU on a slow host), until `closeTestServer` ends it (after each
+ * test file: test/postgres-setup.ts, test/sql-backends.ts `removeTestMirrors`). A connection that
+ * broke is replaced at the next call.
+ * @throws Error naming the URL when PostgreSQL does not answer
+ */
+export async function onTestServerShared<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const opening = (shared ??= connectTestServer());
+  opening.catch(() => {
+    if (shared === opening) shared = undefined;
+  });
+  const client = await opening;
+  try {
+    return await work(client);
+  } catch (error) {
+    // A connection error (not a statement's): the next call connects afresh.
+    if (!(error instanceof pg.DatabaseError) && shared === opening) {
+      shared = undefined;
+      await client.end().catch(() => undefined);
+    }
+    throw error;
+  }
+}
+
+/** Ends the admin connection `onTestServerShared` keeps, if any. Safe to call twice. */
+export async function closeTestServer(): Promise<void> {
+  const opening = shared;
+  shared = undefined;
+  if (opening === undefined) return;
+  const client = await opening.catch(() => undefined);
+  await client?.end().catch(() => undefined);
+}
+
+/**
+ * A new connected client of the test server; an error from it later (the server gone) is ignored
+ * here: the next query on it fails instead.
+ * @throws Error naming the URL when PostgreSQL does not answer
+ */
+async function connectTestServer(): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+  client.on('error', () => {});
   try {
     await client.connect();
   } catch (error) {
@@ -92,6 +139,15 @@ export async function onTestServer<T>(work: (client: pg.Client) => Promise<T>): 
       { cause: error },
     );
   }
+  return client;
+}
+
+/**
+ * Runs `work` with a client of the test server of its own, ended after it, outside any mirror.
+ * @throws Error naming the URL when PostgreSQL does not answer
+ */
+export async function onTestServer<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = await connectTestServer();
   try {
     return await work(client);
   } finally {
