@@ -77,8 +77,9 @@ export default defineConfig({
     maxWorkers: 3,
     // The long files first, whatever their project, then the short ones project by project (test/sequencer.ts).
     sequence: { sequencer: LongestFirstSequencer },
-    // At the end, the Redis keys of the simulators the tests started and closed (test/redis-leftovers.ts).
-    globalSetup: ['test/redis-leftovers.ts'],
+    // A PostgreSQL database of the run's own, dropped at the end (test/postgres-database.ts); at the
+    // end, the Redis keys of the simulators the tests started and closed (test/redis-leftovers.ts).
+    globalSetup: ['test/postgres-database.ts', 'test/redis-leftovers.ts'],
     projects: [
       {
         extends: true,
@@ -111,7 +112,8 @@ export default defineConfig({
         extends: true,
         test: {
           // The sync, notify and writes suites again with every mirror in a fresh PostgreSQL schema
-          // (test/test-mirror.ts; BIZOPS_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres).
+          // (test/test-mirror.ts) of the run's own database on the server of BIZOPS_TEST_POSTGRES_URL
+          // (default postgres://postgres@127.0.0.1:5432/postgres; test/postgres-database.ts).
           name: 'postgres',
           isolate: false,
           include: BOTH_BACK_ENDS,
