@@ -8,11 +8,16 @@
 import './require-node.js';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { setFlagsFromString } from 'node:v8';
-import { clearTimeout, setTimeout } from 'node:timers';
+import { clearInterval, setInterval, setTimeout } from 'node:timers';
 import { runInNewContext } from 'node:vm';
 
-/** The latest the old generation's growth is set (below) in a command that sends no request first, ms. */
-const HEAP_GROWING_AT_LATEST_MS = 2000;
+/**
+ * The latest the old generation's growth is set (below) in a command that sends no request first: once
+ * the process has used this much CPU time (every thread, ms), checked every CHECK_CPU_EVERY_MS.
+ */
+const HEAP_GROWING_AT_LATEST_CPU_MS = 1500;
+/** How often the CPU time is read for HEAP_GROWING_AT_LATEST_CPU_MS, ms (wall). */
+const CHECK_CPU_EVERY_MS = 250;
 /** How long after the API's first answer the old generation's growth is set (below), ms. */
 const AFTER_FIRST_ANSWER_MS = 500;
 
@@ -28,8 +33,10 @@ const AFTER_FIRST_ANSWER_MS = 500;
 // compiling each one a command loads afterwards from source: about 20 ms of CPU before a `sync`'s
 // first request. The start-up is over once the API's first answer arrived (undici's
 // `undici:request:headers` diagnostics channel: everything a request needs is loaded by then,
-// however slow the machine), or 2 s after the start in a command that sends no request first
-// (`changes`). Then one full collection, so that the old generation's next limit is 1.5 times what
+// however slow the machine), or once the process has used 1.5 s of CPU time in a command that sends
+// no request first (`changes`): CPU time, not time since the start, so that a machine busy with other
+// processes, which stretches a start-up's wall time, does not set it before the start-up is over (a
+// start-up costs 0.2-0.8 s of CPU time to the first request). Then one full collection, so that the old generation's next limit is 1.5 times what
 // is alive now: the limit the start-up's own full collection set, with V8's factor, let the heap
 // reach about 90 MB once (peak RSS 231 against 179 MB at 1,000,000 records); set at a fixed 2 s, a
 // backfill's heap had swollen to a peak of 195-205 MB by then. `gc` is V8's, exposed with
@@ -40,7 +47,7 @@ let heapGrowthSet = false;
 const setHeapGrowth = () => {
   if (heapGrowthSet) return;
   heapGrowthSet = true;
-  clearTimeout(atLatest);
+  clearInterval(atLatest);
   unsubscribe(FIRST_ANSWER, onFirstAnswer);
   setFlagsFromString('--heap-growing-percent=50');
   setFlagsFromString('--expose-gc');
@@ -50,11 +57,14 @@ const setHeapGrowth = () => {
 // ended by then without paying for the collection; a long one sets it before its heap has grown.
 const onFirstAnswer = () => {
   unsubscribe(FIRST_ANSWER, onFirstAnswer);
-  clearTimeout(atLatest);
+  clearInterval(atLatest);
   setTimeout(setHeapGrowth, AFTER_FIRST_ANSWER_MS).unref();
 };
 subscribe(FIRST_ANSWER, onFirstAnswer);
-const atLatest = setTimeout(setHeapGrowth, HEAP_GROWING_AT_LATEST_MS).unref();
+const atLatest = setInterval(() => {
+  const { user, system } = process.cpuUsage(); // µs
+  if (user + system >= HEAP_GROWING_AT_LATEST_CPU_MS * 1000) setHeapGrowth();
+}, CHECK_CPU_EVERY_MS).unref();
 
 // Node's compile cache (os.tmpdir()/node-compile-cache, or NODE_COMPILE_CACHE): from the second run
 // on, each source's stripped text and compiled code come from it, so a command does not load the
