@@ -8,6 +8,7 @@
 import './require-node.js';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { setFlagsFromString } from 'node:v8';
+import { cpuUsage } from 'node:process';
 import { clearInterval, setInterval, setTimeout } from 'node:timers';
 import { runInNewContext } from 'node:vm';
 
@@ -62,7 +63,7 @@ const onFirstAnswer = () => {
 };
 subscribe(FIRST_ANSWER, onFirstAnswer);
 const atLatest = setInterval(() => {
-  const { user, system } = process.cpuUsage(); // µs
+  const { user, system } = cpuUsage(); // µs
   if (user + system >= HEAP_GROWING_AT_LATEST_CPU_MS * 1000) setHeapGrowth();
 }, CHECK_CPU_EVERY_MS).unref();
 
