@@ -69,10 +69,13 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Test files start their own simulator on port 0 and their own mirrors (a SQLite file, a
     // PostgreSQL schema), so they can run in parallel. Three workers for both projects together on a
-    // 2-core machine: most test time is spent waiting on simulators, rate windows, leases and child
-    // processes, not on the CPU (1,086 tests: 169 s with three in a fresh clone's CI run at load about
-    // 1; four workers were faster quiet in an earlier measure, 268 s against 306 s, but at a load of 27
-    // five tests ran past their 60 s hang guard).
+    // 2-core machine. 1,091 tests in a fresh clone's CI run: 169 s on a machine where `node -e 0`
+    // costs 10 ms of CPU; 398-413 s on one where it costs 70-85 ms (a VM slow at starting processes
+    // and at page faults: the suite is CPU-bound there, about 720 CPU-seconds on 2 cores, a third of
+    // it in the commands and worker processes the tests start, a quarter in PostgreSQL's backends);
+    // 603 s there with two CPU-burning processes beside it. Four workers on that machine: 461 s
+    // against 398 s (more processes fighting for 2 CPUs); at a load of 27 on another, five tests ran
+    // past their 60 s hang guard.
     pool: 'forks',
     maxWorkers: 3,
     // The long files first, whatever their project, then the short ones project by project (test/sequencer.ts).
