@@ -197,6 +197,25 @@ describe('a mirror made by an older build migrates to what a new mirror is', () 
     }
   });
 
+  it('on SQLite, all or nothing: a migration that fails leaves the file at its version, without the earlier ones of the same upgrade', () => {
+    // A file at version 18 whose migration 20 cannot apply (its table is already there): 19 would apply, 20 fails.
+    const path = freshSqlitePath();
+    const old = new Database(path);
+    for (const migration of MIGRATIONS.slice(0, 18)) old.exec(migration.sql);
+    old.pragma('user_version = 18');
+    old.exec('CREATE TABLE webhook_attempt_batches (id INTEGER PRIMARY KEY)');
+    old.close();
+    expect(() => openMirror(path)).toThrow(/webhook_attempt_batches already exists/);
+    const after = new Database(path, { readonly: true });
+    try {
+      expect(after.pragma('user_version', { simple: true })).toBe(18);
+      // Migration 19's table (daemons) is not there: the upgrade was rolled back as a whole.
+      expect(after.prepare("SELECT name FROM sqlite_master WHERE name = 'daemons'").all()).toEqual([]);
+    } finally {
+      after.close();
+    }
+  });
+
   it('on PostgreSQL, from every version made by the shipped PostgreSQL texts: the same columns, types, identities, constraints and indexes', async () => {
     const fresh = await openMirrorConnection(await freshPostgresUrl());
     opened.push(fresh);
