@@ -37,12 +37,12 @@ const AFTER_FIRST_ANSWER_MS = 500;
 // however slow the machine), or once the process has used 1.5 s of CPU time in a command that sends
 // no request first (`changes`): CPU time, not time since the start, so that a machine busy with other
 // processes, which stretches a start-up's wall time, does not set it before the start-up is over (a
-// start-up costs 0.2-0.8 s of CPU time to the first request). Then one full collection, so that the old generation's next limit is 1.5 times what
-// is alive now: the limit the start-up's own full collection set, with V8's factor, let the heap
-// reach about 90 MB once (peak RSS 231 against 179 MB at 1,000,000 records); set at a fixed 2 s, a
-// backfill's heap had swollen to a peak of 195-205 MB by then. `gc` is V8's, exposed with
-// --expose-gc (also a flag) to a new context only. The timers are unref'd: they keep no process
-// alive (docs/operations.md "Memory", "Start-up").
+// start-up costs 0.2-0.8 s of CPU time to the first request). Then one full collection, so that the
+// old generation's next limit is 1.5 times what is alive now: the limit the start-up's own full
+// collection set, with V8's factor, let the heap reach about 90 MB once (peak RSS 231 against 179 MB
+// at 1,000,000 records); set at a fixed 2 s, a backfill's heap had swollen to a peak of 195-205 MB by
+// then. `gc` is V8's, exposed with --expose-gc (also a flag) to a new context only. The timers are
+// unref'd: they keep no process alive (docs/operations.md "Memory", "Start-up").
 const FIRST_ANSWER = 'undici:request:headers';
 let heapGrowthSet = false;
 const setHeapGrowth = () => {

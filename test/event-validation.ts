@@ -7,7 +7,8 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
 import { eventSchemas, type JsonSchema } from '../src/notify/event-schemas.ts';
-import { changelogEnds, readChangesPage } from '../src/notify/pull/changes-page.ts';
+import { readChangesPage } from '../src/notify/pull/changes-page.ts';
+import { changelogEnds } from '../src/notify/pull/consumer-listing.ts';
 import type { SqlExecutor } from '../src/mirror/sql/executor.ts';
 
 /** One compiled validator per event type. */

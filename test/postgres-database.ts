@@ -18,6 +18,7 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import pg from 'pg';
+import { processRuns } from './postgres-server.ts';
 
 /** The database the tests use when `BIZOPS_TEST_POSTGRES_URL` does not name one. */
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -31,16 +32,6 @@ const PREFIX = `bizops_test_${createHash('sha256').update(hostname()).digest('he
 
 /** The run database `setup` made: its name and the server URL (of the given database) to drop it from. */
 let created: { name: string; serverUrl: string } | undefined;
-
-/** Whether process `pid` runs on this machine (signal 0 checks without sending; EPERM: it runs as another user). */
-function processRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** A connected client of `url`, or undefined when it cannot connect (the tests then say so, naming the URL). */
 async function connect(url: string): Promise<pg.Client | undefined> {

@@ -83,8 +83,8 @@ function removeTemplatesOfEndedProcesses(): void {
   }
 }
 
-/** Whether process `pid` runs (signal 0 checks without sending; EPERM: it runs as another user). */
-function processRuns(pid: number): boolean {
+/** Whether process `pid` runs on this machine (signal 0 checks without sending; EPERM: it runs as another user). */
+export function processRuns(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

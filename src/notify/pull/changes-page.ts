@@ -13,8 +13,6 @@ import { checkEventPatterns } from '../event-filter/index.ts';
 import { knownEventTypes } from '../event-schemas.ts';
 import { changelogPrunedThroughNow } from '../retention.ts';
 import { changelogEnds } from './consumer-listing.ts';
-
-export { changelogEnds } from './consumer-listing.ts';
 import type { WebhookPayload } from '../event-payload.ts';
 
 /** Most events one page holds. */
@@ -225,7 +223,6 @@ export function parseChangesQuery(query: URLSearchParams, requireAfter: boolean)
 export function consumerAfterError(): ChangesRequestError {
   return new ChangesRequestError(400, 'after', 'after: a consumer reads after its own cursor; move it with POST .../ack, or read GET /changes?after=SEQ');
 }
-
 
 /**
  * Checks that `after` lies within the changelog: not ahead of its end, not before what was pruned.

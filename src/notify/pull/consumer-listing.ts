@@ -9,6 +9,7 @@ import type { SqlExecutor } from '../../mirror/sql/executor.ts';
 import { changelogPrunedThrough } from '../retention.ts';
 import { parseSnapshot, type SnapshotState } from '../snapshot.ts';
 
+/** One consumer (times ISO 8601). */
 export interface ConsumerState {
   name: string;
   /** The last seq it acknowledged: its next read starts after it. */

@@ -119,7 +119,6 @@ export const CONSUMER_LISTING = CONSUMER_STATE.extend({
   lagSeconds: z.number().meta({ description: 'Age of the oldest event after its cursor, seconds; 0 when caught up.' }),
 }).meta({ id: 'ConsumerListing' });
 
-/** One consumer (times ISO 8601). */
 /**
  * Checks a consumer's name.
  * @throws ChangesRequestError (400, `name`) naming the rule

@@ -3,7 +3,8 @@
  * seq (the webhook's body with its id), named consumers whose cursor the mirror keeps, and the
  * signal long-polls wait on. The face of src/notify/pull/ (the daemon's routes, src/daemon/change-routes.ts, use it).
  */
-export { CHANGES_PAGE, CHANGES_QUERY, CONSUMER_CHANGES_QUERY, consumerAfterError, PULLED_EVENT, ChangesRequestError, changelogEnds, checkAfter, MAX_PAGE_LIMIT, MAX_WAIT_SECONDS, parseChangesQuery, quickChangesQuery, quickConsumerChangesQuery, readChangesPage, readEncodedChangesPage, readEncodedChangesPageNow, changesPageJson, type ChangesQuery, type EncodedChangesPage, type ChangesPage, type ChangesRequestStatus, type PulledEvent } from './changes-page.ts';
+export { CHANGES_PAGE, CHANGES_QUERY, CONSUMER_CHANGES_QUERY, consumerAfterError, PULLED_EVENT, ChangesRequestError, checkAfter, MAX_PAGE_LIMIT, MAX_WAIT_SECONDS, parseChangesQuery, quickChangesQuery, quickConsumerChangesQuery, readChangesPage, readEncodedChangesPage, readEncodedChangesPageNow, changesPageJson, type ChangesQuery, type EncodedChangesPage, type ChangesPage, type ChangesRequestStatus, type PulledEvent } from './changes-page.ts';
+export { changelogEnds } from './consumer-listing.ts';
 export {
   ACK_BODY,
   acknowledge,
