@@ -574,7 +574,15 @@ describeOnSqlite('rabbitmq killed mid-delivery', () => {
     await rabbit.start();
     dispatcher.notify();
     const total = first.length + second.length + third.length;
-    await waitFor(async () => (await delivered()) >= total && (await mirror.connection.all('SELECT seq FROM webhook_held_events')).length === 0, 'every event confirmed after the restart', 100_000);
+    // Not there yet: the state in the error, which the timeout names (its last error).
+    await waitFor(async () => {
+      const count = await delivered();
+      const held = (await mirror.connection.all('SELECT seq FROM webhook_held_events')).length;
+      if (count >= total && held === 0) return true;
+      const endpoint = await loadEndpoint(mirror.connection, 'to-rabbit');
+      const [latest] = await latestAttempts(mirror.connection, 'to-rabbit', 1);
+      throw new Error(`${count} of ${total} delivered, ${held} held, ${endpoint?.consecutiveFailures ?? '?'} failures in a row, latest attempt: ${latest ? `${latest.outcome} at ${latest.attemptedAt} ${latest.error ?? ''}` : 'none'}`);
+    }, 'every event confirmed after the restart', 100_000);
     expect(deliveredBeforeRestart).toBeLessThan(total); // the kill came before the end
 
     // What the queue holds: every event, its body, each record in order; a duplicate is the same message with the same message_id.
