@@ -313,7 +313,11 @@ describe('sinks', () => {
     const duplicates = (await latestAttempts(mirror.connection, 'to-nats', 1_000_000)).filter((attempt) => attempt.response?.endsWith('(duplicate: stored before)'));
     expect(duplicates.length).toBeGreaterThan(0); // the server said so on the retries' PubAcks
     // The broker confirmed every publish before the cursor moved; its consumer gets them a moment later, the retries' copies too.
-    await waitFor(() => new Set(rabbit.received.map((message) => message.id)).size >= third.length * 3 && rabbit.received.length > third.length * 3, 'the queue to hold every event and the copies sent again');
+    await waitFor(() => {
+      const distinct = new Set(rabbit.received.map((message) => message.id)).size;
+      if (distinct >= third.length * 3 && rabbit.received.length > third.length * 3) return true;
+      throw new Error(`the queue holds ${rabbit.received.length} messages of ${distinct} events (expected every one of ${third.length * 3} and at least one copy sent again)`);
+    }, 'the queue to hold every event and the copies sent again', 30_000);
     await expectDelivered(rabbit.received, 0);
     expect(rabbit.received.length).toBeGreaterThan(third.length * 3); // the publishes whose confirms came late were sent again: duplicates, each with its event's id
     await expectDelivered(await readRedis(`${redisPrefix}deals`, ownRedis.url), 0);
@@ -478,14 +482,21 @@ describe('sink condition events', () => {
     await waitFor(async () => (await conditions()).length === 2 && (await loadEndpoint(mirror.connection, 'flaky'))?.deliveredSeq === (await last()) && (await loadEndpoint(mirror.connection, 'witness'))?.deliveredSeq === (await last()) && (await client.xlen(refusedKey)) === appended.length, 'both sinks past the recovery, the held events sent');
     expect((await conditions()).map((row) => [row.type, row.record_id])).toEqual([['sink.failing', 'flaky'], ['sink.recovered', 'flaky']]);
 
-    // The witness got every event, the two condition events last; the recovered sink every deal event, none about itself.
+    // The witness got every event once, each record's in changelog order: the deal events and the two condition events
+    // (record `flaky`), failing before recovered. Delivery is ordered per record, not across records: a condition event
+    // may pass deal events of other records still waiting for their turn. The recovered sink got every deal event, none about itself.
     const witness = await readRedis(witnessKey);
     const types = (entries: { body: string }[]) => entries.map((entry) => (JSON.parse(entry.body) as { type: string }).type);
-    expect(types(witness)).toEqual([...appended.map(() => 'deal.updated'), 'sink.failing', 'sink.recovered']);
-    const failing = JSON.parse(witness.at(-2)!.body) as { data: { record: Record<string, unknown> } };
+    const everyEvent = (await readChanges(mirror.connection, { sinceSeq: 0, limit: 10_000 })).map((event) => ({ id: event.eventId, recordId: event.recordId, seq: event.seq, body: '' }));
+    expect(everyEvent).toHaveLength(appended.length + 2);
+    expect(witness).toHaveLength(everyEvent.length);
+    expect(chains(witness)).toEqual(chains(everyEvent));
+    expect(types(witness).filter((type) => type.startsWith('sink.'))).toEqual(['sink.failing', 'sink.recovered']);
+    const condition = (type: string) => JSON.parse(witness.find((entry) => (JSON.parse(entry.body) as { type: string }).type === type)!.body) as { data: { record: Record<string, unknown> } };
+    const failing = condition('sink.failing');
     expect(failing.data.record).toMatchObject({ sink: 'flaky', sinkKind: 'redis-stream', condition: 'failing', lastError: expect.stringContaining('WRONGTYPE') });
     expect(failing.data.record.consecutiveFailures).toBeGreaterThanOrEqual(5);
-    const recovered = JSON.parse(witness.at(-1)!.body) as { data: { record: Record<string, unknown> } };
+    const recovered = condition('sink.recovered');
     expect(recovered.data.record).toMatchObject({ condition: 'ok', failingSince: failing.data.record.failingSince, consecutiveFailures: expect.any(Number) });
     expect(recovered.data.record.consecutiveFailures).toBeGreaterThanOrEqual(8);
     const flaky = await readRedis(refusedKey);
