@@ -171,7 +171,7 @@ function gapOffset(gap: PositionRange, pageSize: number): number {
 export async function* paginateByOffset<T>(fetchPage: (offset: number) => Promise<Page<T>>, options: PaginateOptions<T>): AsyncGenerator<PageStep<T>, void, undefined> {
   const idOf = options.idOf ?? defaultIdOf;
   // The latest ids listed, oldest dropped first: memory, and the cost per id, stay flat however long the list is.
-  const seen = new RecentMap<string, true>(REMEMBERED_IDS);
+  const seen = new RecentMap<true>(REMEMBERED_IDS);
   let frontier = options.resume?.frontier ?? options.startOffset ?? 0;
   let gaps: PositionRange[] = (options.resume?.gaps ?? []).map((gap) => ({ ...gap }));
   let ended = options.resume?.ended ?? false;

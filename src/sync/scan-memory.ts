@@ -35,7 +35,7 @@ export class ScanMemory {
   /** Records added to the set meanwhile (rises of `pagination.total`: an incremental run's set grows). */
   added = 0;
   /** The latest `limit` first listings (or all), the oldest dropped first at a constant cost per id (src/client/recent-map.ts). */
-  readonly #firstListed: RecentMap<string, FirstListed>;
+  readonly #firstListed: RecentMap<FirstListed>;
 
   /**
    * @param limit first listings kept (an integer >= 1), the oldest dropped first; undefined keeps all
