@@ -111,16 +111,18 @@ describe('exit codes', () => {
       }),
     );
     const db = dir.file('demo.db');
-    const demo = spawnCli(['demo', '--db', db], cliEnv({ REDIS_URL }));
-    await waitFor(() => demo.stdout().includes('backfilling...'), 'the demo to start', 30_000);
-    demo.child.kill('SIGINT');
-    expect(await demo.exited, demo.stderr()).toBe(130);
-    expect(demo.stdout()).toMatch(new RegExp(`^stopped: \\d+ changes printed; the mirror stays at ${db} \\(try: npx bizops-sync status --db ${db}\\)$`, 'm'));
-    // The demo paces itself in memory: it leaves nothing in Redis.
-    const port = /^simulator: http:\/\/127\.0\.0\.1:(\d+) /m.exec(demo.stdout())![1]!;
+    // Keys other tests' simulators left (cleared at the end of the run): one may have listened on the port the demo's gets.
     const redis = new Redis(REDIS_URL);
     try {
-      expect(await redis.keys(`*127.0.0.1[:_]${port}*`)).toEqual([]);
+      const keysBefore = new Set(await redis.keys('*127.0.0.1*'));
+      const demo = spawnCli(['demo', '--db', db], cliEnv({ REDIS_URL }));
+      await waitFor(() => demo.stdout().includes('backfilling...'), 'the demo to start', 30_000);
+      demo.child.kill('SIGINT');
+      expect(await demo.exited, demo.stderr()).toBe(130);
+      expect(demo.stdout()).toMatch(new RegExp(`^stopped: \\d+ changes printed; the mirror stays at ${db} \\(try: npx bizops-sync status --db ${db}\\)$`, 'm'));
+      // The demo paces itself in memory: it leaves nothing in Redis.
+      const port = /^simulator: http:\/\/127\.0\.0\.1:(\d+) /m.exec(demo.stdout())![1]!;
+      expect((await redis.keys(`*127.0.0.1[:_]${port}*`)).filter((key) => !keysBefore.has(key))).toEqual([]);
     } finally {
       redis.disconnect();
     }
