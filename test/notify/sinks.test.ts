@@ -642,5 +642,5 @@ describeOnSqlite('rabbitmq killed mid-delivery', () => {
       received.push({ id: String(message.properties.messageId), recordId: data.record_id, seq: data.seq, body });
     }
     await expectDelivered(received, 0);
-  }, 150_000); // two starts of an Erlang VM and a 100 s wait of its own: 60 s was seen exceeded by CI at load 5, with a soak beside, and on a machine slow at starting processes
+  }, 240_000); // two or three starts of an Erlang VM, a 20 s wait for the queue and a 100 s wait of its own: 60 s was seen exceeded by CI at load 5, with a soak beside, and on a machine slow at starting processes
 });
