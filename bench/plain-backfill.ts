@@ -14,26 +14,12 @@
  * at the end the cursor and counts. No validation, no change detection, no read of the mirror.
  * Prints the records it stored.
  */
-import { hash, randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
-
-// The project's content hash and event ids, written here rather than imported: importing them from
-// src/ loaded the modules around them (the stream definitions, zod: about 0.1-0.15 s of CPU at start)
-// that this loop never uses, which made the baseline slower than it has to be.
-
-/** sha256 (hex) of an item's JSON text: src/mirror/change-detection.ts `contentHash`. */
-const contentHash = (json: string): string => hash('sha256', json, 'hex');
-
-/** The last `tttttttt-tttt-7` made and its ms. */
-let lastPrefix = { ms: -1, text: '' };
-/** A UUID version 7 as src/mirror/mirror-store.ts `timeOrderedUuid` makes one: 48 bits of ms, then a v4's random characters. */
-function timeOrderedUuid(nowMs = Date.now()): string {
-  if (lastPrefix.ms !== nowMs) {
-    const time = nowMs.toString(16).padStart(12, '0');
-    lastPrefix = { ms: nowMs, text: `${time.slice(0, 8)}-${time.slice(8, 12)}-7` };
-  }
-  return `${lastPrefix.text}${randomUUID().slice(15)}`;
-}
+// The project's content hash and event ids from their own modules, which import only node:crypto: the
+// modules around them (the stream definitions, zod: about 0.1-0.15 s of CPU at start) stay unloaded,
+// as this loop never uses them.
+import { contentHash } from '../src/mirror/content-hash.ts';
+import { timeOrderedUuid } from '../src/mirror/time-ordered-uuid.ts';
 
 const [baseUrl, token, path] = process.argv.slice(2);
 if (!baseUrl || !token || !path) throw new Error('usage: node bench/plain-backfill.ts BASE_URL TOKEN MIRROR_PATH');
@@ -70,7 +56,7 @@ const storePage = db.transaction((rows: Row[], run: Record<string, unknown>) => 
   const now = new Date().toISOString();
   for (const row of rows) {
     const raw = JSON.stringify(row);
-    upsert.run(row.id, row.type, row.status, row.amount, row.description, row.date, raw, contentHash(raw), now, now);
+    upsert.run(row.id, row.type, row.status, row.amount, row.description, row.date, raw, contentHash(row as never, raw), now, now);
     change.run(`evt_${timeOrderedUuid()}`, row.id, now, `{"version":2,"record":${raw}}`);
   }
   checkpoint.run(JSON.stringify(run));

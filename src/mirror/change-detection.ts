@@ -1,7 +1,7 @@
 /**
  * Change detection (docs/sync.md "No-op suppression", docs/mirror.md "Fields the spec does not
- * show"): a content hash of everything the API returned for a record, and a field-level diff for the
- * changelog's `data.changes` over every field the incoming item carries.
+ * show"): beside the content hash of everything the API returned for a record (content-hash.ts), a
+ * field-level diff for the changelog's `data.changes` over every field the incoming item carries.
  *
  * The rules:
  *   - The hash covers the whole item as returned (its JSON text). Equal hashes: nothing changed, no
@@ -21,7 +21,6 @@
  *     saw it gains it without an update event (its `raw` is rewritten); a record stored while the
  *     stream already knew the field, and lacking it, that gains it has changed (old null).
  */
-import { hash } from 'node:crypto';
 import type { FieldChanges } from './changelog-format.ts';
 import { plantedBug } from '../logging/planted-bugs.ts';
 import { readField, type ApiRecord, type StreamDefinition } from '../streams/define-stream.ts';
@@ -29,14 +28,6 @@ import { sameInstant } from './instants.ts';
 
 /** How deep nested objects are walked into field paths (`user.email` is depth 2); deeper objects compare whole. */
 export const MAX_FIELD_DEPTH = 3;
-
-/**
- * sha256 (hex) of a record's JSON text as the API returned it: every field counts. One-shot
- * `crypto.hash`. `json` is `JSON.stringify(record)` when the caller has it already.
- */
-export function contentHash(record: ApiRecord, json: string = JSON.stringify(record)): string {
-  return hash('sha256', json, 'hex');
-}
 
 /**
  * The leaf field paths of a record: `id`, `user.fullname`, `user.email`; a nested object below

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMirror, SCHEMA_VERSION, type MirrorDatabase } from '../../src/mirror/database.ts';
 import { sqliteConnection } from '../../src/mirror/sql/sqlite.ts';
-import { MirrorStore, timeOrderedUuid } from '../../src/mirror/mirror-store.ts';
+import { MirrorStore } from '../../src/mirror/mirror-store.ts';
+import { timeOrderedUuid } from '../../src/mirror/time-ordered-uuid.ts';
 import { dealsStream, transactionsStream } from '../../src/streams/definitions.ts';
 import { tempDir, type TempDir } from '../helpers.ts';
 

@@ -13,7 +13,7 @@
 import { maskUrlCredentials } from '../../logging/mask-url.ts';
 import { encodeChangeData } from '../../mirror/changelog-format.ts';
 import type { SqlExecutor, SqlValue } from '../../mirror/sql/executor.ts';
-import { timeOrderedUuid } from '../../mirror/mirror-store.ts';
+import { timeOrderedUuid } from '../../mirror/time-ordered-uuid.ts';
 import { lastChangeSeq } from '../../mirror/changelog-format.ts';
 import { parseSnapshot, startSnapshot, type SnapshotState } from '../snapshot.ts';
 
