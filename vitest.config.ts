@@ -52,6 +52,7 @@ const SQLITE_ONLY = [
   'test/sync/scan-check.test.ts',
   'test/notify/delivery.test.ts',
   'test/notify/signing.test.ts',
+  'test/notify/rabbitmq-open.test.ts',
 ];
 
 /**

@@ -6,8 +6,11 @@
  * message the broker returned as unroutable (no queue bound for its key: it would be lost), a closed
  * channel or no confirm within `ackTimeoutSeconds` is a failure, retried with the same `message_id`.
  * The delivery core sends one event per record at a time, so a record's messages reach a queue in
- * changelog order. The connection (amqplib) is opened at the first event and again after it broke.
+ * changelog order. The connection (amqplib) is opened at the first event and again after it broke;
+ * its opening (connect, confirm channel, the exchange's check or declare) is given up after
+ * `ackTimeoutSeconds` too, and a send stops waiting for it when its signal aborts.
  */
+import type { Duplex } from 'node:stream';
 import amqp from 'amqplib';
 import type { SinkConfig } from '../../config/schema.ts';
 import { maskSecrets } from '../../logging/mask.ts';
@@ -36,32 +39,61 @@ export function rabbitmqSender(sink: SinkConfig): SinkSender {
   const exchange = sink.exchange ?? DEFAULT_EXCHANGE;
   const timeoutMs = Math.round(sink.ackTimeoutSeconds * 1000);
   let opening: Promise<Link> | null = null;
+  /** Gives up the opening under way (its connection destroyed, `opening` rejected with `error`); null when none is. */
+  let abandonOpening: ((error: Error) => void) | null = null;
 
   const open = () => {
     opening ??= (async () => {
-      const connection = await amqp.connect(sink.url!, { timeout: timeoutMs, clientProperties: { connection_name: `bizops-sync sink ${sink.name}` } });
-      const link: Link = { connection, channel: undefined as unknown as amqp.ConfirmChannel, returned: new Set(), broken: null };
-      const fail = (error: Error) => {
-        link.broken ??= error;
-        if (opening === current) opening = null;
-      };
-      connection.on('error', fail);
-      connection.on('close', () => fail(new Error('connection closed')));
+      // The whole opening (TCP connect, AMQP handshake, channel.open, confirm.select, the exchange's
+      // check or declare) is given up after timeoutMs, or when the sender is closed: a broker or proxy
+      // that stops answering part-way would otherwise leave every send, and the stop, waiting for ever.
+      let connection: amqp.ChannelModel | undefined;
+      let expired: Error | undefined;
+      let abandon: (error: Error) => void = () => undefined;
+      const deadline = new Promise<never>((_resolve, reject) => {
+        abandon = (error: Error) => {
+          expired ??= error;
+          if (connection) destroyConnection(connection, expired);
+          reject(expired);
+        };
+      });
+      abandonOpening = abandon;
+      const timer = setTimeout(() => abandon(new Error(`could not open a confirm channel within ${timeoutMs} ms`)), timeoutMs);
+      const opened = (async () => {
+        connection = await amqp.connect(sink.url!, { timeout: timeoutMs, clientProperties: { connection_name: `bizops-sync sink ${sink.name}` } });
+        if (expired) {
+          destroyConnection(connection, expired);
+          throw expired;
+        }
+        const link: Link = { connection, channel: undefined as unknown as amqp.ConfirmChannel, returned: new Set(), broken: null };
+        const fail = (error: Error) => {
+          link.broken ??= error;
+          if (opening === current) opening = null;
+        };
+        connection.on('error', fail);
+        connection.on('close', () => fail(new Error('connection closed')));
+        try {
+          link.channel = await connection.createConfirmChannel();
+          link.channel.on('error', fail);
+          link.channel.on('close', () => fail(new Error('channel closed')));
+          link.channel.on('return', (message: amqp.Message) => {
+            const id = message.properties.messageId as string | undefined;
+            if (id) link.returned.add(id);
+          });
+          if (sink.declareExchange) await link.channel.assertExchange(exchange, 'topic', { durable: true });
+          else await link.channel.checkExchange(exchange);
+        } catch (error) {
+          if (!expired) await connection.close().catch(() => undefined);
+          throw error;
+        }
+        return link;
+      })();
       try {
-        link.channel = await connection.createConfirmChannel();
-        link.channel.on('error', fail);
-        link.channel.on('close', () => fail(new Error('channel closed')));
-        link.channel.on('return', (message: amqp.Message) => {
-          const id = message.properties.messageId as string | undefined;
-          if (id) link.returned.add(id);
-        });
-        if (sink.declareExchange) await link.channel.assertExchange(exchange, 'topic', { durable: true });
-        else await link.channel.checkExchange(exchange);
-      } catch (error) {
-        await connection.close().catch(() => undefined);
-        throw error;
+        return await Promise.race([opened, deadline]);
+      } finally {
+        clearTimeout(timer);
+        if (abandonOpening === abandon) abandonOpening = null;
       }
-      return link;
     })();
     const current = opening;
     opening.catch(() => {
@@ -79,8 +111,9 @@ export function rabbitmqSender(sink: SinkConfig): SinkSender {
       const failed = (error: string) => failedWithoutAnswer(maskSecrets(`RabbitMQ publish to ${exchange} (${routingKey}): ${error}`, secrets), started, signal.aborted);
       let link: Link;
       try {
-        link = await open();
+        link = await untilAborted(open(), signal);
       } catch (error) {
+        if (signal.aborted) return failedWithoutAnswer('aborted: the dispatcher is stopping', started, true);
         return failed(describeError(error));
       }
       link.returned.delete(message.id);
@@ -113,6 +146,7 @@ export function rabbitmqSender(sink: SinkConfig): SinkSender {
       const current = opening;
       opening = null;
       if (!current) return;
+      abandonOpening?.(new Error('the sink was closed while opening its connection'));
       try {
         await (await current).connection.close();
       } catch {
@@ -120,4 +154,38 @@ export function rabbitmqSender(sink: SinkConfig): SinkSender {
       }
     },
   };
+}
+
+/**
+ * Ends a connection at once, without the close handshake (a broker that stopped answering would
+ * never send close-ok): destroys its socket with `error`, so amqplib closes it and its channels
+ * (their pending operations reject) and emits `error` and `close`. The socket is amqplib's own
+ * (`connection.stream`, not in its typings).
+ */
+function destroyConnection(model: amqp.ChannelModel, error: Error): void {
+  const stream = (model.connection as unknown as { stream?: Duplex }).stream;
+  if (stream) stream.destroy(error);
+  else model.close().catch(() => undefined);
+}
+
+/**
+ * `promise`, or a rejection (`signal.reason`) as soon as `signal` aborts, whichever comes first;
+ * `promise` itself goes on (its outcome then ignored).
+ */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error as Error);
+      },
+    );
+  });
 }
