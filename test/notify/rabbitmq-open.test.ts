@@ -4,7 +4,9 @@
  * client's channel.open (its first frame on a channel other than 0) and every byte after it. The
  * opening is given up after `ackTimeoutSeconds` (the half-open connection's socket closed by the
  * sink), a send waiting for it returns at once when its signal aborts, closing the sender gives the
- * opening up, and the same sender delivers once the proxy passes everything. Nothing waits on time.
+ * opening up, and the same sender delivers once the proxy passes everything; closing the sender
+ * after the broker stopped answering (the proxy dropping what the sink sends) ends its connection
+ * after `ackTimeoutSeconds`. Nothing waits on time.
  */
 import { createConnection, createServer, type Socket } from 'node:net';
 import amqp from 'amqplib';
@@ -20,6 +22,8 @@ interface ChannelOpenProxy {
   port: number;
   /** Read at each new connection: true keeps its first frame on a channel other than 0, and every byte after it, from the broker; false passes everything. */
   holding: boolean;
+  /** Read at every chunk: true drops every byte the clients send from now on (a broker that stopped answering). */
+  silenced: boolean;
   /** Connections accepted so far. */
   accepted: number;
   /** Client sockets the client (the sink) closed while their broker connection was still open. */
@@ -37,6 +41,7 @@ async function startChannelOpenProxy(targetPort: number): Promise<ChannelOpenPro
   const proxy: ChannelOpenProxy = {
     port: 0,
     holding: true,
+    silenced: false,
     accepted: 0,
     closedByClient: 0,
     heldFrames: 0,
@@ -55,6 +60,7 @@ async function startChannelOpenProxy(targetPort: number): Promise<ChannelOpenPro
     let headerPassed = false;
     let held = false;
     client.on('data', (data: Buffer) => {
+      if (proxy.silenced) return;
       if (!holding) {
         upstream.write(data);
         return;
@@ -173,5 +179,19 @@ describe('rabbitmq sink: opening its connection', () => {
 
     await sender.close();
     await waitFor(() => proxy.closedByClient === 1, 'the closed sender to close its half-open connection');
+  }, 30_000);
+
+  it('closing the sender after the broker stopped answering ends its connection after ackTimeoutSeconds', async () => {
+    const { proxy, sink } = await sinkThroughProxy(1);
+    proxy.holding = false;
+    const sender = rabbitmqSender(sink);
+    // Confirmed or returned unroutable (no queue is bound): either way the connection and its channel are open.
+    await sender.send(event, new AbortController().signal);
+    expect(proxy.accepted).toBe(1);
+    expect(proxy.closedByClient).toBe(0);
+
+    proxy.silenced = true; // connection.close gets no close-ok
+    await sender.close();
+    await waitFor(() => proxy.closedByClient === 1, 'the sender to end its connection');
   }, 30_000);
 });

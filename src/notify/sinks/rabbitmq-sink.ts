@@ -61,17 +61,20 @@ export function rabbitmqSender(sink: SinkConfig): SinkSender {
       const timer = setTimeout(() => abandon(new Error(`could not open a confirm channel within ${timeoutMs} ms`)), timeoutMs);
       const opened = (async () => {
         connection = await amqp.connect(sink.url!, { timeout: timeoutMs, clientProperties: { connection_name: `bizops-sync sink ${sink.name}` } });
-        if (expired) {
-          destroyConnection(connection, expired);
-          throw expired;
-        }
         const link: Link = { connection, channel: undefined as unknown as amqp.ConfirmChannel, returned: new Set(), broken: null };
         const fail = (error: Error) => {
           link.broken ??= error;
           if (opening === current) opening = null;
         };
+        // Listening before anything can destroy it: a connection emits `error` when destroyed, and an
+        // `error` nobody listens to would end the process.
         connection.on('error', fail);
         connection.on('close', () => fail(new Error('connection closed')));
+        if (expired) {
+          // Connected after the deadline: nobody waits for it any more.
+          destroyConnection(connection, expired);
+          throw expired;
+        }
         try {
           link.channel = await connection.createConfirmChannel();
           link.channel.on('error', fail);
@@ -147,11 +150,13 @@ export function rabbitmqSender(sink: SinkConfig): SinkSender {
       opening = null;
       if (!current) return;
       abandonOpening?.(new Error('the sink was closed while opening its connection'));
+      let link: Link;
       try {
-        await (await current).connection.close();
+        link = await current;
       } catch {
-        // never opened, or closed already
+        return; // never opened, or given up
       }
+      await closeWithin(link.connection, timeoutMs);
     },
   };
 }
@@ -166,6 +171,25 @@ function destroyConnection(model: amqp.ChannelModel, error: Error): void {
   const stream = (model.connection as unknown as { stream?: Duplex }).stream;
   if (stream) stream.destroy(error);
   else model.close().catch(() => undefined);
+}
+
+/**
+ * Closes a connection by the AMQP close handshake, or, when the broker has not answered within `ms`
+ * (a broker that stopped answering never sends close-ok), destroys it (`destroyConnection`).
+ */
+async function closeWithin(model: amqp.ChannelModel, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const answered = await Promise.race([
+    model.close().then(
+      () => true,
+      () => true, // closed already
+    ),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!answered) destroyConnection(model, new Error(`no answer to connection.close within ${ms} ms`));
 }
 
 /**
