@@ -26,21 +26,51 @@ const usage = (message: string): never => {
   process.exit(2);
 };
 
-const { values } = parseArgs({
-  options: {
-    seed: { type: 'string' },
-    minutes: { type: 'string' },
-    seconds: { type: 'string' },
-    backend: { type: 'string', default: 'both' },
-    schedule: { type: 'string' },
-    plant: { type: 'string' },
-    steps: { type: 'string' },
-    'shrink-seconds': { type: 'string' },
-    'no-shrink': { type: 'boolean', default: false },
-    'keep-going': { type: 'boolean', default: false },
-  },
-  allowPositionals: false,
-});
+const HELP = `Usage: npm run soak -- [options]
+
+The seeded, randomized fault soak: schedules of churn and faults run against the real processes,
+judged by an oracle (docs/soak.md). Exit 0 when every schedule held, 1 when one failed (its seed
+and shrunk schedule printed), 2 for bad usage.
+
+Options:
+  --seconds N, --minutes N  the budget (default 2 minutes)
+  --seed S                  alone: replay schedule S on each back end; with a budget: the run's first seed
+  --backend B               sqlite, postgres or both (default both, in turn)
+  --schedule FILE           replay a printed (shrunk) schedule
+  --steps N                 steps drawn per schedule (default 12 to 24)
+  --plant NAME              run with a planted bug (soak/README.md "Proof it can fail")
+  --shrink-seconds N        time for shrinking a failing schedule (default 240)
+  --no-shrink               print a failing schedule as it is
+  --keep-going              go on after a failure
+  -h, --help                this text
+`;
+
+let parsed;
+try {
+  parsed = parseArgs({
+    options: {
+      seed: { type: 'string' },
+      minutes: { type: 'string' },
+      seconds: { type: 'string' },
+      backend: { type: 'string', default: 'both' },
+      schedule: { type: 'string' },
+      plant: { type: 'string' },
+      steps: { type: 'string' },
+      'shrink-seconds': { type: 'string' },
+      'no-shrink': { type: 'boolean', default: false },
+      'keep-going': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    allowPositionals: false,
+  });
+} catch (error) {
+  usage(`${(error as Error).message} (npm run soak -- --help)`);
+}
+const { values } = parsed!;
+if (values.help) {
+  console.log(HELP);
+  process.exit(0);
+}
 
 const number = (name: string, text: string | undefined): number | undefined => {
   if (text === undefined) return undefined;
