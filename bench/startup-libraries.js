@@ -4,7 +4,8 @@
  * the command loads them, and does nothing else: commander (the command line), zod (the
  * configuration, parsed once), undici's pool and `request` (the API transport, the same files
  * src/client/undici-pool.ts requires), ioredis (the shared rate budget) and better-sqlite3 (the
- * mirror, opened in memory). Node's compile cache is on, as bin/bizops-sync.js turns it on.
+ * mirror, opened in memory). Node's compile cache is on, and zod's locales are trimmed to English
+ * (bin/library-trims.js), as bin/bizops-sync.js does.
  * No command that uses these libraries can start below this figure; what a command costs above it
  * is the project's own modules and work.
  * Plain JavaScript, like bin/bizops-sync.js, so that Node's TypeScript stripper is not loaded to read
@@ -13,6 +14,7 @@
 import { createRequire, enableCompileCache } from 'node:module';
 
 enableCompileCache();
+await import('../bin/library-trims.js');
 const require = createRequire(import.meta.url);
 
 await import('commander');

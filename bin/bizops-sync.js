@@ -75,5 +75,7 @@ const atLatest = setInterval(() => {
 // Imported once the version is known good (Node 20 has no enableCompileCache).
 const { enableCompileCache } = await import('node:module');
 enableCompileCache();
+// Parts of libraries no command uses stay unloaded (zod's 63 other locales): before any library loads.
+await import('./library-trims.js');
 // Imported after: a static import would load the sources before the cache is on.
 await import('../cli/main.ts');
