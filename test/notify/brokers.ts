@@ -2,7 +2,7 @@
  * The brokers sink tests publish to: the shared ones `.ci/run` starts (NATS with JetStream on
  * 127.0.0.1:4222, RabbitMQ on 127.0.0.1:5672, Redis at REDIS_URL; NATS_URL and RABBITMQ_URL point
  * elsewhere), each test in names of its own; a NATS, Redis or RabbitMQ server of the test's own where a test
- * kills and restarts it (on a free port, its store in a temp dir, kept across restarts); a
+ * kills and restarts or pauses it (on a free port, its store in a temp dir, kept across restarts); a
  * TCP proxy where a test resets connections or holds the broker's answers back (late confirms).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -50,8 +50,11 @@ export interface OwnBroker {
   url: string;
   /** Starts (again) on the same port with the same store; resolves when it accepts connections. */
   start(): Promise<void>;
-  /** SIGKILL; resolves when the process is gone. */
+  /** SIGKILL; resolves when the process is gone (a paused one too). */
   kill(): Promise<void>;
+  /** SIGSTOP: the process stops answering (the kernel still accepts connections and takes bytes); `resume()` (SIGCONT) undoes it. */
+  pause(): void;
+  resume(): void;
 }
 
 /** Runs `command` with `args(port)` on a free port, `scheme://127.0.0.1:port`. */
@@ -71,12 +74,16 @@ async function ownBroker(command: string, scheme: string, args: (port: number) =
     await exited;
   };
   await start();
-  return { url: `${scheme}://127.0.0.1:${port}`, start, kill };
+  return { url: `${scheme}://127.0.0.1:${port}`, start, kill, pause: () => child?.kill('SIGSTOP'), resume: () => child?.kill('SIGCONT') };
 }
 
-/** A `nats-server -js` of the test's own on a free port, its JetStream store in `storeDir`. */
-export function startOwnNats(storeDir: string): Promise<OwnBroker> {
-  return ownBroker('nats-server', 'nats', (port) => ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir]);
+/**
+ * A `nats-server -js` of the test's own on a free port, its JetStream store in `storeDir`; with
+ * `monitorPort`, its HTTP monitoring (`/connz`: the client connections) on that port.
+ */
+export function startOwnNats(storeDir: string, monitorPort?: number): Promise<OwnBroker> {
+  const monitor = monitorPort === undefined ? [] : ['-m', String(monitorPort)];
+  return ownBroker('nats-server', 'nats', (port) => ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir, ...monitor]);
 }
 
 /**
@@ -128,7 +135,10 @@ export async function startOwnRabbit(dir: string): Promise<OwnBroker> {
     await waitFor(async () => !(await listening(port)), `rabbitmq-server on port ${port} gone`, 20_000, 25);
   };
   await start();
-  return { url: `amqp://guest:guest@127.0.0.1:${port}`, start, kill };
+  const signal = (name: NodeJS.Signals) => {
+    if (child?.pid) process.kill(-child.pid, name);
+  };
+  return { url: `amqp://guest:guest@127.0.0.1:${port}`, start, kill, pause: () => signal('SIGSTOP'), resume: () => signal('SIGCONT') };
 }
 
 /** A TCP proxy in front of a broker: `reset()` cuts every connection; `holdAnswers(true)` keeps the broker's bytes back until released (`releaseHeld()` passes those held so far). */

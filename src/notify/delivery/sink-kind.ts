@@ -132,3 +132,45 @@ export function tracedSender(sender: SinkSender, name: string, target: Attribute
   }
   return traced;
 }
+
+/**
+ * `promise`, or a rejection (`signal.reason`) as soon as `signal` aborts, whichever comes first;
+ * `promise` itself goes on (its outcome then ignored). A sink's send waits for its connection's
+ * opening with it.
+ */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error as Error);
+      },
+    );
+  });
+}
+
+/**
+ * `promise`'s value, or `fallback` when it has not settled within `ms` milliseconds (it rejects
+ * when `promise` rejects first); `promise` itself goes on. A sink's close bounds its broker's
+ * answer with it: a broker that stopped answering never gives one.
+ */
+export async function resultWithin<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<F>((resolve) => {
+        timer = setTimeout(() => resolve(fallback), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -5,7 +5,10 @@
  * one id within the stream's duplicate window, so a retry after a lost acknowledgement is stored once.
  * With `createStream`, the stream (subjects `<subjectPrefix>.>`, file storage) is created when missing.
  * The client (`@nats-io/transport-node`, `@nats-io/jetstream`) reconnects on its own; a connection
- * that closed for good is opened again at the next event.
+ * that closed for good is opened again at the next event. A send stops waiting for the opening when
+ * its signal aborts; closing the sender waits up to `ackTimeoutSeconds` for an opening under way
+ * (whose connection is closed once it opens). Closing a connection sends nothing to the server
+ * (nats.js destroys its socket), so a server that stopped answering cannot hold it up.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
@@ -14,7 +17,7 @@ import { maskSecrets } from '../../logging/mask.ts';
 import { plantedBug } from '../../logging/planted-bugs.ts';
 import { urlCredentials } from '../../logging/mask-url.ts';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { describeError, elapsedMs, failedWithoutAnswer, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
+import { describeError, elapsedMs, failedWithoutAnswer, resultWithin, untilAborted, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
 import { sinkMessage, subjectToken } from './sink-message.ts';
 
 /** The subject prefix unless `subjectPrefix` says otherwise. */
@@ -76,7 +79,7 @@ export function natsSender(sink: SinkConfig): SinkSender {
       const subject = `${prefix}.${subjectToken(message.stream)}.${subjectToken(message.recordId)}`;
       if (DROP_SEQ_7 && message.seq % 10 === 7) return { ok: true, status: 0, durationMs: elapsedMs(started), response: 'dropped (planted bug)' };
       try {
-        const { client } = await open();
+        const { client } = await untilAborted(open(), signal);
         const ack = await client.publish(subject, message.body, { msgID: message.id, timeout: timeoutMs });
         return { ok: true, status: 0, durationMs: elapsedMs(started), response: `stream ${ack.stream} seq ${ack.seq}${ack.duplicate ? ' (duplicate: stored before)' : ''}` };
       } catch (error) {
@@ -87,11 +90,17 @@ export function natsSender(sink: SinkConfig): SinkSender {
       const current = opening;
       opening = null;
       if (!current) return;
-      try {
-        await (await current).connection.close();
-      } catch {
-        // never opened, or closed already
-      }
+      // The opening (connect, and with createStream the stream's check or creation) can take several
+      // times the time limit: it is waited for up to the time limit, and its connection closed whenever it opens.
+      const closing = current.then(
+        ({ connection }) => connection.close(),
+        () => undefined, // never opened
+      );
+      await resultWithin(
+        closing.catch(() => undefined), // closed already
+        timeoutMs,
+        undefined,
+      );
     },
   };
 }

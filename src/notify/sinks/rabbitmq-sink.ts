@@ -16,7 +16,7 @@ import type { SinkConfig } from '../../config/schema.ts';
 import { maskSecrets } from '../../logging/mask.ts';
 import { urlCredentials } from '../../logging/mask-url.ts';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { describeError, elapsedMs, failedWithoutAnswer, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
+import { describeError, elapsedMs, failedWithoutAnswer, resultWithin, untilAborted, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
 import { sinkMessage, subjectToken } from './sink-message.ts';
 
 /** The exchange unless `exchange` says otherwise. */
@@ -178,38 +178,13 @@ function destroyConnection(model: amqp.ChannelModel, error: Error): void {
  * (a broker that stopped answering never sends close-ok), destroys it (`destroyConnection`).
  */
 async function closeWithin(model: amqp.ChannelModel, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const answered = await Promise.race([
+  const answered = await resultWithin(
     model.close().then(
       () => true,
       () => true, // closed already
     ),
-    new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), ms);
-    }),
-  ]);
-  clearTimeout(timer);
+    ms,
+    false,
+  );
   if (!answered) destroyConnection(model, new Error(`no answer to connection.close within ${ms} ms`));
-}
-
-/**
- * `promise`, or a rejection (`signal.reason`) as soon as `signal` aborts, whichever comes first;
- * `promise` itself goes on (its outcome then ignored).
- */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error as Error);
-      },
-    );
-  });
 }

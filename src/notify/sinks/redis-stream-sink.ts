@@ -7,14 +7,15 @@
  * readers deduplicate on. ioredis reconnects on its own; commands are pipelined automatically, and
  * the events the delivery core sends at once (each of a different record) go in one pipeline: one
  * round trip, each XADD's own answer its event's outcome, under one acknowledgement timer for the
- * whole pipeline (`ackTimeoutSeconds`), not one per XADD.
+ * whole pipeline (`ackTimeoutSeconds`), not one per XADD. Closing the sender waits up to
+ * `ackTimeoutSeconds` for QUIT's answer, then ends the connection without it.
  */
 import { Redis } from 'ioredis';
 import type { SinkConfig } from '../../config/schema.ts';
 import { maskSecrets } from '../../logging/mask.ts';
 import { urlCredentials } from '../../logging/mask-url.ts';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { describeError, elapsedMs, failedWithoutAnswer, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
+import { describeError, elapsedMs, failedWithoutAnswer, resultWithin, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
 import { sinkMessage } from './sink-message.ts';
 
 /** The key prefix unless `keyPrefix` (or `key`) says otherwise: one stream key per stream, `bizops:changes:deals`. */
@@ -147,7 +148,20 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
       const current = client;
       client = null;
       if (!current) return;
-      await current.quit().catch(() => current.disconnect());
+      // QUIT is answered after the commands sent before it, and never by a server that stopped
+      // answering: without its answer within the time limit the connection is ended without it
+      // (ioredis ends the socket, and destroys it 2 s later, its disconnectTimeout, when the server
+      // has not closed its side).
+      // QUIT fails at once while the client is not connected (no offline queue).
+      const quitted = await resultWithin(
+        current.quit().then(
+          () => true,
+          () => false,
+        ),
+        timeoutMs,
+        false,
+      );
+      if (!quitted) current.disconnect();
     },
   };
 }
