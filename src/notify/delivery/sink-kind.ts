@@ -134,6 +134,15 @@ export function tracedSender(sender: SinkSender, name: string, target: Attribute
 }
 
 /**
+ * The longest a sink's `close()` waits for its broker (ms): the answer to its close handshake, or an
+ * opening under way; the sink's `ackTimeoutSeconds` when shorter. Everything the broker acknowledged
+ * is recorded by then and the rest is sent again, so a close only releases the connection; the
+ * dispatcher closes its sinks when the daemon stops, which must end well within the daemon's forced
+ * exit (10 s after the stop signal), whatever `ackTimeoutSeconds` says (default 10 s).
+ */
+export const CLOSE_WAIT_MS = 2_000;
+
+/**
  * `promise`, or a rejection (`signal.reason`) as soon as `signal` aborts, whichever comes first;
  * `promise` itself goes on (its outcome then ignored). A sink's send waits for its connection's
  * opening with it.

@@ -17,7 +17,7 @@ import { maskSecrets } from '../../logging/mask.ts';
 import { plantedBug } from '../../logging/planted-bugs.ts';
 import { urlCredentials } from '../../logging/mask-url.ts';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { describeError, elapsedMs, failedWithoutAnswer, resultWithin, untilAborted, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
+import { CLOSE_WAIT_MS, describeError, elapsedMs, failedWithoutAnswer, resultWithin, untilAborted, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
 import { sinkMessage, subjectToken } from './sink-message.ts';
 
 /** The subject prefix unless `subjectPrefix` says otherwise. */
@@ -29,6 +29,12 @@ export const DEFAULT_NATS_STREAM = 'BIZOPS';
 /** The soak's planted bug `nats-drop-seq-7` (src/logging/planted-bugs.ts): an event whose seq ends in 7 is dropped. Off in production. */
 const DROP_SEQ_7 = plantedBug('nats-drop-seq-7');
 
+/** An open connection and its JetStream client. */
+interface NatsLink {
+  connection: NatsConnection;
+  client: JetStreamClient;
+}
+
 /**
  * The sender of one `nats` sink.
  * @param sink a validated sink of kind `nats` (its `url` resolved)
@@ -38,10 +44,13 @@ export function natsSender(sink: SinkConfig): SinkSender {
   const secrets = urlCredentials(sink.url!);
   const prefix = sink.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
   const timeoutMs = Math.round(sink.ackTimeoutSeconds * 1000);
-  let opening: Promise<{ connection: NatsConnection; client: JetStreamClient }> | null = null;
+  let opening: Promise<NatsLink> | null = null;
 
   const open = () => {
-    opening ??= (async () => {
+    if (opening) return opening;
+    // Compared by identity before clearing: a late end of an earlier connection must not drop a newer opening.
+    let current: Promise<NatsLink> | null = null;
+    current = (async () => {
       const connection = await connect({
         servers: `${url.protocol === 'tls:' ? 'tls://' : ''}${url.host}`,
         ...(url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : {}),
@@ -52,23 +61,30 @@ export function natsSender(sink: SinkConfig): SinkSender {
         timeout: timeoutMs,
       });
       if (sink.createStream) {
-        const manager = await jetstreamManager(connection, { timeout: timeoutMs });
-        const name = sink.stream ?? DEFAULT_NATS_STREAM;
         try {
-          await manager.streams.info(name);
-        } catch {
-          await manager.streams.add({ name, subjects: [`${prefix}.>`], duplicate_window: (sink.duplicateWindowSeconds ?? 120) * 1_000_000_000 });
+          const manager = await jetstreamManager(connection, { timeout: timeoutMs });
+          const name = sink.stream ?? DEFAULT_NATS_STREAM;
+          try {
+            await manager.streams.info(name);
+          } catch {
+            await manager.streams.add({ name, subjects: [`${prefix}.>`], duplicate_window: (sink.duplicateWindowSeconds ?? 120) * 1_000_000_000 });
+          }
+        } catch (error) {
+          // The opening failed: its connection is not kept (the next send opens another).
+          await connection.close().catch(() => undefined);
+          throw error;
         }
       }
       void connection.closed().then(() => {
-        opening = null;
+        if (opening === current) opening = null;
       });
       return { connection, client: jetstream(connection, { timeout: timeoutMs }) };
     })();
-    opening.catch(() => {
-      opening = null;
+    opening = current;
+    current.catch(() => {
+      if (opening === current) opening = null;
     });
-    return opening;
+    return current;
   };
 
   return {
@@ -91,14 +107,14 @@ export function natsSender(sink: SinkConfig): SinkSender {
       opening = null;
       if (!current) return;
       // The opening (connect, and with createStream the stream's check or creation) can take several
-      // times the time limit: it is waited for up to the time limit, and its connection closed whenever it opens.
+      // times the time limit: it is waited for up to CLOSE_WAIT_MS at most, and its connection closed whenever it opens.
       const closing = current.then(
         ({ connection }) => connection.close(),
         () => undefined, // never opened
       );
       await resultWithin(
         closing.catch(() => undefined), // closed already
-        timeoutMs,
+        Math.min(timeoutMs, CLOSE_WAIT_MS),
         undefined,
       );
     },

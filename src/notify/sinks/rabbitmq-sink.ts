@@ -16,7 +16,7 @@ import type { SinkConfig } from '../../config/schema.ts';
 import { maskSecrets } from '../../logging/mask.ts';
 import { urlCredentials } from '../../logging/mask-url.ts';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { describeError, elapsedMs, failedWithoutAnswer, resultWithin, untilAborted, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
+import { CLOSE_WAIT_MS, describeError, elapsedMs, failedWithoutAnswer, resultWithin, untilAborted, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
 import { sinkMessage, subjectToken } from './sink-message.ts';
 
 /** The exchange unless `exchange` says otherwise. */
@@ -156,7 +156,7 @@ export function rabbitmqSender(sink: SinkConfig): SinkSender {
       } catch {
         return; // never opened, or given up
       }
-      await closeWithin(link.connection, timeoutMs);
+      await closeWithin(link.connection, Math.min(timeoutMs, CLOSE_WAIT_MS));
     },
   };
 }

@@ -15,7 +15,7 @@ import type { SinkConfig } from '../../config/schema.ts';
 import { maskSecrets } from '../../logging/mask.ts';
 import { urlCredentials } from '../../logging/mask-url.ts';
 import type { ChangeEvent } from '../changelog-reader.ts';
-import { describeError, elapsedMs, failedWithoutAnswer, resultWithin, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
+import { CLOSE_WAIT_MS, describeError, elapsedMs, failedWithoutAnswer, resultWithin, type DeliveryOutcome, type SinkSender } from '../delivery/sink-kind.ts';
 import { sinkMessage } from './sink-message.ts';
 
 /** The key prefix unless `keyPrefix` (or `key`) says otherwise: one stream key per stream, `bizops:changes:deals`. */
@@ -149,7 +149,7 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
       client = null;
       if (!current) return;
       // QUIT is answered after the commands sent before it, and never by a server that stopped
-      // answering: without its answer within the time limit the connection is ended without it
+      // answering: without its answer within the time limit (CLOSE_WAIT_MS at most) the connection is ended without it
       // (ioredis ends the socket, and destroys it 2 s later, its disconnectTimeout, when the server
       // has not closed its side).
       // QUIT fails at once while the client is not connected (no offline queue).
@@ -158,7 +158,7 @@ export function redisStreamSender(sink: SinkConfig): SinkSender {
           () => true,
           () => false,
         ),
-        timeoutMs,
+        Math.min(timeoutMs, CLOSE_WAIT_MS),
         false,
       );
       if (!quitted) current.disconnect();
