@@ -2,7 +2,7 @@
  * Closing the Redis Streams and NATS sinks (docs/sinks.md "What each broker guarantees") when their
  * server stopped answering: a server of the test's own paused with SIGSTOP (the kernel still takes
  * the client's bytes, nothing answers). Each sender delivers one event first; its `close()` then
- * resolves (after `ackTimeoutSeconds`) and its connection is gone from the server once the server
+ * resolves (after `ackTimeoutSeconds`, or `CLOSE_WAIT_MS` when that is shorter) and its connection is gone from the server once the server
  * is resumed. A NATS send waiting for its connection's opening returns at once when its signal
  * aborts. Nothing waits on time.
  */
@@ -69,7 +69,8 @@ describe('sinks: closing when the server stopped answering', () => {
     // Made and given its cleanup before anything can hang: a body that goes on after its test timed out pushes no cleanup into the next test's.
     const check = new Redis(redis.url, { maxRetriesPerRequest: 0 });
     cleanups.push(async () => check.disconnect());
-    const sender = redisStreamSender(sinkOf({ kind: 'redis-stream', url: redis.url, key, ackTimeoutSeconds: 1 }));
+    // A time limit past the test's hang guard: only the close's own bound (CLOSE_WAIT_MS, 2 s) can end the wait.
+    const sender = redisStreamSender(sinkOf({ kind: 'redis-stream', url: redis.url, key, ackTimeoutSeconds: 60 }));
     expect(await sender.send(event, new AbortController().signal)).toMatchObject({ ok: true });
 
     redis.pause(); // QUIT gets no answer
