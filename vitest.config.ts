@@ -43,7 +43,8 @@ const BOTH_BACK_ENDS = [
  * - test/writes/redis-down.test.ts: runs the CLI on a mirror file and reads the file with
  *   better-sqlite3 to show nothing was stored, and re-runs test/writes/http.test.ts in a child vitest;
  * - the files that open no mirror at all (a pure function, the webhook signer, the Redis rate
- *   budget): on PostgreSQL they would run the same code a second time.
+ *   budget, the sinks' opening and closing against their brokers): on PostgreSQL they would run the
+ *   same code a second time.
  */
 const SQLITE_ONLY = [
   'test/writes/redis-down.test.ts',
@@ -53,6 +54,7 @@ const SQLITE_ONLY = [
   'test/notify/delivery.test.ts',
   'test/notify/signing.test.ts',
   'test/notify/rabbitmq-open.test.ts',
+  'test/notify/sink-close.test.ts',
 ];
 
 /**
