@@ -604,6 +604,26 @@ class ScheduleRun {
         this.daemon = await this.startDaemon();
         return;
       }
+      case 'restart-daemon-brokers-paused': {
+        // The sinks' brokers stop answering (SIGSTOP: connections open, nothing answered), then the
+        // daemon is stopped (SIGTERM): its sinks' close must not wait for them past the daemon's
+        // forced exit (exit 0 promised), and nothing it did not get acknowledged is lost.
+        const victim = this.daemon;
+        if (!victim?.alive) return;
+        this.fault('process:restart-daemon-brokers-paused');
+        const brokers = [this.options.services.sinkRedis, this.options.services.nats];
+        for (const broker of brokers) broker.pause();
+        let code: number | null;
+        try {
+          code = await victim.stop();
+        } finally {
+          for (const broker of brokers) broker.resume();
+        }
+        if (code !== 0) this.failures.push({ check: 'process', step: index + 1, message: `${victim.name} exited with ${code} after SIGTERM with the sinks' brokers paused (0 promised); last lines:\n    ${victim.tail.slice(-6).join('\n    ')}` });
+        this.ended.push(victim);
+        this.daemon = await this.startDaemon();
+        return;
+      }
       case 'replica': {
         if (step.on && !this.replica?.alive) {
           this.fault('process:replica-start');

@@ -62,6 +62,7 @@ export type Step =
   | { do: 'api-down'; ms: number; outlast: boolean }
   | { do: 'pause-daemon'; ms: number }
   | { do: 'restart-daemon' }
+  | { do: 'restart-daemon-brokers-paused' }
   | { do: 'replica'; on: boolean }
   | { do: 'one-off'; command: 'sync' | 'backfill' | 'verify'; end: 'finish' | 'kill' | 'pause' }
   | { do: 'worker'; action: 'start' | 'kill' | 'pause' }
@@ -118,6 +119,7 @@ const WEIGHTS = {
   'kill-daemon': 2,
   'pause-daemon': 2,
   'restart-daemon': 1,
+  'restart-daemon-brokers-paused': 1,
   'api-down': 1,
   replica: 2,
   'one-off': 3,
@@ -229,6 +231,8 @@ function step(random: SoakRandom, backend: Backend): Step {
       return { do: 'pause-daemon', ms: random.int(500, 4000) };
     case 'restart-daemon':
       return { do: 'restart-daemon' };
+    case 'restart-daemon-brokers-paused':
+      return { do: 'restart-daemon-brokers-paused' };
     case 'api-down':
       return { do: 'api-down', ms: random.int(1000, 5000), outlast: random.chance(0.5) };
     case 'replica':

@@ -24,6 +24,9 @@ export interface SoakRedis {
   kill(): Promise<void>;
   /** FLUSHALL: every key gone, the connections stay. */
   flush(): Promise<void>;
+  /** SIGSTOP: it stops answering (the kernel still takes connections and bytes); `resume()` (SIGCONT) undoes it. */
+  pause(): void;
+  resume(): void;
 }
 
 /** A broker process of the soak's own on a free port, killed and started again with its store kept. */
@@ -34,6 +37,9 @@ export interface SoakBroker {
   start(): Promise<void>;
   /** SIGKILL; resolves when the process is gone. */
   kill(): Promise<void>;
+  /** SIGSTOP: it stops answering (the kernel still takes connections and bytes); `resume()` (SIGCONT) undoes it. */
+  pause(): void;
+  resume(): void;
 }
 
 /** The soak's own Redis, sink brokers and (on demand) PostgreSQL. */
@@ -102,6 +108,8 @@ async function startRedis(dir?: string): Promise<SoakRedis> {
     url,
     start,
     kill,
+    pause: () => signalRunning(child, 'SIGSTOP'),
+    resume: () => signalRunning(child, 'SIGCONT'),
     async flush() {
       const client = new Redis(url, { maxRetriesPerRequest: 1 });
       client.on('error', () => undefined);
@@ -150,7 +158,12 @@ async function startNats(storeDir: string): Promise<SoakBroker> {
     await exited;
   };
   await start();
-  return { url: `nats://127.0.0.1:${port}`, start, kill };
+  return { url: `nats://127.0.0.1:${port}`, start, kill, pause: () => signalRunning(child, 'SIGSTOP'), resume: () => signalRunning(child, 'SIGCONT') };
+}
+
+/** Sends `signal` to `child` when it runs (a stopped process still counts: SIGCONT wakes it). */
+function signalRunning(child: ChildProcess | undefined, signal: NodeJS.Signals): void {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
 }
 
 /** Starts the soak's Redis and sink brokers; PostgreSQL waits for its first use. */
