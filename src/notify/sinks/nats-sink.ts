@@ -6,7 +6,7 @@
  * With `createStream`, the stream (subjects `<subjectPrefix>.>`, file storage) is created when missing.
  * The client (`@nats-io/transport-node`, `@nats-io/jetstream`) reconnects on its own; a connection
  * that closed for good is opened again at the next event. A send stops waiting for the opening when
- * its signal aborts; closing the sender waits up to `ackTimeoutSeconds` for an opening under way
+ * its signal aborts; closing the sender waits up to `ackTimeoutSeconds` (`CLOSE_WAIT_MS` at most) for an opening under way
  * (whose connection is closed once it opens). Closing a connection sends nothing to the server
  * (nats.js destroys its socket), so a server that stopped answering cannot hold it up.
  */

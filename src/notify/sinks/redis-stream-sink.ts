@@ -8,7 +8,7 @@
  * the events the delivery core sends at once (each of a different record) go in one pipeline: one
  * round trip, each XADD's own answer its event's outcome, under one acknowledgement timer for the
  * whole pipeline (`ackTimeoutSeconds`), not one per XADD. Closing the sender waits up to
- * `ackTimeoutSeconds` for QUIT's answer, then ends the connection without it.
+ * `ackTimeoutSeconds` (`CLOSE_WAIT_MS` at most) for QUIT's answer, then ends the connection without it.
  */
 import { Redis } from 'ioredis';
 import type { SinkConfig } from '../../config/schema.ts';
