@@ -3,7 +3,8 @@
  * 127.0.0.1:4222, RabbitMQ on 127.0.0.1:5672, Redis at REDIS_URL; NATS_URL and RABBITMQ_URL point
  * elsewhere), each test in names of its own; a NATS, Redis or RabbitMQ server of the test's own where a test
  * kills and restarts or pauses it (on a free port, its store in a temp dir, kept across restarts); a
- * TCP proxy where a test resets connections or holds the broker's answers back (late confirms).
+ * TCP proxy where a test resets connections, holds the broker's answers back (late confirms) or
+ * filters what the client sends.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -146,6 +147,8 @@ export interface BrokerProxy {
   port: number;
   /** Connections opened through it so far. */
   connections: number;
+  /** Connections the client closed while their broker side was still open. */
+  closedByClient: number;
   reset(): void;
   holdAnswers(hold: boolean): void;
   /** Chunks of the broker's answers held back now. */
@@ -155,13 +158,23 @@ export interface BrokerProxy {
   close(): Promise<void>;
 }
 
-export async function startProxy(targetPort: number): Promise<BrokerProxy> {
+/** Options of `startProxy`. */
+export interface ProxyOptions {
+  /**
+   * Called at each new connection: its filter of the client's bytes, returning what of each chunk
+   * goes on to the broker (the rest is dropped). Without it, everything goes on.
+   */
+  clientFilter?: () => (data: Buffer) => Buffer;
+}
+
+export async function startProxy(targetPort: number, options: ProxyOptions = {}): Promise<BrokerProxy> {
   const pairs = new Set<{ client: Socket; upstream: Socket }>();
   let held = false;
   const waiting: { socket: Socket; data: Buffer }[] = [];
   const proxy: BrokerProxy = {
     port: 0,
     connections: 0,
+    closedByClient: 0,
     reset() {
       for (const { client, upstream } of pairs) {
         client.resetAndDestroy();
@@ -190,7 +203,11 @@ export async function startProxy(targetPort: number): Promise<BrokerProxy> {
     const upstream = createConnection({ host: '127.0.0.1', port: targetPort });
     const pair = { client, upstream };
     pairs.add(pair);
-    client.on('data', (data) => upstream.write(data));
+    const filter = options.clientFilter?.();
+    client.on('data', (data) => {
+      const passed = filter ? filter(data) : data;
+      if (passed.length > 0) upstream.write(passed);
+    });
     upstream.on('data', (data) => {
       if (held) waiting.push({ socket: client, data });
       else client.write(data);
@@ -200,6 +217,14 @@ export async function startProxy(targetPort: number): Promise<BrokerProxy> {
       client.destroy();
       upstream.destroy();
     };
+    // Before `end`, which destroys the other side: the client's first error or close, with the broker's side still open.
+    let clientGone = false;
+    const onClientGone = () => {
+      if (!clientGone && !upstream.destroyed) proxy.closedByClient += 1;
+      clientGone = true;
+    };
+    client.on('error', onClientGone);
+    client.on('close', onClientGone);
     client.on('error', end);
     upstream.on('error', end);
     client.on('close', end);

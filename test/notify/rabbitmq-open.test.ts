@@ -8,16 +8,15 @@
  * after the broker stopped answering (the proxy dropping what the sink sends) ends its connection
  * after `ackTimeoutSeconds`. Nothing waits on time.
  */
-import { createConnection, createServer, type Socket } from 'node:net';
 import amqp from 'amqplib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configSchema, type SinkConfig } from '../../src/config/schema.ts';
 import type { ChangeEvent } from '../../src/notify/changelog-reader.ts';
 import { rabbitmqSender } from '../../src/notify/sinks/rabbitmq-sink.ts';
 import { waitFor } from '../helpers.ts';
-import { RABBITMQ_URL, uniqueName } from './brokers.ts';
+import { RABBITMQ_URL, startProxy, uniqueName } from './brokers.ts';
 
-/** A TCP proxy in front of RabbitMQ; while `holding`, each new connection's channel.open and what follows are kept back. */
+/** A TCP proxy in front of RabbitMQ (`startProxy`); while `holding`, each new connection's channel.open and what follows are kept back. */
 interface ChannelOpenProxy {
   port: number;
   /** Read at each new connection: true keeps its first frame on a channel other than 0, and every byte after it, from the broker; false passes everything. */
@@ -25,9 +24,9 @@ interface ChannelOpenProxy {
   /** Read at every chunk: true drops every byte the clients send from now on (a broker that stopped answering). */
   silenced: boolean;
   /** Connections accepted so far. */
-  accepted: number;
+  readonly accepted: number;
   /** Client sockets the client (the sink) closed while their broker connection was still open. */
-  closedByClient: number;
+  readonly closedByClient: number;
   /** Frames kept back (one per held connection: its channel.open). */
   heldFrames: number;
   close(): Promise<void>;
@@ -37,74 +36,52 @@ const AMQP_HEADER_BYTES = 8; // "AMQP" 0 0 9 1
 const FRAME_HEADER_BYTES = 7; // type (1), channel (2, big-endian), size (4, big-endian)
 
 async function startChannelOpenProxy(targetPort: number): Promise<ChannelOpenProxy> {
-  const sockets = new Set<Socket>();
-  const proxy: ChannelOpenProxy = {
-    port: 0,
-    holding: true,
-    silenced: false,
-    accepted: 0,
-    closedByClient: 0,
-    heldFrames: 0,
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-  const server = createServer((client) => {
-    proxy.accepted += 1;
-    const holding = proxy.holding;
-    const upstream = createConnection({ host: '127.0.0.1', port: targetPort });
-    sockets.add(client).add(upstream);
-    let upstreamGone = false;
+  // One connection's filter of the client's bytes: the protocol header and each whole frame on channel 0 pass; from the first frame on another channel nothing does.
+  const channelZeroOnly = (): ((data: Buffer) => Buffer) => {
+    const holding = state.holding;
     let pending = Buffer.alloc(0);
     let headerPassed = false;
     let held = false;
-    client.on('data', (data: Buffer) => {
-      if (proxy.silenced) return;
-      if (!holding) {
-        upstream.write(data);
-        return;
-      }
-      if (held) return;
+    return (data) => {
+      if (state.silenced || held) return Buffer.alloc(0);
+      if (!holding) return data;
       pending = Buffer.concat([pending, data]);
-      // Forward the protocol header and each whole frame on channel 0; stop at the first frame on another channel.
       let passed = 0;
       if (!headerPassed) {
-        if (pending.length < AMQP_HEADER_BYTES) return;
+        if (pending.length < AMQP_HEADER_BYTES) return Buffer.alloc(0);
         headerPassed = true;
         passed = AMQP_HEADER_BYTES;
       }
       while (pending.length - passed >= FRAME_HEADER_BYTES) {
         if (pending.readUInt16BE(passed + 1) !== 0) {
           held = true;
-          proxy.heldFrames += 1;
+          state.heldFrames += 1;
           break;
         }
         const frameBytes = FRAME_HEADER_BYTES + pending.readUInt32BE(passed + 3) + 1; // + the 0xCE end byte
         if (pending.length - passed < frameBytes) break;
         passed += frameBytes;
       }
-      upstream.write(pending.subarray(0, passed));
+      const out = pending.subarray(0, passed);
       pending = pending.subarray(passed);
-    });
-    upstream.on('data', (data: Buffer) => client.write(data));
-    client.on('error', () => undefined);
-    upstream.on('error', () => undefined);
-    client.on('close', () => {
-      if (!upstreamGone) proxy.closedByClient += 1;
-      sockets.delete(client);
-      upstream.destroy();
-    });
-    upstream.on('close', () => {
-      upstreamGone = true;
-      sockets.delete(upstream);
-      client.destroy();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const address = server.address();
-  proxy.port = typeof address === 'object' && address ? address.port : 0;
-  return proxy;
+      return out;
+    };
+  };
+  const proxy = await startProxy(targetPort, { clientFilter: channelZeroOnly });
+  const state: ChannelOpenProxy = {
+    port: proxy.port,
+    holding: true,
+    silenced: false,
+    get accepted() {
+      return proxy.connections;
+    },
+    get closedByClient() {
+      return proxy.closedByClient;
+    },
+    heldFrames: 0,
+    close: () => proxy.close(),
+  };
+  return state;
 }
 
 const event: ChangeEvent = {
