@@ -10,10 +10,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { Redis } from 'ioredis';
 import { startPostgresServer, type TestPostgresServer } from '../test/postgres-server.ts';
 import { adoptChild } from './processes.ts';
+import { freePort } from '../test/free-port.ts';
 
 /** The soak's own redis-server (without persistence a restart comes back empty). */
 export interface SoakRedis {
@@ -52,17 +53,6 @@ export interface SoakServices {
   /** The soak's PostgreSQL server, started on the first call. */
   postgres(): Promise<TestPostgresServer>;
   close(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 async function answers(url: string): Promise<boolean> {

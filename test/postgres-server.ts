@@ -12,11 +12,11 @@
  */
 import { execFile } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { freePort } from './free-port.ts';
 
 const run = promisify(execFile);
 const BIN = process.env.BIZOPS_TEST_POSTGRES_BIN || '/usr/lib/postgresql/15/bin';
@@ -98,18 +98,6 @@ async function ownedTempDir(prefix: string): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   if (AS_ROOT) chownSync(dir, Number((await run('id', ['-u', 'postgres'])).stdout.trim()), Number((await run('id', ['-g', 'postgres'])).stdout.trim()));
   return dir;
-}
-
-/** A TCP port nobody listens on now (the OS picks it). */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /** Runs a PostgreSQL binary, as the postgres user when root. */

@@ -4,6 +4,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { freePort } from '../free-port.ts';
 
 export interface ReceivedRequest {
   method: string;
@@ -74,13 +75,9 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   response.end(text);
 }
 
-/** A port nothing listens on (bound, then released). */
-export async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+/** A port nothing listens on now, outside the kernel's ephemeral range (see test/free-port.ts). */
+export function closedPort(): Promise<number> {
+  return freePort();
 }
 
 /** A valid transaction list item (spec §2 Transaction). */

@@ -8,10 +8,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { waitFor } from '../helpers.ts';
+import { freePort } from '../free-port.ts';
 
 export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 export const RABBITMQ_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -20,18 +21,6 @@ export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** A name no other test run uses (letters and digits). */
 export function uniqueName(prefix: string): string {
   return `${prefix}${process.pid}x${randomBytes(4).toString('hex')}`;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** True when something accepts TCP connections on `port`. */
@@ -44,6 +33,25 @@ function listening(port: number): Promise<boolean> {
     });
     socket.once('error', () => resolve(false));
   });
+}
+
+/** The last `lines` lines of the log files in `logDir`, joined by ` | `; empty when there are none. */
+export function logTail(logDir: string, lines: number): string {
+  try {
+    return readdirSync(logDir).flatMap((file) => readFileSync(join(logDir, file), 'utf8').split('\n').filter(Boolean)).slice(-lines).join(' | ');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Resolves once something accepts connections on `port`, within `timeoutMs`.
+ * @throws Error when `started` exits before listening (its port taken, its store unreadable), with `log()`
+ */
+async function untilListening(started: ChildProcess, port: number, command: string, timeoutMs: number, log: () => string): Promise<void> {
+  const gone = () => started.exitCode !== null || started.signalCode !== null;
+  await waitFor(async () => gone() || (await listening(port)), `${command} on port ${port}`, timeoutMs, 25);
+  if (gone()) throw new Error(`${command} exited (code ${started.exitCode}, signal ${started.signalCode}) before listening on port ${port}${log() ? `; its log: ${log()}` : ''}`);
 }
 
 /** A broker process of the test's own, on a free port, killed and restarted with its store kept. */
@@ -63,8 +71,9 @@ async function ownBroker(command: string, scheme: string, args: (port: number) =
   const port = await freePort();
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn(command, args(port), { stdio: 'ignore' });
-    await waitFor(() => listening(port), `${command} on port ${port}`, 20_000, 25);
+    const started = spawn(command, args(port), { stdio: 'ignore' });
+    child = started;
+    await untilListening(started, port, command, 20_000, () => '');
   };
   const kill = async () => {
     const running = child;
@@ -105,7 +114,8 @@ export function startOwnRedis(dir: string): Promise<OwnBroker> {
  */
 export async function startOwnRabbit(dir: string): Promise<OwnBroker> {
   const port = await freePort();
-  const distPort = await freePort();
+  let distPort = await freePort();
+  while (distPort === port) distPort = await freePort(); // both drawn before either is bound
   writeFileSync(join(dir, 'enabled_plugins'), '[].\n');
   const env = {
     ...process.env,
@@ -123,8 +133,9 @@ export async function startOwnRabbit(dir: string): Promise<OwnBroker> {
   };
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn('/usr/lib/rabbitmq/bin/rabbitmq-server', [], { env, stdio: 'ignore', detached: true });
-    await waitFor(() => listening(port), `rabbitmq-server on port ${port}`, 60_000, 50);
+    const started = spawn('/usr/lib/rabbitmq/bin/rabbitmq-server', [], { env, stdio: 'ignore', detached: true });
+    child = started;
+    await untilListening(started, port, 'rabbitmq-server', 60_000, () => logTail(join(dir, 'log'), 20));
   };
   const kill = async () => {
     const running = child;

@@ -14,7 +14,7 @@ import { readChangesPage, type PulledEvent } from '../../src/notify/pull/changes
 import { WebhookDispatcher } from '../../src/notify/webhooks/dispatcher.ts';
 import { sinkTargets } from '../../src/notify/sinks/index.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from '../free-port.ts';
 import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { buildTestWebhookMessage } from '../../src/notify/webhooks/signing.ts';
 import { lastChangeSeq } from '../../src/mirror/changelog-format.ts';
@@ -99,12 +99,7 @@ describe('event schemas', () => {
     const gone = await receiver();
     gone.handler = (_request, response) => void response.writeHead(410).end();
     // And a sink whose broker never answers (a closed port), disabled after a second of failing.
-    const closedPort = await new Promise<number>((resolve) => {
-      const server = createServer().listen(0, '127.0.0.1', () => {
-        const port = (server.address() as AddressInfo).port;
-        server.close(() => resolve(port));
-      });
-    });
+    const closedPort = await freePort();
     // And a sink whose broker refuses every publish (its key holds a string: WRONGTYPE) until the key is freed: failing, then recovered.
     const refusedKey = `bizops-test:schemas${process.pid}:refused`;
     const redis = new Redis(REDIS_URL);

@@ -16,7 +16,8 @@ import type { ChangeEvent } from '../../src/notify/changelog-reader.ts';
 import { natsSender } from '../../src/notify/sinks/nats-sink.ts';
 import { redisStreamSender } from '../../src/notify/sinks/redis-stream-sink.ts';
 import { waitFor } from '../helpers.ts';
-import { freePort, startOwnNats, startOwnRedis, uniqueName, type OwnBroker } from './brokers.ts';
+import { freePort } from '../free-port.ts';
+import { startOwnNats, startOwnRedis, uniqueName, type OwnBroker } from './brokers.ts';
 
 const event: ChangeEvent = {
   seq: 7,

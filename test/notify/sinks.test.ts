@@ -31,7 +31,7 @@ import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { webhookPayload } from '../../src/notify/event-payload.ts';
 import { listSinks, sinkTargets } from '../../src/notify/sinks/index.ts';
 import { fixtureEnv, waitFor } from '../helpers.ts';
-import { NATS_URL, RABBITMQ_URL, REDIS_URL, startOwnNats, startOwnRabbit, startOwnRedis, startProxy, uniqueName, type BrokerProxy, type OwnBroker } from './brokers.ts';
+import { logTail, NATS_URL, RABBITMQ_URL, REDIS_URL, startOwnNats, startOwnRabbit, startOwnRedis, startProxy, uniqueName, type BrokerProxy, type OwnBroker } from './brokers.ts';
 import { tempMirror, type TempMirror } from './helpers.ts';
 
 const SINK_DISPATCHER = fileURLToPath(new URL('./fixtures/run-sink-dispatcher.ts', import.meta.url));
@@ -565,82 +565,93 @@ describeOnSqlite('rabbitmq killed mid-delivery', () => {
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const rabbit: OwnBroker = await starting;
     cleanups.push(() => rabbit.kill());
-    // A durable queue bound to every key: what the broker confirmed is on its disk, a restart keeps it.
-    const setup = async () => {
-      const connection = await amqp.connect(rabbit.url);
-      const channel = await connection.createChannel();
-      await channel.assertExchange('bizops', 'topic', { durable: true });
-      await channel.assertQueue('kept', { durable: true });
-      await channel.bindQueue('kept', 'bizops', '#');
-      return { connection, channel };
-    };
-    await (await setup()).connection.close();
-    /** True once the broker answers for `queue` (a passive declare), within 20 s; false when it keeps refusing (not found, crashed). */
-    const queueAnswers = async (queue: string): Promise<boolean> => {
-      try {
-        await waitFor(async () => {
-          const connection = await amqp.connect(rabbit.url);
-          try {
-            return await (await connection.createChannel()).checkQueue(queue);
-          } finally {
-            await connection.close().catch(() => undefined);
-          }
-        }, `queue ${queue} after the restart`, 20_000, 250);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    const dispatcher = await dispatch(sinks([{ name: 'to-rabbit', kind: 'rabbitmq', url: rabbit.url, exchange: 'bizops', maxInFlight: 4, events: ['deal.*'] }]));
-    const records = ['deal_a', 'deal_b', 'deal_c', 'deal_d', 'deal_e'];
-    const delivered = async () => (await loadEndpoint(mirror.connection, 'to-rabbit'))?.deliveredCount ?? 0;
+    // A failure names the step it came at and the broker's last log lines.
+    let step = 'the start';
+    try {
+      // A durable queue bound to every key: what the broker confirmed is on its disk, a restart keeps it.
+      const setup = async () => {
+        const connection = await amqp.connect(rabbit.url);
+        const channel = await connection.createChannel();
+        await channel.assertExchange('bizops', 'topic', { durable: true });
+        await channel.assertQueue('kept', { durable: true });
+        await channel.bindQueue('kept', 'bizops', '#');
+        return { connection, channel };
+      };
+      step = 'the first connection';
+      await (await setup()).connection.close();
+      /** True once the broker answers for `queue` (a passive declare), within 20 s; false when it keeps refusing (not found, crashed). */
+      const queueAnswers = async (queue: string): Promise<boolean> => {
+        try {
+          await waitFor(async () => {
+            const connection = await amqp.connect(rabbit.url);
+            try {
+              return await (await connection.createChannel()).checkQueue(queue);
+            } finally {
+              await connection.close().catch(() => undefined);
+            }
+          }, `queue ${queue} after the restart`, 20_000, 250);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      const dispatcher = await dispatch(sinks([{ name: 'to-rabbit', kind: 'rabbitmq', url: rabbit.url, exchange: 'bizops', maxInFlight: 4, events: ['deal.*'] }]));
+      const records = ['deal_a', 'deal_b', 'deal_c', 'deal_d', 'deal_e'];
+      const delivered = async () => (await loadEndpoint(mirror.connection, 'to-rabbit'))?.deliveredCount ?? 0;
 
-    const first = await appendChanges(records, 2, 1);
-    dispatcher.notify();
-    await waitFor(async () => (await delivered()) === first.length, 'the first round');
-    // Killed once the second round is being delivered (some of it confirmed), the third appended while it is away.
-    const second = await appendChanges(records, 40, 2);
-    dispatcher.notify();
-    await waitFor(async () => (await delivered()) > first.length, 'the second round under way');
-    await rabbit.kill();
-    const third = await appendChanges(records, 2, 3);
-    dispatcher.notify();
-    await waitFor(async () => ((await loadEndpoint(mirror.connection, 'to-rabbit'))?.consecutiveFailures ?? 0) >= 1, 'a failed publish to the dead server', 30_000);
-    const deliveredBeforeRestart = await delivered();
-    await rabbit.start();
-    // After a SIGKILL the broker recovers its durable queue from disk before it listens again. On a saturated machine
-    // that recovery was seen to fail: every publish after the restart came back unroutable for 100 s. The sink did
-    // what it must (failed, held the records' events, retried); the test then restarts the broker once more, as an
-    // operator would, and the queue recovers from the same disk.
-    if (!(await queueAnswers('kept'))) {
+      const first = await appendChanges(records, 2, 1);
+      dispatcher.notify();
+      await waitFor(async () => (await delivered()) === first.length, 'the first round');
+      // Killed once the second round is being delivered (some of it confirmed), the third appended while it is away.
+      const second = await appendChanges(records, 40, 2);
+      dispatcher.notify();
+      await waitFor(async () => (await delivered()) > first.length, 'the second round under way');
+      step = 'the kill';
       await rabbit.kill();
+      const third = await appendChanges(records, 2, 3);
+      dispatcher.notify();
+      await waitFor(async () => ((await loadEndpoint(mirror.connection, 'to-rabbit'))?.consecutiveFailures ?? 0) >= 1, 'a failed publish to the dead server', 30_000);
+      const deliveredBeforeRestart = await delivered();
+      step = 'the restart';
       await rabbit.start();
-    }
-    dispatcher.notify();
-    const total = first.length + second.length + third.length;
-    // Not there yet: the state in the error, which the timeout names (its last error), with the broker's log lines about the queue.
-    await waitFor(async () => {
-      const count = await delivered();
-      const held = (await mirror.connection.all('SELECT seq FROM webhook_held_events')).length;
-      if (count >= total && held === 0) return true;
-      const endpoint = await loadEndpoint(mirror.connection, 'to-rabbit');
-      const [latest] = await latestAttempts(mirror.connection, 'to-rabbit', 1);
-      throw new Error(`${count} of ${total} delivered, ${held} held, ${endpoint?.consecutiveFailures ?? '?'} failures in a row, latest attempt: ${latest ? `${latest.outcome} at ${latest.attemptedAt} ${latest.error ?? ''}` : 'none'}`);
-    }, 'every event confirmed after the restart', 100_000).catch((error: Error) => {
-      throw new Error(`${error.message}; the broker's log on the queue: ${brokerLog(join(dir, 'log'), /kept|crash|error/i).slice(-5).join(' | ') || 'nothing'}`);
-    });
-    expect(deliveredBeforeRestart).toBeLessThan(total); // the kill came before the end
+      // After a SIGKILL the broker recovers its durable queue from disk before it listens again. On a saturated machine
+      // that recovery was seen to fail: every publish after the restart came back unroutable for 100 s. The sink did
+      // what it must (failed, held the records' events, retried); the test then restarts the broker once more, as an
+      // operator would, and the queue recovers from the same disk.
+      if (!(await queueAnswers('kept'))) {
+        step = 'the second restart';
+        await rabbit.kill();
+        await rabbit.start();
+      }
+      dispatcher.notify();
+      const total = first.length + second.length + third.length;
+      // Not there yet: the state in the error, which the timeout names (its last error), with the broker's log lines about the queue.
+      await waitFor(async () => {
+        const count = await delivered();
+        const held = (await mirror.connection.all('SELECT seq FROM webhook_held_events')).length;
+        if (count >= total && held === 0) return true;
+        const endpoint = await loadEndpoint(mirror.connection, 'to-rabbit');
+        const [latest] = await latestAttempts(mirror.connection, 'to-rabbit', 1);
+        throw new Error(`${count} of ${total} delivered, ${held} held, ${endpoint?.consecutiveFailures ?? '?'} failures in a row, latest attempt: ${latest ? `${latest.outcome} at ${latest.attemptedAt} ${latest.error ?? ''}` : 'none'}`);
+      }, 'every event confirmed after the restart', 100_000).catch((error: Error) => {
+        throw new Error(`${error.message}; the broker's log on the queue: ${brokerLog(join(dir, 'log'), /kept|crash|error/i).slice(-5).join(' | ') || 'nothing'}`);
+      });
+      expect(deliveredBeforeRestart).toBeLessThan(total); // the kill came before the end
 
-    // What the queue holds: every event, its body, each record in order; a duplicate is the same message with the same message_id.
-    const { connection, channel } = await setup();
-    cleanups.push(() => connection.close());
-    const received: Received[] = [];
-    for (let message = await channel.get('kept', { noAck: true }); message; message = await channel.get('kept', { noAck: true })) {
-      const body = message.content.toString();
-      const data = (JSON.parse(body) as { data: { record_id: string; seq: number } }).data;
-      expect(message.properties.deliveryMode).toBe(2);
-      received.push({ id: String(message.properties.messageId), recordId: data.record_id, seq: data.seq, body });
+      // What the queue holds: every event, its body, each record in order; a duplicate is the same message with the same message_id.
+      step = 'reading the queue';
+      const { connection, channel } = await setup();
+      cleanups.push(() => connection.close());
+      const received: Received[] = [];
+      for (let message = await channel.get('kept', { noAck: true }); message; message = await channel.get('kept', { noAck: true })) {
+        const body = message.content.toString();
+        const data = (JSON.parse(body) as { data: { record_id: string; seq: number } }).data;
+        expect(message.properties.deliveryMode).toBe(2);
+        received.push({ id: String(message.properties.messageId), recordId: data.record_id, seq: data.seq, body });
+      }
+      await expectDelivered(received, 0);
+    } catch (error) {
+      throw new Error(`${(error as Error).message} (at ${step}); the broker's log: ${logTail(join(dir, 'log'), 15) || 'nothing'}`, { cause: error });
     }
-    await expectDelivered(received, 0);
   }, 240_000); // two or three starts of an Erlang VM, a 20 s wait for the queue and a 100 s wait of its own: 60 s was seen exceeded by CI at load 5, with a soak beside, and on a machine slow at starting processes
 });

@@ -15,6 +15,7 @@ import type { PartStatus } from '../../src/daemon/part-supervisor.ts';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { tempDir, testMirrorLocation, type TempDir } from '../helpers.ts';
+import { freePort } from '../free-port.ts';
 
 let dir: TempDir | undefined;
 let connection: SqlConnection | undefined;
@@ -34,13 +35,9 @@ async function mirror(): Promise<string> {
   return location;
 }
 
-/** An address where nothing listens: a port taken from the system, then closed. */
+/** An address where nothing listens (test/free-port.ts). */
 async function closedUrl(): Promise<string> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return `http://127.0.0.1:${port}`;
+  return `http://127.0.0.1:${await freePort()}`;
 }
 
 /** Another process on a port: answers `/readyz` with `body`. */

@@ -5,9 +5,9 @@
  * persistence or a failover to an empty replica does); `stop()` ends it for good.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { waitFor } from '../helpers.ts';
+import { freePort } from '../free-port.ts';
 
 export interface OwnRedis {
   url: string;
@@ -20,18 +20,6 @@ export interface OwnRedis {
   flush(): Promise<void>;
   /** Ends it (SIGKILL) for good. */
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function answers(url: string): Promise<boolean> {

@@ -6,7 +6,6 @@
  * consumer after the retention pruned past its cursor (a 410: reset to a snapshot of every record).
  * Conditions only, no time asserted.
  */
-import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { openMirrorConnection } from '../../../src/mirror/index.ts';
@@ -14,6 +13,7 @@ import { pruneChangelog } from '../../../src/notify/index.ts';
 import { groundTruthTotal, simulator, tempDir, type TempDir, waitFor } from '../../../test/helpers.ts';
 import { cliEnv, newWebhookSecret, spawnDaemon, type DaemonProcess, WebhookReceiver } from '../../../test/daemon/helpers.ts';
 import { IdempotencyConflictError, PullConsumer, type PulledEvent, verifyWebhook, WebhookVerificationError, WriteRejectedError, WriteSubmitter } from '../src/index.ts';
+import { freePort } from '../../../test/free-port.ts';
 
 const READ_KEY = 'read-key-0123456789abcdef';
 const WRITE_KEY = 'write-key-0123456789abcdef';
@@ -29,15 +29,6 @@ afterEach(async () => {
   dir?.remove();
   sim = dir = receiver = undefined;
 });
-
-/** A port free now, so that a restarted daemon listens where the first one did. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('@bizops-sync/client on a real daemon', { timeout: 120_000 }, () => {
   it('verifies its webhooks, submits a write once per idempotency key, consumes across a restart and a pruned cursor', async () => {
