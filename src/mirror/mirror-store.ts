@@ -749,6 +749,44 @@ export class MirrorStore {
    * @param scanStartedAt ISO local time the scan began
    * @returns the tombstone changes appended (none when held)
    */
+  /**
+   * True when complete scan `scanNumber` (begun at `scanStartedAt`, ISO local time) leaves a record
+   * unlisted that `recordMisses` would count missed (same rows, same options) and that was first
+   * seen after `firstSeenAfter` (ISO local time): one SELECT, stopped at the first row. The engine
+   * asks the API about its frozen set's second only then (src/sync/stream-run.ts `listedInBoundSecond`).
+   */
+  async hasUnlisted(
+    stream: StreamDefinition,
+    scanNumber: number,
+    scanStartedAt: string,
+    firstSeenAfter: string,
+    options: { partition?: string; writtenAfter?: number } = {},
+  ): Promise<boolean> {
+    const scope = inPartition(stream, options.partition);
+    const written = writtenNotAfter(options.writtenAfter);
+    const row = await this.executor.get(
+      `SELECT 1 AS unlisted FROM ${stream.table}
+       WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ? AND first_seen_at > ?${written.sql}${scope.sql} LIMIT 1`,
+      [scanNumber, scanStartedAt, firstSeenAfter, ...written.params, ...scope.params],
+    );
+    return row !== undefined;
+  }
+
+  /**
+   * Marks the live rows of `ids` listed by complete scan `scanNumber` (`last_seen_scan`, their
+   * misses cleared), as its pages would have: records the API serves that the scan's frozen set
+   * left out (src/sync/stream-run.ts `listedInBoundSecond`). Ids the table lacks, or holds
+   * tombstoned, are left alone. Call in the transaction of `recordMisses`, before it.
+   */
+  async markListedInScan(stream: StreamDefinition, scanNumber: number, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const key = keyColumn(stream);
+    await this.executor.run(`UPDATE ${stream.table} SET last_seen_scan = ?, missed_scans = 0 WHERE deleted_at IS NULL AND ${key} IN ${jsonArrayValues(this.executor.dialect)}`, [
+      scanNumber,
+      JSON.stringify(ids),
+    ]);
+  }
+
   recordMisses(
     stream: StreamDefinition,
     scanNumber: number,

@@ -174,6 +174,18 @@ export class VerifyListing {
     return { count: Number(counted!.n), ids: ids.map((row) => String(row.id)) };
   }
 
+  /** How many of `ids` are live records of the scanned scope the mirror held when the verification began (`since`, ISO), as `liveAtStart` counts them. */
+  async liveAtStartAmong(stream: StreamDefinition, since: string, ids: readonly string[], scope?: UnlistedScope): Promise<number> {
+    if (ids.length === 0) return 0;
+    const values = jsonArrayValues(this.executor.dialect);
+    const inScope = scope ? ` AND ${scope.column} IN ${values}` : '';
+    const row = await this.executor.get<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM ${stream.table} WHERE deleted_at IS NULL AND first_seen_at <= ?${inScope} AND ${keyColumn(stream)} IN ${values}`,
+      [since, ...(scope ? [JSON.stringify(scope.values)] : []), JSON.stringify(ids)],
+    );
+    return Number(row!.n);
+  }
+
   /** Live records of the scanned scope the mirror held when the verification began (`since`, ISO): what the lists' totals must account for. */
   async liveAtStart(stream: StreamDefinition, since: string, scope?: UnlistedScope): Promise<number> {
     const inScope = scope ? ` AND ${scope.column} IN ${jsonArrayValues(this.executor.dialect)}` : '';

@@ -21,7 +21,9 @@
  * incomplete one cannot tell a record gone from one it did not reach. And a list that lists fewer
  * records (its totals) than the mirror holds live of what it scanned cannot prove the records it did
  * not list gone (a capped list looks like that): such a record is an extra only when the previous
- * complete scan missed it too (the two-scan rule), the rest are `unconfirmed`.
+ * complete scan missed it too (the two-scan rule), the rest are `unconfirmed`. Before either is
+ * decided, when a live row no scan listed is left, each scan asks for the records created in its
+ * frozen set's second (stream-run.ts `listedInBoundSecond`): those count as listed.
  *
  * What it reports per stream:
  *   - missing: listed by the API, absent from the mirror or tombstoned there;
@@ -310,6 +312,8 @@ class Verification {
   private totals = 0;
   /** Live rows of the scanned scope when the verification began. */
   private liveAtStart = 0;
+  /** The completed scans' runs with their listings: asked about their frozen set's second before the extras are decided. */
+  private readonly scans: { run: StreamRun; listing: VerifyListing }[] = [];
 
   private readonly plan: VerifyPlan;
   private readonly options: VerifyStreamOptions;
@@ -421,6 +425,7 @@ class Verification {
       return undefined;
     }
     const outcome = sink.outcome!;
+    this.scans.push({ run, listing });
     this.result.perPartition?.push({
       partition,
       complete: outcome.outcome === 'complete' && !outcome.missesWithheld,
@@ -476,6 +481,7 @@ class Verification {
   private async decideExtras(): Promise<void> {
     const { stream, listing, startedAt, sampleSize, plan } = this;
     const scope = plan.scope;
+    await this.listBoundSeconds();
     if (scope) this.result.outside = await listing.unlisted(stream, startedAt, sampleSize, scope, 'outside');
     const live = this.liveAtStart;
     const accounted = this.totals >= live;
@@ -555,6 +561,27 @@ class Verification {
   /** An invalid item listed for the first time (quarantine-worthy): counted, not compared. */
   noteInvalid(count: number): void {
     this.result.invalid += count;
+  }
+
+  /**
+   * When a live row no scan listed is left: each scan's frozen set's second (src/sync/stream-run.ts
+   * `listedInBoundSecond`), records the scan's bound left out though the mirror may hold them, noted
+   * as listed by that scan; the ones the mirror held live when the verification began count in the
+   * totals, as the scans' own records do. Nothing is asked when every row was listed.
+   */
+  private async listBoundSeconds(): Promise<void> {
+    const { stream, listing, startedAt, plan } = this;
+    const unlisted = (await listing.unlisted(stream, startedAt, 0, plan.scope, 'inside')).count + (plan.scope ? (await listing.unlisted(stream, startedAt, 0, plan.scope, 'outside')).count : 0);
+    if (unlisted === 0) return;
+    const found = new Set<string>();
+    for (const scan of this.scans) {
+      const ids = await scan.run.listedInBoundSecond();
+      const listedBefore = await scan.listing.listed(ids); // on the scan's first page (no bound): in its total already
+      const fresh = ids.filter((id) => !listedBefore.has(id));
+      await scan.listing.note(new Map(fresh.map((id) => [id, -1])));
+      for (const id of fresh) found.add(id);
+    }
+    this.totals += await listing.liveAtStartAmong(stream, startedAt, [...found], plan.scope);
   }
 
   /**

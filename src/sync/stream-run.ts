@@ -16,6 +16,8 @@
  * - Frozen set: from the second page on, `createdBefore` = the server time of the first page (its
  *   `Date` header, floored to the second), so records created during the scan are not paged at all
  *   (the next incremental run picks them up: its `updatedAfter` is earlier than their creation).
+ *   Records created in that second before the first page are asked for at the end, when the mirror
+ *   holds one the scan would miss (`listedInBoundSecond`).
  * - Offset drift: with creations excluded and positions stable under updates, the only thing that
  *   shifts unseen records towards lower offsets is a removal (an onboarding completing, a record
  *   deleted). Each page's `pagination.total` is compared with the previous page's: a drop of `d`
@@ -186,6 +188,16 @@ export interface RunOptions {
 }
 
 const SECOND_MS = 1000;
+
+/** Pages `listedInBoundSecond` reads at most (100 records each). */
+const BOUND_SECOND_PAGES = 10;
+
+/**
+ * How recently before a complete scan began a row it would miss must have been first seen for the
+ * scan to ask about its frozen set's second, ms: the second itself, with room for the mirror's clock
+ * and the server's to tick at slightly different rates or be stepped between the two readings.
+ */
+const BOUND_SECOND_RECENT_MS = 60_000;
 
 /** A page's ids in the order listed (quarantined items last) and each one's position in the set, index by index (`StreamRun.positionedIds`). */
 interface PositionedIds {
@@ -430,7 +442,7 @@ export class StreamRun implements TieReReader {
     });
   }
 
-  private requestPage(offset: number): Promise<Page<ApiRecord>> {
+  private requestPage(offset: number, created: { createdAfter?: string; createdBefore?: string } = createdFilters(this.checkpoint)): Promise<Page<ApiRecord>> {
     const { signal } = this.options;
     signal?.throwIfAborted();
     const { stream, checkpoint } = this;
@@ -449,9 +461,36 @@ export class StreamRun implements TieReReader {
         sortBy: request.sort.by,
         sortOrder: request.sort.order,
         updatedAfter: checkpoint.updatedAfter,
-        ...createdFilters(checkpoint),
+        ...created,
       },
     });
+  }
+
+  /**
+   * The ids of the records the list serves now that were created in the second its frozen set's
+   * bound begins (`createdAfter` 1 ms before the bound, `createdBefore` 1 s after it; the run's own
+   * filters and partition): docs/sync.md "The frozen set's second". The bound is the first page's
+   * server time floored to the second, so a record created in that second before the first page is
+   * on no later page of the scan, though the mirror may hold it already (written through, or listed
+   * by an incremental run's first page, which has no bound). A complete scan does not count such a
+   * record missed, nor a verification call it extra. Empty when the run has no bound (it read one
+   * page: every record listed) or its list takes no creation-time filters. At most
+   * `BOUND_SECOND_PAGES` pages; a second with more records than that returns the ids so far.
+   * @throws what `ApiClient.listPage` throws
+   */
+  async listedInBoundSecond(): Promise<string[]> {
+    const bound = this.checkpoint.createdBefore;
+    if (bound === undefined || !this.stream.request.acceptsCreatedRange || this.checkpoint.createdRange !== undefined) return [];
+    const boundMs = Date.parse(bound);
+    const created = { createdAfter: new Date(boundMs - 1).toISOString(), createdBefore: new Date(boundMs + SECOND_MS).toISOString() };
+    const ids: string[] = [];
+    for (let offset = 0, pages = 0; pages < BOUND_SECOND_PAGES; pages += 1) {
+      const page = await this.requestPage(offset, created);
+      for (const item of page.items) ids.push(String(item[this.stream.key]));
+      if (!page.pagination.hasMore || page.items.length === 0) break;
+      offset += page.items.length;
+    }
+    return ids;
   }
 
   /** Pages through the stream from the checkpoint until `hasMore` is false, committing each page. */
@@ -971,13 +1010,29 @@ export class StreamRun implements TieReReader {
     const { stream, checkpoint: run, result } = this;
     const { massDeletionShare } = this.environment;
     const complete = scan.outcome === 'complete';
+    const countsMisses = complete && !scan.missesWithheld && run.mode === 'complete' && run.scanNumber !== undefined;
+    // Records created in the frozen set's second, before the first page, are on no page of the scan.
+    // Such a record was first seen less than a second before the scan began: created at most a
+    // second before the first page's answer (the bound is that answer's time floored to the second),
+    // and mirrored after it was created. Only when a row first seen that recently (BOUND_SECOND_RECENT_MS)
+    // would be missed is the API asked for the records of that second (outside the transaction); the
+    // ones it lists are no misses.
+    let inBoundSecond: string[] = [];
+    if (countsMisses && !run.createdRange && run.createdBefore !== undefined) {
+      const { store } = this.environment;
+      const scanNumber = run.scanNumber!;
+      const recentlySeen = new Date(Date.parse(run.startedAt) - BOUND_SECOND_RECENT_MS).toISOString();
+      const options = { partition: this.inPartition, writtenAfter: run.changelogMark };
+      if (await this.environment.database(() => store.hasUnlisted(stream, scanNumber, run.startedAt, recentlySeen, options))) inBoundSecond = await this.listedInBoundSecond();
+    }
     let held: DeletionHold | null | undefined;
     const tombstones = await this.environment.fenced(async (store) => {
       const appended: AppendedChange[] = [];
       // A scan that proves nothing gone (unnamed items, a total it contradicts) counts no miss and releases no quarantined item.
-      if (complete && !scan.missesWithheld && run.mode === 'complete' && run.scanNumber !== undefined) {
-        const scanNumber = run.scanNumber;
+      if (countsMisses) {
+        const scanNumber = run.scanNumber!;
         const now = new Date().toISOString();
+        await store.markListedInScan(stream, scanNumber, inBoundSecond);
         let holding: { count: number; live: number } | undefined;
         appended.push(
           ...(await (run.createdRange

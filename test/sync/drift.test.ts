@@ -181,7 +181,7 @@ describe('records removed while a scan pages, at every request (offset drift und
     expect(duplicates).toEqual([]);
   });
 
-  it('ties longer than a page in a new order on every request while onboardings complete: every scan complete within twice its minimum requests, listing every record still there; completions recorded within two syncs, none invented', async () => {
+  it('ties longer than a page in a new order on every request while onboardings complete: every scan complete within twice its minimum requests (plus one about the second its frozen set begins), listing every record still there; completions recorded within two syncs, none invented', async () => {
     // Seeded bursts of equal createdAt over 300 records (world seed 1: runs of 41 to 88; seed 2:
     // 13 to 88; seed 3: runs of 89, 116 and 95) and a seeded order per request.
     const overBound: string[] = [];
@@ -199,9 +199,11 @@ describe('records removed while a scan pages, at every request (offset drift und
         const result = await context.engine.run('onboardings', 'sync', { onProgress: (progress) => (progress.pages === 2 ? complete(sync, (list) => list[0]!) : undefined) });
         expect(result.status).toBe('succeeded');
         expect(result.scan?.outcome).toBe('complete');
-        // Requests the simulator received for this scan, against twice the minimum (before: up to 8 for 3).
+        // Requests the simulator received for this scan, against twice the minimum (before: up to 8 for 3),
+        // and the one a scan may send about its frozen set's second when a record first seen less than a
+        // second before it is missed (docs/sync.md "The frozen set's second").
         const requests = listRequests() - before;
-        if (requests > 2 * minimum) overBound.push(`seed ${seed}, sync ${sync}: ${requests} requests, minimum ${minimum}`);
+        if (requests > 2 * minimum + 1) overBound.push(`seed ${seed}, sync ${sync}: ${requests} requests, minimum ${minimum}`);
         const scanNumber = (await context.store.readSyncState('onboardings')).scanNumber;
         // Before: the count passed with the completed record and missed one still listed.
         expect(await everyListedRecordSeen(context, sim, scanNumber)).toEqual([]);
