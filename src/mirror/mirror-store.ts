@@ -724,31 +724,11 @@ export class MirrorStore {
     return appended;
   }
 
-  /**
-   * The two-scan rule (docs/sync.md "Leaves and deletes"), called when complete scan `scanNumber`
-   * finished without error: every live record it did not list gets one more miss; a record missed
-   * by two consecutive complete scans is tombstoned (`deleted_at`) with a `stream.changes.gone`
-   * change. Records first seen after the scan began (e.g. written through from a write) are not
-   * counted as missed: the scan could not have listed them. (`<=`: a record first seen in the very
-   * millisecond the scan began was seen by an earlier run, and must count.) Few statements
-   * however many records are gone: the tombstones in one UPDATE, their change rows in multi-row
-   * INSERTs of up to 500 (`appendChanges`), in key order.
-   *
-   * Mass deletions are held (`options.massDeletion`, docs/sync.md "Mass deletions held"): when the
-   * records to tombstone are more than `MASS_DELETION_FLOOR` and more than `share` of the stream's
-   * live records, none is tombstoned (their misses stay counted) and `onHeld` hears how many, unless
-   * `confirmed`: a list that stopped serving a part of the stream (a capped result window, a filter
-   * applied by mistake) must not turn it into deletions.
-   *
-   * For a partitioned stream, `options.partition` keeps all of it inside that partition (its records,
-   * its live count; docs/sync.md "Partitioned streams"): a partition's scan never misses another's records.
-   *
-   * `options.writtenAfter` (the scan's changelog mark when it began, docs/sync.md "Write-throughs
-   * during a run"): a record a write-through wrote after it (`written_seq` above it) is not counted
-   * missed: the write's response showed it after the scan's first request.
-   * @param scanStartedAt ISO local time the scan began
-   * @returns the tombstone changes appended (none when held)
-   */
+  /** True when `stream`'s table holds a row, live or tombstoned (one SELECT of one row). */
+  async holdsAnyRecord(stream: StreamDefinition): Promise<boolean> {
+    return (await this.executor.get(`SELECT 1 AS held FROM ${stream.table} LIMIT 1`)) !== undefined;
+  }
+
   /**
    * True when complete scan `scanNumber` (begun at `scanStartedAt`, ISO local time) leaves a record
    * unlisted that `recordMisses` would count missed (same rows, same options) and that was first
@@ -787,6 +767,31 @@ export class MirrorStore {
     ]);
   }
 
+  /**
+   * The two-scan rule (docs/sync.md "Leaves and deletes"), called when complete scan `scanNumber`
+   * finished without error: every live record it did not list gets one more miss; a record missed
+   * by two consecutive complete scans is tombstoned (`deleted_at`) with a `stream.changes.gone`
+   * change. Records first seen after the scan began (e.g. written through from a write) are not
+   * counted as missed: the scan could not have listed them. (`<=`: a record first seen in the very
+   * millisecond the scan began was seen by an earlier run, and must count.) Few statements
+   * however many records are gone: the tombstones in one UPDATE, their change rows in multi-row
+   * INSERTs of up to 500 (`appendChanges`), in key order.
+   *
+   * Mass deletions are held (`options.massDeletion`, docs/sync.md "Mass deletions held"): when the
+   * records to tombstone are more than `MASS_DELETION_FLOOR` and more than `share` of the stream's
+   * live records, none is tombstoned (their misses stay counted) and `onHeld` hears how many, unless
+   * `confirmed`: a list that stopped serving a part of the stream (a capped result window, a filter
+   * applied by mistake) must not turn it into deletions.
+   *
+   * For a partitioned stream, `options.partition` keeps all of it inside that partition (its records,
+   * its live count; docs/sync.md "Partitioned streams"): a partition's scan never misses another's records.
+   *
+   * `options.writtenAfter` (the scan's changelog mark when it began, docs/sync.md "Write-throughs
+   * during a run"): a record a write-through wrote after it (`written_seq` above it) is not counted
+   * missed: the write's response showed it after the scan's first request.
+   * @param scanStartedAt ISO local time the scan began
+   * @returns the tombstone changes appended (none when held)
+   */
   recordMisses(
     stream: StreamDefinition,
     scanNumber: number,

@@ -335,6 +335,8 @@ export class StreamRun implements TieReReader {
    * request is sent under is a mark for its page (docs/sync.md "Write-throughs during a run").
    */
   private changelogMark = 0;
+  /** True when this complete scan began (not resumed) on a table holding no record. */
+  private emptyAtStart = false;
   /** Each page's changelog mark: `changelogMark` when its fetch began. */
   private readonly pageMarks = new WeakMap<Page<ApiRecord>, number>();
   /**
@@ -418,6 +420,8 @@ export class StreamRun implements TieReReader {
   private async executeRun(): Promise<void> {
     const { store } = this.environment;
     this.changelogMark = await this.environment.database(() => store.lastSeq());
+    // A complete scan starting on an empty table (a first backfill) can miss nothing: its finish skips the search.
+    this.emptyAtStart = this.checkpoint.mode === 'complete' && this.checkpoint.pages === 0 && !this.sink && !(await this.environment.database(() => store.holdsAnyRecord(this.stream)));
     // A checkpoint saved without a mark gets this resumption's: later than its start, never later than a request.
     this.checkpoint.changelogMark ??= this.changelogMark;
     await this.page();
@@ -1018,7 +1022,7 @@ export class StreamRun implements TieReReader {
     // would be missed is the API asked for the records of that second (outside the transaction); the
     // ones it lists are no misses.
     let inBoundSecond: string[] = [];
-    if (countsMisses && !run.createdRange && run.createdBefore !== undefined) {
+    if (countsMisses && !this.emptyAtStart && !run.createdRange && run.createdBefore !== undefined) {
       const { store } = this.environment;
       const scanNumber = run.scanNumber!;
       const recentlySeen = new Date(Date.parse(run.startedAt) - BOUND_SECOND_RECENT_MS).toISOString();
