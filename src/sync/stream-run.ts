@@ -478,7 +478,8 @@ export class StreamRun implements TieReReader {
    * on no later page of the scan, though the mirror may hold it already (written through, or listed
    * by an incremental run's first page, which has no bound). A complete scan does not count such a
    * record missed, nor a verification call it extra. Empty when the run has no bound (it read one
-   * page: every record listed) or its list takes no creation-time filters. At most
+   * page: every record listed) or its list takes no creation-time filters. An item failing its
+   * schema counts by its id, as on a page. At most
    * `BOUND_SECOND_PAGES` pages; a second with more records than that returns the ids so far.
    * @throws what `ApiClient.listPage` throws
    */
@@ -491,6 +492,11 @@ export class StreamRun implements TieReReader {
     for (let offset = 0, pages = 0; pages < BOUND_SECOND_PAGES; pages += 1) {
       const page = await this.requestPage(offset, created);
       for (const item of page.items) ids.push(String(item[this.stream.key]));
+      // Served, though failing its schema: listed, as a page's quarantined item with an id is (rejected-records.ts `quarantine`).
+      for (const item of page.rejected ?? []) {
+        const id = recordIdOf(item.raw, this.stream.key);
+        if (id !== null) ids.push(id);
+      }
       if (!page.pagination.hasMore || page.items.length === 0) break;
       offset += page.items.length;
     }
