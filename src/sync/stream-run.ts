@@ -199,6 +199,15 @@ const BOUND_SECOND_PAGES = 10;
  */
 const BOUND_SECOND_RECENT_MS = 60_000;
 
+/**
+ * The creation times a range backfill's pages covered: its range, ended at the frozen set's bound
+ * when that is earlier (`createdFilters`). Records created at or after it were on no page.
+ */
+function listedRange(run: RunCheckpoint): CreatedRange {
+  const { createdAfter, createdBefore } = createdFilters(run);
+  return { ...(createdAfter !== undefined ? { after: createdAfter } : {}), ...(createdBefore !== undefined ? { before: createdBefore } : {}) };
+}
+
 /** A page's ids in the order listed (quarantined items last) and each one's position in the set, index by index (`StreamRun.positionedIds`). */
 interface PositionedIds {
   readonly ids: readonly string[];
@@ -1046,8 +1055,9 @@ export class StreamRun implements TieReReader {
         let holding: { count: number; live: number } | undefined;
         appended.push(
           ...(await (run.createdRange
-            ? // A range backfill: misses and tombstones inside its range only (range-misses.ts).
-              recordRangeMisses(store, stream, scanNumber, run.startedAt, run.createdRange, now, {
+            ? // A range backfill: misses and tombstones inside its range only (range-misses.ts), and
+              // before the bound its pages asked: a record created in the frozen set's second is no miss.
+              recordRangeMisses(store, stream, scanNumber, run.startedAt, listedRange(run), now, {
                 massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
                 onHeld: (hold) => (holding = hold),
                 partition: this.inPartition,

@@ -48,3 +48,23 @@ it('a record created in the second a scan\'s bound begins, and mirrored before t
   expect(await row()).toMatchObject({ missed_scans: 2 });
   expect((await row())!.deleted_at).not.toBeNull();
 });
+
+it('a range backfill open at its end counts no miss for a record created in its bound\'s second: two such scans leave the record live', async () => {
+  let serverNow = Date.parse('2026-06-01T12:00:00.000Z');
+  const { sim, context } = await fixtures.start({ size: { deals: 150 }, clock: () => serverNow });
+  expect(sim.world.streamRecords('deals').every((record) => Date.parse(record.createdAt) < serverNow)).toBe(true);
+  expect((await context.engine.run('deals', 'backfill')).status).toBe('succeeded');
+
+  serverNow = Date.parse('2026-06-01T12:00:10.300Z');
+  const created = sim.world.createDeal({ title: 'created in the second' });
+  expect(await context.engine.run('deals', 'sync')).toMatchObject({ status: 'succeeded', changes: 1 });
+  const row = () => context.connection.get<{ deleted_at: string | null; missed_scans: number }>('SELECT deleted_at, missed_scans FROM deals WHERE id = ?', [created.id]);
+
+  serverNow = Date.parse('2026-06-01T12:00:10.700Z');
+  const range = { after: '2000-01-01T00:00:00.000Z' };
+  for (const scan of [1, 2]) {
+    expect(await context.engine.run('deals', 'backfill', { createdRange: range }), `range backfill ${scan}`).toMatchObject({ status: 'succeeded', tombstones: 0, scan: { outcome: 'complete' } });
+    expect(await row()).toEqual({ deleted_at: null, missed_scans: 0 });
+  }
+  expect(await context.connection.all("SELECT record_id FROM changes WHERE type = 'deal.deleted'")).toEqual([]);
+});
