@@ -191,6 +191,37 @@ export class RejectedRecords {
   }
 
   /**
+   * True when a quarantined item of `stream` (of `partition`) was last listed after `afterIso` and
+   * before `beforeIso` (a complete scan's start): one SELECT of one row. A scan that did not list it
+   * asks about its frozen set's second before releasing it (src/sync/stream-run.ts `listedInBoundSecond`).
+   */
+  async listedBetween(stream: string, afterIso: string, beforeIso: string, partition = ''): Promise<boolean> {
+    const row = await this.store.executor.get('SELECT 1 AS listed FROM rejected_records WHERE stream = ? AND partition_value = ? AND last_seen_at > ? AND last_seen_at < ? LIMIT 1', [
+      stream,
+      partition,
+      afterIso,
+      beforeIso,
+    ]);
+    return row !== undefined;
+  }
+
+  /**
+   * Marks the quarantined items of `recordKeys` (`quarantineKey`) listed at `atIso` (`last_seen_at`),
+   * so that `releaseUnlisted` with that time keeps them: items served, though in no page of the scan
+   * (its frozen set's second). Keys not quarantined are left alone.
+   */
+  async markListed(stream: string, recordKeys: readonly string[], atIso: string): Promise<void> {
+    if (recordKeys.length === 0) return;
+    const sql = this.store.executor;
+    await sql.run(`UPDATE rejected_records SET last_seen_at = ? WHERE stream = ? AND last_seen_at < ? AND ${inList(sql.dialect, 'record_key')}`, [
+      atIso,
+      stream,
+      atIso,
+      listParameter(sql.dialect, recordKeys),
+    ]);
+  }
+
+  /**
    * Releases the quarantine rows of `stream` a complete scan did not list (last seen before
    * `sinceIso`, its start): the item is no longer served, with an id or without one, so there is
    * nothing left to fix (docs/sync.md "Invalid records"). Call only for a scan that was complete;

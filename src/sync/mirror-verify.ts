@@ -575,7 +575,7 @@ class Verification {
     if (unlisted === 0) return;
     const found = new Set<string>();
     for (const scan of this.scans) {
-      const ids = await scan.run.listedInBoundSecond();
+      const { ids } = await scan.run.listedInBoundSecond();
       const listedBefore = await scan.listing.listed(ids); // on the scan's first page (no bound): in its total already
       const fresh = ids.filter((id) => !listedBefore.has(id));
       await scan.listing.note(new Map(fresh.map((id) => [id, -1])));

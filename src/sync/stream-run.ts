@@ -480,7 +480,8 @@ export class StreamRun implements TieReReader {
   }
 
   /**
-   * The ids of the records the list serves now that were created in the second its frozen set's
+   * The ids (and the quarantine keys of the items failing their schema) of the records the list
+   * serves now that were created in the second its frozen set's
    * bound begins (`createdAfter` 1 ms before the bound, `createdBefore` 1 s after it; the run's own
    * filters and partition): docs/sync.md "The frozen set's second". The bound is the first page's
    * server time floored to the second, so a record created in that second before the first page is
@@ -488,28 +489,29 @@ export class StreamRun implements TieReReader {
    * by an incremental run's first page, which has no bound). A complete scan does not count such a
    * record missed, nor a verification call it extra. Empty when the run has no bound (it read one
    * page: every record listed) or its list takes no creation-time filters. An item failing its
-   * schema counts by its id, as on a page. At most
+   * schema counts by its id, as on a page, and its quarantine key is returned too. At most
    * `BOUND_SECOND_PAGES` pages; a second with more records than that returns the ids so far.
    * @throws what `ApiClient.listPage` throws
    */
-  async listedInBoundSecond(): Promise<string[]> {
+  async listedInBoundSecond(): Promise<{ ids: string[]; quarantineKeys: string[] }> {
+    const listed = { ids: [] as string[], quarantineKeys: [] as string[] };
     const bound = this.checkpoint.createdBefore;
-    if (bound === undefined || !this.stream.request.acceptsCreatedRange || this.checkpoint.createdRange !== undefined) return [];
+    if (bound === undefined || !this.stream.request.acceptsCreatedRange || this.checkpoint.createdRange !== undefined) return listed;
     const boundMs = Date.parse(bound);
     const created = { createdAfter: new Date(boundMs - 1).toISOString(), createdBefore: new Date(boundMs + SECOND_MS).toISOString() };
-    const ids: string[] = [];
     for (let offset = 0, pages = 0; pages < BOUND_SECOND_PAGES; pages += 1) {
       const page = await this.requestPage(offset, created);
-      for (const item of page.items) ids.push(String(item[this.stream.key]));
+      for (const item of page.items) listed.ids.push(String(item[this.stream.key]));
       // Served, though failing its schema: listed, as a page's quarantined item with an id is (rejected-records.ts `quarantine`).
       for (const item of page.rejected ?? []) {
         const id = recordIdOf(item.raw, this.stream.key);
-        if (id !== null) ids.push(id);
+        if (id !== null) listed.ids.push(id);
+        listed.quarantineKeys.push(quarantineKey(item.raw, this.stream.key));
       }
-      if (!page.pagination.hasMore || page.items.length === 0) break;
-      offset += page.items.length;
+      if (!page.pagination.hasMore || page.items.length + (page.rejected?.length ?? 0) === 0) break;
+      offset += page.items.length + (page.rejected?.length ?? 0);
     }
-    return ids;
+    return listed;
   }
 
   /** Pages through the stream from the checkpoint until `hasMore` is false, committing each page. */
@@ -1036,13 +1038,19 @@ export class StreamRun implements TieReReader {
     // and mirrored after it was created. Only when a row first seen that recently (BOUND_SECOND_RECENT_MS)
     // would be missed is the API asked for the records of that second (outside the transaction); the
     // ones it lists are no misses.
-    let inBoundSecond: string[] = [];
+    // The same holds for a quarantined item last listed that recently: it is not released.
+    let inBoundSecond = { ids: [] as string[], quarantineKeys: [] as string[] };
     if (countsMisses && !this.emptyAtStart && !run.createdRange && run.createdBefore !== undefined) {
       const { store } = this.environment;
       const scanNumber = run.scanNumber!;
       const recentlySeen = new Date(Date.parse(run.startedAt) - BOUND_SECOND_RECENT_MS).toISOString();
       const options = { partition: this.inPartition, writtenAfter: run.changelogMark };
-      if (await this.environment.database(() => store.hasUnlisted(stream, scanNumber, run.startedAt, recentlySeen, options))) inBoundSecond = await this.listedInBoundSecond();
+      const ask = await this.environment.database(
+        async () =>
+          (await store.hasUnlisted(stream, scanNumber, run.startedAt, recentlySeen, options)) ||
+          (await new RejectedRecords(store).listedBetween(stream.name, recentlySeen, run.startedAt, this.partition)),
+      );
+      if (ask) inBoundSecond = await this.listedInBoundSecond();
     }
     let held: DeletionHold | null | undefined;
     const tombstones = await this.environment.fenced(async (store) => {
@@ -1051,7 +1059,7 @@ export class StreamRun implements TieReReader {
       if (countsMisses) {
         const scanNumber = run.scanNumber!;
         const now = new Date().toISOString();
-        await store.markListedInScan(stream, scanNumber, inBoundSecond);
+        await store.markListedInScan(stream, scanNumber, inBoundSecond.ids);
         let holding: { count: number; live: number } | undefined;
         appended.push(
           ...(await (run.createdRange
@@ -1086,7 +1094,11 @@ export class StreamRun implements TieReReader {
           );
         }
         // A complete scan that did not list a quarantined item: it is no longer served, with an id or without one.
-        if (!run.createdRange) await new RejectedRecords(store).releaseUnlisted(stream.name, run.startedAt, this.partition);
+        if (!run.createdRange) {
+          const rejectedRecords = new RejectedRecords(store);
+          await rejectedRecords.markListed(stream.name, inBoundSecond.quarantineKeys, run.startedAt);
+          await rejectedRecords.releaseUnlisted(stream.name, run.startedAt, this.partition);
+        }
       }
       const now = new Date().toISOString();
       if (complete && !run.createdRange) await this.keepRecordClock(store);

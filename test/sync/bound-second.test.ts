@@ -68,3 +68,26 @@ it('a range backfill open at its end counts no miss for a record created in its 
   }
   expect(await context.connection.all("SELECT record_id FROM changes WHERE type = 'deal.deleted'")).toEqual([]);
 });
+
+it('an item failing its schema, created in the second a scan\'s bound begins and quarantined before the scan, stays quarantined: no release, no second record.rejected', async () => {
+  let serverNow = Date.parse('2026-06-01T12:00:00.000Z');
+  const { sim, context } = await fixtures.start({ size: { transactions: 150 }, clock: () => serverNow });
+  expect((await context.engine.run('transactions', 'backfill')).status).toBe('succeeded');
+
+  serverNow = Date.parse('2026-06-01T12:00:10.300Z');
+  const invalid = sim.world.createTransaction({ status: 'NOT_A_STATUS' as never });
+  expect(await context.engine.run('transactions', 'sync')).toMatchObject({ status: 'succeeded', rejected: 1 });
+  const quarantined = () => context.connection.all<{ record_key: string }>("SELECT record_key FROM rejected_records WHERE stream = 'transactions'");
+  const rejectedEvents = () => context.connection.all<{ record_id: string }>("SELECT record_id FROM changes WHERE type = 'record.rejected'");
+  expect(await quarantined()).toEqual([{ record_key: invalid.id }]);
+  expect(await rejectedEvents()).toEqual([{ record_id: invalid.id }]);
+
+  serverNow = Date.parse('2026-06-01T12:00:10.700Z');
+  for (const scan of [1, 2]) {
+    expect((await context.engine.run('transactions', 'reconcile')).status, `reconcile ${scan}`).toBe('succeeded');
+    expect(await quarantined(), `reconcile ${scan}`).toEqual([{ record_key: invalid.id }]);
+  }
+  // The next incremental run lists it again: still the one event.
+  expect((await context.engine.run('transactions', 'sync')).status).toBe('succeeded');
+  expect(await rejectedEvents()).toEqual([{ record_id: invalid.id }]);
+});
