@@ -481,9 +481,9 @@ export class StreamRun implements TieReReader {
 
   /**
    * The ids (and the quarantine keys of the items failing their schema) of the records the list
-   * serves now that were created in the second its frozen set's
-   * bound begins (`createdAfter` 1 ms before the bound, `createdBefore` 1 s after it; the run's own
-   * filters and partition): docs/sync.md "The frozen set's second". The bound is the first page's
+   * serves now that were created in the second its frozen set's bound begins (`createdAfter` 1 ms
+   * before the bound, `createdBefore` 1 s after it; the run's own filters and partition):
+   * docs/sync.md "The frozen set's second". The bound is the first page's
    * server time floored to the second, so a record created in that second before the first page is
    * on no later page of the scan, though the mirror may hold it already (written through, or listed
    * by an incremental run's first page, which has no bound). A complete scan does not count such a
