@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
@@ -86,17 +87,24 @@ describe('WebhookDispatcher', () => {
     // The poll is an hour and nothing notifies again: only the error back-off brings the next round.
     const running = dispatcher({ endpoints: [endpoint('crm', target)], pollMs: 3_600_000, logger });
     await running.start();
-    const [event] = await insertChanges(mirror.connection, 1);
-    // The round reading the changelog fails (as while PostgreSQL restarts or SQLite is busy) ...
+    // The round reading the changelog fails (as while PostgreSQL restarts or SQLite is busy) ... The
+    // event and the table's new name commit together: the loop's first round, which start() begins
+    // and a loaded machine can delay, never finds the event under the old name.
     const other = await mirror.connect();
-    await other.exec('ALTER TABLE changes RENAME TO changes_away');
+    const event = await other.transaction(async (tx) => {
+      const eventId = `evt_${randomUUID()}`;
+      const data = { record: { id: 'rec_away', title: 'record 0', value: 0 }, changes: { value: { old: null, new: 0 } } };
+      await tx.run('INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)', [eventId, 'deal.updated', 'deals', 'rec_away', new Date().toISOString(), JSON.stringify(data)]);
+      await tx.run('ALTER TABLE changes RENAME TO changes_away');
+      return { eventId };
+    });
     running.notify();
     await waitFor(() => lines.some((line) => line.includes('webhook delivery loop error')), 'the delivery loop error');
     expect(target.requests).toHaveLength(0);
     // ... and the database answers again: the event goes out without another change or notify().
     await other.exec('ALTER TABLE changes_away RENAME TO changes');
     await waitFor(() => target.requests.length === 1, 'the delivery after the database answered again (a first back-off of 1 s)', 20_000);
-    expect(target.requests[0]!.headers['webhook-id']).toBe(event!.eventId);
+    expect(target.requests[0]!.headers['webhook-id']).toBe(event.eventId);
   });
 
   it('strict order (ordering endpoint): a receiver down (refused, then 503) gets every event in order once back, same webhook-id on retries; other endpoints keep receiving; a hanging one holds nobody up', async () => {
