@@ -325,6 +325,20 @@ export function writtenNotAfter(mark: number | undefined, alias = ''): { sql: st
   return { sql: ` AND (${alias}written_seq IS NULL OR ${alias}written_seq <= ?)`, params: [mark] };
 }
 
+/**
+ * The condition of a live row complete scan `scanNumber` (begun at `scanStartedAt`, ISO local time)
+ * did not list and could have (first seen by then; not written through after `writtenAfter`; in
+ * `partition`), and its parameters: the rows `recordMisses` counts missed.
+ */
+function unlistedByScan(stream: StreamDefinition, scanNumber: number, scanStartedAt: string, options: { partition?: string; writtenAfter?: number }): { sql: string; params: SqlValue[] } {
+  const scope = inPartition(stream, options.partition);
+  const written = writtenNotAfter(options.writtenAfter);
+  return {
+    sql: `deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ?${written.sql}${scope.sql}`,
+    params: [scanNumber, scanStartedAt, ...written.params, ...scope.params],
+  };
+}
+
 /** Columns hold numbers, strings, null; booleans become 0/1 and objects JSON text. */
 function toColumnValue(value: unknown): SqlValue {
   if (value === undefined || value === null) return null;
@@ -742,13 +756,8 @@ export class MirrorStore {
     firstSeenAfter: string,
     options: { partition?: string; writtenAfter?: number } = {},
   ): Promise<boolean> {
-    const scope = inPartition(stream, options.partition);
-    const written = writtenNotAfter(options.writtenAfter);
-    const row = await this.executor.get(
-      `SELECT 1 AS unlisted FROM ${stream.table}
-       WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ? AND first_seen_at > ?${written.sql}${scope.sql} LIMIT 1`,
-      [scanNumber, scanStartedAt, firstSeenAfter, ...written.params, ...scope.params],
-    );
+    const unlisted = unlistedByScan(stream, scanNumber, scanStartedAt, options);
+    const row = await this.executor.get(`SELECT 1 AS unlisted FROM ${stream.table} WHERE ${unlisted.sql} AND first_seen_at > ? LIMIT 1`, [...unlisted.params, firstSeenAfter]);
     return row !== undefined;
   }
 
@@ -801,12 +810,9 @@ export class MirrorStore {
   ): Promise<AppendedChange[]> {
     const scope = inPartition(stream, options.partition);
     const written = writtenNotAfter(options.writtenAfter);
+    const unlisted = unlistedByScan(stream, scanNumber, scanStartedAt, options);
     return this.transaction(async (store) => {
-      await store.executor.run(
-        `UPDATE ${stream.table} SET missed_scans = missed_scans + 1
-         WHERE deleted_at IS NULL AND (last_seen_scan IS NULL OR last_seen_scan < ?) AND first_seen_at <= ?${written.sql}${scope.sql}`,
-        [scanNumber, scanStartedAt, ...written.params, ...scope.params],
-      );
+      await store.executor.run(`UPDATE ${stream.table} SET missed_scans = missed_scans + 1 WHERE ${unlisted.sql}`, unlisted.params);
       const key = keyColumn(stream);
       // Sorted here, not by ORDER BY: with it SQLite walks the key's index and looks up every row
       // (293 ms at 100,000 records when none is gone, the largest part of a backfill's finish);

@@ -35,12 +35,12 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-/** The last `lines` lines of the log files in `logDir`, joined by ` | `; empty when there are none. */
-export function logTail(logDir: string, lines: number): string {
+/** The lines of the log files in `logDir` (a broker's own) that match `pattern` (every line by default); none when there are none. */
+export function brokerLog(logDir: string, pattern: RegExp = /./): string[] {
   try {
-    return readdirSync(logDir).flatMap((file) => readFileSync(join(logDir, file), 'utf8').split('\n').filter(Boolean)).slice(-lines).join(' | ');
+    return readdirSync(logDir).flatMap((file) => readFileSync(join(logDir, file), 'utf8').split('\n').filter((line) => pattern.test(line)));
   } catch {
-    return '';
+    return [];
   }
 }
 
@@ -135,7 +135,7 @@ export async function startOwnRabbit(dir: string): Promise<OwnBroker> {
   const start = async () => {
     const started = spawn('/usr/lib/rabbitmq/bin/rabbitmq-server', [], { env, stdio: 'ignore', detached: true });
     child = started;
-    await untilListening(started, port, 'rabbitmq-server', 60_000, () => logTail(join(dir, 'log'), 20));
+    await untilListening(started, port, 'rabbitmq-server', 60_000, () => brokerLog(join(dir, 'log')).slice(-20).join(' | '));
   };
   const kill = async () => {
     const running = child;

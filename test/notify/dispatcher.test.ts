@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEndpointConfig } from '../../src/config/schema.ts';
@@ -91,12 +90,10 @@ describe('WebhookDispatcher', () => {
     // event and the table's new name commit together: the loop's first round, which start() begins
     // and a loaded machine can delay, never finds the event under the old name.
     const other = await mirror.connect();
-    const event = await other.transaction(async (tx) => {
-      const eventId = `evt_${randomUUID()}`;
-      const data = { record: { id: 'rec_away', title: 'record 0', value: 0 }, changes: { value: { old: null, new: 0 } } };
-      await tx.run('INSERT INTO changes (event_id, type, stream, record_id, occurred_at, data) VALUES (?, ?, ?, ?, ?, ?)', [eventId, 'deal.updated', 'deals', 'rec_away', new Date().toISOString(), JSON.stringify(data)]);
+    const [event] = await other.transaction(async (tx) => {
+      const inserted = await insertChanges(tx, 1); // joins the transaction
       await tx.run('ALTER TABLE changes RENAME TO changes_away');
-      return { eventId };
+      return inserted;
     });
     running.notify();
     await waitFor(() => lines.some((line) => line.includes('webhook delivery loop error')), 'the delivery loop error');
@@ -104,7 +101,7 @@ describe('WebhookDispatcher', () => {
     // ... and the database answers again: the event goes out without another change or notify().
     await other.exec('ALTER TABLE changes_away RENAME TO changes');
     await waitFor(() => target.requests.length === 1, 'the delivery after the database answered again (a first back-off of 1 s)', 20_000);
-    expect(target.requests[0]!.headers['webhook-id']).toBe(event.eventId);
+    expect(target.requests[0]!.headers['webhook-id']).toBe(event!.eventId);
   });
 
   it('strict order (ordering endpoint): a receiver down (refused, then 503) gets every event in order once back, same webhook-id on retries; other endpoints keep receiving; a hanging one holds nobody up', async () => {

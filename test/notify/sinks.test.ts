@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { describeOnSqlite } from '../sqlite-only.ts';
 import { TEST_MIRROR_BACKEND } from '../test-mirror.ts';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +31,7 @@ import { loadEndpoint } from '../../src/notify/delivery/endpoint-store.ts';
 import { webhookPayload } from '../../src/notify/event-payload.ts';
 import { listSinks, sinkTargets } from '../../src/notify/sinks/index.ts';
 import { fixtureEnv, waitFor } from '../helpers.ts';
-import { logTail, NATS_URL, RABBITMQ_URL, REDIS_URL, startOwnNats, startOwnRabbit, startOwnRedis, startProxy, uniqueName, type BrokerProxy, type OwnBroker } from './brokers.ts';
+import { brokerLog, NATS_URL, RABBITMQ_URL, REDIS_URL, startOwnNats, startOwnRabbit, startOwnRedis, startProxy, uniqueName, type BrokerProxy, type OwnBroker } from './brokers.ts';
 import { tempMirror, type TempMirror } from './helpers.ts';
 
 const SINK_DISPATCHER = fileURLToPath(new URL('./fixtures/run-sink-dispatcher.ts', import.meta.url));
@@ -107,15 +107,6 @@ function chains(messages: readonly Received[]): Map<string, string> {
     out.set(message.recordId, createHash('sha256').update(`${out.get(message.recordId) ?? ''}|${message.id}`).digest('hex'));
   }
   return out;
-}
-
-/** The lines of the log files in `logDir` (a broker's own) that match `pattern`; none when there are none. */
-function brokerLog(logDir: string, pattern: RegExp): string[] {
-  try {
-    return readdirSync(logDir).flatMap((file) => readFileSync(join(logDir, file), 'utf8').split('\n').filter((line) => pattern.test(line)));
-  } catch {
-    return [];
-  }
 }
 
 /** What every sink must show for the changelog's events after `afterSeq`: all of them, in order per record, the exact webhook body, duplicates identical. */
@@ -651,7 +642,7 @@ describeOnSqlite('rabbitmq killed mid-delivery', () => {
       }
       await expectDelivered(received, 0);
     } catch (error) {
-      throw new Error(`${(error as Error).message} (at ${step}); the broker's log: ${logTail(join(dir, 'log'), 15) || 'nothing'}`, { cause: error });
+      throw new Error(`${(error as Error).message} (at ${step}); the broker's log: ${brokerLog(join(dir, 'log')).slice(-15).join(' | ') || 'nothing'}`, { cause: error });
     }
   }, 240_000); // two or three starts of an Erlang VM, a 20 s wait for the queue and a 100 s wait of its own: 60 s was seen exceeded by CI at load 5, with a soak beside, and on a machine slow at starting processes
 });
