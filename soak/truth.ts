@@ -75,9 +75,13 @@ export class TruthTimeline {
     this.observe();
   }
 
-  /** Removes one record of `stream` (drawn by `pick`) from its list: a deletion upstream. */
+  /**
+   * Removes one record of `stream` (drawn by `pick`) from its list: a deletion upstream. Never a
+   * record a soak write made or changed (it carries the write's mark, `soak <key>`): it is the
+   * oracle's evidence of that write's one effect (soak/writes.ts `effectsOf`).
+   */
   delete(stream: StreamName, pick: number): void {
-    const records = this.#simulator.world.streamRecords(stream) as { id: string }[];
+    const records = (this.#simulator.world.streamRecords(stream) as { id: string }[]).filter((record) => !JSON.stringify(record).includes('"soak '));
     if (records.length === 0) return;
     const record = records[pick % records.length]!;
     this.#simulator.world.deleteRecord(stream, record.id);
