@@ -429,7 +429,8 @@ export class StreamRun implements TieReReader {
   private async executeRun(): Promise<void> {
     const { store } = this.environment;
     this.changelogMark = await this.environment.database(() => store.lastSeq());
-    // A complete scan starting on an empty table (a first backfill) can miss nothing: its finish skips the search.
+    // A complete scan starting on an empty table (a first backfill) can miss no record: its finish
+    // skips the search of the table (not of the quarantine, which an empty table may still hold).
     this.emptyAtStart = this.checkpoint.mode === 'complete' && this.checkpoint.pages === 0 && !this.sink && !(await this.environment.database(() => store.holdsAnyRecord(this.stream)));
     // A checkpoint saved without a mark gets this resumption's: later than its start, never later than a request.
     this.checkpoint.changelogMark ??= this.changelogMark;
@@ -1040,14 +1041,14 @@ export class StreamRun implements TieReReader {
     // ones it lists are no misses.
     // The same holds for a quarantined item last listed that recently: it is not released.
     let inBoundSecond = { ids: [] as string[], quarantineKeys: [] as string[] };
-    if (countsMisses && !this.emptyAtStart && !run.createdRange && run.createdBefore !== undefined) {
+    if (countsMisses && !run.createdRange && run.createdBefore !== undefined) {
       const { store } = this.environment;
       const scanNumber = run.scanNumber!;
       const recentlySeen = new Date(Date.parse(run.startedAt) - BOUND_SECOND_RECENT_MS).toISOString();
       const options = { partition: this.inPartition, writtenAfter: run.changelogMark };
       const ask = await this.environment.database(
         async () =>
-          (await store.hasUnlisted(stream, scanNumber, run.startedAt, recentlySeen, options)) ||
+          (!this.emptyAtStart && (await store.hasUnlisted(stream, scanNumber, run.startedAt, recentlySeen, options))) ||
           (await new RejectedRecords(store).listedBetween(stream.name, recentlySeen, run.startedAt, this.partition)),
       );
       if (ask) inBoundSecond = await this.listedInBoundSecond();

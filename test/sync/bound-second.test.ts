@@ -91,3 +91,25 @@ it('an item failing its schema, created in the second a scan\'s bound begins and
   expect((await context.engine.run('transactions', 'sync')).status).toBe('succeeded');
   expect(await rejectedEvents()).toEqual([{ record_id: invalid.id }]);
 });
+
+it('a scan beginning on a table that holds no record, only quarantined items, still asks about its bound\'s second: an item quarantined in that second stays quarantined', async () => {
+  let serverNow = Date.parse('2026-06-01T12:00:00.000Z');
+  const { sim, context } = await fixtures.start({ size: { transactions: 0 }, clock: () => serverNow });
+  expect((await context.engine.run('transactions', 'backfill')).status).toBe('succeeded');
+  serverNow = Date.parse('2026-06-01T12:00:10.300Z');
+  // A list of one item, failing its schema: the run quarantines it, the table holds no record.
+  const invalid = sim.world.createTransaction({ status: 'NOT_A_STATUS' as never });
+  expect(await context.engine.run('transactions', 'sync')).toMatchObject({ status: 'succeeded', rejected: 1 });
+  const quarantined = async () => (await context.connection.all<{ record_key: string }>("SELECT record_key FROM rejected_records WHERE stream = 'transactions'")).map((row) => row.record_key);
+  expect(await context.connection.all('SELECT id FROM transactions')).toEqual([]);
+  expect(await quarantined()).toEqual([invalid.id]);
+  // Records the API shows created before that second, which no run has listed yet: the scan needs a second page.
+  serverNow = Date.parse('2026-06-01T12:00:05.000Z');
+  for (let i = 0; i < 150; i += 1) sim.world.createTransaction({ description: `earlier ${i}` });
+
+  serverNow = Date.parse('2026-06-01T12:00:10.700Z');
+  const boundQuestions = () => sim.requests.filter((request) => request.path.endsWith('/transactions') && new URLSearchParams(request.query).get('createdAfter') === '2026-06-01T12:00:09.999Z').length;
+  expect(await context.engine.run('transactions', 'reconcile')).toMatchObject({ status: 'succeeded', changes: 150 });
+  expect(await quarantined()).toEqual([invalid.id]);
+  expect(boundQuestions()).toBe(1);
+});
