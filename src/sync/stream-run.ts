@@ -1062,23 +1062,20 @@ export class StreamRun implements TieReReader {
         const now = new Date().toISOString();
         await store.markListedInScan(stream, scanNumber, inBoundSecond.ids);
         let holding: { count: number; live: number } | undefined;
-        appended.push(
-          ...(await (run.createdRange
-            ? // A range backfill: misses and tombstones inside its range only (range-misses.ts), and
-              // before the bound its pages asked: a record created in the frozen set's second is no miss.
-              recordRangeMisses(store, stream, scanNumber, run.startedAt, listedRange(run), now, {
-                massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
-                onHeld: (hold) => (holding = hold),
-                partition: this.inPartition,
-                writtenAfter: run.changelogMark,
-              })
-            : store.recordMisses(stream, scanNumber, run.startedAt, now, {
-                massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
-                onHeld: (hold) => (holding = hold),
-                partition: this.inPartition,
-                writtenAfter: run.changelogMark,
-              }))),
-        );
+        const missOptions = {
+          massDeletion: { share: massDeletionShare, confirmed: this.options.confirmDeletions },
+          onHeld: (hold: { count: number; live: number }) => (holding = hold),
+          partition: this.inPartition,
+          writtenAfter: run.changelogMark,
+        };
+        if (run.createdRange) {
+          // A range backfill: misses and tombstones inside its range only (range-misses.ts), and
+          // before the bound its pages asked: a record created in the frozen set's second is no miss.
+          appended.push(...(await recordRangeMisses(store, stream, scanNumber, run.startedAt, listedRange(run), now, missOptions)));
+        } else if (!this.emptyAtStart) {
+          // (A scan that began on an empty table searches nothing: each row was first seen after it began.)
+          appended.push(...(await store.recordMisses(stream, scanNumber, run.startedAt, now, missOptions)));
+        }
         const previous = (await store.readSyncState(stream.name, this.partition)).deletionHold;
         held = holding ? { ...holding, share: massDeletionShare, scanNumber, since: previous?.since ?? now, at: now } : null;
         if (holding && previous?.count !== holding.count) {
