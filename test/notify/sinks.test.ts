@@ -320,14 +320,15 @@ describe('sinks', () => {
     }, 'the queue to hold every event', 30_000);
     // Copies sent again (a publish whose confirm came late, or whose connection was reset) are the same event, with its id.
     await expectDelivered(rabbit.received, 0);
-    // The publishes whose confirms came late were sent again, with the same event id: a failed attempt, then a delivered one.
-    // (How many copies the queue holds depends on where each publish stood when the proxy reset its connection: not asserted.)
+    // What failed while the proxy held the broker's answers was sent again, with the same event id: a failed attempt, then a
+    // delivered one. What failed depends on the machine's speed: a publish whose confirm came late (no confirm within 300 ms),
+    // or, when the sink's connection had to be opened again meanwhile, the opening (could not open a confirm channel within
+    // 300 ms), as a run with two CPU-burning processes beside the suite had it. So how many copies the queue holds is not asserted.
     const rabbitAttempts = await latestAttempts(mirror.connection, 'to-rabbit', 1_000_000);
     const failedThenDelivered = rabbitAttempts.filter(
       (attempt) => attempt.outcome === 'failed' && rabbitAttempts.some((later) => later.eventId === attempt.eventId && later.outcome === 'delivered' && later.attempt > attempt.attempt),
     );
     expect(failedThenDelivered.length, JSON.stringify(rabbitAttempts.filter((attempt) => attempt.outcome === 'failed').map((attempt) => [attempt.eventId, attempt.attempt, attempt.error]))).toBeGreaterThan(0);
-    expect(failedThenDelivered.some((attempt) => attempt.error?.includes('no confirm within 300 ms')), JSON.stringify(failedThenDelivered.map((attempt) => attempt.error))).toBe(true);
     await expectDelivered(await readRedis(`${redisPrefix}deals`, ownRedis.url), 0);
     expect(proxy.connections).toBeGreaterThan(1); // the sink opened its connection again after the reset
   });
