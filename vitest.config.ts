@@ -78,7 +78,10 @@ export default defineConfig({
     // it in the commands and worker processes the tests start, a quarter in PostgreSQL's backends);
     // 603 s there with two CPU-burning processes beside it. Four workers on that machine: 461 s
     // against 398 s (more processes fighting for 2 CPUs); at a load of 27 on another, five tests ran
-    // past their 60 s hang guard.
+    // past their 60 s hang guard. 1,113 tests: 352 s on a machine where `node -e 0` costs 40-50 ms
+    // (process accounting: the 326 commands and workers the tests start used about 0.95 s of CPU
+    // each, 308 of the node processes' 461 CPU-seconds; PostgreSQL 91), 516 s with two CPU burners
+    // beside it; four workers there 341 s.
     pool: 'forks',
     maxWorkers: 3,
     // The long files first, whatever their project, then the short ones project by project (test/sequencer.ts).
