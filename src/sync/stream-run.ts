@@ -1073,7 +1073,7 @@ export class StreamRun implements TieReReader {
           // before the bound its pages asked: a record created in the frozen set's second is no miss.
           appended.push(...(await recordRangeMisses(store, stream, scanNumber, run.startedAt, listedRange(run), now, missOptions)));
         } else if (!this.emptyAtStart) {
-          // (A scan that began on an empty table searches nothing: each row was first seen after it began.)
+          // (Skipped for a scan that began on an empty table: each of its rows was first seen after it began.)
           appended.push(...(await store.recordMisses(stream, scanNumber, run.startedAt, now, missOptions)));
         }
         const previous = (await store.readSyncState(stream.name, this.partition)).deletionHold;
