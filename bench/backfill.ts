@@ -1,5 +1,5 @@
 /**
- * Benchmark: backfill speed and memory (issues 2 and 9). Each figure is min / median / max of 3 runs.
+ * Benchmark: backfill speed and memory. Each figure is min / median / max of 3 runs.
  *
  * 1. Wall time over the rate bound: the simulator (in this process) allowing 600 requests per 1 s
  *    window (so the worker, not the limit, is the bottleneck), and the worker as a child process
