@@ -23,7 +23,7 @@ import { sqliteConnection } from '../src/mirror/sql/sqlite.ts';
 import { MirrorStore } from '../src/mirror/mirror-store.ts';
 import type { ApiRecord } from '../src/streams/define-stream.ts';
 import { transactionsStream } from '../src/streams/definitions.ts';
-import { machineLoad, repeat, runMeasured, spread } from './runs.ts';
+import { machineLoad, repeat, runMeasured, spread, type MeasuredRun } from './runs.ts';
 
 const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));
 const PLAIN_READER = fileURLToPath(new URL('./plain-changes-reader.ts', import.meta.url));
@@ -80,6 +80,27 @@ export async function buildMirror(path: string, n: number): Promise<void> {
   await connection.close();
 }
 
+/**
+ * One round of `bizops-sync changes --since 0 --db PATH` and of the plain reader on the same mirror,
+ * as child processes, the two in turn (which goes first alternates with `round`, so that load from
+ * other processes falls on both alike). Each keeps Node's compile cache in a directory of its own, as
+ * each program has on a user's machine: without one the plain reader stripped its TypeScript again
+ * in every round, CPU the command (whose bin turns the cache on) does not pay.
+ */
+export async function readBoth(path: string, round: number): Promise<{ cli: MeasuredRun; plain: MeasuredRun }> {
+  const compileCache = process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'node-compile-cache');
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_LEVEL: 'warn', NODE_COMPILE_CACHE: compileCache };
+  // BIN itself, as a user runs it (its #! line sets the Node flags).
+  const cli = () => runMeasured(BIN, ['changes', '--since', '0', '--db', path], env);
+  const plain = () => runMeasured(process.execPath, [PLAIN_READER, path], { ...env, NODE_COMPILE_CACHE: `${compileCache}-plain-changes-reader` });
+  if (round % 2 === 0) {
+    const first = await cli();
+    return { cli: first, plain: await plain() };
+  }
+  const first = await plain();
+  return { cli: await cli(), plain: first };
+}
+
 export async function run(): Promise<Record<string, number | string>> {
   const events = Number(process.env.BENCH_CHANGELOG_EVENTS ?? 1_000_000);
   const bytes = await repeat(RUNS, () => bytesPerCreated(10_000));
@@ -89,14 +110,8 @@ export async function run(): Promise<Record<string, number | string>> {
     const buildStarted = performance.now();
     await buildMirror(path, events);
     const buildSeconds = (performance.now() - buildStarted) / 1000;
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_LEVEL: 'warn' };
     const loadBefore = machineLoad();
-    const reads = await repeat(RUNS, async () => {
-      // BIN itself, as a user runs it (its #! line sets the Node flags).
-      const cli = await runMeasured(BIN, ['changes', '--since', '0', '--db', path], env);
-      const plain = await runMeasured(process.execPath, [PLAIN_READER, path], env);
-      return { cli, plain };
-    });
+    const reads = await repeat(RUNS, (round) => readBoth(path, round));
     return {
       'created change data bytes / raw record bytes': spread(bytes.map((b) => b.dataOverRaw)),
       'created change row bytes / raw record bytes': spread(bytes.map((b) => b.rowOverRaw)),

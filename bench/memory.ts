@@ -22,11 +22,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backfillThroughCli } from './backfill.ts';
-import { buildMirror } from './changelog.ts';
-import { machineLoad, repeat, runMeasured, spread } from './runs.ts';
-
-const BIN = fileURLToPath(new URL('../bin/bizops-sync.js', import.meta.url));
-const PLAIN_READER = fileURLToPath(new URL('./plain-changes-reader.ts', import.meta.url));
+import { buildMirror, readBoth } from './changelog.ts';
+import { machineLoad, repeat, spread } from './runs.ts';
 
 export async function run(): Promise<Record<string, number | string>> {
   const runs = Number(process.env.BENCH_MEMORY_RUNS ?? 1);
@@ -46,11 +43,7 @@ export async function run(): Promise<Record<string, number | string>> {
   try {
     const path = join(dir, 'mirror.db');
     await buildMirror(path, large);
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, BIZOPS_LOG_LEVEL: 'warn' };
-    const reads = await repeat(runs, async () => ({
-      cli: await runMeasured(BIN, ['changes', '--since', '0', '--db', path], env),
-      plain: await runMeasured(process.execPath, [PLAIN_READER, path], env),
-    }));
+    const reads = await repeat(runs, (round) => readBoth(path, round));
     figures[`changes --since 0 over ${large}: CPU / plain reader (goal <= 1.3)`] = spread(reads.map((r) => r.cli.cpuMs / r.plain.cpuMs));
     figures['changes --since 0 CPU, s (changes; plain)'] = `${spread(reads.map((r) => r.cli.cpuMs / 1000), 1)}; ${spread(reads.map((r) => r.plain.cpuMs / 1000), 1)}`;
     figures['changes --since 0 peak RSS / plain reader'] = spread(reads.map((r) => r.cli.peakRssMb / r.plain.peakRssMb));

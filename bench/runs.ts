@@ -26,6 +26,14 @@ export function machineLoad(): string {
   return `load ${String(one)} on ${cpus} CPUs`;
 }
 
+/** One child process run to its end (`runMeasured`): peak RSS (MB), wall time (ms), CPU time (user + system, ms) and the bytes it wrote to stdout. */
+export interface MeasuredRun {
+  peakRssMb: number;
+  wallMs: number;
+  cpuMs: number;
+  stdoutBytes: number;
+}
+
 /**
  * Runs a child process to its end under `/usr/bin/time`, discarding its stdout (read as fast as it
  * comes), and returns its peak resident set size (the kernel's maxrss, MB), wall time, and CPU time
@@ -39,7 +47,7 @@ export function runMeasured(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   onSpawn?: (timePid: number) => void,
-): Promise<{ peakRssMb: number; wallMs: number; cpuMs: number; stdoutBytes: number }> {
+): Promise<MeasuredRun> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const child = spawn('/usr/bin/time', ['-f', 'maxrss_kb=%M cpu_s=%U+%S', command, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });

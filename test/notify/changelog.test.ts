@@ -117,6 +117,28 @@ describe('formatStoredChangeLine (the changes command)', () => {
     expect(() => formatStoredChangeLine({ ...row, data: '[1]' })).toThrow(/^changes row seq 7 \(event evt_bad\): data is not a JSON object/);
   });
 
+  it('prints a row in the version-2 form without parsing it (its only writer is encodeChangeData); a text of another form is parsed and refused naming the seq', () => {
+    const row: StoredChange = {
+      seq: 8,
+      eventId: 'evt_v2',
+      type: 'deal.won',
+      stream: 'deals',
+      recordId: 'd',
+      occurredAt: '2026-01-01T00:00:00Z',
+      data: '{"version":2,"record":{"id":"d","value":150},"changes":{"status":{"old":"OPEN","new":"WON"}}}',
+    };
+    const head = '{"seq":8,"version":2,"event_id":"evt_v2","type":"deal.won","stream":"deals","record_id":"d","occurred_at":"2026-01-01T00:00:00Z","data":';
+    expect(formatStoredChangeLine(row)).toBe(`${head}{"record":{"id":"d","value":150},"changes":{"status":{"old":"OPEN","new":"WON"}}}}`);
+    expect(formatStoredChangeLine({ ...row, partition: 'loc_1' })).toBe(`${head.replace('"record_id":"d"', '"record_id":"d","partition":"loc_1"')}{"record":{"id":"d","value":150},"changes":{"status":{"old":"OPEN","new":"WON"}}}}`);
+    // Recognised by its form, not checked by its content: a text JSON.parse refuses is spliced as it is.
+    expect(formatStoredChangeLine({ ...row, data: '{"version":2,"record":{oops}}' })).toBe(`${head}{"record":{oops}}}`);
+    // Without the form's closing brace it is parsed, and refused naming the seq; so is any other form.
+    expect(() => formatStoredChangeLine({ ...row, data: '{"version":2,"record":{"id":"d"' })).toThrow(/^changes row seq 8 \(event evt_v2\): data is not valid JSON/);
+    expect(() => formatStoredChangeLine({ ...row, data: '{"version": 2, oops}' })).toThrow(/^changes row seq 8 \(event evt_v2\): data is not valid JSON/);
+    // --expand-created decodes a created event's data to derive its changes.
+    expect(() => formatStoredChangeLine({ ...row, data: '{"version":2,"record":{oops}}' }, { expandCreated: true })).toThrow(/data is not valid JSON/);
+  });
+
   it('encodePulledEvent (the pull API) and webhookBody of an event read with dataJson (the delivery core) write, from the stored text, the bytes of the decoded event, for every stored form', async () => {
     await insertChanges(mirror.connection, 2); // version 1: { record, changes }
     const store = new MirrorStore(mirror.connection);
