@@ -902,6 +902,10 @@ export async function runSchedule(schedule: Schedule, options: RunOptions): Prom
         const result = await runCommand('verify', ['verify', '--json'], run.env(), 120_000);
         return { code: result.code, output: result.stdout.slice(0, 2000) };
       },
+      changesCommand: async () => {
+        const result = await runCommand('changes', ['changes', '--since', '0'], run.env(), 120_000);
+        return { code: result.code, output: result.stdout };
+      },
     });
     options.log(`  set-up ${setUpSeconds.toFixed(1)} s, steps ${((stepsDone - started) / 1000 - setUpSeconds).toFixed(1)} s, mirror equal after ${((quiet - stepsDone) / 1000).toFixed(1)} s, final checks ${((Date.now() - quiet) / 1000).toFixed(1)} s`);
     recordsChecked = final.recordsChecked;

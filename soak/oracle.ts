@@ -305,6 +305,56 @@ export interface FinalOptions {
   location: string;
   /** Runs `bizops-sync verify --json`; its exit code and output. */
   verify(): Promise<{ code: number | null; output: string }>;
+  /** Runs `bizops-sync changes --since 0`; its exit code and stdout (every line). */
+  changesCommand(): Promise<{ code: number | null; output: string }>;
+}
+
+/**
+ * What `bizops-sync changes --since 0` printed against the changelog read from the mirror: every
+ * line a JSON object, and every row of `changes` printed once, in seq order, with its event id, type,
+ * stream, record id, time, record and field changes. Lines past the changelog's last seq (appended
+ * after it was read) are only required to be JSON.
+ */
+export function changesCommandProblems(output: string, changes: readonly ChangeRow[]): string[] {
+  const problems: string[] = [];
+  const lastSeq = changes[changes.length - 1]?.seq ?? 0;
+  const printed: ChangeRow[] = [];
+  let notJson = 0;
+  for (const [index, line] of output.split('\n').entries()) {
+    if (line === '') continue;
+    let event: { seq?: unknown; event_id?: unknown; type?: unknown; stream?: unknown; record_id?: unknown; occurred_at?: unknown; data?: { record?: unknown; changes?: Record<string, unknown> } };
+    try {
+      event = JSON.parse(line) as typeof event;
+    } catch (error) {
+      // The first such line named; the rest counted.
+      if (notJson === 0) problems.push(`changes: line ${index + 1} of bizops-sync changes is not JSON (${(error as Error).message}): ${line.slice(0, 200)}`);
+      notJson += 1;
+      continue;
+    }
+    if (typeof event.seq !== 'number' || event.seq > lastSeq) continue;
+    printed.push({
+      seq: event.seq,
+      eventId: String(event.event_id),
+      type: String(event.type),
+      stream: String(event.stream),
+      recordId: String(event.record_id),
+      occurredAt: String(event.occurred_at),
+      record: event.data?.record ?? null,
+      ...(event.data?.changes ? { changes: event.data.changes } : {}),
+    });
+  }
+  if (notJson > 1) problems.push(`changes: ${notJson} lines of bizops-sync changes are not JSON`);
+  if (printed.length !== changes.length) problems.push(`changes: bizops-sync changes printed ${printed.length} events through seq ${lastSeq}, the changelog holds ${changes.length}`);
+  const count = Math.min(printed.length, changes.length);
+  for (let index = 0; index < count; index += 1) {
+    const got = JSON.stringify(printed[index]);
+    const want = JSON.stringify(changes[index]);
+    if (got !== want) {
+      problems.push(`changes: bizops-sync changes printed ${got.slice(0, 300)} where the changelog holds ${want.slice(0, 300)}`);
+      break;
+    }
+  }
+  return problems;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -434,6 +484,11 @@ export async function finalChecks(reader: MirrorReader, input: OracleInput, opti
 
   const counts = input.simulator.requestCounts().A!;
   if (counts.rateLimited > 0) problems.push(`rate-limit: the API answered ${counts.rateLimited} requests with 429 (of ${counts.requests})`);
+
+  // The changelog as `bizops-sync changes` prints it: the same events, each line JSON.
+  const printed = await options.changesCommand();
+  if (printed.code !== 0) problems.push(`changes: bizops-sync changes --since 0 exited ${printed.code} (0 promised)`);
+  else problems.push(...changesCommandProblems(printed.output, changes));
 
   phase('checks');
   const verify = await options.verify();

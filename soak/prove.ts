@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const PLANTS = ['skip-field', 'one-scan-tombstone', 'unfenced-claim', 'webhook-out-of-order', 'nats-drop-seq-7', 'invent-change'] as const;
+const PLANTS = ['skip-field', 'one-scan-tombstone', 'unfenced-claim', 'webhook-out-of-order', 'nats-drop-seq-7', 'invent-change', 'changes-cut-brace'] as const;
 const RUN = fileURLToPath(new URL('./run.ts', import.meta.url));
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '120' }, seed: { type: 'string', default: '1' }, only: { type: 'string' } } });

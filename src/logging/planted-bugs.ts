@@ -10,12 +10,13 @@
  *   webhook-out-of-order  a record's webhook events do not wait for each other (src/notify/delivery/sink-delivery.ts)
  *   nats-drop-seq-7       the NATS JetStream sink takes an event whose seq ends in 7 for published without publishing it (src/notify/sinks/nats-sink.ts)
  *   invent-change         a record listed again with the same values in another text (times in another style) gets an update event (src/mirror/mirror-store.ts)
+ *   changes-cut-brace     `bizops-sync changes` prints a version-2 row's data one character short, its closing brace cut (src/notify/changelog-reader.ts)
  *
  * It lives at the bottom of src/ (beside the logging settings, which every folder may import).
  */
 
 /** The bugs the soak can plant. */
-export type PlantedBug = 'skip-field' | 'one-scan-tombstone' | 'unfenced-claim' | 'webhook-out-of-order' | 'nats-drop-seq-7' | 'invent-change';
+export type PlantedBug = 'skip-field' | 'one-scan-tombstone' | 'unfenced-claim' | 'webhook-out-of-order' | 'nats-drop-seq-7' | 'invent-change' | 'changes-cut-brace';
 
 const PLANTED = process.env.BIZOPS_SOAK_PLANT ?? '';
 

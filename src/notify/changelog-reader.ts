@@ -15,6 +15,7 @@ import { CHANGE_DATA_VERSION, decodeChangeData, derivedChanges, lastChangeSeq, t
 import { CHANGES_CHANNEL, type Listening, type SqlExecutor, type SqlReaderNow, type SqlValue } from '../mirror/sql/executor.ts';
 import { validateEventPattern } from './event-filter/index.ts';
 import { Wakeup } from './delivery/wakeup.ts';
+import { plantedBug } from '../logging/planted-bugs.ts';
 
 /** One changelog row. */
 export interface ChangeEvent {
@@ -308,6 +309,9 @@ const VERSION_2_PREFIX = `{"version":${CHANGE_DATA_VERSION},`;
 /** How a version-2 `data` text starts, up to its record's JSON. */
 const VERSION_2_RECORD = `${VERSION_2_PREFIX}"record":`;
 
+/** The soak's planted bug `changes-cut-brace` (src/logging/planted-bugs.ts): a version-2 text spliced one character short. */
+const CUT_BRACE = plantedBug('changes-cut-brace') ? -1 : undefined;
+
 /**
  * One JSON line for `bizops-sync changes` (no trailing newline), from the stored row:
  * `{"seq":42,"version":2,"event_id":"...","type":"deal.won","stream":"deals","record_id":"...","occurred_at":"...","data":{...}}`.
@@ -325,7 +329,7 @@ export function formatStoredChangeLine(row: StoredChange, options: StoredChangeL
   let data: string;
   let version: number;
   if (!options.expandCreated && isVersion2Text(row.data)) {
-    data = `{${row.data.slice(VERSION_2_PREFIX.length)}`;
+    data = `{${row.data.slice(VERSION_2_PREFIX.length, CUT_BRACE)}`;
     version = CHANGE_DATA_VERSION;
   } else {
     const parsed = parseData(row.seq, row.eventId, row.data);
