@@ -1,18 +1,23 @@
 /**
  * The sync on a PostgreSQL mirror whose server misbehaves (docs/sync.md "When the database goes
  * away"): its backends terminated mid-backfill (a failover, a pooler restart, an administrator), and
- * the server restarted mid-backfill. Each test starts a PostgreSQL server of its own on a free port
+ * the server restarted mid-backfill; and a write worker whose mirror goes away as it starts
+ * (docs/writes.md "The sweeper"). Each test starts a PostgreSQL server of its own on a free port
  * (test/postgres-server.ts) and does that to it; nothing waits on time, only on states.
  */
+import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '@bizops-sync/simulator';
 import { openMirrorConnection } from '../../src/mirror/open.ts';
 import type { SqlConnection } from '../../src/mirror/sql/executor.ts';
 import { STREAMS } from '../../src/streams/definitions.ts';
+import { LocalRateBudget } from '../../src/client/local-rate-budget.ts';
+import { startWriteWorker, WriteIntake, type WriteWorkerHandle } from '../../src/writes/queue/index.ts';
 import type { Context } from '../../jobs/context.ts';
 import { capturingLogger, expectMirrorEqualsGroundTruth, listRequests, runCli, simulator, testConfig, testContext, tempDir, waitFor, type TempDir } from '../helpers.ts';
 import { startPostgresServer, type TestPostgresServer } from '../postgres-server.ts';
 import { cliEnv, spawnDaemon, terminate, type DaemonProcess } from '../daemon/helpers.ts';
+import { deleteKeys, REDIS_URL } from '../writes/support.ts';
 
 const LIST = { path: '/transactions', method: 'GET' };
 
@@ -167,5 +172,47 @@ describe('a daemon on PostgreSQL whose backends are terminated', () => {
     expect(await created('deal.updated')).toBe(5);
     const stopped = await terminate(daemon);
     expect(stopped.code).toBe(0);
+  });
+});
+
+describe('PostgreSQL away while a write worker starts', () => {
+  it('the start-up sweep cannot read the mirror: the worker starts all the same, with a warning, and sends the write once the database is back', async () => {
+    server = await startPostgresServer();
+    sim = await simulator({ size: { transactions: 0, deals: 0, onboardings: 0 } });
+    const connection = await openMirrorConnection(server.mirrorUrl());
+    connections.push(connection);
+    const prefix = `test-worker-start-${randomUUID().slice(0, 8)}`;
+    const queue = { redis: REDIS_URL, prefix, queueName: 'writes' };
+    const intake = new WriteIntake({ connection, queue, tokenNames: ['default'] });
+    const budget = new LocalRateBudget({ limit: 1000, windowMs: 1000 });
+    const { logger, lines } = capturingLogger();
+    let worker: WriteWorkerHandle | undefined;
+    try {
+      const description = 'sent once the database is back';
+      const { id } = await intake.enqueueWrite('transaction.create', { type: 'INCOME', amount: 700, description });
+      await server.shutdown();
+      // Before the fix, this rejected with the lost connection, and `bizops-sync worker` exited 1.
+      worker = await startWriteWorker({
+        connection,
+        queue,
+        api: { baseUrl: sim.url, tokens: { default: String(sim.tokens.admin) }, budget, requestDeadlineMs: 2000, retry: { minTimeoutMs: 20, maxTimeoutMs: 100, maxRetries: 3 } },
+        sweepIntervalMs: 200,
+        retrySchedule: { attempts: 6, backoffMs: 50 },
+        logger,
+      });
+      expect(lines.filter((line) => line.includes('the start-up sweep could not read the mirror'))).toHaveLength(1);
+      expect(worker.requeued).toEqual([]);
+      await server.start();
+      const sent = await waitFor(async () => {
+        const write = await intake.getWrite(id);
+        return write?.status === 'succeeded' ? write : undefined;
+      }, 'the write to be sent once the database is back', 60_000);
+      expect(sent.status).toBe('succeeded');
+      expect(sim.world.transactions.filter((transaction) => transaction.description === description)).toHaveLength(1);
+    } finally {
+      await worker?.close();
+      await intake.close();
+      await deleteKeys(`${prefix}:*`);
+    }
   });
 });

@@ -32,13 +32,13 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { ApiClient, type ApiClientOptions } from '../../client/client.ts';
 import type { BudgetSource } from '../../client/hooks.ts';
 import { silentLogger, type Logger } from '../../logging/logger.ts';
-import type { SqlConnection } from '../../mirror/sql/executor.ts';
+import { DatabaseUnavailableError, type SqlConnection } from '../../mirror/sql/executor.ts';
 import type { AppendedChange } from '../../mirror/mirror-store.ts';
 import { STREAMS } from '../../streams/definitions.ts';
 import { DEFAULT_CLAIM_SECONDS, WriteEngine, type WriteProcessResult } from '../write-engine.ts';
 import { DEFAULT_QUEUE_NAME, DEFAULT_QUEUE_PREFIX, openWriteQueue, redisConnection, type WriteJobData, type WriteQueueLocation, type WriteRetrySchedule } from './write-queue.ts';
 import { defaultWriteThrough, WriteStore, type WriteThroughHook } from '../write-store.ts';
-import { WriteSweeper } from './sweeper.ts';
+import { DEFAULT_SWEEP_INTERVAL_MS, WriteSweeper } from './sweeper.ts';
 
 /** Options of `startWriteWorker`: the mirror connection, the queue, how to reach the API, and BullMQ tuning. */
 export interface WriteWorkerOptions {
@@ -127,8 +127,11 @@ export interface WriteWorkerHandle {
 }
 
 /**
- * Starts a write worker.
- * @throws when Redis cannot be reached for the start-up sweep
+ * Starts a write worker. Its start-up sweep runs before it takes jobs; when the mirror's database
+ * goes away during that sweep (`DatabaseUnavailableError`: a PostgreSQL restart or failover after the
+ * mirror was opened), the worker starts anyway, with a warning, and the sweep runs again at its
+ * interval (docs/writes.md "The sweeper").
+ * @throws when Redis cannot be reached for the start-up sweep, or the sweep fails otherwise
  */
 export async function startWriteWorker(options: WriteWorkerOptions): Promise<WriteWorkerHandle> {
   const logger = options.logger ?? silentLogger;
@@ -172,9 +175,13 @@ export async function startWriteWorker(options: WriteWorkerOptions): Promise<Wri
     try {
       ({ requeued, failed: requeueFailed } = await sweeper.sweep());
     } catch (error) {
-      await producer.close();
-      if (owned) connection.disconnect();
-      throw error;
+      if (error instanceof DatabaseUnavailableError) {
+        logger.warn({ err: error, sweepSeconds: (options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS) / 1000 }, "the start-up sweep could not read the mirror (its database went away); the worker starts, and the sweep runs again at its interval");
+      } else {
+        await producer.close();
+        if (owned) connection.disconnect();
+        throw error;
+      }
     }
   }
 
