@@ -295,9 +295,22 @@ class ScheduleRun {
     }
   }
 
-  /** Processes that exited without being asked to: each a failure. */
+  /**
+   * Processes that exited without being asked to: each a failure. But a worker that ended during
+   * its start (before its write worker started) with exit 1 and the mirror's one line for a
+   * PostgreSQL server that went away (`cannot connect to` / `lost the connection to the PostgreSQL
+   * mirror`) made the documented start-up failure (docs/operations.md "Start-up failures"): it is
+   * started again, as its supervisor would, and its writes are the next worker's.
+   */
   crashes(): string[] {
     const lines: string[] = [];
+    for (const worker of [...this.workers]) {
+      if (worker.alive || worker.expectedExit || worker.workerStarted || worker.child.exitCode !== 1) continue;
+      if (!/^bizops-sync: (cannot connect to|lost the connection to) the PostgreSQL mirror/.test(worker.tail.at(-1) ?? '')) continue;
+      worker.expectedExit = true;
+      this.fault('process:worker-start-failed');
+      this.workers.push(this.spawn('worker', ['worker', '--concurrency', '2']));
+    }
     for (const process of [this.daemon, this.replica, ...this.workers]) {
       if (process && !process.alive && !process.expectedExit) {
         lines.push(`${process.describeExit()} without being asked to; its last lines:\n    ${process.tail.slice(-8).join('\n    ')}`);
