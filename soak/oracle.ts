@@ -96,8 +96,12 @@ export async function readChangelog(reader: MirrorReader): Promise<ChangeRow[]> 
 }
 
 function decodeData(text: string): { record: unknown; changes?: Record<string, unknown> } {
-  const data = JSON.parse(text) as { record?: unknown; changes?: Record<string, unknown> };
-  return { record: data.record ?? null, ...(data.changes ? { changes: data.changes } : {}) };
+  return dataParts(JSON.parse(text) as { record?: unknown; changes?: Record<string, unknown> });
+}
+
+/** A change's `data` as the oracle compares it: its record (null when absent) and its field changes when it has them. */
+function dataParts(data: { record?: unknown; changes?: Record<string, unknown> } | undefined): { record: unknown; changes?: Record<string, unknown> } {
+  return { record: data?.record ?? null, ...(data?.changes ? { changes: data.changes } : {}) };
 }
 
 /** The changelog's chains, over the events `patterns` lets through. */
@@ -339,8 +343,7 @@ export function changesCommandProblems(output: string, changes: readonly ChangeR
       stream: String(event.stream),
       recordId: String(event.record_id),
       occurredAt: String(event.occurred_at),
-      record: event.data?.record ?? null,
-      ...(event.data?.changes ? { changes: event.data.changes } : {}),
+      ...dataParts(event.data),
     });
   }
   if (notJson > 1) problems.push(`changes: ${notJson} lines of bizops-sync changes are not JSON`);

@@ -329,12 +329,12 @@ export function formatStoredChangeLine(row: StoredChange, options: StoredChangeL
   let data: string;
   let version: number;
   if (!options.expandCreated && isVersion2Text(row.data)) {
-    data = `{${row.data.slice(VERSION_2_PREFIX.length, CUT_BRACE)}`;
+    data = withoutVersionKey(row.data);
     version = CHANGE_DATA_VERSION;
   } else {
     const parsed = parseData(row.seq, row.eventId, row.data);
     if (options.expandCreated && parsed.changes === undefined) data = JSON.stringify(decodeChangeData(parsed, row.stream).data);
-    else if (row.data.startsWith(VERSION_2_PREFIX)) data = `{${row.data.slice(VERSION_2_PREFIX.length)}`;
+    else if (row.data.startsWith(VERSION_2_PREFIX)) data = withoutVersionKey(row.data);
     else if ('version' in parsed) data = JSON.stringify({ ...parsed, version: undefined });
     else data = row.data;
     version = typeof parsed.version === 'number' ? parsed.version : 1;
@@ -378,6 +378,11 @@ function openDataJson(row: StoredChange, parsed: Record<string, unknown>): strin
     return `{"record":${record},"changes":${JSON.stringify(derivedChanges(parsed.record, row.stream))}${errorText}`;
   }
   return JSON.stringify(decodeChangeData(parsed, row.stream).data).slice(0, -1);
+}
+
+/** A version-2 `data` text without its `version` key: `{"version":2,"record":...}` -> `{"record":...}`. */
+function withoutVersionKey(text: string): string {
+  return `{${text.slice(VERSION_2_PREFIX.length, CUT_BRACE)}`;
 }
 
 /** True for a `data` text in the version-2 form `encodeChangeData` writes: `{"version":2,` ... `}`. */
